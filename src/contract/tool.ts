@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import { JsonValueSchema, type JsonValue } from './json.ts';
+
+/** Tool identity and schema exposed to the model (book: Tool Trait → ToolDescriptor). */
+export const ToolDescriptorSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  parameters: JsonValueSchema,
+  category: z.string().optional(),
+});
+export type ToolDescriptor = z.infer<typeof ToolDescriptorSchema>;
+
+export const ToolDescriptors = {
+  new: (id: string, name: string, description: string): ToolDescriptor => ({
+    id,
+    name,
+    description,
+    parameters: { type: 'object', properties: {} },
+  }),
+  withParameters: (d: ToolDescriptor, parameters: JsonValue): ToolDescriptor => ({ ...d, parameters }),
+  withCategory: (d: ToolDescriptor, category: string): ToolDescriptor => ({ ...d, category }),
+} as const;
+
+export const ToolStatusSchema = z.enum(['success', 'pending', 'error']);
+export type ToolStatus = z.infer<typeof ToolStatusSchema>;
+
+export const ToolCallResumeModeSchema = z.enum(['replay_tool_call', 'use_decision_as_tool_result', 'pass_decision_to_tool']);
+export type ToolCallResumeMode = z.infer<typeof ToolCallResumeModeSchema>;
+
+/** `message` is omitted when empty, `parameters` when null (protocol-spec §1.3). */
+export const SuspensionSchema = z
+  .object({
+    id: z.string(),
+    action: z.string(),
+    message: z.string().optional(),
+    parameters: JsonValueSchema.optional(),
+    response_schema: JsonValueSchema.optional(),
+  })
+  .transform(
+    (s): Suspension => ({
+      id: s.id,
+      action: s.action,
+      ...(s.message !== undefined && s.message !== '' ? { message: s.message } : {}),
+      ...(s.parameters !== undefined && s.parameters !== null ? { parameters: s.parameters } : {}),
+      ...(s.response_schema !== undefined ? { response_schema: s.response_schema } : {}),
+    }),
+  );
+export type Suspension = {
+  id: string;
+  action: string;
+  message?: string;
+  parameters?: JsonValue;
+  response_schema?: JsonValue;
+};
+
+export const PendingToolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: JsonValueSchema });
+export type PendingToolCall = z.infer<typeof PendingToolCallSchema>;
+
+export const SuspendTicketSchema = z.object({
+  suspension: SuspensionSchema,
+  pending: PendingToolCallSchema,
+  resume_mode: ToolCallResumeModeSchema.default('replay_tool_call'),
+});
+export type SuspendTicket = { suspension: Suspension; pending: PendingToolCall; resume_mode: ToolCallResumeMode };
+
+/**
+ * Result of one tool call. `message` is always present on the wire (`null` when absent);
+ * `suspension` and `metadata` are omitted when absent or empty (book: 事件 → ToolResult).
+ */
+export const ToolResultSchema = z
+  .object({
+    tool_name: z.string(),
+    status: ToolStatusSchema,
+    data: JsonValueSchema,
+    message: z.string().nullable().default(null),
+    suspension: SuspendTicketSchema.optional(),
+    metadata: z.record(z.string(), JsonValueSchema).optional(),
+  })
+  .transform((r): ToolResult => {
+    if (r.metadata === undefined || Object.keys(r.metadata).length > 0) return r as ToolResult;
+    const { metadata: _empty, ...rest } = r;
+    return rest as ToolResult;
+  });
+export type ToolResult = {
+  tool_name: string;
+  status: ToolStatus;
+  data: JsonValue;
+  message: string | null;
+  suspension?: SuspendTicket;
+  metadata?: { [key: string]: JsonValue };
+};
+
+export const ToolResults = {
+  success: (toolName: string, data: JsonValue): ToolResult => ({ tool_name: toolName, status: 'success', data, message: null }),
+  successWithMessage: (toolName: string, data: JsonValue, message: string): ToolResult => ({
+    tool_name: toolName,
+    status: 'success',
+    data,
+    message,
+  }),
+  error: (toolName: string, message: string): ToolResult => ({ tool_name: toolName, status: 'error', data: null, message }),
+  errorWithCode: (toolName: string, code: string, message: string): ToolResult => ({
+    tool_name: toolName,
+    status: 'error',
+    data: { error: { code, message } },
+    message: `[${code}] ${message}`,
+  }),
+  suspended: (toolName: string, message: string, ticket: SuspendTicket): ToolResult => ({
+    tool_name: toolName,
+    status: 'pending',
+    data: null,
+    message,
+    suspension: ticket,
+  }),
+} as const;
+
+export const ToolCallOutcomeSchema = z.enum(['succeeded', 'failed', 'suspended']);
+export type ToolCallOutcome = z.infer<typeof ToolCallOutcomeSchema>;
+
+/** pending → suspended, error → failed, success → succeeded. */
+export function outcomeOf(result: ToolResult): ToolCallOutcome {
+  switch (result.status) {
+    case 'success':
+      return 'succeeded';
+    case 'error':
+      return 'failed';
+    case 'pending':
+      return 'suspended';
+  }
+}
+
+export const ResumeDecisionActionSchema = z.enum(['resume', 'cancel']);
+export type ResumeDecisionAction = z.infer<typeof ResumeDecisionActionSchema>;
+
+/** A decision for a suspended call. `result` is omitted when null. */
+export const ToolCallResumeSchema = z
+  .object({
+    decision_id: z.string().default(''),
+    action: ResumeDecisionActionSchema,
+    result: JsonValueSchema.optional(),
+    reason: z.string().optional(),
+    updated_at: z.number().int().nonnegative(),
+  })
+  .transform((r): ToolCallResume => {
+    if (r.result !== null) return r as ToolCallResume;
+    const { result: _null, ...rest } = r;
+    return rest as ToolCallResume;
+  });
+export type ToolCallResume = {
+  decision_id: string;
+  action: ResumeDecisionAction;
+  result?: JsonValue;
+  reason?: string;
+  updated_at: number;
+};

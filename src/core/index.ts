@@ -1,0 +1,2 @@
+export * from './phase/index.ts';
+export * from './state/index.ts';

@@ -1,0 +1,5 @@
+export * from './phase-error.ts';
+export * from './phase-runtime.ts';
+export * from './plugin.ts';
+export * from './report.ts';
+export * from './runtime-keys.ts';

@@ -1,0 +1,170 @@
+import type { StateError } from '../../contract/errors.ts';
+import { PHASES, type Phase } from '../../contract/phase.ts';
+import { err, ok, type Result } from '../../contract/result.ts';
+import type { ToolDescriptor } from '../../contract/tool.ts';
+import type { Snapshot } from '../state/snapshot.ts';
+import type { EffectSpec, ScheduledActionSpec, StateCommand } from '../state/state-command.ts';
+import type { AnyStateKey, StateKeyOptions } from '../state/state-key.ts';
+import type { KeyRegistration } from '../state/state-store.ts';
+
+/** What a hook sees: the phase, ONE frozen snapshot, and the phase input the shell provides. */
+export interface PhaseContext {
+  readonly phase: Phase;
+  readonly snapshot: Snapshot;
+  readonly input: Readonly<Record<string, unknown>>;
+}
+
+export type PhaseHook = (ctx: PhaseContext) => StateCommand | Promise<StateCommand>;
+export type ActionHandler<P> = (ctx: PhaseContext, payload: P) => StateCommand | Promise<StateCommand>;
+/** Effect handlers see the post-commit snapshot and return nothing: they cannot change state. */
+export type EffectHandler<P> = (payload: P, snapshot: Snapshot) => void | Promise<void>;
+export type RequestTransform<R> = (request: R) => R;
+
+/** Anything with a descriptor can be registered as a tool; execution is the runtime's concern. */
+export interface ToolLike {
+  readonly descriptor: ToolDescriptor;
+}
+
+export interface Plugin {
+  readonly name: string;
+  register(registrar: PluginRegistrar): void;
+}
+
+export interface HookRegistration {
+  readonly pluginId: string;
+  readonly phase: Phase;
+  readonly hook: PhaseHook;
+}
+
+interface ActionRegistration {
+  readonly pluginId: string;
+  readonly spec: ScheduledActionSpec<unknown>;
+  readonly handler: ActionHandler<unknown>;
+}
+
+interface EffectRegistration {
+  readonly pluginId: string;
+  readonly spec: EffectSpec<unknown>;
+  readonly handler: EffectHandler<unknown>;
+}
+
+/**
+ * Collects a plugin's components (book: 插件系统内部机制). Duplicates are recorded, not thrown:
+ * `buildExecutionEnv` reports the first one.
+ */
+export class PluginRegistrar {
+  readonly pluginId: string;
+  readonly keys: KeyRegistration[] = [];
+  readonly hooks: HookRegistration[] = [];
+  readonly actions: ActionRegistration[] = [];
+  readonly effects: EffectRegistration[] = [];
+  readonly tools: ToolLike[] = [];
+  readonly transforms: RequestTransform<unknown>[] = [];
+  readonly errors: StateError[] = [];
+
+  constructor(pluginId: string) {
+    this.pluginId = pluginId;
+  }
+
+  registerKey(key: AnyStateKey, options: Partial<StateKeyOptions> = {}): this {
+    if (this.keys.some((k) => k.key.key === key.key)) this.errors.push({ code: 'key_already_registered', key: key.key });
+    else this.keys.push({ key, options });
+    return this;
+  }
+
+  registerPhaseHook(phase: Phase, hook: PhaseHook): this {
+    this.hooks.push({ pluginId: this.pluginId, phase, hook });
+    return this;
+  }
+
+  registerScheduledAction<P>(spec: ScheduledActionSpec<P>, handler: ActionHandler<P>): this {
+    if (this.actions.some((a) => a.spec.key === spec.key)) this.errors.push({ code: 'handler_already_registered', key: spec.key });
+    else
+      this.actions.push({
+        pluginId: this.pluginId,
+        spec: spec as ScheduledActionSpec<unknown>,
+        handler: handler as ActionHandler<unknown>,
+      });
+    return this;
+  }
+
+  registerEffect<P>(spec: EffectSpec<P>, handler: EffectHandler<P>): this {
+    if (this.effects.some((e) => e.spec.key === spec.key)) this.errors.push({ code: 'effect_handler_already_registered', key: spec.key });
+    else
+      this.effects.push({ pluginId: this.pluginId, spec: spec as EffectSpec<unknown>, handler: handler as EffectHandler<unknown> });
+    return this;
+  }
+
+  registerTool(tool: ToolLike): this {
+    if (this.tools.some((t) => t.descriptor.id === tool.descriptor.id))
+      this.errors.push({ code: 'tool_already_registered', toolId: tool.descriptor.id });
+    else this.tools.push(tool);
+    return this;
+  }
+
+  registerRequestTransform<R>(transform: RequestTransform<R>): this {
+    this.transforms.push(transform as RequestTransform<unknown>);
+    return this;
+  }
+}
+
+/**
+ * Everything the phase engine dispatches to. Structural components (keys, action handlers, effect
+ * handlers) are always collected; behavioural ones (hooks, tools, request transforms) only from
+ * active plugins.
+ */
+export interface ExecutionEnv {
+  readonly plugins: readonly { readonly name: string; readonly keys: readonly KeyRegistration[] }[];
+  readonly hooks: ReadonlyMap<Phase, readonly HookRegistration[]>;
+  readonly actionHandlers: ReadonlyMap<string, ActionRegistration>;
+  readonly effectHandlers: ReadonlyMap<string, EffectRegistration>;
+  readonly tools: ReadonlyMap<string, ToolLike>;
+  readonly transforms: readonly RequestTransform<unknown>[];
+}
+
+export interface EnvOptions {
+  /** Plugin names whose behavioural components are active; empty or absent = all. */
+  readonly activePlugins?: readonly string[];
+}
+
+/** Walks `plugins` in list order; the first duplicate (plugin, key, handler, effect handler, tool) fails the build. */
+export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOptions = {}): Result<ExecutionEnv, StateError> {
+  const active = options.activePlugins ?? [];
+  const isActive = (name: string): boolean => active.length === 0 || active.includes(name);
+  const hooks = new Map<Phase, HookRegistration[]>(PHASES.map((p) => [p, []]));
+  const actionHandlers = new Map<string, ActionRegistration>();
+  const effectHandlers = new Map<string, EffectRegistration>();
+  const tools = new Map<string, ToolLike>();
+  const transforms: RequestTransform<unknown>[] = [];
+  const registered: { name: string; keys: readonly KeyRegistration[] }[] = [];
+  const keyNames = new Set<string>();
+
+  for (const plugin of plugins) {
+    if (registered.some((p) => p.name === plugin.name)) return err({ code: 'plugin_already_installed', name: plugin.name });
+    const r = new PluginRegistrar(plugin.name);
+    plugin.register(r);
+    const first = r.errors[0];
+    if (first !== undefined) return err(first);
+    for (const { key } of r.keys) {
+      if (keyNames.has(key.key)) return err({ code: 'key_already_registered', key: key.key });
+      keyNames.add(key.key);
+    }
+    for (const a of r.actions) {
+      if (actionHandlers.has(a.spec.key)) return err({ code: 'handler_already_registered', key: a.spec.key });
+      actionHandlers.set(a.spec.key, a);
+    }
+    for (const e of r.effects) {
+      if (effectHandlers.has(e.spec.key)) return err({ code: 'effect_handler_already_registered', key: e.spec.key });
+      effectHandlers.set(e.spec.key, e);
+    }
+    registered.push({ name: plugin.name, keys: r.keys });
+    if (!isActive(plugin.name)) continue;
+    for (const tool of r.tools) {
+      if (tools.has(tool.descriptor.id)) return err({ code: 'tool_already_registered', toolId: tool.descriptor.id });
+      tools.set(tool.descriptor.id, tool);
+    }
+    for (const h of r.hooks) hooks.get(h.phase)?.push(h);
+    transforms.push(...r.transforms);
+  }
+  return ok({ plugins: registered, hooks, actionHandlers, effectHandlers, tools, transforms });
+}

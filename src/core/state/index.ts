@@ -1,0 +1,5 @@
+export * from './mutation-batch.ts';
+export * from './snapshot.ts';
+export * from './state-command.ts';
+export * from './state-key.ts';
+export * from './state-store.ts';

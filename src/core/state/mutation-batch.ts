@@ -1,0 +1,84 @@
+import { err, ok, type Result } from '../../contract/result.ts';
+import type { StateError } from '../../contract/errors.ts';
+import type { MergeStrategy, StateKey } from './state-key.ts';
+
+/** One recorded write. Ops are data: the reducer is looked up at commit time from the registry. */
+export type MutationOp =
+  | { readonly kind: 'update'; readonly key: string; readonly update: unknown }
+  | { readonly kind: 'clear'; readonly key: string };
+
+/**
+ * The writes of one hook, action handler or tool (core-spec §1.3). `touchedKeys` has one entry per
+ * op, duplicates included. Builder methods mutate and return `this`; `extend`/`mergeParallel` are pure.
+ */
+export class MutationBatch {
+  baseRevision: number | undefined;
+  readonly ops: MutationOp[];
+  readonly touchedKeys: string[];
+
+  constructor(baseRevision?: number, ops: MutationOp[] = [], touchedKeys: string[] = ops.map((o) => o.key)) {
+    this.baseRevision = baseRevision;
+    this.ops = ops;
+    this.touchedKeys = touchedKeys;
+  }
+
+  update<V, U>(key: StateKey<V, U>, update: U): this {
+    this.ops.push({ kind: 'update', key: key.key, update });
+    this.touchedKeys.push(key.key);
+    return this;
+  }
+
+  /** Removes the key's value (back to absent). */
+  clear(key: StateKey<unknown, unknown> | string): this {
+    const name = typeof key === 'string' ? key : key.key;
+    this.ops.push({ kind: 'clear', key: name });
+    this.touchedKeys.push(name);
+    return this;
+  }
+
+  isEmpty(): boolean {
+    return this.ops.length === 0;
+  }
+
+  clone(): MutationBatch {
+    return new MutationBatch(this.baseRevision, [...this.ops], [...this.touchedKeys]);
+  }
+}
+
+export function reconcileBase(
+  left: number | undefined,
+  right: number | undefined,
+): Result<number | undefined, StateError> {
+  if (left !== undefined && right !== undefined && left !== right) {
+    return err({ code: 'mutation_base_revision_mismatch', left, right });
+  }
+  return ok(left ?? right);
+}
+
+/** Sequential composition: `right`'s ops after `left`'s. */
+export function extendBatch(left: MutationBatch, right: MutationBatch): Result<MutationBatch, StateError> {
+  const base = reconcileBase(left.baseRevision, right.baseRevision);
+  if (!base.ok) return base;
+  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops], [...left.touchedKeys, ...right.touchedKeys]));
+}
+
+/**
+ * Parallel composition: fails with `parallel_merge_conflict` at the first key of `right` (in its
+ * order) that `left` also touched and whose strategy is exclusive. Duplicates inside one side never
+ * conflict. Unregistered keys count as exclusive (the `strategyOf` callback decides).
+ */
+export function mergeParallelBatch(
+  left: MutationBatch,
+  right: MutationBatch,
+  strategyOf: (key: string) => MergeStrategy,
+): Result<MutationBatch, StateError> {
+  const base = reconcileBase(left.baseRevision, right.baseRevision);
+  if (!base.ok) return base;
+  if (left.touchedKeys.length > 0 && right.touchedKeys.length > 0) {
+    const seen = new Set(left.touchedKeys);
+    for (const key of right.touchedKeys) {
+      if (seen.has(key) && strategyOf(key) === 'exclusive') return err({ code: 'parallel_merge_conflict', key });
+    }
+  }
+  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops], [...left.touchedKeys, ...right.touchedKeys]));
+}

@@ -1,0 +1,133 @@
+import type { z } from 'zod';
+import type { StateError } from '../../contract/errors.ts';
+import type { Phase } from '../../contract/phase.ts';
+import { ok, type Result } from '../../contract/result.ts';
+import { extendBatch, mergeParallelBatch, MutationBatch } from './mutation-batch.ts';
+import type { MergeStrategy, StateKey } from './state-key.ts';
+
+/** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
+export interface ScheduledActionSpec<P> {
+  readonly key: string;
+  readonly phase: Phase;
+  readonly payload: z.ZodType<P>;
+}
+
+/** A fire-and-forget effect type, dispatched after commit (book: Effects). */
+export interface EffectSpec<P> {
+  readonly key: string;
+  readonly payload: z.ZodType<P>;
+}
+
+export const defineAction = <P>(key: string, phase: Phase, payload: z.ZodType<P>): ScheduledActionSpec<P> =>
+  Object.freeze({ key, phase, payload });
+
+export const defineEffect = <P>(key: string, payload: z.ZodType<P>): EffectSpec<P> => Object.freeze({ key, payload });
+
+export interface ScheduledAction {
+  readonly phase: Phase;
+  readonly key: string;
+  readonly payload: unknown;
+}
+
+export interface TypedEffect {
+  readonly key: string;
+  readonly payload: unknown;
+}
+
+/**
+ * What a hook, action handler or tool hands back: state writes, scheduled actions and effects
+ * (core-spec §1.4). Builder methods mutate and return `this`; `extendCommand`/`mergeParallelCommands`
+ * are pure and return new commands.
+ */
+export class StateCommand {
+  readonly patch: MutationBatch;
+  readonly scheduledActions: ScheduledAction[];
+  readonly effects: TypedEffect[];
+
+  constructor(patch: MutationBatch = new MutationBatch(), scheduledActions: ScheduledAction[] = [], effects: TypedEffect[] = []) {
+    this.patch = patch;
+    this.scheduledActions = scheduledActions;
+    this.effects = effects;
+  }
+
+  static empty(): StateCommand {
+    return new StateCommand();
+  }
+
+  update<V, U>(key: StateKey<V, U>, update: U): this {
+    this.patch.update(key, update);
+    return this;
+  }
+
+  clear(key: StateKey<unknown, unknown> | string): this {
+    this.patch.clear(key);
+    return this;
+  }
+
+  scheduleAction<P>(spec: ScheduledActionSpec<P>, payload: P): this {
+    this.scheduledActions.push({ phase: spec.phase, key: spec.key, payload });
+    return this;
+  }
+
+  emit<P>(spec: EffectSpec<P>, payload: P): this {
+    this.effects.push({ key: spec.key, payload });
+    return this;
+  }
+
+  withBaseRevision(revision: number): this {
+    this.patch.baseRevision = revision;
+    return this;
+  }
+
+  get baseRevision(): number | undefined {
+    return this.patch.baseRevision;
+  }
+
+  get touchedKeys(): readonly string[] {
+    return this.patch.touchedKeys;
+  }
+
+  isEmpty(): boolean {
+    return this.patch.isEmpty() && this.scheduledActions.length === 0 && this.effects.length === 0;
+  }
+
+  clone(): StateCommand {
+    return new StateCommand(this.patch.clone(), [...this.scheduledActions], [...this.effects]);
+  }
+}
+
+/** Sequential composition of two commands (`extend`); fails only on a base-revision mismatch. */
+export function extendCommand(left: StateCommand, right: StateCommand): Result<StateCommand, StateError> {
+  const patch = extendBatch(left.patch, right.patch);
+  if (!patch.ok) return patch;
+  return ok(
+    new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]),
+  );
+}
+
+/** Parallel composition (`mergeParallel`): exclusive keys touched by both sides conflict. */
+export function mergeParallelCommands(
+  left: StateCommand,
+  right: StateCommand,
+  strategyOf: (key: string) => MergeStrategy,
+): Result<StateCommand, StateError> {
+  const patch = mergeParallelBatch(left.patch, right.patch, strategyOf);
+  if (!patch.ok) return patch;
+  return ok(
+    new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]),
+  );
+}
+
+/** Folds `mergeParallelCommands` over `commands`, left to right, from the empty command. */
+export function mergeAllCommands(
+  commands: readonly StateCommand[],
+  strategyOf: (key: string) => MergeStrategy,
+): Result<StateCommand, StateError> {
+  let acc = StateCommand.empty();
+  for (const command of commands) {
+    const merged = mergeParallelCommands(acc, command, strategyOf);
+    if (!merged.ok) return merged;
+    acc = merged.value;
+  }
+  return ok(acc);
+}

@@ -1,0 +1,274 @@
+import type { StateError, UnknownKeyPolicy } from '../../contract/errors.ts';
+import type { JsonValue } from '../../contract/json.ts';
+import { err, ok, type Result } from '../../contract/result.ts';
+import { MutationBatch } from './mutation-batch.ts';
+import { Snapshot } from './snapshot.ts';
+import { keyOptions, type AnyStateKey, type MergeStrategy, type StateKeyOptions } from './state-key.ts';
+
+export interface RegisteredKey {
+  readonly key: AnyStateKey;
+  readonly options: StateKeyOptions;
+  /** Name of the plugin that registered the key, if any. */
+  readonly owner: string | undefined;
+}
+
+export interface CommitEvent {
+  readonly previousRevision: number;
+  readonly newRevision: number;
+  readonly opCount: number;
+  readonly snapshot: Snapshot;
+}
+
+export type CommitHook = (event: CommitEvent) => void;
+
+/** Serialised state as stores keep it: `extensions` is keyed by state-key name, sorted. */
+export interface PersistedState {
+  readonly revision: number;
+  readonly extensions: { readonly [key: string]: JsonValue };
+}
+
+export interface KeyRegistration {
+  readonly key: AnyStateKey;
+  readonly options?: Partial<StateKeyOptions>;
+}
+
+/**
+ * The live state: a registry of keys, one immutable snapshot, commit hooks and installed plugins
+ * (book: 状态与快照模型 → StateStore). Every operation is synchronous and deterministic.
+ */
+export class StateStore {
+  #snapshot: Snapshot;
+  readonly #keys: Map<string, RegisteredKey>;
+  readonly #plugins = new Map<string, readonly string[]>();
+  readonly #commitHooks: CommitHook[] = [];
+
+  constructor(keys: ReadonlyMap<string, RegisteredKey> = new Map()) {
+    this.#keys = new Map(keys);
+    this.#snapshot = new Snapshot(0, new Map());
+  }
+
+  get revision(): number {
+    return this.#snapshot.revision;
+  }
+
+  snapshot(): Snapshot {
+    return this.#snapshot;
+  }
+
+  // ---- registry ---------------------------------------------------------------------------------
+
+  registerKey(key: AnyStateKey, options: Partial<StateKeyOptions> = {}, owner?: string): Result<void, StateError> {
+    if (this.#keys.has(key.key)) return err({ code: 'key_already_registered', key: key.key });
+    this.#keys.set(key.key, { key, options: keyOptions(options), owner });
+    return ok(undefined);
+  }
+
+  /** Registers keys that are not yet registered; already-registered names are skipped silently. */
+  registerKeys(keys: readonly KeyRegistration[], owner?: string): void {
+    for (const { key, options } of keys) {
+      if (!this.#keys.has(key.key)) this.#keys.set(key.key, { key, options: keyOptions(options), owner });
+    }
+  }
+
+  registration(name: string): RegisteredKey | undefined {
+    return this.#keys.get(name);
+  }
+
+  isRegistered(name: string): boolean {
+    return this.#keys.has(name);
+  }
+
+  /** Merge strategy of a key; unregistered keys count as exclusive (core-spec §1.5). */
+  readonly strategyOf = (name: string): MergeStrategy => this.#keys.get(name)?.key.merge ?? 'exclusive';
+
+  onCommit(hook: CommitHook): () => void {
+    this.#commitHooks.push(hook);
+    return () => {
+      const i = this.#commitHooks.indexOf(hook);
+      if (i >= 0) this.#commitHooks.splice(i, 1);
+    };
+  }
+
+  // ---- plugins ----------------------------------------------------------------------------------
+
+  /** Registers a plugin's keys atomically: every check runs before anything is inserted. */
+  installPlugin(name: string, keys: readonly KeyRegistration[]): Result<void, StateError> {
+    if (this.#plugins.has(name)) return err({ code: 'plugin_already_installed', name });
+    const names = new Set<string>();
+    for (const { key } of keys) {
+      if (this.#keys.has(key.key) || names.has(key.key)) return err({ code: 'key_already_registered', key: key.key });
+      names.add(key.key);
+    }
+    for (const { key, options } of keys) this.#keys.set(key.key, { key, options: keyOptions(options), owner: name });
+    this.#plugins.set(name, [...names]);
+    return ok(undefined);
+  }
+
+  /** Clears the plugin's keys (unless `retainOnUninstall`) in one commit, then unregisters them. */
+  uninstallPlugin(name: string): Result<void, StateError> {
+    const owned = this.#plugins.get(name);
+    if (owned === undefined) return err({ code: 'plugin_not_installed', name });
+    const clear = new MutationBatch(this.revision);
+    for (const key of owned) {
+      const reg = this.#keys.get(key);
+      if (reg !== undefined && !reg.options.retainOnUninstall && this.#snapshot.has(key)) clear.clear(key);
+    }
+    const committed = this.commit(clear);
+    if (!committed.ok) return committed;
+    for (const key of owned) {
+      const reg = this.#keys.get(key);
+      if (reg !== undefined && !reg.options.retainOnUninstall) this.#keys.delete(key);
+    }
+    this.#plugins.delete(name);
+    return ok(undefined);
+  }
+
+  installedPlugins(): string[] {
+    return [...this.#plugins.keys()];
+  }
+
+  // ---- commit -----------------------------------------------------------------------------------
+
+  /**
+   * Applies a batch atomically, in the exact order of core-spec §1.5: empty → no bump; stale base
+   * revision → `revision_conflict`; unregistered key → `unknown_key`; apply ops in order; revision + 1;
+   * commit hooks in registration order. A failed commit changes nothing.
+   */
+  commit(batch: MutationBatch): Result<number, StateError> {
+    const current = this.#snapshot;
+    if (batch.isEmpty()) return ok(current.revision);
+    if (batch.baseRevision !== undefined && batch.baseRevision !== current.revision) {
+      return err({ code: 'revision_conflict', expected: batch.baseRevision, actual: current.revision });
+    }
+    for (const key of batch.touchedKeys) {
+      if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
+    }
+    const next = new Map(Snapshot.valuesOf(current));
+    for (const op of batch.ops) {
+      if (op.kind === 'clear') {
+        next.delete(op.key);
+        continue;
+      }
+      const { key } = this.#keys.get(op.key) as RegisteredKey;
+      const value = next.has(op.key) ? next.get(op.key) : key.init();
+      next.set(op.key, key.apply(value, op.update));
+    }
+    const snapshot = new Snapshot(current.revision + 1, next);
+    this.#snapshot = snapshot;
+    const event: CommitEvent = {
+      previousRevision: current.revision,
+      newRevision: snapshot.revision,
+      opCount: batch.ops.length,
+      snapshot,
+    };
+    for (const hook of [...this.#commitHooks]) hook(event);
+    return ok(snapshot.revision);
+  }
+
+  // ---- persistence (core-spec §1.7) -------------------------------------------------------------
+
+  #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
+    const extensions: { [key: string]: JsonValue } = {};
+    for (const name of this.#snapshot.keys()) {
+      const reg = this.#keys.get(name);
+      if (reg === undefined || !reg.options.persistent || !filter(reg.options)) continue;
+      try {
+        extensions[name] = reg.key.encode(this.#snapshot.getByName(name));
+      } catch (e) {
+        return err({ code: 'key_encode', key: name, message: messageOf(e) });
+      }
+    }
+    return ok({ revision: this.revision, extensions });
+  }
+
+  /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */
+  exportPersisted(): Result<PersistedState, StateError> {
+    return this.#export(() => true);
+  }
+
+  exportThreadScoped(): Result<PersistedState, StateError> {
+    return this.#export((o) => o.scope === 'thread');
+  }
+
+  exportRunScoped(): Result<PersistedState, StateError> {
+    return this.#export((o) => o.scope !== 'thread');
+  }
+
+  #decodeAll(
+    persisted: PersistedState,
+    policy: UnknownKeyPolicy,
+    accept: (options: StateKeyOptions) => boolean,
+  ): Result<Map<string, unknown>, StateError> {
+    const decoded = new Map<string, unknown>();
+    for (const name of Object.keys(persisted.extensions).sort()) {
+      const reg = this.#keys.get(name);
+      if (reg === undefined) {
+        if (policy === 'error') return err({ code: 'unknown_key', key: name });
+        continue;
+      }
+      if (!accept(reg.options)) continue;
+      const parsed = reg.key.codec.safeParse(persisted.extensions[name]);
+      if (!parsed.success) return err({ code: 'key_decode', key: name, message: parsed.error.message });
+      decoded.set(name, parsed.data);
+    }
+    return ok(decoded);
+  }
+
+  /** Replaces the whole state and takes the persisted revision. No commit hooks run. */
+  restorePersisted(persisted: PersistedState, policy: UnknownKeyPolicy): Result<void, StateError> {
+    const decoded = this.#decodeAll(persisted, policy, () => true);
+    if (!decoded.ok) return decoded;
+    this.#snapshot = new Snapshot(persisted.revision, decoded.value);
+    return ok(undefined);
+  }
+
+  /** Merges thread-scoped keys into the current state; other scopes are ignored; revision kept. */
+  restoreThreadScoped(persisted: PersistedState, policy: UnknownKeyPolicy): Result<void, StateError> {
+    const decoded = this.#decodeAll(persisted, policy, (o) => o.scope === 'thread');
+    if (!decoded.ok) return decoded;
+    this.#mergeValues(decoded.value);
+    return ok(undefined);
+  }
+
+  /** Merges every known key into the current state, ignoring the persisted revision; no bump, no hooks. */
+  applySeed(persisted: PersistedState, policy: UnknownKeyPolicy): Result<void, StateError> {
+    const decoded = this.#decodeAll(persisted, policy, () => true);
+    if (!decoded.ok) return decoded;
+    this.#mergeValues(decoded.value);
+    return ok(undefined);
+  }
+
+  /** Drops every run-scoped value (revision kept). */
+  clearRunScoped(): void {
+    const next = new Map(Snapshot.valuesOf(this.#snapshot));
+    for (const name of next.keys()) {
+      if (this.#keys.get(name)?.options.scope !== 'thread') next.delete(name);
+    }
+    this.#snapshot = new Snapshot(this.revision, next);
+  }
+
+  /**
+   * A store for a new run of the same thread: same registrations, revision 0, run-scoped keys absent,
+   * thread-scoped keys carried over (core-spec §1.8: 0.6 builds a fresh store per run).
+   */
+  beginRun(): StateStore {
+    const store = new StateStore(this.#keys);
+    for (const [name, keys] of this.#plugins) store.#plugins.set(name, keys);
+    const carried = new Map<string, unknown>();
+    for (const [name, value] of Snapshot.valuesOf(this.#snapshot)) {
+      if (this.#keys.get(name)?.options.scope === 'thread') carried.set(name, value);
+    }
+    store.#snapshot = new Snapshot(0, carried);
+    return store;
+  }
+
+  #mergeValues(values: ReadonlyMap<string, unknown>): void {
+    const next = new Map(Snapshot.valuesOf(this.#snapshot));
+    for (const [name, value] of values) next.set(name, value);
+    this.#snapshot = new Snapshot(this.revision, next);
+  }
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

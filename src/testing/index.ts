@@ -1,0 +1,1 @@
+export * as arbitraries from './arbitraries.ts';

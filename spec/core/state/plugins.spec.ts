@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
+import { StateStore } from '../../../src/core/state/state-store.ts';
+import { counterKey, registerKey } from '../../support/keys.ts';
+
+const A = counterKey('p.a');
+const B = registerKey('p.b');
+const Kept = registerKey('p.kept');
+
+describe('plugin install / uninstall (core-spec §1.5)', () => {
+  it('registers every key of a plugin, and refuses a second install', () => {
+    const s = new StateStore();
+    expect(s.installPlugin('p', [{ key: A }, { key: B }])).toEqual({ ok: true, value: undefined });
+    expect(s.registration('p.a')?.owner).toBe('p');
+    expect(s.installPlugin('p', [])).toEqual({ ok: false, error: { code: 'plugin_already_installed', name: 'p' } });
+    expect(s.installedPlugins()).toEqual(['p']);
+  });
+
+  it('checks every key before inserting any (a taken name fails, nothing registered)', () => {
+    const s = new StateStore();
+    s.installPlugin('first', [{ key: B }]);
+    expect(s.installPlugin('second', [{ key: A }, { key: B }])).toEqual({ ok: false, error: { code: 'key_already_registered', key: 'p.b' } });
+    expect(s.isRegistered('p.a')).toBe(false);
+    expect(s.installPlugin('third', [{ key: A }, { key: A }])).toEqual({ ok: false, error: { code: 'key_already_registered', key: 'p.a' } });
+  });
+
+  it('registerKey fails on a taken name; registerKeys skips silently', () => {
+    const s = new StateStore();
+    expect(s.registerKey(A).ok).toBe(true);
+    expect(s.registerKey(A)).toEqual({ ok: false, error: { code: 'key_already_registered', key: 'p.a' } });
+    s.registerKeys([{ key: A, options: { scope: 'thread' } }]);
+    expect(s.registration('p.a')?.options.scope).toBe('run');
+  });
+
+  it('uninstall clears owned keys in one commit unless retained, then unregisters them', () => {
+    const s = new StateStore();
+    s.installPlugin('p', [{ key: A }, { key: B }, { key: Kept, options: { retainOnUninstall: true } }]);
+    s.commit(new MutationBatch().update(A, 1).update(Kept, 'k'));
+    expect(s.uninstallPlugin('p')).toEqual({ ok: true, value: undefined });
+    expect(s.revision).toBe(2);
+    expect(s.snapshot().has(A)).toBe(false);
+    expect(s.snapshot().get(Kept)).toBe('k');
+    expect(s.isRegistered('p.a')).toBe(false);
+    expect(s.isRegistered('p.kept')).toBe(true);
+    expect(s.uninstallPlugin('p')).toEqual({ ok: false, error: { code: 'plugin_not_installed', name: 'p' } });
+  });
+
+  it('unregistered keys merge as exclusive', () => {
+    const s = new StateStore();
+    s.registerKeys([{ key: A }]);
+    expect(s.strategyOf('p.a')).toBe('commutative');
+    expect(s.strategyOf('nope')).toBe('exclusive');
+  });
+});

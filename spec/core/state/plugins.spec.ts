@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import { StateStore } from '../../../src/core/state/state-store.ts';
+import { StateCommand } from '../../../src/core/state/state-command.ts';
 import { counterKey, registerKey } from '../../support/keys.ts';
 
 const A = counterKey('p.a');
@@ -50,5 +51,44 @@ describe('plugin install / uninstall (core-spec §1.5)', () => {
     s.registerKeys([{ key: A }]);
     expect(s.strategyOf('p.a')).toBe('commutative');
     expect(s.strategyOf('nope')).toBe('exclusive');
+  });
+});
+
+describe('store edges', () => {
+  it('unsubscribing a commit hook twice is harmless', () => {
+    const s = new StateStore();
+    s.registerKeys([{ key: A }]);
+    const seen: number[] = [];
+    const off = s.onCommit((e) => seen.push(e.newRevision));
+    off();
+    off();
+    s.commit(new MutationBatch().update(A, 1));
+    expect(seen).toEqual([]);
+  });
+
+  it('thread-scoped restore fails with key_decode on a bad value and changes nothing', () => {
+    const s = new StateStore();
+    s.registerKeys([{ key: A, options: { scope: 'thread' } }]);
+    const r = s.restoreThreadScoped({ revision: 0, extensions: { 'p.a': 'x' } }, 'error');
+    expect(r.ok === false && r.error.code).toBe('key_decode');
+    expect(s.snapshot().has(A)).toBe(false);
+  });
+
+  it('reports a non-Error thrown by an encoder as text', () => {
+    const s = new StateStore();
+    const Bad = { ...A, key: 'bad', encode: (): never => { throw 'plain'; } };
+    s.registerKeys([{ key: Bad }]);
+    s.commit(new MutationBatch().update(Bad, 1));
+    expect(s.exportPersisted()).toEqual({ ok: false, error: { code: 'key_encode', key: 'bad', message: 'plain' } });
+  });
+
+  it('a batch built from ops derives its touched keys; commands can clear keys', () => {
+    const b = new MutationBatch(undefined, [{ kind: 'clear', key: 'p.a' }]);
+    expect(b.touchedKeys).toEqual(['p.a']);
+    const s = new StateStore();
+    s.registerKeys([{ key: A }]);
+    s.commit(new MutationBatch().update(A, 1));
+    s.commit(StateCommand.empty().clear(A).patch);
+    expect(s.snapshot().has(A)).toBe(false);
   });
 });

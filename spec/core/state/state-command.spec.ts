@@ -130,14 +130,20 @@ describe('StateCommand', () => {
       );
     });
 
-    it('mergeAll folds from the empty command', () => {
+    it('mergeAll equals the left fold of mergeParallel from the empty command', () => {
       fc.assert(
         fc.property(fc.array(command, { maxLength: 4 }), (cmds) => {
           const all = mergeAllCommands(cmds, strategyOf);
           let acc: ReturnType<typeof mergeAllCommands> = { ok: true, value: StateCommand.empty() };
           for (const c of cmds) if (acc.ok) acc = mergeParallelCommands(acc.value, c, strategyOf);
           expect(all.ok).toBe(acc.ok);
-          if (all.ok && acc.ok) expect(all.value.touchedKeys).toEqual(acc.value.touchedKeys);
+          if (!all.ok && !acc.ok) expect(all.error).toEqual(acc.error);
+          if (all.ok && acc.ok) {
+            expect(all.value.touchedKeys).toEqual(acc.value.touchedKeys);
+            expect(all.value.patch.ops).toEqual(acc.value.patch.ops);
+            expect(all.value.scheduledActions).toEqual(acc.value.scheduledActions);
+            expect(all.value.baseRevision).toBe(acc.value.baseRevision);
+          }
         }),
         { numRuns: 200 },
       );

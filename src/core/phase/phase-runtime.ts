@@ -150,7 +150,7 @@ export class PhaseRuntime {
   }
 
   #activeHooks(phase: Phase, options: PhaseRunOptions): readonly HookRegistration[] {
-    const hooks = this.env.hooks.get(phase) ?? [];
+    const hooks = this.env.hooks.get(phase) as readonly HookRegistration[];
     const filter = options.activeHookFilter ?? [];
     return filter.length === 0 ? hooks : hooks.filter((h) => filter.includes(h.pluginId));
   }
@@ -253,7 +253,10 @@ export class PhaseRuntime {
     const handlers = this.env.actionHandlers;
     for (;;) {
       const queue = this.store.snapshot().getOrDefault(PendingScheduledActions);
-      const matching = queue.filter((e) => e.action.phase === phase && handlers.has(e.action.key));
+      const matching = queue.flatMap((envelope) => {
+        const registration = envelope.action.phase === phase ? handlers.get(envelope.action.key) : undefined;
+        return registration === undefined ? [] : [{ envelope, registration }];
+      });
       if (matching.length === 0) {
         return ok({ rounds, processedActions: processed, skippedActions: queue.length, failedActions: failed, commits, effects });
       }
@@ -261,17 +264,14 @@ export class PhaseRuntime {
       // (0.6 checks before reading the queue and so allows only 15; docs/parity.md).
       if (rounds === this.maxRounds) return err({ code: 'phase_run_loop_exceeded', phase, maxRounds: this.maxRounds });
       rounds++;
-      for (const envelope of matching) {
-        const registration = handlers.get(envelope.action.key);
-        if (registration === undefined) continue;
+      for (const { envelope, registration } of matching) {
         const decoded = registration.spec.payload.safeParse(envelope.action.payload);
         let command: StateCommand;
         try {
           if (!decoded.success) throw new Error(`invalid payload for ${envelope.action.key}: ${decoded.error.message}`);
           command = await registration.handler(this.#context(phase, this.store.snapshot(), options), decoded.data);
         } catch (e) {
-          const dead = this.#deadLetter(envelope, errorText(e));
-          if (!dead.ok) return dead;
+          this.#deadLetter(envelope, errorText(e));
           commits++;
           failed++;
           continue;
@@ -283,8 +283,7 @@ export class PhaseRuntime {
           commits++;
           effects = addEffectReports(effects, submitted.value.effects);
         } else {
-          const dead = this.#deadLetter(envelope, `failed to submit action command: ${errorText(new StateFailure(submitted.error))}`);
-          if (!dead.ok) return dead;
+          this.#deadLetter(envelope, `failed to submit action command: ${errorText(new StateFailure(submitted.error))}`);
           commits++;
           failed++;
         }
@@ -292,11 +291,12 @@ export class PhaseRuntime {
     }
   }
 
-  #deadLetter(envelope: ActionEnvelope, error: string): Result<number, StateError> {
+  /** Moves a failed action to the dead-letter queue; both keys are always registered, so this cannot fail. */
+  #deadLetter(envelope: ActionEnvelope, error: string): void {
     const batch = StateCommand.empty()
       .update(PendingScheduledActions, { op: 'remove', id: envelope.id })
       .update(FailedScheduledActions, { id: envelope.id, action: envelope.action, error });
-    return this.store.commit(batch.patch);
+    this.store.commit(batch.patch);
   }
 
   async #submit(command: StateCommand): Promise<Result<SubmitReport, StateError>> {
@@ -324,9 +324,9 @@ export class PhaseRuntime {
     let dispatched = 0;
     const failures: { key: string; message: string }[] = [];
     for (const effect of command.effects) {
-      const registration = this.env.effectHandlers.get(effect.key);
+      // Validated at submit: every effect key has a handler.
+      const registration = this.env.effectHandlers.get(effect.key) as NonNullable<ReturnType<ExecutionEnv['effectHandlers']['get']>>;
       try {
-        if (registration === undefined) throw new Error(`no handler for effect ${effect.key}`);
         const decoded = registration.spec.payload.safeParse(effect.payload);
         if (!decoded.success) throw new Error(`invalid payload for ${effect.key}: ${decoded.error.message}`);
         await registration.handler(decoded.data, snapshot);

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { StateError } from '../../contract/errors.ts';
 import type { Phase } from '../../contract/phase.ts';
-import { ok, type Result } from '../../contract/result.ts';
-import { extendBatch, mergeParallelBatch, MutationBatch } from './mutation-batch.ts';
+import { err, ok, type Result } from '../../contract/result.ts';
+import { extendBatch, mergeParallelBatch, MutationBatch, reconcileBase } from './mutation-batch.ts';
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
@@ -118,16 +118,37 @@ export function mergeParallelCommands(
   );
 }
 
-/** Folds `mergeParallelCommands` over `commands`, left to right, from the empty command. */
+/**
+ * Folds `mergeParallelCommands` over `commands`, left to right, from the empty command — in one
+ * pass (the fold would copy the accumulated arrays once per command). Same result, same first error.
+ */
 export function mergeAllCommands(
   commands: readonly StateCommand[],
   strategyOf: (key: string) => MergeStrategy,
 ): Result<StateCommand, StateError> {
-  let acc = StateCommand.empty();
+  let base: number | undefined;
+  const seen = new Set<string>();
+  const ops: MutationBatch['ops'] = [];
+  const touched: string[] = [];
+  const actions: ScheduledAction[] = [];
+  const effects: TypedEffect[] = [];
   for (const command of commands) {
-    const merged = mergeParallelCommands(acc, command, strategyOf);
-    if (!merged.ok) return merged;
-    acc = merged.value;
+    const reconciled = reconcileBase(base, command.baseRevision);
+    if (!reconciled.ok) return reconciled;
+    base = reconciled.value;
+    const keys = command.touchedKeys;
+    if (seen.size > 0) {
+      for (const key of keys) {
+        if (seen.has(key) && strategyOf(key) === 'exclusive') return err({ code: 'parallel_merge_conflict', key });
+      }
+    }
+    for (const key of keys) {
+      seen.add(key);
+      touched.push(key);
+    }
+    for (const op of command.patch.ops) ops.push(op);
+    for (const action of command.scheduledActions) actions.push(action);
+    for (const effect of command.effects) effects.push(effect);
   }
-  return ok(acc);
+  return ok(new StateCommand(new MutationBatch(base, ops, touched), actions, effects));
 }

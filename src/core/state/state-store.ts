@@ -113,8 +113,8 @@ export class StateStore {
       const reg = this.#keys.get(key);
       if (reg !== undefined && !reg.options.retainOnUninstall && this.#snapshot.has(key)) clear.clear(key);
     }
-    const committed = this.commit(clear);
-    if (!committed.ok) return committed;
+    // Based on the current revision and touching only registered keys: this commit cannot fail.
+    this.commit(clear);
     for (const key of owned) {
       const reg = this.#keys.get(key);
       if (reg !== undefined && !reg.options.retainOnUninstall) this.#keys.delete(key);

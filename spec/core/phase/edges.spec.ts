@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { describePhaseError } from '../../../src/core/phase/phase-error.ts';
+import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { FailedScheduledActions, PendingScheduledActions } from '../../../src/core/phase/runtime-keys.ts';
+import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
+import { StateStore } from '../../../src/core/state/state-store.ts';
+import { counterKey, logKey } from '../../support/keys.ts';
+import { hookPlugin, plugin } from '../../support/plugins.ts';
+
+const C = counterKey('c');
+const L = logKey('l');
+const Loop = defineAction('edge.loop', 'step_end', z.null());
+const Fail = defineAction('edge.fail', 'run_end', z.null());
+const Nope = defineEffect('edge.nope', z.null());
+
+describe('phase engine edges', () => {
+  it('fails to create when a runtime queue key name is already taken in the store', () => {
+    const store = new StateStore();
+    store.registerKeys([{ key: { ...logKey('__runtime.pending_scheduled_actions') } }]);
+    expect(PhaseRuntime.create([], { store })).toEqual({
+      ok: false,
+      error: { code: 'key_already_registered', key: '__runtime.pending_scheduled_actions' },
+    });
+  });
+
+  it('reuses a store that already has the runtime queue installed', () => {
+    const first = PhaseRuntime.create([]);
+    if (!first.ok) throw new Error('create');
+    expect(PhaseRuntime.create([], { store: first.value.store }).ok).toBe(true);
+  });
+
+  it('executeActions reports a non-converging cascade', async () => {
+    const r = PhaseRuntime.create([plugin('p', (x) => x.registerScheduledAction(Loop, () => StateCommand.empty().scheduleAction(Loop, null)))], {
+      maxRounds: 3,
+    });
+    if (!r.ok) throw new Error('create');
+    await r.value.submitCommand(StateCommand.empty().scheduleAction(Loop, null));
+    expect(await r.value.executeActions('step_end')).toEqual({ ok: false, error: { code: 'phase_run_loop_exceeded', phase: 'step_end', maxRounds: 3 } });
+  });
+
+  it('GATHER fails on two hooks with different explicit base revisions', async () => {
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => x.registerKey(C)),
+      hookPlugin('a', 'step_start', () => StateCommand.empty().update(C, 1).withBaseRevision(0)),
+      hookPlugin('b', 'step_start', () => StateCommand.empty().update(C, 1).withBaseRevision(3)),
+    ]);
+    if (!r.ok) throw new Error('create');
+    expect(await r.value.runPhase('step_start')).toEqual({ ok: false, error: { code: 'mutation_base_revision_mismatch', left: 0, right: 3 } });
+  });
+
+  it('a deferred hook whose re-run command cannot be submitted fails the phase', async () => {
+    let calls = 0;
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => x.registerKey(L)),
+      hookPlugin('a', 'step_start', () => StateCommand.empty().update(L, 'a')),
+      hookPlugin('b', 'step_start', () => (++calls === 1 ? StateCommand.empty().update(L, 'b') : StateCommand.empty().emit(Nope, null))),
+    ]);
+    if (!r.ok) throw new Error('create');
+    expect(await r.value.runPhase('step_start')).toEqual({ ok: false, error: { code: 'unknown_effect_handler', key: 'edge.nope' } });
+  });
+
+  it('persists the pending and dead-letter queues and restores them', async () => {
+    const r = PhaseRuntime.create([
+      plugin('p', (x) =>
+        x
+          .registerScheduledAction(Fail, () => {
+            throw new Error('no');
+          })
+          .registerScheduledAction(Loop, () => StateCommand.empty()),
+      ),
+    ]);
+    if (!r.ok) throw new Error('create');
+    await r.value.submitCommand(StateCommand.empty().scheduleAction(Fail, null).scheduleAction(Loop, null));
+    await r.value.runPhase('run_end');
+    const exported = r.value.store.exportPersisted();
+    expect(exported.ok && exported.value.extensions).toEqual({
+      '__runtime.failed_scheduled_actions': [{ id: 1, action: { phase: 'run_end', key: 'edge.fail', payload: null }, error: 'no' }],
+      '__runtime.pending_scheduled_actions': [{ id: 2, action: { phase: 'step_end', key: 'edge.loop', payload: null } }],
+    });
+    const again = PhaseRuntime.create([]);
+    if (!again.ok || !exported.ok) throw new Error('create');
+    expect(again.value.store.restorePersisted(exported.value, 'error').ok).toBe(true);
+    expect(again.value.store.snapshot().get(PendingScheduledActions)).toHaveLength(1);
+    expect(again.value.store.snapshot().get(FailedScheduledActions)?.[0]?.error).toBe('no');
+  });
+
+  it('describes phase errors', () => {
+    expect(describePhaseError({ code: 'hook_failed', phase: 'run_start', pluginId: 'p', message: 'm' })).toBe('hook of plugin p failed in run_start: m');
+    expect(describePhaseError({ code: 'unknown_key', key: 'k' })).toBe('unknown state key: k');
+  });
+});

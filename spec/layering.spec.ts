@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { importGraph, importsOf, listSources } from './support/import-graph.ts';
+import { layeringViolations, nondeterminismIn } from './support/layering.ts';
+
+const repo = resolve(import.meta.dirname, '..');
+
+describe('layering (ARCHITECTURE.md → Layering)', () => {
+  it('src/ has no arrow going the wrong way', () => {
+    expect(layeringViolations(importGraph(repo, 'src'))).toEqual([]);
+  });
+
+  it('the pure core reads no clock, draws no randomness or id, uses no timer and does no I/O', () => {
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) =>
+      nondeterminismIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  describe('the checker itself', () => {
+    it.each([
+      ['src/core/x.ts', 'src/runtime/y.ts', 'wrong way'],
+      ['src/core/x.ts', 'node:fs', 'may import only zod'],
+      ['src/contract/x.ts', 'fast-json-patch', 'may import only zod'],
+      ['src/contract/x.ts', 'src/core/state/y.ts', 'wrong way'],
+      ['src/runtime/x.ts', 'src/protocols/ag-ui/y.ts', 'wrong way'],
+      ['src/plugins/x.ts', 'src/providers/y.ts', 'sibling'],
+      ['src/protocols/ag-ui/x.ts', 'src/protocols/a2a/y.ts', 'another protocol'],
+      ['src/server/x.ts', 'src/cli/main.ts', 'nothing imports cli'],
+      ['src/replay/x.ts', 'src/testing/y.ts', 'imports testing'],
+      ['src/stores/x.ts', 'src/server/y.ts', 'sibling'],
+    ])('flags %s → %s', (from, to, reason) => {
+      const found = layeringViolations([{ from, to }]);
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain(reason);
+    });
+
+    it.each([
+      ['src/core/x.ts', 'src/contract/y.ts'],
+      ['src/core/x.ts', 'zod'],
+      ['src/runtime/x.ts', 'src/core/y.ts'],
+      ['src/protocols/ag-ui/x.ts', 'src/protocols/ag-ui/y.ts'],
+      ['src/protocols/ag-ui/x.ts', 'fast-json-patch'],
+      ['src/server/x.ts', 'src/protocols/a2a/index.ts'],
+      ['src/cli/x.ts', 'src/server/y.ts'],
+      ['src/testing/x.ts', 'fast-check'],
+      ['src/index.ts', 'src/contract/index.ts'],
+    ])('allows %s → %s', (from, to) => {
+      expect(layeringViolations([{ from, to }])).toEqual([]);
+    });
+
+    it('reads static, type-only, re-export and dynamic imports', () => {
+      const text = "import { a } from './a.ts';\nimport type { B } from \"../b.ts\";\nexport * from './c.ts';\nconst d = await import('./d.ts');\nimport 'side';";
+      expect(importsOf(text).sort()).toEqual(['../b.ts', './a.ts', './c.ts', './d.ts', 'side']);
+    });
+
+    it('flags clock, randomness, timers and I/O, ignoring comments', () => {
+      expect(nondeterminismIn('const t = Date.now();')).toEqual(['reads the clock']);
+      expect(nondeterminismIn('const r = Math.random();')).toEqual(['draws randomness or an id']);
+      expect(nondeterminismIn('setTimeout(f, 1)')).toEqual(['uses timers']);
+      expect(nondeterminismIn('await fetch(url)')).toEqual(['does I/O']);
+      expect(nondeterminismIn('// Date.now() is banned here\nconst x = 1;')).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,75 @@
+import type { ImportEdge } from './import-graph.ts';
+
+/**
+ * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← {server, stores, replay} ← cli.
+ * A module may import its own layer or a lower one; siblings of one tier do not import each other
+ * (protocols/<x> does not import protocols/<y> either); nothing imports cli; `testing` may use any
+ * layer below cli and only `index.ts` re-exports it.
+ */
+const TIER: Readonly<Record<string, number>> = {
+  contract: 0,
+  core: 1,
+  runtime: 2,
+  plugins: 3,
+  providers: 3,
+  protocols: 3,
+  server: 4,
+  stores: 4,
+  replay: 4,
+  testing: 5,
+  cli: 6,
+};
+
+/** Packages the pure core and the contract may use. */
+export const CORE_PACKAGES: readonly string[] = ['zod'];
+
+export function moduleOf(path: string): { layer: string; sub?: string } | undefined {
+  const m = /^src\/([^/]+)(?:\/([^/]+))?/.exec(path);
+  if (m === null) return undefined;
+  const layer = m[1] as string;
+  if (!(layer in TIER)) return undefined;
+  return m[2] !== undefined && m[2].endsWith('.ts') === false ? { layer, sub: m[2] } : { layer };
+}
+
+/** Every edge that breaks the layering, with the reason. */
+export function layeringViolations(edges: readonly ImportEdge[]): string[] {
+  const out: string[] = [];
+  for (const { from, to } of edges) {
+    const src = moduleOf(from);
+    if (src === undefined) continue;
+    if (!to.startsWith('src/')) {
+      if ((src.layer === 'core' || src.layer === 'contract') && !CORE_PACKAGES.includes(to)) {
+        out.push(`${from} imports package ${to}: ${src.layer} may import only ${CORE_PACKAGES.join(', ')}`);
+      }
+      continue;
+    }
+    const dst = moduleOf(to);
+    if (dst === undefined) {
+      if (from !== 'src/index.ts') out.push(`${from} imports ${to}, which belongs to no layer`);
+      continue;
+    }
+    const a = TIER[src.layer] as number;
+    const b = TIER[dst.layer] as number;
+    if (dst.layer === 'cli' && src.layer !== 'cli') out.push(`${from} imports cli (${to}): nothing imports cli`);
+    else if (dst.layer === 'testing' && src.layer !== 'testing') out.push(`${from} imports testing (${to})`);
+    else if (b > a) out.push(`${from} (${src.layer}) imports ${to} (${dst.layer}): arrow goes the wrong way`);
+    else if (a === b && src.layer !== dst.layer) out.push(`${from} (${src.layer}) imports its sibling ${dst.layer} (${to})`);
+    else if (src.layer === 'protocols' && dst.layer === 'protocols' && src.sub !== undefined && dst.sub !== undefined && src.sub !== dst.sub)
+      out.push(`${from} imports another protocol (${to})`);
+  }
+  return out;
+}
+
+/** Nondeterminism the pure core must never touch (ARCHITECTURE.md → Determinism). */
+export const CORE_BANNED: readonly [RegExp, string][] = [
+  [/\bDate\.now\b|\bnew Date\b/, 'reads the clock'],
+  [/\bperformance\.now\b|\bprocess\.hrtime\b/, 'reads a timer'],
+  [/\bMath\.random\b|\bcrypto\b|\brandomUUID\b/, 'draws randomness or an id'],
+  [/\bsetTimeout\b|\bsetInterval\b|\bsetImmediate\b/, 'uses timers'],
+  [/\bfetch\s*\(|\bprocess\.(env|stdout|stderr|argv)\b|\brequire\s*\(/, 'does I/O'],
+];
+
+export function nondeterminismIn(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  return CORE_BANNED.filter(([re]) => re.test(code)).map(([, why]) => why);
+}

@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md).
 export default defineConfig({
   test: {
-    include: ['spec/**/*.spec.ts'],
+    include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'],
     environment: 'node',
     pool: 'forks',
     testTimeout: 60_000,

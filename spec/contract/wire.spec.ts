@@ -15,7 +15,9 @@ import {
   InferenceExecutionErrorSchema,
   StorageErrorSchema,
   ResolveErrorSchema,
+  UnknownKeyPolicySchema,
 } from '../../src/contract/errors.ts';
+import { fromSchema } from '../support/from-schema.ts';
 import {
   SuspendTicketSchema,
   ToolCallOutcomeSchema,
@@ -28,17 +30,6 @@ import { fromWire, toWire } from '../../src/contract/wire.ts';
 import * as arb from '../../src/testing/arbitraries.ts';
 
 const RUNS = { numRuns: 200 };
-
-const u64 = fc.nat();
-const s = fc.string({ maxLength: 8 });
-const stateError = fc.oneof(
-  fc.record({ code: fc.constant('revision_conflict' as const), expected: u64, actual: u64 }),
-  fc.record({ code: fc.constant('parallel_merge_conflict' as const), key: s }),
-  fc.record({ code: fc.constant('phase_run_loop_exceeded' as const), phase: fc.constantFrom('run_start', 'step_end' as const), maxRounds: u64 }),
-  fc.record({ code: fc.constant('key_decode' as const), key: s, message: s }),
-  fc.record({ code: fc.constant('tool_already_registered' as const), toolId: s }),
-  fc.constant({ code: 'cancelled' as const }),
-);
 
 /** Every schema of the contract with an arbitrary of its canonical values. */
 const cases: [string, z.ZodType, fc.Arbitrary<unknown>][] = [
@@ -60,13 +51,14 @@ const cases: [string, z.ZodType, fc.Arbitrary<unknown>][] = [
   ['RunStatus', RunStatusSchema, fc.constantFrom('created', 'running', 'waiting', 'done')],
   ['ToolCallStatus', ToolCallStatusSchema, fc.constantFrom('new', 'running', 'suspended', 'resuming', 'succeeded', 'failed', 'cancelled')],
   ['Phase', PhaseSchema, fc.constantFrom(...PhaseSchema.options)],
-  ['StateError', StateErrorSchema, stateError],
-  ['ToolError', ToolErrorSchema, fc.record({ code: fc.constantFrom('invalid_arguments', 'execution_failed', 'denied', 'not_found', 'internal' as const), message: s })],
-  ['BuildError', BuildErrorSchema, fc.oneof(fc.record({ code: fc.constant('state' as const), error: stateError }), fc.record({ code: fc.constant('validation_failed' as const), message: s }))],
-  ['RuntimeError', RuntimeErrorSchema, fc.record({ code: fc.constant('thread_already_running' as const), threadId: s })],
-  ['InferenceExecutionError', InferenceExecutionErrorSchema, fc.oneof(fc.constant({ code: 'cancelled' as const }), fc.record({ code: fc.constant('rate_limited' as const), message: s }))],
-  ['StorageError', StorageErrorSchema, fc.record({ code: fc.constant('version_conflict' as const), expected: u64, actual: u64 })],
-  ['ResolveError', ResolveErrorSchema, fc.record({ code: fc.constant('tool_id_conflict' as const), toolId: s, sourceA: s, sourceB: s })],
+  ['StateError', StateErrorSchema, fromSchema(StateErrorSchema)],
+  ['ToolError', ToolErrorSchema, fromSchema(ToolErrorSchema)],
+  ['BuildError', BuildErrorSchema, fromSchema(BuildErrorSchema)],
+  ['RuntimeError', RuntimeErrorSchema, fromSchema(RuntimeErrorSchema)],
+  ['InferenceExecutionError', InferenceExecutionErrorSchema, fromSchema(InferenceExecutionErrorSchema)],
+  ['StorageError', StorageErrorSchema, fromSchema(StorageErrorSchema)],
+  ['ResolveError', ResolveErrorSchema, fromSchema(ResolveErrorSchema)],
+  ['UnknownKeyPolicy', UnknownKeyPolicySchema, fromSchema(UnknownKeyPolicySchema)],
 ];
 
 describe('canonical wire form of every contract schema', () => {

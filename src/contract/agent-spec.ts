@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import { JsonValueSchema } from './json.ts';
-import { ReasoningEffortSchema } from './inference.ts';
+import type { StateError } from './errors.ts';
+import { ReasoningEffortSchema, type ReasoningEffort } from './inference.ts';
+import { JsonValueSchema, type JsonValue } from './json.ts';
+import { err, ok, type Result } from './result.ts';
 
 const USize = z.number().int().nonnegative();
 
@@ -59,3 +61,50 @@ export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
 /** `AgentSpec::new(id)` with every default filled in. */
 export const newAgentSpec = (id: string, fields: Omit<AgentSpecInput, 'id'> = {}): AgentSpec =>
   AgentSpecSchema.parse({ ...fields, id });
+
+/** The book's `AgentSpec` builder methods, as pure functions returning a new spec. */
+export const AgentSpecs = {
+  new: (id: string): AgentSpec => newAgentSpec(id),
+  withModel: (spec: AgentSpec, model: string): AgentSpec => ({ ...spec, model }),
+  withSystemPrompt: (spec: AgentSpec, system_prompt: string): AgentSpec => ({ ...spec, system_prompt }),
+  withMaxRounds: (spec: AgentSpec, max_rounds: number): AgentSpec => ({ ...spec, max_rounds }),
+  withReasoningEffort: (spec: AgentSpec, reasoning_effort: ReasoningEffort): AgentSpec => ({ ...spec, reasoning_effort }),
+  withHookFilter: (spec: AgentSpec, pluginId: string): AgentSpec => ({
+    ...spec,
+    active_hook_filter: [...new Set([...spec.active_hook_filter, pluginId])].sort(),
+  }),
+  withDelegate: (spec: AgentSpec, agentId: string): AgentSpec => ({ ...spec, delegates: [...spec.delegates, agentId] }),
+  withEndpoint: (spec: AgentSpec, endpoint: RemoteEndpoint): AgentSpec => ({ ...spec, endpoint }),
+  withSection: (spec: AgentSpec, key: string, value: JsonValue): AgentSpec => ({ ...spec, sections: { ...spec.sections, [key]: value } }),
+} as const;
+
+/**
+ * Binds a config section name to its typed config (book: 配置 → PluginConfigKey). `schema` validates
+ * the section; `defaults` is what a missing section reads as.
+ */
+export interface PluginConfigKey<C> {
+  readonly key: string;
+  readonly schema: z.ZodType<C>;
+  readonly defaults: () => C;
+}
+
+export const definePluginConfigKey = <C>(key: string, schema: z.ZodType<C>, defaults: () => C): PluginConfigKey<C> =>
+  Object.freeze({ key, schema, defaults });
+
+/** Typed access to a section: missing → `defaults()`, present but invalid → `key_decode`. */
+export function readPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<C>): Result<C, StateError> {
+  if (!Object.hasOwn(spec.sections, configKey.key)) return ok(configKey.defaults());
+  const parsed = configKey.schema.safeParse(spec.sections[configKey.key]);
+  if (!parsed.success) return err({ code: 'key_decode', key: configKey.key, message: parsed.error.message });
+  return ok(parsed.data);
+}
+
+/** `with_config::<K>(config)`: validates the config and stores it as the section; invalid → `key_encode`. */
+export function withPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<C>, config: C): Result<AgentSpec, StateError> {
+  const parsed = configKey.schema.safeParse(config);
+  if (!parsed.success) return err({ code: 'key_encode', key: configKey.key, message: parsed.error.message });
+  // Sections are JSON: a value JSON cannot carry (NaN, a Date, undefined) is refused, not coerced.
+  const section = JsonValueSchema.safeParse(parsed.data);
+  if (!section.success) return err({ code: 'key_encode', key: configKey.key, message: section.error.message });
+  return ok(AgentSpecs.withSection(spec, configKey.key, section.data));
+}

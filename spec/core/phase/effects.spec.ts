@@ -32,7 +32,15 @@ describe('effects (book: Effects → 分发生命周期)', () => {
     rt.store.onCommit((e) => log.push(`commit ${e.newRevision}`));
     const report = await rt.runPhase('step_end');
     expect(log).toEqual(['commit 1', 'one@1:5', 'two@1:5']);
-    expect(report.ok && report.value.effects).toEqual({ attempted: 2, dispatched: 2, failed: 0, failures: [] });
+    expect(report.ok && report.value.effects).toEqual({
+      attempted: 2,
+      dispatched: 2,
+      failed: 0,
+      records: [
+        { key: 'audit.record', payload: 'one', revision: 1 },
+        { key: 'audit.record', payload: 'two', revision: 1 },
+      ],
+    });
   });
 
   it('a failing effect handler is recorded, never propagated, and rolls nothing back', async () => {
@@ -51,8 +59,12 @@ describe('effects (book: Effects → 分发生命周期)', () => {
     const report = await rt.runPhase('step_end');
     expect(report.ok).toBe(true);
     expect(report.ok && report.value.effects).toMatchObject({ attempted: 3, dispatched: 1, failed: 2 });
-    expect(report.ok && report.value.effects.failures.map((f) => f.key)).toEqual(['audit.record', 'audit.other']);
-    expect(report.ok && report.value.effects.failures[0]?.message).toBe('webhook down');
+    const records = report.ok ? report.value.effects.records : [];
+    expect(records.map((r) => [r.key, r.error?.split(':')[0]])).toEqual([
+      ['audit.record', 'webhook down'],
+      ['audit.other', 'invalid payload for audit.other'],
+      ['audit.other', undefined],
+    ]);
     expect(log).toEqual(['other 2']);
     expect(rt.store.snapshot().get(Count)).toBe(1);
   });
@@ -99,6 +111,6 @@ describe('effects (book: Effects → 分发生命周期)', () => {
       ),
     ]);
     const report = await rt.runPhase('run_end');
-    expect(report.ok && report.value.effects.failures).toEqual([{ key: 'audit.record', message: 'cancelled' }]);
+    expect(report.ok && report.value.effects.records).toEqual([{ key: 'audit.record', payload: 'x', revision: 0, error: 'cancelled' }]);
   });
 });

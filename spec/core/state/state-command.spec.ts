@@ -69,6 +69,14 @@ describe('StateCommand', () => {
     expect(r.value.effects).toHaveLength(1);
     expect(a.touchedKeys).toEqual(['x']);
     expect(extendCommand(StateCommand.empty().withBaseRevision(1), StateCommand.empty().withBaseRevision(2)).ok).toBe(false);
+    expect(a.extend(b)).toEqual(r);
+  });
+
+  it('mergeParallel as a method equals the function', () => {
+    const a = StateCommand.empty().update(C, 1);
+    const b = StateCommand.empty().update(C, 2).update(X, 'x');
+    expect(a.mergeParallel(b, strategyOf)).toEqual(mergeParallelCommands(a, b, strategyOf));
+    expect(b.mergeParallel(b, strategyOf)).toEqual({ ok: false, error: { code: 'parallel_merge_conflict', key: 'x' } });
   });
 
   it('clone is independent of the original', () => {

@@ -13,7 +13,7 @@ import {
   type PhaseContext,
   type Plugin,
 } from './plugin.ts';
-import { addEffectReports, emptyEffectReport, type EffectReport, type PhaseRunReport } from './report.ts';
+import { addEffectReports, emptyEffectReport, type EffectRecord, type EffectReport, type PhaseRunReport } from './report.ts';
 import { FailedScheduledActions, PendingScheduledActions, RUNTIME_QUEUE_PLUGIN, type ActionEnvelope } from './runtime-keys.ts';
 
 /** Convergence bound of EXECUTE: at most this many rounds may do work (book: Scheduled Actions → 限制). */
@@ -321,21 +321,23 @@ export class PhaseRuntime {
   /** Sequential, in order, against the post-commit snapshot; failures are recorded, never propagated. */
   async #dispatchEffects(command: StateCommand, snapshot: Snapshot): Promise<EffectReport> {
     if (command.effects.length === 0) return emptyEffectReport();
-    let dispatched = 0;
-    const failures: { key: string; message: string }[] = [];
+    const records: EffectRecord[] = [];
+    let failed = 0;
     for (const effect of command.effects) {
       // Validated at submit: every effect key has a handler.
       const registration = this.env.effectHandlers.get(effect.key) as NonNullable<ReturnType<ExecutionEnv['effectHandlers']['get']>>;
+      const record = { key: effect.key, payload: effect.payload, revision: snapshot.revision };
       try {
         const decoded = registration.spec.payload.safeParse(effect.payload);
         if (!decoded.success) throw new Error(`invalid payload for ${effect.key}: ${decoded.error.message}`);
         await registration.handler(decoded.data, snapshot);
-        dispatched++;
+        records.push(record);
       } catch (e) {
-        failures.push({ key: effect.key, message: errorText(e) });
+        failed++;
+        records.push({ ...record, error: errorText(e) });
       }
     }
-    return { attempted: command.effects.length, dispatched, failed: failures.length, failures };
+    return { attempted: records.length, dispatched: records.length - failed, failed, records };
   }
 }
 

@@ -94,6 +94,16 @@ export class StateCommand {
   clone(): StateCommand {
     return new StateCommand(this.patch.clone(), [...this.scheduledActions], [...this.effects]);
   }
+
+  /** `other` after this one, as a new command (see `extendCommand`). */
+  extend(other: StateCommand): Result<StateCommand, StateError> {
+    return extendCommand(this, other);
+  }
+
+  /** This command and `other` as if run in parallel, as a new command (see `mergeParallelCommands`). */
+  mergeParallel(other: StateCommand, strategyOf: (key: string) => MergeStrategy): Result<StateCommand, StateError> {
+    return mergeParallelCommands(this, other, strategyOf);
+  }
 }
 
 /** Sequential composition of two commands (`extend`); fails only on a base-revision mismatch. */

@@ -4,6 +4,7 @@ import { err, ok, type Result } from '../../contract/result.ts';
 import type { Snapshot } from '../state/snapshot.ts';
 import { mergeAllCommands, StateCommand } from '../state/state-command.ts';
 import { StateStore } from '../state/state-store.ts';
+import { andThen, isPromiseLike, type MaybePromise } from './maybe-promise.ts';
 import { errorText, StateFailure, type PhaseError } from './phase-error.ts';
 import {
   buildExecutionEnv,
@@ -41,20 +42,27 @@ export interface SubmitReport {
   readonly effects: EffectReport;
 }
 
+type GatherReport = Pick<PhaseRunReport, 'phase' | 'hooksRun' | 'deferredHooks' | 'commits' | 'effects'>;
+type ExecuteReport = Pick<PhaseRunReport, 'rounds' | 'processedActions' | 'skippedActions' | 'failedActions' | 'commits' | 'effects'>;
+type Gathered = { readonly index: number; readonly command: StateCommand };
+
 const EMPTY_INPUT: Readonly<Record<string, unknown>> = Object.freeze({});
+const NO_ACTIONS: readonly ActionEnvelope[] = Object.freeze([]);
+const NO_EFFECTS: EffectReport = Object.freeze(emptyEffectReport());
 
 /**
  * The phase engine (core-spec §2): GATHER (hooks on one frozen snapshot, exclusive-conflict
  * partition, serial re-run) then EXECUTE (scheduled-action convergence), with effects dispatched
  * after each commit. Phase runs and submits are serialised; commit order never depends on which
- * hook promise settles first.
+ * hook promise settles first. While hooks and handlers are synchronous no promise is awaited.
  */
 export class PhaseRuntime {
   readonly store: StateStore;
   readonly env: ExecutionEnv;
   readonly maxRounds: number;
   #nextId = 1;
-  #tail: Promise<unknown> = Promise.resolve();
+  #busy = false;
+  readonly #waiters: (() => void)[] = [];
 
   private constructor(store: StateStore, env: ExecutionEnv, maxRounds: number) {
     this.store = store;
@@ -83,12 +91,6 @@ export class PhaseRuntime {
     return new PhaseRuntime(this.store.beginRun(), this.env, this.maxRounds);
   }
 
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#tail.then(task, task);
-    this.#tail = run.catch(() => undefined);
-    return run;
-  }
-
   /** GATHER then EXECUTE for one phase. */
   runPhase(phase: Phase, options: PhaseRunOptions = {}): Promise<Result<PhaseRunReport, PhaseError>> {
     return this.#exclusive(() => this.#runPhase(phase, options));
@@ -101,25 +103,23 @@ export class PhaseRuntime {
 
   /** Runs the phase's hooks on one snapshot and merges their commands without committing (no fallback). */
   collectCommands(phase: Phase, options: PhaseRunOptions = {}): Promise<Result<StateCommand, PhaseError>> {
-    return this.#exclusive(async () => {
-      const hooks = this.#activeHooks(phase, options);
-      const snapshot = this.store.snapshot();
-      const gathered = await this.#runHooks(hooks, phase, snapshot, options);
-      if (!gathered.ok) return gathered;
-      return mergeAllCommands(
-        gathered.value.map((g) => g.command),
-        this.store.strategyOf,
-      );
-    });
+    return this.#exclusive(() =>
+      andThen(this.#runHooks(this.#activeHooks(phase, options), phase, this.store.snapshot(), options), (gathered) =>
+        gathered.ok
+          ? mergeAllCommands(
+              gathered.value.map((g) => g.command),
+              this.store.strategyOf,
+            )
+          : gathered,
+      ),
+    );
   }
 
   /** Runs EXECUTE only (used after a collected command was submitted). */
   executeActions(phase: Phase, options: PhaseRunOptions = {}): Promise<Result<PhaseRunReport, PhaseError>> {
-    return this.#exclusive(async () => {
-      const executed = await this.#execute(phase, options);
-      if (!executed.ok) return executed;
-      return ok({ ...zeroReport(phase), ...executed.value });
-    });
+    return this.#exclusive(() =>
+      andThen(this.#execute(phase, options), (executed) => (executed.ok ? ok({ ...zeroReport(phase), ...executed.value }) : executed)),
+    );
   }
 
   /** Request transforms of active plugins, in registration order. */
@@ -129,94 +129,165 @@ export class PhaseRuntime {
     return out;
   }
 
-  // ---- internals ---------------------------------------------------------------------------------
+  // ---- serialisation ------------------------------------------------------------------------------
 
-  async #runPhase(phase: Phase, options: PhaseRunOptions): Promise<Result<PhaseRunReport, PhaseError>> {
+  /** FIFO mutual exclusion; an idle runtime runs the task at once and a synchronous task costs no await. */
+  #exclusive<T>(task: () => MaybePromise<T>): Promise<T> {
+    if (!this.#busy) return this.#start(task);
+    return new Promise<T>((resolve, reject) => this.#waiters.push(() => this.#start(task).then(resolve, reject)));
+  }
+
+  #start<T>(task: () => MaybePromise<T>): Promise<T> {
+    this.#busy = true;
+    let out: MaybePromise<T>;
+    try {
+      out = task();
+    } catch (e) {
+      this.#release();
+      return Promise.reject(e);
+    }
+    if (!isPromiseLike<T>(out)) {
+      this.#release();
+      return Promise.resolve(out);
+    }
+    return Promise.resolve(out).finally(() => this.#release());
+  }
+
+  #release(): void {
+    this.#busy = false;
+    this.#waiters.shift()?.();
+  }
+
+  // ---- phase run ----------------------------------------------------------------------------------
+
+  #runPhase(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<PhaseRunReport, PhaseError>> {
     if (isCancelled(options)) return err({ code: 'cancelled' });
-    const gathered = await this.#gather(phase, options);
-    if (!gathered.ok) return gathered;
-    if (isCancelled(options)) return err({ code: 'cancelled' });
-    const executed = await this.#execute(phase, options);
-    if (!executed.ok) return executed;
-    return ok({
-      ...gathered.value,
-      rounds: executed.value.rounds,
-      processedActions: executed.value.processedActions,
-      skippedActions: executed.value.skippedActions,
-      failedActions: executed.value.failedActions,
-      commits: gathered.value.commits + executed.value.commits,
-      effects: addEffectReports(gathered.value.effects, executed.value.effects),
+    return andThen(this.#gather(phase, options), (gathered) => {
+      if (!gathered.ok) return gathered;
+      if (isCancelled(options)) return err({ code: 'cancelled' });
+      return andThen(this.#execute(phase, options), (executed): Result<PhaseRunReport, PhaseError> => {
+        if (!executed.ok) return executed;
+        const g = gathered.value;
+        const e = executed.value;
+        return ok({
+          phase,
+          hooksRun: g.hooksRun,
+          deferredHooks: g.deferredHooks,
+          commits: g.commits + e.commits,
+          rounds: e.rounds,
+          processedActions: e.processedActions,
+          skippedActions: e.skippedActions,
+          failedActions: e.failedActions,
+          effects: mergeEffects(g.effects, e.effects),
+        });
+      });
     });
   }
 
   #activeHooks(phase: Phase, options: PhaseRunOptions): readonly HookRegistration[] {
     const hooks = this.env.hooks.get(phase) as readonly HookRegistration[];
-    const filter = options.activeHookFilter ?? [];
-    return filter.length === 0 ? hooks : hooks.filter((h) => filter.includes(h.pluginId));
+    const filter = options.activeHookFilter;
+    return filter === undefined || filter.length === 0 ? hooks : hooks.filter((h) => filter.includes(h.pluginId));
   }
 
   #context(phase: Phase, snapshot: Snapshot, options: PhaseRunOptions): PhaseContext {
     return { phase, snapshot, input: options.input ?? EMPTY_INPUT };
   }
 
-  /** Runs hooks concurrently on one snapshot; results are indexed, the first error by index wins. */
-  async #runHooks(
+  /**
+   * Runs hooks on one snapshot. Synchronous hooks are called in registration order; if any returns
+   * a promise, all are awaited together. Results are read by index: the first error by index wins.
+   */
+  #runHooks(
     hooks: readonly HookRegistration[],
     phase: Phase,
     snapshot: Snapshot,
     options: PhaseRunOptions,
-  ): Promise<Result<{ index: number; command: StateCommand }[], PhaseError>> {
+  ): MaybePromise<Result<Gathered[], PhaseError>> {
     const ctx = this.#context(phase, snapshot, options);
-    const settled = await Promise.allSettled(hooks.map(async (h) => h.hook(ctx)));
-    const commands: { index: number; command: StateCommand }[] = [];
-    for (let index = 0; index < settled.length; index++) {
-      const s = settled[index] as PromiseSettledResult<StateCommand>;
-      if (s.status === 'rejected') return err(hookError(s.reason, phase, (hooks[index] as HookRegistration).pluginId));
-      const command = s.value;
-      if (command.baseRevision === undefined) command.withBaseRevision(snapshot.revision);
-      if (!command.isEmpty()) commands.push({ index, command });
+    const results: PromiseSettledResult<StateCommand>[] = [];
+    const promises: (PromiseLike<StateCommand> | undefined)[] = [];
+    let pending = false;
+    for (const h of hooks) {
+      try {
+        const out = h.hook(ctx);
+        if (isPromiseLike<StateCommand>(out)) {
+          pending = true;
+          promises.push(out);
+          results.push({ status: 'fulfilled', value: StateCommand.empty() });
+        } else {
+          promises.push(undefined);
+          results.push({ status: 'fulfilled', value: out });
+        }
+      } catch (reason) {
+        promises.push(undefined);
+        results.push({ status: 'rejected', reason });
+      }
     }
-    return ok(commands);
+    const scan = (settled: readonly PromiseSettledResult<StateCommand>[]): Result<Gathered[], PhaseError> => {
+      const commands: Gathered[] = [];
+      for (let index = 0; index < settled.length; index++) {
+        const s = settled[index] as PromiseSettledResult<StateCommand>;
+        if (s.status === 'rejected') return err(hookError(s.reason, phase, (hooks[index] as HookRegistration).pluginId));
+        const command = s.value;
+        if (command.baseRevision === undefined) command.withBaseRevision(snapshot.revision);
+        if (!command.isEmpty()) commands.push({ index, command });
+      }
+      return ok(commands);
+    };
+    if (!pending) return scan(results);
+    return Promise.allSettled(promises.map((p, i) => p ?? settledToPromise(results[i] as PromiseSettledResult<StateCommand>))).then(scan);
   }
 
-  async #gather(
+  #gather(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<GatherReport, PhaseError>> {
+    const hooks = this.#activeHooks(phase, options);
+    const base: GatherReport = { phase, hooksRun: hooks.length, deferredHooks: 0, commits: 0, effects: NO_EFFECTS };
+    if (hooks.length === 0) return ok(base);
+    return andThen(this.#runHooks(hooks, phase, this.store.snapshot(), options), (gathered) => {
+      if (!gathered.ok) return gathered;
+      const commands = gathered.value;
+      if (commands.length === 0) return ok(base);
+
+      // Greedy partition in registration order: a command is deferred when one of its exclusive keys
+      // is already claimed by an earlier command of the batch. Commutative keys never defer.
+      const claimed = new Set<string>();
+      const batch: StateCommand[] = [];
+      const deferred: number[] = [];
+      for (const { index, command } of commands) {
+        const keys = command.touchedKeys;
+        let conflict = false;
+        for (const k of keys) {
+          if (claimed.has(k) && this.store.strategyOf(k) === 'exclusive') {
+            conflict = true;
+            break;
+          }
+        }
+        if (conflict) {
+          deferred.push(index);
+          continue;
+        }
+        for (const k of keys) if (this.store.strategyOf(k) === 'exclusive') claimed.add(k);
+        batch.push(command);
+      }
+      const merged = batch.length === 1 ? ok(batch[0] as StateCommand) : mergeAllCommands(batch, this.store.strategyOf);
+      if (!merged.ok) return merged;
+      return andThen(this.#submit(merged.value), (submitted) => {
+        if (!submitted.ok) return submitted;
+        const afterBatch: GatherReport = { ...base, commits: 1, effects: submitted.value.effects };
+        return deferred.length === 0 ? ok(afterBatch) : this.#rerunDeferred(hooks, deferred, phase, options, afterBatch);
+      });
+    });
+  }
+
+  /** Deferred hooks re-run one by one on a fresh snapshot; their first-run commands are discarded. */
+  async #rerunDeferred(
+    hooks: readonly HookRegistration[],
+    deferred: readonly number[],
     phase: Phase,
     options: PhaseRunOptions,
-  ): Promise<Result<Omit<PhaseRunReport, 'rounds' | 'processedActions' | 'skippedActions' | 'failedActions'>, PhaseError>> {
-    const hooks = this.#activeHooks(phase, options);
-    const base = { phase, hooksRun: hooks.length, deferredHooks: 0, commits: 0, effects: emptyEffectReport() };
-    if (hooks.length === 0) return ok(base);
-    const snapshot = this.store.snapshot();
-    const gathered = await this.#runHooks(hooks, phase, snapshot, options);
-    if (!gathered.ok) return gathered;
-    const commands = gathered.value;
-    if (commands.length === 0) return ok(base);
-
-    // Greedy partition in registration order: a command is deferred when one of its exclusive keys
-    // is already claimed by an earlier command of the batch. Commutative keys never defer.
-    const claimed = new Set<string>();
-    const batch: StateCommand[] = [];
-    const deferred: number[] = [];
-    for (const { index, command } of commands) {
-      const exclusive = [...new Set(command.touchedKeys)].filter((k) => this.store.strategyOf(k) === 'exclusive');
-      if (exclusive.some((k) => claimed.has(k))) {
-        deferred.push(index);
-        continue;
-      }
-      for (const k of exclusive) claimed.add(k);
-      batch.push(command);
-    }
-
-    let effects = emptyEffectReport();
-    let commits = 0;
-    const merged = mergeAllCommands(batch, this.store.strategyOf);
-    if (!merged.ok) return merged;
-    const submitted = await this.#submit(merged.value);
-    if (!submitted.ok) return submitted;
-    effects = addEffectReports(effects, submitted.value.effects);
-    commits++;
-
-    // Deferred hooks re-run one by one on a fresh snapshot; their first-run commands are discarded.
+    report: GatherReport,
+  ): Promise<Result<GatherReport, PhaseError>> {
+    let { commits, effects } = report;
     for (const index of deferred) {
       const hook = hooks[index] as HookRegistration;
       const fresh = this.store.snapshot();
@@ -230,35 +301,41 @@ export class PhaseRuntime {
       if (command.isEmpty()) continue;
       const again = await this.#submit(command);
       if (!again.ok) return again;
-      effects = addEffectReports(effects, again.value.effects);
+      effects = mergeEffects(effects, again.value.effects);
       commits++;
     }
-    return ok({ ...base, deferredHooks: deferred.length, commits, effects });
+    return ok({ ...report, deferredHooks: deferred.length, commits, effects });
   }
 
-  async #execute(
-    phase: Phase,
-    options: PhaseRunOptions,
-  ): Promise<
-    Result<
-      Pick<PhaseRunReport, 'rounds' | 'processedActions' | 'skippedActions' | 'failedActions' | 'commits' | 'effects'>,
-      PhaseError
-    >
-  > {
+  /** Matching queued actions (this phase, with a handler), in queue order, and the queue length. */
+  #matching(phase: Phase): { matching: { envelope: ActionEnvelope; registration: NonNullable<ReturnType<ExecutionEnv['actionHandlers']['get']>> }[]; queued: number } {
+    const queue = this.store.snapshot().get(PendingScheduledActions) ?? NO_ACTIONS;
+    const matching = [];
+    for (const envelope of queue) {
+      const registration = envelope.action.phase === phase ? this.env.actionHandlers.get(envelope.action.key) : undefined;
+      if (registration !== undefined) matching.push({ envelope, registration });
+    }
+    return { matching, queued: queue.length };
+  }
+
+  #execute(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<ExecuteReport, PhaseError>> {
+    const first = this.#matching(phase);
+    if (first.matching.length === 0) {
+      return ok({ rounds: 0, processedActions: 0, skippedActions: first.queued, failedActions: 0, commits: 0, effects: NO_EFFECTS });
+    }
+    return this.#executeRounds(phase, options);
+  }
+
+  async #executeRounds(phase: Phase, options: PhaseRunOptions): Promise<Result<ExecuteReport, PhaseError>> {
     let rounds = 0;
     let processed = 0;
     let failed = 0;
     let commits = 0;
-    let effects = emptyEffectReport();
-    const handlers = this.env.actionHandlers;
+    let effects = NO_EFFECTS;
     for (;;) {
-      const queue = this.store.snapshot().getOrDefault(PendingScheduledActions);
-      const matching = queue.flatMap((envelope) => {
-        const registration = envelope.action.phase === phase ? handlers.get(envelope.action.key) : undefined;
-        return registration === undefined ? [] : [{ envelope, registration }];
-      });
+      const { matching, queued } = this.#matching(phase);
       if (matching.length === 0) {
-        return ok({ rounds, processedActions: processed, skippedActions: queue.length, failedActions: failed, commits, effects });
+        return ok({ rounds, processedActions: processed, skippedActions: queued, failedActions: failed, commits, effects });
       }
       // The bound counts rounds that do work: a 16-deep cascade converges, a 17th working round fails
       // (0.6 checks before reading the queue and so allows only 15; docs/parity.md).
@@ -281,7 +358,7 @@ export class PhaseRuntime {
         if (submitted.ok) {
           processed++;
           commits++;
-          effects = addEffectReports(effects, submitted.value.effects);
+          effects = mergeEffects(effects, submitted.value.effects);
         } else {
           this.#deadLetter(envelope, `failed to submit action command: ${errorText(new StateFailure(submitted.error))}`);
           commits++;
@@ -299,28 +376,30 @@ export class PhaseRuntime {
     this.store.commit(batch.patch);
   }
 
-  async #submit(command: StateCommand): Promise<Result<SubmitReport, StateError>> {
+  #submit(command: StateCommand): MaybePromise<Result<SubmitReport, StateError>> {
     for (const action of command.scheduledActions) {
       if (!this.env.actionHandlers.has(action.key)) return err({ code: 'unknown_scheduled_action_handler', key: action.key });
     }
     for (const effect of command.effects) {
       if (!this.env.effectHandlers.has(effect.key)) return err({ code: 'unknown_effect_handler', key: effect.key });
     }
-    const patch = command.patch.clone();
-    const firstId = this.#nextId;
-    command.scheduledActions.forEach((action, i) => {
-      patch.update(PendingScheduledActions, { op: 'push', envelope: { id: firstId + i, action } });
-    });
+    let patch = command.patch;
+    if (command.scheduledActions.length > 0) {
+      patch = patch.clone();
+      const firstId = this.#nextId;
+      command.scheduledActions.forEach((action, i) => {
+        patch.update(PendingScheduledActions, { op: 'push', envelope: { id: firstId + i, action } });
+      });
+    }
     const committed = this.store.commit(patch);
     if (!committed.ok) return committed;
     this.#nextId += command.scheduledActions.length;
-    const effects = await this.#dispatchEffects(command, this.store.snapshot());
-    return ok({ revision: committed.value, effects });
+    if (command.effects.length === 0) return ok({ revision: committed.value, effects: NO_EFFECTS });
+    return this.#dispatchEffects(command, this.store.snapshot()).then((effects) => ok({ revision: committed.value, effects }));
   }
 
   /** Sequential, in order, against the post-commit snapshot; failures are recorded, never propagated. */
   async #dispatchEffects(command: StateCommand, snapshot: Snapshot): Promise<EffectReport> {
-    if (command.effects.length === 0) return emptyEffectReport();
     const records: EffectRecord[] = [];
     let failed = 0;
     for (const effect of command.effects) {
@@ -339,6 +418,16 @@ export class PhaseRuntime {
     }
     return { attempted: records.length, dispatched: records.length - failed, failed, records };
   }
+}
+
+function mergeEffects(a: EffectReport, b: EffectReport): EffectReport {
+  if (b.attempted === 0) return a;
+  if (a.attempted === 0) return b;
+  return addEffectReports(a, b);
+}
+
+function settledToPromise<T>(s: PromiseSettledResult<T>): Promise<T> {
+  return s.status === 'fulfilled' ? Promise.resolve(s.value) : Promise.reject(s.reason);
 }
 
 function isCancelled(options: PhaseRunOptions): boolean {
@@ -360,6 +449,6 @@ function zeroReport(phase: Phase): PhaseRunReport {
     processedActions: 0,
     skippedActions: 0,
     failedActions: 0,
-    effects: emptyEffectReport(),
+    effects: NO_EFFECTS,
   };
 }

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { StateError } from '../../contract/errors.ts';
 import type { Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import { extendBatch, mergeParallelBatch, MutationBatch, reconcileBase } from './mutation-batch.ts';
+import { extendBatch, mergeParallelBatch, MutationBatch } from './mutation-batch.ts';
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
@@ -137,28 +137,33 @@ export function mergeAllCommands(
   strategyOf: (key: string) => MergeStrategy,
 ): Result<StateCommand, StateError> {
   let base: number | undefined;
-  const seen = new Set<string>();
+  const claimed = new Set<string>();
   const ops: MutationBatch['ops'] = [];
   const touched: string[] = [];
   const actions: ScheduledAction[] = [];
   const effects: TypedEffect[] = [];
   for (const command of commands) {
-    const reconciled = reconcileBase(base, command.baseRevision);
-    if (!reconciled.ok) return reconciled;
-    base = reconciled.value;
+    const revision = command.baseRevision;
+    if (revision !== undefined) {
+      if (base === undefined) base = revision;
+      else if (base !== revision) return err({ code: 'mutation_base_revision_mismatch', left: base, right: revision });
+    }
+    // Indexed loops: this runs once per command of a GATHER and is on the hot path.
+    // Only exclusive keys can conflict, so only they are remembered.
     const keys = command.touchedKeys;
-    if (seen.size > 0) {
-      for (const key of keys) {
-        if (seen.has(key) && strategyOf(key) === 'exclusive') return err({ code: 'parallel_merge_conflict', key });
-      }
-    }
-    for (const key of keys) {
-      seen.add(key);
+    let exclusive: string[] | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
       touched.push(key);
+      if (strategyOf(key) !== 'exclusive') continue;
+      if (claimed.has(key)) return err({ code: 'parallel_merge_conflict', key });
+      (exclusive ??= []).push(key);
     }
-    for (const op of command.patch.ops) ops.push(op);
-    for (const action of command.scheduledActions) actions.push(action);
-    for (const effect of command.effects) effects.push(effect);
+    if (exclusive !== undefined) for (const key of exclusive) claimed.add(key);
+    const commandOps = command.patch.ops;
+    for (let i = 0; i < commandOps.length; i++) ops.push(commandOps[i] as MutationBatch['ops'][number]);
+    if (command.scheduledActions.length > 0) actions.push(...command.scheduledActions);
+    if (command.effects.length > 0) effects.push(...command.effects);
   }
   return ok(new StateCommand(new MutationBatch(base, ops, touched), actions, effects));
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { StateError } from './errors.ts';
 import { ReasoningEffortSchema, type ReasoningEffort } from './inference.ts';
-import { JsonValueSchema, type JsonValue } from './json.ts';
+import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
 import { err, ok, type Result } from './result.ts';
 
 const USize = z.number().int().nonnegative();
@@ -30,7 +30,7 @@ export const RemoteEndpointSchema = z.object({
   auth: RemoteAuthSchema.optional(),
   target: z.string().optional(),
   timeout_ms: USize.default(300_000),
-  options: z.record(z.string(), JsonValueSchema).default({}),
+  options: JsonObjectSchema.default({}),
 });
 export type RemoteEndpoint = z.infer<typeof RemoteEndpointSchema>;
 
@@ -52,7 +52,7 @@ export const AgentSpecSchema = z.object({
   excluded_tools: z.array(z.string()).optional(),
   endpoint: RemoteEndpointSchema.optional(),
   delegates: z.array(z.string()).default([]),
-  sections: z.record(z.string(), JsonValueSchema).default({}),
+  sections: JsonObjectSchema.default({}),
   registry: z.string().optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;

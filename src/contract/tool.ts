@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonValueSchema, type JsonValue } from './json.ts';
+import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
 
 /** Tool identity and schema exposed to the model (book: Tool Trait → ToolDescriptor). */
 export const ToolDescriptorSchema = z.object({
@@ -75,7 +75,7 @@ export const ToolResultSchema = z
     data: JsonValueSchema,
     message: z.string().nullable().default(null),
     suspension: SuspendTicketSchema.optional(),
-    metadata: z.record(z.string(), JsonValueSchema).optional(),
+    metadata: JsonObjectSchema.optional(),
   })
   .transform((r): ToolResult => {
     if (r.metadata === undefined || Object.keys(r.metadata).length > 0) return r as ToolResult;

@@ -17,9 +17,8 @@ const noNegZero = (v: JsonValue): JsonValue => {
   if (typeof v === 'number') return Object.is(v, -0) ? 0 : v;
   if (Array.isArray(v)) return v.map(noNegZero);
   if (v !== null && typeof v === 'object') {
-    const out: { [k: string]: JsonValue } = {};
-    for (const [k, x] of Object.entries(v)) out[k] = noNegZero(x);
-    return out;
+    // fromEntries defines own properties: an own "__proto__" key stays a key (assignment would set the prototype).
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, noNegZero(x)]));
   }
   return v;
 };

@@ -149,3 +149,20 @@ describe('persistence (core-spec §1.7)', () => {
     );
   });
 });
+
+describe('persistence of awkward key names', () => {
+  it('exports and restores a key named "__proto__" like any other', () => {
+    const Odd = registerKey('__proto__');
+    const s = new StateStore();
+    s.registerKeys([{ key: Odd }]);
+    s.commit(new MutationBatch().update(Odd, 'kept'));
+    const exported = s.exportPersisted();
+    expect(exported.ok && Object.keys(exported.value.extensions)).toEqual(['__proto__']);
+    const t = new StateStore();
+    t.registerKeys([{ key: Odd }]);
+    if (!exported.ok) throw new Error('export');
+    const wire = JSON.parse(JSON.stringify(exported.value)) as typeof exported.value;
+    expect(t.restorePersisted(wire, 'error').ok).toBe(true);
+    expect(t.snapshot().get(Odd)).toBe('kept');
+  });
+});

@@ -168,17 +168,18 @@ export class StateStore {
   // ---- persistence (core-spec §1.7) -------------------------------------------------------------
 
   #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
-    const extensions: { [key: string]: JsonValue } = {};
+    const entries: [string, JsonValue][] = [];
     for (const name of this.#snapshot.keys()) {
       const reg = this.#keys.get(name);
       if (reg === undefined || !reg.options.persistent || !filter(reg.options)) continue;
       try {
-        extensions[name] = reg.key.encode(this.#snapshot.getByName(name));
+        entries.push([name, reg.key.encode(this.#snapshot.getByName(name))]);
       } catch (e) {
         return err({ code: 'key_encode', key: name, message: messageOf(e) });
       }
     }
-    return ok({ revision: this.revision, extensions });
+    // fromEntries defines own properties, so no key name (not even "__proto__") is lost.
+    return ok({ revision: this.revision, extensions: Object.fromEntries(entries) });
   }
 
   /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */

@@ -13,9 +13,13 @@ const counter = (key: string): StateKey<number, number> =>
 const KEYS = Array.from({ length: 100 }, (_, i) => counter(`k${i}`));
 const keyPlugin: Plugin = { name: 'keys', register: (r) => KEYS.forEach((k) => r.registerKey(k)) };
 
+/** A runtime whose store already holds all 100 keys, like the baselines' plain objects. */
 function runtime(plugins: Plugin[]): PhaseRuntime {
   const r = PhaseRuntime.create([keyPlugin, ...plugins]);
   if (!r.ok) throw new Error(JSON.stringify(r.error));
+  const fill = new MutationBatch();
+  for (const k of KEYS) fill.update(k, 0);
+  r.value.store.commit(fill);
   return r.value;
 }
 
@@ -30,7 +34,6 @@ function gatherSuite(): Suite {
       r.registerPhaseHook('step_start', (ctx) => StateCommand.empty().update(KEYS[i * 10]!, (ctx.snapshot.get(KEYS[i]!) ?? 0) + 1)),
   }));
   const rt = runtime(hooks);
-  for (const k of KEYS) rt.store.commit(new MutationBatch().update(k, 1));
   let state = plainState();
   const plainHooks = Array.from({ length: 10 }, (_, i) => (s: Plain): [string, number] => [`k${i * 10}`, (s[`k${i}`] ?? 0) + 1]);
   return {
@@ -154,4 +157,26 @@ function cascadeSuite(): Suite {
   };
 }
 
-export const coreSuites = (): Suite[] => [gatherSuite(), commitSuite(), mergeSuite(), cascadeSuite()];
+/** Engine overhead of one phase run: nothing to do, and one synchronous hook writing one key. */
+function phaseOverheadSuite(): Suite {
+  const idle = runtime([]);
+  const one = runtime([{ name: 'one', register: (r) => r.registerPhaseHook('step_start', () => StateCommand.empty().update(KEYS[0]!, 1)) }]);
+  let state = plainState();
+  return {
+    name: 'phase-overhead',
+    description: 'one phase run with no hooks and with one synchronous hook (one commit), vs one spread write',
+    cases: [
+      { name: 'awaken runPhase, no hooks', role: 'subject', fn: () => idle.runPhase('step_start') },
+      { name: 'awaken runPhase, 1 hook', role: 'subject', fn: () => one.runPhase('step_start') },
+      {
+        name: 'baseline spread write',
+        role: 'baseline',
+        fn: () => {
+          state = { ...state, k0: (state['k0'] ?? 0) + 1 };
+        },
+      },
+    ],
+  };
+}
+
+export const coreSuites = (): Suite[] => [gatherSuite(), commitSuite(), mergeSuite(), cascadeSuite(), phaseOverheadSuite()];

@@ -1,2 +1,3 @@
 export * from './contract/index.ts';
 export * from './core/index.ts';
+export * from './runtime/index.ts';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { StateError } from './errors.ts';
 import { ReasoningEffortSchema, type ReasoningEffort } from './inference.ts';
 import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
+import { StopConditionSpecSchema } from './lifecycle.ts';
 import { err, ok, type Result } from './result.ts';
 
 const USize = z.number().int().nonnegative();
@@ -54,6 +55,8 @@ export const AgentSpecSchema = z.object({
   delegates: z.array(z.string()).default([]),
   sections: JsonObjectSchema.default({}),
   registry: z.string().optional(),
+  /** Extra stop conditions beside `max_rounds` (0.6 `stop_conditions`). */
+  stop_conditions: z.array(StopConditionSpecSchema).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type AgentSpecInput = z.input<typeof AgentSpecSchema>;

@@ -10,3 +10,4 @@ export * from './result.ts';
 export * from './tool.ts';
 export * from './usage.ts';
 export * from './wire.ts';
+export * from './stream.ts';

@@ -121,3 +121,28 @@ export const isTerminalToolCallStatus = (status: ToolCallStatus): boolean => TER
 export function canTransitionToolCall(from: ToolCallStatus, to: ToolCallStatus): boolean {
   return from === to || CALL_TRANSITIONS[from].includes(to);
 }
+
+/**
+ * The run status as a projection of its tool calls (book: 从 ToolCall 状态推导 RunStatus): any call
+ * running or resuming → running; else any suspended → waiting; else done.
+ */
+export function deriveRunStatus(statuses: Iterable<ToolCallStatus>): RunStatus {
+  let suspended = false;
+  for (const status of statuses) {
+    if (status === 'running' || status === 'resuming') return 'running';
+    if (status === 'suspended') suspended = true;
+  }
+  return suspended ? 'waiting' : 'done';
+}
+
+/** Declarative stop conditions (core-spec §7); `0` or `""` disables a condition. */
+export const StopConditionSpecSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('max_rounds'), rounds: z.number().int().nonnegative() }).strict(),
+  z.object({ type: z.literal('timeout'), seconds: z.number().int().nonnegative() }).strict(),
+  z.object({ type: z.literal('token_budget'), max_total: z.number().int().nonnegative() }).strict(),
+  z.object({ type: z.literal('consecutive_errors'), max: z.number().int().nonnegative() }).strict(),
+  z.object({ type: z.literal('stop_on_tool'), tool_name: z.string() }).strict(),
+  z.object({ type: z.literal('content_match'), pattern: z.string() }).strict(),
+  z.object({ type: z.literal('loop_detection'), window: z.number().int().nonnegative() }).strict(),
+]);
+export type StopConditionSpec = z.infer<typeof StopConditionSpecSchema>;

@@ -1,1 +1,5 @@
 export * as arbitraries from './arbitraries.ts';
+export { MockLlmExecutor, ScriptedLlm, parseScript, type ScriptStep } from '../providers/scripted.ts';
+export { deterministicEnv, type DeterministicEnv } from '../runtime/env.ts';
+export { VecEventSink } from '../runtime/event-sink.ts';
+export { checkRunInvariants } from './invariants.ts';

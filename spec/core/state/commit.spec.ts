@@ -115,3 +115,18 @@ describe('StateStore.commit (core-spec §1.5)', () => {
     );
   });
 });
+
+describe('StateStore.preview', () => {
+  it('shows staged batches applied in order without committing them', () => {
+    const s = store();
+    s.commit(new MutationBatch().update(Counter, 1));
+    const before = s.snapshot();
+    const preview = s.preview([new MutationBatch().update(Counter, 2), new MutationBatch().update(Log, 'a').clear(Name)]);
+    expect(preview.ok && preview.value.get(Counter)).toBe(3);
+    expect(preview.ok && preview.value.get(Log)).toEqual(['a']);
+    expect(preview.ok && preview.value.revision).toBe(1);
+    expect(s.snapshot()).toBe(before);
+    expect(s.preview([])).toEqual({ ok: true, value: before });
+    expect(s.preview([new MutationBatch().update(registerKey('ghost'), 'x')])).toEqual({ ok: false, error: { code: 'unknown_key', key: 'ghost' } });
+  });
+});

@@ -165,6 +165,29 @@ export class StateStore {
     return ok(snapshot.revision);
   }
 
+  /**
+   * The snapshot the state would have after committing `batches` in order, without committing
+   * anything (no revision checks, no bump, no hooks). Used for staged writes that are not yet
+   * published (seed 003's batch publication barrier).
+   */
+  preview(batches: readonly MutationBatch[]): Result<Snapshot, StateError> {
+    const current = this.#snapshot;
+    if (batches.every((b) => b.isEmpty())) return ok(current);
+    const next = new Map(Snapshot.valuesOf(current));
+    for (const batch of batches) {
+      for (const key of batch.touchedKeys) if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
+      for (const op of batch.ops) {
+        if (op.kind === 'clear') {
+          next.delete(op.key);
+          continue;
+        }
+        const { key } = this.#keys.get(op.key) as RegisteredKey;
+        next.set(op.key, key.apply(next.has(op.key) ? next.get(op.key) : key.init(), op.update));
+      }
+    }
+    return ok(new Snapshot(current.revision, next));
+  }
+
   // ---- persistence (core-spec §1.7) -------------------------------------------------------------
 
   #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {

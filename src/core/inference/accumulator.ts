@@ -1,0 +1,116 @@
+import type { JsonValue } from '../../contract/json.ts';
+import type { ContentBlock, ToolCall } from '../../contract/message.ts';
+import type { StopReason, StreamPart, StreamResult } from '../../contract/stream.ts';
+import type { TokenUsage } from '../../contract/usage.ts';
+
+interface PendingCall {
+  readonly id: string;
+  name: string;
+  args: string;
+  ready?: JsonValue;
+}
+
+/**
+ * Folds streamed parts into a `StreamResult` (core-spec §3.11). Tool calls keep their start order;
+ * a call whose argument text is not valid JSON is dropped and flagged `hasIncompleteToolCalls`;
+ * empty argument text reads as `{}`. A cancelled stream finalises with no tool calls and `EndTurn`.
+ */
+export class StreamAccumulator {
+  #text = '';
+  #reasoning = '';
+  readonly #calls: PendingCall[] = [];
+  #usage: TokenUsage | undefined;
+  #stopReason: StopReason | undefined;
+  #incomplete = false;
+
+  /** Adds one part; returns the call that became ready with it, if any (for `tool_call_ready`). */
+  push(part: StreamPart): void {
+    switch (part.type) {
+      case 'text_delta':
+        this.#text += part.delta;
+        return;
+      case 'reasoning_delta':
+        this.#reasoning += part.delta;
+        return;
+      case 'reasoning_encrypted':
+        return;
+      case 'tool_call_start':
+        if (this.#find(part.id) === undefined) this.#calls.push({ id: part.id, name: part.name, args: '' });
+        return;
+      case 'tool_call_delta': {
+        const call = this.#find(part.id);
+        if (call !== undefined) call.args += part.args_delta;
+        return;
+      }
+      case 'tool_call_ready': {
+        let call = this.#find(part.id);
+        if (call === undefined) {
+          call = { id: part.id, name: part.name, args: '' };
+          this.#calls.push(call);
+        }
+        call.ready = part.arguments;
+        return;
+      }
+      case 'usage':
+        this.#usage = part.usage;
+        return;
+      case 'finish':
+        this.#stopReason = part.stop_reason;
+        if (part.has_incomplete_tool_calls === true) this.#incomplete = true;
+        return;
+    }
+  }
+
+  /** Tool calls (in start order) whose arguments parse, with their parsed arguments. */
+  readyCalls(): ToolCall[] {
+    const out: ToolCall[] = [];
+    for (const call of this.#calls) {
+      const args = parseArgs(call);
+      if (args !== undefined) out.push({ id: call.id, name: call.name, arguments: args });
+    }
+    return out;
+  }
+
+  /** The text received so far. */
+  get text(): string {
+    return this.#text;
+  }
+
+  finish(options: { readonly cancelled?: boolean } = {}): StreamResult {
+    const content: ContentBlock[] = this.#text === '' ? [] : [{ type: 'text', text: this.#text }];
+    const base = {
+      content,
+      reasoning: this.#reasoning,
+      ...(this.#usage !== undefined ? { usage: this.#usage } : {}),
+    };
+    if (options.cancelled === true) return { ...base, toolCalls: [], stopReason: 'EndTurn', hasIncompleteToolCalls: false };
+    let incomplete = this.#incomplete;
+    const toolCalls: ToolCall[] = [];
+    for (const call of this.#calls) {
+      const args = parseArgs(call);
+      if (args === undefined) incomplete = true;
+      else toolCalls.push({ id: call.id, name: call.name, arguments: args });
+    }
+    return {
+      ...base,
+      toolCalls,
+      ...(this.#stopReason !== undefined ? { stopReason: this.#stopReason } : {}),
+      hasIncompleteToolCalls: incomplete,
+    };
+  }
+
+  #find(id: string): PendingCall | undefined {
+    for (const call of this.#calls) if (call.id === id) return call;
+    return undefined;
+  }
+}
+
+function parseArgs(call: PendingCall): JsonValue | undefined {
+  if (call.ready !== undefined) return call.ready;
+  if (call.args.trim() === '') return {};
+  try {
+    return JSON.parse(call.args) as JsonValue;
+  } catch {
+    return undefined;
+  }
+}

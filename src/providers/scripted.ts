@@ -1,0 +1,96 @@
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { InferenceExecutionErrorSchema, type InferenceExecutionError } from '../contract/errors.ts';
+import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
+import { StopReasonSchema, type StreamPart } from '../contract/stream.ts';
+import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
+import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
+
+/**
+ * One scripted model turn (docs/scripted-models.md): optional text (one delta, or a list of
+ * deltas), reasoning, tool calls, usage, stop reason, or an error instead of a response.
+ */
+export const ScriptStepSchema = z
+  .object({
+    text: z.union([z.string(), z.array(z.string())]).optional(),
+    reasoning: z.union([z.string(), z.array(z.string())]).optional(),
+    tool_calls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: JsonValueSchema.default({}) }).strict()).optional(),
+    usage: TokenUsageSchema.optional(),
+    stop_reason: StopReasonSchema.optional(),
+    error: z.union([z.string(), InferenceExecutionErrorSchema]).optional(),
+  })
+  .strict();
+export type ScriptStep = z.input<typeof ScriptStepSchema>;
+
+export const ScriptSchema = z.union([z.array(ScriptStepSchema), z.object({ steps: z.array(ScriptStepSchema) }).strict()]);
+
+/** Parses a script file (JSON or YAML: a list of steps, or `{steps: [...]}`); errors name the field. */
+export function parseScript(text: string, format: 'json' | 'yaml' = 'yaml'): z.output<typeof ScriptStepSchema>[] {
+  const data: unknown = format === 'json' ? JSON.parse(text) : parseYaml(text);
+  const parsed = ScriptSchema.parse(data);
+  return Array.isArray(parsed) ? parsed : parsed.steps;
+}
+
+const asList = (x: string | readonly string[] | undefined): readonly string[] => (x === undefined ? [] : typeof x === 'string' ? [x] : x);
+
+/** The parts one step streams, in order: reasoning, text, tool calls (start + args), usage, finish. */
+export function stepParts(step: z.output<typeof ScriptStepSchema>): StreamPart[] {
+  const parts: StreamPart[] = [];
+  for (const delta of asList(step.reasoning)) parts.push({ type: 'reasoning_delta', delta });
+  for (const delta of asList(step.text)) parts.push({ type: 'text_delta', delta });
+  for (const call of step.tool_calls ?? []) {
+    parts.push({ type: 'tool_call_start', id: call.id, name: call.name });
+    parts.push({ type: 'tool_call_delta', id: call.id, args_delta: JSON.stringify(call.arguments as JsonValue) });
+  }
+  if (step.usage !== undefined) parts.push({ type: 'usage', usage: step.usage as TokenUsage });
+  const finish: Extract<StreamPart, { type: 'finish' }> = {
+    type: 'finish',
+    stop_reason: step.stop_reason ?? ((step.tool_calls ?? []).length > 0 ? 'ToolUse' : 'EndTurn'),
+  };
+  parts.push(finish);
+  return parts;
+}
+
+function failureOf(error: string | InferenceExecutionError): InferenceFailure {
+  return new InferenceFailure(typeof error === 'string' ? { code: 'provider', message: error } : error);
+}
+
+/**
+ * A scripted `LlmExecutor` (book: 测试策略 → ScriptedLlm): each inference consumes the next step;
+ * when the script is exhausted it answers "Done." (as the book's example does). Every request is
+ * recorded in `requests`.
+ */
+export class ScriptedLlm implements LlmExecutor {
+  readonly name = 'scripted';
+  readonly requests: InferenceRequest[] = [];
+  readonly #steps: z.output<typeof ScriptStepSchema>[];
+  readonly #fallback: string;
+
+  constructor(steps: readonly ScriptStep[], options: { readonly fallbackText?: string } = {}) {
+    this.#steps = steps.map((s) => ScriptStepSchema.parse(s));
+    this.#fallback = options.fallbackText ?? 'Done.';
+  }
+
+  get remaining(): number {
+    return this.#steps.length;
+  }
+
+  stream(request: InferenceRequest): AsyncIterable<StreamPart> {
+    this.requests.push(request);
+    const step = this.#steps.shift() ?? { text: this.#fallback };
+    return (async function* () {
+      if (step.error !== undefined) throw failureOf(step.error);
+      for (const part of stepParts(step)) {
+        if (request.signal?.aborted === true) throw new InferenceFailure({ code: 'cancelled' });
+        yield part;
+      }
+    })();
+  }
+}
+
+/** A text-only scripted model (book: MockLlmExecutor). */
+export class MockLlmExecutor extends ScriptedLlm {
+  constructor(responses: readonly string[] = []) {
+    super(responses.map((text) => ({ text })));
+  }
+}

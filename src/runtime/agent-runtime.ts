@@ -1,0 +1,305 @@
+import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
+import { AgentSpecSchema } from '../contract/agent-spec.ts';
+import type { BuildError, ResolveError, RuntimeError } from '../contract/errors.ts';
+import type { InferenceOverride } from '../contract/inference.ts';
+import type { Message } from '../contract/message.ts';
+import { err, ok, type Result } from '../contract/result.ts';
+import { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import { StateStore } from '../core/state/state-store.ts';
+import { CircuitBreaker, type CircuitBreakerConfig } from './circuit-breaker.ts';
+import { realEnv, type Env } from './env.ts';
+import type { EventSink } from './event-sink.ts';
+import type { LlmExecutor } from './llm.ts';
+import { resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
+import { RunLoop, type AgentRunResult, type Decision } from './run-loop.ts';
+import type { ThreadRunStore } from './thread-run-store.ts';
+import type { Tool } from './tool.ts';
+import type { ToolBatch } from './tool-batch.ts';
+
+/** What to run (book: RunRequest). */
+export interface RunRequest {
+  readonly threadId?: string;
+  readonly agentId?: string;
+  readonly messages: readonly Message[];
+  readonly overrides?: InferenceOverride;
+}
+
+export interface RunOptions {
+  readonly signal?: AbortSignal;
+  /**
+   * On a suspension, keep the run parked until decisions arrive (`decide`) or it is cancelled
+   * (default), or return at once with termination `suspended`.
+   */
+  readonly waitForDecisions?: boolean;
+}
+
+/** A started run: its ids, its decision and cancel controls, and its final result. */
+export interface RunHandle {
+  readonly threadId: string;
+  readonly runId: string;
+  decide(decisions: readonly Decision[]): Result<void, RuntimeError>;
+  cancel(): void;
+  readonly done: Promise<AgentRunResult>;
+}
+
+interface ActiveRun {
+  readonly handle: RunHandle;
+  suspended: ToolBatch | undefined;
+  readonly queue: Decision[][];
+  wake: (() => void) | undefined;
+}
+
+/** The runtime: resolves agents and runs them, one run per thread at a time (book: AgentRuntime). */
+export class AgentRuntime {
+  readonly #registries: Registries;
+  readonly #env: Env;
+  readonly #store: ThreadRunStore | undefined;
+  readonly #breaker: CircuitBreaker;
+  readonly #active = new Map<string, ActiveRun>();
+
+  constructor(registries: Registries, env: Env, store: ThreadRunStore | undefined, breaker: CircuitBreaker) {
+    this.#registries = registries;
+    this.#env = env;
+    this.#store = store;
+    this.#breaker = breaker;
+  }
+
+  get env(): Env {
+    return this.#env;
+  }
+
+  agentIds(): string[] {
+    return [...this.#registries.agents.keys()].sort();
+  }
+
+  /** Resolves an agent afresh (nothing is cached between runs). */
+  resolve(agentId: string, onModel?: (model: string) => void): Result<ResolvedAgent, ResolveError> {
+    return resolveAgent(this.#registries, agentId, { env: this.#env, breaker: this.#breaker, ...(onModel !== undefined ? { onModel } : {}) });
+  }
+
+  /** Runs to completion (through any suspensions, while decisions arrive) and returns the result. */
+  async run(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<AgentRunResult, RuntimeError>> {
+    const started = await this.start(request, sink, options);
+    if (!started.ok) return started;
+    return ok(await started.value.done);
+  }
+
+  /** Starts a run and returns its handle at once. */
+  async start(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
+    const agentId = request.agentId ?? this.agentIds()[0];
+    if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
+    let answeredBy: string | undefined;
+    const resolved = this.resolve(agentId, (m) => (answeredBy = m));
+    if (!resolved.ok) {
+      if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
+      return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
+    }
+    const threadId = request.threadId ?? this.#env.ids.next('thread');
+    if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
+    const runId = this.#env.ids.next('run');
+
+    const store = new StateStore();
+    const phase = PhaseRuntime.create(resolved.value.plugins, {
+      store,
+      activePlugins: resolved.value.activePlugins,
+    });
+    if (!phase.ok) return err({ code: 'state', error: phase.error });
+    const thread = this.#store === undefined ? undefined : await this.#store.loadThread(threadId);
+    if (thread?.threadState !== undefined) {
+      const restored = store.restoreThreadScoped(thread.threadState, 'skip');
+      if (!restored.ok) return err({ code: 'state', error: restored.error });
+    }
+
+    const controller = new AbortController();
+    const onOuterAbort = (): void => controller.abort();
+    options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    if (options.signal?.aborted === true) controller.abort();
+
+    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], wake: undefined };
+    const wakeUp = (): void => {
+      const w = active.wake;
+      active.wake = undefined;
+      w?.();
+    };
+    controller.signal.addEventListener('abort', wakeUp, { once: true });
+
+    const loop = new RunLoop({
+      env: this.#env,
+      resolved: resolved.value,
+      phase: phase.value,
+      sink,
+      store: this.#store,
+      threadId,
+      runId,
+      history: thread?.messages ?? [],
+      input: request.messages,
+      overrides: request.overrides,
+      signal: controller.signal,
+      waitForDecisions: options.waitForDecisions ?? true,
+      nextDecisions: async () => {
+        while (active.queue.length === 0 && !controller.signal.aborted) await new Promise<void>((resolve) => (active.wake = resolve));
+        if (controller.signal.aborted) return undefined;
+        return active.queue.splice(0).flat();
+      },
+      onSuspended: (batch) => {
+        active.suspended = batch;
+      },
+      answeredBy: () => answeredBy,
+    });
+    const done = loop.execute().finally(() => {
+      options.signal?.removeEventListener('abort', onOuterAbort);
+      this.#active.delete(threadId);
+    });
+    const handle: RunHandle = {
+      threadId,
+      runId,
+      decide: (decisions) => {
+        const batch = active.suspended;
+        if (batch === undefined) return err({ code: 'resolve_failed', message: `run ${runId} is not waiting for a decision` });
+        for (const d of decisions) {
+          if (batch.targetOf(d.targetId) === undefined) return err({ code: 'resolve_failed', message: `no suspended tool call or suspension '${d.targetId}'` });
+        }
+        active.queue.push([...decisions]);
+        wakeUp();
+        return ok(undefined);
+      },
+      cancel: () => controller.abort(),
+      done,
+    };
+    (active as { handle: RunHandle }).handle = handle;
+    this.#active.set(threadId, active);
+    return ok(handle);
+  }
+
+  /** Sends decisions to the run active on a thread (book: decision channel). */
+  decide(threadId: string, decisions: readonly Decision[]): Result<void, RuntimeError> {
+    const active = this.#active.get(threadId);
+    if (active === undefined) return err({ code: 'resolve_failed', message: `no active run on thread ${threadId}` });
+    return active.handle.decide(decisions);
+  }
+
+  /** Cancels the run active on a thread; false when there is none. */
+  cancel(threadId: string): boolean {
+    const active = this.#active.get(threadId);
+    active?.handle.cancel();
+    return active !== undefined;
+  }
+
+  /** Whether a run on the thread is parked, waiting for decisions. */
+  isWaiting(threadId: string): boolean {
+    return this.#active.get(threadId)?.suspended !== undefined;
+  }
+}
+
+export function describeResolveError(e: ResolveError): string {
+  switch (e.code) {
+    case 'agent_not_found':
+      return `agent '${e.agentId}' not found`;
+    case 'model_not_found':
+      return `model '${e.modelId}' not found`;
+    case 'provider_not_found':
+      return `provider '${e.providerId}' not found`;
+    case 'plugin_not_found':
+      return `plugin '${e.pluginId}' not found`;
+    case 'invalid_plugin_config':
+      return `invalid config section '${e.key}' of plugin '${e.plugin}': ${e.message}`;
+    case 'remote_agent_not_directly_runnable':
+      return `agent '${e.agentId}' is remote and cannot run directly`;
+    case 'tool_id_conflict':
+      return `tool id '${e.toolId}' registered by both ${e.sourceA} and ${e.sourceB}`;
+    case 'env_build':
+      return `execution environment: ${e.error.code}`;
+  }
+}
+
+/** Assembles a runtime; duplicate ids are collected and reported by `build()` (book: AgentRuntimeBuilder). */
+export class AgentRuntimeBuilder {
+  readonly #agents = new Map<string, AgentSpec>();
+  readonly #tools = new Map<string, Tool>();
+  readonly #providers = new Map<string, LlmExecutor>();
+  readonly #models = new Map<string, ModelEntry>();
+  readonly #plugins = new Map<string, RuntimePlugin>();
+  readonly #errors: BuildError[] = [];
+  #store: ThreadRunStore | undefined;
+  #env: Env | undefined;
+  #breaker: Partial<CircuitBreakerConfig> = {};
+
+  withAgentSpec(spec: AgentSpec | AgentSpecInput): this {
+    const parsed = AgentSpecSchema.safeParse(spec);
+    if (!parsed.success) {
+      this.#errors.push({ code: 'validation_failed', message: `agent spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      return this;
+    }
+    if (this.#agents.has(parsed.data.id)) this.#errors.push({ code: 'agent_registry_conflict', id: parsed.data.id });
+    else this.#agents.set(parsed.data.id, parsed.data);
+    return this;
+  }
+
+  withTool(tool: Tool): this {
+    const id = tool.descriptor.id;
+    if (this.#tools.has(id)) this.#errors.push({ code: 'tool_registry_conflict', id });
+    else this.#tools.set(id, tool);
+    return this;
+  }
+
+  withProvider(id: string, executor: LlmExecutor): this {
+    if (this.#providers.has(id)) this.#errors.push({ code: 'provider_registry_conflict', id });
+    else this.#providers.set(id, executor);
+    return this;
+  }
+
+  withModel(id: string, entry: ModelEntry): this {
+    if (this.#models.has(id)) this.#errors.push({ code: 'model_registry_conflict', id });
+    else this.#models.set(id, entry);
+    return this;
+  }
+
+  withPlugin(id: string, plugin: RuntimePlugin): this {
+    if (this.#plugins.has(id)) this.#errors.push({ code: 'plugin_registry_conflict', id });
+    else this.#plugins.set(id, plugin);
+    return this;
+  }
+
+  withThreadRunStore(store: ThreadRunStore): this {
+    this.#store = store;
+    return this;
+  }
+
+  withEnv(env: Env): this {
+    this.#env = env;
+    return this;
+  }
+
+  withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
+    this.#breaker = config;
+    return this;
+  }
+
+  /** Builds, then dry-run resolves every agent: each failure is listed in `validation_failed`. */
+  build(): Result<AgentRuntime, BuildError> {
+    const built = this.buildUnchecked();
+    if (!built.ok) return built;
+    const failures: string[] = [];
+    for (const id of built.value.agentIds()) {
+      const r = built.value.resolve(id);
+      if (!r.ok) failures.push(`agent '${id}': ${describeResolveError(r.error)}`);
+    }
+    if (failures.length > 0) return err({ code: 'validation_failed', message: failures.join('; ') });
+    return built;
+  }
+
+  /** Builds without resolving the agents (they may fail at their first run). */
+  buildUnchecked(): Result<AgentRuntime, BuildError> {
+    const first = this.#errors[0];
+    if (first !== undefined) return err(first);
+    const env = this.#env ?? realEnv();
+    const registries: Registries = {
+      agents: new Map(this.#agents),
+      tools: new Map(this.#tools),
+      providers: new Map(this.#providers),
+      models: new Map(this.#models),
+      plugins: new Map(this.#plugins),
+    };
+    return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker)));
+  }
+}

@@ -1,0 +1,38 @@
+import { describeInferenceError } from './errors.ts';
+import type { InferenceExecutionError } from '../contract/errors.ts';
+import type { InferenceOverride } from '../contract/inference.ts';
+import type { Message } from '../contract/message.ts';
+import type { StreamPart } from '../contract/stream.ts';
+import type { ToolDescriptor } from '../contract/tool.ts';
+
+/** One inference request, as the loop hands it to a provider. */
+export interface InferenceRequest {
+  /** The provider-side model name (after the model registry lookup and overrides). */
+  readonly model: string;
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolDescriptor[];
+  readonly overrides?: InferenceOverride;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The LLM port: a request in, an async stream of parts out (text and reasoning deltas, tool-call
+ * start/args-delta/ready, usage, finish). Failures are thrown as `InferenceFailure`.
+ */
+export interface LlmExecutor {
+  readonly name: string;
+  stream(request: InferenceRequest): AsyncIterable<StreamPart>;
+}
+
+/** A failed inference, carrying its typed error. */
+export class InferenceFailure extends Error {
+  readonly error: InferenceExecutionError;
+  constructor(error: InferenceExecutionError) {
+    super(describeInferenceError(error));
+    this.name = 'InferenceFailure';
+    this.error = error;
+  }
+}
+
+/** Retryable: provider, rate_limited, timeout. Never: cancelled. */
+export const isRetryable = (e: InferenceExecutionError): boolean => e.code !== 'cancelled';

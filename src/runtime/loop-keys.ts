@@ -1,0 +1,275 @@
+import { z } from 'zod';
+import { InferenceOverrideSchema, mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
+import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
+import {
+  canTransitionRun,
+  canTransitionToolCall,
+  RunStatusSchema,
+  ToolCallStatusSchema,
+  type RunStatus,
+  type ToolCallStatus,
+} from '../contract/lifecycle.ts';
+import { ToolCallResumeModeSchema, ToolCallResumeSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
+import { initialStopStats, type StopPolicyStats } from '../core/policies/stop-policy.ts';
+import { defineStateKey } from '../core/state/state-key.ts';
+
+/** Thrown by a loop reducer for a transition the state machine forbids: never silently skipped. */
+export class IllegalTransition extends Error {
+  constructor(what: string, from: string, to: string) {
+    super(`illegal ${what} transition ${from} → ${to}`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+// ---- run lifecycle (core-spec §3.1) -----------------------------------------------------------------
+
+export interface RunLifecycleState {
+  readonly run_id: string;
+  readonly status: RunStatus;
+  readonly status_reason?: string;
+  readonly updated_at: number;
+  readonly step_count: number;
+}
+
+export type RunLifecycleUpdate =
+  | { readonly op: 'start'; readonly run_id: string; readonly at: number }
+  | { readonly op: 'step_completed'; readonly at: number }
+  | { readonly op: 'set_waiting'; readonly reason: string; readonly at: number }
+  | { readonly op: 'set_running'; readonly at: number }
+  | { readonly op: 'done'; readonly reason: string; readonly at: number };
+
+const RunLifecycleSchema = z.object({
+  run_id: z.string(),
+  status: RunStatusSchema,
+  status_reason: z.string().optional(),
+  updated_at: z.number(),
+  step_count: z.number().int().nonnegative(),
+});
+
+function moveRun(state: RunLifecycleState, to: RunStatus, at: number, reason?: string): RunLifecycleState {
+  if (!canTransitionRun(state.status, to)) throw new IllegalTransition('run', state.status, to);
+  const { status_reason: _old, ...rest } = state;
+  return { ...rest, status: to, updated_at: at, ...(reason !== undefined ? { status_reason: reason } : {}) };
+}
+
+export const RunLifecycle = defineStateKey<RunLifecycleState, RunLifecycleUpdate>({
+  key: '__runtime.run_lifecycle',
+  init: () => ({ run_id: '', status: 'created', updated_at: 0, step_count: 0 }),
+  apply: (s, u) => {
+    switch (u.op) {
+      case 'start':
+        return { ...moveRun(s, 'running', u.at), run_id: u.run_id, step_count: 0 };
+      case 'step_completed': {
+        const next = moveRun(s, 'running', u.at, s.status_reason);
+        return { ...next, step_count: s.step_count + 1 };
+      }
+      case 'set_waiting':
+        return moveRun(s, 'waiting', u.at, u.reason);
+      case 'set_running':
+        return moveRun(s, 'running', u.at);
+      case 'done':
+        return moveRun(s, 'done', u.at, u.reason);
+    }
+  },
+  codec: RunLifecycleSchema as z.ZodType<RunLifecycleState>,
+});
+
+// ---- tool call states (core-spec §4.5), thread-scoped ---------------------------------------------
+
+export interface ToolCallState {
+  readonly call_id: string;
+  readonly tool_name: string;
+  readonly arguments: JsonValue;
+  readonly status: ToolCallStatus;
+  readonly updated_at: number;
+  readonly resume_mode: ToolCallResumeMode;
+  readonly suspension_id?: string;
+  readonly suspension_reason?: string;
+  readonly resume_input?: ToolCallResume;
+}
+
+export type ToolCallStatesUpdate = { readonly op: 'put'; readonly state: ToolCallState } | { readonly op: 'clear' };
+
+const ToolCallStateSchema = z.object({
+  call_id: z.string(),
+  tool_name: z.string(),
+  arguments: JsonValueSchema,
+  status: ToolCallStatusSchema,
+  updated_at: z.number(),
+  resume_mode: ToolCallResumeModeSchema,
+  suspension_id: z.string().optional(),
+  suspension_reason: z.string().optional(),
+  resume_input: ToolCallResumeSchema.optional(),
+});
+
+export type ToolCallStateMap = { readonly [callId: string]: ToolCallState };
+
+export const ToolCallStates = defineStateKey<ToolCallStateMap, ToolCallStatesUpdate>({
+  key: '__runtime.tool_call_states',
+  merge: 'commutative',
+  init: () => ({}),
+  apply: (map, u) => {
+    if (u.op === 'clear') return {};
+    const from = map[u.state.call_id]?.status ?? 'new';
+    if (!canTransitionToolCall(from, u.state.status)) throw new IllegalTransition('tool call', from, u.state.status);
+    return Object.fromEntries([...Object.entries(map).filter(([id]) => id !== u.state.call_id), [u.state.call_id, u.state]]);
+  },
+  codec: z.record(z.string(), ToolCallStateSchema) as z.ZodType<ToolCallStateMap>,
+});
+
+// ---- per-step accumulators of the built-in actions -------------------------------------------------
+
+export interface ToolFilterState {
+  readonly excluded: readonly string[];
+  readonly includeOnly: readonly (readonly string[])[];
+}
+
+export type ToolFilterUpdate =
+  | { readonly op: 'exclude'; readonly id: string }
+  | { readonly op: 'include_only'; readonly ids: readonly string[] }
+  | { readonly op: 'clear' };
+
+export const ToolFilter = defineStateKey<ToolFilterState, ToolFilterUpdate>({
+  key: '__runtime.tool_filter_state',
+  merge: 'commutative',
+  init: () => ({ excluded: [], includeOnly: [] }),
+  apply: (s, u) => {
+    switch (u.op) {
+      case 'exclude':
+        return { ...s, excluded: [...s.excluded, u.id] };
+      case 'include_only':
+        return { ...s, includeOnly: [...s.includeOnly, u.ids] };
+      case 'clear':
+        return { excluded: [], includeOnly: [] };
+    }
+  },
+  codec: z.object({ excluded: z.array(z.string()), includeOnly: z.array(z.array(z.string())) }) as z.ZodType<ToolFilterState>,
+});
+
+/** Applies a tool filter: keep the union of every include-only list (if any), then drop excluded ids. */
+export function filterToolIds(ids: readonly string[], filter: ToolFilterState | undefined): string[] {
+  if (filter === undefined) return [...ids];
+  const allowed = filter.includeOnly.length > 0 ? new Set(filter.includeOnly.flat()) : undefined;
+  return ids.filter((id) => (allowed === undefined || allowed.has(id)) && !filter.excluded.includes(id));
+}
+
+export type InferenceOverrideUpdate = { readonly op: 'merge'; readonly override: InferenceOverride } | { readonly op: 'clear' };
+
+export const InferenceOverrideState = defineStateKey<InferenceOverride, InferenceOverrideUpdate>({
+  key: '__runtime.inference_override_state',
+  merge: 'commutative',
+  init: () => ({}),
+  apply: (s, u) => (u.op === 'clear' ? {} : mergeInferenceOverride(s, u.override)),
+  codec: InferenceOverrideSchema,
+});
+
+// ---- context messages (core-spec §3.7) --------------------------------------------------------------
+
+export const ContextTargetSchema = z.enum(['system', 'session', 'conversation', 'suffix_system']);
+export type ContextTarget = z.infer<typeof ContextTargetSchema>;
+
+export const ContextMessageSchema = z.object({
+  key: z.string().min(1),
+  role: z.enum(['system', 'user']).default('system'),
+  content: z.string(),
+  target: ContextTargetSchema.default('system'),
+  priority: z.number().int().default(0),
+  cooldown_turns: z.number().int().nonnegative().default(0),
+  persistent: z.boolean().default(false),
+});
+export type ContextMessage = z.output<typeof ContextMessageSchema>;
+export type ContextMessageInput = z.input<typeof ContextMessageSchema>;
+
+export interface ContextStoreState {
+  readonly messages: { readonly [key: string]: ContextMessage };
+  /** Last step each key was injected at, and its content then (throttling). */
+  readonly injected: { readonly [key: string]: { readonly step: number; readonly content: string } };
+}
+
+export type ContextStoreUpdate =
+  | { readonly op: 'upsert'; readonly message: ContextMessage; readonly step: number }
+  | { readonly op: 'consume' };
+
+export const ContextMessages = defineStateKey<ContextStoreState, ContextStoreUpdate>({
+  key: '__runtime.context_message_store',
+  merge: 'commutative',
+  init: () => ({ messages: {}, injected: {} }),
+  apply: (s, u) => {
+    if (u.op === 'consume') {
+      return { ...s, messages: Object.fromEntries(Object.entries(s.messages).filter(([, m]) => m.persistent)) };
+    }
+    return {
+      messages: Object.fromEntries([...Object.entries(s.messages).filter(([k]) => k !== u.message.key), [u.message.key, u.message]]),
+      injected: Object.fromEntries([
+        ...Object.entries(s.injected).filter(([k]) => k !== u.message.key),
+        [u.message.key, { step: u.step, content: u.message.content }],
+      ]),
+    };
+  },
+  codec: z.object({
+    messages: z.record(z.string(), ContextMessageSchema),
+    injected: z.record(z.string(), z.object({ step: z.number(), content: z.string() })),
+  }) as z.ZodType<ContextStoreState>,
+});
+
+const TARGET_ORDER: Readonly<Record<ContextTarget, number>> = { system: 0, session: 1, conversation: 2, suffix_system: 3 };
+
+/** Context messages in injection order: (target, priority, key). */
+export function orderedContextMessages(state: ContextStoreState | undefined): ContextMessage[] {
+  if (state === undefined) return [];
+  return Object.values(state.messages).sort(
+    (a, b) => TARGET_ORDER[a.target] - TARGET_ORDER[b.target] || a.priority - b.priority || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  );
+}
+
+// ---- tool interception (book: 插件系统内部机制 → 工具拦截优先级) -----------------------------------
+
+export const ToolInterceptSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('block'), reason: z.string() }),
+  z.object({ type: z.literal('suspend'), ticket: z.unknown() }),
+  z.object({ type: z.literal('set_result'), result: z.unknown() }),
+]);
+
+export interface InterceptRecord {
+  readonly call_id: string;
+  readonly intercept: z.output<typeof ToolInterceptSchema>;
+}
+
+export type InterceptUpdate = { readonly op: 'add'; readonly record: InterceptRecord } | { readonly op: 'clear'; readonly call_id: string };
+
+export const ToolIntercepts = defineStateKey<readonly InterceptRecord[], InterceptUpdate>({
+  key: '__runtime.tool_intercepts',
+  merge: 'commutative',
+  init: () => [],
+  apply: (s, u) => (u.op === 'add' ? [...s, u.record] : s.filter((r) => r.call_id !== u.call_id)),
+  codec: z.array(z.object({ call_id: z.string(), intercept: ToolInterceptSchema })) as z.ZodType<readonly InterceptRecord[]>,
+});
+
+/** Same-priority intercepts for one call after the first: recorded, never applied. */
+export const InterceptConflicts = defineStateKey<readonly InterceptRecord[], InterceptRecord>({
+  key: '__runtime.tool_intercept_conflicts',
+  merge: 'commutative',
+  init: () => [],
+  apply: (s, r) => [...s, r],
+  codec: z.array(z.object({ call_id: z.string(), intercept: ToolInterceptSchema })) as z.ZodType<readonly InterceptRecord[]>,
+});
+
+// ---- stop condition statistics (core-spec §7) --------------------------------------------------------
+
+export const StopStats = defineStateKey<StopPolicyStats & { readonly startedAt: number }, StopPolicyStats & { readonly startedAt: number }>({
+  key: '__runtime.stop_condition_stats',
+  init: () => ({ ...initialStopStats(), startedAt: 0 }),
+  apply: (_s, u) => u,
+  codec: z.object({
+    stepCount: z.number(),
+    totalInputTokens: z.number(),
+    totalOutputTokens: z.number(),
+    elapsedMs: z.number(),
+    consecutiveErrors: z.number(),
+    lastToolNames: z.array(z.string()),
+    lastResponseText: z.string(),
+    recentResponseTexts: z.array(z.string()),
+    startedAt: z.number(),
+  }) as unknown as z.ZodType<StopPolicyStats & { readonly startedAt: number }>,
+  encode: (s) => s as unknown as JsonValue,
+});

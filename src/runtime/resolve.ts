@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
+import type { ResolveError } from '../contract/errors.ts';
+import { err, ok, type Result } from '../contract/result.ts';
+import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
+import { buildExecutionEnv, PluginRegistrar, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
+import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './builtin-plugins.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
+import type { Env } from './env.ts';
+import type { LlmExecutor } from './llm.ts';
+import { RetryConfigKey, retryingExecutor, type ModelTarget } from './retry.ts';
+import type { Tool } from './tool.ts';
+
+/** A model id's provider and provider-side name (book: ModelEntry). */
+export interface ModelEntry {
+  readonly provider: string;
+  readonly model_name: string;
+}
+
+/** A plugin as the runtime registers it: its config sections are validated at resolve. */
+export interface RuntimePlugin extends Plugin {
+  readonly configKeys?: readonly PluginConfigKey<unknown>[];
+}
+
+export interface Registries {
+  readonly agents: ReadonlyMap<string, AgentSpec>;
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly providers: ReadonlyMap<string, LlmExecutor>;
+  readonly models: ReadonlyMap<string, ModelEntry>;
+  readonly plugins: ReadonlyMap<string, RuntimePlugin>;
+}
+
+/** Tool execution mode and decision replay policy (book: 工具执行模式), section `tool_execution`. */
+export const ToolExecutionSchema = z
+  .object({
+    mode: z.enum(['sequential', 'parallel_batch_approval', 'parallel_streaming']).default('sequential'),
+    decision_replay: z.enum(['immediate', 'batch_all_suspended']).optional(),
+  })
+  .strict();
+export type ToolExecutionMode = z.output<typeof ToolExecutionSchema>['mode'];
+export type DecisionReplayPolicy = 'immediate' | 'batch_all_suspended';
+
+export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', ToolExecutionSchema as z.ZodType<z.output<typeof ToolExecutionSchema>>, () =>
+  ToolExecutionSchema.parse({}),
+);
+
+/** Sections the runtime itself claims. */
+const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [RetryConfigKey as PluginConfigKey<unknown>, ToolExecutionConfigKey as PluginConfigKey<unknown>];
+
+/** Everything a run needs, resolved from the registries for one agent (book: 智能体解析). */
+export interface ResolvedAgent {
+  readonly spec: AgentSpec;
+  readonly modelId: string;
+  readonly modelName: string;
+  readonly llm: LlmExecutor;
+  /** Tools by id, after conflicts and allow/exclude filters, sorted by id. */
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly plugins: readonly Plugin[];
+  readonly stopPolicies: readonly StopPolicy[];
+  readonly toolExecution: { readonly mode: ToolExecutionMode; readonly decisionReplay: DecisionReplayPolicy };
+  /** Plugins whose hooks, tools and transforms are active (empty: all). */
+  readonly activePlugins: readonly string[];
+  /** Sections no plugin claimed (a likely typo). */
+  readonly warnings: readonly string[];
+}
+
+export interface ResolveDeps {
+  readonly env: Env;
+  readonly breaker?: CircuitBreaker;
+  /** Called with the provider-side model name that answered each inference. */
+  readonly onModel?: (model: string) => void;
+}
+
+/** The three-stage resolve pipeline: lookup, plugins, tools. Never returns a partial result. */
+export function resolveAgent(registries: Registries, agentId: string, deps: ResolveDeps): Result<ResolvedAgent, ResolveError> {
+  // Stage 1: lookup.
+  const spec = registries.agents.get(agentId);
+  if (spec === undefined) return err({ code: 'agent_not_found', agentId });
+  if (spec.endpoint !== undefined) return err({ code: 'remote_agent_not_directly_runnable', agentId });
+  const target = (modelId: string): Result<ModelTarget, ResolveError> => {
+    const entry = registries.models.get(modelId);
+    if (entry === undefined) return err({ code: 'model_not_found', modelId });
+    const executor = registries.providers.get(entry.provider);
+    if (executor === undefined) return err({ code: 'provider_not_found', providerId: entry.provider });
+    return ok({ modelName: entry.model_name, executor });
+  };
+  const primary = target(spec.model);
+  if (!primary.ok) return primary;
+
+  // Stage 2: plugins, then config sections.
+  const plugins: RuntimePlugin[] = [];
+  for (const id of spec.plugin_ids) {
+    const plugin = registries.plugins.get(id);
+    if (plugin === undefined) return err({ code: 'plugin_not_found', pluginId: id });
+    plugins.push(plugin);
+  }
+  const extraPolicies = (spec.stop_conditions ?? []).map(policyFromSpec);
+  const stopPolicies = [maxRoundsPolicy(spec.max_rounds), ...extraPolicies];
+  const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stopConditionPlugin(stopPolicies)];
+  const claimed = new Map<string, { plugin: string; key: PluginConfigKey<unknown> }>();
+  for (const key of RUNTIME_CONFIG_KEYS) claimed.set(key.key, { plugin: 'runtime', key });
+  for (const plugin of plugins) for (const key of plugin.configKeys ?? []) claimed.set(key.key, { plugin: plugin.name, key });
+  const warnings: string[] = [];
+  for (const section of Object.keys(spec.sections).sort()) {
+    const owner = claimed.get(section);
+    if (owner === undefined) {
+      warnings.push(`config section '${section}' is not claimed by any plugin`);
+      continue;
+    }
+    const read = readPluginConfig(spec, owner.key);
+    if (!read.ok) return err({ code: 'invalid_plugin_config', plugin: owner.plugin, key: section, message: read.error.code === 'key_decode' ? read.error.message : read.error.code });
+  }
+  const retry = readPluginConfig(spec, RetryConfigKey);
+  const execution = readPluginConfig(spec, ToolExecutionConfigKey);
+  if (!retry.ok || !execution.ok) return err({ code: 'invalid_plugin_config', plugin: 'runtime', key: 'retry', message: 'unreadable' });
+
+  let llm = primary.value.executor;
+  const explicitRetry = Object.hasOwn(spec.sections, RetryConfigKey.key);
+  if (explicitRetry && (retry.value.max_retries > 0 || retry.value.fallback_models.length > 0)) {
+    const targets: ModelTarget[] = [primary.value];
+    for (const id of retry.value.fallback_models) {
+      const t = target(id);
+      if (!t.ok) return t;
+      targets.push(t.value);
+    }
+    llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps.onModel);
+  } else if (deps.breaker !== undefined) {
+    llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps.onModel);
+  }
+
+  // Stage 3: tools — global, then plugin tools; same id twice is a conflict; then allow/exclude.
+  const tools = new Map<string, Tool>();
+  const source = new Map<string, string>();
+  for (const [id, tool] of registries.tools) {
+    tools.set(id, tool);
+    source.set(id, 'global');
+  }
+  const env = buildExecutionEnv([...plugins, ...defaults], { activePlugins: activePluginNames(spec, defaults) });
+  if (!env.ok) return err({ code: 'env_build', error: env.error });
+  for (const [id, tool] of env.value.tools) {
+    const other = source.get(id);
+    const owner = plugins.find((p) => p.name !== undefined && toolsOf(p).includes(id))?.name ?? 'plugin';
+    if (other !== undefined) return err({ code: 'tool_id_conflict', toolId: id, sourceA: other, sourceB: `plugin:${owner}` });
+    if (!isTool(tool)) return err({ code: 'env_build', error: { code: 'tool_already_registered', toolId: id } });
+    tools.set(id, tool);
+    source.set(id, `plugin:${owner}`);
+  }
+  const allowed = spec.allowed_tools;
+  const excluded = spec.excluded_tools ?? [];
+  const filtered = new Map(
+    [...tools.entries()]
+      .filter(([id]) => (allowed === undefined || allowed.includes(id)) && !excluded.includes(id))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  );
+
+  const mode = execution.value.mode;
+  const decisionReplay: DecisionReplayPolicy =
+    execution.value.decision_replay ?? (mode === 'parallel_batch_approval' ? 'batch_all_suspended' : 'immediate');
+  return ok({
+    spec,
+    modelId: spec.model,
+    modelName: primary.value.modelName,
+    llm,
+    tools: filtered,
+    plugins: [...plugins, ...defaults],
+    stopPolicies,
+    toolExecution: { mode, decisionReplay },
+    activePlugins: activePluginNames(spec, defaults),
+    warnings,
+  });
+}
+
+/**
+ * Plugins whose behaviour is active: every plugin when the agent's hook filter is empty, otherwise
+ * the named ones plus the runtime's own (0.6 drops MaxRounds when the filter omits it ⟂).
+ */
+export function activePluginNames(spec: AgentSpec, defaults: readonly Plugin[]): string[] {
+  return spec.active_hook_filter.length === 0 ? [] : [...spec.active_hook_filter, ...defaults.map((p) => p.name)];
+}
+
+const isTool = (t: ToolLike): t is Tool => typeof (t as Partial<Tool>).execute === 'function';
+
+/** Ids of the tools a plugin registers (for conflict messages). */
+function toolsOf(plugin: Plugin): string[] {
+  const r = new PluginRegistrar(plugin.name);
+  plugin.register(r);
+  return r.tools.map((t) => t.descriptor.id);
+}

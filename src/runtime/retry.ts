@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { definePluginConfigKey } from '../contract/agent-spec.ts';
+import type { StreamPart } from '../contract/stream.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
+import type { Env } from './env.ts';
+import { InferenceFailure, isRetryable, type InferenceRequest, type LlmExecutor } from './llm.ts';
+
+/** The `retry` section of an agent spec (book: LlmRetryPolicy). */
+export const LlmRetryPolicySchema = z
+  .object({
+    max_retries: z.number().int().nonnegative().default(2),
+    fallback_models: z.array(z.string()).default([]),
+    backoff_base_ms: z.number().int().nonnegative().default(500),
+  })
+  .strict();
+export type LlmRetryPolicy = z.output<typeof LlmRetryPolicySchema>;
+
+export const RetryConfigKey = definePluginConfigKey('retry', LlmRetryPolicySchema as z.ZodType<LlmRetryPolicy>, () =>
+  LlmRetryPolicySchema.parse({}),
+);
+
+/** Largest backoff between attempts (0.6 `MAX_BACKOFF_MS`). */
+export const MAX_BACKOFF_MS = 8000;
+
+/** `base · 2^attempt` ms, capped at 8 s; 0 when the base is 0 (attempt is 0-based). */
+export const backoffMs = (base: number, attempt: number): number => (base === 0 ? 0 : Math.min(base * 2 ** Math.min(attempt, 16), MAX_BACKOFF_MS));
+
+/** One model the retrying executor may try: the executor serving it and its provider-side name. */
+export interface ModelTarget {
+  readonly modelName: string;
+  readonly executor: LlmExecutor;
+}
+
+/**
+ * Retries a failed stream *open* (a failure before the first part) with exponential backoff through
+ * `env.sleep`, then falls back to each fallback model in order; a per-model circuit breaker skips
+ * models that keep failing. A failure after parts were yielded is not retried (they reached the
+ * client already). The request's `model` is replaced by each target's name; `onModel` reports the
+ * one that answered.
+ */
+export function retryingExecutor(
+  targets: readonly ModelTarget[],
+  policy: LlmRetryPolicy,
+  env: Env,
+  breaker?: CircuitBreaker,
+  onModel?: (model: string) => void,
+): LlmExecutor {
+  return {
+    name: `retrying(${targets.map((t) => t.executor.name).join(',')})`,
+    stream: (request) => retryStream(targets, policy, env, breaker, request, onModel),
+  };
+}
+
+async function* retryStream(
+  targets: readonly ModelTarget[],
+  policy: LlmRetryPolicy,
+  env: Env,
+  breaker: CircuitBreaker | undefined,
+  request: InferenceRequest,
+  onModel: ((model: string) => void) | undefined,
+): AsyncIterable<StreamPart> {
+  let last: InferenceFailure | undefined;
+  for (const target of targets) {
+    for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
+      if (breaker !== undefined && !breaker.check(target.modelName)) {
+        last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${target.modelName}` });
+        break;
+      }
+      let yielded = false;
+      try {
+        for await (const part of target.executor.stream({ ...request, model: target.modelName })) {
+          if (!yielded) onModel?.(target.modelName);
+          yielded = true;
+          yield part;
+        }
+        if (!yielded) onModel?.(target.modelName);
+        breaker?.recordSuccess(target.modelName);
+        return;
+      } catch (e) {
+        const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: (e as Error).message });
+        if (yielded || !isRetryable(failure.error)) throw failure;
+        breaker?.recordFailure(target.modelName);
+        last = failure;
+        if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
+      }
+    }
+  }
+  throw last ?? new InferenceFailure({ code: 'provider', message: 'no model to try' });
+}

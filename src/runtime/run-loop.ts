@@ -1,0 +1,568 @@
+import { describeStateError } from '../contract/errors.ts';
+import type { AgentEvent } from '../contract/event.ts';
+import { mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
+import {
+  deriveRunStatus,
+  fromDoneReason,
+  TerminationReasons,
+  toRunStatus,
+  type TerminationReason,
+} from '../contract/lifecycle.ts';
+import { messageText, type Message } from '../contract/message.ts';
+import type { Phase } from '../contract/phase.ts';
+import { streamText, type StreamResult } from '../contract/stream.ts';
+import { ToolResults, type ToolCallResume } from '../contract/tool.ts';
+import type { TokenUsage } from '../contract/usage.ts';
+import { StreamAccumulator } from '../core/inference/accumulator.ts';
+import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
+import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import { StateCommand } from '../core/state/state-command.ts';
+import { StopDecisionKey } from './builtin-plugins.ts';
+import type { Env } from './env.ts';
+import type { EventSink } from './event-sink.ts';
+import { InferenceFailure, type InferenceRequest } from './llm.ts';
+import {
+  ContextMessages,
+  filterToolIds,
+  InferenceOverrideState,
+  orderedContextMessages,
+  RunLifecycle,
+  ToolCallStates,
+  ToolFilter,
+} from './loop-keys.ts';
+import type { ResolvedAgent } from './resolve.ts';
+import type { ThreadRunStore } from './thread-run-store.ts';
+import { INTERRUPTED, ToolBatch, type BatchHost } from './tool-batch.ts';
+
+/** The outcome of a run (book: AgentRunResult). */
+export interface AgentRunResult {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly response: string;
+  readonly steps: number;
+  readonly termination: TerminationReason;
+  readonly usage: TokenUsage;
+}
+
+/** A decision for a suspended call, addressed by call id or suspension id. */
+export interface Decision {
+  readonly targetId: string;
+  readonly decision: ToolCallResume;
+}
+
+/** Thrown inside the loop to unwind on cancellation. */
+class Cancelled extends Error {
+  constructor() {
+    super('cancelled');
+  }
+}
+
+/** Thrown inside the loop when the engine itself fails (a phase error, a refused commit). */
+class LoopFailure extends Error {}
+
+export interface RunParams {
+  readonly env: Env;
+  readonly resolved: ResolvedAgent;
+  readonly phase: PhaseRuntime;
+  readonly sink: EventSink;
+  readonly store: ThreadRunStore | undefined;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly history: readonly Message[];
+  readonly input: readonly Message[];
+  readonly overrides: InferenceOverride | undefined;
+  readonly signal: AbortSignal;
+  readonly waitForDecisions: boolean;
+  /** Resolves with the next decisions for this run, or `undefined` when the signal aborts. */
+  readonly nextDecisions: () => Promise<readonly Decision[] | undefined>;
+  /** Tells the caller which calls are suspended (so decisions can be validated). */
+  readonly onSuspended: (batch: ToolBatch | undefined) => void;
+  /** The provider-side model that answered the last inference (set by retrying executors). */
+  readonly answeredBy: () => string | undefined;
+}
+
+/**
+ * One run of the loop (book: Run 生命周期与 Phases; core-spec §3): RunStart → steps → RunEnd, with
+ * snapshot isolation at every phase, a checkpoint at every StepEnd, and exactly one `run_finish`
+ * for each `run_start` it emits.
+ */
+export class RunLoop implements BatchHost {
+  readonly env: Env;
+  readonly resolved: ResolvedAgent;
+  readonly phase: PhaseRuntime;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  readonly #p: RunParams;
+  readonly #messages: Message[];
+  readonly #inputStart: number;
+  #steps = 0;
+  readonly #usage = { prompt: 0, completion: 0, total: 0, seen: false };
+  #batch: ToolBatch | undefined;
+
+  constructor(params: RunParams) {
+    this.#p = params;
+    this.env = params.env;
+    this.resolved = params.resolved;
+    this.phase = params.phase;
+    this.threadId = params.threadId;
+    this.runId = params.runId;
+    this.signal = params.signal;
+    this.#messages = [...params.history];
+    this.#inputStart = this.#messages.length;
+    this.#messages.push(...params.input);
+  }
+
+  messages(): readonly Message[] {
+    return this.#messages;
+  }
+
+  async emit(event: AgentEvent): Promise<void> {
+    await this.#p.sink.emit(event);
+  }
+
+  async submit(command: StateCommand): Promise<void> {
+    const r = await this.phase.submitCommand(command);
+    if (!r.ok) throw new LoopFailure(describeStateError(r.error));
+  }
+
+  async runPhase(phase: Phase, input: Readonly<Record<string, unknown>>, cancellable = true): Promise<void> {
+    const r = await this.phase.runPhase(phase, {
+      input: { ...input, agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId },
+      activeHookFilter: [],
+      ...(cancellable ? { signal: this.signal } : {}),
+    });
+    if (!r.ok) {
+      if (r.error.code === 'cancelled') throw new Cancelled();
+      throw new LoopFailure(describePhaseError(r.error as PhaseError));
+    }
+  }
+
+  /** Runs to the end: the final termination, after any suspensions and resumes. */
+  async execute(): Promise<AgentRunResult> {
+    let termination: TerminationReason;
+    try {
+      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
+      await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+      if (this.signal.aborted) throw new Cancelled();
+      await this.runPhase('run_start', { now: this.env.clock.now() });
+      termination = await this.#steps_();
+      while (termination.type === 'suspended') {
+        const resumed = await this.#park();
+        if (resumed === 'cancelled') return this.#result(TerminationReasons.cancelled());
+        if (resumed === 'returned') return this.#result(TerminationReasons.suspended());
+        termination = resumed;
+      }
+    } catch (e) {
+      termination = this.#terminationOf(e);
+    }
+    return this.#finish(termination);
+  }
+
+  #terminationOf(e: unknown): TerminationReason {
+    if (e instanceof Cancelled) return TerminationReasons.cancelled();
+    return TerminationReasons.error(e instanceof Error ? e.message : String(e));
+  }
+
+  // ---- the step loop ---------------------------------------------------------------------------------
+
+  async #steps_(): Promise<TerminationReason> {
+    for (;;) {
+      if (this.signal.aborted) return TerminationReasons.cancelled();
+      const outcome = await this.#step();
+      if (outcome !== undefined) return outcome;
+    }
+  }
+
+  /** One step; returns a termination, or `undefined` to go on. */
+  async #step(): Promise<TerminationReason | undefined> {
+    this.#steps++;
+    await this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
+    try {
+      await this.submit(StateCommand.empty().update(ToolCallStates, { op: 'clear' }));
+      await this.runPhase('step_start', { messages: this.#messages });
+      let stop = this.#checkTermination();
+      if (stop !== undefined) return await this.#endStep(stop);
+
+      await this.runPhase('before_inference', { messages: this.#messages });
+      const snap = this.phase.store.snapshot();
+      const filter = snap.get(ToolFilter);
+      const stepOverride = snap.get(InferenceOverrideState);
+      const context = orderedContextMessages(snap.get(ContextMessages));
+      const clear = StateCommand.empty().update(ToolFilter, { op: 'clear' }).update(InferenceOverrideState, { op: 'clear' });
+      if (context.length > 0) clear.update(ContextMessages, { op: 'consume' });
+      await this.submit(clear);
+      stop = this.#checkTermination();
+      if (stop !== undefined) return await this.#endStep(stop);
+
+      const request = this.#buildRequest(filter, stepOverride, context);
+      const started = this.env.clock.now();
+      const inference = await this.#infer(request);
+      const model = this.#p.answeredBy() ?? request.model;
+      await this.emit({
+        event_type: 'inference_complete',
+        model,
+        ...(inference.result.usage !== undefined ? { usage: inference.result.usage } : {}),
+        duration_ms: Math.max(0, this.env.clock.now() - started),
+      });
+      if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started);
+      if (inference.cancelled) return await this.#endStep(TerminationReasons.cancelled());
+
+      const result = inference.result;
+      const text = streamText(result);
+      const observation =
+        inference.error === undefined
+          ? {
+              ok: true as const,
+              inputTokens: result.usage?.prompt_tokens ?? 0,
+              outputTokens: result.usage?.completion_tokens ?? 0,
+              text,
+              toolNames: result.toolCalls.map((c) => c.name),
+            }
+          : { ok: false as const };
+      await this.runPhase('after_inference', {
+        inference: observation,
+        now: this.env.clock.now(),
+        llmResponse: inference.error === undefined ? result : { error: inference.error.error },
+        messages: this.#messages,
+      });
+      stop = this.#checkTermination();
+
+      if (inference.error !== undefined) {
+        if (stop !== undefined) return await this.#endStep(stop);
+        // An inference error ends the run unless a consecutive-errors policy is there to bound retries.
+        const tolerated = this.resolved.stopPolicies.some((p) => p.id === 'consecutive_errors');
+        return await this.#endStep(tolerated ? undefined : TerminationReasons.error(inference.error.message));
+      }
+      if (stop !== undefined || result.toolCalls.length === 0) {
+        // A stop after inference keeps the answer's text (0.6 loses it ⟂) but runs no tool.
+        if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
+        return await this.#endStep(stop ?? TerminationReasons.naturalEnd());
+      }
+
+      const batch = new ToolBatch(this, result.toolCalls, text, this.env.ids.next('message'));
+      this.#batch = batch;
+      await batch.begin();
+      await batch.run();
+      if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
+        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+        await this.#endStep(undefined);
+        return TerminationReasons.suspended();
+      }
+      await this.#publish(batch);
+      if (batch.blockedReason !== undefined) return await this.#endStep(TerminationReasons.blocked(batch.blockedReason));
+      return await this.#endStep(this.#checkTermination());
+    } catch (e) {
+      const termination = this.#terminationOf(e);
+      await this.#endStep(undefined).catch(() => undefined);
+      return termination;
+    }
+  }
+
+  async #publish(batch: ToolBatch): Promise<void> {
+    const published = await batch.publish(() => this.env.ids.next('message'));
+    this.#messages.push(...published);
+    this.#batch = undefined;
+  }
+
+  /** StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on. */
+  async #endStep<T extends TerminationReason | undefined>(termination: T): Promise<T> {
+    const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
+    if (lifecycle !== undefined && lifecycle.status === 'running') {
+      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() }));
+    }
+    await this.runPhase('step_end', { messages: this.#messages }, false);
+    await this.#checkpoint(undefined);
+    await this.#emitSnapshot();
+    await this.emit({ event_type: 'step_end' });
+    return termination;
+  }
+
+  #checkTermination(): TerminationReason | undefined {
+    const snap = this.phase.store.snapshot();
+    const lifecycle = snap.get(RunLifecycle);
+    if (lifecycle === undefined || lifecycle.status !== 'done') return undefined;
+    const reason = fromDoneReason(lifecycle.status_reason ?? 'unknown');
+    const decision = snap.get(StopDecisionKey);
+    if (reason.type === 'stopped' && decision !== undefined && decision !== null && decision.code === reason.value.code) {
+      return TerminationReasons.stopped(decision.code, decision.detail);
+    }
+    return reason;
+  }
+
+  // ---- inference ------------------------------------------------------------------------------------
+
+  #buildRequest(
+    filter: ReturnType<typeof ToolFilter.init> | undefined,
+    stepOverride: InferenceOverride | undefined,
+    context: ReturnType<typeof orderedContextMessages>,
+  ): InferenceRequest {
+    const spec = this.resolved.spec;
+    let overrides: InferenceOverride = spec.reasoning_effort !== undefined ? { reasoning_effort: spec.reasoning_effort } : {};
+    if (this.#p.overrides !== undefined) overrides = mergeInferenceOverride(overrides, this.#p.overrides);
+    if (stepOverride !== undefined) overrides = mergeInferenceOverride(overrides, stepOverride);
+    const { model: overrideModel, ...rest } = overrides;
+
+    const messages: Message[] = [];
+    if (spec.system_prompt !== '') messages.push({ role: 'system', content: [{ type: 'text', text: spec.system_prompt }] });
+    for (const m of this.#messages) if (!(m.role === 'tool' && m.visibility === 'internal')) messages.push(m);
+    placeContextMessages(messages, context, spec.system_prompt !== '', () => this.env.ids.next('message'));
+
+    const ids = filterToolIds([...this.resolved.tools.keys()], filter);
+    const tools = ids.map((id) => this.resolved.tools.get(id)?.descriptor).filter((d) => d !== undefined);
+    const request: InferenceRequest = {
+      model: overrideModel ?? this.resolved.modelName,
+      messages,
+      tools,
+      ...(Object.keys(rest).length > 0 ? { overrides: rest } : {}),
+      signal: this.signal,
+    };
+    return this.phase.applyRequestTransforms(request);
+  }
+
+  /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
+  async #infer(
+    request: InferenceRequest,
+  ): Promise<{ result: StreamResult; cancelled: boolean; error?: InferenceFailure; started: { id: string; name: string }[] }> {
+    const acc = new StreamAccumulator();
+    const started: { id: string; name: string }[] = [];
+    const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const next = await nextOrAbort(iterator, this.signal);
+        if (next === 'aborted') {
+          void iterator.return?.();
+          return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+        }
+        if (next.done === true) break;
+        const part = next.value;
+        acc.push(part);
+        switch (part.type) {
+          case 'text_delta':
+            if (part.delta !== '') await this.emit({ event_type: 'text_delta', delta: part.delta });
+            break;
+          case 'reasoning_delta':
+            if (part.delta !== '') await this.emit({ event_type: 'reasoning_delta', delta: part.delta });
+            break;
+          case 'reasoning_encrypted':
+            await this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
+            break;
+          case 'tool_call_start':
+            started.push({ id: part.id, name: part.name });
+            await this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
+            break;
+          case 'tool_call_delta':
+            if (part.args_delta !== '') await this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
+            break;
+          default:
+            break;
+        }
+      }
+    } catch (e) {
+      if (this.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+      const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
+      if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+      return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
+    }
+    const result = acc.finish();
+    for (const call of result.toolCalls) await this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
+    if (result.usage !== undefined) {
+      this.#usage.seen = true;
+      this.#usage.prompt += Math.max(0, result.usage.prompt_tokens ?? 0);
+      this.#usage.completion += Math.max(0, result.usage.completion_tokens ?? 0);
+      this.#usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
+    }
+    return { result, cancelled: false, started };
+  }
+
+  /** A stream that ends early still closes every tool call it opened, as interrupted. */
+  async #closeStartedCalls(started: readonly { id: string; name: string }[]): Promise<void> {
+    for (const call of started) {
+      const result = ToolResults.error(call.name, INTERRUPTED);
+      await this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result, outcome: 'failed' });
+    }
+  }
+
+  // ---- suspension -----------------------------------------------------------------------------------
+
+  /** Ends the suspended segment, waits for decisions and resumes the batch under the same run id. */
+  async #park(): Promise<TerminationReason | 'cancelled' | 'returned'> {
+    const batch = this.#batch as ToolBatch;
+    await this.#checkpoint(TerminationReasons.suspended());
+    await this.#emitSnapshot();
+    await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+    if (!this.#p.waitForDecisions) return 'returned';
+    const pending = new Map<string, ToolCallResume>();
+    for (;;) {
+      this.#p.onSuspended(batch);
+      const decisions = await this.#p.nextDecisions();
+      if (decisions === undefined) {
+        this.#p.onSuspended(undefined);
+        await this.#abandon(batch);
+        return 'cancelled';
+      }
+      for (const d of decisions) {
+        const target = batch.targetOf(d.targetId);
+        if (target !== undefined) pending.set(target, d.decision);
+      }
+      const suspended = batch.suspendedIds();
+      const ready =
+        this.resolved.toolExecution.decisionReplay === 'batch_all_suspended' ? suspended.every((id) => pending.has(id)) : suspended.some((id) => pending.has(id));
+      if (!ready) continue;
+      this.#p.onSuspended(undefined);
+      try {
+        await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
+        const now = new Map([...pending].filter(([id]) => suspended.includes(id)));
+        for (const id of now.keys()) pending.delete(id);
+        await batch.resume(now);
+        if (!batch.allTerminal()) {
+          await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+          await this.#checkpoint(TerminationReasons.suspended());
+          await this.#emitSnapshot();
+          await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+          continue;
+        }
+        await this.#publish(batch);
+        const stop = this.#checkTermination();
+        if (stop !== undefined) return stop;
+        return await this.#steps_();
+      } catch (e) {
+        return this.#terminationOf(e);
+      }
+    }
+  }
+
+  /** A parked run cancelled before its decisions: its suspended calls are cancelled. */
+  async #abandon(batch: ToolBatch): Promise<void> {
+    const cancel: ToolCallResume = { decision_id: '', action: 'cancel', reason: 'run cancelled', updated_at: this.env.clock.now() };
+    const decisions = new Map(batch.suspendedIds().map((id) => [id, cancel] as const));
+    // The stream already ended with run_finish{suspended}: nothing more is emitted for this run.
+    await batch.resume(decisions, { silent: true }).catch(() => undefined);
+    await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() })).catch(() => undefined);
+  }
+
+  // ---- run end --------------------------------------------------------------------------------------
+
+  async #finish(termination: TerminationReason): Promise<AgentRunResult> {
+    try {
+      const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
+      const target = toRunStatus(termination);
+      if (target.status === 'done' && lifecycle !== undefined && lifecycle.status !== 'done') {
+        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: target.doneReason ?? 'unknown', at: this.env.clock.now() }));
+      }
+      await this.runPhase('run_end', { messages: this.#messages }, false);
+    } catch (e) {
+      if (termination.type !== 'error') termination = this.#terminationOf(e);
+    }
+    const response = this.#response();
+    await this.#checkpoint(termination).catch(() => undefined);
+    await this.#emitSnapshot();
+    const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
+    await this.emit({
+      event_type: 'run_finish',
+      thread_id: this.threadId,
+      run_id: this.runId,
+      result: {
+        response,
+        status: lifecycle?.status ?? 'done',
+        ...(lifecycle?.status_reason !== undefined ? { status_reason: lifecycle.status_reason } : {}),
+      },
+      termination,
+    });
+    return this.#result(termination);
+  }
+
+  #response(): string {
+    for (let i = this.#messages.length - 1; i >= this.#inputStart; i--) {
+      const m = this.#messages[i] as Message;
+      if (m.role === 'assistant') return messageText(m);
+    }
+    return '';
+  }
+
+  #result(termination: TerminationReason): AgentRunResult {
+    const usage: TokenUsage = this.#usage.seen
+      ? { prompt_tokens: this.#usage.prompt, completion_tokens: this.#usage.completion, total_tokens: this.#usage.total }
+      : {};
+    return { threadId: this.threadId, runId: this.runId, response: this.#response(), steps: this.#steps, termination, usage };
+  }
+
+  async #emitSnapshot(): Promise<void> {
+    const exported = this.phase.store.exportPersisted();
+    const snapshot = exported.ok ? { revision: exported.value.revision, extensions: exported.value.extensions } : { error: describeStateError(exported.error) };
+    await this.emit({ event_type: 'state_snapshot', snapshot });
+  }
+
+  async #checkpoint(termination: TerminationReason | undefined): Promise<void> {
+    const store = this.#p.store;
+    if (store === undefined) return;
+    const threadState = this.phase.store.exportThreadScoped();
+    const runState = this.phase.store.exportRunScoped();
+    if (!threadState.ok || !runState.ok) throw new LoopFailure('state could not be exported for the checkpoint');
+    const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
+    await store.checkpoint({
+      threadId: this.threadId,
+      runId: this.runId,
+      agentId: this.resolved.spec.id,
+      messages: [...this.#messages],
+      status: lifecycle?.status ?? 'running',
+      steps: lifecycle?.step_count ?? 0,
+      threadState: threadState.value,
+      runState: runState.value,
+      ...(termination !== undefined ? { termination } : {}),
+      updatedAt: this.env.clock.now(),
+    });
+  }
+}
+
+/** Inserts context messages by target (core-spec §3.7). */
+function placeContextMessages(
+  messages: Message[],
+  context: ReturnType<typeof orderedContextMessages>,
+  hasSystemPrompt: boolean,
+  newId: () => string,
+): void {
+  const leadingSystem = (): number => {
+    let i = 0;
+    while (i < messages.length && messages[i]?.role === 'system') i++;
+    return i;
+  };
+  let systemAt = hasSystemPrompt ? 1 : 0;
+  const suffix: Message[] = [];
+  for (const c of context) {
+    const m: Message = { id: newId(), role: c.role, content: [{ type: 'text', text: c.content }], visibility: 'internal' };
+    switch (c.target) {
+      case 'system':
+        messages.splice(systemAt++, 0, m);
+        break;
+      case 'session':
+      case 'conversation':
+        messages.splice(leadingSystem(), 0, m);
+        break;
+      case 'suffix_system':
+        suffix.push(m);
+        break;
+    }
+  }
+  messages.push(...suffix);
+}
+
+/** The iterator's next item, or `'aborted'` as soon as the signal fires (providers may not listen). */
+function nextOrAbort<T>(iterator: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T> | 'aborted'> {
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+    iterator.next().then(
+      (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}

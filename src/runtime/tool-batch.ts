@@ -1,0 +1,442 @@
+import { z } from 'zod';
+import { describeStateError } from '../contract/errors.ts';
+import type { JsonValue } from '../contract/json.ts';
+import { isTerminalToolCallStatus, type ToolCallStatus } from '../contract/lifecycle.ts';
+import { ToolCallSchema, type Message, type ToolCall } from '../contract/message.ts';
+import {
+  outcomeOf,
+  SuspendTicketSchema,
+  ToolResultSchema,
+  ToolResults,
+  type SuspendTicket,
+  type ToolCallResume,
+  type ToolCallResumeMode,
+  type ToolResult,
+} from '../contract/tool.ts';
+import type { Phase } from '../contract/phase.ts';
+import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import type { Snapshot } from '../core/state/snapshot.ts';
+import { mergeParallelCommands, StateCommand } from '../core/state/state-command.ts';
+import { defineStateKey } from '../core/state/state-key.ts';
+import type { AgentEvent } from '../contract/event.ts';
+import type { Env } from './env.ts';
+import { InterceptConflicts, ToolCallStates, ToolIntercepts, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
+import type { ResolvedAgent } from './resolve.ts';
+import { isToolOutput, ToolFailure, type ProgressStatus, type ResumeContext, type ToolCallContext } from './tool.ts';
+
+export const INTERRUPTED = '[Tool execution was interrupted]';
+
+/** What the loop lends a tool batch. */
+export interface BatchHost {
+  readonly env: Env;
+  readonly resolved: ResolvedAgent;
+  readonly phase: PhaseRuntime;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly signal: AbortSignal;
+  emit(event: AgentEvent): Promise<void>;
+  /** Runs a phase; throws on cancellation or a phase error. */
+  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>): Promise<void>;
+  /** Submits a command; throws if it cannot be committed. */
+  submit(command: StateCommand): Promise<void>;
+  messages(): readonly Message[];
+}
+
+/** The durable record of the batch in flight (seed 003): requested calls and settled results. */
+export interface ToolBatchRecord {
+  readonly message_id: string;
+  readonly text: string;
+  readonly calls: readonly ToolCall[];
+  readonly results: { readonly [callId: string]: ToolResult };
+}
+
+export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, { readonly op: 'begin'; readonly record: ToolBatchRecord } | { readonly op: 'result'; readonly call_id: string; readonly result: ToolResult } | { readonly op: 'clear' }>({
+  key: '__runtime.tool_batch',
+  init: () => null,
+  apply: (s, u) => {
+    if (u.op === 'begin') return u.record;
+    if (u.op === 'clear' || s === null) return null;
+    return { ...s, results: Object.fromEntries([...Object.entries(s.results).filter(([k]) => k !== u.call_id), [u.call_id, u.result]]) };
+  },
+  codec: z
+    .object({ message_id: z.string(), text: z.string(), calls: z.array(ToolCallSchema), results: z.record(z.string(), ToolResultSchema) })
+    .nullable() as z.ZodType<ToolBatchRecord | null>,
+});
+
+interface Entry {
+  readonly call: ToolCall;
+  status: ToolCallStatus;
+  result?: ToolResult;
+  command?: StateCommand;
+  resumeMode: ToolCallResumeMode;
+  suspensionId?: string;
+  suspensionReason?: string;
+  /** Whether `tool_call_done` was emitted for the current outcome. */
+  reported: boolean;
+}
+
+const PRIORITY = { block: 3, suspend: 2, set_result: 1 } as const;
+
+/** `tool_call_resumed.result` of a settled call (core-spec §4.8). */
+export function resumedProjection(result: ToolResult): JsonValue {
+  switch (result.status) {
+    case 'success':
+      return result.metadata !== undefined && Object.keys(result.metadata).length > 0 ? { data: result.data, metadata: result.metadata } : result.data;
+    case 'error':
+      return result.message !== null ? { error: result.message } : result.data;
+    case 'pending':
+      return null;
+  }
+}
+
+/** The text the model sees for a result: its message, else the compact JSON of its data. */
+export const toolMessageText = (result: ToolResult): string => result.message ?? JSON.stringify(result.data);
+
+/**
+ * One batch of tool calls through the single pipeline of seed 003: committed as requested, each
+ * call gated in model order (Block > Suspend > SetResult, else Allow → execute), results staged
+ * behind the publication barrier and published in model order once every call is terminal.
+ */
+export class ToolBatch {
+  readonly #host: BatchHost;
+  readonly #entries: Entry[];
+  readonly #text: string;
+  readonly #messageId: string;
+  blockedReason: string | undefined;
+
+  constructor(host: BatchHost, calls: readonly ToolCall[], text: string, messageId: string) {
+    this.#host = host;
+    this.#text = text;
+    this.#messageId = messageId;
+    this.#entries = calls.map((call) => ({ call, status: 'new', resumeMode: 'replay_tool_call', reported: false }));
+  }
+
+  get calls(): readonly ToolCall[] {
+    return this.#entries.map((e) => e.call);
+  }
+
+  statuses(): ToolCallStatus[] {
+    return this.#entries.map((e) => e.status);
+  }
+
+  suspendedIds(): string[] {
+    return this.#entries.filter((e) => e.status === 'suspended').map((e) => e.call.id);
+  }
+
+  /** Finds the suspended call a decision targets: by call id, else by suspension id. */
+  targetOf(targetId: string): string | undefined {
+    const byCall = this.#entries.find((e) => e.call.id === targetId && e.status === 'suspended');
+    if (byCall !== undefined) return byCall.call.id;
+    return this.#entries.find((e) => e.suspensionId === targetId && e.status === 'suspended')?.call.id;
+  }
+
+  allTerminal(): boolean {
+    return this.#entries.every((e) => isTerminalToolCallStatus(e.status));
+  }
+
+  /** Commits the batch as requested, before any gate or executor runs. */
+  async begin(): Promise<void> {
+    const cmd = StateCommand.empty().update(ToolBatchKey, {
+      op: 'begin',
+      record: { message_id: this.#messageId, text: this.#text, calls: this.calls, results: {} },
+    });
+    for (const e of this.#entries) cmd.update(ToolCallStates, { op: 'put', state: this.#state(e, 'new') });
+    await this.#host.submit(cmd);
+  }
+
+  /** Gates and executes every call in the configured mode, then reports the settled calls. */
+  async run(): Promise<void> {
+    const parallel = this.#host.resolved.toolExecution.mode !== 'sequential';
+    const allowed: Entry[] = [];
+    for (let k = 0; k < this.#entries.length; k++) {
+      const entry = this.#entries[k] as Entry;
+      const gate = await this.#gate(entry);
+      if (gate.type === 'block') {
+        this.blockedReason = gate.reason;
+        await this.#settle(entry, { ...ToolResults.error(entry.call.name, gate.reason), metadata: { rejected: true } }, undefined);
+        await this.#interrupt(this.#entries.slice(k + 1));
+        break;
+      }
+      if (gate.type === 'suspend') {
+        await this.#suspendByGate(entry, gate.ticket);
+        continue;
+      }
+      if (gate.type === 'set_result') {
+        await this.#settle(entry, gate.result, undefined);
+        continue;
+      }
+      if (parallel) {
+        allowed.push(entry);
+        continue;
+      }
+      await this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
+      if (entry.status === 'suspended') {
+        // Sequential stops at the first call that suspends itself (book: 工具执行模式 → Sequential).
+        await this.#interrupt(this.#entries.slice(k + 1));
+        break;
+      }
+    }
+    if (allowed.length > 0) await this.#runParallel(allowed);
+    await this.#reportSettled();
+  }
+
+  /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each. */
+  async resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
+    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => this.#host.emit(e);
+    for (const entry of this.#entries) {
+      const decision = decisions.get(entry.call.id);
+      if (decision === undefined || entry.status !== 'suspended') continue;
+      if (decision.action === 'cancel') {
+        const result = ToolResults.error(entry.call.name, `Tool call cancelled: ${decision.reason ?? 'cancelled by decision'}`);
+        entry.result = result;
+        entry.status = 'cancelled';
+        await this.#host.submit(
+          StateCommand.empty()
+            .update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'cancelled'), resume_input: decision } })
+            .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result }),
+        );
+        entry.reported = true;
+        await emit({ event_type: 'tool_call_resumed', target_id: entry.call.id, result: decision.result ?? null });
+        continue;
+      }
+      entry.status = 'resuming';
+      await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'resuming'), resume_input: decision } }));
+      const resume: ResumeContext = { decision, mode: entry.resumeMode };
+      if (entry.resumeMode === 'use_decision_as_tool_result') {
+        await this.#settle(entry, ToolResults.success(entry.call.name, decision.result ?? null), undefined);
+      } else {
+        const args = entry.resumeMode === 'pass_decision_to_tool' ? (decision.result ?? entry.call.arguments) : entry.call.arguments;
+        await this.#execute(entry, args, this.#preview(), resume);
+      }
+      if ((entry.status as ToolCallStatus) === 'suspended') {
+        entry.reported = false;
+        continue;
+      }
+      entry.reported = true;
+      await emit({ event_type: 'tool_call_resumed', target_id: entry.call.id, result: resumedProjection(entry.result as ToolResult) });
+    }
+    if (options.silent !== true) await this.#reportSettled();
+  }
+
+  /**
+   * Publishes the batch once every call is terminal: each call's staged state is committed and its
+   * AfterToolExecute phase runs, in model order; then the assistant message and the tool messages
+   * join the history. Returns the messages to append.
+   */
+  async publish(newId: () => string): Promise<Message[]> {
+    for (const entry of this.#entries) {
+      if (entry.command !== undefined) await this.#host.submit(entry.command);
+      await this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
+    }
+    await this.#host.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
+    const messages: Message[] = [
+      {
+        id: this.#messageId,
+        role: 'assistant',
+        content: this.#text === '' ? [] : [{ type: 'text', text: this.#text }],
+        tool_calls: this.calls.map((c) => ({ ...c })),
+      },
+    ];
+    for (const entry of this.#entries) {
+      messages.push({
+        id: newId(),
+        role: 'tool',
+        content: [{ type: 'text', text: toolMessageText(entry.result as ToolResult) }],
+        tool_call_id: entry.call.id,
+      });
+    }
+    return messages;
+  }
+
+  // ---- internals --------------------------------------------------------------------------------
+
+  #state(entry: Entry, status: ToolCallStatus): ToolCallState {
+    return {
+      call_id: entry.call.id,
+      tool_name: entry.call.name,
+      arguments: entry.call.arguments,
+      status,
+      updated_at: this.#host.env.clock.now(),
+      resume_mode: entry.resumeMode,
+      ...(entry.suspensionId !== undefined ? { suspension_id: entry.suspensionId } : {}),
+      ...(entry.suspensionReason !== undefined ? { suspension_reason: entry.suspensionReason } : {}),
+    };
+  }
+
+  /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
+  async #gate(
+    entry: Entry,
+  ): Promise<
+    | { type: 'allow' }
+    | { type: 'block'; reason: string }
+    | { type: 'suspend'; ticket: SuspendTicket }
+    | { type: 'set_result'; result: ToolResult }
+  > {
+    await this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
+    const records = (this.#host.phase.store.snapshot().get(ToolIntercepts) ?? []).filter((r) => r.call_id === entry.call.id);
+    if (records.length === 0) return { type: 'allow' };
+    let winner: InterceptRecord | undefined;
+    const conflicts: InterceptRecord[] = [];
+    for (const record of records) {
+      if (winner === undefined || PRIORITY[record.intercept.type] > PRIORITY[winner.intercept.type]) winner = record;
+      else if (PRIORITY[record.intercept.type] === PRIORITY[winner.intercept.type]) conflicts.push(record);
+    }
+    const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: entry.call.id });
+    for (const c of conflicts) cmd.update(InterceptConflicts, c);
+    await this.#host.submit(cmd);
+    const w = (winner as InterceptRecord).intercept;
+    switch (w.type) {
+      case 'block':
+        return { type: 'block', reason: w.reason };
+      case 'suspend': {
+        const ticket = SuspendTicketSchema.safeParse(w.ticket);
+        return ticket.success ? { type: 'suspend', ticket: ticket.data } : { type: 'block', reason: `invalid suspend ticket: ${ticket.error.message}` };
+      }
+      case 'set_result': {
+        const result = ToolResultSchema.safeParse(w.result);
+        return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
+      }
+    }
+  }
+
+  async #suspendByGate(entry: Entry, ticket: SuspendTicket): Promise<void> {
+    entry.resumeMode = ticket.resume_mode;
+    entry.suspensionId = ticket.suspension.id;
+    entry.suspensionReason = ticket.suspension.action;
+    await this.#settle(entry, ToolResults.suspended(entry.call.name, `Tool '${entry.call.name}' suspended: awaiting approval`, ticket), undefined);
+  }
+
+  /** Committed state plus the staged writes of every settled call before the barrier. */
+  #preview(): Snapshot {
+    const staged = this.#entries.flatMap((e) => (e.command !== undefined ? [e.command.patch] : []));
+    const preview = this.#host.phase.store.preview(staged);
+    if (!preview.ok) throw new Error(describeStateError(preview.error));
+    return preview.value;
+  }
+
+  async #execute(entry: Entry, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Promise<void> {
+    entry.status = 'running';
+    await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+    const { result, command } = await this.#invoke(entry.call, args, snapshot, resume);
+    await this.#settle(entry, result, command);
+  }
+
+  async #runParallel(allowed: Entry[]): Promise<void> {
+    const frozen = this.#host.phase.store.snapshot();
+    for (const entry of allowed) {
+      entry.status = 'running';
+      await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+    }
+    const outputs = await Promise.all(allowed.map((e) => this.#invoke(e.call, e.call.arguments, frozen, undefined)));
+    // ParallelBatchApproval checks the staged writes for exclusive-key conflicts, in model order.
+    let merged: StateCommand | undefined;
+    for (let i = 0; i < allowed.length; i++) {
+      const entry = allowed[i] as Entry;
+      let { result, command } = outputs[i] as { result: ToolResult; command: StateCommand | undefined };
+      if (this.#host.resolved.toolExecution.mode === 'parallel_batch_approval' && command !== undefined) {
+        const next = merged === undefined ? ({ ok: true, value: command } as const) : mergeParallelCommands(merged, command, this.#host.phase.store.strategyOf);
+        if (next.ok) merged = next.value;
+        else {
+          result = ToolResults.error(entry.call.name, describeStateError(next.error));
+          command = undefined;
+        }
+      }
+      await this.#settle(entry, result, command);
+    }
+  }
+
+  async #invoke(
+    call: ToolCall,
+    args: JsonValue,
+    snapshot: Snapshot,
+    resume: ResumeContext | undefined,
+  ): Promise<{ result: ToolResult; command: StateCommand | undefined }> {
+    const tool = this.#host.resolved.tools.get(call.name);
+    if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
+    const ctx = this.#context(call, snapshot, resume);
+    try {
+      tool.validateArgs?.(args);
+      const out = await tool.execute(args, ctx);
+      if (isToolOutput(out)) return { result: out.result, command: out.command };
+      return { result: out, command: undefined };
+    } catch (e) {
+      if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
+      return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
+    }
+  }
+
+  #context(call: ToolCall, snapshot: Snapshot, resume: ResumeContext | undefined): ToolCallContext {
+    const host = this.#host;
+    const emit = (event: AgentEvent): Promise<void> => host.emit(event);
+    return {
+      callId: call.id,
+      toolName: call.name,
+      threadId: host.threadId,
+      runId: host.runId,
+      agentSpec: host.resolved.spec,
+      snapshot,
+      signal: host.signal,
+      ...(resume !== undefined ? { resume } : {}),
+      state: (key) => snapshot.get(key),
+      reportActivity: (activityType, content) =>
+        emit({ event_type: 'activity_snapshot', message_id: call.id, activity_type: activityType, content, replace: true }),
+      reportActivityDelta: (activityType, patch) =>
+        emit({ event_type: 'activity_delta', message_id: call.id, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] }),
+      reportProgress: (status: ProgressStatus, message?: string, progress?: number) =>
+        emit({
+          event_type: 'activity_snapshot',
+          message_id: call.id,
+          activity_type: 'tool-call-progress',
+          content: {
+            schema: 'tool-call-progress.v1',
+            node_id: `tool_call:${call.id}`,
+            call_id: call.id,
+            tool_name: call.name,
+            status,
+            ...(progress !== undefined ? { progress } : {}),
+            ...(message !== undefined ? { message } : {}),
+            run_id: host.runId,
+            thread_id: host.threadId,
+          },
+          replace: true,
+        }),
+    };
+  }
+
+  /** Records a call's outcome: its status is committed now; its state command stays staged. */
+  async #settle(entry: Entry, result: ToolResult, command: StateCommand | undefined): Promise<void> {
+    const outcome = outcomeOf(result);
+    entry.result = result;
+    if (command !== undefined) entry.command = command;
+    if (outcome === 'suspended' && result.suspension !== undefined) {
+      entry.resumeMode = result.suspension.resume_mode;
+      entry.suspensionId = result.suspension.suspension.id;
+      entry.suspensionReason = result.suspension.suspension.action;
+    }
+    entry.status = outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'suspended';
+    await this.#host.submit(
+      StateCommand.empty()
+        .update(ToolCallStates, { op: 'put', state: this.#state(entry, entry.status) })
+        .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result }),
+    );
+  }
+
+  async #interrupt(entries: readonly Entry[]): Promise<void> {
+    for (const entry of entries) await this.#settle(entry, ToolResults.error(entry.call.name, INTERRUPTED), undefined);
+  }
+
+  /** `tool_call_done` for every settled call not yet reported, in model order. */
+  async #reportSettled(): Promise<void> {
+    for (const entry of this.#entries) {
+      if (entry.reported || entry.result === undefined || entry.status === 'resuming' || entry.status === 'running') continue;
+      entry.reported = true;
+      await this.#host.emit({
+        event_type: 'tool_call_done',
+        id: entry.call.id,
+        message_id: this.#messageId,
+        result: entry.result,
+        outcome: outcomeOf(entry.result),
+      });
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { ToolError } from '../contract/errors.ts';
+import type { JsonValue } from '../contract/json.ts';
+import type { ToolCallResume, ToolCallResumeMode, ToolDescriptor, ToolResult } from '../contract/tool.ts';
+import type { Snapshot } from '../core/state/snapshot.ts';
+import type { StateCommand } from '../core/state/state-command.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import { describeToolError } from './errors.ts';
+
+/** A tool's answer: the result the model sees, and optional state writes staged with it. */
+export interface ToolOutput {
+  readonly result: ToolResult;
+  readonly command?: StateCommand;
+}
+
+/** Thrown by `validateArgs` or `execute` to end the call as failed (book: ToolError). */
+export class ToolFailure extends Error {
+  readonly error: ToolError;
+  constructor(error: ToolError) {
+    super(describeToolError(error));
+    this.name = 'ToolFailure';
+    this.error = error;
+  }
+}
+
+export type ProgressStatus = 'pending' | 'running' | 'done' | 'failed';
+
+/** The decision a resumed call runs under. */
+export interface ResumeContext {
+  readonly decision: ToolCallResume;
+  readonly mode: ToolCallResumeMode;
+}
+
+/** Read-only context of one tool call (book: Tool Trait → ToolCallContext). */
+export interface ToolCallContext {
+  readonly callId: string;
+  readonly toolName: string;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agentSpec: AgentSpec;
+  readonly snapshot: Snapshot;
+  readonly signal: AbortSignal;
+  readonly resume?: ResumeContext;
+  state<V>(key: StateKey<V, unknown>): V | undefined;
+  /** `activity_snapshot {message_id: call id, replace: true}`. */
+  reportActivity(activityType: string, content: JsonValue): Promise<void>;
+  /** `activity_delta`; a non-array patch is wrapped in an array. */
+  reportActivityDelta(activityType: string, patch: JsonValue): Promise<void>;
+  /** `activity_snapshot` of type `tool-call-progress`. */
+  reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void>;
+}
+
+/**
+ * The tool port (book: Tool Trait). `execute` returns a `ToolResult` (or a `ToolOutput` with a
+ * state command); `ToolResult.error` goes back to the model, a thrown `ToolFailure` ends the call.
+ */
+export interface Tool {
+  readonly descriptor: ToolDescriptor;
+  validateArgs?(args: JsonValue): void;
+  execute(args: JsonValue, ctx: ToolCallContext): ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;
+}
+
+export const isToolOutput = (x: ToolResult | ToolOutput): x is ToolOutput => 'result' in x && !('tool_name' in x);
+
+/**
+ * A tool whose arguments are a zod schema: the descriptor's `parameters` is its JSON Schema and
+ * `validateArgs` parses with it (failure → `invalid_arguments` naming the fields).
+ */
+export function defineTool<A extends z.ZodType>(def: {
+  readonly id: string;
+  readonly name?: string;
+  readonly description: string;
+  readonly args: A;
+  readonly category?: string;
+  readonly execute: (args: z.output<A>, ctx: ToolCallContext) => ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;
+}): Tool {
+  const parameters = z.toJSONSchema(def.args, { unrepresentable: 'any' }) as JsonValue;
+  const parse = (args: JsonValue): z.output<A> => {
+    const r = def.args.safeParse(args);
+    if (r.success) return r.data;
+    const message = r.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ToolFailure({ code: 'invalid_arguments', message });
+  };
+  return {
+    descriptor: {
+      id: def.id,
+      name: def.name ?? def.id,
+      description: def.description,
+      parameters,
+      ...(def.category !== undefined ? { category: def.category } : {}),
+    },
+    validateArgs: (args) => void parse(args),
+    execute: (args, ctx) => def.execute(parse(args), ctx),
+  };
+}

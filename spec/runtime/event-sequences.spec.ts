@@ -9,7 +9,7 @@ import { ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants } from '../../src/testing/invariants.ts';
-import { approvalTool, echoTool, failTool, harness, throwTool, types } from '../support/runtime.ts';
+import { approvalTool, echoTool, failTool, harness, throwTool, types, waitFor } from '../support/runtime.ts';
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({ id, name, arguments: args as never });
 
@@ -223,7 +223,3 @@ describe('exact event sequences (core-spec §3.10, with the publication barrier 
   });
 });
 
-export async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise<void>((r) => setImmediate(r));
-  if (!condition()) throw new Error('condition never held');
-}

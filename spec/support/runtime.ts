@@ -77,3 +77,9 @@ export function harness(
 }
 
 export const types = (events: readonly AgentEvent[]): string[] => events.map((e) => e.event_type);
+
+/** Yields to the event loop until `condition` holds (bounded). */
+export async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise<void>((r) => setImmediate(r));
+  if (!condition()) throw new Error('condition never held');
+}

@@ -12,3 +12,4 @@ export * from './run-loop.ts';
 export * from './thread-run-store.ts';
 export * from './tool.ts';
 export * from './tool-batch.ts';
+export * from './agent-spec-file.ts';

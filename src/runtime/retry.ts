@@ -60,26 +60,29 @@ async function* retryStream(
   onModel: ((model: string) => void) | undefined,
 ): AsyncIterable<StreamPart> {
   let last: InferenceFailure | undefined;
-  for (const target of targets) {
+  for (let t = 0; t < targets.length; t++) {
+    const target = targets[t] as ModelTarget;
+    // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
+    const model = t === 0 ? request.model : target.modelName;
     for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
-      if (breaker !== undefined && !breaker.check(target.modelName)) {
-        last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${target.modelName}` });
+      if (breaker !== undefined && !breaker.check(model)) {
+        last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${model}` });
         break;
       }
       let yielded = false;
       try {
-        for await (const part of target.executor.stream({ ...request, model: target.modelName })) {
-          if (!yielded) onModel?.(target.modelName);
+        for await (const part of target.executor.stream({ ...request, model })) {
+          if (!yielded) onModel?.(model);
           yielded = true;
           yield part;
         }
-        if (!yielded) onModel?.(target.modelName);
-        breaker?.recordSuccess(target.modelName);
+        if (!yielded) onModel?.(model);
+        breaker?.recordSuccess(model);
         return;
       } catch (e) {
         const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: (e as Error).message });
         if (yielded || !isRetryable(failure.error)) throw failure;
-        breaker?.recordFailure(target.modelName);
+        breaker?.recordFailure(model);
         last = failure;
         if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
       }

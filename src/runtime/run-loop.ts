@@ -50,6 +50,9 @@ export interface Decision {
   readonly decision: ToolCallResume;
 }
 
+/** Result message of a requested call that did not run because the run stopped after inference. */
+export const NOT_EXECUTED = '[Tool call not executed: the run stopped]';
+
 /** Thrown inside the loop to unwind on cancellation. */
 class Cancelled extends Error {
   constructor() {
@@ -205,7 +208,7 @@ export class RunLoop implements BatchHost {
         ...(inference.result.usage !== undefined ? { usage: inference.result.usage } : {}),
         duration_ms: Math.max(0, this.env.clock.now() - started),
       });
-      if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started);
+      if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
       if (inference.cancelled) return await this.#endStep(TerminationReasons.cancelled());
 
       const result = inference.result;
@@ -236,6 +239,7 @@ export class RunLoop implements BatchHost {
       }
       if (stop !== undefined || result.toolCalls.length === 0) {
         // A stop after inference keeps the answer's text (0.6 loses it ⟂) but runs no tool.
+        await this.#closeStartedCalls(inference.started, NOT_EXECUTED);
         if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
         return await this.#endStep(stop ?? TerminationReasons.naturalEnd());
       }
@@ -376,9 +380,9 @@ export class RunLoop implements BatchHost {
   }
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
-  async #closeStartedCalls(started: readonly { id: string; name: string }[]): Promise<void> {
+  async #closeStartedCalls(started: readonly { id: string; name: string }[], message: string): Promise<void> {
     for (const call of started) {
-      const result = ToolResults.error(call.name, INTERRUPTED);
+      const result = ToolResults.error(call.name, message);
       await this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result, outcome: 'failed' });
     }
   }

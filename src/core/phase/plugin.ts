@@ -77,12 +77,12 @@ export class PluginRegistrar {
     return this;
   }
 
-  registerScheduledAction<P>(spec: ScheduledActionSpec<P>, handler: ActionHandler<P>): this {
+  registerScheduledAction<P, I>(spec: ScheduledActionSpec<P, I>, handler: ActionHandler<P>): this {
     if (this.actions.some((a) => a.spec.key === spec.key)) this.errors.push({ code: 'handler_already_registered', key: spec.key });
     else
       this.actions.push({
         pluginId: this.pluginId,
-        spec: spec as ScheduledActionSpec<unknown>,
+        spec: spec as unknown as ScheduledActionSpec<unknown>,
         handler: handler as ActionHandler<unknown>,
       });
     return this;

@@ -6,10 +6,11 @@ import { extendBatch, mergeParallelBatch, MutationBatch } from './mutation-batch
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
-export interface ScheduledActionSpec<P> {
+export interface ScheduledActionSpec<P, I = P> {
   readonly key: string;
   readonly phase: Phase;
-  readonly payload: z.ZodType<P>;
+  /** Validates the payload when the action runs; callers schedule its input form `I`. */
+  readonly payload: z.ZodType<P, I>;
 }
 
 /** A fire-and-forget effect type, dispatched after commit (book: Effects). */
@@ -18,8 +19,8 @@ export interface EffectSpec<P> {
   readonly payload: z.ZodType<P>;
 }
 
-export const defineAction = <P>(key: string, phase: Phase, payload: z.ZodType<P>): ScheduledActionSpec<P> =>
-  Object.freeze({ key, phase, payload });
+export const defineAction = <S extends z.ZodType>(key: string, phase: Phase, payload: S): ScheduledActionSpec<z.output<S>, z.input<S>> =>
+  Object.freeze({ key, phase, payload }) as ScheduledActionSpec<z.output<S>, z.input<S>>;
 
 export const defineEffect = <P>(key: string, payload: z.ZodType<P>): EffectSpec<P> => Object.freeze({ key, payload });
 
@@ -64,7 +65,7 @@ export class StateCommand {
     return this;
   }
 
-  scheduleAction<P>(spec: ScheduledActionSpec<P>, payload: P): this {
+  scheduleAction<P, I>(spec: ScheduledActionSpec<P, I>, payload: I): this {
     this.scheduledActions.push({ phase: spec.phase, key: spec.key, payload });
     return this;
   }

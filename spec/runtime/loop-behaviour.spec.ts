@@ -1,0 +1,283 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AgentEvent } from '../../src/contract/event.ts';
+import { Messages } from '../../src/contract/message.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { defineStateKey } from '../../src/core/state/state-key.ts';
+import { AddContextMessage, ExcludeTool, IncludeOnlyTools, SetInferenceOverride, ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
+import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle } from '../../src/runtime/loop-keys.ts';
+import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
+import { defineTool, type Tool } from '../../src/runtime/tool.ts';
+import { checkRunInvariants } from '../../src/testing/invariants.ts';
+import { echoTool, harness } from '../support/runtime.ts';
+import { NOT_EXECUTED } from '../../src/runtime/run-loop.ts';
+
+const go = [Messages.user('go')];
+const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
+
+describe('stop policies in the loop', () => {
+  it('max_rounds stops after the n-th inference, keeps its text, runs none of its tools; the detail is kept', async () => {
+    const h = harness(
+      [
+        { tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'a' } }] },
+        { text: 'second answer', tool_calls: [{ id: 'c2', name: 'echo', arguments: { text: 'b' } }] },
+      ],
+      { spec: { max_rounds: 2 } },
+    );
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value).toMatchObject({ steps: 2, response: 'second answer', termination: { type: 'stopped', value: { code: 'max_rounds', detail: 'reached 2 rounds' } } });
+    const dones = h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
+    expect(dones.map((d) => [d.id, d.outcome, d.result.message])).toEqual([
+      ['c1', 'succeeded', null],
+      ['c2', 'failed', NOT_EXECUTED],
+    ]);
+    expect(finishOf(h.sink.events).result).toMatchObject({ status: 'done', status_reason: 'stopped:max_rounds' });
+    expect(checkRunInvariants(h.sink.events)).toEqual([]);
+  });
+
+  it('consecutive_errors can fire: inference errors are retried as steps until the limit', async () => {
+    const h = harness([{ error: 'overloaded' }, { error: 'overloaded' }, { error: 'overloaded' }, { text: 'never' }], {
+      spec: { stop_conditions: [{ type: 'consecutive_errors', max: 3 }] },
+    });
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value.termination).toEqual({ type: 'stopped', value: { code: 'consecutive_errors', detail: '3 consecutive inference errors (limit 3)' } });
+    expect(h.llm.requests).toHaveLength(3);
+    expect(checkRunInvariants(h.sink.events)).toEqual([]);
+  });
+
+  it('without an errors policy an inference error ends the run with error{message}, and still one run_finish', async () => {
+    const h = harness([{ error: { code: 'rate_limited', message: 'slow down' } }]);
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value.termination).toEqual({ type: 'error', value: 'rate limited: slow down' });
+    expect(finishOf(h.sink.events).result).toMatchObject({ status_reason: 'error:rate limited: slow down' });
+    expect(checkRunInvariants(h.sink.events)).toEqual([]);
+  });
+
+  it('an error after a success resets the count', async () => {
+    const h = harness([{ error: 'x' }, { tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }, { error: 'x' }, { text: 'ok' }], {
+      spec: { stop_conditions: [{ type: 'consecutive_errors', max: 2 }] },
+    });
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value).toMatchObject({ response: 'ok', termination: { type: 'natural_end' } });
+  });
+
+  it('stop_on_tool stops before the tool runs; token_budget and content_match stop on usage and text', async () => {
+    const a = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], { spec: { stop_conditions: [{ type: 'stop_on_tool', tool_name: 'echo' }] } });
+    const ra = await a.runtime.run({ messages: go }, a.sink);
+    expect(ra.ok && ra.value.termination).toMatchObject({ type: 'stopped', value: { code: 'stop_on_tool' } });
+    expect(a.sink.events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ outcome: 'failed', result: { message: NOT_EXECUTED } });
+    const b = harness([{ text: 'x', usage: { prompt_tokens: 8, completion_tokens: 5 }, tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], {
+      spec: { stop_conditions: [{ type: 'token_budget', max_total: 10 }] },
+    });
+    const rb = await b.runtime.run({ messages: go }, b.sink);
+    expect(rb.ok && rb.value).toMatchObject({ termination: { value: { code: 'token_budget' } }, usage: { prompt_tokens: 8, completion_tokens: 5, total_tokens: 13 } });
+    const c = harness([{ text: 'FINAL ANSWER', tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], {
+      spec: { stop_conditions: [{ type: 'content_match', pattern: 'FINAL' }] },
+    });
+    const rc = await c.runtime.run({ messages: go }, c.sink);
+    expect(rc.ok && rc.value.termination).toMatchObject({ value: { code: 'content_match' } });
+  });
+
+  it('timeout uses the injected clock', async () => {
+    const slow = defineTool({
+      id: 'slow',
+      description: 'takes time',
+      args: z.object({}),
+      execute: async (_a, ctx) => {
+        void ctx;
+        await h.env.sleep(5_000);
+        return ToolResults.success('slow', null);
+      },
+    });
+    const h = harness(
+      [{ tool_calls: [{ id: 'c', name: 'slow', arguments: {} }] }, { tool_calls: [{ id: 'd', name: 'slow', arguments: {} }] }, { text: 'late' }],
+      { tools: [slow], spec: { stop_conditions: [{ type: 'timeout', seconds: 4 }] } },
+    );
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value.termination).toEqual({ type: 'stopped', value: { code: 'timeout', detail: 'elapsed 5000ms exceeds limit 4000ms' } });
+  });
+
+  it('loop_detection stops a model that repeats itself', async () => {
+    const same = { text: 'again', tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] };
+    const h = harness([same, { ...same, tool_calls: [{ id: 'd', name: 'echo', arguments: { text: 't' } }] }, { text: 'x' }], {
+      spec: { stop_conditions: [{ type: 'loop_detection', window: 2 }] },
+    });
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value.termination).toMatchObject({ value: { code: 'loop_detection' } });
+  });
+});
+
+describe('built-in scheduled actions (book: Scheduled Actions → 核心 Actions)', () => {
+  const t = (id: string): Tool => defineTool({ id, description: id, args: z.object({}), execute: () => ToolResults.success(id, null) });
+  const actions = (f: () => StateCommand): RuntimePlugin => ({ name: 'acts', register: (r) => r.registerPhaseHook('before_inference', () => f()) });
+
+  it('ExcludeTool and IncludeOnlyTools filter the tools of this step only', async () => {
+    const h = harness([{ text: 'a', tool_calls: [{ id: 'x', name: 'a', arguments: {} }] }, { text: 'b' }], {
+      tools: [t('a'), t('b'), t('c')],
+      plugins: [actions(() => StateCommand.empty().scheduleAction(IncludeOnlyTools, ['a', 'b']).scheduleAction(ExcludeTool, 'b'))],
+    });
+    await h.runtime.run({ messages: go }, h.sink);
+    expect(h.llm.requests.map((r) => r.tools.map((d) => d.id))).toEqual([['a'], ['a']]);
+  });
+
+  it('SetInferenceOverride merges per field, last writer wins, over the run overrides and the spec', async () => {
+    const h = harness([{ text: 'a' }], {
+      spec: { reasoning_effort: 'low' },
+      plugins: [
+        actions(() =>
+          StateCommand.empty()
+            .scheduleAction(SetInferenceOverride, { temperature: 0.1, max_tokens: 10 })
+            .scheduleAction(SetInferenceOverride, { temperature: 0.7, model: 'other-model' }),
+        ),
+      ],
+    });
+    await h.runtime.run({ messages: go, overrides: { top_p: 0.5, temperature: 0.3 } }, h.sink);
+    expect(h.llm.requests[0]).toMatchObject({ model: 'other-model', overrides: { reasoning_effort: 'low', top_p: 0.5, temperature: 0.7, max_tokens: 10 } });
+  });
+
+  it('AddContextMessage places messages by target; non-persistent ones are used once; cooldown throttles', async () => {
+    const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'b' }], {
+      plugins: [
+        actions(() =>
+          StateCommand.empty()
+            .scheduleAction(AddContextMessage, { key: 'sys', content: 'SYS', target: 'system' })
+            .scheduleAction(AddContextMessage, { key: 'tail', content: 'TAIL', target: 'suffix_system' })
+            .scheduleAction(AddContextMessage, { key: 'conv', role: 'user', content: 'CONV', target: 'conversation', cooldown_turns: 5 }),
+        ),
+      ],
+    });
+    await h.runtime.run({ messages: go }, h.sink);
+    const texts = h.llm.requests.map((r) => r.messages.map((m) => (m.content[0]?.type === 'text' ? m.content[0].text : '')));
+    expect(texts[0]).toEqual(['be brief', 'SYS', 'CONV', 'go', 'TAIL']);
+    expect(texts[1]).toEqual(['be brief', 'SYS', 'go', '', '{"echoed":"x"}', 'TAIL']);
+    expect(h.llm.requests[0]?.messages[1]?.visibility).toBe('internal');
+  });
+
+  it('ToolInterceptAction: Block beats Suspend beats SetResult; a same-priority duplicate is recorded as a conflict', async () => {
+    let conflicts: unknown;
+    const gate: RuntimePlugin = {
+      name: 'gate',
+      register: (r) => {
+        r.registerPhaseHook('before_tool_execute', (ctx) => {
+          const id = (ctx.input['toolCall'] as { id: string }).id;
+          return StateCommand.empty()
+            .scheduleAction(ToolInterceptAction, { call_id: id, intercept: { type: 'set_result', result: ToolResults.success('echo', 'preset') } })
+            .scheduleAction(ToolInterceptAction, { call_id: id, intercept: { type: 'set_result', result: ToolResults.success('echo', 'second') } });
+        });
+        r.registerPhaseHook('run_end', (ctx) => ((conflicts = ctx.snapshot.get(InterceptConflicts)), StateCommand.empty()));
+      },
+    };
+    const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'b' }], { plugins: [gate] });
+    await h.runtime.run({ messages: go }, h.sink);
+    const done = h.sink.events.find((e) => e.event_type === 'tool_call_done');
+    expect(done).toMatchObject({ result: { data: 'preset' }, outcome: 'succeeded' });
+    expect(conflicts).toEqual([{ call_id: 'c', intercept: { type: 'set_result', result: ToolResults.success('echo', 'second') } }]);
+  });
+});
+
+describe('tool state, snapshots and execution modes (book: 工具执行模式)', () => {
+  const Counter = defineStateKey({ key: 'test.counter', merge: 'exclusive', init: () => 0, apply: (_v: number, u: number) => u, codec: z.number() });
+  const counterPlugin: RuntimePlugin = { name: 'counter', register: (r) => r.registerKey(Counter) };
+  const seen: Record<string, number[]> = {};
+  const bump = defineTool({
+    id: 'bump',
+    description: 'reads and writes the counter',
+    args: z.object({ tag: z.string() }),
+    execute: ({ tag }, ctx) => {
+      const v = ctx.state(Counter) ?? 0;
+      (seen[tag] ??= []).push(v);
+      return { result: ToolResults.success('bump', v), command: StateCommand.empty().update(Counter, v + 1) };
+    },
+  });
+  const script = (tag: string) => [
+    { tool_calls: [{ id: 'a', name: 'bump', arguments: { tag } }, { id: 'b', name: 'bump', arguments: { tag } }] },
+    { text: 'done' },
+  ];
+
+  it('Sequential: each call sees the staged writes of the calls before it; state is published in model order', async () => {
+    const h = harness(script('seq'), { tools: [bump], plugins: [counterPlugin] });
+    await h.runtime.run({ messages: go }, h.sink);
+    expect(seen['seq']).toEqual([0, 1]);
+    expect(h.store.checkpoints.at(-1)?.runState.extensions['test.counter']).toBe(2);
+  });
+
+  it('ParallelStreaming: every call sees one frozen snapshot; writes are published one by one in model order', async () => {
+    const h = harness(script('ps'), { tools: [bump], plugins: [counterPlugin], spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } });
+    await h.runtime.run({ messages: go }, h.sink);
+    expect(seen['ps']).toEqual([0, 0]);
+    expect(h.store.checkpoints.at(-1)?.runState.extensions['test.counter']).toBe(1);
+  });
+
+  it('ParallelBatchApproval: conflicting exclusive writes fail the later call', async () => {
+    const h = harness(script('pb'), { tools: [bump], plugins: [counterPlugin], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } });
+    await h.runtime.run({ messages: go }, h.sink);
+    const dones = h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
+    expect(dones.map((d) => [d.id, d.outcome, d.result.message])).toEqual([
+      ['a', 'succeeded', null],
+      ['b', 'failed', 'parallel merge conflict on exclusive key: test.counter'],
+    ]);
+  });
+
+  it('tools report activity and progress as events carrying the call id', async () => {
+    const reporter = defineTool({
+      id: 'rep',
+      description: 'reports',
+      args: z.object({}),
+      execute: async (_a, ctx) => {
+        await ctx.reportActivity('log', 'started');
+        await ctx.reportActivityDelta('log', { op: 'add', path: '/x', value: 1 });
+        await ctx.reportProgress('running', 'half', 0.5);
+        return ToolResults.success('rep', null);
+      },
+    });
+    const h = harness([{ tool_calls: [{ id: 'c9', name: 'rep', arguments: {} }] }, { text: 'ok' }], { tools: [reporter] });
+    await h.runtime.run({ messages: go }, h.sink);
+    const acts = h.sink.events.filter((e) => e.event_type.startsWith('activity'));
+    expect(acts).toEqual([
+      { event_type: 'activity_snapshot', message_id: 'c9', activity_type: 'log', content: 'started', replace: true },
+      { event_type: 'activity_delta', message_id: 'c9', activity_type: 'log', patch: [{ op: 'add', path: '/x', value: 1 }] },
+      {
+        event_type: 'activity_snapshot',
+        message_id: 'c9',
+        activity_type: 'tool-call-progress',
+        content: { schema: 'tool-call-progress.v1', node_id: 'tool_call:c9', call_id: 'c9', tool_name: 'rep', status: 'running', progress: 0.5, message: 'half', run_id: 'run-1', thread_id: 'thread-1' },
+        replace: true,
+      },
+    ]);
+    expect(checkRunInvariants(h.sink.events)).toEqual([]);
+  });
+
+  it('an unexpected exception in a tool fails the call as an internal error', async () => {
+    const broken = defineTool({ id: 'broken', description: 'x', args: z.object({}), execute: () => { throw new TypeError('oops'); } });
+    const h = harness([{ tool_calls: [{ id: 'c', name: 'broken', arguments: {} }] }, { text: 'ok' }], { tools: [broken] });
+    await h.runtime.run({ messages: go }, h.sink);
+    expect(h.sink.events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ outcome: 'failed', result: { message: 'Internal error: oops' } });
+  });
+});
+
+describe('state machines are enforced', () => {
+  it('an illegal tool-call transition is an error, never silently skipped', () => {
+    const done = { call_id: 'c', tool_name: 't', arguments: {}, status: 'succeeded' as const, updated_at: 0, resume_mode: 'replay_tool_call' as const };
+    const map = ToolCallStates.apply({}, { op: 'put', state: done });
+    expect(() => ToolCallStates.apply(map, { op: 'put', state: { ...done, status: 'running' } })).toThrow(IllegalTransition);
+    expect(() => ToolCallStates.apply(map, { op: 'put', state: { ...done, status: 'running' } })).toThrow('illegal tool call transition succeeded → running');
+  });
+
+  it('an illegal run transition is an error', () => {
+    const s = RunLifecycle.apply(RunLifecycle.init(), { op: 'done', reason: 'natural', at: 1 });
+    expect(() => RunLifecycle.apply(s, { op: 'set_running', at: 2 })).toThrow(IllegalTransition);
+  });
+
+  it('checkpoints are written at every step end and at the run end', async () => {
+    const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'ok' }], { tools: [echoTool] });
+    await h.runtime.run({ threadId: 'th', messages: go }, h.sink);
+    expect(h.store.checkpoints.map((c) => [c.status, c.steps, c.termination?.type ?? null, c.messages.length])).toEqual([
+      ['running', 1, null, 3],
+      ['running', 2, null, 4],
+      ['done', 2, 'natural_end', 4],
+    ]);
+    const again = await h.runtime.run({ threadId: 'th', messages: [Messages.user('more')] }, h.sink);
+    expect(again.ok && h.llm.requests.at(-1)?.messages.length).toBe(6);
+  });
+});

@@ -1,39 +1,46 @@
 import { readFileSync } from 'node:fs';
+import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
 
 const USAGE = `usage: awaken <command>
 
 commands:
+  run        run one agent on a scripted model and print its events
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version
   help       print this text
-`;
+
+${RUN_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
 }
 
+const processIo: Io = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
+
 /** Entry point of the `awaken` command; returns the exit code. */
-export async function main(argv: readonly string[]): Promise<number> {
-  const [command = 'help'] = argv;
+export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+  const [command = 'help', ...rest] = argv;
   switch (command) {
+    case 'run':
+      return runCommand(rest, io);
     case 'serve':
-      process.stderr.write(
+      io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +
-          'This release ships the contract, the state engine and the phase engine (see README.md);\n' +
+          'This release ships the contract, the core engines and the agent loop (try `awaken run`);\n' +
           'the HTTP server, run registry and stores arrive with the server milestone.\n',
       );
       return 2;
     case 'version':
     case '--version':
-      process.stdout.write(`${version()}\n`);
+      io.out(`${version()}\n`);
       return 0;
     case 'help':
     case '--help':
-      process.stdout.write(USAGE);
+      io.out(USAGE);
       return 0;
     default:
-      process.stderr.write(`awaken: unknown command '${command}'\n${USAGE}`);
+      io.err(`awaken: unknown command '${command}'\n${USAGE}`);
       return 64;
   }
 }

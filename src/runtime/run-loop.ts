@@ -192,7 +192,10 @@ export class RunLoop implements BatchHost {
       const filter = snap.get(ToolFilter);
       const stepOverride = snap.get(InferenceOverrideState);
       const context = orderedContextMessages(snap.get(ContextMessages));
-      const clear = StateCommand.empty().update(ToolFilter, { op: 'clear' }).update(InferenceOverrideState, { op: 'clear' });
+      // The per-step accumulators are emptied (back to absent) once read.
+      const clear = StateCommand.empty();
+      if (filter !== undefined) clear.clear(ToolFilter);
+      if (stepOverride !== undefined) clear.clear(InferenceOverrideState);
       if (context.length > 0) clear.update(ContextMessages, { op: 'consume' });
       await this.submit(clear);
       stop = this.#checkTermination();

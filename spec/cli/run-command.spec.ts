@@ -1,0 +1,75 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { deserialiseEvent } from '../../src/contract/event.ts';
+import { main } from '../../src/cli/main.ts';
+import { checkRunInvariants } from '../../src/testing/invariants.ts';
+
+const repo = resolve(import.meta.dirname, '../..');
+const weather = join(repo, 'fixtures/scripts/demo-weather.yaml');
+const confirm = join(repo, 'fixtures/scripts/demo-confirm.json');
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+describe('awaken run', () => {
+  it('prints one canonical AgentEvent per line, the same bytes every time', async () => {
+    const a = await cli('run', '--model', `scripted:${weather}`, 'weather in Tokyo?');
+    const b = await cli('run', '--model', `scripted:${weather}`, '--agent', 'demo', '--format', 'jsonl', 'weather in Tokyo?');
+    expect(a.code).toBe(0);
+    expect(a.out).toBe(b.out);
+    const events = a.out.trimEnd().split('\n').map(deserialiseEvent);
+    expect(checkRunInvariants(events)).toEqual([]);
+    expect(events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ result: { data: { city: 'Tokyo', condition: 'cloudy' } } });
+    expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', result: { response: 'It is cloudy in Tokyo.' } });
+  });
+
+  it('pretty format is readable', async () => {
+    const r = await cli('run', '--model', `scripted:${weather}`, '--format', 'pretty', 'weather?');
+    expect(r.out).toContain('tool      get_weather({"city":"Tokyo"}) [call_1]');
+    expect(r.out.trimEnd().split('\n').at(-1)).toBe('finish    natural_end');
+  });
+
+  it('--decide approve resumes the suspended call; --decide deny cancels it; no --decide ends suspended', async () => {
+    const approve = await cli('run', '--model', `scripted:${confirm}`, '--decide', 'approve', 'delete it');
+    const approved = approve.out.trimEnd().split('\n').map(deserialiseEvent);
+    expect(checkRunInvariants(approved)).toEqual([]);
+    expect(approved.find((e) => e.event_type === 'tool_call_resumed')).toMatchObject({ result: { confirmed: 'delete the branch', decision: { approved: true } } });
+    const deny = await cli('run', '--model', `scripted:${confirm}`, '--decide', 'deny', '--format', 'pretty', 'delete it');
+    expect(deny.out).toContain('resumed   [call_1] null');
+    const none = await cli('run', '--model', `scripted:${confirm}`, '--format', 'pretty', 'delete it');
+    expect(none.out.trimEnd().split('\n').at(-1)).toBe('finish    suspended');
+  });
+
+  it('reports bad usage and bad scripts with an exit code and a message', async () => {
+    expect(await cli('run', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('--model is required') });
+    expect(await cli('run', '--model', 'openai:gpt', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('only scripted models') });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--format', 'xml', 'hi')).toMatchObject({ code: 64 });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--decide', 'maybe', 'hi')).toMatchObject({ code: 64 });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--bogus', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('unknown option --bogus') });
+    expect(await cli('run', '--model')).toMatchObject({ code: 64, err: expect.stringContaining('--model needs a value') });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('agent_not_found') });
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-'));
+    writeFileSync(join(dir, 'bad.yaml'), '- text: 3\n  colour: red\n');
+    expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toMatchObject({ code: 65, err: expect.stringContaining('cannot read script') });
+    expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({ code: 65 });
+  });
+
+  it('other commands: version, help, serve (not yet available), unknown', async () => {
+    expect((await cli('version')).out).toMatch(/^\d+\.\d+\.\d+\n$/);
+    expect((await cli('help')).out).toContain('usage: awaken <command>');
+    expect(await cli('serve')).toMatchObject({ code: 2, err: expect.stringContaining('not yet available') });
+    expect(await cli('frobnicate')).toMatchObject({ code: 64 });
+  });
+
+  it('works through the installed bin', () => {
+    const out = execFileSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'run', '--model', `scripted:${weather}`, '--format', 'pretty', 'weather?'], { encoding: 'utf8' });
+    expect(out).toContain('finish    natural_end');
+  });
+});

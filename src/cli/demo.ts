@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { ToolResults } from '../contract/tool.ts';
+import type { AgentSpecInput } from '../contract/agent-spec.ts';
+import { defineTool, type Tool } from '../runtime/tool.ts';
+
+/** `echo`: returns `{"echoed": text}`. */
+export const echo = defineTool({
+  id: 'echo',
+  description: 'Echo the text back to the caller',
+  args: z.object({ text: z.string() }),
+  execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+});
+
+const CONDITIONS = ['sunny', 'cloudy', 'rainy', 'windy', 'snowy'] as const;
+
+/** `get_weather`: a deterministic fake forecast derived from the city name. */
+export const getWeather = defineTool({
+  id: 'get_weather',
+  description: 'Fetch the current weather for a city (a deterministic fake forecast)',
+  args: z.object({ city: z.string().min(1) }),
+  execute: ({ city }) => {
+    let h = 0;
+    for (const ch of city.toLowerCase()) h = (h * 31 + (ch.codePointAt(0) ?? 0)) >>> 0;
+    return ToolResults.success('get_weather', { city, condition: CONDITIONS[h % CONDITIONS.length] as string, temperature_c: (h % 35) - 5 });
+  },
+});
+
+/** `fail`: always returns `ToolResult.error`. */
+export const fail = defineTool({
+  id: 'fail',
+  description: 'Always fails (returns a tool error result)',
+  args: z.object({ reason: z.string().optional() }),
+  execute: ({ reason }) => ToolResults.error('fail', reason ?? 'this tool always fails'),
+});
+
+/** `confirm_action`: suspends until a decision arrives; resumed, it reports what was confirmed. */
+export const confirmAction = defineTool({
+  id: 'confirm_action',
+  description: 'Ask the user to confirm an action before it happens',
+  args: z.object({ action: z.string().min(1) }),
+  execute: ({ action }, ctx) => {
+    if (ctx.resume !== undefined) return ToolResults.success('confirm_action', { confirmed: action, decision: ctx.resume.decision.result ?? null });
+    return ToolResults.suspended('confirm_action', `Waiting for confirmation of: ${action}`, {
+      suspension: { id: `confirm-${ctx.callId}`, action: 'confirm', message: `Confirm: ${action}?` },
+      pending: { id: ctx.callId, name: 'confirm_action', arguments: { action } },
+      resume_mode: 'replay_tool_call',
+    });
+  },
+});
+
+export const DEMO_TOOLS: readonly Tool[] = [echo, getWeather, fail, confirmAction];
+
+/** The built-in `demo` agent. */
+export const demoAgent = (model: string): AgentSpecInput => ({
+  id: 'demo',
+  model,
+  system_prompt: 'You are the awaken demo agent. Use the tools when they help.',
+  max_rounds: 16,
+});

@@ -102,6 +102,8 @@ export class RunLoop implements BatchHost {
   #steps = 0;
   readonly #usage = { prompt: 0, completion: 0, total: 0, seen: false };
   #batch: ToolBatch | undefined;
+  /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
+  readonly #open = new Map<string, string>();
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -121,6 +123,8 @@ export class RunLoop implements BatchHost {
   }
 
   async emit(event: AgentEvent): Promise<void> {
+    if (event.event_type === 'tool_call_start') this.#open.set(event.id, event.name);
+    else if (event.event_type === 'tool_call_done') this.#open.delete(event.id);
     await this.#p.sink.emit(event);
   }
 
@@ -278,6 +282,8 @@ export class RunLoop implements BatchHost {
     if (lifecycle !== undefined && lifecycle.status === 'running') {
       await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() }));
     }
+    // Whatever interrupted the step, every call it announced is closed before the step ends.
+    await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
     await this.runPhase('step_end', { messages: this.#messages }, false);
     await this.#checkpoint(undefined);
     await this.#emitSnapshot();

@@ -1,15 +1,21 @@
 import { resolve } from 'node:path';
 import { coreSuites } from './core-suites.ts';
-import { formatTable, runSuite, type TaskStats } from './harness.ts';
+import { formatTable, runSuite, type Suite, type TaskStats } from './harness.ts';
+import { loopSuites } from './loop-suites.ts';
 
-// `npm run bench [-- --time MS]`: every suite, subject and baseline in the same process.
+// `npm run bench [-- --time MS] [-- --only core|loop]`: every suite, subjects and baselines in one process.
 const args = process.argv.slice(2);
-const timeArg = args.indexOf('--time');
-const timeMs = timeArg >= 0 ? Number(args[timeArg + 1]) : 1000;
+const flag = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const timeMs = Number(flag('--time') ?? 1000);
+const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 
+const suites: Suite[] = [...(only === 'loop' ? [] : coreSuites()), ...(only === 'core' ? [] : loopSuites())];
 const rows: TaskStats[] = [];
-for (const suite of coreSuites()) {
+for (const suite of suites) {
   process.stderr.write(`bench: ${suite.name}…\n`);
   rows.push(...(await runSuite(suite, { timeMs, warmupMs: Math.min(250, timeMs / 4), outDir })));
 }

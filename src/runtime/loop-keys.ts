@@ -112,7 +112,8 @@ export const ToolCallStates = defineStateKey<ToolCallStateMap, ToolCallStatesUpd
     if (u.op === 'clear') return {};
     const from = map[u.state.call_id]?.status ?? 'new';
     if (!canTransitionToolCall(from, u.state.status)) throw new IllegalTransition('tool call', from, u.state.status);
-    return Object.fromEntries([...Object.entries(map).filter(([id]) => id !== u.state.call_id), [u.state.call_id, u.state]]);
+    // Spread with a computed key defines an own property: an id such as "__proto__" stays a key.
+    return { ...map, [u.state.call_id]: u.state };
   },
   codec: z.record(z.string(), ToolCallStateSchema) as z.ZodType<ToolCallStateMap>,
 });

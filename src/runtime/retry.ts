@@ -51,7 +51,11 @@ export function retryingExecutor(
   };
 }
 
-async function* retryStream(
+/**
+ * The retry loop runs only until the first part: from then on the inner iterator is handed out as
+ * it is, so a streamed delta costs no extra generator hop.
+ */
+function retryStream(
   targets: readonly ModelTarget[],
   policy: LlmRetryPolicy,
   env: Env,
@@ -59,34 +63,56 @@ async function* retryStream(
   request: InferenceRequest,
   onModel: ((model: string) => void) | undefined,
 ): AsyncIterable<StreamPart> {
-  let last: InferenceFailure | undefined;
-  for (let t = 0; t < targets.length; t++) {
-    const target = targets[t] as ModelTarget;
-    // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
-    const model = t === 0 ? request.model : target.modelName;
-    for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
-      if (breaker !== undefined && !breaker.check(model)) {
-        last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${model}` });
-        break;
-      }
-      let yielded = false;
-      try {
-        for await (const part of target.executor.stream({ ...request, model })) {
-          if (!yielded) onModel?.(model);
-          yielded = true;
-          yield part;
+  let inner: AsyncIterator<StreamPart> | undefined;
+  let model = '';
+  const open = async (): Promise<IteratorResult<StreamPart>> => {
+    let last: InferenceFailure | undefined;
+    for (let t = 0; t < targets.length; t++) {
+      const target = targets[t] as ModelTarget;
+      // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
+      model = t === 0 ? request.model : target.modelName;
+      for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
+        if (breaker !== undefined && !breaker.check(model)) {
+          last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${model}` });
+          break;
         }
-        if (!yielded) onModel?.(model);
-        breaker?.recordSuccess(model);
-        return;
-      } catch (e) {
-        const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: (e as Error).message });
-        if (yielded || !isRetryable(failure.error)) throw failure;
-        breaker?.recordFailure(model);
-        last = failure;
-        if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
+        try {
+          const it = target.executor.stream({ ...request, model })[Symbol.asyncIterator]();
+          const first = await it.next();
+          onModel?.(model);
+          if (first.done === true) breaker?.recordSuccess(model);
+          inner = it;
+          return first;
+        } catch (e) {
+          const failure = toFailure(e);
+          if (!isRetryable(failure.error)) throw failure;
+          breaker?.recordFailure(model);
+          last = failure;
+          if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
+        }
       }
     }
-  }
-  throw last ?? new InferenceFailure({ code: 'provider', message: 'no model to try' });
+    throw last ?? new InferenceFailure({ code: 'provider', message: 'no model to try' });
+  };
+  const next = async (): Promise<IteratorResult<StreamPart>> => {
+    try {
+      const r = await (inner as AsyncIterator<StreamPart>).next();
+      if (r.done === true) breaker?.recordSuccess(model);
+      return r;
+    } catch (e) {
+      // A failure after parts reached the client is not retried.
+      throw toFailure(e);
+    }
+  };
+  const iterator: AsyncIterator<StreamPart> = {
+    next: () => (inner === undefined ? open() : next()),
+    return: async (value?: unknown) => {
+      await inner?.return?.(value);
+      return { done: true, value: undefined };
+    },
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
 }
+
+const toFailure = (e: unknown): InferenceFailure =>
+  e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });

@@ -1,4 +1,6 @@
-import { describeStateError } from '../contract/errors.ts';
+import { describeStateError, type StateError } from '../contract/errors.ts';
+import type { Result } from '../contract/result.ts';
+import { isPromiseLike } from '../core/phase/maybe-promise.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
 import {
@@ -122,27 +124,29 @@ export class RunLoop implements BatchHost {
     return this.#messages;
   }
 
-  async emit(event: AgentEvent): Promise<void> {
+  /** Delivers an event; returns a promise only when the sink is asynchronous. */
+  emit(event: AgentEvent): Promise<void> {
     if (event.event_type === 'tool_call_start') this.#open.set(event.id, event.name);
     else if (event.event_type === 'tool_call_done') this.#open.delete(event.id);
-    await this.#p.sink.emit(event);
+    const pending = this.#p.sink.emit(event);
+    return pending === undefined ? RESOLVED : pending;
   }
 
-  async submit(command: StateCommand): Promise<void> {
-    const r = await this.phase.submitCommand(command);
-    if (!r.ok) throw new LoopFailure(describeStateError(r.error));
+  /** Commits a command; synchronous (no promise) when nothing in it is asynchronous. */
+  submit(command: StateCommand): Promise<void> | void {
+    const r = this.phase.submitCommandNow(command);
+    if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkSubmitted);
+    checkSubmitted(r);
   }
 
-  async runPhase(phase: Phase, input: Readonly<Record<string, unknown>>, cancellable = true): Promise<void> {
-    const r = await this.phase.runPhase(phase, {
+  /** Runs a phase; synchronous (no promise) when its hooks and handlers are. */
+  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>, cancellable = true): Promise<void> | void {
+    const r = this.phase.runPhaseNow(phase, {
       input: { ...input, agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId },
-      activeHookFilter: [],
       ...(cancellable ? { signal: this.signal } : {}),
     });
-    if (!r.ok) {
-      if (r.error.code === 'cancelled') throw new Cancelled();
-      throw new LoopFailure(describePhaseError(r.error as PhaseError));
-    }
+    if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkPhase);
+    checkPhase(r);
   }
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
@@ -186,7 +190,8 @@ export class RunLoop implements BatchHost {
     this.#steps++;
     await this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
     try {
-      await this.submit(StateCommand.empty().update(ToolCallStates, { op: 'clear' }));
+      const states = this.phase.store.snapshot().get(ToolCallStates);
+      if (states !== undefined && Object.keys(states).length > 0) await this.submit(StateCommand.empty().update(ToolCallStates, { op: 'clear' }));
       await this.runPhase('step_start', { messages: this.#messages });
       let stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
@@ -340,10 +345,12 @@ export class RunLoop implements BatchHost {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
+    const abort = abortPromise(this.signal);
     try {
       for (;;) {
-        const next = await nextOrAbort(iterator, this.signal);
+        const next = this.signal.aborted ? ('aborted' as const) : await Promise.race([iterator.next(), abort.promise]);
         if (next === 'aborted') {
+          abort.dispose();
           void iterator.return?.();
           return { result: acc.finish({ cancelled: true }), cancelled: true, started };
         }
@@ -372,11 +379,13 @@ export class RunLoop implements BatchHost {
         }
       }
     } catch (e) {
+      abort.dispose();
       if (this.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     }
+    abort.dispose();
     const result = acc.finish();
     for (const call of result.toolCalls) await this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
     if (result.usage !== undefined) {
@@ -452,7 +461,11 @@ export class RunLoop implements BatchHost {
     const decisions = new Map(batch.suspendedIds().map((id) => [id, cancel] as const));
     // The stream already ended with run_finish{suspended}: nothing more is emitted for this run.
     await batch.resume(decisions, { silent: true }).catch(() => undefined);
-    await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() })).catch(() => undefined);
+    try {
+      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
+    } catch {
+      // The run is over either way; a refused final commit changes nothing for the caller.
+    }
   }
 
   // ---- run end --------------------------------------------------------------------------------------
@@ -561,21 +574,24 @@ function placeContextMessages(
   messages.push(...suffix);
 }
 
-/** The iterator's next item, or `'aborted'` as soon as the signal fires (providers may not listen). */
-function nextOrAbort<T>(iterator: AsyncIterator<T>, signal: AbortSignal): Promise<IteratorResult<T> | 'aborted'> {
-  if (signal.aborted) return Promise.resolve('aborted');
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => resolve('aborted');
+const RESOLVED: Promise<void> = Promise.resolve();
+
+function checkSubmitted(r: Result<unknown, StateError>): void {
+  if (!r.ok) throw new LoopFailure(describeStateError(r.error));
+}
+
+function checkPhase(r: Result<unknown, PhaseError>): void {
+  if (r.ok) return;
+  if (r.error.code === 'cancelled') throw new Cancelled();
+  throw new LoopFailure(describePhaseError(r.error));
+}
+
+/** A promise that resolves `'aborted'` when the signal fires (providers may not listen), and its cleanup. */
+function abortPromise(signal: AbortSignal): { promise: Promise<'aborted'>; dispose: () => void } {
+  let onAbort: (() => void) | undefined;
+  const promise = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
     signal.addEventListener('abort', onAbort, { once: true });
-    iterator.next().then(
-      (r) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(r);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
   });
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort as () => void) };
 }

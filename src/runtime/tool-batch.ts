@@ -36,9 +36,9 @@ export interface BatchHost {
   readonly signal: AbortSignal;
   emit(event: AgentEvent): Promise<void>;
   /** Runs a phase; throws on cancellation or a phase error. */
-  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>): Promise<void>;
+  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>): Promise<void> | void;
   /** Submits a command; throws if it cannot be committed. */
-  submit(command: StateCommand): Promise<void>;
+  submit(command: StateCommand): Promise<void> | void;
   messages(): readonly Message[];
 }
 
@@ -56,7 +56,7 @@ export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, { readonly op
   apply: (s, u) => {
     if (u.op === 'begin') return u.record;
     if (u.op === 'clear' || s === null) return null;
-    return { ...s, results: Object.fromEntries([...Object.entries(s.results).filter(([k]) => k !== u.call_id), [u.call_id, u.result]]) };
+    return { ...s, results: { ...s.results, [u.call_id]: u.result } };
   },
   codec: z
     .object({ message_id: z.string(), text: z.string(), calls: z.array(ToolCallSchema), results: z.record(z.string(), ToolResultSchema) })

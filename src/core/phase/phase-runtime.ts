@@ -96,9 +96,22 @@ export class PhaseRuntime {
     return this.#exclusive(() => this.#runPhase(phase, options));
   }
 
+  /**
+   * `runPhase` without the promise when it can finish now: an idle runtime whose hooks and handlers
+   * are synchronous returns the result directly (the loop's hot path).
+   */
+  runPhaseNow(phase: Phase, options: PhaseRunOptions = {}): MaybePromise<Result<PhaseRunReport, PhaseError>> {
+    return this.#busy ? this.runPhase(phase, options) : this.#now(() => this.#runPhase(phase, options));
+  }
+
   /** Validates, enqueues actions, commits and dispatches effects (core-spec §2.5). */
   submitCommand(command: StateCommand): Promise<Result<SubmitReport, StateError>> {
     return this.#exclusive(() => this.#submit(command));
+  }
+
+  /** `submitCommand` without the promise when it can finish now (see `runPhaseNow`). */
+  submitCommandNow(command: StateCommand): MaybePromise<Result<SubmitReport, StateError>> {
+    return this.#busy ? this.submitCommand(command) : this.#now(() => this.#submit(command));
   }
 
   /** Runs the phase's hooks on one snapshot and merges their commands without committing (no fallback). */
@@ -149,6 +162,23 @@ export class PhaseRuntime {
     if (!isPromiseLike<T>(out)) {
       this.#release();
       return Promise.resolve(out);
+    }
+    return Promise.resolve(out).finally(() => this.#release());
+  }
+
+  /** Runs `task` under the lock; returns its value directly when it completes synchronously. */
+  #now<T>(task: () => MaybePromise<T>): MaybePromise<T> {
+    this.#busy = true;
+    let out: MaybePromise<T>;
+    try {
+      out = task();
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    if (!isPromiseLike<T>(out)) {
+      this.#release();
+      return out;
     }
     return Promise.resolve(out).finally(() => this.#release());
   }

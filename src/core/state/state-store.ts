@@ -41,6 +41,7 @@ export class StateStore {
   readonly #keys: Map<string, RegisteredKey>;
   readonly #plugins = new Map<string, readonly string[]>();
   readonly #commitHooks: CommitHook[] = [];
+  #exported: { readonly snapshot: Snapshot; readonly result: Result<PersistedState, StateError> } | undefined;
 
   constructor(keys: ReadonlyMap<string, RegisteredKey> = new Map()) {
     this.#keys = new Map(keys);
@@ -155,13 +156,10 @@ export class StateStore {
     }
     const snapshot = new Snapshot(current.revision + 1, next);
     this.#snapshot = snapshot;
-    const event: CommitEvent = {
-      previousRevision: current.revision,
-      newRevision: snapshot.revision,
-      opCount: batch.ops.length,
-      snapshot,
-    };
-    for (const hook of [...this.#commitHooks]) hook(event);
+    if (this.#commitHooks.length > 0) {
+      const event: CommitEvent = { previousRevision: current.revision, newRevision: snapshot.revision, opCount: batch.ops.length, snapshot };
+      for (const hook of [...this.#commitHooks]) hook(event);
+    }
     return ok(snapshot.revision);
   }
 
@@ -192,7 +190,8 @@ export class StateStore {
 
   #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
     const entries: [string, JsonValue][] = [];
-    for (const name of this.#snapshot.keys()) {
+    const names = [...Snapshot.valuesOf(this.#snapshot).keys()].sort();
+    for (const name of names) {
       const reg = this.#keys.get(name);
       if (reg === undefined || !reg.options.persistent || !filter(reg.options)) continue;
       try {
@@ -207,7 +206,11 @@ export class StateStore {
 
   /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */
   exportPersisted(): Result<PersistedState, StateError> {
-    return this.#export(() => true);
+    // Snapshots are immutable, so the export of one can be reused until the next commit or restore.
+    if (this.#exported?.snapshot === this.#snapshot) return this.#exported.result;
+    const result = this.#export(() => true);
+    this.#exported = { snapshot: this.#snapshot, result };
+    return result;
   }
 
   exportThreadScoped(): Result<PersistedState, StateError> {

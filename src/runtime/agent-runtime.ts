@@ -5,6 +5,7 @@ import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { StateStore } from '../core/state/state-store.ts';
 import { CircuitBreaker, type CircuitBreakerConfig } from './circuit-breaker.ts';
 import { realEnv, type Env } from './env.ts';
@@ -223,6 +224,7 @@ export class AgentRuntimeBuilder {
   #store: ThreadRunStore | undefined;
   #env: Env | undefined;
   #breaker: Partial<CircuitBreakerConfig> = {};
+  readonly #stopPolicies: StopPolicy[] = [];
 
   withAgentSpec(spec: AgentSpec | AgentSpecInput): this {
     const parsed = AgentSpecSchema.safeParse(spec);
@@ -270,6 +272,12 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** A custom stop policy (book: 配置停止策略 → StopPolicy), evaluated for every agent after its own. */
+  withStopPolicy(policy: StopPolicy): this {
+    this.#stopPolicies.push(policy);
+    return this;
+  }
+
   withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
     this.#breaker = config;
     return this;
@@ -299,6 +307,7 @@ export class AgentRuntimeBuilder {
       providers: new Map(this.#providers),
       models: new Map(this.#models),
       plugins: new Map(this.#plugins),
+      stopPolicies: [...this.#stopPolicies],
     };
     return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker)));
   }

@@ -2,7 +2,8 @@ import { describeInferenceError } from './errors.ts';
 import type { InferenceExecutionError } from '../contract/errors.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
-import type { StreamPart } from '../contract/stream.ts';
+import type { StreamPart, StreamResult } from '../contract/stream.ts';
+import { StreamAccumulator } from '../core/inference/accumulator.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 
 /** One inference request, as the loop hands it to a provider. */
@@ -36,3 +37,10 @@ export class InferenceFailure extends Error {
 
 /** Retryable: provider, rate_limited, timeout. Never: cancelled. */
 export const isRetryable = (e: InferenceExecutionError): boolean => e.code !== 'cancelled';
+
+/** Drains a stream into its final `StreamResult` (for callers that do not stream). */
+export async function collectStream(parts: AsyncIterable<StreamPart>): Promise<StreamResult> {
+  const acc = new StreamAccumulator();
+  for await (const part of parts) acc.push(part);
+  return acc.finish();
+}

@@ -28,6 +28,8 @@ export interface Registries {
   readonly providers: ReadonlyMap<string, LlmExecutor>;
   readonly models: ReadonlyMap<string, ModelEntry>;
   readonly plugins: ReadonlyMap<string, RuntimePlugin>;
+  /** Custom stop policies, evaluated for every agent after the spec's own. */
+  readonly stopPolicies?: readonly StopPolicy[];
 }
 
 /** Tool execution mode and decision replay policy (book: 工具执行模式), section `tool_execution`. */
@@ -95,7 +97,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     plugins.push(plugin);
   }
   const extraPolicies = (spec.stop_conditions ?? []).map(policyFromSpec);
-  const stopPolicies = [maxRoundsPolicy(spec.max_rounds), ...extraPolicies];
+  const stopPolicies = [maxRoundsPolicy(spec.max_rounds), ...extraPolicies, ...(registries.stopPolicies ?? [])];
   const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stopConditionPlugin(stopPolicies)];
   const claimed = new Map<string, { plugin: string; key: PluginConfigKey<unknown> }>();
   for (const key of RUNTIME_CONFIG_KEYS) claimed.set(key.key, { plugin: 'runtime', key });

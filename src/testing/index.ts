@@ -3,3 +3,4 @@ export { MockLlmExecutor, ScriptedLlm, parseScript, type ScriptStep } from '../p
 export { deterministicEnv, type DeterministicEnv } from '../runtime/env.ts';
 export { VecEventSink } from '../runtime/event-sink.ts';
 export { checkRunInvariants } from './invariants.ts';
+export { testToolContext } from './tool-context.ts';

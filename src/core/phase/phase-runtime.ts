@@ -1,5 +1,5 @@
 import type { StateError } from '../../contract/errors.ts';
-import type { Phase } from '../../contract/phase.ts';
+import { PHASES, type Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
 import type { Snapshot } from '../state/snapshot.ts';
 import { mergeAllCommands, StateCommand } from '../state/state-command.ts';
@@ -49,6 +49,7 @@ type Gathered = { readonly index: number; readonly command: StateCommand };
 const EMPTY_INPUT: Readonly<Record<string, unknown>> = Object.freeze({});
 const NO_ACTIONS: readonly ActionEnvelope[] = Object.freeze([]);
 const NO_EFFECTS: EffectReport = Object.freeze(emptyEffectReport());
+const IDLE_REPORTS = Object.fromEntries(PHASES.map((p) => [p, Object.freeze(zeroReport(p))])) as Readonly<Record<Phase, PhaseRunReport>>;
 
 /**
  * The phase engine (core-spec §2): GATHER (hooks on one frozen snapshot, exclusive-conflict
@@ -101,7 +102,16 @@ export class PhaseRuntime {
    * are synchronous returns the result directly (the loop's hot path).
    */
   runPhaseNow(phase: Phase, options: PhaseRunOptions = {}): MaybePromise<Result<PhaseRunReport, PhaseError>> {
-    return this.#busy ? this.runPhase(phase, options) : this.#now(() => this.#runPhase(phase, options));
+    if (this.#busy) return this.runPhase(phase, options);
+    this.#busy = true;
+    let out: MaybePromise<Result<PhaseRunReport, PhaseError>>;
+    try {
+      out = this.#runPhase(phase, options);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    return this.#settleNow(out);
   }
 
   /** Validates, enqueues actions, commits and dispatches effects (core-spec §2.5). */
@@ -111,7 +121,16 @@ export class PhaseRuntime {
 
   /** `submitCommand` without the promise when it can finish now (see `runPhaseNow`). */
   submitCommandNow(command: StateCommand): MaybePromise<Result<SubmitReport, StateError>> {
-    return this.#busy ? this.submitCommand(command) : this.#now(() => this.#submit(command));
+    if (this.#busy) return this.submitCommand(command);
+    this.#busy = true;
+    let out: MaybePromise<Result<SubmitReport, StateError>>;
+    try {
+      out = this.#submit(command);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    return this.#settleNow(out);
   }
 
   /** Runs the phase's hooks on one snapshot and merges their commands without committing (no fallback). */
@@ -166,16 +185,8 @@ export class PhaseRuntime {
     return Promise.resolve(out).finally(() => this.#release());
   }
 
-  /** Runs `task` under the lock; returns its value directly when it completes synchronously. */
-  #now<T>(task: () => MaybePromise<T>): MaybePromise<T> {
-    this.#busy = true;
-    let out: MaybePromise<T>;
-    try {
-      out = task();
-    } catch (e) {
-      this.#release();
-      throw e;
-    }
+  /** Releases the lock now for a synchronous result, or when the promise settles. */
+  #settleNow<T>(out: MaybePromise<T>): MaybePromise<T> {
     if (!isPromiseLike<T>(out)) {
       this.#release();
       return out;
@@ -192,6 +203,8 @@ export class PhaseRuntime {
 
   #runPhase(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<PhaseRunReport, PhaseError>> {
     if (isCancelled(options)) return err({ code: 'cancelled' });
+    // Fast path: no hook and nothing queued for this phase.
+    if (this.#activeHooks(phase, options).length === 0 && this.#noWork(phase)) return ok(this.#idleReport(phase));
     return andThen(this.#gather(phase, options), (gathered) => {
       if (!gathered.ok) return gathered;
       if (isCancelled(options)) return err({ code: 'cancelled' });
@@ -212,6 +225,19 @@ export class PhaseRuntime {
         });
       });
     });
+  }
+
+  /** Whether no queued action would run in this phase's EXECUTE. */
+  #noWork(phase: Phase): boolean {
+    const queue = this.store.snapshot().get(PendingScheduledActions);
+    if (queue === undefined) return true;
+    for (const e of queue) if (e.action.phase === phase && this.env.actionHandlers.has(e.action.key)) return false;
+    return true;
+  }
+
+  #idleReport(phase: Phase): PhaseRunReport {
+    const skipped = this.store.snapshot().get(PendingScheduledActions)?.length ?? 0;
+    return skipped === 0 ? IDLE_REPORTS[phase] : { ...IDLE_REPORTS[phase], skippedActions: skipped };
   }
 
   #activeHooks(phase: Phase, options: PhaseRunOptions): readonly HookRegistration[] {

@@ -30,3 +30,26 @@ describe('package exports', () => {
     expect(typeof serialiseEvent(event!)).toBe('string');
   });
 });
+
+describe('README: running an agent', () => {
+  it('runs the README agent example through the package exports', async () => {
+    const { AgentRuntimeBuilder, Messages, ToolResults, VecEventSink, defineTool } = await import('awaken-ts');
+    const { ScriptedLlm } = await import('awaken-ts/testing');
+    const echo = defineTool({
+      id: 'echo',
+      description: 'Echo input back',
+      args: z.object({ text: z.string() }),
+      execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+    });
+    const built = new AgentRuntimeBuilder()
+      .withAgentSpec({ id: 'assistant', model: 'm', system_prompt: 'Use the echo tool.', max_rounds: 5 })
+      .withTool(echo)
+      .withProvider('scripted', new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'hello' } }] }, { text: 'I said hello.' }]))
+      .withModel('m', { provider: 'scripted', model_name: 'scripted' })
+      .build();
+    if (!built.ok) throw new Error(built.error.code);
+    const sink = new VecEventSink();
+    const result = await built.value.run({ messages: [Messages.user('Say hello with echo')] }, sink);
+    expect(result.ok && result.value).toMatchObject({ response: 'I said hello.', steps: 2, termination: { type: 'natural_end' } });
+  });
+});

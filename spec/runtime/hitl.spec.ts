@@ -73,7 +73,8 @@ describe('resume modes (book: HITL 与 Mailbox → ToolCallResumeMode)', () => {
     expect(resumed).toEqual({ event_type: 'tool_call_resumed', target_id: 'c1', result: null });
     expect(toolMessage?.content).toEqual([{ type: 'text', text: 'Tool call cancelled: cancelled by decision' }]);
     expect(result.termination).toEqual({ type: 'natural_end' });
-    expect(h.store.checkpoints.at(-1)?.threadState.extensions['__runtime.tool_call_states']).toEqual({});
+    const states = h.store.checkpoints.at(-1)?.threadState.extensions['__runtime.tool_call_states'] as Record<string, { status: string; resume_input?: unknown }>;
+    expect(states['c1']).toMatchObject({ status: 'cancelled', resume_input: { action: 'cancel' } });
   });
 });
 

@@ -79,8 +79,9 @@ function retryStream(
         try {
           const it = target.executor.stream({ ...request, model })[Symbol.asyncIterator]();
           const first = await it.next();
+          // As in 0.6, a stream that opened is a success for the breaker.
           onModel?.(model);
-          if (first.done === true) breaker?.recordSuccess(model);
+          breaker?.recordSuccess(model);
           inner = it;
           return first;
         } catch (e) {
@@ -94,18 +95,10 @@ function retryStream(
     }
     throw last ?? new InferenceFailure({ code: 'provider', message: 'no model to try' });
   };
-  const next = async (): Promise<IteratorResult<StreamPart>> => {
-    try {
-      const r = await (inner as AsyncIterator<StreamPart>).next();
-      if (r.done === true) breaker?.recordSuccess(model);
-      return r;
-    } catch (e) {
-      // A failure after parts reached the client is not retried.
-      throw toFailure(e);
-    }
-  };
   const iterator: AsyncIterator<StreamPart> = {
-    next: () => (inner === undefined ? open() : next()),
+    // After the first part the provider's iterator is used as it is: a failure from here on is not
+    // retried (its parts reached the client) and the loop reports it.
+    next: () => (inner === undefined ? open() : inner.next()),
     return: async (value?: unknown) => {
       await inner?.return?.(value);
       return { done: true, value: undefined };

@@ -29,12 +29,11 @@ import {
   InferenceOverrideState,
   orderedContextMessages,
   RunLifecycle,
-  ToolCallStates,
   ToolFilter,
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
-import { INTERRUPTED, ToolBatch, type BatchHost } from './tool-batch.ts';
+import { INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
 
 /** The outcome of a run (book: AgentRunResult). */
 export interface AgentRunResult {
@@ -106,6 +105,8 @@ export class RunLoop implements BatchHost {
   #batch: ToolBatch | undefined;
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new Map<string, string>();
+  #clearBatchRecord = false;
+  #abortPromise: Promise<'aborted'> | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -190,8 +191,6 @@ export class RunLoop implements BatchHost {
     this.#steps++;
     await this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
     try {
-      const states = this.phase.store.snapshot().get(ToolCallStates);
-      if (states !== undefined && Object.keys(states).length > 0) await this.submit(StateCommand.empty().update(ToolCallStates, { op: 'clear' }));
       await this.runPhase('step_start', { messages: this.#messages });
       let stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
@@ -265,7 +264,7 @@ export class RunLoop implements BatchHost {
         await this.#endStep(undefined);
         return TerminationReasons.suspended();
       }
-      await this.#publish(batch);
+      await this.#publish(batch, true);
       if (batch.blockedReason !== undefined) return await this.#endStep(TerminationReasons.blocked(batch.blockedReason));
       return await this.#endStep(this.#checkTermination());
     } catch (e) {
@@ -275,18 +274,26 @@ export class RunLoop implements BatchHost {
     }
   }
 
-  async #publish(batch: ToolBatch): Promise<void> {
+  /**
+   * Publishes a finished batch. Inside a step, the durable batch record is cleared with the step's
+   * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
+   */
+  async #publish(batch: ToolBatch, withinStep: boolean): Promise<void> {
     const published = await batch.publish(() => this.env.ids.next('message'));
     this.#messages.push(...published);
     this.#batch = undefined;
+    if (withinStep) this.#clearBatchRecord = true;
+    else await this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
   }
 
   /** StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on. */
   async #endStep<T extends TerminationReason | undefined>(termination: T): Promise<T> {
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
-    if (lifecycle !== undefined && lifecycle.status === 'running') {
-      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() }));
-    }
+    const completed = StateCommand.empty();
+    if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
+    if (this.#clearBatchRecord) completed.update(ToolBatchKey, { op: 'clear' });
+    this.#clearBatchRecord = false;
+    if (!completed.isEmpty()) await this.submit(completed);
     // Whatever interrupted the step, every call it announced is closed before the step ends.
     await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
     await this.runPhase('step_end', { messages: this.#messages }, false);
@@ -345,12 +352,11 @@ export class RunLoop implements BatchHost {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    const abort = abortPromise(this.signal);
+    const aborted = this.#aborted();
     try {
       for (;;) {
-        const next = this.signal.aborted ? ('aborted' as const) : await Promise.race([iterator.next(), abort.promise]);
+        const next = this.signal.aborted ? ('aborted' as const) : await Promise.race([iterator.next(), aborted]);
         if (next === 'aborted') {
-          abort.dispose();
           void iterator.return?.();
           return { result: acc.finish({ cancelled: true }), cancelled: true, started };
         }
@@ -379,13 +385,11 @@ export class RunLoop implements BatchHost {
         }
       }
     } catch (e) {
-      abort.dispose();
       if (this.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     }
-    abort.dispose();
     const result = acc.finish();
     for (const call of result.toolCalls) await this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
     if (result.usage !== undefined) {
@@ -395,6 +399,15 @@ export class RunLoop implements BatchHost {
       this.#usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
     return { result, cancelled: false, started };
+  }
+
+  /** One promise per run that resolves `'aborted'` when the run's signal fires (providers may not listen). */
+  #aborted(): Promise<'aborted'> {
+    this.#abortPromise ??= new Promise<'aborted'>((resolve) => {
+      if (this.signal.aborted) resolve('aborted');
+      else this.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    return this.#abortPromise;
   }
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
@@ -445,7 +458,7 @@ export class RunLoop implements BatchHost {
           await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
           continue;
         }
-        await this.#publish(batch);
+        await this.#publish(batch, false);
         const stop = this.#checkTermination();
         if (stop !== undefined) return stop;
         return await this.#steps_();
@@ -586,12 +599,3 @@ function checkPhase(r: Result<unknown, PhaseError>): void {
   throw new LoopFailure(describePhaseError(r.error));
 }
 
-/** A promise that resolves `'aborted'` when the signal fires (providers may not listen), and its cleanup. */
-function abortPromise(signal: AbortSignal): { promise: Promise<'aborted'>; dispose: () => void } {
-  let onAbort: (() => void) | undefined;
-  const promise = new Promise<'aborted'>((resolve) => {
-    onAbort = () => resolve('aborted');
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return { promise, dispose: () => signal.removeEventListener('abort', onAbort as () => void) };
-}

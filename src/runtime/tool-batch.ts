@@ -17,7 +17,7 @@ import type { Phase } from '../contract/phase.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { mergeParallelCommands, StateCommand } from '../core/state/state-command.ts';
-import { defineStateKey } from '../core/state/state-key.ts';
+import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
 import { InterceptConflicts, ToolCallStates, ToolIntercepts, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
@@ -134,9 +134,12 @@ export class ToolBatch {
     return this.#entries.every((e) => isTerminalToolCallStatus(e.status));
   }
 
-  /** Commits the batch as requested, before any gate or executor runs. */
+  /**
+   * Commits the batch as requested, before any gate or executor runs. The tool-call states of the
+   * previous batch are dropped in the same commit (they are all terminal by now).
+   */
   async begin(): Promise<void> {
-    const cmd = StateCommand.empty().update(ToolBatchKey, {
+    const cmd = StateCommand.empty().update(ToolCallStates, { op: 'clear' }).update(ToolBatchKey, {
       op: 'begin',
       record: { message_id: this.#messageId, text: this.#text, calls: this.calls, results: {} },
     });
@@ -228,7 +231,6 @@ export class ToolBatch {
       if (entry.command !== undefined) await this.#host.submit(entry.command);
       await this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
     }
-    await this.#host.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
     const messages: Message[] = [
       {
         id: this.#messageId,
@@ -366,41 +368,7 @@ export class ToolBatch {
   }
 
   #context(call: ToolCall, snapshot: Snapshot, resume: ResumeContext | undefined): ToolCallContext {
-    const host = this.#host;
-    const emit = (event: AgentEvent): Promise<void> => host.emit(event);
-    return {
-      callId: call.id,
-      toolName: call.name,
-      threadId: host.threadId,
-      runId: host.runId,
-      agentSpec: host.resolved.spec,
-      snapshot,
-      signal: host.signal,
-      ...(resume !== undefined ? { resume } : {}),
-      state: (key) => snapshot.get(key),
-      reportActivity: (activityType, content) =>
-        emit({ event_type: 'activity_snapshot', message_id: call.id, activity_type: activityType, content, replace: true }),
-      reportActivityDelta: (activityType, patch) =>
-        emit({ event_type: 'activity_delta', message_id: call.id, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] }),
-      reportProgress: (status: ProgressStatus, message?: string, progress?: number) =>
-        emit({
-          event_type: 'activity_snapshot',
-          message_id: call.id,
-          activity_type: 'tool-call-progress',
-          content: {
-            schema: 'tool-call-progress.v1',
-            node_id: `tool_call:${call.id}`,
-            call_id: call.id,
-            tool_name: call.name,
-            status,
-            ...(progress !== undefined ? { progress } : {}),
-            ...(message !== undefined ? { message } : {}),
-            run_id: host.runId,
-            thread_id: host.threadId,
-          },
-          replace: true,
-        }),
-    };
+    return new CallContext(this.#host, call, snapshot, resume);
   }
 
   /** Records a call's outcome: its status is committed now; its state command stays staged. */
@@ -438,5 +406,62 @@ export class ToolBatch {
         outcome: outcomeOf(entry.result),
       });
     }
+  }
+}
+
+/** The context of one tool call; methods on a class, so a call costs one object, not seven closures. */
+class CallContext implements ToolCallContext {
+  readonly callId: string;
+  readonly toolName: string;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agentSpec: ToolCallContext['agentSpec'];
+  readonly snapshot: Snapshot;
+  readonly signal: AbortSignal;
+  readonly resume?: ResumeContext;
+  readonly #host: BatchHost;
+
+  constructor(host: BatchHost, call: ToolCall, snapshot: Snapshot, resume: ResumeContext | undefined) {
+    this.#host = host;
+    this.callId = call.id;
+    this.toolName = call.name;
+    this.threadId = host.threadId;
+    this.runId = host.runId;
+    this.agentSpec = host.resolved.spec;
+    this.snapshot = snapshot;
+    this.signal = host.signal;
+    if (resume !== undefined) this.resume = resume;
+  }
+
+  state<V>(key: StateKey<V, unknown>): V | undefined {
+    return this.snapshot.get(key);
+  }
+
+  reportActivity(activityType: string, content: JsonValue): Promise<void> {
+    return this.#host.emit({ event_type: 'activity_snapshot', message_id: this.callId, activity_type: activityType, content, replace: true });
+  }
+
+  reportActivityDelta(activityType: string, patch: JsonValue): Promise<void> {
+    return this.#host.emit({ event_type: 'activity_delta', message_id: this.callId, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] });
+  }
+
+  reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void> {
+    return this.#host.emit({
+      event_type: 'activity_snapshot',
+      message_id: this.callId,
+      activity_type: 'tool-call-progress',
+      content: {
+        schema: 'tool-call-progress.v1',
+        node_id: `tool_call:${this.callId}`,
+        call_id: this.callId,
+        tool_name: this.toolName,
+        status,
+        ...(progress !== undefined ? { progress } : {}),
+        ...(message !== undefined ? { message } : {}),
+        run_id: this.runId,
+        thread_id: this.threadId,
+      },
+      replace: true,
+    });
   }
 }

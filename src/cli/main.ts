@@ -1,15 +1,21 @@
 import { readFileSync } from 'node:fs';
+import { recordCommand, RECORD_USAGE } from './record-command.ts';
+import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
 import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
 
 const USAGE = `usage: awaken <command>
 
 commands:
-  run        run one agent on a scripted model and print its events
+  run        run one agent on a scripted or recorded model and print its events
+  record     run like \`run\` and write a transcript of every port exchange
+  replay     replay transcripts and compare their events byte for byte
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version
   help       print this text
 
-${RUN_USAGE}`;
+${RUN_USAGE}
+${RECORD_USAGE}
+${REPLAY_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -24,6 +30,10 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   switch (command) {
     case 'run':
       return runCommand(rest, io);
+    case 'record':
+      return recordCommand(rest, io, version());
+    case 'replay':
+      return replayCommand(rest, io);
     case 'serve':
       io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +

@@ -14,6 +14,7 @@ export const ScriptStepSchema = z
   .object({
     text: z.union([z.string(), z.array(z.string())]).optional(),
     reasoning: z.union([z.string(), z.array(z.string())]).optional(),
+    encrypted_reasoning: z.string().optional(),
     tool_calls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: JsonValueSchema.default({}) }).strict()).optional(),
     usage: TokenUsageSchema.optional(),
     stop_reason: StopReasonSchema.optional(),
@@ -37,6 +38,7 @@ const asList = (x: string | readonly string[] | undefined): readonly string[] =>
 export function stepParts(step: z.output<typeof ScriptStepSchema>): StreamPart[] {
   const parts: StreamPart[] = [];
   for (const delta of asList(step.reasoning)) parts.push({ type: 'reasoning_delta', delta });
+  if (step.encrypted_reasoning !== undefined) parts.push({ type: 'reasoning_encrypted', value: step.encrypted_reasoning });
   for (const delta of asList(step.text)) parts.push({ type: 'text_delta', delta });
   for (const call of step.tool_calls ?? []) {
     parts.push({ type: 'tool_call_start', id: call.id, name: call.name });

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 export type IdKind = 'run' | 'thread' | 'message' | 'tool_call' | 'decision' | (string & {});
 
 export interface Clock {
-  /** Milliseconds since the Unix epoch. */
+  /** Milliseconds since the Unix epoch; never less than an earlier reading. */
   now(): number;
 }
 
@@ -36,10 +36,19 @@ export function uuidV7(ms: number, random: Uint8Array = randomBytes(10)): string
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${r.slice(0, 3)}-${variant}${r.slice(4, 7)}-${r.slice(7, 19)}`;
 }
 
-/** The real environment: wall clock, UUID v7 ids, `Math.random`, timers. */
+/**
+ * The real environment: wall clock, UUID v7 ids, `Math.random`, timers. The clock never goes
+ * backwards (a wall-clock step back reads as no time passing), as every `Env` clock must.
+ */
 export function realEnv(): Env {
+  let last = 0;
   return {
-    clock: { now: () => Date.now() },
+    clock: {
+      now: () => {
+        last = Math.max(last, Date.now());
+        return last;
+      },
+    },
     ids: { next: () => uuidV7(Date.now()) },
     random: () => Math.random(),
     sleep: (ms, signal) =>

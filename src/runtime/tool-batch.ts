@@ -445,6 +445,10 @@ class CallContext implements ToolCallContext {
     return this.#host.emit({ event_type: 'activity_delta', message_id: this.callId, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] });
   }
 
+  streamOutput(delta: string): Promise<void> {
+    return this.#host.emit({ event_type: 'tool_call_stream_delta', id: this.callId, name: this.toolName, delta });
+  }
+
   reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void> {
     return this.#host.emit({
       event_type: 'activity_snapshot',

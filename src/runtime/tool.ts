@@ -49,6 +49,8 @@ export interface ToolCallContext {
   reportActivityDelta(activityType: string, patch: JsonValue): Promise<void>;
   /** `activity_snapshot` of type `tool-call-progress`. */
   reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void>;
+  /** `tool_call_stream_delta`: a piece of the tool's output as it is produced. */
+  streamOutput(delta: string): Promise<void>;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { ToolCallContext } from '../runtime/tool.ts';
  * A `ToolCallContext` for unit-testing a tool without a runtime (book: 测试策略 →
  * `ToolCallContext::test_default()`): an empty snapshot, and the activity it reports collected.
  */
-export function testToolContext(overrides: Partial<Omit<ToolCallContext, 'reportActivity' | 'reportActivityDelta' | 'reportProgress' | 'state'>> = {}): ToolCallContext & {
+export function testToolContext(overrides: Partial<Omit<ToolCallContext, 'reportActivity' | 'reportActivityDelta' | 'reportProgress' | 'streamOutput' | 'state'>> = {}): ToolCallContext & {
   readonly activity: AgentEvent[];
 } {
   const activity: AgentEvent[] = [];
@@ -39,6 +39,10 @@ export function testToolContext(overrides: Partial<Omit<ToolCallContext, 'report
         content: { status, ...(message !== undefined ? { message } : {}), ...(progress !== undefined ? { progress } : {}) },
         replace: true,
       });
+      return Promise.resolve();
+    },
+    streamOutput: (delta) => {
+      activity.push({ event_type: 'tool_call_stream_delta', id: callId, name: overrides.toolName ?? 'tool', delta });
       return Promise.resolve();
     },
     activity,

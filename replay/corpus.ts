@@ -1,0 +1,156 @@
+import { z } from 'zod';
+import type { AgentSpecInput } from '../src/contract/agent-spec.ts';
+import { Messages } from '../src/contract/message.ts';
+import { ToolResults } from '../src/contract/tool.ts';
+import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
+import type { RecordingSetup } from '../src/replay/recorder.ts';
+import { deterministicEnv } from '../src/runtime/env.ts';
+import type { Decision } from '../src/runtime/run-loop.ts';
+import { defineTool, ToolFailure, type Tool } from '../src/runtime/tool.ts';
+
+/** The tools of the corpus: one per kind of outcome. */
+export const CORPUS_TOOLS: readonly Tool[] = [
+  defineTool({ id: 'echo', description: 'Echo the text back', args: z.object({ text: z.string() }), execute: ({ text }) => ToolResults.success('echo', { echoed: text }) }),
+  defineTool({ id: 'fail', description: 'Returns a tool error result', args: z.object({}), execute: () => ToolResults.error('fail', 'the tool reported a failure') }),
+  defineTool({
+    id: 'explode',
+    description: 'Throws a ToolError',
+    args: z.object({}),
+    execute: () => {
+      throw new ToolFailure({ code: 'execution_failed', message: 'the tool threw' });
+    },
+  }),
+  defineTool({
+    id: 'report',
+    description: 'Reports activity, progress and streamed output',
+    args: z.object({ steps: z.number().int() }),
+    execute: async ({ steps }, ctx) => {
+      await ctx.reportActivity('log', 'starting');
+      for (let i = 1; i <= steps; i++) {
+        await ctx.reportProgress('running', `step ${i}`, i / steps);
+        await ctx.streamOutput(`chunk ${i}\n`);
+      }
+      await ctx.reportActivityDelta('log', { op: 'add', path: '/done', value: true });
+      return ToolResults.success('report', { steps });
+    },
+  }),
+  defineTool({
+    id: 'confirm',
+    description: 'Suspends until a decision arrives',
+    args: z.object({ action: z.string() }).loose(),
+    execute: (args, ctx) => {
+      if (ctx.resume !== undefined) return ToolResults.success('confirm', { done: args.action, decision: ctx.resume.decision.result ?? null });
+      const mode = (args['mode'] as 'replay_tool_call' | 'use_decision_as_tool_result' | 'pass_decision_to_tool' | undefined) ?? 'replay_tool_call';
+      return ToolResults.suspended('confirm', `confirm ${args.action}?`, {
+        suspension: { id: `confirm-${ctx.callId}`, action: 'confirm', message: `Confirm ${args.action}?` },
+        pending: { id: ctx.callId, name: 'confirm', arguments: args as never },
+        resume_mode: mode,
+      });
+    },
+  }),
+];
+
+const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({ id, name, arguments: args as never });
+const approve = (result: unknown = { approved: true }) => (ids: readonly string[]): Decision[] =>
+  ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, result: result as never, updated_at: 1_700_000_000_000 } }));
+const deny = (ids: readonly string[]): Decision[] =>
+  ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'cancel' as const, reason: 'denied', updated_at: 1_700_000_000_000 } }));
+
+interface Scenario {
+  readonly name: string;
+  readonly script: readonly ScriptStep[];
+  readonly agent?: Partial<AgentSpecInput>;
+  readonly fallbackScript?: readonly ScriptStep[];
+  readonly extra?: Partial<RecordingSetup>;
+  readonly tick?: number;
+}
+
+const base = (s: Scenario): RecordingSetup => {
+  const models: Record<string, { provider: string; model_name: string }> = { main: { provider: 'scripted', model_name: 'scripted-main' } };
+  const providers: RecordingSetup['providers'] = { scripted: new ScriptedLlm(s.script) };
+  if (s.fallbackScript !== undefined) {
+    models['spare'] = { provider: 'spare', model_name: 'scripted-spare' };
+    (providers as Record<string, ScriptedLlm>)['spare'] = new ScriptedLlm(s.fallbackScript);
+  }
+  const tick = s.tick ?? 0;
+  return {
+    agent: { id: 'corpus', model: 'main', system_prompt: 'You are the corpus agent.', ...s.agent },
+    models,
+    providers,
+    tools: CORPUS_TOOLS,
+    env: { env: deterministicEnv({ tick }), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 42, tick } },
+    request: { messages: [Messages.user(`scenario: ${s.name}`)] },
+    ...s.extra,
+  };
+};
+
+const twoEchoes = [{ tool_calls: [call('c1', 'echo', { text: 'a' }), call('c2', 'echo', { text: 'b' })] }, { text: 'both echoed' }];
+const loopStep = (i: number): ScriptStep => ({ text: 'thinking…', tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })], usage: { prompt_tokens: 40, completion_tokens: 10 } });
+
+/** Every scenario of `fixtures/runs/`, by file name. */
+export const SCENARIOS: readonly Scenario[] = [
+  { name: 'plain-answer', script: [{ text: ['Hello', ', world.'], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } }] },
+  { name: 'reasoning', script: [{ reasoning: ['Let me think. ', 'Two plus two.'], encrypted_reasoning: 'opaque-signature', text: 'It is 4.' }] },
+  { name: 'one-tool', script: [{ tool_calls: [call('c1', 'echo', { text: 'ping' })] }, { text: 'The echo said ping.' }] },
+  { name: 'parallel-tools-sequential', script: twoEchoes },
+  { name: 'parallel-tools-parallel-streaming', script: twoEchoes, agent: { sections: { tool_execution: { mode: 'parallel_streaming' } } } },
+  { name: 'parallel-tools-parallel-batch-approval', script: twoEchoes, agent: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
+  { name: 'tool-result-error', script: [{ tool_calls: [call('c1', 'fail')] }, { text: 'The tool failed.' }] },
+  { name: 'tool-error-thrown', script: [{ tool_calls: [call('c1', 'explode')] }, { text: 'The tool threw.' }] },
+  { name: 'tool-invalid-arguments', script: [{ tool_calls: [call('c1', 'echo', { text: 42 })] }, { text: 'Bad arguments.' }] },
+  { name: 'tool-activity-and-stream-output', script: [{ tool_calls: [call('c1', 'report', { steps: 2 })] }, { text: 'Reported.' }] },
+  {
+    name: 'suspension-resumed-replay-tool-call',
+    script: [{ tool_calls: [call('c1', 'confirm', { action: 'deploy', mode: 'replay_tool_call' })] }, { text: 'Deployed.' }],
+    extra: { decide: approve() },
+  },
+  {
+    name: 'suspension-resumed-use-decision-as-tool-result',
+    script: [{ tool_calls: [call('c1', 'confirm', { action: 'deploy', mode: 'use_decision_as_tool_result' })] }, { text: 'Used the decision.' }],
+    extra: { decide: approve({ answer: 'from the user' }) },
+  },
+  {
+    name: 'suspension-resumed-pass-decision-to-tool',
+    script: [{ tool_calls: [call('c1', 'confirm', { action: 'deploy', mode: 'pass_decision_to_tool' })] }, { text: 'Passed the decision.' }],
+    extra: { decide: approve({ action: 'deploy to staging' }) },
+  },
+  { name: 'suspension-cancelled-by-decision', script: [{ tool_calls: [call('c1', 'confirm', { action: 'delete' })] }, { text: 'Not deleted.' }], extra: { decide: deny } },
+  { name: 'suspension-left-waiting', script: [{ tool_calls: [call('c1', 'confirm', { action: 'delete' })] }] },
+  { name: 'cancellation-mid-stream', script: [{ text: ['partial ', 'answer ', 'never finished'] }], extra: { cancelAfterEvent: 3 } },
+  { name: 'cancellation-before-first-step', script: [{ text: 'never' }], extra: { cancelAfterEvent: 1 } },
+  { name: 'stop-max-rounds', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { max_rounds: 2 } },
+  { name: 'stop-token-budget', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { stop_conditions: [{ type: 'token_budget', max_total: 80 }] } },
+  { name: 'stop-timeout', script: [loopStep(1), loopStep(2), loopStep(3), loopStep(4)], agent: { stop_conditions: [{ type: 'timeout', seconds: 10 }] }, tick: 1000 },
+  {
+    name: 'stop-consecutive-errors',
+    script: [{ error: 'overloaded' }, { error: { code: 'rate_limited', message: 'slow down' } }, { error: 'overloaded' }],
+    agent: { stop_conditions: [{ type: 'consecutive_errors', max: 3 }] },
+  },
+  { name: 'stop-on-tool', script: [{ tool_calls: [call('c1', 'explode')] }], agent: { stop_conditions: [{ type: 'stop_on_tool', tool_name: 'explode' }] } },
+  { name: 'stop-content-match', script: [{ text: 'FINAL: 42', tool_calls: [call('c1', 'echo', { text: 'x' })] }], agent: { stop_conditions: [{ type: 'content_match', pattern: '^FINAL:' }] } },
+  { name: 'stop-loop-detection', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { stop_conditions: [{ type: 'loop_detection', window: 2 }] } },
+  {
+    name: 'retry-with-fallback-model',
+    script: [{ error: 'down' }, { error: 'down' }],
+    fallbackScript: [{ text: 'Answered by the spare model.' }],
+    agent: { sections: { retry: { max_retries: 1, fallback_models: ['spare'], backoff_base_ms: 250 } } },
+  },
+  {
+    name: 'circuit-breaker-open',
+    script: [{ error: 'down' }, { error: 'down' }, { error: 'down' }],
+    fallbackScript: [{ text: 'The breaker sent this to the spare model.' }],
+    agent: { sections: { retry: { max_retries: 3, fallback_models: ['spare'], backoff_base_ms: 100 } } },
+    extra: { circuitBreaker: { failure_threshold: 2, cooldown_ms: 60_000, half_open_max: 1 } },
+  },
+  { name: 'inference-error', script: [{ error: { code: 'timeout', message: 'no answer in time' } }] },
+  { name: 'blocked-by-gate', script: [{ tool_calls: [call('c1', 'echo', { text: 'ok' }), call('c2', 'explode'), call('c3', 'echo', { text: 'never' })] }], agent: { plugin_ids: ['tool-gate'], sections: { tool_gate: { deny: ['explode'] } } }, extra: { plugins: ['tool-gate'] } },
+  {
+    name: 'gate-ask-resumed',
+    script: [{ tool_calls: [call('c1', 'echo', { text: 'ask first' })] }, { text: 'Allowed and echoed.' }],
+    agent: { plugin_ids: ['tool-gate'], sections: { tool_gate: { ask: ['echo'] } } },
+    extra: { plugins: ['tool-gate'], decide: approve() },
+  },
+  { name: 'behavior-requested', script: [{ text: 'All done. <END>', tool_calls: [call('c1', 'echo', { text: 'x' })] }], agent: { plugin_ids: ['finish-on'], sections: { finish_on: { phrase: '<END>' } } }, extra: { plugins: ['finish-on'] } },
+];
+
+export const setupOf = (s: Scenario): RecordingSetup => base(s);

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { Messages } from '../../src/contract/message.ts';
+import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
+import { recordRun, type RecordingSetup } from '../../src/replay/recorder.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+import { jsonChanges, renderChanges } from '../../src/replay/json-diff.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { approvalTool, echoTool, failTool } from '../support/runtime.ts';
+
+function setup(script: readonly ScriptStep[], extra: Partial<RecordingSetup> = {}): RecordingSetup {
+  return {
+    agent: { id: 'a', model: 'm', system_prompt: 'be brief' },
+    models: { m: { provider: 'p', model_name: 'pm' } },
+    providers: { p: new ScriptedLlm(script) },
+    tools: [echoTool, failTool, approvalTool],
+    env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 42, tick: 0 } },
+    request: { messages: [Messages.user('hi')] },
+    ...extra,
+  };
+}
+
+const toolScript: ScriptStep[] = [{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'done' }];
+const lines = (t: string) => t.trimEnd().split('\n');
+const edit = (t: string, f: (records: Record<string, unknown>[]) => void): string => {
+  const records = lines(t).map((l) => JSON.parse(l) as Record<string, unknown>);
+  f(records);
+  return `${records.map((r) => JSON.stringify(r)).join('\n')}\n`;
+};
+
+describe('replay divergence reports', () => {
+  it('names the request that no longer matches and shows the diff of the normalised request', async () => {
+    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const changed = edit(transcript, (rs) => {
+      const agent = rs[0]?.['agent'] as Record<string, unknown>;
+      agent['system_prompt'] = 'be verbose';
+    });
+    const report = await replayTranscript(changed);
+    expect(report.identical).toBe(false);
+    expect(report.divergence).toMatchObject({ port: 'llm', message: 'request #1 no longer matches the recording: system prompt changed' });
+    expect(report.divergence?.diff).toEqual(['- messages[0].content[0].text: "be brief"', '+ messages[0].content[0].text: "be verbose"']);
+  });
+
+  it('points at the first differing event with both lines and a readable diff', async () => {
+    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const changed = transcript.replace('"result":{"tool_name":"echo","status":"success","data":{"echoed":"x"}', '"result":{"tool_name":"echo","status":"success","data":{"echoed":"y"}');
+    const report = await replayTranscript(changed);
+    expect(report.identical).toBe(false);
+    expect(report.firstDifference).toMatchObject({ index: 6, diff: ['- result.data.echoed: "x"', '+ result.data.echoed: "y"'] });
+    expect(report.firstDifference?.expected).toContain('"echoed":"x"');
+    expect(report.firstDifference?.actual).toContain('"echoed":"y"');
+  });
+
+  it('an inference the transcript does not have is a divergence, never a hang', async () => {
+    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const truncated = edit(transcript, (rs) => {
+      const i = rs.findLastIndex((r) => r['type'] === 'llm');
+      rs.splice(i, 1);
+    });
+    const report = await replayTranscript(truncated);
+    expect(report.divergence).toMatchObject({ port: 'llm', message: 'request #2 is not in the transcript (the recording made fewer inference calls)' });
+    expect(report.termination?.type).toBe('error');
+  });
+
+  it('a decision the run waits for that the transcript does not have is a divergence, never a hang', async () => {
+    const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: 'd', action: 'resume' as const, updated_at: 0 } }));
+    const { transcript } = await recordRun(setup([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'w' } }] }, { text: 'ok' }], { decide: approve }), 'test');
+    expect((await replayTranscript(transcript)).identical).toBe(true);
+    const noDecision = edit(transcript, (rs) => {
+      rs.splice(rs.findIndex((r) => r['type'] === 'decision'), 1);
+    });
+    const report = await replayTranscript(noDecision);
+    expect(report.divergence).toMatchObject({ port: 'decision' });
+    expect(report.divergence?.message).toMatch(/waits for a decision .* the transcript does not have/);
+    expect(report.termination).toEqual({ type: 'cancelled' });
+  });
+
+  it('a tool call with other arguments, an unknown tool call, and corrupt lines are reported', async () => {
+    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const args = await replayTranscript(transcript.replace(/"type":"tool","call_id":"c1","name":"echo","arguments":\{"text":"x"\}/, '"type":"tool","call_id":"c1","name":"echo","arguments":{"text":"z"}'));
+    expect(args.divergence).toMatchObject({ port: 'tool', message: 'tool call echo [c1] has other arguments than recorded' });
+    const noTool = await replayTranscript(edit(transcript, (rs) => void rs.splice(rs.findIndex((r) => r['type'] === 'tool'), 1)));
+    expect(noTool.divergence).toMatchObject({ port: 'tool', message: 'tool call echo [c1] is not in the transcript' });
+    const l = lines(transcript);
+    const envAt = l.findIndex((x) => x.startsWith('{"type":"env"'));
+    l[envAt] = '{"type":"env","draw":"now",';
+    const corrupt = await replayTranscript(`${l.join('\n')}\n`);
+    expect(corrupt.identical).toBe(false);
+    expect(corrupt.divergence?.message).toMatch(/is not a valid record/);
+  });
+
+  it('a deterministic recording is checked draw by draw against its header env', async () => {
+    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const changed = transcript.replace('"draw":"id","kind":"message","value":"message-1"', '"draw":"id","kind":"message","value":"message-9"');
+    const report = await replayTranscript(changed);
+    expect(report.divergence?.message).toMatch(/env draw #\d+ \(id\(message\)\): the recording says "message-9", the deterministic env of the header gives "message-1"/);
+  });
+
+  it('a clock that goes backwards is a divergence (recordings of a real env)', async () => {
+    const { transcript } = await recordRun(setup(toolScript, { env: { env: deterministicEnv(), header: { kind: 'recorded' } } }), 'test');
+    expect((await replayTranscript(transcript)).identical).toBe(true);
+    let seen = 0;
+    const back = edit(transcript, (rs) => {
+      for (const r of rs) if (r['type'] === 'env' && r['draw'] === 'now' && ++seen === 3) r['value'] = 5;
+    });
+    const report = await replayTranscript(back);
+    expect(report.divergence).toMatchObject({ port: 'env' });
+    expect(report.divergence?.message).toMatch(/the clock went backwards/);
+  });
+
+  it('refuses what is not a transcript, with a message', async () => {
+    expect(await replayTranscript('')).toMatchObject({ identical: false, divergence: { port: 'transcript', message: expect.stringContaining('empty') } });
+    expect(await replayTranscript('{"type":"event","seq":0,"event":{}}\n')).toMatchObject({ divergence: { port: 'transcript' } });
+    expect(await replayTranscript('not json\n')).toMatchObject({ divergence: { port: 'transcript', message: expect.stringContaining('not a header') } });
+    const { transcript } = await recordRun(setup(toolScript, { plugins: ['tool-gate'] }), 'test');
+    expect(await replayTranscript(transcript.replace('"plugins":["tool-gate"]', '"plugins":["nope"]'))).toMatchObject({ divergence: { message: "plugin 'nope' is not in the catalog" } });
+  });
+});
+
+describe('json diff', () => {
+  it('lists leaf changes by path, additions and removals included', () => {
+    expect(jsonChanges({ a: 1, b: [1, 2], c: { d: 'x' } }, { a: 1, b: [1, 3, 4], c: {} })).toEqual([
+      { path: 'b[1]', expected: 2, actual: 3 },
+      { path: 'b[2]', actual: 4 },
+      { path: 'c.d', expected: 'x' },
+    ]);
+    expect(renderChanges(jsonChanges(1, 2))).toEqual(['- (root): 1', '+ (root): 2']);
+    expect(renderChanges(jsonChanges([...Array(30).keys()], []), 2)).toHaveLength(3);
+  });
+});

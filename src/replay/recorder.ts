@@ -1,0 +1,260 @@
+import type { AgentSpecInput } from '../contract/agent-spec.ts';
+import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
+import type { InferenceOverride } from '../contract/inference.ts';
+import type { JsonValue } from '../contract/json.ts';
+import type { Message } from '../contract/message.ts';
+import type { StreamPart } from '../contract/stream.ts';
+import type { StopPolicy } from '../core/policies/stop-policy.ts';
+import type { StateCommand } from '../core/state/state-command.ts';
+import { PLUGIN_CATALOG } from '../plugins/tool-gate.ts';
+import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import type { Env, IdKind } from '../runtime/env.ts';
+import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
+import type { ModelEntry } from '../runtime/resolve.ts';
+import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
+import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
+import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
+import { configDigest, digestOf, normaliseRequest, RecordSchema, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+
+/** The ports' traffic, one canonical line per exchange, in the order it happened. */
+export class TranscriptLog {
+  readonly lines: string[] = [];
+  #events = 0;
+  #llm = 0;
+
+  get eventCount(): number {
+    return this.#events;
+  }
+
+  nextLlmSeq(): number {
+    return ++this.#llm;
+  }
+
+  /** Writes a record in its canonical form (the schema's key order, defaults filled, extras dropped). */
+  push(record: object): void {
+    this.lines.push(JSON.stringify(RecordSchema.parse(record)));
+  }
+
+  event(e: AgentEvent): void {
+    this.lines.push(`{"type":"event","seq":${this.#events++},"event":${serialiseEvent(e)}}`);
+  }
+
+  text(): string {
+    return `${this.lines.join('\n')}\n`;
+  }
+}
+
+/** Records every draw of an `Env`. */
+export function recordingEnv(inner: Env, log: TranscriptLog): Env {
+  return {
+    clock: {
+      now: () => {
+        const value = inner.clock.now();
+        log.push({ type: 'env', draw: 'now', value });
+        return value;
+      },
+    },
+    ids: {
+      next: (kind: IdKind) => {
+        const value = inner.ids.next(kind);
+        log.push({ type: 'env', draw: 'id', kind, value });
+        return value;
+      },
+    },
+    random: () => {
+      const value = inner.random();
+      log.push({ type: 'env', draw: 'random', value });
+      return value;
+    },
+    sleep: (ms, signal) => {
+      log.push({ type: 'env', draw: 'sleep', ms });
+      return inner.sleep(ms, signal);
+    },
+  };
+}
+
+/** Records each inference: the normalised request, its digest, and every part (or the error). */
+export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecutor {
+  return {
+    name: inner.name,
+    stream: (request: InferenceRequest) =>
+      (async function* (): AsyncGenerator<StreamPart> {
+        const seq = log.nextLlmSeq();
+        const normal = normaliseRequest(request);
+        const parts: StreamPart[] = [];
+        let written = false;
+        const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
+          written = true;
+          log.push({ type: 'llm', seq, digest: digestOf(normal), request: normal, parts, ...extra });
+        };
+        try {
+          for await (const part of inner.stream(request)) {
+            parts.push(part);
+            yield part;
+          }
+          write();
+        } catch (e) {
+          write({ error: e instanceof InferenceFailure ? e.error : { code: 'provider', message: e instanceof Error ? e.message : String(e) } });
+          throw e;
+        } finally {
+          // The loop stopped reading (a cancel mid-stream): what was streamed so far is the record.
+          if (!written) write({ interrupted: true });
+        }
+      })(),
+  };
+}
+
+function commandRecord(command: StateCommand): { ops: unknown[]; actions: unknown[]; effects: unknown[] } {
+  return {
+    ops: command.patch.ops.map((op) => (op.kind === 'clear' ? { kind: 'clear', key: op.key } : { kind: 'update', key: op.key, update: op.update })),
+    actions: command.scheduledActions.map((a) => ({ phase: a.phase, key: a.key, payload: a.payload })),
+    effects: command.effects.map((e) => ({ key: e.key, payload: e.payload })),
+  };
+}
+
+/** Records each call of a tool: arguments, the activity it reported, and its result or error. */
+export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
+  return {
+    descriptor: inner.descriptor,
+    // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
+    execute: async (args: JsonValue, ctx: ToolCallContext) => {
+      const activity: { method: string; args: JsonValue[] }[] = [];
+      const spy: ToolCallContext = Object.assign(Object.create(ctx) as ToolCallContext, {
+        reportActivity: (t: string, c: JsonValue) => (activity.push({ method: 'activity', args: [t, c] }), ctx.reportActivity(t, c)),
+        reportActivityDelta: (t: string, p: JsonValue) => (activity.push({ method: 'activity_delta', args: [t, p] }), ctx.reportActivityDelta(t, p)),
+        reportProgress: (s: 'pending' | 'running' | 'done' | 'failed', m?: string, p?: number) => (
+          activity.push({ method: 'progress', args: [s, m ?? null, p ?? null] }), ctx.reportProgress(s, m, p)
+        ),
+        streamOutput: (d: string) => (activity.push({ method: 'stream_output', args: [d] }), ctx.streamOutput(d)),
+      });
+      const base = { type: 'tool', call_id: ctx.callId, name: inner.descriptor.id, arguments: args, resumed: ctx.resume !== undefined, activity };
+      try {
+        inner.validateArgs?.(args);
+        const out = await inner.execute(args, spy);
+        if (isToolOutput(out)) {
+          log.push({ ...base, result: out.result, ...(out.command !== undefined ? { command: commandRecord(out.command) } : {}) });
+        } else log.push({ ...base, result: out });
+        return out;
+      } catch (e) {
+        if (e instanceof ToolFailure) log.push({ ...base, tool_error: e.error });
+        else log.push({ ...base, thrown: e instanceof Error ? e.message : String(e) });
+        throw e;
+      }
+    },
+  };
+}
+
+/** Everything needed to run (and later rebuild) one recorded run. */
+export interface RecordingSetup {
+  readonly agent: AgentSpecInput;
+  /** Model id → provider and provider-side name; every provider below must be listed. */
+  readonly models: Readonly<Record<string, ModelEntry>>;
+  readonly providers: Readonly<Record<string, LlmExecutor>>;
+  readonly tools: readonly Tool[];
+  /** Ids from the plugin catalog (`tool-gate`, `finish-on`). */
+  readonly plugins?: readonly string[];
+  readonly stopPolicies?: readonly StopPolicy[];
+  readonly circuitBreaker?: Partial<CircuitBreakerConfig>;
+  readonly env: { readonly env: Env; readonly header: Header['env'] };
+  readonly request: { readonly threadId?: string; readonly messages: readonly Message[]; readonly overrides?: InferenceOverride };
+  /** Answer a suspension: given the suspended call ids, the decisions to send (none: stay parked). */
+  readonly decide?: (suspended: readonly string[], round: number) => readonly Decision[] | undefined;
+  /** Cancel the run right after this many events. */
+  readonly cancelAfterEvent?: number;
+}
+
+export interface Recording {
+  readonly transcript: string;
+  readonly result: AgentRunResult;
+}
+
+/** Runs `setup` with every port recorded and returns the transcript. */
+export async function recordRun(setup: RecordingSetup, runtimeVersion: string): Promise<Recording> {
+  const log = new TranscriptLog();
+  const built = new AgentRuntimeBuilder().withEnv(recordingEnv(setup.env.env, log)).withAgentSpec(setup.agent);
+  for (const [id, p] of Object.entries(setup.providers)) built.withProvider(id, recordingLlm(p, log));
+  for (const [id, m] of Object.entries(setup.models)) built.withModel(id, m);
+  for (const tool of setup.tools) built.withTool(recordingTool(tool, log));
+  for (const id of setup.plugins ?? []) {
+    const plugin = PLUGIN_CATALOG.get(id);
+    if (plugin === undefined) throw new Error(`unknown plugin '${id}' (catalog: ${[...PLUGIN_CATALOG.keys()].join(', ')})`);
+    built.withPlugin(id, plugin);
+  }
+  for (const policy of setup.stopPolicies ?? []) built.withStopPolicy(policy);
+  if (setup.circuitBreaker !== undefined) built.withCircuitBreaker(setup.circuitBreaker);
+  const runtime = built.build();
+  if (!runtime.ok) throw new Error(`cannot build the runtime: ${JSON.stringify(runtime.error)}`);
+  const agentSpec = runtime.value.resolve(typeof setup.agent.id === 'string' ? setup.agent.id : '');
+  if (!agentSpec.ok) throw new Error(`cannot resolve the agent: ${JSON.stringify(agentSpec.error)}`);
+
+  const headerBase = {
+    agent: agentSpec.value.spec,
+    models: Object.fromEntries(Object.entries(setup.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
+    tools: setup.tools.map((t) => t.descriptor),
+    plugins: [...(setup.plugins ?? [])],
+    stop_policies: (setup.stopPolicies ?? []).map((p) => p.id),
+  };
+  log.push(
+    {
+      type: 'header',
+      format: TRANSCRIPT_FORMAT,
+      runtime: runtimeVersion,
+      config_digest: configDigest(headerBase),
+      ...headerBase,
+      ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),
+      env: setup.env.header,
+      request: {
+        ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),
+        agent_id: agentSpec.value.spec.id,
+        messages: setup.request.messages,
+        ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
+      },
+      options: { wait_for_decisions: setup.decide !== undefined },
+    },
+  );
+
+  const controller = new AbortController();
+  const suspended = new Set<string>();
+  let round = 0;
+  let threadId = '';
+  let finished = false;
+  const answer = (): void => {
+    if (finished) return;
+    if (!runtime.value.isWaiting(threadId)) {
+      setImmediate(answer);
+      return;
+    }
+    const decisions = setup.decide?.([...suspended], round++);
+    if (decisions === undefined || decisions.length === 0) {
+      // Nobody answers: the run would stay parked, so it is cancelled (and the cancel recorded).
+      log.push({ type: 'cancel', after_event: log.eventCount });
+      controller.abort();
+      return;
+    }
+    for (const d of decisions) suspended.delete(d.targetId);
+    log.push({ type: 'decision', after_event: log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: d.decision })) });
+    runtime.value.decide(threadId, decisions);
+  };
+  const started = await runtime.value.start(
+    { ...(setup.request.threadId !== undefined ? { threadId: setup.request.threadId } : {}), agentId: agentSpec.value.spec.id, messages: setup.request.messages, ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}) },
+    {
+      emit: (event) => {
+        log.event(event);
+        if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') suspended.add(event.id);
+        if (setup.cancelAfterEvent !== undefined && log.eventCount === setup.cancelAfterEvent && !controller.signal.aborted) {
+          log.push({ type: 'cancel', after_event: log.eventCount });
+          controller.abort();
+        }
+        if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && setup.decide !== undefined) {
+          threadId = event.thread_id;
+          setImmediate(answer);
+        }
+      },
+    },
+    { signal: controller.signal, waitForDecisions: setup.decide !== undefined },
+  );
+  if (!started.ok) throw new Error(`cannot start the run: ${JSON.stringify(started.error)}`);
+  const result = await started.value.done;
+  finished = true;
+  return { transcript: log.text(), result };
+}

@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import { replayTranscript, type ReplayReport } from './replayer.ts';
+
+/** Where reports go: a line sink for results and one for progress. */
+export interface ReportIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export interface FileReport extends ReplayReport {
+  readonly file: string;
+}
+
+/** Replays files, with a progress line per file on stderr; exit 0 iff all are identical. */
+export async function replayFiles(files: readonly string[], io: ReportIo, json: boolean): Promise<number> {
+  const reports: FileReport[] = [];
+  for (let i = 0; i < files.length; i++) {
+    const file = files[i] as string;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      reports.push({ file, identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 } });
+      continue;
+    }
+    const report = await replayTranscript(text);
+    reports.push({ file, ...report });
+    if (files.length > 1) io.err(`[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}\n`);
+  }
+  if (json) io.out(`${JSON.stringify(reports, null, 2)}\n`);
+  else io.out(renderReports(reports));
+  return reports.every((r) => r.identical) ? 0 : 1;
+}
+
+export function renderReports(reports: readonly FileReport[]): string {
+  const rows = reports.map((r) => [r.identical ? 'identical' : 'DIFFERS', String(r.expectedEvents), String(r.actualEvents), r.termination?.type ?? '-', r.file]);
+  const header = ['result', 'recorded', 'replayed', 'termination', 'file'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
+  let out = `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  for (const r of reports.filter((x) => !x.identical)) {
+    out += `\n${r.file}:\n`;
+    if (r.divergence !== undefined) {
+      out += `  ${r.divergence.port} (after event #${r.divergence.atEvent - 1}): ${r.divergence.message}\n`;
+      for (const d of r.divergence.diff ?? []) out += `    ${d}\n`;
+    }
+    if (r.firstDifference !== undefined) {
+      out += `  first differing event: #${r.firstDifference.index}\n`;
+      out += `    recorded: ${r.firstDifference.expected ?? '(none)'}\n`;
+      out += `    replayed: ${r.firstDifference.actual ?? '(none)'}\n`;
+      for (const d of r.firstDifference.diff) out += `    ${d}\n`;
+    }
+  }
+  const same = reports.filter((r) => r.identical).length;
+  return `${out}\n${same} identical, ${reports.length - same} differ\n`;
+}
+

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
+import { InferenceExecutionErrorSchema, ToolErrorSchema } from '../contract/errors.ts';
+import { InferenceOverrideSchema } from '../contract/inference.ts';
+import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
+import { MessageSchema } from '../contract/message.ts';
+import { StreamPartSchema } from '../contract/stream.ts';
+import { ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema } from '../contract/tool.ts';
+
+/** The format tag of every transcript this version writes and reads. */
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/1';
+
+const EnvSetupSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('deterministic'), start: z.number(), seed: z.number(), tick: z.number() }),
+  z.object({ kind: z.literal('recorded') }),
+]);
+
+/** First line: what to rebuild the run from. */
+export const HeaderSchema = z.object({
+  type: z.literal('header'),
+  format: z.literal(TRANSCRIPT_FORMAT),
+  runtime: z.string(),
+  config_digest: z.string(),
+  agent: AgentSpecSchema,
+  models: z.record(z.string(), z.object({ provider: z.string(), model_name: z.string() })),
+  tools: z.array(ToolDescriptorSchema),
+  plugins: z.array(z.string()),
+  stop_policies: z.array(z.string()).default([]),
+  circuit_breaker: z.object({ failure_threshold: z.number(), cooldown_ms: z.number(), half_open_max: z.number() }).partial().optional(),
+  env: EnvSetupSchema,
+  request: z.object({
+    thread_id: z.string().optional(),
+    agent_id: z.string(),
+    messages: z.array(MessageSchema),
+    overrides: InferenceOverrideSchema.optional(),
+  }),
+  options: z.object({ wait_for_decisions: z.boolean() }),
+});
+export type Header = z.output<typeof HeaderSchema>;
+
+export const EnvRecordSchema = z.discriminatedUnion('draw', [
+  z.object({ type: z.literal('env'), draw: z.literal('now'), value: z.number() }),
+  z.object({ type: z.literal('env'), draw: z.literal('id'), kind: z.string(), value: z.string() }),
+  z.object({ type: z.literal('env'), draw: z.literal('random'), value: z.number() }),
+  z.object({ type: z.literal('env'), draw: z.literal('sleep'), ms: z.number() }),
+]);
+export type EnvRecord = z.output<typeof EnvRecordSchema>;
+
+/** The normalised form of an inference request that the digest covers. */
+export const NormalisedRequestSchema = z.object({
+  model: z.string(),
+  messages: z.array(MessageSchema),
+  tools: z.array(ToolDescriptorSchema),
+  overrides: InferenceOverrideSchema.optional(),
+});
+export type NormalisedRequest = z.output<typeof NormalisedRequestSchema>;
+
+export const LlmRecordSchema = z.object({
+  type: z.literal('llm'),
+  seq: z.number().int().positive(),
+  digest: z.string(),
+  request: NormalisedRequestSchema,
+  parts: z.array(StreamPartSchema),
+  error: InferenceExecutionErrorSchema.optional(),
+  /** The run stopped reading before the stream ended (a cancel mid-stream). */
+  interrupted: z.boolean().optional(),
+});
+export type LlmRecord = z.output<typeof LlmRecordSchema>;
+
+const OpSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('update'), key: z.string(), update: JsonValueSchema }),
+  z.object({ kind: z.literal('clear'), key: z.string() }),
+]);
+
+/** A tool call and what came back: a result (with its staged state ops), a ToolError, or a throw. */
+export const ToolRecordSchema = z.object({
+  type: z.literal('tool'),
+  call_id: z.string(),
+  name: z.string(),
+  arguments: JsonValueSchema,
+  resumed: z.boolean(),
+  activity: z.array(z.object({ method: z.enum(['activity', 'activity_delta', 'progress', 'stream_output']), args: z.array(JsonValueSchema) })),
+  result: ToolResultSchema.optional(),
+  command: z.object({ ops: z.array(OpSchema), actions: z.array(JsonValueSchema), effects: z.array(JsonValueSchema) }).optional(),
+  tool_error: ToolErrorSchema.optional(),
+  thrown: z.string().optional(),
+});
+export type ToolRecord = z.output<typeof ToolRecordSchema>;
+
+export const DecisionRecordSchema = z.object({
+  type: z.literal('decision'),
+  after_event: z.number().int().nonnegative(),
+  decisions: z.array(z.object({ target_id: z.string(), decision: ToolCallResumeSchema })),
+});
+export type DecisionRecord = z.output<typeof DecisionRecordSchema>;
+
+export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().nonnegative() });
+
+export const EventRecordSchema = z.object({ type: z.literal('event'), seq: z.number().int().nonnegative(), event: JsonValueSchema });
+
+export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema]);
+export type TranscriptRecord = z.output<typeof RecordSchema>;
+
+/** A line as read: its number, text, and record — or why it is not one. */
+export type ReadLine =
+  | { readonly line: number; readonly text: string; readonly ok: true; readonly record: TranscriptRecord }
+  | { readonly line: number; readonly text: string; readonly ok: false; readonly reason: string; readonly type: string | undefined };
+
+/**
+ * Reads a transcript leniently: a line that is not a valid record is kept as such, so the replay
+ * reports it where the run reaches it instead of refusing the whole file.
+ */
+export function readTranscript(text: string): ReadLine[] {
+  const out: ReadLine[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const t = lines[i] as string;
+    if (t.trim() === '') continue;
+    let json: unknown;
+    try {
+      json = JSON.parse(t);
+    } catch (e) {
+      out.push({ line: i + 1, text: t, ok: false, reason: `not JSON: ${(e as Error).message}`, type: /"type":"([a-z]+)"/.exec(t)?.[1] });
+      continue;
+    }
+    const parsed = RecordSchema.safeParse(json);
+    const type = typeof json === 'object' && json !== null ? String((json as { type?: unknown }).type) : undefined;
+    if (!parsed.success) {
+      out.push({ line: i + 1, text: t, ok: false, reason: parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '), type });
+    } else if (JSON.stringify(parsed.data) !== t) {
+      // Records are written canonically; one that is not (an unknown key, a key out of order, a value
+      // a default would fill) was edited, and is not trusted.
+      out.push({ line: i + 1, text: t, ok: false, reason: 'the record is not in canonical form', type });
+    } else out.push({ line: i + 1, text: t, ok: true, record: parsed.data });
+  }
+  return out;
+}
+
+/** SHA-256 of the compact JSON of a value, as `sha256:<hex>`. */
+export const digestOf = (value: unknown): string => `sha256:${createHash('sha256').update(JSON.stringify(value)).digest('hex')}`;
+
+export const normaliseRequest = (r: { model: string; messages: readonly unknown[]; tools: readonly unknown[]; overrides?: unknown }): NormalisedRequest =>
+  NormalisedRequestSchema.parse({ model: r.model, messages: r.messages, tools: r.tools, ...(r.overrides !== undefined ? { overrides: r.overrides } : {}) });
+
+/** Digest of what a transcript's run depends on beside its inputs: agent, models, tools, plugins. */
+export const configDigest = (h: Pick<Header, 'agent' | 'models' | 'tools' | 'plugins' | 'stop_policies'>): string =>
+  digestOf({ agent: h.agent, models: h.models, tools: h.tools, plugins: h.plugins, stop_policies: h.stop_policies });
+
+export type { AgentSpec, JsonValue };

@@ -2,8 +2,9 @@ import { resolve } from 'node:path';
 import { coreSuites } from './core-suites.ts';
 import { formatTable, runSuite, type Suite, type TaskStats } from './harness.ts';
 import { loopSuites } from './loop-suites.ts';
+import { replaySuites } from './replay-suites.ts';
 
-// `npm run bench [-- --time MS] [-- --only core|loop]`: every suite, subjects and baselines in one process.
+// `npm run bench [-- --time MS] [-- --only core|loop|replay]`: every suite, subjects and baselines in one process.
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
   const i = args.indexOf(name);
@@ -13,7 +14,8 @@ const timeMs = Number(flag('--time') ?? 1000);
 const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 
-const suites: Suite[] = [...(only === 'loop' ? [] : coreSuites()), ...(only === 'core' ? [] : loopSuites())];
+const pick = (name: string): boolean => only === undefined || only === name;
+const suites: Suite[] = [...(pick('core') ? coreSuites() : []), ...(pick('loop') ? loopSuites() : []), ...(pick('replay') ? replaySuites() : [])];
 const rows: TaskStats[] = [];
 for (const suite of suites) {
   process.stderr.write(`bench: ${suite.name}…\n`);

@@ -49,7 +49,7 @@ describe('awaken run', () => {
 
   it('reports bad usage and bad scripts with an exit code and a message', async () => {
     expect(await cli('run', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('--model is required') });
-    expect(await cli('run', '--model', 'openai:gpt', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('only scripted models') });
+    expect(await cli('run', '--model', 'openai:gpt', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('only scripted:FILE and transcript:FILE models') });
     expect(await cli('run', '--model', `scripted:${weather}`, '--format', 'xml', 'hi')).toMatchObject({ code: 64 });
     expect(await cli('run', '--model', `scripted:${weather}`, '--decide', 'maybe', 'hi')).toMatchObject({ code: 64 });
     expect(await cli('run', '--model', `scripted:${weather}`, '--bogus', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('unknown option --bogus') });

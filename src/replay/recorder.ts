@@ -14,7 +14,7 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
-import { configDigest, digestOf, normaliseRequest, RecordSchema, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { configDigest, digestOf, normaliseRequest, parseRecord, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -32,7 +32,9 @@ export class TranscriptLog {
 
   /** Writes a record in its canonical form (the schema's key order, defaults filled, extras dropped). */
   push(record: object): void {
-    this.lines.push(JSON.stringify(RecordSchema.parse(record)));
+    const parsed = parseRecord(record);
+    if (!parsed.success) throw new Error(`recorder: invalid ${String((record as { type?: unknown }).type)} record: ${parsed.error.message}`);
+    this.lines.push(JSON.stringify(parsed.data));
   }
 
   event(e: AgentEvent): void {

@@ -60,7 +60,8 @@ export const LlmRecordSchema = z.object({
   type: z.literal('llm'),
   seq: z.number().int().positive(),
   digest: z.string(),
-  request: NormalisedRequestSchema,
+  /** Written normalised; read as opaque JSON (it only serves the diff when the digest differs). */
+  request: JsonValueSchema as unknown as z.ZodType<NormalisedRequest>,
   parts: z.array(StreamPartSchema),
   error: InferenceExecutionErrorSchema.optional(),
   /** The run stopped reading before the stream ended (a cancel mid-stream). */
@@ -102,6 +103,23 @@ export const EventRecordSchema = z.object({ type: z.literal('event'), seq: z.num
 export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema]);
 export type TranscriptRecord = z.output<typeof RecordSchema>;
 
+const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
+  header: HeaderSchema,
+  env: EnvRecordSchema,
+  llm: LlmRecordSchema,
+  tool: ToolRecordSchema,
+  decision: DecisionRecordSchema,
+  cancel: CancelRecordSchema,
+  event: EventRecordSchema,
+};
+
+/** Validates one record with the schema its `type` names (one schema tried, not seven). */
+export function parseRecord(json: unknown): z.ZodSafeParseResult<TranscriptRecord> {
+  const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
+  const schema = typeof type === 'string' && Object.hasOwn(BY_TYPE, type) ? BY_TYPE[type] : undefined;
+  return (schema ?? RecordSchema).safeParse(json) as z.ZodSafeParseResult<TranscriptRecord>;
+}
+
 /** A line as read: its number, text, and record — or why it is not one. */
 export type ReadLine =
   | { readonly line: number; readonly text: string; readonly ok: true; readonly record: TranscriptRecord }
@@ -124,7 +142,7 @@ export function readTranscript(text: string): ReadLine[] {
       out.push({ line: i + 1, text: t, ok: false, reason: `not JSON: ${(e as Error).message}`, type: /"type":"([a-z]+)"/.exec(t)?.[1] });
       continue;
     }
-    const parsed = RecordSchema.safeParse(json);
+    const parsed = parseRecord(json);
     const type = typeof json === 'object' && json !== null ? String((json as { type?: unknown }).type) : undefined;
     if (!parsed.success) {
       out.push({ line: i + 1, text: t, ok: false, reason: parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '), type });
@@ -140,8 +158,27 @@ export function readTranscript(text: string): ReadLine[] {
 /** SHA-256 of the compact JSON of a value, as `sha256:<hex>`. */
 export const digestOf = (value: unknown): string => `sha256:${createHash('sha256').update(JSON.stringify(value)).digest('hex')}`;
 
-export const normaliseRequest = (r: { model: string; messages: readonly unknown[]; tools: readonly unknown[]; overrides?: unknown }): NormalisedRequest =>
-  NormalisedRequestSchema.parse({ model: r.model, messages: r.messages, tools: r.tools, ...(r.overrides !== undefined ? { overrides: r.overrides } : {}) });
+const canonical = new WeakMap<object, unknown>();
+
+/** Canonical form of one message or descriptor, computed once per object (history is reused every step). */
+function canonicalOf<T>(value: object, schema: z.ZodType<T>): T {
+  let c = canonical.get(value);
+  if (c === undefined) {
+    c = schema.parse(value);
+    canonical.set(value, c);
+  }
+  return c as T;
+}
+
+/** The request as the digest sees it: canonical messages, tool descriptors and overrides. */
+export function normaliseRequest(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): NormalisedRequest {
+  return {
+    model: r.model,
+    messages: r.messages.map((m) => canonicalOf(m, MessageSchema)),
+    tools: r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema)),
+    ...(r.overrides !== undefined ? { overrides: InferenceOverrideSchema.parse(r.overrides) } : {}),
+  } as NormalisedRequest;
+}
 
 /** Digest of what a transcript's run depends on beside its inputs: agent, models, tools, plugins. */
 export const configDigest = (h: Pick<Header, 'agent' | 'models' | 'tools' | 'plugins' | 'stop_policies'>): string =>

@@ -1,0 +1,66 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { deserialiseEvent } from '../../src/contract/event.ts';
+import { main } from '../../src/cli/main.ts';
+
+const repo = resolve(import.meta.dirname, '../..');
+const confirm = join(repo, 'fixtures/scripts/demo-confirm.json');
+const weather = join(repo, 'fixtures/scripts/demo-weather.yaml');
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+describe('awaken record / awaken replay', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'awaken-rec-'));
+
+  it('records a run and replays it identically (exit 0)', async () => {
+    const file = join(dir, 'confirm.jsonl');
+    const rec = await cli('record', '--out', file, '--', 'run', '--model', `scripted:${confirm}`, '--decide', 'approve', 'delete it');
+    expect(rec).toMatchObject({ code: 0, out: expect.stringMatching(/^recorded \d+ lines to .*: natural_end after 2 step\(s\)\n$/) });
+    const rep = await cli('replay', file);
+    expect(rep.code).toBe(0);
+    expect(rep.out).toContain('1 identical, 0 differ');
+  });
+
+  it('a changed transcript makes replay exit 1 with the first differing event; --json gives the reports', async () => {
+    const file = join(dir, 'weather.jsonl');
+    await cli('record', '--out', file, '--', 'run', '--model', `scripted:${weather}`, 'weather?');
+    const bad = join(dir, 'weather-bad.jsonl');
+    writeFileSync(bad, readFileSync(file, 'utf8').replace('"delta":"It is "', '"delta":"It was "'));
+    const rep = await cli('replay', file, bad);
+    expect(rep.code).toBe(1);
+    expect(rep.err).toContain('[2/2] DIFFERS');
+    expect(rep.out).toContain('first differing event: #');
+    expect(rep.out).toContain('- delta: "It was "');
+    expect(rep.out).toContain('1 identical, 1 differ');
+    const json = await cli('replay', '--json', bad);
+    expect(JSON.parse(json.out)[0]).toMatchObject({ identical: false, firstDifference: { diff: ['- delta: "It was "', '+ delta: "It is "'] } });
+  });
+
+  it('--model transcript:FILE drives the loop with the recorded model answers', async () => {
+    const file = join(dir, 'w.jsonl');
+    await cli('record', '--out', file, '--', 'run', '--model', `scripted:${weather}`, 'weather?');
+    const original = (await cli('run', '--model', `scripted:${weather}`, 'weather?')).out;
+    const again = await cli('run', '--model', `transcript:${file}`, 'weather?');
+    expect(again.code).toBe(0);
+    const text = (out: string) => out.trim().split('\n').map(deserialiseEvent).filter((e) => e.event_type === 'text_delta');
+    expect(text(again.out)).toEqual(text(original));
+    expect(await cli('run', '--model', `transcript:${confirm}`, 'x')).toMatchObject({ code: 65, err: expect.stringContaining('holds no recorded inference') });
+  });
+
+  it('usage errors', async () => {
+    expect(await cli('record', '--', 'run', '--model', `scripted:${weather}`, 'x')).toMatchObject({ code: 64, err: expect.stringContaining('--out FILE is required') });
+    expect(await cli('record', '--out', join(dir, 'x.jsonl'), 'run')).toMatchObject({ code: 64 });
+    expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', '--model', 'gpt:4', 'x')).toMatchObject({ code: 64 });
+    expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', 'x')).toMatchObject({ code: 64 });
+    expect(await cli('replay')).toMatchObject({ code: 64 });
+    expect(await cli('replay', '--bogus', 'f')).toMatchObject({ code: 64 });
+    expect(await cli('replay', join(dir, 'missing.jsonl'))).toMatchObject({ code: 1, out: expect.stringContaining('cannot read') });
+  });
+});

@@ -12,13 +12,15 @@ export function replaySuites(): Suite[] {
     .sort()
     .map((f) => readFileSync(join(dir, f), 'utf8'));
   const events = texts.reduce((n, t) => n + (t.match(/^\{"type":"event"/gm)?.length ?? 0), 0);
+  const steps = texts.reduce((n, t) => n + (t.match(/"event_type":"step_start"/g)?.length ?? 0), 0);
+  const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
   const parse = (): void => {
     for (const t of texts) for (const line of t.split('\n')) if (line !== '') JSON.parse(line);
   };
   return [
     {
       name: 'replay-corpus',
-      description: `replay of all ${texts.length} recorded runs (${events} events, ${Math.round(texts.reduce((n, t) => n + t.length, 0) / 1024)} KiB) vs just parsing their JSON`,
+      description: `replay of all ${texts.length} recorded runs (${events} events, ${steps} steps, ${Math.round(bytes / 1024)} KiB: ${Math.round(bytes / steps)} transcript bytes per step) vs just parsing their JSON`,
       units: { name: 'event', count: events },
       cases: [
         {

@@ -56,7 +56,9 @@ describe('awaken record / awaken replay', () => {
 
   it('usage errors', async () => {
     expect(await cli('record', '--', 'run', '--model', `scripted:${weather}`, 'x')).toMatchObject({ code: 64, err: expect.stringContaining('--out FILE is required') });
-    expect(await cli('record', '--out', join(dir, 'x.jsonl'), 'run')).toMatchObject({ code: 64 });
+    expect(await cli('record', '--out', join(dir, 'x.jsonl'), 'run')).toMatchObject({ code: 64, err: expect.stringContaining("expected '-- <awaken run arguments>'") });
+    const plain = await cli('record', '--out', join(dir, 'plain.jsonl'), '--', '--model', `scripted:${weather}`, 'weather?');
+    expect(plain.code).toBe(0);
     expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', '--model', 'gpt:4', 'x')).toMatchObject({ code: 64 });
     expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', 'x')).toMatchObject({ code: 64 });
     expect(await cli('replay')).toMatchObject({ code: 64 });

@@ -6,7 +6,7 @@ import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { decisionsFor, type Io } from './run-command.ts';
 import { modelOf, parseRunArgs, RUN_USAGE } from './run-plan.ts';
 
-export const RECORD_USAGE = `usage: awaken record --out FILE -- run <awaken run arguments>
+export const RECORD_USAGE = `usage: awaken record --out FILE -- [run] <awaken run arguments>
 
 Runs like \`awaken run\` with every port recorded, and writes the transcript to FILE
 (docs/transcript-format.md). Replay it with \`awaken replay FILE\`.
@@ -19,11 +19,12 @@ export async function recordCommand(argv: readonly string[], io: Io, version: st
   const rest = sep >= 0 ? argv.slice(sep + 1) : [];
   const outAt = own.indexOf('--out');
   const out = outAt >= 0 ? own[outAt + 1] : undefined;
-  if (out === undefined || rest[0] !== 'run') {
-    io.err(`awaken record: ${out === undefined ? '--out FILE is required' : "expected '-- run …' after the options"}\n${RECORD_USAGE}`);
+  if (out === undefined || sep < 0) {
+    io.err(`awaken record: ${out === undefined ? '--out FILE is required' : "expected '-- <awaken run arguments>' after the options"}\n${RECORD_USAGE}`);
     return 64;
   }
-  const plan = parseRunArgs(rest.slice(1));
+  // `-- run --model …` and `-- --model …` both name the arguments of `awaken run`.
+  const plan = parseRunArgs(rest[0] === 'run' ? rest.slice(1) : rest);
   if (typeof plan === 'string') {
     io.err(`awaken record: ${plan}\n${RUN_USAGE}`);
     return 64;

@@ -72,6 +72,12 @@ describe('replay divergence reports', () => {
     expect(report.divergence).toMatchObject({ port: 'decision' });
     expect(report.divergence?.message).toMatch(/waits for a decision .* the transcript does not have/);
     expect(report.termination).toEqual({ type: 'cancelled' });
+    const later = edit(transcript, (rs) => {
+      const d = rs.find((r) => r['type'] === 'decision') as Record<string, number>;
+      d['after_event'] = (d['after_event'] ?? 0) + 5;
+    });
+    const moved = await replayTranscript(later);
+    expect(moved.divergence?.message).toMatch(/the run waits for a decision after event #\d+, the next recorded decision came after event #\d+/);
   });
 
   it('a tool call with other arguments, an unknown tool call, and corrupt lines are reported', async () => {

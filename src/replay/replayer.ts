@@ -107,11 +107,19 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       return;
     }
     const next = decisions[0];
-    if (next === undefined || next.after_event > actual.length) {
-      if (next === undefined) {
-        diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have` });
-        controller.abort();
-      }
+    if (next === undefined) {
+      diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have` });
+      controller.abort();
+      return;
+    }
+    if (next.after_event !== actual.length) {
+      // The run is parked and emits nothing more until it is answered: a decision recorded at
+      // another point can never be delivered where it was.
+      diverge({
+        port: 'decision',
+        message: `the run waits for a decision after event #${actual.length - 1}, the next recorded decision came after event #${next.after_event - 1}`,
+      });
+      controller.abort();
       return;
     }
     decisions.shift();

@@ -42,7 +42,7 @@ describe('awaken run', () => {
     expect(checkRunInvariants(approved)).toEqual([]);
     expect(approved.find((e) => e.event_type === 'tool_call_resumed')).toMatchObject({ result: { confirmed: 'delete the branch', decision: { approved: true } } });
     const deny = await cli('run', '--model', `scripted:${confirm}`, '--decide', 'deny', '--format', 'pretty', 'delete it');
-    expect(deny.out).toContain('resumed   [call_1] null');
+    expect(deny.out).toContain('resumed   [call_1] {"approved":false,"reason":"denied"}');
     const none = await cli('run', '--model', `scripted:${confirm}`, '--format', 'pretty', 'delete it');
     expect(none.out.trimEnd().split('\n').at(-1)).toBe('finish    suspended');
   });

@@ -70,7 +70,7 @@ describe('resume modes (book: HITL 与 Mailbox → ToolCallResumeMode)', () => {
   it('a cancel decision cancels the call; the model is told so', async () => {
     const { runs, resumed, toolMessage, h, result } = await suspendAndDecide('replay_tool_call', { action: 'cancel' });
     expect(runs).toHaveLength(1);
-    expect(resumed).toEqual({ event_type: 'tool_call_resumed', target_id: 'c1', result: null });
+    expect(resumed).toEqual({ event_type: 'tool_call_resumed', target_id: 'c1', result: { approved: false } });
     expect(toolMessage?.content).toEqual([{ type: 'text', text: 'Tool call cancelled: cancelled by decision' }]);
     expect(result.termination).toEqual({ type: 'natural_end' });
     const states = h.store.checkpoints.at(-1)?.threadState.extensions['__runtime.tool_call_states'] as Record<string, { status: string; resume_input?: unknown }>;

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
+import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
 import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
 import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
@@ -9,13 +11,17 @@ commands:
   run        run one agent on a scripted or recorded model and print its events
   record     run like \`run\` and write a transcript of every port exchange
   replay     replay transcripts and compare their events byte for byte
+  encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6)
+  conformance  encode the conformance streams and let the official library judge them
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version
   help       print this text
 
 ${RUN_USAGE}
 ${RECORD_USAGE}
-${REPLAY_USAGE}`;
+${REPLAY_USAGE}
+${ENCODE_USAGE}
+${CONFORMANCE_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -24,8 +30,14 @@ function version(): string {
 
 const processIo: Io = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Entry point of the `awaken` command; returns the exit code. */
-export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+export async function main(argv: readonly string[], io: Io = processIo, stdin: () => Promise<string> = readStdin): Promise<number> {
   const [command = 'help', ...rest] = argv;
   switch (command) {
     case 'run':
@@ -34,6 +46,10 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
       return recordCommand(rest, io, version());
     case 'replay':
       return replayCommand(rest, io);
+    case 'encode':
+      return encodeCommand(rest, io, stdin);
+    case 'conformance':
+      return conformanceCommand(rest, io);
     case 'serve':
       io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +

@@ -199,7 +199,12 @@ export class ToolBatch {
             .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result }),
         );
         entry.reported = true;
-        await emit({ event_type: 'tool_call_resumed', target_id: entry.call.id, result: decision.result ?? null });
+        // A cancel decision reads as a denial unless the decision carries its own result.
+        await emit({
+          event_type: 'tool_call_resumed',
+          target_id: entry.call.id,
+          result: decision.result ?? { approved: false, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) },
+        });
         continue;
       }
       entry.status = 'resuming';

@@ -1,0 +1,51 @@
+import { JsonToSseTransformStream, type UIMessageChunk } from 'ai';
+import type { AgentEvent } from '../src/contract/event.ts';
+import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
+import type { Suite } from './harness.ts';
+
+/** A 10k-event stream: 100 steps of text deltas and one tool call each. */
+function stream(): AgentEvent[] {
+  const events: AgentEvent[] = [{ event_type: 'run_start', thread_id: 't', run_id: 'r' }];
+  for (let s = 0; events.length < 10_000; s++) {
+    events.push({ event_type: 'step_start', message_id: `m${s}` });
+    for (let i = 0; i < 90; i++) events.push({ event_type: 'text_delta', delta: `word${i} ` });
+    events.push({ event_type: 'tool_call_start', id: `c${s}`, name: 'echo' });
+    events.push({ event_type: 'tool_call_delta', id: `c${s}`, args_delta: '{"text":"x"}' });
+    events.push({ event_type: 'tool_call_ready', id: `c${s}`, name: 'echo', arguments: { text: 'x' } });
+    events.push({ event_type: 'tool_call_done', id: `c${s}`, message_id: `m${s}`, result: { tool_name: 'echo', status: 'success', data: { echoed: 'x' }, message: null }, outcome: 'succeeded' });
+    events.push({ event_type: 'step_end' });
+  }
+  events.push({ event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } });
+  return events;
+}
+
+/** Our transcoder + framing beside `ai`'s own SSE framing of the same chunks. */
+export function encoderSuites(): Suite[] {
+  const events = stream();
+  const chunks = encodeAiSdk(events) as unknown as UIMessageChunk[];
+  return [
+    {
+      name: 'encode-ai-sdk-v6-10k',
+      description: `AI SDK v6: ${events.length} events → ${chunks.length} chunks → SSE, beside ai's JsonToSseTransformStream framing the same chunks`,
+      units: { name: 'event', count: events.length },
+      cases: [
+        { name: 'awaken transcode + frame', role: 'subject', fn: () => frameAiSdk(encodeAiSdk(events)) },
+        {
+          name: 'ai JsonToSseTransformStream',
+          role: 'baseline',
+          fn: async () => {
+            const source = new ReadableStream<UIMessageChunk>({ start: (c) => (chunks.forEach((x) => c.enqueue(x)), c.close()) });
+            const reader = source.pipeThrough(new JsonToSseTransformStream()).getReader();
+            let n = 0;
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) break;
+              n += value.length;
+            }
+            return n;
+          },
+        },
+      ],
+    },
+  ];
+}

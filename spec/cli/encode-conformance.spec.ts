@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+
+const repo = resolve(import.meta.dirname, '../..');
+
+async function cli(argv: string[], stdin = ''): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) }, () => Promise.resolve(stdin));
+  return { code, out, err };
+}
+
+describe('awaken encode', () => {
+  it('writes the AI SDK v6 SSE body of an event stream (the golden bytes)', async () => {
+    const events = readFileSync(join(repo, 'conformance/streams/run-one-tool.events.jsonl'), 'utf8');
+    const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], events);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/ai-sdk-v6/run-one-tool.sse'), 'utf8'));
+  });
+
+  it('names the line and the issue of a malformed input, exit 2', async () => {
+    const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
+    expect(r).toMatchObject({ code: 2, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
+    expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], 'nope\n')).toMatchObject({ code: 2, err: expect.stringContaining('line 1:') });
+    expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"bogus"}\n')).toMatchObject({ code: 2, err: expect.stringContaining('line 1: event_type:') });
+  });
+
+  it('refuses an unknown or not yet available protocol, exit 2', async () => {
+    expect(await cli(['encode'])).toMatchObject({ code: 2, err: expect.stringContaining('--protocol must be one of') });
+    expect(await cli(['encode', '--protocol', 'ag-ui'])).toMatchObject({ code: 2, err: expect.stringContaining('not available yet') });
+  });
+});
+
+describe('awaken conformance', () => {
+  it('judges every stream and prints the table; --json gives the cases', async () => {
+    const r = await cli(['conformance']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/ai-sdk-v6\s+\d+\s+0\s+0/);
+    const j = await cli(['conformance', '--protocol', 'ai-sdk-v6', '--json']);
+    const parsed = JSON.parse(j.out) as { results: { passed: boolean }[]; unexpected: string[] };
+    expect(parsed.results.length).toBeGreaterThanOrEqual(35);
+    expect(parsed.unexpected).toEqual([]);
+    expect(await cli(['conformance', '--protocol', 'mcp'])).toMatchObject({ code: 2 });
+  });
+});

@@ -1,0 +1,50 @@
+import { AgentEventSchema, type AgentEvent } from '../contract/event.ts';
+import { decodeWire } from '../contract/wire.ts';
+import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
+import type { Io } from './run-command.ts';
+
+export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6 < events.jsonl
+
+Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
+that run: for ai-sdk-v6, the SSE response body. (ag-ui, a2a, mcp and acp are not available yet.)
+`;
+
+const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
+
+/** Parses event lines; a bad line is reported with its number and the issue. */
+export function parseEventLines(text: string): { events: AgentEvent[] } | { error: string } {
+  const events: AgentEvent[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (line.trim() === '') continue;
+    const r = decodeWire(AgentEventSchema, line);
+    if (!r.ok) {
+      const why = r.error.code === 'invalid_json' ? r.error.message : r.error.issues.map((x) => `${x.path === '' ? '(event)' : x.path}: ${x.message}`).join('; ');
+      return { error: `line ${i + 1}: ${why}` };
+    }
+    events.push(r.value as AgentEvent);
+  }
+  return { events };
+}
+
+/** `awaken encode --protocol P`: AgentEvent JSONL on stdin → the protocol's wire bytes on stdout. */
+export async function encodeCommand(argv: readonly string[], io: Io, stdin: () => Promise<string>): Promise<number> {
+  const at = argv.indexOf('--protocol');
+  const protocol = at >= 0 ? argv[at + 1] : undefined;
+  if (protocol === undefined || !(PROTOCOLS as readonly string[]).includes(protocol)) {
+    io.err(`awaken encode: --protocol must be one of ${PROTOCOLS.join(', ')}\n${ENCODE_USAGE}`);
+    return 2;
+  }
+  if (protocol !== 'ai-sdk-v6') {
+    io.err(`awaken encode: the ${protocol} encoder is not available yet (ai-sdk-v6 is)\n`);
+    return 2;
+  }
+  const parsed = parseEventLines(await stdin());
+  if ('error' in parsed) {
+    io.err(`awaken encode: ${parsed.error}\n`);
+    return 2;
+  }
+  io.out(frameAiSdk(encodeAiSdk(parsed.events)));
+  return 0;
+}

@@ -8,7 +8,7 @@ import { Messages } from '../../src/contract/message.ts';
 import { encodeAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS } from '../../src/protocols/ai-sdk-v6/encoder.ts';
 import { harness } from '../../spec/support/runtime.ts';
 import { script, scriptTools } from '../../spec/support/scripts.ts';
-import { judgeAiSdk, type Verdict } from '../../src/testing/ai-sdk-v6-judge.ts';
+import { judgeAiSdk, type Verdict } from '../../src/protocols/ai-sdk-v6/judge.ts';
 
 const dir = resolve(import.meta.dirname, '../streams');
 const streams = readdirSync(dir).filter((f) => f.endsWith('.events.jsonl')).sort();

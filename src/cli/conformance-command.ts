@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { deserialiseEvent } from '../contract/event.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
-import { judgeAiSdk } from '../testing/ai-sdk-v6-judge.ts';
+import { judgeAiSdk } from '../protocols/ai-sdk-v6/judge.ts';
 import type { Io } from './run-command.ts';
 
 export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6] [--json]

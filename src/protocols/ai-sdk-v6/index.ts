@@ -1,1 +1,2 @@
 export * from './encoder.ts';
+export * from './judge.ts';

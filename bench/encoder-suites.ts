@@ -1,5 +1,7 @@
+import { EventEncoder } from '@ag-ui/encoder';
 import { JsonToSseTransformStream, type UIMessageChunk } from 'ai';
 import type { AgentEvent } from '../src/contract/event.ts';
+import { encodeAgUi, frameAgUi } from '../src/protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
 import type { Suite } from './harness.ts';
 
@@ -19,10 +21,12 @@ function stream(): AgentEvent[] {
   return events;
 }
 
-/** Our transcoder + framing beside `ai`'s own SSE framing of the same chunks. */
+/** Our transcoders + framing beside each protocol's official SSE framing of the same output. */
 export function encoderSuites(): Suite[] {
   const events = stream();
   const chunks = encodeAiSdk(events) as unknown as UIMessageChunk[];
+  const agUi = encodeAgUi(events);
+  const official = new EventEncoder();
   return [
     {
       name: 'encode-ai-sdk-v6-10k',
@@ -43,6 +47,24 @@ export function encoderSuites(): Suite[] {
               n += value.length;
             }
             return n;
+          },
+        },
+      ],
+    },
+      {
+      name: 'encode-ag-ui-10k',
+      description: `AG-UI: ${events.length} events → ${agUi.length} AG-UI events → SSE, beside @ag-ui/encoder EventEncoder.encodeSSE framing the same events`,
+      units: { name: 'event', count: events.length },
+      cases: [
+        { name: 'awaken transcode + frame', role: 'subject', fn: () => frameAgUi(encodeAgUi(events)) },
+        { name: 'awaken frame only', role: 'subject', fn: () => frameAgUi(agUi) },
+        {
+          name: '@ag-ui/encoder encodeSSE',
+          role: 'baseline',
+          fn: () => {
+            let out = '';
+            for (const e of agUi) out += official.encodeSSE(e as never);
+            return out;
           },
         },
       ],

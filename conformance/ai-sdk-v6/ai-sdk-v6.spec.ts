@@ -1,22 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { UI_MESSAGE_STREAM_HEADERS as OFFICIAL_HEADERS } from 'ai';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { deserialiseEvent, type AgentEvent } from '../../src/contract/event.ts';
-import { Messages } from '../../src/contract/message.ts';
+import type { AgentEvent } from '../../src/contract/event.ts';
 import { encodeAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS } from '../../src/protocols/ai-sdk-v6/encoder.ts';
-import { harness } from '../../spec/support/runtime.ts';
-import { script, scriptTools } from '../../spec/support/scripts.ts';
 import { judgeAiSdk, type Verdict } from '../../src/protocols/ai-sdk-v6/judge.ts';
-
-const dir = resolve(import.meta.dirname, '../streams');
-const streams = readdirSync(dir).filter((f) => f.endsWith('.events.jsonl')).sort();
-const eventsOf = (file: string): AgentEvent[] =>
-  readFileSync(join(dir, file), 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map(deserialiseEvent);
+import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the final UI message must show, read from the event stream itself. */
 function expectSameContent(events: readonly AgentEvent[], v: Verdict): void {
@@ -68,8 +56,7 @@ describe('AI SDK v6 encoder, judged by ai@6', () => {
   });
 
   it.each(streams)('%s matches its golden frames byte for byte', (file) => {
-    const golden = readFileSync(resolve(import.meta.dirname, '../golden/ai-sdk-v6', file.replace('.events.jsonl', '.sse')), 'utf8');
-    expect(frameAiSdk(encodeAiSdk(eventsOf(file)))).toBe(golden);
+    expect(frameAiSdk(encodeAiSdk(eventsOf(file)))).toBe(goldenOf('ai-sdk-v6', file));
   });
 
   it.each(streams)('%s passes the judge and carries the stream content', async (file) => {
@@ -108,17 +95,9 @@ describe('AI SDK v6 encoder, judged by ai@6', () => {
   });
 
   it('property: the stream of any run passes the judge, closes every block and ends with one terminal frame', async () => {
-    const mode = fc.constantFrom('sequential', 'parallel_streaming', 'parallel_batch_approval' as const);
     await fc.assert(
-      fc.asyncProperty(script, mode, fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }), async (steps, m, cancelAt) => {
-        const h = harness(steps, { tools: scriptTools, spec: { max_rounds: 8, sections: { tool_execution: { mode: m } } } });
-        const controller = new AbortController();
-        const events: AgentEvent[] = [];
-        await h.runtime.run(
-          { messages: [Messages.user('go')] },
-          { emit: (e) => void (events.push(e), events.length === cancelAt && controller.abort()) },
-          { signal: controller.signal, waitForDecisions: false },
-        );
+      fc.asyncProperty(runEvents, async (run) => {
+        const events = await run;
         const v = await judgeAiSdk(frameAiSdk(encodeAiSdk(events)));
         expect(v.problems).toEqual([]);
         expectSameContent(events, v);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { conformanceCommand } from '../../src/cli/conformance-command.ts';
 import { main } from '../../src/cli/main.ts';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -20,6 +21,14 @@ describe('awaken encode', () => {
     expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/ai-sdk-v6/run-one-tool.sse'), 'utf8'));
   });
 
+  it('writes the AG-UI SSE body of an event stream (the golden bytes)', async () => {
+    const events = readFileSync(join(repo, 'conformance/streams/run-suspension-left-waiting.events.jsonl'), 'utf8');
+    const r = await cli(['encode', '--protocol', 'ag-ui'], events);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/ag-ui/run-suspension-left-waiting.sse'), 'utf8'));
+    expect(r.out).toContain('"outcome":{"type":"interrupt"');
+  });
+
   it('names the line and the issue of a malformed input, exit 2', async () => {
     const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
     expect(r).toMatchObject({ code: 2, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
@@ -29,7 +38,7 @@ describe('awaken encode', () => {
 
   it('refuses an unknown or not yet available protocol, exit 2', async () => {
     expect(await cli(['encode'])).toMatchObject({ code: 2, err: expect.stringContaining('--protocol must be one of') });
-    expect(await cli(['encode', '--protocol', 'ag-ui'])).toMatchObject({ code: 2, err: expect.stringContaining('not available yet') });
+    expect(await cli(['encode', '--protocol', 'a2a'])).toMatchObject({ code: 2, err: expect.stringContaining('not available yet') });
   });
 });
 
@@ -38,10 +47,24 @@ describe('awaken conformance', () => {
     const r = await cli(['conformance']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/ai-sdk-v6\s+\d+\s+0\s+0/);
+    expect(r.out).toMatch(/ag-ui\s+\d+\s+0\s+0/);
     const j = await cli(['conformance', '--protocol', 'ai-sdk-v6', '--json']);
     const parsed = JSON.parse(j.out) as { results: { passed: boolean }[]; unexpected: string[] };
     expect(parsed.results.length).toBeGreaterThanOrEqual(35);
     expect(parsed.unexpected).toEqual([]);
+    const ag = JSON.parse((await cli(['conformance', '--protocol', 'ag-ui', '--json'])).out) as { results: { protocol: string; passed: boolean }[] };
+    expect(ag.results.length).toBe(parsed.results.length);
+    expect(ag.results.every((x) => x.protocol === 'ag-ui' && x.passed)).toBe(true);
     expect(await cli(['conformance', '--protocol', 'mcp'])).toMatchObject({ code: 2 });
+  });
+
+  it('fails when an expected failure starts passing, naming it', async () => {
+    let out = '';
+    const code = await conformanceCommand(['conformance', '--protocol', 'ag-ui'], { out: (t) => (out += t), err: () => undefined }, {
+      expectedFailures: ['ag-ui/run-one-tool.events.jsonl'],
+    });
+    expect(code).toBe(1);
+    expect(out).toContain('unexpected pass: ag-ui/run-one-tool.events.jsonl');
+    expect(out).toMatch(/ag-ui\s+\d+\s+0\s+1/);
   });
 });

@@ -1,14 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { deserialiseEvent } from '../contract/event.ts';
-import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
-import { judgeAiSdk } from '../protocols/ai-sdk-v6/judge.ts';
+import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { Io } from './run-command.ts';
+import { ENCODERS } from './encode-command.ts';
 
-export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6] [--json]
+export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui] [--json]
 
-Encodes every stream of conformance/streams/ and has the protocol's official library judge it.
+Encodes every stream of conformance/streams/ and has each protocol's official library judge it
+(all available protocols unless --protocol names one).
 Exit 1 on an unexpected failure, or when an expected failure starts passing.
 `;
 
@@ -21,29 +21,63 @@ interface CaseResult {
   readonly problems: readonly string[];
 }
 
-/** Runs the suite: today the AI SDK v6 judge (the other protocols arrive with their encoders). */
-export async function conformanceCommand(argv: readonly string[], io: Io): Promise<number> {
+type Judge = (events: readonly AgentEvent[], body: string) => Promise<string[]>;
+
+/**
+ * The judges, loaded on demand: they are the official protocol libraries (devDependencies), which
+ * the runtime itself never needs. A stream that ends in `error` must end in the protocol's error.
+ */
+const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
+  'ai-sdk-v6': async () => {
+    const { judgeAiSdk } = await import('../protocols/ai-sdk-v6/judge.ts');
+    return async (events, body) => {
+      const v = await judgeAiSdk(body);
+      return [...v.problems, ...(v.streamError !== undefined && events.at(-1)?.event_type !== 'error' ? [`stream error: ${v.streamError}`] : [])];
+    };
+  },
+  'ag-ui': async () => {
+    const { judgeAgUi } = await import('../protocols/ag-ui/judge.ts');
+    return async (_events, body) => (await judgeAgUi(body)).problems;
+  },
+};
+
+/** Runs the suite: every stream through every available encoder and its official judge. */
+export async function conformanceCommand(
+  argv: readonly string[],
+  io: Io,
+  options: { readonly expectedFailures?: readonly string[] } = {},
+): Promise<number> {
   const at = argv.indexOf('--protocol');
-  const protocol = at >= 0 ? argv[at + 1] : 'ai-sdk-v6';
-  if (protocol !== 'ai-sdk-v6') {
-    io.err(`awaken conformance: ${protocol === undefined ? '--protocol needs a value' : `the ${protocol} suite is not available yet (ai-sdk-v6 is)`}\n${CONFORMANCE_USAGE}`);
+  const chosen = at >= 0 ? argv[at + 1] : undefined;
+  if (at >= 0 && (chosen === undefined || JUDGES[chosen] === undefined)) {
+    io.err(`awaken conformance: ${chosen === undefined ? '--protocol needs a value' : `the ${chosen} suite is not available yet (${Object.keys(JUDGES).join(', ')} are)`}\n${CONFORMANCE_USAGE}`);
     return 2;
   }
-  const expected = new Set((JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id));
+  const protocols = chosen !== undefined ? [chosen] : Object.keys(JUDGES);
+  const expected = new Set(
+    options.expectedFailures ?? (JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id),
+  );
   const streams = readdirSync(join(root, 'streams')).filter((f) => f.endsWith('.events.jsonl')).sort();
   const results: CaseResult[] = [];
-  for (const stream of streams) {
-    const events = readFileSync(join(root, 'streams', stream), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent);
-    const v = await judgeAiSdk(frameAiSdk(encodeAiSdk(events)));
-    const last = events.at(-1);
-    const problems = [...v.problems, ...(v.streamError !== undefined && last?.event_type !== 'error' ? [`stream error: ${v.streamError}`] : [])];
-    results.push({ protocol, stream, passed: problems.length === 0, problems });
+  for (const protocol of protocols) {
+    const judge = await (JUDGES[protocol] as () => Promise<Judge>)();
+    const encode = ENCODERS[protocol] as (events: readonly AgentEvent[]) => string;
+    for (const stream of streams) {
+      const events = readFileSync(join(root, 'streams', stream), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent);
+      const problems = await judge(events, encode(events));
+      results.push({ protocol, stream, passed: problems.length === 0, problems });
+    }
   }
   const unexpected = results.filter((r) => r.passed === expected.has(`${r.protocol}/${r.stream}`));
   if (argv.includes('--json')) io.out(`${JSON.stringify({ results, unexpected: unexpected.map((r) => `${r.protocol}/${r.stream}`) }, null, 2)}\n`);
   else {
-    const passed = results.filter((r) => r.passed).length;
-    io.out(`protocol   passed  failed  expected-failures\n${protocol.padEnd(9)}  ${String(passed).padStart(6)}  ${String(results.length - passed).padStart(6)}  ${String(expected.size).padStart(17)}\n`);
+    io.out('protocol   passed  failed  expected-failures\n');
+    for (const protocol of protocols) {
+      const mine = results.filter((r) => r.protocol === protocol);
+      const passed = mine.filter((r) => r.passed).length;
+      const xfail = [...expected].filter((id) => id.startsWith(`${protocol}/`)).length;
+      io.out(`${protocol.padEnd(9)}  ${String(passed).padStart(6)}  ${String(mine.length - passed).padStart(6)}  ${String(xfail).padStart(17)}\n`);
+    }
     for (const r of unexpected) io.out(`\nunexpected ${r.passed ? 'pass' : 'failure'}: ${r.protocol}/${r.stream}\n${r.problems.map((p) => `  ${p}`).join('\n')}\n`);
   }
   return unexpected.length === 0 ? 0 : 1;

@@ -1,15 +1,22 @@
 import { AgentEventSchema, type AgentEvent } from '../contract/event.ts';
 import { decodeWire } from '../contract/wire.ts';
+import { encodeAgUi, frameAgUi } from '../protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
 import type { Io } from './run-command.ts';
 
-export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6 < events.jsonl
+export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui < events.jsonl
 
 Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
-that run: for ai-sdk-v6, the SSE response body. (ag-ui, a2a, mcp and acp are not available yet.)
+that run: for ai-sdk-v6 and ag-ui, the SSE response body. (a2a, mcp and acp are not available yet.)
 `;
 
 const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
+
+/** The encoders available today: events → the bytes the server sends. */
+export const ENCODERS: Readonly<Partial<Record<string, (events: readonly AgentEvent[]) => string>>> = {
+  'ai-sdk-v6': (events) => frameAiSdk(encodeAiSdk(events)),
+  'ag-ui': (events) => frameAgUi(encodeAgUi(events)),
+};
 
 /** Parses event lines; a bad line is reported with its number and the issue. */
 export function parseEventLines(text: string): { events: AgentEvent[] } | { error: string } {
@@ -36,8 +43,9 @@ export async function encodeCommand(argv: readonly string[], io: Io, stdin: () =
     io.err(`awaken encode: --protocol must be one of ${PROTOCOLS.join(', ')}\n${ENCODE_USAGE}`);
     return 2;
   }
-  if (protocol !== 'ai-sdk-v6') {
-    io.err(`awaken encode: the ${protocol} encoder is not available yet (ai-sdk-v6 is)\n`);
+  const encode = ENCODERS[protocol];
+  if (encode === undefined) {
+    io.err(`awaken encode: the ${protocol} encoder is not available yet (${Object.keys(ENCODERS).join(', ')} are)\n`);
     return 2;
   }
   const parsed = parseEventLines(await stdin());
@@ -45,6 +53,6 @@ export async function encodeCommand(argv: readonly string[], io: Io, stdin: () =
     io.err(`awaken encode: ${parsed.error}\n`);
     return 2;
   }
-  io.out(frameAiSdk(encodeAiSdk(parsed.events)));
+  io.out(encode(parsed.events));
   return 0;
 }

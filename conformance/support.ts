@@ -1,0 +1,42 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import fc from 'fast-check';
+import { deserialiseEvent, type AgentEvent } from '../src/contract/event.ts';
+import { Messages } from '../src/contract/message.ts';
+import { harness } from '../spec/support/runtime.ts';
+import { script, scriptTools } from '../spec/support/scripts.ts';
+
+/** The conformance streams every encoder is judged on, by file name. */
+const dir = resolve(import.meta.dirname, 'streams');
+export const streams: readonly string[] = readdirSync(dir).filter((f) => f.endsWith('.events.jsonl')).sort();
+
+export const eventsOf = (file: string): AgentEvent[] =>
+  readFileSync(join(dir, file), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map(deserialiseEvent);
+
+export const goldenOf = (protocol: string, file: string, extension = '.sse'): string =>
+  readFileSync(resolve(import.meta.dirname, 'golden', protocol, file.replace('.events.jsonl', extension)), 'utf8');
+
+/**
+ * The events of a random run of the real loop: a random model script in a random tool-execution
+ * mode, optionally cancelled after some event — a stream that respects every loop invariant.
+ */
+export const runEvents: fc.Arbitrary<Promise<AgentEvent[]>> = fc
+  .tuple(
+    script,
+    fc.constantFrom('sequential', 'parallel_streaming', 'parallel_batch_approval' as const),
+    fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }),
+  )
+  .map(async ([steps, mode, cancelAt]) => {
+    const h = harness(steps, { tools: scriptTools, spec: { max_rounds: 8, sections: { tool_execution: { mode } } } });
+    const controller = new AbortController();
+    const events: AgentEvent[] = [];
+    await h.runtime.run(
+      { messages: [Messages.user('go')] },
+      { emit: (e) => void (events.push(e), events.length === cancelAt && controller.abort()) },
+      { signal: controller.signal, waitForDecisions: false },
+    );
+    return events;
+  });

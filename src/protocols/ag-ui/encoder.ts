@@ -1,0 +1,410 @@
+import type { AgentEvent } from '../../contract/event.ts';
+import type { JsonValue } from '../../contract/json.ts';
+import { MessageSchema } from '../../contract/message.ts';
+import type { ToolResult } from '../../contract/tool.ts';
+import type { TokenUsage } from '../../contract/usage.ts';
+
+/** One AG-UI 1.0 event (a JSON object with a SCREAMING_SNAKE `type`, camelCase fields). */
+export type AgUiEvent = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
+
+/** An entry of `RUN_FINISHED.outcome.interrupts`. */
+export interface AgUiInterrupt {
+  readonly [key: string]: JsonValue;
+  readonly id: string;
+  readonly reason: string;
+  readonly toolCallId: string;
+}
+
+interface ToolCallState {
+  readonly name: string;
+  /** Argument text sent so far (`TOOL_CALL_ARGS`). */
+  readonly args: string;
+  /** `TOOL_CALL_END` not yet sent. */
+  readonly open: boolean;
+}
+
+/** Encoder state: a value, so a stream can be snapshotted mid-way (docs/protocols/ag-ui.md). */
+export interface AgUiState {
+  readonly threadId: string;
+  readonly runId: string;
+  /** Id of the current assistant message: the run id, replaced by each non-empty `step_start.message_id`. */
+  readonly messageId: string;
+  /** Name of the open step, if any. */
+  readonly step: string | undefined;
+  /** Steps opened on this stream; never reset, so step names stay unique across a resume. */
+  readonly stepCounter: number;
+  /** Id of the open text message, if any, and how many were opened on the current message id. */
+  readonly text: string | undefined;
+  readonly textCounter: number;
+  /** Id of the open reasoning message, if any; the last one opened (for encrypted values). */
+  readonly reasoning: string | undefined;
+  readonly lastReasoning: string | undefined;
+  readonly reasoningCounter: number;
+  readonly toolCalls: Readonly<Record<string, ToolCallState>>;
+  /** Accumulated streamed output per tool call (`tool_call_stream_delta`). */
+  readonly streamed: Readonly<Record<string, string>>;
+  /** Suspended tool calls not yet settled, in order: the `interrupt` outcome lists them. */
+  readonly interrupts: readonly AgUiInterrupt[];
+  readonly usage: readonly JsonValue[];
+  readonly started: boolean;
+  readonly finished: boolean;
+}
+
+export const initialAgUiState = (): AgUiState => ({
+  threadId: '',
+  runId: '',
+  messageId: '',
+  step: undefined,
+  stepCounter: 0,
+  text: undefined,
+  textCounter: 0,
+  reasoning: undefined,
+  lastReasoning: undefined,
+  reasoningCounter: 0,
+  toolCalls: {},
+  streamed: {},
+  interrupts: [],
+  usage: [],
+  started: false,
+  finished: false,
+});
+
+/** The `activityType` of a tool's streamed output. */
+export const TOOL_STREAM_ACTIVITY = 'tool-stream-output';
+
+const isObject = (v: JsonValue | undefined): v is { readonly [k: string]: JsonValue } =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The content of a settled tool call: its data (with metadata, when it has any), as JSON text. */
+const contentOf = (r: ToolResult): string =>
+  JSON.stringify(r.metadata !== undefined && Object.keys(r.metadata).length > 0 ? { data: r.data, metadata: r.metadata } : r.data);
+
+function tokenUsage(model: string, u: TokenUsage): JsonValue {
+  const out: Record<string, JsonValue> = { model };
+  if (u.prompt_tokens !== undefined) out['inputTokens'] = u.prompt_tokens;
+  if (u.completion_tokens !== undefined) out['outputTokens'] = u.completion_tokens;
+  if (u.total_tokens !== undefined) out['totalTokens'] = u.total_tokens;
+  if (u.thinking_tokens !== undefined) out['reasoningTokens'] = u.thinking_tokens;
+  if (u.cache_read_tokens !== undefined) out['cachedInputTokens'] = u.cache_read_tokens;
+  if (u.cache_creation_tokens !== undefined) out['cacheWriteInputTokens'] = u.cache_creation_tokens;
+  return out;
+}
+
+/** A `messages_snapshot` entry as an AG-UI message; entries that are not messages are left out. */
+function agUiMessage(value: JsonValue, index: number): JsonValue | undefined {
+  const r = MessageSchema.safeParse(value);
+  if (!r.success) return undefined;
+  const m = r.data;
+  const id = m.id ?? `msg_${index}`;
+  const content = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  switch (m.role) {
+    case 'tool':
+      return { id, role: 'tool', content, toolCallId: m.tool_call_id ?? '' };
+    case 'assistant': {
+      const calls = (m.tool_calls ?? []).map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      }));
+      return { id, role: 'assistant', ...(content !== '' ? { content } : {}), ...(calls.length > 0 ? { toolCalls: calls } : {}) };
+    }
+    case 'system':
+    case 'user':
+      return { id, role: m.role, content };
+  }
+}
+
+function closeMessages(s: AgUiState, out: AgUiEvent[]): AgUiState {
+  let next = s;
+  if (next.text !== undefined) {
+    out.push({ type: 'TEXT_MESSAGE_END', messageId: next.text });
+    next = { ...next, text: undefined };
+  }
+  if (next.reasoning !== undefined) {
+    out.push({ type: 'REASONING_MESSAGE_END', messageId: next.reasoning });
+    out.push({ type: 'REASONING_END', messageId: next.reasoning });
+    next = { ...next, reasoning: undefined };
+  }
+  return next;
+}
+
+/** Closes everything a terminal event may not leave open: messages, tool calls, the step. */
+function closeAll(s: AgUiState, out: AgUiEvent[]): AgUiState {
+  let next = closeMessages(s, out);
+  let calls = next.toolCalls;
+  for (const [id, call] of Object.entries(next.toolCalls)) {
+    if (!call.open) continue;
+    out.push({ type: 'TOOL_CALL_END', toolCallId: id });
+    calls = { ...calls, [id]: { ...call, open: false } };
+  }
+  next = { ...next, toolCalls: calls };
+  if (next.step !== undefined) {
+    out.push({ type: 'STEP_FINISHED', stepName: next.step });
+    next = { ...next, step: undefined };
+  }
+  return next;
+}
+
+/** Makes sure the client knows a tool call (started and ended) before a result for it. */
+function ensureToolCall(s: AgUiState, id: string, name: string, out: AgUiEvent[]): AgUiState {
+  const call = s.toolCalls[id];
+  if (call !== undefined && !call.open) return s;
+  if (call === undefined) out.push({ type: 'TOOL_CALL_START', toolCallId: id, toolCallName: name, parentMessageId: s.messageId });
+  out.push({ type: 'TOOL_CALL_END', toolCallId: id });
+  return { ...s, toolCalls: { ...s.toolCalls, [id]: { name: call?.name ?? name, args: call?.args ?? '', open: false } } };
+}
+
+const withoutInterrupt = (s: AgUiState, toolCallId: string): AgUiState =>
+  s.interrupts.some((i) => i.toolCallId === toolCallId) ? { ...s, interrupts: s.interrupts.filter((i) => i.toolCallId !== toolCallId) } : s;
+
+function interruptOf(callId: string, r: ToolResult): AgUiInterrupt {
+  const ticket = r.suspension;
+  const su = ticket?.suspension;
+  const out: Record<string, JsonValue> = {
+    id: su !== undefined && su.id.trim() !== '' ? su.id : callId,
+    reason: su !== undefined && su.action.trim() !== '' ? su.action : 'tool_approval',
+    toolCallId: callId,
+  };
+  if (su?.message !== undefined) out['message'] = su.message;
+  if (isObject(su?.response_schema)) out['responseSchema'] = su.response_schema;
+  if (ticket !== undefined) {
+    const pending: Record<string, JsonValue> = { name: ticket.pending.name, arguments: ticket.pending.arguments };
+    out['metadata'] = {
+      pendingTool: pending,
+      resumeMode: ticket.resume_mode,
+      ...(su?.parameters !== undefined ? { parameters: su.parameters } : {}),
+    };
+  }
+  return out as AgUiInterrupt;
+}
+
+function runFinished(s: AgUiState, outcome: JsonValue, result: JsonValue | undefined): AgUiEvent {
+  return {
+    type: 'RUN_FINISHED',
+    threadId: s.threadId,
+    runId: s.runId,
+    // The official encoder drops optional nulls; an absent result says the same.
+    ...(result !== undefined && result !== null ? { result } : {}),
+    outcome,
+    ...(s.usage.length > 0 ? { usage: [...s.usage] } : {}),
+  };
+}
+
+function runError(s: AgUiState, message: string, code: string | undefined): AgUiEvent {
+  return { type: 'RUN_ERROR', message, ...(code !== undefined ? { code } : {}), ...(s.usage.length > 0 ? { usage: [...s.usage] } : {}) };
+}
+
+/**
+ * One `AgentEvent` → the AG-UI events it becomes (a pure Mealy step). After the terminal event
+ * (`RUN_FINISHED` or `RUN_ERROR`) nothing is emitted, except that a `run_start` (HITL resume on the
+ * same stream) opens a new run.
+ */
+export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, AgUiEvent[]] {
+  const out: AgUiEvent[] = [];
+  let s = state;
+  if ((s.finished || !s.started) && event.event_type !== 'run_start') {
+    // Nothing is sent outside a run: the first event of an AG-UI stream must be RUN_STARTED.
+    return [s, out];
+  }
+  switch (event.event_type) {
+    case 'run_start':
+      s = {
+        ...initialAgUiState(),
+        threadId: event.thread_id,
+        runId: event.run_id,
+        messageId: event.run_id,
+        stepCounter: s.stepCounter,
+        // A resumed run on the same stream: the client still knows its tool calls.
+        ...(event.run_id === s.runId ? { toolCalls: s.toolCalls } : {}),
+        started: true,
+      };
+      out.push({ type: 'RUN_STARTED', threadId: event.thread_id, runId: event.run_id, ...(event.parent_run_id !== undefined ? { parentRunId: event.parent_run_id } : {}) });
+      break;
+    case 'step_start': {
+      s = closeMessages(s, out);
+      if (s.step !== undefined) out.push({ type: 'STEP_FINISHED', stepName: s.step });
+      const n = s.stepCounter + 1;
+      const messageId = event.message_id !== '' ? event.message_id : s.messageId;
+      s = { ...s, step: `step_${n}`, stepCounter: n, ...(messageId !== s.messageId ? { messageId, textCounter: 0, reasoningCounter: 0 } : {}) };
+      out.push({ type: 'STEP_STARTED', stepName: `step_${n}` });
+      break;
+    }
+    case 'step_end':
+      s = closeMessages(s, out);
+      if (s.step !== undefined) out.push({ type: 'STEP_FINISHED', stepName: s.step });
+      s = { ...s, step: undefined };
+      break;
+    case 'text_delta':
+      if (event.delta === '') break;
+      if (s.reasoning !== undefined) s = closeMessages(s, out);
+      if (s.text === undefined) {
+        // The first text of a message carries the message id, so tool calls parented to it join it.
+        const id = s.textCounter === 0 ? s.messageId : `${s.messageId}:text:${s.textCounter}`;
+        out.push({ type: 'TEXT_MESSAGE_START', messageId: id, role: 'assistant' });
+        s = { ...s, text: id, textCounter: s.textCounter + 1 };
+      }
+      out.push({ type: 'TEXT_MESSAGE_CONTENT', messageId: s.text as string, delta: event.delta });
+      break;
+    case 'reasoning_delta':
+      if (event.delta === '') break;
+      if (s.text !== undefined) s = closeMessages(s, out);
+      if (s.reasoning === undefined) {
+        // Reasoning is its own message, on an id distinct from the text's.
+        const id = `${s.messageId}:reasoning:${s.reasoningCounter}`;
+        out.push({ type: 'REASONING_START', messageId: id });
+        out.push({ type: 'REASONING_MESSAGE_START', messageId: id, role: 'reasoning' });
+        s = { ...s, reasoning: id, lastReasoning: id, reasoningCounter: s.reasoningCounter + 1 };
+      }
+      out.push({ type: 'REASONING_MESSAGE_CONTENT', messageId: s.reasoning as string, delta: event.delta });
+      break;
+    case 'reasoning_encrypted_value':
+      out.push({ type: 'REASONING_ENCRYPTED_VALUE', subtype: 'message', entityId: s.reasoning ?? s.lastReasoning ?? s.messageId, encryptedValue: event.encrypted_value });
+      break;
+    case 'tool_call_start':
+      s = closeMessages(s, out);
+      if (s.toolCalls[event.id] !== undefined) break;
+      out.push({ type: 'TOOL_CALL_START', toolCallId: event.id, toolCallName: event.name, parentMessageId: s.messageId });
+      s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: { name: event.name, args: '', open: true } } };
+      break;
+    case 'tool_call_delta': {
+      const call = s.toolCalls[event.id];
+      if (call === undefined || !call.open || event.args_delta === '') break;
+      out.push({ type: 'TOOL_CALL_ARGS', toolCallId: event.id, delta: event.args_delta });
+      s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: { ...call, args: call.args + event.args_delta } } };
+      break;
+    }
+    case 'tool_call_ready': {
+      s = closeMessages(s, out);
+      const call = s.toolCalls[event.id];
+      if (call !== undefined && !call.open) break;
+      if (call === undefined) out.push({ type: 'TOOL_CALL_START', toolCallId: event.id, toolCallName: event.name, parentMessageId: s.messageId });
+      // Arguments that were not streamed are sent whole, so the client's tool call carries them.
+      if ((call?.args ?? '') === '') out.push({ type: 'TOOL_CALL_ARGS', toolCallId: event.id, delta: JSON.stringify(event.arguments) });
+      out.push({ type: 'TOOL_CALL_END', toolCallId: event.id });
+      s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: { name: event.name, args: call?.args || JSON.stringify(event.arguments), open: false } } };
+      break;
+    }
+    case 'tool_call_stream_delta': {
+      s = closeMessages(s, out);
+      const before = s.streamed[event.id];
+      const text = (before ?? '') + event.delta;
+      const messageId = `activity:${event.id}`;
+      if (before === undefined) {
+        out.push({ type: 'ACTIVITY_SNAPSHOT', messageId, activityType: TOOL_STREAM_ACTIVITY, content: { toolCallId: event.id, toolName: event.name, output: text } });
+      } else {
+        out.push({ type: 'ACTIVITY_DELTA', messageId, activityType: TOOL_STREAM_ACTIVITY, patch: [{ op: 'replace', path: '/output', value: text }] });
+      }
+      s = { ...s, streamed: { ...s.streamed, [event.id]: text } };
+      break;
+    }
+    case 'tool_call_done': {
+      s = closeMessages(s, out);
+      const r = event.result;
+      if (event.outcome === 'suspended') {
+        s = ensureToolCall(s, event.id, r.tool_name, out);
+        s = { ...withoutInterrupt(s, event.id), interrupts: [...withoutInterrupt(s, event.id).interrupts, interruptOf(event.id, r)] };
+        break;
+      }
+      s = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
+      out.push({
+        type: 'TOOL_CALL_RESULT',
+        messageId: event.message_id !== '' ? event.message_id : `result:${event.id}`,
+        toolCallId: event.id,
+        content: event.outcome === 'failed' ? (r.message ?? 'tool execution error') : contentOf(r),
+        role: 'tool',
+      });
+      break;
+    }
+    case 'tool_call_resumed':
+      s = closeMessages(s, out);
+      s = withoutInterrupt(ensureToolCall(s, event.target_id, s.toolCalls[event.target_id]?.name ?? 'tool', out), event.target_id);
+      out.push({ type: 'TOOL_CALL_RESULT', messageId: `result:${event.target_id}`, toolCallId: event.target_id, content: JSON.stringify(event.result), role: 'tool' });
+      break;
+    case 'messages_snapshot': {
+      const messages: JsonValue[] = [];
+      event.messages.forEach((m, i) => {
+        const converted = agUiMessage(m, i);
+        if (converted !== undefined) messages.push(converted);
+      });
+      out.push({ type: 'MESSAGES_SNAPSHOT', messages });
+      break;
+    }
+    case 'activity_snapshot':
+      out.push({
+        type: 'ACTIVITY_SNAPSHOT',
+        messageId: event.message_id,
+        activityType: event.activity_type,
+        content: isObject(event.content) ? event.content : { value: event.content },
+        ...(event.replace !== undefined ? { replace: event.replace } : {}),
+      });
+      break;
+    case 'activity_delta':
+      out.push({ type: 'ACTIVITY_DELTA', messageId: event.message_id, activityType: event.activity_type, patch: event.patch });
+      break;
+    case 'inference_complete':
+      if (event.usage !== undefined) s = { ...s, usage: [...s.usage, tokenUsage(event.model, event.usage)] };
+      break;
+    case 'state_snapshot':
+      out.push({ type: 'STATE_SNAPSHOT', snapshot: event.snapshot });
+      break;
+    case 'state_delta':
+      out.push({ type: 'STATE_DELTA', delta: event.delta });
+      break;
+    case 'run_finish': {
+      s = closeAll(s, out);
+      const t = event.termination;
+      if (t.type === 'error') out.push(runError(s, t.value, undefined));
+      else if (t.type === 'cancelled') out.push(runFinished(s, { type: 'cancelled' }, event.result));
+      else if (t.type === 'suspended') {
+        // The outcome needs at least one interrupt; a suspension without a ticket is the run's own.
+        const interrupts = s.interrupts.length > 0 ? [...s.interrupts] : [{ id: event.run_id, reason: 'suspended' }];
+        out.push(runFinished(s, { type: 'interrupt', interrupts }, event.result));
+      } else out.push(runFinished(s, { type: 'success' }, event.result));
+      s = { ...s, finished: true };
+      break;
+    }
+    case 'error':
+      s = closeAll(s, out);
+      out.push(runError(s, event.message, event.code));
+      s = { ...s, finished: true };
+      break;
+  }
+  return [s, out];
+}
+
+/** The events that end a stream cut short: close what is open, then one `RUN_ERROR`. */
+export function finishAgUi(state: AgUiState): AgUiEvent[] {
+  if (state.finished || !state.started) return [];
+  const out: AgUiEvent[] = [];
+  const s = closeAll(state, out);
+  out.push(runError(s, 'the event stream ended before the run finished', 'incomplete_stream'));
+  return out;
+}
+
+/** Encodes a whole event stream. */
+export function encodeAgUi(events: readonly AgentEvent[]): AgUiEvent[] {
+  let s = initialAgUiState();
+  const out: AgUiEvent[] = [];
+  for (const e of events) {
+    const [next, evs] = transcodeAgUi(s, e);
+    s = next;
+    for (const x of evs) out.push(x);
+  }
+  for (const x of finishAgUi(s)) out.push(x);
+  return out;
+}
+
+/** The response headers of an AG-UI event stream. */
+export const AG_UI_STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
+/** SSE framing: `data: <json>\n\n` per event, LF only (the official client does not split on CRLF). */
+export function frameAgUi(events: readonly AgUiEvent[]): string {
+  let out = '';
+  for (const e of events) out += `data: ${JSON.stringify(e)}\n\n`;
+  return out;
+}

@@ -3,6 +3,7 @@ import { JsonToSseTransformStream, type UIMessageChunk } from 'ai';
 import type { AgentEvent } from '../src/contract/event.ts';
 import { encodeAgUi, frameAgUi } from '../src/protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
+import { encodeMcp, frameMcp } from '../src/protocols/mcp/encoder.ts';
 import type { Suite } from './harness.ts';
 
 /** A 10k-event stream: 100 steps of text deltas and one tool call each. */
@@ -27,6 +28,7 @@ export function encoderSuites(): Suite[] {
   const chunks = encodeAiSdk(events) as unknown as UIMessageChunk[];
   const agUi = encodeAgUi(events);
   const official = new EventEncoder();
+  const mcp = encodeMcp(events);
   return [
     {
       name: 'encode-ai-sdk-v6-10k',
@@ -65,6 +67,23 @@ export function encoderSuites(): Suite[] {
             let out = '';
             for (const e of agUi) out += official.encodeSSE(e as never);
             return out;
+          },
+        },
+      ],
+    },
+      {
+      name: 'encode-mcp-10k',
+      description: `MCP: ${events.length} events → ${mcp.progress.length} progress notifications + 1 result → NDJSON, beside a hand-written floor (JSON.stringify of the same messages; the SDK has no standalone encoder)`,
+      units: { name: 'event', count: events.length },
+      cases: [
+        { name: 'awaken transcode + frame', role: 'subject', fn: () => frameMcp(encodeMcp(events)) },
+        {
+          name: 'floor: stringify the messages',
+          role: 'baseline',
+          fn: () => {
+            let out = '';
+            for (const p of mcp.progress) out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, ...p } })}\n`;
+            return `${out}${JSON.stringify({ jsonrpc: '2.0', id: 1, result: mcp.result })}\n`;
           },
         },
       ],

@@ -29,6 +29,13 @@ describe('awaken encode', () => {
     expect(r.out).toContain('"outcome":{"type":"interrupt"');
   });
 
+  it('writes the MCP tools/call messages of an event stream (the golden bytes)', async () => {
+    const events = readFileSync(join(repo, 'conformance/streams/run-one-tool.events.jsonl'), 'utf8');
+    const r = await cli(['encode', '--protocol', 'mcp'], events);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/mcp/run-one-tool.ndjson'), 'utf8'));
+  });
+
   it('names the line and the issue of a malformed input, exit 2', async () => {
     const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
     expect(r).toMatchObject({ code: 2, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
@@ -48,6 +55,7 @@ describe('awaken conformance', () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/ai-sdk-v6\s+\d+\s+0\s+0/);
     expect(r.out).toMatch(/ag-ui\s+\d+\s+0\s+0/);
+    expect(r.out).toMatch(/mcp\s+\d+\s+0\s+0/);
     const j = await cli(['conformance', '--protocol', 'ai-sdk-v6', '--json']);
     const parsed = JSON.parse(j.out) as { results: { passed: boolean }[]; unexpected: string[] };
     expect(parsed.results.length).toBeGreaterThanOrEqual(35);
@@ -55,7 +63,7 @@ describe('awaken conformance', () => {
     const ag = JSON.parse((await cli(['conformance', '--protocol', 'ag-ui', '--json'])).out) as { results: { protocol: string; passed: boolean }[] };
     expect(ag.results.length).toBe(parsed.results.length);
     expect(ag.results.every((x) => x.protocol === 'ag-ui' && x.passed)).toBe(true);
-    expect(await cli(['conformance', '--protocol', 'mcp'])).toMatchObject({ code: 2 });
+    expect(await cli(['conformance', '--protocol', 'acp'])).toMatchObject({ code: 2 });
   });
 
   it('fails when an expected failure starts passing, naming it', async () => {

@@ -5,7 +5,7 @@ import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { Io } from './run-command.ts';
 import { ENCODERS } from './encode-command.ts';
 
-export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui] [--json]
+export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|mcp] [--json]
 
 Encodes every stream of conformance/streams/ and has each protocol's official library judge it
 (all available protocols unless --protocol names one).
@@ -38,6 +38,10 @@ const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
   'ag-ui': async () => {
     const { judgeAgUi } = await import('../protocols/ag-ui/judge.ts');
     return async (_events, body) => (await judgeAgUi(body)).problems;
+  },
+  mcp: async () => {
+    const { judgeMcp } = await import('../protocols/mcp/judge.ts');
+    return async (_events, body) => (await judgeMcp(body)).problems;
   },
 };
 

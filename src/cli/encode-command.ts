@@ -2,12 +2,15 @@ import { AgentEventSchema, type AgentEvent } from '../contract/event.ts';
 import { decodeWire } from '../contract/wire.ts';
 import { encodeAgUi, frameAgUi } from '../protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
+import { encodeMcp, frameMcp } from '../protocols/mcp/encoder.ts';
 import type { Io } from './run-command.ts';
 
-export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui < events.jsonl
+export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|mcp < events.jsonl
 
 Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
-that run: for ai-sdk-v6 and ag-ui, the SSE response body. (a2a, mcp and acp are not available yet.)
+that run: for ai-sdk-v6 and ag-ui, the SSE response body; for mcp, NDJSON of the JSON-RPC messages
+of one tools/call with request id 1 (progress notifications for token 1, then the response).
+(a2a and acp are not available yet.)
 `;
 
 const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
@@ -16,6 +19,7 @@ const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
 export const ENCODERS: Readonly<Partial<Record<string, (events: readonly AgentEvent[]) => string>>> = {
   'ai-sdk-v6': (events) => frameAiSdk(encodeAiSdk(events)),
   'ag-ui': (events) => frameAgUi(encodeAgUi(events)),
+  mcp: (events) => frameMcp(encodeMcp(events)),
 };
 
 /** Parses event lines; a bad line is reported with its number and the issue. */

@@ -1,0 +1,132 @@
+import type { AgentEvent } from '../../contract/event.ts';
+import type { JsonValue } from '../../contract/json.ts';
+import type { TerminationReason } from '../../contract/lifecycle.ts';
+
+/**
+ * MCP (protocol 2025-11-25): an agent is a tool taking `{message}`. While its run streams, the server
+ * sends `notifications/progress` for the call's progress token; the run ends in one `tools/call`
+ * result: the final text, `structuredContent` with the termination and ids, and `isError` when the
+ * run did not complete (docs/protocols/mcp.md).
+ */
+export interface McpProgress {
+  readonly progress: number;
+  readonly message: string;
+}
+
+/** A `CallToolResult`. */
+export interface McpToolResult {
+  readonly [key: string]: JsonValue;
+  readonly content: { readonly type: 'text'; readonly text: string }[];
+  readonly structuredContent: { readonly [key: string]: JsonValue };
+  readonly isError: boolean;
+}
+
+export interface McpState {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly progress: number;
+  readonly text: string;
+  readonly steps: number;
+  readonly started: boolean;
+  readonly finished: boolean;
+}
+
+export const initialMcpState = (): McpState => ({ threadId: '', runId: '', progress: 0, text: '', steps: 0, started: false, finished: false });
+
+/** What one step of the transcoder produces: progress messages, and the result once the run ends. */
+export interface McpOutput {
+  readonly progress: readonly McpProgress[];
+  readonly result: McpToolResult | undefined;
+}
+
+function resultOf(s: McpState, termination: JsonValue, failure: string | undefined): McpToolResult {
+  const content: { type: 'text'; text: string }[] = [];
+  if (s.text !== '' || failure === undefined) content.push({ type: 'text', text: s.text !== '' ? s.text : '(no response)' });
+  if (failure !== undefined) content.push({ type: 'text', text: failure });
+  return { content, structuredContent: { termination, runId: s.runId, threadId: s.threadId }, isError: failure !== undefined };
+}
+
+/** Why a run that did not complete failed, in words; `undefined` when it completed. */
+export function failureOf(t: TerminationReason): string | undefined {
+  switch (t.type) {
+    case 'error':
+      return `agent run failed: ${t.value}`;
+    case 'cancelled':
+      return 'agent run cancelled';
+    case 'blocked':
+      return `agent run blocked: ${t.value}`;
+    case 'suspended':
+      return 'agent run suspended: it waits for a decision this protocol cannot carry';
+    case 'natural_end':
+    case 'behavior_requested':
+    case 'stopped':
+      return undefined;
+  }
+}
+
+/**
+ * One `AgentEvent` → the progress it reports and, at the terminal event, the tool result (a pure
+ * Mealy step). One `tools/call` has one result: after it nothing is emitted, not even for a new run.
+ */
+export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, McpOutput] {
+  if (state.finished) return [state, { progress: [], result: undefined }];
+  switch (event.event_type) {
+    case 'text_delta':
+      return [{ ...state, text: state.text + event.delta }, NOTHING];
+    case 'run_start':
+      return report({ ...state, threadId: event.thread_id, runId: event.run_id, started: true }, 'starting agent run');
+    case 'step_start':
+      return report({ ...state, steps: state.steps + 1 }, `step ${state.steps + 1}`);
+    case 'tool_call_ready':
+      return report(state, `calling tool: ${event.name}`);
+    case 'tool_call_done':
+      return report(state, `tool ${event.result.tool_name} ${event.outcome}`);
+    case 'inference_complete':
+      return report(state, `inference complete: model=${event.model} duration=${event.duration_ms}ms`);
+    case 'run_finish':
+      return [{ ...state, finished: true }, { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) }];
+    case 'error':
+      return [{ ...state, finished: true }, { progress: [], result: resultOf(state, { type: 'error', value: event.message }, `agent run failed: ${event.message}`) }];
+    default:
+      return [state, NOTHING];
+  }
+}
+
+const NOTHING: McpOutput = Object.freeze({ progress: Object.freeze([]), result: undefined });
+
+function report(s: McpState, message: string): [McpState, McpOutput] {
+  const progress = s.progress + 1;
+  return [{ ...s, progress }, { progress: [{ progress, message }], result: undefined }];
+}
+
+/** The result of a run whose events stopped before its end. */
+export function finishMcp(state: McpState): McpToolResult | undefined {
+  if (state.finished) return undefined;
+  return resultOf(state, null, 'agent run ended without terminal status');
+}
+
+/** A whole run: its progress in order, then its one result. */
+export function encodeMcp(events: readonly AgentEvent[]): { progress: McpProgress[]; result: McpToolResult } {
+  let s = initialMcpState();
+  const progress: McpProgress[] = [];
+  let result: McpToolResult | undefined;
+  for (const e of events) {
+    const [next, out] = transcodeMcp(s, e);
+    s = next;
+    for (const p of out.progress) progress.push(p);
+    result ??= out.result;
+  }
+  return { progress, result: result ?? (finishMcp(s) as McpToolResult) };
+}
+
+/**
+ * The JSON-RPC messages a server sends for one `tools/call` (request id and progress token given),
+ * one per line: the progress notifications, then the response.
+ */
+export function frameMcp(run: { progress: readonly McpProgress[]; result: McpToolResult }, requestId: number | string = 1, progressToken: number | string = requestId): string {
+  let out = '';
+  for (const p of run.progress) {
+    out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: p.progress, message: p.message } })}\n`;
+  }
+  return `${out}${JSON.stringify({ jsonrpc: '2.0', id: requestId, result: run.result })}\n`;
+}

@@ -1,6 +1,7 @@
 import { EventEncoder } from '@ag-ui/encoder';
 import { JsonToSseTransformStream, type UIMessageChunk } from 'ai';
 import type { AgentEvent } from '../src/contract/event.ts';
+import { encodeAcp, frameAcp } from '../src/protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../src/protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
 import { encodeMcp, frameMcp } from '../src/protocols/mcp/encoder.ts';
@@ -29,6 +30,7 @@ export function encoderSuites(): Suite[] {
   const agUi = encodeAgUi(events);
   const official = new EventEncoder();
   const mcp = encodeMcp(events);
+  const acp = encodeAcp(events);
   return [
     {
       name: 'encode-ai-sdk-v6-10k',
@@ -86,6 +88,15 @@ export function encoderSuites(): Suite[] {
             return `${out}${JSON.stringify({ jsonrpc: '2.0', id: 1, result: mcp.result })}\n`;
           },
         },
+      ],
+    },
+      {
+      name: 'encode-acp-10k',
+      description: `ACP: ${events.length} events → session/update notifications + 1 response → NDJSON, beside the same framing of pre-transcoded messages (the SDK has no standalone encoder)`,
+      units: { name: 'event', count: events.length },
+      cases: [
+        { name: 'awaken transcode + frame', role: 'subject', fn: () => frameAcp(encodeAcp(events)) },
+        { name: 'floor: frame the messages', role: 'baseline', fn: () => frameAcp(acp) },
       ],
     },
   ];

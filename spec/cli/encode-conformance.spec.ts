@@ -36,6 +36,14 @@ describe('awaken encode', () => {
     expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/mcp/run-one-tool.ndjson'), 'utf8'));
   });
 
+  it('writes the ACP session/prompt messages of an event stream (the golden bytes)', async () => {
+    const events = readFileSync(join(repo, 'conformance/streams/run-gate-ask-resumed.events.jsonl'), 'utf8');
+    const r = await cli(['encode', '--protocol', 'acp'], events);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/acp/run-gate-ask-resumed.ndjson'), 'utf8'));
+    expect(r.out).toContain('"method":"session/request_permission"');
+  });
+
   it('names the line and the issue of a malformed input, exit 2', async () => {
     const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
     expect(r).toMatchObject({ code: 2, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
@@ -56,6 +64,7 @@ describe('awaken conformance', () => {
     expect(r.out).toMatch(/ai-sdk-v6\s+\d+\s+0\s+0/);
     expect(r.out).toMatch(/ag-ui\s+\d+\s+0\s+0/);
     expect(r.out).toMatch(/mcp\s+\d+\s+0\s+0/);
+    expect(r.out).toMatch(/acp\s+\d+\s+0\s+0/);
     const j = await cli(['conformance', '--protocol', 'ai-sdk-v6', '--json']);
     const parsed = JSON.parse(j.out) as { results: { passed: boolean }[]; unexpected: string[] };
     expect(parsed.results.length).toBeGreaterThanOrEqual(35);
@@ -63,7 +72,7 @@ describe('awaken conformance', () => {
     const ag = JSON.parse((await cli(['conformance', '--protocol', 'ag-ui', '--json'])).out) as { results: { protocol: string; passed: boolean }[] };
     expect(ag.results.length).toBe(parsed.results.length);
     expect(ag.results.every((x) => x.protocol === 'ag-ui' && x.passed)).toBe(true);
-    expect(await cli(['conformance', '--protocol', 'acp'])).toMatchObject({ code: 2 });
+    expect(await cli(['conformance', '--protocol', 'a2a'])).toMatchObject({ code: 2 });
   });
 
   it('fails when an expected failure starts passing, naming it', async () => {

@@ -5,7 +5,7 @@ import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { Io } from './run-command.ts';
 import { ENCODERS } from './encode-command.ts';
 
-export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|mcp] [--json]
+export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|mcp|acp] [--json]
 
 Encodes every stream of conformance/streams/ and has each protocol's official library judge it
 (all available protocols unless --protocol names one).
@@ -42,6 +42,10 @@ const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
   mcp: async () => {
     const { judgeMcp } = await import('../protocols/mcp/judge.ts');
     return async (_events, body) => (await judgeMcp(body)).problems;
+  },
+  acp: async () => {
+    const { judgeAcp } = await import('../protocols/acp/judge.ts');
+    return async (_events, body) => (await judgeAcp(body)).problems;
   },
 };
 

@@ -1,16 +1,19 @@
 import { AgentEventSchema, type AgentEvent } from '../contract/event.ts';
 import { decodeWire } from '../contract/wire.ts';
+import { encodeAcp, frameAcp } from '../protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
 import { encodeMcp, frameMcp } from '../protocols/mcp/encoder.ts';
 import type { Io } from './run-command.ts';
 
-export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|mcp < events.jsonl
+export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|mcp|acp < events.jsonl
 
 Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
 that run: for ai-sdk-v6 and ag-ui, the SSE response body; for mcp, NDJSON of the JSON-RPC messages
-of one tools/call with request id 1 (progress notifications for token 1, then the response).
-(a2a and acp are not available yet.)
+of one tools/call with request id 1 (progress notifications for token 1, then the response); for
+acp, NDJSON of the JSON-RPC messages of one session/prompt with request id 1 in session session-1
+(session/update notifications, session/request_permission requests, then the response).
+(a2a is not available yet.)
 `;
 
 const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
@@ -20,6 +23,7 @@ export const ENCODERS: Readonly<Partial<Record<string, (events: readonly AgentEv
   'ai-sdk-v6': (events) => frameAiSdk(encodeAiSdk(events)),
   'ag-ui': (events) => frameAgUi(encodeAgUi(events)),
   mcp: (events) => frameMcp(encodeMcp(events)),
+  acp: (events) => frameAcp(encodeAcp(events)),
 };
 
 /** Parses event lines; a bad line is reported with its number and the issue. */

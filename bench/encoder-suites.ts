@@ -1,6 +1,8 @@
 import { EventEncoder } from '@ag-ui/encoder';
 import { JsonToSseTransformStream, type UIMessageChunk } from 'ai';
 import type { AgentEvent } from '../src/contract/event.ts';
+import { StreamResponse } from '@a2a-js/sdk';
+import { encodeA2a, frameA2a } from '../src/protocols/a2a/encoder.ts';
 import { encodeAcp, frameAcp } from '../src/protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../src/protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
@@ -31,6 +33,8 @@ export function encoderSuites(): Suite[] {
   const official = new EventEncoder();
   const mcp = encodeMcp(events);
   const acp = encodeAcp(events);
+  const a2a = encodeA2a(events);
+  const a2aDecoded = a2a.map((f) => StreamResponse.fromJSON(f));
   return [
     {
       name: 'encode-ai-sdk-v6-10k',
@@ -97,6 +101,23 @@ export function encoderSuites(): Suite[] {
       cases: [
         { name: 'awaken transcode + frame', role: 'subject', fn: () => frameAcp(encodeAcp(events)) },
         { name: 'floor: frame the messages', role: 'baseline', fn: () => frameAcp(acp) },
+      ],
+    },
+      {
+      name: 'encode-a2a-10k',
+      description: `A2A: ${events.length} events → ${a2a.length} StreamResponse frames → SSE, beside @a2a-js/sdk StreamResponse.toJSON + the same SSE framing of the decoded frames`,
+      units: { name: 'event', count: events.length },
+      cases: [
+        { name: 'awaken transcode + frame', role: 'subject', fn: () => frameA2a(encodeA2a(events)) },
+        {
+          name: '@a2a-js/sdk StreamResponse.toJSON',
+          role: 'baseline',
+          fn: () => {
+            let out = '';
+            for (const f of a2aDecoded) out += `data: ${JSON.stringify(StreamResponse.toJSON(f))}\n\n`;
+            return out;
+          },
+        },
       ],
     },
   ];

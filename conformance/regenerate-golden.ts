@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { deserialiseEvent, type AgentEvent } from '../src/contract/event.ts';
+import { encodeA2a, frameA2a } from '../src/protocols/a2a/encoder.ts';
 import { encodeAcp, frameAcp } from '../src/protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../src/protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../src/protocols/ai-sdk-v6/encoder.ts';
@@ -13,6 +14,7 @@ const ENCODERS: Readonly<Record<string, readonly [extension: string, encode: (ev
   'ag-ui': ['.sse', (events) => frameAgUi(encodeAgUi(events))],
   mcp: ['.ndjson', (events) => frameMcp(encodeMcp(events))],
   acp: ['.ndjson', (events) => frameAcp(encodeAcp(events))],
+  a2a: ['.sse', (events) => frameA2a(encodeA2a(events))],
 };
 const streams = resolve(import.meta.dirname, 'streams');
 for (const [protocol, [extension, encode]] of Object.entries(ENCODERS)) {

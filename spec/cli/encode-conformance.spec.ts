@@ -44,6 +44,14 @@ describe('awaken encode', () => {
     expect(r.out).toContain('"method":"session/request_permission"');
   });
 
+  it('writes the A2A message:stream body of an event stream (the golden bytes)', async () => {
+    const events = readFileSync(join(repo, 'conformance/streams/run-plain-answer.events.jsonl'), 'utf8');
+    const r = await cli(['encode', '--protocol', 'a2a'], events);
+    expect(r.code).toBe(0);
+    expect(r.out).toBe(readFileSync(join(repo, 'conformance/golden/a2a/run-plain-answer.sse'), 'utf8'));
+    expect(r.out).toContain('"state":"TASK_STATE_COMPLETED"');
+  });
+
   it('names the line and the issue of a malformed input, exit 2', async () => {
     const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
     expect(r).toMatchObject({ code: 2, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
@@ -51,9 +59,9 @@ describe('awaken encode', () => {
     expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"bogus"}\n')).toMatchObject({ code: 2, err: expect.stringContaining('line 1: event_type:') });
   });
 
-  it('refuses an unknown or not yet available protocol, exit 2', async () => {
+  it('refuses a missing or unknown protocol, exit 2', async () => {
     expect(await cli(['encode'])).toMatchObject({ code: 2, err: expect.stringContaining('--protocol must be one of') });
-    expect(await cli(['encode', '--protocol', 'a2a'])).toMatchObject({ code: 2, err: expect.stringContaining('not available yet') });
+    expect(await cli(['encode', '--protocol', 'grpc'])).toMatchObject({ code: 2, err: expect.stringContaining('--protocol must be one of') });
   });
 });
 
@@ -65,6 +73,7 @@ describe('awaken conformance', () => {
     expect(r.out).toMatch(/ag-ui\s+\d+\s+0\s+0/);
     expect(r.out).toMatch(/mcp\s+\d+\s+0\s+0/);
     expect(r.out).toMatch(/acp\s+\d+\s+0\s+0/);
+    expect(r.out).toMatch(/a2a\s+\d+\s+0\s+0/);
     const j = await cli(['conformance', '--protocol', 'ai-sdk-v6', '--json']);
     const parsed = JSON.parse(j.out) as { results: { passed: boolean }[]; unexpected: string[] };
     expect(parsed.results.length).toBeGreaterThanOrEqual(35);
@@ -72,7 +81,7 @@ describe('awaken conformance', () => {
     const ag = JSON.parse((await cli(['conformance', '--protocol', 'ag-ui', '--json'])).out) as { results: { protocol: string; passed: boolean }[] };
     expect(ag.results.length).toBe(parsed.results.length);
     expect(ag.results.every((x) => x.protocol === 'ag-ui' && x.passed)).toBe(true);
-    expect(await cli(['conformance', '--protocol', 'a2a'])).toMatchObject({ code: 2 });
+    expect(await cli(['conformance', '--protocol', 'grpc'])).toMatchObject({ code: 2 });
   });
 
   it('fails when an expected failure starts passing, naming it', async () => {

@@ -5,7 +5,7 @@ import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { Io } from './run-command.ts';
 import { ENCODERS } from './encode-command.ts';
 
-export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|mcp|acp] [--json]
+export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|a2a|mcp|acp] [--json]
 
 Encodes every stream of conformance/streams/ and has each protocol's official library judge it
 (all available protocols unless --protocol names one).
@@ -39,6 +39,10 @@ const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
     const { judgeAgUi } = await import('../protocols/ag-ui/judge.ts');
     return async (_events, body) => (await judgeAgUi(body)).problems;
   },
+  a2a: async () => {
+    const { judgeA2a } = await import('../protocols/a2a/judge.ts');
+    return async (_events, body) => (await judgeA2a(body)).problems;
+  },
   mcp: async () => {
     const { judgeMcp } = await import('../protocols/mcp/judge.ts');
     return async (_events, body) => (await judgeMcp(body)).problems;
@@ -58,7 +62,7 @@ export async function conformanceCommand(
   const at = argv.indexOf('--protocol');
   const chosen = at >= 0 ? argv[at + 1] : undefined;
   if (at >= 0 && (chosen === undefined || JUDGES[chosen] === undefined)) {
-    io.err(`awaken conformance: ${chosen === undefined ? '--protocol needs a value' : `the ${chosen} suite is not available yet (${Object.keys(JUDGES).join(', ')} are)`}\n${CONFORMANCE_USAGE}`);
+    io.err(`awaken conformance: ${chosen === undefined ? '--protocol needs a value' : `--protocol must be one of ${Object.keys(JUDGES).join(', ')}`}\n${CONFORMANCE_USAGE}`);
     return 2;
   }
   const protocols = chosen !== undefined ? [chosen] : Object.keys(JUDGES);

@@ -1,29 +1,29 @@
 import { AgentEventSchema, type AgentEvent } from '../contract/event.ts';
 import { decodeWire } from '../contract/wire.ts';
+import { encodeA2a, frameA2a } from '../protocols/a2a/encoder.ts';
 import { encodeAcp, frameAcp } from '../protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
 import { encodeMcp, frameMcp } from '../protocols/mcp/encoder.ts';
 import type { Io } from './run-command.ts';
 
-export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|mcp|acp < events.jsonl
+export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|a2a|mcp|acp < events.jsonl
 
 Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
-that run: for ai-sdk-v6 and ag-ui, the SSE response body; for mcp, NDJSON of the JSON-RPC messages
+that run: for ai-sdk-v6 and ag-ui, the SSE response body; for a2a, the SSE body of a
+message:stream response (one data: frame per A2A 1.0 StreamResponse); for mcp, NDJSON of the JSON-RPC messages
 of one tools/call with request id 1 (progress notifications for token 1, then the response); for
 acp, NDJSON of the JSON-RPC messages of one session/prompt with request id 1 in session session-1
 (session/update notifications, session/request_permission requests, then the response).
-(a2a is not available yet.)
 `;
 
-const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
-
-/** The encoders available today: events → the bytes the server sends. */
+/** The encoders: events → the bytes the server sends for that run. */
 export const ENCODERS: Readonly<Partial<Record<string, (events: readonly AgentEvent[]) => string>>> = {
   'ai-sdk-v6': (events) => frameAiSdk(encodeAiSdk(events)),
   'ag-ui': (events) => frameAgUi(encodeAgUi(events)),
   mcp: (events) => frameMcp(encodeMcp(events)),
   acp: (events) => frameAcp(encodeAcp(events)),
+  a2a: (events) => frameA2a(encodeA2a(events)),
 };
 
 /** Parses event lines; a bad line is reported with its number and the issue. */
@@ -47,13 +47,9 @@ export function parseEventLines(text: string): { events: AgentEvent[] } | { erro
 export async function encodeCommand(argv: readonly string[], io: Io, stdin: () => Promise<string>): Promise<number> {
   const at = argv.indexOf('--protocol');
   const protocol = at >= 0 ? argv[at + 1] : undefined;
-  if (protocol === undefined || !(PROTOCOLS as readonly string[]).includes(protocol)) {
-    io.err(`awaken encode: --protocol must be one of ${PROTOCOLS.join(', ')}\n${ENCODE_USAGE}`);
-    return 2;
-  }
-  const encode = ENCODERS[protocol];
+  const encode = protocol === undefined ? undefined : ENCODERS[protocol];
   if (encode === undefined) {
-    io.err(`awaken encode: the ${protocol} encoder is not available yet (${Object.keys(ENCODERS).join(', ')} are)\n`);
+    io.err(`awaken encode: --protocol must be one of ${Object.keys(ENCODERS).join(', ')}\n${ENCODE_USAGE}`);
     return 2;
   }
   const parsed = parseEventLines(await stdin());

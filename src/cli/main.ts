@@ -11,7 +11,7 @@ commands:
   run        run one agent on a scripted or recorded model and print its events
   record     run like \`run\` and write a transcript of every port exchange
   replay     replay transcripts and compare their events byte for byte
-  encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, mcp, acp)
+  encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version

@@ -2,3 +2,4 @@ export * from './phase/index.ts';
 export * from './state/index.ts';
 export * from './inference/accumulator.ts';
 export * from './policies/stop-policy.ts';
+export { runMealy } from './mealy.ts';

@@ -2,6 +2,7 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
+import { runMealy } from '../../core/mealy.ts';
 
 /**
  * ACP v1: one `session/prompt` turn. While the run streams the agent sends `session/update`
@@ -169,15 +170,7 @@ export function finishAcp(state: AcpState): AcpMessage[] {
 }
 
 export function encodeAcp(events: readonly AgentEvent[]): AcpMessage[] {
-  let s = initialAcpState();
-  const out: AcpMessage[] = [];
-  for (const e of events) {
-    const [next, msgs] = transcodeAcp(s, e);
-    s = next;
-    for (const m of msgs) out.push(m);
-  }
-  for (const m of finishAcp(s)) out.push(m);
-  return out;
+  return runMealy(initialAcpState(), transcodeAcp, finishAcp, events);
 }
 
 /** NDJSON of the JSON-RPC messages the agent sends for one `session/prompt` with the given request id. */

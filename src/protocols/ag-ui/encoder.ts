@@ -3,6 +3,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import { MessageSchema } from '../../contract/message.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
+import { runMealy } from '../../core/mealy.ts';
 
 /** One AG-UI 1.0 event (a JSON object with a SCREAMING_SNAKE `type`, camelCase fields). */
 export type AgUiEvent = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -383,15 +384,7 @@ export function finishAgUi(state: AgUiState): AgUiEvent[] {
 
 /** Encodes a whole event stream. */
 export function encodeAgUi(events: readonly AgentEvent[]): AgUiEvent[] {
-  let s = initialAgUiState();
-  const out: AgUiEvent[] = [];
-  for (const e of events) {
-    const [next, evs] = transcodeAgUi(s, e);
-    s = next;
-    for (const x of evs) out.push(x);
-  }
-  for (const x of finishAgUi(s)) out.push(x);
-  return out;
+  return runMealy(initialAgUiState(), transcodeAgUi, finishAgUi, events);
 }
 
 /** The response headers of an AG-UI event stream. */

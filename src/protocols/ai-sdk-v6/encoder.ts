@@ -2,6 +2,7 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
+import { runMealy } from '../../core/mealy.ts';
 
 /** One chunk of the AI SDK v6 UI message stream (a JSON object with a `type`). */
 export type UiChunk = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -234,15 +235,7 @@ export function finishAiSdk(state: AiSdkState): UiChunk[] {
 
 /** Encodes a whole event stream. */
 export function encodeAiSdk(events: readonly AgentEvent[]): UiChunk[] {
-  let s = initialAiSdkState();
-  const out: UiChunk[] = [];
-  for (const e of events) {
-    const [next, chunks] = transcodeAiSdk(s, e);
-    s = next;
-    out.push(...chunks);
-  }
-  out.push(...finishAiSdk(s));
-  return out;
+  return runMealy(initialAiSdkState(), transcodeAiSdk, finishAiSdk, events);
 }
 
 /** The response headers of a UI message stream (equal to `ai`'s `UI_MESSAGE_STREAM_HEADERS`). */

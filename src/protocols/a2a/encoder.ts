@@ -1,0 +1,147 @@
+import type { AgentEvent } from '../../contract/event.ts';
+import type { JsonValue } from '../../contract/json.ts';
+import type { TerminationReason } from '../../contract/lifecycle.ts';
+import { runMealy } from '../../core/mealy.ts';
+
+/**
+ * A2A 1.0, `message:stream` (HTTP+JSON binding): one `StreamResponse` per SSE frame. Task id = run
+ * id, context id = thread id. The text streams as chunks of one `response` artifact; tool calls and
+ * results are agent messages with a data part on `WORKING` status updates; the stream ends with the
+ * task's terminal or interrupted state (docs/protocols/a2a.md). Every frame is canonical proto3 JSON:
+ * default values (`false`, `""`, `[]`) are left out, as the SDK's `toJSON` does.
+ */
+export type StreamResponse = { readonly [key: string]: JsonValue };
+
+export type TaskState =
+  | 'TASK_STATE_SUBMITTED'
+  | 'TASK_STATE_WORKING'
+  | 'TASK_STATE_INPUT_REQUIRED'
+  | 'TASK_STATE_COMPLETED'
+  | 'TASK_STATE_CANCELED'
+  | 'TASK_STATE_FAILED'
+  | 'TASK_STATE_REJECTED';
+
+export interface A2aState {
+  readonly taskId: string;
+  readonly contextId: string;
+  /** Text chunks sent on the `response` artifact. */
+  readonly chunks: number;
+  readonly started: boolean;
+  readonly finished: boolean;
+}
+
+export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, started: false, finished: false });
+
+export const RESPONSE_ARTIFACT = 'response';
+
+/** The task state a termination leaves the task in. */
+export function taskStateOf(t: TerminationReason): TaskState {
+  switch (t.type) {
+    case 'natural_end':
+    case 'behavior_requested':
+    case 'stopped':
+      return 'TASK_STATE_COMPLETED';
+    case 'suspended':
+      return 'TASK_STATE_INPUT_REQUIRED';
+    case 'cancelled':
+      return 'TASK_STATE_CANCELED';
+    case 'error':
+      return 'TASK_STATE_FAILED';
+    case 'blocked':
+      return 'TASK_STATE_REJECTED';
+  }
+}
+
+function agentMessage(s: A2aState, messageId: string, parts: JsonValue[]): JsonValue {
+  return { messageId, contextId: s.contextId, taskId: s.taskId, role: 'ROLE_AGENT', parts };
+}
+
+function status(s: A2aState, state: TaskState, message?: JsonValue): StreamResponse {
+  return { statusUpdate: { taskId: s.taskId, contextId: s.contextId, status: { state, ...(message !== undefined ? { message } : {}) } } };
+}
+
+const data = (value: JsonValue): JsonValue => ({ data: value, mediaType: 'application/json' });
+
+/** The last artifact chunk (when text was streamed), then the final status. */
+function end(s: A2aState, state: TaskState, why: string | undefined, out: StreamResponse[]): A2aState {
+  if (s.chunks > 0) {
+    out.push({ artifactUpdate: { taskId: s.taskId, contextId: s.contextId, artifact: { artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: [{ text: '' }] }, append: true, lastChunk: true } });
+  }
+  out.push(status(s, state, why !== undefined ? agentMessage(s, `${s.taskId}:status`, [{ text: why }]) : undefined));
+  return { ...s, finished: true };
+}
+
+/**
+ * One `AgentEvent` → the `StreamResponse` frames it becomes (a pure Mealy step). The stream ends with
+ * the task's final state for this stream (terminal, or `INPUT_REQUIRED` for a suspension — the
+ * answer is a new `message:send` on the task); nothing is sent after it.
+ */
+export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, StreamResponse[]] {
+  const out: StreamResponse[] = [];
+  let s = state;
+  if (s.finished || (!s.started && event.event_type !== 'run_start')) return [s, out];
+  switch (event.event_type) {
+    case 'run_start':
+      s = { ...s, taskId: event.run_id, contextId: event.thread_id, started: true };
+      out.push({ task: { id: s.taskId, contextId: s.contextId, status: { state: 'TASK_STATE_SUBMITTED' } } });
+      out.push(status(s, 'TASK_STATE_WORKING'));
+      break;
+    case 'text_delta':
+      if (event.delta === '') break;
+      out.push({
+        artifactUpdate: {
+          taskId: s.taskId,
+          contextId: s.contextId,
+          artifact: { artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: [{ text: event.delta }] },
+          ...(s.chunks > 0 ? { append: true } : {}),
+        },
+      });
+      s = { ...s, chunks: s.chunks + 1 };
+      break;
+    case 'tool_call_ready':
+      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:call:${event.id}`, [data({ toolCall: { id: event.id, name: event.name, arguments: event.arguments } })])));
+      break;
+    case 'tool_call_done': {
+      const r = event.result;
+      const result: Record<string, JsonValue> = { id: event.id, name: r.tool_name, outcome: event.outcome, data: r.data };
+      if (r.message != null) result['message'] = r.message;
+      if (r.suspension !== undefined) result['suspension'] = r.suspension.suspension as unknown as JsonValue;
+      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:result:${event.id}`, [data({ toolResult: result })])));
+      break;
+    }
+    case 'tool_call_resumed':
+      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:resumed:${event.target_id}`, [data({ toolResult: { id: event.target_id, outcome: 'resumed', data: event.result } })])));
+      break;
+    case 'run_finish': {
+      const t = event.termination;
+      const why = t.type === 'error' || t.type === 'blocked' ? t.value : t.type === 'stopped' ? (t.value.detail ?? t.value.code) : t.type === 'suspended' ? 'waiting for a decision' : undefined;
+      s = end(s, taskStateOf(t), why, out);
+      break;
+    }
+    case 'error':
+      s = end(s, 'TASK_STATE_FAILED', event.message, out);
+      break;
+    default:
+      break;
+  }
+  return [s, out];
+}
+
+/** The frames that end a stream cut short: the task failed. */
+export function finishA2a(state: A2aState): StreamResponse[] {
+  if (state.finished || !state.started) return [];
+  const out: StreamResponse[] = [];
+  end(state, 'TASK_STATE_FAILED', 'the event stream ended before the run finished', out);
+  return out;
+}
+
+export function encodeA2a(events: readonly AgentEvent[]): StreamResponse[] {
+  return runMealy(initialA2aState(), transcodeA2a, finishA2a, events);
+}
+
+/** SSE framing of `message:stream`: `data: <StreamResponse>\n\n` per frame; the stream's end is the end. */
+export function frameA2a(frames: readonly StreamResponse[]): string {
+  let out = '';
+  for (const f of frames) out += `data: ${JSON.stringify(f)}\n\n`;
+  return out;
+}

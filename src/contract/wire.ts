@@ -35,8 +35,9 @@ export function decodeWire<S extends z.ZodType>(schema: S, text: string): Result
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return ok(parsed.data);
-  return err({
-    code: 'invalid_value',
-    issues: parsed.error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message })),
-  });
+  return err({ code: 'invalid_value', issues: issuesOf(parsed.error) });
 }
+
+/** The issues of a failed parse, each naming its field by a dotted path. */
+export const issuesOf = (error: z.ZodError): WireIssue[] =>
+  error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));

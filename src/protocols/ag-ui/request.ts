@@ -1,0 +1,106 @@
+import { z } from 'zod';
+import { JsonValueSchema, type JsonValue } from '../../contract/json.ts';
+import { Messages, type ContentBlock, type Message } from '../../contract/message.ts';
+import { err, ok, type Result } from '../../contract/result.ts';
+import { issuesOf, type WireError } from '../../contract/wire.ts';
+import type { InboundRun } from '../../runtime/inbound.ts';
+import type { Decision } from '../../runtime/run-loop.ts';
+
+/**
+ * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked, the rest
+ * (tools, context, forwarded props, message fields it does not read) may be anything.
+ */
+const InputContentSchema = z.union([
+  z.string(),
+  z.array(
+    z.looseObject({
+      type: z.string(),
+      text: z.string().optional(),
+      source: z.looseObject({ type: z.enum(['data', 'url']), value: z.string(), mimeType: z.string().optional() }).optional(),
+    }),
+  ),
+]);
+
+const InputMessageSchema = z.looseObject({
+  id: z.string(),
+  role: z.enum(['developer', 'system', 'assistant', 'user', 'tool', 'activity', 'reasoning']),
+  content: z.union([InputContentSchema, z.record(z.string(), z.unknown())]).optional(),
+});
+
+export const RunAgentInputSchema = z.looseObject({
+  threadId: z.string().min(1),
+  runId: z.string().min(1),
+  parentRunId: z.string().optional(),
+  state: z.unknown().optional(),
+  messages: z.array(InputMessageSchema),
+  tools: z.array(z.unknown()).optional(),
+  context: z.array(z.unknown()).optional(),
+  forwardedProps: z.unknown().optional(),
+  resume: z
+    .array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() }))
+    .optional(),
+});
+
+function blocks(content: z.infer<typeof InputContentSchema>): ContentBlock[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
+  const out: ContentBlock[] = [];
+  for (const part of content) {
+    if (part.type === 'text' && part.text !== undefined) out.push({ type: 'text', text: part.text });
+    else if (part.source !== undefined && (part.type === 'image' || part.type === 'document')) {
+      const source =
+        part.source.type === 'url'
+          ? { kind: 'url' as const, url: part.source.value }
+          : { kind: 'base64' as const, media_type: part.source.mimeType ?? 'application/octet-stream', data: part.source.value };
+      out.push(part.type === 'image' ? { type: 'image', source } : { type: 'document', source });
+    }
+  }
+  return out;
+}
+
+/**
+ * Decodes a `RunAgentInput` body. User, system and developer messages become input (developer as
+ * system); assistant, tool, activity and reasoning messages are the server's own history and are not
+ * read. Each `resume[]` entry becomes a decision for the interrupt it names: `cancelled`, or a payload
+ * with `approved: false`, cancels the call; otherwise it resumes with the payload as its result.
+ * `now` stamps the decisions (the server passes its clock).
+ */
+export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, WireError> {
+  const parsed = RunAgentInputSchema.safeParse(body);
+  if (!parsed.success) return err({ code: 'invalid_value', issues: issuesOf(parsed.error) });
+  const input = parsed.data;
+  const messages: { id?: string; message: Message }[] = [];
+  input.messages.forEach((m) => {
+    if (m.role !== 'user' && m.role !== 'system' && m.role !== 'developer') return;
+    const content = InputContentSchema.safeParse(m.content ?? '');
+    if (!content.success) return;
+    const b = blocks(content.data);
+    if (b.length === 0) return;
+    const message: Message = m.role === 'user' ? { ...Messages.user(''), content: b } : { ...Messages.system(''), content: b };
+    messages.push({ id: m.id, message });
+  });
+  const decisions: Decision[] = (input.resume ?? []).map((r) => {
+    const payload = JsonValueSchema.safeParse(r.payload ?? null);
+    const value: JsonValue = payload.success ? payload.data : null;
+    const denied = typeof value === 'object' && value !== null && !Array.isArray(value) && value['approved'] === false;
+    const cancel = r.status === 'cancelled' || denied;
+    const reason = typeof value === 'object' && value !== null && !Array.isArray(value) && typeof value['reason'] === 'string' ? value['reason'] : undefined;
+    return {
+      targetId: r.interruptId,
+      decision: {
+        decision_id: '',
+        action: cancel ? 'cancel' : 'resume',
+        ...(value !== null ? { result: value } : cancel ? { result: { approved: false } } : {}),
+        ...(reason !== undefined ? { reason } : {}),
+        updated_at: now,
+      },
+    };
+  });
+  const state = input.state === undefined ? undefined : JsonValueSchema.safeParse(input.state);
+  return ok({
+    threadId: input.threadId,
+    runId: input.runId,
+    messages,
+    decisions,
+    ...(state?.success === true && state.data !== null ? { state: state.data } : {}),
+  });
+}

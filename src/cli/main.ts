@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
+import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
 import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
 import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
@@ -13,6 +14,7 @@ commands:
   replay     replay transcripts and compare their events byte for byte
   encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
+  mcp        serve the agent as an MCP tool over stdio
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version
   help       print this text
@@ -21,7 +23,8 @@ ${RUN_USAGE}
 ${RECORD_USAGE}
 ${REPLAY_USAGE}
 ${ENCODE_USAGE}
-${CONFORMANCE_USAGE}`;
+${CONFORMANCE_USAGE}
+${MCP_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -50,6 +53,8 @@ export async function main(argv: readonly string[], io: Io = processIo, stdin: (
       return encodeCommand(rest, io, stdin);
     case 'conformance':
       return conformanceCommand(rest, io);
+    case 'mcp':
+      return mcpCommand(rest, io, version());
     case 'serve':
       io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +

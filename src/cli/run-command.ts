@@ -2,6 +2,7 @@ import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { deterministicEnv } from '../runtime/env.ts';
+import type { LlmExecutor } from '../runtime/llm.ts';
 import type { Decision } from '../runtime/run-loop.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { modelOf, parseRunArgs, RUN_USAGE, type RunPlan } from './run-plan.ts';
@@ -24,6 +25,20 @@ export function decisionsFor(decide: 'approve' | 'deny', ids: readonly string[],
   }));
 }
 
+/**
+ * The demo agent and its tools on a file-backed model. A file-backed model gets a deterministic
+ * environment, so the same file prints the same bytes.
+ */
+export function demoRuntime(llm: LlmExecutor, model: string): ReturnType<AgentRuntimeBuilder['build']> {
+  const builder = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('model', llm)
+    .withModel('model', { provider: 'model', model_name: model.split(':')[0] as string })
+    .withAgentSpec(demoAgent('model'));
+  for (const tool of DEMO_TOOLS) builder.withTool(tool);
+  return builder.build();
+}
+
 /** `awaken run`: runs one agent on a file-backed model and prints its events; returns the exit code. */
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   const plan = parseRunArgs(argv);
@@ -36,14 +51,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     io.err(`awaken run: ${llm}\n`);
     return llm.startsWith('only ') ? 64 : 65;
   }
-  // A file-backed model gets a deterministic environment, so the same file prints the same bytes.
-  const builder = new AgentRuntimeBuilder()
-    .withEnv(deterministicEnv())
-    .withProvider('model', llm)
-    .withModel('model', { provider: 'model', model_name: plan.model.split(':')[0] as string })
-    .withAgentSpec(demoAgent('model'));
-  for (const tool of DEMO_TOOLS) builder.withTool(tool);
-  const runtime = builder.build();
+  const runtime = demoRuntime(llm, plan.model);
   if (!runtime.ok) {
     io.err(`awaken run: ${JSON.stringify(runtime.error)}\n`);
     return 70;

@@ -1,0 +1,66 @@
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CallToolResultSchema, JSONRPCMessageSchema, type JSONRPCMessage, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const repo = resolve(import.meta.dirname, '../..');
+
+/** `awaken mcp` as a child process, driven by the SDK's own client over stdio. */
+async function connect(model: string): Promise<{ client: Client; frames: JSONRPCMessage[] }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', model], cwd: repo, stderr: 'pipe' });
+  const frames: JSONRPCMessage[] = [];
+  const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
+  await client.connect(transport);
+  // Tap every frame the server sends from here on.
+  const onmessage = transport.onmessage;
+  transport.onmessage = (m) => {
+    frames.push(m);
+    onmessage?.(m);
+  };
+  return { client, frames };
+}
+
+describe('awaken mcp (stdio), driven by the official MCP client', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+
+  it('lists the agent as a tool, streams progress while it runs and answers with the run', async () => {
+    const { client, frames } = await connect('scripted:fixtures/scripts/demo-weather.yaml');
+    close = () => client.close();
+    expect(client.getServerVersion()?.name).toBe('awaken-mcp');
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => [t.name, t.inputSchema.required])).toEqual([['demo', ['message']]]);
+    const progress: Progress[] = [];
+    const result = await client.callTool({ name: 'demo', arguments: { message: 'weather in Tokyo?' } }, CallToolResultSchema, { onprogress: (p) => void progress.push(p) });
+    expect(result.isError).toBe(false);
+    expect(result.content).toEqual([{ type: 'text', text: 'It is cloudy in Tokyo.' }]);
+    expect(result.structuredContent).toMatchObject({ termination: { type: 'natural_end' } });
+    expect(progress.map((p) => p.message)).toEqual(expect.arrayContaining(['starting agent run', 'step 1', 'calling tool: get_weather', 'tool get_weather succeeded', 'step 2']));
+    expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1));
+    expect(frames.length).toBeGreaterThan(progress.length);
+    for (const f of frames) expect(JSONRPCMessageSchema.safeParse(f).success).toBe(true);
+  });
+
+  it('bad arguments and an empty message are tool errors, not crashes', async () => {
+    const { client } = await connect('scripted:fixtures/scripts/demo-weather.yaml');
+    close = () => client.close();
+    const missing = await client.callTool({ name: 'demo', arguments: {} });
+    expect(missing.isError).toBe(true);
+    expect(JSON.stringify(missing.content)).toContain('message');
+    const empty = await client.callTool({ name: 'demo', arguments: { message: ' ' } });
+    expect(empty).toMatchObject({ isError: true, content: [{ type: 'text', text: 'message must not be empty' }] });
+    await expect(client.ping()).resolves.toEqual({});
+  });
+
+  it('a run that suspends is an error result naming the suspension', async () => {
+    const { client } = await connect('scripted:fixtures/scripts/demo-confirm.json');
+    close = () => client.close();
+    const r = await client.callTool({ name: 'demo', arguments: { message: 'delete it' } }, CallToolResultSchema);
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent).toMatchObject({ termination: { type: 'suspended' } });
+  });
+});

@@ -1,0 +1,64 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { Messages } from '../contract/message.ts';
+import { mcpServer, type AgentHost } from '../server/mcp-host.ts';
+import { demoRuntime, type Io } from './run-command.ts';
+import { modelOf } from './run-plan.ts';
+
+export const MCP_USAGE = `usage: awaken mcp --model scripted:FILE|transcript:FILE [--agent demo]
+
+Serves the agent as an MCP tool (protocol 2025-11-25) over stdio: newline-delimited JSON-RPC on
+stdin/stdout, logs on stderr. The tool takes {message}; while the run streams it sends progress
+notifications, then the result: the final text, structuredContent {termination, runId, threadId},
+and isError when the run did not complete. Each call runs the model file from its start.
+`;
+
+/** The demo agent on a file-backed model, as an `AgentHost`: each call builds a fresh runtime. */
+export function demoHost(model: string, agent: string): AgentHost | string {
+  const probe = modelOf({ model, agent, format: 'jsonl', decide: undefined, message: '' });
+  if (typeof probe === 'string') return probe;
+  return {
+    agents: [{ id: agent, description: `Awaken agent: ${agent} (model ${model})` }],
+    async run(agentId, message, emit, signal) {
+      const llm = modelOf({ model, agent, format: 'jsonl', decide: undefined, message });
+      if (typeof llm === 'string') throw new Error(llm);
+      const runtime = demoRuntime(llm, model);
+      if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
+      const r = await runtime.value.run({ agentId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: false });
+      if (!r.ok) emit({ event_type: 'error', message: r.error.code, code: r.error.code });
+    },
+  };
+}
+
+/** `awaken mcp`: the agent as an MCP server on stdio, until stdin closes. */
+export async function mcpCommand(argv: readonly string[], io: Io, version: string): Promise<number> {
+  let model: string | undefined;
+  let agent = 'demo';
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = argv[i + 1];
+    if ((a === '--model' || a === '--agent') && v !== undefined) {
+      if (a === '--model') model = v;
+      else agent = v;
+      i++;
+    } else {
+      io.err(`awaken mcp: unexpected argument ${a ?? ''}\n${MCP_USAGE}`);
+      return 64;
+    }
+  }
+  if (model === undefined) {
+    io.err(`awaken mcp: --model is required\n${MCP_USAGE}`);
+    return 64;
+  }
+  const host = demoHost(model, agent);
+  if (typeof host === 'string') {
+    io.err(`awaken mcp: ${host}\n`);
+    return 65;
+  }
+  const server = mcpServer(host, { name: 'awaken-mcp', version });
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+  await server.connect(transport);
+  process.stdin.once('end', () => void server.close());
+  await closed;
+  return 0;
+}

@@ -1,0 +1,50 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AgentEvent } from '../contract/event.ts';
+import { finishMcp, initialMcpState, transcodeMcp, type McpToolResult } from '../protocols/mcp/encoder.ts';
+
+/** The agents a host serves, and how it runs one on a message (streaming its events to `emit`). */
+export interface AgentHost {
+  readonly agents: readonly { readonly id: string; readonly description: string }[];
+  run(agentId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** The MCP input schema of an agent tool. */
+const INPUT = { message: z.string().describe('The user message to send to the agent') };
+
+/**
+ * An MCP server (the SDK's `McpServer`) exposing each agent as a tool taking `{message}`. A call runs
+ * the agent; its events go through the MCP transcoder: progress notifications for the caller's
+ * progress token while it runs, then the tool result (docs/protocols/mcp.md). Cancelling the request
+ * cancels the run.
+ */
+export function mcpServer(host: AgentHost, info: { readonly name: string; readonly version: string }): McpServer {
+  const server = new McpServer({ name: info.name, version: info.version });
+  for (const agent of host.agents) {
+    server.registerTool(agent.id, { description: agent.description, inputSchema: INPUT }, async ({ message }, extra): Promise<CallToolResult> => {
+      if (message.trim() === '') return { content: [{ type: 'text', text: 'message must not be empty' }], isError: true };
+      const token = extra._meta?.progressToken;
+      let state = initialMcpState();
+      let result: McpToolResult | undefined;
+      let sent: Promise<unknown> = Promise.resolve();
+      await host.run(
+        agent.id,
+        message,
+        (event) => {
+          const [next, out] = transcodeMcp(state, event);
+          state = next;
+          result ??= out.result;
+          if (token === undefined) return;
+          for (const p of out.progress) {
+            sent = sent.then(() => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, message: p.message } }));
+          }
+        },
+        extra.signal,
+      );
+      await sent;
+      return (result ?? finishMcp(state)) as CallToolResult;
+    });
+  }
+  return server;
+}

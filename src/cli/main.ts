@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
 import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
@@ -15,6 +16,7 @@ commands:
   encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
   mcp        serve the agent as an MCP tool over stdio
+  acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (not yet available)
   version    print the version
   help       print this text
@@ -24,7 +26,8 @@ ${RECORD_USAGE}
 ${REPLAY_USAGE}
 ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
-${MCP_USAGE}`;
+${MCP_USAGE}
+${ACP_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -55,6 +58,8 @@ export async function main(argv: readonly string[], io: Io = processIo, stdin: (
       return conformanceCommand(rest, io);
     case 'mcp':
       return mcpCommand(rest, io, version());
+    case 'acp':
+      return acpCommand(rest, io);
     case 'serve':
       io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +

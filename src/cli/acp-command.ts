@@ -3,8 +3,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import { Messages } from '../contract/message.ts';
 import { realEnv } from '../runtime/env.ts';
 import { acpAgent, type InteractiveHost } from '../server/acp-host.ts';
-import { demoRuntime, type Io } from './run-command.ts';
-import { modelOf } from './run-plan.ts';
+import { demoRuntimes, type Io } from './run-command.ts';
 
 export const ACP_USAGE = `usage: awaken acp --model scripted:FILE|transcript:FILE
 
@@ -16,20 +15,15 @@ and session/cancel. Each prompt runs the model file from its start.
 
 /** The demo agent on a file-backed model, as an ACP host: each prompt builds a fresh runtime. */
 export function demoAcpHost(model: string): InteractiveHost | string {
-  const plan = (message: string) => ({ model, agent: 'demo', format: 'jsonl' as const, decide: undefined, message });
-  const probe = modelOf(plan(''));
-  if (typeof probe === 'string') return probe;
+  const runtimes = demoRuntimes(model);
+  if (typeof runtimes === 'string') return runtimes;
   const env = realEnv();
   return {
     name: 'awaken-acp',
     now: () => env.clock.now(),
     newId: () => env.ids.next('session'),
     async start(message, emit, signal) {
-      const llm = modelOf(plan(message));
-      if (typeof llm === 'string') throw new Error(llm);
-      const runtime = demoRuntime(llm, model);
-      if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
-      const started = await runtime.value.start({ agentId: 'demo', messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: true });
+      const started = await runtimes().start({ agentId: 'demo', messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: true });
       if (!started.ok) throw new Error(started.error.code);
       return started.value;
     },

@@ -1,8 +1,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Messages } from '../contract/message.ts';
 import { mcpServer, type AgentHost } from '../server/mcp-host.ts';
-import { demoRuntime, type Io } from './run-command.ts';
-import { modelOf } from './run-plan.ts';
+import { demoRuntimes, type Io } from './run-command.ts';
 
 export const MCP_USAGE = `usage: awaken mcp --model scripted:FILE|transcript:FILE [--agent demo]
 
@@ -14,16 +13,12 @@ and isError when the run did not complete. Each call runs the model file from it
 
 /** The demo agent on a file-backed model, as an `AgentHost`: each call builds a fresh runtime. */
 export function demoHost(model: string, agent: string): AgentHost | string {
-  const probe = modelOf({ model, agent, format: 'jsonl', decide: undefined, message: '' });
-  if (typeof probe === 'string') return probe;
+  const runtimes = demoRuntimes(model);
+  if (typeof runtimes === 'string') return runtimes;
   return {
     agents: [{ id: agent, description: `Awaken agent: ${agent} (model ${model})` }],
     async run(agentId, message, emit, signal) {
-      const llm = modelOf({ model, agent, format: 'jsonl', decide: undefined, message });
-      if (typeof llm === 'string') throw new Error(llm);
-      const runtime = demoRuntime(llm, model);
-      if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
-      const r = await runtime.value.run({ agentId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: false });
+      const r = await runtimes().run({ agentId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: false });
       if (!r.ok) emit({ event_type: 'error', message: r.error.code, code: r.error.code });
     },
   };

@@ -29,7 +29,7 @@ export async function recordCommand(argv: readonly string[], io: Io, version: st
     io.err(`awaken record: ${plan}\n${RUN_USAGE}`);
     return 64;
   }
-  const llm = modelOf(plan);
+  const llm = modelOf(plan.model);
   if (typeof llm === 'string') {
     io.err(`awaken record: ${llm}\n`);
     return llm.startsWith('only ') ? 64 : 65;

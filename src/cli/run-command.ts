@@ -1,9 +1,9 @@
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
-import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
 import { deterministicEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import type { Decision } from '../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { modelOf, parseRunArgs, RUN_USAGE, type RunPlan } from './run-plan.ts';
 
@@ -16,13 +16,11 @@ export interface Io {
 
 /** The decisions `--decide` sends for the suspended calls. */
 export function decisionsFor(decide: 'approve' | 'deny', ids: readonly string[], now: number): Decision[] {
-  return ids.map((targetId) => ({
-    targetId,
-    decision:
-      decide === 'approve'
-        ? { decision_id: `cli-${targetId}`, action: 'resume' as const, result: { approved: true }, updated_at: now }
-        : { decision_id: `cli-${targetId}`, action: 'cancel' as const, reason: 'denied', updated_at: now },
-  }));
+  return ids.map((targetId) =>
+    decide === 'approve'
+      ? decisionFor(targetId, 'resume', now, { decisionId: `cli-${targetId}`, result: { approved: true } })
+      : decisionFor(targetId, 'cancel', now, { decisionId: `cli-${targetId}`, reason: 'denied' }),
+  );
 }
 
 /**
@@ -39,6 +37,22 @@ export function demoRuntime(llm: LlmExecutor, model: string): ReturnType<AgentRu
   return builder.build();
 }
 
+/**
+ * A fresh demo runtime per call on a file-backed model, so each call runs the file from its start;
+ * or why the model cannot be had (checked once, up front).
+ */
+export function demoRuntimes(model: string): (() => AgentRuntime) | string {
+  const probe = modelOf(model);
+  if (typeof probe === 'string') return probe;
+  return () => {
+    const llm = modelOf(model);
+    if (typeof llm === 'string') throw new Error(llm);
+    const runtime = demoRuntime(llm, model);
+    if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
+    return runtime.value;
+  };
+}
+
 /** `awaken run`: runs one agent on a file-backed model and prints its events; returns the exit code. */
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   const plan = parseRunArgs(argv);
@@ -46,7 +60,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     io.err(`awaken run: ${plan}\n${RUN_USAGE}`);
     return 64;
   }
-  const llm = modelOf(plan);
+  const llm = modelOf(plan.model);
   if (typeof llm === 'string') {
     io.err(`awaken run: ${llm}\n`);
     return llm.startsWith('only ') ? 64 : 65;

@@ -60,12 +60,12 @@ export function parseRunArgs(argv: readonly string[]): RunPlan | string {
   return { model: args.model, agent: args.agent, format: args.format, decide: args.decide, message: rest[0] as string };
 }
 
-/** The model a plan names, or why it cannot be had. Only file-backed models exist offline. */
-export function modelOf(plan: RunPlan): LlmExecutor | string {
-  const [kind, ...pathParts] = plan.model.split(':');
+/** The model a `--model` value names, or why it cannot be had. Only file-backed models exist offline. */
+export function modelOf(model: string): LlmExecutor | string {
+  const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
-    return `only scripted:FILE and transcript:FILE models are available here, not '${plan.model}'`;
+    return `only scripted:FILE and transcript:FILE models are available here, not '${model}'`;
   }
   let text: string;
   try {

@@ -11,6 +11,7 @@ import {
   type TerminationReason,
 } from '../contract/lifecycle.ts';
 import { messageText, type Message } from '../contract/message.ts';
+import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
 import { streamText, type StreamResult } from '../contract/stream.ts';
 import { ToolResults, type ToolCallResume } from '../contract/tool.ts';
@@ -49,6 +50,25 @@ export interface AgentRunResult {
 export interface Decision {
   readonly targetId: string;
   readonly decision: ToolCallResume;
+}
+
+/** A decision, made at `now`; `result` and `reason` only when given. */
+export function decisionFor(
+  targetId: string,
+  action: ToolCallResume['action'],
+  now: number,
+  fields: { readonly result?: JsonValue; readonly reason?: string; readonly decisionId?: string } = {},
+): Decision {
+  return {
+    targetId,
+    decision: {
+      decision_id: fields.decisionId ?? '',
+      action,
+      ...(fields.result !== undefined ? { result: fields.result } : {}),
+      ...(fields.reason !== undefined ? { reason: fields.reason } : {}),
+      updated_at: now,
+    },
+  };
 }
 
 /** Result message of a requested call that did not run because the run stopped after inference. */

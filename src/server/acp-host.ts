@@ -2,7 +2,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
-import type { Decision } from '../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
 export interface InteractiveRun {
@@ -61,12 +61,9 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
           const answer = await client.request(acp.methods.client.session.requestPermission, { sessionId, ...m.params } as never);
           const approved = answer.outcome.outcome === 'selected' && answer.outcome.optionId === 'approve';
           const toolCallId = (m.params['toolCall'] as { toolCallId: string }).toolCallId;
-          const decision: Decision = {
-            targetId: toolCallId,
-            decision: approved
-              ? { decision_id: m.id, action: 'resume', result: { approved: true }, updated_at: host.now() }
-              : { decision_id: m.id, action: 'cancel', result: { approved: false }, reason: 'rejected', updated_at: host.now() },
-          };
+          const decision = approved
+            ? decisionFor(toolCallId, 'resume', host.now(), { decisionId: m.id, result: { approved: true } })
+            : decisionFor(toolCallId, 'cancel', host.now(), { decisionId: m.id, result: { approved: false }, reason: 'rejected' });
           await decideWhenParked(await runP, [decision]);
         } else final = m;
       };

@@ -302,8 +302,8 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       s = closeMessages(s, out);
       const r = event.result;
       if (event.outcome === 'suspended') {
-        s = ensureToolCall(s, event.id, r.tool_name, out);
-        s = { ...withoutInterrupt(s, event.id), interrupts: [...withoutInterrupt(s, event.id).interrupts, interruptOf(event.id, r)] };
+        const rest = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
+        s = { ...rest, interrupts: [...rest.interrupts, interruptOf(event.id, r)] };
         break;
       }
       s = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);

@@ -4,7 +4,7 @@ import { Messages, type ContentBlock, type Message } from '../../contract/messag
 import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
 import type { InboundRun } from '../../runtime/inbound.ts';
-import type { Decision } from '../../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../../runtime/run-loop.ts';
 
 /**
  * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked, the rest
@@ -84,16 +84,11 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     const denied = typeof value === 'object' && value !== null && !Array.isArray(value) && value['approved'] === false;
     const cancel = r.status === 'cancelled' || denied;
     const reason = typeof value === 'object' && value !== null && !Array.isArray(value) && typeof value['reason'] === 'string' ? value['reason'] : undefined;
-    return {
-      targetId: r.interruptId,
-      decision: {
-        decision_id: '',
-        action: cancel ? 'cancel' : 'resume',
-        ...(value !== null ? { result: value } : cancel ? { result: { approved: false } } : {}),
-        ...(reason !== undefined ? { reason } : {}),
-        updated_at: now,
-      },
-    };
+    const result: JsonValue | undefined = value !== null ? value : cancel ? { approved: false } : undefined;
+    return decisionFor(r.interruptId, cancel ? 'cancel' : 'resume', now, {
+      ...(result !== undefined ? { result } : {}),
+      ...(reason !== undefined ? { reason } : {}),
+    });
   });
   const state = input.state === undefined ? undefined : JsonValueSchema.safeParse(input.state);
   return ok({

@@ -4,7 +4,7 @@ import { Messages, type ContentBlock, type Message } from '../../contract/messag
 import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
 import type { InboundRun } from '../../runtime/inbound.ts';
-import type { Decision } from '../../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../../runtime/run-loop.ts';
 
 /**
  * The body `DefaultChatTransport` posts (`{id, messages, trigger, messageId}`) plus the runtime's own
@@ -61,10 +61,8 @@ function fileBlock(part: Part): ContentBlock | undefined {
 function decisionOf(part: Part, now: number): Decision | undefined {
   if (!part.type.startsWith('tool-') && part.type !== 'dynamic-tool') return undefined;
   if (part.providerExecuted === true || part.toolCallId === undefined) return undefined;
-  const decide = (targetId: string, action: 'resume' | 'cancel', result: JsonValue, reason?: string): Decision => ({
-    targetId,
-    decision: { decision_id: '', action, result, ...(reason !== undefined ? { reason } : {}), updated_at: now },
-  });
+  const decide = (targetId: string, action: 'resume' | 'cancel', result: JsonValue, reason?: string): Decision =>
+    decisionFor(targetId, action, now, { result, ...(reason !== undefined ? { reason } : {}) });
   switch (part.state) {
     case 'output-available':
       return decide(part.toolCallId, 'resume', json(part.output));

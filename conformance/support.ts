@@ -16,8 +16,11 @@ export const eventsOf = (file: string): AgentEvent[] =>
     .filter((l) => l !== '')
     .map(deserialiseEvent);
 
-export const goldenOf = (protocol: string, file: string, extension = '.sse'): string =>
-  readFileSync(resolve(import.meta.dirname, 'golden', protocol, file.replace('.events.jsonl', extension)), 'utf8');
+/** Where a stream's golden output for a protocol lives: SSE bodies `.sse`, JSON-RPC lines `.ndjson`. */
+export const goldenPath = (protocol: string, file: string): string =>
+  resolve(import.meta.dirname, 'golden', protocol, file.replace('.events.jsonl', protocol === 'mcp' || protocol === 'acp' ? '.ndjson' : '.sse'));
+
+export const goldenOf = (protocol: string, file: string): string => readFileSync(goldenPath(protocol, file), 'utf8');
 
 /**
  * The events of a random run of the real loop: a random model script in a random tool-execution

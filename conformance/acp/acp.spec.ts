@@ -33,7 +33,7 @@ function expectSameContent(events: readonly AgentEvent[], v: AcpVerdict): void {
 
 describe('ACP session/prompt encoder, judged by the ACP v1 JSON Schema and @agentclientprotocol/sdk', () => {
   it.each(streams)('%s matches its golden messages byte for byte', (file) => {
-    expect(frameAcp(encodeAcp(eventsOf(file)))).toBe(goldenOf('acp', file, '.ndjson'));
+    expect(frameAcp(encodeAcp(eventsOf(file)))).toBe(goldenOf('acp', file));
   });
 
   it.each(streams)('%s passes the judge and the official client receives the turn', async (file) => {

@@ -29,7 +29,7 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
 
 describe('MCP tools/call encoder, judged by @modelcontextprotocol/sdk', () => {
   it.each(streams)('%s matches its golden messages byte for byte', (file) => {
-    expect(frameMcp(encodeMcp(eventsOf(file)))).toBe(goldenOf('mcp', file, '.ndjson'));
+    expect(frameMcp(encodeMcp(eventsOf(file)))).toBe(goldenOf('mcp', file));
   });
 
   it.each(streams)('%s passes the judge and the official client receives the run', async (file) => {

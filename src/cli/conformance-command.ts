@@ -69,13 +69,16 @@ export async function conformanceCommand(
   const expected = new Set(
     options.expectedFailures ?? (JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id),
   );
-  const streams = readdirSync(join(root, 'streams')).filter((f) => f.endsWith('.events.jsonl')).sort();
+  // Each stream is read once and judged by every protocol.
+  const streams = readdirSync(join(root, 'streams'))
+    .filter((f) => f.endsWith('.events.jsonl'))
+    .sort()
+    .map((name) => ({ name, events: readFileSync(join(root, 'streams', name), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent) }));
   const results: CaseResult[] = [];
   for (const protocol of protocols) {
     const judge = await (JUDGES[protocol] as () => Promise<Judge>)();
     const encode = ENCODERS[protocol] as (events: readonly AgentEvent[]) => string;
-    for (const stream of streams) {
-      const events = readFileSync(join(root, 'streams', stream), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent);
+    for (const { name: stream, events } of streams) {
       const problems = await judge(events, encode(events));
       results.push({ protocol, stream, passed: problems.length === 0, problems });
     }

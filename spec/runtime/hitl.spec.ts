@@ -158,3 +158,28 @@ describe('decisions', () => {
     expect(Object.values(states).map((s) => s.status)).toEqual(['suspended', 'suspended']);
   });
 });
+
+describe('RunHandle.parked', () => {
+  it('resolves true once the run waits for decisions, and a decision sent then is taken', async () => {
+    const runs: unknown[] = [];
+    const tool = modal('replay_tool_call', runs);
+    const h = harness([{ tool_calls: [{ id: 'c1', name: tool.descriptor.id, arguments: { n: 1 } }] }, { text: 'after' }], { tools: [tool] });
+    const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
+    if (!started.ok) throw new Error('start');
+    expect(await started.value.parked()).toBe(true);
+    expect(h.runtime.isWaiting(started.value.threadId)).toBe(true);
+    expect(started.value.decide([{ targetId: 'c1', decision: { decision_id: 'd', action: 'resume', updated_at: 0 } }]).ok).toBe(true);
+    expect((await started.value.done).termination).toEqual({ type: 'natural_end' });
+    expect(runs).toHaveLength(2);
+  });
+
+  it('resolves false when the run ends without waiting, also when asked after the end', async () => {
+    const h = harness([{ text: 'no tools' }]);
+    const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
+    if (!started.ok) throw new Error('start');
+    const early = started.value.parked();
+    await started.value.done;
+    expect(await early).toBe(false);
+    expect(await started.value.parked()).toBe(false);
+  });
+});

@@ -39,6 +39,11 @@ export interface RunHandle {
   readonly threadId: string;
   readonly runId: string;
   decide(decisions: readonly Decision[]): Result<void, RuntimeError>;
+  /**
+   * Resolves `true` once the run is parked waiting for decisions (at once if it is), `false` if it
+   * ends first. A decision sent after `true` is accepted (its target permitting).
+   */
+  parked(): Promise<boolean>;
   cancel(): void;
   readonly done: Promise<AgentRunResult>;
 }
@@ -48,6 +53,8 @@ interface ActiveRun {
   suspended: ToolBatch | undefined;
   readonly queue: Decision[][];
   wake: (() => void) | undefined;
+  /** Waiting `parked()` callers; `undefined` once the run has ended. */
+  parkWaiters: ((parked: boolean) => void)[] | undefined;
 }
 
 /** The runtime: resolves agents and runs them, one run per thread at a time (book: AgentRuntime). */
@@ -116,7 +123,12 @@ export class AgentRuntime {
     options.signal?.addEventListener('abort', onOuterAbort, { once: true });
     if (options.signal?.aborted === true) controller.abort();
 
-    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], wake: undefined };
+    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], wake: undefined, parkWaiters: [] };
+    const settleParked = (parked: boolean): void => {
+      const waiters = active.parkWaiters ?? [];
+      active.parkWaiters = parked ? [] : undefined;
+      for (const w of waiters) w(parked);
+    };
     const wakeUp = (): void => {
       const w = active.wake;
       active.wake = undefined;
@@ -144,12 +156,14 @@ export class AgentRuntime {
       },
       onSuspended: (batch) => {
         active.suspended = batch;
+        if (batch !== undefined) settleParked(true);
       },
       answeredBy: () => answeredBy,
     });
     const done = loop.execute().finally(() => {
       options.signal?.removeEventListener('abort', onOuterAbort);
       this.#active.delete(threadId);
+      settleParked(false);
     });
     const handle: RunHandle = {
       threadId,
@@ -164,6 +178,12 @@ export class AgentRuntime {
         wakeUp();
         return ok(undefined);
       },
+      parked: () =>
+        active.suspended !== undefined
+          ? Promise.resolve(true)
+          : active.parkWaiters === undefined
+            ? Promise.resolve(false)
+            : new Promise<boolean>((resolve) => (active.parkWaiters as ((parked: boolean) => void)[]).push(resolve)),
       cancel: () => controller.abort(),
       done,
     };

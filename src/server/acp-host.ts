@@ -7,6 +7,8 @@ import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
 export interface InteractiveRun {
   decide(decisions: readonly Decision[]): Result<void, unknown>;
+  /** `true` once the run is parked waiting for decisions, `false` if it ends first. */
+  parked(): Promise<boolean>;
   readonly done: Promise<unknown>;
 }
 
@@ -16,14 +18,6 @@ export interface InteractiveHost {
   now(): number;
   newId(): string;
   start(message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<InteractiveRun>;
-}
-
-/** Sends decisions once the run is parked (it parks right after it reports the suspension). */
-async function decideWhenParked(run: InteractiveRun, decisions: readonly Decision[]): Promise<void> {
-  for (let attempt = 0; attempt < 1000; attempt++) {
-    if (run.decide(decisions).ok) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
 }
 
 /**
@@ -64,7 +58,9 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
           const decision = approved
             ? decisionFor(toolCallId, 'resume', host.now(), { decisionId: m.id, result: { approved: true } })
             : decisionFor(toolCallId, 'cancel', host.now(), { decisionId: m.id, result: { approved: false }, reason: 'rejected' });
-          await decideWhenParked(await runP, [decision]);
+          // The run parks right after it reports the suspension; a run that ended needs no answer.
+          const run = await runP;
+          if (await run.parked()) run.decide([decision]);
         } else final = m;
       };
       const emit = (event: AgentEvent): void => {

@@ -63,8 +63,9 @@ export async function main(argv: readonly string[], io: Io = processIo, stdin: (
     case 'serve':
       io.err(
         `awaken serve: not yet available in awaken-ts ${version()}.\n` +
-          'This release ships the contract, the core engines and the agent loop (try `awaken run`);\n' +
-          'the HTTP server, run registry and stores arrive with the server milestone.\n',
+          'This release ships the core, the agent loop, replay and the protocol encoders (try `awaken run`,\n' +
+          '`awaken mcp` or `awaken acp` on stdio); the HTTP server, run registry and stores arrive with the\n' +
+          'server milestone.\n',
       );
       return 2;
     case 'version':

@@ -16,6 +16,8 @@ export const ScriptStepSchema = z
     reasoning: z.union([z.string(), z.array(z.string())]).optional(),
     encrypted_reasoning: z.string().optional(),
     tool_calls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: JsonValueSchema.default({}) }).strict()).optional(),
+    /** A tool call cut off mid-arguments (its raw argument text is not valid JSON), streamed last. */
+    partial_tool_call: z.object({ id: z.string().min(1), name: z.string().min(1), arguments_text: z.string() }).strict().optional(),
     usage: TokenUsageSchema.optional(),
     stop_reason: StopReasonSchema.optional(),
     error: z.union([z.string(), InferenceExecutionErrorSchema]).optional(),
@@ -43,6 +45,11 @@ export function stepParts(step: z.output<typeof ScriptStepSchema>): StreamPart[]
   for (const call of step.tool_calls ?? []) {
     parts.push({ type: 'tool_call_start', id: call.id, name: call.name });
     parts.push({ type: 'tool_call_delta', id: call.id, args_delta: JSON.stringify(call.arguments as JsonValue) });
+  }
+  const partial = step.partial_tool_call;
+  if (partial !== undefined) {
+    parts.push({ type: 'tool_call_start', id: partial.id, name: partial.name });
+    parts.push({ type: 'tool_call_delta', id: partial.id, args_delta: partial.arguments_text });
   }
   if (step.usage !== undefined) parts.push({ type: 'usage', usage: step.usage as TokenUsage });
   const finish: Extract<StreamPart, { type: 'finish' }> = {

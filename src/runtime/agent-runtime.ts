@@ -1,3 +1,5 @@
+import type { Tokenizer } from '../core/context/index.ts';
+import type { Summarizer } from './context.ts';
 import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
 import { AgentSpecSchema } from '../contract/agent-spec.ts';
 import type { BuildError, ResolveError, RuntimeError } from '../contract/errors.ts';
@@ -245,6 +247,8 @@ export class AgentRuntimeBuilder {
   #env: Env | undefined;
   #breaker: Partial<CircuitBreakerConfig> = {};
   readonly #stopPolicies: StopPolicy[] = [];
+  #tokenizer: Tokenizer | undefined;
+  #summarizer: Summarizer | undefined;
 
   withAgentSpec(spec: AgentSpec | AgentSpecInput): this {
     const parsed = AgentSpecSchema.safeParse(spec);
@@ -298,6 +302,18 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** The token estimator of context management (default: the byte heuristic, docs/context-window.md). */
+  withTokenizer(tokenizer: Tokenizer): this {
+    this.#tokenizer = tokenizer;
+    return this;
+  }
+
+  /** The summarizer of auto-compaction (default: the DefaultSummarizer on the agent's own model). */
+  withSummarizer(summarizer: Summarizer): this {
+    this.#summarizer = summarizer;
+    return this;
+  }
+
   withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
     this.#breaker = config;
     return this;
@@ -328,6 +344,8 @@ export class AgentRuntimeBuilder {
       models: new Map(this.#models),
       plugins: new Map(this.#plugins),
       stopPolicies: [...this.#stopPolicies],
+      ...(this.#tokenizer !== undefined ? { tokenizer: this.#tokenizer } : {}),
+      ...(this.#summarizer !== undefined ? { summarizer: this.#summarizer } : {}),
     };
     return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker)));
   }

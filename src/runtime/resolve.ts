@@ -10,11 +10,26 @@ import type { Env } from './env.ts';
 import type { LlmExecutor } from './llm.ts';
 import { RetryConfigKey, retryingExecutor, type ModelTarget } from './retry.ts';
 import type { Tool } from './tool.ts';
+import { byteHeuristicTokenizer, effectivePolicy, type Tokenizer } from '../core/context/index.ts';
+import {
+  CompactionConfigKey,
+  compactionPlugin,
+  CONTEXT_CONFIG_KEYS,
+  ContextTransformConfigKey,
+  contextTransformPlugin,
+  defaultSummarizer,
+  type ResolvedContext,
+  type Summarizer,
+} from './context.ts';
 
 /** A model id's provider and provider-side name (book: ModelEntry). */
 export interface ModelEntry {
   readonly provider: string;
   readonly model_name: string;
+  /** The model's context window, in tokens (clamps `context_policy`). */
+  readonly context_window?: number;
+  /** The most the model can answer, in tokens (clamps `context_policy`). */
+  readonly max_output_tokens?: number;
 }
 
 /** A plugin as the runtime registers it: its config sections are validated at resolve. */
@@ -30,6 +45,10 @@ export interface Registries {
   readonly plugins: ReadonlyMap<string, RuntimePlugin>;
   /** Custom stop policies, evaluated for every agent after the spec's own. */
   readonly stopPolicies?: readonly StopPolicy[];
+  /** Token estimation for context management (default: the byte heuristic). */
+  readonly tokenizer?: Tokenizer;
+  /** Compaction summaries (default: the DefaultSummarizer on the agent's model). */
+  readonly summarizer?: Summarizer;
 }
 
 /** Tool execution mode and decision replay policy (book: 工具执行模式), section `tool_execution`. */
@@ -47,7 +66,11 @@ export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', To
 );
 
 /** Sections the runtime itself claims. */
-const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [RetryConfigKey as PluginConfigKey<unknown>, ToolExecutionConfigKey as PluginConfigKey<unknown>];
+const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
+  RetryConfigKey as PluginConfigKey<unknown>,
+  ToolExecutionConfigKey as PluginConfigKey<unknown>,
+  ...CONTEXT_CONFIG_KEYS,
+];
 
 /** Everything a run needs, resolved from the registries for one agent (book: 智能体解析). */
 export interface ResolvedAgent {
@@ -64,6 +87,8 @@ export interface ResolvedAgent {
   readonly activePlugins: readonly string[];
   /** Sections no plugin claimed (a likely typo). */
   readonly warnings: readonly string[];
+  /** Context-window management, when the agent sets `context_policy`. */
+  readonly context?: ResolvedContext;
 }
 
 export interface ResolveDeps {
@@ -99,6 +124,8 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const extraPolicies = (spec.stop_conditions ?? []).map(policyFromSpec);
   const stopPolicies = [maxRoundsPolicy(spec.max_rounds), ...extraPolicies, ...(registries.stopPolicies ?? [])];
   const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stopConditionPlugin(stopPolicies)];
+  // ContextTransformPlugin and CompactionPlugin join only when the agent sets a context policy.
+  let context: ResolvedContext | undefined;
   const claimed = new Map<string, { plugin: string; key: PluginConfigKey<unknown> }>();
   for (const key of RUNTIME_CONFIG_KEYS) claimed.set(key.key, { plugin: 'runtime', key });
   for (const plugin of plugins) for (const key of plugin.configKeys ?? []) claimed.set(key.key, { plugin: plugin.name, key });
@@ -128,6 +155,24 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps.onModel);
   } else if (deps.breaker !== undefined) {
     llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps.onModel);
+  }
+
+  if (spec.context_policy !== undefined) {
+    const transform = readPluginConfig(spec, ContextTransformConfigKey);
+    const compaction = readPluginConfig(spec, CompactionConfigKey);
+    if (!transform.ok || !compaction.ok) return err({ code: 'invalid_plugin_config', plugin: 'runtime', key: 'context', message: 'unreadable' });
+    const entry = registries.models.get(spec.model);
+    context = {
+      policy: effectivePolicy(spec.context_policy, {
+        ...(entry?.context_window !== undefined ? { context_window: entry.context_window } : {}),
+        ...(entry?.max_output_tokens !== undefined ? { max_output_tokens: entry.max_output_tokens } : {}),
+      }),
+      transform: transform.value,
+      compaction: compaction.value,
+      tokenizer: registries.tokenizer ?? byteHeuristicTokenizer,
+      summarizer: registries.summarizer ?? defaultSummarizer(llm),
+    };
+    defaults.push(contextTransformPlugin(context), compactionPlugin);
   }
 
   // Stage 3: tools — global, then plugin tools; same id twice is a conflict; then allow/exclude.
@@ -169,6 +214,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     toolExecution: { mode, decisionReplay },
     activePlugins: activePluginNames(spec, defaults),
     warnings,
+    ...(context !== undefined ? { context } : {}),
   });
 }
 

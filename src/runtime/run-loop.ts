@@ -10,7 +10,7 @@ import {
   toRunStatus,
   type TerminationReason,
 } from '../contract/lifecycle.ts';
-import { messageText, type Message } from '../contract/message.ts';
+import { messageText, Messages, type Message } from '../contract/message.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
 import { streamText, type StreamResult } from '../contract/stream.ts';
@@ -20,7 +20,9 @@ import { StreamAccumulator } from '../core/inference/accumulator.ts';
 import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import { StateCommand } from '../core/state/state-command.ts';
+import { compactionView, contextChanged, CONTINUATION_PROMPT, shouldRetryTruncated } from '../core/context/index.ts';
 import { StopDecisionKey } from './builtin-plugins.ts';
+import { autocompact, CompactionStateKey, type ReportedRequest } from './context.ts';
 import type { Env } from './env.ts';
 import type { EventSink } from './event-sink.ts';
 import { InferenceFailure, type InferenceRequest } from './llm.ts';
@@ -69,6 +71,14 @@ export function decisionFor(
       updated_at: now,
     },
   };
+}
+
+/** One streamed inference: its result, or that it was cancelled or failed, and the calls it opened. */
+interface Inference {
+  readonly result: StreamResult;
+  readonly cancelled: boolean;
+  readonly error?: InferenceFailure;
+  readonly started: { id: string; name: string }[];
 }
 
 /** Result message of a requested call that did not run because the run stopped after inference. */
@@ -126,6 +136,8 @@ export class RunLoop implements BatchHost {
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new Map<string, string>();
   #clearBatchRecord = false;
+  /** Continuations asked for after MaxTokens cuts, in this run (bounded by max_continuation_retries). */
+  #continuations = 0;
   #abortPromise: Promise<'aborted'> | undefined;
 
   constructor(params: RunParams) {
@@ -177,7 +189,7 @@ export class RunLoop implements BatchHost {
       await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
       await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
       if (this.signal.aborted) throw new Cancelled();
-      await this.runPhase('run_start', { now: this.env.clock.now() });
+      await this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
       termination = await this.#steps_();
       while (termination.type === 'suspended') {
         const resumed = await this.#park();
@@ -229,16 +241,18 @@ export class RunLoop implements BatchHost {
       stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
-      const request = this.#buildRequest(filter, stepOverride, context);
-      const started = this.env.clock.now();
-      const inference = await this.#infer(request);
-      const model = this.#p.answeredBy() ?? request.model;
-      await this.emit({
-        event_type: 'inference_complete',
-        model,
-        ...(inference.result.usage !== undefined ? { usage: inference.result.usage } : {}),
-        duration_ms: Math.max(0, this.env.clock.now() - started),
-      });
+      await this.#autocompact();
+      let inference = await this.#inferOnce(this.#buildRequest(filter, stepOverride, context));
+      // Truncation recovery (book: 截断恢复): a response cut by the output limit is continued.
+      while (!inference.cancelled && inference.error === undefined && shouldRetryTruncated(inference.result, this.#continuations, this.resolved.spec.max_continuation_retries)) {
+        this.#continuations++;
+        const complete = new Set(inference.result.toolCalls.map((c) => c.id));
+        await this.#closeStartedCalls(inference.started.filter((c) => !complete.has(c.id)), INTERRUPTED);
+        const partial = streamText(inference.result);
+        if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
+        this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
+        inference = await this.#inferOnce(this.#buildRequest(filter, stepOverride, context));
+      }
       if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
       if (inference.cancelled) return await this.#endStep(TerminationReasons.cancelled());
 
@@ -337,11 +351,59 @@ export class RunLoop implements BatchHost {
 
   // ---- inference ------------------------------------------------------------------------------------
 
+  /** Reports what the context transform did, streams one inference and reports its completion. */
+  async #inferOnce(request: ReportedRequest): Promise<Inference> {
+    const report = request.contextReport;
+    if (report !== undefined && contextChanged(report)) {
+      await this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
+    }
+    const started = this.env.clock.now();
+    const inference = await this.#infer(request);
+    await this.emit({
+      event_type: 'inference_complete',
+      model: this.#p.answeredBy() ?? request.model,
+      ...(inference.result.usage !== undefined ? { usage: inference.result.usage } : {}),
+      duration_ms: Math.max(0, this.env.clock.now() - started),
+    });
+    return inference;
+  }
+
+  /**
+   * Auto-compaction (book: 压缩): when the history sent reaches the threshold, the summary of its
+   * older part joins the history as an internal system message; the activity `context_compaction`
+   * reports `started`, then `compacted`, `skipped` or `failed`.
+   */
+  async #autocompact(): Promise<void> {
+    const context = this.resolved.context;
+    if (context === undefined) return;
+    // One id, drawn only when a compaction fires: the activity's and the summary message's.
+    let activityId: string | undefined;
+    const idOf = (): string => (activityId ??= this.env.ids.next('message'));
+    const report = (content: Record<string, JsonValue>): Promise<void> =>
+      this.emit({ event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true });
+    const outcome = await autocompact(this.#messages, context, {
+      model: this.resolved.modelName,
+      summaryId: idOf,
+      onStart: (pre) => report({ status: 'started', pre_tokens: pre }),
+      signal: this.signal,
+    });
+    if (outcome === undefined) return;
+    if (this.signal.aborted) throw new Cancelled();
+    if (outcome.status !== 'compacted') {
+      await report({ ...outcome });
+      return;
+    }
+    this.#messages.splice(0, this.#messages.length, ...outcome.history);
+    const previous = this.phase.store.snapshot().get(CompactionStateKey);
+    await this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
+    await report({ status: 'compacted', ...outcome.record });
+  }
+
   #buildRequest(
     filter: ReturnType<typeof ToolFilter.init> | undefined,
     stepOverride: InferenceOverride | undefined,
     context: ReturnType<typeof orderedContextMessages>,
-  ): InferenceRequest {
+  ): ReportedRequest {
     const spec = this.resolved.spec;
     let overrides: InferenceOverride = spec.reasoning_effort !== undefined ? { reasoning_effort: spec.reasoning_effort } : {};
     if (this.#p.overrides !== undefined) overrides = mergeInferenceOverride(overrides, this.#p.overrides);
@@ -350,7 +412,9 @@ export class RunLoop implements BatchHost {
 
     const messages: Message[] = [];
     if (spec.system_prompt !== '') messages.push({ role: 'system', content: [{ type: 'text', text: spec.system_prompt }] });
-    for (const m of this.#messages) if (!(m.role === 'tool' && m.visibility === 'internal')) messages.push(m);
+    // With a context policy, the summarised part of a compacted history is not sent again.
+    const history = this.resolved.context !== undefined ? compactionView(this.#messages) : this.#messages;
+    for (const m of history) if (!(m.role === 'tool' && m.visibility === 'internal')) messages.push(m);
     placeContextMessages(messages, context, spec.system_prompt !== '', () => this.env.ids.next('message'));
 
     const ids = filterToolIds([...this.resolved.tools.keys()], filter);
@@ -366,9 +430,7 @@ export class RunLoop implements BatchHost {
   }
 
   /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
-  async #infer(
-    request: InferenceRequest,
-  ): Promise<{ result: StreamResult; cancelled: boolean; error?: InferenceFailure; started: { id: string; name: string }[] }> {
+  async #infer(request: InferenceRequest): Promise<Inference> {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AgentSpecInput } from '../src/contract/agent-spec.ts';
-import { Messages } from '../src/contract/message.ts';
+import { Messages, type Message } from '../src/contract/message.ts';
 import { ToolResults } from '../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
 import type { RecordingSetup } from '../src/replay/recorder.ts';
@@ -49,6 +49,20 @@ export const CORPUS_TOOLS: readonly Tool[] = [
     },
   }),
 ];
+
+/** A tool with a large schema (deferring it saves tokens), for the deferred-tools scenario. */
+const forecastTool = defineTool({
+  id: 'forecast',
+  description: 'Weather forecast for a city',
+  args: z.object(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`option_${i}`, z.string().optional().describe(`Forecast option number ${i}`)]))),
+  execute: () => ToolResults.success('forecast', { sky: 'clear' }),
+});
+
+/** A long conversation to truncate or compact: alternating user and assistant turns. */
+const longConversation = (turns: number): Message[] =>
+  Array.from({ length: turns }, (_, i) =>
+    i % 2 === 0 ? Messages.user(`question ${i}: ${'tell me more about the corpus '.repeat(12)}`) : Messages.assistant(`answer ${i}: ${'the corpus holds recorded runs '.repeat(12)}`),
+  );
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({ id, name, arguments: args as never });
 const approve = (result: unknown = { approved: true }) => (ids: readonly string[]): Decision[] =>
@@ -151,6 +165,43 @@ export const SCENARIOS: readonly Scenario[] = [
     extra: { plugins: ['tool-gate'], decide: approve() },
   },
   { name: 'behavior-requested', script: [{ text: 'All done. <END>', tool_calls: [call('c1', 'echo', { text: 'x' })] }], agent: { plugin_ids: ['finish-on'], sections: { finish_on: { phrase: '<END>' } } }, extra: { plugins: ['finish-on'] } },
+  {
+    name: 'context-truncation',
+    script: [{ text: 'Answered from the recent turns.' }],
+    agent: { context_policy: { max_context_tokens: 1500, max_output_tokens: 500, min_recent_messages: 4 } },
+    extra: { request: { messages: [...longConversation(16), Messages.user('scenario: context-truncation')] } },
+  },
+  {
+    name: 'context-compaction',
+    script: [{ text: 'The user asked about the corpus sixteen times.' }, { text: 'Answered with the summary in context.' }],
+    agent: {
+      context_policy: { autocompact_threshold: 1000, compaction_raw_suffix_messages: 2 },
+      sections: { compaction: { min_gain_tokens: 200, summary_max_tokens: 256 } },
+    },
+    extra: { request: { messages: [...longConversation(16), Messages.user('scenario: context-compaction')] } },
+  },
+  {
+    name: 'truncation-recovery',
+    script: [
+      { text: 'Calling echo with', partial_tool_call: { id: 'c1', name: 'echo', arguments_text: '{"text": "cut of' }, stop_reason: 'MaxTokens' },
+      { tool_calls: [call('c2', 'echo', { text: 'whole' })] },
+      { text: 'Recovered.' },
+    ],
+  },
+  {
+    name: 'deferred-tools-cycle',
+    script: [
+      { tool_calls: [call('c1', 'ToolSearch', { query: 'weather forecast' })] },
+      { tool_calls: [call('c2', 'forecast', { option_0: 'Paris' })] },
+      ...[3, 4, 5].map((i): ScriptStep => ({ tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })] })),
+      { text: 'The forecast was deferred again.' },
+    ],
+    agent: {
+      plugin_ids: ['deferred-tools'],
+      sections: { deferred_tools: { enabled: true, rules: [{ tool: 'echo', mode: 'eager' }], disc_beta: { defer_after: 2, gamma: 500 } } },
+    },
+    extra: { plugins: ['deferred-tools'], tools: [...CORPUS_TOOLS, forecastTool] },
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);

@@ -70,9 +70,3 @@ export const finishOnPlugin: RuntimePlugin = {
       return StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'behavior_requested', at: ctx.input['now'] as number });
     }),
 };
-
-/** The plugins a transcript may name, by id. */
-export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
-  [toolGatePlugin.name, toolGatePlugin],
-  [finishOnPlugin.name, finishOnPlugin],
-]);

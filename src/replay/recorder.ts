@@ -6,7 +6,7 @@ import type { Message } from '../contract/message.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
-import { PLUGIN_CATALOG } from '../plugins/tool-gate.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import type { Env, IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';

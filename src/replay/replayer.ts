@@ -6,7 +6,7 @@ import { ToolResults } from '../contract/tool.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
-import { PLUGIN_CATALOG } from '../plugins/tool-gate.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';

@@ -1,0 +1,12 @@
+import type { RuntimePlugin } from '../runtime/resolve.ts';
+import { deferredToolsPlugin } from './deferred-tools.ts';
+import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
+
+const deferredTools = deferredToolsPlugin();
+
+/** The plugins a transcript may name, by id (plugins that need no port beyond the run's own). */
+export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
+  [toolGatePlugin.name, toolGatePlugin],
+  [finishOnPlugin.name, finishOnPlugin],
+  [deferredTools.name, deferredTools],
+]);

@@ -30,7 +30,7 @@ export interface TruncationResult {
 export function truncateMessages(messages: readonly Message[], options: TruncationOptions): TruncationResult {
   const tokenizer = options.tokenizer ?? byteHeuristicTokenizer;
   const n = messages.length;
-  const tokens = new Array<number>(n);
+  const tokens = new Float64Array(n);
   let total = 0;
   for (let i = 0; i < n; i++) {
     const t = tokenizer.messageTokens(messages[i] as Message);

@@ -52,4 +52,12 @@ describe('README: running an agent', () => {
     const result = await built.value.run({ messages: [Messages.user('Say hello with echo')] }, sink);
     expect(result.ok && result.value).toMatchObject({ response: 'I said hello.', steps: 2, termination: { type: 'natural_end' } });
   });
+
+  it('exposes context management and deferred tools', async () => {
+    const pkg = await import('awaken-ts');
+    expect(typeof pkg.truncateMessages).toBe('function');
+    expect(typeof pkg.betaQuantile).toBe('function');
+    expect(pkg.deferredToolsPlugin().name).toBe('deferred-tools');
+    expect(await new pkg.MemoryProfileStore().read('a', 'k')).toBeUndefined();
+  });
 });

@@ -1,3 +1,4 @@
 export * from './contract/index.ts';
 export * from './core/index.ts';
 export * from './runtime/index.ts';
+export * from './plugins/deferred-tools.ts';

@@ -13,3 +13,5 @@ export * from './thread-run-store.ts';
 export * from './tool.ts';
 export * from './tool-batch.ts';
 export * from './agent-spec-file.ts';
+export * from './context.ts';
+export * from './profile-store.ts';

@@ -30,11 +30,15 @@ function protectedTokens(messages: readonly Message[], minRecent: number): numbe
       recent++;
     }
   }
-  for (const m of [...keep]) {
-    const ids = m.role === 'tool' ? [m.tool_call_id] : (m.tool_calls ?? []).map((c) => c.id);
-    for (const other of messages) {
-      if (other.role === 'assistant' && other.tool_calls?.some((c) => ids.includes(c.id))) keep.add(other);
-      if (other.role === 'tool' && ids.includes(other.tool_call_id)) keep.add(other);
+  // Closure: a kept result keeps its assistant, a kept assistant keeps all of its results.
+  for (let size = -1; size !== keep.size; ) {
+    size = keep.size;
+    for (const m of [...keep]) {
+      const ids = m.role === 'tool' ? [m.tool_call_id] : (m.tool_calls ?? []).map((c) => c.id);
+      for (const other of messages) {
+        if (other.role === 'assistant' && other.tool_calls?.some((c) => ids.includes(c.id))) keep.add(other);
+        if (other.role === 'tool' && ids.includes(other.tool_call_id)) keep.add(other);
+      }
     }
   }
   let total = 0;
@@ -103,6 +107,19 @@ describe('truncation (book: 优化上下文窗口 → 截断)', () => {
       }),
       RUNS,
     );
+  });
+
+  it('counts a protected pair whole: a recent result keeps its assistant and that assistant’s other results', () => {
+    const msgs: Message[] = [
+      Messages.user('', { id: 'u0' }),
+      Messages.assistantWithToolCalls('', [{ id: 'c0', name: 'tool', arguments: { q: '' } }, { id: 'c1', name: 'tool', arguments: { q: '' } }], { id: 'a1' }),
+      Messages.tool('c0', '', { id: 'r0' }),
+      Messages.tool('c1', '', { id: 'r1' }),
+      Messages.user('', { id: 'u2' }),
+    ];
+    const r = truncateMessages(msgs, { budget: 18, minRecent: 2 });
+    expect(r.messages.map((m) => m.id)).toEqual(['a1', 'r0', 'r1', 'u2']);
+    expect(r.tokens).toBe(22);
   });
 
   it('drops the oldest history first and keeps what fits untouched', () => {

@@ -25,9 +25,13 @@ for (const suite of suites) {
 }
 process.stdout.write(`${formatTable(rows)}\n`);
 // Near-linear truncation: µs per message at 100k within 2× of µs per message at 1k.
-const perMsg = (suite: string): number | undefined => rows.find((r) => r.suite === suite && r.role === 'subject')?.perUnitUs;
-const [small, large] = [perMsg('truncate-1k'), perMsg('truncate-100k')];
-if (small !== undefined && large !== undefined) {
-  process.stdout.write(`\ntruncation µs/message: 1k ${small.toFixed(3)}, 100k ${large.toFixed(3)} → ${(large / small).toFixed(2)}× (target ≤ 2×)\n`);
+const row = (suite: string, role: 'subject' | 'baseline'): TaskStats | undefined => rows.find((r) => r.suite === suite && r.role === role);
+const [small, large] = [row('truncate-1k', 'subject'), row('truncate-100k', 'subject')];
+const [smallBase, largeBase] = [row('truncate-1k', 'baseline'), row('truncate-100k', 'baseline')];
+if (small?.perUnitUs !== undefined && large?.perUnitUs !== undefined && smallBase?.perUnitUs !== undefined && largeBase?.perUnitUs !== undefined) {
+  process.stdout.write(
+    `\ntruncation µs/message: 1k ${small.perUnitUs.toFixed(3)}, 100k ${large.perUnitUs.toFixed(3)} → ${(large.perUnitUs / small.perUnitUs).toFixed(2)}× (target ≤ 2×); ` +
+      `the drop-oldest baseline: ${(largeBase.perUnitUs / smallBase.perUnitUs).toFixed(2)}×; subject/baseline 1k ${small.ratio.toFixed(2)}, 100k ${large.ratio.toFixed(2)}\n`,
+  );
 }
 process.stdout.write(`\nresults written to ${outDir}/<suite>.json\n`);

@@ -122,6 +122,18 @@ describe('truncation (book: 优化上下文窗口 → 截断)', () => {
     expect(r.tokens).toBe(22);
   });
 
+  it('keeps a result with its call when the result comes after a later assistant message', () => {
+    const msgs: Message[] = [
+      Messages.assistantWithToolCalls('', [{ id: 'c1', name: 't', arguments: {} }], { id: 'a' }),
+      Messages.assistantWithToolCalls('', [{ id: 'c2', name: 't', arguments: {} }], { id: 'b' }),
+      Messages.tool('c2', 'two', { id: 'r2' }),
+      Messages.tool('c1', 'x'.repeat(400), { id: 'r1' }),
+      Messages.user('now', { id: 'u' }),
+    ];
+    expect(truncateMessages(msgs, { budget: 30, minRecent: 1 }).messages.map((m) => m.id)).toEqual(['b', 'r2', 'u']);
+    expect(pairsWhole(truncateMessages(msgs, { budget: 30, minRecent: 1 }).messages)).toBe(true);
+  });
+
   it('drops the oldest history first and keeps what fits untouched', () => {
     const msgs = [Messages.user('a'.repeat(400), { id: '1' }), Messages.assistant('b'.repeat(400), { id: '2' }), Messages.user('c'.repeat(400), { id: '3' })];
     const each = tok(msgs[0] as Message);

@@ -13,8 +13,11 @@ export interface Tokenizer {
   toolTokens(tools: readonly ToolDescriptor[]): number;
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 /** UTF-8 byte length of a string, without allocating (lone surrogates count as U+FFFD, 3 bytes). */
 export function utf8Length(text: string): number {
+  if (ASCII.test(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);

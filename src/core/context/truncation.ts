@@ -40,15 +40,25 @@ export function truncateMessages(messages: readonly Message[], options: Truncati
   if (total <= options.budget) return { messages: [...messages], dropped: 0, tokens: total };
 
   // unit[i]: index of the message that heads i's unit (an assistant owning tool calls, or i itself).
+  // Results usually follow their assistant, so the latest one is checked first; the id map over all
+  // earlier calls is built only the first time a result answers an older assistant.
   const unit = new Int32Array(n);
-  const owner = new Map<string, number>();
+  let latest = -1;
+  let owner: Map<string, number> | undefined;
   for (let i = 0; i < n; i++) {
     const m = messages[i] as Message;
     unit[i] = i;
-    if (m.role === 'assistant' && m.tool_calls !== undefined) for (const call of m.tool_calls) owner.set(call.id, i);
-    else if (m.role === 'tool' && m.tool_call_id !== undefined) {
-      const head = owner.get(m.tool_call_id);
-      if (head !== undefined) unit[i] = head;
+    if (m.role === 'assistant' && m.tool_calls !== undefined) {
+      latest = i;
+      if (owner !== undefined) for (const call of m.tool_calls) owner.set(call.id, i);
+    } else if (m.role === 'tool' && m.tool_call_id !== undefined) {
+      const id = m.tool_call_id;
+      if (latest >= 0 && (messages[latest] as Message).tool_calls?.some((c) => c.id === id) === true) unit[i] = latest;
+      else {
+        owner ??= ownersBefore(messages, i);
+        const head = owner.get(id);
+        if (head !== undefined) unit[i] = head;
+      }
     }
   }
   const unitTokens = new Float64Array(n);
@@ -75,6 +85,16 @@ export function truncateMessages(messages: readonly Message[], options: Truncati
   const kept: Message[] = [];
   for (let i = 0; i < n; i++) if (droppedUnit[unit[i] as number] === 0) kept.push(messages[i] as Message);
   return { messages: kept, dropped: n - kept.length, tokens: total };
+}
+
+/** Call id → index of the assistant message that made the call, over `messages[0, end)`. */
+function ownersBefore(messages: readonly Message[], end: number): Map<string, number> {
+  const owner = new Map<string, number>();
+  for (let i = 0; i < end; i++) {
+    const m = messages[i] as Message;
+    if (m.role === 'assistant' && m.tool_calls !== undefined) for (const call of m.tool_calls) owner.set(call.id, i);
+  }
+  return owner;
 }
 
 /** What a dangling tool call is answered with (0.6's text). */

@@ -136,6 +136,8 @@ export class RunLoop implements BatchHost {
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new Map<string, string>();
   #clearBatchRecord = false;
+  /** Messages the store holds for this thread as far as this run knows (optimistic concurrency). */
+  #persistedCount: number;
   /** Continuations asked for after MaxTokens cuts, in this run (bounded by max_continuation_retries). */
   #continuations = 0;
   #abortPromise: Promise<'aborted'> | undefined;
@@ -150,6 +152,7 @@ export class RunLoop implements BatchHost {
     this.signal = params.signal;
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
+    this.#persistedCount = params.history.length;
     this.#messages.push(...params.input);
   }
 
@@ -633,7 +636,9 @@ export class RunLoop implements BatchHost {
       runState: runState.value,
       ...(termination !== undefined ? { termination } : {}),
       updatedAt: this.env.clock.now(),
+      expectedMessageCount: this.#persistedCount,
     });
+    this.#persistedCount = this.#messages.length;
   }
 }
 

@@ -14,6 +14,11 @@ export interface RunCheckpoint {
   readonly runState: PersistedState;
   readonly termination?: TerminationReason;
   readonly updatedAt: number;
+  /**
+   * The thread's message count this writer last saw (at load or its previous checkpoint): a store
+   * holding a different count refuses with `version_conflict` (optimistic concurrency).
+   */
+  readonly expectedMessageCount?: number;
 }
 
 export interface ThreadSnapshot {

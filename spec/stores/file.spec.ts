@@ -1,0 +1,19 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileStore } from '../../src/stores/file.ts';
+import { storeConformance } from '../support/store-conformance.ts';
+
+const roots = new WeakMap<object, string>();
+storeConformance('file', {
+  open: async () => {
+    const root = mkdtempSync(join(tmpdir(), 'awaken-file-'));
+    const store = new FileStore(root);
+    roots.set(store, root);
+    return store;
+  },
+  reopen: async (old) => {
+    await old.close();
+    return new FileStore(roots.get(old) as string);
+  },
+});

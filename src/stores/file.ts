@@ -1,0 +1,196 @@
+import { mkdir, readdir, readFile, rename, rm, writeFile, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { JsonValue } from '../contract/json.ts';
+import type { Message } from '../contract/message.ts';
+import type { PersistedState } from '../core/state/state-store.ts';
+import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { byUpdatedThenId } from './memory.ts';
+import {
+  checkId,
+  pageOf,
+  runRecordOf,
+  StoreFailure,
+  visibleMessages,
+  type MessageQuery,
+  type Page,
+  type PageQuery,
+  type RunQuery,
+  type RunRecord,
+  type Store,
+  type ThreadRecord,
+} from './ports.ts';
+
+/** One thread's file: its record, messages and state together, so a checkpoint of it is one rename. */
+interface ThreadFile {
+  readonly record: ThreadRecord;
+  readonly messages: readonly Message[];
+  readonly state?: PersistedState;
+}
+
+/**
+ * The file store (book: 使用文件存储): `threads/<id>.json` (record, messages, state), `runs/<id>.json`,
+ * `profiles/<owner>/<key>.json` under one directory. Every file is written to a temporary name,
+ * flushed and renamed over the old one, so a crash leaves each file either old or new — never torn.
+ * A checkpoint writes the thread file first, then the run file. Writes of one store object are
+ * serialised; the file store is for one process (use SQLite or PostgreSQL to share).
+ */
+export class FileStore implements Store {
+  readonly kind = 'file' as const;
+  readonly #root: string;
+  #queue: Promise<unknown> = Promise.resolve();
+  #seq = 0;
+
+  constructor(root: string) {
+    this.#root = root;
+  }
+
+  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+    checkId('thread', t.id);
+    return this.#serial(async () => {
+      if ((await this.#thread(t.id)) !== undefined) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
+      const record: ThreadRecord = { id: t.id, ...(t.title !== undefined ? { title: t.title } : {}), created_at: t.now, updated_at: t.now };
+      await this.#put('threads', `${t.id}.json`, { record, messages: [] } satisfies ThreadFile);
+      return record;
+    });
+  }
+
+  async getThread(id: string): Promise<ThreadRecord | undefined> {
+    if (!safe(id)) return undefined;
+    return (await this.#thread(id))?.record;
+  }
+
+  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
+    const ids = await this.#ids('threads');
+    const records: ThreadRecord[] = [];
+    for (const id of ids) {
+      const t = await this.#thread(id);
+      if (t !== undefined) records.push(t.record);
+    }
+    return pageOf(records.sort(byUpdatedThenId), q);
+  }
+
+  async deleteThread(id: string): Promise<boolean> {
+    if (!safe(id)) return false;
+    return this.#serial(async () => {
+      if ((await this.#thread(id)) === undefined) return false;
+      for (const runId of await this.#ids('runs')) {
+        const run = await this.#run(runId);
+        if (run?.thread_id === id) await rm(join(this.#root, 'runs', `${runId}.json`), { force: true });
+      }
+      await rm(join(this.#root, 'threads', `${id}.json`), { force: true });
+      return true;
+    });
+  }
+
+  async listMessages(threadId: string, q: MessageQuery): Promise<Page<Message>> {
+    const t = safe(threadId) ? await this.#thread(threadId) : undefined;
+    if (t === undefined) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
+    return pageOf(visibleMessages(t.messages, q.visibility), q);
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    return safe(runId) ? this.#run(runId) : undefined;
+  }
+
+  async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
+    const runs: RunRecord[] = [];
+    for (const id of await this.#ids('runs')) {
+      const r = await this.#run(id);
+      if (r !== undefined && (q.status === undefined || r.status === q.status) && (q.threadId === undefined || r.thread_id === q.threadId)) runs.push(r);
+    }
+    return pageOf(
+      runs.sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1)),
+      q,
+    );
+  }
+
+  async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
+    const t = safe(threadId) ? await this.#thread(threadId) : undefined;
+    if (t === undefined) return undefined;
+    return { messages: t.messages, ...(t.state !== undefined ? { threadState: t.state } : {}) };
+  }
+
+  async checkpoint(c: RunCheckpoint): Promise<void> {
+    checkId('thread', c.threadId);
+    checkId('run', c.runId);
+    await this.#serial(async () => {
+      const t = await this.#thread(c.threadId);
+      const actual = t?.messages.length ?? 0;
+      if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
+        throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+      }
+      const previous = await this.#run(c.runId);
+      const record: ThreadRecord = { ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId };
+      await this.#put('threads', `${c.threadId}.json`, { record, messages: c.messages, state: c.threadState } satisfies ThreadFile);
+      await this.#put('runs', `${c.runId}.json`, runRecordOf(c, previous?.created_at ?? c.updatedAt));
+    });
+  }
+
+  async read(owner: string, key: string): Promise<JsonValue | undefined> {
+    return this.#get<JsonValue>(join('profiles', encodeURIComponent(owner)), `${encodeURIComponent(key)}.json`);
+  }
+
+  async write(owner: string, key: string, value: JsonValue): Promise<void> {
+    await this.#serial(() => this.#put(join('profiles', encodeURIComponent(owner)), `${encodeURIComponent(key)}.json`, value));
+  }
+
+  async close(): Promise<void> {
+    await this.#queue.catch(() => undefined);
+  }
+
+  #thread(id: string): Promise<ThreadFile | undefined> {
+    return this.#get<ThreadFile>('threads', `${id}.json`);
+  }
+
+  #run(id: string): Promise<RunRecord | undefined> {
+    return this.#get<RunRecord>('runs', `${id}.json`);
+  }
+
+  async #ids(dir: string): Promise<string[]> {
+    try {
+      return (await readdir(join(this.#root, dir))).filter((f) => f.endsWith('.json') && !f.startsWith('.')).map((f) => f.slice(0, -5)).sort();
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw e;
+    }
+  }
+
+  async #get<T>(dir: string, file: string): Promise<T | undefined> {
+    try {
+      return JSON.parse(await readFile(join(this.#root, dir, file), 'utf8')) as T;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw e;
+    }
+  }
+
+  /** Temp file, fsync, rename over the target: the target is always whole. */
+  async #put(dir: string, file: string, value: unknown): Promise<void> {
+    const folder = join(this.#root, dir);
+    await mkdir(folder, { recursive: true });
+    const tmp = join(folder, `.${file}.${process.pid}.${++this.#seq}.tmp`);
+    await writeFile(tmp, JSON.stringify(value));
+    const handle = await open(tmp, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, join(folder, file));
+  }
+
+  #serial<T>(body: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(body, body);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+}
+
+const safe = (id: string): boolean => {
+  try {
+    checkId('thread', id);
+    return true;
+  } catch {
+    return false;
+  }
+};

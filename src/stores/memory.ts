@@ -1,0 +1,114 @@
+import type { JsonValue } from '../contract/json.ts';
+import type { Message } from '../contract/message.ts';
+import type { PersistedState } from '../core/state/state-store.ts';
+import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import {
+  checkId,
+  pageOf,
+  runRecordOf,
+  StoreFailure,
+  visibleMessages,
+  type MessageQuery,
+  type Page,
+  type PageQuery,
+  type RunQuery,
+  type RunRecord,
+  type Store,
+  type ThreadRecord,
+} from './ports.ts';
+
+interface ThreadEntry {
+  record: ThreadRecord;
+  messages: readonly Message[];
+  state?: PersistedState;
+}
+
+/** Values go in and out as copies, as they would through a real store. */
+const copy = <T>(x: T): T => structuredClone(x);
+
+/** The in-memory store: one process, nothing survives it. Every method is atomic (single-threaded). */
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  readonly #threads = new Map<string, ThreadEntry>();
+  readonly #runs = new Map<string, RunRecord>();
+  readonly #profiles = new Map<string, string>();
+
+  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+    checkId('thread', t.id);
+    if (this.#threads.has(t.id)) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
+    const record: ThreadRecord = { id: t.id, ...(t.title !== undefined ? { title: t.title } : {}), created_at: t.now, updated_at: t.now };
+    this.#threads.set(t.id, { record, messages: [] });
+    return copy(record);
+  }
+
+  async getThread(id: string): Promise<ThreadRecord | undefined> {
+    const e = this.#threads.get(id);
+    return e === undefined ? undefined : copy(e.record);
+  }
+
+  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
+    const all = [...this.#threads.values()].map((e) => e.record).sort(byUpdatedThenId);
+    return copy(pageOf(all, q));
+  }
+
+  async deleteThread(id: string): Promise<boolean> {
+    if (!this.#threads.delete(id)) return false;
+    for (const [runId, run] of this.#runs) if (run.thread_id === id) this.#runs.delete(runId);
+    return true;
+  }
+
+  async listMessages(threadId: string, q: MessageQuery): Promise<Page<Message>> {
+    const e = this.#threads.get(threadId);
+    if (e === undefined) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
+    return copy(pageOf(visibleMessages(e.messages, q.visibility), q));
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const r = this.#runs.get(runId);
+    return r === undefined ? undefined : copy(r);
+  }
+
+  async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
+    const all = [...this.#runs.values()]
+      .filter((r) => (q.status === undefined || r.status === q.status) && (q.threadId === undefined || r.thread_id === q.threadId))
+      .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1));
+    return copy(pageOf(all, q));
+  }
+
+  async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
+    const e = this.#threads.get(threadId);
+    if (e === undefined) return undefined;
+    return copy({ messages: e.messages, ...(e.state !== undefined ? { threadState: e.state } : {}) });
+  }
+
+  async checkpoint(c: RunCheckpoint): Promise<void> {
+    checkId('thread', c.threadId);
+    checkId('run', c.runId);
+    const e = this.#threads.get(c.threadId);
+    const actual = e?.messages.length ?? 0;
+    if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
+      throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+    }
+    const previous = this.#runs.get(c.runId);
+    const record: ThreadRecord = {
+      ...(e?.record ?? { id: c.threadId, created_at: c.updatedAt }),
+      updated_at: c.updatedAt,
+      latest_run_id: c.runId,
+    };
+    this.#threads.set(c.threadId, { record, messages: copy(c.messages), state: copy(c.threadState) });
+    this.#runs.set(c.runId, runRecordOf(c, previous?.created_at ?? c.updatedAt));
+  }
+
+  async read(owner: string, key: string): Promise<JsonValue | undefined> {
+    const doc = this.#profiles.get(JSON.stringify([owner, key]));
+    return doc === undefined ? undefined : (JSON.parse(doc) as JsonValue);
+  }
+
+  async write(owner: string, key: string, value: JsonValue): Promise<void> {
+    this.#profiles.set(JSON.stringify([owner, key]), JSON.stringify(value));
+  }
+
+  async close(): Promise<void> {}
+}
+
+export const byUpdatedThenId = (a: ThreadRecord, b: ThreadRecord): number => b.updated_at - a.updated_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

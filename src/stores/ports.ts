@@ -1,0 +1,111 @@
+import type { JsonValue } from '../contract/json.ts';
+import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
+import type { Message } from '../contract/message.ts';
+import type { ProfileStore } from '../runtime/profile-store.ts';
+import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
+
+/** A thread as the HTTP API lists it (book: HTTP API → Threads). Times in ms since the epoch. */
+export interface ThreadRecord {
+  readonly id: string;
+  readonly title?: string;
+  readonly created_at: number;
+  readonly updated_at: number;
+  readonly latest_run_id?: string;
+}
+
+/** A run as the HTTP API lists it (book: HTTP API → Runs). */
+export interface RunRecord {
+  readonly run_id: string;
+  readonly thread_id: string;
+  readonly agent_id: string;
+  readonly status: RunStatus;
+  readonly termination?: TerminationReason;
+  readonly steps: number;
+  readonly created_at: number;
+  readonly updated_at: number;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly total: number;
+}
+
+export interface PageQuery {
+  readonly offset: number;
+  readonly limit: number;
+}
+
+/** Messages of a thread, in order; `visibility: external` (default) leaves internal ones out. */
+export interface MessageQuery extends PageQuery {
+  readonly visibility?: 'external' | 'all';
+}
+
+export interface RunQuery extends PageQuery {
+  readonly status?: RunStatus;
+  readonly threadId?: string;
+}
+
+/** Why a store refused (book: StorageError). */
+export type StoreError =
+  | { readonly code: 'not_found'; readonly message: string }
+  | { readonly code: 'already_exists'; readonly message: string }
+  | { readonly code: 'version_conflict'; readonly message: string; readonly expected: number; readonly actual: number }
+  | { readonly code: 'validation'; readonly message: string };
+
+export class StoreFailure extends Error {
+  readonly error: StoreError;
+  constructor(error: StoreError) {
+    super(error.message);
+    this.name = 'StoreFailure';
+    this.error = error;
+  }
+}
+
+/**
+ * Everything the server persists: threads, their messages and state, runs, profiles. `checkpoint`
+ * (the loop's port) writes a thread's messages, state and run record in one atomic step; with
+ * `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
+ */
+export interface Store extends ThreadRunStore, ProfileStore {
+  readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
+  createThread(thread: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord>;
+  getThread(id: string): Promise<ThreadRecord | undefined>;
+  listThreads(query: PageQuery): Promise<Page<ThreadRecord>>;
+  /** Deletes the thread, its messages, state and runs; false when there was none. */
+  deleteThread(id: string): Promise<boolean>;
+  listMessages(threadId: string, query: MessageQuery): Promise<Page<Message>>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  listRuns(query: RunQuery): Promise<Page<RunRecord>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Ids that reach a store: 1–200 characters of letters, digits and `._:-`, not starting with a dot
+ * (so no path, key or `..` can be escaped).
+ */
+export const ID_PATTERN = /^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}$/;
+
+export function checkId(kind: string, id: string): void {
+  if (!ID_PATTERN.test(id)) throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
+}
+
+/** The run record a checkpoint describes. */
+export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], createdAt: number): RunRecord {
+  return {
+    run_id: c.runId,
+    thread_id: c.threadId,
+    agent_id: c.agentId,
+    status: c.status,
+    ...(c.termination !== undefined ? { termination: c.termination } : {}),
+    steps: c.steps,
+    created_at: createdAt,
+    updated_at: c.updatedAt,
+  };
+}
+
+export const pageOf = <T>(all: readonly T[], q: PageQuery): Page<T> => ({ items: all.slice(q.offset, q.offset + q.limit), total: all.length });
+
+export const visibleMessages = (messages: readonly Message[], visibility: MessageQuery['visibility']): readonly Message[] =>
+  visibility === 'all' ? messages : messages.filter((m) => m.visibility !== 'internal');
+
+export type { JsonValue };

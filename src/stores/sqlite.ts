@@ -1,0 +1,182 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { JsonValue } from '../contract/json.ts';
+import { TerminationReasonSchema, type RunStatus } from '../contract/lifecycle.ts';
+import type { Message } from '../contract/message.ts';
+import type { PersistedState } from '../core/state/state-store.ts';
+import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { checkId, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from './ports.ts';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS awaken_threads (
+  id TEXT PRIMARY KEY, title TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  latest_run_id TEXT, state TEXT, message_count INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS awaken_messages (
+  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, internal INTEGER NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq));
+CREATE TABLE IF NOT EXISTS awaken_runs (
+  run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, agent_id TEXT NOT NULL, status TEXT NOT NULL,
+  termination TEXT, steps INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS awaken_runs_thread ON awaken_runs (thread_id, created_at);
+CREATE TABLE IF NOT EXISTS awaken_profiles (owner TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, key));
+`;
+
+interface ThreadRow {
+  id: string;
+  title: string | null;
+  created_at: number;
+  updated_at: number;
+  latest_run_id: string | null;
+  state: string | null;
+  message_count: number;
+}
+interface RunRow {
+  run_id: string;
+  thread_id: string;
+  agent_id: string;
+  status: string;
+  termination: string | null;
+  steps: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export const threadOf = (r: Omit<ThreadRow, 'state' | 'message_count'>): ThreadRecord => ({
+  id: r.id,
+  ...(r.title !== null ? { title: r.title } : {}),
+  created_at: Number(r.created_at),
+  updated_at: Number(r.updated_at),
+  ...(r.latest_run_id !== null ? { latest_run_id: r.latest_run_id } : {}),
+});
+
+export const runOf = (r: RunRow): RunRecord => ({
+  run_id: r.run_id,
+  thread_id: r.thread_id,
+  agent_id: r.agent_id,
+  status: r.status as RunStatus,
+  ...(r.termination !== null ? { termination: TerminationReasonSchema.parse(typeof r.termination === 'string' ? JSON.parse(r.termination) : r.termination) } : {}),
+  steps: Number(r.steps),
+  created_at: Number(r.created_at),
+  updated_at: Number(r.updated_at),
+});
+
+/**
+ * The embedded default store (book: 使用文件存储 / SQLite): one database file, WAL journal, every
+ * checkpoint one transaction.
+ */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  readonly #db: Database.Database;
+
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.#db = new Database(path);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('busy_timeout = 5000');
+    this.#db.exec(SCHEMA);
+  }
+
+  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+    checkId('thread', t.id);
+    const r = this.#db.prepare('INSERT INTO awaken_threads (id, title, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(t.id, t.title ?? null, t.now, t.now);
+    if (r.changes === 0) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
+    return threadOf({ id: t.id, title: t.title ?? null, created_at: t.now, updated_at: t.now, latest_run_id: null });
+  }
+
+  async getThread(id: string): Promise<ThreadRecord | undefined> {
+    const row = this.#db.prepare('SELECT * FROM awaken_threads WHERE id = ?').get(id) as ThreadRow | undefined;
+    return row === undefined ? undefined : threadOf(row);
+  }
+
+  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
+    const rows = this.#db.prepare('SELECT * FROM awaken_threads ORDER BY updated_at DESC, id ASC LIMIT ? OFFSET ?').all(q.limit, q.offset) as ThreadRow[];
+    const total = (this.#db.prepare('SELECT count(*) AS n FROM awaken_threads').get() as { n: number }).n;
+    return { items: rows.map(threadOf), total };
+  }
+
+  async deleteThread(id: string): Promise<boolean> {
+    return this.#db.transaction(() => {
+      const r = this.#db.prepare('DELETE FROM awaken_threads WHERE id = ?').run(id);
+      this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(id);
+      this.#db.prepare('DELETE FROM awaken_runs WHERE thread_id = ?').run(id);
+      return r.changes > 0;
+    })();
+  }
+
+  async listMessages(threadId: string, q: MessageQuery): Promise<Page<Message>> {
+    if (this.#db.prepare('SELECT 1 FROM awaken_threads WHERE id = ?').get(threadId) === undefined) {
+      throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
+    }
+    const filter = q.visibility === 'all' ? '' : ' AND internal = 0';
+    const rows = this.#db.prepare(`SELECT data FROM awaken_messages WHERE thread_id = ?${filter} ORDER BY seq LIMIT ? OFFSET ?`).all(threadId, q.limit, q.offset) as { data: string }[];
+    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_messages WHERE thread_id = ?${filter}`).get(threadId) as { n: number }).n;
+    return { items: rows.map((r) => JSON.parse(r.data) as Message), total };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const row = this.#db.prepare('SELECT * FROM awaken_runs WHERE run_id = ?').get(runId) as RunRow | undefined;
+    return row === undefined ? undefined : runOf(row);
+  }
+
+  async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.status !== undefined) (where.push('status = ?'), args.push(q.status));
+    if (q.threadId !== undefined) (where.push('thread_id = ?'), args.push(q.threadId));
+    const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+    const rows = this.#db.prepare(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`).all(...args, q.limit, q.offset) as RunRow[];
+    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_runs${clause}`).get(...args) as { n: number }).n;
+    return { items: rows.map(runOf), total };
+  }
+
+  async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
+    const row = this.#db.prepare('SELECT state FROM awaken_threads WHERE id = ?').get(threadId) as { state: string | null } | undefined;
+    if (row === undefined) return undefined;
+    const messages = (this.#db.prepare('SELECT data FROM awaken_messages WHERE thread_id = ? ORDER BY seq').all(threadId) as { data: string }[]).map(
+      (r) => JSON.parse(r.data) as Message,
+    );
+    return { messages, ...(row.state !== null ? { threadState: JSON.parse(row.state) as PersistedState } : {}) };
+  }
+
+  async checkpoint(c: RunCheckpoint): Promise<void> {
+    checkId('thread', c.threadId);
+    checkId('run', c.runId);
+    this.#db.transaction(() => {
+      const row = this.#db.prepare('SELECT message_count FROM awaken_threads WHERE id = ?').get(c.threadId) as { message_count: number } | undefined;
+      const actual = row?.message_count ?? 0;
+      if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
+        throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+      }
+      this.#db
+        .prepare(
+          `INSERT INTO awaken_threads (id, created_at, updated_at, latest_run_id, state, message_count) VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`,
+        )
+        .run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
+      this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
+      const insert = this.#db.prepare('INSERT INTO awaken_messages (thread_id, seq, internal, data) VALUES (?, ?, ?, ?)');
+      c.messages.forEach((m, i) => insert.run(c.threadId, i, m.visibility === 'internal' ? 1 : 0, JSON.stringify(m)));
+      this.#db
+        .prepare(
+          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at`,
+        )
+        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt);
+    })();
+  }
+
+  async read(owner: string, key: string): Promise<JsonValue | undefined> {
+    const row = this.#db.prepare('SELECT data FROM awaken_profiles WHERE owner = ? AND key = ?').get(owner, key) as { data: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.data) as JsonValue);
+  }
+
+  async write(owner: string, key: string, value: JsonValue): Promise<void> {
+    this.#db.prepare('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data').run(owner, key, JSON.stringify(value));
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+}

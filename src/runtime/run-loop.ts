@@ -561,6 +561,8 @@ export class RunLoop implements BatchHost {
     await batch.resume(decisions, { silent: true }).catch(() => undefined);
     try {
       await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
+      // The stored run record ends cancelled too (the stream already ended with the suspension).
+      await this.#checkpoint(TerminationReasons.cancelled());
     } catch {
       // The run is over either way; a refused final commit changes nothing for the caller.
     }

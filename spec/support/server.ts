@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
+import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+import { createHttpApp, type HttpOptions } from '../../src/server/http.ts';
+import { RunRegistry, type RegistryOptions } from '../../src/server/run-registry.ts';
+import { MemoryStore } from '../../src/stores/memory.ts';
+import type { Store } from '../../src/stores/ports.ts';
+import { approvalTool, echoTool } from './runtime.ts';
+
+/** A tool that waits until the test opens its gate (a run held in flight), then records a side effect. */
+export function gatedTool() {
+  let open: () => void = () => undefined;
+  let gate = new Promise<void>((r) => (open = r));
+  const effects: string[] = [];
+  const started: string[] = [];
+  const tool = defineTool({
+    id: 'slow',
+    description: 'Waits for the gate',
+    args: z.object({ tag: z.string() }),
+    execute: async ({ tag }) => {
+      started.push(tag);
+      await gate;
+      effects.push(tag);
+      return ToolResults.success('slow', { tag });
+    },
+  });
+  return {
+    tool,
+    effects,
+    started,
+    open: () => open(),
+    reset: () => {
+      gate = new Promise<void>((r) => (open = r));
+    },
+  };
+}
+
+export interface TestServer {
+  readonly app: ReturnType<typeof createHttpApp>;
+  readonly runtime: AgentRuntime;
+  readonly registry: RunRegistry;
+  readonly store: Store;
+  readonly llm: ScriptedLlm;
+}
+
+export function testServer(
+  script: readonly ScriptStep[],
+  options: { readonly store?: Store; readonly registry?: RegistryOptions; readonly http?: HttpOptions; readonly tools?: readonly ReturnType<typeof defineTool>[] } = {},
+): TestServer {
+  const llm = new ScriptedLlm(script);
+  const store = options.store ?? new MemoryStore();
+  const builder = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('scripted', llm)
+    .withModel('m', { provider: 'scripted', model_name: 'scripted-model' })
+    .withThreadRunStore(store)
+    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'be brief' });
+  for (const t of options.tools ?? [echoTool, approvalTool]) builder.withTool(t);
+  const built = builder.build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  const registry = new RunRegistry(built.value, store, options.registry);
+  return { app: createHttpApp({ runtime: built.value, store, registry }, options.http), runtime: built.value, registry, store, llm };
+}
+
+export interface SseFrame {
+  readonly id?: string;
+  readonly event?: string;
+  readonly data: string;
+}
+
+/** Parses SSE text into frames (comments dropped). */
+export function parseSse(text: string): SseFrame[] {
+  const frames: SseFrame[] = [];
+  for (const block of text.split('\n\n')) {
+    if (block.trim() === '') continue;
+    let id: string | undefined;
+    let event: string | undefined;
+    const data: string[] = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue;
+      if (line.startsWith('id: ')) id = line.slice(4);
+      else if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data.push(line.slice(6));
+    }
+    if (data.length > 0) frames.push({ ...(id !== undefined ? { id } : {}), ...(event !== undefined ? { event } : {}), data: data.join('\n') });
+  }
+  return frames;
+}
+
+export const eventTypes = (frames: readonly SseFrame[]): string[] => frames.map((f) => (JSON.parse(f.data) as { event_type?: string }).event_type ?? f.event ?? '?');
+
+export const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** Reads an SSE response until `done` says so (or the time runs out), then cancels it. */
+export async function readFrames(response: Response, done: (frames: readonly SseFrame[]) => boolean, timeoutMs = 5000): Promise<SseFrame[]> {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (Date.now() < deadline) {
+      const next = await Promise.race([reader.read(), new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Math.max(1, deadline - Date.now())))]);
+      if (next === 'timeout' || next.done === true) break;
+      text += decoder.decode(next.value, { stream: true });
+      const complete = text.slice(0, text.lastIndexOf('\n\n') + 2);
+      if (done(parseSse(complete))) return parseSse(complete);
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return parseSse(text);
+}
+
+/** The JSON body of a response, untyped (specs look into it). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const bodyJson = async (r: Response | Promise<Response>): Promise<any> => (await r).json();

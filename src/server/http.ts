@@ -1,0 +1,407 @@
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import { RunStatusSchema } from '../contract/lifecycle.ts';
+import { MessageSchema, Messages, type Message } from '../contract/message.ts';
+import { issuesOf } from '../contract/wire.ts';
+import type { AgentRuntime } from '../runtime/agent-runtime.ts';
+import { decisionFor, type Decision } from '../runtime/run-loop.ts';
+import { checkId, StoreFailure, type Store } from '../stores/ports.ts';
+import { protocolRoutes } from './protocol-routes.ts';
+import type { LogItem, RunRegistry } from './run-registry.ts';
+
+export interface HttpOptions {
+  /** Largest request body accepted, in bytes (default 1 MiB). */
+  readonly bodyLimit?: number;
+  /** A `: heartbeat` comment after this much idleness on an SSE stream (default 15 s). */
+  readonly heartbeatMs?: number;
+}
+
+export interface ServerParts {
+  readonly runtime: AgentRuntime;
+  readonly store: Store;
+  readonly registry: RunRegistry;
+}
+
+/** A client mistake: a 4xx with `{error, code}` (and the field when one is to blame). */
+export class HttpError extends Error {
+  readonly status: 400 | 404 | 409 | 413 | 415;
+  readonly code: string;
+  readonly field?: string;
+  readonly extra?: Record<string, unknown>;
+  constructor(status: HttpError['status'], code: string, message: string, field?: string, extra?: Record<string, unknown>) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    if (field !== undefined) this.field = field;
+    if (extra !== undefined) this.extra = extra;
+  }
+}
+
+const RunMessageSchema = z.union([
+  z.object({ role: z.enum(['user', 'system', 'assistant']), content: z.string() }).strict(),
+  MessageSchema,
+]);
+const MessagesField = z.array(RunMessageSchema).min(1, { message: 'at least one message is required' });
+
+const CreateRunSchema = z
+  .object({
+    agentId: z.string().min(1).optional(),
+    agent_id: z.string().min(1).optional(),
+    threadId: z.string().min(1).optional(),
+    thread_id: z.string().min(1).optional(),
+    messages: MessagesField,
+    /** Start even when the thread waits for a decision: the waiting run is cancelled. */
+    discardPause: z.boolean().optional(),
+    discard_pause: z.boolean().optional(),
+  })
+  .strict();
+
+const InputsSchema = z.object({ messages: MessagesField }).strict();
+const CreateThreadSchema = z.object({ id: z.string().optional(), title: z.string().max(500).optional() }).strict();
+const DecisionSchema = z
+  .object({
+    toolCallId: z.string().min(1).optional(),
+    tool_call_id: z.string().min(1).optional(),
+    action: z.string(),
+    payload: z.unknown().optional(),
+    reason: z.string().optional(),
+  })
+  .strict();
+
+/** Parses a JSON body with a schema; malformed JSON and schema violations are 400s naming the field. */
+export async function bodyOf<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await c.req.text());
+  } catch (e) {
+    throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const [first] = issuesOf(parsed.error);
+    const field = first?.path === '' ? '(body)' : (first?.path ?? '(body)');
+    throw new HttpError(400, 'invalid_request', `${field}: ${first?.message ?? 'invalid'}`, field);
+  }
+  return parsed.data;
+}
+
+/** A query integer clamped to [min, max]; garbage is a 400 naming the parameter. */
+function intParam(c: Context, name: string, fallback: number, min: number, max: number): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d{1,15}$/.test(raw)) throw new HttpError(400, 'invalid_query', `${name} must be an integer`, name);
+  return Math.min(max, Math.max(min, Number(raw)));
+}
+
+function idParam(c: Context, name: string, kind: string): string {
+  const id = c.req.param(name) ?? '';
+  try {
+    checkId(kind, id);
+  } catch {
+    throw new HttpError(400, 'invalid_id', `invalid ${kind} id`, name);
+  }
+  return id;
+}
+
+/** A run's input as messages, each with a fresh id. */
+function toMessages(input: readonly z.output<typeof RunMessageSchema>[], newId: () => string): Message[] {
+  return input.map((m) => {
+    if ('content' in m && typeof m.content === 'string') {
+      const text = m.content;
+      return m.role === 'user' ? Messages.user(text, { id: newId() }) : m.role === 'system' ? Messages.system(text, { id: newId() }) : Messages.assistant(text, { id: newId() });
+    }
+    const message = m as Message;
+    return message.id !== undefined ? message : { ...message, id: newId() };
+  });
+}
+
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' } as const;
+
+/** The SSE text of one log item: `id: <seq>` on every frame; a resync frame is `event: resync`. */
+export function sseOf(item: LogItem): string {
+  if (item.kind === 'frame') return `id: ${item.seq}\ndata: ${item.data}\n\n`;
+  return `event: resync\nid: ${item.seq}\ndata: ${JSON.stringify({ seq: item.seq, messages: item.messages })}\n\n`;
+}
+
+/**
+ * An SSE response over a thread's log from `since`: frames (and resyncs) as they come, a heartbeat
+ * comment while idle, and the end when `until` says so. Closing the response only unsubscribes.
+ */
+export function logStream(
+  registry: RunRegistry,
+  threadId: string,
+  since: number | undefined,
+  options: { readonly heartbeatMs: number; readonly until?: (item: LogItem) => boolean; readonly render?: (item: LogItem) => string; readonly prologue?: string; readonly epilogue?: () => string },
+  headers: Record<string, string> = SSE_HEADERS,
+): Response {
+  const encoder = new TextEncoder();
+  let unsubscribe: (() => void) | undefined;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  const stop = (): void => {
+    closed = true;
+    unsubscribe?.();
+    if (timer !== undefined) clearInterval(timer);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let idle = true;
+      const write = (text: string): void => {
+        if (closed) return;
+        idle = false;
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          stop();
+        }
+      };
+      if (options.prologue !== undefined) write(options.prologue);
+      timer = setInterval(() => {
+        if (idle) write(': heartbeat\n\n');
+        idle = true;
+      }, options.heartbeatMs);
+      unsubscribe = await registry.subscribe(threadId, since, (item) => {
+        if (closed) return;
+        write((options.render ?? sseOf)(item));
+        if (options.until?.(item) === true) {
+          if (options.epilogue !== undefined) write(options.epilogue());
+          stop();
+          try {
+            controller.close();
+          } catch {
+            // already closed by the client
+          }
+        }
+      });
+      if (closed) unsubscribe();
+    },
+    cancel() {
+      stop();
+    },
+  });
+  return new Response(body, { status: 200, headers });
+}
+
+/** `Last-Event-ID` or `?since=`: the last frame the client has; absent means only new frames. */
+function sinceOf(c: Context): number | undefined {
+  const raw = c.req.header('last-event-id') ?? c.req.query('since');
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d{1,15}$/.test(raw.trim())) throw new HttpError(400, 'invalid_cursor', 'Last-Event-ID / since must be a non-negative integer', 'since');
+  return Number(raw.trim());
+}
+
+const decisionAction = (action: string): Decision['decision']['action'] => {
+  if (action === 'resume' || action === 'cancel') return action;
+  throw new HttpError(400, 'invalid_request', `invalid action: ${action}, expected 'resume' or 'cancel'`, 'action');
+};
+
+/**
+ * The HTTP API (book: HTTP API; seed 001): health, threads and their messages and event stream, runs
+ * (create → SSE, list, get, inputs, cancel, decision), and the protocol routes. Every client mistake
+ * is a 4xx `{error, code}`.
+ */
+export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Hono {
+  const { runtime, store, registry } = parts;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const env = runtime.env;
+  const newMessageId = (): string => env.ids.next('message');
+  const app = new Hono();
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: options.bodyLimit ?? 1024 * 1024,
+      onError: (c) => c.json({ error: `request body larger than ${options.bodyLimit ?? 1024 * 1024} bytes`, code: 'body_too_large' }, 413),
+    }),
+  );
+
+  app.onError((e, c) => {
+    if (e instanceof HttpError) return c.json({ error: e.message, code: e.code, ...(e.field !== undefined ? { field: e.field } : {}), ...e.extra }, e.status);
+    if (e instanceof StoreFailure) {
+      const status = e.error.code === 'not_found' ? 404 : e.error.code === 'validation' ? 400 : 409;
+      return c.json({ error: e.error.message, code: e.error.code }, status);
+    }
+    return c.json({ error: 'internal error', code: 'internal' }, 500);
+  });
+  app.notFound((c) => c.json({ error: `no route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404));
+
+  app.get('/health', async (c) => {
+    try {
+      await store.listThreads({ offset: 0, limit: 1 });
+      return c.json({ status: 'healthy', components: { store: 'ok', runtime: 'ok' } });
+    } catch {
+      return c.json({ status: 'unhealthy', components: { store: 'error', runtime: 'ok' } }, 503);
+    }
+  });
+
+  // ---- threads ------------------------------------------------------------------------------------
+
+  app.post('/v1/threads', async (c) => {
+    const body = await bodyOf(c, CreateThreadSchema);
+    const id = body.id ?? env.ids.next('thread');
+    try {
+      checkId('thread', id);
+    } catch {
+      throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
+    }
+    return c.json(await store.createThread({ id, ...(body.title !== undefined ? { title: body.title } : {}), now: env.clock.now() }), 201);
+  });
+
+  app.get('/v1/threads', async (c) => {
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const page = await store.listThreads({ offset, limit });
+    return c.json({ items: page.items, offset, limit, total: page.total, has_more: offset + page.items.length < page.total });
+  });
+
+  app.get('/v1/threads/:id', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    const thread = await store.getThread(id);
+    if (thread === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    const current = registry.currentRun(id);
+    return c.json({ ...thread, ...(current !== undefined ? { active_run_id: current.runId, active_run_status: current.status } : {}) });
+  });
+
+  app.delete('/v1/threads/:id', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    const current = registry.currentRun(id);
+    if (current !== undefined) throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
+    if (!(await store.deleteThread(id))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    return c.body(null, 204);
+  });
+
+  app.get('/v1/threads/:id/messages', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    const visibility = c.req.query('visibility');
+    if (visibility !== undefined && visibility !== 'all' && visibility !== 'external') throw new HttpError(400, 'invalid_query', 'visibility must be external or all', 'visibility');
+    const cursor = c.req.query('cursor');
+    if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) throw new HttpError(400, 'invalid_cursor', 'cursor must be a valid pagination token', 'cursor');
+    const offset = cursor !== undefined ? Number(cursor) : intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const page = await store.listMessages(id, { offset, limit, ...(visibility === 'all' ? { visibility: 'all' as const } : {}) });
+    const hasMore = offset + page.items.length < page.total;
+    return c.json({ messages: page.items, total: page.total, has_more: hasMore, ...(hasMore ? { next_cursor: String(offset + page.items.length) } : {}) });
+  });
+
+  /** The thread's event stream across runs: `id: <seq>` frames; reconnect with Last-Event-ID or ?since=. */
+  app.get('/v1/threads/:id/stream', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    return logStream(registry, id, sinceOf(c), { heartbeatMs });
+  });
+
+  // ---- runs ---------------------------------------------------------------------------------------
+
+  app.post('/v1/runs', async (c) => {
+    const body = await bodyOf(c, CreateRunSchema);
+    const agentId = body.agentId ?? body.agent_id;
+    if (agentId !== undefined && !runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'agentId');
+    const threadId = body.threadId ?? body.thread_id ?? env.ids.next('thread');
+    try {
+      checkId('thread', threadId);
+    } catch {
+      throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
+    }
+    const started = await registry.start({
+      threadId,
+      ...(agentId !== undefined ? { agentId } : {}),
+      messages: toMessages(body.messages, newMessageId),
+      discardPause: body.discardPause ?? body.discard_pause ?? false,
+    });
+    if (!started.ok) throw registryError(started.error);
+    const runId = started.value.runId;
+    return logStream(registry, threadId, started.value.fromSeq, {
+      heartbeatMs,
+      until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
+    }, { ...SSE_HEADERS, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId });
+  });
+
+  app.get('/v1/runs', async (c) => {
+    const status = c.req.query('status');
+    const parsed = status === undefined ? undefined : RunStatusSchema.safeParse(status);
+    if (parsed !== undefined && !parsed.success) throw new HttpError(400, 'invalid_query', `invalid status filter: ${status}`, 'status');
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const threadId = c.req.query('thread_id') ?? c.req.query('threadId');
+    const page = await store.listRuns({ offset, limit, ...(parsed?.success === true ? { status: parsed.data } : {}), ...(threadId !== undefined ? { threadId } : {}) });
+    const items = page.items.map((r) => {
+      const live = registry.live(r.run_id);
+      return live !== undefined && live.status !== r.status ? { ...r, status: live.status } : r;
+    });
+    return c.json({ items, total: page.total, has_more: offset + items.length < page.total });
+  });
+
+  app.get('/v1/runs/:id', async (c) => {
+    const id = idParam(c, 'id', 'run');
+    const stored = await store.getRun(id);
+    const live = registry.live(id);
+    if (stored === undefined && live === undefined) throw new HttpError(404, 'run_not_found', `run not found: ${id}`);
+    if (stored === undefined && live !== undefined) {
+      return c.json({ run_id: id, thread_id: live.threadId, agent_id: live.agentId, status: live.status, steps: 0, created_at: live.createdAt, updated_at: live.createdAt });
+    }
+    return c.json(live !== undefined && stored !== undefined ? { ...stored, status: live.status } : stored);
+  });
+
+  /** New input for a run's thread (book: Run 输入): an active run is cancelled first, then a new run starts. */
+  app.post('/v1/runs/:id/inputs', async (c) => {
+    const id = idParam(c, 'id', 'run');
+    const body = await bodyOf(c, InputsSchema);
+    const stored = await store.getRun(id);
+    const live = registry.live(id);
+    const threadId = live?.threadId ?? stored?.thread_id;
+    const agentId = live?.agentId ?? stored?.agent_id;
+    if (threadId === undefined) throw new HttpError(404, 'run_not_found', `run not found: ${id}`);
+    const current = registry.currentRun(threadId);
+    if (current !== undefined && current.status !== 'waiting') registry.cancel(current.runId);
+    const started = await registry.start({
+      threadId,
+      ...(agentId !== undefined && agentId !== '' ? { agentId } : {}),
+      messages: toMessages(body.messages, newMessageId),
+      discardPause: true,
+    });
+    if (!started.ok) throw registryError(started.error);
+    return c.json({ status: 'inputs_accepted', run_id: started.value.runId, thread_id: threadId }, 202);
+  });
+
+  app.post('/v1/runs/:id/cancel', (c) => {
+    const id = idParam(c, 'id', 'run');
+    const r = registry.cancel(id);
+    if (!r.ok) throw registryError(r.error);
+    return c.json({ status: 'cancel_requested', run_id: r.value.runId }, 202);
+  });
+
+  app.post('/v1/runs/:id/decision', async (c) => {
+    const id = idParam(c, 'id', 'run');
+    const body = await bodyOf(c, DecisionSchema);
+    const target = body.toolCallId ?? body.tool_call_id;
+    if (target === undefined) throw new HttpError(400, 'invalid_request', 'toolCallId: required', 'toolCallId');
+    const action = decisionAction(body.action);
+    const decision = decisionFor(target, action, env.clock.now(), {
+      ...(body.payload !== undefined ? { result: body.payload as never } : {}),
+      ...(body.reason !== undefined ? { reason: body.reason } : {}),
+    });
+    const r = registry.decide(id, [decision]);
+    if (!r.ok) throw registryError(r.error);
+    return c.json({ status: 'decision_submitted', run_id: r.value.runId, tool_call_id: target }, 202);
+  });
+
+  app.route('/', protocolRoutes(parts, { heartbeatMs }));
+  return app;
+}
+
+export function registryError(e: import('./run-registry.ts').RegistryError): HttpError {
+  switch (e.code) {
+    case 'thread_busy':
+    case 'thread_paused':
+      return new HttpError(409, e.code, e.message, undefined, { run_id: e.runId });
+    case 'run_not_found':
+    case 'target_not_found':
+      return new HttpError(404, e.code, e.message);
+    case 'not_waiting':
+      return new HttpError(409, e.code, e.message);
+    case 'start_failed':
+      return new HttpError(400, e.code, e.message);
+  }
+}

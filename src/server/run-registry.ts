@@ -1,0 +1,328 @@
+import type { AgentEvent } from '../contract/event.ts';
+import type { RunStatus } from '../contract/lifecycle.ts';
+import type { Message } from '../contract/message.ts';
+import { serialiseEvent } from '../contract/event.ts';
+import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
+import type { Env } from '../runtime/env.ts';
+import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
+import type { Store } from '../stores/ports.ts';
+
+/** One retained frame of a thread's log: the thread-wide sequence number and the serialised event. */
+export interface LogFrame {
+  readonly kind: 'frame';
+  readonly seq: number;
+  readonly runId: string;
+  readonly event: AgentEvent;
+  readonly data: string;
+}
+
+/** Sent instead of frames a subscriber can no longer get: the thread as it is now, then the live tail. */
+export interface ResyncFrame {
+  readonly kind: 'resync';
+  /** The last sequence number the snapshot covers: the live tail continues after it. */
+  readonly seq: number;
+  readonly messages: readonly Message[];
+}
+
+export type LogItem = LogFrame | ResyncFrame;
+
+/**
+ * A thread's event log (seed 001 §4.2, §4.5): one monotonic `seq` across all its runs, a bounded
+ * ring of the latest frames, and live subscribers. A subscriber whose `since` fell out of the ring
+ * gets a resync frame first — never a silent gap.
+ */
+export class ThreadLog {
+  readonly #capacity: number;
+  readonly #ring: LogFrame[] = [];
+  readonly #subscribers = new Set<(item: LogItem) => void>();
+  #seq = 0;
+
+  constructor(capacity: number) {
+    this.#capacity = Math.max(1, capacity);
+  }
+
+  get lastSeq(): number {
+    return this.#seq;
+  }
+
+  get subscribers(): number {
+    return this.#subscribers.size;
+  }
+
+  append(runId: string, event: AgentEvent): LogFrame {
+    const frame: LogFrame = { kind: 'frame', seq: ++this.#seq, runId, event, data: serialiseEvent(event) };
+    this.#ring.push(frame);
+    if (this.#ring.length > this.#capacity) this.#ring.shift();
+    for (const s of [...this.#subscribers]) {
+      try {
+        s(frame);
+      } catch {
+        // A subscriber that throws is dropped; the run and the others go on.
+        this.#subscribers.delete(s);
+      }
+    }
+    return frame;
+  }
+
+  /**
+   * Frames after `since` (all retained ones for 0; none for `undefined`, i.e. live only), then every
+   * new frame as it is appended. When `since` is older than the ring, `resync` supplies the snapshot
+   * that replaces the lost frames. Atomic: no frame is missed or repeated between the two.
+   */
+  subscribe(since: number | undefined, onItem: (item: LogItem) => void, resync: (seq: number) => ResyncFrame): () => void {
+    const backlog: LogItem[] = [];
+    if (since !== undefined && since < this.#seq) {
+      const oldest = this.#ring[0]?.seq ?? this.#seq + 1;
+      if (since < oldest - 1) backlog.push(resync(this.#seq));
+      else for (const f of this.#ring) if (f.seq > since) backlog.push(f);
+    }
+    for (const item of backlog) onItem(item);
+    this.#subscribers.add(onItem);
+    return () => this.#subscribers.delete(onItem);
+  }
+}
+
+export type ConcurrencyPolicy = 'reject' | 'supersede';
+
+export interface RegistryOptions {
+  readonly policy?: ConcurrencyPolicy;
+  /** Frames each thread keeps for reconnects (default 1024). */
+  readonly replayBufferCapacity?: number;
+}
+
+/** Why the registry refused to start or steer a run. */
+export type RegistryError =
+  | { readonly code: 'thread_busy'; readonly message: string; readonly runId: string }
+  | { readonly code: 'thread_paused'; readonly message: string; readonly runId: string }
+  | { readonly code: 'run_not_found'; readonly message: string }
+  | { readonly code: 'not_waiting'; readonly message: string }
+  | { readonly code: 'target_not_found'; readonly message: string }
+  | { readonly code: 'start_failed'; readonly message: string };
+
+export type RegistryResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RegistryError };
+
+interface LiveRun {
+  readonly runId: string;
+  readonly threadId: string;
+  readonly agentId: string;
+  readonly handle: RunHandle;
+  readonly createdAt: number;
+  status: RunStatus;
+  /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
+  stopRequested: boolean;
+  terminalSeen: boolean;
+}
+
+interface ThreadEntry {
+  readonly log: ThreadLog;
+  /** The run in flight or parked (suspended, waiting for decisions). */
+  current?: LiveRun;
+}
+
+export interface StartRequest {
+  readonly threadId: string;
+  readonly agentId?: string;
+  readonly messages: readonly Message[];
+  /** Start even when the thread is paused on a suspension: the parked run is cancelled first. */
+  readonly discardPause?: boolean;
+}
+
+export interface StartedRun {
+  readonly runId: string;
+  readonly threadId: string;
+  /** The sequence number of the thread log before the run's first frame. */
+  readonly fromSeq: number;
+  readonly done: Promise<AgentRunResult | undefined>;
+}
+
+/**
+ * The run registry (seed 001 §4): runs live independently of the requests that start or watch them,
+ * one in-flight run per thread (`reject` or `supersede`), every event in the thread's log, decisions
+ * for a parked run from any later request.
+ */
+export class RunRegistry {
+  readonly #runtime: AgentRuntime;
+  readonly #store: Store;
+  readonly #env: Env;
+  readonly #policy: ConcurrencyPolicy;
+  readonly #capacity: number;
+  readonly #threads = new Map<string, ThreadEntry>();
+  readonly #runs = new Map<string, LiveRun>();
+  /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
+  readonly #locks = new Map<string, Promise<unknown>>();
+
+  constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
+    this.#runtime = runtime;
+    this.#store = store;
+    this.#env = runtime.env;
+    this.#policy = options.policy ?? 'reject';
+    this.#capacity = options.replayBufferCapacity ?? 1024;
+  }
+
+  get policy(): ConcurrencyPolicy {
+    return this.#policy;
+  }
+
+  log(threadId: string): ThreadLog {
+    let entry = this.#threads.get(threadId);
+    if (entry === undefined) {
+      entry = { log: new ThreadLog(this.#capacity) };
+      this.#threads.set(threadId, entry);
+    }
+    return entry.log;
+  }
+
+  /** Starts a run on a thread; the run goes on whatever happens to the caller. */
+  start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
+    return this.#exclusive(request.threadId, () => this.#start(request));
+  }
+
+  async #start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
+    const log = this.log(request.threadId);
+    const entry = this.#threads.get(request.threadId) as ThreadEntry;
+    const current = entry.current;
+    if (current !== undefined) {
+      const parked = current.status === 'waiting';
+      if (parked && request.discardPause !== true) {
+        return fail({ code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${current.runId}`, runId: current.runId });
+      }
+      if (!parked && this.#policy === 'reject') {
+        return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${current.runId}`, runId: current.runId });
+      }
+      current.stopRequested = true;
+      current.handle.cancel();
+      await current.handle.done.catch(() => undefined);
+    }
+    const fromSeq = log.lastSeq;
+    let live: LiveRun | undefined;
+    const pending: AgentEvent[] = [];
+    const sink = {
+      emit: (event: AgentEvent): void => {
+        if (live === undefined) {
+          pending.push(event);
+          return;
+        }
+        this.#record(live, event);
+      },
+    };
+    const started = await this.#runtime.start(
+      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: request.messages },
+      sink,
+      { waitForDecisions: true },
+    );
+    if (!started.ok) return fail({ code: 'start_failed', message: 'message' in started.error ? String(started.error.message) : started.error.code });
+    const handle = started.value;
+    live = {
+      runId: handle.runId,
+      threadId: request.threadId,
+      agentId: request.agentId ?? this.#runtime.agentIds()[0] ?? '',
+      handle,
+      createdAt: this.#env.clock.now(),
+      status: 'running',
+      stopRequested: false,
+      terminalSeen: false,
+    };
+    const run = live;
+    this.#runs.set(run.runId, run);
+    entry.current = run;
+    for (const event of pending.splice(0)) this.#record(run, event);
+    const done = handle.done.then(
+      (result) => {
+        this.#finish(run, undefined);
+        return result;
+      },
+      (e: unknown) => {
+        this.#finish(run, e instanceof Error ? e.message : String(e));
+        return undefined;
+      },
+    );
+    return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq, done } };
+  }
+
+  #record(run: LiveRun, event: AgentEvent): void {
+    if (event.event_type === 'run_start') {
+      run.status = 'running';
+      run.terminalSeen = false;
+    } else if (event.event_type === 'run_finish') {
+      run.terminalSeen = true;
+      run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
+    }
+    this.log(run.threadId).append(run.runId, event);
+  }
+
+  /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
+  #finish(run: LiveRun, crash: string | undefined): void {
+    if (!run.terminalSeen) {
+      const termination = run.stopRequested ? { type: 'cancelled' as const } : { type: 'error' as const, value: crash ?? 'the run ended without a terminal event' };
+      this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
+    }
+    run.status = 'done';
+    const entry = this.#threads.get(run.threadId);
+    if (entry?.current === run) delete entry.current;
+  }
+
+  /** Decisions for the parked run of a thread or a run id; any later request may send them. */
+  decide(runOrThread: string, decisions: readonly Decision[]): RegistryResult<{ runId: string }> {
+    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    if (run === undefined || run.status === 'done') return fail({ code: 'run_not_found', message: `no waiting run: ${runOrThread}` });
+    if (run.status !== 'waiting') return fail({ code: 'not_waiting', message: `run ${run.runId} is not waiting for a decision` });
+    const r = run.handle.decide(decisions);
+    if (!r.ok) return fail({ code: 'target_not_found', message: 'message' in r.error ? String(r.error.message) : r.error.code });
+    return { ok: true, value: { runId: run.runId } };
+  }
+
+  /**
+   * Registers the stop intent and cancels cooperatively: the provider stream and the loop stop at
+   * their next check; a tool already running finishes (its side effects happen). The run's terminal
+   * frame, `cancelled`, is the signal that it stopped.
+   */
+  cancel(runOrThread: string): RegistryResult<{ runId: string }> {
+    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    if (run === undefined || run.status === 'done') return fail({ code: 'run_not_found', message: `no active run: ${runOrThread}` });
+    run.stopRequested = true;
+    run.handle.cancel();
+    return { ok: true, value: { runId: run.runId } };
+  }
+
+  /** The live view of a run (undefined once it is only in the store). */
+  live(runId: string): { readonly status: RunStatus; readonly threadId: string; readonly agentId: string; readonly createdAt: number } | undefined {
+    const run = this.#runs.get(runId);
+    return run === undefined ? undefined : { status: run.status, threadId: run.threadId, agentId: run.agentId, createdAt: run.createdAt };
+  }
+
+  /** The run in flight or parked on a thread. */
+  currentRun(threadId: string): { readonly runId: string; readonly status: RunStatus } | undefined {
+    const run = this.#threads.get(threadId)?.current;
+    return run === undefined ? undefined : { runId: run.runId, status: run.status };
+  }
+
+  /** Subscribes to a thread's log; frames lost to the ring are replaced by a resync with the stored messages. */
+  async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
+    const messages = (await this.#store.loadThread(threadId))?.messages ?? [];
+    return this.log(threadId).subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+  }
+
+  /** Cancels every run and waits for them to end. */
+  async shutdown(): Promise<void> {
+    const runs = [...this.#runs.values()].filter((r) => r.status !== 'done');
+    for (const r of runs) {
+      r.stopRequested = true;
+      r.handle.cancel();
+    }
+    await Promise.all(runs.map((r) => r.handle.done.catch(() => undefined)));
+  }
+
+  async #exclusive<T>(threadId: string, body: () => Promise<T>): Promise<T> {
+    const previous = this.#locks.get(threadId) ?? Promise.resolve();
+    const next = previous.then(body, body);
+    const settled = next.catch(() => undefined);
+    this.#locks.set(threadId, settled);
+    try {
+      return await next;
+    } finally {
+      if (this.#locks.get(threadId) === settled) this.#locks.delete(threadId);
+    }
+  }
+}
+
+const fail = <T>(error: RegistryError): RegistryResult<T> => ({ ok: false, error });

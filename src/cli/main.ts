@@ -6,6 +6,7 @@ import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
 import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
 import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
+import { serveCommand, SERVE_USAGE } from './serve-command.ts';
 
 const USAGE = `usage: awaken <command>
 
@@ -17,7 +18,7 @@ commands:
   conformance  encode the conformance streams and let the official library judge them
   mcp        serve the agent as an MCP tool over stdio
   acp        serve the agent as an ACP agent over stdio
-  serve      run agents over HTTP/SSE with durable storage (not yet available)
+  serve      run agents over HTTP/SSE with durable storage (SQLite by default)
   version    print the version
   help       print this text
 
@@ -27,7 +28,8 @@ ${REPLAY_USAGE}
 ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
 ${MCP_USAGE}
-${ACP_USAGE}`;
+${ACP_USAGE}
+${SERVE_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -61,13 +63,7 @@ export async function main(argv: readonly string[], io: Io = processIo, stdin: (
     case 'acp':
       return acpCommand(rest, io);
     case 'serve':
-      io.err(
-        `awaken serve: not yet available in awaken-ts ${version()}.\n` +
-          'This release ships the core, the agent loop, replay and the protocol encoders (try `awaken run`,\n' +
-          '`awaken mcp` or `awaken acp` on stdio); the HTTP server, run registry and stores arrive with the\n' +
-          'server milestone.\n',
-      );
-      return 2;
+      return serveCommand(rest, io);
     case 'version':
     case '--version':
       io.out(`${version()}\n`);

@@ -1,0 +1,142 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { chunksOf, cassetteResponse } from '../providers/cassette.ts';
+import { aiSdkExecutor } from '../providers/ai-sdk.ts';
+import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { realEnv } from '../runtime/env.ts';
+import type { LlmExecutor } from '../runtime/llm.ts';
+import { createHttpApp } from '../server/http.ts';
+import { listen } from '../server/node.ts';
+import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
+import { openStore } from '../stores/index.ts';
+import { demoAgent, DEMO_TOOLS } from './demo.ts';
+import type { Io } from './run-command.ts';
+
+export const SERVE_USAGE = `usage: awaken serve [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede]
+
+  --port N         the port to listen on (default 3000; 0 picks a free one)
+  --host H         the interface to bind (default 127.0.0.1)
+  --store S        sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p], memory
+  --policy P       a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
+
+The demo agent answers with OpenAI (OPENAI_API_KEY, OPENAI_MODEL, OPENAI_BASE_URL) or Anthropic
+(ANTHROPIC_API_KEY, ANTHROPIC_MODEL) when a key is set; without one it replays the bundled recorded
+conversation (fixtures/cassettes: a get_weather call, then the answer).
+`;
+
+interface ServePlan {
+  readonly port: number;
+  readonly host: string;
+  readonly store: string;
+  readonly policy: ConcurrencyPolicy;
+}
+
+export function parseServeArgs(argv: readonly string[]): ServePlan | string {
+  let port = 3000;
+  let host = '127.0.0.1';
+  let store = 'sqlite:./data/awaken.db';
+  let policy: ConcurrencyPolicy = 'reject';
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const v = argv[i + 1];
+    if (a === '--port' || a === '--host' || a === '--store' || a === '--policy') {
+      if (v === undefined) return `${a} needs a value`;
+      i++;
+      if (a === '--port') {
+        if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) return `--port must be 0..65535, not '${v}'`;
+        port = Number(v);
+      } else if (a === '--host') host = v;
+      else if (a === '--store') store = v;
+      else {
+        if (v !== 'reject' && v !== 'supersede') return `--policy must be reject or supersede, not '${v}'`;
+        policy = v;
+      }
+    } else return `unknown argument ${a}`;
+  }
+  return { port, host, store, policy };
+}
+
+const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
+
+/**
+ * The model of the demo agent: a provider when its key is set; otherwise the bundled recorded
+ * conversation, replayed through the AI SDK adapter (the tool-call stream when the last message is
+ * not a tool result, else the answer stream).
+ */
+export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
+  const openai = env['OPENAI_API_KEY'];
+  const anthropic = env['ANTHROPIC_API_KEY'];
+  if (openai !== undefined && openai !== '') {
+    const name = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
+    const provider = createOpenAICompatible({ name: 'openai', baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1', apiKey: openai, includeUsage: true });
+    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter` };
+  }
+  if (anthropic !== undefined && anthropic !== '') {
+    const name = env['ANTHROPIC_MODEL'] ?? 'claude-3-5-haiku-latest';
+    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter` };
+  }
+  const tool = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
+  const answer = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-answer.chunks.jsonl'), 'utf8'));
+  const recordedFetch: typeof fetch = async (_url, init) => {
+    const body = JSON.parse(typeof init?.body === 'string' ? init.body : '{}') as { messages?: { role?: string }[] };
+    const last = body.messages?.at(-1)?.role;
+    return cassetteResponse(last === 'tool' ? answer : tool, 'openai-compatible');
+  };
+  const provider = createOpenAICompatible({ name: 'recorded', baseURL: 'http://recorded.invalid/v1', apiKey: 'none', fetch: recordedFetch, includeUsage: true });
+  return {
+    llm: aiSdkExecutor(provider('recorded-weather')),
+    name: 'recorded-weather',
+    note: 'no OPENAI_API_KEY or ANTHROPIC_API_KEY set: the demo agent replays the bundled recorded conversation (fixtures/cassettes — it calls get_weather, then answers; it does not read your message)',
+  };
+}
+
+/** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
+export async function serveCommand(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const plan = parseServeArgs(argv);
+  if (typeof plan === 'string') {
+    io.err(`awaken serve: ${plan}\n${SERVE_USAGE}`);
+    return 64;
+  }
+  const store = openStore(plan.store);
+  if (typeof store === 'string') {
+    io.err(`awaken serve: ${store}\n`);
+    return 64;
+  }
+  const model = demoModel(env);
+  const builder = new AgentRuntimeBuilder()
+    .withEnv(realEnv())
+    .withProvider('demo', model.llm)
+    .withModel('demo', { provider: 'demo', model_name: model.name })
+    .withThreadRunStore(store)
+    .withAgentSpec(demoAgent('demo'));
+  for (const tool of DEMO_TOOLS) builder.withTool(tool);
+  const runtime = builder.build();
+  if (!runtime.ok) {
+    io.err(`awaken serve: ${JSON.stringify(runtime.error)}\n`);
+    return 70;
+  }
+  try {
+    await store.listThreads({ offset: 0, limit: 1 });
+  } catch (e) {
+    io.err(`awaken serve: the store ${plan.store} is not usable: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 69;
+  }
+  const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
+  const app = createHttpApp({ runtime: runtime.value, store, registry });
+  const server = await listen(app, { port: plan.port, hostname: plan.host });
+  io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);
+  io.err(`awaken serve: model: ${model.note}\n`);
+  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"weather in Tokyo?"}]}'\n`);
+  await new Promise<void>((done) => {
+    const stop = (): void => done();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  io.err('awaken serve: shutting down\n');
+  await registry.shutdown();
+  await server.close();
+  await store.close();
+  return 0;
+}

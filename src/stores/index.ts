@@ -1,0 +1,37 @@
+import { resolve } from 'node:path';
+import { FileStore } from './file.ts';
+import { MemoryStore } from './memory.ts';
+import type { Store } from './ports.ts';
+import { PostgresStore } from './postgres.ts';
+import { SqliteStore } from './sqlite.ts';
+
+export * from './ports.ts';
+export { FileStore, MemoryStore, PostgresStore, SqliteStore };
+
+/**
+ * A store from its `--store` spelling: `memory`, `sqlite:PATH`, `file:DIR`, or a `postgres://` /
+ * `postgresql://` URL (an optional `?prefix=` picks the table prefix). Anything else is an error
+ * message.
+ */
+export function openStore(spec: string): Store | string {
+  if (spec === 'memory') return new MemoryStore();
+  if (spec.startsWith('sqlite:')) {
+    const path = spec.slice('sqlite:'.length);
+    return path === '' ? 'sqlite: needs a path (sqlite:./data/awaken.db)' : new SqliteStore(path === ':memory:' ? path : resolve(path));
+  }
+  if (spec.startsWith('file:')) {
+    const dir = spec.slice('file:'.length);
+    return dir === '' ? 'file: needs a directory (file:./data)' : new FileStore(resolve(dir));
+  }
+  if (spec.startsWith('postgres://') || spec.startsWith('postgresql://')) {
+    const url = new URL(spec);
+    const prefix = url.searchParams.get('prefix') ?? undefined;
+    url.searchParams.delete('prefix');
+    try {
+      return new PostgresStore(url.toString(), prefix !== undefined ? { prefix } : {});
+    } catch (e) {
+      return e instanceof Error ? e.message : String(e);
+    }
+  }
+  return `unknown store '${spec}': use memory, sqlite:PATH, file:DIR or postgres://…`;
+}

@@ -107,6 +107,8 @@ interface LiveRun {
   readonly agentId: string;
   readonly handle: RunHandle;
   readonly createdAt: number;
+  /** The run's input (not in the store before its first checkpoint). */
+  readonly input: readonly Message[];
   status: RunStatus;
   /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
   stopRequested: boolean;
@@ -218,6 +220,7 @@ export class RunRegistry {
       agentId: request.agentId ?? this.#runtime.agentIds()[0] ?? '',
       handle,
       createdAt: this.#env.clock.now(),
+      input: request.messages,
       status: 'running',
       stopRequested: false,
       terminalSeen: false,
@@ -296,9 +299,17 @@ export class RunRegistry {
     return run === undefined ? undefined : { runId: run.runId, status: run.status };
   }
 
-  /** Subscribes to a thread's log; frames lost to the ring are replaced by a resync with the stored messages. */
+  /**
+   * Subscribes to a thread's log; frames lost to the ring are replaced by a resync with the thread's
+   * messages: the stored history (committed at every step end), plus the input of the run in flight
+   * when its first step has not been committed yet.
+   */
   async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
-    const messages = (await this.#store.loadThread(threadId))?.messages ?? [];
+    const stored = (await this.#store.loadThread(threadId))?.messages ?? [];
+    const current = this.#threads.get(threadId)?.current;
+    const ids = new Set(stored.map((m) => m.id));
+    const pending = current === undefined ? [] : current.input.filter((m) => m.id === undefined || !ids.has(m.id));
+    const messages = [...stored, ...pending];
     return this.log(threadId).subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
   }
 

@@ -128,6 +128,14 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(byThread).toMatchObject({ total: 2, items: [{ run_id: 'ra2' }] });
     });
 
+    it('finishes a run record outside a checkpoint', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation, status: 'running', updatedAt: 5 }));
+      expect(await store.finishRun('r1', { type: 'error', value: 'interrupted' }, 9)).toBe(true);
+      expect(await store.getRun('r1')).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted' }, created_at: 5, updated_at: 9 });
+      expect(await store.finishRun('ghost', { type: 'cancelled' }, 9)).toBe(false);
+      expect((await store.loadThread('th'))?.messages).toEqual(conversation);
+    });
+
     it('deletes a thread with its messages and runs', async () => {
       await store.checkpoint(checkpoint({ threadId: 'gone', runId: 'rg', messages: conversation }));
       await store.checkpoint(checkpoint({ threadId: 'kept', runId: 'rk', messages: conversation }));

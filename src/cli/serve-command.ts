@@ -9,6 +9,7 @@ import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { listen } from '../server/node.ts';
+import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openStore } from '../stores/index.ts';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
@@ -123,11 +124,13 @@ export async function serveCommand(argv: readonly string[], io: Io, env: NodeJS.
     io.err(`awaken serve: the store ${plan.store} is not usable: ${e instanceof Error ? e.message : String(e)}\n`);
     return 69;
   }
+  const recovered = await recoverRuns(store, Date.now());
+  if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
   const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
   const app = createHttpApp({ runtime: runtime.value, store, registry });
+  io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);
-  io.err(`awaken serve: model: ${model.note}\n`);
   io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"weather in Tokyo?"}]}'\n`);
   await new Promise<void>((done) => {
     const stop = (): void => done();

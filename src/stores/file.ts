@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsonValue } from '../contract/json.ts';
+import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
@@ -102,6 +103,16 @@ export class FileStore implements Store {
       runs.sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1)),
       q,
     );
+  }
+
+  async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
+    if (!safe(runId)) return false;
+    return this.#serial(async () => {
+      const run = await this.#run(runId);
+      if (run === undefined) return false;
+      await this.#put('runs', `${runId}.json`, { ...run, status: 'done', termination, updated_at: now } satisfies RunRecord);
+      return true;
+    });
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {

@@ -1,4 +1,5 @@
 import type { JsonValue } from '../contract/json.ts';
+import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
@@ -73,6 +74,13 @@ export class MemoryStore implements Store {
       .filter((r) => (q.status === undefined || r.status === q.status) && (q.threadId === undefined || r.thread_id === q.threadId))
       .sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1));
     return copy(pageOf(all, q));
+  }
+
+  async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
+    const run = this.#runs.get(runId);
+    if (run === undefined) return false;
+    this.#runs.set(runId, { ...run, status: 'done', termination, updated_at: now });
+    return true;
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {

@@ -76,6 +76,8 @@ export interface Store extends ThreadRunStore, ProfileStore {
   listMessages(threadId: string, query: MessageQuery): Promise<Page<Message>>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   listRuns(query: RunQuery): Promise<Page<RunRecord>>;
+  /** Ends a run record outside a checkpoint (a run found unfinished after a restart); false when there is none. */
+  finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean>;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { JsonValue } from '../contract/json.ts';
+import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
@@ -123,6 +124,11 @@ export class PostgresStore implements Store {
     );
     const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${this.#p}_runs${clause}`, args);
     return { items: rows.map(runOf), total: Number(count?.n ?? 0) };
+  }
+
+  async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
+    const rows = await this.#q(`UPDATE ${this.#p}_runs SET status = 'done', termination = $2, updated_at = $3 WHERE run_id = $1 RETURNING run_id`, [runId, JSON.stringify(termination), now]);
+    return rows.length > 0;
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { JsonValue } from '../contract/json.ts';
-import { TerminationReasonSchema, type RunStatus } from '../contract/lifecycle.ts';
+import { TerminationReasonSchema, type RunStatus, type TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
@@ -129,6 +129,11 @@ export class SqliteStore implements Store {
     const rows = this.#db.prepare(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`).all(...args, q.limit, q.offset) as RunRow[];
     const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_runs${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(runOf), total };
+  }
+
+  async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
+    const r = this.#db.prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ? WHERE run_id = ?`).run(JSON.stringify(termination), now, runId);
+    return r.changes > 0;
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {

@@ -1,0 +1,106 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { chunksOf, toSse } from '../../src/providers/cassette.ts';
+import { bodyJson, parseSse, readFrames } from '../support/server.ts';
+
+const repo = resolve(import.meta.dirname, '../..');
+const toolChunks = chunksOf(readFileSync(join(repo, 'fixtures/cassettes/openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
+
+/** `awaken serve` as a child process; resolves with its URL once it listens. */
+function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--port', '0', ...args], {
+    cwd: repo,
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /listening on (http:\/\/[^\s]+)/.exec(log);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolveStart({ child, url: m[1] as string, log: () => log });
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`awaken serve exited with ${code}:\n${log}`));
+    });
+  });
+}
+
+const children: ChildProcess[] = [];
+const servers: Server[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const s of servers.splice(0)) s.close();
+});
+
+describe('awaken serve', () => {
+  it('rejects bad arguments with a usage message', async () => {
+    const err: string[] = [];
+    const io = { out: () => undefined, err: (t: string) => void err.push(t) };
+    expect(await main(['serve', '--port', 'x'], io)).toBe(64);
+    expect(await main(['serve', '--store', 'redis://x'], io)).toBe(64);
+    expect(await main(['serve', '--policy', 'maybe'], io)).toBe(64);
+    expect(err.join('')).toContain('usage: awaken serve');
+  });
+
+  it('serves the demo agent on SQLite from the bundled recorded conversation, and says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-serve-'));
+    const s = await startServe(['--store', `sqlite:${join(dir, 'awaken.db')}`]);
+    children.push(s.child);
+    expect(s.log()).toContain('bundled recorded conversation');
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'weather?' }] }) });
+    const frames = parseSse(await r.text());
+    const last = JSON.parse(frames.at(-1)?.data ?? '{}');
+    expect(last).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
+    expect(frames.some((f) => f.data.includes('"get_weather"'))).toBe(true);
+  });
+
+  it('6. kill -9 mid-run, restart on the same store: committed messages are there, the run is marked, not lost', async () => {
+    // A fake OpenAI endpoint: the first request streams a tool call; the second never finishes.
+    let requests = 0;
+    const provider = createServer((req, res) => {
+      requests++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (requests === 1) res.end(toSse(toolChunks, 'openai-compatible'));
+      else res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'It is' }, finish_reason: null }] })}\n\n`);
+    });
+    servers.push(provider);
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', () => r()));
+    const port = (provider.address() as { port: number }).port;
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-kill-'));
+    const store = `sqlite:${join(dir, 'awaken.db')}`;
+    const env = { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_MODEL: 'fake' };
+
+    const first = await startServe(['--store', store], env);
+    children.push(first.child);
+    const r = await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'k9', messages: [{ role: 'user', content: 'weather?' }] }) });
+    const runId = r.headers.get('x-awaken-run-id') as string;
+    // Wait until the second inference streams its first text: step 1 (call + result) is committed.
+    await readFrames(r, (fs) => fs.some((f) => f.data.includes('"text_delta"')), 15_000);
+    first.child.kill('SIGKILL');
+    await new Promise((res) => first.child.once('exit', res));
+
+    const second = await startServe(['--store', store], env);
+    children.push(second.child);
+    expect(second.log()).toContain('marked 1 run(s)');
+    const messages = await bodyJson(fetch(`${second.url}/v1/threads/k9/messages`));
+    expect(messages.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(messages.messages[1].tool_calls[0]).toMatchObject({ name: 'get_weather', arguments: { city: 'Oslo' } });
+    const run = await bodyJson(fetch(`${second.url}/v1/runs/${runId}`));
+    expect(run).toMatchObject({ status: 'done', termination: { type: 'error' } });
+    expect(run.termination.value).toMatch(/^interrupted/);
+    // The thread takes new runs again.
+    expect((await fetch(`${second.url}/health`)).status).toBe(200);
+  }, 60_000);
+});

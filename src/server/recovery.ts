@@ -1,0 +1,23 @@
+import type { RunStatus } from '../contract/lifecycle.ts';
+import type { Store } from '../stores/ports.ts';
+
+/**
+ * At start-up, a run the store still shows as created, running or waiting was cut off by the end of
+ * the process that owned it (a crash, a kill -9): it is marked done with the error
+ * `interrupted: …`, never left looking alive. Its messages up to the last checkpoint are kept.
+ * Returns the ids marked. (With one server per store; several instances need the mailbox's leases.)
+ */
+export async function recoverRuns(store: Store, now: number): Promise<string[]> {
+  const marked: string[] = [];
+  for (const status of ['created', 'running', 'waiting'] as const satisfies readonly RunStatus[]) {
+    for (;;) {
+      const page = await store.listRuns({ offset: 0, limit: 200, status });
+      if (page.items.length === 0) break;
+      for (const run of page.items) {
+        await store.finishRun(run.run_id, { type: 'error', value: `interrupted: the server stopped while the run was ${status}` }, now);
+        marked.push(run.run_id);
+      }
+    }
+  }
+  return marked;
+}

@@ -69,7 +69,7 @@ describe('awaken serve', () => {
   it('6. kill -9 mid-run, restart on the same store: committed messages are there, the run is marked, not lost', async () => {
     // A fake OpenAI endpoint: the first request streams a tool call; the second never finishes.
     let requests = 0;
-    const provider = createServer((req, res) => {
+    const provider = createServer((_req, res) => {
       requests++;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (requests === 1) res.end(toSse(toolChunks, 'openai-compatible'));

@@ -7,7 +7,7 @@ import { defineTool } from '../../src/runtime/tool.ts';
 import { createHttpApp, type HttpOptions } from '../../src/server/http.ts';
 import { RunRegistry, type RegistryOptions } from '../../src/server/run-registry.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
-import type { Store } from '../../src/stores/ports.ts';
+import type { Store } from '../../src/runtime/store.ts';
 import { approvalTool, echoTool } from './runtime.ts';
 
 /** A tool that waits until the test opens its gate (a run held in flight), then records a side effect. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { Messages, type Message } from '../../src/contract/message.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
-import { StoreFailure, type Store, type StoreError } from '../../src/stores/ports.ts';
+import { StoreFailure, type Store, type StoreError } from '../../src/runtime/store.ts';
 
 export interface StoreFactory {
   /** A fresh, empty store. */

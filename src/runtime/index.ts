@@ -15,3 +15,4 @@ export * from './tool-batch.ts';
 export * from './agent-spec-file.ts';
 export * from './context.ts';
 export * from './profile-store.ts';
+export * from './store.ts';

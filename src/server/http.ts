@@ -6,7 +6,7 @@ import { MessageSchema, Messages, type Message } from '../contract/message.ts';
 import { issuesOf } from '../contract/wire.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
-import { checkId, StoreFailure, type Store } from '../stores/ports.ts';
+import { checkId, StoreFailure, type Store } from '../runtime/store.ts';
 import { protocolRoutes } from './protocol-routes.ts';
 import type { LogItem, RunRegistry } from './run-registry.ts';
 

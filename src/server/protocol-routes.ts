@@ -8,7 +8,7 @@ import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
 import { finishAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../runtime/inbound.ts';
-import { checkId } from '../stores/ports.ts';
+import { checkId } from '../runtime/store.ts';
 import { HttpError, logStream, registryError, type ServerParts } from './http.ts';
 import type { LogItem } from './run-registry.ts';
 

@@ -1,5 +1,5 @@
 import type { RunStatus } from '../contract/lifecycle.ts';
-import type { Store } from '../stores/ports.ts';
+import type { Store } from '../runtime/store.ts';
 
 /**
  * At start-up, a run the store still shows as created, running or waiting was cut off by the end of

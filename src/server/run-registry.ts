@@ -5,7 +5,7 @@ import { serialiseEvent } from '../contract/event.ts';
 import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
-import type { Store } from '../stores/ports.ts';
+import type { Store } from '../runtime/store.ts';
 
 /** One retained frame of a thread's log: the thread-wide sequence number and the serialised event. */
 export interface LogFrame {

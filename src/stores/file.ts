@@ -19,7 +19,7 @@ import {
   type RunRecord,
   type Store,
   type ThreadRecord,
-} from './ports.ts';
+} from '../runtime/store.ts';
 
 /** One thread's file: its record, messages and state together, so a checkpoint of it is one rename. */
 interface ThreadFile {

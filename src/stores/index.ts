@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import { FileStore } from './file.ts';
 import { MemoryStore } from './memory.ts';
-import type { Store } from './ports.ts';
+import type { Store } from '../runtime/store.ts';
 import { PostgresStore } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 
-export * from './ports.ts';
+export * from '../runtime/store.ts';
 export { FileStore, MemoryStore, PostgresStore, SqliteStore };
 
 /**

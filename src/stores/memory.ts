@@ -16,7 +16,7 @@ import {
   type RunRecord,
   type Store,
   type ThreadRecord,
-} from './ports.ts';
+} from '../runtime/store.ts';
 
 interface ThreadEntry {
   record: ThreadRecord;

@@ -1,8 +1,7 @@
-import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { ProfileStore } from '../runtime/profile-store.ts';
-import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
+import type { ProfileStore } from './profile-store.ts';
+import type { ThreadRunStore } from './thread-run-store.ts';
 
 /** A thread as the HTTP API lists it (book: HTTP API → Threads). Times in ms since the epoch. */
 export interface ThreadRecord {
@@ -110,4 +109,3 @@ export const pageOf = <T>(all: readonly T[], q: PageQuery): Page<T> => ({ items:
 export const visibleMessages = (messages: readonly Message[], visibility: MessageQuery['visibility']): readonly Message[] =>
   visibility === 'all' ? messages : messages.filter((m) => m.visibility !== 'internal');
 
-export type { JsonValue };

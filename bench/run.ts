@@ -5,8 +5,9 @@ import { loopSuites } from './loop-suites.ts';
 import { replaySuites } from './replay-suites.ts';
 import { encoderSuites } from './encoder-suites.ts';
 import { contextSuites } from './context-suites.ts';
+import { serverSuites } from './server-suites.ts';
 
-// `npm run bench [-- --time MS] [-- --only core|loop|replay|encoders|context]`: every suite, subjects and baselines in one process.
+// `npm run bench [-- --time MS] [-- --only core|loop|replay|encoders|context|server]`: every suite, subjects and baselines in one process.
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
   const i = args.indexOf(name);
@@ -17,7 +18,7 @@ const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 
 const pick = (name: string): boolean => only === undefined || only === name;
-const suites: Suite[] = [...(pick('core') ? coreSuites() : []), ...(pick('loop') ? loopSuites() : []), ...(pick('replay') ? replaySuites() : []), ...(pick('encoders') ? encoderSuites() : []), ...(pick('context') ? contextSuites() : [])];
+const suites: Suite[] = [...(pick('core') ? coreSuites() : []), ...(pick('loop') ? loopSuites() : []), ...(pick('replay') ? replaySuites() : []), ...(pick('encoders') ? encoderSuites() : []), ...(pick('context') ? contextSuites() : []), ...(pick('server') ? serverSuites() : [])];
 const rows: TaskStats[] = [];
 for (const suite of suites) {
   process.stderr.write(`bench: ${suite.name}…\n`);

@@ -63,7 +63,7 @@ export async function main(argv: readonly string[], io: Io = processIo, stdin: (
     case 'acp':
       return acpCommand(rest, io);
     case 'serve':
-      return serveCommand(rest, io);
+      return serveCommand(rest, io, version());
     case 'version':
     case '--version':
       io.out(`${version()}\n`);

@@ -94,7 +94,7 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
 }
 
 /** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
-export async function serveCommand(argv: readonly string[], io: Io, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const plan = parseServeArgs(argv);
   if (typeof plan === 'string') {
     io.err(`awaken serve: ${plan}\n${SERVE_USAGE}`);
@@ -127,7 +127,7 @@ export async function serveCommand(argv: readonly string[], io: Io, env: NodeJS.
   const recovered = await recoverRuns(store, Date.now());
   if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
   const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
-  const app = createHttpApp({ runtime: runtime.value, store, registry });
+  const app = createHttpApp({ runtime: runtime.value, store, registry }, { version, ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
   io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);

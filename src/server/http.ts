@@ -7,6 +7,8 @@ import { issuesOf } from '../contract/wire.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { checkId, StoreFailure, type Store } from '../runtime/store.ts';
+import { a2aRoutes } from './a2a-routes.ts';
+import { mcpRoutes } from './mcp-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
 import type { LogItem, RunRegistry } from './run-registry.ts';
 
@@ -15,6 +17,10 @@ export interface HttpOptions {
   readonly bodyLimit?: number;
   /** A `: heartbeat` comment after this much idleness on an SSE stream (default 15 s). */
   readonly heartbeatMs?: number;
+  /** The version the A2A agent card and the MCP server announce. */
+  readonly version?: string;
+  /** Host names beyond the loopback ones that MCP over HTTP accepts in `Host`. */
+  readonly mcpAllowedHosts?: readonly string[];
 }
 
 export interface ServerParts {
@@ -388,6 +394,8 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   });
 
   app.route('/', protocolRoutes(parts, { heartbeatMs }));
+  app.route('/', a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0' }));
+  app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0', ...(options.mcpAllowedHosts !== undefined ? { allowedHosts: options.mcpAllowedHosts } : {}) }));
   return app;
 }
 

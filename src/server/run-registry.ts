@@ -112,6 +112,8 @@ interface LiveRun {
   status: RunStatus;
   /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
   stopRequested: boolean;
+  /** Tool calls waiting for a decision (from the run's own events). */
+  readonly waitingCalls: Set<string>;
   terminalSeen: boolean;
 }
 
@@ -224,6 +226,7 @@ export class RunRegistry {
       status: 'running',
       stopRequested: false,
       terminalSeen: false,
+      waitingCalls: new Set(),
     };
     const run = live;
     this.#runs.set(run.runId, run);
@@ -249,7 +252,8 @@ export class RunRegistry {
     } else if (event.event_type === 'run_finish') {
       run.terminalSeen = true;
       run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
-    }
+    } else if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') run.waitingCalls.add(event.id);
+    else if (event.event_type === 'tool_call_resumed') run.waitingCalls.delete(event.target_id);
     this.log(run.threadId).append(run.runId, event);
   }
 
@@ -291,6 +295,34 @@ export class RunRegistry {
   live(runId: string): { readonly status: RunStatus; readonly threadId: string; readonly agentId: string; readonly createdAt: number } | undefined {
     const run = this.#runs.get(runId);
     return run === undefined ? undefined : { status: run.status, threadId: run.threadId, agentId: run.agentId, createdAt: run.createdAt };
+  }
+
+  /** The tool calls a waiting run waits on (empty when it does not wait). */
+  waitingCalls(runId: string): string[] {
+    const run = this.#runs.get(runId);
+    return run === undefined || run.status !== 'waiting' ? [] : [...run.waitingCalls];
+  }
+
+  /**
+   * Resolves when the run's current segment ends (its next `run_finish` frame, suspended or final),
+   * with that frame's termination; at once when the run already waits or is done.
+   */
+  async segmentEnd(runId: string, fromSeq: number): Promise<import('../contract/lifecycle.ts').TerminationReason | undefined> {
+    const run = this.#runs.get(runId);
+    if (run === undefined) return undefined;
+    return new Promise((resolveEnd) => {
+      let off: (() => void) | undefined;
+      let done = false;
+      void this.subscribe(run.threadId, fromSeq, (item) => {
+        if (done || item.kind !== 'frame' || item.runId !== runId || item.event.event_type !== 'run_finish') return;
+        done = true;
+        off?.();
+        resolveEnd(item.event.termination);
+      }).then((unsubscribe) => {
+        off = unsubscribe;
+        if (done) unsubscribe();
+      });
+    });
   }
 
   /** The run in flight or parked on a thread. */

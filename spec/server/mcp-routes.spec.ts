@@ -22,7 +22,7 @@ describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
       expect(result.content).toEqual([{ type: 'text', text: 'Answer over HTTP.' }]);
       expect(progress.length).toBeGreaterThan(0);
       const threads = (await (await fetch(`${server.url}/v1/threads`)).json()) as { items: { id: string }[] };
-      expect(threads.items[0].id).toMatch(/^mcp-/);
+      expect(threads.items[0]?.id).toMatch(/^mcp-/);
     } finally {
       await client.close();
       await server.close();

@@ -2,7 +2,7 @@ import { buildResumeArray, HttpAgent } from '@ag-ui/client';
 import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { listen } from '../../src/server/node.ts';
-import { bodyJson, json, testServer } from '../support/server.ts';
+import { bodyJson, gatedTool, json, testServer } from '../support/server.ts';
 
 /** The official clients against `awaken serve`'s protocol routes, over a real socket. */
 
@@ -75,5 +75,58 @@ describe('AG-UI route: HttpAgent', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('secondary protocol routes', () => {
+  it('AI SDK: reattach streams the run in flight from its start (204 when none); messages as UIMessages', async () => {
+    const g = gatedTool();
+    const s = testServer([{ text: 'Working', tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 't' } }] }, { text: 'Done.' }], { tools: [g.tool] });
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const transport = new DefaultChatTransport<UIMessage>({ api: `${server.url}/v1/ai-sdk/chat` });
+      expect(await transport.reconnectToStream({ chatId: 'r1' })).toBeNull();
+      const first = await fetch(`${server.url}/v1/ai-sdk/chat`, json({ id: 'r1', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] }] }));
+      const stream = await transport.reconnectToStream({ chatId: 'r1' });
+      expect(stream).not.toBeNull();
+      g.open();
+      const chunks: { type: string }[] = [];
+      const reader = (stream as ReadableStream<{ type: string }>).getReader();
+      for (;;) {
+        const next = await reader.read();
+        if (next.done) break;
+        chunks.push(next.value);
+      }
+      expect(chunks[0]?.type).toBe('start');
+      expect(chunks.at(-1)?.type).toBe('finish');
+      await first.body?.cancel();
+      const ui = await bodyJson(fetch(`${server.url}/v1/ai-sdk/threads/r1/messages`));
+      expect(ui.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'assistant']);
+      expect(ui[1].parts).toContainEqual(expect.objectContaining({ type: 'dynamic-tool', toolName: 'slow', state: 'output-available' }));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('AG-UI: thread and agent routes, interrupt, messages', async () => {
+    const g = gatedTool();
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'by agent route' }], { tools: [g.tool] });
+    const input = (threadId: string) => json({ threadId, runId: 'r', messages: [{ id: `u-${threadId}`, role: 'user', content: 'go' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const running = await s.app.request('/v1/ag-ui/threads/ag-t/runs', input('ag-t'));
+    expect(running.status).toBe(200);
+    expect((await s.app.request('/v1/ag-ui/threads/other/runs', input('ag-t'))).status).toBe(400);
+    const interrupt = await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST' });
+    expect(interrupt.status).toBe(202);
+    g.open();
+    const text = await running.text();
+    expect(text).toContain('"type":"RUN_FINISHED"');
+    expect(text).toContain('"cancelled"');
+    expect((await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST' })).status).toBe(404);
+    const byAgent = await s.app.request('/v1/ag-ui/agents/agent/runs', input('ag-2'));
+    expect(await byAgent.text()).toContain('by agent route');
+    expect((await s.app.request('/v1/ag-ui/agents/nobody/runs', input('ag-3'))).status).toBe(404);
+    const messages = await bodyJson(s.app.request('/v1/ag-ui/threads/ag-2/messages'));
+    expect(messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([['user', 'go'], ['assistant', 'by agent route']]);
+    expect((await s.app.request('/v1/ag-ui/threads/none/messages')).status).toBe(404);
   });
 });

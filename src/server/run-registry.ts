@@ -109,6 +109,8 @@ interface LiveRun {
   readonly createdAt: number;
   /** The run's input (not in the store before its first checkpoint). */
   readonly input: readonly Message[];
+  /** The thread log's sequence number before the run's first frame. */
+  readonly fromSeq: number;
   status: RunStatus;
   /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
   stopRequested: boolean;
@@ -223,6 +225,7 @@ export class RunRegistry {
       handle,
       createdAt: this.#env.clock.now(),
       input: request.messages,
+      fromSeq,
       status: 'running',
       stopRequested: false,
       terminalSeen: false,
@@ -325,10 +328,10 @@ export class RunRegistry {
     });
   }
 
-  /** The run in flight or parked on a thread. */
-  currentRun(threadId: string): { readonly runId: string; readonly status: RunStatus } | undefined {
+  /** The run in flight or parked on a thread, and where its frames start in the thread log. */
+  currentRun(threadId: string): { readonly runId: string; readonly status: RunStatus; readonly fromSeq: number } | undefined {
     const run = this.#threads.get(threadId)?.current;
-    return run === undefined ? undefined : { runId: run.runId, status: run.status };
+    return run === undefined ? undefined : { runId: run.runId, status: run.status, fromSeq: run.fromSeq };
   }
 
   /**

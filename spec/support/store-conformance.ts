@@ -155,13 +155,107 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(await store.read('other', 'deferred_tools.agent_priors')).toBeUndefined();
     });
 
+    describe('mailbox', () => {
+      const cfg = { default_retry_delay_ms: 250, max_retry_delay_ms: 30_000 };
+      const job = (id: string, fields: Record<string, unknown> = {}) => ({ job_id: id, mailbox_id: 'mb', agent_id: 'agent', messages: [Messages.user(id)], origin: 'user' as const, ...fields });
+
+      it('enqueues durably with defaults, refusing a duplicate id and a live duplicate dedupe key', async () => {
+        const j = await store.enqueue(job('j1', { dedupe_key: 'k' }), 100);
+        expect(j).toMatchObject({ status: 'queued', priority: 128, generation: 0, attempt_count: 0, max_attempts: 5, available_at: 100, created_at: 100 });
+        expect(await store.loadJob('j1')).toEqual(j);
+        expect((await refusal(store.enqueue(job('j1'), 101))).code).toBe('already_exists');
+        expect((await refusal(store.enqueue(job('j2', { dedupe_key: 'k' }), 101))).code).toBe('already_exists');
+        await store.enqueue(job('j3', { dedupe_key: 'k', mailbox_id: 'other' }), 101);
+        const c = await store.claim('w', 'tok', 1000, 200, 10);
+        for (const x of c) await store.ack(x.job_id, 'tok', 201);
+        await store.enqueue(job('j4', { dedupe_key: 'k' }), 300);
+        expect((await refusal(store.enqueue(job('bad', { priority: 300 }), 1))).code).toBe('validation');
+        expect((await refusal(store.enqueue(job('../x'), 1))).code).toBe('validation');
+      });
+
+      it('claims in priority then age order, one claimed job per mailbox, only when available', async () => {
+        await store.enqueue(job('late', { available_at: 500 }), 1);
+        await store.enqueue(job('low', { priority: 200 }), 2);
+        await store.enqueue(job('high', { priority: 0 }), 3);
+        await store.enqueue(job('x1', { mailbox_id: 'mb2' }), 4);
+        const first = await store.claim('w', 'T1', 1000, 10, 10);
+        expect(first.map((j) => j.job_id).sort()).toEqual(['high', 'x1']);
+        expect(first[0]).toMatchObject({ status: 'claimed', claim_token: 'T1', claimed_by: 'w', lease_until: 1010 });
+        expect(await store.claim('w', 'T2', 1000, 20, 10)).toEqual([]);
+        await store.ack('high', 'T1', 30);
+        expect((await store.claim('w', 'T3', 1000, 40, 10)).map((j) => j.job_id)).toEqual(['low']);
+        await store.ack('low', 'T3', 41);
+        expect(await store.claim('w', 'T4', 1000, 499, 10)).toEqual([]);
+        expect((await store.claim('w', 'T5', 1000, 500, 10)).map((j) => j.job_id)).toEqual(['late']);
+      });
+
+      it('of concurrent claimers exactly one gets a job', async () => {
+        await store.enqueue(job('only'), 1);
+        const results = await Promise.all(['a', 'b', 'c', 'd'].map((w) => store.claim(w, `tok-${w}`, 1000, 10, 1)));
+        expect(results.flat()).toHaveLength(1);
+      });
+
+      it('ack, nack and lease extension need the claim token; nack backs off, then dead-letters', async () => {
+        await store.enqueue(job('n', { max_attempts: 3 }), 0);
+        let [c] = await store.claim('w', 'A', 1000, 0, 1);
+        expect((await refusal(store.ack('n', 'stale', 1))).code).toBe('version_conflict');
+        expect(await store.extendLease('n', 'stale', 5000, 1)).toBe(false);
+        expect(await store.extendLease('n', 'A', 5000, 1)).toBe(true);
+        expect((await store.loadJob('n'))?.lease_until).toBe(5001);
+        expect(await store.nack('n', 'A', 'first', false, 10, cfg)).toMatchObject({ status: 'queued', attempt_count: 1, available_at: 260, last_error: 'first' });
+        expect(await store.claim('w', 'B', 1000, 259, 1)).toEqual([]);
+        [c] = await store.claim('w', 'B', 1000, 260, 1);
+        expect(c?.job_id).toBe('n');
+        expect(await store.nack('n', 'B', 'second', false, 270, cfg)).toMatchObject({ status: 'queued', attempt_count: 2, available_at: 770 });
+        await store.claim('w', 'C', 1000, 800, 1);
+        expect(await store.nack('n', 'C', 'third', false, 810, cfg)).toMatchObject({ status: 'dead_letter', attempt_count: 3, last_error: 'third' });
+        expect((await refusal(store.ack('ghost', 'A', 1))).code).toBe('not_found');
+      });
+
+      it('cancels queued jobs only; interrupt bumps the generation, supersedes the queue and reports the claimed job', async () => {
+        await store.enqueue(job('a'), 0);
+        await store.enqueue(job('b'), 1);
+        await store.enqueue(job('c'), 2);
+        expect(await store.cancelJob('c', 3)).toMatchObject({ status: 'cancelled' });
+        const [claimed] = await store.claim('w', 'T', 1000, 5, 1);
+        expect(await store.cancelJob(claimed?.job_id ?? '', 6)).toBeUndefined();
+        const r = await store.interrupt('mb', 7);
+        expect(r).toMatchObject({ new_generation: 1, superseded_count: 1, active_job: { job_id: 'a', status: 'claimed' } });
+        expect((await store.loadJob('b'))?.status).toBe('superseded');
+        expect((await store.enqueue(job('d'), 8)).generation).toBe(1);
+        expect((await store.listJobs('mb', { offset: 0, limit: 10 })).items.map((j) => [j.job_id, j.status])).toEqual([
+          ['a', 'claimed'],
+          ['b', 'superseded'],
+          ['c', 'cancelled'],
+          ['d', 'queued'],
+        ]);
+        expect((await store.listJobs('mb', { offset: 0, limit: 10, status: 'queued' })).total).toBe(1);
+      });
+
+      it('reclaims expired leases and purges old terminal jobs', async () => {
+        await store.enqueue(job('e'), 0);
+        await store.claim('w', 'T', 100, 0, 1);
+        expect(await store.reclaimExpired(100, 10)).toEqual([]);
+        const [back] = await store.reclaimExpired(101, 10);
+        expect(back).toMatchObject({ job_id: 'e', status: 'queued', attempt_count: 1, available_at: 101 });
+        expect(back?.claim_token).toBeUndefined();
+        await store.claim('w2', 'U', 100, 200, 1);
+        await store.ack('e', 'U', 300);
+        expect(await store.purgeTerminal(300)).toBe(0);
+        expect(await store.purgeTerminal(301)).toBe(1);
+        expect(await store.loadJob('e')).toBeUndefined();
+      });
+    });
+
     if (factory.reopen !== undefined) {
       const reopen = factory.reopen;
       it('keeps everything across a restart', async () => {
         await store.createThread({ id: 'keep', title: 't', now: 5 });
         await store.checkpoint(checkpoint({ threadId: 'keep', runId: 'rk', messages: conversation, status: 'done' }));
         await store.write('agent', 'k', [1, 2]);
+        await store.enqueue({ job_id: 'kept-job', mailbox_id: 'keep', agent_id: 'agent', messages: [], origin: 'user' }, 1);
         const again = await reopen(store);
+        expect((await again.loadJob('kept-job'))?.status).toBe('queued');
         opened.push(again);
         expect((await again.loadThread('keep'))?.messages).toEqual(conversation);
         expect((await again.getThread('keep'))?.title).toBe('t');

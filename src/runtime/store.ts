@@ -1,5 +1,6 @@
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
+import type { MailboxStore } from './mailbox-store.ts';
 import type { ProfileStore } from './profile-store.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
 
@@ -65,7 +66,7 @@ export class StoreFailure extends Error {
  * (the loop's port) writes a thread's messages, state and run record in one atomic step; with
  * `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
  */
-export interface Store extends ThreadRunStore, ProfileStore {
+export interface Store extends ThreadRunStore, ProfileStore, MailboxStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
   createThread(thread: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord>;
   getThread(id: string): Promise<ThreadRecord | undefined>;
@@ -87,7 +88,7 @@ export interface Store extends ThreadRunStore, ProfileStore {
 export const ID_PATTERN = /^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}$/;
 
 export function checkId(kind: string, id: string): void {
-  if (!ID_PATTERN.test(id)) throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
+  if (!ID_PATTERN.test(id) || id === '__proto__') throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
 }
 
 /** The run record a checkpoint describes. */

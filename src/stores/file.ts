@@ -4,7 +4,10 @@ import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
+import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
+import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts';
 import { byUpdatedThenId } from './memory.ts';
 import {
   checkId,
@@ -147,6 +150,56 @@ export class FileStore implements Store {
 
   async close(): Promise<void> {
     await this.#queue.catch(() => undefined);
+  }
+
+  // ---- mailbox: one file, mailbox/jobs.json, read, changed and renamed back under the write lock ----
+  #book<T>(change: (d: MailboxData) => T, write = true): Promise<T> {
+    return this.#serial(async () => {
+      const d = mailboxDataOf(await this.#get('mailbox', 'jobs.json'));
+      const out = change(d);
+      if (write) await this.#put('mailbox', 'jobs.json', d);
+      return out;
+    });
+  }
+  enqueue(job: NewMailboxJob, now: number, defaults?: Pick<MailboxConfig, 'default_max_attempts'>): Promise<MailboxJob> {
+    return this.#book((d) => MailboxBook.enqueue(d, job, now, defaults));
+  }
+  claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]> {
+    return this.#book((d) => MailboxBook.claim(d, consumer, token, leaseMs, now, limit));
+  }
+  ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
+    return this.#book((d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
+  }
+  nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+    return this.#book((d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  }
+  cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
+    return this.#book((d) => MailboxBook.cancel(d, jobId, now));
+  }
+  extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
+    return this.#book((d) => {
+      try {
+        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  }
+  interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
+    return this.#book((d) => MailboxBook.interrupt(d, mailboxId, now));
+  }
+  reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
+    return this.#book((d) => MailboxBook.reclaimExpired(d, now, limit));
+  }
+  purgeTerminal(olderThan: number): Promise<number> {
+    return this.#book((d) => MailboxBook.purgeTerminal(d, olderThan));
+  }
+  loadJob(jobId: string): Promise<MailboxJob | undefined> {
+    return this.#book((d) => d.jobs[jobId], false);
+  }
+  listJobs(mailboxId: string, q: { readonly status?: MailboxJobStatus; readonly offset: number; readonly limit: number }): Promise<Page<MailboxJob>> {
+    return this.#book((d) => MailboxBook.list(d, mailboxId, q), false);
   }
 
   #thread(id: string): Promise<ThreadFile | undefined> {

@@ -2,7 +2,10 @@ import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
+import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
+import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
   checkId,
   pageOf,
@@ -25,7 +28,7 @@ interface ThreadEntry {
 }
 
 /** Values go in and out as copies, as they would through a real store. */
-const copy = <T>(x: T): T => structuredClone(x);
+const copy = <T>(x: T): T => (x === undefined ? x : structuredClone(x));
 
 /** The in-memory store: one process, nothing survives it. Every method is atomic (single-threaded). */
 export class MemoryStore implements Store {
@@ -33,6 +36,7 @@ export class MemoryStore implements Store {
   readonly #threads = new Map<string, ThreadEntry>();
   readonly #runs = new Map<string, RunRecord>();
   readonly #profiles = new Map<string, string>();
+  readonly #mailbox: MailboxData = emptyMailboxData();
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
     checkId('thread', t.id);
@@ -117,6 +121,47 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {}
+
+  // ---- mailbox ----
+  async enqueue(job: NewMailboxJob, now: number, defaults?: Pick<MailboxConfig, 'default_max_attempts'>): Promise<MailboxJob> {
+    return copy(MailboxBook.enqueue(this.#mailbox, copy(job), now, defaults));
+  }
+  async claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]> {
+    return copy(MailboxBook.claim(this.#mailbox, consumer, token, leaseMs, now, limit));
+  }
+  async ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
+    return copy(MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.ack(j, token, now)));
+  }
+  async nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+    return copy(MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  }
+  async cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
+    return copy(MailboxBook.cancel(this.#mailbox, jobId, now));
+  }
+  async extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
+    try {
+      MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  async interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
+    return copy(MailboxBook.interrupt(this.#mailbox, mailboxId, now));
+  }
+  async reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
+    return copy(MailboxBook.reclaimExpired(this.#mailbox, now, limit));
+  }
+  async purgeTerminal(olderThan: number): Promise<number> {
+    return MailboxBook.purgeTerminal(this.#mailbox, olderThan);
+  }
+  async loadJob(jobId: string): Promise<MailboxJob | undefined> {
+    const j = this.#mailbox.jobs[jobId];
+    return j === undefined ? undefined : copy(j);
+  }
+  async listJobs(mailboxId: string, q: { readonly status?: MailboxJobStatus; readonly offset: number; readonly limit: number }): Promise<Page<MailboxJob>> {
+    return copy(MailboxBook.list(this.#mailbox, mailboxId, q));
+  }
 }
 
 export const byUpdatedThenId = (a: ThreadRecord, b: ThreadRecord): number => b.updated_at - a.updated_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);

@@ -4,6 +4,10 @@ import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
+import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
+import { MailboxBook, type MailboxData } from './mailbox-book.ts';
+import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
 import { checkId, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 import { runOf, threadOf } from './sqlite.ts';
 
@@ -49,7 +53,8 @@ export class PostgresStore implements Store {
            run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, agent_id TEXT NOT NULL, status TEXT NOT NULL,
            termination TEXT, steps INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
          CREATE INDEX IF NOT EXISTS ${p}_runs_thread ON ${p}_runs (thread_id, created_at);
-         CREATE TABLE IF NOT EXISTS ${p}_profiles (owner TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, key));`,
+         CREATE TABLE IF NOT EXISTS ${p}_profiles (owner TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, key));
+         ${mailboxSchema(p, 'BIGINT')}`,
       )
       .then(() => undefined)
       .catch((e: unknown) => {
@@ -184,12 +189,118 @@ export class PostgresStore implements Store {
   /** Drops this store's tables (tests). */
   async dropSchema(): Promise<void> {
     const p = this.#p;
-    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles`);
+    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations`);
     this.#ready = undefined;
   }
 
   async close(): Promise<void> {
     await this.#pool.end();
+  }
+
+  // ---- mailbox: each operation locks the rows it needs (FOR UPDATE), applies the book's pure step and writes back, in one transaction ----
+
+  async #mailbox<T>(
+    load: (db: pg.PoolClient) => Promise<{ data: string }[]>,
+    mailboxes: (db: pg.PoolClient) => Promise<string[]>,
+    step: (d: MailboxData) => T,
+    lockKey?: string,
+  ): Promise<T> {
+    const p = this.#p;
+    return this.#tx(async (db) => {
+      if (lockKey !== undefined) await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}:${lockKey}`]);
+      const rows = await load(db);
+      const ids = await mailboxes(db);
+      const gens = ids.length === 0 ? [] : (await db.query<{ mailbox_id: string; generation: number }>(`SELECT mailbox_id, generation FROM ${p}_mailbox_generations WHERE mailbox_id = ANY($1::text[]) FOR UPDATE`, [ids])).rows;
+      const before = dataOf(rows, gens);
+      const after = dataOf(rows, gens);
+      const out = step(after);
+      for (const j of changedJobs(before, after)) {
+        await db.query(
+          `INSERT INTO ${p}_mailbox_jobs (${JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           ON CONFLICT (job_id) DO UPDATE SET status = excluded.status, priority = excluded.priority, available_at = excluded.available_at, updated_at = excluded.updated_at,
+             lease_until = excluded.lease_until, dedupe_key = excluded.dedupe_key, generation = excluded.generation, data = excluded.data`,
+          jobRow(j),
+        );
+      }
+      for (const [id, g] of Object.entries(after.generations)) {
+        if (before.generations[id] !== g) {
+          await db.query(`INSERT INTO ${p}_mailbox_generations (mailbox_id, generation) VALUES ($1, $2) ON CONFLICT (mailbox_id) DO UPDATE SET generation = excluded.generation`, [id, g]);
+        }
+      }
+      return out;
+    });
+  }
+
+  #rows(db: pg.PoolClient, where: string, args: unknown[], lock = 'FOR UPDATE'): Promise<{ data: string }[]> {
+    return db.query<{ data: string }>(`SELECT data FROM ${this.#p}_mailbox_jobs WHERE ${where} ${lock}`, args).then((r) => r.rows);
+  }
+
+  enqueue(job: NewMailboxJob, now: number, defaults?: Pick<MailboxConfig, 'default_max_attempts'>): Promise<MailboxJob> {
+    return this.#mailbox(
+      (db) => this.#rows(db, `job_id = $1 OR (mailbox_id = $2 AND dedupe_key IS NOT NULL AND status NOT IN (${TERMINAL_LIST}))`, [job.job_id, job.mailbox_id]),
+      async () => [job.mailbox_id],
+      (d) => MailboxBook.enqueue(d, job, now, defaults),
+      `mailbox:${job.mailbox_id}`,
+    );
+  }
+  claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]> {
+    const p = this.#p;
+    // Claims of every instance take one advisory lock, so "one claimed job per mailbox" holds across processes;
+    // the candidate rows are taken with FOR UPDATE SKIP LOCKED.
+    return this.#mailbox(
+      async (db) => [
+        ...(await this.#rows(db, `status = 'queued' AND available_at <= $1 ORDER BY priority, created_at, job_id LIMIT $2`, [now, Math.max(limit * 4, 32)], 'FOR UPDATE SKIP LOCKED')),
+        ...(await this.#rows(db, `status = 'claimed'`, [], '')),
+      ],
+      async (db) => (await db.query<{ mailbox_id: string }>(`SELECT DISTINCT mailbox_id FROM ${p}_mailbox_jobs WHERE status = 'queued' AND available_at <= $1`, [now])).rows.map((r) => r.mailbox_id),
+      (d) => MailboxBook.claim(d, consumer, token, leaseMs, now, limit),
+      'claim',
+    );
+  }
+  ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
+    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
+  }
+  nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  }
+  cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
+    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.cancel(d, jobId, now));
+  }
+  extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
+    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => {
+      try {
+        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  }
+  interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
+    return this.#mailbox(
+      (db) => this.#rows(db, `mailbox_id = $1 AND status IN ('queued', 'claimed')`, [mailboxId]),
+      async () => [mailboxId],
+      (d) => MailboxBook.interrupt(d, mailboxId, now),
+      `mailbox:${mailboxId}`,
+    );
+  }
+  reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
+    return this.#mailbox((db) => this.#rows(db, `status = 'claimed' AND lease_until < $1 LIMIT $2`, [now, limit], 'FOR UPDATE SKIP LOCKED'), async () => [], (d) => MailboxBook.reclaimExpired(d, now, limit), 'claim');
+  }
+  async purgeTerminal(olderThan: number): Promise<number> {
+    const rows = await this.#q(`DELETE FROM ${this.#p}_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < $1 RETURNING job_id`, [olderThan]);
+    return rows.length;
+  }
+  async loadJob(jobId: string): Promise<MailboxJob | undefined> {
+    const [row] = await this.#q<{ data: string }>(`SELECT data FROM ${this.#p}_mailbox_jobs WHERE job_id = $1`, [jobId]);
+    return row === undefined ? undefined : (JSON.parse(row.data) as MailboxJob);
+  }
+  async listJobs(mailboxId: string, q: { readonly status?: MailboxJobStatus; readonly offset: number; readonly limit: number }): Promise<Page<MailboxJob>> {
+    const rows = await this.#q<{ data: string }>(
+      `SELECT data FROM ${this.#p}_mailbox_jobs WHERE mailbox_id = $1${q.status !== undefined ? ' AND status = $2' : ''}`,
+      q.status !== undefined ? [mailboxId, q.status] : [mailboxId],
+    );
+    return MailboxBook.list(dataOf(rows, []), mailboxId, q);
   }
 
   async #tx<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -6,6 +6,10 @@ import { TerminationReasonSchema, type RunStatus, type TerminationReason } from 
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
+import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
+import { MailboxBook, type MailboxData } from './mailbox-book.ts';
+import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
 import { checkId, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
@@ -76,6 +80,7 @@ export class SqliteStore implements Store {
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
     this.#db.exec(SCHEMA);
+    this.#db.exec(mailboxSchema('awaken', 'INTEGER'));
   }
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
@@ -183,5 +188,83 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     this.#db.close();
+  }
+
+  // ---- mailbox: each operation loads the rows it needs, applies the book's pure step and writes back, in one transaction ----
+
+  /** Runs `step` on the loaded subset inside one transaction and writes back every job it changed. */
+  #mailbox<T>(load: () => { data: string }[], mailboxes: () => string[], step: (d: MailboxData) => T): T {
+    return this.#db.transaction(() => {
+      const rows = load();
+      const ids = mailboxes();
+      const gens =
+        ids.length === 0
+          ? []
+          : (this.#db.prepare(`SELECT mailbox_id, generation FROM awaken_mailbox_generations WHERE mailbox_id IN (${ids.map(() => '?').join(', ')})`).all(...ids) as { mailbox_id: string; generation: number }[]);
+      const before = dataOf(rows, gens);
+      const after = dataOf(rows, gens);
+      const out = step(after);
+      const upsert = this.#db.prepare(`INSERT OR REPLACE INTO awaken_mailbox_jobs (${JOB_COLUMNS}) VALUES (${JOB_COLUMNS.split(',').map(() => '?').join(', ')})`);
+      for (const j of changedJobs(before, after)) upsert.run(...jobRow(j));
+      for (const [id, g] of Object.entries(after.generations)) {
+        if (before.generations[id] !== g) this.#db.prepare('INSERT OR REPLACE INTO awaken_mailbox_generations (mailbox_id, generation) VALUES (?, ?)').run(id, g);
+      }
+      return out;
+    })();
+  }
+
+  #jobRows(where: string, ...args: (string | number)[]): { data: string }[] {
+    return this.#db.prepare(`SELECT data FROM awaken_mailbox_jobs WHERE ${where}`).all(...args) as { data: string }[];
+  }
+
+  async enqueue(job: NewMailboxJob, now: number, defaults?: Pick<MailboxConfig, 'default_max_attempts'>): Promise<MailboxJob> {
+    return this.#mailbox(
+      () => this.#jobRows(`job_id = ? OR (mailbox_id = ? AND dedupe_key IS NOT NULL AND status NOT IN (${TERMINAL_LIST}))`, job.job_id, job.mailbox_id),
+      () => [job.mailbox_id],
+      (d) => MailboxBook.enqueue(d, job, now, defaults),
+    );
+  }
+  async claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]> {
+    return this.#mailbox(
+      () => this.#jobRows(`(status = 'queued' AND available_at <= ?) OR status = 'claimed'`, now),
+      () => (this.#db.prepare(`SELECT DISTINCT mailbox_id FROM awaken_mailbox_jobs WHERE status = 'queued' AND available_at <= ?`).all(now) as { mailbox_id: string }[]).map((r) => r.mailbox_id),
+      (d) => MailboxBook.claim(d, consumer, token, leaseMs, now, limit),
+    );
+  }
+  async ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
+    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
+  }
+  async nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  }
+  async cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
+    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.cancel(d, jobId, now));
+  }
+  async extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
+    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => {
+      try {
+        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  }
+  async interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
+    return this.#mailbox(() => this.#jobRows(`mailbox_id = ? AND status IN ('queued', 'claimed')`, mailboxId), () => [mailboxId], (d) => MailboxBook.interrupt(d, mailboxId, now));
+  }
+  async reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
+    return this.#mailbox(() => this.#jobRows(`status = 'claimed' AND lease_until < ? LIMIT ?`, now, limit), () => [], (d) => MailboxBook.reclaimExpired(d, now, limit));
+  }
+  async purgeTerminal(olderThan: number): Promise<number> {
+    return this.#db.prepare(`DELETE FROM awaken_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < ?`).run(olderThan).changes;
+  }
+  async loadJob(jobId: string): Promise<MailboxJob | undefined> {
+    const [row] = this.#jobRows('job_id = ?', jobId);
+    return row === undefined ? undefined : (JSON.parse(row.data) as MailboxJob);
+  }
+  async listJobs(mailboxId: string, q: { readonly status?: MailboxJobStatus; readonly offset: number; readonly limit: number }): Promise<Page<MailboxJob>> {
+    const rows = q.status === undefined ? this.#jobRows('mailbox_id = ?', mailboxId) : this.#jobRows('mailbox_id = ? AND status = ?', mailboxId, q.status);
+    return MailboxBook.list(dataOf(rows, []), mailboxId, q);
   }
 }

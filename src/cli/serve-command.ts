@@ -8,6 +8,7 @@ import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
+import { Mailbox } from '../server/mailbox.ts';
 import { listen } from '../server/node.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
@@ -127,7 +128,9 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
   const recovered = await recoverRuns(store, Date.now());
   if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
   const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
-  const app = createHttpApp({ runtime: runtime.value, store, registry }, { version, ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
+  const mailbox = new Mailbox(store, registry, runtime.value.env);
+  mailbox.start();
+  const app = createHttpApp({ runtime: runtime.value, store, registry, mailbox }, { version, ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
   io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);
@@ -139,6 +142,7 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
   });
   io.err('awaken serve: shutting down\n');
   await registry.shutdown();
+  await mailbox.stop();
   await server.close();
   await store.close();
   return 0;

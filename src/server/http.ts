@@ -10,6 +10,7 @@ import { checkId, StoreFailure, type Store } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
+import type { Mailbox } from './mailbox.ts';
 import type { LogItem, RunRegistry } from './run-registry.ts';
 
 export interface HttpOptions {
@@ -27,6 +28,8 @@ export interface ServerParts {
   readonly runtime: AgentRuntime;
   readonly store: Store;
   readonly registry: RunRegistry;
+  /** Background submissions (`/v1/threads/:id/messages`, `/v1/threads/:id/mailbox`); absent: those routes answer 404. */
+  readonly mailbox?: Mailbox;
 }
 
 /** A client mistake: a 4xx with `{error, code}` (and the field when one is to blame). */
@@ -290,6 +293,51 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
     const page = await store.listMessages(id, { offset, limit, ...(visibility === 'all' ? { visibility: 'all' as const } : {}) });
     const hasMore = offset + page.items.length < page.total;
     return c.json({ messages: page.items, total: page.total, has_more: hasMore, ...(hasMore ? { next_cursor: String(offset + page.items.length) } : {}) });
+  });
+
+  // ---- background submissions through the mailbox ----------------------------------------------------
+
+  const SubmitSchema = z
+    .object({
+      agentId: z.string().min(1).optional(),
+      agent_id: z.string().min(1).optional(),
+      messages: MessagesField,
+      priority: z.number().int().min(0).max(255).optional(),
+      dedupeKey: z.string().min(1).max(200).optional(),
+    })
+    .strict();
+  const submit = async (c: Context, threadId: string, body: z.output<typeof SubmitSchema>): Promise<Response> => {
+    const mailbox = parts.mailbox;
+    if (mailbox === undefined) throw new HttpError(404, 'not_found', 'the mailbox is not enabled on this server');
+    const agentId = body.agentId ?? body.agent_id ?? runtime.agentIds()[0] ?? '';
+    if (!runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'agentId');
+    const job = await mailbox.submit({
+      threadId,
+      agentId,
+      messages: toMessages(body.messages, newMessageId),
+      ...(body.priority !== undefined ? { priority: body.priority } : {}),
+      ...(body.dedupeKey !== undefined ? { dedupeKey: body.dedupeKey } : {}),
+    });
+    return c.json({ status: 'queued', job_id: job.job_id, thread_id: threadId }, 202);
+  };
+
+  /** Book: POST /v1/threads/:id/messages — queued behind (and cancelling) what runs on the thread. */
+  app.post('/v1/threads/:id/messages', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    const body = await bodyOf(c, SubmitSchema);
+    if ((await store.getThread(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    return submit(c, id, body);
+  });
+  app.post('/v1/threads/:id/mailbox', async (c) => submit(c, idParam(c, 'id', 'thread'), await bodyOf(c, SubmitSchema)));
+  app.get('/v1/threads/:id/mailbox', async (c) => {
+    const id = idParam(c, 'id', 'thread');
+    const status = c.req.query('status');
+    const statuses = ['queued', 'claimed', 'accepted', 'cancelled', 'superseded', 'dead_letter'] as const;
+    if (status !== undefined && !(statuses as readonly string[]).includes(status)) throw new HttpError(400, 'invalid_query', `invalid status filter: ${status}`, 'status');
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const page = await store.listJobs(id, { offset, limit, ...(status !== undefined ? { status: status as (typeof statuses)[number] } : {}) });
+    return c.json({ items: page.items, total: page.total, has_more: offset + page.items.length < page.total });
   });
 
   /** The thread's event stream across runs: `id: <seq>` frames; reconnect with Last-Event-ID or ?since=. */

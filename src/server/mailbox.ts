@@ -1,0 +1,164 @@
+import type { Message } from '../contract/message.ts';
+import { DEFAULT_MAILBOX_CONFIG, type MailboxConfig, type MailboxJob, type MailboxJobOrigin } from '../core/mailbox/job.ts';
+import type { Env } from '../runtime/env.ts';
+import { StoreFailure, type Store } from '../runtime/store.ts';
+import type { RunRegistry } from './run-registry.ts';
+
+export interface SubmitRequest {
+  readonly threadId: string;
+  readonly agentId: string;
+  readonly messages: readonly Message[];
+  readonly origin?: MailboxJobOrigin;
+  readonly priority?: number;
+  readonly dedupeKey?: string;
+}
+
+/**
+ * The mailbox service (book: Mailbox 架构): background run requests become durable jobs; a
+ * dispatcher claims them (one claimed job per thread, leases renewed while the run goes on), runs
+ * them through the run registry, acks a run that ended, nacks one that could not start or failed
+ * (backoff 250 ms × 2ⁿ up to 30 s, dead letter after `max_attempts`). A sweeper re-queues jobs whose
+ * lease expired (a crashed consumer); GC drops finished jobs after `gc_ttl`. All timing goes through
+ * the `Env` (clock and sleep).
+ */
+export class Mailbox {
+  readonly #store: Store;
+  readonly #registry: RunRegistry;
+  readonly #env: Env;
+  readonly #config: MailboxConfig;
+  readonly #consumer: string;
+  readonly #running = new Map<string, Promise<void>>();
+  #stop: AbortController | undefined;
+
+  constructor(store: Store, registry: RunRegistry, env: Env, options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string } = {}) {
+    this.#store = store;
+    this.#registry = registry;
+    this.#env = env;
+    this.#config = { ...DEFAULT_MAILBOX_CONFIG, ...options.config };
+    this.#consumer = options.consumer ?? `consumer-${env.ids.next('consumer')}`;
+  }
+
+  get config(): MailboxConfig {
+    return this.#config;
+  }
+
+  /**
+   * Queues a run request. New input on a thread cancels what is going on there first (book: 取消 →
+   * 新消息到来时的自动取消): the mailbox generation is bumped (older queued jobs are superseded) and a
+   * run in flight is cancelled; a run waiting for a decision is left to its decision.
+   */
+  async submit(request: SubmitRequest): Promise<MailboxJob> {
+    const now = this.#env.clock.now();
+    await this.#store.interrupt(request.threadId, now);
+    const current = this.#registry.currentRun(request.threadId);
+    if (current !== undefined && current.status === 'running') this.#registry.cancel(current.runId);
+    return this.#store.enqueue(
+      {
+        job_id: this.#env.ids.next('job'),
+        mailbox_id: request.threadId,
+        agent_id: request.agentId,
+        messages: request.messages,
+        origin: request.origin ?? 'user',
+        ...(request.priority !== undefined ? { priority: request.priority } : {}),
+        ...(request.dedupeKey !== undefined ? { dedupe_key: request.dedupeKey } : {}),
+      },
+      now,
+      this.#config,
+    );
+  }
+
+  /** Claims what is available and starts it; resolves once the claimed jobs are started (not finished). */
+  async dispatchOnce(limit = 16): Promise<MailboxJob[]> {
+    const now = this.#env.clock.now();
+    const token = this.#env.ids.next('claim');
+    const claimed = await this.#store.claim(this.#consumer, token, this.#config.lease_ms, now, limit);
+    for (const job of claimed) this.#running.set(job.job_id, this.#execute(job, token));
+    return claimed;
+  }
+
+  /** Waits for every job this consumer is running. */
+  async drain(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all([...this.#running.values()]);
+  }
+
+  async #execute(job: MailboxJob, token: string): Promise<void> {
+    try {
+      const started = await this.#registry.start({ threadId: job.mailbox_id, agentId: job.agent_id, messages: job.messages });
+      if (!started.ok) {
+        // A busy or paused thread is retried later; anything else cannot succeed.
+        const permanent = started.error.code === 'start_failed';
+        await this.#store.nack(job.job_id, token, started.error.message, permanent, this.#env.clock.now(), this.#config).catch(ignoreStale);
+        return;
+      }
+      const renewal = new AbortController();
+      const renew = this.#renew(job.job_id, token, started.value.runId, renewal.signal);
+      const result = await started.value.done;
+      renewal.abort();
+      await renew;
+      const termination = result?.termination;
+      if (termination === undefined || termination.type === 'error') {
+        await this.#store.nack(job.job_id, token, termination?.type === 'error' ? termination.value : 'the run crashed', false, this.#env.clock.now(), this.#config).catch(ignoreStale);
+      } else await this.#store.ack(job.job_id, token, this.#env.clock.now()).catch(ignoreStale);
+    } finally {
+      this.#running.delete(job.job_id);
+    }
+  }
+
+  /** Extends the lease while the run goes on; a lost lease cancels the run (another consumer owns the job now). */
+  async #renew(jobId: string, token: string, runId: string, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      try {
+        await this.#env.sleep(this.#config.lease_renewal_interval_ms, signal);
+      } catch {
+        return;
+      }
+      const kept = await this.#store.extendLease(jobId, token, this.#config.lease_ms, this.#env.clock.now());
+      if (!kept) {
+        this.#registry.cancel(runId);
+        return;
+      }
+    }
+  }
+
+  /** Re-queues jobs whose lease expired (their consumer died). */
+  sweep(): Promise<MailboxJob[]> {
+    return this.#store.reclaimExpired(this.#env.clock.now(), 100);
+  }
+
+  /** Drops finished jobs older than `gc_ttl`. */
+  gc(): Promise<number> {
+    return this.#store.purgeTerminal(this.#env.clock.now() - this.#config.gc_ttl_ms);
+  }
+
+  /** Runs the dispatcher (every `pollMs`), the sweeper and GC until `stop`. */
+  start(pollMs = 200): void {
+    if (this.#stop !== undefined) return;
+    const stop = new AbortController();
+    this.#stop = stop;
+    const loop = async (every: number, body: () => Promise<unknown>): Promise<void> => {
+      while (!stop.signal.aborted) {
+        await body().catch(() => undefined);
+        try {
+          await this.#env.sleep(every, stop.signal);
+        } catch {
+          return;
+        }
+      }
+    };
+    void loop(pollMs, () => this.dispatchOnce());
+    void loop(this.#config.sweep_interval_ms, () => this.sweep());
+    void loop(this.#config.gc_interval_ms, () => this.gc());
+  }
+
+  async stop(): Promise<void> {
+    this.#stop?.abort();
+    this.#stop = undefined;
+    await this.drain();
+  }
+}
+
+/** A job whose claim moved on (swept and claimed elsewhere) is no longer this consumer's to settle. */
+function ignoreStale(e: unknown): void {
+  if (e instanceof StoreFailure && (e.error.code === 'version_conflict' || e.error.code === 'not_found')) return;
+  throw e;
+}

@@ -1,6 +1,7 @@
-import { Message, TaskState, type StreamResponse } from '@a2a-js/sdk';
+import { AgentCard, Message, TaskState, type StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { describe, expect, it } from 'vitest';
+import { createHttpApp } from '../../src/server/http.ts';
 import { listen } from '../../src/server/node.ts';
 import { bodyJson, testServer } from '../support/server.ts';
 
@@ -57,5 +58,20 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect((await bodyJson(missing)).error.details[0].reason).toBe('TASK_NOT_FOUND');
     expect((await s.app.request('/v1/a2a/nobody/message:send', a2a({}))).status).toBe(404);
     expect((await s.app.request('/v1/a2a/tasks/nope:cancel', { method: 'POST' })).status).toBe(409);
+  });
+
+  it('the extended card needs the bearer token; the public card says how to get it', async () => {
+    const s = testServer([]);
+    expect((await s.app.request('/v1/a2a/extendedAgentCard')).status).toBe(400);
+    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry }, { adminToken: 'card-token' });
+    const card = await bodyJson(app.request('/.well-known/agent-card.json', { headers: { host: 'agents.example:8080' } }));
+    expect(AgentCard.toJSON(AgentCard.fromJSON(card))).toEqual(card);
+    expect(card.capabilities.extendedAgentCard).toBe(true);
+    expect(card.supportedInterfaces[0].url).toBe('http://agents.example:8080/v1/a2a/agent');
+    expect((await app.request('/v1/a2a/extendedAgentCard')).status).toBe(401);
+    expect((await app.request('/v1/a2a/extendedAgentCard', { headers: { authorization: 'Bearer nope-token' } })).status).toBe(401);
+    const extended = await app.request('/v1/a2a/agent/extendedAgentCard', { headers: { authorization: 'Bearer card-token' } });
+    expect(extended.status).toBe(200);
+    expect((await bodyJson(extended)).skills.map((k: { id: string }) => k.id)).toEqual(['agent']);
   });
 });

@@ -10,6 +10,7 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { Mailbox } from '../server/mailbox.ts';
 import { listen } from '../server/node.ts';
+import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openStore } from '../stores/index.ts';
@@ -130,7 +131,13 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
   const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
   const mailbox = new Mailbox(store, registry, runtime.value.env);
   mailbox.start();
-  const app = createHttpApp({ runtime: runtime.value, store, registry, mailbox }, { version, ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
+  const adminToken = env['AWAKEN_ADMIN_TOKEN'];
+  const app = createHttpApp({ runtime: runtime.value, store, registry, mailbox }, {
+    version,
+    savedConfig: await savedConfig(store),
+    ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
+    processEnv: env,
+    ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
   io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);

@@ -61,7 +61,7 @@ interface ActiveRun {
 
 /** The runtime: resolves agents and runs them, one run per thread at a time (book: AgentRuntime). */
 export class AgentRuntime {
-  readonly #registries: Registries;
+  #registries: Registries;
   readonly #env: Env;
   readonly #store: ThreadRunStore | undefined;
   readonly #breaker: CircuitBreaker;
@@ -80,6 +80,26 @@ export class AgentRuntime {
 
   agentIds(): string[] {
     return [...this.#registries.agents.keys()].sort();
+  }
+
+  /** The registries runs resolve against now (a snapshot: `publish` replaces it, never mutates it). */
+  get registries(): Registries {
+    return this.#registries;
+  }
+
+  /**
+   * Publishes new registries (book: 配置 → writes validated then published): every agent must resolve
+   * against them, or nothing changes. Runs already started keep what they resolved.
+   */
+  publish(next: Registries): Result<void, BuildError> {
+    const failures: string[] = [];
+    for (const id of [...next.agents.keys()].sort()) {
+      const r = resolveAgent(next, id, { env: this.#env, breaker: this.#breaker });
+      if (!r.ok) failures.push(`agent '${id}': ${describeResolveError(r.error)}`);
+    }
+    if (failures.length > 0) return err({ code: 'validation_failed', message: failures.join('; ') });
+    this.#registries = next;
+    return ok(undefined);
   }
 
   /** Resolves an agent afresh (nothing is cached between runs). */

@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
@@ -7,7 +8,7 @@ import { agentCardOf } from '../protocols/a2a/card.ts';
 import { finishA2a, frameA2a, initialA2aState, RESPONSE_ARTIFACT, taskStateOf, transcodeA2a, type A2aState, type TaskState } from '../protocols/a2a/encoder.ts';
 import { decisionFor } from '../runtime/run-loop.ts';
 import { checkId, type RunRecord } from '../runtime/store.ts';
-import { logStream, type ServerParts } from './http.ts';
+import { logStream, type ServerParts } from './http-support.ts';
 import type { LogItem } from './run-registry.ts';
 
 const A2A_VERSION = '1.0';
@@ -106,7 +107,7 @@ function taskOf(run: RunRecord, status: RunRecord['status'], messages: readonly 
  * run id, context id = thread id. A `message:send` naming an input-required task answers its waiting
  * tool calls (the reply's data part, else its text, is the decision's result).
  */
-export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: number; readonly version: string }): Hono {
+export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string }): Hono {
   const { runtime, store, registry } = parts;
   const env = runtime.env;
   const app = new Hono();
@@ -126,7 +127,16 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   app.get('/.well-known/agent-card.json', (c) => {
     const resolved = runtime.resolve(defaultAgent());
     if (!resolved.ok) throw new A2aError(404, 'NOT_FOUND', 'no agent to describe');
-    return c.json(agentCardOf(resolved.value.spec, baseUrl(c), options.version));
+    const card = agentCardOf(resolved.value.spec, baseUrl(c), options.version);
+    if (options.extendedCardToken === undefined || options.extendedCardToken === '') return c.json(card);
+    // An extended card exists: the public card says so, and how to authenticate for it.
+    return c.json({
+      ...card,
+      capabilities: { ...(card['capabilities'] as Record<string, JsonValue>), extendedAgentCard: true },
+      securitySchemes: { awakenExtendedCardBearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
+      // Canonical proto3 JSON: the empty scope list is omitted.
+      securityRequirements: [{ schemes: { awakenExtendedCardBearer: {} } }],
+    });
   });
 
   app.all('/v1/a2a/*', async (c) => {
@@ -138,12 +148,13 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     }
     const segments = c.req.path.slice('/v1/a2a/'.length).split('/').filter((s) => s !== '').map(decodeURIComponent);
     let agentId = defaultAgent();
-    if (segments.length > 0 && !/^(message:|tasks$)/.test(segments[0] as string)) {
+    if (segments.length > 0 && !/^(message:|tasks$|extendedAgentCard$)/.test(segments[0] as string)) {
       agentId = segments.shift() as string;
       if (!runtime.agentIds().includes(agentId)) throw new A2aError(404, 'NOT_FOUND', `agent not found: ${agentId}`);
     }
     const [head, second, third] = segments;
     const method = c.req.method;
+    if (method === 'GET' && head === 'extendedAgentCard' && second === undefined) return extendedCard(c, agentId);
     if (method === 'POST' && (head === 'message:send' || head === 'message:stream') && second === undefined) return send(c, agentId, head === 'message:stream');
     if (head === 'tasks' && second !== undefined && third === undefined) {
       const cancel = second.endsWith(':cancel');
@@ -161,6 +172,26 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     }
     throw new A2aError(404, 'NOT_FOUND', `no A2A route: ${method} ${c.req.path}`);
   });
+
+  /**
+   * The extended card (bearer-protected): the public card plus the skills of every agent. Without a
+   * configured token it is unsupported; a missing or wrong token is UNAUTHENTICATED.
+   */
+  function extendedCard(c: Context, agentId: string): Response {
+    const token = options.extendedCardToken;
+    if (token === undefined || token === '') throw new A2aError(400, 'UNIMPLEMENTED', 'the extended agent card is not enabled on this server');
+    const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
+    const given = Buffer.from(m?.[1] ?? '');
+    const expected = Buffer.from(token);
+    if (m === null || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return c.json({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'a valid bearer token is required for the extended agent card' } }, 401);
+    }
+    const resolved = runtime.resolve(agentId);
+    if (!resolved.ok) throw new A2aError(404, 'NOT_FOUND', `agent not found: ${agentId}`);
+    const card = agentCardOf(resolved.value.spec, baseUrl(c), options.version);
+    const skills = runtime.agentIds().map((id) => ({ id, name: id, description: `Interact with the '${id}' Awaken agent.`, tags: ['awaken', 'agent'], inputModes: ['text/plain', 'application/json'], outputModes: ['text/plain'] }));
+    return c.json({ ...card, skills });
+  }
 
   const historyOf = (c: Context): number | undefined => {
     const raw = c.req.query('historyLength');

@@ -3,7 +3,7 @@ import { Hono, type Context } from 'hono';
 import type { AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
 import { agentCardOf } from '../protocols/a2a/card.ts';
-import type { ServerParts } from './http.ts';
+import type { ServerParts } from './http-support.ts';
 import { mcpServer, type AgentHost } from './mcp-host.ts';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);

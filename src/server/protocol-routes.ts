@@ -9,7 +9,7 @@ import { finishAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../runtime/inbound.ts';
 import { checkId } from '../runtime/store.ts';
-import { HttpError, logStream, registryError, type ServerParts } from './http.ts';
+import { HttpError, logStream, registryError, type ServerParts } from './http-support.ts';
 import type { LogItem } from './run-registry.ts';
 
 /** One protocol's request decoder and stream encoder (a Mealy transcoder plus framing). */

@@ -1,0 +1,131 @@
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { issuesOf } from '../contract/wire.ts';
+import type { AgentRuntime } from '../runtime/agent-runtime.ts';
+import type { Store } from '../runtime/store.ts';
+import type { Mailbox } from './mailbox.ts';
+import type { LogItem, RegistryError, RunRegistry } from './run-registry.ts';
+
+export interface ServerParts {
+  readonly runtime: AgentRuntime;
+  readonly store: Store;
+  readonly registry: RunRegistry;
+  /** Background submissions (`/v1/threads/:id/messages`, `/v1/threads/:id/mailbox`); absent: those routes answer 404. */
+  readonly mailbox?: Mailbox;
+}
+
+/** A client mistake: a 4xx with `{error, code}` (and the field when one is to blame). */
+export class HttpError extends Error {
+  readonly status: 400 | 401 | 404 | 409 | 413 | 415;
+  readonly code: string;
+  readonly field?: string;
+  readonly extra?: Record<string, unknown>;
+  constructor(status: HttpError['status'], code: string, message: string, field?: string, extra?: Record<string, unknown>) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    if (field !== undefined) this.field = field;
+    if (extra !== undefined) this.extra = extra;
+  }
+}
+
+/** Parses a JSON body with a schema; malformed JSON and schema violations are 400s naming the field. */
+export async function bodyOf<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await c.req.text());
+  } catch (e) {
+    throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const [first] = issuesOf(parsed.error);
+    const field = first?.path === '' ? '(body)' : (first?.path ?? '(body)');
+    throw new HttpError(400, 'invalid_request', `${field}: ${first?.message ?? 'invalid'}`, field);
+  }
+  return parsed.data;
+}
+
+export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' } as const;
+
+/** The SSE text of one log item: `id: <seq>` on every frame; a resync frame is `event: resync`. */
+export function sseOf(item: LogItem): string {
+  if (item.kind === 'frame') return `id: ${item.seq}\ndata: ${item.data}\n\n`;
+  return `event: resync\nid: ${item.seq}\ndata: ${JSON.stringify({ seq: item.seq, messages: item.messages })}\n\n`;
+}
+
+/**
+ * An SSE response over a thread's log from `since`: frames (and resyncs) as they come, a heartbeat
+ * comment while idle, and the end when `until` says so. Closing the response only unsubscribes.
+ */
+export function logStream(
+  registry: RunRegistry,
+  threadId: string,
+  since: number | undefined,
+  options: { readonly heartbeatMs: number; readonly until?: (item: LogItem) => boolean; readonly render?: (item: LogItem) => string; readonly prologue?: string; readonly epilogue?: () => string },
+  headers: Record<string, string> = SSE_HEADERS,
+): Response {
+  const encoder = new TextEncoder();
+  let unsubscribe: (() => void) | undefined;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  const stop = (): void => {
+    closed = true;
+    unsubscribe?.();
+    if (timer !== undefined) clearInterval(timer);
+  };
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let idle = true;
+      const write = (text: string): void => {
+        if (closed) return;
+        idle = false;
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          stop();
+        }
+      };
+      if (options.prologue !== undefined) write(options.prologue);
+      timer = setInterval(() => {
+        if (idle) write(': heartbeat\n\n');
+        idle = true;
+      }, options.heartbeatMs);
+      unsubscribe = await registry.subscribe(threadId, since, (item) => {
+        if (closed) return;
+        write((options.render ?? sseOf)(item));
+        if (options.until?.(item) === true) {
+          if (options.epilogue !== undefined) write(options.epilogue());
+          stop();
+          try {
+            controller.close();
+          } catch {
+            // already closed by the client
+          }
+        }
+      });
+      if (closed) unsubscribe();
+    },
+    cancel() {
+      stop();
+    },
+  });
+  return new Response(body, { status: 200, headers });
+}
+
+export function registryError(e: RegistryError): HttpError {
+  switch (e.code) {
+    case 'thread_busy':
+    case 'thread_paused':
+      return new HttpError(409, e.code, e.message, undefined, { run_id: e.runId });
+    case 'run_not_found':
+    case 'target_not_found':
+      return new HttpError(404, e.code, e.message);
+    case 'not_waiting':
+      return new HttpError(409, e.code, e.message);
+    case 'start_failed':
+      return new HttpError(400, e.code, e.message);
+  }
+}

@@ -269,10 +269,11 @@ describe('state machines are enforced', () => {
     expect(() => RunLifecycle.apply(s, { op: 'set_running', at: 2 })).toThrow(IllegalTransition);
   });
 
-  it('checkpoints are written at every step end and at the run end', async () => {
+  it('checkpoints are written at run start (the input, write-ahead), at every step end and at the run end', async () => {
     const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'ok' }], { tools: [echoTool] });
     await h.runtime.run({ threadId: 'th', messages: go }, h.sink);
     expect(h.store.checkpoints.map((c) => [c.status, c.steps, c.termination?.type ?? null, c.messages.length])).toEqual([
+      ['running', 0, null, 1],
       ['running', 1, null, 3],
       ['running', 2, null, 4],
       ['done', 2, 'natural_end', 4],

@@ -13,16 +13,23 @@ import { listen } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
-import { openStore } from '../stores/index.ts';
+import { openBus, openStore } from '../stores/index.ts';
+import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
 
-export const SERVE_USAGE = `usage: awaken serve [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede]
+export const SERVE_USAGE = `usage: awaken serve [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
 
   --port N         the port to listen on (default 3000; 0 picks a free one)
   --host H         the interface to bind (default 127.0.0.1)
   --store S        sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p], memory
   --policy P       a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
+  --lease-ms N     the mailbox lease of a claimed job (default 30000); --sweep-ms N how often expired
+                   leases are reclaimed (default 30000)
+
+Several instances may share one PostgreSQL store: they share thread logs (follow a run from any of
+them), cancel and decide each other's runs, and take over each other's mailbox jobs when a lease
+expires.
 
 The demo agent answers with OpenAI (OPENAI_API_KEY, OPENAI_MODEL, OPENAI_BASE_URL) or Anthropic
 (ANTHROPIC_API_KEY, ANTHROPIC_MODEL) when a key is set; without one it replays the bundled recorded
@@ -34,6 +41,8 @@ interface ServePlan {
   readonly host: string;
   readonly store: string;
   readonly policy: ConcurrencyPolicy;
+  readonly leaseMs?: number;
+  readonly sweepMs?: number;
 }
 
 export function parseServeArgs(argv: readonly string[]): ServePlan | string {
@@ -41,13 +50,19 @@ export function parseServeArgs(argv: readonly string[]): ServePlan | string {
   let host = '127.0.0.1';
   let store = 'sqlite:./data/awaken.db';
   let policy: ConcurrencyPolicy = 'reject';
+  let leaseMs: number | undefined;
+  let sweepMs: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     const v = argv[i + 1];
-    if (a === '--port' || a === '--host' || a === '--store' || a === '--policy') {
+    if (a === '--port' || a === '--host' || a === '--store' || a === '--policy' || a === '--lease-ms' || a === '--sweep-ms') {
       if (v === undefined) return `${a} needs a value`;
       i++;
-      if (a === '--port') {
+      if (a === '--lease-ms' || a === '--sweep-ms') {
+        if (!/^\d{1,9}$/.test(v) || Number(v) < 10) return `${a} must be a number of milliseconds ≥ 10, not '${v}'`;
+        if (a === '--lease-ms') leaseMs = Number(v);
+        else sweepMs = Number(v);
+      } else if (a === '--port') {
         if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) return `--port must be 0..65535, not '${v}'`;
         port = Number(v);
       } else if (a === '--host') host = v;
@@ -58,7 +73,7 @@ export function parseServeArgs(argv: readonly string[]): ServePlan | string {
       }
     } else return `unknown argument ${a}`;
   }
-  return { port, host, store, policy };
+  return { port, host, store, policy, ...(leaseMs !== undefined ? { leaseMs } : {}), ...(sweepMs !== undefined ? { sweepMs } : {}) };
 }
 
 const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
@@ -126,10 +141,19 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     io.err(`awaken serve: the store ${plan.store} is not usable: ${e instanceof Error ? e.message : String(e)}\n`);
     return 69;
   }
-  const recovered = await recoverRuns(store, Date.now());
-  if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
-  const registry = new RunRegistry(runtime.value, store, { policy: plan.policy });
-  const mailbox = new Mailbox(store, registry, runtime.value.env);
+  const bus = openBus(plan.store);
+  if (bus === undefined) {
+    // One process per store: what a previous process left unfinished is marked at start.
+    const recovered = await recoverRuns(store, Date.now());
+    if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
+  }
+  const registry = new RunRegistry(runtime.value, store, { policy: plan.policy, ...(bus !== undefined ? { bus } : {}) });
+  await registry.attachBus();
+  const consumer = `${hostname()}:${process.pid}`;
+  const mailbox = new Mailbox(store, registry, runtime.value.env, {
+    consumer,
+    config: { ...(plan.leaseMs !== undefined ? { lease_ms: plan.leaseMs, lease_renewal_interval_ms: Math.max(5, Math.floor(plan.leaseMs / 3)) } : {}), ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}) },
+  });
   mailbox.start();
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
   const app = createHttpApp({ runtime: runtime.value, store, registry, mailbox }, {
@@ -140,7 +164,7 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
   io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
-  io.err(`awaken serve: listening on ${server.url} (store ${store.kind}: ${plan.store}; policy ${plan.policy})\n`);
+  io.err(`awaken serve: listening on ${server.url} (store ${store.kind}; policy ${plan.policy}; mailbox consumer ${consumer}${bus !== undefined ? '; shared with other instances' : ''})\n`);
   io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"weather in Tokyo?"}]}'\n`);
   await new Promise<void>((done) => {
     const stop = (): void => done();
@@ -150,6 +174,7 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
   io.err('awaken serve: shutting down\n');
   await registry.shutdown();
   await mailbox.stop();
+  await bus?.close();
   await server.close();
   await store.close();
   return 0;

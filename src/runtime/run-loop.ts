@@ -193,6 +193,8 @@ export class RunLoop implements BatchHost {
       await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
       if (this.signal.aborted) throw new Cancelled();
       await this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
+      // Write-ahead: the run and its input are stored before the first step (listed at once, never lost).
+      await this.#checkpoint(undefined);
       termination = await this.#steps_();
       while (termination.type === 'suspended') {
         const resumed = await this.#park();

@@ -314,9 +314,9 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
     return c.json({ status: 'inputs_accepted', run_id: started.value.runId, thread_id: threadId }, 202);
   });
 
-  app.post('/v1/runs/:id/cancel', (c) => {
+  app.post('/v1/runs/:id/cancel', async (c) => {
     const id = idParam(c, 'id', 'run');
-    const r = registry.cancel(id);
+    const r = await registry.cancelAnywhere(id);
     if (!r.ok) throw registryError(r.error);
     return c.json({ status: 'cancel_requested', run_id: r.value.runId }, 202);
   });
@@ -331,7 +331,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
       ...(body.payload !== undefined ? { result: body.payload as never } : {}),
       ...(body.reason !== undefined ? { reason: body.reason } : {}),
     });
-    const r = registry.decide(id, [decision]);
+    const r = await registry.decideAnywhere(id, [decision]);
     if (!r.ok) throw registryError(r.error);
     return c.json({ status: 'decision_submitted', run_id: r.value.runId, tool_call_id: target }, 202);
   });

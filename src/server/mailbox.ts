@@ -120,9 +120,21 @@ export class Mailbox {
     }
   }
 
-  /** Re-queues jobs whose lease expired (their consumer died). */
-  sweep(): Promise<MailboxJob[]> {
-    return this.#store.reclaimExpired(this.#env.clock.now(), 100);
+  /**
+   * Re-queues jobs whose lease expired (their consumer died). The runs that consumer left unfinished
+   * on those threads are marked interrupted (a thread has one claimed job, so they were its).
+   */
+  async sweep(): Promise<MailboxJob[]> {
+    const now = this.#env.clock.now();
+    const reclaimed = await this.#store.reclaimExpired(now, 100);
+    for (const job of reclaimed) {
+      const runs = await this.#store.listRuns({ offset: 0, limit: 20, threadId: job.mailbox_id });
+      for (const run of runs.items) {
+        if (run.status === 'done' || this.#registry.live(run.run_id) !== undefined) continue;
+        await this.#store.finishRun(run.run_id, { type: 'error', value: 'interrupted: its consumer stopped renewing the lease' }, now);
+      }
+    }
+    return reclaimed;
   }
 
   /** Drops finished jobs older than `gc_ttl`. */

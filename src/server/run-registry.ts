@@ -5,6 +5,7 @@ import { serialiseEvent } from '../contract/event.ts';
 import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
+import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import type { Store } from '../runtime/store.ts';
 
 /** One retained frame of a thread's log: the thread-wide sequence number and the serialised event. */
@@ -43,6 +44,11 @@ export class ThreadLog {
 
   get lastSeq(): number {
     return this.#seq;
+  }
+
+  /** Moves the counter up to `seq` (frames other instances appended to the shared log). */
+  ensureAtLeast(seq: number): void {
+    if (seq > this.#seq) this.#seq = seq;
   }
 
   get subscribers(): number {
@@ -86,6 +92,8 @@ export type ConcurrencyPolicy = 'reject' | 'supersede';
 
 export interface RegistryOptions {
   readonly policy?: ConcurrencyPolicy;
+  /** Shares thread logs and run control with other instances on the same database. */
+  readonly bus?: ClusterBus;
   /** Frames each thread keeps for reconnects (default 1024). */
   readonly replayBufferCapacity?: number;
 }
@@ -156,6 +164,11 @@ export class RunRegistry {
   readonly #runs = new Map<string, LiveRun>();
   /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
   readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #bus: ClusterBus | undefined;
+  /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
+  readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: boolean }>();
+  /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
+  readonly #remote = new Map<string, Set<() => void>>();
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -163,6 +176,24 @@ export class RunRegistry {
     this.#env = runtime.env;
     this.#policy = options.policy ?? 'reject';
     this.#capacity = options.replayBufferCapacity ?? 1024;
+    this.#bus = options.bus;
+  }
+
+  /** Listens to the bus: other instances' frames for remote subscribers, and commands for local runs. */
+  async attachBus(): Promise<void> {
+    await this.#bus?.listen(
+      (threadId) => {
+        for (const pull of this.#remote.get(threadId) ?? []) pull();
+      },
+      (command: ControlCommand) => {
+        const run = this.#runs.get(command.runId);
+        if (run === undefined || run.status === 'done') return;
+        if (command.action === 'cancel') {
+          run.stopRequested = true;
+          run.handle.cancel();
+        } else run.handle.decide(command.decisions);
+      },
+    );
   }
 
   get policy(): ConcurrencyPolicy {
@@ -199,6 +230,11 @@ export class RunRegistry {
       current.handle.cancel();
       await current.handle.done.catch(() => undefined);
     }
+    if (this.#bus !== undefined) log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
+    // At-least-once delivery may bring the same input twice (a job re-run after its consumer died):
+    // messages the thread already holds are not appended again.
+    const held = new Set(((await this.#store.loadThread(request.threadId))?.messages ?? []).map((m) => m.id).filter((id) => id !== undefined));
+    const input = request.messages.filter((m) => m.id === undefined || !held.has(m.id));
     const fromSeq = log.lastSeq;
     let live: LiveRun | undefined;
     const pending: AgentEvent[] = [];
@@ -212,7 +248,7 @@ export class RunRegistry {
       },
     };
     const started = await this.#runtime.start(
-      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: request.messages },
+      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: input },
       sink,
       { waitForDecisions: true },
     );
@@ -257,7 +293,30 @@ export class RunRegistry {
       run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
     } else if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') run.waitingCalls.add(event.id);
     else if (event.event_type === 'tool_call_resumed') run.waitingCalls.delete(event.target_id);
-    this.log(run.threadId).append(run.runId, event);
+    const frame = this.log(run.threadId).append(run.runId, event);
+    if (this.#bus !== undefined) this.#share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
+  }
+
+  /** Sends frames to the bus in order, batching what piles up while an append is in flight. */
+  #share(threadId: string, frame: { seq: number; runId: string; data: string }): void {
+    const bus = this.#bus as ClusterBus;
+    let box = this.#outbox.get(threadId);
+    if (box === undefined) {
+      box = { frames: [], flushing: false };
+      this.#outbox.set(threadId, box);
+    }
+    box.frames.push(frame);
+    if (box.flushing) return;
+    box.flushing = true;
+    const b = box;
+    void (async () => {
+      while (b.frames.length > 0) {
+        const batch = b.frames.splice(0);
+        await bus.append(threadId, batch).catch(() => undefined);
+      }
+      b.flushing = false;
+      if (b.frames.length === 0) this.#outbox.delete(threadId);
+    })();
   }
 
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
@@ -340,12 +399,89 @@ export class RunRegistry {
    * when its first step has not been committed yet.
    */
   async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
+    const bus = this.#bus;
+    if (bus !== undefined && this.#threads.get(threadId)?.current === undefined) return this.#subscribeShared(bus, threadId, since, onItem);
     const stored = (await this.#store.loadThread(threadId))?.messages ?? [];
     const current = this.#threads.get(threadId)?.current;
     const ids = new Set(stored.map((m) => m.id));
     const pending = current === undefined ? [] : current.input.filter((m) => m.id === undefined || !ids.has(m.id));
     const messages = [...stored, ...pending];
     return this.log(threadId).subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+  }
+
+  /**
+   * Follows a thread through the shared log (its run may be on another instance): the frames after
+   * `since` (or only new ones), then each batch the bus announces — in order, none twice.
+   */
+  async #subscribeShared(bus: ClusterBus, threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
+    let last = since ?? (await bus.lastSeq(threadId));
+    let closed = false;
+    let pulling = false;
+    let again = false;
+    const pull = (): void => {
+      if (pulling) {
+        again = true;
+        return;
+      }
+      pulling = true;
+      void (async () => {
+        do {
+          again = false;
+          for (;;) {
+            const frames = await bus.read(threadId, last, 500).catch(() => []);
+            if (frames.length === 0 || closed) break;
+            for (const f of frames) {
+              if (closed) break;
+              last = f.seq;
+              onItem({ kind: 'frame', seq: f.seq, runId: f.runId, event: JSON.parse(f.data) as AgentEvent, data: f.data });
+            }
+          }
+        } while (again && !closed);
+        pulling = false;
+      })();
+    };
+    let set = this.#remote.get(threadId);
+    if (set === undefined) {
+      set = new Set();
+      this.#remote.set(threadId, set);
+    }
+    set.add(pull);
+    pull();
+    return () => {
+      closed = true;
+      set.delete(pull);
+      if (set.size === 0) this.#remote.delete(threadId);
+    };
+  }
+
+  /**
+   * Cancels a run wherever it runs: here, or through the bus for the instance that owns it (the
+   * store must show it unfinished).
+   */
+  async cancelAnywhere(runOrThread: string): Promise<RegistryResult<{ runId: string }>> {
+    const local = this.cancel(runOrThread);
+    if (local.ok || this.#bus === undefined) return local;
+    const run = await this.#remoteRun(runOrThread);
+    if (run === undefined) return local;
+    await this.#bus.send({ action: 'cancel', runId: run });
+    return { ok: true, value: { runId: run } };
+  }
+
+  /** Sends decisions to a waiting run wherever it runs (see `cancelAnywhere`). */
+  async decideAnywhere(runOrThread: string, decisions: readonly Decision[]): Promise<RegistryResult<{ runId: string }>> {
+    const local = this.decide(runOrThread, decisions);
+    if (local.ok || this.#bus === undefined || local.error.code !== 'run_not_found') return local;
+    const run = await this.#remoteRun(runOrThread, 'waiting');
+    if (run === undefined) return local;
+    await this.#bus.send({ action: 'decide', runId: run, decisions });
+    return { ok: true, value: { runId: run } };
+  }
+
+  /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */
+  async #remoteRun(runOrThread: string, status?: RunStatus): Promise<string | undefined> {
+    const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
+    const candidates = byId !== undefined ? [byId] : (await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread }).catch(() => ({ items: [] }))).items;
+    return candidates.find((r) => (status === undefined ? r.status !== 'done' : r.status === status))?.run_id;
   }
 
   /** Cancels every run and waits for them to end. */

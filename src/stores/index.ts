@@ -2,11 +2,21 @@ import { resolve } from 'node:path';
 import { FileStore } from './file.ts';
 import { MemoryStore } from './memory.ts';
 import type { Store } from '../runtime/store.ts';
+import { PostgresBus } from './postgres-bus.ts';
 import { PostgresStore } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 
 export * from '../runtime/store.ts';
-export { FileStore, MemoryStore, PostgresStore, SqliteStore };
+export { FileStore, MemoryStore, PostgresBus, PostgresStore, SqliteStore };
+
+/** The cluster bus of a shared store (`postgres://…`, same database and prefix); none for the others. */
+export function openBus(spec: string): PostgresBus | undefined {
+  if (!spec.startsWith('postgres://') && !spec.startsWith('postgresql://')) return undefined;
+  const url = new URL(spec);
+  const prefix = url.searchParams.get('prefix') ?? undefined;
+  url.searchParams.delete('prefix');
+  return new PostgresBus(url.toString(), prefix !== undefined ? { prefix } : {});
+}
 
 /**
  * A store from its `--store` spelling: `memory`, `sqlite:PATH`, `file:DIR`, or a `postgres://` /

@@ -1,0 +1,32 @@
+import type { Decision } from './run-loop.ts';
+
+/** One frame of a thread's event log, as instances share it. */
+export interface SharedFrame {
+  readonly seq: number;
+  readonly runId: string;
+  /** The serialised `AgentEvent`. */
+  readonly data: string;
+}
+
+/** A command for the instance that owns a run. */
+export type ControlCommand =
+  | { readonly action: 'cancel'; readonly runId: string }
+  | { readonly action: 'decide'; readonly runId: string; readonly decisions: readonly Decision[] };
+
+/**
+ * What several server instances on one database share (the port; PostgreSQL implements it): every
+ * thread's event log with its `seq`, a notification when a thread's log grows, and control commands
+ * (cancel, decide) addressed to whichever instance runs the run.
+ */
+export interface ClusterBus {
+  /** Appends frames (consecutive `seq`s) and notifies the other instances. */
+  append(threadId: string, frames: readonly SharedFrame[]): Promise<void>;
+  /** Frames after `afterSeq`, in order, at most `limit`. */
+  read(threadId: string, afterSeq: number, limit: number): Promise<SharedFrame[]>;
+  /** The highest `seq` of a thread (0 when it has none). */
+  lastSeq(threadId: string): Promise<number>;
+  send(command: ControlCommand): Promise<void>;
+  /** Starts listening; `onAppend` learns which thread grew, `onCommand` gets every command. */
+  listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,12 +1,8 @@
 import { afterAll } from 'vitest';
 import { PostgresStore } from '../../src/stores/postgres.ts';
+import { PG_URL } from '../support/postgres.ts';
 import { storeConformance } from '../support/store-conformance.ts';
 
-/**
- * Runs against the real server (`.ci/run` starts it): AWAKEN_TEST_POSTGRES, or the local cluster's
- * `test` database. No skip: an unreachable server fails the suite.
- */
-export const PG_URL = process.env['AWAKEN_TEST_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 let n = 0;
 const prefixes = new WeakMap<object, string>();

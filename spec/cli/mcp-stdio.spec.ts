@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 const repo = resolve(import.meta.dirname, '../..');
 
 /** `awaken mcp` as a child process, driven by the SDK's own client over stdio. */
-async function connect(model: string): Promise<{ client: Client; frames: JSONRPCMessage[] }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', model], cwd: repo, stderr: 'pipe' });
+async function connect(model: string, flags: readonly string[] = []): Promise<{ client: Client; frames: JSONRPCMessage[] }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', ...flags, '--model', model], cwd: repo, stderr: 'pipe' });
   const frames: JSONRPCMessage[] = [];
   const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
   await client.connect(transport);
@@ -52,8 +52,8 @@ describe('awaken mcp (stdio), driven by the official MCP client', () => {
     for (const f of frames) expect(JSONRPCMessageSchema.safeParse(f).success).toBe(true);
   });
 
-  it('bad arguments and an empty message are tool errors, not crashes', async () => {
-    const { client } = await connect('scripted:fixtures/scripts/demo-weather.yaml');
+  it('bad arguments and an empty message are tool errors, not crashes (started as `awaken mcp --stdio`)', async () => {
+    const { client } = await connect('scripted:fixtures/scripts/demo-weather.yaml', ['--stdio']);
     close = () => client.close();
     const missing = await client.callTool({ name: 'demo', arguments: {} });
     expect(missing.isError).toBe(true);

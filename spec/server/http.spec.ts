@@ -143,3 +143,25 @@ describe('run registry over HTTP', () => {
     expect(JSON.parse(all.at(-1)?.data ?? '{}')).toMatchObject({ termination: { type: 'natural_end' } });
   });
 });
+
+describe('registry details', () => {
+  it('sends a heartbeat comment while a stream is idle', async () => {
+    const s = testServer([], { http: { heartbeatMs: 20 } });
+    const r = await s.app.request('/v1/threads/quiet/stream');
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    const first = await reader.read();
+    await reader.cancel();
+    expect(new TextDecoder().decode(first.value)).toBe(': heartbeat\n\n');
+  });
+
+  it('discardPause: a new message on a waiting thread cancels the waiting run and starts a new one', async () => {
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }] }, { text: 'fresh start' }]);
+    const first = await s.app.request('/v1/runs', userRun('go', { threadId: 'dp' }));
+    const firstId = first.headers.get('x-awaken-run-id') as string;
+    await first.text();
+    const second = await s.app.request('/v1/runs', userRun('never mind', { threadId: 'dp', discardPause: true }));
+    expect(second.status).toBe(200);
+    expect(JSON.parse(parseSse(await second.text()).at(-1)?.data ?? '{}')).toMatchObject({ termination: { type: 'natural_end' } });
+    expect(await bodyJson(s.app.request(`/v1/runs/${firstId}`))).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+  });
+});

@@ -130,3 +130,24 @@ describe('mailbox routes', () => {
     expect((await s.app.request('/v1/threads/q1/mailbox', json({ messages: [{ role: 'user', content: 'x' }] }))).status).toBe(404);
   });
 });
+
+describe('lease renewal', () => {
+  it('a run longer than the lease keeps its job: renewals push the lease on, the sweeper finds nothing', async () => {
+    const g = gatedTool();
+    const s = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'long' } }] }, { text: 'done' }], { tools: [g.tool] });
+    const { realEnv } = await import('../../src/runtime/env.ts');
+    const env = realEnv();
+    const mailbox = new Mailbox(s.store, s.registry, env, { config: { lease_ms: 100, lease_renewal_interval_ms: 20 } });
+    const job = await mailbox.submit({ threadId: 'lr', agentId: 'agent', messages: [Messages.user('go')] });
+    await mailbox.dispatchOnce();
+    await until(() => g.started.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await mailbox.sweep()).toEqual([]);
+    const held = await s.store.loadJob(job.job_id);
+    expect(held?.status).toBe('claimed');
+    expect(held?.lease_until).toBeGreaterThan(env.clock.now());
+    g.open();
+    await mailbox.drain();
+    expect((await s.store.loadJob(job.job_id))?.status).toBe('accepted');
+  });
+});

@@ -3,7 +3,7 @@ import { Messages } from '../contract/message.ts';
 import { mcpServer, type AgentHost } from '../server/mcp-host.ts';
 import { demoRuntimes, type Io } from './run-command.ts';
 
-export const MCP_USAGE = `usage: awaken mcp --model scripted:FILE|transcript:FILE [--agent demo]
+export const MCP_USAGE = `usage: awaken mcp [--stdio] --model scripted:FILE|transcript:FILE [--agent demo]
 
 Serves the agent as an MCP tool (protocol 2025-11-25) over stdio: newline-delimited JSON-RPC on
 stdin/stdout, logs on stderr. The tool takes {message}; while the run streams it sends progress
@@ -31,6 +31,7 @@ export async function mcpCommand(argv: readonly string[], io: Io, version: strin
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = argv[i + 1];
+    if (a === '--stdio') continue; // stdio is the only transport of this command (HTTP: awaken serve's /v1/mcp)
     if ((a === '--model' || a === '--agent') && v !== undefined) {
       if (a === '--model') model = v;
       else agent = v;

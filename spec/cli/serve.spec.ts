@@ -4,7 +4,9 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { main } from '../../src/cli/main.ts';
+import { parseServeArgs } from '../../src/cli/serve-command.ts';
 import { chunksOf, toSse } from '../../src/providers/cassette.ts';
 import { bodyJson, parseSse, readFrames } from '../support/server.ts';
 
@@ -13,7 +15,7 @@ const toolChunks = chunksOf(readFileSync(join(repo, 'fixtures/cassettes/openai-c
 
 /** `awaken serve` as a child process; resolves with its URL once it listens. */
 function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; log: () => string }> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', ...args, '--port', '0'], {
     cwd: repo,
     env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -52,6 +54,49 @@ describe('awaken serve', () => {
     expect(await main(['serve', '--policy', 'maybe'], io)).toBe(64);
     expect(err.join('')).toContain('usage: awaken serve');
   });
+
+  it('reads --config: server settings (flags win), and agents, models and providers added to the demo agent', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
+    const file = join(dir, 'awaken.yaml');
+    writeFileSync(file, 'server:\n  port: 4100\n  policy: supersede\n  store: memory\n');
+    expect(parseServeArgs(['--config', file])).toMatchObject({ port: 4100, policy: 'supersede', store: 'memory' });
+    expect(parseServeArgs(['--config', file, '--port', '4200'])).toMatchObject({ port: 4200, policy: 'supersede' });
+    writeFileSync(join(dir, 'bad.yaml'), 'server:\n  port: "x"\n');
+    expect(parseServeArgs(['--config', join(dir, 'bad.yaml')])).toMatch(/bad\.yaml: server\.port: /);
+    writeFileSync(join(dir, 'dup.yaml'), 'agents:\n  - { id: demo, model: demo }\n');
+    expect(parseServeArgs(['--config', join(dir, 'dup.yaml')])).toMatch(/duplicate agent id 'demo'/);
+    expect(parseServeArgs(['--config', join(dir, 'missing.yaml')])).toMatch(/cannot read/);
+
+    const provider = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(
+        `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: 'configured answer' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
+      );
+    });
+    servers.push(provider);
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', () => r()));
+    const port = (provider.address() as { port: number }).port;
+    writeFileSync(
+      file,
+      [
+        'server:',
+        '  store: memory',
+        'providers:',
+        `  local: { kind: openai-compatible, base_url: "http://127.0.0.1:${port}/v1", api_key_env: LOCAL_KEY }`,
+        'models:',
+        '  small: { provider: local, model_name: tiny }',
+        'agents:',
+        '  - { id: helper, model: small, system_prompt: "You help." }',
+      ].join('\n'),
+    );
+    const s = await startServe(['--config', file], { LOCAL_KEY: 'k' });
+    children.push(s.child);
+    const caps = await bodyJson(fetch(`${s.url}/v1/capabilities`));
+    expect(caps.agents).toEqual(['demo', 'helper']);
+    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'helper', messages: [{ role: 'user', content: 'hi' }] }) });
+    const frames = parseSse(await r.text());
+    expect(frames.some((f) => f.data.includes('configured answer'))).toBe(true);
+  }, 60_000);
 
   it('serves the demo agent on SQLite from the bundled recorded conversation, and says so', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-serve-'));

@@ -14,11 +14,16 @@ import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus, openStore } from '../stores/index.ts';
+import { providerOf } from '../server/config-routes.ts';
+import type { ModelEntry } from '../runtime/resolve.ts';
+import { readServeConfig } from './serve-config.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
 
-export const SERVE_USAGE = `usage: awaken serve [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
+export const SERVE_USAGE = `usage: awaken serve [--config awaken.yaml] [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
+
+  --config FILE    server settings, agents, models and providers (YAML; flags win; docs/server.md)
 
   --port N         the port to listen on (default 3000; 0 picks a free one)
   --host H         the interface to bind (default 127.0.0.1)
@@ -37,6 +42,7 @@ conversation (fixtures/cassettes: a get_weather call, then the answer).
 `;
 
 interface ServePlan {
+  readonly config?: string;
   readonly port: number;
   readonly host: string;
   readonly store: string;
@@ -46,15 +52,25 @@ interface ServePlan {
 }
 
 export function parseServeArgs(argv: readonly string[]): ServePlan | string {
-  let port = 3000;
-  let host = '127.0.0.1';
-  let store = 'sqlite:./data/awaken.db';
-  let policy: ConcurrencyPolicy = 'reject';
-  let leaseMs: number | undefined;
-  let sweepMs: number | undefined;
+  // A config file supplies the defaults; flags given on the command line override them.
+  const configAt = argv.indexOf('--config');
+  const configPath = configAt >= 0 ? argv[configAt + 1] : undefined;
+  if (configAt >= 0 && configPath === undefined) return '--config needs a value';
+  const file = configPath === undefined ? undefined : readServeConfig(configPath);
+  if (typeof file === 'string') return file;
+  let port = file?.server.port ?? 3000;
+  let host = file?.server.host ?? '127.0.0.1';
+  let store = file?.server.store ?? 'sqlite:./data/awaken.db';
+  let policy: ConcurrencyPolicy = file?.server.policy ?? 'reject';
+  let leaseMs: number | undefined = file?.server.lease_ms;
+  let sweepMs: number | undefined = file?.server.sweep_ms;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     const v = argv[i + 1];
+    if (a === '--config') {
+      i++;
+      continue;
+    }
     if (a === '--port' || a === '--host' || a === '--store' || a === '--policy' || a === '--lease-ms' || a === '--sweep-ms') {
       if (v === undefined) return `${a} needs a value`;
       i++;
@@ -73,7 +89,7 @@ export function parseServeArgs(argv: readonly string[]): ServePlan | string {
       }
     } else return `unknown argument ${a}`;
   }
-  return { port, host, store, policy, ...(leaseMs !== undefined ? { leaseMs } : {}), ...(sweepMs !== undefined ? { sweepMs } : {}) };
+  return { ...(configPath !== undefined ? { config: configPath } : {}), port, host, store, policy, ...(leaseMs !== undefined ? { leaseMs } : {}), ...(sweepMs !== undefined ? { sweepMs } : {}) };
 }
 
 const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
@@ -130,6 +146,14 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     .withThreadRunStore(store)
     .withAgentSpec(demoAgent('demo'));
   for (const tool of DEMO_TOOLS) builder.withTool(tool);
+  const file = plan.config === undefined ? undefined : readServeConfig(plan.config);
+  if (typeof file === 'string') {
+    io.err(`awaken serve: ${file}\n`);
+    return 64;
+  }
+  for (const [id, p] of Object.entries(file?.providers ?? {})) builder.withProvider(id, providerOf(p, env));
+  for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
+  for (const a of file?.agents ?? []) builder.withAgentSpec(a);
   const runtime = builder.build();
   if (!runtime.ok) {
     io.err(`awaken serve: ${JSON.stringify(runtime.error)}\n`);

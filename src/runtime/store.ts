@@ -61,23 +61,31 @@ export class StoreFailure extends Error {
   }
 }
 
-/**
- * Everything the server persists: threads, their messages and state, runs, profiles. `checkpoint`
- * (the loop's port) writes a thread's messages, state and run record in one atomic step; with
- * `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
- */
-export interface Store extends ThreadRunStore, ProfileStore, MailboxStore {
-  readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
+/** Threads and their messages (book: ThreadStore). */
+export interface ThreadStore {
   createThread(thread: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord>;
   getThread(id: string): Promise<ThreadRecord | undefined>;
   listThreads(query: PageQuery): Promise<Page<ThreadRecord>>;
   /** Deletes the thread, its messages, state and runs; false when there was none. */
   deleteThread(id: string): Promise<boolean>;
   listMessages(threadId: string, query: MessageQuery): Promise<Page<Message>>;
+}
+
+/** Run records (book: RunStore). */
+export interface RunStore {
   getRun(runId: string): Promise<RunRecord | undefined>;
   listRuns(query: RunQuery): Promise<Page<RunRecord>>;
   /** Ends a run record outside a checkpoint (a run found unfinished after a restart); false when there is none. */
   finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean>;
+}
+
+/**
+ * Everything the server persists: threads, messages, runs, profiles, the mailbox. `checkpoint` (the
+ * loop's `ThreadRunStore` port) writes a thread's messages, state and run record in one atomic step;
+ * with `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
+ */
+export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore {
+  readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
   close(): Promise<void>;
 }
 

@@ -165,3 +165,18 @@ describe('registry details', () => {
     expect(await bodyJson(s.app.request(`/v1/runs/${firstId}`))).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
   });
 });
+
+describe('registry memory', () => {
+  it('keeps a bounded number of idle thread logs; an evicted thread’s seq goes on where it stopped', async () => {
+    const s = testServer([{ text: 'a' }, { text: 'b' }, { text: 'c' }, { text: 'd' }], { registry: { maxThreadLogs: 2 } });
+    const lastIdOf = async (r: Response) => Number(parseSse(await r.text()).at(-1)?.id);
+    const first = await lastIdOf(await s.app.request('/v1/runs', userRun('1', { threadId: 'e1' })));
+    await (await s.app.request('/v1/runs', userRun('2', { threadId: 'e2' }))).text();
+    await (await s.app.request('/v1/runs', userRun('3', { threadId: 'e3' }))).text();
+    expect(s.registry.threadLogs).toBe(2);
+    // e1 was the oldest idle log: evicted, yet its next run continues its sequence.
+    const again = parseSse(await (await s.app.request('/v1/runs', userRun('4', { threadId: 'e1' }))).text());
+    expect(Number(again[0]?.id)).toBe(first + 1);
+    expect(s.registry.live(again[0] ? JSON.parse(again[0].data).run_id : '')).toBeUndefined();
+  });
+});

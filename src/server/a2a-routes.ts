@@ -201,7 +201,11 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   };
 
   async function waitDone(runId: string): Promise<void> {
-    for (let i = 0; i < 500 && registry.live(runId)?.status !== 'done'; i++) await new Promise((r) => setTimeout(r, 2));
+    for (let i = 0; i < 500; i++) {
+      const live = registry.live(runId);
+      if (live === undefined || live.status === 'done') return;
+      await new Promise((r) => setTimeout(r, 2));
+    }
   }
 
   async function snapshot(taskId: string, historyLength: number | undefined): Promise<JsonValue> {

@@ -96,6 +96,8 @@ export interface RegistryOptions {
   readonly bus?: ClusterBus;
   /** Frames each thread keeps for reconnects (default 1024). */
   readonly replayBufferCapacity?: number;
+  /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
+  readonly maxThreadLogs?: number;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -165,6 +167,9 @@ export class RunRegistry {
   /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
   readonly #locks = new Map<string, Promise<unknown>>();
   readonly #bus: ClusterBus | undefined;
+  readonly #maxIdleThreads: number;
+  /** The last `seq` of threads whose log was evicted. */
+  readonly #evictedSeq = new Map<string, number>();
   /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
   readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: boolean }>();
   /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
@@ -177,6 +182,7 @@ export class RunRegistry {
     this.#policy = options.policy ?? 'reject';
     this.#capacity = options.replayBufferCapacity ?? 1024;
     this.#bus = options.bus;
+    this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
   }
 
   /** Listens to the bus: other instances' frames for remote subscribers, and commands for local runs. */
@@ -200,10 +206,21 @@ export class RunRegistry {
     return this.#policy;
   }
 
+  /** How many thread logs are in memory. */
+  get threadLogs(): number {
+    return this.#threads.size;
+  }
+
   log(threadId: string): ThreadLog {
     let entry = this.#threads.get(threadId);
     if (entry === undefined) {
       entry = { log: new ThreadLog(this.#capacity) };
+      entry.log.ensureAtLeast(this.#evictedSeq.get(threadId) ?? 0);
+      this.#evictedSeq.delete(threadId);
+      this.#threads.set(threadId, entry);
+    } else {
+      // Most recently used last: eviction takes the oldest idle threads first.
+      this.#threads.delete(threadId);
       this.#threads.set(threadId, entry);
     }
     return entry.log;
@@ -328,6 +345,23 @@ export class RunRegistry {
     run.status = 'done';
     const entry = this.#threads.get(run.threadId);
     if (entry?.current === run) delete entry.current;
+    // A finished run lives on in the store; the registry keeps only what is live.
+    this.#runs.delete(run.runId);
+    this.#evictIdle();
+  }
+
+  /**
+   * Keeps at most `maxIdleThreads` logs of threads with no run and no subscriber (oldest first out);
+   * an evicted thread's sequence number is remembered, so its `seq` never goes back.
+   */
+  #evictIdle(): void {
+    if (this.#threads.size <= this.#maxIdleThreads) return;
+    for (const [id, entry] of this.#threads) {
+      if (this.#threads.size <= this.#maxIdleThreads) break;
+      if (entry.current !== undefined || entry.log.subscribers > 0 || this.#outbox.has(id)) continue;
+      this.#evictedSeq.set(id, entry.log.lastSeq);
+      this.#threads.delete(id);
+    }
   }
 
   /** Decisions for the parked run of a thread or a run id; any later request may send them. */

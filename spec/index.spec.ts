@@ -60,4 +60,13 @@ describe('README: running an agent', () => {
     expect(pkg.deferredToolsPlugin().name).toBe('deferred-tools');
     expect(await new pkg.MemoryProfileStore().read('a', 'k')).toBeUndefined();
   });
+
+  it('exposes the server and the stores through "./server" and "./stores"', async () => {
+    const server = await import('awaken-ts/server');
+    const stores = await import('awaken-ts/stores');
+    expect(typeof server.createHttpApp).toBe('function');
+    expect(typeof server.RunRegistry).toBe('function');
+    expect(new stores.MemoryStore().kind).toBe('memory');
+    expect(typeof stores.openStore('memory')).toBe('object');
+  });
 });

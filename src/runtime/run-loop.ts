@@ -176,11 +176,13 @@ export class RunLoop implements BatchHost {
   }
 
   /** Runs a phase; synchronous (no promise) when its hooks and handlers are. */
-  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>, cancellable = true): Promise<void> | void {
-    const r = this.phase.runPhaseNow(phase, {
-      input: { ...input, agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId },
-      ...(cancellable ? { signal: this.signal } : {}),
-    });
+  runPhase(phase: Phase, input: Record<string, unknown>, cancellable = true): Promise<void> | void {
+    // The input literal is the caller's own, made for this call: the run's fields join it in place.
+    const full = input;
+    full['agentSpec'] = this.resolved.spec;
+    full['threadId'] = this.threadId;
+    full['runId'] = this.runId;
+    const r = this.phase.runPhaseNow(phase, cancellable ? { input: full, signal: this.signal } : { input: full });
     if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkPhase);
     checkPhase(r);
   }

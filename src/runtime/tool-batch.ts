@@ -36,7 +36,8 @@ export interface BatchHost {
   readonly signal: AbortSignal;
   emit(event: AgentEvent): Promise<void>;
   /** Runs a phase; throws on cancellation or a phase error. */
-  runPhase(phase: Phase, input: Readonly<Record<string, unknown>>): Promise<void> | void;
+  /** `input` is a fresh object made for the call; the host may add the run's own fields to it. */
+  runPhase(phase: Phase, input: Record<string, unknown>): Promise<void> | void;
   /** Submits a command; throws if it cannot be committed. */
   submit(command: StateCommand): Promise<void> | void;
   messages(): readonly Message[];

@@ -15,6 +15,9 @@ export interface Suite {
   readonly cases: readonly Case[];
   /** Work units in one iteration (e.g. loop steps), for a per-unit time column. */
   readonly units?: { readonly name: string; readonly count: number };
+  /** Runs before the suite's first case and after its last (a server to start, say). */
+  readonly setup?: () => Promise<void>;
+  readonly teardown?: () => Promise<void>;
 }
 
 export interface TaskStats {
@@ -44,6 +47,15 @@ export interface RunOptions {
 export async function runSuite(suite: Suite, options: RunOptions): Promise<TaskStats[]> {
   const bench = new Bench({ time: options.timeMs, warmupTime: options.warmupMs, throws: true });
   for (const c of suite.cases) bench.add(c.name, c.fn);
+  await suite.setup?.();
+  try {
+    return await measure(suite, bench, options);
+  } finally {
+    await suite.teardown?.();
+  }
+}
+
+async function measure(suite: Suite, bench: Bench, options: RunOptions): Promise<TaskStats[]> {
   await bench.run();
   const raw = bench.tasks.map((task) => {
     const c = suite.cases.find((x) => x.name === task.name) as Case;

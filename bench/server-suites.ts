@@ -15,6 +15,8 @@ import type { LlmExecutor } from '../src/runtime/llm.ts';
 import type { Store } from '../src/runtime/store.ts';
 import { MemoryThreadRunStore } from '../src/runtime/thread-run-store.ts';
 import { sseOf } from '../src/server/http.ts';
+import { createHttpApp } from '../src/server/http.ts';
+import { listen, type RunningServer } from '../src/server/node.ts';
 import { RunRegistry, ThreadLog } from '../src/server/run-registry.ts';
 import { MemoryStore } from '../src/stores/memory.ts';
 import { SqliteStore } from '../src/stores/sqlite.ts';
@@ -113,4 +115,76 @@ function runsSuite(kind: 'memory' | 'sqlite'): Suite {
   };
 }
 
-export const serverSuites = (): Suite[] => [fanOutSuite(1), fanOutSuite(50), runsSuite('memory'), runsSuite('sqlite')];
+/** A model streaming `deltas` text deltas in one answer. */
+const chatty = (deltas: number): LlmExecutor => ({
+  name: 'chatty',
+  stream: () =>
+    (async function* () {
+      for (let i = 0; i < deltas; i++) yield { type: 'text_delta' as const, delta: `t${i} ` };
+      yield { type: 'finish' as const, stop_reason: 'EndTurn' as const };
+    })(),
+});
+
+/**
+ * Over real sockets: one run of 1,000 text deltas on a thread that `n` HTTP clients follow
+ * (`GET /v1/threads/:id/stream`), each reading to the terminal frame; baseline: the same run with
+ * nobody following.
+ */
+function httpFanOutSuite(n: number): Suite {
+  const store = new MemoryStore();
+  const built = new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('m', chatty(FRAMES)).withModel('m', { provider: 'm', model_name: 'm' }).withThreadRunStore(store).withAgentSpec({ id: 'a', model: 'm' }).build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  const registry = new RunRegistry(built.value, store);
+  const app = createHttpApp({ runtime: built.value, store, registry });
+  let server: RunningServer | undefined;
+  let round = 0;
+  const follow = async (url: string): Promise<number> => {
+    const r = await fetch(url);
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      text += decoder.decode(next.value, { stream: true });
+      if (text.includes('"event_type":"run_finish"')) break;
+    }
+    await reader.cancel();
+    return text.length;
+  };
+  return {
+    name: `sse-http-${n}`,
+    description: `a 1,000-delta run followed over HTTP by ${n} client(s) on real sockets; baseline: the same run unfollowed`,
+    units: { name: 'frame', count: (FRAMES + 10) * n },
+    setup: async () => {
+      server = await listen(app, { port: 0 });
+    },
+    teardown: async () => {
+      await server?.close();
+    },
+    cases: [
+      {
+        name: `awaken ${n} HTTP followers`,
+        role: 'subject',
+        fn: async () => {
+          const thread = `f${++round}`;
+          const url = `${server?.url}/v1/threads/${thread}/stream?since=0`;
+          const readers = Array.from({ length: n }, () => follow(url));
+          const started = await registry.start({ threadId: thread, messages: [Messages.user('go', { id: `m${round}` })] });
+          if (started.ok) await started.value.done;
+          await Promise.all(readers);
+        },
+      },
+      {
+        name: 'baseline unfollowed run',
+        role: 'baseline',
+        fn: async () => {
+          const started = await registry.start({ threadId: `b${++round}`, messages: [Messages.user('go', { id: `m${round}` })] });
+          if (started.ok) await started.value.done;
+        },
+      },
+    ],
+  };
+}
+
+export const serverSuites = (): Suite[] => [fanOutSuite(1), fanOutSuite(50), httpFanOutSuite(1), httpFanOutSuite(50), runsSuite('memory'), runsSuite('sqlite')];

@@ -131,6 +131,17 @@ describe('two instances on one PostgreSQL database', () => {
     expect(run).toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
   }, 60_000);
 
+  it('a thread followed on A shows the runs made on B, and then on A, on one seq', async () => {
+    const watcher = fetch(`${a.url}/v1/threads/c4/stream?since=0`);
+    const onB = await post(`${b.url}/v1/runs`, { threadId: 'c4', messages: [{ role: 'user', content: 'hello from b' }] });
+    await onB.text();
+    const onA = await post(`${a.url}/v1/runs`, { threadId: 'c4', messages: [{ role: 'user', content: 'hello from a' }] });
+    await onA.text();
+    const seen = await readFrames(await watcher, (fs) => fs.filter((f) => data(f).event_type === 'run_finish').length === 2, 15_000);
+    expect(seen.map((f) => Number(f.id))).toEqual(seen.map((_, i) => i + 1));
+    expect(seen.filter((f) => data(f).event_type === 'run_start').map((f) => data(f).run_id)).toEqual([onB.headers.get('x-awaken-run-id'), onA.headers.get('x-awaken-run-id')]);
+  }, 60_000);
+
   it('when the instance holding a job is killed, the other claims it after the lease and finishes it', async () => {
     const queued = await post(`${a.url}/v1/threads/c3/mailbox`, { messages: [{ role: 'user', content: 'kill me' }] });
     expect(queued.status).toBe(202);

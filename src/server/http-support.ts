@@ -105,7 +105,7 @@ export function logStream(
             // already closed by the client
           }
         }
-      });
+      }, options.until !== undefined ? { scope: 'run' } : {});
       if (closed) unsubscribe();
     },
     cancel() {

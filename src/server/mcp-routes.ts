@@ -58,15 +58,20 @@ export function mcpRoutes(parts: ServerParts, options: McpHttpOptions & { readon
           let off: (() => void) | undefined;
           let ended = false;
           void registry
-            .subscribe(threadId, started.value.fromSeq, (item) => {
-              if (ended || item.kind !== 'frame' || item.runId !== runId) return;
-              emit(item.event);
-              if (item.event.event_type === 'run_finish') {
-                ended = true;
-                off?.();
-                resolveEnd(item.event);
-              }
-            })
+            .subscribe(
+              threadId,
+              started.value.fromSeq,
+              (item) => {
+                if (ended || item.kind !== 'frame' || item.runId !== runId) return;
+                emit(item.event);
+                if (item.event.event_type === 'run_finish') {
+                  ended = true;
+                  off?.();
+                  resolveEnd(item.event);
+                }
+              },
+              { scope: 'run' },
+            )
             .then((unsubscribe) => {
               off = unsubscribe;
               if (ended) unsubscribe();

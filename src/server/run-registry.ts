@@ -409,12 +409,17 @@ export class RunRegistry {
     return new Promise((resolveEnd) => {
       let off: (() => void) | undefined;
       let done = false;
-      void this.subscribe(run.threadId, fromSeq, (item) => {
-        if (done || item.kind !== 'frame' || item.runId !== runId || item.event.event_type !== 'run_finish') return;
-        done = true;
-        off?.();
-        resolveEnd(item.event.termination);
-      }).then((unsubscribe) => {
+      void this.subscribe(
+        run.threadId,
+        fromSeq,
+        (item) => {
+          if (done || item.kind !== 'frame' || item.runId !== runId || item.event.event_type !== 'run_finish') return;
+          done = true;
+          off?.();
+          resolveEnd(item.event.termination);
+        },
+        { scope: 'run' },
+      ).then((unsubscribe) => {
         off = unsubscribe;
         if (done) unsubscribe();
       });
@@ -432,9 +437,12 @@ export class RunRegistry {
    * messages: the stored history (committed at every step end), plus the input of the run in flight
    * when its first step has not been committed yet.
    */
-  async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
+  async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void, options: { readonly scope?: 'thread' | 'run' } = {}): Promise<() => void> {
     const bus = this.#bus;
-    if (bus !== undefined && this.#threads.get(threadId)?.current === undefined) return this.#subscribeShared(bus, threadId, since, onItem);
+    // With several instances, a thread's stream follows the shared log (its runs may happen anywhere);
+    // a stream of one local run (it ends with that run) reads the local ring.
+    const local = options.scope === 'run' && this.#threads.get(threadId)?.current !== undefined;
+    if (bus !== undefined && !local) return this.#subscribeShared(bus, threadId, since, onItem);
     const stored = (await this.#store.loadThread(threadId))?.messages ?? [];
     const current = this.#threads.get(threadId)?.current;
     const ids = new Set(stored.map((m) => m.id));

@@ -3,7 +3,7 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/server/http.ts';
 import { listen } from '../../src/server/node.ts';
-import { bodyJson, testServer } from '../support/server.ts';
+import { bodyJson, gatedTool, parseSse, testServer } from '../support/server.ts';
 
 /** `awaken serve`'s A2A routes, driven by the official @a2a-js/sdk client over a real socket. */
 
@@ -73,5 +73,29 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     const extended = await app.request('/v1/a2a/agent/extendedAgentCard', { headers: { authorization: 'Bearer card-token' } });
     expect(extended.status).toBe(200);
     expect((await bodyJson(extended)).skills.map((k: { id: string }) => k.id)).toEqual(['agent']);
+  });
+
+  it('returnImmediately, task listing with paging and filters, and subscribing to a running task', async () => {
+    const g = gatedTool();
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 't' } }] }, { text: 'Finished.' }, { text: 'Second.' }], { tools: [g.tool] });
+    const immediate = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'i1', role: 'ROLE_USER', parts: [{ text: 'go' }] }, configuration: { returnImmediately: true } })));
+    expect(immediate.task.status.state).toBe('TASK_STATE_WORKING');
+    const taskId = immediate.task.id;
+    const sub = await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST' });
+    expect(sub.status).toBe(200);
+    g.open();
+    const frames = parseSse(await sub.text()).map((f) => JSON.parse(f.data));
+    expect(Object.keys(frames[0])).toEqual(['task']);
+    expect(frames.at(-1).statusUpdate.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST' })).status).toBe(409);
+    await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'i2', role: 'ROLE_USER', parts: [{ text: 'again' }] } })));
+    const all = await bodyJson(s.app.request('/v1/a2a/tasks?pageSize=1'));
+    expect(all).toMatchObject({ totalSize: 2, pageSize: 1, nextPageToken: '1' });
+    const next = await bodyJson(s.app.request(`/v1/a2a/tasks?pageSize=1&pageToken=${all.nextPageToken}&historyLength=1`));
+    expect(next.tasks).toHaveLength(1);
+    expect(next.nextPageToken).toBe('');
+    expect((await bodyJson(s.app.request(`/v1/a2a/tasks?contextId=${immediate.task.contextId}`))).totalSize).toBe(1);
+    expect((await bodyJson(s.app.request('/v1/a2a/tasks?status=TASK_STATE_WORKING'))).totalSize).toBe(0);
+    expect((await s.app.request('/v1/a2a/tasks?pageToken=zz')).status).toBe(400);
   });
 });

@@ -47,7 +47,9 @@ const SendMessageSchema = z.looseObject({
     contextId: z.string().optional(),
     taskId: z.string().optional(),
   }),
-  configuration: z.looseObject({ acceptedOutputModes: z.array(z.string()).optional(), historyLength: z.number().int().nonnegative().optional() }).optional(),
+  configuration: z
+    .looseObject({ acceptedOutputModes: z.array(z.string()).optional(), historyLength: z.number().int().nonnegative().optional(), returnImmediately: z.boolean().optional() })
+    .optional(),
   metadata: z.unknown().optional(),
 });
 type SendMessage = z.output<typeof SendMessageSchema>;
@@ -156,7 +158,9 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     const method = c.req.method;
     if (method === 'GET' && head === 'extendedAgentCard' && second === undefined) return extendedCard(c, agentId);
     if (method === 'POST' && (head === 'message:send' || head === 'message:stream') && second === undefined) return send(c, agentId, head === 'message:stream');
+    if (head === 'tasks' && second === undefined && method === 'GET') return c.json(await listTasks(c));
     if (head === 'tasks' && second !== undefined && third === undefined) {
+      if (method === 'POST' && second.endsWith(':subscribe')) return subscribeTask(second.slice(0, -':subscribe'.length));
       const cancel = second.endsWith(':cancel');
       const taskId = cancel ? second.slice(0, -':cancel'.length) : second;
       if (method === 'GET' && !cancel) return c.json(await snapshot(taskId, historyOf(c)));
@@ -199,6 +203,37 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     if (!/^\d{1,6}$/.test(raw)) throw badRequest('historyLength', 'must be a non-negative integer');
     return Number(raw);
   };
+
+  /** `GET tasks?contextId=&status=&pageSize=&pageToken=&historyLength=`: newest first. */
+  async function listTasks(c: Context): Promise<JsonValue> {
+    const contextId = c.req.query('contextId');
+    const pageSize = Math.min(100, Math.max(1, Number(c.req.query('pageSize') ?? 50) || 50));
+    const token = c.req.query('pageToken') ?? '';
+    if (token !== '' && !/^\d{1,9}$/.test(token)) throw badRequest('pageToken', 'must be a page token from a previous listing');
+    const offset = token === '' ? 0 : Number(token);
+    const wanted = c.req.query('status');
+    const STATES: Record<string, RunRecord['status']> = { TASK_STATE_SUBMITTED: 'created', TASK_STATE_WORKING: 'running', TASK_STATE_INPUT_REQUIRED: 'waiting' };
+    const status = wanted === undefined ? undefined : STATES[wanted.toUpperCase().startsWith('TASK_STATE_') ? wanted.toUpperCase() : `TASK_STATE_${wanted.toUpperCase().replace(/-/g, '_')}`];
+    const page = await store.listRuns({ offset, limit: pageSize, ...(contextId !== undefined ? { threadId: contextId } : {}), ...(status !== undefined ? { status } : {}) });
+    const historyLength = historyOf(c) ?? 0;
+    const tasks: JsonValue[] = [];
+    for (const run of page.items) {
+      const messages = historyLength === 0 ? [] : ((await store.loadThread(run.thread_id))?.messages ?? []);
+      tasks.push(taskOf(run, registry.live(run.run_id)?.status ?? run.status, messages, historyLength));
+    }
+    const next = offset + page.items.length;
+    return { tasks, totalSize: page.total, pageSize, nextPageToken: next < page.total ? String(next) : '' };
+  }
+
+  /** `tasks/{id}:subscribe`: the task's stream from now to the end of its current segment. */
+  async function subscribeTask(taskId: string): Promise<Response> {
+    const live = registry.live(taskId);
+    if (live === undefined || live.status === 'done') {
+      if (!isId(taskId) || (await store.getRun(taskId)) === undefined) throw taskNotFound(taskId);
+      throw new A2aError(409, 'FAILED_PRECONDITION', `task ${taskId} is in a terminal state`, [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org', metadata: { taskId } }]);
+    }
+    return streamTask(taskId, live.threadId, registry.log(live.threadId).lastSeq);
+  }
 
   async function waitDone(runId: string): Promise<void> {
     for (let i = 0; i < 500; i++) {
@@ -263,22 +298,27 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
       from = started.value.fromSeq;
     }
     if (!stream) {
-      await registry.segmentEnd(runId, from);
+      if (req.configuration?.returnImmediately !== true) await registry.segmentEnd(runId, from);
       return c.json({ task: await snapshot(runId, req.configuration?.historyLength) });
     }
+    return streamTask(runId, threadId, from);
+  }
+
+  /** A task's StreamResponse frames from `from` to the end of its segment (`run_start` made up when the segment is a resumption). */
+  function streamTask(runId: string, threadId: string, from: number): Response {
     let state: A2aState = initialA2aState();
-    let resumed = false;
     const render = (item: LogItem): string => {
       if (item.kind !== 'frame' || item.runId !== runId) return '';
-      // A resumed task's segment has no run_start of its own in this stream: open it as the task.
-      if (!state.started && !resumed && item.event.event_type !== 'run_start') {
-        resumed = true;
-        const [s0] = transcodeA2a(state, { event_type: 'run_start', thread_id: threadId, run_id: runId });
+      // A segment joined midway (a resumption, a subscription) opens with the task, as a stream does.
+      let opening = '';
+      if (!state.started && item.event.event_type !== 'run_start') {
+        const [s0, f0] = transcodeA2a(state, { event_type: 'run_start', thread_id: threadId, run_id: runId });
         state = s0;
+        opening = frameA2a(f0);
       }
       const [next, frames] = transcodeA2a(state, item.event);
       state = next;
-      return frameA2a(frames);
+      return opening + frameA2a(frames);
     };
     return logStream(
       registry,

@@ -131,6 +131,16 @@ describe('two instances on one PostgreSQL database', () => {
     expect(run).toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
   }, 60_000);
 
+  it('one run per thread across instances: B refuses a thread A is running (409 with A’s run id)', async () => {
+    const r = await post(`${a.url}/v1/runs`, { threadId: 'c5', messages: [{ role: 'user', content: 'slow please' }] });
+    const runId = r.headers.get('x-awaken-run-id') as string;
+    await readFrames(r, (fs) => fs.some((f) => data(f).event_type === 'text_delta'), 15_000);
+    const busy = await post(`${b.url}/v1/runs`, { threadId: 'c5', messages: [{ role: 'user', content: 'me too' }] });
+    expect(busy.status).toBe(409);
+    expect(await bodyJson(busy)).toMatchObject({ code: 'thread_busy', run_id: runId });
+    await fetch(`${b.url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+  }, 60_000);
+
   it('a thread followed on A shows the runs made on B, and then on A, on one seq', async () => {
     const watcher = fetch(`${a.url}/v1/threads/c4/stream?since=0`);
     const onB = await post(`${b.url}/v1/runs`, { threadId: 'c4', messages: [{ role: 'user', content: 'hello from b' }] });

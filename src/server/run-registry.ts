@@ -56,7 +56,16 @@ export class ThreadLog {
   }
 
   append(runId: string, event: AgentEvent): LogFrame {
-    const frame: LogFrame = { kind: 'frame', seq: ++this.#seq, runId, event, data: serialiseEvent(event) };
+    return this.publish(this.next(runId, event));
+  }
+
+  /** The next frame, its `seq` taken, not yet retained or delivered (see `publish`). */
+  next(runId: string, event: AgentEvent): LogFrame {
+    return { kind: 'frame', seq: ++this.#seq, runId, event, data: serialiseEvent(event) };
+  }
+
+  /** Retains a frame from `next` and delivers it to the subscribers. */
+  publish(frame: LogFrame): LogFrame {
     this.#ring.push(frame);
     if (this.#ring.length > this.#capacity) this.#ring.shift();
     for (const s of [...this.#subscribers]) {
@@ -171,7 +180,7 @@ export class RunRegistry {
   /** The last `seq` of threads whose log was evicted. */
   readonly #evictedSeq = new Map<string, number>();
   /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
-  readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: boolean }>();
+  readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: Promise<void> | undefined }>();
   /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
   readonly #remote = new Map<string, Set<() => void>>();
 
@@ -247,7 +256,22 @@ export class RunRegistry {
       current.handle.cancel();
       await current.handle.done.catch(() => undefined);
     }
-    if (this.#bus !== undefined) log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
+    if (this.#bus !== undefined) {
+      // Another instance may be running this thread: the same rules apply across instances.
+      const remote = await this.#remoteActive(request.threadId);
+      if (remote !== undefined) {
+        const parked = remote.status === 'waiting';
+        if (parked && request.discardPause !== true) {
+          return fail({ code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${remote.runId}`, runId: remote.runId });
+        }
+        if (!parked && this.#policy === 'reject') {
+          return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${remote.runId}`, runId: remote.runId });
+        }
+        await this.#bus.send({ action: 'cancel', runId: remote.runId });
+        for (let i = 0; i < 400 && (await this.#remoteActive(request.threadId))?.runId === remote.runId; i++) await new Promise((r) => setTimeout(r, 25));
+      }
+      log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
+    }
     // At-least-once delivery may bring the same input twice (a job re-run after its consumer died):
     // messages the thread already holds are not appended again.
     const held = new Set(((await this.#store.loadThread(request.threadId))?.messages ?? []).map((m) => m.id).filter((id) => id !== undefined));
@@ -256,12 +280,12 @@ export class RunRegistry {
     let live: LiveRun | undefined;
     const pending: AgentEvent[] = [];
     const sink = {
-      emit: (event: AgentEvent): void => {
+      emit: (event: AgentEvent): void | Promise<void> => {
         if (live === undefined) {
           pending.push(event);
           return;
         }
-        this.#record(live, event);
+        return this.#record(live, event);
       },
     };
     const started = await this.#runtime.start(
@@ -287,7 +311,7 @@ export class RunRegistry {
     const run = live;
     this.#runs.set(run.runId, run);
     entry.current = run;
-    for (const event of pending.splice(0)) this.#record(run, event);
+    for (const event of pending.splice(0)) void this.#record(run, event);
     const done = handle.done.then(
       (result) => {
         this.#finish(run, undefined);
@@ -301,7 +325,7 @@ export class RunRegistry {
     return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq, done } };
   }
 
-  #record(run: LiveRun, event: AgentEvent): void {
+  #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
     if (event.event_type === 'run_start') {
       run.status = 'running';
       run.terminalSeen = false;
@@ -310,37 +334,52 @@ export class RunRegistry {
       run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
     } else if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') run.waitingCalls.add(event.id);
     else if (event.event_type === 'tool_call_resumed') run.waitingCalls.delete(event.target_id);
-    const frame = this.log(run.threadId).append(run.runId, event);
-    if (this.#bus !== undefined) this.#share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
+    const log = this.log(run.threadId);
+    if (this.#bus === undefined) {
+      log.append(run.runId, event);
+      return;
+    }
+    const frame = log.next(run.runId, event);
+    const shared = this.#share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
+    if (event.event_type !== 'run_finish') {
+      log.publish(frame);
+      return;
+    }
+    // A segment's terminal frame is delivered once every frame before it is in the shared log: a
+    // client that saw it and goes on on another instance finds the thread's sequence where it stopped.
+    return shared.then(() => void log.publish(frame));
   }
 
-  /** Sends frames to the bus in order, batching what piles up while an append is in flight. */
-  #share(threadId: string, frame: { seq: number; runId: string; data: string }): void {
+  /**
+   * Sends frames to the bus in order, batching what piles up while an append is in flight; resolves
+   * once the frame (and everything before it) has been appended.
+   */
+  #share(threadId: string, frame: { seq: number; runId: string; data: string }): Promise<void> {
     const bus = this.#bus as ClusterBus;
     let box = this.#outbox.get(threadId);
     if (box === undefined) {
-      box = { frames: [], flushing: false };
+      box = { frames: [], flushing: undefined };
       this.#outbox.set(threadId, box);
     }
     box.frames.push(frame);
-    if (box.flushing) return;
-    box.flushing = true;
+    if (box.flushing !== undefined) return box.flushing;
     const b = box;
-    void (async () => {
+    b.flushing = (async () => {
       while (b.frames.length > 0) {
         const batch = b.frames.splice(0);
         await bus.append(threadId, batch).catch(() => undefined);
       }
-      b.flushing = false;
+      b.flushing = undefined;
       if (b.frames.length === 0) this.#outbox.delete(threadId);
     })();
+    return b.flushing;
   }
 
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
   #finish(run: LiveRun, crash: string | undefined): void {
     if (!run.terminalSeen) {
       const termination = run.stopRequested ? { type: 'cancelled' as const } : { type: 'error' as const, value: crash ?? 'the run ended without a terminal event' };
-      this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
+      void this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
     }
     run.status = 'done';
     const entry = this.#threads.get(run.threadId);
@@ -517,6 +556,16 @@ export class RunRegistry {
     if (run === undefined) return local;
     await this.#bus.send({ action: 'decide', runId: run, decisions });
     return { ok: true, value: { runId: run } };
+  }
+
+  /** An unfinished run of the thread that another instance runs (the store shows it; this one does not). */
+  async #remoteActive(threadId: string): Promise<{ readonly runId: string; readonly status: RunStatus } | undefined> {
+    for (const status of ['running', 'waiting', 'created'] as const) {
+      const page = await this.#store.listRuns({ offset: 0, limit: 5, threadId, status }).catch(() => ({ items: [] as { run_id: string }[] }));
+      const run = page.items.find((r) => !this.#runs.has(r.run_id));
+      if (run !== undefined) return { runId: run.run_id, status };
+    }
+    return undefined;
   }
 
   /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */

@@ -9,6 +9,7 @@ import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
 import { bodyOf, HttpError, type ServerParts } from './http-support.ts';
+import { connectMcpServer, type McpToolSource } from './mcp-tools.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
 export const ModelConfigSchema = z
@@ -76,7 +77,7 @@ const PROFILE_OWNER = '__config';
  */
 export function configRoutes(
   parts: ServerParts,
-  options: { readonly adminToken?: string; readonly env?: NodeJS.ProcessEnv; readonly base: Registries; readonly saved?: Partial<ConfigDocs> },
+  options: { readonly adminToken?: string; readonly env?: NodeJS.ProcessEnv; readonly base: Registries; readonly saved?: Partial<ConfigDocs>; readonly version?: string },
 ): Hono {
   const { runtime, store } = parts;
   const app = new Hono();
@@ -102,28 +103,55 @@ export function configRoutes(
   };
 
   /** The registries the documents describe, on top of the server's own (tools, plugins, built-in providers). */
-  const registriesOf = (d: ConfigDocs): Registries => {
+  /** Connected MCP servers, by config id, with the URL they were connected for. */
+  const mcp = new Map<string, { readonly url: string; readonly source: McpToolSource }>();
+
+  const registriesOf = (d: ConfigDocs, sources: ReadonlyMap<string, { readonly source: McpToolSource }> = mcp): Registries => {
     const providers = new Map(options.base.providers);
     for (const [id, p] of Object.entries(d.providers)) providers.set(id, providerOf(ProviderConfigSchema.parse(p), options.env ?? process.env));
+    const tools = new Map(options.base.tools);
+    for (const [id, { source }] of sources) if (Object.hasOwn(d['mcp-servers'], id)) for (const t of source.tools) tools.set(t.descriptor.id, t);
     return {
       ...options.base,
       agents: new Map(Object.entries(d.agents).map(([id, a]) => [id, AgentSpecSchema.parse(a)] as const)),
       models: new Map(Object.entries(d.models).map(([id, m]) => [id, ModelConfigSchema.parse(m) as ModelEntry] as const)),
       providers,
+      tools,
     };
+  };
+
+  /** Connects the MCP servers the documents name (and not yet connected for that URL). */
+  const connectAll = async (d: ConfigDocs): Promise<Map<string, { readonly url: string; readonly source: McpToolSource }>> => {
+    const next = new Map(mcp);
+    for (const [id, raw] of Object.entries(d['mcp-servers'])) {
+      const { url } = McpServerConfigSchema.parse(raw);
+      if (next.get(id)?.url === url) continue;
+      try {
+        next.set(id, { url, source: await connectMcpServer(id, url, options.version ?? '0.0.0') });
+      } catch (e) {
+        throw new HttpError(400, 'config_rejected', `cannot reach MCP server '${id}' at ${url}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+    for (const id of [...next.keys()]) if (!Object.hasOwn(d['mcp-servers'], id)) next.delete(id);
+    return next;
   };
 
   const change = async (ns: Namespace, id: string, value: JsonValue | undefined): Promise<void> => {
     const next: ConfigDocs = { ...docs, [ns]: { ...docs[ns] } };
     if (value === undefined) delete next[ns][id];
     else next[ns][id] = value;
-    const published = runtime.publish(registriesOf(next));
+    const sources = ns === 'mcp-servers' ? await connectAll(next) : mcp;
+    const published = runtime.publish(registriesOf(next, sources));
     if (!published.ok) throw new HttpError(400, 'config_rejected', 'message' in published.error ? String(published.error.message) : published.error.code);
+    for (const [sid, entry] of mcp) if (sources.get(sid) !== entry) void entry.source.close().catch(() => undefined);
+    mcp.clear();
+    for (const [sid, entry] of sources) mcp.set(sid, entry);
     docs[ns] = next[ns];
     await store.write(PROFILE_OWNER, ns, docs[ns]);
   };
 
-  // Configuration saved by earlier writes is published on top of the server's own, when it still resolves.
+  // Configuration saved by earlier writes is published on top of the server's own, when it still resolves;
+  // saved MCP servers are connected in the background and their tools published once they answer.
   if (options.saved !== undefined) {
     const merged: ConfigDocs = { ...docs };
     for (const ns of Object.keys(NAMESPACES) as Namespace[]) merged[ns] = { ...docs[ns], ...(options.saved[ns] ?? {}) };
@@ -131,6 +159,13 @@ export function configRoutes(
       if (runtime.publish(registriesOf(merged)).ok) Object.assign(docs, merged);
     } catch {
       // A saved document that no longer parses is left out; the server's own configuration stands.
+    }
+    if (Object.keys(docs['mcp-servers']).length > 0) {
+      void connectAll(docs)
+        .then((sources) => {
+          if (runtime.publish(registriesOf(docs, sources)).ok) for (const [sid, entry] of sources) mcp.set(sid, entry);
+        })
+        .catch(() => undefined);
     }
   }
 

@@ -345,6 +345,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
       ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
       ...(options.processEnv !== undefined ? { env: options.processEnv } : {}),
       ...(options.savedConfig !== undefined ? { saved: options.savedConfig } : {}),
+      ...(options.version !== undefined ? { version: options.version } : {}),
     }),
   );
   app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0', ...(options.mcpAllowedHosts !== undefined ? { allowedHosts: options.mcpAllowedHosts } : {}) }));

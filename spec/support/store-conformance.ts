@@ -90,6 +90,20 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(await store.getRun('r1')).toMatchObject({ created_at: 10, updated_at: 30, status: 'waiting', termination: { type: 'suspended' } });
     });
 
+    it('a checkpoint that inserts a message in the middle (a summary) stores the new order exactly', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'ins', runId: 'r1', messages: conversation.slice(0, 3) }));
+      await store.checkpoint(checkpoint({ threadId: 'ins', runId: 'r1', messages: conversation, expectedMessageCount: 3 }));
+      const summary = Messages.internalSystem('<conversation-summary>\nS\n</conversation-summary>', { id: 'sum' });
+      const inserted = [...conversation.slice(0, 2), summary, ...conversation.slice(2)];
+      await store.checkpoint(checkpoint({ threadId: 'ins', runId: 'r1', messages: inserted, expectedMessageCount: conversation.length }));
+      expect((await store.loadThread('ins'))?.messages).toEqual(inserted);
+      const noIds = [Messages.user('a'), Messages.user('b')];
+      await store.checkpoint(checkpoint({ threadId: 'anon', runId: 'r2', messages: noIds.slice(0, 1) }));
+      await store.checkpoint(checkpoint({ threadId: 'anon', runId: 'r2', messages: noIds, expectedMessageCount: 1 }));
+      expect((await store.loadThread('anon'))?.messages).toEqual(noIds);
+      expect((await store.listMessages('ins', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(inserted.length);
+    });
+
     it('refuses a checkpoint whose expected message count is stale, and changes nothing', async () => {
       await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation.slice(0, 2), expectedMessageCount: 0 }));
       const conflict = await refusal(store.checkpoint(checkpoint({ threadId: 'th', runId: 'r2', messages: conversation, expectedMessageCount: 0 })));

@@ -161,12 +161,18 @@ export class PostgresStore implements Store {
         JSON.stringify(c.threadState),
         c.messages.length,
       ]);
-      await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1`, [c.threadId]);
-      if (c.messages.length > 0) {
+      // Usually the history only grew: when the stored messages are a prefix (by id) only the new ones
+      // are written; otherwise (a summary inserted, say) the thread's messages are rewritten.
+      const stored = (await db.query<{ id: string | null }>(`SELECT (data::json)->>'id' AS id FROM ${p}_messages WHERE thread_id = $1 ORDER BY seq`, [c.threadId])).rows.map((r) => r.id);
+      const grown = stored.length <= c.messages.length && stored.every((id, i) => id !== null && id === c.messages[i]?.id);
+      const from = grown ? stored.length : 0;
+      if (!grown) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1`, [c.threadId]);
+      const fresh = c.messages.slice(from);
+      if (fresh.length > 0) {
         await db.query(
           `INSERT INTO ${p}_messages (thread_id, seq, internal, data)
-           SELECT $1, t.ord - 1, t.internal, t.data FROM unnest($2::text[], $3::boolean[]) WITH ORDINALITY AS t(data, internal, ord)`,
-          [c.threadId, c.messages.map((m) => JSON.stringify(m)), c.messages.map((m) => m.visibility === 'internal')],
+           SELECT $1, $4 + t.ord - 1, t.internal, t.data FROM unnest($2::text[], $3::boolean[]) WITH ORDINALITY AS t(data, internal, ord)`,
+          [c.threadId, fresh.map((m) => JSON.stringify(m)), fresh.map((m) => m.visibility === 'internal'), from],
         );
       }
       await db.query(

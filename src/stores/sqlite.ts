@@ -165,9 +165,19 @@ export class SqliteStore implements Store {
            ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`,
         )
         .run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
-      this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
+      // Usually the history only grew: when the stored messages are a prefix (by id) only the new ones
+      // are written; otherwise (a summary inserted, say) the thread's messages are rewritten.
+      const storedIds = (this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as { id: string | null }[]).map(
+        (r) => r.id,
+      );
+      const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
+      const from = grown ? storedIds.length : 0;
+      if (!grown) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
       const insert = this.#db.prepare('INSERT INTO awaken_messages (thread_id, seq, internal, data) VALUES (?, ?, ?, ?)');
-      c.messages.forEach((m, i) => insert.run(c.threadId, i, m.visibility === 'internal' ? 1 : 0, JSON.stringify(m)));
+      for (let i = from; i < c.messages.length; i++) {
+        const m = c.messages[i] as Message;
+        insert.run(c.threadId, i, m.visibility === 'internal' ? 1 : 0, JSON.stringify(m));
+      }
       this.#db
         .prepare(
           `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)

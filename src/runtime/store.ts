@@ -95,8 +95,11 @@ export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileSto
  */
 export const ID_PATTERN = /^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}$/;
 
+/** Whether an id may reach a store (see `ID_PATTERN`). */
+export const isValidId = (id: string): boolean => ID_PATTERN.test(id) && id !== '__proto__';
+
 export function checkId(kind: string, id: string): void {
-  if (!ID_PATTERN.test(id) || id === '__proto__') throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
+  if (!isValidId(id)) throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
 }
 
 /** The run record a checkpoint describes. */

@@ -7,7 +7,7 @@ import { messageText, type ContentBlock, type Message } from '../contract/messag
 import { agentCardOf } from '../protocols/a2a/card.ts';
 import { finishA2a, frameA2a, initialA2aState, RESPONSE_ARTIFACT, taskStateOf, transcodeA2a, type A2aState, type TaskState } from '../protocols/a2a/encoder.ts';
 import { decisionFor } from '../runtime/run-loop.ts';
-import { checkId, type RunRecord } from '../runtime/store.ts';
+import { isValidId, type RunRecord } from '../runtime/store.ts';
 import { logStream, type ServerParts } from './http-support.ts';
 import type { LogItem } from './run-registry.ts';
 
@@ -229,7 +229,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   async function subscribeTask(taskId: string): Promise<Response> {
     const live = registry.live(taskId);
     if (live === undefined || live.status === 'done') {
-      if (!isId(taskId) || (await store.getRun(taskId)) === undefined) throw taskNotFound(taskId);
+      if (!isValidId(taskId) || (await store.getRun(taskId)) === undefined) throw taskNotFound(taskId);
       throw new A2aError(409, 'FAILED_PRECONDITION', `task ${taskId} is in a terminal state`, [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org', metadata: { taskId } }]);
     }
     return streamTask(taskId, live.threadId, registry.log(live.threadId).lastSeq);
@@ -244,7 +244,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   }
 
   async function snapshot(taskId: string, historyLength: number | undefined): Promise<JsonValue> {
-    if (!isId(taskId)) throw taskNotFound(taskId);
+    if (!isValidId(taskId)) throw taskNotFound(taskId);
     const stored = await store.getRun(taskId);
     const live = registry.live(taskId);
     if (stored === undefined && live === undefined) throw taskNotFound(taskId);
@@ -290,8 +290,8 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     } else {
       if (m.taskId !== undefined && existing !== undefined) throw badRequest('message.taskId', `task ${m.taskId} is not waiting for input`);
       threadId = m.contextId ?? env.ids.next('thread');
-      if (!isId(threadId)) throw badRequest('message.contextId', 'invalid context id');
-      const messageId = isId(m.messageId) ? m.messageId : env.ids.next('message');
+      if (!isValidId(threadId)) throw badRequest('message.contextId', 'invalid context id');
+      const messageId = isValidId(m.messageId) ? m.messageId : env.ids.next('message');
       const started = await registry.start({ threadId, agentId, messages: [{ id: messageId, role: 'user', content: blocksOf(m.parts) }] });
       if (!started.ok) throw new A2aError(409, 'FAILED_PRECONDITION', started.error.message);
       runId = started.value.runId;
@@ -330,13 +330,4 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   }
 
   return app;
-}
-
-function isId(id: string): boolean {
-  try {
-    checkId('task', id);
-    return true;
-  } catch {
-    return false;
-  }
 }

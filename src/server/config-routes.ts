@@ -8,6 +8,7 @@ import type { JsonValue } from '../contract/json.ts';
 import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
+import { isValidId } from '../runtime/store.ts';
 import { bodyOf, HttpError, type ServerParts } from './http-support.ts';
 import { connectMcpServer, type McpToolSource } from './mcp-tools.ts';
 
@@ -198,7 +199,7 @@ export function configRoutes(
     authorize(c);
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
-    if (!/^[A-Za-z0-9_:.-]{1,200}$/.test(id) || id === '__proto__') throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
+    if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
     const value = (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>;
     if (ns === 'agents' && value['id'] !== id) throw new HttpError(400, 'invalid_request', 'id: must equal the id in the path', 'id');
     await change(ns, id, value as JsonValue);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { RunStatusSchema } from '../contract/lifecycle.ts';
 import { MessageSchema, Messages, type Message } from '../contract/message.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
-import { checkId, StoreFailure } from '../runtime/store.ts';
+import { isValidId, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { configRoutes, type ConfigDocs } from './config-routes.ts';
 import { bodyOf, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
@@ -69,11 +69,7 @@ function intParam(c: Context, name: string, fallback: number, min: number, max: 
 
 function idParam(c: Context, name: string, kind: string): string {
   const id = c.req.param(name) ?? '';
-  try {
-    checkId(kind, id);
-  } catch {
-    throw new HttpError(400, 'invalid_id', `invalid ${kind} id`, name);
-  }
+  if (!isValidId(id)) throw new HttpError(400, 'invalid_id', `invalid ${kind} id`, name);
   return id;
 }
 
@@ -146,11 +142,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   app.post('/v1/threads', async (c) => {
     const body = await bodyOf(c, CreateThreadSchema);
     const id = body.id ?? env.ids.next('thread');
-    try {
-      checkId('thread', id);
-    } catch {
-      throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
-    }
+    if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
     return c.json(await store.createThread({ id, ...(body.title !== undefined ? { title: body.title } : {}), now: env.clock.now() }), 201);
   });
 
@@ -248,11 +240,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
     const agentId = body.agentId ?? body.agent_id;
     if (agentId !== undefined && !runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'agentId');
     const threadId = body.threadId ?? body.thread_id ?? env.ids.next('thread');
-    try {
-      checkId('thread', threadId);
-    } catch {
-      throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
-    }
+    if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
     const started = await registry.start({
       threadId,
       ...(agentId !== undefined ? { agentId } : {}),

@@ -8,7 +8,7 @@ import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
 import { finishAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../runtime/inbound.ts';
-import { checkId } from '../runtime/store.ts';
+import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, registryError, type ServerParts } from './http-support.ts';
 import type { LogItem } from './run-registry.ts';
 
@@ -79,11 +79,7 @@ export function protocolRoutes(parts: ServerParts, options: { readonly heartbeat
 
 function threadParam(c: Context): string {
   const id = c.req.param('thread_id') ?? '';
-  try {
-    checkId('thread', id);
-  } catch {
-    throw new HttpError(400, 'invalid_id', 'invalid thread id', 'thread_id');
-  }
+  if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'thread_id');
   return id;
 }
 
@@ -163,11 +159,7 @@ async function serve<S>(
     throw new HttpError(400, 'invalid_request', 'threadId: does not match the thread of the path', 'threadId');
   }
   const threadId = path.threadId ?? inbound.threadId ?? env.ids.next('thread');
-  try {
-    checkId('thread', threadId);
-  } catch {
-    throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
-  }
+  if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
   if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
 
   let runId: string;
@@ -181,7 +173,7 @@ async function serve<S>(
     const stored = new Set(((await store.loadThread(threadId))?.messages ?? []).map((m) => m.id));
     const fresh: Message[] = inbound.messages
       .filter((m) => m.id === undefined || !stored.has(m.id))
-      .map((m) => ({ ...m.message, id: m.id !== undefined && isStorableId(m.id) ? m.id : env.ids.next('message') }));
+      .map((m) => ({ ...m.message, id: m.id !== undefined && isValidId(m.id) ? m.id : env.ids.next('message') }));
     if (fresh.length === 0) throw new HttpError(400, 'invalid_request', 'messages: no new message to run on', 'messages');
     const started = await registry.start({ threadId, ...(inbound.agentId !== undefined ? { agentId: inbound.agentId } : {}), messages: fresh });
     if (!started.ok) throw registryError(started.error);
@@ -190,12 +182,3 @@ async function serve<S>(
   }
   return streamRun(parts, protocol, threadId, runId, since, heartbeatMs);
 }
-
-const isStorableId = (id: string): boolean => {
-  try {
-    checkId('message', id);
-    return true;
-  } catch {
-    return false;
-  }
-};

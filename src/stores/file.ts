@@ -11,6 +11,7 @@ import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts'
 import { byUpdatedThenId } from './memory.ts';
 import {
   checkId,
+  isValidId,
   pageOf,
   runRecordOf,
   StoreFailure,
@@ -59,7 +60,7 @@ export class FileStore implements Store {
   }
 
   async getThread(id: string): Promise<ThreadRecord | undefined> {
-    if (!safe(id)) return undefined;
+    if (!isValidId(id)) return undefined;
     return (await this.#thread(id))?.record;
   }
 
@@ -74,7 +75,7 @@ export class FileStore implements Store {
   }
 
   async deleteThread(id: string): Promise<boolean> {
-    if (!safe(id)) return false;
+    if (!isValidId(id)) return false;
     return this.#serial(async () => {
       if ((await this.#thread(id)) === undefined) return false;
       for (const runId of await this.#ids('runs')) {
@@ -87,13 +88,13 @@ export class FileStore implements Store {
   }
 
   async listMessages(threadId: string, q: MessageQuery): Promise<Page<Message>> {
-    const t = safe(threadId) ? await this.#thread(threadId) : undefined;
+    const t = isValidId(threadId) ? await this.#thread(threadId) : undefined;
     if (t === undefined) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
     return pageOf(visibleMessages(t.messages, q.visibility), q);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    return safe(runId) ? this.#run(runId) : undefined;
+    return isValidId(runId) ? this.#run(runId) : undefined;
   }
 
   async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
@@ -109,7 +110,7 @@ export class FileStore implements Store {
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    if (!safe(runId)) return false;
+    if (!isValidId(runId)) return false;
     return this.#serial(async () => {
       const run = await this.#run(runId);
       if (run === undefined) return false;
@@ -119,7 +120,7 @@ export class FileStore implements Store {
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
-    const t = safe(threadId) ? await this.#thread(threadId) : undefined;
+    const t = isValidId(threadId) ? await this.#thread(threadId) : undefined;
     if (t === undefined) return undefined;
     return { messages: t.messages, ...(t.state !== undefined ? { threadState: t.state } : {}) };
   }
@@ -249,12 +250,3 @@ export class FileStore implements Store {
     return next;
   }
 }
-
-const safe = (id: string): boolean => {
-  try {
-    checkId('thread', id);
-    return true;
-  } catch {
-    return false;
-  }
-};

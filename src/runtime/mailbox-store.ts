@@ -1,21 +1,9 @@
-import type { Message } from '../contract/message.ts';
-import type { MailboxConfig, MailboxJob, MailboxJobOrigin, MailboxJobStatus } from '../core/mailbox/job.ts';
+import type { MailboxConfig, MailboxJob, MailboxJobStatus } from '../core/mailbox/job.ts';
 import type { Page } from './store.ts';
 
-/** A job to enqueue; the store stamps status, generation, attempts and times. */
-export interface NewMailboxJob {
-  readonly job_id: string;
-  readonly mailbox_id: string;
-  readonly agent_id: string;
-  readonly messages: readonly Message[];
-  readonly origin: MailboxJobOrigin;
-  readonly sender_id?: string;
-  readonly parent_run_id?: string;
-  readonly priority?: number;
-  readonly dedupe_key?: string;
-  readonly available_at?: number;
-  readonly max_attempts?: number;
-}
+/** A job to enqueue: its identity and content; the store stamps status, generation, attempts and times. */
+export type NewMailboxJob = Pick<MailboxJob, 'job_id' | 'mailbox_id' | 'agent_id' | 'messages' | 'origin'> &
+  Partial<Pick<MailboxJob, 'sender_id' | 'parent_run_id' | 'priority' | 'dedupe_key' | 'available_at' | 'max_attempts'>>;
 
 /** Book: MailboxInterrupt. */
 export interface MailboxInterrupt {

@@ -178,14 +178,7 @@ export class FileStore implements Store {
     return this.#book((d) => MailboxBook.cancel(d, jobId, now));
   }
   extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    return this.#book((d) => {
-      try {
-        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    return this.#book((d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now));
   }
   interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
     return this.#book((d) => MailboxBook.interrupt(d, mailboxId, now));

@@ -98,6 +98,14 @@ export const MailboxBook = {
     d.jobs[jobId] = r.value;
     return r.value;
   },
+  /** Extends a claimed job's lease; false when the job is gone, not claimed, or claimed by another token. */
+  extendLease(d: MailboxData, jobId: string, token: string, leaseMs: number, now: number): boolean {
+    const j = d.jobs[jobId];
+    const r = j === undefined ? undefined : Jobs.extendLease(j, token, leaseMs, now);
+    if (r === undefined || !r.ok) return false;
+    d.jobs[jobId] = r.value;
+    return true;
+  },
   cancel(d: MailboxData, jobId: string, now: number): MailboxJob | undefined {
     const j = d.jobs[jobId];
     if (j === undefined) return undefined;

@@ -139,12 +139,7 @@ export class MemoryStore implements Store {
     return copy(MailboxBook.cancel(this.#mailbox, jobId, now));
   }
   async extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    try {
-      MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
-      return true;
-    } catch {
-      return false;
-    }
+    return MailboxBook.extendLease(this.#mailbox, jobId, token, leaseMs, now);
   }
   async interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
     return copy(MailboxBook.interrupt(this.#mailbox, mailboxId, now));

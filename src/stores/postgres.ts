@@ -273,14 +273,7 @@ export class PostgresStore implements Store {
     return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.cancel(d, jobId, now));
   }
   extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => {
-      try {
-        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now));
   }
   interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
     return this.#mailbox(

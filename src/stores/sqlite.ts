@@ -251,14 +251,7 @@ export class SqliteStore implements Store {
     return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.cancel(d, jobId, now));
   }
   async extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => {
-      try {
-        MailboxBook.update(d, jobId, (j) => Jobs.extendLease(j, token, leaseMs, now));
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now));
   }
   async interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
     return this.#mailbox(() => this.#jobRows(`mailbox_id = ? AND status IN ('queued', 'claimed')`, mailboxId), () => [mailboxId], (d) => MailboxBook.interrupt(d, mailboxId, now));

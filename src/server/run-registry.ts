@@ -245,13 +245,8 @@ export class RunRegistry {
     const entry = this.#threads.get(request.threadId) as ThreadEntry;
     const current = entry.current;
     if (current !== undefined) {
-      const parked = current.status === 'waiting';
-      if (parked && request.discardPause !== true) {
-        return fail({ code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${current.runId}`, runId: current.runId });
-      }
-      if (!parked && this.#policy === 'reject') {
-        return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${current.runId}`, runId: current.runId });
-      }
+      const refused = this.#refusal(request, current);
+      if (refused !== undefined) return fail(refused);
       current.stopRequested = true;
       current.handle.cancel();
       await current.handle.done.catch(() => undefined);
@@ -260,13 +255,8 @@ export class RunRegistry {
       // Another instance may be running this thread: the same rules apply across instances.
       const remote = await this.#remoteActive(request.threadId);
       if (remote !== undefined) {
-        const parked = remote.status === 'waiting';
-        if (parked && request.discardPause !== true) {
-          return fail({ code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${remote.runId}`, runId: remote.runId });
-        }
-        if (!parked && this.#policy === 'reject') {
-          return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${remote.runId}`, runId: remote.runId });
-        }
+        const refused = this.#refusal(request, remote);
+        if (refused !== undefined) return fail(refused);
         await this.#bus.send({ action: 'cancel', runId: remote.runId });
         for (let i = 0; i < 400 && (await this.#remoteActive(request.threadId))?.runId === remote.runId; i++) await new Promise((r) => setTimeout(r, 25));
       }
@@ -323,6 +313,19 @@ export class RunRegistry {
       },
     );
     return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq, done } };
+  }
+
+  /**
+   * Whether a start must give way to the thread's run (here or on another instance): a waiting run
+   * unless the pause is discarded, a running one under `reject`. Otherwise that run is to be stopped.
+   */
+  #refusal(request: StartRequest, other: { readonly runId: string; readonly status: RunStatus }): RegistryError | undefined {
+    const parked = other.status === 'waiting';
+    if (parked && request.discardPause !== true) {
+      return { code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${other.runId}`, runId: other.runId };
+    }
+    if (!parked && this.#policy === 'reject') return { code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${other.runId}`, runId: other.runId };
+    return undefined;
   }
 
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {

@@ -269,6 +269,15 @@ describe('state machines are enforced', () => {
     expect(() => RunLifecycle.apply(s, { op: 'set_running', at: 2 })).toThrow(IllegalTransition);
   });
 
+  it('input the thread already holds (same message id) is not appended again; input without ids always is', async () => {
+    const h = harness([{ text: 'one' }, { text: 'two' }, { text: 'three' }], { tools: [echoTool] });
+    await h.runtime.run({ threadId: 'dup', messages: [Messages.user('hi', { id: 'm1' })] }, h.sink);
+    await h.runtime.run({ threadId: 'dup', messages: [Messages.user('hi', { id: 'm1' }), Messages.user('new', { id: 'm2' })] }, h.sink);
+    expect(h.llm.requests[1]?.messages.filter((m) => m.role === 'user').map((m) => m.id)).toEqual(['m1', 'm2']);
+    await h.runtime.run({ threadId: 'dup', messages: [Messages.user('again')] }, h.sink);
+    expect(h.llm.requests[2]?.messages.filter((m) => m.role === 'user')).toHaveLength(3);
+  });
+
   it('checkpoints are written at run start (the input, write-ahead), at every step end and at the run end', async () => {
     const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'ok' }], { tools: [echoTool] });
     await h.runtime.run({ threadId: 'th', messages: go }, h.sink);

@@ -167,7 +167,7 @@ export class AgentRuntime {
       threadId,
       runId,
       history: thread?.messages ?? [],
-      input: request.messages,
+      input: newInput(thread?.messages ?? [], request.messages),
       overrides: request.overrides,
       signal: controller.signal,
       waitForDecisions: options.waitForDecisions ?? true,
@@ -256,6 +256,16 @@ export function describeResolveError(e: ResolveError): string {
 }
 
 /** Assembles a runtime; duplicate ids are collected and reported by `build()` (book: AgentRuntimeBuilder). */
+/**
+ * The input the thread does not hold yet: at-least-once delivery may bring the same messages twice (a
+ * queued job re-run after its consumer died), and a message whose id is already stored is not added again.
+ */
+function newInput(history: readonly Message[], input: readonly Message[]): readonly Message[] {
+  if (history.length === 0 || input.every((m) => m.id === undefined)) return input;
+  const held = new Set(history.map((m) => m.id));
+  return input.filter((m) => m.id === undefined || !held.has(m.id));
+}
+
 export class AgentRuntimeBuilder {
   readonly #agents = new Map<string, AgentSpec>();
   readonly #tools = new Map<string, Tool>();

@@ -262,10 +262,6 @@ export class RunRegistry {
       }
       log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
     }
-    // At-least-once delivery may bring the same input twice (a job re-run after its consumer died):
-    // messages the thread already holds are not appended again.
-    const held = new Set(((await this.#store.loadThread(request.threadId))?.messages ?? []).map((m) => m.id).filter((id) => id !== undefined));
-    const input = request.messages.filter((m) => m.id === undefined || !held.has(m.id));
     const fromSeq = log.lastSeq;
     let live: LiveRun | undefined;
     const pending: AgentEvent[] = [];
@@ -279,7 +275,7 @@ export class RunRegistry {
       },
     };
     const started = await this.#runtime.start(
-      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: input },
+      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: request.messages },
       sink,
       { waitForDecisions: true },
     );

@@ -46,6 +46,12 @@ export class ThreadLog {
     return this.#seq;
   }
 
+  /** Whether frames after `since` have already left the ring (a subscriber from there needs a resync). */
+  isBehind(since: number | undefined): boolean {
+    if (since === undefined || since >= this.#seq) return false;
+    return since < (this.#ring[0]?.seq ?? this.#seq + 1) - 1;
+  }
+
   /** Moves the counter up to `seq` (frames other instances appended to the shared log). */
   ensureAtLeast(seq: number): void {
     if (seq > this.#seq) this.#seq = seq;
@@ -86,11 +92,8 @@ export class ThreadLog {
    */
   subscribe(since: number | undefined, onItem: (item: LogItem) => void, resync: (seq: number) => ResyncFrame): () => void {
     const backlog: LogItem[] = [];
-    if (since !== undefined && since < this.#seq) {
-      const oldest = this.#ring[0]?.seq ?? this.#seq + 1;
-      if (since < oldest - 1) backlog.push(resync(this.#seq));
-      else for (const f of this.#ring) if (f.seq > since) backlog.push(f);
-    }
+    if (this.isBehind(since)) backlog.push(resync(this.#seq));
+    else if (since !== undefined) for (const f of this.#ring) if (f.seq > since) backlog.push(f);
     for (const item of backlog) onItem(item);
     this.#subscribers.add(onItem);
     return () => this.#subscribers.delete(onItem);
@@ -481,12 +484,20 @@ export class RunRegistry {
     // a stream of one local run (it ends with that run) reads the local ring.
     const local = options.scope === 'run' && this.#threads.get(threadId)?.current !== undefined;
     if (bus !== undefined && !local) return this.#subscribeShared(bus, threadId, since, onItem);
+    // The messages of a resync are read only for a subscriber already behind the ring; one that is not
+    // subscribes without waiting, so it cannot fall behind before it is attached.
+    const log = this.log(threadId);
+    const messages = log.isBehind(since) ? await this.#resyncMessages(threadId) : [];
+    return log.subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+  }
+
+  /** The thread as a resync shows it: the stored history plus the input of a run not yet committed. */
+  async #resyncMessages(threadId: string): Promise<readonly Message[]> {
     const stored = (await this.#store.loadThread(threadId))?.messages ?? [];
     const current = this.#threads.get(threadId)?.current;
     const ids = new Set(stored.map((m) => m.id));
     const pending = current === undefined ? [] : current.input.filter((m) => m.id === undefined || !ids.has(m.id));
-    const messages = [...stored, ...pending];
-    return this.log(threadId).subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+    return [...stored, ...pending];
   }
 
   /**

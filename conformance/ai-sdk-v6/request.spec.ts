@@ -1,27 +1,11 @@
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type UIMessage } from 'ai';
+import { DefaultChatTransport, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { encodeAiSdk, frameAiSdk } from '../../src/protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../../src/protocols/ai-sdk-v6/request.ts';
+import { HeadlessChat } from '../../spec/support/ai-chat.ts';
 import { eventsOf } from '../support.ts';
 
 const NOW = 1_700_000_000_000;
-
-/** The headless chat state a UI framework would provide. */
-class State implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (m: UIMessage): void => void (this.messages = [...this.messages, m]);
-  popMessage = (): void => void (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (i: number, m: UIMessage): void => void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class Chat extends AbstractChat<UIMessage> {
-  constructor(transport: DefaultChatTransport<UIMessage>) {
-    super({ id: 'thread-1', transport, state: new State(), sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
-  }
-}
 
 describe('AI SDK v6 request decoding, fed by the official AbstractChat + DefaultChatTransport', () => {
   it('reads the user message, then the approval the client answers for the approval request it was sent', async () => {
@@ -38,7 +22,7 @@ describe('AI SDK v6 request decoding, fed by the official AbstractChat + Default
         return new Response(bodies.length === 1 ? suspended : finished, { headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' } });
       },
     });
-    const chat = new Chat(transport);
+    const chat = new HeadlessChat('thread-1', transport);
     await chat.sendMessage({ text: 'delete it' });
     const part = chat.lastMessage?.parts.find((p) => p.type.startsWith('tool-')) as { state?: string; approval?: { id: string } } | undefined;
     expect(part?.state).toBe('approval-requested');

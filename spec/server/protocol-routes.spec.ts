@@ -1,26 +1,11 @@
 import { buildResumeArray, HttpAgent } from '@ag-ui/client';
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type UIMessage } from 'ai';
+import { DefaultChatTransport, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { listen } from '../../src/server/node.ts';
+import { HeadlessChat } from '../support/ai-chat.ts';
 import { bodyJson, gatedTool, json, testServer } from '../support/server.ts';
 
 /** The official clients against `awaken serve`'s protocol routes, over a real socket. */
-
-class State implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (m: UIMessage): void => void (this.messages = [...this.messages, m]);
-  popMessage = (): void => void (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (i: number, m: UIMessage): void => void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
-
-class Chat extends AbstractChat<UIMessage> {
-  constructor(id: string, api: string) {
-    super({ id, transport: new DefaultChatTransport<UIMessage>({ api }), state: new State(), sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses });
-  }
-}
 
 const textOf = (m: UIMessage | undefined): string => (m?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
 
@@ -29,7 +14,7 @@ describe('AI SDK v6 route: AbstractChat + DefaultChatTransport', () => {
     const s = testServer([{ text: 'Hello!' }, { tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'deploy' } }] }, { text: 'Deployed.' }]);
     const server = await listen(s.app, { port: 0 });
     try {
-      const chat = new Chat('chat-1', `${server.url}/v1/ai-sdk/chat`);
+      const chat = new HeadlessChat('chat-1', new DefaultChatTransport<UIMessage>({ api: `${server.url}/v1/ai-sdk/chat` }));
       await chat.sendMessage({ text: 'hi' });
       expect(chat.error).toBeUndefined();
       expect(textOf(chat.lastMessage)).toBe('Hello!');

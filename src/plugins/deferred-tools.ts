@@ -120,9 +120,15 @@ export interface DeferredToolsOptions {
   readonly profiles?: ProfileStore;
 }
 
+/** The section, parsed once per agent spec (the hooks read it at every step). */
+const configs = new WeakMap<AgentSpec, DeferredToolsConfig | undefined>();
 const configOf = (ctx: PhaseContext): DeferredToolsConfig | undefined => {
-  const r = readPluginConfig(ctx.input['agentSpec'] as AgentSpec, DeferredToolsConfigKey);
-  return r.ok ? r.value : undefined;
+  const spec = ctx.input['agentSpec'] as AgentSpec;
+  if (!configs.has(spec)) {
+    const r = readPluginConfig(spec, DeferredToolsConfigKey);
+    configs.set(spec, r.ok ? r.value : undefined);
+  }
+  return configs.get(spec);
 };
 const isActive = (ctx: PhaseContext): boolean => Object.keys(ctx.snapshot.get(DeferralState)?.modes ?? {}).length > 0;
 

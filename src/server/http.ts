@@ -340,4 +340,3 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   return app;
 }
 
-export { bodyOf, HttpError, logStream, registryError, sseOf, SSE_HEADERS, type ServerParts } from './http-support.ts';

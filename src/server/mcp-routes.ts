@@ -2,7 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { Hono, type Context } from 'hono';
 import type { AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
-import { agentCardOf } from '../protocols/a2a/card.ts';
+import { describeAgent } from '../protocols/a2a/card.ts';
 import type { ServerParts } from './http-support.ts';
 import { mcpServer, type AgentHost } from './mcp-host.ts';
 
@@ -41,7 +41,7 @@ export function mcpRoutes(parts: ServerParts, options: McpHttpOptions & { readon
   const host: AgentHost = {
     agents: runtime.agentIds().map((id) => {
       const resolved = runtime.resolve(id);
-      return { id, description: resolved.ok ? String(agentCardOf(resolved.value.spec, 'http://localhost', options.version)['description']) : `Awaken agent: ${id}` };
+      return { id, description: resolved.ok ? describeAgent(resolved.value.spec) : `Awaken agent: ${id}` };
     }),
     async run(agentId, message, emit, signal) {
       const threadId = `mcp-${env.ids.next('thread')}`;

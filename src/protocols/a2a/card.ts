@@ -4,7 +4,8 @@ import type { JsonValue } from '../../contract/json.ts';
 /** How many bytes of the system prompt an agent card's description keeps. */
 const DESCRIPTION_BYTES = 200;
 
-function describe(spec: AgentSpec): string {
+/** An agent's description: its system prompt, cut to 200 bytes on a character boundary, or its id. */
+export function describeAgent(spec: AgentSpec): string {
   const prompt = spec.system_prompt.trim();
   if (prompt === '') return `Awaken agent '${spec.id}'`;
   const bytes = Buffer.from(prompt, 'utf8');
@@ -24,7 +25,7 @@ export function agentCardOf(spec: AgentSpec, baseUrl: string, version: string): 
   const base = baseUrl.replace(/\/+$/, '');
   return {
     name: spec.id,
-    description: describe(spec),
+    description: describeAgent(spec),
     supportedInterfaces: [{ url: `${base}/v1/a2a/${encodeURIComponent(spec.id)}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }],
     provider: { url: base, organization: 'Awaken' },
     version,

@@ -183,3 +183,47 @@ describe('RunHandle.parked', () => {
     expect(await started.value.parked()).toBe(false);
   });
 });
+
+describe('input sent with decisions (a chat answers an approval and writes a message at once)', () => {
+  it('joins the thread after the resumed call, before the next inference', async () => {
+    const h = harness([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Shipped, and noted.' }]);
+    const started = await h.runtime.start({ threadId: 't', messages: [Messages.user('ship it', { id: 'u1' })] }, h.sink);
+    if (!started.ok) throw new Error('start');
+    expect(await started.value.parked()).toBe(true);
+    const sent = started.value.decide([{ targetId: 's-c1', decision: { decision_id: 'd', action: 'resume', result: { approved: true }, updated_at: 0 } }], [
+      Messages.user('also tell me when', { id: 'u2' }),
+      Messages.user('ship it', { id: 'u1' }),
+    ]);
+    expect(sent.ok).toBe(true);
+    const result = await started.value.done;
+    expect(result.termination.type).toBe('natural_end');
+    const roles = (h.llm.requests[1]?.messages ?? []).map((m) => `${m.role}:${m.id ?? ''}`);
+    const tool = roles.findIndex((r) => r.startsWith('tool:'));
+    expect(roles.indexOf('user:u2')).toBeGreaterThan(tool);
+    expect(roles.filter((r) => r === 'user:u1')).toHaveLength(1);
+    expect(h.store.threads.get('t')?.messages.map((m) => m.id)).toContain('u2');
+  });
+});
+
+describe('rewindTo (regenerating an answer)', () => {
+  it('answers again from the named message: later messages leave the history and the store', async () => {
+    const h = harness([{ text: 'First answer.' }, { text: 'Second answer.' }]);
+    const first = await h.runtime.run({ threadId: 't', messages: [Messages.user('hello', { id: 'u1' })] }, h.sink);
+    expect(first.ok).toBe(true);
+    expect(h.store.threads.get('t')?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    const again = await h.runtime.run({ threadId: 't', messages: [], rewindTo: 'u1' }, h.sink);
+    if (!again.ok) throw new Error('run');
+    expect(again.value.response).toBe('Second answer.');
+    expect(h.llm.requests[1]?.messages.filter((m) => m.role !== 'system').map((m) => m.id)).toEqual(['u1']);
+    const stored = h.store.threads.get('t')?.messages ?? [];
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(stored[1]?.content).toEqual([{ type: 'text', text: 'Second answer.' }]);
+  });
+
+  it('an id the thread does not hold rewinds nothing', async () => {
+    const h = harness([{ text: 'One.' }, { text: 'Two.' }]);
+    await h.runtime.run({ threadId: 't', messages: [Messages.user('hello', { id: 'u1' })] }, h.sink);
+    await h.runtime.run({ threadId: 't', messages: [Messages.user('more', { id: 'u2' })], rewindTo: 'nope' }, h.sink);
+    expect(h.store.threads.get('t')?.messages.map((m) => m.id ?? m.role)).toHaveLength(4);
+  });
+});

@@ -104,6 +104,14 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.listMessages('ins', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(inserted.length);
     });
 
+
+    it('a checkpoint after a rewind (a regenerated answer) replaces the later messages exactly', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'rew', runId: 'r1', messages: conversation }));
+      const regenerated = [conversation[0] as Message, Messages.assistant('again', { id: 'm9' })];
+      await store.checkpoint(checkpoint({ threadId: 'rew', runId: 'r2', messages: regenerated, expectedMessageCount: conversation.length }));
+      expect((await store.loadThread('rew'))?.messages).toEqual(regenerated);
+      expect((await store.listMessages('rew', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(2);
+    });
     it('refuses a checkpoint whose expected message count is stale, and changes nothing', async () => {
       await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation.slice(0, 2), expectedMessageCount: 0 }));
       const conflict = await refusal(store.checkpoint(checkpoint({ threadId: 'th', runId: 'r2', messages: conversation, expectedMessageCount: 0 })));

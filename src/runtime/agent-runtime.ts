@@ -25,6 +25,12 @@ export interface RunRequest {
   readonly agentId?: string;
   readonly messages: readonly Message[];
   readonly overrides?: InferenceOverride;
+  /**
+   * Answer again from this stored message: the thread's messages after it are left out of the run's
+   * history and replaced in the store by what the run adds (a regenerated answer). Ignored when the
+   * thread does not hold the id.
+   */
+  readonly rewindTo?: string;
 }
 
 export interface RunOptions {
@@ -40,7 +46,11 @@ export interface RunOptions {
 export interface RunHandle {
   readonly threadId: string;
   readonly runId: string;
-  decide(decisions: readonly Decision[]): Result<void, RuntimeError>;
+  /**
+   * Decisions for the parked run; `messages` (new input sent with them) join the thread after the
+   * results of the calls they settle, before the next inference.
+   */
+  decide(decisions: readonly Decision[], messages?: readonly Message[]): Result<void, RuntimeError>;
   /**
    * Resolves `true` once the run is parked waiting for decisions (at once if it is), `false` if it
    * ends first. A decision sent after `true` is accepted (its target permitting).
@@ -54,6 +64,7 @@ interface ActiveRun {
   readonly handle: RunHandle;
   suspended: ToolBatch | undefined;
   readonly queue: Decision[][];
+  readonly inbox: Message[];
   wake: (() => void) | undefined;
   /** Waiting `parked()` callers; `undefined` once the run has ended. */
   parkWaiters: ((parked: boolean) => void)[] | undefined;
@@ -145,7 +156,7 @@ export class AgentRuntime {
     options.signal?.addEventListener('abort', onOuterAbort, { once: true });
     if (options.signal?.aborted === true) controller.abort();
 
-    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], wake: undefined, parkWaiters: [] };
+    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [] };
     const settleParked = (parked: boolean): void => {
       const waiters = active.parkWaiters ?? [];
       active.parkWaiters = parked ? [] : undefined;
@@ -158,6 +169,9 @@ export class AgentRuntime {
     };
     controller.signal.addEventListener('abort', wakeUp, { once: true });
 
+    const stored = thread?.messages ?? [];
+    const rewound = request.rewindTo === undefined ? -1 : stored.findIndex((m) => m.id === request.rewindTo);
+    const history = rewound >= 0 ? stored.slice(0, rewound + 1) : stored;
     const loop = new RunLoop({
       env: this.#env,
       resolved: resolved.value,
@@ -166,8 +180,9 @@ export class AgentRuntime {
       store: this.#store,
       threadId,
       runId,
-      history: thread?.messages ?? [],
-      input: newInput(thread?.messages ?? [], request.messages),
+      history,
+      storedCount: stored.length,
+      input: newInput(history, request.messages),
       overrides: request.overrides,
       signal: controller.signal,
       waitForDecisions: options.waitForDecisions ?? true,
@@ -176,6 +191,7 @@ export class AgentRuntime {
         if (controller.signal.aborted) return undefined;
         return active.queue.splice(0).flat();
       },
+      takeInput: () => active.inbox.splice(0),
       onSuspended: (batch) => {
         active.suspended = batch;
         if (batch !== undefined) settleParked(true);
@@ -190,12 +206,13 @@ export class AgentRuntime {
     const handle: RunHandle = {
       threadId,
       runId,
-      decide: (decisions) => {
+      decide: (decisions, messages = []) => {
         const batch = active.suspended;
         if (batch === undefined) return err({ code: 'resolve_failed', message: `run ${runId} is not waiting for a decision` });
         for (const d of decisions) {
           if (batch.targetOf(d.targetId) === undefined) return err({ code: 'resolve_failed', message: `no suspended tool call or suspension '${d.targetId}'` });
         }
+        active.inbox.push(...messages);
         active.queue.push([...decisions]);
         wakeUp();
         return ok(undefined);

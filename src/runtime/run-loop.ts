@@ -103,12 +103,16 @@ export interface RunParams {
   readonly threadId: string;
   readonly runId: string;
   readonly history: readonly Message[];
+  /** Messages the store holds for the thread (default: the history's length; more when the history was rewound). */
+  readonly storedCount?: number;
   readonly input: readonly Message[];
   readonly overrides: InferenceOverride | undefined;
   readonly signal: AbortSignal;
   readonly waitForDecisions: boolean;
   /** Resolves with the next decisions for this run, or `undefined` when the signal aborts. */
   readonly nextDecisions: () => Promise<readonly Decision[] | undefined>;
+  /** Messages that arrived with the decisions: they join the thread once the resumed calls are settled. */
+  readonly takeInput?: () => readonly Message[];
   /** Tells the caller which calls are suspended (so decisions can be validated). */
   readonly onSuspended: (batch: ToolBatch | undefined) => void;
   /** The provider-side model that answered the last inference (set by retrying executors). */
@@ -152,7 +156,7 @@ export class RunLoop implements BatchHost {
     this.signal = params.signal;
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
-    this.#persistedCount = params.history.length;
+    this.#persistedCount = params.storedCount ?? params.history.length;
     this.#messages.push(...params.input);
   }
 
@@ -548,6 +552,7 @@ export class RunLoop implements BatchHost {
           continue;
         }
         await this.#publish(batch, false);
+        this.#takeInput();
         const stop = this.#checkTermination();
         if (stop !== undefined) return stop;
         return await this.#steps_();
@@ -555,6 +560,14 @@ export class RunLoop implements BatchHost {
         return this.#terminationOf(e);
       }
     }
+  }
+
+  /** Messages sent with the decisions, after the results of the calls they answered (ids already held are skipped). */
+  #takeInput(): void {
+    const input = this.#p.takeInput?.() ?? [];
+    if (input.length === 0) return;
+    const held = new Set(this.#messages.map((m) => m.id));
+    this.#messages.push(...input.filter((m) => m.id === undefined || !held.has(m.id)));
   }
 
   /** A parked run cancelled before its decisions: its suspended calls are cancelled. */

@@ -1,9 +1,9 @@
 import { EventEncoder } from '@ag-ui/encoder';
-import { applyPatch, deepClone, type Operation } from 'fast-json-patch';
+import { applyPatch, compare, deepClone, type Operation } from 'fast-json-patch';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
-import { encodeAgUi, frameAgUi, initialAgUiState, transcodeAgUi, type AgUiEvent } from '../../src/protocols/ag-ui/encoder.ts';
+import { encodeAgUi, frameAgUi, initialAgUiState, requestAgUiState, transcodeAgUi, type AgUiEvent } from '../../src/protocols/ag-ui/encoder.ts';
 import { judgeAgUi, type AgUiVerdict } from '../../src/protocols/ag-ui/judge.ts';
 import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
@@ -81,16 +81,59 @@ describe('AG-UI 1.0 encoder, judged by @ag-ui/client and @ag-ui/core/schemas', (
     expect(frameAgUi(encoded)).toBe(encoded.map((e) => official.encodeSSE(e as never)).join(''));
   });
 
-  it('the state the client builds from STATE_SNAPSHOT and STATE_DELTA is the stream state', async () => {
+  it('the state the client builds from STATE_SNAPSHOT and STATE_DELTA is the stream state, on the state keys', async () => {
     const events = eventsOf('edge-state-and-activity-deltas.events.jsonl');
-    let state: unknown = undefined;
+    let state: { extensions?: unknown } = {};
     for (const e of events) {
       if (e.event_type === 'state_snapshot') state = deepClone(e.snapshot);
       if (e.event_type === 'state_delta') state = applyPatch(state, e.delta as unknown as Operation[], false, false).newDocument;
     }
     const v = await judgeAgUi(frameAgUi(encodeAgUi(events)));
     expect(events.some((e) => e.event_type === 'state_delta')).toBe(true);
-    expect(v.state).toEqual(state);
+    expect(v.problems).toEqual([]);
+    expect(v.state).toEqual(state.extensions);
+  });
+
+  it('property: snapshot and deltas on one root — the client state follows the runtime state keys exactly', async () => {
+    const key = fc.constantFrom('todo', 'counter', 'notes', '__runtime.run_lifecycle');
+    const value = fc.oneof(fc.integer(), fc.string(), fc.record({ items: fc.array(fc.string(), { maxLength: 4 }), done: fc.boolean() }));
+    const extensions = fc.dictionary(key, value, { maxKeys: 4 });
+    await fc.assert(
+      fc.asyncProperty(extensions, fc.array(extensions, { minLength: 1, maxLength: 5 }), async (first, later) => {
+        // The runtime's documents, a snapshot first and then each change as a patch on the document.
+        const docs = [first, ...later].map((ext, i) => ({ revision: i + 1, extensions: ext }));
+        const events: AgentEvent[] = [
+          { event_type: 'run_start', thread_id: 't', run_id: 'r' },
+          { event_type: 'state_snapshot', snapshot: docs[0] as never },
+          ...docs.slice(1).map((d, i): AgentEvent => ({ event_type: 'state_delta', delta: compare(docs[i] as object, d) as never })),
+          { event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } },
+        ];
+        const v = await judgeAgUi(frameAgUi(encodeAgUi(events)));
+        expect(v.problems).toEqual([]);
+        expect(v.state).toEqual(docs.at(-1)?.extensions);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('RUN_STARTED and RUN_FINISHED carry the run id the client chose; a resumed run announces none of its calls again', () => {
+    const state = requestAgUiState({ clientRunId: 'client-2', resumed: { runId: 'r', calls: [{ callId: 'c1', name: 'confirm_action', arguments: { action: 'x' } }] } });
+    const events: AgentEvent[] = [
+      { event_type: 'run_start', thread_id: 't', run_id: 'r' },
+      { event_type: 'tool_call_resumed', target_id: 'c1', result: { confirmed: 'x' } },
+      { event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } },
+    ];
+    let s = state;
+    const out: AgUiEvent[] = [];
+    for (const e of events) {
+      const [next, emitted] = transcodeAgUi(s, e);
+      s = next;
+      out.push(...emitted);
+    }
+    expect(out.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
+    expect(out[0]?.['runId']).toBe('client-2');
+    expect(out[2]?.['runId']).toBe('client-2');
+    expect(out.some((e) => e['toolCallName'] === 'tool')).toBe(false);
   });
 
   it('a suspension ends the run with an interrupt outcome naming the call, its reason and response schema', () => {

@@ -8,9 +8,11 @@ import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the final UI message must show, read from the event stream itself. */
 function expectSameContent(events: readonly AgentEvent[], v: Verdict): void {
+  // A failed run shows its error to the client (useChat's `error`).
   const last = events.at(-1);
-  if (last?.event_type === 'error') {
-    expect(v.streamError).toBe(last.message);
+  const failure = last?.event_type === 'error' ? last.message : last?.event_type === 'run_finish' && last.termination.type === 'error' ? last.termination.value : undefined;
+  if (failure !== undefined) {
+    expect(v.streamError).toBe(failure);
     return;
   }
   expect(v.streamError).toBeUndefined();
@@ -72,6 +74,7 @@ describe('AI SDK v6 encoder, judged by ai@6', () => {
     ['an unknown chunk type', [{ type: 'start' }, { type: 'text-begin', id: 'x' }, { type: 'finish' }]],
     ['a bad finish reason', [{ type: 'start' }, { type: 'finish', finishReason: 'done' }]],
     ['a chunk after the terminal chunk', [{ type: 'start' }, { type: 'finish' }, { type: 'start-step' }]],
+    ['text after an error chunk', [{ type: 'start' }, { type: 'error', errorText: 'x' }, { type: 'text-start', id: 't' }, { type: 'finish' }]],
     ['no [DONE]', [{ type: 'start' }, { type: 'finish' }]],
   ])('the judge rejects %s (it is live)', async (name, chunks) => {
     const body = chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + (name === 'no [DONE]' ? '' : 'data: [DONE]\n\n');

@@ -25,14 +25,17 @@ type Judge = (events: readonly AgentEvent[], body: string) => Promise<string[]>;
 
 /**
  * The judges, loaded on demand: they are the official protocol libraries (devDependencies), which
- * the runtime itself never needs. A stream that ends in `error` must end in the protocol's error.
+ * the runtime itself never needs. A stream that ends in `error` (an error event, or a run that
+ * failed) must end in the protocol's error.
  */
 const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
   'ai-sdk-v6': async () => {
     const { judgeAiSdk } = await import('../protocols/ai-sdk-v6/judge.ts');
     return async (events, body) => {
       const v = await judgeAiSdk(body);
-      return [...v.problems, ...(v.streamError !== undefined && events.at(-1)?.event_type !== 'error' ? [`stream error: ${v.streamError}`] : [])];
+      const last = events.at(-1);
+      const failed = last?.event_type === 'error' || (last?.event_type === 'run_finish' && last.termination.type === 'error');
+      return [...v.problems, ...(v.streamError !== undefined && !failed ? [`stream error: ${v.streamError}`] : [])];
     };
   },
   'ag-ui': async () => {

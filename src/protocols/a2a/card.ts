@@ -17,16 +17,20 @@ export function describeAgent(spec: AgentSpec): string {
 }
 
 /**
- * The A2A 1.0 agent card of an agent, served at `/.well-known/agent-card.json`: one HTTP+JSON
- * interface at `<baseUrl>/v1/a2a/<agent id>`, streaming on, text in and out, one skill for the
- * agent. Canonical proto3 JSON (no default values), so the SDK's codec round-trips it unchanged.
+ * The A2A 1.0 agent card of an agent, served at `/.well-known/agent-card.json`: two interfaces,
+ * HTTP+JSON at `<baseUrl>/v1/a2a/<agent id>` and JSON-RPC at `<baseUrl>/v1/a2a/<agent id>/jsonrpc`,
+ * streaming on, text in and out, one skill for the agent. Canonical proto3 JSON (no default
+ * values), so the SDK's codec round-trips it unchanged.
  */
 export function agentCardOf(spec: AgentSpec, baseUrl: string, version: string): { readonly [key: string]: JsonValue } {
   const base = baseUrl.replace(/\/+$/, '');
   return {
     name: spec.id,
     description: describeAgent(spec),
-    supportedInterfaces: [{ url: `${base}/v1/a2a/${encodeURIComponent(spec.id)}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }],
+    supportedInterfaces: [
+      { url: `${base}/v1/a2a/${encodeURIComponent(spec.id)}`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      { url: `${base}/v1/a2a/${encodeURIComponent(spec.id)}/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ],
     provider: { url: base, organization: 'Awaken' },
     version,
     capabilities: { streaming: true },

@@ -21,16 +21,46 @@ export type TaskState =
   | 'TASK_STATE_FAILED'
   | 'TASK_STATE_REJECTED';
 
+/** A tool call the task waits on: what an input-required status tells the client to answer. */
+export interface PendingInput {
+  readonly toolCallId: string;
+  readonly name: string;
+  readonly arguments: JsonValue;
+  readonly suspensionId?: string;
+  readonly action?: string;
+  readonly message?: string;
+}
+
 export interface A2aState {
   readonly taskId: string;
   readonly contextId: string;
   /** Text chunks sent on the `response` artifact. */
   readonly chunks: number;
+  /** Suspended calls not yet settled, in order. */
+  readonly pending: readonly PendingInput[];
   readonly started: boolean;
   readonly finished: boolean;
 }
 
-export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, started: false, finished: false });
+export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, pending: [], started: false, finished: false });
+
+/**
+ * The agent message of an `INPUT_REQUIRED` status, in the stream and in a task snapshot alike: what
+ * each waiting call asks (its suspension message), how to answer, and the calls as a data part.
+ */
+export function inputRequiredMessage(taskId: string, contextId: string, pending: readonly PendingInput[]): JsonValue {
+  const asks = pending.map((p) => p.message ?? `The tool call ${p.name} waits for a decision.`);
+  const text = [...asks, 'Answer with a message on this task: text, or a data part with the result ({"approved": false} declines).'].join('\n');
+  const calls: JsonValue[] = pending.map((p) => ({
+    toolCallId: p.toolCallId,
+    name: p.name,
+    arguments: p.arguments,
+    ...(p.suspensionId !== undefined ? { suspensionId: p.suspensionId } : {}),
+    ...(p.action !== undefined ? { action: p.action } : {}),
+    ...(p.message !== undefined ? { message: p.message } : {}),
+  }));
+  return { messageId: `${taskId}:input-required`, contextId, taskId, role: 'ROLE_AGENT', parts: [{ text }, data({ pendingToolCalls: calls })] };
+}
 
 export const RESPONSE_ARTIFACT = 'response';
 
@@ -62,14 +92,16 @@ function status(s: A2aState, state: TaskState, message?: JsonValue): StreamRespo
 
 const data = (value: JsonValue): JsonValue => ({ data: value, mediaType: 'application/json' });
 
-/** The last artifact chunk (when text was streamed), then the final status. */
-function end(s: A2aState, state: TaskState, why: string | undefined, out: StreamResponse[]): A2aState {
+/** The last artifact chunk (when text was streamed), then the final status (with its message). */
+function end(s: A2aState, state: TaskState, message: JsonValue | undefined, out: StreamResponse[]): A2aState {
   if (s.chunks > 0) {
     out.push({ artifactUpdate: { taskId: s.taskId, contextId: s.contextId, artifact: { artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: [{ text: '' }] }, append: true, lastChunk: true } });
   }
-  out.push(status(s, state, why !== undefined ? agentMessage(s, `${s.taskId}:status`, [{ text: why }]) : undefined));
+  out.push(status(s, state, message));
   return { ...s, finished: true };
 }
+
+const because = (s: A2aState, why: string): JsonValue => agentMessage(s, `${s.taskId}:status`, [{ text: why }]);
 
 /**
  * One `AgentEvent` → the `StreamResponse` frames it becomes (a pure Mealy step). The stream ends with
@@ -107,19 +139,34 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
       if (r.message != null) result['message'] = r.message;
       if (r.suspension !== undefined) result['suspension'] = r.suspension.suspension as unknown as JsonValue;
       out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:result:${event.id}`, [data({ toolResult: result })])));
+      const rest = s.pending.filter((p) => p.toolCallId !== event.id);
+      if (event.outcome !== 'suspended') {
+        s = rest.length === s.pending.length ? s : { ...s, pending: rest };
+        break;
+      }
+      const su = r.suspension?.suspension;
+      const input: PendingInput = {
+        toolCallId: event.id,
+        name: r.suspension?.pending.name ?? r.tool_name,
+        arguments: r.suspension?.pending.arguments ?? null,
+        ...(su !== undefined ? { suspensionId: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } : {}),
+      };
+      s = { ...s, pending: [...rest, input] };
       break;
     }
     case 'tool_call_resumed':
       out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:resumed:${event.target_id}`, [data({ toolResult: { id: event.target_id, outcome: 'resumed', data: event.result } })])));
+      s = { ...s, pending: s.pending.filter((p) => p.toolCallId !== event.target_id) };
       break;
     case 'run_finish': {
       const t = event.termination;
-      const why = t.type === 'error' || t.type === 'blocked' ? t.value : t.type === 'stopped' ? (t.value.detail ?? t.value.code) : t.type === 'suspended' ? 'waiting for a decision' : undefined;
-      s = end(s, taskStateOf(t), why, out);
+      const why = t.type === 'error' || t.type === 'blocked' ? t.value : t.type === 'stopped' ? (t.value.detail ?? t.value.code) : undefined;
+      const message = t.type === 'suspended' ? inputRequiredMessage(s.taskId, s.contextId, s.pending) : why !== undefined ? because(s, why) : undefined;
+      s = end(s, taskStateOf(t), message, out);
       break;
     }
     case 'error':
-      s = end(s, 'TASK_STATE_FAILED', event.message, out);
+      s = end(s, 'TASK_STATE_FAILED', because(s, event.message), out);
       break;
     default:
       break;
@@ -131,7 +178,7 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
 export function finishA2a(state: A2aState): StreamResponse[] {
   if (state.finished || !state.started) return [];
   const out: StreamResponse[] = [];
-  end(state, 'TASK_STATE_FAILED', 'the event stream ended before the run finished', out);
+  end(state, 'TASK_STATE_FAILED', because(state, 'the event stream ended before the run finished'), out);
   return out;
 }
 

@@ -27,7 +27,16 @@ interface ToolCallState {
 /** Encoder state: a value, so a stream can be snapshotted mid-way (docs/protocols/ag-ui.md). */
 export interface AgUiState {
   readonly threadId: string;
+  /** The runtime's run id (a resumed run keeps it). */
   readonly runId: string;
+  /** The run id the client chose (`RunAgentInput.runId`): `RUN_STARTED` and `RUN_FINISHED` carry it. */
+  readonly clientRunId: string | undefined;
+  /**
+   * The root of the AG-UI state: `extensions` while the snapshots are the runtime's state document
+   * (`{revision, extensions}`; the client's state is the state keys, and deltas are rebased onto
+   * them), `document` for any other snapshot (sent whole, deltas as they are).
+   */
+  readonly stateRoot: 'extensions' | 'document';
   /** Id of the current assistant message: the run id, replaced by each non-empty `step_start.message_id`. */
   readonly messageId: string;
   /** Name of the open step, if any. */
@@ -54,6 +63,8 @@ export interface AgUiState {
 export const initialAgUiState = (): AgUiState => ({
   threadId: '',
   runId: '',
+  clientRunId: undefined,
+  stateRoot: 'extensions',
   messageId: '',
   step: undefined,
   stepCounter: 0,
@@ -69,6 +80,58 @@ export const initialAgUiState = (): AgUiState => ({
   started: false,
   finished: false,
 });
+
+/**
+ * The state a stream starts from when it answers a request: the run id the client chose, and for a
+ * resumed run the tool calls the client already holds (their results join them; no call is
+ * announced again, so none is renamed or moved to another message).
+ */
+export function requestAgUiState(options: {
+  readonly clientRunId?: string;
+  readonly resumed?: { readonly runId: string; readonly calls: readonly { readonly callId: string; readonly name: string; readonly arguments: JsonValue }[] };
+}): AgUiState {
+  const base = initialAgUiState();
+  const resumed = options.resumed;
+  return {
+    ...base,
+    ...(options.clientRunId !== undefined ? { clientRunId: options.clientRunId } : {}),
+    ...(resumed !== undefined
+      ? { runId: resumed.runId, toolCalls: Object.fromEntries(resumed.calls.map((c) => [c.callId, { name: c.name, args: JSON.stringify(c.arguments), open: false }])) }
+      : {}),
+  };
+}
+
+/** Whether a snapshot is the runtime's state document `{revision, extensions}`. */
+const isStateDocument = (v: JsonValue): v is { readonly revision: number; readonly extensions: { readonly [k: string]: JsonValue } } =>
+  isObject(v) && typeof v['revision'] === 'number' && isObject(v['extensions']) && Object.keys(v).every((k) => k === 'revision' || k === 'extensions');
+
+/** A JSON Pointer into the state document, on the `extensions` root; `undefined` outside it. */
+function onExtensions(pointer: string): string | undefined {
+  if (pointer === '/extensions') return '';
+  return pointer.startsWith('/extensions/') ? pointer.slice('/extensions'.length) : undefined;
+}
+
+/**
+ * A patch on the state document, rebased onto the `extensions` root: operations outside it (the
+ * revision) are left out; a whole-document value is replaced by its extensions.
+ */
+function rebaseDelta(delta: readonly JsonValue[]): JsonValue[] {
+  const out: JsonValue[] = [];
+  for (const op of delta) {
+    if (!isObject(op) || typeof op['path'] !== 'string') continue;
+    if (op['path'] === '') {
+      const value = op['value'];
+      if ((op['op'] === 'replace' || op['op'] === 'add') && value !== undefined && isStateDocument(value)) out.push({ ...op, value: value.extensions });
+      continue;
+    }
+    const path = onExtensions(op['path']);
+    if (path === undefined) continue;
+    const from = typeof op['from'] === 'string' ? onExtensions(op['from']) : null;
+    if (from === undefined) continue;
+    out.push({ ...op, path, ...(from !== null ? { from } : {}) });
+  }
+  return out;
+}
 
 /** The `activityType` of a tool's streamed output. */
 export const TOOL_STREAM_ACTIVITY = 'tool-stream-output';
@@ -183,7 +246,7 @@ function runFinished(s: AgUiState, outcome: JsonValue, result: JsonValue | undef
   return {
     type: 'RUN_FINISHED',
     threadId: s.threadId,
-    runId: s.runId,
+    runId: s.clientRunId ?? s.runId,
     // The official encoder drops optional nulls; an absent result says the same.
     ...(result !== undefined && result !== null ? { result } : {}),
     outcome,
@@ -213,13 +276,20 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
         ...initialAgUiState(),
         threadId: event.thread_id,
         runId: event.run_id,
+        clientRunId: s.clientRunId,
+        stateRoot: s.stateRoot,
         messageId: event.run_id,
         stepCounter: s.stepCounter,
         // A resumed run on the same stream: the client still knows its tool calls.
         ...(event.run_id === s.runId ? { toolCalls: s.toolCalls } : {}),
         started: true,
       };
-      out.push({ type: 'RUN_STARTED', threadId: event.thread_id, runId: event.run_id, ...(event.parent_run_id !== undefined ? { parentRunId: event.parent_run_id } : {}) });
+      out.push({
+        type: 'RUN_STARTED',
+        threadId: event.thread_id,
+        runId: s.clientRunId ?? event.run_id,
+        ...(event.parent_run_id !== undefined ? { parentRunId: event.parent_run_id } : {}),
+      });
       break;
     case 'step_start': {
       s = closeMessages(s, out);
@@ -345,12 +415,18 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
     case 'inference_complete':
       if (event.usage !== undefined) s = { ...s, usage: [...s.usage, tokenUsage(event.model, event.usage)] };
       break;
-    case 'state_snapshot':
-      out.push({ type: 'STATE_SNAPSHOT', snapshot: event.snapshot });
+    case 'state_snapshot': {
+      // One root for the snapshot and every delta after it (the client patches what it was sent).
+      const doc = isStateDocument(event.snapshot);
+      s = { ...s, stateRoot: doc ? 'extensions' : 'document' };
+      out.push({ type: 'STATE_SNAPSHOT', snapshot: doc ? (event.snapshot as { extensions: JsonValue }).extensions : event.snapshot });
       break;
-    case 'state_delta':
-      out.push({ type: 'STATE_DELTA', delta: event.delta });
+    }
+    case 'state_delta': {
+      const delta = s.stateRoot === 'extensions' ? rebaseDelta(event.delta) : event.delta;
+      if (delta.length > 0) out.push({ type: 'STATE_DELTA', delta });
       break;
+    }
     case 'run_finish': {
       s = closeAll(s, out);
       const t = event.termination;

@@ -7,8 +7,9 @@ import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
  * The official judge of an AG-UI 1.0 event stream (conformance-plan §3): the body through the
  * client's own HTTP transform and `verifyEvents`, every event through `EventSchema`, and the decoded
  * events through `AbstractAgent.runAgent()` (enforce, compat, chunk expansion, verification,
- * `defaultApplyEvents`). Its blind spots are checked here too: unknown types and keys, which the
- * client repairs with only a `console.warn` (collected as problems), CR in the framing, and exactly
+ * `defaultApplyEvents`). Its blind spots are checked here too: unknown types and keys, a renamed
+ * tool call, a state patch that does not apply — which the client repairs or drops with only a
+ * `console.warn` (every warning is collected as a problem) — CR in the framing, and exactly
  * one terminal event per run with nothing after it but a new `RUN_STARTED`.
  */
 export interface AgUiVerdict {
@@ -82,10 +83,11 @@ export async function judgeAgUi(body: string): Promise<AgUiVerdict> {
 
   const warn = console.warn;
   const error = console.error;
+  // Every warning of the client is a repair or a drop (an [ag-ui] stage, a renamed tool call, a state
+  // patch that did not apply): each is a problem.
   console.warn = (...args: unknown[]) => {
     const first = String(args[0]);
-    if (REPAIR.test(first)) problems.push(`client repaired the stream: ${first.slice(0, 200)}`);
-    else warn(...args);
+    problems.push(`client ${REPAIR.test(first) ? 'repaired the stream' : 'warned'}: ${first.slice(0, 200)}`);
   };
   // AbstractAgent logs a failed run before it rejects; the rejection is reported below.
   console.error = () => undefined;

@@ -25,6 +25,8 @@ const InputMessageSchema = z.looseObject({
   id: z.string(),
   role: z.enum(['developer', 'system', 'assistant', 'user', 'tool', 'activity', 'reasoning']),
   content: z.union([InputContentSchema, z.record(z.string(), z.unknown())]).optional(),
+  toolCallId: z.string().optional(),
+  error: z.string().optional(),
 });
 
 export const RunAgentInputSchema = z.looseObject({
@@ -57,12 +59,29 @@ function blocks(content: z.infer<typeof InputContentSchema>): ContentBlock[] {
   return out;
 }
 
+/** A tool message's content as a decision result: its JSON when it is JSON, else `{text}`. */
+function toolResult(content: unknown): JsonValue {
+  if (typeof content !== 'string') {
+    const r = JsonValueSchema.safeParse(content ?? null);
+    return r.success ? r.data : null;
+  }
+  try {
+    const r = JsonValueSchema.safeParse(JSON.parse(content));
+    if (r.success) return r.data;
+  } catch {
+    // not JSON: the text itself
+  }
+  return { text: content };
+}
+
 /**
  * Decodes a `RunAgentInput` body. User, system and developer messages become input (developer as
- * system); assistant, tool, activity and reasoning messages are the server's own history and are not
- * read. Each `resume[]` entry becomes a decision for the interrupt it names: `cancelled`, or a payload
- * with `approved: false`, cancels the call; otherwise it resumes with the payload as its result.
- * `now` stamps the decisions (the server passes its clock).
+ * system); assistant, activity and reasoning messages are the server's own history and are not
+ * read. Answers are candidates (the server delivers those for calls the thread waits on,
+ * `planInbound`): each `resume[]` entry for the interrupt it names (`cancelled`, or a payload with
+ * `approved: false`, cancels the call; otherwise it resumes with the payload as its result), and each
+ * `tool` message for its call (its content, JSON when it parses, or `{error}`). A history ending with
+ * a user message asks for the answer to it. `now` stamps the decisions (the server passes its clock).
  */
 export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, WireError> {
   const parsed = RunAgentInputSchema.safeParse(body);
@@ -78,7 +97,12 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     const message: Message = m.role === 'user' ? { ...Messages.user(''), content: b } : { ...Messages.system(''), content: b };
     messages.push({ id: m.id, message });
   });
-  const decisions: Decision[] = (input.resume ?? []).map((r) => {
+  const fromTools: Decision[] = input.messages.flatMap((m) =>
+    m.role === 'tool' && m.toolCallId !== undefined && m.toolCallId !== ''
+      ? [decisionFor(m.toolCallId, 'resume', now, { result: m.error !== undefined ? { error: m.error } : toolResult(m.content) })]
+      : [],
+  );
+  const fromResume: Decision[] = (input.resume ?? []).map((r) => {
     const payload = JsonValueSchema.safeParse(r.payload ?? null);
     const value: JsonValue = payload.success ? payload.data : null;
     const denied = typeof value === 'object' && value !== null && !Array.isArray(value) && value['approved'] === false;
@@ -91,11 +115,13 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     });
   });
   const state = input.state === undefined ? undefined : JsonValueSchema.safeParse(input.state);
+  const last = input.messages.at(-1);
   return ok({
     threadId: input.threadId,
     runId: input.runId,
     messages,
-    decisions,
+    decisions: [...fromTools, ...fromResume],
     ...(state?.success === true && state.data !== null ? { state: state.data } : {}),
+    ...(last?.role === 'user' ? { regenerateFrom: last.id } : {}),
   });
 }

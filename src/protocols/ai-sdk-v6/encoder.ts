@@ -38,6 +38,16 @@ export const initialAiSdkState = (): AiSdkState => ({
   finished: false,
 });
 
+/**
+ * The state a stream of a resumed run starts from: the client holds the run's message (its id is
+ * the run id) and these tool calls, so their results update the parts it has, under their names.
+ */
+export const resumedAiSdkState = (runId: string, calls: readonly { readonly callId: string; readonly name: string }[]): AiSdkState => ({
+  ...initialAiSdkState(),
+  messageId: runId,
+  toolCalls: Object.fromEntries(calls.map((c) => [c.callId, c.name])),
+});
+
 /** `finish.finishReason` of a termination. */
 export function finishReasonOf(t: TerminationReason): 'stop' | 'tool-calls' | 'error' | 'content-filter' | 'length' {
   switch (t.type) {
@@ -210,6 +220,8 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       break;
     case 'run_finish':
       s = closeBlocks(ensureStarted(s, out), out);
+      // A failed run says why: the client shows the error (useChat's `error`), then the stream ends.
+      if (event.termination.type === 'error') out.push({ type: 'error', errorText: event.termination.value });
       if (s.stepOpen) out.push({ type: 'finish-step' });
       out.push({ type: 'finish', finishReason: finishReasonOf(event.termination) });
       s = { ...s, stepOpen: false, finished: true };

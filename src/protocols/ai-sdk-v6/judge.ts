@@ -5,7 +5,7 @@ import { asSchema, parseJsonEventStream, readUIMessageStream, uiMessageChunkSche
  * through `uiMessageChunkSchema`, the whole body through `parseJsonEventStream` and
  * `readUIMessageStream({terminateOnError: true})`, the final message through `validateUIMessages`.
  * Its blind spots are checked here too: the `[DONE]` ending and nothing after a terminal chunk
- * but a new `start`.
+ * but a new `start` (after an `error`, only `finish-step` and `finish`).
  */
 export interface Verdict {
   readonly chunks: UIMessageChunk[];
@@ -31,17 +31,27 @@ export async function judgeAiSdk(body: string): Promise<Verdict> {
     if (!r.success) problems.push(`schema rejects ${f.slice(6, 120)}: ${String(r.error).slice(0, 200)}`);
     else chunks.push(r.value);
   }
-  // Nothing after a terminal chunk but a new run (`start`).
+  // Nothing after a terminal chunk but a new run (`start`). The terminal chunk is `finish`; an
+  // `error` is followed by nothing but `finish-step` and `finish` (as `streamText` sends them), or
+  // ends the segment itself.
   let terminal = false;
+  let errored = false;
   let terminals = 0;
   for (const c of chunks) {
     if (terminal && c.type !== 'start') problems.push(`${c.type} after the terminal chunk`);
-    if (c.type === 'start') terminal = false;
-    if (c.type === 'finish' || c.type === 'error') {
+    else if (errored && c.type !== 'start' && c.type !== 'finish-step' && c.type !== 'finish') problems.push(`${c.type} after an error chunk`);
+    if (c.type === 'start') {
+      if (errored && !terminal) terminals++;
+      terminal = false;
+      errored = false;
+    }
+    if (c.type === 'error') errored = true;
+    if (c.type === 'finish') {
       terminal = true;
       terminals++;
     }
   }
+  if (errored && !terminal) terminals++;
   if (terminals === 0) problems.push('no terminal chunk');
   const starts = chunks.filter((c) => c.type === 'start').length;
   if (terminals !== starts) problems.push(`${starts} start chunk(s) but ${terminals} terminal chunk(s)`);

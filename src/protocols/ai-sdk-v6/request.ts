@@ -37,6 +37,7 @@ export const AiSdkChatRequestSchema = z.looseObject({
   agentId: z.string().min(1).optional(),
   agent_id: z.string().min(1).optional(),
   messages: z.array(UiMessageSchema),
+  trigger: z.string().optional(),
   state: z.unknown().optional(),
 });
 
@@ -84,9 +85,11 @@ function decisionOf(part: Part, now: number): Decision | undefined {
 /**
  * Decodes an AI SDK v6 chat request. User and system messages become input (text and file parts);
  * assistant messages are the server's own history and are not taken as input, but their tool parts
- * carry the client's decisions: an output (`output-available` resumes with it, `output-error` with
- * `{error}`), a denial (`output-denied` cancels), or an approval answer (`approval-responded`,
- * addressed to the approval id, which is the suspension id). Later answers for one target win.
+ * carry answers: an output (`output-available` resumes with it, `output-error` with `{error}`), a
+ * denial (`output-denied` cancels), or an approval answer (`approval-responded`, addressed to the
+ * approval id, which is the suspension id). Later answers for one target win. Every answer in the
+ * history is a candidate: the server delivers only those for calls the thread waits on
+ * (`planInbound`). `trigger: 'regenerate-message'` asks for a new answer to the last message.
  * The chat id is the thread id unless `threadId` is given. `now` stamps the decisions.
  */
 export function decodeAiSdkRequest(body: unknown, now: number): Result<InboundRun, WireError> {
@@ -121,11 +124,13 @@ export function decodeAiSdkRequest(body: unknown, now: number): Result<InboundRu
   const threadId = req.threadId ?? req.thread_id ?? req.id;
   const agentId = req.agentId ?? req.agent_id;
   const state = req.state === undefined ? undefined : json(req.state);
+  const last = req.messages.at(-1)?.id;
   return ok({
     ...(threadId !== undefined ? { threadId } : {}),
     ...(agentId !== undefined ? { agentId } : {}),
     messages,
     decisions: [...decisions.values()],
     ...(state !== undefined && state !== null ? { state } : {}),
+    ...(req.trigger === 'regenerate-message' && last !== undefined ? { regenerateFrom: last } : {}),
   });
 }

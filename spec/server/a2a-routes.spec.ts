@@ -1,5 +1,5 @@
 import { AgentCard, Message, TaskState, type StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory } from '@a2a-js/sdk/client';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../src/server/http.ts';
 import { listen } from '../../src/server/node.ts';
@@ -57,7 +57,62 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect(missing.status).toBe(404);
     expect((await bodyJson(missing)).error.details[0].reason).toBe('TASK_NOT_FOUND');
     expect((await s.app.request('/v1/a2a/nobody/message:send', a2a({}))).status).toBe(404);
-    expect((await s.app.request('/v1/a2a/tasks/nope:cancel', { method: 'POST' })).status).toBe(409);
+    const cancel = await s.app.request('/v1/a2a/tasks/nope:cancel', { method: 'POST' });
+    expect(cancel.status).toBe(404);
+    expect((await bodyJson(cancel)).error.details[0].reason).toBe('TASK_NOT_FOUND');
+    // A malformed percent-escape in a task id is the client's mistake, never a 500.
+    const escape = await s.app.request('/v1/a2a/tasks/%E0%A4%A');
+    expect(escape.status).toBe(400);
+    expect((await bodyJson(escape)).error.details[0].fieldViolations[0].field).toBe('path');
+    expect((await s.app.request('/v1/a2a/tasks/%zz:cancel', { method: 'POST' })).status).toBe(400);
+  });
+
+  it('a finished task cannot be canceled or written to; an unknown one is not found', async () => {
+    const s = testServer([{ text: 'Done.' }]);
+    const done = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'f1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })));
+    expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
+    const cancel = await s.app.request(`/v1/a2a/tasks/${done.task.id}:cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(409);
+    expect((await bodyJson(cancel)).error.details[0].reason).toBe('TASK_NOT_CANCELABLE');
+    const onFinished = await s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'f2', taskId: done.task.id, role: 'ROLE_USER', parts: [{ text: 'more' }] } }));
+    expect(onFinished.status).toBe(409);
+    expect((await bodyJson(onFinished)).error.details[0].reason).toBe('UNSUPPORTED_OPERATION');
+    const onUnknown = await s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'f3', taskId: 'no-such-task', role: 'ROLE_USER', parts: [{ text: 'more' }] } }));
+    expect(onUnknown.status).toBe(404);
+  });
+
+  it('a blocking send that ends input-required says what to answer, as the stream does', async () => {
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'pay' } }] }, { tool_calls: [{ id: 'c2', name: 'approve', arguments: { what: 'pay' } }] }]);
+    const blocking = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'q1', contextId: 'ctx-q', role: 'ROLE_USER', parts: [{ text: 'pay' }] } })));
+    expect(blocking.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    const message = blocking.task.status.message;
+    expect(message.parts[0].text).toContain('approve pay?');
+    expect(message.parts[1].data.pendingToolCalls).toEqual([{ toolCallId: 'c1', name: 'approve', arguments: { what: 'pay' }, suspensionId: 's-c1', action: 'confirm', message: 'approve pay?' }]);
+    expect((await bodyJson(s.app.request(`/v1/a2a/tasks/${blocking.task.id}`))).status.message).toEqual(message);
+    // A new message in the context, not on the task, is a new turn: the waiting task is canceled.
+    const stream = await s.app.request('/v1/a2a/message:stream', a2a({ message: { messageId: 'q2', contextId: 'ctx-q', role: 'ROLE_USER', parts: [{ text: 'pay again' }] } }));
+    const frames = parseSse(await stream.text()).map((f) => JSON.parse(f.data));
+    const last = frames.at(-1).statusUpdate;
+    expect(last.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect(last.status.message).toMatchObject({ messageId: `${last.taskId}:input-required`, taskId: last.taskId, parts: [message.parts[0], { data: { pendingToolCalls: [{ toolCallId: 'c2', suspensionId: 's-c2' }] } }] });
+    expect((await bodyJson(s.app.request(`/v1/a2a/tasks/${blocking.task.id}`))).status.state).toBe('TASK_STATE_CANCELED');
+  });
+
+  it('history is history: a resent message starts nothing, a follow-up after a tool turn is a new task', async () => {
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'Echoed.' }, { text: 'Again.' }]);
+    const first = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'h1', contextId: 'ctx-h', role: 'ROLE_USER', parts: [{ text: 'echo x' }] } })));
+    expect(first.task.status.state).toBe('TASK_STATE_COMPLETED');
+    const retry = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'h1', contextId: 'ctx-h', role: 'ROLE_USER', parts: [{ text: 'echo x' }] } })));
+    expect(retry.task.id).toBe(first.task.id);
+    const followUp = await s.app.request(
+      '/v1/a2a/message:send',
+      a2a({ message: { messageId: 'h2', contextId: 'ctx-h', role: 'ROLE_USER', parts: [{ text: 'and now?' }, { data: { toolResult: { id: 'c1', outcome: 'succeeded', data: { echoed: 'x' } } } }] } }),
+    );
+    expect(followUp.status).toBe(200);
+    const second = await bodyJson(followUp);
+    expect(second.task.id).not.toBe(first.task.id);
+    expect(second.task.status.state).toBe('TASK_STATE_COMPLETED');
+    expect((await bodyJson(s.app.request('/v1/a2a/tasks?contextId=ctx-h'))).totalSize).toBe(2);
   });
 
   it('the extended card needs the bearer token; the public card says how to get it', async () => {
@@ -97,5 +152,99 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect((await bodyJson(s.app.request(`/v1/a2a/tasks?contextId=${immediate.task.contextId}`))).totalSize).toBe(1);
     expect((await bodyJson(s.app.request('/v1/a2a/tasks?status=TASK_STATE_WORKING'))).totalSize).toBe(0);
     expect((await s.app.request('/v1/a2a/tasks?pageToken=zz')).status).toBe(400);
+  });
+});
+
+describe('A2A over JSON-RPC, driven by the SDK JSON-RPC client transport', () => {
+  const jsonRpcClient = async (url: string, wire: { method: string; body: unknown }[]) => {
+    const fetchImpl: typeof fetch = async (input, init) => {
+      const body = typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+      if (body !== undefined) wire.push({ method: body.method, body });
+      return fetch(input, init);
+    };
+    const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })], preferredTransports: ['JSONRPC'] });
+    return new ClientFactory(options).createFromUrl(url);
+  };
+
+  it('the card advertises both bindings; send, stream, answer input-required, get, list, cancel and subscribe', async () => {
+    const g = gatedTool();
+    const s = testServer(
+      [
+        { text: 'Hi over JSON-RPC.' },
+        { tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'pay' } }] },
+        { text: 'Paid.' },
+        { tool_calls: [{ id: 'c2', name: 'slow', arguments: { tag: 't' } }] },
+        { text: 'Slow done.' },
+      ],
+      { tools: [g.tool, (await import('../support/runtime.ts')).approvalTool] },
+    );
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const card = await bodyJson(fetch(`${server.url}/.well-known/agent-card.json`));
+      expect(card.supportedInterfaces.map((i: { protocolBinding: string; url: string }) => [i.protocolBinding, i.url])).toEqual([
+        ['HTTP+JSON', `${server.url}/v1/a2a/agent`],
+        ['JSONRPC', `${server.url}/v1/a2a/agent/jsonrpc`],
+      ]);
+      const wire: { method: string; body: unknown }[] = [];
+      const client = await jsonRpcClient(server.url, wire);
+
+      const sent = await client.sendMessage({ message: userMessage('hello'), tenant: '' } as never);
+      const task = sent as unknown as { id: string; contextId: string; status?: { state: number } };
+      expect(TaskState[task.status?.state ?? 0]).toBe('TASK_STATE_COMPLETED');
+
+      const frames: StreamResponse[] = [];
+      for await (const ev of client.sendMessageStream({ message: userMessage('pay it', { contextId: task.contextId }), tenant: '' } as never)) frames.push(ev);
+      expect(frames.every((f) => f.payload?.$case !== undefined)).toBe(true);
+      const last = frames.at(-1)?.payload;
+      expect(last?.$case === 'statusUpdate' ? TaskState[last.value.status?.state ?? 0] : '').toBe('TASK_STATE_INPUT_REQUIRED');
+      const waitingId = last?.$case === 'statusUpdate' ? last.value.taskId : '';
+
+      const answered = (await client.sendMessage({ message: userMessage('yes', { taskId: waitingId, contextId: task.contextId, parts: [{ data: { approved: true } }] }), tenant: '' } as never)) as unknown as {
+        id: string;
+        status?: { state: number };
+      };
+      expect(answered.id).toBe(waitingId);
+      expect(TaskState[answered.status?.state ?? 0]).toBe('TASK_STATE_COMPLETED');
+
+      const got = await client.getTask({ id: waitingId, tenant: '' } as never);
+      expect(TaskState[got.status?.state ?? 0]).toBe('TASK_STATE_COMPLETED');
+      const listed = await client.listTasks({ contextId: task.contextId, tenant: '' } as never);
+      expect(listed.tasks.map((t) => t.id).sort()).toEqual([task.id, waitingId].sort());
+
+      const running = (await client.sendMessage({ message: userMessage('slowly', { contextId: 'ctx-slow' }), configuration: { returnImmediately: true }, tenant: '' } as never)) as unknown as { id: string };
+      const resubscribed: StreamResponse[] = [];
+      const reading = (async () => {
+        for await (const ev of client.resubscribeTask({ id: running.id, tenant: '' } as never)) resubscribed.push(ev);
+      })();
+      await new Promise((r) => setTimeout(r, 50));
+      // Cancelling is cooperative: the running tool finishes (its gate opens), then the task stops.
+      const canceling = client.cancelTask({ id: running.id, tenant: '' } as never);
+      await new Promise((r) => setTimeout(r, 20));
+      g.open();
+      const canceled = await canceling;
+      await reading;
+      expect(TaskState[canceled.status?.state ?? 0]).toBe('TASK_STATE_CANCELED');
+      expect(resubscribed[0]?.payload?.$case).toBe('task');
+
+      await expect(client.cancelTask({ id: 'no-such-task', tenant: '' } as never)).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+      await expect(client.getTask({ id: 'no-such-task', tenant: '' } as never)).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+      await expect(client.cancelTask({ id: task.id, tenant: '' } as never)).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
+      expect([...new Set(wire.map((w) => w.method))].sort()).toEqual(['CancelTask', 'GetTask', 'ListTasks', 'SendMessage', 'SendStreamingMessage', 'SubscribeToTask']);
+    } finally {
+      g.open();
+      await server.close();
+    }
+  });
+
+  it('answers malformed JSON-RPC with the JSON-RPC error codes', async () => {
+    const s = testServer([]);
+    const rpc = (body: string) => s.app.request('/v1/a2a/jsonrpc', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect((await bodyJson(rpc('{nope'))).error.code).toBe(-32700);
+    expect((await bodyJson(rpc('{"id":1}'))).error.code).toBe(-32600);
+    expect(await bodyJson(rpc('{"jsonrpc":"2.0","id":7,"method":"message/send","params":{}}'))).toMatchObject({ id: 7, error: { code: -32601 } });
+    const bad = await bodyJson(rpc('{"jsonrpc":"2.0","id":8,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"x"}]}}}'));
+    expect(bad).toMatchObject({ id: 8, error: { code: -32602 } });
+    const missing = await bodyJson(rpc('{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"nope"}}'));
+    expect(missing).toMatchObject({ id: 9, error: { code: -32001, data: [{ reason: 'TASK_NOT_FOUND' }] } });
   });
 });

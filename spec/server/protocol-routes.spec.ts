@@ -1,7 +1,8 @@
 import { buildResumeArray, HttpAgent } from '@ag-ui/client';
-import { DefaultChatTransport, type UIMessage } from 'ai';
-import { describe, expect, it } from 'vitest';
+import { DefaultChatTransport, validateUIMessages, type UIMessage } from 'ai';
+import { describe, expect, it, vi } from 'vitest';
 import { listen } from '../../src/server/node.ts';
+import { Messages } from '../../src/contract/message.ts';
 import { HeadlessChat } from '../support/ai-chat.ts';
 import { bodyJson, gatedTool, json, testServer } from '../support/server.ts';
 
@@ -87,7 +88,8 @@ describe('secondary protocol routes', () => {
       await first.body?.cancel();
       const ui = await bodyJson(fetch(`${server.url}/v1/ai-sdk/threads/r1/messages`));
       expect(ui.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'assistant']);
-      expect(ui[1].parts).toContainEqual(expect.objectContaining({ type: 'dynamic-tool', toolName: 'slow', state: 'output-available' }));
+      expect(ui[1].parts).toContainEqual(expect.objectContaining({ type: 'tool-slow', toolCallId: 'c1', state: 'output-available', output: { tag: 't' } }));
+      await validateUIMessages({ messages: ui });
     } finally {
       await server.close();
     }
@@ -113,5 +115,133 @@ describe('secondary protocol routes', () => {
     const messages = await bodyJson(s.app.request('/v1/ag-ui/threads/ag-2/messages'));
     expect(messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([['user', 'go'], ['assistant', 'by agent route']]);
     expect((await s.app.request('/v1/ag-ui/threads/none/messages')).status).toBe(404);
+  });
+});
+
+describe("the history a client sends back is history (one rule below every protocol route)", () => {
+  const partsOf = (m: UIMessage | undefined) => (m?.parts ?? []) as { type: string; state?: string; toolCallId?: string; approval?: { id: string } }[];
+
+  it('AI SDK: a second and third message after a tool turn, an approval, and regenerate() — no 4xx, no renamed part', async () => {
+    const s = testServer([
+      { tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'one' } }] },
+      { text: 'Echoed one.' },
+      { text: 'Second answer.' },
+      { tool_calls: [{ id: 'c2', name: 'approve', arguments: { what: 'deploy' } }] },
+      { text: 'Deployed.' },
+      { text: 'Deployed, said again.' },
+    ]);
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const chat = new HeadlessChat('hist-1', new DefaultChatTransport<UIMessage>({ api: `${server.url}/v1/ai-sdk/chat` }));
+      await chat.sendMessage({ text: 'echo one' });
+      expect(chat.error).toBeUndefined();
+      expect(partsOf(chat.lastMessage).find((p) => p.type === 'tool-echo')?.state).toBe('output-available');
+      // The history now holds an output-available part of a call the server ran: history, not a decision.
+      await chat.sendMessage({ text: 'and then?' });
+      expect(chat.error).toBeUndefined();
+      expect(textOf(chat.lastMessage)).toBe('Second answer.');
+      await chat.sendMessage({ text: 'deploy' });
+      const approval = partsOf(chat.lastMessage).find((p) => p.type === 'tool-approve');
+      expect(approval?.state).toBe('approval-requested');
+      await chat.addToolApprovalResponse({ id: approval?.approval?.id ?? '', approved: true });
+      await expect.poll(() => chat.status, { timeout: 5000 }).toBe('ready');
+      expect(chat.error).toBeUndefined();
+      // The resumed call keeps its name: the part is still tool-approve, now with its output.
+      const resumed = partsOf(chat.lastMessage).filter((p) => p.toolCallId === 'c2');
+      expect(resumed.map((p) => [p.type, p.state])).toEqual([['tool-approve', 'output-available']]);
+      expect(textOf(chat.lastMessage)).toContain('Deployed.');
+      await chat.regenerate();
+      expect(chat.error).toBeUndefined();
+      expect(textOf(chat.lastMessage)).toBe('Deployed, said again.');
+      const stored = await bodyJson(fetch(`${server.url}/v1/threads/hist-1/messages?limit=200`));
+      const texts = stored.messages.map((m: { role: string; content: { text?: string }[] }) => `${m.role}:${m.content.map((b) => b.text ?? '').join('')}`);
+      expect(texts.filter((t: string) => t.startsWith('user:'))).toEqual(['user:echo one', 'user:and then?', 'user:deploy']);
+      expect(texts).not.toContain('assistant:Deployed.');
+      expect(texts.at(-1)).toBe('assistant:Deployed, said again.');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('AI SDK: an approval answered together with a new message resumes the call, then answers the message', async () => {
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Shipped; noted.' }]);
+    const first = await s.app.request('/v1/ai-sdk/chat', json({ id: 'both', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ship' }] }] }));
+    await first.text();
+    const history = [
+      { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ship' }] },
+      { id: 'a1', role: 'assistant', parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-responded', input: { what: 'ship' }, approval: { id: 's-c1', approved: true } }] },
+      { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'and tell me when' }] },
+    ];
+    const second = await s.app.request('/v1/ai-sdk/chat', json({ id: 'both', messages: history }));
+    expect(second.status).toBe(200);
+    const body = await second.text();
+    expect(body).toContain('"type":"tool-output-available","toolCallId":"c1"');
+    expect(body).toContain('Shipped; noted.');
+    expect(body).not.toContain('"toolName":"tool"');
+    const roles = (s.llm.requests[1]?.messages ?? []).map((m) => `${m.role}:${m.id ?? ''}`);
+    expect(roles.indexOf('user:u2')).toBeGreaterThan(roles.findIndex((r) => r.startsWith('tool:')));
+  });
+
+  it('AG-UI: a second message after a tool turn, an interrupt resumed without renaming, a tool message answering a waiting call', async () => {
+    const warnings = vi.spyOn(console, 'warn');
+    const s = testServer([
+      { tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'one' } }] },
+      { text: 'Echoed.' },
+      { tool_calls: [{ id: 'c2', name: 'approve', arguments: { what: 'ship' } }] },
+      { text: 'Shipped.' },
+      { tool_calls: [{ id: 'c3', name: 'approve', arguments: { what: 'again' } }] },
+      { text: 'Again.' },
+    ]);
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const agent = new HttpAgent({ url: `${server.url}/v1/ag-ui/run`, threadId: 'ag-hist' });
+      agent.messages.push({ id: 'u1', role: 'user', content: 'echo one' });
+      const started: string[] = [];
+      agent.subscribe({ onRunStartedEvent: ({ event }) => void started.push(event.runId) });
+      await agent.runAgent({ runId: 'client-a' });
+      expect(agent.messages.some((m) => m.role === 'tool')).toBe(true);
+      agent.messages.push({ id: 'u2', role: 'user', content: 'ship it' });
+      await agent.runAgent({ runId: 'client-b' });
+      expect(agent.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['c2']);
+      await agent.runAgent({ runId: 'client-c', resume: buildResumeArray(agent.pendingInterrupts, { 's-c2': { status: 'resolved', payload: { approved: true } } }) });
+      const calls = agent.messages.flatMap((m) => ('toolCalls' in m ? (m.toolCalls ?? []) : []));
+      expect(calls.map((c) => [c.id, c.function.name])).toEqual([
+        ['c1', 'echo'],
+        ['c2', 'approve'],
+      ]);
+      expect(started).toEqual(['client-a', 'client-b', 'client-c']);
+      expect(warnings).not.toHaveBeenCalled();
+      // A frontend that answers a waiting call with a tool message instead of resume[]: it is the decision.
+      agent.messages.push({ id: 'u3', role: 'user', content: 'again' });
+      await agent.runAgent({ runId: 'client-d' });
+      expect(agent.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['c3']);
+      const input = { threadId: 'ag-hist', runId: 'client-e', state: {}, tools: [], context: [], forwardedProps: {}, messages: [...agent.messages, { id: 't3', role: 'tool', toolCallId: 'c3', content: '{"approved":true}' }] };
+      const answered = await fetch(`${server.url}/v1/ag-ui/run`, json(input));
+      const events = (await answered.text()).split('\n\n').filter((f) => f !== '').map((f) => JSON.parse(f.slice(6)) as { type: string; toolCallId?: string; runId?: string });
+      expect(events.map((e) => e.type)).toContain('TOOL_CALL_RESULT');
+      expect(events.filter((e) => e.type === 'TOOL_CALL_START')).toEqual([]);
+      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', runId: 'client-e', outcome: { type: 'success' } });
+    } finally {
+      warnings.mockRestore();
+      await server.close();
+    }
+  });
+
+  it('a message sent the instant a run has sent its terminal frame waits for the run to end instead of a 409', async () => {
+    const t = testServer([{ text: 'One.' }, { text: 'Two.' }]);
+    const first = await t.registry.start({ threadId: 'fast', messages: [Messages.user('one', { id: 'u1' })] });
+    if (!first.ok) throw new Error('start');
+    // The client sees the terminal frame and sends its next message at once: the run is not over yet.
+    let sent = false;
+    const next = await new Promise<Awaited<ReturnType<typeof t.registry.start>>>((resolve) => {
+      void t.registry.subscribe('fast', 0, (item) => {
+        if (sent || item.kind !== 'frame' || item.event.event_type !== 'run_finish') return;
+        sent = true;
+        resolve(t.registry.start({ threadId: 'fast', messages: [Messages.user('two', { id: 'u2' })] }));
+      });
+    });
+    expect(next.ok).toBe(true);
+    if (!next.ok) return;
+    expect((await next.value.done)?.response).toBe('Two.');
   });
 });

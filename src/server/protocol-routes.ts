@@ -3,19 +3,26 @@ import type { AgentEvent } from '../contract/event.ts';
 import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import type { WireError } from '../contract/wire.ts';
-import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, initialAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
+import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
 import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
-import { finishAiSdk, frameAiSdk, initialAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
+import { finishAiSdk, frameAiSdk, initialAiSdkState, resumedAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../runtime/inbound.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, registryError, type ServerParts } from './http-support.ts';
-import type { LogItem } from './run-registry.ts';
+import { acceptInbound, type AcceptedInbound } from './inbound.ts';
+import type { LogItem, WaitingCall } from './run-registry.ts';
+
+/** What a stream's encoder starts from: the run the client chose an id for, the calls it holds. */
+interface StreamContext {
+  readonly clientRunId?: string;
+  readonly resumed?: AcceptedInbound['resumed'];
+}
 
 /** One protocol's request decoder and stream encoder (a Mealy transcoder plus framing). */
 interface Protocol<S> {
   readonly decode: (body: unknown, now: number) => Result<InboundRun, WireError>;
-  readonly initial: () => S;
+  readonly initial: (context: StreamContext) => S;
   readonly step: (state: S, event: AgentEvent) => [S, string];
   readonly finish: (state: S) => string;
   readonly headers: Record<string, string>;
@@ -23,7 +30,7 @@ interface Protocol<S> {
 
 const aiSdk: Protocol<AiSdkState> = {
   decode: decodeAiSdkRequest,
-  initial: initialAiSdkState,
+  initial: (c) => (c.resumed !== undefined ? resumedAiSdkState(c.resumed.runId, c.resumed.calls) : initialAiSdkState()),
   step: (s, e) => {
     const [next, chunks] = transcodeAiSdk(s, e);
     return [next, frameAiSdk(chunks, { done: false })];
@@ -34,7 +41,7 @@ const aiSdk: Protocol<AiSdkState> = {
 
 const agUi: Protocol<AgUiState> = {
   decode: decodeAgUiInput,
-  initial: initialAgUiState,
+  initial: (c) => requestAgUiState({ ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}), ...(c.resumed !== undefined ? { resumed: c.resumed } : {}) }),
   step: (s, e) => {
     const [next, events] = transcodeAgUi(s, e);
     return [next, frameAgUi(events)];
@@ -45,9 +52,11 @@ const agUi: Protocol<AgUiState> = {
 
 /**
  * The protocol routes of the book: AI SDK v6 (`POST /v1/ai-sdk/chat`) and AG-UI
- * (`POST /v1/ag-ui/run`). A request with decisions resumes the thread's waiting run; otherwise its
- * new messages (those whose ids the thread does not hold yet) start a run. The response is the
- * protocol's event stream of that run, up to its terminal event.
+ * (`POST /v1/ag-ui/run`). The client's history is read by the one rule of `planInbound`: an answer
+ * to a call the thread waits on resumes its parked run; otherwise the new messages (those whose ids
+ * the thread does not hold yet) start a run, or a history ending with a stored user message asks for
+ * a new answer to it. The response is the protocol's event stream of that run, up to its terminal
+ * event.
  */
 export function protocolRoutes(parts: ServerParts, options: { readonly heartbeatMs: number }): Hono {
   const app = new Hono();
@@ -58,11 +67,14 @@ export function protocolRoutes(parts: ServerParts, options: { readonly heartbeat
     const threadId = threadParam(c);
     const current = parts.registry.currentRun(threadId);
     if (current === undefined || current.status !== 'running') return c.body(null, 204);
-    return streamRun(parts, aiSdk, threadId, current.runId, current.fromSeq, heartbeatMs);
+    return streamRun(parts, aiSdk, threadId, current.runId, current.fromSeq, heartbeatMs, {});
   };
   app.get('/v1/ai-sdk/chat/:thread_id/stream', reattach);
   app.get('/v1/ai-sdk/threads/:thread_id/stream', reattach);
-  app.get('/v1/ai-sdk/threads/:thread_id/messages', async (c) => c.json(toUiMessages(await storedMessages(parts, threadParam(c)))));
+  app.get('/v1/ai-sdk/threads/:thread_id/messages', async (c) => {
+    const threadId = threadParam(c);
+    return c.json(toUiMessages(await storedMessages(parts, threadId), parts.registry.waiting(threadId)?.calls ?? []));
+  });
 
   app.post('/v1/ag-ui/run', (c) => serve(c, parts, agUi, heartbeatMs));
   app.post('/v1/ag-ui/threads/:thread_id/runs', (c) => serve(c, parts, agUi, heartbeatMs, { threadId: threadParam(c) }));
@@ -89,18 +101,34 @@ async function storedMessages(parts: ServerParts, threadId: string): Promise<rea
   return thread.messages.filter((m) => m.visibility !== 'internal');
 }
 
-/** Stored messages as AI SDK `UIMessage`s: text parts of user and assistant messages, tool calls as dynamic tool parts. */
-function toUiMessages(messages: readonly Message[]): unknown[] {
+/**
+ * Stored messages as AI SDK `UIMessage`s: text parts of user and assistant messages, each tool call
+ * as the part the stream made of it (`tool-<name>`), with its output when the thread holds one, and
+ * an approval request when the thread waits on it — so a chat reloaded from here renders and answers
+ * as a live one.
+ */
+function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCall[]): unknown[] {
   const results = new Map(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, messageText(m)] as const));
+  const asked = new Map(waiting.map((w) => [w.callId, w.suspension?.id ?? w.callId] as const));
+  const output = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  const toolPart = (c: { readonly id: string; readonly name: string; readonly arguments: unknown }): unknown => {
+    const base = { type: `tool-${c.name}`, toolCallId: c.id, input: c.arguments };
+    if (asked.has(c.id)) return { ...base, state: 'approval-requested', approval: { id: asked.get(c.id) } };
+    if (results.has(c.id)) return { ...base, state: 'output-available', output: output(results.get(c.id) ?? '') };
+    return { ...base, state: 'input-available' };
+  };
   return messages
     .filter((m) => m.role === 'user' || m.role === 'assistant')
     .map((m) => ({
       id: m.id ?? '',
       role: m.role,
-      parts: [
-        ...(messageText(m) !== '' ? [{ type: 'text', text: messageText(m) }] : []),
-        ...(m.tool_calls ?? []).map((c) => ({ type: 'dynamic-tool', toolName: c.name, toolCallId: c.id, state: results.has(c.id) ? 'output-available' : 'input-available', input: c.arguments, ...(results.has(c.id) ? { output: results.get(c.id) } : {}) })),
-      ],
+      parts: [...(messageText(m) !== '' ? [{ type: 'text', text: messageText(m) }] : []), ...(m.tool_calls ?? []).map(toolPart)],
     }));
 }
 
@@ -116,8 +144,8 @@ function toAgUiMessages(messages: readonly Message[]): unknown[] {
 }
 
 /** One run's frames in a protocol's encoding, from `since` to its terminal frame. */
-function streamRun<S>(parts: ServerParts, protocol: Protocol<S>, threadId: string, runId: string, since: number, heartbeatMs: number): Response {
-  let state = protocol.initial();
+function streamRun<S>(parts: ServerParts, protocol: Protocol<S>, threadId: string, runId: string, since: number, heartbeatMs: number, context: StreamContext): Response {
+  let state = protocol.initial(context);
   const render = (item: LogItem): string => {
     if (item.kind !== 'frame' || item.runId !== runId) return '';
     const [next, text] = protocol.step(state, item.event);
@@ -140,7 +168,7 @@ async function serve<S>(
   heartbeatMs: number,
   path: { readonly threadId?: string; readonly agentId?: string } = {},
 ): Promise<Response> {
-  const { runtime, store, registry } = parts;
+  const { runtime } = parts;
   const env = runtime.env;
   let raw: unknown;
   try {
@@ -162,23 +190,11 @@ async function serve<S>(
   if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
   if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
 
-  let runId: string;
-  let since: number;
-  if (inbound.decisions.length > 0) {
-    since = registry.log(threadId).lastSeq;
-    const r = registry.decide(threadId, inbound.decisions);
-    if (!r.ok) throw registryError(r.error);
-    runId = r.value.runId;
-  } else {
-    const stored = new Set(((await store.loadThread(threadId))?.messages ?? []).map((m) => m.id));
-    const fresh: Message[] = inbound.messages
-      .filter((m) => m.id === undefined || !stored.has(m.id))
-      .map((m) => ({ ...m.message, id: m.id !== undefined && isValidId(m.id) ? m.id : env.ids.next('message') }));
-    if (fresh.length === 0) throw new HttpError(400, 'invalid_request', 'messages: no new message to run on', 'messages');
-    const started = await registry.start({ threadId, ...(inbound.agentId !== undefined ? { agentId: inbound.agentId } : {}), messages: fresh });
-    if (!started.ok) throw registryError(started.error);
-    runId = started.value.runId;
-    since = started.value.fromSeq;
-  }
-  return streamRun(parts, protocol, threadId, runId, since, heartbeatMs);
+  // The history the client sends back is history (planInbound): decisions only for calls the thread
+  // waits on, messages only those it does not hold.
+  const accepted = await acceptInbound(parts, threadId, inbound.agentId, inbound);
+  if (accepted.ok === 'nothing') throw new HttpError(400, 'invalid_request', 'messages: no new message, no answer to a waiting tool call and nothing to regenerate', 'messages');
+  if (!accepted.ok) throw registryError(accepted.error);
+  const { runId, since, resumed } = accepted.value;
+  return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, { ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}), ...(resumed !== undefined ? { resumed } : {}) });
 }

@@ -1,4 +1,5 @@
 import type { AgentEvent } from '../contract/event.ts';
+import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import { serialiseEvent } from '../contract/event.ts';
@@ -100,6 +101,19 @@ export class ThreadLog {
   }
 }
 
+/**
+ * A tool call a parked run waits on, as the run announced it: the protocols re-use its name, its
+ * arguments and the assistant message that made it when they stream the resumed run.
+ */
+export interface WaitingCall {
+  readonly callId: string;
+  readonly name: string;
+  readonly arguments: JsonValue;
+  /** The assistant message (the step's `message_id`, else the run id) that made the call. */
+  readonly messageId: string;
+  readonly suspension?: { readonly id: string; readonly action: string; readonly message?: string };
+}
+
 export type ConcurrencyPolicy = 'reject' | 'supersede';
 
 export interface RegistryOptions {
@@ -136,8 +150,12 @@ interface LiveRun {
   status: RunStatus;
   /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
   stopRequested: boolean;
-  /** Tool calls waiting for a decision (from the run's own events). */
-  readonly waitingCalls: Set<string>;
+  /** Tool calls waiting for a decision (from the run's own events), by call id. */
+  readonly waiting: Map<string, WaitingCall>;
+  /** Calls made in the current step (name, arguments), until they settle or suspend. */
+  readonly calls: Map<string, { readonly name: string; readonly arguments: JsonValue; readonly messageId: string }>;
+  /** The assistant message of the current step. */
+  stepMessageId: string;
   terminalSeen: boolean;
 }
 
@@ -153,6 +171,8 @@ export interface StartRequest {
   readonly messages: readonly Message[];
   /** Start even when the thread is paused on a suspension: the parked run is cancelled first. */
   readonly discardPause?: boolean;
+  /** Answer again from this stored message (`RunRequest.rewindTo`). */
+  readonly rewindTo?: string;
 }
 
 export interface StartedRun {
@@ -248,10 +268,13 @@ export class RunRegistry {
     const entry = this.#threads.get(request.threadId) as ThreadEntry;
     const current = entry.current;
     if (current !== undefined) {
-      const refused = this.#refusal(request, current);
-      if (refused !== undefined) return fail(refused);
-      current.stopRequested = true;
-      current.handle.cancel();
+      // A run past its terminal frame is only writing its last checkpoint: the new one waits for it.
+      if (current.status !== 'done') {
+        const refused = this.#refusal(request, current);
+        if (refused !== undefined) return fail(refused);
+        current.stopRequested = true;
+        current.handle.cancel();
+      }
       await current.handle.done.catch(() => undefined);
     }
     if (this.#bus !== undefined) {
@@ -278,7 +301,12 @@ export class RunRegistry {
       },
     };
     const started = await this.#runtime.start(
-      { threadId: request.threadId, ...(request.agentId !== undefined ? { agentId: request.agentId } : {}), messages: request.messages },
+      {
+        threadId: request.threadId,
+        ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
+        messages: request.messages,
+        ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
+      },
       sink,
       { waitForDecisions: true },
     );
@@ -295,7 +323,9 @@ export class RunRegistry {
       status: 'running',
       stopRequested: false,
       terminalSeen: false,
-      waitingCalls: new Set(),
+      waiting: new Map(),
+      calls: new Map(),
+      stepMessageId: handle.runId,
     };
     const run = live;
     this.#runs.set(run.runId, run);
@@ -328,14 +358,7 @@ export class RunRegistry {
   }
 
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
-    if (event.event_type === 'run_start') {
-      run.status = 'running';
-      run.terminalSeen = false;
-    } else if (event.event_type === 'run_finish') {
-      run.terminalSeen = true;
-      run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
-    } else if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') run.waitingCalls.add(event.id);
-    else if (event.event_type === 'tool_call_resumed') run.waitingCalls.delete(event.target_id);
+    this.#track(run, event);
     const log = this.log(run.threadId);
     if (this.#bus === undefined) {
       log.append(run.runId, event);
@@ -350,6 +373,47 @@ export class RunRegistry {
     // A segment's terminal frame is delivered once every frame before it is in the shared log: a
     // client that saw it and goes on on another instance finds the thread's sequence where it stopped.
     return shared.then(() => void log.publish(frame));
+  }
+
+  /** What the registry follows of a run's own events: its status and the calls it waits on. */
+  #track(run: LiveRun, event: AgentEvent): void {
+    switch (event.event_type) {
+      case 'run_start':
+        run.status = 'running';
+        run.terminalSeen = false;
+        break;
+      case 'run_finish':
+        run.terminalSeen = true;
+        run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
+        break;
+      case 'step_start':
+        run.calls.clear();
+        if (event.message_id !== '') run.stepMessageId = event.message_id;
+        break;
+      case 'tool_call_ready':
+        run.calls.set(event.id, { name: event.name, arguments: event.arguments, messageId: run.stepMessageId });
+        break;
+      case 'tool_call_done': {
+        const call = run.calls.get(event.id);
+        run.calls.delete(event.id);
+        if (event.outcome !== 'suspended') break;
+        const ticket = event.result.suspension;
+        const su = ticket?.suspension;
+        run.waiting.set(event.id, {
+          callId: event.id,
+          name: call?.name ?? ticket?.pending.name ?? event.result.tool_name,
+          arguments: call?.arguments ?? ticket?.pending.arguments ?? {},
+          messageId: call?.messageId ?? run.stepMessageId,
+          ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
+        });
+        break;
+      }
+      case 'tool_call_resumed':
+        run.waiting.delete(event.target_id);
+        break;
+      default:
+        break;
+    }
   }
 
   /**
@@ -405,12 +469,15 @@ export class RunRegistry {
     }
   }
 
-  /** Decisions for the parked run of a thread or a run id; any later request may send them. */
-  decide(runOrThread: string, decisions: readonly Decision[]): RegistryResult<{ runId: string }> {
+  /**
+   * Decisions for the parked run of a thread or a run id; any later request may send them. `messages`
+   * sent with them join the thread after the calls they settle (`RunHandle.decide`).
+   */
+  decide(runOrThread: string, decisions: readonly Decision[], messages: readonly Message[] = []): RegistryResult<{ runId: string }> {
     const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
     if (run === undefined || run.status === 'done') return fail({ code: 'run_not_found', message: `no waiting run: ${runOrThread}` });
     if (run.status !== 'waiting') return fail({ code: 'not_waiting', message: `run ${run.runId} is not waiting for a decision` });
-    const r = run.handle.decide(decisions);
+    const r = run.handle.decide(decisions, messages);
     if (!r.ok) return fail({ code: 'target_not_found', message: 'message' in r.error ? String(r.error.message) : r.error.code });
     return { ok: true, value: { runId: run.runId } };
   }
@@ -434,10 +501,11 @@ export class RunRegistry {
     return run === undefined ? undefined : { status: run.status, threadId: run.threadId, agentId: run.agentId, createdAt: run.createdAt };
   }
 
-  /** The tool calls a waiting run waits on (empty when it does not wait). */
-  waitingCalls(runId: string): string[] {
-    const run = this.#runs.get(runId);
-    return run === undefined || run.status !== 'waiting' ? [] : [...run.waitingCalls];
+  /** The parked run of a thread or a run id and the calls it waits on; `undefined` when none waits. */
+  waiting(runOrThread: string): { readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined {
+    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    if (run === undefined || run.status !== 'waiting') return undefined;
+    return { runId: run.runId, threadId: run.threadId, calls: [...run.waiting.values()] };
   }
 
   /**

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -69,5 +70,31 @@ describe('awaken mcp (stdio), driven by the official MCP client', () => {
     const r = await client.callTool({ name: 'demo', arguments: { message: 'delete it' } }, CallToolResultSchema);
     expect(r.isError).toBe(true);
     expect(r.structuredContent).toMatchObject({ termination: { type: 'suspended' } });
+  });
+
+  it('a line that is not JSON-RPC is answered (-32700, -32600), and the session goes on', async () => {
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', 'scripted:fixtures/scripts/demo-weather.yaml'], { cwd: repo, stdio: ['pipe', 'pipe', 'pipe'] });
+    close = async () => {
+      child.stdin.end();
+      await new Promise((r) => child.once('exit', r));
+    };
+    const lines: unknown[] = [];
+    let buffer = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buffer += d.toString('utf8');
+      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+        lines.push(JSON.parse(buffer.slice(0, at)));
+        buffer = buffer.slice(at + 1);
+      }
+    });
+    child.stdin.write('this is not json\n');
+    child.stdin.write('{"hello":"world","id":5}\n');
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })}\n`);
+    await expect.poll(() => lines.length, { timeout: 10_000 }).toBe(3);
+    expect(lines[0]).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 } });
+    expect(lines[0]).not.toHaveProperty('id');
+    expect(lines[1]).toMatchObject({ jsonrpc: '2.0', id: 5, error: { code: -32600 } });
+    expect(lines[2]).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+    for (const l of lines) expect(JSONRPCMessageSchema.safeParse(l).success).toBe(true);
   });
 });

@@ -1,42 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { main } from '../../src/cli/main.ts';
 import { parseServeArgs } from '../../src/cli/serve-command.ts';
 import { chunksOf, toSse } from '../../src/providers/cassette.ts';
+import { repo, startServe } from '../support/serve-process.ts';
 import { bodyJson, parseSse, readFrames } from '../support/server.ts';
 
-const repo = resolve(import.meta.dirname, '../..');
 const toolChunks = chunksOf(readFileSync(join(repo, 'fixtures/cassettes/openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
-
-/** `awaken serve` as a child process; resolves with its URL once it listens. */
-function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; url: string; log: () => string }> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', ...args, '--port', '0'], {
-    cwd: repo,
-    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  return new Promise((resolveStart, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /listening on (http:\/\/[^\s]+)/.exec(log);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolveStart({ child, url: m[1] as string, log: () => log });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`awaken serve exited with ${code}:\n${log}`));
-    });
-  });
-}
 
 const children: ChildProcess[] = [];
 const servers: Server[] = [];
@@ -98,17 +73,40 @@ describe('awaken serve', () => {
     expect(frames.some((f) => f.data.includes('configured answer'))).toBe(true);
   }, 60_000);
 
-  it('serves the demo agent on SQLite from the bundled recorded conversation, and says so', async () => {
+  it('serves the demo agent on SQLite from the bundled recorded conversation, and its start-up hint gets an answer that agrees with the tool', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-serve-'));
     const s = await startServe(['--store', `sqlite:${join(dir, 'awaken.db')}`]);
     children.push(s.child);
     expect(s.log()).toContain('bundled recorded conversation');
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
-    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'weather?' }] }) });
-    const frames = parseSse(await r.text());
-    const last = JSON.parse(frames.at(-1)?.data ?? '{}');
-    expect(last).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
-    expect(frames.some((f) => f.data.includes('"get_weather"'))).toBe(true);
+    // Run exactly the command the start-up log suggests.
+    const hint = /try\s+curl -N (\S+) -H 'content-type: application\/json' -d '(.+)'\n/.exec(s.log());
+    expect(hint).not.toBeNull();
+    const body = JSON.parse(hint?.[2] ?? '{}') as { messages: { content: string }[] };
+    const city = /weather in (\w+)/.exec(body.messages[0]?.content ?? '')?.[1] ?? '';
+    const r = await fetch(hint?.[1] ?? '', { method: 'POST', headers: { 'content-type': 'application/json' }, body: hint?.[2] ?? '' });
+    const events = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; [k: string]: unknown });
+    expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
+    const call = events.find((e) => e.event_type === 'tool_call_ready');
+    expect(call).toMatchObject({ name: 'get_weather', arguments: { city } });
+    const result = events.find((e) => e.event_type === 'tool_call_done') as { result: { data: { condition: string; temperature_c: number } } } | undefined;
+    const answer = events.map((e) => (e.event_type === 'text_delta' ? (e['delta'] as string) : '')).join('');
+    expect(answer).toContain(city);
+    expect(answer).toContain(result?.result.data.condition ?? '?');
+    expect(answer).toContain(`${result?.result.data.temperature_c ?? '?'} °C`);
+  });
+
+  it('--model scripted:FILE serves a script, run from its start in each thread', async () => {
+    const s = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-weather.yaml']);
+    children.push(s.child);
+    expect(s.log()).toContain('scripted:fixtures/scripts/demo-weather.yaml, run from its start in each thread');
+    for (const thread of ['a', 'b']) {
+      const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: thread, messages: [{ role: 'user', content: 'weather?' }] }) });
+      const text = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; delta?: string }).map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join('');
+      expect(text).toBe('It is cloudy in Tokyo.');
+    }
+    const bad = await main(['serve', '--model', 'scripted:/no/such/file.yaml'], { out: () => undefined, err: () => undefined });
+    expect(bad).toBe(64);
   });
 
   it('6. kill -9 mid-run, restart on the same store: committed messages are there, the run is marked, not lost', async () => {

@@ -146,7 +146,7 @@ describe('wire cassettes', () => {
       expect(recorded).toEqual(served);
       await expect(recordCassette(await fetch(`${base}/fail`))).rejects.toThrow('HTTP 500');
       const model = createOpenAICompatible({ name: 'cassette', baseURL: 'http://x/v1', apiKey: 'k', fetch: cassetteFetch(recorded, 'openai-compatible'), includeUsage: true })('m');
-      expect(await collectStream(aiSdkExecutor(model).stream(req))).toMatchObject({ content: [{ type: 'text', text: 'It is windy in Oslo.' }], stopReason: 'EndTurn' });
+      expect(await collectStream(aiSdkExecutor(model).stream(req))).toMatchObject({ content: [{ type: 'text', text: 'It is sunny in Oslo, 10 °C.' }], stopReason: 'EndTurn' });
     });
   });
 });
@@ -174,7 +174,7 @@ describe('the agent loop on a real provider package, over a project-made cassett
     if (!built.ok) throw new Error('build');
     const sink = new VecEventSink();
     const r = await built.value.run({ messages: [Messages.user('Weather in Oslo?')] }, sink);
-    expect(r.ok && r.value).toMatchObject({ response: 'It is windy in Oslo.', usage: { prompt_tokens: 130, completion_tokens: 18 } });
+    expect(r.ok && r.value).toMatchObject({ response: 'It is sunny in Oslo, 10 °C.', usage: { prompt_tokens: 130, completion_tokens: 18 } });
     expect(checkRunInvariants(sink.events)).toEqual([]);
     expect(sink.events.filter((e) => e.event_type === 'tool_call_delta').map((e) => (e as { args_delta: string }).args_delta)).toEqual(['{"city"', ': "Oslo"}']);
     const second = server.requests[1] as { tools: { function: { name: string } }[]; messages: { role: string; content: unknown }[] };

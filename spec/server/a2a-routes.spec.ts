@@ -118,7 +118,7 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
   it('the extended card needs the bearer token; the public card says how to get it', async () => {
     const s = testServer([]);
     expect((await s.app.request('/v1/a2a/extendedAgentCard')).status).toBe(400);
-    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry }, { adminToken: 'card-token' });
+    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry }, { adminToken: 'card-token', allowedHosts: ['agents.example'] });
     const card = await bodyJson(app.request('/.well-known/agent-card.json', { headers: { host: 'agents.example:8080' } }));
     expect(AgentCard.toJSON(AgentCard.fromJSON(card))).toEqual(card);
     expect(card.capabilities.extendedAgentCard).toBe(true);

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { listen } from '../../src/server/node.ts';
-import { testServer } from '../support/server.ts';
+import { gatedTool, testServer } from '../support/server.ts';
 
 /** MCP over Streamable HTTP at /v1/mcp, driven by the official MCP client over a real socket. */
 describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
@@ -40,5 +40,71 @@ describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
     const unknown = await post({ host: 'localhost:3000', 'mcp-session-id': 'nope' });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
+  });
+});
+
+describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {
+  /** A session opened by hand, so the test sees the wire. */
+  async function session(url: string): Promise<(body: unknown, headers?: Record<string, string>) => Promise<Response>> {
+    const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    const init = await fetch(url, { method: 'POST', headers: base, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
+    const id = init.headers.get('mcp-session-id') ?? '';
+    await init.text();
+    const post = (body: unknown, headers: Record<string, string> = {}) => fetch(url, { method: 'POST', headers: { ...base, 'mcp-session-id': id, ...headers }, body: JSON.stringify(body) });
+    await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).text();
+    return post;
+  }
+
+  it('a tools/call stream opens with a priming event (id, empty data, retry)', async () => {
+    const s = testServer([{ text: 'primed' }]);
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const post = await session(`${server.url}/v1/mcp`);
+      const body = await (await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'agent', arguments: { message: 'hi' } } })).text();
+      const first = body.split('\n\n')[0] ?? '';
+      expect(first).toMatch(/^id: \S+\nretry: 1000\ndata: $/);
+      expect(body).toContain('primed');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('notifications/cancelled ends the request’s stream and its run; resuming that stream gets nothing', async () => {
+    const g = gatedTool();
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 't' } }] }, { text: 'never' }], { tools: [g.tool] });
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const url = `${server.url}/v1/mcp`;
+      const post = await session(url);
+      const call = await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'agent', arguments: { message: 'slow' }, _meta: { progressToken: 'p' } } });
+      const reader = (call.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes('id: ')) text += decoder.decode((await reader.read()).value);
+      const lastEventId = /id: (\S+)/.exec(text)?.[1] ?? '';
+      await expect.poll(() => g.started.length).toBe(1);
+      await (await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'user' } })).text();
+      g.open();
+      // The stream ends within the bound (without the fix it stays open on keep-alives).
+      const ended = await Promise.race([
+        (async () => {
+          for (;;) {
+            const next = await reader.read();
+            if (next.done) return true;
+            text += decoder.decode(next.value);
+          }
+        })(),
+        new Promise<false>((r) => setTimeout(() => r(false), 3000)),
+      ]);
+      expect(ended).toBe(true);
+      expect(text).not.toContain('"result"');
+      const runs = (await (await fetch(`${server.url}/v1/runs`)).json()) as { items: { status: string; termination?: { type: string } }[] };
+      expect(runs.items[0]?.termination?.type).toBe('cancelled');
+      const resume = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': call.headers.get('mcp-session-id') ?? '', 'last-event-id': lastEventId } });
+      expect(resume.status).toBe(204);
+    } finally {
+      g.open();
+      await server.close();
+    }
   });
 });

@@ -1,7 +1,9 @@
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { Messages } from '../contract/message.ts';
+import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
+import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { acpAgent, type InteractiveHost } from '../server/acp-host.ts';
 import { demoRuntimes, type Io } from './run-command.ts';
 
@@ -10,20 +12,37 @@ export const ACP_USAGE = `usage: awaken acp --model scripted:FILE|transcript:FIL
 Serves the demo agent as an ACP v1 agent over stdio (newline-delimited JSON-RPC; logs on stderr):
 initialize, session/new, session/prompt (session/update notifications, session/request_permission
 for a suspended tool call — "approve" resumes it, anything else cancels it — then the stop reason)
-and session/cancel. Each prompt runs the model file from its start.
+and session/cancel. A session is one conversation: its prompts run one after another on its thread,
+and its model file runs from its start in each session; session/load replays a session's
+conversation (its user and agent messages, its tool calls) as session updates.
 `;
 
-/** The demo agent on a file-backed model, as an ACP host: each prompt builds a fresh runtime. */
+/**
+ * The demo agent on a file-backed model, as an ACP host: each session gets its own runtime (its model
+ * file from the start) and one thread, so the prompts of a session continue one conversation.
+ */
 export function demoAcpHost(model: string): InteractiveHost | string {
   const runtimes = demoRuntimes(model);
   if (typeof runtimes === 'string') return runtimes;
   const env = realEnv();
+  const sessions = new Map<string, { readonly runtime: AgentRuntime; readonly store: MemoryThreadRunStore }>();
   return {
     name: 'awaken-acp',
     now: () => env.clock.now(),
-    newId: () => env.ids.next('session'),
-    async start(message, emit, signal) {
-      const started = await runtimes().start({ agentId: 'demo', messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: true });
+    newSession: () => {
+      const id = env.ids.next('session');
+      const store = new MemoryThreadRunStore();
+      sessions.set(id, { runtime: runtimes(store), store });
+      return id;
+    },
+    history: async (sessionId) => {
+      const session = sessions.get(sessionId);
+      return session === undefined ? undefined : ((await session.store.loadThread(sessionId))?.messages ?? []);
+    },
+    async start(sessionId, message, emit, signal) {
+      const session = sessions.get(sessionId);
+      if (session === undefined) throw new Error(`unknown session ${sessionId}`);
+      const started = await session.runtime.start({ agentId: 'demo', threadId: sessionId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: true });
       if (!started.ok) throw new Error(started.error.code);
       return started.value;
     },

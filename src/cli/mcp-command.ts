@@ -1,12 +1,12 @@
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Messages } from '../contract/message.ts';
 import { mcpServer, type AgentHost } from '../server/mcp-host.ts';
+import { LineStdioTransport } from '../server/stdio-transport.ts';
 import { demoRuntimes, type Io } from './run-command.ts';
 
 export const MCP_USAGE = `usage: awaken mcp [--stdio] --model scripted:FILE|transcript:FILE [--agent demo]
 
 Serves the agent as an MCP tool (protocol 2025-11-25) over stdio: newline-delimited JSON-RPC on
-stdin/stdout, logs on stderr. The tool takes {message}; while the run streams it sends progress
+stdin/stdout (a line that is not JSON-RPC is answered with -32700 or -32600), logs on stderr. The tool takes {message}; while the run streams it sends progress
 notifications, then the result: the final text, structuredContent {termination, runId, threadId},
 and isError when the run did not complete. Each call runs the model file from its start.
 `;
@@ -51,10 +51,9 @@ export async function mcpCommand(argv: readonly string[], io: Io, version: strin
     return 65;
   }
   const server = mcpServer(host, { name: 'awaken-mcp', version });
-  const transport = new StdioServerTransport();
+  const transport = new LineStdioTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
   await server.connect(transport);
-  process.stdin.once('end', () => void server.close());
   await closed;
   return 0;
 }

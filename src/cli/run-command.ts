@@ -2,6 +2,7 @@ import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
 import { deterministicEnv } from '../runtime/env.ts';
+import { MemoryThreadRunStore, type ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
@@ -25,11 +26,13 @@ export function decisionsFor(decide: 'approve' | 'deny', ids: readonly string[],
 
 /**
  * The demo agent and its tools on a file-backed model. A file-backed model gets a deterministic
- * environment, so the same file prints the same bytes.
+ * environment, so the same file prints the same bytes; threads live in memory (a conversation
+ * continued on one runtime sees its earlier turns).
  */
-export function demoRuntime(llm: LlmExecutor, model: string): ReturnType<AgentRuntimeBuilder['build']> {
+export function demoRuntime(llm: LlmExecutor, model: string, store: ThreadRunStore = new MemoryThreadRunStore()): ReturnType<AgentRuntimeBuilder['build']> {
   const builder = new AgentRuntimeBuilder()
     .withEnv(deterministicEnv())
+    .withThreadRunStore(store)
     .withProvider('model', llm)
     .withModel('model', { provider: 'model', model_name: model.split(':')[0] as string })
     .withAgentSpec(demoAgent('model'));
@@ -41,13 +44,13 @@ export function demoRuntime(llm: LlmExecutor, model: string): ReturnType<AgentRu
  * A fresh demo runtime per call on a file-backed model, so each call runs the file from its start;
  * or why the model cannot be had (checked once, up front).
  */
-export function demoRuntimes(model: string): (() => AgentRuntime) | string {
+export function demoRuntimes(model: string): ((store?: ThreadRunStore) => AgentRuntime) | string {
   const probe = modelOf(model);
   if (typeof probe === 'string') return probe;
-  return () => {
+  return (store) => {
     const llm = modelOf(model);
     if (typeof llm === 'string') throw new Error(llm);
-    const runtime = demoRuntime(llm, model);
+    const runtime = demoRuntime(llm, model, store);
     if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
     return runtime.value;
   };

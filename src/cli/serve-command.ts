@@ -17,17 +17,26 @@ import { openBus, openStore } from '../stores/index.ts';
 import { providerOf } from '../server/config-routes.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { readServeConfig } from './serve-config.ts';
+import { modelOf } from './run-plan.ts';
+import { perConversation } from '../providers/per-conversation.ts';
+import { checkOrigins } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
 
-export const SERVE_USAGE = `usage: awaken serve [--config awaken.yaml] [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
+export const SERVE_USAGE = `usage: awaken serve [--config awaken.yaml] [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--model scripted:FILE|transcript:FILE] [--cors-origin URL]… [--allowed-host H]… [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
 
   --config FILE    server settings, agents, models and providers (YAML; flags win; docs/server.md)
 
   --port N         the port to listen on (default 3000; 0 picks a free one)
   --host H         the interface to bind (default 127.0.0.1)
   --store S        sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p], memory
+  --model M        the demo agent's model: scripted:FILE or transcript:FILE, run from its start in each
+                   thread (docs/scripted-models.md); default: a provider key, else the bundled recording
+  --cors-origin U  an origin whose pages may call the API (repeatable; * for any); pages on
+                   localhost, 127.0.0.1 and [::1] always may
+  --allowed-host H a host name requests may name in Host besides the loopback ones (repeatable; *
+                   turns the check off); the --host you bind is allowed
   --policy P       a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
   --lease-ms N     the mailbox lease of a claimed job (default 30000); --sweep-ms N how often expired
                    leases are reclaimed (default 30000)
@@ -46,6 +55,9 @@ interface ServePlan {
   readonly port: number;
   readonly host: string;
   readonly store: string;
+  readonly model?: string;
+  readonly corsOrigins: readonly string[];
+  readonly allowedHosts: readonly string[];
   readonly policy: ConcurrencyPolicy;
   readonly leaseMs?: number;
   readonly sweepMs?: number;
@@ -64,11 +76,23 @@ export function parseServeArgs(argv: readonly string[]): ServePlan | string {
   let policy: ConcurrencyPolicy = file?.server.policy ?? 'reject';
   let leaseMs: number | undefined = file?.server.lease_ms;
   let sweepMs: number | undefined = file?.server.sweep_ms;
+  let model: string | undefined = file?.server.model;
+  // Repeatable flags replace what the config file lists.
+  const corsOrigins: string[] = [];
+  const allowedHosts: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     const v = argv[i + 1];
     if (a === '--config') {
       i++;
+      continue;
+    }
+    if (a === '--model' || a === '--cors-origin' || a === '--allowed-host') {
+      if (v === undefined) return `${a} needs a value`;
+      i++;
+      if (a === '--model') model = v;
+      else if (a === '--cors-origin') corsOrigins.push(v);
+      else allowedHosts.push(v);
       continue;
     }
     if (a === '--port' || a === '--host' || a === '--store' || a === '--policy' || a === '--lease-ms' || a === '--sweep-ms') {
@@ -89,27 +113,53 @@ export function parseServeArgs(argv: readonly string[]): ServePlan | string {
       }
     } else return `unknown argument ${a}`;
   }
-  return { ...(configPath !== undefined ? { config: configPath } : {}), port, host, store, policy, ...(leaseMs !== undefined ? { leaseMs } : {}), ...(sweepMs !== undefined ? { sweepMs } : {}) };
+  const origins = checkOrigins(corsOrigins.length > 0 ? corsOrigins : (file?.server.cors?.origins ?? []));
+  if (typeof origins === 'string') return `--cors-origin: ${origins}`;
+  return {
+    ...(configPath !== undefined ? { config: configPath } : {}),
+    port,
+    host,
+    store,
+    ...(model !== undefined ? { model } : {}),
+    corsOrigins: origins,
+    allowedHosts: allowedHosts.length > 0 ? allowedHosts : (file?.server.allowed_hosts ?? []),
+    policy,
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
+    ...(sweepMs !== undefined ? { sweepMs } : {}),
+  };
+}
+
+/**
+ * The hosts a request may name: the configured ones, and the interface bound when it is a name or
+ * an address of its own; bound to every interface (0.0.0.0, ::) with none configured, any host.
+ */
+export function allowedHostsOf(plan: { readonly host: string; readonly allowedHosts: readonly string[] }): string[] {
+  const wildcard = plan.host === '0.0.0.0' || plan.host === '::' || plan.host === '[::]';
+  if (wildcard) return plan.allowedHosts.length > 0 ? [...plan.allowedHosts] : ['*'];
+  return [...plan.allowedHosts, plan.host];
 }
 
 const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
+
+/** The question the start-up hint asks: the one the bundled recording answers (Oslo's forecast). */
+const DEMO_QUESTION = 'weather in Oslo?';
 
 /**
  * The model of the demo agent: a provider when its key is set; otherwise the bundled recorded
  * conversation, replayed through the AI SDK adapter (the tool-call stream when the last message is
  * not a tool result, else the answer stream).
  */
-export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
+export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string; readonly hint: string } {
   const openai = env['OPENAI_API_KEY'];
   const anthropic = env['ANTHROPIC_API_KEY'];
   if (openai !== undefined && openai !== '') {
     const name = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
     const provider = createOpenAICompatible({ name: 'openai', baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1', apiKey: openai, includeUsage: true });
-    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter` };
+    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter`, hint: DEMO_QUESTION };
   }
   if (anthropic !== undefined && anthropic !== '') {
     const name = env['ANTHROPIC_MODEL'] ?? 'claude-3-5-haiku-latest';
-    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter` };
+    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter`, hint: DEMO_QUESTION };
   }
   const tool = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
   const answer = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-answer.chunks.jsonl'), 'utf8'));
@@ -122,7 +172,20 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
   return {
     llm: aiSdkExecutor(provider('recorded-weather')),
     name: 'recorded-weather',
-    note: 'no OPENAI_API_KEY or ANTHROPIC_API_KEY set: the demo agent replays the bundled recorded conversation (fixtures/cassettes — it calls get_weather, then answers; it does not read your message)',
+    note: 'no OPENAI_API_KEY or ANTHROPIC_API_KEY set: the demo agent replays the bundled recorded conversation (fixtures/cassettes — it calls get_weather for Oslo, then answers; it does not read your message)',
+    hint: DEMO_QUESTION,
+  };
+}
+
+/** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
+function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string; readonly hint: string } | string {
+  const first = modelOf(model);
+  if (typeof first === 'string') return first;
+  return {
+    llm: perConversation(() => modelOf(model) as LlmExecutor),
+    name: model.split(':')[0] as string,
+    note: `${model}, run from its start in each thread`,
+    hint: 'hello',
   };
 }
 
@@ -138,7 +201,12 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     io.err(`awaken serve: ${store}\n`);
     return 64;
   }
-  const model = demoModel(env);
+  const chosen = plan.model !== undefined ? fileModel(plan.model) : demoModel(env);
+  if (typeof chosen === 'string') {
+    io.err(`awaken serve: --model: ${chosen}\n`);
+    return 64;
+  }
+  const model = chosen;
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
     .withProvider('demo', model.llm)
@@ -185,11 +253,14 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     savedConfig: await savedConfig(store),
     ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
     processEnv: env,
-    ...(plan.host !== '127.0.0.1' && plan.host !== 'localhost' ? { mcpAllowedHosts: [plan.host] } : {}) });
+    allowedHosts: allowedHostsOf(plan),
+    corsOrigins: plan.corsOrigins,
+  });
   io.err(`awaken serve: model: ${model.note}\n`);
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}; policy ${plan.policy}; mailbox consumer ${consumer}${bus !== undefined ? '; shared with other instances' : ''})\n`);
-  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"weather in Tokyo?"}]}'\n`);
+  io.err(`awaken serve: browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)\n`);
+  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${model.hint}"}]}'\n`);
   await new Promise<void>((done) => {
     const stop = (): void => done();
     process.once('SIGINT', stop);

@@ -19,6 +19,10 @@ export const ServeConfigSchema = z
         policy: z.enum(['reject', 'supersede']).optional(),
         lease_ms: z.number().int().min(10).optional(),
         sweep_ms: z.number().int().min(10).optional(),
+        /** The demo agent's model: `scripted:FILE` or `transcript:FILE` (as `--model`). */
+        model: z.string().regex(/^(scripted|transcript):.+/, 'scripted:FILE or transcript:FILE').optional(),
+        cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
+        allowed_hosts: z.array(z.string().min(1)).optional(),
       })
       .strict()
       .default({}),

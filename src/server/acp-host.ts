@@ -1,5 +1,6 @@
 import * as acp from '@agentclientprotocol/sdk';
 import type { AgentEvent } from '../contract/event.ts';
+import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
@@ -12,34 +13,49 @@ export interface InteractiveRun {
   readonly done: Promise<unknown>;
 }
 
-/** What the ACP agent runs: one agent, started per prompt, with the host's clock and ids. */
+/**
+ * What the ACP agent runs: one agent, with the host's clock. A session is a conversation: its
+ * prompts run one after another on one thread (each sees the turns before it).
+ */
 export interface InteractiveHost {
   readonly name: string;
   now(): number;
-  newId(): string;
-  start(message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<InteractiveRun>;
+  /** Opens a session (its thread) and returns its id. */
+  newSession(): string;
+  /** The conversation of a session so far; `undefined` for a session this host does not know. */
+  history(sessionId: string): Promise<readonly Message[] | undefined>;
+  start(sessionId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<InteractiveRun>;
 }
 
 /**
  * An ACP v1 agent (the SDK's `acp.agent()`): `initialize`, `session/new`, `session/prompt` (the run's
  * events through the ACP transcoder: `session/update` notifications, a `session/request_permission`
  * for each suspended call whose answer becomes the call's decision, then the stop reason) and
- * `session/cancel` (the run is cancelled; the prompt answers `cancelled`). See docs/protocols/acp.md.
+ * `session/cancel` (the run is cancelled; the prompt answers `cancelled`). A session keeps its
+ * thread: every prompt continues the conversation. See docs/protocols/acp.md.
  */
 export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
   const sessions = new Map<string, AbortController | undefined>();
   return acp
     .agent({ name: host.name })
-    .onRequest(acp.methods.agent.initialize, () => ({ protocolVersion: acp.PROTOCOL_VERSION, agentCapabilities: { loadSession: false }, authMethods: [] }))
+    .onRequest(acp.methods.agent.initialize, () => ({ protocolVersion: acp.PROTOCOL_VERSION, agentCapabilities: { loadSession: true }, authMethods: [] }))
     .onRequest(acp.methods.agent.session.new, () => {
-      const sessionId = host.newId();
+      const sessionId = host.newSession();
       sessions.set(sessionId, undefined);
       return { sessionId };
+    })
+    .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
+      const history = await host.history(params.sessionId);
+      if (history === undefined) throw acp.RequestError.invalidParams({ sessionId: params.sessionId }, `unknown session ${params.sessionId}`);
+      if (!sessions.has(params.sessionId)) sessions.set(params.sessionId, undefined);
+      for (const update of historyUpdates(history)) await client.notify(acp.methods.client.session.update, { sessionId: params.sessionId, update } as never);
+      return {};
     })
     .onNotification(acp.methods.agent.session.cancel, ({ params }) => sessions.get(params.sessionId)?.abort())
     .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
       const sessionId = params.sessionId;
       if (!sessions.has(sessionId)) throw acp.RequestError.invalidParams({ sessionId }, `unknown session ${sessionId}`);
+      if (sessions.get(sessionId) !== undefined) throw acp.RequestError.invalidRequest({ sessionId }, `session ${sessionId} is in a turn already`);
       const text = params.prompt.map((b) => (b.type === 'text' ? b.text : '')).join('');
       if (text.trim() === '') throw acp.RequestError.invalidParams({ prompt: params.prompt }, 'prompt: no text');
       const controller = new AbortController();
@@ -69,7 +85,7 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
         for (const m of out) sent = sent.then(() => deliver(m));
       };
       try {
-        const run = await host.start(text, emit, controller.signal);
+        const run = await host.start(sessionId, text, emit, controller.signal);
         resolveRun(run);
         await run.done;
         await sent;
@@ -82,4 +98,31 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       if (final?.kind === 'response') return final.result;
       throw new acp.RequestError(final?.kind === 'error' ? final.error.code : ACP_INTERNAL_ERROR, final?.kind === 'error' ? final.error.message : 'agent run failed');
     });
+}
+
+/**
+ * A session's conversation as the updates `session/load` replays: user and agent text, and each tool
+ * call (completed with its result, or still pending).
+ */
+function historyUpdates(messages: readonly Message[]): Record<string, unknown>[] {
+  const results = new Map(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, messageText(m)] as const));
+  const out: Record<string, unknown>[] = [];
+  for (const m of messages) {
+    if (m.visibility === 'internal' || m.role === 'system' || m.role === 'tool') continue;
+    const text = messageText(m);
+    if (text !== '') out.push({ sessionUpdate: m.role === 'user' ? 'user_message_chunk' : 'agent_message_chunk', content: { type: 'text', text } });
+    for (const call of m.tool_calls ?? []) {
+      const result = results.get(call.id);
+      out.push({
+        sessionUpdate: 'tool_call',
+        toolCallId: call.id,
+        title: call.name,
+        kind: 'other',
+        status: result !== undefined ? 'completed' : 'pending',
+        rawInput: call.arguments,
+        ...(result !== undefined ? { content: [{ type: 'content', content: { type: 'text', text: result } }] } : {}),
+      });
+    }
+  }
+  return out;
 }

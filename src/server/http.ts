@@ -6,6 +6,7 @@ import { MessageSchema, Messages, type Message } from '../contract/message.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { isValidId, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
+import { accessControl } from './access.ts';
 import { configRoutes, type ConfigDocs } from './config-routes.ts';
 import { bodyOf, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
 import { mcpRoutes } from './mcp-routes.ts';
@@ -18,8 +19,10 @@ export interface HttpOptions {
   readonly heartbeatMs?: number;
   /** The version the A2A agent card and the MCP server announce. */
   readonly version?: string;
-  /** Host names beyond the loopback ones that MCP over HTTP accepts in `Host`. */
-  readonly mcpAllowedHosts?: readonly string[];
+  /** Host names beyond the loopback ones a request may name in `Host` (`*`: any); see `accessControl`. */
+  readonly allowedHosts?: readonly string[];
+  /** Origins beyond the loopback ones whose pages may call the API (`*`: any); see `accessControl`. */
+  readonly corsOrigins?: readonly string[];
   /** The bearer token of config writes; without one, config writes answer 401. */
   readonly adminToken?: string;
   /** Where configured providers read their `api_key_env` (default: the process environment). */
@@ -110,6 +113,8 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   const newMessageId = (): string => env.ids.next('message');
   const app = new Hono();
 
+  // Host and Origin checks and CORS, before anything else, on every route (preflights included).
+  app.use('*', accessControl({ ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}), ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}) }));
   app.use(
     '*',
     bodyLimit({
@@ -336,7 +341,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
       ...(options.version !== undefined ? { version: options.version } : {}),
     }),
   );
-  app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0', ...(options.mcpAllowedHosts !== undefined ? { allowedHosts: options.mcpAllowedHosts } : {}) }));
+  app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0' }));
   return app;
 }
 

@@ -17,9 +17,13 @@ const INPUT = { message: z.string().describe('The user message to send to the ag
  * An MCP server (the SDK's `McpServer`) exposing each agent as a tool taking `{message}`. A call runs
  * the agent; its events go through the MCP transcoder: progress notifications for the caller's
  * progress token while it runs, then the tool result (docs/protocols/mcp.md). Cancelling the request
- * cancels the run.
+ * cancels the run, and `onCancelled` tells the transport the request will get no answer.
  */
-export function mcpServer(host: AgentHost, info: { readonly name: string; readonly version: string }): McpServer {
+export function mcpServer(
+  host: AgentHost,
+  info: { readonly name: string; readonly version: string },
+  hooks: { readonly onCancelled?: (requestId: string | number) => void } = {},
+): McpServer {
   const server = new McpServer({ name: info.name, version: info.version });
   for (const agent of host.agents) {
     server.registerTool(agent.id, { description: agent.description, inputSchema: INPUT }, async ({ message }, extra): Promise<CallToolResult> => {
@@ -43,6 +47,8 @@ export function mcpServer(host: AgentHost, info: { readonly name: string; readon
         extra.signal,
       );
       await sent;
+      // A cancelled request gets no answer (MCP cancellation); the transport may end its stream.
+      if (extra.signal.aborted) hooks.onCancelled?.(extra.requestId);
       return (result ?? finishMcp(state)) as CallToolResult;
     });
   }

@@ -4,39 +4,25 @@ import type { AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
 import { describeAgent } from '../protocols/a2a/card.ts';
 import type { ServerParts } from './http-support.ts';
+import { McpEventStore } from './mcp-event-store.ts';
 import { mcpServer, type AgentHost } from './mcp-host.ts';
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+/** How long an MCP client waits before it resumes a stream that ended early (the SSE `retry:`). */
+const RETRY_MS = 1000;
 
-/** The host name of a `Host` header or an origin URL, lower-cased, without the port. */
-function hostnameOf(value: string): string | undefined {
-  try {
-    return new URL(value.includes('://') ? value : `http://${value}`).hostname.toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
-
-const jsonRpcError = (c: Context, status: 400 | 403 | 404, code: number, message: string): Response =>
+const jsonRpcError = (c: Context, status: 400 | 404, code: number, message: string): Response =>
   c.json({ jsonrpc: '2.0', error: { code, message }, id: null }, status);
-
-export interface McpHttpOptions {
-  /** Host names (besides the loopback ones) a request may name in `Host` (for a server bound beyond 127.0.0.1). */
-  readonly allowedHosts?: readonly string[];
-}
 
 /**
  * MCP over Streamable HTTP at `/v1/mcp` (book: MCP HTTP 路由): the SDK's web-standard transport, one
  * session per `initialize` (`Mcp-Session-Id`), each agent a tool (`mcpServer`). Every call runs
- * through the run registry on a thread of its own. DNS-rebinding protection: `Host` must be a
- * loopback name or an allowed host, and an `Origin`, when sent, must be loopback or the `Host` itself
- * — otherwise 403.
+ * through the run registry on a thread of its own. DNS-rebinding protection is the API's own
+ * (`accessControl`): a `Host` that is not allowed, or an `Origin` that is not, gets a 403.
  */
-export function mcpRoutes(parts: ServerParts, options: McpHttpOptions & { readonly version: string }): Hono {
+export function mcpRoutes(parts: ServerParts, options: { readonly version: string }): Hono {
   const { runtime, registry } = parts;
   const env = runtime.env;
-  const allowed = new Set([...LOOPBACK, ...(options.allowedHosts ?? []).map((h) => h.toLowerCase())]);
-  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  const sessions = new Map<string, { readonly transport: WebStandardStreamableHTTPServerTransport; readonly events: McpEventStore }>();
 
   const host: AgentHost = {
     agents: runtime.agentIds().map((id) => {
@@ -86,36 +72,38 @@ export function mcpRoutes(parts: ServerParts, options: McpHttpOptions & { readon
   };
 
   const app = new Hono();
-  app.use('/v1/mcp', async (c, next) => {
-    const hostHeader = c.req.header('host') ?? '';
-    const hostName = hostnameOf(hostHeader);
-    if (hostName === undefined || !allowed.has(hostName)) return jsonRpcError(c, 403, -32000, `host not allowed: ${hostHeader}`);
-    const origin = c.req.header('origin');
-    if (origin !== undefined) {
-      const originHost = hostnameOf(origin);
-      if (originHost === undefined || (!LOOPBACK.has(originHost) && originHost !== hostName)) return jsonRpcError(c, 403, -32000, `origin not allowed: ${origin}`);
-    }
-    await next();
-    return undefined;
-  });
-
   app.all('/v1/mcp', async (c) => {
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
-      const transport = sessions.get(sessionId);
-      if (transport === undefined) return jsonRpcError(c, 404, -32001, 'session not found');
-      return transport.handleRequest(c.req.raw);
+      const session = sessions.get(sessionId);
+      if (session === undefined) return jsonRpcError(c, 404, -32001, 'session not found');
+      // A stream closed because its request was cancelled has nothing to resume: no content, so the
+      // client does not reconnect again.
+      const lastEventId = c.req.header('last-event-id');
+      if (c.req.method === 'GET' && lastEventId !== undefined && session.events.closedAt(lastEventId)) return c.body(null, 204);
+      return session.transport.handleRequest(c.req.raw);
     }
     if (c.req.method !== 'POST') return jsonRpcError(c, 400, -32000, 'Mcp-Session-Id header is required');
+    // Every POST stream opens with a priming event (an id, empty data, `retry`), so a client that
+    // loses it resumes with Last-Event-ID.
+    const events = new McpEventStore();
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => env.ids.next('session'),
-      onsessioninitialized: (id) => void sessions.set(id, transport),
+      eventStore: events,
+      retryInterval: RETRY_MS,
+      onsessioninitialized: (id) => void sessions.set(id, { transport, events }),
       onsessionclosed: (id) => void sessions.delete(id),
     });
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
-    await mcpServer(host, { name: 'awaken-mcp', version: options.version }).connect(transport);
+    const onCancelled = (requestId: string | number): void => {
+      // The transport keeps a cancelled request's stream open for an answer that never comes: end it.
+      const streamId = (transport as unknown as { _requestToStreamMapping: Map<string | number, string> })._requestToStreamMapping.get(requestId);
+      if (streamId !== undefined) events.close(streamId);
+      transport.closeSSEStream(requestId);
+    };
+    await mcpServer(host, { name: 'awaken-mcp', version: options.version }, { onCancelled }).connect(transport);
     return transport.handleRequest(c.req.raw);
   });
   return app;

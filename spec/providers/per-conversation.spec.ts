@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { Messages } from '../../src/contract/message.ts';
+import { collectStream } from '../../src/runtime/llm.ts';
+import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { perConversation } from '../../src/providers/per-conversation.ts';
+
+const ask = (first: string, later: number) => ({
+  model: 'm',
+  tools: [],
+  messages: [Messages.system('sys'), Messages.user('q', { id: first }), ...Array.from({ length: later }, (_, i) => Messages.assistant(`a${i}`, { id: `${first}-a${i}` }))],
+});
+const text = async (llm: ReturnType<typeof perConversation>, req: ReturnType<typeof ask>): Promise<string> =>
+  (await collectStream(llm.stream(req))).content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+
+describe('perConversation', () => {
+  it('runs the script from its start in each conversation, step by step within one', async () => {
+    const llm = perConversation(() => new ScriptedLlm([{ text: 'one' }, { text: 'two' }]));
+    expect(await text(llm, ask('t1', 0))).toBe('one');
+    expect(await text(llm, ask('t2', 0))).toBe('one');
+    expect(await text(llm, ask('t1', 1))).toBe('two');
+    expect(await text(llm, ask('t2', 1))).toBe('two');
+    expect(await text(llm, ask('t1', 2))).toBe('Done.');
+  });
+
+  it('forgets the oldest conversation beyond its capacity', async () => {
+    const llm = perConversation(() => new ScriptedLlm([{ text: 'one' }, { text: 'two' }]), { capacity: 1 });
+    expect(await text(llm, ask('t1', 0))).toBe('one');
+    expect(await text(llm, ask('t2', 0))).toBe('one');
+    expect(await text(llm, ask('t1', 1))).toBe('one');
+  });
+});

@@ -1,0 +1,50 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+export const repo = resolve(import.meta.dirname, '../..');
+
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  /** The server's base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** Everything it wrote to stderr so far. */
+  log(): string;
+  /** Stops it (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `awaken serve` as a real child process on a free port (no provider key, so it never reaches a
+ * network); resolves once it listens. A server that does not start fails with its log.
+ */
+export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', ...args, '--port', '0'], {
+    cwd: repo,
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /listening on (http:\/\/[^\s]+)/.exec(log);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolveStart({ child, url: m[1] as string, log: () => log, stop });
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`awaken serve exited with ${code}:\n${log}`));
+    });
+  });
+}

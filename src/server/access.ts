@@ -1,0 +1,98 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+
+/** Who may call the HTTP API from where (docs/server.md → Browsers, CORS and Host checks). */
+export interface AccessOptions {
+  /**
+   * Origins whose pages may call the API (`scheme://host[:port]`), or `*` for any. Pages on a
+   * loopback origin (`localhost`, `127.0.0.1`, `[::1]`, any port) always may.
+   */
+  readonly corsOrigins?: readonly string[];
+  /**
+   * Host names (besides the loopback ones) a request may name in `Host`; `*` turns the check off.
+   * The check keeps a DNS-rebinding page from reaching a server bound to loopback.
+   */
+  readonly allowedHosts?: readonly string[];
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** The host name of a `Host` header or an origin, lower-cased, without the port. */
+export function hostnameOf(value: string): string | undefined {
+  try {
+    return new URL(value.includes('://') ? value : `http://${value}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/** An origin in its normal form (`scheme://host[:port]`, default port left out), or `undefined`. */
+function originOf(value: string): string | undefined {
+  if (value === '*') return '*';
+  try {
+    const u = new URL(value);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The configured origins in normal form; a value that is not an origin is an error naming it. */
+export function checkOrigins(origins: readonly string[]): string[] | string {
+  const out: string[] = [];
+  for (const o of origins) {
+    const normal = originOf(o.trim().replace(/\/+$/, ''));
+    if (normal === undefined) return `not an origin: '${o}' (expected scheme://host[:port], or *)`;
+    out.push(normal);
+  }
+  return out;
+}
+
+/** The headers browsers may read from a response (run and thread ids, the MCP session, the AI SDK stream marker). */
+const EXPOSED = ['x-awaken-run-id', 'x-awaken-thread-id', 'mcp-session-id', 'mcp-protocol-version', 'x-vercel-ai-ui-message-stream'];
+
+/** A refusal in the shape of the route: JSON-RPC for MCP, `{error, code, field}` elsewhere. */
+function refuse(c: Context, message: string, code: string, field: string): Response {
+  if (c.req.path === '/v1/mcp' || c.req.path.startsWith('/v1/mcp/')) return c.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, 403);
+  return c.json({ error: message, code, field }, 403);
+}
+
+/**
+ * The Host and Origin checks and CORS of the whole HTTP API, one middleware for every route:
+ * - `Host`, when sent, must be a loopback name or an allowed host (403 otherwise);
+ * - a request with an `Origin` that is neither allowed nor the server's own is refused (403), so a
+ *   page from another site cannot drive the API even where a browser would send the request;
+ * - an allowed origin gets the CORS headers, and its preflight (`OPTIONS` on any route) a 204.
+ */
+export function accessControl(options: AccessOptions = {}): MiddlewareHandler {
+  const anyHost = (options.allowedHosts ?? []).includes('*');
+  const hosts = new Set([...LOOPBACK, ...(options.allowedHosts ?? []).map((h) => h.toLowerCase())]);
+  const configured = checkOrigins(options.corsOrigins ?? []);
+  if (typeof configured === 'string') throw new Error(configured);
+  const anyOrigin = configured.includes('*');
+  const origins = new Set(configured);
+  const allowed = (origin: string, host: string | undefined): boolean => {
+    const normal = originOf(origin);
+    if (normal === undefined || normal === '*') return false;
+    if (anyOrigin || origins.has(normal)) return true;
+    const name = hostnameOf(normal);
+    if (name !== undefined && LOOPBACK.has(name)) return true;
+    // The server's own origin (a page it is proxied with) is not cross-origin.
+    return host !== undefined && new URL(normal).host.toLowerCase() === host.toLowerCase();
+  };
+  const corsHeaders = cors({
+    origin: (origin, c) => (allowed(origin, c.req.header('host')) ? origin : null),
+    allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    exposeHeaders: EXPOSED,
+    maxAge: 600,
+  });
+  return async (c, next) => {
+    // A request without Host (HTTP/1.0, an in-process call) is no browser's: nothing to rebind.
+    const host = c.req.header('host');
+    const name = host === undefined ? undefined : hostnameOf(host);
+    if (!anyHost && host !== undefined && (name === undefined || !hosts.has(name))) return refuse(c, `host not allowed: ${host}`, 'host_not_allowed', 'host');
+    const origin = c.req.header('origin');
+    if (origin !== undefined && !allowed(origin, host)) return refuse(c, `origin not allowed: ${origin}`, 'origin_not_allowed', 'origin');
+    return corsHeaders(c, next);
+  };
+}

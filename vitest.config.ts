@@ -1,12 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
-// Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md).
+// Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md). Two projects: the specs
+// (in-process, real sockets, real child processes) and the browser specs (headless Chromium).
 export default defineConfig({
   test: {
-    include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'],
     environment: 'node',
     pool: 'forks',
     testTimeout: 60_000,
+    projects: [
+      { extends: true, test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'] } },
+      { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000 } },
+    ],
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts'],

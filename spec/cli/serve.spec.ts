@@ -41,6 +41,11 @@ describe('awaken serve', () => {
     writeFileSync(join(dir, 'dup.yaml'), 'agents:\n  - { id: demo, model: demo }\n');
     expect(parseServeArgs(['--config', join(dir, 'dup.yaml')])).toMatch(/duplicate agent id 'demo'/);
     expect(parseServeArgs(['--config', join(dir, 'missing.yaml')])).toMatch(/cannot read/);
+    writeFileSync(join(dir, 'browser.yaml'), 'server:\n  model: scripted:demo.yaml\n  cors: { origins: ["https://app.example/"] }\n  allowed_hosts: [api.example]\n');
+    expect(parseServeArgs(['--config', join(dir, 'browser.yaml')])).toMatchObject({ model: `scripted:${join(dir, 'demo.yaml')}`, corsOrigins: ['https://app.example'], allowedHosts: ['api.example'] });
+    expect(parseServeArgs(['--config', join(dir, 'browser.yaml'), '--cors-origin', 'http://x.example'])).toMatchObject({ corsOrigins: ['http://x.example'] });
+    writeFileSync(join(dir, 'badorigin.yaml'), 'server:\n  cors: { origins: [nope] }\n');
+    expect(parseServeArgs(['--config', join(dir, 'badorigin.yaml')])).toMatch(/not an origin: 'nope'/);
 
     const provider = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

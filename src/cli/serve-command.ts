@@ -219,7 +219,18 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
     io.err(`awaken serve: ${file}\n`);
     return 64;
   }
-  for (const [id, p] of Object.entries(file?.providers ?? {})) builder.withProvider(id, providerOf(p, env));
+  for (const [id, p] of Object.entries(file?.providers ?? {})) {
+    if (p.kind !== 'scripted') {
+      builder.withProvider(id, providerOf(p, env));
+      continue;
+    }
+    const scripted = fileModel(`scripted:${p.file}`);
+    if (typeof scripted === 'string') {
+      io.err(`awaken serve: ${plan.config ?? ''}: providers.${id}: ${scripted}\n`);
+      return 64;
+    }
+    builder.withProvider(id, scripted.llm);
+  }
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of file?.agents ?? []) builder.withAgentSpec(a);
   const runtime = builder.build();

@@ -1,9 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
 import { issuesOf } from '../contract/wire.ts';
 import { ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
+
+/** A provider that answers from a script file (docs/scripted-models.md), each conversation from its start. */
+export const ScriptedProviderSchema = z.object({ kind: z.literal('scripted'), file: z.string().min(1) }).strict();
 
 /**
  * `awaken serve --config awaken.yaml`: server settings (flags win over them), and agents, models and
@@ -28,7 +32,7 @@ export const ServeConfigSchema = z
       .default({}),
     agents: z.array(AgentSpecSchema).default([]),
     models: z.record(z.string(), ModelConfigSchema).default({}),
-    providers: z.record(z.string(), ProviderConfigSchema).default({}),
+    providers: z.record(z.string(), z.union([ProviderConfigSchema, ScriptedProviderSchema])).default({}),
   })
   .strict();
 export type ServeConfig = z.output<typeof ServeConfigSchema>;
@@ -57,5 +61,13 @@ export function readServeConfig(path: string): ServeConfig | string {
     if (ids.has(a.id) || a.id === 'demo') return `${path}: agents: duplicate agent id '${a.id}'`;
     ids.add(a.id);
   }
-  return parsed.data;
+  // Files the config names are relative to the config file.
+  const here = (file: string): string => resolve(dirname(path), file);
+  const config = parsed.data;
+  const model = config.server.model;
+  return {
+    ...config,
+    server: { ...config.server, ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}) },
+    providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
+  };
 }

@@ -21,6 +21,8 @@ export const ScriptStepSchema = z
     usage: TokenUsageSchema.optional(),
     stop_reason: StopReasonSchema.optional(),
     error: z.union([z.string(), InferenceExecutionErrorSchema]).optional(),
+    /** Milliseconds to wait before each part: a slow model, a long stream, a run to cancel mid-way. */
+    delay_ms: z.number().int().min(0).max(60_000).optional(),
   })
   .strict();
 export type ScriptStep = z.input<typeof ScriptStepSchema>;
@@ -60,6 +62,20 @@ export function stepParts(step: z.output<typeof ScriptStepSchema>): StreamPart[]
   return parts;
 }
 
+/** Waits `ms`, or less when the signal aborts first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 function failureOf(error: string | InferenceExecutionError): InferenceFailure {
   return new InferenceFailure(typeof error === 'string' ? { code: 'provider', message: error } : error);
 }
@@ -87,9 +103,11 @@ export class ScriptedLlm implements LlmExecutor {
   stream(request: InferenceRequest): AsyncIterable<StreamPart> {
     this.requests.push(request);
     const step = this.#steps.shift() ?? { text: this.#fallback };
+    const delay = step.delay_ms ?? 0;
     return (async function* () {
       if (step.error !== undefined) throw failureOf(step.error);
       for (const part of stepParts(step)) {
+        if (delay > 0) await pause(delay, request.signal);
         if (request.signal?.aborted === true) throw new InferenceFailure({ code: 'cancelled' });
         yield part;
       }

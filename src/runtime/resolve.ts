@@ -65,10 +65,19 @@ export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', To
   ToolExecutionSchema.parse({}),
 );
 
+const McpToolSchema = z.object({ default_message: z.string().min(1).optional() }).strict();
+
+/**
+ * How the agent is offered as an MCP tool (`awaken serve`'s `/v1/mcp`, `awaken mcp`): with
+ * `default_message`, a call without a message runs the agent on it (a tool that needs no input).
+ */
+export const McpToolConfigKey = definePluginConfigKey<z.output<typeof McpToolSchema>>('mcp', McpToolSchema as z.ZodType<z.output<typeof McpToolSchema>>, () => ({}));
+
 /** Sections the runtime itself claims. */
 const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
   RetryConfigKey as PluginConfigKey<unknown>,
   ToolExecutionConfigKey as PluginConfigKey<unknown>,
+  McpToolConfigKey as PluginConfigKey<unknown>,
   ...CONTEXT_CONFIG_KEYS,
 ];
 

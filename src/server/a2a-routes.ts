@@ -192,7 +192,7 @@ const STATES: Record<string, RunRecord['status']> = { TASK_STATE_SUBMITTED: 'cre
  * `/v1/a2a[/<agent>]` (`message:send`, `message:stream`, `tasks`, `tasks/<id>`, `tasks/<id>:cancel`,
  * `tasks/<id>:subscribe`, `extendedAgentCard`) and JSON-RPC at `/v1/a2a[/<agent>]/jsonrpc`
  * (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`, `SubscribeToTask`,
- * `GetExtendedAgentCard`). Task id = run id, context id = thread id. A message on an input-required
+ * `GetExtendedAgentCard`); each agent's card is also at `/v1/a2a/<agent>/.well-known/agent-card.json`. Task id = run id, context id = thread id. A message on an input-required
  * task answers its waiting calls; any other message in a context is a new turn (the one rule of
  * `planInbound`: a message id the thread holds starts nothing).
  */
@@ -258,7 +258,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   /** The agent a path names (its first segment unless that is a method), and the rest. */
   const agentOf = (segments: string[]): [string, string[]] => {
     const [first, ...rest] = segments;
-    if (first === undefined || /^(message:|tasks$|extendedAgentCard$|jsonrpc$)/.test(first)) return [defaultAgent(), segments];
+    if (first === undefined || /^(message:|tasks$|extendedAgentCard$|jsonrpc$|\.well-known$)/.test(first)) return [defaultAgent(), segments];
     if (!runtime.agentIds().includes(first)) throw new A2aError('AGENT_NOT_FOUND', `agent not found: ${first}`);
     return [first, rest];
   };
@@ -532,6 +532,8 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     const [agentId, segments] = agentOf(segmentsOf(c));
     const [head, second, third] = segments;
     const method = c.req.method;
+    // Each agent's own card, beside its interfaces (a client made from `<server>/v1/a2a/<agent>`).
+    if (method === 'GET' && head === '.well-known' && second === 'agent-card.json' && third === undefined) return c.json(cardOf(c, agentId));
     if (head === 'jsonrpc' && second === undefined) {
       if (method !== 'POST') return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'JSON-RPC requests are POSTed' } }, 405);
       return jsonRpc(c, agentId);

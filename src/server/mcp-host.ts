@@ -6,12 +6,15 @@ import { finishMcp, initialMcpState, transcodeMcp, type McpToolResult } from '..
 
 /** The agents a host serves, and how it runs one on a message (streaming its events to `emit`). */
 export interface AgentHost {
-  readonly agents: readonly { readonly id: string; readonly description: string }[];
+  /** The agents as tools; `defaultMessage` makes the message optional (agent section `mcp.default_message`). */
+  readonly agents: readonly { readonly id: string; readonly description: string; readonly defaultMessage?: string }[];
   run(agentId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/** The MCP input schema of an agent tool. */
-const INPUT = { message: z.string().describe('The user message to send to the agent') };
+/** The MCP input schema of an agent tool: the message, required unless the agent has a default one. */
+const inputOf = (defaultMessage: string | undefined) => ({
+  message: defaultMessage === undefined ? z.string().describe('The user message to send to the agent') : z.string().optional().describe(`The user message to send to the agent (default: ${JSON.stringify(defaultMessage)})`),
+});
 
 /**
  * An MCP server (the SDK's `McpServer`) exposing each agent as a tool taking `{message}`. A call runs
@@ -26,7 +29,8 @@ export function mcpServer(
 ): McpServer {
   const server = new McpServer({ name: info.name, version: info.version });
   for (const agent of host.agents) {
-    server.registerTool(agent.id, { description: agent.description, inputSchema: INPUT }, async ({ message }, extra): Promise<CallToolResult> => {
+    server.registerTool(agent.id, { description: agent.description, inputSchema: inputOf(agent.defaultMessage) }, async (args, extra): Promise<CallToolResult> => {
+      const message = args.message ?? agent.defaultMessage ?? '';
       if (message.trim() === '') return { content: [{ type: 'text', text: 'message must not be empty' }], isError: true };
       const token = extra._meta?.progressToken;
       let state = initialMcpState();

@@ -2,7 +2,9 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { Hono, type Context } from 'hono';
 import type { AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
+import { readPluginConfig } from '../contract/agent-spec.ts';
 import { describeAgent } from '../protocols/a2a/card.ts';
+import { McpToolConfigKey } from '../runtime/resolve.ts';
 import type { ServerParts } from './http-support.ts';
 import { McpEventStore } from './mcp-event-store.ts';
 import { mcpServer, type AgentHost } from './mcp-host.ts';
@@ -27,7 +29,10 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
   const host: AgentHost = {
     agents: runtime.agentIds().map((id) => {
       const resolved = runtime.resolve(id);
-      return { id, description: resolved.ok ? describeAgent(resolved.value.spec) : `Awaken agent: ${id}` };
+      if (!resolved.ok) return { id, description: `Awaken agent: ${id}` };
+      const mcp = readPluginConfig(resolved.value.spec, McpToolConfigKey);
+      const defaultMessage = mcp.ok ? mcp.value.default_message : undefined;
+      return { id, description: describeAgent(resolved.value.spec), ...(defaultMessage !== undefined ? { defaultMessage } : {}) };
     }),
     async run(agentId, message, emit, signal) {
       const threadId = `mcp-${env.ids.next('thread')}`;

@@ -123,13 +123,22 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
     if (results.has(c.id)) return { ...base, state: 'output-available', output: output(results.get(c.id) ?? '') };
     return { ...base, state: 'input-available' };
   };
-  return messages
+  const shown = messages
     .filter((m) => m.role === 'user' || m.role === 'assistant')
     .map((m) => ({
       id: m.id ?? '',
       role: m.role,
       parts: [...(messageText(m) !== '' ? [{ type: 'text', text: messageText(m) }] : []), ...(m.tool_calls ?? []).map(toolPart)],
     }));
+  // The calls a parked run waits on join the thread only once they are settled: until then they are
+  // shown as the assistant message that made them, waiting for the answer.
+  const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const pending = new Map<string, unknown[]>();
+  for (const w of waiting) {
+    if (held.has(w.callId)) continue;
+    pending.set(w.messageId, [...(pending.get(w.messageId) ?? []), toolPart({ id: w.callId, name: w.name, arguments: w.arguments })]);
+  }
+  return [...shown, ...[...pending].map(([id, parts]) => ({ id, role: 'assistant', parts }))];
 }
 
 /** Stored messages as AG-UI messages (`{id, role, content, toolCalls?, toolCallId?}`). */

@@ -1,0 +1,78 @@
+import { buildResumeArray, HttpAgent, type Message } from '@ag-ui/client';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { startServe, type ServeProcess } from '../support/serve-process.ts';
+
+/**
+ * The AG-UI client (`@ag-ui/client` 1.0 `HttpAgent`: enforce, verify, apply) against a real
+ * `awaken serve` process over a real socket: three turns with an interrupt approved and one
+ * declined. The client repairs a stream it does not like with only a warning; any warning fails.
+ */
+
+let server: ServeProcess;
+beforeAll(async () => {
+  server = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml']);
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const callsOf = (messages: readonly Message[]): [string, string, string][] =>
+  messages.flatMap((m) => ('toolCalls' in m ? (m.toolCalls ?? []).map((c): [string, string, string] => [m.id, c.id, c.function.name]) : []));
+const lastAssistantText = (messages: readonly Message[]): string => {
+  const m = [...messages].reverse().find((x) => x.role === 'assistant' && typeof x.content === 'string' && x.content !== '');
+  return typeof m?.content === 'string' ? m.content : '';
+};
+
+describe('@ag-ui/client HttpAgent against awaken serve', () => {
+  let warned: ReturnType<typeof vi.spyOn>;
+  beforeEach(() => {
+    warned = vi.spyOn(console, 'warn');
+  });
+  afterEach(() => {
+    // Not one warning, resume included: every [ag-ui] warning is a repair of the stream.
+    expect(warned).not.toHaveBeenCalled();
+    warned.mockRestore();
+  });
+
+  it('three turns: a tool call, an interrupt resumed, an interrupt declined — names, ids and parents kept', async () => {
+    const agent = new HttpAgent({ url: `${server.url}/v1/ag-ui/run`, threadId: 'agui-conversation' });
+    const runIds: string[] = [];
+    agent.subscribe({ onRunStartedEvent: ({ event }) => void runIds.push(event.runId), onRunFinishedEvent: ({ event }) => void runIds.push(event.runId) });
+
+    agent.messages.push({ id: 'u1', role: 'user', content: 'weather in Oslo?' });
+    await agent.runAgent({ runId: 'client-1' });
+    expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'call_weather', content: JSON.stringify({ city: 'Oslo', condition: 'sunny', temperature_c: 10 }) });
+    expect(lastAssistantText(agent.messages)).toBe('It is sunny in Oslo, 10 °C.');
+    expect(agent.messages.some((m) => m.role === 'reasoning')).toBe(true);
+    // The state is the agent's state keys, one root for snapshots and deltas.
+    expect(Object.keys(agent.state as object)).toContain('__runtime.run_lifecycle');
+
+    agent.messages.push({ id: 'u2', role: 'user', content: 'delete the branch' });
+    await agent.runAgent({ runId: 'client-2' });
+    expect(agent.pendingInterrupts).toMatchObject([{ toolCallId: 'call_delete_branch', reason: 'confirm', message: 'Confirm: delete the branch?' }]);
+    const before = callsOf(agent.messages).find(([, id]) => id === 'call_delete_branch');
+    await agent.runAgent({ runId: 'client-3', resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
+    expect(agent.pendingInterrupts).toEqual([]);
+    expect(callsOf(agent.messages).filter(([, id]) => id === 'call_delete_branch')).toEqual([before]);
+    expect(before?.[2]).toBe('confirm_action');
+    expect(agent.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_delete_branch')?.content).toContain('"confirmed":"delete the branch"');
+    expect(lastAssistantText(agent.messages)).toBe('Done: the branch is deleted.');
+
+    agent.messages.push({ id: 'u3', role: 'user', content: 'delete the tag' });
+    await agent.runAgent({ runId: 'client-4' });
+    const interrupt = agent.pendingInterrupts[0];
+    expect(interrupt?.toolCallId).toBe('call_delete_tag');
+    await agent.runAgent({ runId: 'client-5', resume: buildResumeArray(agent.pendingInterrupts, { [interrupt?.id ?? '']: { status: 'cancelled' } }) });
+    expect(agent.pendingInterrupts).toEqual([]);
+    expect(callsOf(agent.messages).map(([, id, name]) => [id, name])).toEqual([
+      ['call_weather', 'get_weather'],
+      ['call_delete_branch', 'confirm_action'],
+      ['call_delete_tag', 'confirm_action'],
+    ]);
+    expect(lastAssistantText(agent.messages)).toBe('Understood, I left the tag alone.');
+    // Every run started and finished under the id the client chose.
+    expect(runIds).toEqual(['client-1', 'client-1', 'client-2', 'client-2', 'client-3', 'client-3', 'client-4', 'client-4', 'client-5', 'client-5']);
+    const history = (await (await fetch(`${server.url}/v1/ag-ui/threads/agui-conversation/messages`)).json()) as Message[];
+    expect(history.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['weather in Oslo?', 'delete the branch', 'delete the tag']);
+  });
+});

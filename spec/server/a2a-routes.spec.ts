@@ -89,8 +89,12 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect(message.parts[0].text).toContain('approve pay?');
     expect(message.parts[1].data.pendingToolCalls).toEqual([{ toolCallId: 'c1', name: 'approve', arguments: { what: 'pay' }, suspensionId: 's-c1', action: 'confirm', message: 'approve pay?' }]);
     expect((await bodyJson(s.app.request(`/v1/a2a/tasks/${blocking.task.id}`))).status.message).toEqual(message);
-    // A new message in the context, not on the task, is a new turn: the waiting task is canceled.
-    const stream = await s.app.request('/v1/a2a/message:stream', a2a({ message: { messageId: 'q2', contextId: 'ctx-q', role: 'ROLE_USER', parts: [{ text: 'pay again' }] } }));
+    // A new message in the context, not on the task, is refused while the task waits (the skipped
+    // question is surfaced); with metadata.discardPause the waiting task is canceled and the turn runs.
+    const refused = await s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'q2', contextId: 'ctx-q', role: 'ROLE_USER', parts: [{ text: 'pay again' }] } }));
+    expect(refused.status).toBe(409);
+    expect((await bodyJson(refused)).error.details[0]).toMatchObject({ reason: 'THREAD_PAUSED', metadata: { contextId: 'ctx-q', taskId: blocking.task.id } });
+    const stream = await s.app.request('/v1/a2a/message:stream', a2a({ message: { messageId: 'q3', contextId: 'ctx-q', role: 'ROLE_USER', parts: [{ text: 'pay again' }] }, metadata: { discardPause: true } }));
     const frames = parseSse(await stream.text()).map((f) => JSON.parse(f.data));
     const last = frames.at(-1).statusUpdate;
     expect(last.status.state).toBe('TASK_STATE_INPUT_REQUIRED');

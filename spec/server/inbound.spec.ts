@@ -86,7 +86,7 @@ describe('planInbound (the client’s history is history)', () => {
           view,
           counter(),
         );
-        if (last?.role === 'user') expect(plan).toEqual({ kind: 'start', messages: [], rewindTo: last.id });
+        if (last?.role === 'user') expect(plan).toEqual({ kind: 'start', messages: [], discardPause: true, rewindTo: last.id });
         else expect(plan).toEqual({ kind: 'nothing' });
       }),
       { numRuns: 300 },
@@ -103,9 +103,16 @@ describe('planInbound (the client’s history is history)', () => {
     expect(plan).toMatchObject({ kind: 'resume', runId: 'r1', calls, messages: [{ id: 'fresh-1', content: [{ type: 'text', text: 'new' }] }] });
   });
 
+  it('a new turn keeps a pause unless the client discards it (seed 001 §4.4: a skipped approval is surfaced)', () => {
+    const waiting = { runId: 'r', calls: [{ callId: 'c1', name: 'approve', arguments: {}, messageId: 'm' }] as WaitingCall[] };
+    const turn = { messages: [{ id: 'u2', message: Messages.user('something else') }], decisions: [] };
+    expect(planInbound(turn, { stored: [], waiting }, counter())).toMatchObject({ kind: 'start', discardPause: false });
+    expect(planInbound({ ...turn, discardPause: true }, { stored: [], waiting }, counter())).toMatchObject({ kind: 'start', discardPause: true });
+  });
+
   it('regenerates only from a stored user message', () => {
     const history = [Messages.user('q', { id: 'u1' }), Messages.assistant('a', { id: 'a1' })];
-    expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'u1' }, { stored: history }, counter())).toEqual({ kind: 'start', messages: [], rewindTo: 'u1' });
+    expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'u1' }, { stored: history }, counter())).toEqual({ kind: 'start', messages: [], discardPause: true, rewindTo: 'u1' });
     expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'a1' }, { stored: history }, counter())).toEqual({ kind: 'nothing' });
     expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'zz' }, { stored: history }, counter())).toEqual({ kind: 'nothing' });
   });

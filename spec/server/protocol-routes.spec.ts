@@ -227,6 +227,27 @@ describe("the history a client sends back is history (one rule below every proto
     }
   });
 
+  it('a new message while an approval waits is refused with 409 thread_paused (surfaced, not dropped); discardPause lets it through', async () => {
+    const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Something else, then.' }]);
+    const first = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ship' }] }];
+    await (await s.app.request('/v1/ai-sdk/chat', json({ id: 'paused', messages: first }))).text();
+    const asking = [...first, { id: 'a1', role: 'assistant', parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-requested', input: { what: 'ship' }, approval: { id: 's-c1' } }] }];
+    const next = [...asking, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'never mind' }] }];
+    const refused = await s.app.request('/v1/ai-sdk/chat', json({ id: 'paused', messages: next }));
+    expect(refused.status).toBe(409);
+    expect(await bodyJson(refused)).toMatchObject({ code: 'thread_paused', run_id: expect.any(String) });
+    const through = await s.app.request('/v1/ai-sdk/chat', json({ id: 'paused', messages: next, discardPause: true }));
+    expect(through.status).toBe(200);
+    expect(await through.text()).toContain('Something else, then.');
+    // AG-UI says it in forwardedProps.
+    const t = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Other.' }]);
+    const input = (runId: string, messages: unknown[], forwardedProps: unknown = {}) => json({ threadId: 'ag-paused', runId, messages, state: {}, tools: [], context: [], forwardedProps });
+    await (await t.app.request('/v1/ag-ui/run', input('r1', [{ id: 'u1', role: 'user', content: 'ship' }]))).text();
+    const again = [{ id: 'u1', role: 'user', content: 'ship' }, { id: 'u2', role: 'user', content: 'never mind' }];
+    expect((await t.app.request('/v1/ag-ui/run', input('r2', again))).status).toBe(409);
+    expect(await (await t.app.request('/v1/ag-ui/run', input('r3', again, { discardPause: true }))).text()).toContain('Other.');
+  });
+
   it('a message sent the instant a run has sent its terminal frame waits for the run to end instead of a 409', async () => {
     const t = testServer([{ text: 'One.' }, { text: 'Two.' }]);
     const first = await t.registry.start({ threadId: 'fast', messages: [Messages.user('one', { id: 'u1' })] });

@@ -24,4 +24,9 @@ export interface InboundRun {
    * ending with a user message the thread holds).
    */
   readonly regenerateFrom?: string;
+  /**
+   * Start the new turn even when the thread waits for a decision nobody gave: the waiting run is
+   * cancelled (without it such a turn is refused, seed 001 §4.4).
+   */
+  readonly discardPause?: boolean;
 }

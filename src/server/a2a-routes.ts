@@ -39,6 +39,7 @@ const REASONS = {
   UNAUTHENTICATED: { http: 401, status: 'UNAUTHENTICATED', rpc: -32600 },
   AGENT_NOT_FOUND: { http: 404, status: 'NOT_FOUND', rpc: -32602 },
   THREAD_BUSY: { http: 409, status: 'FAILED_PRECONDITION', rpc: -32004 },
+  THREAD_PAUSED: { http: 409, status: 'FAILED_PRECONDITION', rpc: -32004 },
   NO_ROUTE: { http: 404, status: 'NOT_FOUND', rpc: -32601 },
 } as const;
 type Reason = keyof typeof REASONS;
@@ -355,9 +356,9 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   /**
    * `SendMessage`: a message on an input-required task answers the calls it waits on (its data part,
    * else its text, is the result; `{"approved": false}` declines); any other message is a new turn in
-   * its context (an unanswered input-required task there is canceled). A message id the context
-   * already holds starts nothing: the context's latest task answers. Blocking unless streaming or
-   * `returnImmediately`.
+   * its context — refused while a task there waits for input, unless `metadata.discardPause` cancels
+   * it. A message id the context already holds starts nothing: the context's latest task answers.
+   * Blocking unless streaming or `returnImmediately`.
    */
   async function sendMessage(agentId: string, raw: unknown): Promise<{ readonly req: SendMessage; readonly stream: TaskStream }> {
     const req = parseWith(SendMessageSchema, raw);
@@ -394,10 +395,12 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
       threadId = m.contextId !== undefined && m.contextId !== '' ? m.contextId : env.ids.next('thread');
       if (!isValidId(threadId)) throw badRequest('message.contextId', 'invalid context id');
     }
+    const meta = req.metadata;
     const inbound = {
       threadId,
       messages: answers.length > 0 ? [] : [{ id: m.messageId, message: { role: 'user' as const, content: blocks } }],
       decisions: answers,
+      ...(typeof meta === 'object' && meta !== null && (meta as Record<string, unknown>)['discardPause'] === true ? { discardPause: true } : {}),
     };
     const accepted = await acceptInbound(parts, threadId, agent, inbound);
     if (accepted.ok === 'nothing') {
@@ -409,7 +412,12 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     }
     if (!accepted.ok) {
       const e = accepted.error;
-      throw new A2aError('THREAD_BUSY', e.message, [errorInfo(e.code.toUpperCase(), { contextId: threadId })]);
+      if (e.code === 'thread_paused') {
+        throw new A2aError('THREAD_PAUSED', `context ${threadId} waits for input on task ${e.runId}: answer it with a message on that task, or send metadata.discardPause: true to cancel it`, [
+          errorInfo('THREAD_PAUSED', { contextId: threadId, taskId: e.runId }),
+        ]);
+      }
+      throw new A2aError('THREAD_BUSY', e.message, [errorInfo(e.code.toUpperCase(), { contextId: threadId, ...('runId' in e ? { taskId: e.runId } : {}) })]);
     }
     return { req, stream: { runId: accepted.value.runId, threadId, from: accepted.value.since } };
   }

@@ -17,8 +17,12 @@ export interface ThreadView {
 export type InboundPlan =
   /** Decisions for the parked run (and new messages that join the thread after the calls they settle). */
   | { readonly kind: 'resume'; readonly runId: string; readonly decisions: readonly Decision[]; readonly messages: readonly Message[]; readonly calls: readonly WaitingCall[] }
-  /** A new run on the new messages (an unanswered pause is discarded), or on none after a rewind. */
-  | { readonly kind: 'start'; readonly messages: readonly Message[]; readonly rewindTo?: string }
+  /**
+   * A new run on the new messages, or on none after a rewind. A thread paused on a call nobody
+   * answered refuses it (409 `thread_paused`, seed 001 §4.4) unless the pause is discarded: on the
+   * client's explicit word (`discardPause`), or by a regeneration (the answer that asked is replaced).
+   */
+  | { readonly kind: 'start'; readonly messages: readonly Message[]; readonly discardPause: boolean; readonly rewindTo?: string }
   | { readonly kind: 'nothing' };
 
 /**
@@ -31,6 +35,8 @@ export type InboundPlan =
  *   it gets a fresh id when it has none or an unusable one.
  * - With nothing new and no decision, a history ending with a stored user message asks for the
  *   answer to it again (`regenerateFrom`): the thread is rewound to that message.
+ * - A new turn on a thread paused on an unanswered call is refused (the skipped approval is
+ *   surfaced, not dropped), unless the client says `discardPause` or regenerates.
  *
  * Pure: the same request and view give the same plan (`newId` is only called for new messages).
  */
@@ -61,9 +67,10 @@ export function planInbound(inbound: InboundRun, view: ThreadView, newId: () => 
     if (byCall.size > 0) return { kind: 'resume', runId: waiting.runId, decisions: [...byCall.values()], messages, calls: waiting.calls };
   }
 
-  if (messages.length > 0) return { kind: 'start', messages };
+  const discardPause = inbound.discardPause === true;
+  if (messages.length > 0) return { kind: 'start', messages, discardPause };
   const from = inbound.regenerateFrom;
-  if (from !== undefined && view.stored.some((m) => m.id === from && m.role === 'user')) return { kind: 'start', messages: [], rewindTo: from };
+  if (from !== undefined && view.stored.some((m) => m.id === from && m.role === 'user')) return { kind: 'start', messages: [], discardPause: true, rewindTo: from };
   return { kind: 'nothing' };
 }
 
@@ -77,9 +84,9 @@ export interface AcceptedInbound {
 }
 
 /**
- * Applies the one rule (`planInbound`) to a thread: resumes its parked run, or starts a run (a new
- * turn discards an unanswered pause; a regeneration rewinds the thread). `nothing` when the request
- * brings nothing new, no decision for a waiting call and asks for no new answer.
+ * Applies the one rule (`planInbound`) to a thread: resumes its parked run, or starts a run (a
+ * regeneration rewinds the thread). `nothing` when the request brings nothing new, no decision for
+ * a waiting call and asks for no new answer.
  */
 export async function acceptInbound(
   parts: ServerParts,
@@ -105,7 +112,7 @@ export async function acceptInbound(
         threadId,
         ...(agentId !== undefined ? { agentId } : {}),
         messages: plan.messages,
-        discardPause: true,
+        discardPause: plan.discardPause,
         ...(plan.rewindTo !== undefined ? { rewindTo: plan.rewindTo } : {}),
       });
       if (!started.ok) return started;

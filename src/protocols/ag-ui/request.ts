@@ -81,7 +81,8 @@ function toolResult(content: unknown): JsonValue {
  * `planInbound`): each `resume[]` entry for the interrupt it names (`cancelled`, or a payload with
  * `approved: false`, cancels the call; otherwise it resumes with the payload as its result), and each
  * `tool` message for its call (its content, JSON when it parses, or `{error}`). A history ending with
- * a user message asks for the answer to it. `now` stamps the decisions (the server passes its clock).
+ * a user message asks for the answer to it; `forwardedProps.discardPause: true` starts a new turn on a
+ * thread waiting for a decision. `now` stamps the decisions (the server passes its clock).
  */
 export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, WireError> {
   const parsed = RunAgentInputSchema.safeParse(body);
@@ -116,6 +117,8 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
   });
   const state = input.state === undefined ? undefined : JsonValueSchema.safeParse(input.state);
   const last = input.messages.at(-1);
+  const props = input.forwardedProps;
+  const discardPause = typeof props === 'object' && props !== null && (props as Record<string, unknown>)['discardPause'] === true;
   return ok({
     threadId: input.threadId,
     runId: input.runId,
@@ -123,5 +126,6 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     decisions: [...fromTools, ...fromResume],
     ...(state?.success === true && state.data !== null ? { state: state.data } : {}),
     ...(last?.role === 'user' ? { regenerateFrom: last.id } : {}),
+    ...(discardPause ? { discardPause: true } : {}),
   });
 }

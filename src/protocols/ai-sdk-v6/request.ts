@@ -39,6 +39,9 @@ export const AiSdkChatRequestSchema = z.looseObject({
   messages: z.array(UiMessageSchema),
   trigger: z.string().optional(),
   state: z.unknown().optional(),
+  /** Start the new turn even when the thread waits for an approval (the transport's `body` option). */
+  discardPause: z.boolean().optional(),
+  discard_pause: z.boolean().optional(),
 });
 
 type Part = z.infer<typeof PartSchema>;
@@ -132,5 +135,6 @@ export function decodeAiSdkRequest(body: unknown, now: number): Result<InboundRu
     decisions: [...decisions.values()],
     ...(state !== undefined && state !== null ? { state } : {}),
     ...(req.trigger === 'regenerate-message' && last !== undefined ? { regenerateFrom: last } : {}),
+    ...((req.discardPause ?? req.discard_pause) === true ? { discardPause: true } : {}),
   });
 }

@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { AgentCard, Message, StreamResponse, Task, TaskState, type StreamResponse as StreamFrame } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
 
 /**
  * The A2A SDK client (`@a2a-js/sdk` 1.3.0) against a real `awaken serve` process, over each binding
@@ -17,23 +14,7 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
 let server: ServeProcess;
 beforeAll(async () => {
   // Two agents: the demo on the conversation script, and a slow one (a run to cancel while it works).
-  const dir = mkdtempSync(join(tmpdir(), 'awaken-a2a-'));
-  const config = join(dir, 'awaken.yaml');
-  writeFileSync(
-    config,
-    [
-      'server:',
-      '  store: memory',
-      `  model: scripted:${join(repo, 'fixtures/scripts/demo-conversation.yaml')}`,
-      'providers:',
-      `  slow: { kind: scripted, file: ${join(repo, 'fixtures/scripts/slow-answer.yaml')} }`,
-      'models:',
-      '  slow: { provider: slow, model_name: slow }',
-      'agents:',
-      '  - { id: slow, model: slow, system_prompt: "A slow agent." }',
-    ].join('\n'),
-  );
-  server = await startServe(['--config', config]);
+  server = await startDemoAndSlow();
 });
 afterAll(async () => {
   await server.stop();

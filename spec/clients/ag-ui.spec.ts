@@ -1,5 +1,7 @@
 import { buildResumeArray, HttpAgent, type Message } from '@ag-ui/client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callsOf, lastAssistantText } from '../support/ag-ui-client.ts';
+import { failOnConsole } from '../support/console.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -16,23 +18,9 @@ afterAll(async () => {
   await server.stop();
 });
 
-const callsOf = (messages: readonly Message[]): [string, string, string][] =>
-  messages.flatMap((m) => ('toolCalls' in m ? (m.toolCalls ?? []).map((c): [string, string, string] => [m.id, c.id, c.function.name]) : []));
-const lastAssistantText = (messages: readonly Message[]): string => {
-  const m = [...messages].reverse().find((x) => x.role === 'assistant' && typeof x.content === 'string' && x.content !== '');
-  return typeof m?.content === 'string' ? m.content : '';
-};
-
 describe('@ag-ui/client HttpAgent against awaken serve', () => {
-  let warned: ReturnType<typeof vi.spyOn>;
-  beforeEach(() => {
-    warned = vi.spyOn(console, 'warn');
-  });
-  afterEach(() => {
-    // Not one warning, resume included: every [ag-ui] warning is a repair of the stream.
-    expect(warned).not.toHaveBeenCalled();
-    warned.mockRestore();
-  });
+  // Not one warning, resume included: every [ag-ui] warning is a repair of the stream.
+  failOnConsole(['warn']);
 
   it('three turns: a tool call, an interrupt resumed, an interrupt declined — names, ids and parents kept', async () => {
     const agent = new HttpAgent({ url: `${server.url}/v1/ag-ui/run`, threadId: 'agui-conversation' });
@@ -50,11 +38,13 @@ describe('@ag-ui/client HttpAgent against awaken serve', () => {
     agent.messages.push({ id: 'u2', role: 'user', content: 'delete the branch' });
     await agent.runAgent({ runId: 'client-2' });
     expect(agent.pendingInterrupts).toMatchObject([{ toolCallId: 'call_delete_branch', reason: 'confirm', message: 'Confirm: delete the branch?' }]);
-    const before = callsOf(agent.messages).find(([, id]) => id === 'call_delete_branch');
+    // One call, under its name, in the message that made it.
+    const holder = (id: string): string | undefined => agent.messages.find((m) => 'toolCalls' in m && (m.toolCalls ?? []).some((c) => c.id === id))?.id;
+    const before = holder('call_delete_branch');
     await agent.runAgent({ runId: 'client-3', resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
     expect(agent.pendingInterrupts).toEqual([]);
-    expect(callsOf(agent.messages).filter(([, id]) => id === 'call_delete_branch')).toEqual([before]);
-    expect(before?.[2]).toBe('confirm_action');
+    expect(callsOf(agent.messages).filter(([id]) => id === 'call_delete_branch')).toEqual([['call_delete_branch', 'confirm_action']]);
+    expect(holder('call_delete_branch')).toBe(before);
     expect(agent.messages.find((m) => m.role === 'tool' && m.toolCallId === 'call_delete_branch')?.content).toContain('"confirmed":"delete the branch"');
     expect(lastAssistantText(agent.messages)).toBe('Done: the branch is deleted.');
 
@@ -64,7 +54,7 @@ describe('@ag-ui/client HttpAgent against awaken serve', () => {
     expect(interrupt?.toolCallId).toBe('call_delete_tag');
     await agent.runAgent({ runId: 'client-5', resume: buildResumeArray(agent.pendingInterrupts, { [interrupt?.id ?? '']: { status: 'cancelled' } }) });
     expect(agent.pendingInterrupts).toEqual([]);
-    expect(callsOf(agent.messages).map(([, id, name]) => [id, name])).toEqual([
+    expect(callsOf(agent.messages)).toEqual([
       ['call_weather', 'get_weather'],
       ['call_delete_branch', 'confirm_action'],
       ['call_delete_tag', 'confirm_action'],

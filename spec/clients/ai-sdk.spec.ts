@@ -1,8 +1,10 @@
 import * as ai6 from 'ai';
 import * as ai5 from 'ai5';
 import * as ai7 from 'ai7';
-import type { ChatState, ChatStatus, UIMessage } from 'ai';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { UIMessage } from 'ai';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { State } from '../support/ai-chat.ts';
+import { failOnConsole } from '../support/console.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -14,17 +16,6 @@ import { startServe, type ServeProcess } from '../support/serve-process.ts';
 
 type AiModule = typeof ai6;
 type Part = { type: string; state?: string; toolCallId?: string; text?: string; output?: unknown; approval?: { id: string } };
-
-/** The chat state a UI framework provides (React's `useChat` keeps the same in its store). */
-class State implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (m: UIMessage): void => void (this.messages = [...this.messages, m]);
-  popMessage = (): void => void (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (i: number, m: UIMessage): void => void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
 
 /** Each response's body, read again by the version's own stream reader and message validator. */
 interface Reading {
@@ -98,18 +89,7 @@ describe.each([
   ['ai@6', ai6 as AiModule, '6.0.326'],
   ['ai@7', ai7 as unknown as AiModule, '7.0.173'],
 ])('%s AbstractChat + DefaultChatTransport against awaken serve', (name, ai, version) => {
-  let warned: ReturnType<typeof vi.spyOn>;
-  let errored: ReturnType<typeof vi.spyOn>;
-  beforeEach(() => {
-    warned = vi.spyOn(console, 'warn');
-    errored = vi.spyOn(console, 'error');
-  });
-  afterEach(() => {
-    expect(warned).not.toHaveBeenCalled();
-    expect(errored).not.toHaveBeenCalled();
-    warned.mockRestore();
-    errored.mockRestore();
-  });
+  failOnConsole(['warn', 'error']);
 
   it(`is the pinned ${version}`, async () => {
     const { createRequire } = await import('node:module');

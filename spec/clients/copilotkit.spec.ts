@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import { buildResumeArray, HttpAgent, type Message } from '@ag-ui/client';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { buildResumeArray, HttpAgent } from '@ag-ui/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
+import { callsOf, lastAssistantText } from '../support/ag-ui-client.ts';
+import { failOnConsole } from '../support/console.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -33,22 +35,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-const callsOf = (messages: readonly Message[]): [string, string][] =>
-  messages.flatMap((m) => ('toolCalls' in m ? (m.toolCalls ?? []).map((c): [string, string] => [c.id, c.function.name]) : []));
-const lastText = (messages: readonly Message[]): string => {
-  const m = [...messages].reverse().find((x) => x.role === 'assistant' && typeof x.content === 'string' && x.content !== '');
-  return typeof m?.content === 'string' ? m.content : '';
-};
-
 describe('CopilotKit runtime v2 → HttpAgent → awaken serve', () => {
-  let warned: ReturnType<typeof vi.spyOn>;
-  beforeEach(() => {
-    warned = vi.spyOn(console, 'warn');
-  });
-  afterEach(() => {
-    expect(warned).not.toHaveBeenCalled();
-    warned.mockRestore();
-  });
+  failOnConsole(['warn']);
 
   it('lists the agent, and runs the three turns through the runtime without renaming a call', async () => {
     const info = (await (await fetch(`${runtimeUrl}/info`)).json()) as { agents: Record<string, unknown>; version: string };
@@ -58,18 +46,18 @@ describe('CopilotKit runtime v2 → HttpAgent → awaken serve', () => {
     const client = new HttpAgent({ url: `${runtimeUrl}/agent/default/run`, threadId: 'ck-conversation' });
     client.messages.push({ id: 'u1', role: 'user', content: 'weather in Oslo?' });
     await client.runAgent({ runId: 'ck-1' });
-    expect(lastText(client.messages)).toBe('It is sunny in Oslo, 10 °C.');
+    expect(lastAssistantText(client.messages)).toBe('It is sunny in Oslo, 10 °C.');
 
     client.messages.push({ id: 'u2', role: 'user', content: 'delete the branch' });
     await client.runAgent({ runId: 'ck-2' });
     expect(client.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['call_delete_branch']);
     await client.runAgent({ runId: 'ck-3', resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
-    expect(lastText(client.messages)).toBe('Done: the branch is deleted.');
+    expect(lastAssistantText(client.messages)).toBe('Done: the branch is deleted.');
 
     client.messages.push({ id: 'u3', role: 'user', content: 'delete the tag' });
     await client.runAgent({ runId: 'ck-4' });
     await client.runAgent({ runId: 'ck-5', resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'cancelled' } }) });
-    expect(lastText(client.messages)).toBe('Understood, I left the tag alone.');
+    expect(lastAssistantText(client.messages)).toBe('Understood, I left the tag alone.');
     expect(callsOf(client.messages)).toEqual([
       ['call_weather', 'get_weather'],
       ['call_delete_branch', 'confirm_action'],

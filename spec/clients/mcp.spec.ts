@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, JSONRPCMessageSchema, type JSONRPCMessage, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { repo, startDemoAndSlow, startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
  * MCP clients against a real `awaken serve` process (and `awaken mcp` on stdio): the SDK client over
@@ -27,23 +27,7 @@ let fixtures: ServeProcess;
 let chat: ServeProcess;
 beforeAll(async () => {
   fixtures = await startServe(['--config', join(repo, 'conformance/mcp/fixtures/agents.yaml')]);
-  const dir = mkdtempSync(join(tmpdir(), 'awaken-mcp-'));
-  const config = join(dir, 'awaken.yaml');
-  writeFileSync(
-    config,
-    [
-      'server:',
-      '  store: memory',
-      `  model: scripted:${join(repo, 'fixtures/scripts/demo-conversation.yaml')}`,
-      'providers:',
-      `  slow: { kind: scripted, file: ${join(repo, 'fixtures/scripts/slow-answer.yaml')} }`,
-      'models:',
-      '  slow: { provider: slow, model_name: slow }',
-      'agents:',
-      '  - { id: slow, model: slow, system_prompt: "A slow agent." }',
-    ].join('\n'),
-  );
-  chat = await startServe(['--config', config]);
+  chat = await startDemoAndSlow();
 });
 afterAll(async () => {
   await fixtures.stop();

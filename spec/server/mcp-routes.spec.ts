@@ -2,7 +2,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { createHttpApp } from '../../src/server/http.ts';
 import { listen } from '../../src/server/node.ts';
+import { RunRegistry } from '../../src/server/run-registry.ts';
+import { MemoryStore } from '../../src/stores/memory.ts';
 import { gatedTool, testServer } from '../support/server.ts';
 
 /** MCP over Streamable HTTP at /v1/mcp, driven by the official MCP client over a real socket. */
@@ -104,6 +110,35 @@ describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {
       expect(resume.status).toBe(204);
     } finally {
       g.open();
+      await server.close();
+    }
+  });
+});
+
+describe('an agent with an MCP default message (section mcp.default_message)', () => {
+  it('offers its message as optional and runs on the default when a call sends none', async () => {
+    const llm = new ScriptedLlm([{ text: 'Ran on the default.' }]);
+    const store = new MemoryStore();
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('scripted', llm)
+      .withModel('m', { provider: 'scripted', model_name: 'scripted-model' })
+      .withThreadRunStore(store)
+      .withAgentSpec({ id: 'briefing', model: 'm', system_prompt: 'Brief me.', sections: { mcp: { default_message: 'What happened today?' } } })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const app = createHttpApp({ runtime: built.value, store, registry: new RunRegistry(built.value, store) });
+    const server = await listen(app, { port: 0 });
+    const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/v1/mcp`)));
+      const [tool] = (await client.listTools()).tools;
+      expect(tool?.inputSchema.required ?? []).toEqual([]);
+      const result = await client.callTool({ name: 'briefing', arguments: {} });
+      expect(result).toMatchObject({ isError: false, content: [{ type: 'text', text: 'Ran on the default.' }] });
+      expect(llm.requests[0]?.messages.at(-1)?.content).toEqual([{ type: 'text', text: 'What happened today?' }]);
+    } finally {
+      await client.close();
       await server.close();
     }
   });

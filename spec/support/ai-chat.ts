@@ -1,7 +1,7 @@
 import { AbstractChat, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type ChatTransport, type UIMessage } from 'ai';
 
-/** The headless chat state a UI framework would provide to `AbstractChat`. */
-class State implements ChatState<UIMessage> {
+/** The headless chat state a UI framework would provide to `AbstractChat` (React's `useChat` keeps the same). */
+export class State implements ChatState<UIMessage> {
   status: ChatStatus = 'ready';
   error: Error | undefined = undefined;
   messages: UIMessage[] = [];

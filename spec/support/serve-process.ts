@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const repo = resolve(import.meta.dirname, '../..');
@@ -47,4 +49,28 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
       reject(new Error(`awaken serve exited with ${code}:\n${log}`));
     });
   });
+}
+
+/**
+ * `awaken serve` with two agents: `demo` on the three-turn conversation script
+ * (fixtures/scripts/demo-conversation.yaml), and `slow` (fixtures/scripts/slow-answer.yaml: a run to
+ * follow or cancel while it works), both from a config file.
+ */
+export function startDemoAndSlow(): Promise<ServeProcess> {
+  const config = join(mkdtempSync(join(tmpdir(), 'awaken-config-')), 'awaken.yaml');
+  writeFileSync(
+    config,
+    [
+      'server:',
+      '  store: memory',
+      `  model: scripted:${join(repo, 'fixtures/scripts/demo-conversation.yaml')}`,
+      'providers:',
+      `  slow: { kind: scripted, file: ${join(repo, 'fixtures/scripts/slow-answer.yaml')} }`,
+      'models:',
+      '  slow: { provider: slow, model_name: slow }',
+      'agents:',
+      '  - { id: slow, model: slow, system_prompt: "A slow agent." }',
+    ].join('\n'),
+  );
+  return startServe(['--config', config]);
 }

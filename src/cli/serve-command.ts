@@ -141,7 +141,7 @@ export function allowedHostsOf(plan: { readonly host: string; readonly allowedHo
 
 const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
 
-/** The question the start-up hint asks: the one the bundled recording answers (Oslo's forecast). */
+/** The question the start-up hint asks of the demo agent: the one its recording answers (Oslo's forecast). */
 const DEMO_QUESTION = 'weather in Oslo?';
 
 /**
@@ -149,17 +149,17 @@ const DEMO_QUESTION = 'weather in Oslo?';
  * conversation, replayed through the AI SDK adapter (the tool-call stream when the last message is
  * not a tool result, else the answer stream).
  */
-export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string; readonly hint: string } {
+export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
   const openai = env['OPENAI_API_KEY'];
   const anthropic = env['ANTHROPIC_API_KEY'];
   if (openai !== undefined && openai !== '') {
     const name = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
     const provider = createOpenAICompatible({ name: 'openai', baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1', apiKey: openai, includeUsage: true });
-    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter`, hint: DEMO_QUESTION };
+    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter` };
   }
   if (anthropic !== undefined && anthropic !== '') {
     const name = env['ANTHROPIC_MODEL'] ?? 'claude-3-5-haiku-latest';
-    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter`, hint: DEMO_QUESTION };
+    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter` };
   }
   const tool = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
   const answer = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-answer.chunks.jsonl'), 'utf8'));
@@ -173,19 +173,17 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
     llm: aiSdkExecutor(provider('recorded-weather')),
     name: 'recorded-weather',
     note: 'no OPENAI_API_KEY or ANTHROPIC_API_KEY set: the demo agent replays the bundled recorded conversation (fixtures/cassettes — it calls get_weather for Oslo, then answers; it does not read your message)',
-    hint: DEMO_QUESTION,
   };
 }
 
 /** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
-function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string; readonly hint: string } | string {
+function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } | string {
   const first = modelOf(model);
   if (typeof first === 'string') return first;
   return {
     llm: perConversation(() => modelOf(model) as LlmExecutor),
     name: model.split(':')[0] as string,
     note: `${model}, run from its start in each thread`,
-    hint: 'hello',
   };
 }
 
@@ -271,7 +269,7 @@ export async function serveCommand(argv: readonly string[], io: Io, version: str
   const server = await listen(app, { port: plan.port, hostname: plan.host });
   io.err(`awaken serve: listening on ${server.url} (store ${store.kind}; policy ${plan.policy}; mailbox consumer ${consumer}${bus !== undefined ? '; shared with other instances' : ''})\n`);
   io.err(`awaken serve: browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)\n`);
-  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${model.hint}"}]}'\n`);
+  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'\n`);
   await new Promise<void>((done) => {
     const stop = (): void => done();
     process.once('SIGINT', stop);

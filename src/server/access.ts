@@ -18,7 +18,7 @@ export interface AccessOptions {
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /** The host name of a `Host` header or an origin, lower-cased, without the port. */
-export function hostnameOf(value: string): string | undefined {
+function hostnameOf(value: string): string | undefined {
   try {
     return new URL(value.includes('://') ? value : `http://${value}`).hostname.toLowerCase();
   } catch {

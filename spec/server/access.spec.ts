@@ -36,6 +36,15 @@ describe('CORS on every route a browser calls', () => {
     expect((await s.app.request('/health', { headers: { origin: 'null' } })).status).toBe(403);
   });
 
+  it('a configured public origin asking for the private network (Chromium) is told yes in the preflight', async () => {
+    const s = testServer([], { http: { corsOrigins: ['https://app.example'] } });
+    const r = await s.app.request('/v1/ai-sdk/chat', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' } });
+    expect(r.status).toBe(204);
+    expect(r.headers.get('access-control-allow-private-network')).toBe('true');
+    const plain = await s.app.request('/v1/ai-sdk/chat', preflight('https://app.example'));
+    expect(plain.headers.get('access-control-allow-private-network')).toBeNull();
+  });
+
   it('by default only loopback pages may call; * allows any origin', async () => {
     const strict = testServer([]);
     expect((await strict.app.request('/health', { headers: { origin: 'http://127.0.0.1:8080' } })).status).toBe(200);

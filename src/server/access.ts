@@ -62,7 +62,8 @@ function refuse(c: Context, message: string, code: string, field: string): Respo
  * - `Host`, when sent, must be a loopback name or an allowed host (403 otherwise);
  * - a request with an `Origin` that is neither allowed nor the server's own is refused (403), so a
  *   page from another site cannot drive the API even where a browser would send the request;
- * - an allowed origin gets the CORS headers, and its preflight (`OPTIONS` on any route) a 204.
+ * - an allowed origin gets the CORS headers, and its preflight (`OPTIONS` on any route) a 204 — with
+ *   `Access-Control-Allow-Private-Network` when Chromium asks for it.
  */
 export function accessControl(options: AccessOptions = {}): MiddlewareHandler {
   const anyHost = (options.allowedHosts ?? []).includes('*');
@@ -93,6 +94,11 @@ export function accessControl(options: AccessOptions = {}): MiddlewareHandler {
     if (!anyHost && host !== undefined && (name === undefined || !hosts.has(name))) return refuse(c, `host not allowed: ${host}`, 'host_not_allowed', 'host');
     const origin = c.req.header('origin');
     if (origin !== undefined && !allowed(origin, host)) return refuse(c, `origin not allowed: ${origin}`, 'origin_not_allowed', 'origin');
+    // A page on a public origin calling a server on this machine: Chromium asks first (Private
+    // Network Access); an allowed origin is told yes.
+    if (origin !== undefined && c.req.method === 'OPTIONS' && c.req.header('access-control-request-private-network') === 'true') {
+      c.header('Access-Control-Allow-Private-Network', 'true');
+    }
     return corsHeaders(c, next);
   };
 }

@@ -8,7 +8,11 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'] } },
+      {
+        extends: true,
+        // The PostgreSQL server of the run: the given one, the machine's, or one started from npm.
+        test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'], globalSetup: ['spec/support/postgres-setup.ts'] },
+      },
       { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000 } },
     ],
     coverage: {

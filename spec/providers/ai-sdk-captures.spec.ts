@@ -9,10 +9,10 @@ import { chunksOf } from '../../src/providers/cassette.ts';
 import { collectStream } from '../../src/runtime/llm.ts';
 import { cassetteServer } from '../support/cassettes.ts';
 
-// Real recorded provider streams (fixtures/provider-captures/, see its PROVENANCE.md), replayed
+// Real recorded provider streams (fixtures/provider/, see its PROVENANCE.md), replayed
 // over HTTP by msw to the unchanged AI SDK provider packages, through aiSdkExecutor. The expected
 // content is computed from the raw chunks by the small, independent readers below.
-const root = resolve(import.meta.dirname, '../../fixtures/provider-captures');
+const root = resolve(import.meta.dirname, '../../fixtures/provider');
 const files = (kind: string): string[] => readdirSync(join(root, kind)).filter((f) => f.endsWith('.chunks.jsonl')).sort();
 
 interface Expected {

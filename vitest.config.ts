@@ -3,6 +3,10 @@ import { defineConfig } from 'vitest/config';
 // Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md). Two projects: the specs
 // (in-process, real sockets, real child processes) and the browser specs (headless Chromium).
 export default defineConfig({
+  // The package's own name resolves to its sources in the specs (the published entry points are
+  // dist/, checked by the consumer smoke test).
+  resolve: { conditions: ['awaken-source'] },
+  ssr: { resolve: { conditions: ['awaken-source'] } },
   test: {
     environment: 'node',
     pool: 'forks',

@@ -20,10 +20,14 @@ const outDir = resolve(import.meta.dirname, 'results');
 const pick = (name: string): boolean => only === undefined || only === name;
 const suites: Suite[] = [...(pick('core') ? coreSuites() : []), ...(pick('loop') ? loopSuites() : []), ...(pick('replay') ? replaySuites() : []), ...(pick('encoders') ? encoderSuites() : []), ...(pick('context') ? contextSuites() : []), ...(pick('server') ? serverSuites() : [])];
 const rows: TaskStats[] = [];
-for (const suite of suites) {
-  process.stderr.write(`bench: ${suite.name}…\n`);
+// A terminal gets one status line, rewritten per suite; a log or a pipe gets a plain line each.
+const tty = process.stdout.isTTY === true && process.stderr.isTTY === true;
+for (const [i, suite] of suites.entries()) {
+  const line = `bench: [${i + 1}/${suites.length}] ${suite.name}…`;
+  process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
   rows.push(...(await runSuite(suite, { timeMs, warmupMs: Math.min(250, timeMs / 4), outDir })));
 }
+if (tty) process.stderr.write('\r\x1b[2K');
 process.stdout.write(`${formatTable(rows)}\n`);
 // Near-linear truncation: µs per message at 100k within 2× of µs per message at 1k.
 const row = (suite: string, role: 'subject' | 'baseline'): TaskStats | undefined => rows.find((r) => r.suite === suite && r.role === role);

@@ -54,11 +54,11 @@ describe('awaken run', () => {
     expect(await cli('run', '--model', `scripted:${weather}`, '--decide', 'maybe', 'hi')).toMatchObject({ code: 64 });
     expect(await cli('run', '--model', `scripted:${weather}`, '--bogus', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('unknown option --bogus') });
     expect(await cli('run', '--model')).toMatchObject({ code: 64, err: expect.stringContaining('--model needs a value') });
-    expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('agent_not_found') });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining("no agent 'ghost'") });
     const dir = mkdtempSync(join(tmpdir(), 'awaken-'));
     writeFileSync(join(dir, 'bad.yaml'), '- text: 3\n  colour: red\n');
     expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toMatchObject({ code: 65, err: expect.stringContaining('cannot read script') });
-    expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({ code: 65 });
+    expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({ code: 66, err: expect.stringContaining('cannot read /nonexistent.json') });
   });
 
   it('other commands: version, help (which lists serve), unknown', async () => {

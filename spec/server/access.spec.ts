@@ -92,10 +92,10 @@ describe('Host checks (DNS rebinding) on every route', () => {
 
 describe('awaken serve: --cors-origin, --allowed-host, --model', () => {
   it('repeatable flags, normalised origins, and a clear error for a value that is not an origin', () => {
-    const plan = parseServeArgs(['--cors-origin', 'https://app.example/', '--cors-origin', 'http://localhost:5173', '--allowed-host', 'api.example', '--model', 'scripted:x.yaml']);
+    const plan = parseServeArgs(['--cors-origin', 'https://app.example/', '--cors-origin=http://localhost:5173', '--allowed-host', 'api.example', '--model', 'scripted:x.yaml'], {});
     expect(plan).toMatchObject({ corsOrigins: ['https://app.example', 'http://localhost:5173'], allowedHosts: ['api.example'], model: 'scripted:x.yaml' });
-    expect(parseServeArgs(['--cors-origin', 'app.example'])).toBe("--cors-origin: not an origin: 'app.example' (expected scheme://host[:port], or *)");
+    expect(() => parseServeArgs(['--cors-origin', 'app.example'], {})).toThrow("--cors-origin: not an origin: 'app.example' (expected scheme://host[:port], or *)");
     expect(checkOrigins(['ftp://x'])).toBe("not an origin: 'ftp://x' (expected scheme://host[:port], or *)");
-    expect(parseServeArgs(['--model'])).toBe('--model needs a value');
+    expect(() => parseServeArgs(['--model'], {})).toThrow('--model needs a value');
   });
 });

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { Messages } from '../../src/contract/message.ts';
-import { deterministicEnv } from '../../src/runtime/env.ts';
+import { deterministicEnv, realEnv } from '../../src/runtime/env.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { createHttpApp } from '../../src/server/http.ts';
+import { createLogger } from '../../src/server/log.ts';
+import type { Store } from '../../src/runtime/store.ts';
 import { bodyJson, gatedTool, json, testServer } from '../support/server.ts';
 
 const until = async (cond: () => boolean | Promise<boolean>, ms = 5000): Promise<void> => {
@@ -14,6 +16,38 @@ const until = async (cond: () => boolean | Promise<boolean>, ms = 5000): Promise
 };
 
 describe('the mailbox service (book: Mailbox 架构)', () => {
+  it('a store that fails under the dispatcher is logged once with its cause, and its recovery once; the loop goes on', async () => {
+    const s = testServer([{ text: 'after the outage' }]);
+    let failures = 3;
+    const flaky = new Proxy(s.store, {
+      get(target, name, receiver) {
+        if (name === 'claim') {
+          return (...args: unknown[]) => {
+            if (failures-- > 0) return Promise.reject(new Error('claim failed', { cause: Object.assign(new Error('connection terminated'), { code: '57P01' }) }));
+            return (target.claim as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const v = Reflect.get(target, name, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as Store;
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', format: 'json', write: (l) => void lines.push(l), now: () => 0 });
+    const mailbox = new Mailbox(flaky, s.registry, realEnv(), { logger, config: { sweep_interval_ms: 60_000, gc_interval_ms: 60_000 } });
+    const job = await mailbox.submit({ threadId: 'flaky', agentId: 'agent', messages: [Messages.user('hi', { id: 'u1' })] });
+    mailbox.start(2);
+    try {
+      await until(async () => (await s.store.loadJob(job.job_id))?.status === 'accepted');
+    } finally {
+      await mailbox.stop();
+    }
+    const told = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => String(l['msg']).startsWith('mailbox'));
+    expect(told).toEqual([
+      { time: '1970-01-01T00:00:00.000Z', level: 'error', msg: 'mailbox store failure', task: 'dispatch', error: 'claim failed', cause: 'connection terminated (57P01)' },
+      { time: '1970-01-01T00:00:00.000Z', level: 'info', msg: 'mailbox store recovered', task: 'dispatch' },
+    ]);
+  });
+
   it('a submitted job is claimed, run on its thread, and accepted', async () => {
     const s = testServer([{ text: 'from the mailbox' }]);
     const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);

@@ -38,7 +38,7 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
     const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
     child.stderr?.on('data', (d: Buffer) => {
       log += d.toString();
-      const m = /listening on (http:\/\/[^\s]+)/.exec(log);
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
       if (m !== null) {
         clearTimeout(timer);
         resolveStart({ child, url: m[1] as string, log: () => log, stop });

@@ -5,7 +5,9 @@ import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { acpAgent, type InteractiveHost } from '../server/acp-host.ts';
-import { demoRuntimes, type Io } from './run-command.ts';
+import { runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { EXIT } from './exit.ts';
+import { demoRuntimes } from './run-command.ts';
 
 export const ACP_USAGE = `usage: awaken acp --model scripted:FILE|transcript:FILE
 
@@ -21,9 +23,8 @@ conversation (its user and agent messages, its tool calls) as session updates.
  * The demo agent on a file-backed model, as an ACP host: each session gets its own runtime (its model
  * file from the start) and one thread, so the prompts of a session continue one conversation.
  */
-export function demoAcpHost(model: string): InteractiveHost | string {
+export function demoAcpHost(model: string): InteractiveHost {
   const runtimes = demoRuntimes(model);
-  if (typeof runtimes === 'string') return runtimes;
   const env = realEnv();
   const sessions = new Map<string, { readonly runtime: AgentRuntime; readonly store: MemoryThreadRunStore }>();
   return {
@@ -49,19 +50,17 @@ export function demoAcpHost(model: string): InteractiveHost | string {
   };
 }
 
+export const ACP_COMMAND: CommandSpec = { command: 'acp', usage: ACP_USAGE, options: { model: { type: 'string' } } };
+
 /** `awaken acp`: the demo agent as an ACP agent on stdio, until stdin closes. */
 export async function acpCommand(argv: readonly string[], io: Io): Promise<number> {
-  if (argv.length !== 2 || argv[0] !== '--model' || argv[1] === undefined) {
-    io.err(`awaken acp: --model is required\n${ACP_USAGE}`);
-    return 64;
-  }
-  const host = demoAcpHost(argv[1]);
-  if (typeof host === 'string') {
-    io.err(`awaken acp: ${host}\n`);
-    return 65;
-  }
-  const connection = acpAgent(host).connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>));
-  await new Promise<void>((resolve) => process.stdin.once('end', resolve));
-  void connection;
-  return 0;
+  return runCli(ACP_COMMAND, argv, io, async (args) => {
+    const model = stringOf(args, 'model');
+    if (model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE)');
+    const host = demoAcpHost(model);
+    const connection = acpAgent(host).connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>));
+    await new Promise<void>((resolve) => process.stdin.once('end', resolve));
+    void connection;
+    return EXIT.ok;
+  });
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `awaken` command: TypeScript sources run through tsx's loader (Node 20 cannot strip types).
+// The `awaken` command from the TypeScript sources, through tsx's loader (Node 20 cannot strip
+// types); the package's bin is the compiled dist/cli/bin.js.
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('./main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const { cli } = await import('./main.ts');
+await cli(process.argv.slice(2));

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
-import type { Io } from './run-command.ts';
+import { choiceOf, runCli, type CommandSpec, type Io } from './args.ts';
 import { ENCODERS } from './encode-command.ts';
+import { EXIT } from './exit.ts';
 
 export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|a2a|mcp|acp] [--json]
 
@@ -23,10 +24,23 @@ interface CaseResult {
 
 type Judge = (events: readonly AgentEvent[], body: string) => Promise<string[]>;
 
+/** The packages each judge needs (optional peer dependencies of the package), as `npm install` takes them. */
+export const JUDGE_PACKAGES: Readonly<Record<string, readonly string[]>> = {
+  'ai-sdk-v6': ['ai@6'],
+  'ag-ui': ['@ag-ui/client@1', '@ag-ui/core@1', 'rxjs@7'],
+  a2a: ['@a2a-js/sdk@1'],
+  mcp: ['@modelcontextprotocol/sdk@1'],
+  acp: ['@agentclientprotocol/sdk@2', 'ajv@8'],
+};
+
+/** A judge whose library is not installed: what to install instead of a stack trace. */
+export class JudgeUnavailable extends Error {}
+
 /**
- * The judges, loaded on demand: they are the official protocol libraries (devDependencies), which
- * the runtime itself never needs. A stream that ends in `error` (an error event, or a run that
- * failed) must end in the protocol's error.
+ * The judges, loaded on demand: they are the official protocol libraries (optional peer
+ * dependencies), which the runtime itself never needs; a missing one is a `JudgeUnavailable`
+ * naming what to install. A stream that ends in `error` (an error event, or a run that failed)
+ * must end in the protocol's error.
  */
 const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
   'ai-sdk-v6': async () => {
@@ -56,19 +70,29 @@ const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
   },
 };
 
-/** Runs the suite: every stream through every available encoder and its official judge. */
-export async function conformanceCommand(
-  argv: readonly string[],
-  io: Io,
-  options: { readonly expectedFailures?: readonly string[] } = {},
-): Promise<number> {
-  const at = argv.indexOf('--protocol');
-  const chosen = at >= 0 ? argv[at + 1] : undefined;
-  if (at >= 0 && (chosen === undefined || JUDGES[chosen] === undefined)) {
-    io.err(`awaken conformance: ${chosen === undefined ? '--protocol needs a value' : `--protocol must be one of ${Object.keys(JUDGES).join(', ')}`}\n${CONFORMANCE_USAGE}`);
-    return 2;
+/** A judge, or `JudgeUnavailable` when its library is missing. */
+async function loadJudge(protocol: string): Promise<Judge> {
+  try {
+    return await (JUDGES[protocol] as () => Promise<Judge>)();
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw e;
+    const packages = JUDGE_PACKAGES[protocol] ?? [];
+    throw new JudgeUnavailable(`the ${protocol} judge needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`);
   }
-  const protocols = chosen !== undefined ? [chosen] : Object.keys(JUDGES);
+}
+
+export const CONFORMANCE_COMMAND: CommandSpec = { command: 'conformance', usage: CONFORMANCE_USAGE, options: { protocol: { type: 'string' }, json: { type: 'boolean' } } };
+
+/** Runs the suite: every stream through every available encoder and its official judge. */
+export async function conformanceCommand(argv: readonly string[], io: Io, options: { readonly expectedFailures?: readonly string[] } = {}): Promise<number> {
+  return runCli(CONFORMANCE_COMMAND, argv, io, async (args) => {
+    const chosen = choiceOf(args, 'protocol', Object.keys(JUDGES));
+    return judgeAll(chosen !== undefined ? [chosen] : Object.keys(JUDGES), args.values['json'] === true, io, options);
+  });
+}
+
+async function judgeAll(protocols: readonly string[], json: boolean, io: Io, options: { readonly expectedFailures?: readonly string[] }): Promise<number> {
   const expected = new Set(
     options.expectedFailures ?? (JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id),
   );
@@ -79,15 +103,25 @@ export async function conformanceCommand(
     .map((name) => ({ name, events: readFileSync(join(root, 'streams', name), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent) }));
   const results: CaseResult[] = [];
   for (const protocol of protocols) {
-    const judge = await (JUDGES[protocol] as () => Promise<Judge>)();
+    let judge: Judge;
+    try {
+      judge = await loadJudge(protocol);
+    } catch (e) {
+      if (!(e instanceof JudgeUnavailable)) throw e;
+      io.err(`awaken conformance: ${e.message}\n`);
+      return EXIT.unavailable;
+    }
     const encode = ENCODERS[protocol] as (events: readonly AgentEvent[]) => string;
-    for (const { name: stream, events } of streams) {
+    for (const [i, { name: stream, events }] of streams.entries()) {
+      io.progress?.(`judging ${protocol} ${i + 1}/${streams.length} ${stream}`);
       const problems = await judge(events, encode(events));
       results.push({ protocol, stream, passed: problems.length === 0, problems });
     }
+    if (io.progress === undefined) io.err(`judged ${protocol}: ${streams.length} streams\n`);
   }
+  io.progress?.('');
   const unexpected = results.filter((r) => r.passed === expected.has(`${r.protocol}/${r.stream}`));
-  if (argv.includes('--json')) io.out(`${JSON.stringify({ results, unexpected: unexpected.map((r) => `${r.protocol}/${r.stream}`) }, null, 2)}\n`);
+  if (json) io.out(`${JSON.stringify({ results, unexpected: unexpected.map((r) => `${r.protocol}/${r.stream}`) }, null, 2)}\n`);
   else {
     io.out('protocol   passed  failed  expected-failures\n');
     for (const protocol of protocols) {
@@ -98,5 +132,5 @@ export async function conformanceCommand(
     }
     for (const r of unexpected) io.out(`\nunexpected ${r.passed ? 'pass' : 'failure'}: ${r.protocol}/${r.stream}\n${r.problems.map((p) => `  ${p}`).join('\n')}\n`);
   }
-  return unexpected.length === 0 ? 0 : 1;
+  return unexpected.length === 0 ? EXIT.ok : EXIT.failed;
 }

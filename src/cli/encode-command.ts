@@ -5,7 +5,8 @@ import { encodeAcp, frameAcp } from '../protocols/acp/encoder.ts';
 import { encodeAgUi, frameAgUi } from '../protocols/ag-ui/encoder.ts';
 import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
 import { encodeMcp, frameMcp } from '../protocols/mcp/encoder.ts';
-import type { Io } from './run-command.ts';
+import { choiceOf, CliFailure, runCli, UsageError, type CommandSpec, type Io } from './args.ts';
+import { EXIT } from './exit.ts';
 
 export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|a2a|mcp|acp < events.jsonl
 
@@ -43,20 +44,16 @@ export function parseEventLines(text: string): { events: AgentEvent[] } | { erro
   return { events };
 }
 
+export const ENCODE_COMMAND: CommandSpec = { command: 'encode', usage: ENCODE_USAGE, options: { protocol: { type: 'string' } } };
+
 /** `awaken encode --protocol P`: AgentEvent JSONL on stdin → the protocol's wire bytes on stdout. */
 export async function encodeCommand(argv: readonly string[], io: Io, stdin: () => Promise<string>): Promise<number> {
-  const at = argv.indexOf('--protocol');
-  const protocol = at >= 0 ? argv[at + 1] : undefined;
-  const encode = protocol === undefined ? undefined : ENCODERS[protocol];
-  if (encode === undefined) {
-    io.err(`awaken encode: --protocol must be one of ${Object.keys(ENCODERS).join(', ')}\n${ENCODE_USAGE}`);
-    return 2;
-  }
-  const parsed = parseEventLines(await stdin());
-  if ('error' in parsed) {
-    io.err(`awaken encode: ${parsed.error}\n`);
-    return 2;
-  }
-  io.out(encode(parsed.events));
-  return 0;
+  return runCli(ENCODE_COMMAND, argv, io, async (args) => {
+    const protocol = choiceOf(args, 'protocol', Object.keys(ENCODERS));
+    if (protocol === undefined) throw new UsageError(`--protocol is required (${Object.keys(ENCODERS).join(', ')})`);
+    const parsed = parseEventLines(await stdin());
+    if ('error' in parsed) throw new CliFailure(parsed.error, EXIT.data);
+    io.out((ENCODERS[protocol] as (events: readonly AgentEvent[]) => string)(parsed.events));
+    return EXIT.ok;
+  });
 }

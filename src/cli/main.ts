@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { closest } from './args.ts';
+import { EXIT } from './exit.ts';
 import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
@@ -20,7 +22,11 @@ commands:
   acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (SQLite by default)
   version    print the version
-  help       print this text
+  help       print this text (awaken help <command>: that command's)
+
+Every command answers --help. Exit codes (docs/cli.md): 0 ok, 1 what was checked failed, 64 a
+command-line mistake, 65 an input that does not parse, 66 an input that cannot be read, 69 something
+needed is not there (a store, a free port, an optional package), 70 a bug.
 
 ${RUN_USAGE}
 ${RECORD_USAGE}
@@ -36,7 +42,17 @@ function version(): string {
   return pkg.version;
 }
 
-const processIo: Io = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
+/** A terminal's status line on stderr (rewritten in place), when a person watches stdout. */
+function statusLine(): ((line: string) => void) | undefined {
+  if (process.stdout.isTTY !== true || process.stderr.isTTY !== true) return undefined;
+  return (line) => void process.stderr.write(`\r\x1b[2K${line.slice(0, Math.max(10, (process.stderr.columns ?? 80) - 1))}`);
+}
+
+const processIo: Io = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+  ...(statusLine() !== undefined ? { progress: statusLine() as (line: string) => void } : {}),
+};
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -44,36 +60,69 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Entry point of the `awaken` command; returns the exit code. */
+type Command = (argv: readonly string[], io: Io, stdin: () => Promise<string>) => Promise<number>;
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  run: (argv, io) => runCommand(argv, io),
+  record: (argv, io) => recordCommand(argv, io, version()),
+  replay: (argv, io) => replayCommand(argv, io),
+  encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
+  conformance: (argv, io) => conformanceCommand(argv, io),
+  mcp: (argv, io) => mcpCommand(argv, io, version()),
+  acp: (argv, io) => acpCommand(argv, io),
+  serve: (argv, io) => serveCommand(argv, io, version()),
+};
+
+/** Entry point of the `awaken` command; returns the exit code (docs/cli.md). */
 export async function main(argv: readonly string[], io: Io = processIo, stdin: () => Promise<string> = readStdin): Promise<number> {
   const [command = 'help', ...rest] = argv;
+  const run = COMMANDS[command];
+  if (run !== undefined) return run(rest, io, stdin);
   switch (command) {
-    case 'run':
-      return runCommand(rest, io);
-    case 'record':
-      return recordCommand(rest, io, version());
-    case 'replay':
-      return replayCommand(rest, io);
-    case 'encode':
-      return encodeCommand(rest, io, stdin);
-    case 'conformance':
-      return conformanceCommand(rest, io);
-    case 'mcp':
-      return mcpCommand(rest, io, version());
-    case 'acp':
-      return acpCommand(rest, io);
-    case 'serve':
-      return serveCommand(rest, io, version());
     case 'version':
     case '--version':
+    case '-v':
       io.out(`${version()}\n`);
-      return 0;
+      return EXIT.ok;
     case 'help':
     case '--help':
-      io.out(USAGE);
-      return 0;
+    case '-h': {
+      const topic = rest[0];
+      if (topic === undefined) {
+        io.out(USAGE);
+        return EXIT.ok;
+      }
+      if (COMMANDS[topic] !== undefined) return (COMMANDS[topic] as Command)(['--help'], io, stdin);
+      return unknown(topic, io);
+    }
     default:
-      io.err(`awaken: unknown command '${command}'\n${USAGE}`);
-      return 64;
+      return unknown(command, io);
+  }
+}
+
+function unknown(command: string, io: Io): number {
+  const names = [...Object.keys(COMMANDS), 'version', 'help'];
+  const guess = closest(command, names);
+  io.err(`awaken: unknown command '${command}'${guess !== undefined ? ` (did you mean ${guess}?)` : ''}; commands: ${names.join(', ')}; see awaken help\n`);
+  return EXIT.usage;
+}
+
+/**
+ * The `awaken` process: runs `main` and sets the exit code. A reader that stops reading (`awaken
+ * run … | head -1`) ends the command quietly with exit 0; an unexpected error prints its stack once
+ * and exits 70 (a bug to report).
+ */
+export async function cli(argv: readonly string[]): Promise<void> {
+  const closed = (e: NodeJS.ErrnoException): void => {
+    if (e.code === 'EPIPE') process.exit(EXIT.ok);
+    throw e;
+  };
+  process.stdout.on('error', closed);
+  process.stderr.on('error', closed);
+  try {
+    process.exitCode = await main(argv);
+  } catch (e) {
+    process.stderr.write(`awaken: internal error (please report it): ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exitCode = EXIT.internal;
   }
 }

@@ -1,7 +1,9 @@
 import { Messages } from '../contract/message.ts';
 import { mcpServer, type AgentHost } from '../server/mcp-host.ts';
 import { LineStdioTransport } from '../server/stdio-transport.ts';
-import { demoRuntimes, type Io } from './run-command.ts';
+import { runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { EXIT } from './exit.ts';
+import { demoRuntimes } from './run-command.ts';
 
 export const MCP_USAGE = `usage: awaken mcp [--stdio] --model scripted:FILE|transcript:FILE [--agent demo]
 
@@ -12,9 +14,8 @@ and isError when the run did not complete. Each call runs the model file from it
 `;
 
 /** The demo agent on a file-backed model, as an `AgentHost`: each call builds a fresh runtime. */
-export function demoHost(model: string, agent: string): AgentHost | string {
+export function demoHost(model: string, agent: string): AgentHost {
   const runtimes = demoRuntimes(model);
-  if (typeof runtimes === 'string') return runtimes;
   return {
     agents: [{ id: agent, description: `Awaken agent: ${agent} (model ${model})` }],
     async run(agentId, message, emit, signal) {
@@ -24,36 +25,18 @@ export function demoHost(model: string, agent: string): AgentHost | string {
   };
 }
 
-/** `awaken mcp`: the agent as an MCP server on stdio, until stdin closes. */
+export const MCP_COMMAND: CommandSpec = { command: 'mcp', usage: MCP_USAGE, options: { stdio: { type: 'boolean' }, model: { type: 'string' }, agent: { type: 'string' } } };
+
+/** `awaken mcp`: the agent as an MCP server on stdio (its only transport here), until stdin closes. */
 export async function mcpCommand(argv: readonly string[], io: Io, version: string): Promise<number> {
-  let model: string | undefined;
-  let agent = 'demo';
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = argv[i + 1];
-    if (a === '--stdio') continue; // stdio is the only transport of this command (HTTP: awaken serve's /v1/mcp)
-    if ((a === '--model' || a === '--agent') && v !== undefined) {
-      if (a === '--model') model = v;
-      else agent = v;
-      i++;
-    } else {
-      io.err(`awaken mcp: unexpected argument ${a ?? ''}\n${MCP_USAGE}`);
-      return 64;
-    }
-  }
-  if (model === undefined) {
-    io.err(`awaken mcp: --model is required\n${MCP_USAGE}`);
-    return 64;
-  }
-  const host = demoHost(model, agent);
-  if (typeof host === 'string') {
-    io.err(`awaken mcp: ${host}\n`);
-    return 65;
-  }
-  const server = mcpServer(host, { name: 'awaken-mcp', version });
-  const transport = new LineStdioTransport();
-  const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
-  await server.connect(transport);
-  await closed;
-  return 0;
+  return runCli(MCP_COMMAND, argv, io, async (args) => {
+    const model = stringOf(args, 'model');
+    if (model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE)');
+    const server = mcpServer(demoHost(model, stringOf(args, 'agent') ?? 'demo'), { name: 'awaken-mcp', version });
+    const transport = new LineStdioTransport();
+    const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+    await server.connect(transport);
+    await closed;
+    return EXIT.ok;
+  });
 }

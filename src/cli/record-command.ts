@@ -3,8 +3,10 @@ import { Messages } from '../contract/message.ts';
 import { recordRun } from '../replay/recorder.ts';
 import { deterministicEnv } from '../runtime/env.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
-import { decisionsFor, type Io } from './run-command.ts';
-import { modelOf, parseRunArgs, RUN_USAGE } from './run-plan.ts';
+import { CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { EXIT } from './exit.ts';
+import { decisionsFor } from './run-command.ts';
+import { modelOf, parseRunArgs } from './run-plan.ts';
 
 export const RECORD_USAGE = `usage: awaken record --out FILE -- [run] <awaken run arguments>
 
@@ -12,28 +14,27 @@ Runs like \`awaken run\` with every port recorded, and writes the transcript to 
 (docs/transcript-format.md). Replay it with \`awaken replay FILE\`.
 `;
 
+export const RECORD_COMMAND: CommandSpec = { command: 'record', usage: RECORD_USAGE, options: { out: { type: 'string' } }, positionals: { min: 0, max: Infinity, name: 'the run arguments' } };
+
 /** `awaken record --out FILE -- run …`. */
 export async function recordCommand(argv: readonly string[], io: Io, version: string): Promise<number> {
+  // The options before `--` are record's; after it come `awaken run`'s.
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
   const rest = sep >= 0 ? argv.slice(sep + 1) : [];
-  const outAt = own.indexOf('--out');
-  const out = outAt >= 0 ? own[outAt + 1] : undefined;
-  if (out === undefined || sep < 0) {
-    io.err(`awaken record: ${out === undefined ? '--out FILE is required' : "expected '-- <awaken run arguments>' after the options"}\n${RECORD_USAGE}`);
-    return 64;
-  }
-  // `-- run --model …` and `-- --model …` both name the arguments of `awaken run`.
-  const plan = parseRunArgs(rest[0] === 'run' ? rest.slice(1) : rest);
-  if (typeof plan === 'string') {
-    io.err(`awaken record: ${plan}\n${RUN_USAGE}`);
-    return 64;
-  }
+  return runCli(RECORD_COMMAND, own, io, async (args) => {
+    const out = stringOf(args, 'out');
+    if (out === undefined) throw new UsageError('--out FILE is required');
+    if (args.positionals.length > 0 || sep < 0) throw new UsageError("expected '-- <awaken run arguments>' after the options");
+    // `-- run --model …` and `-- --model …` both name the arguments of `awaken run`.
+    const plan = parseRunArgs(rest[0] === 'run' ? rest.slice(1) : rest);
+    if (plan === 'help') throw new UsageError("the run arguments after '--' are awaken run's: see awaken run --help");
+    return record(plan, out, io, version);
+  });
+}
+
+async function record(plan: Exclude<ReturnType<typeof parseRunArgs>, 'help'>, out: string, io: Io, version: string): Promise<number> {
   const llm = modelOf(plan.model);
-  if (typeof llm === 'string') {
-    io.err(`awaken record: ${llm}\n`);
-    return llm.startsWith('only ') ? 64 : 65;
-  }
   const decide = plan.decide;
   const recording = await recordRun(
     {
@@ -47,7 +48,11 @@ export async function recordCommand(argv: readonly string[], io: Io, version: st
     },
     `awaken-ts@${version}`,
   );
-  writeFileSync(out, recording.transcript);
+  try {
+    writeFileSync(out, recording.transcript);
+  } catch (e) {
+    throw new CliFailure(`cannot write ${out}: ${e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+  }
   io.out(`recorded ${recording.transcript.split('\n').length - 1} lines to ${out}: ${recording.result.termination.type} after ${recording.result.steps} step(s)\n`);
-  return 0;
+  return EXIT.ok;
 }

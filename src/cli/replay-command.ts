@@ -1,5 +1,5 @@
 import { replayFiles } from '../replay/report.ts';
-import type { Io } from './run-command.ts';
+import { runCli, type CommandSpec, type Io } from './args.ts';
 
 export const REPLAY_USAGE = `usage: awaken replay FILE… [--json]
 
@@ -7,13 +7,9 @@ Replays each transcript and compares the new event stream with the recorded one 
 Exit 0 iff every file replays identically.
 `;
 
+export const REPLAY_COMMAND: CommandSpec = { command: 'replay', usage: REPLAY_USAGE, options: { json: { type: 'boolean' } }, positionals: { min: 1, max: Infinity, name: 'a transcript FILE' } };
+
 /** `awaken replay FILE… [--json]`. */
 export async function replayCommand(argv: readonly string[], io: Io): Promise<number> {
-  const json = argv.includes('--json');
-  const files = argv.filter((a) => a !== '--json');
-  if (files.length === 0 || files.some((f) => f.startsWith('--'))) {
-    io.err(`awaken replay: ${files.length === 0 ? 'at least one FILE is required' : `unknown option ${files.find((f) => f.startsWith('--'))}`}\n${REPLAY_USAGE}`);
-    return 64;
-  }
-  return replayFiles(files, io, json);
+  return runCli(REPLAY_COMMAND, argv, io, (args) => replayFiles(args.positionals, io, args.values['json'] === true));
 }

@@ -5,15 +5,12 @@ import { deterministicEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore, type ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
+import { CliFailure, runCli, type Io } from './args.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
-import { modelOf, parseRunArgs, RUN_USAGE, type RunPlan } from './run-plan.ts';
+import { EXIT } from './exit.ts';
+import { modelOf, parseRunArgs, RUN_COMMAND, RUN_USAGE, type RunPlan } from './run-plan.ts';
 
-export { RUN_USAGE };
-
-export interface Io {
-  out(text: string): void;
-  err(text: string): void;
-}
+export { RUN_USAGE, type Io };
 
 /** The decisions `--decide` sends for the suspended calls. */
 export function decisionsFor(decide: 'approve' | 'deny', ids: readonly string[], now: number): Decision[] {
@@ -41,38 +38,31 @@ export function demoRuntime(llm: LlmExecutor, model: string, store: ThreadRunSto
 }
 
 /**
- * A fresh demo runtime per call on a file-backed model, so each call runs the file from its start;
- * or why the model cannot be had (checked once, up front).
+ * A fresh demo runtime per call on a file-backed model, so each call runs the file from its start.
+ * The model is checked once, up front (a `CliFailure` when it cannot be had).
  */
-export function demoRuntimes(model: string): ((store?: ThreadRunStore) => AgentRuntime) | string {
-  const probe = modelOf(model);
-  if (typeof probe === 'string') return probe;
+export function demoRuntimes(model: string): (store?: ThreadRunStore) => AgentRuntime {
+  modelOf(model);
   return (store) => {
-    const llm = modelOf(model);
-    if (typeof llm === 'string') throw new Error(llm);
-    const runtime = demoRuntime(llm, model, store);
-    if (!runtime.ok) throw new Error(JSON.stringify(runtime.error));
+    const runtime = demoRuntime(modelOf(model), model, store);
+    if (!runtime.ok) throw new CliFailure(`the demo agent does not build: ${runtime.error.code}`, EXIT.internal);
     return runtime.value;
   };
 }
 
 /** `awaken run`: runs one agent on a file-backed model and prints its events; returns the exit code. */
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
-  const plan = parseRunArgs(argv);
-  if (typeof plan === 'string') {
-    io.err(`awaken run: ${plan}\n${RUN_USAGE}`);
-    return 64;
-  }
+  return runCli(RUN_COMMAND, argv, io, async () => {
+    const plan = parseRunArgs(argv);
+    if (plan === 'help') return EXIT.ok;
+    return runPlan(plan, io);
+  });
+}
+
+async function runPlan(plan: RunPlan, io: Io): Promise<number> {
   const llm = modelOf(plan.model);
-  if (typeof llm === 'string') {
-    io.err(`awaken run: ${llm}\n`);
-    return llm.startsWith('only ') ? 64 : 65;
-  }
   const runtime = demoRuntime(llm, plan.model);
-  if (!runtime.ok) {
-    io.err(`awaken run: ${JSON.stringify(runtime.error)}\n`);
-    return 70;
-  }
+  if (!runtime.ok) throw new CliFailure(`the demo agent does not build: ${runtime.error.code}`, EXIT.internal);
   const rt = runtime.value;
   const suspended = new Set<string>();
   const decide = plan.decide;
@@ -102,13 +92,10 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     },
     { waitForDecisions: decide !== undefined },
   );
-  if (!started.ok) {
-    io.err(`awaken run: ${started.error.code}: ${JSON.stringify(started.error)}\n`);
-    return 64;
-  }
+  if (!started.ok) throw new CliFailure(started.error.code === 'agent_not_found' ? `no agent '${plan.agent}' (the demo agent is 'demo')` : `the run did not start: ${started.error.code}`, EXIT.usage);
   const result = await started.value.done;
   finished = true;
-  return result.termination.type === 'error' ? 1 : 0;
+  return result.termination.type === 'error' ? EXIT.failed : EXIT.ok;
 }
 
 export type { RunPlan };

@@ -4,6 +4,8 @@ import { parseScript, ScriptedLlm } from '../providers/scripted.ts';
 import { TranscriptLlm } from '../providers/transcript-llm.ts';
 import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
+import { choiceOf, CliFailure, parseCommand, stringOf, type CommandSpec } from './args.ts';
+import { EXIT } from './exit.ts';
 
 export const RUN_USAGE = `usage: awaken run --model scripted:FILE|transcript:FILE [--agent demo] [--format jsonl|pretty] [--decide approve|deny] "message"
 
@@ -14,6 +16,13 @@ export const RUN_USAGE = `usage: awaken run --model scripted:FILE|transcript:FIL
   --decide approve|deny     answer every suspended tool call; without it a suspension ends the run
 `;
 
+export const RUN_COMMAND: CommandSpec = {
+  command: 'run',
+  usage: RUN_USAGE,
+  options: { model: { type: 'string' }, agent: { type: 'string' }, format: { type: 'string' }, decide: { type: 'string' } },
+  positionals: { min: 1, max: 1, name: 'a message' },
+};
+
 /** What `awaken run` (and `awaken record`) is asked to do. */
 export interface RunPlan {
   readonly model: string;
@@ -23,66 +32,48 @@ export interface RunPlan {
   readonly message: string;
 }
 
-export function parseRunArgs(argv: readonly string[]): RunPlan | string {
-  const args: { model?: string; agent: string; format: 'jsonl' | 'pretty'; decide?: 'approve' | 'deny' } = { agent: 'demo', format: 'jsonl' };
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    const value = (): string | undefined => argv[++i];
-    switch (a) {
-      case '--model':
-      case '--agent': {
-        const v = value();
-        if (v === undefined) return `${a} needs a value`;
-        if (a === '--model') args.model = v;
-        else args.agent = v;
-        break;
-      }
-      case '--format': {
-        const f = value();
-        if (f !== 'jsonl' && f !== 'pretty') return `--format must be jsonl or pretty, not '${f ?? ''}'`;
-        args.format = f;
-        break;
-      }
-      case '--decide': {
-        const d = value();
-        if (d !== 'approve' && d !== 'deny') return `--decide must be approve or deny, not '${d ?? ''}'`;
-        args.decide = d;
-        break;
-      }
-      default:
-        if (a.startsWith('--')) return `unknown option ${a}`;
-        rest.push(a);
-    }
-  }
-  if (args.model === undefined) return '--model is required';
-  if (rest.length !== 1) return 'exactly one message is required';
-  return { model: args.model, agent: args.agent, format: args.format, decide: args.decide, message: rest[0] as string };
+/** The plan of an `awaken run` command line, or `'help'`; a mistake is a `UsageError`. */
+export function parseRunArgs(argv: readonly string[]): RunPlan | 'help' {
+  const args = parseCommand(RUN_COMMAND, argv);
+  if (args === 'help') return 'help';
+  const model = stringOf(args, 'model');
+  if (model === undefined) throw new CliFailure('--model is required (scripted:FILE or transcript:FILE)', EXIT.usage);
+  return {
+    model,
+    agent: stringOf(args, 'agent') ?? 'demo',
+    format: choiceOf(args, 'format', ['jsonl', 'pretty'] as const) ?? 'jsonl',
+    decide: choiceOf(args, 'decide', ['approve', 'deny'] as const),
+    message: args.positionals[0] as string,
+  };
 }
 
-/** The model a `--model` value names, or why it cannot be had. Only file-backed models exist offline. */
-export function modelOf(model: string): LlmExecutor | string {
+/**
+ * The model a `--model` value names. Only file-backed models exist offline; anything else is a
+ * usage mistake, a file that cannot be read a missing input, one that does not parse bad data
+ * (`CliFailure`, each with its exit code).
+ */
+export function modelOf(model: string): LlmExecutor {
   const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
-    return `only scripted:FILE and transcript:FILE models are available here, not '${model}'`;
+    throw new CliFailure(`only scripted:FILE and transcript:FILE models are available here, not '${model}'`, EXIT.usage);
   }
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    return `cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`;
+    throw new CliFailure(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
   }
   if (kind === 'scripted') {
     try {
       return new ScriptedLlm(parseScript(text, extname(file) === '.json' ? 'json' : 'yaml'));
     } catch (e) {
-      return `cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`;
+      throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
   }
   const inferences = readTranscript(text).flatMap((l) =>
     l.ok && l.record.type === 'llm' ? [{ parts: l.record.parts, ...(l.record.error !== undefined ? { error: l.record.error } : {}) }] : [],
   );
-  if (inferences.length === 0) return `${file} holds no recorded inference`;
+  if (inferences.length === 0) throw new CliFailure(`${file} holds no recorded inference`, EXIT.data);
   return new TranscriptLlm(inferences as never);
 }

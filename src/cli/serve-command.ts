@@ -1,7 +1,7 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { chunksOf, cassetteResponse } from '../providers/cassette.ts';
 import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
@@ -9,37 +9,49 @@ import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { Mailbox } from '../server/mailbox.ts';
-import { listen } from '../server/node.ts';
+import { listen, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus, openStore } from '../stores/index.ts';
 import { providerOf } from '../server/config-routes.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
-import { readServeConfig } from './serve-config.ts';
+import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { modelOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { checkOrigins } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
+import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
+import { EXIT } from './exit.ts';
+import { createLogger, errorFields, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
+import type { Store } from '../runtime/store.ts';
 
-export const SERVE_USAGE = `usage: awaken serve [--config awaken.yaml] [--port 3000] [--host 127.0.0.1] [--store sqlite:PATH|file:DIR|postgres://…|memory] [--model scripted:FILE|transcript:FILE] [--cors-origin URL]… [--allowed-host H]… [--policy reject|supersede] [--lease-ms N] [--sweep-ms N]
+export const SERVE_USAGE = `usage: awaken serve [options]
 
-  --config FILE    server settings, agents, models and providers (YAML; flags win; docs/server.md)
+  --config FILE      server settings, agents, models and providers (YAML; docs/server.md); flags
+                     and the PORT and HOST variables win over its server settings
+  --port N           the port to listen on (default: $PORT, else 3000; 0 picks a free one)
+  --host H           the interface to bind (default: $HOST, else 127.0.0.1)
+  --store S          sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p],
+                     memory; a SQLite file's directory must exist (only the default one is created)
+  --model M          the demo agent's model: scripted:FILE or transcript:FILE, run from its start
+                     in each thread (docs/scripted-models.md); default: a provider key, else the
+                     bundled recording
+  --cors-origin U    an origin whose pages may call the API (repeatable; * for any); pages on
+                     localhost, 127.0.0.1 and [::1] always may
+  --allowed-host H   a host name requests may name in Host besides the loopback ones (repeatable;
+                     * turns the check off); the --host you bind is allowed
+  --policy P         a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
+  --lease-ms N       the mailbox lease of a claimed job (default 30000)
+  --sweep-ms N       how often expired leases are reclaimed (default 30000)
+  --log-level L      debug, info (default), warn, error or silent
+  --log-format F     pretty (default) or json (one object per line)
 
-  --port N         the port to listen on (default 3000; 0 picks a free one)
-  --host H         the interface to bind (default 127.0.0.1)
-  --store S        sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p], memory
-  --model M        the demo agent's model: scripted:FILE or transcript:FILE, run from its start in each
-                   thread (docs/scripted-models.md); default: a provider key, else the bundled recording
-  --cors-origin U  an origin whose pages may call the API (repeatable; * for any); pages on
-                   localhost, 127.0.0.1 and [::1] always may
-  --allowed-host H a host name requests may name in Host besides the loopback ones (repeatable; *
-                   turns the check off); the --host you bind is allowed
-  --policy P       a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
-  --lease-ms N     the mailbox lease of a claimed job (default 30000); --sweep-ms N how often expired
-                   leases are reclaimed (default 30000)
+It logs to stderr: one line per request (method, route, status, duration, thread and run), one when
+a run starts and when it ends (how), and every provider or store failure with its cause. API keys,
+bearer tokens and URL passwords never appear in a line.
 
 Several instances may share one PostgreSQL store: they share thread logs (follow a run from any of
 them), cancel and decide each other's runs, and take over each other's mailbox jobs when a lease
@@ -50,83 +62,102 @@ The demo agent answers with OpenAI (OPENAI_API_KEY, OPENAI_MODEL, OPENAI_BASE_UR
 conversation (fixtures/cassettes: a get_weather call, then the answer).
 `;
 
-interface ServePlan {
+export const SERVE_COMMAND: CommandSpec = {
+  command: 'serve',
+  usage: SERVE_USAGE,
+  options: {
+    config: { type: 'string' },
+    port: { type: 'string' },
+    host: { type: 'string' },
+    store: { type: 'string' },
+    model: { type: 'string' },
+    'cors-origin': { type: 'string', multiple: true },
+    'allowed-host': { type: 'string', multiple: true },
+    policy: { type: 'string' },
+    'lease-ms': { type: 'string' },
+    'sweep-ms': { type: 'string' },
+    'log-level': { type: 'string' },
+    'log-format': { type: 'string' },
+  },
+};
+
+/** The default store; the only one whose directory `serve` creates. */
+export const DEFAULT_STORE = 'sqlite:./data/awaken.db';
+
+export interface ServePlan {
   readonly config?: string;
+  readonly file?: ServeConfig;
   readonly port: number;
   readonly host: string;
   readonly store: string;
+  /** Where the store was named: `--store`, the config file's field, or the default. */
+  readonly storeFrom: string;
   readonly model?: string;
   readonly corsOrigins: readonly string[];
   readonly allowedHosts: readonly string[];
   readonly policy: ConcurrencyPolicy;
   readonly leaseMs?: number;
   readonly sweepMs?: number;
+  readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
 }
 
-export function parseServeArgs(argv: readonly string[]): ServePlan | string {
-  // A config file supplies the defaults; flags given on the command line override them.
-  const configAt = argv.indexOf('--config');
-  const configPath = configAt >= 0 ? argv[configAt + 1] : undefined;
-  if (configAt >= 0 && configPath === undefined) return '--config needs a value';
-  const file = configPath === undefined ? undefined : readServeConfig(configPath);
-  if (typeof file === 'string') return file;
-  let port = file?.server.port ?? 3000;
-  let host = file?.server.host ?? '127.0.0.1';
-  let store = file?.server.store ?? 'sqlite:./data/awaken.db';
-  let policy: ConcurrencyPolicy = file?.server.policy ?? 'reject';
-  let leaseMs: number | undefined = file?.server.lease_ms;
-  let sweepMs: number | undefined = file?.server.sweep_ms;
-  let model: string | undefined = file?.server.model;
-  // Repeatable flags replace what the config file lists.
-  const corsOrigins: string[] = [];
-  const allowedHosts: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    const v = argv[i + 1];
-    if (a === '--config') {
-      i++;
-      continue;
-    }
-    if (a === '--model' || a === '--cors-origin' || a === '--allowed-host') {
-      if (v === undefined) return `${a} needs a value`;
-      i++;
-      if (a === '--model') model = v;
-      else if (a === '--cors-origin') corsOrigins.push(v);
-      else allowedHosts.push(v);
-      continue;
-    }
-    if (a === '--port' || a === '--host' || a === '--store' || a === '--policy' || a === '--lease-ms' || a === '--sweep-ms') {
-      if (v === undefined) return `${a} needs a value`;
-      i++;
-      if (a === '--lease-ms' || a === '--sweep-ms') {
-        if (!/^\d{1,9}$/.test(v) || Number(v) < 10) return `${a} must be a number of milliseconds ≥ 10, not '${v}'`;
-        if (a === '--lease-ms') leaseMs = Number(v);
-        else sweepMs = Number(v);
-      } else if (a === '--port') {
-        if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) return `--port must be 0..65535, not '${v}'`;
-        port = Number(v);
-      } else if (a === '--host') host = v;
-      else if (a === '--store') store = v;
-      else {
-        if (v !== 'reject' && v !== 'supersede') return `--policy must be reject or supersede, not '${v}'`;
-        policy = v;
-      }
-    } else return `unknown argument ${a}`;
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
+
+function portOf(text: string, from: string): number {
+  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new UsageError(`${from} must be a port number 0..65535, not '${text}'`);
+  return Number(text);
+}
+
+function millisOf(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(text) || Number(text) < 10) throw new UsageError(`${flag} must be a number of milliseconds ≥ 10, not '${text}'`);
+  return Number(text);
+}
+
+/**
+ * What `awaken serve` is asked to do: flags first, then the `PORT` and `HOST` environment
+ * variables, then the config file's `server` section, then the defaults. A mistake is a
+ * `CliFailure` (a usage mistake, or a config file that cannot be read or is wrong).
+ */
+export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.env): ServePlan {
+  const configPath = stringOf(args, 'config');
+  const file = configPath === undefined ? undefined : loadServeConfig(configPath);
+  const portFlag = stringOf(args, 'port');
+  const portEnv = nonEmpty(env['PORT']);
+  const port = portFlag !== undefined ? portOf(portFlag, '--port') : portEnv !== undefined ? portOf(portEnv, 'PORT') : (file?.server.port ?? 3000);
+  const corsFlags = stringsOf(args, 'cors-origin');
+  const origins = checkOrigins(corsFlags.length > 0 ? corsFlags : (file?.server.cors?.origins ?? []));
+  if (typeof origins === 'string') {
+    if (corsFlags.length > 0) throw new UsageError(`--cors-origin: ${origins}`);
+    throw new CliFailure(`${configPath ?? ''}: server.cors.origins: ${origins}`, EXIT.data);
   }
-  const origins = checkOrigins(corsOrigins.length > 0 ? corsOrigins : (file?.server.cors?.origins ?? []));
-  if (typeof origins === 'string') return `--cors-origin: ${origins}`;
+  const hostFlags = stringsOf(args, 'allowed-host');
+  const leaseMs = millisOf(stringOf(args, 'lease-ms'), '--lease-ms') ?? file?.server.lease_ms;
+  const sweepMs = millisOf(stringOf(args, 'sweep-ms'), '--sweep-ms') ?? file?.server.sweep_ms;
+  const model = stringOf(args, 'model') ?? file?.server.model;
   return {
     ...(configPath !== undefined ? { config: configPath } : {}),
+    ...(file !== undefined ? { file } : {}),
     port,
-    host,
-    store,
+    host: stringOf(args, 'host') ?? nonEmpty(env['HOST']) ?? file?.server.host ?? '127.0.0.1',
+    store: stringOf(args, 'store') ?? file?.server.store ?? DEFAULT_STORE,
+    storeFrom: stringOf(args, 'store') !== undefined ? '--store' : file?.server.store !== undefined ? `${configPath ?? ''}: server.store` : 'the default store',
     ...(model !== undefined ? { model } : {}),
     corsOrigins: origins,
-    allowedHosts: allowedHosts.length > 0 ? allowedHosts : (file?.server.allowed_hosts ?? []),
-    policy,
+    allowedHosts: hostFlags.length > 0 ? hostFlags : (file?.server.allowed_hosts ?? []),
+    policy: choiceOf(args, 'policy', ['reject', 'supersede'] as const) ?? file?.server.policy ?? 'reject',
     ...(leaseMs !== undefined ? { leaseMs } : {}),
     ...(sweepMs !== undefined ? { sweepMs } : {}),
+    logLevel: choiceOf(args, 'log-level', LOG_LEVELS) ?? file?.server.log?.level ?? 'info',
+    logFormat: choiceOf(args, 'log-format', LOG_FORMATS) ?? file?.server.log?.format ?? 'pretty',
   };
+}
+
+/** The plan of an `awaken serve` command line, or `'help'`; a mistake is a `CliFailure`. */
+export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServePlan | 'help' {
+  const args = parseCommand(SERVE_COMMAND, argv);
+  return args === 'help' ? 'help' : servePlanOf(args, env);
 }
 
 /**
@@ -177,109 +208,131 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
 }
 
 /** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
-function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } | string {
-  const first = modelOf(model);
-  if (typeof first === 'string') return first;
+function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
+  modelOf(model); // read now: a file that is missing or does not parse stops the start-up
   return {
-    llm: perConversation(() => modelOf(model) as LlmExecutor),
+    llm: perConversation(() => modelOf(model)),
     name: model.split(':')[0] as string,
     note: `${model}, run from its start in each thread`,
   };
 }
 
+/**
+ * The store a `--store` spelling names. A SQLite file's directory must exist; only the default
+ * one (./data) is made. A store of an unknown kind is a usage mistake; one whose package is not
+ * installed, unavailable; one whose directory is missing, missing input.
+ */
+function storeOf(spec: string, where: string): Store {
+  if (spec === DEFAULT_STORE) mkdirSync(resolve('data'), { recursive: true });
+  if (spec.startsWith('sqlite:') && spec !== 'sqlite::memory:' && spec.length > 'sqlite:'.length) {
+    const dir = dirname(resolve(spec.slice('sqlite:'.length)));
+    if (!existsSync(dir)) throw new CliFailure(`${where}: the directory ${dir} does not exist (create it, or choose another path)`, EXIT.noInput);
+  }
+  const store = openStore(spec);
+  if (typeof store !== 'string') return store;
+  if (/^(postgres|postgresql):\/\//.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.unavailable);
+  if (/^(memory|sqlite:|file:)/.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.noInput);
+  throw new UsageError(`${where}: ${store}`);
+}
+
+/** A store spelling without its password, for log lines. */
+const shownStore = (spec: string): string => spec.replace(/(:\/\/[^:/@]+:)[^@/]+@/, '$1***@');
+
 /** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
-export async function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const plan = parseServeArgs(argv);
-  if (typeof plan === 'string') {
-    io.err(`awaken serve: ${plan}\n${SERVE_USAGE}`);
-    return 64;
-  }
-  const store = openStore(plan.store);
-  if (typeof store === 'string') {
-    io.err(`awaken serve: ${store}\n`);
-    return 64;
-  }
-  const chosen = plan.model !== undefined ? fileModel(plan.model) : demoModel(env);
-  if (typeof chosen === 'string') {
-    io.err(`awaken serve: --model: ${chosen}\n`);
-    return 64;
-  }
-  const model = chosen;
+export function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return runCli(SERVE_COMMAND, argv, io, (args) => serve(servePlanOf(args, env), io, version, env));
+}
+
+async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const file = plan.file;
+  const model = plan.model !== undefined ? fileModel(plan.model) : demoModel(env);
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
     .withProvider('demo', model.llm)
     .withModel('demo', { provider: 'demo', model_name: model.name })
-    .withThreadRunStore(store)
     .withAgentSpec(demoAgent('demo'));
   for (const tool of DEMO_TOOLS) builder.withTool(tool);
-  const file = plan.config === undefined ? undefined : readServeConfig(plan.config);
-  if (typeof file === 'string') {
-    io.err(`awaken serve: ${file}\n`);
-    return 64;
-  }
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
     if (p.kind !== 'scripted') {
       builder.withProvider(id, providerOf(p, env));
       continue;
     }
-    const scripted = fileModel(`scripted:${p.file}`);
-    if (typeof scripted === 'string') {
-      io.err(`awaken serve: ${plan.config ?? ''}: providers.${id}: ${scripted}\n`);
-      return 64;
+    try {
+      builder.withProvider(id, fileModel(`scripted:${p.file}`).llm);
+    } catch (e) {
+      throw e instanceof CliFailure ? new CliFailure(`${plan.config ?? ''}: providers.${id}.file: ${e.message}`, e.exit) : e;
     }
-    builder.withProvider(id, scripted.llm);
   }
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of file?.agents ?? []) builder.withAgentSpec(a);
-  const runtime = builder.build();
-  if (!runtime.ok) {
-    io.err(`awaken serve: ${JSON.stringify(runtime.error)}\n`);
-    return 70;
+  const store = storeOf(plan.store, plan.storeFrom);
+  builder.withThreadRunStore(store);
+  const built = builder.build();
+  if (!built.ok) {
+    await store.close();
+    const e = built.error;
+    throw new CliFailure(`${plan.config ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
   }
+  const runtime = built.value;
+  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: secretsOf(env) });
   try {
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {
-    io.err(`awaken serve: the store ${plan.store} is not usable: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 69;
+    await store.close().catch(() => undefined);
+    throw new CliFailure(`the store ${shownStore(plan.store)} does not answer: ${errorFields(e)['error'] as string}${errorFields(e)['cause'] !== undefined ? ` (${String(errorFields(e)['cause'])})` : ''}`, EXIT.unavailable);
   }
   const bus = openBus(plan.store);
   if (bus === undefined) {
     // One process per store: what a previous process left unfinished is marked at start.
-    const recovered = await recoverRuns(store, Date.now());
-    if (recovered.length > 0) io.err(`awaken serve: marked ${recovered.length} run(s) left unfinished by a previous process as interrupted\n`);
+    const recovered = await recoverRuns(store, runtime.env.clock.now());
+    if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
   }
-  const registry = new RunRegistry(runtime.value, store, { policy: plan.policy, ...(bus !== undefined ? { bus } : {}) });
+  const registry = new RunRegistry(runtime, store, { policy: plan.policy, logger, ...(bus !== undefined ? { bus } : {}) });
   await registry.attachBus();
   const consumer = `${hostname()}:${process.pid}`;
-  const mailbox = new Mailbox(store, registry, runtime.value.env, {
+  const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
+    logger,
     config: { ...(plan.leaseMs !== undefined ? { lease_ms: plan.leaseMs, lease_renewal_interval_ms: Math.max(5, Math.floor(plan.leaseMs / 3)) } : {}), ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}) },
   });
-  mailbox.start();
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
-  const app = createHttpApp({ runtime: runtime.value, store, registry, mailbox }, {
+  const app = createHttpApp({ runtime, store, registry, mailbox }, {
     version,
     savedConfig: await savedConfig(store),
     ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
     processEnv: env,
     allowedHosts: allowedHostsOf(plan),
     corsOrigins: plan.corsOrigins,
+    logger,
   });
-  io.err(`awaken serve: model: ${model.note}\n`);
-  const server = await listen(app, { port: plan.port, hostname: plan.host });
-  io.err(`awaken serve: listening on ${server.url} (store ${store.kind}; policy ${plan.policy}; mailbox consumer ${consumer}${bus !== undefined ? '; shared with other instances' : ''})\n`);
-  io.err(`awaken serve: browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)\n`);
-  io.err(`awaken serve: try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'\n`);
+  let server: RunningServer;
+  try {
+    server = await listen(app, { port: plan.port, hostname: plan.host });
+  } catch (e) {
+    await bus?.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    const code = (e as { code?: string }).code;
+    const port = `port ${plan.port} on ${plan.host}`;
+    if (code === 'EADDRINUSE') throw new CliFailure(`${port} is in use (another awaken serve?): choose another with --port or PORT`, EXIT.unavailable);
+    if (code === 'EACCES') throw new CliFailure(`${port} needs privileges this process does not have: choose a port above 1023`, EXIT.unavailable);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new CliFailure(`cannot bind ${plan.host}: no such interface on this machine`, EXIT.unavailable);
+    throw e;
+  }
+  mailbox.start();
+  logger.info(`model: ${model.note}`);
+  logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, version });
+  logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
+  logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
   await new Promise<void>((done) => {
     const stop = (): void => done();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  io.err('awaken serve: shutting down\n');
+  logger.info('shutting down');
   await registry.shutdown();
   await mailbox.stop();
   await bus?.close();
   await server.close();
   await store.close();
-  return 0;
+  return EXIT.ok;
 }

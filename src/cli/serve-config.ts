@@ -3,8 +3,10 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
-import { issuesOf } from '../contract/wire.ts';
 import { ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
+import { LOG_FORMATS, LOG_LEVELS } from '../server/log.ts';
+import { CliFailure } from './args.ts';
+import { EXIT } from './exit.ts';
 
 /** A provider that answers from a script file (docs/scripted-models.md), each conversation from its start. */
 export const ScriptedProviderSchema = z.object({ kind: z.literal('scripted'), file: z.string().min(1) }).strict();
@@ -27,6 +29,7 @@ export const ServeConfigSchema = z
         model: z.string().regex(/^(scripted|transcript):.+/, 'scripted:FILE or transcript:FILE').optional(),
         cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
         allowed_hosts: z.array(z.string().min(1)).optional(),
+        log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
       })
       .strict()
       .default({}),
@@ -37,33 +40,56 @@ export const ServeConfigSchema = z
   .strict();
 export type ServeConfig = z.output<typeof ServeConfigSchema>;
 
-/** Reads and validates a config file; an error message names the file and the field. */
-export function readServeConfig(path: string): ServeConfig | string {
+/** A field's path as a user writes it: `agents[1].model`, `server.cors.origins[0]`. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : `${out === '' ? '' : '.'}${String(key)}`;
+  return out === '' ? '(top level)' : out;
+}
+
+/**
+ * Reads and validates a config file. A file that cannot be read is missing input; one that is not
+ * YAML, has a field of the wrong shape, or names an agent, model or provider that is not there is
+ * bad data: a `CliFailure` naming the file, the field and the reason.
+ */
+export function loadServeConfig(path: string): ServeConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    return `cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`;
+    const code = (e as { code?: string }).code;
+    throw new CliFailure(`cannot read the config file ${path}${code === 'ENOENT' ? ': no such file' : `: ${e instanceof Error ? e.message : String(e)}`}`, EXIT.noInput);
   }
+  const bad = (field: string, reason: string): CliFailure => new CliFailure(`${path}: ${field}: ${reason}`, EXIT.data);
   let data: unknown;
   try {
     data = parseYaml(text) ?? {};
   } catch (e) {
-    return `${path}: not YAML: ${e instanceof Error ? e.message : String(e)}`;
+    const pos = (e as { linePos?: readonly { line: number; col: number }[] }).linePos?.[0];
+    throw new CliFailure(`${path}${pos !== undefined ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${((e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`, EXIT.data);
   }
   const parsed = ServeConfigSchema.safeParse(data);
   if (!parsed.success) {
-    const [first] = issuesOf(parsed.error);
-    return `${path}: ${first?.path || '(root)'}: ${first?.message ?? 'invalid'}`;
+    const first = parsed.error.issues[0];
+    throw bad(fieldPath(first?.path ?? []), first?.message ?? 'invalid');
   }
-  const ids = new Set<string>();
-  for (const a of parsed.data.agents as AgentSpec[]) {
-    if (ids.has(a.id) || a.id === 'demo') return `${path}: agents: duplicate agent id '${a.id}'`;
+  const config = parsed.data;
+  const ids = new Set<string>(['demo']);
+  (config.agents as AgentSpec[]).forEach((a, i) => {
+    if (ids.has(a.id)) throw bad(`agents[${i}].id`, `duplicate agent id '${a.id}'${a.id === 'demo' ? ' (the built-in agent is demo)' : ''}`);
     ids.add(a.id);
+  });
+  // What the models and agents name must be there (the built-in demo model and provider are).
+  const providers = ['demo', ...Object.keys(config.providers)];
+  for (const [id, m] of Object.entries(config.models)) {
+    if (!providers.includes(m.provider)) throw bad(`models.${id}.provider`, `no provider '${m.provider}' (providers: ${providers.join(', ')})`);
   }
+  const models = ['demo', ...Object.keys(config.models)];
+  (config.agents as AgentSpec[]).forEach((a, i) => {
+    if (!models.includes(a.model)) throw bad(`agents[${i}].model`, `no model '${a.model}' (models: ${models.join(', ')})`);
+  });
   // Files the config names are relative to the config file.
   const here = (file: string): string => resolve(dirname(path), file);
-  const config = parsed.data;
   const model = config.server.model;
   return {
     ...config,

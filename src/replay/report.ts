@@ -5,6 +5,8 @@ import { replayTranscript, type ReplayReport } from './replayer.ts';
 export interface ReportIo {
   out(text: string): void;
   err(text: string): void;
+  /** A terminal's status line; without one, each file's result is a plain line on `err`. */
+  readonly progress?: (line: string) => void;
 }
 
 export interface FileReport extends ReplayReport {
@@ -25,8 +27,11 @@ export async function replayFiles(files: readonly string[], io: ReportIo, json: 
     }
     const report = await replayTranscript(text);
     reports.push({ file, ...report });
-    if (files.length > 1) io.err(`[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}\n`);
+    const line = `[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}`;
+    if (io.progress !== undefined) io.progress(line);
+    else if (files.length > 1) io.err(`${line}\n`);
   }
+  io.progress?.('');
   if (json) io.out(`${JSON.stringify(reports, null, 2)}\n`);
   else io.out(renderReports(reports));
   return reports.every((r) => r.identical) ? 0 : 1;

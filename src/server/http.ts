@@ -9,6 +9,7 @@ import { a2aRoutes } from './a2a-routes.ts';
 import { accessControl } from './access.ts';
 import { configRoutes, type ConfigDocs } from './config-routes.ts';
 import { bodyOf, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
+import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
 
@@ -29,6 +30,8 @@ export interface HttpOptions {
   readonly processEnv?: NodeJS.ProcessEnv;
   /** Configuration saved by earlier config writes (`savedConfig(store)`), published at start. */
   readonly savedConfig?: Partial<ConfigDocs>;
+  /** Where a line per request and every failure go (default: nowhere). */
+  readonly logger?: Logger;
 }
 
 const RunMessageSchema = z.union([
@@ -112,6 +115,27 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   const env = runtime.env;
   const newMessageId = (): string => env.ids.next('message');
   const app = new Hono();
+  const logger = options.logger ?? silentLogger;
+
+  // One line per request, when its response starts (an SSE stream goes on after it).
+  app.use('*', async (c, next) => {
+    const started = env.clock.now();
+    await next();
+    const status = c.res.status;
+    const params = c.req.param() as Record<string, string | undefined>;
+    const route = c.req.routePath;
+    const fields = {
+      method: c.req.method,
+      route: route === '/*' ? undefined : route,
+      path: c.req.path,
+      status,
+      ms: env.clock.now() - started,
+      thread: c.res.headers.get('x-awaken-thread-id') ?? params['thread_id'] ?? (route.startsWith('/v1/threads/') ? params['id'] : undefined),
+      run: c.res.headers.get('x-awaken-run-id') ?? (route.startsWith('/v1/runs/') ? params['id'] : undefined),
+    };
+    if (status >= 500) logger.error('request', fields);
+    else logger.info('request', fields);
+  });
 
   // Host and Origin checks and CORS, before anything else, on every route (preflights included).
   app.use('*', accessControl({ ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}), ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}) }));
@@ -129,6 +153,7 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
       const status = e.error.code === 'not_found' ? 404 : e.error.code === 'validation' ? 400 : 409;
       return c.json({ error: e.error.message, code: e.error.code }, status);
     }
+    logger.error('request failed', { method: c.req.method, path: c.req.path, ...errorFields(e) });
     return c.json({ error: 'internal error', code: 'internal' }, 500);
   });
   app.notFound((c) => c.json({ error: `no route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404));
@@ -137,7 +162,8 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
     try {
       await store.listThreads({ offset: 0, limit: 1 });
       return c.json({ status: 'healthy', components: { store: 'ok', runtime: 'ok' } });
-    } catch {
+    } catch (e) {
+      logger.error('store unavailable', { check: 'health', ...errorFields(e) });
       return c.json({ status: 'unhealthy', components: { store: 'error', runtime: 'ok' } }, 503);
     }
   });

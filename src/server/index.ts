@@ -5,5 +5,6 @@ export { Mailbox, type SubmitRequest } from './mailbox.ts';
 export { listen, type RunningServer } from './node.ts';
 export { recoverRuns } from './recovery.ts';
 export { savedConfig, providerOf, ModelConfigSchema, ProviderConfigSchema, McpServerConfigSchema, type ConfigDocs, type ProviderConfig } from './config-routes.ts';
-export { mcpServer, type AgentHost } from './mcp-host.ts';
+export { mcpServer, type AgentHost, type McpAgentServer } from './mcp-host.ts';
 export { acpAgent } from './acp-host.ts';
+export { createLogger, errorFields, secretsOf, silentLogger, LOG_FORMATS, LOG_LEVELS, type Logger, type LogFields, type LogFormat, type LogLevel, type LoggerOptions } from './log.ts';

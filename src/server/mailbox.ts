@@ -2,6 +2,7 @@ import type { Message } from '../contract/message.ts';
 import { DEFAULT_MAILBOX_CONFIG, type MailboxConfig, type MailboxJob, type MailboxJobOrigin } from '../core/mailbox/job.ts';
 import type { Env } from '../runtime/env.ts';
 import { StoreFailure, type Store } from '../runtime/store.ts';
+import { errorFields, silentLogger, type Logger } from './log.ts';
 import type { RunRegistry } from './run-registry.ts';
 
 export interface SubmitRequest {
@@ -30,7 +31,10 @@ export class Mailbox {
   readonly #running = new Map<string, Promise<void>>();
   #stop: AbortController | undefined;
 
-  constructor(store: Store, registry: RunRegistry, env: Env, options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string } = {}) {
+  readonly #logger: Logger;
+
+  constructor(store: Store, registry: RunRegistry, env: Env, options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string; readonly logger?: Logger } = {}) {
+    this.#logger = options.logger ?? silentLogger;
     this.#store = store;
     this.#registry = registry;
     this.#env = env;
@@ -147,9 +151,21 @@ export class Mailbox {
     if (this.#stop !== undefined) return;
     const stop = new AbortController();
     this.#stop = stop;
-    const loop = async (every: number, body: () => Promise<unknown>): Promise<void> => {
+    const loop = async (task: string, every: number, body: () => Promise<unknown>): Promise<void> => {
+      // A failing store is logged once, and again when it recovers; the loop goes on.
+      let failing: string | undefined;
       while (!stop.signal.aborted) {
-        await body().catch(() => undefined);
+        await body().then(
+          () => {
+            if (failing !== undefined) this.#logger.info('mailbox store recovered', { task });
+            failing = undefined;
+          },
+          (e: unknown) => {
+            const fields = errorFields(e);
+            if (failing !== fields['error']) this.#logger.error('mailbox store failure', { task, ...fields });
+            failing = String(fields['error']);
+          },
+        );
         try {
           await this.#env.sleep(every, stop.signal);
         } catch {
@@ -157,9 +173,9 @@ export class Mailbox {
         }
       }
     };
-    void loop(pollMs, () => this.dispatchOnce());
-    void loop(this.#config.sweep_interval_ms, () => this.sweep());
-    void loop(this.#config.gc_interval_ms, () => this.gc());
+    void loop('dispatch', pollMs, () => this.dispatchOnce());
+    void loop('sweep', this.#config.sweep_interval_ms, () => this.sweep());
+    void loop('gc', this.#config.gc_interval_ms, () => this.gc());
   }
 
   async stop(): Promise<void> {

@@ -17,6 +17,16 @@ const inputOf = (defaultMessage: string | undefined) => ({
 });
 
 /**
+ * The server `mcpServer` makes (the SDK's `McpServer`), as much of it as a host needs: connect it to
+ * one of the SDK's server transports (stdio, Streamable HTTP), close it. Its declared type names none
+ * of the SDK's classes: their declarations need the DOM library, which a Node project does not load.
+ */
+export interface McpAgentServer {
+  connect(transport: object): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
  * An MCP server (the SDK's `McpServer`) exposing each agent as a tool taking `{message}`. A call runs
  * the agent; its events go through the MCP transcoder: progress notifications for the caller's
  * progress token while it runs, then the tool result (docs/protocols/mcp.md). Cancelling the request
@@ -26,7 +36,7 @@ export function mcpServer(
   host: AgentHost,
   info: { readonly name: string; readonly version: string },
   hooks: { readonly onCancelled?: (requestId: string | number) => void } = {},
-): McpServer {
+): McpAgentServer {
   const server = new McpServer({ name: info.name, version: info.version });
   for (const agent of host.agents) {
     server.registerTool(agent.id, { description: agent.description, inputSchema: inputOf(agent.defaultMessage) }, async (args, extra): Promise<CallToolResult> => {

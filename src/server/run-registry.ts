@@ -8,6 +8,7 @@ import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import type { Store } from '../runtime/store.ts';
+import { errorFields, silentLogger, type Logger } from './log.ts';
 
 /** One retained frame of a thread's log: the thread-wide sequence number and the serialised event. */
 export interface LogFrame {
@@ -124,6 +125,8 @@ export interface RegistryOptions {
   readonly replayBufferCapacity?: number;
   /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
   readonly maxThreadLogs?: number;
+  /** Where each run's start and end, its errors, and bus failures are told (default: nowhere). */
+  readonly logger?: Logger;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -206,6 +209,7 @@ export class RunRegistry {
   readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: Promise<void> | undefined }>();
   /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
   readonly #remote = new Map<string, Set<() => void>>();
+  readonly #logger: Logger;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -215,6 +219,7 @@ export class RunRegistry {
     this.#capacity = options.replayBufferCapacity ?? 1024;
     this.#bus = options.bus;
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
+    this.#logger = options.logger ?? silentLogger;
   }
 
   /** Listens to the bus: other instances' frames for remote subscribers, and commands for local runs. */
@@ -381,10 +386,19 @@ export class RunRegistry {
       case 'run_start':
         run.status = 'running';
         run.terminalSeen = false;
+        this.#logger.info('run started', { run: run.runId, thread: run.threadId, agent: run.agentId });
         break;
-      case 'run_finish':
+      case 'run_finish': {
         run.terminalSeen = true;
         run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
+        const t = event.termination;
+        const fields = { run: run.runId, thread: run.threadId, agent: run.agentId, termination: t.type, ...('value' in t ? { reason: typeof t.value === 'string' ? t.value : t.value.code } : {}) };
+        if (t.type === 'error') this.#logger.error('run failed', fields);
+        else this.#logger.info('run finished', fields);
+        break;
+      }
+      case 'error':
+        this.#logger.warn('run error', { run: run.runId, thread: run.threadId, error: event.message, ...(event.code !== undefined ? { code: event.code } : {}) });
         break;
       case 'step_start':
         run.calls.clear();
@@ -433,7 +447,7 @@ export class RunRegistry {
     b.flushing = (async () => {
       while (b.frames.length > 0) {
         const batch = b.frames.splice(0);
-        await bus.append(threadId, batch).catch(() => undefined);
+        await bus.append(threadId, batch).catch((e: unknown) => this.#logger.error('bus append failed', { thread: threadId, frames: batch.length, ...errorFields(e) }));
       }
       b.flushing = undefined;
       if (b.frames.length === 0) this.#outbox.delete(threadId);

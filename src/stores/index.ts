@@ -7,6 +7,7 @@ import { PostgresStore } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 
 export * from '../runtime/store.ts';
+export type { PostgresConnection } from './postgres.ts';
 export { FileStore, MemoryStore, PostgresBus, PostgresStore, SqliteStore };
 
 /** The cluster bus of a shared store (`postgres://…`, same database and prefix); none for the others. */
@@ -27,7 +28,12 @@ export function openStore(spec: string): Store | string {
   if (spec === 'memory') return new MemoryStore();
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
-    return path === '' ? 'sqlite: needs a path (sqlite:./data/awaken.db)' : new SqliteStore(path === ':memory:' ? path : resolve(path));
+    if (path === '') return 'sqlite: needs a path (sqlite:./data/awaken.db)';
+    try {
+      return new SqliteStore(path === ':memory:' ? path : resolve(path));
+    } catch (e) {
+      return e instanceof Error ? e.message : String(e);
+    }
   }
   if (spec.startsWith('file:')) {
     const dir = spec.slice('file:'.length);

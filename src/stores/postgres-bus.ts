@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { loadPg } from './pg-module.ts';
 import type { ClusterBus, ControlCommand, SharedFrame } from '../runtime/cluster-bus.ts';
 import { StoreFailure } from '../runtime/store.ts';
 
@@ -21,7 +22,7 @@ export class PostgresBus implements ClusterBus {
     if (!PREFIX.test(prefix)) throw new StoreFailure({ code: 'validation', message: `invalid table prefix: ${prefix}` });
     this.#p = prefix;
     this.#connection = connection;
-    this.#pool = new pg.Pool({ connectionString: connection, max: 4 });
+    this.#pool = new (loadPg().Pool)({ connectionString: connection, max: 4 });
     this.#pool.on('error', () => undefined);
   }
 
@@ -70,7 +71,7 @@ export class PostgresBus implements ClusterBus {
 
   async listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void): Promise<void> {
     await this.#schema();
-    const client = new pg.Client({ connectionString: this.#connection });
+    const client = new (loadPg().Client)({ connectionString: this.#connection });
     client.on('error', () => undefined);
     await client.connect();
     client.on('notification', (n) => {

@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { loadPg } from './pg-module.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
@@ -13,6 +14,18 @@ import { runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 
+/** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
+export interface PostgresConnection {
+  readonly connectionString?: string;
+  readonly host?: string;
+  readonly port?: number;
+  readonly user?: string;
+  readonly password?: string;
+  readonly database?: string;
+  readonly max?: number;
+  readonly [option: string]: unknown;
+}
+
 /**
  * The multi-instance store (book: 使用 Postgres 存储): tables `<prefix>_threads`, `_messages`,
  * `_runs`, `_profiles`; the schema is created on first use; a checkpoint is one transaction that locks
@@ -24,17 +37,18 @@ export class PostgresStore implements Store {
   readonly #p: string;
   #ready: Promise<void> | undefined;
 
-  constructor(connection: string | pg.PoolConfig, options: { readonly prefix?: string } = {}) {
+  constructor(connection: string | PostgresConnection, options: { readonly prefix?: string } = {}) {
     const prefix = options.prefix ?? 'awaken';
     if (!PREFIX.test(prefix)) throw new StoreFailure({ code: 'validation', message: `invalid table prefix: ${prefix}` });
     this.#p = prefix;
-    this.#pool = new pg.Pool(typeof connection === 'string' ? { connectionString: connection, max: 10 } : connection);
+    const { Pool } = loadPg();
+    this.#pool = new Pool(typeof connection === 'string' ? { connectionString: connection, max: 10 } : (connection as pg.PoolConfig));
     // An idle client that loses its connection must not crash the process.
     this.#pool.on('error', () => undefined);
   }
 
   /** `with_prefix`: the same database, other tables. */
-  static withPrefix(connection: string | pg.PoolConfig, prefix: string): PostgresStore {
+  static withPrefix(connection: string | PostgresConnection, prefix: string): PostgresStore {
     return new PostgresStore(connection, { prefix });
   }
 

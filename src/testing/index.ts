@@ -4,4 +4,3 @@ export { deterministicEnv, type DeterministicEnv } from '../runtime/env.ts';
 export { VecEventSink } from '../runtime/event-sink.ts';
 export { checkRunInvariants } from './invariants.ts';
 export { testToolContext } from './tool-context.ts';
-export { judgeAiSdk, type Verdict } from '../protocols/ai-sdk-v6/judge.ts';

@@ -1,0 +1,110 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The package as another project gets it: `npm pack`, then the tarball installed into a fresh
+ * project under the system's temporary folder (nothing resolves from this repository's
+ * node_modules) with only typescript@5.9.3 and @types/node@20 beside it.
+ */
+const repo = resolve(import.meta.dirname, '../..');
+const npm = (args: readonly string[], cwd: string): string => execFileSync('npm', [...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+
+let project = '';
+let packed: { readonly size: number; readonly unpackedSize: number; readonly files: readonly string[] };
+
+/** The README's "Running an agent" example, as it stands. */
+const readmeAgent = /## Running an agent\n\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
+
+beforeAll(() => {
+  project = mkdtempSync(join(tmpdir(), 'awaken-consumer-'));
+  const [info] = JSON.parse(npm(['pack', '--json', '--pack-destination', project], repo)) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];
+  if (info === undefined) throw new Error('npm pack said nothing');
+  packed = { size: info.size, unpackedSize: info.unpackedSize, files: info.files.map((f) => f.path) };
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  npm(['install', '--no-audit', '--no-fund', `./${info.filename}`, 'typescript@5.9.3', '@types/node@20'], project);
+}, 600_000);
+
+afterAll(() => {
+  if (project !== '') rmSync(project, { recursive: true, force: true });
+});
+
+describe('the package installed by another project', () => {
+  it('packs only dist/, README, LICENSE, package.json and the data the CLI reads', () => {
+    const top = [...new Set(packed.files.map((f) => (f.includes('/') ? `${f.split('/')[0] as string}/` : f)))].sort();
+    expect(top).toEqual(['LICENSE', 'README.md', 'conformance/', 'dist/', 'fixtures/', 'package.json']);
+    // The data: the demo's recorded conversation (awaken serve without a key), the conformance streams.
+    expect(packed.files.filter((f) => f.startsWith('fixtures/'))).toEqual(['fixtures/cassettes/openai-compatible-weather-answer.chunks.jsonl', 'fixtures/cassettes/openai-compatible-weather-tool.chunks.jsonl']);
+    expect(packed.files.filter((f) => f.startsWith('conformance/')).every((f) => /^conformance\/(streams\/[\w-]+\.events\.jsonl|expected-failures\.json)$/.test(f))).toBe(true);
+    expect(packed.files.filter((f) => /(^|\/)(spec|bench|src|\.ci)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    process.stdout.write(`packed: ${packed.files.length} files, ${(packed.size / 1024).toFixed(0)} kB (${(packed.unpackedSize / 1024).toFixed(0)} kB unpacked)\n`);
+  });
+
+  it('plain node imports every entry point; the judges entry names the optional package it lacks', () => {
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
+      for (const entry of ['awaken-ts', 'awaken-ts/testing', 'awaken-ts/server', 'awaken-ts/stores']) {
+        const m = await import(entry);
+        console.log(entry, Object.keys(m).length > 0);
+      }
+      await import('awaken-ts/judges').then(() => console.log('judges loaded'), (e) => console.log('judges:', e.code, e.message.split('\\n')[0]));
+    `], { cwd: project, encoding: 'utf8' });
+    expect(out).toBe(
+      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from " + `${join(project, 'node_modules/awaken-ts/dist/protocols/ai-sdk-v6/judge.js')}\n`,
+    );
+  });
+
+  it("runs the README's agent example with plain node", () => {
+    expect(readmeAgent).toContain('new AgentRuntimeBuilder()');
+    writeFileSync(join(project, 'agent.mjs'), `${readmeAgent}\nconsole.log(JSON.stringify({ ok: result.ok, response: result.ok ? result.value.response : result.error, events: sink.events.length }));\n`);
+    const out = JSON.parse(execFileSync(process.execPath, ['agent.mjs'], { cwd: project, encoding: 'utf8' })) as { ok: boolean; response: string; events: number };
+    expect(out).toMatchObject({ ok: true, response: 'I said hello.' });
+    expect(out.events).toBeGreaterThan(5);
+  });
+
+  it('type-checks a file using the public API with tsc (NodeNext, strict, skipLibCheck false, no DOM): 0 errors', () => {
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022'], strict: true, skipLibCheck: false, types: ['node'], noEmit: true }, files: ['consumer.ts'] }),
+    );
+    writeFileSync(
+      join(project, 'consumer.ts'),
+      `${readmeAgent}
+import { createHttpApp, createLogger, listen, RunRegistry, type Logger } from 'awaken-ts/server';
+import { MemoryStore, openStore, SqliteStore, type Store } from 'awaken-ts/stores';
+import { deterministicEnv, type ScriptStep } from 'awaken-ts/testing';
+
+const steps: ScriptStep[] = [{ text: 'hi' }];
+const store: Store = new MemoryStore();
+const opened: Store | string = openStore('memory');
+const logger: Logger = createLogger({ write: (line: string) => process.stderr.write(line), now: () => deterministicEnv().clock.now() });
+export async function serve(): Promise<string> {
+  if (!built.ok) return 'not built';
+  const registry = new RunRegistry(built.value, store, { logger });
+  const server = await listen(createHttpApp({ runtime: built.value, store, registry }, { logger }), { port: 0 });
+  await server.close();
+  return server.url + String(steps.length) + String(typeof opened) + String(SqliteStore.name);
+}
+`,
+    );
+    const r = spawnSync(process.execPath, [join(project, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' });
+    expect({ status: r.status, out: r.stdout }).toEqual({ status: 0, out: '' });
+  }, 120_000);
+
+  it('the installed awaken command runs compiled JavaScript: help, run, and a judge that is not installed', () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    expect(readdirSync(join(project, 'node_modules')).includes('tsx')).toBe(false);
+    writeFileSync(join(project, 'hello.yaml'), '- text: [ "Hello ", "from a script." ]\n');
+    const run = spawnSync(bin, ['run', '--model', 'scripted:hello.yaml', '--format', 'pretty', 'hi'], { cwd: project, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('text      "Hello "\ntext      "from a script."\n');
+    expect(run.stdout).toContain('finish    natural_end');
+    expect(spawnSync(bin, ['serve', '--help'], { cwd: project, encoding: 'utf8' })).toMatchObject({ status: 0, stdout: expect.stringMatching(/^usage: awaken serve/) });
+    const judge = spawnSync(bin, ['conformance', '--protocol', 'ag-ui'], { cwd: project, encoding: 'utf8' });
+    expect({ status: judge.status, stderr: judge.stderr }).toEqual({
+      status: 69,
+      stderr: 'awaken conformance: the ag-ui judge needs @ag-ui/client@1, @ag-ui/core@1, rxjs@7 (optional peer dependencies of awaken-ts): npm install @ag-ui/client@1 @ag-ui/core@1 rxjs@7\n',
+    });
+  });
+});

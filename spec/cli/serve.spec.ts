@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { main } from '../../src/cli/main.ts';
-import { parseServeArgs } from '../../src/cli/serve-command.ts';
+import { parseServeArgs, serveCommand } from '../../src/cli/serve-command.ts';
 import { chunksOf, toSse } from '../../src/providers/cassette.ts';
 import { repo, startServe } from '../support/serve-process.ts';
 import { bodyJson, parseSse, readFrames } from '../support/server.ts';
@@ -123,6 +123,35 @@ describe('awaken serve', () => {
     let err = '';
     const bad = await main(['serve', '--model', 'scripted:/no/such/file.yaml'], { out: () => undefined, err: (t) => void (err += t) });
     expect({ bad, err }).toEqual({ bad: 66, err: "awaken serve: cannot read /no/such/file.yaml: ENOENT: no such file or directory, open '/no/such/file.yaml'\n" });
+  });
+
+  it('--model openai:MODEL serves the demo agent from the OpenAI Responses API (a recorded stream, replayed by a local endpoint)', async () => {
+    const chunks = chunksOf(readFileSync(join(repo, 'fixtures/provider/openai/openai-phase.1.chunks.jsonl'), 'utf8'));
+    const seen: string[] = [];
+    const provider = createServer((req, res) => {
+      seen.push(`${req.method ?? ''} ${req.url ?? ''} ${req.headers.authorization ?? ''}`);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(toSse(chunks, 'openai-compatible'));
+    });
+    servers.push(provider);
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', () => r()));
+    const base = `http://127.0.0.1:${(provider.address() as { port: number }).port}/v1`;
+    const s = await startServe(['--store', 'memory', '--model', 'openai:gpt-4o-mini'], { OPENAI_API_KEY: 'sk-local-test', OPENAI_BASE_URL: base });
+    children.push(s.child);
+    expect(s.log()).toContain('model: openai (gpt-4o-mini) through the AI SDK adapter');
+    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) });
+    const text = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; delta?: string }).map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join('');
+    expect(text).toContain('Got it');
+    expect(seen).toEqual(['POST /v1/responses Bearer sk-local-test']);
+    const err = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      let out = '';
+      return serveCommand(['--store', 'memory', ...argv], { out: () => undefined, err: (t) => void (out += t) }, '0.0.0', env).then((code) => ({ code, out }));
+    };
+    expect(await err(['--model', 'mistral:mistral-small-latest'])).toEqual({ code: 69, out: 'awaken serve: mistral:mistral-small-latest needs its API key in MISTRAL_API_KEY\n' });
+    expect(await err(['--model', 'cohere:command-r'])).toEqual({
+      code: 64,
+      out: "awaken serve: --model: 'cohere:command-r' names no provider: use openai:MODEL, anthropic:MODEL, google:MODEL, mistral:MODEL, ollama:MODEL, scripted:FILE or transcript:FILE; see awaken serve --help\n",
+    });
   });
 
   it('6. kill -9 mid-run, restart on the same store: committed messages are there, the run is marked, not lost', async () => {

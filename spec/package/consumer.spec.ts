@@ -92,7 +92,7 @@ export async function serve(): Promise<string> {
     expect({ status: r.status, out: r.stdout }).toEqual({ status: 0, out: '' });
   }, 120_000);
 
-  it('the installed awaken command runs compiled JavaScript: help, run, and a judge that is not installed', () => {
+  it('the installed awaken command runs compiled JavaScript: help, run, and a provider and a judge that are not installed', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
     expect(readdirSync(join(project, 'node_modules')).includes('tsx')).toBe(false);
     writeFileSync(join(project, 'hello.yaml'), '- text: [ "Hello ", "from a script." ]\n');
@@ -101,6 +101,11 @@ export async function serve(): Promise<string> {
     expect(run.stdout).toContain('text      "Hello "\ntext      "from a script."\n');
     expect(run.stdout).toContain('finish    natural_end');
     expect(spawnSync(bin, ['serve', '--help'], { cwd: project, encoding: 'utf8' })).toMatchObject({ status: 0, stdout: expect.stringMatching(/^usage: awaken serve/) });
+    const provider = spawnSync(bin, ['serve', '--store', 'memory', '--model', 'openai:gpt-4o-mini'], { cwd: project, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: 'sk-test' } });
+    expect({ status: provider.status, stderr: provider.stderr }).toEqual({
+      status: 69,
+      stderr: 'awaken serve: openai:gpt-4o-mini needs @ai-sdk/openai@3 (an optional peer dependency of awaken-ts): npm install @ai-sdk/openai@3\n',
+    });
     const judge = spawnSync(bin, ['conformance', '--protocol', 'ag-ui'], { cwd: project, encoding: 'utf8' });
     expect({ status: judge.status, stderr: judge.stderr }).toEqual({
       status: 69,

@@ -56,7 +56,7 @@ export function modelOf(model: string): LlmExecutor {
   const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
-    throw new CliFailure(`only scripted:FILE and transcript:FILE models are available here, not '${model}'`, EXIT.usage);
+    throw new CliFailure(`only scripted:FILE and transcript:FILE models are available here, not '${model}' (awaken serve --model also takes provider:model)`, EXIT.usage);
   }
   let text: string;
   try {

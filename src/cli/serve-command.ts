@@ -19,6 +19,7 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { modelOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
+import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { checkOrigins } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
@@ -36,9 +37,10 @@ export const SERVE_USAGE = `usage: awaken serve [options]
   --host H           the interface to bind (default: $HOST, else 127.0.0.1)
   --store S          sqlite:./data/awaken.db (default), file:DIR, postgres://user@host/db[?prefix=p],
                      memory; a SQLite file's directory must exist (only the default one is created)
-  --model M          the demo agent's model: scripted:FILE or transcript:FILE, run from its start
-                     in each thread (docs/scripted-models.md); default: a provider key, else the
-                     bundled recording
+  --model M          the demo agent's model: PROVIDER:MODEL — openai:gpt-4o-mini, anthropic:…,
+                     google:…, mistral:…, ollama:… (docs/providers.md: the package and key each
+                     needs) — or scripted:FILE / transcript:FILE, run from its start in each thread
+                     (docs/scripted-models.md); default: a provider key, else the bundled recording
   --cors-origin U    an origin whose pages may call the API (repeatable; * for any); pages on
                      localhost, 127.0.0.1 and [::1] always may
   --allowed-host H   a host name requests may name in Host besides the loopback ones (repeatable;
@@ -93,6 +95,8 @@ export interface ServePlan {
   /** Where the store was named: `--store`, the config file's field, or the default. */
   readonly storeFrom: string;
   readonly model?: string;
+  /** Where the model was named: `--model` or the config file's field. */
+  readonly modelFrom: string;
   readonly corsOrigins: readonly string[];
   readonly allowedHosts: readonly string[];
   readonly policy: ConcurrencyPolicy;
@@ -144,6 +148,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     store: stringOf(args, 'store') ?? file?.server.store ?? DEFAULT_STORE,
     storeFrom: stringOf(args, 'store') !== undefined ? '--store' : file?.server.store !== undefined ? `${configPath ?? ''}: server.store` : 'the default store',
     ...(model !== undefined ? { model } : {}),
+    modelFrom: stringOf(args, 'model') !== undefined ? '--model' : `${configPath ?? ''}: server.model`,
     corsOrigins: origins,
     allowedHosts: hostFlags.length > 0 ? hostFlags : (file?.server.allowed_hosts ?? []),
     policy: choiceOf(args, 'policy', ['reject', 'supersede'] as const) ?? file?.server.policy ?? 'reject',
@@ -207,6 +212,17 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
   };
 }
 
+/** The demo agent's model named `provider:model` (`openai:gpt-4o-mini`): its package and key must be there. */
+async function namedModel(spec: string, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
+  try {
+    return await catalogModel(spec, env);
+  } catch (e) {
+    if (!(e instanceof CatalogError)) throw e;
+    if (e.reason === 'unknown_provider') throw where === '--model' ? new UsageError(`--model: ${e.message}`) : new CliFailure(`${where}: ${e.message}`, EXIT.data);
+    throw new CliFailure(e.message, EXIT.unavailable);
+  }
+}
+
 /** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
 function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
   modelOf(model); // read now: a file that is missing or does not parse stops the start-up
@@ -245,7 +261,7 @@ export function serveCommand(argv: readonly string[], io: Io, version: string, e
 
 async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv): Promise<number> {
   const file = plan.file;
-  const model = plan.model !== undefined ? fileModel(plan.model) : demoModel(env);
+  const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
     .withProvider('demo', model.llm)

@@ -25,8 +25,8 @@ export const ServeConfigSchema = z
         policy: z.enum(['reject', 'supersede']).optional(),
         lease_ms: z.number().int().min(10).optional(),
         sweep_ms: z.number().int().min(10).optional(),
-        /** The demo agent's model: `scripted:FILE` or `transcript:FILE` (as `--model`). */
-        model: z.string().regex(/^(scripted|transcript):.+/, 'scripted:FILE or transcript:FILE').optional(),
+        /** The demo agent's model, as `--model`: `provider:model`, `scripted:FILE` or `transcript:FILE`. */
+        model: z.string().regex(/^[a-z][a-z0-9-]*:.+/, 'provider:model (openai:gpt-4o-mini), scripted:FILE or transcript:FILE').optional(),
         cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
         allowed_hosts: z.array(z.string().min(1)).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),

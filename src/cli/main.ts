@@ -48,10 +48,11 @@ function statusLine(): ((line: string) => void) | undefined {
   return (line) => void process.stderr.write(`\r\x1b[2K${line.slice(0, Math.max(10, (process.stderr.columns ?? 80) - 1))}`);
 }
 
+const progress = statusLine();
 const processIo: Io = {
   out: (t) => void process.stdout.write(t),
   err: (t) => void process.stderr.write(t),
-  ...(statusLine() !== undefined ? { progress: statusLine() as (line: string) => void } : {}),
+  ...(progress !== undefined ? { progress } : {}),
 };
 
 async function readStdin(): Promise<string> {

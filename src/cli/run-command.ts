@@ -8,7 +8,7 @@ import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { CliFailure, runCli, type Io } from './args.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { EXIT } from './exit.ts';
-import { modelOf, parseRunArgs, RUN_COMMAND, RUN_USAGE, type RunPlan } from './run-plan.ts';
+import { modelFactoryOf, modelOf, parseRunArgs, RUN_COMMAND, RUN_USAGE, type RunPlan } from './run-plan.ts';
 
 export { RUN_USAGE, type Io };
 
@@ -42,9 +42,9 @@ export function demoRuntime(llm: LlmExecutor, model: string, store: ThreadRunSto
  * The model is checked once, up front (a `CliFailure` when it cannot be had).
  */
 export function demoRuntimes(model: string): (store?: ThreadRunStore) => AgentRuntime {
-  modelOf(model);
+  const fresh = modelFactoryOf(model);
   return (store) => {
-    const runtime = demoRuntime(modelOf(model), model, store);
+    const runtime = demoRuntime(fresh(), model, store);
     if (!runtime.ok) throw new CliFailure(`the demo agent does not build: ${runtime.error.code}`, EXIT.internal);
     return runtime.value;
   };

@@ -48,11 +48,12 @@ export function parseRunArgs(argv: readonly string[]): RunPlan | 'help' {
 }
 
 /**
- * The model a `--model` value names. Only file-backed models exist offline; anything else is a
- * usage mistake, a file that cannot be read a missing input, one that does not parse bad data
- * (`CliFailure`, each with its exit code).
+ * The models a `--model` value names: the file is read and parsed once, and each call of the
+ * returned function is a fresh executor that runs it from its start. Only file-backed models exist
+ * offline; anything else is a usage mistake, a file that cannot be read a missing input, one that
+ * does not parse bad data (`CliFailure`, each with its exit code).
  */
-export function modelOf(model: string): LlmExecutor {
+export function modelFactoryOf(model: string): () => LlmExecutor {
   const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
@@ -65,15 +66,20 @@ export function modelOf(model: string): LlmExecutor {
     throw new CliFailure(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
   }
   if (kind === 'scripted') {
+    let steps: ReturnType<typeof parseScript>;
     try {
-      return new ScriptedLlm(parseScript(text, extname(file) === '.json' ? 'json' : 'yaml'));
+      steps = parseScript(text, extname(file) === '.json' ? 'json' : 'yaml');
     } catch (e) {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
+    return () => new ScriptedLlm(steps);
   }
   const inferences = readTranscript(text).flatMap((l) =>
     l.ok && l.record.type === 'llm' ? [{ parts: l.record.parts, ...(l.record.error !== undefined ? { error: l.record.error } : {}) }] : [],
   );
   if (inferences.length === 0) throw new CliFailure(`${file} holds no recorded inference`, EXIT.data);
-  return new TranscriptLlm(inferences as never);
+  return () => new TranscriptLlm(inferences as never);
 }
+
+/** One executor of the model a `--model` value names (see `modelFactoryOf`). */
+export const modelOf = (model: string): LlmExecutor => modelFactoryOf(model)();

@@ -17,7 +17,7 @@ import { openBus, openStore } from '../stores/index.ts';
 import { providerOf } from '../server/config-routes.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
-import { modelOf } from './run-plan.ts';
+import { modelFactoryOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { checkOrigins } from '../server/access.ts';
@@ -26,7 +26,7 @@ import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
 import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
-import { createLogger, errorFields, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
+import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import type { Store } from '../runtime/store.ts';
 
 export const SERVE_USAGE = `usage: awaken serve [options]
@@ -225,9 +225,9 @@ async function namedModel(spec: string, env: NodeJS.ProcessEnv, where: string): 
 
 /** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
 function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
-  modelOf(model); // read now: a file that is missing or does not parse stops the start-up
+  // Read now: a file that is missing or does not parse stops the start-up.
   return {
-    llm: perConversation(() => modelOf(model)),
+    llm: perConversation(modelFactoryOf(model)),
     name: model.split(':')[0] as string,
     note: `${model}, run from its start in each thread`,
   };
@@ -250,9 +250,6 @@ function storeOf(spec: string, where: string): Store {
   if (/^(memory|sqlite:|file:)/.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.noInput);
   throw new UsageError(`${where}: ${store}`);
 }
-
-/** A store spelling without its password, for log lines. */
-const shownStore = (spec: string): string => spec.replace(/(:\/\/[^:/@]+:)[^@/]+@/, '$1***@');
 
 /** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
 export function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -295,7 +292,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {
     await store.close().catch(() => undefined);
-    throw new CliFailure(`the store ${shownStore(plan.store)} does not answer: ${errorFields(e)['error'] as string}${errorFields(e)['cause'] !== undefined ? ` (${String(errorFields(e)['cause'])})` : ''}`, EXIT.unavailable);
+    const { error, cause } = errorFields(e);
+    throw new CliFailure(`the store ${hideUrlPasswords(plan.store)} does not answer: ${String(error)}${cause !== undefined ? ` (${String(cause)})` : ''}`, EXIT.unavailable);
   }
   const bus = openBus(plan.store);
   if (bus === undefined) {

@@ -1,5 +1,4 @@
 import { Hono, type Context } from 'hono';
-import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
@@ -18,7 +17,7 @@ import {
 } from '../protocols/a2a/encoder.ts';
 import { decisionFor } from '../runtime/run-loop.ts';
 import { isValidId, type RunRecord } from '../runtime/store.ts';
-import { logStream, type ServerParts } from './http-support.ts';
+import { bearerCheck, logStream, type ServerParts } from './http-support.ts';
 import { acceptInbound } from './inbound.ts';
 import type { LogItem, WaitingCall } from './run-registry.ts';
 
@@ -273,10 +272,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   function extendedCard(c: Context, agentId: string): JsonValue {
     const token = options.extendedCardToken;
     if (token === undefined || token === '') throw new A2aError('EXTENDED_AGENT_CARD_NOT_CONFIGURED', 'the extended agent card is not enabled on this server');
-    const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
-    const given = Buffer.from(m?.[1] ?? '');
-    const expected = Buffer.from(token);
-    if (m === null || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (bearerCheck(c, token) !== 'ok') {
       throw new A2aError('UNAUTHENTICATED', 'a valid bearer token is required for the extended agent card');
     }
     const card = cardOf(c, agentId);

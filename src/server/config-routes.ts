@@ -1,7 +1,6 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { Hono, type Context } from 'hono';
-import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AgentSpecSchema } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
@@ -9,7 +8,7 @@ import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
-import { bodyOf, HttpError, type ServerParts } from './http-support.ts';
+import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
 import { connectMcpServer, type McpToolSource } from './mcp-tools.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
@@ -95,12 +94,9 @@ export function configRoutes(
   const authorize = (c: Context): void => {
     const token = options.adminToken;
     if (token === undefined || token === '') throw new HttpError401('admin authentication is not configured (set AWAKEN_ADMIN_TOKEN)');
-    const header = c.req.header('authorization') ?? '';
-    const m = /^bearer\s+(.+)$/i.exec(header.trim());
-    if (m === null) throw new HttpError401('admin authentication required: Authorization: Bearer <token>');
-    const given = Buffer.from(m[1] as string);
-    const expected = Buffer.from(token);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new HttpError401('invalid admin bearer token');
+    const check = bearerCheck(c, token);
+    if (check === 'missing') throw new HttpError401('admin authentication required: Authorization: Bearer <token>');
+    if (check === 'wrong') throw new HttpError401('invalid admin bearer token');
   };
 
   /** The registries the documents describe, on top of the server's own (tools, plugins, built-in providers). */

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
 import { issuesOf } from '../contract/wire.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
@@ -128,4 +129,16 @@ export function registryError(e: RegistryError): HttpError {
     case 'start_failed':
       return new HttpError(400, e.code, e.message);
   }
+}
+
+/**
+ * The bearer token a request presents (`Authorization: Bearer <token>`) against the one expected:
+ * `missing` without one, `wrong` when it differs (compared in constant time), else `ok`.
+ */
+export function bearerCheck(c: Context, expected: string): 'missing' | 'wrong' | 'ok' {
+  const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
+  if (m === null) return 'missing';
+  const given = Buffer.from(m[1] as string);
+  const want = Buffer.from(expected);
+  return given.length === want.length && timingSafeEqual(given, want) ? 'ok' : 'wrong';
 }

@@ -35,6 +35,9 @@ const REDACTED = '[redacted]';
 /** Field names whose values are credentials. */
 const SECRET_KEY = /^(authorization|cookie|.*api[-_]?key|.*token|.*secret|.*password)$/i;
 
+/** A text with the password of every URL in it (`scheme://user:password@host`) replaced. */
+export const hideUrlPasswords = (text: string): string => text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]+:)[^@\s/]+@/gi, `$1${REDACTED}@`);
+
 /** A logger that writes nothing. */
 export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -68,7 +71,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const scrub = (text: string): string => {
     let out = text;
     for (const s of secrets) out = out.split(s).join(REDACTED);
-    return out.replace(/\b(bearer)\s+[^\s"',]+/gi, `$1 ${REDACTED}`).replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^:/@\s]+:)[^@\s/]+@/gi, `$1${REDACTED}@`);
+    return hideUrlPasswords(out.replace(/\b(bearer)\s+[^\s"',]+/gi, `$1 ${REDACTED}`));
   };
   const clean = (key: string, value: unknown, depth: number): unknown => {
     if (SECRET_KEY.test(key) && value !== undefined && value !== null && value !== '') return REDACTED;
@@ -81,12 +84,12 @@ export function createLogger(options: LoggerOptions): Logger {
   const emit = (level: Exclude<LogLevel, 'silent'>, message: string, fields: LogFields = {}): void => {
     if (RANK[level] < threshold) return;
     const time = new Date(options.now()).toISOString();
-    const clean_ = Object.entries(fields).flatMap(([k, v]) => (v === undefined ? [] : [[k, clean(k, v, 0)] as const]));
+    const entries = Object.entries(fields).flatMap(([k, v]) => (v === undefined ? [] : [[k, clean(k, v, 0)] as const]));
     if (format === 'json') {
-      options.write(`${JSON.stringify({ time, level, msg: scrub(message), ...Object.fromEntries(clean_) })}\n`);
+      options.write(`${JSON.stringify({ time, level, msg: scrub(message), ...Object.fromEntries(entries) })}\n`);
       return;
     }
-    const rest = clean_.map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"=]/.test(v) && v !== '' ? v : JSON.stringify(v)}`).join(' ');
+    const rest = entries.map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"=]/.test(v) && v !== '' ? v : JSON.stringify(v)}`).join(' ');
     options.write(`${time.slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${scrub(message)}${rest !== '' ? ` ${rest}` : ''}\n`);
   };
   return {

@@ -109,7 +109,7 @@ describe('two instances on one PostgreSQL database', () => {
     const listed = await bodyJson(fetch(`${b.url}/v1/runs?thread_id=c1`));
     expect(listed.items.map((x: { run_id: string; status: string }) => [x.run_id, x.status])).toEqual([[runId, 'running']]);
     const follow = await fetch(`${b.url}/v1/threads/c1/stream?since=0`);
-    const cancel = await fetch(`${b.url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+    const cancel = await fetch(`${b.url}/v1/runs/${runId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(cancel.status).toBe(202);
     const seen = await readFrames(follow, (fs) => fs.some((f) => data(f).event_type === 'run_finish'), 15_000);
     expect(data(seen[0] as SseFrame)).toMatchObject({ event_type: 'run_start', run_id: runId });
@@ -138,10 +138,11 @@ describe('two instances on one PostgreSQL database', () => {
     const busy = await post(`${b.url}/v1/runs`, { threadId: 'c5', messages: [{ role: 'user', content: 'me too' }] });
     expect(busy.status).toBe(409);
     expect(await bodyJson(busy)).toMatchObject({ code: 'thread_busy', run_id: runId });
-    await fetch(`${b.url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+    await fetch(`${b.url}/v1/runs/${runId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
   }, 60_000);
 
   it('a thread followed on A shows the runs made on B, and then on A, on one seq', async () => {
+    expect((await post(`${b.url}/v1/threads`, { id: 'c4' })).status).toBe(201);
     const watcher = fetch(`${a.url}/v1/threads/c4/stream?since=0`);
     const onB = await post(`${b.url}/v1/runs`, { threadId: 'c4', messages: [{ role: 'user', content: 'hello from b' }] });
     await onB.text();

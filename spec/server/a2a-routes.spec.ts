@@ -57,21 +57,21 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect(missing.status).toBe(404);
     expect((await bodyJson(missing)).error.details[0].reason).toBe('TASK_NOT_FOUND');
     expect((await s.app.request('/v1/a2a/nobody/message:send', a2a({}))).status).toBe(404);
-    const cancel = await s.app.request('/v1/a2a/tasks/nope:cancel', { method: 'POST' });
+    const cancel = await s.app.request('/v1/a2a/tasks/nope:cancel', { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(cancel.status).toBe(404);
     expect((await bodyJson(cancel)).error.details[0].reason).toBe('TASK_NOT_FOUND');
     // A malformed percent-escape in a task id is the client's mistake, never a 500.
     const escape = await s.app.request('/v1/a2a/tasks/%E0%A4%A');
     expect(escape.status).toBe(400);
     expect((await bodyJson(escape)).error.details[0].fieldViolations[0].field).toBe('path');
-    expect((await s.app.request('/v1/a2a/tasks/%zz:cancel', { method: 'POST' })).status).toBe(400);
+    expect((await s.app.request('/v1/a2a/tasks/%zz:cancel', { method: 'POST', headers: { 'content-type': 'application/json' } })).status).toBe(400);
   });
 
   it('a finished task cannot be canceled or written to; an unknown one is not found', async () => {
     const s = testServer([{ text: 'Done.' }]);
     const done = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'f1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } })));
     expect(done.task.status.state).toBe('TASK_STATE_COMPLETED');
-    const cancel = await s.app.request(`/v1/a2a/tasks/${done.task.id}:cancel`, { method: 'POST' });
+    const cancel = await s.app.request(`/v1/a2a/tasks/${done.task.id}:cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(cancel.status).toBe(409);
     expect((await bodyJson(cancel)).error.details[0].reason).toBe('TASK_NOT_CANCELABLE');
     const onFinished = await s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'f2', taskId: done.task.id, role: 'ROLE_USER', parts: [{ text: 'more' }] } }));
@@ -140,13 +140,13 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     const immediate = await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'i1', role: 'ROLE_USER', parts: [{ text: 'go' }] }, configuration: { returnImmediately: true } })));
     expect(immediate.task.status.state).toBe('TASK_STATE_WORKING');
     const taskId = immediate.task.id;
-    const sub = await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST' });
+    const sub = await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(sub.status).toBe(200);
     g.open();
     const frames = parseSse(await sub.text()).map((f) => JSON.parse(f.data));
     expect(Object.keys(frames[0])).toEqual(['task']);
     expect(frames.at(-1).statusUpdate.status.state).toBe('TASK_STATE_COMPLETED');
-    expect((await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST' })).status).toBe(409);
+    expect((await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, { method: 'POST', headers: { 'content-type': 'application/json' } })).status).toBe(409);
     await bodyJson(s.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'i2', role: 'ROLE_USER', parts: [{ text: 'again' }] } })));
     const all = await bodyJson(s.app.request('/v1/a2a/tasks?pageSize=1'));
     expect(all).toMatchObject({ totalSize: 2, pageSize: 1, nextPageToken: '1' });

@@ -63,7 +63,7 @@ describe('HTTP API: every client mistake is a 4xx naming the problem', () => {
     ['wrong content type', '/v1/runs', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' }, 415, 'unsupported_media_type'],
     ['unknown thread', '/v1/threads/nope/messages', undefined, 404, 'not_found'],
     ['unknown run', '/v1/runs/nope', undefined, 404, 'run_not_found'],
-    ['cancel unknown run', '/v1/runs/nope/cancel', { method: 'POST' }, 404, 'run_not_found'],
+    ['cancel unknown run', '/v1/runs/nope/cancel', { method: 'POST', headers: { 'content-type': 'application/json' } }, 404, 'run_not_found'],
     ['bad status filter', '/v1/runs?status=sleeping', undefined, 400, 'invalid_query'],
     ['bad limit', '/v1/threads?limit=ten', undefined, 400, 'invalid_query'],
     ['bad cursor', '/v1/threads/x/messages?cursor=abc', undefined, 400, 'invalid_cursor'],
@@ -147,6 +147,7 @@ describe('run registry over HTTP', () => {
 describe('registry details', () => {
   it('sends a heartbeat comment while a stream is idle', async () => {
     const s = testServer([], { http: { heartbeatMs: 20 } });
+    await s.store.createThread({ id: 'quiet', now: 1 });
     const r = await s.app.request('/v1/threads/quiet/stream');
     const reader = (r.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();

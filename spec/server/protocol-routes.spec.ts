@@ -102,13 +102,13 @@ describe('secondary protocol routes', () => {
     const running = await s.app.request('/v1/ag-ui/threads/ag-t/runs', input('ag-t'));
     expect(running.status).toBe(200);
     expect((await s.app.request('/v1/ag-ui/threads/other/runs', input('ag-t'))).status).toBe(400);
-    const interrupt = await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST' });
+    const interrupt = await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(interrupt.status).toBe(202);
     g.open();
     const text = await running.text();
     expect(text).toContain('"type":"RUN_FINISHED"');
     expect(text).toContain('"cancelled"');
-    expect((await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST' })).status).toBe(404);
+    expect((await s.app.request('/v1/ag-ui/threads/ag-t/interrupt', { method: 'POST', headers: { 'content-type': 'application/json' } })).status).toBe(404);
     const byAgent = await s.app.request('/v1/ag-ui/agents/agent/runs', input('ag-2'));
     expect(await byAgent.text()).toContain('by agent route');
     expect((await s.app.request('/v1/ag-ui/agents/nobody/runs', input('ag-3'))).status).toBe(404);

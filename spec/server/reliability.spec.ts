@@ -167,7 +167,7 @@ describe('5. stop while a tool runs', () => {
       const r = await fetch(`${server.url}/v1/runs`, userRun('go', { threadId: 'stop' }));
       const runId = r.headers.get('x-awaken-run-id') as string;
       await until(() => g.started.length === 1);
-      const cancel = await fetch(`${server.url}/v1/runs/${runId}/cancel`, { method: 'POST' });
+      const cancel = await fetch(`${server.url}/v1/runs/${runId}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
       expect(cancel.status).toBe(202);
       g.open();
       const frames = await readFrames(r, (fs) => fs.some(isFinish));
@@ -186,6 +186,7 @@ describe('7. a suspended run decided from another connection', () => {
     const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'shipped' }]);
     const server = await serve(s);
     try {
+      expect((await fetch(`${server.url}/v1/threads`, json({ id: 'h' }))).status).toBe(201);
       const watcher = fetch(`${server.url}/v1/threads/h/stream?since=0`);
       const first = await fetch(`${server.url}/v1/runs`, userRun('ship it', { threadId: 'h' }));
       const runId = first.headers.get('x-awaken-run-id') as string;

@@ -269,12 +269,30 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       });
     });
 
+    it('keeps each thread log\'s sequence mark: 0 for a new thread, set up and down, independent per thread, kept when the thread is deleted', async () => {
+      expect(await store.loadThreadSeq('fresh')).toBe(0);
+      await store.saveThreadSeq('s1', 1024);
+      await store.saveThreadSeq('s2', 7);
+      expect(await store.loadThreadSeq('s1')).toBe(1024);
+      await store.saveThreadSeq('s1', 37);
+      expect(await store.loadThreadSeq('s1')).toBe(37);
+      expect(await store.loadThreadSeq('s2')).toBe(7);
+      await store.createThread({ id: 's3', now: 1 });
+      await store.saveThreadSeq('s3', 12);
+      await store.deleteThread('s3');
+      // A client may still hold a Last-Event-ID of the deleted thread: its sequence never goes back.
+      expect(await store.loadThreadSeq('s3')).toBe(12);
+      expect(await refusal(store.saveThreadSeq('s1', -1))).toMatchObject({ code: 'validation' });
+      expect(await refusal(store.saveThreadSeq('../x', 1))).toMatchObject({ code: 'validation' });
+    });
+
     if (factory.reopen !== undefined) {
       const reopen = factory.reopen;
       it('keeps everything across a restart', async () => {
         await store.createThread({ id: 'keep', title: 't', now: 5 });
         await store.checkpoint(checkpoint({ threadId: 'keep', runId: 'rk', messages: conversation, status: 'done' }));
         await store.write('agent', 'k', [1, 2]);
+        await store.saveThreadSeq('keep', 2048);
         await store.enqueue({ job_id: 'kept-job', mailbox_id: 'keep', agent_id: 'agent', messages: [], origin: 'user' }, 1);
         const again = await reopen(store);
         expect((await again.loadJob('kept-job'))?.status).toBe('queued');
@@ -283,6 +301,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect((await again.getThread('keep'))?.title).toBe('t');
         expect((await again.getRun('rk'))?.status).toBe('done');
         expect(await again.read('agent', 'k')).toEqual([1, 2]);
+        expect(await again.loadThreadSeq('keep')).toBe(2048);
       });
     }
   });

@@ -80,11 +80,28 @@ export interface RunStore {
 }
 
 /**
+ * The durable mark of a thread event log's `seq` (seed 001 §4.2): the highest sequence number the log
+ * may have handed out. It outlives the process, so after a restart the log goes on above every frame a
+ * client may hold — a `Last-Event-ID` from before resumes exactly or gets a resync, never a silent gap.
+ */
+export interface ThreadSeqStore {
+  /** The thread's mark; 0 for a thread that never had one. */
+  loadThreadSeq(threadId: string): Promise<number>;
+  /** Sets the mark (up before frames beyond it are handed out; down to the last frame at a clean end). Kept when the thread is deleted. */
+  saveThreadSeq(threadId: string, seq: number): Promise<void>;
+}
+
+/** Checks a sequence mark before it reaches a store. */
+export function checkSeq(seq: number): void {
+  if (!Number.isSafeInteger(seq) || seq < 0) throw new StoreFailure({ code: 'validation', message: `invalid sequence number: ${seq}` });
+}
+
+/**
  * Everything the server persists: threads, messages, runs, profiles, the mailbox. `checkpoint` (the
  * loop's `ThreadRunStore` port) writes a thread's messages, state and run record in one atomic step;
  * with `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
  */
-export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore {
+export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
   close(): Promise<void>;
 }

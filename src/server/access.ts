@@ -52,16 +52,21 @@ export function checkOrigins(origins: readonly string[]): string[] | string {
 const EXPOSED = ['x-awaken-run-id', 'x-awaken-thread-id', 'mcp-session-id', 'mcp-protocol-version', 'x-vercel-ai-ui-message-stream'];
 
 /** A refusal in the shape of the route: JSON-RPC for MCP, `{error, code, field}` elsewhere. */
-function refuse(c: Context, message: string, code: string, field: string): Response {
-  if (c.req.path === '/v1/mcp' || c.req.path.startsWith('/v1/mcp/')) return c.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, 403);
-  return c.json({ error: message, code, field }, 403);
+function refuse(c: Context, message: string, code: string, field: string, status: 403 | 415 = 403): Response {
+  if (c.req.path === '/v1/mcp' || c.req.path.startsWith('/v1/mcp/')) return c.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, status);
+  return c.json({ error: message, code, field }, status);
 }
+
+/** `application/json` or `application/<something>+json`, parameters allowed. */
+const isJson = (type: string | undefined): boolean => type !== undefined && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type.trim());
 
 /**
  * The Host and Origin checks and CORS of the whole HTTP API, one middleware for every route:
  * - `Host`, when sent, must be a loopback name or an allowed host (403 otherwise);
  * - a request with an `Origin` that is neither allowed nor the server's own is refused (403), so a
  *   page from another site cannot drive the API even where a browser would send the request;
+ * - a POST that is not JSON and has no `X-Awaken-Request` header is refused (415): the requests a
+ *   page may send cross-site without a preflight cannot fire a state change;
  * - an allowed origin gets the CORS headers, and its preflight (`OPTIONS` on any route) a 204 — with
  *   `Access-Control-Allow-Private-Network` when Chromium asks for it.
  */
@@ -94,6 +99,11 @@ export function accessControl(options: AccessOptions = {}): MiddlewareHandler {
     if (!anyHost && host !== undefined && (name === undefined || !hosts.has(name))) return refuse(c, `host not allowed: ${host}`, 'host_not_allowed', 'host');
     const origin = c.req.header('origin');
     if (origin !== undefined && !allowed(origin, host)) return refuse(c, `origin not allowed: ${origin}`, 'origin_not_allowed', 'origin');
+    // A cross-site form or a no-cors fetch can POST only text/plain, form bodies or no body at all,
+    // without a preflight: a POST must say it is JSON (or carry a header no such request can).
+    if (c.req.method === 'POST' && !isJson(c.req.header('content-type')) && c.req.header('x-awaken-request') === undefined) {
+      return refuse(c, 'a POST must be application/json (a body-less one may send X-Awaken-Request instead)', 'unsupported_media_type', 'content-type', 415);
+    }
     // A page on a public origin calling a server on this machine: Chromium asks first (Private
     // Network Access); an allowed origin is told yes.
     if (origin !== undefined && c.req.method === 'OPTIONS' && c.req.header('access-control-request-private-network') === 'true') {

@@ -261,7 +261,10 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   /** The thread's event stream across runs: `id: <seq>` frames; reconnect with Last-Event-ID or ?since=. */
   app.get('/v1/threads/:id/stream', async (c) => {
     const id = idParam(c, 'id', 'thread');
-    return logStream(registry, id, sinceOf(c), { heartbeatMs });
+    const since = sinceOf(c);
+    // A thread that does not exist (and has no run starting on it) has nothing to follow.
+    if (registry.currentRun(id) === undefined && (await store.getThread(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    return logStream(registry, id, since, { heartbeatMs });
   });
 
   // ---- runs ---------------------------------------------------------------------------------------

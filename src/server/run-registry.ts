@@ -2,105 +2,16 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import { serialiseEvent } from '../contract/event.ts';
 import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import type { Store } from '../runtime/store.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
+import { SeqMarks } from './seq-marks.ts';
+import { ThreadLog, type LogItem } from './thread-log.ts';
 
-/** One retained frame of a thread's log: the thread-wide sequence number and the serialised event. */
-export interface LogFrame {
-  readonly kind: 'frame';
-  readonly seq: number;
-  readonly runId: string;
-  readonly event: AgentEvent;
-  readonly data: string;
-}
-
-/** Sent instead of frames a subscriber can no longer get: the thread as it is now, then the live tail. */
-export interface ResyncFrame {
-  readonly kind: 'resync';
-  /** The last sequence number the snapshot covers: the live tail continues after it. */
-  readonly seq: number;
-  readonly messages: readonly Message[];
-}
-
-export type LogItem = LogFrame | ResyncFrame;
-
-/**
- * A thread's event log (seed 001 §4.2, §4.5): one monotonic `seq` across all its runs, a bounded
- * ring of the latest frames, and live subscribers. A subscriber whose `since` fell out of the ring
- * gets a resync frame first — never a silent gap.
- */
-export class ThreadLog {
-  readonly #capacity: number;
-  readonly #ring: LogFrame[] = [];
-  readonly #subscribers = new Set<(item: LogItem) => void>();
-  #seq = 0;
-
-  constructor(capacity: number) {
-    this.#capacity = Math.max(1, capacity);
-  }
-
-  get lastSeq(): number {
-    return this.#seq;
-  }
-
-  /** Whether frames after `since` have already left the ring (a subscriber from there needs a resync). */
-  isBehind(since: number | undefined): boolean {
-    if (since === undefined || since >= this.#seq) return false;
-    return since < (this.#ring[0]?.seq ?? this.#seq + 1) - 1;
-  }
-
-  /** Moves the counter up to `seq` (frames other instances appended to the shared log). */
-  ensureAtLeast(seq: number): void {
-    if (seq > this.#seq) this.#seq = seq;
-  }
-
-  get subscribers(): number {
-    return this.#subscribers.size;
-  }
-
-  append(runId: string, event: AgentEvent): LogFrame {
-    return this.publish(this.next(runId, event));
-  }
-
-  /** The next frame, its `seq` taken, not yet retained or delivered (see `publish`). */
-  next(runId: string, event: AgentEvent): LogFrame {
-    return { kind: 'frame', seq: ++this.#seq, runId, event, data: serialiseEvent(event) };
-  }
-
-  /** Retains a frame from `next` and delivers it to the subscribers. */
-  publish(frame: LogFrame): LogFrame {
-    this.#ring.push(frame);
-    if (this.#ring.length > this.#capacity) this.#ring.shift();
-    for (const s of [...this.#subscribers]) {
-      try {
-        s(frame);
-      } catch {
-        // A subscriber that throws is dropped; the run and the others go on.
-        this.#subscribers.delete(s);
-      }
-    }
-    return frame;
-  }
-
-  /**
-   * Frames after `since` (all retained ones for 0; none for `undefined`, i.e. live only), then every
-   * new frame as it is appended. When `since` is older than the ring, `resync` supplies the snapshot
-   * that replaces the lost frames. Atomic: no frame is missed or repeated between the two.
-   */
-  subscribe(since: number | undefined, onItem: (item: LogItem) => void, resync: (seq: number) => ResyncFrame): () => void {
-    const backlog: LogItem[] = [];
-    if (this.isBehind(since)) backlog.push(resync(this.#seq));
-    else if (since !== undefined) for (const f of this.#ring) if (f.seq > since) backlog.push(f);
-    for (const item of backlog) onItem(item);
-    this.#subscribers.add(onItem);
-    return () => this.#subscribers.delete(onItem);
-  }
-}
+export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
 
 /**
  * A tool call a parked run waits on, as the run announced it: the protocols re-use its name, its
@@ -125,6 +36,8 @@ export interface RegistryOptions {
   readonly replayBufferCapacity?: number;
   /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
   readonly maxThreadLogs?: number;
+  /** Frames a thread log may hand out beyond its stored `seq` mark before the mark is raised again (default 1024). */
+  readonly seqBlock?: number;
   /** Where each run's start and end, its errors, and bus failures are told (default: nowhere). */
   readonly logger?: Logger;
 }
@@ -210,6 +123,10 @@ export class RunRegistry {
   /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
   readonly #remote = new Map<string, Set<() => void>>();
   readonly #logger: Logger;
+  /** The durable `seq` of thread logs without a bus (with one, the shared log is durable). */
+  readonly #marks: SeqMarks;
+  /** Frames of a thread waiting for its mark to be raised, the last in line. */
+  readonly #publishing = new Map<string, Promise<void>>();
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -220,6 +137,7 @@ export class RunRegistry {
     this.#bus = options.bus;
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
     this.#logger = options.logger ?? silentLogger;
+    this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
   }
 
   /** Listens to the bus: other instances' frames for remote subscribers, and commands for local runs. */
@@ -292,6 +210,10 @@ export class RunRegistry {
         for (let i = 0; i < 400 && (await this.#remoteActive(request.threadId))?.runId === remote.runId; i++) await new Promise((r) => setTimeout(r, 25));
       }
       log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
+    } else {
+      await this.#marks.load(request.threadId, log);
+      // The run's first frames go out at once: the mark is raised before the run starts.
+      await this.#marks.cover(request.threadId, log.lastSeq + 1);
     }
     const fromSeq = log.lastSeq;
     let live: LiveRun | undefined;
@@ -366,8 +288,20 @@ export class RunRegistry {
     this.#track(run, event);
     const log = this.log(run.threadId);
     if (this.#bus === undefined) {
-      log.append(run.runId, event);
-      return;
+      const frame = log.next(run.runId, event);
+      const cover = this.#marks.cover(run.threadId, frame.seq);
+      const before = this.#publishing.get(run.threadId);
+      if (cover === undefined && before === undefined) {
+        log.publish(frame);
+        return;
+      }
+      // A frame above the stored mark waits for the mark; the frames after it wait their turn.
+      const published = Promise.all([before, cover]).then(() => void log.publish(frame));
+      this.#publishing.set(run.threadId, published);
+      void published.then(() => {
+        if (this.#publishing.get(run.threadId) === published) this.#publishing.delete(run.threadId);
+      });
+      return published;
     }
     const frame = log.next(run.runId, event);
     const shared = this.#share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
@@ -462,6 +396,14 @@ export class RunRegistry {
       void this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
     }
     run.status = 'done';
+    if (this.#bus === undefined) {
+      // A clean end: the mark comes down to the last frame, so a client holding it resumes exactly after a restart.
+      const threadId = run.threadId;
+      const settle = (): void => void this.#marks.settle(threadId, this.log(threadId).lastSeq);
+      const pending = this.#publishing.get(threadId);
+      if (pending === undefined) settle();
+      else void pending.then(settle);
+    }
     const entry = this.#threads.get(run.threadId);
     if (entry?.current === run) delete entry.current;
     // A finished run lives on in the store; the registry keeps only what is live.
@@ -478,8 +420,10 @@ export class RunRegistry {
     for (const [id, entry] of this.#threads) {
       if (this.#threads.size <= this.#maxIdleThreads) break;
       if (entry.current !== undefined || entry.log.subscribers > 0 || this.#outbox.has(id)) continue;
+      if (this.#publishing.has(id)) continue;
       this.#evictedSeq.set(id, entry.log.lastSeq);
       this.#threads.delete(id);
+      this.#marks.forget(id);
     }
   }
 
@@ -569,6 +513,7 @@ export class RunRegistry {
     // The messages of a resync are read only for a subscriber already behind the ring; one that is not
     // subscribes without waiting, so it cannot fall behind before it is attached.
     const log = this.log(threadId);
+    await this.#marks.load(threadId, log);
     const messages = log.isBehind(since) ? await this.#resyncMessages(threadId) : [];
     return log.subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
   }
@@ -675,6 +620,8 @@ export class RunRegistry {
       r.handle.cancel();
     }
     await Promise.all(runs.map((r) => r.handle.done.catch(() => undefined)));
+    await Promise.all(this.#publishing.values());
+    await this.#marks.flush();
   }
 
   async #exclusive<T>(threadId: string, body: () => Promise<T>): Promise<T> {

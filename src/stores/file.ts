@@ -11,6 +11,7 @@ import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts'
 import { byUpdatedThenId } from './memory.ts';
 import {
   checkId,
+  checkSeq,
   isValidId,
   pageOf,
   runRecordOf,
@@ -24,6 +25,9 @@ import {
   type Store,
   type ThreadRecord,
 } from '../runtime/store.ts';
+
+/** The file layout this release writes (`schema.json`): 1 added `seq/<thread>.json`. */
+export const FILE_SCHEMA_VERSION = 1;
 
 /** One thread's file: its record, messages and state together, so a checkpoint of it is one rename. */
 interface ThreadFile {
@@ -44,6 +48,7 @@ export class FileStore implements Store {
   readonly #root: string;
   #queue: Promise<unknown> = Promise.resolve();
   #seq = 0;
+  #migration: Promise<void> | undefined;
 
   constructor(root: string) {
     this.#root = root;
@@ -149,6 +154,17 @@ export class FileStore implements Store {
     await this.#serial(() => this.#put(join('profiles', encodeURIComponent(owner)), `${encodeURIComponent(key)}.json`, value));
   }
 
+  async loadThreadSeq(threadId: string): Promise<number> {
+    if (!isValidId(threadId)) return 0;
+    return (await this.#get<{ seq: number }>('seq', `${threadId}.json`))?.seq ?? 0;
+  }
+
+  async saveThreadSeq(threadId: string, seq: number): Promise<void> {
+    checkId('thread', threadId);
+    checkSeq(seq);
+    await this.#serial(() => this.#put('seq', `${threadId}.json`, { seq }));
+  }
+
   async close(): Promise<void> {
     await this.#queue.catch(() => undefined);
   }
@@ -237,8 +253,24 @@ export class FileStore implements Store {
     await rename(tmp, join(folder, file));
   }
 
+  /**
+   * The layout version in `schema.json`, checked and brought up to `FILE_SCHEMA_VERSION` before the
+   * first write: version 0 (no file; before thread sequence marks) needs nothing moved, a newer one is
+   * refused rather than misread.
+   */
+  async #migrate(): Promise<void> {
+    const found = (await this.#get<{ version?: unknown }>('.', 'schema.json'))?.version ?? 0;
+    if (typeof found !== 'number' || found > FILE_SCHEMA_VERSION) {
+      throw new StoreFailure({ code: 'validation', message: `${this.#root} holds store version ${String(found)}; this release reads up to ${FILE_SCHEMA_VERSION}` });
+    }
+    if (found < FILE_SCHEMA_VERSION) await this.#put('.', 'schema.json', { version: FILE_SCHEMA_VERSION });
+  }
+
   #serial<T>(body: () => Promise<T>): Promise<T> {
-    const next = this.#queue.then(body, body);
+    // Every write waits for the migration, and none happens when it failed.
+    const migration = (this.#migration ??= this.#queue.then(() => this.#migrate()));
+    const run = (): Promise<T> => migration.then(body);
+    const next = this.#queue.then(run, run);
     this.#queue = next.catch(() => undefined);
     return next;
   }

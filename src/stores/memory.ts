@@ -8,6 +8,7 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
   checkId,
+  checkSeq,
   pageOf,
   runRecordOf,
   StoreFailure,
@@ -36,6 +37,7 @@ export class MemoryStore implements Store {
   readonly #threads = new Map<string, ThreadEntry>();
   readonly #runs = new Map<string, RunRecord>();
   readonly #profiles = new Map<string, string>();
+  readonly #seqs = new Map<string, number>();
   readonly #mailbox: MailboxData = emptyMailboxData();
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
@@ -118,6 +120,16 @@ export class MemoryStore implements Store {
 
   async write(owner: string, key: string, value: JsonValue): Promise<void> {
     this.#profiles.set(JSON.stringify([owner, key]), JSON.stringify(value));
+  }
+
+  async loadThreadSeq(threadId: string): Promise<number> {
+    return this.#seqs.get(threadId) ?? 0;
+  }
+
+  async saveThreadSeq(threadId: string, seq: number): Promise<void> {
+    checkId('thread', threadId);
+    checkSeq(seq);
+    this.#seqs.set(threadId, seq);
   }
 
   async close(): Promise<void> {}

@@ -9,10 +9,19 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { checkId, checkSeq, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 import { runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
+
+/**
+ * Changes to the schema since version 0 (the first release's tables): entry `i` takes the tables from
+ * version `i` to `i + 1`, given the table prefix.
+ */
+export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
+  // 1: the durable mark of each thread log's sequence (ThreadSeqStore).
+  (p) => `CREATE TABLE IF NOT EXISTS ${p}_thread_seq (thread_id TEXT PRIMARY KEY, seq BIGINT NOT NULL)`,
+];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
 export interface PostgresConnection {
@@ -52,11 +61,27 @@ export class PostgresStore implements Store {
     return new PostgresStore(connection, { prefix });
   }
 
-  /** Creates the tables if they are missing (idempotent; runs once per store, on first use). */
+  /**
+   * Creates the tables if they are missing and brings them up to this release's version
+   * (`<prefix>_schema`); runs once per store, on first use. All of it is one transaction under an
+   * advisory lock, so instances starting together neither race on `CREATE TABLE IF NOT EXISTS` nor
+   * migrate twice; tables from a newer release are refused.
+   */
   ensureSchema(): Promise<void> {
+    this.#ready ??= this.#migrate().catch((e: unknown) => {
+      this.#ready = undefined;
+      throw e;
+    });
+    return this.#ready;
+  }
+
+  async #migrate(): Promise<void> {
     const p = this.#p;
-    this.#ready ??= this.#pool
-      .query(
+    const client = await this.#pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}_schema`]);
+      await client.query(
         `CREATE TABLE IF NOT EXISTS ${p}_threads (
            id TEXT PRIMARY KEY, title TEXT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
            latest_run_id TEXT, state TEXT, message_count INTEGER NOT NULL DEFAULT 0);
@@ -68,14 +93,27 @@ export class PostgresStore implements Store {
            termination TEXT, steps INTEGER NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
          CREATE INDEX IF NOT EXISTS ${p}_runs_thread ON ${p}_runs (thread_id, created_at);
          CREATE TABLE IF NOT EXISTS ${p}_profiles (owner TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, key));
-         ${mailboxSchema(p, 'BIGINT')}`,
-      )
-      .then(() => undefined)
-      .catch((e: unknown) => {
-        this.#ready = undefined;
-        throw e;
-      });
-    return this.#ready;
+         ${mailboxSchema(p, 'BIGINT')}
+         CREATE TABLE IF NOT EXISTS ${p}_schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);`,
+      );
+      await client.query(`INSERT INTO ${p}_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
+      const found = Number((await client.query<{ version: number }>(`SELECT version FROM ${p}_schema WHERE id = 1`)).rows[0]?.version ?? 0);
+      if (found > POSTGRES_MIGRATIONS.length) throw new StoreFailure({ code: 'validation', message: `tables ${p}_* hold store version ${found}; this release reads up to ${POSTGRES_MIGRATIONS.length}` });
+      for (let v = found; v < POSTGRES_MIGRATIONS.length; v++) await client.query((POSTGRES_MIGRATIONS[v] as (prefix: string) => string)(p));
+      await client.query(`UPDATE ${p}_schema SET version = $1 WHERE id = 1`, [POSTGRES_MIGRATIONS.length]);
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The schema version of the tables. */
+  async schemaVersion(): Promise<number> {
+    const [row] = await this.#q<{ version: number }>(`SELECT version FROM ${this.#p}_schema WHERE id = 1`);
+    return Number(row?.version ?? 0);
   }
 
   async #q<R extends pg.QueryResultRow>(sql: string, args: unknown[] = []): Promise<R[]> {
@@ -209,8 +247,19 @@ export class PostgresStore implements Store {
   /** Drops this store's tables (tests). */
   async dropSchema(): Promise<void> {
     const p = this.#p;
-    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations`);
+    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_schema`);
     this.#ready = undefined;
+  }
+
+  async loadThreadSeq(threadId: string): Promise<number> {
+    const [row] = await this.#q<{ seq: string }>(`SELECT seq FROM ${this.#p}_thread_seq WHERE thread_id = $1`, [threadId]);
+    return row === undefined ? 0 : Number(row.seq);
+  }
+
+  async saveThreadSeq(threadId: string, seq: number): Promise<void> {
+    checkId('thread', threadId);
+    checkSeq(seq);
+    await this.#q(`INSERT INTO ${this.#p}_thread_seq (thread_id, seq) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq`, [threadId, seq]);
   }
 
   async close(): Promise<void> {

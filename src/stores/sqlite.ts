@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { checkId, checkSeq, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -25,6 +25,15 @@ CREATE TABLE IF NOT EXISTS awaken_runs (
 CREATE INDEX IF NOT EXISTS awaken_runs_thread ON awaken_runs (thread_id, created_at);
 CREATE TABLE IF NOT EXISTS awaken_profiles (owner TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (owner, key));
 `;
+
+/**
+ * Changes to the schema since version 0 (the first release's tables, above): entry `i` takes a
+ * database from version `i` to `i + 1` (`PRAGMA user_version`), each in one transaction on open.
+ */
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  // 1: the durable mark of each thread log's sequence (ThreadSeqStore).
+  `CREATE TABLE IF NOT EXISTS awaken_thread_seq (thread_id TEXT PRIMARY KEY, seq INTEGER NOT NULL);`,
+];
 
 interface ThreadRow {
   id: string;
@@ -81,6 +90,27 @@ export class SqliteStore implements Store {
     this.#db.pragma('busy_timeout = 5000');
     this.#db.exec(SCHEMA);
     this.#db.exec(mailboxSchema('awaken', 'INTEGER'));
+    this.#migrate(path);
+  }
+
+  /** Brings the schema up to this release's version; a database from a newer release is refused, not misread. */
+  #migrate(path: string): void {
+    const found = Number(this.#db.pragma('user_version', { simple: true }));
+    if (found > SQLITE_MIGRATIONS.length) {
+      this.#db.close();
+      throw new StoreFailure({ code: 'validation', message: `${path} holds store version ${found}; this release reads up to ${SQLITE_MIGRATIONS.length}` });
+    }
+    for (let v = found; v < SQLITE_MIGRATIONS.length; v++) {
+      this.#db.transaction(() => {
+        this.#db.exec(SQLITE_MIGRATIONS[v] as string);
+        this.#db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  }
+
+  /** The schema version of the open database. */
+  get schemaVersion(): number {
+    return Number(this.#db.pragma('user_version', { simple: true }));
   }
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
@@ -194,6 +224,17 @@ export class SqliteStore implements Store {
 
   async write(owner: string, key: string, value: JsonValue): Promise<void> {
     this.#db.prepare('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data').run(owner, key, JSON.stringify(value));
+  }
+
+  async loadThreadSeq(threadId: string): Promise<number> {
+    const row = this.#db.prepare('SELECT seq FROM awaken_thread_seq WHERE thread_id = ?').get(threadId) as { seq: number } | undefined;
+    return row === undefined ? 0 : Number(row.seq);
+  }
+
+  async saveThreadSeq(threadId: string, seq: number): Promise<void> {
+    checkId('thread', threadId);
+    checkSeq(seq);
+    this.#db.prepare('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq').run(threadId, seq);
   }
 
   async close(): Promise<void> {

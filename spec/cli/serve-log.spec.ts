@@ -32,14 +32,14 @@ describe('awaken serve logs', () => {
         'server: { store: memory }',
         'providers:',
         // Nothing listens on port 1: every inference is refused.
-        '  down: { kind: openai-compatible, base_url: "http://127.0.0.1:1/v1", api_key_env: DOWN_KEY }',
+        '  down: { kind: openai-compatible, base_url: "http://127.0.0.1:1/v1", api_key_env: DOWN_API_KEY }',
         'models:',
         '  m: { provider: down, model_name: tiny }',
         'agents:',
         '  - { id: down, model: m, max_rounds: 2 }',
       ].join('\n'),
     );
-    const s = await startServe(['--config', config, '--log-format', 'json'], { DOWN_KEY: KEY, AWAKEN_ADMIN_TOKEN: ADMIN });
+    const s = await startServe(['--config', config, '--log-format', 'json'], { DOWN_API_KEY: KEY, AWAKEN_ADMIN_TOKEN: ADMIN });
     running.push(s);
     const r = await fetch(`${s.url}/v1/runs`, {
       method: 'POST',

@@ -47,14 +47,25 @@ describe('awaken serve', () => {
     expect(() => parseServeArgs([], { PORT: 'eighty' })).toThrow("PORT must be a port number 0..65535, not 'eighty'");
   });
 
+  it('a provider in the config file may read only an allowed key variable (server.api_key_env_allow, default *_API_KEY)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
+    const file = join(dir, 'awaken.yaml');
+    writeFileSync(file, 'providers:\n  p: { kind: anthropic, api_key_env: AWAKEN_ADMIN_TOKEN }\n');
+    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'AWAKEN_ADMIN_TOKEN' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)`);
+    writeFileSync(file, 'server:\n  api_key_env_allow: [AWAKEN_*]\nproviders:\n  p: { kind: anthropic, api_key_env: AWAKEN_ADMIN_TOKEN }\n');
+    expect(parseServeArgs(['--config', file], {})).toMatchObject({ file: { server: { api_key_env_allow: ['AWAKEN_*'] } } });
+    writeFileSync(file, 'server:\n  api_key_env_allow: ["A.B"]\n');
+    expect(() => parseServeArgs(['--config', file], {})).toThrow('server.api_key_env_allow[0]: a variable name pattern');
+  });
+
   it('reads --config: server settings (flags win), and agents, models and providers added to the demo agent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
     const file = join(dir, 'awaken.yaml');
     writeFileSync(file, 'server:\n  port: 4100\n  policy: supersede\n  store: memory\n  log: { level: warn, format: json }\n');
     expect(parseServeArgs(['--config', file], {})).toMatchObject({ port: 4100, policy: 'supersede', store: 'memory', logLevel: 'warn', logFormat: 'json' });
     expect(parseServeArgs(['--config', file, '--port', '4200', '--log-format=pretty'], {})).toMatchObject({ port: 4200, policy: 'supersede', logFormat: 'pretty' });
-    writeFileSync(join(dir, 'browser.yaml'), 'server:\n  model: scripted:demo.yaml\n  cors: { origins: ["https://app.example/"] }\n  allowed_hosts: [api.example]\n');
-    expect(parseServeArgs(['--config', join(dir, 'browser.yaml')], {})).toMatchObject({ model: `scripted:${join(dir, 'demo.yaml')}`, corsOrigins: ['https://app.example'], allowedHosts: ['api.example'] });
+    writeFileSync(join(dir, 'browser.yaml'), 'server:\n  model: scripted:demo.yaml\n  cors: { origins: ["https://app.example/"] }\n  allowed_hosts: [api.example]\n  max_follower_bytes: 65536\n');
+    expect(parseServeArgs(['--config', join(dir, 'browser.yaml')], {})).toMatchObject({ model: `scripted:${join(dir, 'demo.yaml')}`, corsOrigins: ['https://app.example'], allowedHosts: ['api.example'], maxFollowerBytes: 65536 });
     expect(parseServeArgs(['--config', join(dir, 'browser.yaml'), '--cors-origin', 'http://x.example'], {})).toMatchObject({ corsOrigins: ['http://x.example'] });
 
     const provider = createServer((_req, res) => {
@@ -72,14 +83,14 @@ describe('awaken serve', () => {
         'server:',
         '  store: memory',
         'providers:',
-        `  local: { kind: openai-compatible, base_url: "http://127.0.0.1:${port}/v1", api_key_env: LOCAL_KEY }`,
+        `  local: { kind: openai-compatible, base_url: "http://127.0.0.1:${port}/v1", api_key_env: LOCAL_API_KEY }`,
         'models:',
         '  small: { provider: local, model_name: tiny }',
         'agents:',
         '  - { id: helper, model: small, system_prompt: "You help." }',
       ].join('\n'),
     );
-    const s = await startServe(['--config', file], { LOCAL_KEY: 'k' });
+    const s = await startServe(['--config', file], { LOCAL_API_KEY: 'k' });
     children.push(s.child);
     const caps = await bodyJson(fetch(`${s.url}/v1/capabilities`));
     expect(caps.agents).toEqual(['demo', 'helper']);

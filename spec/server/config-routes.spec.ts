@@ -52,7 +52,7 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
     expect(JSON.parse(parseSse(await run.text()).at(-1)?.data ?? '{}')).toMatchObject({ termination: { type: 'natural_end' } });
     expect(s.llm.requests[0]?.messages[0]).toMatchObject({ role: 'system', content: [{ type: 'text', text: 'I help.' }] });
     // A provider that a model then uses; deleting the model an agent needs is refused.
-    expect((await app.request('/v1/config/providers/local', put({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_KEY' }, 't'))).status).toBe(200);
+    expect((await app.request('/v1/config/providers/local', put({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_API_KEY' }, 't'))).status).toBe(200);
     expect((await app.request('/v1/config/models/local-m', put({ provider: 'local', model_name: 'x' }, 't'))).status).toBe(200);
     expect((await app.request('/v1/config/models/m', { method: 'DELETE', headers: { authorization: 'Bearer t' } })).status).toBe(400);
     expect((await bodyJson(app.request('/v1/capabilities'))).agents).toEqual(['agent', 'helper']);
@@ -61,7 +61,7 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
     const restarted = testServer([], { store });
     const again = createHttpApp({ runtime: restarted.runtime, store, registry: restarted.registry }, { savedConfig: saved });
     expect((await bodyJson(again.request('/v1/capabilities'))).agents).toEqual(['agent', 'helper']);
-    expect((await bodyJson(again.request('/v1/config/providers/local'))).value).toEqual({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_KEY' });
+    expect((await bodyJson(again.request('/v1/config/providers/local'))).value).toEqual({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_API_KEY' });
     await store.close();
   });
 });

@@ -44,3 +44,37 @@ describe('following a thread', () => {
     await r.body?.cancel();
   });
 });
+
+describe('what an admin can make the server do', () => {
+  const put = (body: unknown): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token' }, body: JSON.stringify(body) });
+
+  it('a provider\'s api_key_env must match the allow-list (default *_API_KEY): the admin token cannot be sent to any URL', async () => {
+    const s = testServer([], { http: { adminToken: 'admin-token' } });
+    for (const name of ['AWAKEN_ADMIN_TOKEN', 'PATH', 'DATABASE_URL', 'X_API_KEY_OR_NOT', 'lower_api_key']) {
+      const r = await s.app.request('/v1/config/providers/evil', put({ kind: 'openai-compatible', base_url: 'http://evil.example/v1', api_key_env: name }));
+      expect(r.status, name).toBe(400);
+      expect(await r.json(), name).toMatchObject({ code: 'invalid_request', field: 'api_key_env' });
+    }
+    expect((await s.app.request('/v1/config/providers/ok', put({ kind: 'anthropic', api_key_env: 'MY_ANTHROPIC_API_KEY' }))).status).toBe(200);
+    const custom = testServer([], { http: { adminToken: 'admin-token', apiKeyEnvAllow: ['LOCAL_*'] } });
+    expect((await custom.app.request('/v1/config/providers/l', put({ kind: 'anthropic', api_key_env: 'LOCAL_KEY' }))).status).toBe(200);
+    expect((await custom.app.request('/v1/config/providers/m', put({ kind: 'anthropic', api_key_env: 'OPENAI_API_KEY' }))).status).toBe(400);
+  });
+
+  it('an MCP server whose URL never answers is refused after the connect timeout, not waited on for ever', async () => {
+    const { createServer } = await import('node:net');
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const s = testServer([], { http: { adminToken: 'admin-token', mcpConnectTimeoutMs: 300 } });
+      const started = Date.now();
+      const r = await s.app.request('/v1/config/mcp-servers/hang', put({ url: `http://127.0.0.1:${port}/mcp` }));
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { error: string }).error).toMatch(/did not answer within 300 ms/);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      silent.close();
+    }
+  });
+});

@@ -104,6 +104,8 @@ export interface ServePlan {
   readonly sweepMs?: number;
   readonly logLevel: LogLevel;
   readonly logFormat: LogFormat;
+  /** Bytes a stream's client may leave unread before it is dropped (config `server.max_follower_bytes`). */
+  readonly maxFollowerBytes?: number;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -156,6 +158,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     ...(sweepMs !== undefined ? { sweepMs } : {}),
     logLevel: choiceOf(args, 'log-level', LOG_LEVELS) ?? file?.server.log?.level ?? 'info',
     logFormat: choiceOf(args, 'log-format', LOG_FORMATS) ?? file?.server.log?.format ?? 'pretty',
+    ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
   };
 }
 
@@ -301,7 +304,12 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     const recovered = await recoverRuns(store, runtime.env.clock.now());
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
   }
-  const registry = new RunRegistry(runtime, store, { policy: plan.policy, logger, ...(bus !== undefined ? { bus } : {}) });
+  const registry = new RunRegistry(runtime, store, {
+    policy: plan.policy,
+    logger,
+    ...(bus !== undefined ? { bus } : {}),
+    ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
+  });
   await registry.attachBus();
   const consumer = `${hostname()}:${process.pid}`;
   const mailbox = new Mailbox(store, registry, runtime.env, {
@@ -317,6 +325,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     processEnv: env,
     allowedHosts: allowedHostsOf(plan),
     corsOrigins: plan.corsOrigins,
+    ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
     logger,
   });
   let server: RunningServer;

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
-import { ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
+import { apiKeyEnvAllowed, DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
 import { LOG_FORMATS, LOG_LEVELS } from '../server/log.ts';
 import { CliFailure } from './args.ts';
 import { EXIT } from './exit.ts';
@@ -29,6 +29,10 @@ export const ServeConfigSchema = z
         model: z.string().regex(/^[a-z][a-z0-9-]*:.+/, 'provider:model (openai:gpt-4o-mini), scripted:FILE or transcript:FILE').optional(),
         cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
         allowed_hosts: z.array(z.string().min(1)).optional(),
+        /** Patterns a provider's `api_key_env` must match (default `*_API_KEY`), here and in config writes. */
+        api_key_env_allow: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *')).min(1).optional(),
+        /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB). */
+        max_follower_bytes: z.number().int().min(4096).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
       })
       .strict()
@@ -83,6 +87,12 @@ export function loadServeConfig(path: string): ServeConfig {
   const providers = ['demo', ...Object.keys(config.providers)];
   for (const [id, m] of Object.entries(config.models)) {
     if (!providers.includes(m.provider)) throw bad(`models.${id}.provider`, `no provider '${m.provider}' (providers: ${providers.join(', ')})`);
+  }
+  const allow = config.server.api_key_env_allow ?? DEFAULT_API_KEY_ENV_ALLOW;
+  for (const [id, p] of Object.entries(config.providers)) {
+    if ('api_key_env' in p && p.api_key_env !== undefined && !apiKeyEnvAllowed(p.api_key_env, allow)) {
+      throw bad(`providers.${id}.api_key_env`, `'${p.api_key_env}' is not an allowed key variable (allowed: ${allow.join(', ')}; server.api_key_env_allow sets the patterns)`);
+    }
   }
   const models = ['demo', ...Object.keys(config.models)];
   (config.agents as AgentSpec[]).forEach((a, i) => {

@@ -38,6 +38,19 @@ const NAMESPACES = {
 } as const satisfies Record<string, z.ZodType>;
 type Namespace = keyof typeof NAMESPACES;
 
+/** The names `api_key_env` may take when none are configured: provider keys, not any secret of the process. */
+export const DEFAULT_API_KEY_ENV_ALLOW: readonly string[] = ['*_API_KEY'];
+
+/**
+ * Whether an environment variable name matches one of the allow-list's patterns (`*` stands for any
+ * run of letters, digits and `_`; the rest matches exactly). A config write can then not point a
+ * provider at the admin token, a database URL or any other secret the server holds.
+ */
+export function apiKeyEnvAllowed(name: string, patterns: readonly string[] = DEFAULT_API_KEY_ENV_ALLOW): boolean {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return false;
+  return patterns.some((p) => new RegExp(`^${p.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[A-Za-z0-9_]*')}$`).test(name));
+}
+
 /** Builds an executor for a configured provider (the model name comes with each request). */
 export function providerOf(config: ProviderConfig, env: NodeJS.ProcessEnv): LlmExecutor {
   const key = config.api_key_env !== undefined ? env[config.api_key_env] : undefined;
@@ -77,7 +90,17 @@ const PROFILE_OWNER = '__config';
  */
 export function configRoutes(
   parts: ServerParts,
-  options: { readonly adminToken?: string; readonly env?: NodeJS.ProcessEnv; readonly base: Registries; readonly saved?: Partial<ConfigDocs>; readonly version?: string },
+  options: {
+    readonly adminToken?: string;
+    readonly env?: NodeJS.ProcessEnv;
+    readonly base: Registries;
+    readonly saved?: Partial<ConfigDocs>;
+    readonly version?: string;
+    /** Patterns `api_key_env` must match (default `DEFAULT_API_KEY_ENV_ALLOW`). */
+    readonly apiKeyEnvAllow?: readonly string[];
+    /** How long an MCP server may take to answer its connection (default 10 s). */
+    readonly mcpConnectTimeoutMs?: number;
+  },
 ): Hono {
   const { runtime, store } = parts;
   const app = new Hono();
@@ -124,7 +147,7 @@ export function configRoutes(
       const { url } = McpServerConfigSchema.parse(raw);
       if (next.get(id)?.url === url) continue;
       try {
-        next.set(id, { url, source: await connectMcpServer(id, url, options.version ?? '0.0.0') });
+        next.set(id, { url, source: await connectMcpServer(id, url, options.version ?? '0.0.0', options.mcpConnectTimeoutMs ?? 10_000) });
       } catch (e) {
         throw new HttpError(400, 'config_rejected', `cannot reach MCP server '${id}' at ${url}: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -197,6 +220,11 @@ export function configRoutes(
     const id = c.req.param('id') ?? '';
     if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
     const value = (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>;
+    const keyEnv = value['api_key_env'];
+    const allow = options.apiKeyEnvAllow ?? DEFAULT_API_KEY_ENV_ALLOW;
+    if (ns === 'providers' && typeof keyEnv === 'string' && !apiKeyEnvAllowed(keyEnv, allow)) {
+      throw new HttpError(400, 'invalid_request', `api_key_env: '${keyEnv}' is not an allowed key variable (allowed: ${allow.join(', ')})`, 'api_key_env');
+    }
     if (ns === 'agents' && value['id'] !== id) throw new HttpError(400, 'invalid_request', 'id: must equal the id in the path', 'id');
     await change(ns, id, value as JsonValue);
     return c.json({ id, value });

@@ -57,18 +57,31 @@ export function sseOf(item: LogItem): string {
   return `event: resync\nid: ${item.seq}\ndata: ${JSON.stringify({ seq: item.seq, messages: item.messages })}\n\n`;
 }
 
+/** Counted per queued piece besides its bytes, so many tiny frames are bounded too. */
+const PIECE_OVERHEAD = 256;
+
+export interface LogStreamOptions {
+  readonly heartbeatMs: number;
+  readonly until?: (item: LogItem) => boolean;
+  /** The protocol's framing of an item (default: `sseOf`). */
+  readonly render?: (item: LogItem) => string;
+  readonly prologue?: string;
+  readonly epilogue?: () => string;
+}
+
 /**
  * An SSE response over a thread's log from `since`: frames (and resyncs) as they come, a heartbeat
  * comment while idle, and the end when `until` says so. Closing the response only unsubscribes.
+ *
+ * Memory per client is bounded: the response is written only as fast as the socket drains, and a
+ * client that leaves more than the registry's `maxFollowerBytes` unread is dropped (and logged) — a thread stream ends with an
+ * `event: resync` (the thread as stored, and the `seq` to reconnect from) and closes; a protocol
+ * stream (its own framing, no resync frame) is aborted, which its client sees as a dropped
+ * connection to resume from.
  */
-export function logStream(
-  registry: RunRegistry,
-  threadId: string,
-  since: number | undefined,
-  options: { readonly heartbeatMs: number; readonly until?: (item: LogItem) => boolean; readonly render?: (item: LogItem) => string; readonly prologue?: string; readonly epilogue?: () => string },
-  headers: Record<string, string> = SSE_HEADERS,
-): Response {
+export function logStream(registry: RunRegistry, threadId: string, since: number | undefined, options: LogStreamOptions, headers: Record<string, string> = SSE_HEADERS): Response {
   const encoder = new TextEncoder();
+  const maxBytes = Math.max(1, registry.maxFollowerBytes);
   let unsubscribe: (() => void) | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
   let closed = false;
@@ -77,42 +90,81 @@ export function logStream(
     unsubscribe?.();
     if (timer !== undefined) clearInterval(timer);
   };
-  const body = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      let idle = true;
-      const write = (text: string): void => {
-        if (closed) return;
-        idle = false;
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          stop();
-        }
-      };
-      if (options.prologue !== undefined) write(options.prologue);
-      timer = setInterval(() => {
-        if (idle) write(': heartbeat\n\n');
-        idle = true;
-      }, options.heartbeatMs);
-      unsubscribe = await registry.subscribe(threadId, since, (item) => {
-        if (closed) return;
-        write((options.render ?? sseOf)(item));
-        if (options.until?.(item) === true) {
-          if (options.epilogue !== undefined) write(options.epilogue());
-          stop();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async start(controller) {
+        let idle = true;
+        const end = (): void => {
           try {
             controller.close();
           } catch {
             // already closed by the client
           }
-        }
-      }, options.until !== undefined ? { scope: 'run' } : {});
-      if (closed) unsubscribe();
+        };
+        const overflow = (): void => {
+          const queued = maxBytes - (controller.desiredSize ?? 0);
+          stop();
+          try {
+            registry.followerDropped({ thread: threadId, queuedBytes: queued });
+          } catch {
+            // the stream ends below whatever the log does
+          }
+          if (options.render !== undefined) {
+            // Aborted as a connection the client closed (the node adapter then resets it without a stack trace).
+            controller.error(Object.assign(new Error(`the client left ${queued} bytes unread`), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+            return;
+          }
+          // The resync goes after everything queued: read in order, it tells where to reconnect from.
+          void registry.resyncOf(threadId).then(
+            (resync) => {
+              try {
+                controller.enqueue(encoder.encode(sseOf(resync)));
+              } catch {
+                // the client went away meanwhile
+              }
+              end();
+            },
+            () => end(),
+          );
+        };
+        const write = (text: string): void => {
+          if (closed) return;
+          idle = false;
+          try {
+            controller.enqueue(encoder.encode(text));
+          } catch {
+            stop();
+            return;
+          }
+          if ((controller.desiredSize ?? 0) < 0) overflow();
+        };
+        if (options.prologue !== undefined) write(options.prologue);
+        timer = setInterval(() => {
+          if (idle) write(': heartbeat\n\n');
+          idle = true;
+        }, options.heartbeatMs);
+        unsubscribe = await registry.subscribe(
+          threadId,
+          since,
+          (item) => {
+            if (closed) return;
+            write((options.render ?? sseOf)(item));
+            if (!closed && options.until?.(item) === true) {
+              if (options.epilogue !== undefined) write(options.epilogue());
+              stop();
+              end();
+            }
+          },
+          options.until !== undefined ? { scope: 'run' } : {},
+        );
+        if (closed) unsubscribe();
+      },
+      cancel() {
+        stop();
+      },
     },
-    cancel() {
-      stop();
-    },
-  });
+    { highWaterMark: maxBytes, size: (chunk) => chunk.byteLength + PIECE_OVERHEAD },
+  );
   return new Response(body, { status: 200, headers });
 }
 

@@ -26,6 +26,10 @@ export interface HttpOptions {
   readonly corsOrigins?: readonly string[];
   /** The bearer token of config writes; without one, config writes answer 401. */
   readonly adminToken?: string;
+  /** Patterns a configured provider's `api_key_env` must match (default `*_API_KEY`). */
+  readonly apiKeyEnvAllow?: readonly string[];
+  /** How long an MCP server named by a config write may take to answer (default 10 s). */
+  readonly mcpConnectTimeoutMs?: number;
   /** Where configured providers read their `api_key_env` (default: the process environment). */
   readonly processEnv?: NodeJS.ProcessEnv;
   /** Configuration saved by earlier config writes (`savedConfig(store)`), published at start. */
@@ -368,6 +372,8 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
       ...(options.processEnv !== undefined ? { env: options.processEnv } : {}),
       ...(options.savedConfig !== undefined ? { saved: options.savedConfig } : {}),
       ...(options.version !== undefined ? { version: options.version } : {}),
+      ...(options.apiKeyEnvAllow !== undefined ? { apiKeyEnvAllow: options.apiKeyEnvAllow } : {}),
+      ...(options.mcpConnectTimeoutMs !== undefined ? { mcpConnectTimeoutMs: options.mcpConnectTimeoutMs } : {}),
     }),
   );
   app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0' }));

@@ -20,10 +20,28 @@ export const mcpToolId = (server: string, tool: string): string => `${server}__$
  * content becomes the result's `text` (with `structured` when the server sends structured content),
  * and `isError` a tool error.
  */
-export async function connectMcpServer(name: string, url: string, version: string): Promise<McpToolSource> {
+export async function connectMcpServer(name: string, url: string, version: string, timeoutMs = 10_000): Promise<McpToolSource> {
   const client = new Client({ name: 'awaken', version });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const listed = await client.listTools();
+  // A server that accepts the connection and never answers is given up on, never waited on for ever.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  let listed: Awaited<ReturnType<typeof client.listTools>>;
+  try {
+    listed = await Promise.race([
+      (async () => {
+        await client.connect(new StreamableHTTPClientTransport(new URL(url)), { timeout: timeoutMs });
+        return client.listTools(undefined, { timeout: timeoutMs });
+      })(),
+      timeout,
+    ]);
+  } catch (e) {
+    await client.close().catch(() => undefined);
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
   const tools: Tool[] = listed.tools.map((t) => {
     const id = mcpToolId(name, t.name);
     return {

@@ -9,7 +9,7 @@ import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import type { Store } from '../runtime/store.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { SeqMarks } from './seq-marks.ts';
-import { ThreadLog, type LogItem } from './thread-log.ts';
+import { ThreadLog, type LogItem, type ResyncFrame } from './thread-log.ts';
 
 export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
 
@@ -36,6 +36,8 @@ export interface RegistryOptions {
   readonly replayBufferCapacity?: number;
   /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
   readonly maxThreadLogs?: number;
+  /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB; `logStream`). */
+  readonly maxFollowerBytes?: number;
   /** Frames a thread log may hand out beyond its stored `seq` mark before the mark is raised again (default 1024). */
   readonly seqBlock?: number;
   /** Where each run's start and end, its errors, and bus failures are told (default: nowhere). */
@@ -127,6 +129,7 @@ export class RunRegistry {
   readonly #marks: SeqMarks;
   /** Frames of a thread waiting for its mark to be raised, the last in line. */
   readonly #publishing = new Map<string, Promise<void>>();
+  readonly #maxFollowerBytes: number;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -137,6 +140,7 @@ export class RunRegistry {
     this.#bus = options.bus;
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
     this.#logger = options.logger ?? silentLogger;
+    this.#maxFollowerBytes = options.maxFollowerBytes ?? 1024 * 1024;
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
   }
 
@@ -155,6 +159,16 @@ export class RunRegistry {
         } else run.handle.decide(command.decisions);
       },
     );
+  }
+
+  /** Bytes a stream's client may leave unread before it is dropped. */
+  get maxFollowerBytes(): number {
+    return this.#maxFollowerBytes;
+  }
+
+  /** Tells that a client was dropped for not reading. */
+  followerDropped(fields: { readonly thread: string; readonly queuedBytes: number }): void {
+    this.#logger.warn('slow client dropped', { thread: fields.thread, queued_bytes: fields.queuedBytes });
   }
 
   get policy(): ConcurrencyPolicy {
@@ -516,6 +530,12 @@ export class RunRegistry {
     await this.#marks.load(threadId, log);
     const messages = log.isBehind(since) ? await this.#resyncMessages(threadId) : [];
     return log.subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+  }
+
+  /** A resync of the thread as it is now: the frames it covers end at its `seq` (the shared log's with a bus). */
+  async resyncOf(threadId: string): Promise<ResyncFrame> {
+    const seq = this.#bus !== undefined ? await this.#bus.lastSeq(threadId) : this.log(threadId).publishedSeq;
+    return { kind: 'resync', seq, messages: await this.#resyncMessages(threadId) };
   }
 
   /** The thread as a resync shows it: the stored history plus the input of a run not yet committed. */

@@ -67,6 +67,11 @@ export class ThreadLog {
     return this.#taken;
   }
 
+  /** The highest sequence number delivered to subscribers (a resync made now covers up to it). */
+  get publishedSeq(): number {
+    return this.#published;
+  }
+
   /** Whether a subscriber from `since` needs a resync. */
   isBehind(since: number | undefined): boolean {
     return backlogOf(this.#ring, this.#published, since).kind === 'resync';

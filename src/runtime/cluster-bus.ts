@@ -8,6 +8,9 @@ export interface SharedFrame {
   readonly data: string;
 }
 
+/** Whether a bus receives notifications. */
+export type BusStatus = 'listening' | 'down';
+
 /** A command for the instance that owns a run. */
 export type ControlCommand =
   | { readonly action: 'cancel'; readonly runId: string }
@@ -26,7 +29,14 @@ export interface ClusterBus {
   /** The highest `seq` of a thread (0 when it has none). */
   lastSeq(threadId: string): Promise<number>;
   send(command: ControlCommand): Promise<void>;
-  /** Starts listening; `onAppend` learns which thread grew, `onCommand` gets every command. */
-  listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void): Promise<void>;
+  /**
+   * Starts listening; `onAppend` learns which thread grew, `onCommand` gets every command. The first
+   * connection must succeed; a lost one is re-established with back-off, and `onStatus` tells each
+   * change (`down` with its cause; `listening` again, after which appends missed meanwhile must be
+   * caught up from the shared log).
+   */
+  listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void, onStatus?: (status: BusStatus, cause?: unknown) => void): Promise<void>;
+  /** Whether notifications arrive now (`down` while the listening connection is being re-established). */
+  readonly status: BusStatus;
   close(): Promise<void>;
 }

@@ -162,15 +162,25 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
   });
   app.notFound((c) => c.json({ error: `no route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404));
 
-  app.get('/health', async (c) => {
+  /**
+   * Liveness and readiness: `healthy`; `degraded` while the cluster bus is re-establishing its
+   * connection (streams of other instances' runs and cross-instance cancels wait for it); `unhealthy`
+   * when the store does not answer. `/health` is 503 only when unhealthy; `/health/ready` unless healthy.
+   */
+  const health = async (c: Context, ready: boolean): Promise<Response> => {
+    const bus = registry.busStatus;
+    const components = { runtime: 'ok', ...(bus !== 'none' ? { bus: bus === 'listening' ? 'ok' : 'reconnecting' } : {}) };
     try {
       await store.listThreads({ offset: 0, limit: 1 });
-      return c.json({ status: 'healthy', components: { store: 'ok', runtime: 'ok' } });
     } catch (e) {
       logger.error('store unavailable', { check: 'health', ...errorFields(e) });
-      return c.json({ status: 'unhealthy', components: { store: 'error', runtime: 'ok' } }, 503);
+      return c.json({ status: 'unhealthy', components: { store: 'error', ...components } }, 503);
     }
-  });
+    const status = bus === 'down' ? 'degraded' : 'healthy';
+    return c.json({ status, components: { store: 'ok', ...components } }, ready && status !== 'healthy' ? 503 : 200);
+  };
+  app.get('/health', (c) => health(c, false));
+  app.get('/health/ready', (c) => health(c, true));
 
   // ---- threads ------------------------------------------------------------------------------------
 

@@ -130,6 +130,7 @@ export class RunRegistry {
   /** Frames of a thread waiting for its mark to be raised, the last in line. */
   readonly #publishing = new Map<string, Promise<void>>();
   readonly #maxFollowerBytes: number;
+  #closing = false;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -158,6 +159,15 @@ export class RunRegistry {
           run.handle.cancel();
         } else run.handle.decide(command.decisions);
       },
+      (status, cause) => {
+        if (status === 'down') {
+          this.#logger.error('cluster bus down: reconnecting', errorFields(cause));
+          return;
+        }
+        this.#logger.info('cluster bus listening');
+        // Appends announced while the bus was down were missed: every follower catches up from the shared log.
+        for (const pulls of this.#remote.values()) for (const pull of pulls) pull();
+      },
     );
   }
 
@@ -169,6 +179,11 @@ export class RunRegistry {
   /** Tells that a client was dropped for not reading. */
   followerDropped(fields: { readonly thread: string; readonly queuedBytes: number }): void {
     this.#logger.warn('slow client dropped', { thread: fields.thread, queued_bytes: fields.queuedBytes });
+  }
+
+  /** The cluster bus: `none` without one, else whether its notifications arrive. */
+  get busStatus(): 'none' | 'listening' | 'down' {
+    return this.#bus === undefined ? 'none' : this.#bus.status;
   }
 
   get policy(): ConcurrencyPolicy {
@@ -393,9 +408,21 @@ export class RunRegistry {
     if (box.flushing !== undefined) return box.flushing;
     const b = box;
     b.flushing = (async () => {
+      let delay = 50;
       while (b.frames.length > 0) {
         const batch = b.frames.splice(0);
-        await bus.append(threadId, batch).catch((e: unknown) => this.#logger.error('bus append failed', { thread: threadId, frames: batch.length, ...errorFields(e) }));
+        // A failed append is retried (appends are idempotent): followers on other instances must get every frame.
+        for (;;) {
+          try {
+            await bus.append(threadId, batch);
+            break;
+          } catch (e) {
+            if (this.#closing) break;
+            this.#logger.error('bus append failed: retrying', { thread: threadId, frames: batch.length, retry_ms: delay, ...errorFields(e) });
+            await new Promise((r) => setTimeout(r, delay));
+            delay = Math.min(delay * 2, 2_000);
+          }
+        }
       }
       b.flushing = undefined;
       if (b.frames.length === 0) this.#outbox.delete(threadId);
@@ -566,7 +593,15 @@ export class RunRegistry {
         do {
           again = false;
           for (;;) {
-            const frames = await bus.read(threadId, last, 500).catch(() => []);
+            let frames: Awaited<ReturnType<ClusterBus['read']>>;
+            try {
+              frames = await bus.read(threadId, last, 500);
+            } catch (e) {
+              // Tried again shortly: the follower resumes from its last frame, nothing skipped.
+              this.#logger.warn('shared log read failed: retrying', { thread: threadId, after: last, ...errorFields(e) });
+              if (!closed) setTimeout(pull, 250);
+              break;
+            }
             if (frames.length === 0 || closed) break;
             for (const f of frames) {
               if (closed) break;
@@ -634,6 +669,7 @@ export class RunRegistry {
 
   /** Cancels every run and waits for them to end. */
   async shutdown(): Promise<void> {
+    this.#closing = true;
     const runs = [...this.#runs.values()].filter((r) => r.status !== 'done');
     for (const r of runs) {
       r.stopRequested = true;

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { loadPg } from './pg-module.ts';
-import type { ClusterBus, ControlCommand, SharedFrame } from '../runtime/cluster-bus.ts';
+import type { BusStatus, ClusterBus, ControlCommand, SharedFrame } from '../runtime/cluster-bus.ts';
 import { StoreFailure } from '../runtime/store.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
@@ -8,7 +8,9 @@ const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 /**
  * The cluster bus on PostgreSQL: table `<prefix>_events (thread_id, seq, run_id, data)` holds every
  * thread's log; `NOTIFY <prefix>_events` carries the thread id that grew and `NOTIFY <prefix>_control`
- * a JSON command. One dedicated connection listens.
+ * a JSON command. One dedicated connection listens; when it is lost (the server restarted, the backend
+ * was terminated, the network dropped) it is re-established with back-off (100 ms doubling to 5 s).
+ * Connections carry `application_name` `awaken:<prefix>`.
  */
 export class PostgresBus implements ClusterBus {
   readonly #pool: pg.Pool;
@@ -16,13 +18,20 @@ export class PostgresBus implements ClusterBus {
   readonly #connection: string;
   #listener: pg.Client | undefined;
   #ready: Promise<void> | undefined;
+  #status: BusStatus = 'down';
+  #closed = false;
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #handlers: { onAppend: (threadId: string) => void; onCommand: (command: ControlCommand) => void; onStatus: (status: BusStatus, cause?: unknown) => void } | undefined;
 
-  constructor(connection: string, options: { readonly prefix?: string } = {}) {
+  readonly #firstRetryMs: number;
+
+  constructor(connection: string, options: { readonly prefix?: string; /** The first reconnect delay (default 100 ms; it doubles to 5 s). */ readonly reconnectMs?: number } = {}) {
+    this.#firstRetryMs = options.reconnectMs ?? 100;
     const prefix = options.prefix ?? 'awaken';
     if (!PREFIX.test(prefix)) throw new StoreFailure({ code: 'validation', message: `invalid table prefix: ${prefix}` });
     this.#p = prefix;
     this.#connection = connection;
-    this.#pool = new (loadPg().Pool)({ connectionString: connection, max: 4 });
+    this.#pool = new (loadPg().Pool)({ connectionString: connection, max: 4, application_name: `awaken:${prefix}`, keepAlive: true });
     this.#pool.on('error', () => undefined);
   }
 
@@ -69,24 +78,71 @@ export class PostgresBus implements ClusterBus {
     await this.#pool.query('SELECT pg_notify($1, $2)', [`${this.#p}_control`, JSON.stringify(command)]);
   }
 
-  async listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void): Promise<void> {
+  get status(): BusStatus {
+    return this.#status;
+  }
+
+  async listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void, onStatus: (status: BusStatus, cause?: unknown) => void = () => undefined): Promise<void> {
     await this.#schema();
-    const client = new (loadPg().Client)({ connectionString: this.#connection });
-    client.on('error', () => undefined);
-    await client.connect();
+    this.#handlers = { onAppend, onCommand, onStatus };
+    await this.#connectListener();
+  }
+
+  async #connectListener(): Promise<void> {
+    const handlers = this.#handlers;
+    if (handlers === undefined || this.#closed) return;
+    const client = new (loadPg().Client)({ connectionString: this.#connection, application_name: `awaken:${this.#p}`, keepAlive: true });
+    client.on('error', (e: unknown) => this.#lost(client, e));
+    client.on('end', () => this.#lost(client, new Error('the listening connection ended')));
     client.on('notification', (n) => {
-      if (n.channel === `${this.#p}_events` && n.payload !== undefined) onAppend(n.payload);
+      if (n.channel === `${this.#p}_events` && n.payload !== undefined) handlers.onAppend(n.payload);
       else if (n.channel === `${this.#p}_control` && n.payload !== undefined) {
+        let command: ControlCommand;
         try {
-          onCommand(JSON.parse(n.payload) as ControlCommand);
+          command = JSON.parse(n.payload) as ControlCommand;
         } catch {
-          // A malformed command is ignored.
+          return; // a malformed command is ignored
         }
+        handlers.onCommand(command);
       }
     });
-    await client.query(`LISTEN ${this.#p}_events`);
-    await client.query(`LISTEN ${this.#p}_control`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.#p}_events`);
+      await client.query(`LISTEN ${this.#p}_control`);
+    } catch (e) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.#listener = client;
+    this.#status = 'listening';
+    handlers.onStatus('listening');
+  }
+
+  /** The listening connection is gone: told once, then re-established with back-off. */
+  #lost(client: pg.Client, cause: unknown): void {
+    if (this.#listener !== client || this.#closed) return;
+    this.#listener = undefined;
+    this.#status = 'down';
+    client.end().catch(() => undefined);
+    this.#handlers?.onStatus('down', cause);
+    this.#reconnect(this.#firstRetryMs);
+  }
+
+  #reconnect(delay: number): void {
+    if (this.#closed) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      this.#connectListener().catch((e: unknown) => {
+        this.#handlers?.onStatus('down', e);
+        this.#reconnect(Math.min(delay * 2, 5_000));
+      });
+    }, delay);
   }
 
   /** Drops the events table (tests). */
@@ -96,8 +152,12 @@ export class PostgresBus implements ClusterBus {
   }
 
   async close(): Promise<void> {
-    await this.#listener?.end().catch(() => undefined);
+    this.#closed = true;
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
+    const listener = this.#listener;
     this.#listener = undefined;
+    this.#status = 'down';
+    await listener?.end().catch(() => undefined);
     await this.#pool.end();
   }
 }

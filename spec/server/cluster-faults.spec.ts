@@ -22,7 +22,7 @@ afterAll(async () => {
   await bus.close();
 });
 
-async function instance(script: Parameters<typeof testServer>[0], tools?: Parameters<typeof testServer>[1]['tools']) {
+async function instance(script: Parameters<typeof testServer>[0], tools?: NonNullable<Parameters<typeof testServer>[1]>['tools']) {
   const store = PostgresStore.withPrefix(PG_URL, prefix);
   const bus = new PostgresBus(PG_URL, { prefix, reconnectMs: 1_000 });
   opened.push(store, bus);

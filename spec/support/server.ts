@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
-import { deterministicEnv } from '../../src/runtime/env.ts';
+import { deterministicEnv, type Env } from '../../src/runtime/env.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { createHttpApp, type HttpOptions } from '../../src/server/http.ts';
 import { RunRegistry, type RegistryOptions } from '../../src/server/run-registry.ts';
@@ -48,12 +48,12 @@ export interface TestServer {
 
 export function testServer(
   script: readonly ScriptStep[],
-  options: { readonly store?: Store; readonly registry?: RegistryOptions; readonly http?: HttpOptions; readonly tools?: readonly ReturnType<typeof defineTool>[] } = {},
+  options: { readonly store?: Store; readonly registry?: RegistryOptions; readonly http?: HttpOptions; readonly tools?: readonly ReturnType<typeof defineTool>[]; readonly env?: Env } = {},
 ): TestServer {
   const llm = new ScriptedLlm(script);
   const store = options.store ?? new MemoryStore();
   const builder = new AgentRuntimeBuilder()
-    .withEnv(deterministicEnv())
+    .withEnv(options.env ?? deterministicEnv())
     .withProvider('scripted', llm)
     .withModel('m', { provider: 'scripted', model_name: 'scripted-model' })
     .withThreadRunStore(store)

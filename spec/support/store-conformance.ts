@@ -269,6 +269,50 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       });
     });
 
+    describe('thread leases', () => {
+      const take = (threadId: string, runId: string, owner: string, now: number, steal = false) => store.takeLease({ threadId, runId, owner, now, ttlMs: 100, steal });
+
+      it('one run holds a thread until it releases it or its lease expires; the same run may take it again', async () => {
+        expect(await take('t', 'r1', 'A', 1000)).toEqual({ ok: true });
+        expect(await take('t', 'r1', 'A', 1010)).toEqual({ ok: true });
+        const refused = await take('t', 'r2', 'B', 1050);
+        expect(refused).toEqual({ ok: false, holder: { thread_id: 't', run_id: 'r1', owner: 'A', until: 1110, cancel_requested: false } });
+        expect(await take('other', 'r3', 'B', 1050)).toEqual({ ok: true });
+        await store.releaseLease('t', 'r2');
+        expect((await store.getLease('t'))?.run_id).toBe('r1');
+        await store.releaseLease('t', 'r1');
+        expect(await store.getLease('t')).toBeUndefined();
+        expect(await take('t', 'r2', 'B', 1060)).toEqual({ ok: true });
+        // Expired: anyone may take it.
+        expect(await take('t', 'r4', 'A', 1160)).toEqual({ ok: true });
+        expect((await store.getLease('t'))?.owner).toBe('A');
+      });
+
+      it('steal takes a live lease (supersede); renewal extends the owner\'s leases and leaves out the ones taken from it', async () => {
+        await take('s1', 'r1', 'A', 0);
+        await take('s2', 'r2', 'A', 0);
+        await take('s3', 'r3', 'B', 0);
+        expect(await take('s2', 'r9', 'B', 50, true)).toEqual({ ok: true });
+        const renewed = await store.renewLeases('A', 60, 100);
+        expect(renewed.map((l) => [l.thread_id, l.run_id, l.until])).toEqual([['s1', 'r1', 160]]);
+        expect((await store.getLease('s3'))?.until).toBe(100);
+      });
+
+      it('an expired lease is listed and taken over by exactly one caller; cancel requests stick to the lease', async () => {
+        await take('e1', 'r1', 'A', 0);
+        await take('e2', 'r2', 'A', 500);
+        expect((await store.expiredLeases(200, 10)).map((l) => l.run_id)).toEqual(['r1']);
+        const wins = await Promise.all([store.takeOverLease('e1', 'r1', 'B', 200, 100), store.takeOverLease('e1', 'r1', 'C', 200, 100)]);
+        expect(wins.filter((w) => w)).toHaveLength(1);
+        expect(await store.takeOverLease('e2', 'r2', 'B', 200, 100)).toBe(false);
+        expect(await store.requestCancel('r2')).toBe(true);
+        expect(await store.requestCancel('nope')).toBe(false);
+        expect((await store.renewLeases('A', 300, 100)).find((l) => l.run_id === 'r2')?.cancel_requested).toBe(true);
+        expect(await store.clearLeases()).toBe(2);
+        expect(await store.getLease('e2')).toBeUndefined();
+      });
+    });
+
     it('keeps each thread log\'s sequence mark: 0 for a new thread, set up and down, independent per thread, kept when the thread is deleted', async () => {
       expect(await store.loadThreadSeq('fresh')).toBe(0);
       await store.saveThreadSeq('s1', 1024);

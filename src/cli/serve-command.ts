@@ -46,8 +46,10 @@ export const SERVE_USAGE = `usage: awaken serve [options]
   --allowed-host H   a host name requests may name in Host besides the loopback ones (repeatable;
                      * turns the check off); the --host you bind is allowed
   --policy P         a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
-  --lease-ms N       the mailbox lease of a claimed job (default 30000)
-  --sweep-ms N       how often expired leases are reclaimed (default 30000)
+  --lease-ms N       how long a run's thread lease and a claimed mailbox job stay held without
+                     renewal: a killed instance's threads are free again after it (default: 10000
+                     for runs, 30000 for jobs)
+  --sweep-ms N       how often expired leases are reclaimed (default: 5000 for runs, 30000 for jobs)
   --log-level L      debug, info (default), warn, error or silent
   --log-format F     pretty (default) or json (one object per line)
 
@@ -304,14 +306,16 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     const recovered = await recoverRuns(store, runtime.env.clock.now());
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
   }
+  const consumer = `${hostname()}:${process.pid}`;
   const registry = new RunRegistry(runtime, store, {
     policy: plan.policy,
     logger,
+    // Run leases: a dead instance's thread is free again within the lease and a sweep.
+    leases: { owner: consumer, ttlMs: plan.leaseMs ?? 10_000, sweepMs: plan.sweepMs ?? 5_000 },
     ...(bus !== undefined ? { bus } : {}),
     ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
   });
   await registry.attachBus();
-  const consumer = `${hostname()}:${process.pid}`;
   const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
     logger,
@@ -341,6 +345,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new CliFailure(`cannot bind ${plan.host}: no such interface on this machine`, EXIT.unavailable);
     throw e;
   }
+  registry.startLeases();
   mailbox.start();
   logger.info(`model: ${model.note}`);
   logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, version });

@@ -31,6 +31,8 @@ export interface RunRequest {
    * thread does not hold the id.
    */
   readonly rewindTo?: string;
+  /** The run's id when the caller chose it (a server takes the thread's lease for it first); else a new one. */
+  readonly runId?: string;
 }
 
 export interface RunOptions {
@@ -137,7 +139,7 @@ export class AgentRuntime {
     }
     const threadId = request.threadId ?? this.#env.ids.next('thread');
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
-    const runId = this.#env.ids.next('run');
+    const runId = request.runId ?? this.#env.ids.next('run');
 
     const store = new StateStore();
     const phase = PhaseRuntime.create(resolved.value.plugins, {

@@ -91,6 +91,52 @@ export interface ThreadSeqStore {
   saveThreadSeq(threadId: string, seq: number): Promise<void>;
 }
 
+/**
+ * A thread's lease (issue: the server under faults): the run that holds the thread and the instance
+ * that runs it, until `until` unless renewed. An instance that dies stops renewing; once the lease
+ * has expired any instance may take it over, end the run as interrupted and free the thread.
+ */
+export interface ThreadLease {
+  readonly thread_id: string;
+  readonly run_id: string;
+  readonly owner: string;
+  readonly until: number;
+  /** A cancel asked for from anywhere; the owner sees it when it renews (a lost notification loses nothing). */
+  readonly cancel_requested: boolean;
+}
+
+export type LeaseTake = { readonly ok: true } | { readonly ok: false; readonly holder: ThreadLease };
+
+/** Thread leases: one run in flight per thread across every instance on a store. Each method is atomic. */
+export interface ThreadLeaseStore {
+  /**
+   * Takes the thread for a run: when it is free, its lease expired, the same run of the same owner
+   * already holds it, or `steal` (supersede) — else the holder is returned and nothing changes.
+   */
+  takeLease(lease: { readonly threadId: string; readonly runId: string; readonly owner: string; readonly now: number; readonly ttlMs: number; readonly steal?: boolean }): Promise<LeaseTake>;
+  /** Extends every lease `owner` holds to `now + ttlMs`; returns them (one missing was taken over). */
+  renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]>;
+  /** Frees the thread if `runId` still holds it. */
+  releaseLease(threadId: string, runId: string): Promise<void>;
+  /** Leases expired at `now`, oldest first. */
+  expiredLeases(now: number, limit: number): Promise<ThreadLease[]>;
+  /** Takes over an expired lease of `runId` for `owner` (true for exactly one caller). */
+  takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  getLease(threadId: string): Promise<ThreadLease | undefined>;
+  /** Marks the lease of a run as cancel-requested; false when the run holds none. */
+  requestCancel(runId: string): Promise<boolean>;
+  /** Drops every lease (a single-process store at start: no other instance can hold one). */
+  clearLeases(): Promise<number>;
+}
+
+/** The lease a take or a renewal leaves (pure; the stores share it). */
+export function leaseAfterTake(held: ThreadLease | undefined, l: Parameters<ThreadLeaseStore['takeLease']>[0]): LeaseTake & { readonly lease?: ThreadLease } {
+  const same = held !== undefined && held.run_id === l.runId && held.owner === l.owner;
+  if (held !== undefined && held.until > l.now && l.steal !== true && !same) return { ok: false, holder: held };
+  const keep = same && held.cancel_requested;
+  return { ok: true, lease: { thread_id: l.threadId, run_id: l.runId, owner: l.owner, until: l.now + l.ttlMs, cancel_requested: keep } };
+}
+
 /** Checks a sequence mark before it reaches a store. */
 export function checkSeq(seq: number): void {
   if (!Number.isSafeInteger(seq) || seq < 0) throw new StoreFailure({ code: 'validation', message: `invalid sequence number: ${seq}` });
@@ -101,7 +147,7 @@ export function checkSeq(seq: number): void {
  * loop's `ThreadRunStore` port) writes a thread's messages, state and run record in one atomic step;
  * with `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
  */
-export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore {
+export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore, ThreadLeaseStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
   close(): Promise<void>;
 }

@@ -202,13 +202,13 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
     const id = idParam(c, 'id', 'thread');
     const thread = await store.getThread(id);
     if (thread === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
-    const current = registry.currentRun(id);
+    const current = await registry.activeRun(id);
     return c.json({ ...thread, ...(current !== undefined ? { active_run_id: current.runId, active_run_status: current.status } : {}) });
   });
 
   app.delete('/v1/threads/:id', async (c) => {
     const id = idParam(c, 'id', 'thread');
-    const current = registry.currentRun(id);
+    const current = await registry.activeRun(id);
     if (current !== undefined) throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
     if (!(await store.deleteThread(id))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
     return c.body(null, 204);

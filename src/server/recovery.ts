@@ -5,7 +5,8 @@ import type { Store } from '../runtime/store.ts';
  * At start-up, a run the store still shows as created, running or waiting was cut off by the end of
  * the process that owned it (a crash, a kill -9): it is marked done with the error
  * `interrupted: …`, never left looking alive. Its messages up to the last checkpoint are kept.
- * Returns the ids marked. (With one server per store; several instances need the mailbox's leases.)
+ * Its thread leases are dropped: no other process holds one. Returns the ids marked. (With one
+ * server per store; several instances on one store end each other's runs through the thread leases.)
  */
 export async function recoverRuns(store: Store, now: number): Promise<string[]> {
   const marked: string[] = [];
@@ -19,5 +20,6 @@ export async function recoverRuns(store: Store, now: number): Promise<string[]> 
       }
     }
   }
+  await store.clearLeases();
   return marked;
 }

@@ -1,4 +1,4 @@
-import type { AgentEvent } from '../contract/event.ts';
+import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
@@ -6,8 +6,9 @@ import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
-import type { Store } from '../runtime/store.ts';
+import type { Store, ThreadLease } from '../runtime/store.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
+import { RunLeases, type LeaseOptions } from './run-leases.ts';
 import { SeqMarks } from './seq-marks.ts';
 import { ThreadLog, type LogItem, type ResyncFrame } from './thread-log.ts';
 
@@ -36,6 +37,8 @@ export interface RegistryOptions {
   readonly replayBufferCapacity?: number;
   /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
   readonly maxThreadLogs?: number;
+  /** Thread leases: this instance's name, their length, how often expired ones are swept (`startLeases`). */
+  readonly leases?: LeaseOptions;
   /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB; `logStream`). */
   readonly maxFollowerBytes?: number;
   /** Frames a thread log may hand out beyond its stored `seq` mark before the mark is raised again (default 1024). */
@@ -75,6 +78,8 @@ interface LiveRun {
   /** The assistant message of the current step. */
   stepMessageId: string;
   terminalSeen: boolean;
+  /** Set when the run ended: its lease being released. */
+  released: Promise<void> | undefined;
 }
 
 interface ThreadEntry {
@@ -131,6 +136,8 @@ export class RunRegistry {
   readonly #publishing = new Map<string, Promise<void>>();
   readonly #maxFollowerBytes: number;
   #closing = false;
+  readonly #leases: RunLeases;
+  #leaseLoop: AbortController | undefined;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -142,6 +149,7 @@ export class RunRegistry {
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
     this.#logger = options.logger ?? silentLogger;
     this.#maxFollowerBytes = options.maxFollowerBytes ?? 1024 * 1024;
+    this.#leases = new RunLeases(store, this.#env, options.leases);
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
   }
 
@@ -228,17 +236,14 @@ export class RunRegistry {
         current.handle.cancel();
       }
       await current.handle.done.catch(() => undefined);
+      await current.released;
     }
+    // The thread's lease in the store: one run in flight per thread across every instance.
+    const runId = this.#env.ids.next('run');
+    const leased = await this.#takeLease(request, runId);
+    if (!leased.ok) return leased;
     if (this.#bus !== undefined) {
-      // Another instance may be running this thread: the same rules apply across instances.
-      const remote = await this.#remoteActive(request.threadId);
-      if (remote !== undefined) {
-        const refused = this.#refusal(request, remote);
-        if (refused !== undefined) return fail(refused);
-        await this.#bus.send({ action: 'cancel', runId: remote.runId });
-        for (let i = 0; i < 400 && (await this.#remoteActive(request.threadId))?.runId === remote.runId; i++) await new Promise((r) => setTimeout(r, 25));
-      }
-      log.ensureAtLeast(await this.#bus.lastSeq(request.threadId).catch(() => 0));
+      log.ensureAtLeast(await this.#bus.lastSeq(request.threadId));
     } else {
       await this.#marks.load(request.threadId, log);
       // The run's first frames go out at once: the mark is raised before the run starts.
@@ -258,6 +263,7 @@ export class RunRegistry {
     };
     const started = await this.#runtime.start(
       {
+        runId,
         threadId: request.threadId,
         ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
         messages: request.messages,
@@ -266,7 +272,10 @@ export class RunRegistry {
       sink,
       { waitForDecisions: true },
     );
-    if (!started.ok) return fail({ code: 'start_failed', message: 'message' in started.error ? String(started.error.message) : started.error.code });
+    if (!started.ok) {
+      await this.#leases.release(request.threadId, runId).catch((e: unknown) => this.#logger.error('lease not released', { thread: request.threadId, run: runId, ...errorFields(e) }));
+      return fail({ code: 'start_failed', message: 'message' in started.error ? String(started.error.message) : started.error.code });
+    }
     const handle = started.value;
     live = {
       runId: handle.runId,
@@ -282,6 +291,7 @@ export class RunRegistry {
       waiting: new Map(),
       calls: new Map(),
       stepMessageId: handle.runId,
+      released: undefined,
     };
     const run = live;
     this.#runs.set(run.runId, run);
@@ -298,6 +308,32 @@ export class RunRegistry {
       },
     );
     return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq, done } };
+  }
+
+  /**
+   * Takes the thread's lease for a new run. Held by another run: that run's status in the store
+   * decides — finished (its instance died before releasing) or expired: taken over; running under
+   * `reject`, or waiting without `discardPause`: refused; else (supersede) the lease is stolen, the
+   * holder told to stop (a durable cancel request, and the bus), and its end awaited (a lease's time
+   * at most: an instance that does not answer learns at its next renewal that the thread is gone).
+   */
+  async #takeLease(request: StartRequest, runId: string): Promise<RegistryResult<undefined>> {
+    const first = await this.#leases.take(request.threadId, runId);
+    if (first.ok) return { ok: true, value: undefined };
+    const holder = first.holder;
+    const stored = await this.#store.getRun(holder.run_id);
+    if (stored?.status !== 'done' && !this.#runs.has(holder.run_id)) {
+      const refused = this.#refusal(request, { runId: holder.run_id, status: stored?.status === 'waiting' ? 'waiting' : 'running' });
+      if (refused !== undefined) return fail(refused);
+    }
+    await this.#leases.requestCancel(holder.run_id);
+    await this.#bus?.send({ action: 'cancel', runId: holder.run_id });
+    const stolen = await this.#leases.take(request.threadId, runId, true);
+    if (!stolen.ok) return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${stolen.holder.run_id}`, runId: stolen.holder.run_id });
+    if (stored !== undefined && stored.status !== 'done') {
+      for (let i = Math.ceil(this.#leases.ttlMs / 25); i > 0 && (await this.#store.getRun(holder.run_id))?.status !== 'done'; i--) await new Promise((r) => setTimeout(r, 25));
+    }
+    return { ok: true, value: undefined };
   }
 
   /**
@@ -445,6 +481,7 @@ export class RunRegistry {
       if (pending === undefined) settle();
       else void pending.then(settle);
     }
+    run.released = this.#leases.release(run.threadId, run.runId).catch((e: unknown) => this.#logger.error('lease not released', { thread: run.threadId, run: run.runId, ...errorFields(e) }));
     const entry = this.#threads.get(run.threadId);
     if (entry?.current === run) delete entry.current;
     // A finished run lives on in the store; the registry keeps only what is live.
@@ -628,16 +665,107 @@ export class RunRegistry {
   }
 
   /**
-   * Cancels a run wherever it runs: here, or through the bus for the instance that owns it (the
-   * store must show it unfinished).
+   * Cancels a run wherever it runs: here; else the instance holding its thread's lease is asked
+   * (a cancel request on the lease, which it sees at its next renewal, and the bus). When that lease
+   * has expired (its instance is gone) the run is ended here, at once, and the thread freed.
    */
   async cancelAnywhere(runOrThread: string): Promise<RegistryResult<{ runId: string }>> {
     const local = this.cancel(runOrThread);
-    if (local.ok || this.#bus === undefined) return local;
-    const run = await this.#remoteRun(runOrThread);
-    if (run === undefined) return local;
-    await this.#bus.send({ action: 'cancel', runId: run });
-    return { ok: true, value: { runId: run } };
+    if (local.ok) return local;
+    const runId = await this.#remoteRun(runOrThread);
+    if (runId === undefined) return local;
+    const threadId = (await this.#store.getRun(runId))?.thread_id;
+    const lease = threadId === undefined ? undefined : await this.#leases.get(threadId);
+    if (lease !== undefined && lease.run_id === runId) {
+      await this.#leases.requestCancel(runId);
+      if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
+    }
+    await this.#bus?.send({ action: 'cancel', runId });
+    return { ok: true, value: { runId } };
+  }
+
+  /**
+   * Renews this instance's leases (every third of their length while `startLeases` runs). A run whose
+   * lease was taken from it (superseded elsewhere, or swept while this instance was cut off) is
+   * stopped; a run whose lease carries a cancel request is cancelled.
+   */
+  async renewLeases(): Promise<void> {
+    const held = new Map((await this.#leases.renew()).map((l) => [l.run_id, l]));
+    for (const run of this.#runs.values()) {
+      if (run.status === 'done' || run.stopRequested) continue;
+      const lease = held.get(run.runId);
+      if (lease !== undefined && !lease.cancel_requested) continue;
+      this.#logger.warn(lease === undefined ? 'run lease lost: stopping the run' : 'run cancelled through its lease', { run: run.runId, thread: run.threadId });
+      run.stopRequested = true;
+      run.handle.cancel();
+    }
+  }
+
+  /**
+   * Ends the runs of leases nobody renews (their instance died): each is taken over by exactly one
+   * instance, which marks the run interrupted, appends its terminal frame to the thread log (its
+   * followers get it) and frees the thread. Returns the runs ended.
+   */
+  async sweepLeases(): Promise<string[]> {
+    const ended: string[] = [];
+    for (const lease of await this.#leases.expired()) {
+      if (this.#runs.has(lease.run_id)) continue; // this instance's own run: renewed, not swept
+      if (!(await this.#leases.takeOver(lease))) continue;
+      await this.#endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted');
+      ended.push(lease.run_id);
+    }
+    return ended;
+  }
+
+  /** A run whose instance is gone: its record ended, its terminal frame in the thread log, its thread freed. */
+  async #endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<void> {
+    const now = this.#env.clock.now();
+    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
+    const stored = await this.#store.getRun(lease.run_id);
+    if (stored !== undefined && stored.status !== 'done') await this.#store.finishRun(lease.run_id, termination, now);
+    const event: AgentEvent = { event_type: 'run_finish', thread_id: lease.thread_id, run_id: lease.run_id, termination };
+    if (this.#bus !== undefined) {
+      const seq = (await this.#bus.lastSeq(lease.thread_id)) + 1;
+      await this.#bus.append(lease.thread_id, [{ seq, runId: lease.run_id, data: serialiseEvent(event) }]);
+    } else {
+      const log = this.log(lease.thread_id);
+      await this.#marks.load(lease.thread_id, log);
+      const frame = log.next(lease.run_id, event);
+      await this.#marks.cover(lease.thread_id, frame.seq);
+      log.publish(frame);
+      await this.#marks.settle(lease.thread_id, log.lastSeq);
+    }
+    await this.#leases.release(lease.thread_id, lease.run_id);
+    this.#logger.warn(`run ${how}: its instance stopped renewing the thread lease`, { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
+  }
+
+  /** Renews leases and sweeps expired ones until `shutdown` (a server calls it; specs drive the two by hand). */
+  startLeases(): void {
+    if (this.#leaseLoop !== undefined) return;
+    const stop = new AbortController();
+    this.#leaseLoop = stop;
+    const loop = async (task: string, every: number, body: () => Promise<unknown>): Promise<void> => {
+      while (!stop.signal.aborted) {
+        await body().catch((e: unknown) => this.#logger.error('thread lease upkeep failed', { task, ...errorFields(e) }));
+        try {
+          await this.#env.sleep(every, stop.signal);
+        } catch {
+          return;
+        }
+      }
+    };
+    void loop('renew', Math.max(10, Math.floor(this.#leases.ttlMs / 3)), () => this.renewLeases());
+    void loop('sweep', this.#leases.sweepMs, () => this.sweepLeases());
+  }
+
+  /** The run holding a thread: this instance's, else the lease holder's (its status from the store). */
+  async activeRun(threadId: string): Promise<{ readonly runId: string; readonly status: RunStatus } | undefined> {
+    const local = this.currentRun(threadId);
+    if (local !== undefined) return local;
+    const lease = await this.#leases.get(threadId);
+    if (lease === undefined) return undefined;
+    const stored = await this.#store.getRun(lease.run_id);
+    return { runId: lease.run_id, status: stored?.status === 'waiting' ? 'waiting' : 'running' };
   }
 
   /** Sends decisions to a waiting run wherever it runs (see `cancelAnywhere`). */
@@ -650,16 +778,6 @@ export class RunRegistry {
     return { ok: true, value: { runId: run } };
   }
 
-  /** An unfinished run of the thread that another instance runs (the store shows it; this one does not). */
-  async #remoteActive(threadId: string): Promise<{ readonly runId: string; readonly status: RunStatus } | undefined> {
-    for (const status of ['running', 'waiting', 'created'] as const) {
-      const page = await this.#store.listRuns({ offset: 0, limit: 5, threadId, status }).catch(() => ({ items: [] as { run_id: string }[] }));
-      const run = page.items.find((r) => !this.#runs.has(r.run_id));
-      if (run !== undefined) return { runId: run.run_id, status };
-    }
-    return undefined;
-  }
-
   /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */
   async #remoteRun(runOrThread: string, status?: RunStatus): Promise<string | undefined> {
     const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
@@ -670,12 +788,15 @@ export class RunRegistry {
   /** Cancels every run and waits for them to end. */
   async shutdown(): Promise<void> {
     this.#closing = true;
+    this.#leaseLoop?.abort();
+    this.#leaseLoop = undefined;
     const runs = [...this.#runs.values()].filter((r) => r.status !== 'done');
     for (const r of runs) {
       r.stopRequested = true;
       r.handle.cancel();
     }
     await Promise.all(runs.map((r) => r.handle.done.catch(() => undefined)));
+    await Promise.all(runs.map((r) => r.released));
     await Promise.all(this.#publishing.values());
     await this.#marks.flush();
   }

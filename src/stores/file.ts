@@ -13,6 +13,7 @@ import {
   checkId,
   checkSeq,
   isValidId,
+  leaseAfterTake,
   pageOf,
   runRecordOf,
   StoreFailure,
@@ -22,11 +23,13 @@ import {
   type PageQuery,
   type RunQuery,
   type RunRecord,
+  type LeaseTake,
   type Store,
+  type ThreadLease,
   type ThreadRecord,
 } from '../runtime/store.ts';
 
-/** The file layout this release writes (`schema.json`): 1 added `seq/<thread>.json`. */
+/** The file layout this release writes (`schema.json`): 1 added `seq/<thread>.json` and `leases.json`. */
 export const FILE_SCHEMA_VERSION = 1;
 
 /** One thread's file: its record, messages and state together, so a checkpoint of it is one rename. */
@@ -163,6 +166,64 @@ export class FileStore implements Store {
     checkId('thread', threadId);
     checkSeq(seq);
     await this.#serial(() => this.#put('seq', `${threadId}.json`, { seq }));
+  }
+
+  // ---- thread leases: one file, leases.json, read, changed and renamed back under the write lock ----
+  #leases<T>(change: (leases: Record<string, ThreadLease>) => T, write = true): Promise<T> {
+    return this.#serial(async () => {
+      const leases = (await this.#get<Record<string, ThreadLease>>('.', 'leases.json')) ?? {};
+      const out = change(leases);
+      if (write) await this.#put('.', 'leases.json', leases);
+      return out;
+    });
+  }
+  takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
+    return this.#leases((all) => {
+      const r = leaseAfterTake(Object.hasOwn(all, l.threadId) ? all[l.threadId] : undefined, l);
+      if (r.lease !== undefined) all[l.threadId] = r.lease;
+      return r.ok ? { ok: true as const } : { ok: false as const, holder: r.holder };
+    });
+  }
+  renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
+    return this.#leases((all) => {
+      const out: ThreadLease[] = [];
+      for (const [id, l] of Object.entries(all)) if (l.owner === owner) out.push((all[id] = { ...l, until: now + ttlMs }));
+      return out.sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
+    });
+  }
+  async releaseLease(threadId: string, runId: string): Promise<void> {
+    await this.#leases((all) => {
+      if (Object.hasOwn(all, threadId) && all[threadId]?.run_id === runId) delete all[threadId];
+    });
+  }
+  expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
+    return this.#leases((all) => Object.values(all).filter((l) => l.until <= now).sort((a, b) => a.until - b.until).slice(0, limit), false);
+  }
+  takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#leases((all) => {
+      const l = Object.hasOwn(all, threadId) ? all[threadId] : undefined;
+      if (l === undefined || l.run_id !== runId || l.until > now) return false;
+      all[threadId] = { ...l, owner, until: now + ttlMs };
+      return true;
+    });
+  }
+  getLease(threadId: string): Promise<ThreadLease | undefined> {
+    return this.#leases((all) => (Object.hasOwn(all, threadId) ? all[threadId] : undefined), false);
+  }
+  requestCancel(runId: string): Promise<boolean> {
+    return this.#leases((all) => {
+      const l = Object.values(all).find((x) => x.run_id === runId);
+      if (l === undefined) return false;
+      all[l.thread_id] = { ...l, cancel_requested: true };
+      return true;
+    });
+  }
+  clearLeases(): Promise<number> {
+    return this.#leases((all) => {
+      const n = Object.keys(all).length;
+      for (const k of Object.keys(all)) delete all[k];
+      return n;
+    });
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.
 import {
   checkId,
   checkSeq,
+  leaseAfterTake,
   pageOf,
   runRecordOf,
   StoreFailure,
@@ -18,7 +19,9 @@ import {
   type PageQuery,
   type RunQuery,
   type RunRecord,
+  type LeaseTake,
   type Store,
+  type ThreadLease,
   type ThreadRecord,
 } from '../runtime/store.ts';
 
@@ -38,6 +41,7 @@ export class MemoryStore implements Store {
   readonly #runs = new Map<string, RunRecord>();
   readonly #profiles = new Map<string, string>();
   readonly #seqs = new Map<string, number>();
+  readonly #leases = new Map<string, ThreadLease>();
   readonly #mailbox: MailboxData = emptyMailboxData();
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
@@ -130,6 +134,58 @@ export class MemoryStore implements Store {
     checkId('thread', threadId);
     checkSeq(seq);
     this.#seqs.set(threadId, seq);
+  }
+
+  async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
+    const r = leaseAfterTake(this.#leases.get(l.threadId), l);
+    if (r.lease !== undefined) this.#leases.set(l.threadId, r.lease);
+    return r.ok ? { ok: true } : { ok: false, holder: { ...r.holder } };
+  }
+
+  async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
+    const out: ThreadLease[] = [];
+    for (const [id, l] of this.#leases) {
+      if (l.owner !== owner) continue;
+      const renewed = { ...l, until: now + ttlMs };
+      this.#leases.set(id, renewed);
+      out.push(renewed);
+    }
+    return out.sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
+  }
+
+  async releaseLease(threadId: string, runId: string): Promise<void> {
+    if (this.#leases.get(threadId)?.run_id === runId) this.#leases.delete(threadId);
+  }
+
+  async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
+    return [...this.#leases.values()].filter((l) => l.until <= now).sort((a, b) => a.until - b.until).slice(0, limit).map((l) => ({ ...l }));
+  }
+
+  async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    const l = this.#leases.get(threadId);
+    if (l === undefined || l.run_id !== runId || l.until > now) return false;
+    this.#leases.set(threadId, { ...l, owner, until: now + ttlMs });
+    return true;
+  }
+
+  async getLease(threadId: string): Promise<ThreadLease | undefined> {
+    const l = this.#leases.get(threadId);
+    return l === undefined ? undefined : { ...l };
+  }
+
+  async requestCancel(runId: string): Promise<boolean> {
+    for (const [id, l] of this.#leases) {
+      if (l.run_id !== runId) continue;
+      this.#leases.set(id, { ...l, cancel_requested: true });
+      return true;
+    }
+    return false;
+  }
+
+  async clearLeases(): Promise<number> {
+    const n = this.#leases.size;
+    this.#leases.clear();
+    return n;
   }
 
   async close(): Promise<void> {}

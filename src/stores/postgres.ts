@@ -9,8 +9,8 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
-import { runOf, threadOf } from './sqlite.ts';
+import { checkId, checkSeq, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { leaseOf, runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 
@@ -21,6 +21,11 @@ const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
   // 1: the durable mark of each thread log's sequence (ThreadSeqStore).
   (p) => `CREATE TABLE IF NOT EXISTS ${p}_thread_seq (thread_id TEXT PRIMARY KEY, seq BIGINT NOT NULL)`,
+  // 2: thread leases (ThreadLeaseStore).
+  (p) => `CREATE TABLE IF NOT EXISTS ${p}_thread_leases (
+     thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL, cancel_requested BOOLEAN NOT NULL DEFAULT FALSE);
+   CREATE INDEX IF NOT EXISTS ${p}_thread_leases_owner ON ${p}_thread_leases (owner);
+   CREATE INDEX IF NOT EXISTS ${p}_thread_leases_run ON ${p}_thread_leases (run_id);`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -247,7 +252,7 @@ export class PostgresStore implements Store {
   /** Drops this store's tables (tests). */
   async dropSchema(): Promise<void> {
     const p = this.#p;
-    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_schema`);
+    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_thread_leases, ${p}_schema`);
     this.#ready = undefined;
   }
 
@@ -260,6 +265,54 @@ export class PostgresStore implements Store {
     checkId('thread', threadId);
     checkSeq(seq);
     await this.#q(`INSERT INTO ${this.#p}_thread_seq (thread_id, seq) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq`, [threadId, seq]);
+  }
+
+  /** One statement: the lease is written only when free, expired, the same run's, or stolen; else the holder is read back. */
+  async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
+    const p = this.#p;
+    const taken = await this.#q(
+      `INSERT INTO ${p}_thread_leases AS t (thread_id, run_id, owner, until, cancel_requested) VALUES ($1, $2, $3, $4, FALSE)
+       ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner, until = excluded.until,
+         cancel_requested = (t.run_id = excluded.run_id AND t.owner = excluded.owner AND t.cancel_requested)
+       WHERE t.until <= $5 OR $6 OR (t.run_id = excluded.run_id AND t.owner = excluded.owner)
+       RETURNING thread_id`,
+      [l.threadId, l.runId, l.owner, l.now + l.ttlMs, l.now, l.steal === true],
+    );
+    if (taken.length > 0) return { ok: true };
+    const holder = await this.getLease(l.threadId);
+    // Released between the two statements: try again.
+    return holder === undefined ? this.takeLease(l) : { ok: false, holder };
+  }
+
+  async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
+    const rows = await this.#q<Parameters<typeof leaseOf>[0]>(`UPDATE ${this.#p}_thread_leases SET until = $1 WHERE owner = $2 RETURNING *`, [now + ttlMs, owner]);
+    return rows.map(leaseOf).sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
+  }
+
+  async releaseLease(threadId: string, runId: string): Promise<void> {
+    await this.#q(`DELETE FROM ${this.#p}_thread_leases WHERE thread_id = $1 AND run_id = $2`, [threadId, runId]);
+  }
+
+  async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
+    return (await this.#q<Parameters<typeof leaseOf>[0]>(`SELECT * FROM ${this.#p}_thread_leases WHERE until <= $1 ORDER BY until LIMIT $2`, [now, limit])).map(leaseOf);
+  }
+
+  async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    const rows = await this.#q(`UPDATE ${this.#p}_thread_leases SET owner = $1, until = $2 WHERE thread_id = $3 AND run_id = $4 AND until <= $5 RETURNING thread_id`, [owner, now + ttlMs, threadId, runId, now]);
+    return rows.length > 0;
+  }
+
+  async getLease(threadId: string): Promise<ThreadLease | undefined> {
+    const [row] = await this.#q<Parameters<typeof leaseOf>[0]>(`SELECT * FROM ${this.#p}_thread_leases WHERE thread_id = $1`, [threadId]);
+    return row === undefined ? undefined : leaseOf(row);
+  }
+
+  async requestCancel(runId: string): Promise<boolean> {
+    return (await this.#q(`UPDATE ${this.#p}_thread_leases SET cancel_requested = TRUE WHERE run_id = $1 RETURNING thread_id`, [runId])).length > 0;
+  }
+
+  async clearLeases(): Promise<number> {
+    return (await this.#q(`DELETE FROM ${this.#p}_thread_leases RETURNING thread_id`)).length;
   }
 
   async close(): Promise<void> {

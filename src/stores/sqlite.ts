@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, StoreFailure, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { checkId, checkSeq, leaseAfterTake, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -33,7 +33,27 @@ CREATE TABLE IF NOT EXISTS awaken_profiles (owner TEXT NOT NULL, key TEXT NOT NU
 export const SQLITE_MIGRATIONS: readonly string[] = [
   // 1: the durable mark of each thread log's sequence (ThreadSeqStore).
   `CREATE TABLE IF NOT EXISTS awaken_thread_seq (thread_id TEXT PRIMARY KEY, seq INTEGER NOT NULL);`,
+  // 2: thread leases (ThreadLeaseStore).
+  `CREATE TABLE IF NOT EXISTS awaken_thread_leases (
+     thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, until INTEGER NOT NULL, cancel_requested INTEGER NOT NULL DEFAULT 0);
+   CREATE INDEX IF NOT EXISTS awaken_thread_leases_owner ON awaken_thread_leases (owner);
+   CREATE INDEX IF NOT EXISTS awaken_thread_leases_run ON awaken_thread_leases (run_id);`,
 ];
+
+interface LeaseRow {
+  thread_id: string;
+  run_id: string;
+  owner: string;
+  until: number | string;
+  cancel_requested: number | boolean;
+}
+export const leaseOf = (r: LeaseRow): ThreadLease => ({
+  thread_id: r.thread_id,
+  run_id: r.run_id,
+  owner: r.owner,
+  until: Number(r.until),
+  cancel_requested: r.cancel_requested === true || Number(r.cancel_requested) === 1,
+});
 
 interface ThreadRow {
   id: string;
@@ -235,6 +255,52 @@ export class SqliteStore implements Store {
     checkId('thread', threadId);
     checkSeq(seq);
     this.#db.prepare('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq').run(threadId, seq);
+  }
+
+  async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
+    return this.#db.transaction((): LeaseTake => {
+      const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
+      const r = leaseAfterTake(row === undefined ? undefined : leaseOf(row), l);
+      if (!r.ok) return { ok: false, holder: r.holder };
+      const n = r.lease as ThreadLease;
+      this.#db
+        .prepare(
+          `INSERT INTO awaken_thread_leases (thread_id, run_id, owner, until, cancel_requested) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner, until = excluded.until, cancel_requested = excluded.cancel_requested`,
+        )
+        .run(n.thread_id, n.run_id, n.owner, n.until, n.cancel_requested ? 1 : 0);
+      return { ok: true };
+    }).immediate();
+  }
+
+  async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
+    const rows = this.#db.prepare('UPDATE awaken_thread_leases SET until = ? WHERE owner = ? RETURNING *').all(now + ttlMs, owner) as LeaseRow[];
+    return rows.map(leaseOf).sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
+  }
+
+  async releaseLease(threadId: string, runId: string): Promise<void> {
+    this.#db.prepare('DELETE FROM awaken_thread_leases WHERE thread_id = ? AND run_id = ?').run(threadId, runId);
+  }
+
+  async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
+    return (this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE until <= ? ORDER BY until LIMIT ?').all(now, limit) as LeaseRow[]).map(leaseOf);
+  }
+
+  async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.#db.prepare('UPDATE awaken_thread_leases SET owner = ?, until = ? WHERE thread_id = ? AND run_id = ? AND until <= ?').run(owner, now + ttlMs, threadId, runId, now).changes > 0;
+  }
+
+  async getLease(threadId: string): Promise<ThreadLease | undefined> {
+    const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(threadId) as LeaseRow | undefined;
+    return row === undefined ? undefined : leaseOf(row);
+  }
+
+  async requestCancel(runId: string): Promise<boolean> {
+    return this.#db.prepare('UPDATE awaken_thread_leases SET cancel_requested = 1 WHERE run_id = ?').run(runId).changes > 0;
+  }
+
+  async clearLeases(): Promise<number> {
+    return this.#db.prepare('DELETE FROM awaken_thread_leases').run().changes;
   }
 
   async close(): Promise<void> {

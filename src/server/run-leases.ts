@@ -1,0 +1,67 @@
+import type { Env } from '../runtime/env.ts';
+import type { LeaseTake, ThreadLease, ThreadLeaseStore } from '../runtime/store.ts';
+
+export interface LeaseOptions {
+  /** This instance's name in the leases it holds (default: an id from the `Env`). */
+  readonly owner?: string;
+  /** How long a lease lasts unless renewed (default 10 s); renewed every third of it. */
+  readonly ttlMs?: number;
+  /** How often expired leases are looked for (default 5 s). */
+  readonly sweepMs?: number;
+}
+
+/**
+ * This instance's side of thread leases (see `ThreadLeaseStore`): taking a thread for a run, renewing
+ * what it holds, finding leases whose owner stopped renewing. Times come from the `Env` clock.
+ */
+export class RunLeases {
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly sweepMs: number;
+  readonly #store: ThreadLeaseStore;
+  readonly #env: Env;
+
+  constructor(store: ThreadLeaseStore, env: Env, options: LeaseOptions = {}) {
+    this.#store = store;
+    this.#env = env;
+    this.owner = options.owner ?? env.ids.next('instance');
+    this.ttlMs = Math.max(30, options.ttlMs ?? 10_000);
+    this.sweepMs = Math.max(10, options.sweepMs ?? 5_000);
+  }
+
+  take(threadId: string, runId: string, steal = false): Promise<LeaseTake> {
+    return this.#store.takeLease({ threadId, runId, owner: this.owner, now: this.#env.clock.now(), ttlMs: this.ttlMs, steal });
+  }
+
+  release(threadId: string, runId: string): Promise<void> {
+    return this.#store.releaseLease(threadId, runId);
+  }
+
+  /** Renews this instance's leases; returns those it still holds. */
+  renew(): Promise<ThreadLease[]> {
+    return this.#store.renewLeases(this.owner, this.#env.clock.now(), this.ttlMs);
+  }
+
+  /** Leases whose owner stopped renewing them. */
+  expired(limit = 50): Promise<ThreadLease[]> {
+    return this.#store.expiredLeases(this.#env.clock.now(), limit);
+  }
+
+  /** Takes an expired lease over (true for exactly one instance), to end its run and free the thread. */
+  takeOver(lease: ThreadLease): Promise<boolean> {
+    return this.#store.takeOverLease(lease.thread_id, lease.run_id, this.owner, this.#env.clock.now(), this.ttlMs);
+  }
+
+  get(threadId: string): Promise<ThreadLease | undefined> {
+    return this.#store.getLease(threadId);
+  }
+
+  requestCancel(runId: string): Promise<boolean> {
+    return this.#store.requestCancel(runId);
+  }
+
+  /** Whether a lease has expired now. */
+  isExpired(lease: ThreadLease): boolean {
+    return lease.until <= this.#env.clock.now();
+  }
+}

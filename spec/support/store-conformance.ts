@@ -269,6 +269,20 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       });
     });
 
+    it('thread owners: the first claim wins, later claims return it; listed per principal; dropped with the thread', async () => {
+      expect(await store.threadOwner('o1')).toBeUndefined();
+      expect(await store.claimThread('o1', 'alice')).toBe('alice');
+      expect(await store.claimThread('o1', 'bob')).toBe('alice');
+      const both = await Promise.all([store.claimThread('o2', 'bob'), store.claimThread('o2', 'carol')]);
+      expect(both[0]).toBe(both[1]);
+      await store.claimThread('o3', 'alice');
+      expect(await store.ownedThreads('alice')).toEqual(['o1', 'o3']);
+      await store.createThread({ id: 'o3', now: 1 });
+      await store.deleteThread('o3');
+      expect(await store.threadOwner('o3')).toBeUndefined();
+      expect(await refusal(store.claimThread('../x', 'alice'))).toMatchObject({ code: 'validation' });
+    });
+
     describe('thread leases', () => {
       const take = (threadId: string, runId: string, owner: string, now: number, steal = false) => store.takeLease({ threadId, runId, owner, now, ttlMs: 100, steal });
 

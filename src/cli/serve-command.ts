@@ -45,6 +45,8 @@ export const SERVE_USAGE = `usage: awaken serve [options]
                      localhost, 127.0.0.1 and [::1] always may
   --allowed-host H   a host name requests may name in Host besides the loopback ones (repeatable;
                      * turns the check off); the --host you bind is allowed
+  --insecure         bind a non-loopback --host without API tokens (anyone who reaches the port
+                     can then read and drive every thread)
   --policy P         a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
   --lease-ms N       how long a run's thread lease and a claimed mailbox job stay held without
                      renewal: a killed instance's threads are free again after it (default: 10000
@@ -77,6 +79,7 @@ export const SERVE_COMMAND: CommandSpec = {
     model: { type: 'string' },
     'cors-origin': { type: 'string', multiple: true },
     'allowed-host': { type: 'string', multiple: true },
+    insecure: { type: 'boolean' },
     policy: { type: 'string' },
     'lease-ms': { type: 'string' },
     'sweep-ms': { type: 'string' },
@@ -101,6 +104,8 @@ export interface ServePlan {
   readonly modelFrom: string;
   readonly corsOrigins: readonly string[];
   readonly allowedHosts: readonly string[];
+  /** Bind a non-loopback address without API tokens. */
+  readonly insecure: boolean;
   readonly policy: ConcurrencyPolicy;
   readonly leaseMs?: number;
   readonly sweepMs?: number;
@@ -155,6 +160,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     modelFrom: stringOf(args, 'model') !== undefined ? '--model' : `${configPath ?? ''}: server.model`,
     corsOrigins: origins,
     allowedHosts: hostFlags.length > 0 ? hostFlags : (file?.server.allowed_hosts ?? []),
+    insecure: args.values['insecure'] === true,
     policy: choiceOf(args, 'policy', ['reject', 'supersede'] as const) ?? file?.server.policy ?? 'reject',
     ...(leaseMs !== undefined ? { leaseMs } : {}),
     ...(sweepMs !== undefined ? { sweepMs } : {}),
@@ -261,8 +267,32 @@ export function serveCommand(argv: readonly string[], io: Io, version: string, e
   return runCli(SERVE_COMMAND, argv, io, (args) => serve(servePlanOf(args, env), io, version, env));
 }
 
+/**
+ * The API tokens of a serve: `AWAKEN_API_TOKEN` (principal `default`) and the config file's
+ * `server.auth.tokens` (each read from its variable, which must be set).
+ */
+export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJS.ProcessEnv): Map<string, string> {
+  const tokens = new Map<string, string>();
+  const single = env['AWAKEN_API_TOKEN'];
+  if (single !== undefined && single !== '') tokens.set(single, 'default');
+  (plan.file?.server.auth?.tokens ?? []).forEach((t, i) => {
+    const value = env[t.token_env];
+    if (value === undefined || value.length < 16) {
+      throw new CliFailure(`${plan.config ?? ''}: server.auth.tokens[${i}].token_env: ${t.token_env} is ${value === undefined || value === '' ? 'not set' : 'shorter than 16 characters'}`, EXIT.data);
+    }
+    tokens.set(value, t.principal);
+  });
+  return tokens;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
 async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv): Promise<number> {
   const file = plan.file;
+  const tokens = apiTokensOf(plan, env);
+  if (!LOOPBACK_HOSTS.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
+    throw new UsageError(`refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`);
+  }
   const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
@@ -292,7 +322,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     throw new CliFailure(`${plan.config ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
   }
   const runtime = built.value;
-  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: secretsOf(env) });
+  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: [...secretsOf(env), ...tokens.keys()] });
   try {
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {
@@ -329,6 +359,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     processEnv: env,
     allowedHosts: allowedHostsOf(plan),
     corsOrigins: plan.corsOrigins,
+    ...(tokens.size > 0 ? { auth: { tokens } } : {}),
     ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
     logger,
   });
@@ -348,7 +379,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   registry.startLeases();
   mailbox.start();
   logger.info(`model: ${model.note}`);
-  logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, version });
+  logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
   logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
   logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
   await new Promise<void>((done) => {

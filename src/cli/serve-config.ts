@@ -29,6 +29,11 @@ export const ServeConfigSchema = z
         model: z.string().regex(/^[a-z][a-z0-9-]*:.+/, 'provider:model (openai:gpt-4o-mini), scripted:FILE or transcript:FILE').optional(),
         cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
         allowed_hosts: z.array(z.string().min(1)).optional(),
+        /** API tokens, each read from an environment variable and standing for a principal (docs/server.md → Access control). */
+        auth: z
+          .object({ tokens: z.array(z.object({ principal: z.string().min(1).max(200), token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }).strict()).min(1) })
+          .strict()
+          .optional(),
         /** Patterns a provider's `api_key_env` must match (default `*_API_KEY`), here and in config writes. */
         api_key_env_allow: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *')).min(1).optional(),
         /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB). */

@@ -129,6 +129,19 @@ export interface ThreadLeaseStore {
   clearLeases(): Promise<number>;
 }
 
+/**
+ * Who a thread belongs to when the server authenticates its callers: the principal that first wrote
+ * to it. Kept apart from the thread record, so an owner is set once, atomically, even for a thread a
+ * run creates.
+ */
+export interface ThreadOwnerStore {
+  /** Sets the owner when the thread has none; returns the owner after the call (this one or the earlier). */
+  claimThread(threadId: string, principal: string): Promise<string>;
+  threadOwner(threadId: string): Promise<string | undefined>;
+  /** Every thread a principal owns. */
+  ownedThreads(principal: string): Promise<string[]>;
+}
+
 /** The lease a take or a renewal leaves (pure; the stores share it). */
 export function leaseAfterTake(held: ThreadLease | undefined, l: Parameters<ThreadLeaseStore['takeLease']>[0]): LeaseTake & { readonly lease?: ThreadLease } {
   const same = held !== undefined && held.run_id === l.runId && held.owner === l.owner;
@@ -147,7 +160,7 @@ export function checkSeq(seq: number): void {
  * loop's `ThreadRunStore` port) writes a thread's messages, state and run record in one atomic step;
  * with `expectedMessageCount` it refuses (`version_conflict`) when another writer moved the thread on.
  */
-export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore, ThreadLeaseStore {
+export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore, ThreadLeaseStore, ThreadOwnerStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
   close(): Promise<void>;
 }

@@ -1,5 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
+import { timingSafeEqual } from 'node:crypto';
+import { asPrincipal } from './principal.ts';
 
 /** Who may call the HTTP API from where (docs/server.md → Browsers, CORS and Host checks). */
 export interface AccessOptions {
@@ -52,7 +54,7 @@ export function checkOrigins(origins: readonly string[]): string[] | string {
 const EXPOSED = ['x-awaken-run-id', 'x-awaken-thread-id', 'mcp-session-id', 'mcp-protocol-version', 'x-vercel-ai-ui-message-stream'];
 
 /** A refusal in the shape of the route: JSON-RPC for MCP, `{error, code, field}` elsewhere. */
-function refuse(c: Context, message: string, code: string, field: string, status: 403 | 415 = 403): Response {
+function refuse(c: Context, message: string, code: string, field: string, status: 401 | 403 | 415 = 403): Response {
   if (c.req.path === '/v1/mcp' || c.req.path.startsWith('/v1/mcp/')) return c.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, status);
   return c.json({ error: message, code, field }, status);
 }
@@ -110,5 +112,48 @@ export function accessControl(options: AccessOptions = {}): MiddlewareHandler {
       c.header('Access-Control-Allow-Private-Network', 'true');
     }
     return corsHeaders(c, next);
+  };
+}
+
+/** Who may call the API at all (docs/server.md → Access control). */
+export interface AuthOptions {
+  /** API tokens and the principal each one stands for (`Authorization: Bearer <token>`). */
+  readonly tokens?: ReadonlyMap<string, string>;
+  /** Names the principal of a request another way (a session, a proxy's header); `undefined`: not authenticated. */
+  readonly authenticate?: (request: Request) => string | undefined | Promise<string | undefined>;
+  /** The admin token (config writes): it also authenticates, as the operator, who sees every thread. */
+  readonly adminToken?: string;
+}
+
+/** Routes open without credentials: health, the public A2A agent card (preflights never carry any). */
+const PUBLIC = new Set(['/health', '/health/ready', '/.well-known/agent-card.json']);
+
+const same = (a: string, b: string): boolean => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/**
+ * Authentication of every route, when any token or an `authenticate` hook is configured: a request
+ * without a valid credential gets 401 (in the route's shape), one with an API token acts as that
+ * token's principal for everything it does and starts (`asPrincipal`) — threads are then its own
+ * (`principalStore`) — and the admin token acts as the operator. Nothing configured: open, as before.
+ */
+export function authentication(options: AuthOptions = {}): MiddlewareHandler {
+  const tokens = [...(options.tokens ?? new Map<string, string>())];
+  const enabled = tokens.length > 0 || options.authenticate !== undefined;
+  return async (c, next) => {
+    if (!enabled || c.req.method === 'OPTIONS' || ((c.req.method === 'GET' || c.req.method === 'HEAD') && PUBLIC.has(c.req.path))) return next();
+    const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
+    const given = m?.[1]?.trim();
+    if (given !== undefined && options.adminToken !== undefined && options.adminToken !== '' && same(given, options.adminToken)) return next();
+    let principal = given === undefined ? undefined : tokens.find(([token]) => same(given, token))?.[1];
+    if (principal === undefined && options.authenticate !== undefined) principal = await options.authenticate(c.req.raw);
+    if (principal === undefined) {
+      c.header('WWW-Authenticate', 'Bearer');
+      return refuse(c, given === undefined ? 'authentication required: Authorization: Bearer <token>' : 'invalid bearer token', 'unauthorized', 'authorization', 401);
+    }
+    return asPrincipal(principal, () => next());
   };
 }

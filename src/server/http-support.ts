@@ -174,6 +174,7 @@ export function registryError(e: RegistryError): HttpError {
     case 'thread_paused':
       return new HttpError(409, e.code, e.message, undefined, { run_id: e.runId });
     case 'run_not_found':
+    case 'thread_not_found':
     case 'target_not_found':
       return new HttpError(404, e.code, e.message);
     case 'not_waiting':

@@ -6,7 +6,8 @@ import { MessageSchema, Messages, type Message } from '../contract/message.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { isValidId, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
-import { accessControl } from './access.ts';
+import { accessControl, authentication, type AuthOptions } from './access.ts';
+import { principalStore } from './principal.ts';
 import { configRoutes, type ConfigDocs } from './config-routes.ts';
 import { bodyOf, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
@@ -24,6 +25,8 @@ export interface HttpOptions {
   readonly allowedHosts?: readonly string[];
   /** Origins beyond the loopback ones whose pages may call the API (`*`: any); see `accessControl`. */
   readonly corsOrigins?: readonly string[];
+  /** API tokens (each a principal) or an `authenticate` hook: with either, every route but health and the public card needs a credential. */
+  readonly auth?: Omit<AuthOptions, 'adminToken'>;
   /** The bearer token of config writes; without one, config writes answer 401. */
   readonly adminToken?: string;
   /** Patterns a configured provider's `api_key_env` must match (default `*_API_KEY`). */
@@ -113,7 +116,9 @@ const decisionAction = (action: string): Decision['decision']['action'] => {
  * (create → SSE, list, get, inputs, cancel, decision), and the protocol routes. Every client mistake
  * is a 4xx `{error, code}`.
  */
-export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Hono {
+export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Hono {
+  // Every surface reads and writes threads as the request's principal sees them (no principal: all).
+  const parts: ServerParts = { ...given, store: principalStore(given.store) };
   const { runtime, store, registry } = parts;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const env = runtime.env;
@@ -143,6 +148,8 @@ export function createHttpApp(parts: ServerParts, options: HttpOptions = {}): Ho
 
   // Host and Origin checks and CORS, before anything else, on every route (preflights included).
   app.use('*', accessControl({ ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}), ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}) }));
+  // Who is calling: 401 without a credential when tokens are configured; the principal for the rest.
+  app.use('*', authentication({ ...(options.auth ?? {}), ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}) }));
   app.use(
     '*',
     bodyLimit({

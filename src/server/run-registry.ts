@@ -6,8 +6,9 @@ import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
-import type { Store, ThreadLease } from '../runtime/store.ts';
+import { StoreFailure, type Store, type ThreadLease } from '../runtime/store.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
+import { currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
 import { SeqMarks } from './seq-marks.ts';
 import { ThreadLog, type LogItem, type ResyncFrame } from './thread-log.ts';
@@ -52,6 +53,7 @@ export type RegistryError =
   | { readonly code: 'thread_busy'; readonly message: string; readonly runId: string }
   | { readonly code: 'thread_paused'; readonly message: string; readonly runId: string }
   | { readonly code: 'run_not_found'; readonly message: string }
+  | { readonly code: 'thread_not_found'; readonly message: string }
   | { readonly code: 'not_waiting'; readonly message: string }
   | { readonly code: 'target_not_found'; readonly message: string }
   | { readonly code: 'start_failed'; readonly message: string };
@@ -80,6 +82,8 @@ interface LiveRun {
   terminalSeen: boolean;
   /** Set when the run ended: its lease being released. */
   released: Promise<void> | undefined;
+  /** The principal the run's thread belongs to (access control), if any. */
+  readonly owner: string | undefined;
 }
 
 interface ThreadEntry {
@@ -224,6 +228,9 @@ export class RunRegistry {
   }
 
   async #start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
+    // With access control, a start claims a new thread for its principal; another's thread is not there.
+    if (!(await mayReach(this.#store, request.threadId, 'write'))) return fail({ code: 'thread_not_found', message: `thread not found: ${request.threadId}` });
+    const owner = await this.#store.threadOwner(request.threadId);
     const log = this.log(request.threadId);
     const entry = this.#threads.get(request.threadId) as ThreadEntry;
     const current = entry.current;
@@ -292,6 +299,7 @@ export class RunRegistry {
       calls: new Map(),
       stepMessageId: handle.runId,
       released: undefined,
+      owner,
     };
     const run = live;
     this.#runs.set(run.runId, run);
@@ -510,7 +518,7 @@ export class RunRegistry {
    * sent with them join the thread after the calls they settle (`RunHandle.decide`).
    */
   decide(runOrThread: string, decisions: readonly Decision[], messages: readonly Message[] = []): RegistryResult<{ runId: string }> {
-    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    const run = this.#find(runOrThread);
     if (run === undefined || run.status === 'done') return fail({ code: 'run_not_found', message: `no waiting run: ${runOrThread}` });
     if (run.status !== 'waiting') return fail({ code: 'not_waiting', message: `run ${run.runId} is not waiting for a decision` });
     const r = run.handle.decide(decisions, messages);
@@ -524,22 +532,33 @@ export class RunRegistry {
    * frame, `cancelled`, is the signal that it stopped.
    */
   cancel(runOrThread: string): RegistryResult<{ runId: string }> {
-    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    const run = this.#find(runOrThread);
     if (run === undefined || run.status === 'done') return fail({ code: 'run_not_found', message: `no active run: ${runOrThread}` });
     run.stopRequested = true;
     run.handle.cancel();
     return { ok: true, value: { runId: run.runId } };
   }
 
+  /** A live run by run id or thread id, when the current principal may see it. */
+  #find(runOrThread: string): LiveRun | undefined {
+    return this.#visible(this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current);
+  }
+
+  /** The run, unless a principal is acting and the run's thread is not theirs (then it is not there). */
+  #visible(run: LiveRun | undefined): LiveRun | undefined {
+    const principal = currentPrincipal();
+    return run === undefined || principal === undefined || run.owner === principal ? run : undefined;
+  }
+
   /** The live view of a run (undefined once it is only in the store). */
   live(runId: string): { readonly status: RunStatus; readonly threadId: string; readonly agentId: string; readonly createdAt: number } | undefined {
-    const run = this.#runs.get(runId);
+    const run = this.#visible(this.#runs.get(runId));
     return run === undefined ? undefined : { status: run.status, threadId: run.threadId, agentId: run.agentId, createdAt: run.createdAt };
   }
 
   /** The parked run of a thread or a run id and the calls it waits on; `undefined` when none waits. */
   waiting(runOrThread: string): { readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined {
-    const run = this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current;
+    const run = this.#find(runOrThread);
     if (run === undefined || run.status !== 'waiting') return undefined;
     return { runId: run.runId, threadId: run.threadId, calls: [...run.waiting.values()] };
   }
@@ -573,7 +592,7 @@ export class RunRegistry {
 
   /** The run in flight or parked on a thread, and where its frames start in the thread log. */
   currentRun(threadId: string): { readonly runId: string; readonly status: RunStatus; readonly fromSeq: number } | undefined {
-    const run = this.#threads.get(threadId)?.current;
+    const run = this.#visible(this.#threads.get(threadId)?.current);
     return run === undefined ? undefined : { runId: run.runId, status: run.status, fromSeq: run.fromSeq };
   }
 
@@ -583,6 +602,9 @@ export class RunRegistry {
    * when its first step has not been committed yet.
    */
   async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void, options: { readonly scope?: 'thread' | 'run' } = {}): Promise<() => void> {
+    if (!(await mayReach(this.#store, threadId, 'read')) && this.#visible(this.#threads.get(threadId)?.current) === undefined) {
+      throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
+    }
     const bus = this.#bus;
     // With several instances, a thread's stream follows the shared log (its runs may happen anywhere);
     // a stream of one local run (it ends with that run) reads the local ring.
@@ -763,7 +785,7 @@ export class RunRegistry {
     const local = this.currentRun(threadId);
     if (local !== undefined) return local;
     const lease = await this.#leases.get(threadId);
-    if (lease === undefined) return undefined;
+    if (lease === undefined || !(await mayReach(this.#store, threadId, 'read'))) return undefined;
     const stored = await this.#store.getRun(lease.run_id);
     return { runId: lease.run_id, status: stored?.status === 'waiting' ? 'waiting' : 'running' };
   }
@@ -781,8 +803,9 @@ export class RunRegistry {
   /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */
   async #remoteRun(runOrThread: string, status?: RunStatus): Promise<string | undefined> {
     const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
-    const candidates = byId !== undefined ? [byId] : (await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread }).catch(() => ({ items: [] }))).items;
-    return candidates.find((r) => (status === undefined ? r.status !== 'done' : r.status === status))?.run_id;
+    const candidates = byId !== undefined ? [byId] : (await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread })).items;
+    const run = candidates.find((r) => (status === undefined ? r.status !== 'done' : r.status === status));
+    return run !== undefined && (await mayReach(this.#store, run.thread_id, 'read')) ? run.run_id : undefined;
   }
 
   /** Cancels every run and waits for them to end. */

@@ -29,7 +29,7 @@ import {
   type ThreadRecord,
 } from '../runtime/store.ts';
 
-/** The file layout this release writes (`schema.json`): 1 added `seq/<thread>.json` and `leases.json`. */
+/** The file layout this release writes (`schema.json`): 1 added `seq/<thread>.json`, `leases.json` and `owners.json`. */
 export const FILE_SCHEMA_VERSION = 1;
 
 /** One thread's file: its record, messages and state together, so a checkpoint of it is one rename. */
@@ -91,6 +91,11 @@ export class FileStore implements Store {
         if (run?.thread_id === id) await rm(join(this.#root, 'runs', `${runId}.json`), { force: true });
       }
       await rm(join(this.#root, 'threads', `${id}.json`), { force: true });
+      const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
+      if (Object.hasOwn(owners, id)) {
+        delete owners[id];
+        await this.#put('.', 'owners.json', owners);
+      }
       return true;
     });
   }
@@ -224,6 +229,26 @@ export class FileStore implements Store {
       for (const k of Object.keys(all)) delete all[k];
       return n;
     });
+  }
+
+  // ---- thread owners: owners.json, under the write lock ----
+  async claimThread(threadId: string, principal: string): Promise<string> {
+    checkId('thread', threadId);
+    return this.#serial(async () => {
+      const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
+      if (Object.hasOwn(owners, threadId)) return owners[threadId] as string;
+      owners[threadId] = principal;
+      await this.#put('.', 'owners.json', owners);
+      return principal;
+    });
+  }
+  async threadOwner(threadId: string): Promise<string | undefined> {
+    const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
+    return Object.hasOwn(owners, threadId) ? owners[threadId] : undefined;
+  }
+  async ownedThreads(principal: string): Promise<string[]> {
+    const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
+    return Object.entries(owners).filter(([, p]) => p === principal).map(([id]) => id).sort();
   }
 
   async close(): Promise<void> {

@@ -42,6 +42,7 @@ export class MemoryStore implements Store {
   readonly #profiles = new Map<string, string>();
   readonly #seqs = new Map<string, number>();
   readonly #leases = new Map<string, ThreadLease>();
+  readonly #owners = new Map<string, string>();
   readonly #mailbox: MailboxData = emptyMailboxData();
 
   async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
@@ -63,6 +64,7 @@ export class MemoryStore implements Store {
   }
 
   async deleteThread(id: string): Promise<boolean> {
+    this.#owners.delete(id);
     if (!this.#threads.delete(id)) return false;
     for (const [runId, run] of this.#runs) if (run.thread_id === id) this.#runs.delete(runId);
     return true;
@@ -186,6 +188,21 @@ export class MemoryStore implements Store {
     const n = this.#leases.size;
     this.#leases.clear();
     return n;
+  }
+
+  async claimThread(threadId: string, principal: string): Promise<string> {
+    checkId('thread', threadId);
+    const owner = this.#owners.get(threadId) ?? principal;
+    this.#owners.set(threadId, owner);
+    return owner;
+  }
+
+  async threadOwner(threadId: string): Promise<string | undefined> {
+    return this.#owners.get(threadId);
+  }
+
+  async ownedThreads(principal: string): Promise<string[]> {
+    return [...this.#owners].filter(([, p]) => p === principal).map(([id]) => id).sort();
   }
 
   async close(): Promise<void> {}

@@ -26,6 +26,9 @@ export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL, cancel_requested BOOLEAN NOT NULL DEFAULT FALSE);
    CREATE INDEX IF NOT EXISTS ${p}_thread_leases_owner ON ${p}_thread_leases (owner);
    CREATE INDEX IF NOT EXISTS ${p}_thread_leases_run ON ${p}_thread_leases (run_id);`,
+  // 3: thread owners (ThreadOwnerStore).
+  (p) => `CREATE TABLE IF NOT EXISTS ${p}_thread_owners (thread_id TEXT PRIMARY KEY, principal TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS ${p}_thread_owners_principal ON ${p}_thread_owners (principal);`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -156,6 +159,7 @@ export class PostgresStore implements Store {
       const r = await c.query(`DELETE FROM ${this.#p}_threads WHERE id = $1`, [id]);
       await c.query(`DELETE FROM ${this.#p}_messages WHERE thread_id = $1`, [id]);
       await c.query(`DELETE FROM ${this.#p}_runs WHERE thread_id = $1`, [id]);
+      await c.query(`DELETE FROM ${this.#p}_thread_owners WHERE thread_id = $1`, [id]);
       return (r.rowCount ?? 0) > 0;
     });
   }
@@ -252,7 +256,7 @@ export class PostgresStore implements Store {
   /** Drops this store's tables (tests). */
   async dropSchema(): Promise<void> {
     const p = this.#p;
-    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_thread_leases, ${p}_schema`);
+    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_thread_leases, ${p}_thread_owners, ${p}_schema`);
     this.#ready = undefined;
   }
 
@@ -313,6 +317,21 @@ export class PostgresStore implements Store {
 
   async clearLeases(): Promise<number> {
     return (await this.#q(`DELETE FROM ${this.#p}_thread_leases RETURNING thread_id`)).length;
+  }
+
+  async claimThread(threadId: string, principal: string): Promise<string> {
+    checkId('thread', threadId);
+    await this.#q(`INSERT INTO ${this.#p}_thread_owners (thread_id, principal) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING`, [threadId, principal]);
+    return (await this.threadOwner(threadId)) as string;
+  }
+
+  async threadOwner(threadId: string): Promise<string | undefined> {
+    const [row] = await this.#q<{ principal: string }>(`SELECT principal FROM ${this.#p}_thread_owners WHERE thread_id = $1`, [threadId]);
+    return row?.principal;
+  }
+
+  async ownedThreads(principal: string): Promise<string[]> {
+    return (await this.#q<{ thread_id: string }>(`SELECT thread_id FROM ${this.#p}_thread_owners WHERE principal = $1 ORDER BY thread_id`, [principal])).map((r) => r.thread_id);
   }
 
   async close(): Promise<void> {

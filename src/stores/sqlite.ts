@@ -38,6 +38,9 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, owner TEXT NOT NULL, until INTEGER NOT NULL, cancel_requested INTEGER NOT NULL DEFAULT 0);
    CREATE INDEX IF NOT EXISTS awaken_thread_leases_owner ON awaken_thread_leases (owner);
    CREATE INDEX IF NOT EXISTS awaken_thread_leases_run ON awaken_thread_leases (run_id);`,
+  // 3: thread owners (ThreadOwnerStore).
+  `CREATE TABLE IF NOT EXISTS awaken_thread_owners (thread_id TEXT PRIMARY KEY, principal TEXT NOT NULL);
+   CREATE INDEX IF NOT EXISTS awaken_thread_owners_principal ON awaken_thread_owners (principal);`,
 ];
 
 interface LeaseRow {
@@ -156,6 +159,7 @@ export class SqliteStore implements Store {
       const r = this.#db.prepare('DELETE FROM awaken_threads WHERE id = ?').run(id);
       this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(id);
       this.#db.prepare('DELETE FROM awaken_runs WHERE thread_id = ?').run(id);
+      this.#db.prepare('DELETE FROM awaken_thread_owners WHERE thread_id = ?').run(id);
       return r.changes > 0;
     })();
   }
@@ -301,6 +305,20 @@ export class SqliteStore implements Store {
 
   async clearLeases(): Promise<number> {
     return this.#db.prepare('DELETE FROM awaken_thread_leases').run().changes;
+  }
+
+  async claimThread(threadId: string, principal: string): Promise<string> {
+    checkId('thread', threadId);
+    this.#db.prepare('INSERT INTO awaken_thread_owners (thread_id, principal) VALUES (?, ?) ON CONFLICT (thread_id) DO NOTHING').run(threadId, principal);
+    return (await this.threadOwner(threadId)) as string;
+  }
+
+  async threadOwner(threadId: string): Promise<string | undefined> {
+    return (this.#db.prepare('SELECT principal FROM awaken_thread_owners WHERE thread_id = ?').get(threadId) as { principal: string } | undefined)?.principal;
+  }
+
+  async ownedThreads(principal: string): Promise<string[]> {
+    return (this.#db.prepare('SELECT thread_id FROM awaken_thread_owners WHERE principal = ? ORDER BY thread_id').all(principal) as { thread_id: string }[]).map((r) => r.thread_id);
   }
 
   async close(): Promise<void> {

@@ -39,8 +39,9 @@ describe('awaken serve and API tokens', () => {
       const run = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer alice-secret-0123456789' }, body: JSON.stringify({ threadId: 'mine', messages: [{ role: 'user', content: 'weather?' }] }) });
       expect(run.status).toBe(200);
       await run.text();
-      expect((await (await fetch(`${s.url}/v1/threads`, as('alice-secret-0123456789'))).json()).items.map((t: { id: string }) => t.id)).toEqual(['mine']);
-      expect((await (await fetch(`${s.url}/v1/threads`, as('default-token-012345'))).json()).items).toEqual([]);
+      const items = async (token: string) => ((await (await fetch(`${s.url}/v1/threads`, as(token))).json()) as { items: { id: string }[] }).items;
+      expect((await items('alice-secret-0123456789')).map((t) => t.id)).toEqual(['mine']);
+      expect(await items('default-token-012345')).toEqual([]);
       expect((await fetch(`${s.url}/v1/threads/mine`, as('default-token-012345'))).status).toBe(404);
       expect(s.log()).toContain('2 API token(s)');
       expect(s.log()).not.toContain('alice-secret-0123456789');

@@ -297,8 +297,11 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         await store.releaseLease('t', 'r1');
         expect(await store.getLease('t')).toBeUndefined();
         expect(await take('t', 'r2', 'B', 1060)).toEqual({ ok: true });
-        // Expired: anyone may take it.
-        expect(await take('t', 'r4', 'A', 1160)).toEqual({ ok: true });
+        // Expired, it is still held: its run must be ended (taken over) before the thread is taken.
+        expect(await take('t', 'r4', 'A', 1200)).toMatchObject({ ok: false, holder: { run_id: 'r2', until: 1160 } });
+        expect(await store.takeOverLease('t', 'r2', 'A', 1200, 100)).toBe(true);
+        await store.releaseLease('t', 'r2');
+        expect(await take('t', 'r4', 'A', 1200)).toEqual({ ok: true });
         expect((await store.getLease('t'))?.owner).toBe('A');
       });
 

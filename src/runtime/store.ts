@@ -110,8 +110,10 @@ export type LeaseTake = { readonly ok: true } | { readonly ok: false; readonly h
 /** Thread leases: one run in flight per thread across every instance on a store. Each method is atomic. */
 export interface ThreadLeaseStore {
   /**
-   * Takes the thread for a run: when it is free, its lease expired, the same run of the same owner
-   * already holds it, or `steal` (supersede) — else the holder is returned and nothing changes.
+   * Takes the thread for a run: when it is free, the same run of the same owner already holds it, or
+   * `steal` (supersede) — else the holder is returned and nothing changes. An expired holder is
+   * returned too: its run must be ended (`takeOverLease`) before the thread is taken, so no run
+   * silently loses its thread.
    */
   takeLease(lease: { readonly threadId: string; readonly runId: string; readonly owner: string; readonly now: number; readonly ttlMs: number; readonly steal?: boolean }): Promise<LeaseTake>;
   /** Extends every lease `owner` holds to `now + ttlMs`; returns them (one missing was taken over). */
@@ -145,7 +147,7 @@ export interface ThreadOwnerStore {
 /** The lease a take or a renewal leaves (pure; the stores share it). */
 export function leaseAfterTake(held: ThreadLease | undefined, l: Parameters<ThreadLeaseStore['takeLease']>[0]): LeaseTake & { readonly lease?: ThreadLease } {
   const same = held !== undefined && held.run_id === l.runId && held.owner === l.owner;
-  if (held !== undefined && held.until > l.now && l.steal !== true && !same) return { ok: false, holder: held };
+  if (held !== undefined && l.steal !== true && !same) return { ok: false, holder: held };
   const keep = same && held.cancel_requested;
   return { ok: true, lease: { thread_id: l.threadId, run_id: l.runId, owner: l.owner, until: l.now + l.ttlMs, cancel_requested: keep } };
 }

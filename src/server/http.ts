@@ -284,7 +284,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const id = idParam(c, 'id', 'thread');
     const since = sinceOf(c);
     // A thread that does not exist (and has no run starting on it) has nothing to follow.
-    if (registry.currentRun(id) === undefined && (await store.getThread(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    if ((await store.getThread(id)) === undefined && (await registry.activeRun(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
     return logStream(registry, id, since, { heartbeatMs });
   });
 

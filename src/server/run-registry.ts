@@ -319,14 +319,21 @@ export class RunRegistry {
   }
 
   /**
-   * Takes the thread's lease for a new run. Held by another run: that run's status in the store
-   * decides — finished (its instance died before releasing) or expired: taken over; running under
+   * Takes the thread's lease for a new run. Held by another run: expired, that run is ended first
+   * (`sweepLeases` would); else its status in the store decides — finished (its instance died before
+   * releasing): taken over; running under
    * `reject`, or waiting without `discardPause`: refused; else (supersede) the lease is stolen, the
    * holder told to stop (a durable cancel request, and the bus), and its end awaited (a lease's time
    * at most: an instance that does not answer learns at its next renewal that the thread is gone).
    */
   async #takeLease(request: StartRequest, runId: string): Promise<RegistryResult<undefined>> {
-    const first = await this.#leases.take(request.threadId, runId);
+    let first = await this.#leases.take(request.threadId, runId);
+    if (!first.ok && this.#leases.isExpired(first.holder) && !this.#runs.has(first.holder.run_id)) {
+      // Its instance is gone: the run is ended (for its followers too) before the thread is taken.
+      const holder = first.holder;
+      if (await this.#leases.takeOver(holder)) await this.#endAbandoned(holder, holder.cancel_requested ? 'cancelled' : 'interrupted');
+      first = await this.#leases.take(request.threadId, runId);
+    }
     if (first.ok) return { ok: true, value: undefined };
     const holder = first.holder;
     const stored = await this.#store.getRun(holder.run_id);

@@ -278,9 +278,9 @@ export class PostgresStore implements Store {
       `INSERT INTO ${p}_thread_leases AS t (thread_id, run_id, owner, until, cancel_requested) VALUES ($1, $2, $3, $4, FALSE)
        ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner, until = excluded.until,
          cancel_requested = (t.run_id = excluded.run_id AND t.owner = excluded.owner AND t.cancel_requested)
-       WHERE t.until <= $5 OR $6 OR (t.run_id = excluded.run_id AND t.owner = excluded.owner)
+       WHERE $5 OR (t.run_id = excluded.run_id AND t.owner = excluded.owner)
        RETURNING thread_id`,
-      [l.threadId, l.runId, l.owner, l.now + l.ttlMs, l.now, l.steal === true],
+      [l.threadId, l.runId, l.owner, l.now + l.ttlMs, l.steal === true],
     );
     if (taken.length > 0) return { ok: true };
     const holder = await this.getLease(l.threadId);

@@ -1,0 +1,154 @@
+import { describe, expect, it } from 'vitest';
+import { PostgresBus } from '../../src/stores/postgres-bus.ts';
+import { PostgresStore } from '../../src/stores/postgres.ts';
+import { PG_URL } from '../support/postgres.ts';
+import { startServe, type ServeProcess } from '../support/serve-process.ts';
+import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { report, rngOf, SCALE, slowScript } from './chaos.ts';
+
+/**
+ * kill -9 of `awaken serve` at random points of its runs (issue: the server under faults), then a
+ * restart on the same store: every run that completed keeps its messages exactly once, the killed run
+ * ends interrupted (never looks alive), its thread takes a new run, and a client holding a frame id
+ * from before the kill resumes above it or is resynced — never sent a reused id.
+ */
+const KILLS = 20 * SCALE;
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
+const isFinish = (f: SseFrame) => f.event === undefined && data(f).event_type === 'run_finish';
+
+async function killHard(s: ServeProcess): Promise<void> {
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => s.child.once('exit', () => r()));
+  s.child.kill('SIGKILL');
+  await exited;
+}
+
+interface Figures {
+  tried: number;
+  killedMidRun: number;
+  interrupted: number;
+  /** Runs that had ended by the time the kill landed (the client had not read their last frame). */
+  finishedBeforeKill: number;
+  lost: number;
+  duplicated: number;
+  stuck: number;
+  reusedIds: number;
+  resynced: number;
+  /** The longest time from a restart to the killed run ended. */
+  recoveryMaxMs: number;
+}
+
+async function killLoop(name: string, args: readonly string[]): Promise<Figures> {
+  const rng = rngOf(name);
+  const script = slowScript(10, 40);
+  const serveArgs = [...args, '--model', `scripted:${script}`];
+  const f: Figures = { tried: 0, killedMidRun: 0, interrupted: 0, finishedBeforeKill: 0, lost: 0, duplicated: 0, stuck: 0, reusedIds: 0, resynced: 0, recoveryMaxMs: 0 };
+  const completed: { thread: string; text: string }[] = [];
+  let s = await startServe(serveArgs);
+  try {
+    for (let i = 0; i < KILLS; i++) {
+      const thread = `k${i % 3}`;
+      f.tried++;
+      // A run, read until a random point, then the process dies under it.
+      const r = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: `killed ${i}` }] }));
+      const runId = r.headers.get('x-awaken-run-id') as string;
+      const deadline = Date.now() + Math.floor(rng() * 500);
+      const seen = await readFrames(r, () => Date.now() >= deadline, 2_000).catch(() => [] as SseFrame[]);
+      const held = seen.length > 0 ? Math.max(...seen.filter((x) => x.id !== undefined).map((x) => Number(x.id))) : 0;
+      if (!seen.some(isFinish)) f.killedMidRun++;
+      await killHard(s);
+      s = await startServe(serveArgs);
+
+      // The killed run never looks alive for longer than a lease and a sweep.
+      const restarted = Date.now();
+      let run: { status: string; termination?: { type: string; value?: string } } = { status: 'running' };
+      while (Date.now() - restarted < 10_000) {
+        run = (await (await fetch(`${s.url}/v1/runs/${runId}`)).json()) as typeof run;
+        if (run.status === 'done') break;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      if (run.status === 'done' && run.termination?.type === 'error' && String(run.termination.value).startsWith('interrupted')) f.interrupted++;
+      else if (run.status === 'done' && run.termination?.type === 'natural_end') f.finishedBeforeKill++;
+      else f.stuck++;
+      f.recoveryMaxMs = Math.max(f.recoveryMaxMs, Date.now() - restarted);
+
+      // A client holding `held` follows the thread; a new run must start and reach it above `held` (or after a resync).
+      const follow = held > 0 ? await fetch(`${s.url}/v1/threads/${thread}/stream`, { headers: { 'last-event-id': String(held) } }) : undefined;
+      const followed = follow?.status === 200 ? readFrames(follow, (fs) => fs.some(isFinish), 10_000) : Promise.resolve([] as SseFrame[]);
+      const text = `after kill ${i}`;
+      const next = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: text }] }));
+      if (next.status !== 200) {
+        f.stuck++;
+        continue;
+      }
+      const frames = parseSse(await next.text());
+      if (!frames.some((x) => isFinish(x) && data(x).termination?.type === 'natural_end')) f.stuck++;
+      else completed.push({ thread, text });
+      const got = await followed;
+      if (held > 0 && got.length > 0) {
+        if (got[0]?.event === 'resync') f.resynced++;
+        else if (Number(got[0]?.id) <= held) f.reusedIds++;
+      }
+    }
+    // Every completed run's question and answer, exactly once.
+    for (const thread of ['k0', 'k1', 'k2']) {
+      const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=200`)).json()) as { messages: { id: string; role: string; content: { text?: string }[] }[] };
+      const ids = page.messages.map((m) => m.id);
+      f.duplicated += ids.length - new Set(ids).size;
+      const texts = page.messages.map((m) => m.content.map((c) => c.text ?? '').join(''));
+      for (const c of completed.filter((x) => x.thread === thread)) {
+        const n = texts.filter((t) => t === c.text).length;
+        if (n === 0) f.lost++;
+        if (n > 1) f.duplicated += n - 1;
+        const at = texts.indexOf(c.text);
+        if (!(texts[at + 1] ?? '').startsWith('piece 0;')) f.lost++;
+      }
+    }
+  } finally {
+    await s.stop();
+  }
+  return f;
+}
+
+const expectSound = (f: Figures) => {
+  expect(f.tried).toBe(KILLS);
+  expect(f.interrupted).toBeGreaterThan(KILLS / 2);
+  expect(f.interrupted + f.finishedBeforeKill).toBe(KILLS);
+  expect({ lost: f.lost, duplicated: f.duplicated, stuck: f.stuck, reusedIds: f.reusedIds }).toEqual({ lost: 0, duplicated: 0, stuck: 0, reusedIds: 0 });
+};
+
+describe('kill -9 of awaken serve mid-run, then a restart on the same store', () => {
+  it(`SQLite: ${KILLS} kill points`, async () => {
+    const f = await killLoop('kill-sqlite', ['--store', `sqlite:${join(mkdtempSync(join(tmpdir(), 'awaken-chaos-')), 'awaken.db')}`]);
+    report('kill -9 / sqlite', { ...f });
+    expectSound(f);
+  }, 600_000);
+
+  it(`file: ${KILLS} kill points`, async () => {
+    const f = await killLoop('kill-file', ['--store', `file:${mkdtempSync(join(tmpdir(), 'awaken-chaos-'))}`]);
+    report('kill -9 / file', { ...f });
+    expectSound(f);
+  }, 600_000);
+
+  it(`PostgreSQL, one instance: ${KILLS} kill points (its leases expire; a sweep ends the run)`, async () => {
+    const prefix = `chk${process.pid}`;
+    try {
+      const url = new URL(PG_URL);
+      url.searchParams.set('prefix', prefix);
+      const f = await killLoop('kill-postgres', ['--store', url.toString(), '--lease-ms', '600', '--sweep-ms', '100']);
+      report('kill -9 / postgres', { ...f });
+      expectSound(f);
+    } finally {
+      const store = PostgresStore.withPrefix(PG_URL, prefix);
+      await store.dropSchema();
+      await store.close();
+      const bus = new PostgresBus(PG_URL, { prefix });
+      await bus.dropSchema();
+      await bus.close();
+    }
+  }, 600_000);
+});

@@ -15,7 +15,8 @@ export default defineConfig({
       {
         extends: true,
         // The PostgreSQL server of the run: the given one, the machine's, or one started from npm.
-        test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'], globalSetup: ['spec/support/postgres-setup.ts'] },
+        // --expose-gc: the memory bounds of spec/chaos/ measure what is held, not garbage not yet collected.
+        test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'], globalSetup: ['spec/support/postgres-setup.ts'], execArgv: ['--expose-gc'] },
       },
       { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000 } },
     ],

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresBus } from '../../src/stores/postgres-bus.ts';
 import { PostgresStore } from '../../src/stores/postgres.ts';
 import { PG_URL } from '../support/postgres.ts';
+import { report } from '../chaos/chaos.ts';
 import { bodyJson, gatedTool, json, readFrames, testServer, type SseFrame } from '../support/server.ts';
 
 /**
@@ -60,7 +61,8 @@ describe('the cluster bus after its connections are terminated', () => {
     expect((await bodyJson(b.app.request('/health/ready'))).status).toBe('healthy');
 
     const started = Date.now();
-    expect(await terminate()).toBeGreaterThanOrEqual(2);
+    const killed = await terminate();
+    expect(killed).toBeGreaterThanOrEqual(2);
     await until(() => b.registry.busStatus === 'down', 5_000);
     const ready = await b.app.request('/health/ready');
     expect(ready.status).toBe(503);
@@ -72,7 +74,7 @@ describe('the cluster bus after its connections are terminated', () => {
     await first.text();
 
     const recovered = await until(() => a.registry.busStatus === 'listening' && b.registry.busStatus === 'listening', 15_000);
-    process.stdout.write(`cluster bus: listening again ${Date.now() - started} ms after pg_terminate_backend (${recovered} ms of polling)\n`);
+    report('postgres backends terminated', { terminated: killed, listeningAgainMs: Date.now() - started, polledMs: recovered });
     expect((await b.app.request('/health/ready')).status).toBe(200);
 
     // A cancel sent from B reaches the run on A.
@@ -86,6 +88,7 @@ describe('the cluster bus after its connections are terminated', () => {
     const seen = await follower;
     const ids = seen.map((f) => Number(f.id));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
+    report('postgres backends terminated: follower', { frames: ids.length, lost: ids.length === 0 ? 'all' : 0 });
     expect(seen.filter((f) => data(f).event_type === 'run_finish').map((f) => data(f).termination?.type)).toEqual(['natural_end', 'cancelled']);
   }, 60_000);
 });

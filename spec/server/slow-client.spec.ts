@@ -58,7 +58,9 @@ describe('a follower that stops reading', () => {
       const ids = data.map((f) => Number(f.id));
       expect(ids.length).toBeGreaterThan(0);
       expect(ids).toEqual(ids.map((_, i) => (ids[0] as number) + i));
-      expect(JSON.parse(last?.data ?? '{}').seq).toBeGreaterThanOrEqual(ids.at(-1) as number);
+      // No history for a client that does not read: the id to reconnect from (the last frame it was sent).
+      expect(JSON.parse(last?.data ?? '{}')).toEqual({ seq: ids.at(-1), reconnect: true, reason: 'slow_client' });
+      expect(last?.id).toBe(String(ids.at(-1)));
       socket.destroy();
     } finally {
       await server.close();
@@ -88,4 +90,17 @@ describe('a follower that stops reading', () => {
       await server.close();
     }
   }, 30_000);
+
+  it('a burst above the bound that the client reads (frames of 300 to 600 KB, 1.8 MB at once) is not a slow client: the stream ends normally', async () => {
+    const s = testServer([{ text: 'w'.repeat(300 * 1024) }], { registry: { maxFollowerBytes: 512 * 1024 } });
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const text = await (await fetch(`${server.url}/v1/runs`, json({ threadId: 'burst', messages: [{ role: 'user', content: 'go' }] }))).text();
+      const frames = parseSse(text);
+      expect(frames.some((f) => f.event === 'resync')).toBe(false);
+      expect(JSON.parse(frames.at(-1)?.data ?? '{}').event_type).toBe('run_finish');
+    } finally {
+      await server.close();
+    }
+  });
 });

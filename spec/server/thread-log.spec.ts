@@ -115,6 +115,21 @@ describe('the thread log backlog', () => {
     );
   });
 
+  it('keeps at most maxBytes of serialised events (the latest frame always), and a backlog parses them back to the events sent', () => {
+    const log = new ThreadLog(1000, 100);
+    const sent = Array.from({ length: 10 }, (_, i) => log.append('r', text(i)));
+    const each = sent[0]?.data.length as number;
+    const kept = Math.floor(100 / each);
+    const got: LogItem[] = [];
+    log.subscribe(10 - kept, (i) => got.push(i), resync)();
+    expect(got.map((i) => i.seq)).toEqual(sent.slice(-kept).map((f) => f.seq));
+    expect(got.map((i) => (i.kind === 'frame' ? i.event : undefined))).toEqual(sent.slice(-kept).map((f) => f.event));
+    expect(backlog(log, 9 - kept)).toEqual(['resync@10']);
+    const huge = new ThreadLog(10, 5);
+    huge.append('r', text(1));
+    expect(backlog(huge, 0)).toEqual([1]);
+  });
+
   it('backlogOf: no cursor is live only; a negative cursor resyncs', () => {
     expect(backlogOf([], 5, undefined)).toEqual({ kind: 'frames', frames: [] });
     expect(backlogOf([], 0, -1)).toEqual({ kind: 'resync' });

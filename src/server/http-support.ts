@@ -74,8 +74,11 @@ export interface LogStreamOptions {
  * comment while idle, and the end when `until` says so. Closing the response only unsubscribes.
  *
  * Memory per client is bounded: the response is written only as fast as the socket drains, and a
- * client that leaves more than the registry's `maxFollowerBytes` unread is dropped (and logged) — a thread stream ends with an
- * `event: resync` (the thread as stored, and the `seq` to reconnect from) and closes; a protocol
+ * client that leaves more than the registry's `maxFollowerBytes` unread for longer than its
+ * `followerGraceMs` (a burst drains in a moment; a client that stopped reading does not), or four
+ * times that much at any moment, is dropped (and logged) — a thread stream ends with an
+ * `event: resync` frame without messages, `{seq, reconnect: true}` (reconnect with that id: the rest
+ * follows exactly, or a full resync), and closes; a protocol
  * stream (its own framing, no resync frame) is aborted, which its client sees as a dropped
  * connection to resume from.
  */
@@ -94,6 +97,10 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
     {
       async start(controller) {
         let idle = true;
+        /** Since when more than `maxBytes` have waited unread (undefined: not now). */
+        let overSince: number | undefined;
+        /** The last frame's sequence number written to this client. */
+        let lastSent = since ?? 0;
         const end = (): void => {
           try {
             controller.close();
@@ -114,18 +121,33 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
             controller.error(Object.assign(new Error(`the client left ${queued} bytes unread`), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
             return;
           }
-          // The resync goes after everything queued: read in order, it tells where to reconnect from.
-          void registry.resyncOf(threadId).then(
-            (resync) => {
-              try {
-                controller.enqueue(encoder.encode(sseOf(resync)));
-              } catch {
-                // the client went away meanwhile
-              }
-              end();
-            },
-            () => end(),
-          );
+          // A last, small frame after everything queued (never the thread's history, which a client
+          // that does not read would make the server hold): read in order, it says to reconnect from
+          // the last frame sent, which resumes exactly or resyncs.
+          try {
+            controller.enqueue(encoder.encode(`event: resync\nid: ${lastSent}\ndata: ${JSON.stringify({ seq: lastSent, reconnect: true, reason: 'slow_client' })}\n\n`));
+          } catch {
+            // the client went away meanwhile
+          }
+          end();
+        };
+        // A burst (a large tool result, a fast model) drains in a moment; a client that does not read
+        // stays behind: dropped once the grace time has passed, or at once past four times the bound.
+        const checkBehind = (): void => {
+          if (closed) return;
+          const queued = maxBytes - (controller.desiredSize ?? 0);
+          if (queued <= maxBytes) {
+            overSince = undefined;
+            return;
+          }
+          if (queued > 4 * maxBytes) return overflow();
+          if (overSince === undefined) {
+            overSince = registry.now();
+            // Looked at again when the grace is over, whether or not more is written meanwhile.
+            setTimeout(checkBehind, registry.followerGraceMs + 1).unref?.();
+            return;
+          }
+          if (registry.now() - overSince >= registry.followerGraceMs) overflow();
         };
         const write = (text: string): void => {
           if (closed) return;
@@ -136,7 +158,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
             stop();
             return;
           }
-          if ((controller.desiredSize ?? 0) < 0) overflow();
+          checkBehind();
         };
         if (options.prologue !== undefined) write(options.prologue);
         timer = setInterval(() => {
@@ -148,6 +170,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
           since,
           (item) => {
             if (closed) return;
+            lastSent = item.seq;
             write((options.render ?? sseOf)(item));
             if (!closed && options.until?.(item) === true) {
               if (options.epilogue !== undefined) write(options.epilogue());

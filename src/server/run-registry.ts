@@ -11,7 +11,7 @@ import { errorFields, silentLogger, type Logger } from './log.ts';
 import { currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
 import { SeqMarks } from './seq-marks.ts';
-import { ThreadLog, type LogItem, type ResyncFrame } from './thread-log.ts';
+import { ThreadLog, type LogItem } from './thread-log.ts';
 
 export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
 
@@ -36,12 +36,18 @@ export interface RegistryOptions {
   readonly bus?: ClusterBus;
   /** Frames each thread keeps for reconnects (default 1024). */
   readonly replayBufferCapacity?: number;
+  /** Bytes of serialised events each thread keeps for reconnects (default 1 MiB; the latest frame always). */
+  readonly replayBufferBytes?: number;
   /** Thread logs kept in memory (default 10,000); the oldest idle ones go first. */
   readonly maxThreadLogs?: number;
+  /** Bytes all thread logs' rings may hold together (default 32 MiB); past it the oldest idle logs go first. */
+  readonly maxReplayBytes?: number;
   /** Thread leases: this instance's name, their length, how often expired ones are swept (`startLeases`). */
   readonly leases?: LeaseOptions;
   /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB; `logStream`). */
   readonly maxFollowerBytes?: number;
+  /** How long a client may stay above `maxFollowerBytes` before it is dropped (default 2 s). */
+  readonly followerGraceMs?: number;
   /** Frames a thread log may hand out beyond its stored `seq` mark before the mark is raised again (default 1024). */
   readonly seqBlock?: number;
   /** Where each run's start and end, its errors, and bus failures are told (default: nowhere). */
@@ -121,12 +127,14 @@ export class RunRegistry {
   readonly #env: Env;
   readonly #policy: ConcurrencyPolicy;
   readonly #capacity: number;
+  readonly #ringBytes: number;
   readonly #threads = new Map<string, ThreadEntry>();
   readonly #runs = new Map<string, LiveRun>();
   /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
   readonly #locks = new Map<string, Promise<unknown>>();
   readonly #bus: ClusterBus | undefined;
   readonly #maxIdleThreads: number;
+  readonly #maxReplayBytes: number;
   /** The last `seq` of threads whose log was evicted. */
   readonly #evictedSeq = new Map<string, number>();
   /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
@@ -139,6 +147,7 @@ export class RunRegistry {
   /** Frames of a thread waiting for its mark to be raised, the last in line. */
   readonly #publishing = new Map<string, Promise<void>>();
   readonly #maxFollowerBytes: number;
+  readonly #followerGraceMs: number;
   #closing = false;
   readonly #leases: RunLeases;
   #leaseLoop: AbortController | undefined;
@@ -149,10 +158,13 @@ export class RunRegistry {
     this.#env = runtime.env;
     this.#policy = options.policy ?? 'reject';
     this.#capacity = options.replayBufferCapacity ?? 1024;
+    this.#ringBytes = options.replayBufferBytes ?? 1024 * 1024;
     this.#bus = options.bus;
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
+    this.#maxReplayBytes = options.maxReplayBytes ?? 32 * 1024 * 1024;
     this.#logger = options.logger ?? silentLogger;
     this.#maxFollowerBytes = options.maxFollowerBytes ?? 1024 * 1024;
+    this.#followerGraceMs = options.followerGraceMs ?? 2_000;
     this.#leases = new RunLeases(store, this.#env, options.leases);
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
   }
@@ -188,6 +200,16 @@ export class RunRegistry {
     return this.#maxFollowerBytes;
   }
 
+  /** How long a stream's client may stay above `maxFollowerBytes`. */
+  get followerGraceMs(): number {
+    return this.#followerGraceMs;
+  }
+
+  /** The time on the runtime's clock. */
+  now(): number {
+    return this.#env.clock.now();
+  }
+
   /** Tells that a client was dropped for not reading. */
   followerDropped(fields: { readonly thread: string; readonly queuedBytes: number }): void {
     this.#logger.warn('slow client dropped', { thread: fields.thread, queued_bytes: fields.queuedBytes });
@@ -210,7 +232,7 @@ export class RunRegistry {
   log(threadId: string): ThreadLog {
     let entry = this.#threads.get(threadId);
     if (entry === undefined) {
-      entry = { log: new ThreadLog(this.#capacity) };
+      entry = { log: new ThreadLog(this.#capacity, this.#ringBytes) };
       entry.log.ensureAtLeast(this.#evictedSeq.get(threadId) ?? 0);
       this.#evictedSeq.delete(threadId);
       this.#threads.set(threadId, entry);
@@ -505,18 +527,22 @@ export class RunRegistry {
   }
 
   /**
-   * Keeps at most `maxIdleThreads` logs of threads with no run and no subscriber (oldest first out);
+   * Keeps at most `maxIdleThreads` logs, and `maxReplayBytes` in their rings, evicting threads with no
+   * run and no subscriber (oldest first out);
    * an evicted thread's sequence number is remembered, so its `seq` never goes back.
    */
   #evictIdle(): void {
-    if (this.#threads.size <= this.#maxIdleThreads) return;
+    let bytes = 0;
+    for (const entry of this.#threads.values()) bytes += entry.log.bytes;
+    if (this.#threads.size <= this.#maxIdleThreads && bytes <= this.#maxReplayBytes) return;
     for (const [id, entry] of this.#threads) {
-      if (this.#threads.size <= this.#maxIdleThreads) break;
+      if (this.#threads.size <= this.#maxIdleThreads && bytes <= this.#maxReplayBytes) break;
       if (entry.current !== undefined || entry.log.subscribers > 0 || this.#outbox.has(id)) continue;
       if (this.#publishing.has(id)) continue;
       this.#evictedSeq.set(id, entry.log.lastSeq);
       this.#threads.delete(id);
       this.#marks.forget(id);
+      bytes -= entry.log.bytes;
     }
   }
 
@@ -622,13 +648,12 @@ export class RunRegistry {
     const log = this.log(threadId);
     await this.#marks.load(threadId, log);
     const messages = log.isBehind(since) ? await this.#resyncMessages(threadId) : [];
-    return log.subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
-  }
-
-  /** A resync of the thread as it is now: the frames it covers end at its `seq` (the shared log's with a bus). */
-  async resyncOf(threadId: string): Promise<ResyncFrame> {
-    const seq = this.#bus !== undefined ? await this.#bus.lastSeq(threadId) : this.log(threadId).publishedSeq;
-    return { kind: 'resync', seq, messages: await this.#resyncMessages(threadId) };
+    const off = log.subscribe(since, onItem, (seq) => ({ kind: 'resync', seq, messages }));
+    return () => {
+      off();
+      // The last follower of an idle thread gone: its ring may now make room for others.
+      this.#evictIdle();
+    };
   }
 
   /** The thread as a resync shows it: the stored history plus the input of a run not yet committed. */

@@ -44,6 +44,20 @@ export function backlogOf(ring: readonly LogFrame[], lastSeq: number, since: num
   return { kind: 'frames', frames: ring.slice(from) };
 }
 
+/** A frame as the ring keeps it: the serialised event, parsed again when a backlog reads it. */
+function retained(frame: LogFrame): LogFrame {
+  const { seq, runId, data } = frame;
+  return {
+    kind: 'frame',
+    seq,
+    runId,
+    data,
+    get event(): AgentEvent {
+      return JSON.parse(data) as AgentEvent;
+    },
+  };
+}
+
 /**
  * A thread's event log (seed 001 §4.2, §4.5): one monotonic `seq` across all its runs, a bounded
  * ring of the latest frames, and live subscribers. A subscriber whose `since` the ring cannot serve
@@ -51,20 +65,29 @@ export function backlogOf(ring: readonly LogFrame[], lastSeq: number, since: num
  */
 export class ThreadLog {
   readonly #capacity: number;
+  readonly #maxBytes: number;
   readonly #ring: LogFrame[] = [];
+  #ringBytes = 0;
   readonly #subscribers = new Set<(item: LogItem) => void>();
   /** The highest sequence number handed out (`next`) or known to exist elsewhere (`ensureAtLeast`). */
   #taken = 0;
   /** The highest sequence number delivered to subscribers (or known to exist elsewhere). */
   #published = 0;
 
-  constructor(capacity: number) {
+  /** At most `capacity` frames and `maxBytes` of serialised events are kept (the latest frame always). */
+  constructor(capacity: number, maxBytes = Number.POSITIVE_INFINITY) {
     this.#capacity = Math.max(1, capacity);
+    this.#maxBytes = maxBytes;
   }
 
   /** The highest sequence number taken (a frame from `next` may still be on its way to `publish`). */
   get lastSeq(): number {
     return this.#taken;
+  }
+
+  /** Bytes of serialised events the ring holds. */
+  get bytes(): number {
+    return this.#ringBytes;
   }
 
   /** The highest sequence number delivered to subscribers (a resync made now covers up to it). */
@@ -99,8 +122,10 @@ export class ThreadLog {
   /** Retains a frame from `next` and delivers it to the subscribers (frames are published in `seq` order). */
   publish(frame: LogFrame): LogFrame {
     if (frame.seq > this.#published) this.#published = frame.seq;
-    this.#ring.push(frame);
-    if (this.#ring.length > this.#capacity) this.#ring.shift();
+    // The ring keeps the serialised event only; a backlog parses it again.
+    this.#ring.push(retained(frame));
+    this.#ringBytes += frame.data.length;
+    while (this.#ring.length > 1 && (this.#ring.length > this.#capacity || this.#ringBytes > this.#maxBytes)) this.#ringBytes -= (this.#ring.shift() as LogFrame).data.length;
     for (const s of [...this.#subscribers]) {
       try {
         s(frame);

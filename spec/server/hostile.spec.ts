@@ -78,3 +78,15 @@ describe('what an admin can make the server do', () => {
     }
   });
 });
+
+describe('a server shutting down', () => {
+  it('starts no new run: 503 shutting_down, on every surface that starts one', async () => {
+    const s = testServer([{ text: 'never' }]);
+    await s.registry.shutdown();
+    const r = await s.app.request('/v1/runs', json({ threadId: 'late', messages: [{ role: 'user', content: 'hi' }] }));
+    expect(r.status).toBe(503);
+    expect(await r.json()).toMatchObject({ code: 'shutting_down' });
+    const chat = await s.app.request('/v1/ai-sdk/chat', json({ id: 'late2', messages: [{ id: 'u', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }));
+    expect(chat.status).toBe(503);
+  });
+});

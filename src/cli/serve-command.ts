@@ -387,11 +387,19 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  logger.info('shutting down');
-  await registry.shutdown();
+  // Bounded: runs get 10 s to end after their cancel, and the whole shutdown 15 s.
+  logger.info('shutting down: no new runs; cancelling the runs in flight');
+  const hard = setTimeout(() => {
+    logger.error('shutdown took longer than 15 s: exiting');
+    process.exit(EXIT.ok);
+  }, 15_000);
+  hard.unref();
+  await registry.shutdown({ graceMs: 10_000 });
   await mailbox.stop();
-  await bus?.close();
   await server.close();
+  await bus?.close();
   await store.close();
+  clearTimeout(hard);
+  logger.info('stopped');
   return EXIT.ok;
 }

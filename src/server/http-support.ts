@@ -17,7 +17,7 @@ export interface ServerParts {
 
 /** A client mistake: a 4xx with `{error, code}` (and the field when one is to blame). */
 export class HttpError extends Error {
-  readonly status: 400 | 401 | 404 | 409 | 413 | 415;
+  readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 503;
   readonly code: string;
   readonly field?: string;
   readonly extra?: Record<string, unknown>;
@@ -88,7 +88,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
   let unsubscribe: (() => void) | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
   let closed = false;
-  const stop = (): void => {
+  let stop = (): void => {
     closed = true;
     unsubscribe?.();
     if (timer !== undefined) clearInterval(timer);
@@ -165,6 +165,23 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
           if (idle) write(': heartbeat\n\n');
           idle = true;
         }, options.heartbeatMs);
+        const offShutdown = registry.onShutdown(() => {
+          if (closed) return;
+          if (options.render === undefined) {
+            try {
+              controller.enqueue(encoder.encode(`event: resync\nid: ${lastSent}\ndata: ${JSON.stringify({ seq: lastSent, reconnect: true, reason: 'shutting_down' })}\n\n`));
+            } catch {
+              // the client went away meanwhile
+            }
+          }
+          stop();
+          end();
+        });
+        const stopStream = stop;
+        stop = (): void => {
+          offShutdown();
+          stopStream();
+        };
         unsubscribe = await registry.subscribe(
           threadId,
           since,
@@ -204,6 +221,8 @@ export function registryError(e: RegistryError): HttpError {
       return new HttpError(409, e.code, e.message);
     case 'start_failed':
       return new HttpError(400, e.code, e.message);
+    case 'shutting_down':
+      return new HttpError(503, e.code, e.message);
   }
 }
 

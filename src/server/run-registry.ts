@@ -62,7 +62,8 @@ export type RegistryError =
   | { readonly code: 'thread_not_found'; readonly message: string }
   | { readonly code: 'not_waiting'; readonly message: string }
   | { readonly code: 'target_not_found'; readonly message: string }
-  | { readonly code: 'start_failed'; readonly message: string };
+  | { readonly code: 'start_failed'; readonly message: string }
+  | { readonly code: 'shutting_down'; readonly message: string };
 
 export type RegistryResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RegistryError };
 
@@ -140,7 +141,7 @@ export class RunRegistry {
   /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
   readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: Promise<void> | undefined }>();
   /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
-  readonly #remote = new Map<string, Set<() => void>>();
+  readonly #remote = new Map<string, Set<() => Promise<void>>>();
   readonly #logger: Logger;
   /** The durable `seq` of thread logs without a bus (with one, the shared log is durable). */
   readonly #marks: SeqMarks;
@@ -149,6 +150,8 @@ export class RunRegistry {
   readonly #maxFollowerBytes: number;
   readonly #followerGraceMs: number;
   #closing = false;
+  /** The open streams' closers, called at shutdown. */
+  readonly #streams = new Set<() => void>();
   readonly #leases: RunLeases;
   #leaseLoop: AbortController | undefined;
 
@@ -173,7 +176,7 @@ export class RunRegistry {
   async attachBus(): Promise<void> {
     await this.#bus?.listen(
       (threadId) => {
-        for (const pull of this.#remote.get(threadId) ?? []) pull();
+        for (const pull of this.#remote.get(threadId) ?? []) void pull();
       },
       (command: ControlCommand) => {
         const run = this.#runs.get(command.runId);
@@ -190,7 +193,7 @@ export class RunRegistry {
         }
         this.#logger.info('cluster bus listening');
         // Appends announced while the bus was down were missed: every follower catches up from the shared log.
-        for (const pulls of this.#remote.values()) for (const pull of pulls) pull();
+        for (const pulls of this.#remote.values()) for (const pull of pulls) void pull();
       },
     );
   }
@@ -250,6 +253,7 @@ export class RunRegistry {
   }
 
   async #start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
+    if (this.#closing) return fail({ code: 'shutting_down', message: 'the server is shutting down: try again on another instance or after its restart' });
     // With access control, a start claims a new thread for its principal; another's thread is not there.
     if (!(await mayReach(this.#store, request.threadId, 'write'))) return fail({ code: 'thread_not_found', message: `thread not found: ${request.threadId}` });
     const owner = await this.#store.threadOwner(request.threadId);
@@ -672,15 +676,15 @@ export class RunRegistry {
   async #subscribeShared(bus: ClusterBus, threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
     let last = since ?? (await bus.lastSeq(threadId));
     let closed = false;
-    let pulling = false;
+    let pulling: Promise<void> | undefined;
     let again = false;
-    const pull = (): void => {
-      if (pulling) {
+    /** Reads what the follower has not seen; resolves when the shared log has nothing more for it. */
+    const pull = (): Promise<void> => {
+      if (pulling !== undefined) {
         again = true;
-        return;
+        return pulling;
       }
-      pulling = true;
-      void (async () => {
+      pulling = (async () => {
         do {
           again = false;
           for (;;) {
@@ -690,7 +694,7 @@ export class RunRegistry {
             } catch (e) {
               // Tried again shortly: the follower resumes from its last frame, nothing skipped.
               this.#logger.warn('shared log read failed: retrying', { thread: threadId, after: last, ...errorFields(e) });
-              if (!closed) setTimeout(pull, 250);
+              if (!closed) setTimeout(() => void pull(), 250);
               break;
             }
             if (frames.length === 0 || closed) break;
@@ -701,8 +705,9 @@ export class RunRegistry {
             }
           }
         } while (again && !closed);
-        pulling = false;
+        pulling = undefined;
       })();
+      return pulling;
     };
     let set = this.#remote.get(threadId);
     if (set === undefined) {
@@ -710,7 +715,7 @@ export class RunRegistry {
       this.#remote.set(threadId, set);
     }
     set.add(pull);
-    pull();
+    void pull();
     return () => {
       closed = true;
       set.delete(pull);
@@ -840,8 +845,14 @@ export class RunRegistry {
     return run !== undefined && (await mayReach(this.#store, run.thread_id, 'read')) ? run.run_id : undefined;
   }
 
-  /** Cancels every run and waits for them to end. */
-  async shutdown(): Promise<void> {
+  /**
+   * Graceful shutdown: no new run starts (`shutting_down`), every run in flight is cancelled and
+   * given `graceMs` (default 10 s) to end; one that does not is marked interrupted and its lease
+   * released, so another instance may take its thread at once. Then every open stream ends — a thread
+   * stream with a resync frame to reconnect from (`reason: shutting_down`) — and the sequence marks
+   * are written.
+   */
+  async shutdown(options: { readonly graceMs?: number } = {}): Promise<void> {
     this.#closing = true;
     this.#leaseLoop?.abort();
     this.#leaseLoop = undefined;
@@ -850,10 +861,36 @@ export class RunRegistry {
       r.stopRequested = true;
       r.handle.cancel();
     }
-    await Promise.all(runs.map((r) => r.handle.done.catch(() => undefined)));
-    await Promise.all(runs.map((r) => r.released));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const grace = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), options.graceMs ?? 10_000)));
+    const ended = await Promise.race([Promise.all(runs.map((r) => r.handle.done.catch(() => undefined))).then(() => 'ended' as const), grace]);
+    clearTimeout(timer);
+    if (ended === 'late') {
+      for (const r of runs.filter((x) => x.status !== 'done')) {
+        this.#logger.warn('run still going at shutdown: marked interrupted, its thread released', { run: r.runId, thread: r.threadId });
+        await this.#store.finishRun(r.runId, { type: 'error', value: 'interrupted: the server shut down while the run was going' }, this.#env.clock.now()).catch(() => false);
+        await this.#leases.release(r.threadId, r.runId).catch(() => undefined);
+      }
+    } else {
+      await Promise.all(runs.map((r) => r.released));
+    }
     await Promise.all(this.#publishing.values());
     await this.#marks.flush();
+    // Every frame in the shared log, and every follower of it up to date, before the streams end.
+    await Promise.all([...this.#outbox.values()].map((b) => b.flushing));
+    await Promise.all([...this.#remote.values()].flatMap((pulls) => [...pulls].map((pull) => pull())));
+    for (const close of [...this.#streams]) close();
+  }
+
+  /** Whether the registry is shutting down (no new run starts). */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /** Registers what ends an open stream at shutdown; returns its removal. */
+  onShutdown(close: () => void): () => void {
+    this.#streams.add(close);
+    return () => this.#streams.delete(close);
   }
 
   async #exclusive<T>(threadId: string, body: () => Promise<T>): Promise<T> {

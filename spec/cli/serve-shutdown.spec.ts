@@ -1,0 +1,63 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { PostgresBus } from '../../src/stores/postgres-bus.ts';
+import { PostgresStore } from '../../src/stores/postgres.ts';
+import { slowScript } from '../chaos/chaos.ts';
+import { PG_URL } from '../support/postgres.ts';
+import { startServe } from '../support/serve-process.ts';
+import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
+
+/**
+ * SIGTERM (issue: the server under faults → graceful shutdown): no new run, the run in flight ends
+ * `cancelled` for its stream, a follower is told where to reconnect from, the process exits within
+ * its bound, and its thread is free at once for the next instance (its lease released, not expired).
+ */
+const prefix = `sd${process.pid}`;
+afterAll(async () => {
+  const store = PostgresStore.withPrefix(PG_URL, prefix);
+  await store.dropSchema();
+  await store.close();
+  const bus = new PostgresBus(PG_URL, { prefix });
+  await bus.dropSchema();
+  await bus.close();
+});
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const data = (f: SseFrame) => JSON.parse(f.data) as { event_type?: string; termination?: { type: string }; reason?: string; reconnect?: boolean };
+
+describe('awaken serve on SIGTERM', () => {
+  it('cancels the run in flight, ends every stream, exits 0 within 15 s, and leaves the thread free', async () => {
+    const url = new URL(PG_URL);
+    url.searchParams.set('prefix', prefix);
+    // Leases of a minute: a thread free at once afterwards was released, not left to expire.
+    const args = ['--store', url.toString(), '--model', `scripted:${slowScript(40, 100)}`, '--lease-ms', '60000'];
+    const s = await startServe(args);
+    expect((await fetch(`${s.url}/v1/threads`, json({ id: 'sd' }))).status).toBe(201);
+    const follower = fetch(`${s.url}/v1/threads/sd/stream?since=0`).then((r) => readFrames(r, () => false, 20_000));
+    const run = await fetch(`${s.url}/v1/runs`, json({ threadId: 'sd', messages: [{ role: 'user', content: 'go' }] }));
+    const runText = run.text();
+    await new Promise((r) => setTimeout(r, 400));
+    const exited = new Promise<number | null>((r) => s.child.once('exit', (code) => r(code)));
+    const signalled = Date.now();
+    s.child.kill('SIGTERM');
+    const code = await exited;
+    const took = Date.now() - signalled;
+    expect(code).toBe(0);
+    expect(took).toBeLessThan(15_000);
+    const frames = parseSse(await runText);
+    expect(data(frames.at(-1) as SseFrame)).toMatchObject({ event_type: 'run_finish', termination: { type: 'cancelled' } });
+    const followed = await follower;
+    const last = followed.at(-1) as SseFrame;
+    expect(last.event).toBe('resync');
+    expect(data(last)).toMatchObject({ reconnect: true, reason: 'shutting_down' });
+    expect(followed.some((f) => data(f).event_type === 'run_finish' && data(f).termination?.type === 'cancelled')).toBe(true);
+    expect(s.log()).toContain('shutting down');
+
+    const next = await startServe(args);
+    try {
+      const again = await fetch(`${next.url}/v1/runs`, json({ threadId: 'sd', messages: [{ role: 'user', content: 'again' }] }));
+      expect(again.status).toBe(200);
+      await again.body?.cancel();
+    } finally {
+      await next.stop();
+    }
+  }, 60_000);
+});

@@ -7,6 +7,7 @@ import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import { StoreFailure, type Store, type ThreadLease } from '../runtime/store.ts';
+import { ClusterRelay } from './cluster-relay.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
@@ -133,15 +134,12 @@ export class RunRegistry {
   readonly #runs = new Map<string, LiveRun>();
   /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
   readonly #locks = new Map<string, Promise<unknown>>();
-  readonly #bus: ClusterBus | undefined;
+  /** The cluster bus and what this instance shares through it (none without one). */
+  readonly #relay: ClusterRelay | undefined;
   readonly #maxIdleThreads: number;
   readonly #maxReplayBytes: number;
   /** The last `seq` of threads whose log was evicted. */
   readonly #evictedSeq = new Map<string, number>();
-  /** Frames waiting to reach the bus, per thread, and whether a flush is running. */
-  readonly #outbox = new Map<string, { frames: { seq: number; runId: string; data: string }[]; flushing: Promise<void> | undefined }>();
-  /** Subscribers following threads through the bus, per thread: each pulls what it has not seen. */
-  readonly #remote = new Map<string, Set<() => Promise<void>>>();
   readonly #logger: Logger;
   /** The durable `seq` of thread logs without a bus (with one, the shared log is durable). */
   readonly #marks: SeqMarks;
@@ -162,7 +160,7 @@ export class RunRegistry {
     this.#policy = options.policy ?? 'reject';
     this.#capacity = options.replayBufferCapacity ?? 1024;
     this.#ringBytes = options.replayBufferBytes ?? 1024 * 1024;
-    this.#bus = options.bus;
+    this.#relay = options.bus === undefined ? undefined : new ClusterRelay(options.bus, options.logger ?? silentLogger);
     this.#maxIdleThreads = options.maxThreadLogs ?? 10_000;
     this.#maxReplayBytes = options.maxReplayBytes ?? 32 * 1024 * 1024;
     this.#logger = options.logger ?? silentLogger;
@@ -172,30 +170,16 @@ export class RunRegistry {
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
   }
 
-  /** Listens to the bus: other instances' frames for remote subscribers, and commands for local runs. */
+  /** Listens to the bus: other instances' frames for the followers here, commands for the runs here. */
   async attachBus(): Promise<void> {
-    await this.#bus?.listen(
-      (threadId) => {
-        for (const pull of this.#remote.get(threadId) ?? []) void pull();
-      },
-      (command: ControlCommand) => {
-        const run = this.#runs.get(command.runId);
-        if (run === undefined || run.status === 'done') return;
-        if (command.action === 'cancel') {
-          run.stopRequested = true;
-          run.handle.cancel();
-        } else run.handle.decide(command.decisions);
-      },
-      (status, cause) => {
-        if (status === 'down') {
-          this.#logger.error('cluster bus down: reconnecting', errorFields(cause));
-          return;
-        }
-        this.#logger.info('cluster bus listening');
-        // Appends announced while the bus was down were missed: every follower catches up from the shared log.
-        for (const pulls of this.#remote.values()) for (const pull of pulls) void pull();
-      },
-    );
+    await this.#relay?.attach((command: ControlCommand) => {
+      const run = this.#runs.get(command.runId);
+      if (run === undefined || run.status === 'done') return;
+      if (command.action === 'cancel') {
+        run.stopRequested = true;
+        run.handle.cancel();
+      } else run.handle.decide(command.decisions);
+    });
   }
 
   /** Bytes a stream's client may leave unread before it is dropped. */
@@ -220,7 +204,7 @@ export class RunRegistry {
 
   /** The cluster bus: `none` without one, else whether its notifications arrive. */
   get busStatus(): 'none' | 'listening' | 'down' {
-    return this.#bus === undefined ? 'none' : this.#bus.status;
+    return this.#relay === undefined ? 'none' : this.#relay.status;
   }
 
   get policy(): ConcurrencyPolicy {
@@ -275,8 +259,8 @@ export class RunRegistry {
     const runId = this.#env.ids.next('run');
     const leased = await this.#takeLease(request, runId);
     if (!leased.ok) return leased;
-    if (this.#bus !== undefined) {
-      log.ensureAtLeast(await this.#bus.lastSeq(request.threadId));
+    if (this.#relay !== undefined) {
+      log.ensureAtLeast(await this.#relay.bus.lastSeq(request.threadId));
     } else {
       await this.#marks.load(request.threadId, log);
       // The run's first frames go out at once: the mark is raised before the run starts.
@@ -368,7 +352,7 @@ export class RunRegistry {
       if (refused !== undefined) return fail(refused);
     }
     await this.#leases.requestCancel(holder.run_id);
-    await this.#bus?.send({ action: 'cancel', runId: holder.run_id });
+    await this.#relay?.bus.send({ action: 'cancel', runId: holder.run_id });
     const stolen = await this.#leases.take(request.threadId, runId, true);
     if (!stolen.ok) return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${stolen.holder.run_id}`, runId: stolen.holder.run_id });
     if (stored !== undefined && stored.status !== 'done') {
@@ -393,7 +377,7 @@ export class RunRegistry {
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
     this.#track(run, event);
     const log = this.log(run.threadId);
-    if (this.#bus === undefined) {
+    if (this.#relay === undefined) {
       const frame = log.next(run.runId, event);
       const cover = this.#marks.cover(run.threadId, frame.seq);
       const before = this.#publishing.get(run.threadId);
@@ -410,7 +394,7 @@ export class RunRegistry {
       return published;
     }
     const frame = log.next(run.runId, event);
-    const shared = this.#share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
+    const shared = this.#relay.share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
     if (event.event_type !== 'run_finish') {
       log.publish(frame);
       return;
@@ -470,43 +454,6 @@ export class RunRegistry {
     }
   }
 
-  /**
-   * Sends frames to the bus in order, batching what piles up while an append is in flight; resolves
-   * once the frame (and everything before it) has been appended.
-   */
-  #share(threadId: string, frame: { seq: number; runId: string; data: string }): Promise<void> {
-    const bus = this.#bus as ClusterBus;
-    let box = this.#outbox.get(threadId);
-    if (box === undefined) {
-      box = { frames: [], flushing: undefined };
-      this.#outbox.set(threadId, box);
-    }
-    box.frames.push(frame);
-    if (box.flushing !== undefined) return box.flushing;
-    const b = box;
-    b.flushing = (async () => {
-      let delay = 50;
-      while (b.frames.length > 0) {
-        const batch = b.frames.splice(0);
-        // A failed append is retried (appends are idempotent): followers on other instances must get every frame.
-        for (;;) {
-          try {
-            await bus.append(threadId, batch);
-            break;
-          } catch (e) {
-            if (this.#closing) break;
-            this.#logger.error('bus append failed: retrying', { thread: threadId, frames: batch.length, retry_ms: delay, ...errorFields(e) });
-            await new Promise((r) => setTimeout(r, delay));
-            delay = Math.min(delay * 2, 2_000);
-          }
-        }
-      }
-      b.flushing = undefined;
-      if (b.frames.length === 0) this.#outbox.delete(threadId);
-    })();
-    return b.flushing;
-  }
-
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
   #finish(run: LiveRun, crash: string | undefined): void {
     if (!run.terminalSeen) {
@@ -514,7 +461,7 @@ export class RunRegistry {
       void this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
     }
     run.status = 'done';
-    if (this.#bus === undefined) {
+    if (this.#relay === undefined) {
       // A clean end: the mark comes down to the last frame, so a client holding it resumes exactly after a restart.
       const threadId = run.threadId;
       const settle = (): void => void this.#marks.settle(threadId, this.log(threadId).lastSeq);
@@ -541,7 +488,7 @@ export class RunRegistry {
     if (this.#threads.size <= this.#maxIdleThreads && bytes <= this.#maxReplayBytes) return;
     for (const [id, entry] of this.#threads) {
       if (this.#threads.size <= this.#maxIdleThreads && bytes <= this.#maxReplayBytes) break;
-      if (entry.current !== undefined || entry.log.subscribers > 0 || this.#outbox.has(id)) continue;
+      if (entry.current !== undefined || entry.log.subscribers > 0 || this.#relay?.isSharing(id) === true) continue;
       if (this.#publishing.has(id)) continue;
       this.#evictedSeq.set(id, entry.log.lastSeq);
       this.#threads.delete(id);
@@ -642,11 +589,10 @@ export class RunRegistry {
     if (!(await mayReach(this.#store, threadId, 'read')) && this.#visible(this.#threads.get(threadId)?.current) === undefined) {
       throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
     }
-    const bus = this.#bus;
     // With several instances, a thread's stream follows the shared log (its runs may happen anywhere);
     // a stream of one local run (it ends with that run) reads the local ring.
     const local = options.scope === 'run' && this.#threads.get(threadId)?.current !== undefined;
-    if (bus !== undefined && !local) return this.#subscribeShared(bus, threadId, since, onItem);
+    if (this.#relay !== undefined && !local) return this.#relay.follow(threadId, since, onItem);
     // The messages of a resync are read only for a subscriber already behind the ring; one that is not
     // subscribes without waiting, so it cannot fall behind before it is attached.
     const log = this.log(threadId);
@@ -670,60 +616,6 @@ export class RunRegistry {
   }
 
   /**
-   * Follows a thread through the shared log (its run may be on another instance): the frames after
-   * `since` (or only new ones), then each batch the bus announces — in order, none twice.
-   */
-  async #subscribeShared(bus: ClusterBus, threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
-    let last = since ?? (await bus.lastSeq(threadId));
-    let closed = false;
-    let pulling: Promise<void> | undefined;
-    let again = false;
-    /** Reads what the follower has not seen; resolves when the shared log has nothing more for it. */
-    const pull = (): Promise<void> => {
-      if (pulling !== undefined) {
-        again = true;
-        return pulling;
-      }
-      pulling = (async () => {
-        do {
-          again = false;
-          for (;;) {
-            let frames: Awaited<ReturnType<ClusterBus['read']>>;
-            try {
-              frames = await bus.read(threadId, last, 500);
-            } catch (e) {
-              // Tried again shortly: the follower resumes from its last frame, nothing skipped.
-              this.#logger.warn('shared log read failed: retrying', { thread: threadId, after: last, ...errorFields(e) });
-              if (!closed) setTimeout(() => void pull(), 250);
-              break;
-            }
-            if (frames.length === 0 || closed) break;
-            for (const f of frames) {
-              if (closed) break;
-              last = f.seq;
-              onItem({ kind: 'frame', seq: f.seq, runId: f.runId, event: JSON.parse(f.data) as AgentEvent, data: f.data });
-            }
-          }
-        } while (again && !closed);
-        pulling = undefined;
-      })();
-      return pulling;
-    };
-    let set = this.#remote.get(threadId);
-    if (set === undefined) {
-      set = new Set();
-      this.#remote.set(threadId, set);
-    }
-    set.add(pull);
-    void pull();
-    return () => {
-      closed = true;
-      set.delete(pull);
-      if (set.size === 0) this.#remote.delete(threadId);
-    };
-  }
-
-  /**
    * Cancels a run wherever it runs: here; else the instance holding its thread's lease is asked
    * (a cancel request on the lease, which it sees at its next renewal, and the bus). When that lease
    * has expired (its instance is gone) the run is ended here, at once, and the thread freed.
@@ -739,7 +631,7 @@ export class RunRegistry {
       await this.#leases.requestCancel(runId);
       if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
     }
-    await this.#bus?.send({ action: 'cancel', runId });
+    await this.#relay?.bus.send({ action: 'cancel', runId });
     return { ok: true, value: { runId } };
   }
 
@@ -783,9 +675,9 @@ export class RunRegistry {
     const stored = await this.#store.getRun(lease.run_id);
     if (stored !== undefined && stored.status !== 'done') await this.#store.finishRun(lease.run_id, termination, now);
     const event: AgentEvent = { event_type: 'run_finish', thread_id: lease.thread_id, run_id: lease.run_id, termination };
-    if (this.#bus !== undefined) {
-      const seq = (await this.#bus.lastSeq(lease.thread_id)) + 1;
-      await this.#bus.append(lease.thread_id, [{ seq, runId: lease.run_id, data: serialiseEvent(event) }]);
+    if (this.#relay !== undefined) {
+      const seq = (await this.#relay.bus.lastSeq(lease.thread_id)) + 1;
+      await this.#relay.bus.append(lease.thread_id, [{ seq, runId: lease.run_id, data: serialiseEvent(event) }]);
     } else {
       const log = this.log(lease.thread_id);
       await this.#marks.load(lease.thread_id, log);
@@ -830,10 +722,10 @@ export class RunRegistry {
   /** Sends decisions to a waiting run wherever it runs (see `cancelAnywhere`). */
   async decideAnywhere(runOrThread: string, decisions: readonly Decision[]): Promise<RegistryResult<{ runId: string }>> {
     const local = this.decide(runOrThread, decisions);
-    if (local.ok || this.#bus === undefined || local.error.code !== 'run_not_found') return local;
+    if (local.ok || this.#relay === undefined || local.error.code !== 'run_not_found') return local;
     const run = await this.#remoteRun(runOrThread, 'waiting');
     if (run === undefined) return local;
-    await this.#bus.send({ action: 'decide', runId: run, decisions });
+    await this.#relay.bus.send({ action: 'decide', runId: run, decisions });
     return { ok: true, value: { runId: run } };
   }
 
@@ -877,8 +769,8 @@ export class RunRegistry {
     await Promise.all(this.#publishing.values());
     await this.#marks.flush();
     // Every frame in the shared log, and every follower of it up to date, before the streams end.
-    await Promise.all([...this.#outbox.values()].map((b) => b.flushing));
-    await Promise.all([...this.#remote.values()].flatMap((pulls) => [...pulls].map((pull) => pull())));
+    await this.#relay?.settle();
+    this.#relay?.close();
     for (const close of [...this.#streams]) close();
   }
 

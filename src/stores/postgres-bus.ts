@@ -35,16 +35,27 @@ export class PostgresBus implements ClusterBus {
     this.#pool.on('error', () => undefined);
   }
 
+  /** Creates the events table once, under an advisory lock: instances starting together do not race on it. */
   #schema(): Promise<void> {
-    this.#ready ??= this.#pool
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.#p}_events (thread_id TEXT NOT NULL, seq BIGINT NOT NULL, run_id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))`,
-      )
-      .then(() => undefined)
-      .catch((e: unknown) => {
-        this.#ready = undefined;
+    this.#ready ??= (async () => {
+      const client = await this.#pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events`]);
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS ${this.#p}_events (thread_id TEXT NOT NULL, seq BIGINT NOT NULL, run_id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))`,
+        );
+        await client.query('COMMIT');
+      } catch (e) {
+        await client.query('ROLLBACK').catch(() => undefined);
         throw e;
-      });
+      } finally {
+        client.release();
+      }
+    })().catch((e: unknown) => {
+      this.#ready = undefined;
+      throw e;
+    });
     return this.#ready;
   }
 

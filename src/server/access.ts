@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import { timingSafeEqual } from 'node:crypto';
+import { bearerOf, sameSecret } from './http-support.ts';
 import { asPrincipal } from './principal.ts';
 
 /** Who may call the HTTP API from where (docs/server.md → Browsers, CORS and Host checks). */
@@ -17,7 +17,8 @@ export interface AccessOptions {
   readonly allowedHosts?: readonly string[];
 }
 
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+/** The loopback host names (of a `Host` header, or of an address to bind). */
+export const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 /** The host name of a `Host` header or an origin, lower-cased, without the port. */
 function hostnameOf(value: string): string | undefined {
@@ -128,12 +129,6 @@ export interface AuthOptions {
 /** Routes open without credentials: health, the public A2A agent card (preflights never carry any). */
 const PUBLIC = new Set(['/health', '/health/ready', '/.well-known/agent-card.json']);
 
-const same = (a: string, b: string): boolean => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
-
 /**
  * Authentication of every route, when any token or an `authenticate` hook is configured: a request
  * without a valid credential gets 401 (in the route's shape), one with an API token acts as that
@@ -145,10 +140,9 @@ export function authentication(options: AuthOptions = {}): MiddlewareHandler {
   const enabled = tokens.length > 0 || options.authenticate !== undefined;
   return async (c, next) => {
     if (!enabled || c.req.method === 'OPTIONS' || ((c.req.method === 'GET' || c.req.method === 'HEAD') && PUBLIC.has(c.req.path))) return next();
-    const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
-    const given = m?.[1]?.trim();
-    if (given !== undefined && options.adminToken !== undefined && options.adminToken !== '' && same(given, options.adminToken)) return next();
-    let principal = given === undefined ? undefined : tokens.find(([token]) => same(given, token))?.[1];
+    const given = bearerOf(c);
+    if (given !== undefined && options.adminToken !== undefined && options.adminToken !== '' && sameSecret(given, options.adminToken)) return next();
+    let principal = given === undefined ? undefined : tokens.find(([token]) => sameSecret(given, token))?.[1];
     if (principal === undefined && options.authenticate !== undefined) principal = await options.authenticate(c.req.raw);
     if (principal === undefined) {
       c.header('WWW-Authenticate', 'Bearer');

@@ -51,6 +51,13 @@ export async function bodyOf<S extends z.ZodType>(c: Context, schema: S): Promis
 
 export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' } as const;
 
+/**
+ * The last frame of a thread stream the server ends on its own (a client too far behind, a
+ * shutdown): a resync without messages, `{seq, reconnect: true, reason}` — reconnect from `seq`.
+ */
+const reconnectFrame = (seq: number, reason: 'slow_client' | 'shutting_down'): string =>
+  `event: resync\nid: ${seq}\ndata: ${JSON.stringify({ seq, reconnect: true, reason })}\n\n`;
+
 /** The SSE text of one log item: `id: <seq>` on every frame; a resync frame is `event: resync`. */
 export function sseOf(item: LogItem): string {
   if (item.kind === 'frame') return `id: ${item.seq}\ndata: ${item.data}\n\n`;
@@ -125,7 +132,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
           // that does not read would make the server hold): read in order, it says to reconnect from
           // the last frame sent, which resumes exactly or resyncs.
           try {
-            controller.enqueue(encoder.encode(`event: resync\nid: ${lastSent}\ndata: ${JSON.stringify({ seq: lastSent, reconnect: true, reason: 'slow_client' })}\n\n`));
+            controller.enqueue(encoder.encode(reconnectFrame(lastSent, 'slow_client')));
           } catch {
             // the client went away meanwhile
           }
@@ -169,7 +176,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
           if (closed) return;
           if (options.render === undefined) {
             try {
-              controller.enqueue(encoder.encode(`event: resync\nid: ${lastSent}\ndata: ${JSON.stringify({ seq: lastSent, reconnect: true, reason: 'shutting_down' })}\n\n`));
+              controller.enqueue(encoder.encode(reconnectFrame(lastSent, 'shutting_down')));
             } catch {
               // the client went away meanwhile
             }
@@ -226,14 +233,24 @@ export function registryError(e: RegistryError): HttpError {
   }
 }
 
+/** The token of `Authorization: Bearer <token>`, or `undefined`. */
+export function bearerOf(c: Context): string | undefined {
+  return /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim())?.[1];
+}
+
+/** Whether two secrets are equal, compared in constant time. */
+export function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
 /**
  * The bearer token a request presents (`Authorization: Bearer <token>`) against the one expected:
  * `missing` without one, `wrong` when it differs (compared in constant time), else `ok`.
  */
 export function bearerCheck(c: Context, expected: string): 'missing' | 'wrong' | 'ok' {
-  const m = /^bearer\s+(.+)$/i.exec((c.req.header('authorization') ?? '').trim());
-  if (m === null) return 'missing';
-  const given = Buffer.from(m[1] as string);
-  const want = Buffer.from(expected);
-  return given.length === want.length && timingSafeEqual(given, want) ? 'ok' : 'wrong';
+  const given = bearerOf(c);
+  if (given === undefined) return 'missing';
+  return sameSecret(given, expected) ? 'ok' : 'wrong';
 }

@@ -1,8 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { PostgresBus } from '../../src/stores/postgres-bus.ts';
-import { PostgresStore } from '../../src/stores/postgres.ts';
-import { PG_URL } from '../support/postgres.ts';
-import { startServe, type ServeProcess } from '../support/serve-process.ts';
+import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
+import { killHard, startServe } from '../support/serve-process.ts';
 import { readFrames, type SseFrame } from '../support/server.ts';
 import { report, rngOf, SCALE, slowScript } from './chaos.ts';
 
@@ -14,29 +12,13 @@ import { report, rngOf, SCALE, slowScript } from './chaos.ts';
 const LEASE_MS = 1_000;
 const SWEEP_MS = 200;
 const prefix = `chc${process.pid}`;
-const url = (() => {
-  const u = new URL(PG_URL);
-  u.searchParams.set('prefix', prefix);
-  return u.toString();
-})();
+const url = pgUrlWithPrefix(prefix);
 const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
 
 afterAll(async () => {
-  const store = PostgresStore.withPrefix(PG_URL, prefix);
-  await store.dropSchema();
-  await store.close();
-  const bus = new PostgresBus(PG_URL, { prefix });
-  await bus.dropSchema();
-  await bus.close();
+  await dropPrefix(prefix);
 });
-
-async function killHard(s: ServeProcess): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => s.child.once('exit', () => r()));
-  s.child.kill('SIGKILL');
-  await exited;
-}
 
 describe('two instances on PostgreSQL', () => {
   it(`kill -9 of the instance running a thread, ${20 * SCALE} times: the other ends the run for its followers and takes the thread within lease + sweep`, async () => {

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PostgresBus } from '../../src/stores/postgres-bus.ts';
-import { PostgresStore } from '../../src/stores/postgres.ts';
-import { PG_URL } from '../support/postgres.ts';
-import { startServe, type ServeProcess } from '../support/serve-process.ts';
+import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
+import { killHard, startServe } from '../support/serve-process.ts';
 import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,13 +17,6 @@ const KILLS = 20 * SCALE;
 const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
 const isFinish = (f: SseFrame) => f.event === undefined && data(f).event_type === 'run_finish';
-
-async function killHard(s: ServeProcess): Promise<void> {
-  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => s.child.once('exit', () => r()));
-  s.child.kill('SIGKILL');
-  await exited;
-}
 
 interface Figures {
   tried: number;
@@ -44,7 +35,7 @@ interface Figures {
   recoveryMaxMs: number;
 }
 
-async function killLoop(name: string, args: readonly string[]): Promise<Figures> {
+async function killLoop(name: string, args: readonly string[], freeWithinMs = 0): Promise<Figures> {
   const rng = rngOf(name);
   const script = slowScript(10, 40);
   const serveArgs = [...args, '--model', `scripted:${script}`];
@@ -91,7 +82,14 @@ async function killLoop(name: string, args: readonly string[]): Promise<Figures>
       const follow = held > 0 ? await fetch(`${s.url}/v1/threads/${thread}/stream`, { headers: { 'last-event-id': String(held) } }) : undefined;
       const followed = follow?.status === 200 ? readFrames(follow, (fs) => fs.some(isFinish), 10_000) : Promise.resolve([] as SseFrame[]);
       const text = `after kill ${i}`;
-      const next = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: text }] }));
+      // A thread whose lease outlived its process is free again within a lease and a sweep (single
+      // process stores: at once, their leases are dropped at start-up).
+      let next = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: text }] }));
+      for (const until = Date.now() + freeWithinMs; next.status === 409 && Date.now() < until; ) {
+        await next.body?.cancel();
+        await new Promise((res) => setTimeout(res, 50));
+        next = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: text }] }));
+      }
       if (next.status !== 200) {
         f.stuck++;
         continue;
@@ -148,18 +146,11 @@ describe('kill -9 of awaken serve mid-run, then a restart on the same store', ()
   it(`PostgreSQL, one instance: ${KILLS} kill points (its leases expire; a sweep ends the run)`, async () => {
     const prefix = `chk${process.pid}`;
     try {
-      const url = new URL(PG_URL);
-      url.searchParams.set('prefix', prefix);
-      const f = await killLoop('kill-postgres', ['--store', url.toString(), '--lease-ms', '600', '--sweep-ms', '100']);
+      const f = await killLoop('kill-postgres', ['--store', pgUrlWithPrefix(prefix), '--lease-ms', '600', '--sweep-ms', '100'], 600 + 100 + 1_000);
       report('kill -9 / postgres', { ...f });
       expectSound(f);
     } finally {
-      const store = PostgresStore.withPrefix(PG_URL, prefix);
-      await store.dropSchema();
-      await store.close();
-      const bus = new PostgresBus(PG_URL, { prefix });
-      await bus.dropSchema();
-      await bus.close();
+      await dropPrefix(prefix);
     }
   }, 600_000);
 });

@@ -1,8 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { PostgresBus } from '../../src/stores/postgres-bus.ts';
-import { PostgresStore } from '../../src/stores/postgres.ts';
 import { slowScript } from '../chaos/chaos.ts';
-import { PG_URL } from '../support/postgres.ts';
+import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
 import { startServe } from '../support/serve-process.ts';
 import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
 
@@ -13,22 +11,15 @@ import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
  */
 const prefix = `sd${process.pid}`;
 afterAll(async () => {
-  const store = PostgresStore.withPrefix(PG_URL, prefix);
-  await store.dropSchema();
-  await store.close();
-  const bus = new PostgresBus(PG_URL, { prefix });
-  await bus.dropSchema();
-  await bus.close();
+  await dropPrefix(prefix);
 });
 const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const data = (f: SseFrame) => JSON.parse(f.data) as { event_type?: string; termination?: { type: string }; reason?: string; reconnect?: boolean };
 
 describe('awaken serve on SIGTERM', () => {
   it('cancels the run in flight, ends every stream, exits 0 within 15 s, and leaves the thread free', async () => {
-    const url = new URL(PG_URL);
-    url.searchParams.set('prefix', prefix);
     // Leases of a minute: a thread free at once afterwards was released, not left to expire.
-    const args = ['--store', url.toString(), '--model', `scripted:${slowScript(40, 100)}`, '--lease-ms', '60000'];
+    const args = ['--store', pgUrlWithPrefix(prefix), '--model', `scripted:${slowScript(40, 100)}`, '--lease-ms', '60000'];
     const s = await startServe(args);
     expect((await fetch(`${s.url}/v1/threads`, json({ id: 'sd' }))).status).toBe(201);
     const follower = fetch(`${s.url}/v1/threads/sd/stream?since=0`).then((r) => readFrames(r, () => false, 20_000));

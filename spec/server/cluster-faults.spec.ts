@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresBus } from '../../src/stores/postgres-bus.ts';
 import { PostgresStore } from '../../src/stores/postgres.ts';
-import { PG_URL } from '../support/postgres.ts';
+import { dropPrefix, PG_URL } from '../support/postgres.ts';
 import { report } from '../chaos/chaos.ts';
 import { bodyJson, gatedTool, json, readFrames, testServer, type SseFrame } from '../support/server.ts';
 
@@ -15,12 +15,7 @@ const prefix = `cf${process.pid}`;
 const opened: { close(): Promise<void> }[] = [];
 afterAll(async () => {
   for (const o of opened.reverse()) await o.close().catch(() => undefined);
-  const store = PostgresStore.withPrefix(PG_URL, prefix);
-  await store.dropSchema();
-  await store.close();
-  const bus = new PostgresBus(PG_URL, { prefix });
-  await bus.dropSchema();
-  await bus.close();
+  await dropPrefix(prefix);
 });
 
 async function instance(script: Parameters<typeof testServer>[0], tools?: NonNullable<Parameters<typeof testServer>[1]>['tools']) {

@@ -74,3 +74,11 @@ export function startDemoAndSlow(): Promise<ServeProcess> {
   );
   return startServe(['--config', config]);
 }
+
+/** kill -9: the process dies at once, nothing of it runs to an end; resolves when it is gone. */
+export async function killHard(s: ServeProcess): Promise<void> {
+  if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => s.child.once('exit', () => r()));
+  s.child.kill('SIGKILL');
+  await exited;
+}

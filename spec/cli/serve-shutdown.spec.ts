@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { slowScript } from '../chaos/chaos.ts';
 import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
@@ -47,6 +50,37 @@ describe('awaken serve on SIGTERM', () => {
       const again = await fetch(`${next.url}/v1/runs`, json({ threadId: 'sd', messages: [{ role: 'user', content: 'again' }] }));
       expect(again.status).toBe(200);
       await again.body?.cancel();
+    } finally {
+      await next.stop();
+    }
+  }, 60_000);
+
+  it('leaves a run waiting for a decision waiting: after a restart the decision resumes it to its end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-sd-'));
+    const script = join(dir, 'ask.json');
+    writeFileSync(script, JSON.stringify([{ tool_calls: [{ id: 'c', name: 'confirm_action', arguments: { action: 'ship' } }] }, { text: 'Shipped.' }]));
+    const args = ['--store', `sqlite:${join(dir, 'awaken.db')}`, '--model', `scripted:${script}`];
+    const s = await startServe(args);
+    const run = await fetch(`${s.url}/v1/runs`, json({ threadId: 'p', messages: [{ role: 'user', content: 'ship it' }] }));
+    const runId = run.headers.get('x-awaken-run-id') as string;
+    expect(data(parseSse(await run.text()).at(-1) as SseFrame)).toMatchObject({ event_type: 'run_finish', termination: { type: 'suspended' } });
+    const exited = new Promise<number | null>((r) => s.child.once('exit', (code) => r(code)));
+    s.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(s.log()).toContain('parked run left waiting at shutdown');
+
+    // The restarted process reads the script from its start: its first answer is the one after the call.
+    writeFileSync(script, JSON.stringify([{ text: 'Shipped.' }]));
+    const next = await startServe(args);
+    try {
+      expect(await (await fetch(`${next.url}/v1/runs/${runId}`)).json()).toMatchObject({ status: 'waiting' });
+      const follower = fetch(`${next.url}/v1/threads/p/stream`).then((r) => readFrames(r, (fs) => fs.some((f) => data(f).event_type === 'run_finish'), 10_000));
+      const decided = await fetch(`${next.url}/v1/runs/${runId}/decision`, json({ toolCallId: 'c', action: 'resume' }));
+      expect(decided.status).toBe(202);
+      const frames = (await follower).map(data);
+      expect(frames.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
+      const messages = (await (await fetch(`${next.url}/v1/threads/p/messages`)).json()) as { messages: { role: string }[] };
+      expect(messages.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     } finally {
       await next.stop();
     }

@@ -158,6 +158,28 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.loadThread('th'))?.messages).toEqual(conversation);
     });
 
+    it('keeps the run-scoped state of an unfinished run (a waiting run revived elsewhere reads it), not of a finished one', async () => {
+      const runState = { revision: 7, extensions: { '__runtime.run_lifecycle': { status: 'waiting', step_count: 2 }, 'x.émoji': '😀' } };
+      await store.checkpoint(checkpoint({ threadId: 'tw', runId: 'rw', messages: conversation, status: 'waiting', runState }));
+      expect(await store.loadRunState('rw')).toEqual(runState);
+      expect(await store.getRun('rw')).not.toHaveProperty('state');
+      expect((await store.listRuns({ offset: 0, limit: 5, threadId: 'tw' })).items[0]).not.toHaveProperty('state');
+      let s = store;
+      if (factory.reopen !== undefined) {
+        // After a restart (the old store object is closed): the state is read back from disk.
+        s = await factory.reopen(store);
+        opened.push(s);
+        expect(await s.loadRunState('rw')).toEqual(runState);
+      }
+      expect(await s.loadRunState('ghost')).toBeUndefined();
+      expect(await s.loadRunState('../x')).toBeUndefined();
+      await s.checkpoint(checkpoint({ threadId: 'tw', runId: 'rw', messages: conversation, status: 'done', runState, termination: { type: 'natural_end' } }));
+      expect(await s.loadRunState('rw')).toBeUndefined();
+      await s.checkpoint(checkpoint({ threadId: 'tw', runId: 'rx', messages: conversation, status: 'waiting', runState }));
+      await s.finishRun('rx', { type: 'cancelled' }, 9);
+      expect(await s.loadRunState('rx')).toBeUndefined();
+    });
+
     it('deletes a thread with its messages and runs', async () => {
       await store.checkpoint(checkpoint({ threadId: 'gone', runId: 'rg', messages: conversation }));
       await store.checkpoint(checkpoint({ threadId: 'kept', runId: 'rk', messages: conversation }));

@@ -14,7 +14,7 @@ import { realEnv, type Env } from './env.ts';
 import type { EventSink } from './event-sink.ts';
 import type { LlmExecutor } from './llm.ts';
 import { resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
-import { RunLoop, type AgentRunResult, type Decision } from './run-loop.ts';
+import { RunLoop, type AgentRunResult, type Decision, type RunParams } from './run-loop.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
 import type { Tool } from './tool.ts';
 import type { ToolBatch } from './tool-batch.ts';
@@ -58,9 +58,20 @@ export interface RunHandle {
    * ends first. A decision sent after `true` is accepted (its target permitting).
    */
   parked(): Promise<boolean>;
+  /** The calls the parked run waits on, in model order (none unless it is parked). */
+  waitingOn(): readonly SuspendedCall[];
+  /**
+   * Lets a parked run go without deciding or cancelling it (a server shutting down): `done` resolves
+   * with termination `suspended`, nothing more is emitted or stored, and the run stays waiting in the
+   * store for `AgentRuntime.revive`. False (nothing done) when the run is not parked.
+   */
+  detach(): boolean;
   cancel(): void;
   readonly done: Promise<AgentRunResult>;
 }
+
+/** A call a parked run waits on, and the ticket it suspended with. */
+export type SuspendedCall = ReturnType<ToolBatch['suspendedCalls']>[number];
 
 interface ActiveRun {
   readonly handle: RunHandle;
@@ -70,6 +81,8 @@ interface ActiveRun {
   wake: (() => void) | undefined;
   /** Waiting `parked()` callers; `undefined` once the run has ended. */
   parkWaiters: ((parked: boolean) => void)[] | undefined;
+  /** Let go while parked (`RunHandle.detach`). */
+  detached: boolean;
 }
 
 /** The runtime: resolves agents and runs them, one run per thread at a time (book: AgentRuntime). */
@@ -129,7 +142,58 @@ export class AgentRuntime {
 
   /** Starts a run and returns its handle at once. */
   async start(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
-    const agentId = request.agentId ?? this.agentIds()[0];
+    return this.#launch(request.agentId, request.threadId, request.runId, sink, options, async (prepared) => {
+      const threadId = prepared.threadId;
+      const thread = this.#store === undefined ? undefined : await this.#store.loadThread(threadId);
+      if (thread?.threadState !== undefined) {
+        const restored = prepared.state.restoreThreadScoped(thread.threadState, 'skip');
+        if (!restored.ok) return err({ code: 'state', error: restored.error });
+      }
+      const stored = thread?.messages ?? [];
+      const rewound = request.rewindTo === undefined ? -1 : stored.findIndex((m) => m.id === request.rewindTo);
+      const history = rewound >= 0 ? stored.slice(0, rewound + 1) : stored;
+      const loop = prepared.loop({ history, storedCount: stored.length, input: newInput(history, request.messages), overrides: request.overrides });
+      return ok(() => loop.execute());
+    });
+  }
+
+  /**
+   * Takes up a run that parked waiting for decisions in another process (one that died or shut
+   * down): its thread's history and state and its own run-scoped state come from the store, its
+   * suspended calls are rebuilt, and the handle is parked at once — `decide` resumes it under its own
+   * run id. Fails when the store does not hold the run as waiting.
+   */
+  async revive(request: { readonly threadId: string; readonly runId: string; readonly agentId?: string }, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
+    const store = this.#store;
+    if (store?.loadRunState === undefined) return err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' });
+    return this.#launch(request.agentId, request.threadId, request.runId, sink, { ...options, waitForDecisions: true }, async (prepared) => {
+      const [thread, runState] = await Promise.all([store.loadThread(request.threadId), store.loadRunState?.(request.runId)]);
+      if (thread === undefined || runState === undefined) return err({ code: 'resolve_failed', message: `run ${request.runId} is not waiting in the store` });
+      const restored = prepared.state.restorePersisted(runState, 'skip');
+      if (!restored.ok) return err({ code: 'state', error: restored.error });
+      if (thread.threadState !== undefined) {
+        const merged = prepared.state.restoreThreadScoped(thread.threadState, 'skip');
+        if (!merged.ok) return err({ code: 'state', error: merged.error });
+      }
+      const loop = prepared.loop({ history: thread.messages, storedCount: thread.messages.length, input: [], overrides: undefined });
+      return ok(() => loop.revive());
+    });
+  }
+
+  /** What `start` and `revive` share: the agent resolved, the run's state and controls, its handle. */
+  async #launch(
+    agentIdAsked: string | undefined,
+    threadIdAsked: string | undefined,
+    runIdAsked: string | undefined,
+    sink: EventSink,
+    options: RunOptions,
+    prepare: (prepared: {
+      readonly threadId: string;
+      readonly state: StateStore;
+      readonly loop: (fields: Pick<RunParams, 'history' | 'storedCount' | 'input' | 'overrides'>) => RunLoop;
+    }) => Promise<Result<() => Promise<AgentRunResult>, RuntimeError>>,
+  ): Promise<Result<RunHandle, RuntimeError>> {
+    const agentId = agentIdAsked ?? this.agentIds()[0];
     if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
     let answeredBy: string | undefined;
     const resolved = this.resolve(agentId, (m) => (answeredBy = m));
@@ -137,28 +201,19 @@ export class AgentRuntime {
       if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
       return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
     }
-    const threadId = request.threadId ?? this.#env.ids.next('thread');
+    const threadId = threadIdAsked ?? this.#env.ids.next('thread');
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
-    const runId = request.runId ?? this.#env.ids.next('run');
+    const runId = runIdAsked ?? this.#env.ids.next('run');
 
-    const store = new StateStore();
+    const state = new StateStore();
     const phase = PhaseRuntime.create(resolved.value.plugins, {
-      store,
+      store: state,
       activePlugins: resolved.value.activePlugins,
     });
     if (!phase.ok) return err({ code: 'state', error: phase.error });
-    const thread = this.#store === undefined ? undefined : await this.#store.loadThread(threadId);
-    if (thread?.threadState !== undefined) {
-      const restored = store.restoreThreadScoped(thread.threadState, 'skip');
-      if (!restored.ok) return err({ code: 'state', error: restored.error });
-    }
 
     const controller = new AbortController();
-    const onOuterAbort = (): void => controller.abort();
-    options.signal?.addEventListener('abort', onOuterAbort, { once: true });
-    if (options.signal?.aborted === true) controller.abort();
-
-    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [] };
+    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [], detached: false };
     const settleParked = (parked: boolean): void => {
       const waiters = active.parkWaiters ?? [];
       active.parkWaiters = parked ? [] : undefined;
@@ -169,38 +224,43 @@ export class AgentRuntime {
       active.wake = undefined;
       w?.();
     };
-    controller.signal.addEventListener('abort', wakeUp, { once: true });
-
-    const stored = thread?.messages ?? [];
-    const rewound = request.rewindTo === undefined ? -1 : stored.findIndex((m) => m.id === request.rewindTo);
-    const history = rewound >= 0 ? stored.slice(0, rewound + 1) : stored;
-    const loop = new RunLoop({
-      env: this.#env,
-      resolved: resolved.value,
-      phase: phase.value,
-      sink,
-      store: this.#store,
+    const prepared = await prepare({
       threadId,
-      runId,
-      history,
-      storedCount: stored.length,
-      input: newInput(history, request.messages),
-      overrides: request.overrides,
-      signal: controller.signal,
-      waitForDecisions: options.waitForDecisions ?? true,
-      nextDecisions: async () => {
-        while (active.queue.length === 0 && !controller.signal.aborted) await new Promise<void>((resolve) => (active.wake = resolve));
-        if (controller.signal.aborted) return undefined;
-        return active.queue.splice(0).flat();
-      },
-      takeInput: () => active.inbox.splice(0),
-      onSuspended: (batch) => {
-        active.suspended = batch;
-        if (batch !== undefined) settleParked(true);
-      },
-      answeredBy: () => answeredBy,
+      state,
+      loop: (fields) =>
+        new RunLoop({
+          env: this.#env,
+          resolved: resolved.value,
+          phase: phase.value,
+          sink,
+          store: this.#store,
+          threadId,
+          runId,
+          ...fields,
+          signal: controller.signal,
+          waitForDecisions: options.waitForDecisions ?? true,
+          nextDecisions: async () => {
+            while (active.queue.length === 0 && !controller.signal.aborted && !active.detached) await new Promise<void>((resolve) => (active.wake = resolve));
+            if (controller.signal.aborted) return undefined;
+            if (active.queue.length === 0) return 'detached';
+            return active.queue.splice(0).flat();
+          },
+          takeInput: () => active.inbox.splice(0),
+          onSuspended: (batch) => {
+            active.suspended = batch;
+            if (batch !== undefined) settleParked(true);
+          },
+          answeredBy: () => answeredBy,
+        }),
     });
-    const done = loop.execute().finally(() => {
+    if (!prepared.ok) return prepared;
+    if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
+
+    const onOuterAbort = (): void => controller.abort();
+    options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    if (options.signal?.aborted === true) controller.abort();
+    controller.signal.addEventListener('abort', wakeUp, { once: true });
+    const done = prepared.value().finally(() => {
       options.signal?.removeEventListener('abort', onOuterAbort);
       this.#active.delete(threadId);
       settleParked(false);
@@ -225,6 +285,13 @@ export class AgentRuntime {
           : active.parkWaiters === undefined
             ? Promise.resolve(false)
             : new Promise<boolean>((resolve) => (active.parkWaiters as ((parked: boolean) => void)[]).push(resolve)),
+      waitingOn: () => active.suspended?.suspendedCalls() ?? [],
+      detach: () => {
+        if (active.suspended === undefined) return false;
+        active.detached = true;
+        wakeUp();
+        return true;
+      },
       cancel: () => controller.abort(),
       done,
     };

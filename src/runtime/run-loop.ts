@@ -109,8 +109,11 @@ export interface RunParams {
   readonly overrides: InferenceOverride | undefined;
   readonly signal: AbortSignal;
   readonly waitForDecisions: boolean;
-  /** Resolves with the next decisions for this run, or `undefined` when the signal aborts. */
-  readonly nextDecisions: () => Promise<readonly Decision[] | undefined>;
+  /**
+   * Resolves with the next decisions for this run, `undefined` when the signal aborts, or `detached`
+   * when the run is let go while it waits (it stays waiting in the store).
+   */
+  readonly nextDecisions: () => Promise<readonly Decision[] | undefined | 'detached'>;
   /** Messages that arrived with the decisions: they join the thread once the resumed calls are settled. */
   readonly takeInput?: () => readonly Message[];
   /** Tells the caller which calls are suspended (so decisions can be validated). */
@@ -207,6 +210,32 @@ export class RunLoop implements BatchHost {
         if (resumed === 'cancelled') return this.#result(TerminationReasons.cancelled());
         if (resumed === 'returned') return this.#result(TerminationReasons.suspended());
         termination = resumed;
+      }
+    } catch (e) {
+      termination = this.#terminationOf(e);
+    }
+    return this.#finish(termination);
+  }
+
+  /**
+   * Takes up a run that parked in another process (it died, or shut down): its suspended batch is
+   * rebuilt from the restored state and the run waits for decisions as if it had never left — the
+   * suspended segment already ended there, so nothing is emitted until a decision resumes it.
+   */
+  async revive(): Promise<AgentRunResult> {
+    let termination: TerminationReason;
+    try {
+      const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
+      const batch = lifecycle?.status === 'waiting' && lifecycle.run_id === this.runId ? ToolBatch.restore(this) : undefined;
+      if (batch === undefined) throw new LoopFailure(`run ${this.runId} is not waiting for a decision in the stored state`);
+      this.#batch = batch;
+      let resumed = await this.#awaitDecisions(batch);
+      for (;;) {
+        if (resumed === 'cancelled') return this.#result(TerminationReasons.cancelled());
+        if (resumed === 'returned') return this.#result(TerminationReasons.suspended());
+        termination = resumed;
+        if (termination.type !== 'suspended') break;
+        resumed = await this.#park();
       }
     } catch (e) {
       termination = this.#terminationOf(e);
@@ -520,10 +549,22 @@ export class RunLoop implements BatchHost {
     await this.#emitSnapshot();
     await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
     if (!this.#p.waitForDecisions) return 'returned';
+    return this.#awaitDecisions(batch);
+  }
+
+  /**
+   * Waits for decisions on a parked batch and resumes it. `returned` when the run is let go while it
+   * waits (a server shutting down): it stays waiting in the store, decidable after a restart.
+   */
+  async #awaitDecisions(batch: ToolBatch): Promise<TerminationReason | 'cancelled' | 'returned'> {
     const pending = new Map<string, ToolCallResume>();
     for (;;) {
       this.#p.onSuspended(batch);
       const decisions = await this.#p.nextDecisions();
+      if (decisions === 'detached') {
+        this.#p.onSuspended(undefined);
+        return 'returned';
+      }
       if (decisions === undefined) {
         this.#p.onSuspended(undefined);
         await this.#abandon(batch);
@@ -541,6 +582,9 @@ export class RunLoop implements BatchHost {
       try {
         await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
         await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
+        // The store learns the run is going again before any tool runs: a process that dies from here
+        // on leaves it running (to be marked interrupted), never waiting on a decision already taken.
+        await this.#checkpoint(undefined);
         const now = new Map([...pending].filter(([id]) => suspended.includes(id)));
         for (const id of now.keys()) pending.delete(id);
         await batch.resume(now);

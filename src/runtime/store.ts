@@ -1,5 +1,6 @@
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
+import type { PersistedState } from '../core/state/state-store.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 import type { ProfileStore } from './profile-store.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
@@ -77,6 +78,11 @@ export interface RunStore {
   listRuns(query: RunQuery): Promise<Page<RunRecord>>;
   /** Ends a run record outside a checkpoint (a run found unfinished after a restart); false when there is none. */
   finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean>;
+  /**
+   * The run-scoped state of the run's last checkpoint while the run is unfinished (a run waiting for
+   * a decision is taken up from it after a restart or on another instance); `undefined` once it is done.
+   */
+  loadRunState(runId: string): Promise<PersistedState | undefined>;
 }
 
 /**
@@ -164,6 +170,7 @@ export function checkSeq(seq: number): void {
  */
 export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore, ThreadLeaseStore, ThreadOwnerStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
+  loadRunState(runId: string): Promise<PersistedState | undefined>;
   close(): Promise<void>;
 }
 

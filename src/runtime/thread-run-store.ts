@@ -30,6 +30,8 @@ export interface ThreadSnapshot {
 export interface ThreadRunStore {
   loadThread(threadId: string): Promise<ThreadSnapshot | undefined>;
   checkpoint(checkpoint: RunCheckpoint): Promise<void>;
+  /** The run-scoped state of an unfinished run's last checkpoint (`RunStore.loadRunState`); needed to revive a parked run. */
+  loadRunState?(runId: string): Promise<PersistedState | undefined>;
 }
 
 /** An in-memory `ThreadRunStore` (the durable stores arrive with the server). */
@@ -39,6 +41,11 @@ export class MemoryThreadRunStore implements ThreadRunStore {
 
   loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
     return Promise.resolve(this.threads.get(threadId));
+  }
+
+  loadRunState(runId: string): Promise<PersistedState | undefined> {
+    const last = this.checkpoints.findLast((c) => c.runId === runId);
+    return Promise.resolve(last === undefined || last.status === 'done' ? undefined : last.runState);
   }
 
   checkpoint(checkpoint: RunCheckpoint): Promise<void> {

@@ -16,7 +16,8 @@ import {
 import type { Phase } from '../contract/phase.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
-import { mergeParallelCommands, StateCommand } from '../core/state/state-command.ts';
+import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';
+import { mergeParallelCommands, StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
@@ -43,26 +44,69 @@ export interface BatchHost {
   messages(): readonly Message[];
 }
 
-/** The durable record of the batch in flight (seed 003): requested calls and settled results. */
+/**
+ * A settled call's staged state writes, as data (they wait behind the publication barrier): kept in
+ * the batch record so that a batch revived in another process publishes them too.
+ */
+export interface StagedCommand {
+  readonly ops: readonly MutationOp[];
+  readonly actions: readonly ScheduledAction[];
+  readonly effects: readonly TypedEffect[];
+}
+
+/** The durable record of the batch in flight (seed 003): requested calls, settled results, staged writes. */
 export interface ToolBatchRecord {
   readonly message_id: string;
   readonly text: string;
   readonly calls: readonly ToolCall[];
   readonly results: { readonly [callId: string]: ToolResult };
+  readonly staged?: { readonly [callId: string]: StagedCommand };
 }
 
-export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, { readonly op: 'begin'; readonly record: ToolBatchRecord } | { readonly op: 'result'; readonly call_id: string; readonly result: ToolResult } | { readonly op: 'clear' }>({
+type ToolBatchUpdate =
+  | { readonly op: 'begin'; readonly record: ToolBatchRecord }
+  | { readonly op: 'result'; readonly call_id: string; readonly result: ToolResult; readonly staged?: StagedCommand }
+  | { readonly op: 'clear' };
+
+const StagedCommandSchema = z.object({
+  ops: z.array(
+    z.union([z.object({ kind: z.literal('update'), key: z.string(), update: z.unknown() }), z.object({ kind: z.literal('clear'), key: z.string() })]),
+  ),
+  actions: z.array(z.object({ phase: z.string(), key: z.string(), payload: z.unknown() })),
+  effects: z.array(z.object({ key: z.string(), payload: z.unknown() })),
+});
+
+export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpdate>({
   key: '__runtime.tool_batch',
   init: () => null,
   apply: (s, u) => {
     if (u.op === 'begin') return u.record;
     if (u.op === 'clear' || s === null) return null;
-    return { ...s, results: { ...s.results, [u.call_id]: u.result } };
+    const results = { ...s.results, [u.call_id]: u.result };
+    if (u.staged === undefined) return { ...s, results };
+    return { ...s, results, staged: { ...s.staged, [u.call_id]: u.staged } };
   },
   codec: z
-    .object({ message_id: z.string(), text: z.string(), calls: z.array(ToolCallSchema), results: z.record(z.string(), ToolResultSchema) })
+    .object({
+      message_id: z.string(),
+      text: z.string(),
+      calls: z.array(ToolCallSchema),
+      results: z.record(z.string(), ToolResultSchema),
+      staged: z.record(z.string(), StagedCommandSchema).optional(),
+    })
     .nullable() as z.ZodType<ToolBatchRecord | null>,
 });
+
+/** A command's writes as data (undefined when it writes nothing). */
+function stagedOf(command: StateCommand | undefined): StagedCommand | undefined {
+  if (command === undefined || (command.patch.isEmpty() && command.scheduledActions.length === 0 && command.effects.length === 0)) return undefined;
+  return { ops: [...command.patch.ops], actions: [...command.scheduledActions], effects: [...command.effects] };
+}
+
+/** The command staged writes stand for. */
+function commandOf(staged: StagedCommand): StateCommand {
+  return new StateCommand(new MutationBatch(undefined, [...staged.ops]), [...staged.actions], [...staged.effects]);
+}
 
 interface Entry {
   readonly call: ToolCall;
@@ -110,6 +154,39 @@ export class ToolBatch {
     this.#text = text;
     this.#messageId = messageId;
     this.#entries = calls.map((call) => ({ call, status: 'new', resumeMode: 'replay_tool_call', reported: false }));
+  }
+
+  /**
+   * The batch a parked run waits on, rebuilt from the committed state (its durable record and the
+   * tool-call states) in another process: settled calls keep their results and staged writes, and
+   * count as reported (their `tool_call_done` went out before the run parked). `undefined` when the
+   * state holds no batch with a suspended call.
+   */
+  static restore(host: BatchHost): ToolBatch | undefined {
+    const snapshot = host.phase.store.snapshot();
+    const record = snapshot.get(ToolBatchKey);
+    const states = snapshot.get(ToolCallStates) ?? {};
+    if (record === undefined || record === null) return undefined;
+    const batch = new ToolBatch(host, record.calls, record.text, record.message_id);
+    for (const entry of batch.#entries) {
+      const state = Object.hasOwn(states, entry.call.id) ? states[entry.call.id] : undefined;
+      if (state === undefined) return undefined;
+      entry.status = state.status;
+      entry.resumeMode = state.resume_mode;
+      if (state.suspension_id !== undefined) entry.suspensionId = state.suspension_id;
+      if (state.suspension_reason !== undefined) entry.suspensionReason = state.suspension_reason;
+      const result = Object.hasOwn(record.results, entry.call.id) ? record.results[entry.call.id] : undefined;
+      if (result !== undefined) entry.result = result;
+      const staged = record.staged !== undefined && Object.hasOwn(record.staged, entry.call.id) ? record.staged[entry.call.id] : undefined;
+      if (staged !== undefined) entry.command = commandOf(staged);
+      entry.reported = true;
+    }
+    return batch.suspendedIds().length > 0 ? batch : undefined;
+  }
+
+  /** The suspended calls, in model order, with the tickets they suspended with. */
+  suspendedCalls(): { readonly call: ToolCall; readonly messageId: string; readonly ticket: SuspendTicket | undefined }[] {
+    return this.#entries.filter((e) => e.status === 'suspended').map((e) => ({ call: e.call, messageId: this.#messageId, ticket: e.result?.suspension }));
   }
 
   get calls(): readonly ToolCall[] {
@@ -388,10 +465,11 @@ export class ToolBatch {
       entry.suspensionReason = result.suspension.suspension.action;
     }
     entry.status = outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'suspended';
+    const staged = stagedOf(command);
     await this.#host.submit(
       StateCommand.empty()
         .update(ToolCallStates, { op: 'put', state: this.#state(entry, entry.status) })
-        .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result }),
+        .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result, ...(staged !== undefined ? { staged } : {}) }),
     );
   }
 

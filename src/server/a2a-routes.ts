@@ -287,7 +287,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     if (stored === undefined && live === undefined) throw taskNotFound(taskId);
     const record: RunRecord = stored ?? { run_id: taskId, thread_id: live?.threadId ?? '', agent_id: live?.agentId ?? '', status: 'created', steps: 0, created_at: 0, updated_at: 0 };
     const messages = (await store.loadThread(record.thread_id))?.messages ?? [];
-    return taskOf(record, live?.status ?? record.status, messages, historyLength, registry.waiting(taskId)?.calls ?? []);
+    return taskOf(record, live?.status ?? record.status, messages, historyLength, (await registry.waitingAnywhere(taskId))?.calls ?? []);
   }
 
   /** `tasks` listing: newest first, by context and state, paged. */
@@ -309,7 +309,8 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     const tasks: JsonValue[] = [];
     for (const run of page.items) {
       const messages = historyLength === 0 ? [] : ((await store.loadThread(run.thread_id))?.messages ?? []);
-      tasks.push(taskOf(run, registry.live(run.run_id)?.status ?? run.status, messages, historyLength, registry.waiting(run.run_id)?.calls ?? []));
+      const calls = registry.waiting(run.run_id)?.calls ?? (run.status === 'waiting' ? (await registry.waitingAnywhere(run.run_id))?.calls : undefined) ?? [];
+      tasks.push(taskOf(run, registry.live(run.run_id)?.status ?? run.status, messages, historyLength, calls));
     }
     const next = offset + page.items.length;
     return { tasks, totalSize: page.total, pageSize, nextPageToken: next < page.total ? String(next) : '' };
@@ -376,6 +377,8 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     if (m.taskId !== undefined && m.taskId !== '') {
       const taskId = m.taskId;
       if (!isValidId(taskId)) throw taskNotFound(taskId);
+      // A task parked by a process that is gone is taken up here to receive its answer.
+      await registry.adopt(taskId);
       const live = registry.live(taskId);
       if (live === undefined || live.status === 'done') {
         if ((await store.getRun(taskId)) === undefined) throw taskNotFound(taskId);

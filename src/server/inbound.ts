@@ -96,6 +96,8 @@ export async function acceptInbound(
 ): Promise<RegistryResult<AcceptedInbound> | { readonly ok: 'nothing' }> {
   const { store, registry, runtime } = parts;
   const stored = (await store.loadThread(threadId))?.messages ?? [];
+  // A run parked by a process that is gone is taken up here, so the request's decisions reach it.
+  await registry.adopt(threadId);
   const waiting = registry.waiting(threadId);
   const plan = planInbound(inbound, { stored, ...(waiting !== undefined ? { waiting } : {}) }, () => runtime.env.ids.next('message'));
   switch (plan.kind) {

@@ -134,7 +134,8 @@ export class Mailbox {
     for (const job of reclaimed) {
       const runs = await this.#store.listRuns({ offset: 0, limit: 20, threadId: job.mailbox_id });
       for (const run of runs.items) {
-        if (run.status === 'done' || this.#registry.live(run.run_id) !== undefined) continue;
+        // A run parked for a decision stays waiting: the decision revives it wherever it arrives.
+        if (run.status === 'done' || run.status === 'waiting' || this.#registry.live(run.run_id) !== undefined) continue;
         await this.#store.finishRun(run.run_id, { type: 'error', value: 'interrupted: its consumer stopped renewing the lease' }, now);
       }
     }

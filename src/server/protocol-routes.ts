@@ -73,15 +73,15 @@ export function protocolRoutes(parts: ServerParts, options: { readonly heartbeat
   app.get('/v1/ai-sdk/threads/:thread_id/stream', reattach);
   app.get('/v1/ai-sdk/threads/:thread_id/messages', async (c) => {
     const threadId = threadParam(c);
-    return c.json(toUiMessages(await storedMessages(parts, threadId), parts.registry.waiting(threadId)?.calls ?? []));
+    return c.json(toUiMessages(await storedMessages(parts, threadId), (await parts.registry.waitingAnywhere(threadId))?.calls ?? []));
   });
 
   app.post('/v1/ag-ui/run', (c) => serve(c, parts, agUi, heartbeatMs));
   app.post('/v1/ag-ui/threads/:thread_id/runs', (c) => serve(c, parts, agUi, heartbeatMs, { threadId: threadParam(c) }));
   app.post('/v1/ag-ui/agents/:agent_id/runs', (c) => serve(c, parts, agUi, heartbeatMs, { agentId: c.req.param('agent_id') ?? '' }));
-  app.post('/v1/ag-ui/threads/:thread_id/interrupt', (c) => {
+  app.post('/v1/ag-ui/threads/:thread_id/interrupt', async (c) => {
     const threadId = threadParam(c);
-    const r = parts.registry.cancel(threadId);
+    const r = await parts.registry.cancelAnywhere(threadId);
     if (!r.ok) throw registryError(r.error);
     return c.json({ status: 'interrupt_requested', thread_id: threadId, run_id: r.value.runId }, 202);
   });

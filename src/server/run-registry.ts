@@ -1,12 +1,15 @@
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { JsonValue } from '../contract/json.ts';
-import type { RunStatus } from '../contract/lifecycle.ts';
+import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
+import type { AgentRuntime, RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
-import { StoreFailure, type Store, type ThreadLease } from '../runtime/store.ts';
+import { StoreFailure, type RunRecord, type Store, type ThreadLease } from '../runtime/store.ts';
+import type { PersistedState } from '../core/state/state-store.ts';
+import { ToolCallStates } from '../runtime/loop-keys.ts';
+import { ToolBatchKey } from '../runtime/tool-batch.ts';
 import { ClusterRelay } from './cluster-relay.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { currentPrincipal, mayReach } from './principal.ts';
@@ -241,9 +244,8 @@ export class RunRegistry {
     // With access control, a start claims a new thread for its principal; another's thread is not there.
     if (!(await mayReach(this.#store, request.threadId, 'write'))) return fail({ code: 'thread_not_found', message: `thread not found: ${request.threadId}` });
     const owner = await this.#store.threadOwner(request.threadId);
-    const log = this.log(request.threadId);
-    const entry = this.#threads.get(request.threadId) as ThreadEntry;
-    const current = entry.current;
+    this.log(request.threadId);
+    const current = (this.#threads.get(request.threadId) as ThreadEntry).current;
     if (current !== undefined) {
       // A run past its terminal frame is only writing its last checkpoint: the new one waits for it.
       if (current.status !== 'done') {
@@ -259,12 +261,58 @@ export class RunRegistry {
     const runId = this.#env.ids.next('run');
     const leased = await this.#takeLease(request, runId);
     if (!leased.ok) return leased;
+    // A run parked in the store with no instance holding it (its process died or shut down) pauses
+    // the thread as a parked run here would: refused, or cancelled when the pause is discarded.
+    const parked = await this.#storedWaiting(request.threadId);
+    if (parked !== undefined) {
+      const refused = this.#refusal(request, { runId: parked.run_id, status: 'waiting' });
+      if (refused !== undefined) {
+        await this.#leases.release(request.threadId, runId);
+        return fail(refused);
+      }
+      await this.#store.finishRun(parked.run_id, { type: 'cancelled' }, this.#env.clock.now());
+      this.#logger.info('parked run cancelled: a new run discarded its pause', { run: parked.run_id, thread: request.threadId });
+    }
+    const launched = await this.#launch(request.threadId, runId, request.agentId ?? this.#runtime.agentIds()[0] ?? '', owner, request.messages, 'running', (sink) =>
+      this.#runtime.start(
+        {
+          runId,
+          threadId: request.threadId,
+          ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
+          messages: request.messages,
+          ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
+        },
+        sink,
+        { waitForDecisions: true },
+      ),
+    );
+    if (!launched.ok) return launched;
+    const { run, done } = launched.value;
+    return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq: run.fromSeq, done } };
+  }
+
+  /**
+   * Runs what `begin` starts (a new run, or a parked run revived) as this instance's run of the
+   * thread, holding its lease already: its frames go to the thread log (the `seq` mark raised first),
+   * its end frees the thread. The lease is released when it does not start.
+   */
+  async #launch(
+    threadId: string,
+    runId: string,
+    agentId: string,
+    owner: string | undefined,
+    input: readonly Message[],
+    status: RunStatus,
+    begin: (sink: { emit(event: AgentEvent): void | Promise<void> }) => Promise<{ ok: true; value: RunHandle } | { ok: false; error: { code: string } }>,
+  ): Promise<RegistryResult<{ run: LiveRun; done: Promise<AgentRunResult | undefined> }>> {
+    const log = this.log(threadId);
+    const entry = this.#threads.get(threadId) as ThreadEntry;
     if (this.#relay !== undefined) {
-      log.ensureAtLeast(await this.#relay.bus.lastSeq(request.threadId));
+      log.ensureAtLeast(await this.#relay.bus.lastSeq(threadId));
     } else {
-      await this.#marks.load(request.threadId, log);
+      await this.#marks.load(threadId, log);
       // The run's first frames go out at once: the mark is raised before the run starts.
-      await this.#marks.cover(request.threadId, log.lastSeq + 1);
+      await this.#marks.cover(threadId, log.lastSeq + 1);
     }
     const fromSeq = log.lastSeq;
     let live: LiveRun | undefined;
@@ -278,34 +326,25 @@ export class RunRegistry {
         return this.#record(live, event);
       },
     };
-    const started = await this.#runtime.start(
-      {
-        runId,
-        threadId: request.threadId,
-        ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
-        messages: request.messages,
-        ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
-      },
-      sink,
-      { waitForDecisions: true },
-    );
+    const started = await begin(sink);
     if (!started.ok) {
-      await this.#leases.release(request.threadId, runId).catch((e: unknown) => this.#logger.error('lease not released', { thread: request.threadId, run: runId, ...errorFields(e) }));
+      await this.#leases.release(threadId, runId).catch((e: unknown) => this.#logger.error('lease not released', { thread: threadId, run: runId, ...errorFields(e) }));
       return fail({ code: 'start_failed', message: 'message' in started.error ? String(started.error.message) : started.error.code });
     }
     const handle = started.value;
     live = {
       runId: handle.runId,
-      threadId: request.threadId,
-      agentId: request.agentId ?? this.#runtime.agentIds()[0] ?? '',
+      threadId,
+      agentId,
       handle,
       createdAt: this.#env.clock.now(),
-      input: request.messages,
+      input,
       fromSeq,
-      status: 'running',
+      status,
       stopRequested: false,
-      terminalSeen: false,
-      waiting: new Map(),
+      // A revived run's suspended segment ended in the process that parked it.
+      terminalSeen: status === 'waiting',
+      waiting: new Map(handle.waitingOn().map((c) => [c.call.id, waitingCallOf(c)])),
       calls: new Map(),
       stepMessageId: handle.runId,
       released: undefined,
@@ -325,7 +364,65 @@ export class RunRegistry {
         return undefined;
       },
     );
-    return { ok: true, value: { runId: run.runId, threadId: run.threadId, fromSeq, done } };
+    return { ok: true, value: { run, done } };
+  }
+
+  /** The run a thread (or a run id) has waiting in the store, if any: unfinished, parked for a decision. */
+  async #storedWaiting(runOrThread: string): Promise<RunRecord | undefined> {
+    const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
+    if (byId !== undefined) return byId.status === 'waiting' ? byId : undefined;
+    return (await this.#store.listRuns({ offset: 0, limit: 1, threadId: runOrThread, status: 'waiting' }).catch(() => ({ items: [] }))).items[0];
+  }
+
+  /**
+   * Takes up a run waiting for a decision in the store that no live instance holds (its process died
+   * or shut down) as this instance's parked run, so a decision can reach it (durable HITL): the
+   * thread's lease is taken for it (taken over when its holder's has expired), the runtime revives it
+   * from its stored state, and nothing is emitted until a decision resumes it. True when the run (by
+   * run id or thread id) is parked here afterwards; false when there is none, or another instance
+   * holds it alive.
+   */
+  async adopt(runOrThread: string): Promise<boolean> {
+    if (this.#find(runOrThread) !== undefined || this.#closing) return this.#find(runOrThread)?.status === 'waiting';
+    const stored = await this.#storedWaiting(runOrThread);
+    if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'write'))) return false;
+    const threadId = stored.thread_id;
+    return this.#exclusive(threadId, async () => {
+      const current = this.#threads.get(threadId)?.current;
+      if (current !== undefined) return current.runId === stored.run_id && current.status === 'waiting';
+      const runId = stored.run_id;
+      let taken = await this.#leases.take(threadId, runId);
+      if (!taken.ok && taken.holder.run_id === runId && this.#leases.isExpired(taken.holder) && (await this.#leases.takeOver(taken.holder))) taken = { ok: true };
+      if (!taken.ok) return false;
+      // Taken: no one else can revive or end it now; it may have ended in between.
+      if ((await this.#store.getRun(runId))?.status !== 'waiting') {
+        await this.#leases.release(threadId, runId);
+        return false;
+      }
+      const owner = await this.#store.threadOwner(threadId);
+      const launched = await this.#launch(threadId, runId, stored.agent_id, owner, [], 'waiting', (sink) =>
+        this.#runtime.revive({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink),
+      );
+      if (!launched.ok) {
+        this.#logger.error('parked run could not be revived', { run: runId, thread: threadId, error: launched.error.message });
+        return false;
+      }
+      this.#logger.info('parked run revived', { run: runId, thread: threadId, calls: launched.value.run.waiting.size });
+      return true;
+    });
+  }
+
+  /**
+   * The calls a run (by run id or thread id) waits on, wherever it is parked: here, else as the store
+   * holds it (the thread's committed batch), without taking it up.
+   */
+  async waitingAnywhere(runOrThread: string): Promise<{ readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined> {
+    const local = this.waiting(runOrThread);
+    if (local !== undefined || this.#find(runOrThread) !== undefined) return local;
+    const stored = await this.#storedWaiting(runOrThread);
+    if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'read'))) return undefined;
+    const thread = await this.#store.loadThread(stored.thread_id);
+    return { runId: stored.run_id, threadId: stored.thread_id, calls: parkedCallsOf(thread?.threadState) };
   }
 
   /**
@@ -626,10 +723,22 @@ export class RunRegistry {
     const runId = await this.#remoteRun(runOrThread);
     if (runId === undefined) return local;
     const threadId = (await this.#store.getRun(runId))?.thread_id;
-    const lease = threadId === undefined ? undefined : await this.#leases.get(threadId);
-    if (lease !== undefined && lease.run_id === runId) {
-      await this.#leases.requestCancel(runId);
-      if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
+    if (threadId !== undefined) {
+      // Serialised with adoptions and sweeps of the thread here.
+      const here = await this.#exclusive(threadId, async () => {
+        if (this.cancel(runId).ok) return true; // taken up here meanwhile
+        const lease = await this.#leases.get(threadId);
+        if (lease !== undefined && lease.run_id === runId) {
+          await this.#leases.requestCancel(runId);
+          if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
+        } else if ((await this.#storedWaiting(runId)) !== undefined) {
+          // Parked in the store and held by no instance: ended there (its stream ended with its suspension).
+          await this.#store.finishRun(runId, { type: 'cancelled' }, this.#env.clock.now());
+          this.#logger.info('parked run cancelled', { run: runId, thread: threadId });
+        }
+        return false;
+      });
+      if (here) return { ok: true, value: { runId } };
     }
     await this.#relay?.bus.send({ action: 'cancel', runId });
     return { ok: true, value: { runId } };
@@ -655,39 +764,61 @@ export class RunRegistry {
   /**
    * Ends the runs of leases nobody renews (their instance died): each is taken over by exactly one
    * instance, which marks the run interrupted, appends its terminal frame to the thread log (its
-   * followers get it) and frees the thread. Returns the runs ended.
+   * followers get it) and frees the thread. A run parked waiting for a decision is left waiting, its
+   * thread's lease released. Returns the runs ended.
    */
   async sweepLeases(): Promise<string[]> {
     const ended: string[] = [];
     for (const lease of await this.#leases.expired()) {
-      if (this.#runs.has(lease.run_id)) continue; // this instance's own run: renewed, not swept
-      if (!(await this.#leases.takeOver(lease))) continue;
-      await this.#endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted');
-      ended.push(lease.run_id);
+      // Serialised with starts and adoptions of the thread here: a lease this instance takes over
+      // (under its own name) is not taken for a run at the same time.
+      const done = await this.#exclusive(lease.thread_id, async () => {
+        if (this.#runs.has(lease.run_id)) return false; // this instance's own run: renewed, not swept
+        if (!(await this.#leases.takeOver(lease))) return false;
+        return this.#endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted');
+      });
+      if (done) ended.push(lease.run_id);
     }
     return ended;
   }
 
-  /** A run whose instance is gone: its record ended, its terminal frame in the thread log, its thread freed. */
-  async #endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<void> {
+  /**
+   * A run whose instance is gone: its record ended, its terminal frame in the thread log, its thread
+   * freed — unless it was parked waiting for a decision and not cancelled: then it stays waiting (its
+   * suspended segment ended with its own terminal frame) and only the lease goes, so any instance can
+   * take it up when the decision comes (`adopt`). Returns whether the run was ended.
+   */
+  async #endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<boolean> {
     const now = this.#env.clock.now();
-    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
     const stored = await this.#store.getRun(lease.run_id);
-    if (stored !== undefined && stored.status !== 'done') await this.#store.finishRun(lease.run_id, termination, now);
-    const event: AgentEvent = { event_type: 'run_finish', thread_id: lease.thread_id, run_id: lease.run_id, termination };
-    if (this.#relay !== undefined) {
-      const seq = (await this.#relay.bus.lastSeq(lease.thread_id)) + 1;
-      await this.#relay.bus.append(lease.thread_id, [{ seq, runId: lease.run_id, data: serialiseEvent(event) }]);
-    } else {
-      const log = this.log(lease.thread_id);
-      await this.#marks.load(lease.thread_id, log);
-      const frame = log.next(lease.run_id, event);
-      await this.#marks.cover(lease.thread_id, frame.seq);
-      log.publish(frame);
-      await this.#marks.settle(lease.thread_id, log.lastSeq);
+    if (how === 'interrupted' && stored?.status === 'waiting') {
+      await this.#leases.release(lease.thread_id, lease.run_id);
+      this.#logger.info('parked run left waiting: its instance stopped renewing the thread lease', { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
+      return false;
     }
+    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
+    if (stored !== undefined && stored.status !== 'done') await this.#store.finishRun(lease.run_id, termination, now);
+    // A parked run's stream ended with its suspension: a cancel ends it in the store only (as here).
+    if (stored?.status !== 'waiting') await this.#appendTerminal(lease.thread_id, lease.run_id, termination);
     await this.#leases.release(lease.thread_id, lease.run_id);
     this.#logger.warn(`run ${how}: its instance stopped renewing the thread lease`, { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
+    return true;
+  }
+
+  /** Appends a run's terminal frame to its thread's log (shared or local) for the run's followers. */
+  async #appendTerminal(threadId: string, runId: string, termination: TerminationReason): Promise<void> {
+    const event: AgentEvent = { event_type: 'run_finish', thread_id: threadId, run_id: runId, termination };
+    if (this.#relay !== undefined) {
+      const seq = (await this.#relay.bus.lastSeq(threadId)) + 1;
+      await this.#relay.bus.append(threadId, [{ seq, runId, data: serialiseEvent(event) }]);
+    } else {
+      const log = this.log(threadId);
+      await this.#marks.load(threadId, log);
+      const frame = log.next(runId, event);
+      await this.#marks.cover(threadId, frame.seq);
+      log.publish(frame);
+      await this.#marks.settle(threadId, log.lastSeq);
+    }
   }
 
   /** Renews leases and sweeps expired ones until `shutdown` (a server calls it; specs drive the two by hand). */
@@ -714,19 +845,41 @@ export class RunRegistry {
     const local = this.currentRun(threadId);
     if (local !== undefined) return local;
     const lease = await this.#leases.get(threadId);
-    if (lease === undefined || !(await mayReach(this.#store, threadId, 'read'))) return undefined;
+    if (!(await mayReach(this.#store, threadId, 'read'))) return undefined;
+    if (lease === undefined) {
+      const parked = await this.#storedWaiting(threadId);
+      return parked === undefined ? undefined : { runId: parked.run_id, status: 'waiting' };
+    }
     const stored = await this.#store.getRun(lease.run_id);
     return { runId: lease.run_id, status: stored?.status === 'waiting' ? 'waiting' : 'running' };
   }
 
-  /** Sends decisions to a waiting run wherever it runs (see `cancelAnywhere`). */
-  async decideAnywhere(runOrThread: string, decisions: readonly Decision[]): Promise<RegistryResult<{ runId: string }>> {
-    const local = this.decide(runOrThread, decisions);
-    if (local.ok || this.#relay === undefined || local.error.code !== 'run_not_found') return local;
+  /**
+   * Sends decisions to a waiting run wherever it is: here; parked in the store with no live instance
+   * (its process died or shut down), it is taken up here first (`adopt`); else, on another instance,
+   * through the bus (see `cancelAnywhere`).
+   */
+  async decideAnywhere(runOrThread: string, decisions: readonly Decision[], messages: readonly Message[] = []): Promise<RegistryResult<{ runId: string }>> {
+    const local = this.decide(runOrThread, decisions, messages);
+    if (local.ok || local.error.code !== 'run_not_found') return local;
+    if (await this.adopt(runOrThread)) return this.decide(runOrThread, decisions, messages);
+    if (this.#relay === undefined) return local;
     const run = await this.#remoteRun(runOrThread, 'waiting');
     if (run === undefined) return local;
+    const threadId = (await this.#store.getRun(run))?.thread_id ?? '';
+    const before = await this.#leases.get(threadId);
     await this.#relay.bus.send({ action: 'decide', runId: run, decisions });
-    return { ok: true, value: { runId: run } };
+    // The instance holding it may be gone with its lease not yet expired: the decision counts as
+    // delivered once the run goes on or its holder renews the lease (it is alive); else, once the
+    // lease expires, the run is taken up here and decided (never a 202 for a decision lost).
+    for (let i = Math.ceil((this.#leases.ttlMs + this.#leases.sweepMs) / 25) + 40; i > 0; i--) {
+      if ((await this.#store.getRun(run))?.status !== 'waiting') return { ok: true, value: { runId: run } };
+      const lease = await this.#leases.get(threadId);
+      if (lease !== undefined && before !== undefined && lease.run_id === run && lease.until > before.until) return { ok: true, value: { runId: run } };
+      if (await this.adopt(run)) return this.decide(run, decisions, messages);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return fail({ code: 'thread_busy', message: `run ${run} is held by an instance that neither answers nor lets its lease expire`, runId: run });
   }
 
   /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */
@@ -738,7 +891,8 @@ export class RunRegistry {
   }
 
   /**
-   * Graceful shutdown: no new run starts (`shutting_down`), every run in flight is cancelled and
+   * Graceful shutdown: no new run starts (`shutting_down`), a parked run is let go waiting (its lease
+   * released: decidable after a restart or on another instance), every run in flight is cancelled and
    * given `graceMs` (default 10 s) to end; one that does not is marked interrupted and its lease
    * released, so another instance may take its thread at once. Then every open stream ends — a thread
    * stream with a resync frame to reconnect from (`reason: shutting_down`) — and the sequence marks
@@ -750,6 +904,11 @@ export class RunRegistry {
     this.#leaseLoop = undefined;
     const runs = [...this.#runs.values()].filter((r) => r.status !== 'done');
     for (const r of runs) {
+      // A parked run is let go, not cancelled: it stays waiting in the store, decidable after a restart.
+      if (r.status === 'waiting' && r.handle.detach()) {
+        this.#logger.info('parked run left waiting at shutdown', { run: r.runId, thread: r.threadId });
+        continue;
+      }
       r.stopRequested = true;
       r.handle.cancel();
     }
@@ -799,3 +958,27 @@ export class RunRegistry {
 }
 
 const fail = <T>(error: RegistryError): RegistryResult<T> => ({ ok: false, error });
+
+/** A suspended call as the registry lists it. */
+function waitingCallOf(c: SuspendedCall): WaitingCall {
+  const su = c.ticket?.suspension;
+  return {
+    callId: c.call.id,
+    name: c.call.name,
+    arguments: c.call.arguments,
+    messageId: c.messageId,
+    ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
+  };
+}
+
+/** The calls the batch in a stored thread state waits on (its suspended calls, in model order). */
+export function parkedCallsOf(state: PersistedState | undefined): WaitingCall[] {
+  if (state === undefined) return [];
+  const record = ToolBatchKey.codec.safeParse(state.extensions[ToolBatchKey.key]);
+  const states = ToolCallStates.codec.safeParse(state.extensions[ToolCallStates.key]);
+  if (!record.success || record.data === null || !states.success) return [];
+  const batch = record.data;
+  return batch.calls
+    .filter((c) => Object.hasOwn(states.data, c.id) && states.data[c.id]?.status === 'suspended')
+    .map((call) => waitingCallOf({ call, messageId: batch.message_id, ticket: Object.hasOwn(batch.results, call.id) ? batch.results[call.id]?.suspension : undefined }));
+}

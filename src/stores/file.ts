@@ -39,6 +39,9 @@ interface ThreadFile {
   readonly state?: PersistedState;
 }
 
+/** One run's file: its record, and the run-scoped state of its last checkpoint while it is unfinished. */
+type RunFile = RunRecord & { readonly state?: PersistedState };
+
 /**
  * The file store (book: 使用文件存储): `threads/<id>.json` (record, messages, state), `runs/<id>.json`,
  * `profiles/<owner>/<key>.json` under one directory. Every file is written to a temporary name,
@@ -132,6 +135,11 @@ export class FileStore implements Store {
     });
   }
 
+  async loadRunState(runId: string): Promise<PersistedState | undefined> {
+    const file = isValidId(runId) ? await this.#get<RunFile>('runs', `${runId}.json`) : undefined;
+    return file === undefined || file.status === 'done' ? undefined : file.state;
+  }
+
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
     const t = isValidId(threadId) ? await this.#thread(threadId) : undefined;
     if (t === undefined) return undefined;
@@ -150,7 +158,8 @@ export class FileStore implements Store {
       const previous = await this.#run(c.runId);
       const record: ThreadRecord = { ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId };
       await this.#put('threads', `${c.threadId}.json`, { record, messages: c.messages, state: c.threadState } satisfies ThreadFile);
-      await this.#put('runs', `${c.runId}.json`, runRecordOf(c, previous?.created_at ?? c.updatedAt));
+      const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt), ...(c.status !== 'done' ? { state: c.runState } : {}) };
+      await this.#put('runs', `${c.runId}.json`, run);
     });
   }
 
@@ -302,8 +311,12 @@ export class FileStore implements Store {
     return this.#get<ThreadFile>('threads', `${id}.json`);
   }
 
-  #run(id: string): Promise<RunRecord | undefined> {
-    return this.#get<RunRecord>('runs', `${id}.json`);
+  /** A run's record (its file without the state it keeps while unfinished). */
+  async #run(id: string): Promise<RunRecord | undefined> {
+    const file = await this.#get<RunFile>('runs', `${id}.json`);
+    if (file === undefined) return undefined;
+    const { state: _state, ...record } = file;
+    return record;
   }
 
   async #ids(dir: string): Promise<string[]> {

@@ -39,6 +39,8 @@ export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
   readonly #threads = new Map<string, ThreadEntry>();
   readonly #runs = new Map<string, RunRecord>();
+  /** The run-scoped state of unfinished runs. */
+  readonly #runStates = new Map<string, PersistedState>();
   readonly #profiles = new Map<string, string>();
   readonly #seqs = new Map<string, number>();
   readonly #leases = new Map<string, ThreadLease>();
@@ -66,7 +68,7 @@ export class MemoryStore implements Store {
   async deleteThread(id: string): Promise<boolean> {
     this.#owners.delete(id);
     if (!this.#threads.delete(id)) return false;
-    for (const [runId, run] of this.#runs) if (run.thread_id === id) this.#runs.delete(runId);
+    for (const [runId, run] of this.#runs) if (run.thread_id === id) (this.#runs.delete(runId), this.#runStates.delete(runId));
     return true;
   }
 
@@ -92,7 +94,13 @@ export class MemoryStore implements Store {
     const run = this.#runs.get(runId);
     if (run === undefined) return false;
     this.#runs.set(runId, { ...run, status: 'done', termination, updated_at: now });
+    this.#runStates.delete(runId);
     return true;
+  }
+
+  async loadRunState(runId: string): Promise<PersistedState | undefined> {
+    const state = this.#runStates.get(runId);
+    return state === undefined ? undefined : copy(state);
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
@@ -117,6 +125,8 @@ export class MemoryStore implements Store {
     };
     this.#threads.set(c.threadId, { record, messages: copy(c.messages), state: copy(c.threadState) });
     this.#runs.set(c.runId, runRecordOf(c, previous?.created_at ?? c.updatedAt));
+    if (c.status === 'done') this.#runStates.delete(c.runId);
+    else this.#runStates.set(c.runId, copy(c.runState));
   }
 
   async read(owner: string, key: string): Promise<JsonValue | undefined> {

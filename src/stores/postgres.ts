@@ -29,6 +29,8 @@ export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
   // 3: thread owners (ThreadOwnerStore).
   (p) => `CREATE TABLE IF NOT EXISTS ${p}_thread_owners (thread_id TEXT PRIMARY KEY, principal TEXT NOT NULL);
    CREATE INDEX IF NOT EXISTS ${p}_thread_owners_principal ON ${p}_thread_owners (principal);`,
+  // 4: the run-scoped state of unfinished runs (a waiting run is revived from it).
+  (p) => `ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS state TEXT`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -193,8 +195,13 @@ export class PostgresStore implements Store {
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    const rows = await this.#q(`UPDATE ${this.#p}_runs SET status = 'done', termination = $2, updated_at = $3 WHERE run_id = $1 RETURNING run_id`, [runId, JSON.stringify(termination), now]);
+    const rows = await this.#q(`UPDATE ${this.#p}_runs SET status = 'done', termination = $2, updated_at = $3, state = NULL WHERE run_id = $1 RETURNING run_id`, [runId, JSON.stringify(termination), now]);
     return rows.length > 0;
+  }
+
+  async loadRunState(runId: string): Promise<PersistedState | undefined> {
+    const [row] = await this.#q<{ state: string | null }>(`SELECT state FROM ${this.#p}_runs WHERE run_id = $1 AND status <> 'done'`, [runId]);
+    return row?.state == null ? undefined : (JSON.parse(row.state) as PersistedState);
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
@@ -237,9 +244,9 @@ export class PostgresStore implements Store {
         );
       }
       await db.query(
-        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-         ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at`,
-        [c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt],
+        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)
+         ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state`,
+        [c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState)],
       );
     });
   }

@@ -41,6 +41,8 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // 3: thread owners (ThreadOwnerStore).
   `CREATE TABLE IF NOT EXISTS awaken_thread_owners (thread_id TEXT PRIMARY KEY, principal TEXT NOT NULL);
    CREATE INDEX IF NOT EXISTS awaken_thread_owners_principal ON awaken_thread_owners (principal);`,
+  // 4: the run-scoped state of unfinished runs (a waiting run is revived from it).
+  `ALTER TABLE awaken_runs ADD COLUMN state TEXT;`,
 ];
 
 interface LeaseRow {
@@ -191,8 +193,13 @@ export class SqliteStore implements Store {
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    const r = this.#db.prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ? WHERE run_id = ?`).run(JSON.stringify(termination), now, runId);
+    const r = this.#db.prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ?, state = NULL WHERE run_id = ?`).run(JSON.stringify(termination), now, runId);
     return r.changes > 0;
+  }
+
+  async loadRunState(runId: string): Promise<PersistedState | undefined> {
+    const row = this.#db.prepare(`SELECT state FROM awaken_runs WHERE run_id = ? AND status <> 'done'`).get(runId) as { state: string | null } | undefined;
+    return row?.state == null ? undefined : (JSON.parse(row.state) as PersistedState);
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
@@ -234,10 +241,10 @@ export class SqliteStore implements Store {
       }
       this.#db
         .prepare(
-          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at`,
+          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state`,
         )
-        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt);
+        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState));
     })();
   }
 

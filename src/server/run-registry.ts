@@ -1,16 +1,13 @@
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
-import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { AgentRuntime, RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
+import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
 import { StoreFailure, type RunRecord, type Store, type ThreadLease } from '../runtime/store.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
-import { ToolCallStates } from '../runtime/loop-keys.ts';
-import { ToolBatchKey } from '../runtime/tool-batch.ts';
 import { ClusterRelay } from './cluster-relay.ts';
+import { parkedCallsOf, trackEvent, waitingCallOf, type LiveRun, type WaitingCall } from './live-run.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
@@ -18,19 +15,7 @@ import { SeqMarks } from './seq-marks.ts';
 import { ThreadLog, type LogItem } from './thread-log.ts';
 
 export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
-
-/**
- * A tool call a parked run waits on, as the run announced it: the protocols re-use its name, its
- * arguments and the assistant message that made it when they stream the resumed run.
- */
-export interface WaitingCall {
-  readonly callId: string;
-  readonly name: string;
-  readonly arguments: JsonValue;
-  /** The assistant message (the step's `message_id`, else the run id) that made the call. */
-  readonly messageId: string;
-  readonly suspension?: { readonly id: string; readonly action: string; readonly message?: string };
-}
+export { parkedCallsOf, type WaitingCall } from './live-run.ts';
 
 export type ConcurrencyPolicy = 'reject' | 'supersede';
 
@@ -70,32 +55,6 @@ export type RegistryError =
   | { readonly code: 'shutting_down'; readonly message: string };
 
 export type RegistryResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: RegistryError };
-
-interface LiveRun {
-  readonly runId: string;
-  readonly threadId: string;
-  readonly agentId: string;
-  readonly handle: RunHandle;
-  readonly createdAt: number;
-  /** The run's input (not in the store before its first checkpoint). */
-  readonly input: readonly Message[];
-  /** The thread log's sequence number before the run's first frame. */
-  readonly fromSeq: number;
-  status: RunStatus;
-  /** The stop intent belongs to the run: a superseded or stopped run ends `cancelled`. */
-  stopRequested: boolean;
-  /** Tool calls waiting for a decision (from the run's own events), by call id. */
-  readonly waiting: Map<string, WaitingCall>;
-  /** Calls made in the current step (name, arguments), until they settle or suspend. */
-  readonly calls: Map<string, { readonly name: string; readonly arguments: JsonValue; readonly messageId: string }>;
-  /** The assistant message of the current step. */
-  stepMessageId: string;
-  terminalSeen: boolean;
-  /** Set when the run ended: its lease being released. */
-  released: Promise<void> | undefined;
-  /** The principal the run's thread belongs to (access control), if any. */
-  readonly owner: string | undefined;
-}
 
 interface ThreadEntry {
   readonly log: ThreadLog;
@@ -472,7 +431,7 @@ export class RunRegistry {
   }
 
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
-    this.#track(run, event);
+    trackEvent(run, event, this.#logger);
     const log = this.log(run.threadId);
     if (this.#relay === undefined) {
       const frame = log.next(run.runId, event);
@@ -499,56 +458,6 @@ export class RunRegistry {
     // A segment's terminal frame is delivered once every frame before it is in the shared log: a
     // client that saw it and goes on on another instance finds the thread's sequence where it stopped.
     return shared.then(() => void log.publish(frame));
-  }
-
-  /** What the registry follows of a run's own events: its status and the calls it waits on. */
-  #track(run: LiveRun, event: AgentEvent): void {
-    switch (event.event_type) {
-      case 'run_start':
-        run.status = 'running';
-        run.terminalSeen = false;
-        this.#logger.info('run started', { run: run.runId, thread: run.threadId, agent: run.agentId });
-        break;
-      case 'run_finish': {
-        run.terminalSeen = true;
-        run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
-        const t = event.termination;
-        const fields = { run: run.runId, thread: run.threadId, agent: run.agentId, termination: t.type, ...('value' in t ? { reason: typeof t.value === 'string' ? t.value : t.value.code } : {}) };
-        if (t.type === 'error') this.#logger.error('run failed', fields);
-        else this.#logger.info('run finished', fields);
-        break;
-      }
-      case 'error':
-        this.#logger.warn('run error', { run: run.runId, thread: run.threadId, error: event.message, ...(event.code !== undefined ? { code: event.code } : {}) });
-        break;
-      case 'step_start':
-        run.calls.clear();
-        if (event.message_id !== '') run.stepMessageId = event.message_id;
-        break;
-      case 'tool_call_ready':
-        run.calls.set(event.id, { name: event.name, arguments: event.arguments, messageId: run.stepMessageId });
-        break;
-      case 'tool_call_done': {
-        const call = run.calls.get(event.id);
-        run.calls.delete(event.id);
-        if (event.outcome !== 'suspended') break;
-        const ticket = event.result.suspension;
-        const su = ticket?.suspension;
-        run.waiting.set(event.id, {
-          callId: event.id,
-          name: call?.name ?? ticket?.pending.name ?? event.result.tool_name,
-          arguments: call?.arguments ?? ticket?.pending.arguments ?? {},
-          messageId: call?.messageId ?? run.stepMessageId,
-          ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
-        });
-        break;
-      }
-      case 'tool_call_resumed':
-        run.waiting.delete(event.target_id);
-        break;
-      default:
-        break;
-    }
   }
 
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
@@ -958,27 +867,3 @@ export class RunRegistry {
 }
 
 const fail = <T>(error: RegistryError): RegistryResult<T> => ({ ok: false, error });
-
-/** A suspended call as the registry lists it. */
-function waitingCallOf(c: SuspendedCall): WaitingCall {
-  const su = c.ticket?.suspension;
-  return {
-    callId: c.call.id,
-    name: c.call.name,
-    arguments: c.call.arguments,
-    messageId: c.messageId,
-    ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
-  };
-}
-
-/** The calls the batch in a stored thread state waits on (its suspended calls, in model order). */
-export function parkedCallsOf(state: PersistedState | undefined): WaitingCall[] {
-  if (state === undefined) return [];
-  const record = ToolBatchKey.codec.safeParse(state.extensions[ToolBatchKey.key]);
-  const states = ToolCallStates.codec.safeParse(state.extensions[ToolCallStates.key]);
-  if (!record.success || record.data === null || !states.success) return [];
-  const batch = record.data;
-  return batch.calls
-    .filter((c) => Object.hasOwn(states.data, c.id) && states.data[c.id]?.status === 'suspended')
-    .map((call) => waitingCallOf({ call, messageId: batch.message_id, ticket: Object.hasOwn(batch.results, call.id) ? batch.results[call.id]?.suspension : undefined }));
-}

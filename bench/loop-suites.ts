@@ -5,7 +5,7 @@ import { Messages } from '../src/contract/message.ts';
 import type { StreamPart } from '../src/contract/stream.ts';
 import { ToolResults } from '../src/contract/tool.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../src/runtime/agent-runtime.ts';
-import { deterministicEnv } from '../src/runtime/env.ts';
+import { realEnv } from '../src/runtime/env.ts';
 import type { InferenceRequest, LlmExecutor } from '../src/runtime/llm.ts';
 import { defineTool } from '../src/runtime/tool.ts';
 import type { Suite } from './harness.ts';
@@ -38,7 +38,7 @@ const echo = defineTool({ id: 'echo', description: 'echo', args: EchoArgs, execu
 
 function awakenRuntime(steps: number, deltas = 1): AgentRuntime {
   const built = new AgentRuntimeBuilder()
-    .withEnv(deterministicEnv())
+    .withEnv(realEnv())
     .withProvider('bench', loopModel(steps, deltas))
     .withModel('m', { provider: 'bench', model_name: 'bench' })
     .withAgentSpec({ id: 'a', model: 'm', max_rounds: steps + 1 })

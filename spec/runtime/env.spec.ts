@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { deterministicEnv, realEnv, uuidV7 } from '../../src/runtime/env.ts';
+import { deterministicEnv, realEnv, uuidV7, uuidV7Generator } from '../../src/runtime/env.ts';
 
 describe('Env', () => {
   it('deterministic: ids numbered per kind, a simulated clock moved by sleep, a seeded random stream', async () => {
@@ -49,5 +49,74 @@ describe('Env', () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  const msOf = (id: string): number => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+
+  it('real ids are strictly increasing within a millisecond, across a clock step back and across entropy refills (RFC 9562 §6.2)', () => {
+    let now = 1_700_000_000_000;
+    let fills = 0;
+    const next = uuidV7Generator(
+      () => now,
+      (buffer) => {
+        fills++;
+        for (let i = 0; i < buffer.length; i++) buffer[i] = (i * 131 + fills * 17) & 0xff;
+      },
+    );
+    const ids: string[] = [];
+    // A new millisecond for each of the first 1,000 (fresh entropy each: the pool is refilled), then
+    // 4,000 within one millisecond (counted on).
+    for (let i = 0; i < 5_000; i++) {
+      if (i < 1_000) now++;
+      ids.push(next());
+    }
+    now -= 5_000; // the wall clock steps back
+    for (let i = 0; i < 100; i++) ids.push(next());
+    now += 10_000;
+    ids.push(next());
+    expect(fills).toBeGreaterThan(1);
+    for (const id of ids) expect(id).toMatch(UUID_V7);
+    for (let i = 1; i < ids.length; i++) expect(ids[i - 1] as string < (ids[i] as string), `${i}`).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    // The timestamp never goes back; after the step back it stays on the last time seen.
+    expect(msOf(ids[5_050] as string)).toBe(1_700_000_001_000);
+    expect(msOf(ids.at(-1) as string)).toBe(now);
+  });
+
+  it('property: for any clock readings, ids are valid v7, strictly increasing, and carry the latest time read (or later, on a counter overflow)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 1, maxLength: 300 }), fc.uint8Array({ minLength: 16, maxLength: 16 }), (moves, seed) => {
+        let now = 1_700_000_000_000;
+        let k = 0;
+        const next = uuidV7Generator(
+          () => now,
+          (buffer) => {
+            for (let i = 0; i < buffer.length; i++) buffer[i] = (seed[(i + k) % 16] as number) ^ (i & 0xff);
+            k++;
+          },
+        );
+        let latest = 0;
+        let previous = '';
+        for (const move of moves) {
+          now += move;
+          latest = Math.max(latest, now);
+          const id = next();
+          expect(id).toMatch(UUID_V7);
+          expect(id > previous).toBe(true);
+          expect(msOf(id)).toBeGreaterThanOrEqual(latest);
+          previous = id;
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('real ids from the default Env: valid, unique and increasing over a burst', () => {
+    const env = realEnv();
+    const ids = Array.from({ length: 20_000 }, () => env.ids.next('message'));
+    for (const id of ids.slice(0, 100)) expect(id).toMatch(UUID_V7);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
   });
 });

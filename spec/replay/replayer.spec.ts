@@ -122,6 +122,104 @@ describe('replay divergence reports', () => {
   });
 });
 
+describe('every record field is verified (an edit that changes no event is still reported)', () => {
+  const approvalScript: ScriptStep[] = [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }] }, { text: 'done' }];
+  const recorded = (script: ScriptStep[] = toolScript) => recordRun(setup(script), 'test').then((r) => r.transcript);
+  const lineOf = (t: string, type: string, n = 1): number => {
+    let seen = 0;
+    return lines(t).findIndex((l) => l.startsWith(`{"type":"${type}"`) && ++seen === n) + 1;
+  };
+
+  it("an edited text_delta is the first difference, at its own index, and the diff names only its text", async () => {
+    const { transcript: t } = await recordRun(setup([{ text: ['Hel', 'lo', ' there'] }]), 'test');
+    const events = lines(t).filter((l) => l.startsWith('{"type":"event"'));
+    const index = events.findIndex((l) => l.includes('"delta":"lo"'));
+    expect(index).toBeGreaterThan(0);
+    const report = await replayTranscript(t.replace('"delta":"lo"', '"delta":"LO"'));
+    expect(report.identical).toBe(false);
+    expect(report.firstDifference).toMatchObject({ index, diff: ['- delta: "LO"', '+ delta: "lo"'] });
+  });
+
+  it("an event's seq is checked against its position", async () => {
+    const t = await recorded();
+    let k = 0;
+    const changed = edit(t, (rs) => {
+      for (const r of rs) if (r['type'] === 'event' && k++ === 3) r['seq'] = 99;
+    });
+    const report = await replayTranscript(changed);
+    expect(report.identical).toBe(false);
+    expect(report.divergence).toMatchObject({ port: 'transcript', message: `line ${lineOf(t, 'event', 4)}: event seq 99, but it is event #3`, atEvent: 3 });
+  });
+
+  it("a recorded request is checked against its own digest, and an inference's seq against its order", async () => {
+    const t = await recorded();
+    const body = edit(t, (rs) => {
+      const r = rs.find((x) => x['type'] === 'llm') as { request: { model: string } };
+      r.request.model = 'edited';
+    });
+    const a = await replayTranscript(body);
+    expect(a.identical).toBe(false);
+    expect(a.divergence).toMatchObject({ port: 'transcript', message: `line ${lineOf(t, 'llm')}: the recorded request of inference #1 does not match its digest` });
+    const seq = edit(t, (rs) => {
+      const r = rs.filter((x) => x['type'] === 'llm')[1] as { seq: number };
+      r.seq = 7;
+    });
+    const b = await replayTranscript(seq);
+    expect(b.divergence).toMatchObject({ port: 'transcript', message: `line ${lineOf(t, 'llm', 2)}: inference seq 7, but it is inference #2` });
+  });
+
+  it("the header's config_digest is recomputed: a header edit no request shows is reported", async () => {
+    const t = await recorded();
+    // A tool descriptor the model is sent: the request no longer matches (the more telling report).
+    const tool = edit(t, (rs) => {
+      const tools = rs[0]?.['tools'] as { description: string }[];
+      (tools[0] as { description: string }).description = 'edited';
+    });
+    expect(await replayTranscript(tool)).toMatchObject({ identical: false, divergence: { port: 'llm', message: 'request #1 no longer matches the recording: tools changed' } });
+    // A model entry no request names: only the digest shows it.
+    const model = edit(t, (rs) => {
+      const models = rs[0]?.['models'] as Record<string, unknown>;
+      models['spare'] = { provider: 'p', model_name: 'spare' };
+    });
+    const a = await replayTranscript(model);
+    expect(a.identical).toBe(false);
+    expect(a.divergence).toMatchObject({ port: 'transcript', message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins or stop policies edited)' });
+  });
+
+  it('a decision record that resumes nothing (its decisions removed) is a divergence, never a hang', async () => {
+    const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: 'd', action: 'resume' as const, updated_at: 0 } }));
+    const { transcript: t } = await recordRun(setup(approvalScript, { decide: approve }), 'test');
+    expect((await replayTranscript(t)).identical).toBe(true);
+    const emptied = edit(t, (rs) => {
+      const r = rs.find((x) => x['type'] === 'decision') as { decisions: unknown[] };
+      r.decisions = [];
+    });
+    const report = await replayTranscript(emptied);
+    expect(report.identical).toBe(false);
+    expect(report.divergence).toMatchObject({ port: 'decision' });
+    expect(report.divergence?.message).toMatch(/the run waits for a decision after event #\d+ that the transcript does not have/);
+  });
+
+  it("a tool record's resumed flag and its result's tool name are checked against the call", async () => {
+    const t = await recorded(approvalScript);
+    expect((await replayTranscript(t)).identical).toBe(true);
+    const resumed = edit(t, (rs) => {
+      const r = rs.find((x) => x['type'] === 'tool') as { resumed: boolean };
+      r.resumed = !r.resumed;
+    });
+    const a = await replayTranscript(resumed);
+    expect(a.identical).toBe(false);
+    expect(a.divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1]: the recording says resumed: true, the call is a first run' });
+    const named = edit(t, (rs) => {
+      const r = rs.findLast((x) => x['type'] === 'tool') as { result: { tool_name: string } };
+      r.result.tool_name = 'other';
+    });
+    const b = await replayTranscript(named);
+    expect(b.identical).toBe(false);
+    expect(b.divergence).toMatchObject({ port: 'tool', message: "tool call approve [c1]: the recorded result names tool 'other'" });
+  });
+});
+
 describe('json diff', () => {
   it('lists leaf changes by path, additions and removals included', () => {
     expect(jsonChanges({ a: 1, b: [1, 2], c: { d: 'x' } }, { a: 1, b: [1, 3, 4], c: {} })).toEqual([

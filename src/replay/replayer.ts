@@ -13,6 +13,7 @@ import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../ru
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
 import {
+  configDigest,
   digestOf,
   normaliseRequest,
   readTranscript,
@@ -65,6 +66,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   }
   const header = first.record as Header;
   const session = new ReplaySession(lines.slice(1));
+  if (configDigest(header) !== header.config_digest) {
+    session.problems.unshift({ message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins or stop policies edited)', atEvent: 0 });
+  }
   const expected = session.expectedEvents;
 
   let divergence: PortDivergence | undefined;
@@ -128,7 +132,14 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     if (!r.ok) {
       diverge({ port: 'decision', message: `the recorded decision after event #${next.after_event - 1} does not apply: ${JSON.stringify(r.error)}` });
       controller.abort();
+      return;
     }
+    // A decision that leaves the run waiting (it answered only some calls, or none) emits nothing: the
+    // next recorded decision is due at the same point, and without one the replay stops, never hangs.
+    const at = actual.length;
+    setImmediate(() => {
+      if (!finished && actual.length === at && runtime.isWaiting(threadId)) deliver();
+    });
   };
 
   const started = await runtime.start(
@@ -166,6 +177,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   finished = true;
   if (decisions.length > 0) diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for` });
 
+  // A record that contradicts itself (a seq, a digest) is reported when the run diverged nowhere else.
+  const problem = session.problems[0];
+  if (divergence === undefined && problem !== undefined) divergence = { port: 'transcript', ...problem };
   const firstDifference = compareEvents(expected, actual);
   return {
     identical: firstDifference === undefined && divergence === undefined,
@@ -213,6 +227,8 @@ export function describeRequestChange(recorded: NormalisedRequest, now: Normalis
 /** The recorded inputs of one transcript, handed out to the replaying ports in order. */
 class ReplaySession {
   readonly expectedEvents: string[] = [];
+  /** What the records say of themselves that does not hold (a seq, a digest): reported if the run itself diverges nowhere. */
+  readonly problems: Omit<PortDivergence, 'port'>[] = [];
   readonly decisions: DecisionRecord[] = [];
   readonly cancels: number[] = [];
   readonly #env: (EnvRecord | Corrupt)[] = [];
@@ -233,14 +249,19 @@ class ReplaySession {
       const r = l.record;
       switch (r.type) {
         case 'event':
+          if (r.seq !== this.expectedEvents.length) this.problems.push({ message: `line ${l.line}: event seq ${r.seq}, but it is event #${this.expectedEvents.length}`, atEvent: this.expectedEvents.length });
           this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? JSON.stringify(r.event));
           break;
         case 'env':
           this.#env.push(r);
           break;
-        case 'llm':
+        case 'llm': {
+          const n = this.#llm.length + 1;
+          if (r.seq !== n) this.problems.push({ message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`, atEvent: this.expectedEvents.length });
+          if (digestOf(r.request) !== r.digest) this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length });
           this.#llm.push(r);
           break;
+        }
         case 'tool':
           this.#tools.push(r);
           break;
@@ -377,6 +398,12 @@ class ReplaySession {
         }
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
           diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)) });
+        }
+        if (r.resumed !== (ctx.resume !== undefined)) {
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recording says resumed: ${r.resumed}, the call is ${ctx.resume !== undefined ? 'a resume' : 'a first run'}` });
+        }
+        if (r.result !== undefined && r.result.tool_name !== descriptor.id) {
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'` });
         }
         for (const a of r.activity) {
           const [x, y, z] = a.args;

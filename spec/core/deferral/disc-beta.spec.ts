@@ -26,6 +26,21 @@ function run(uses: readonly boolean[], omega: number, n0: number, p: number): Di
 }
 
 describe('DiscBeta (book: 配置自动重新延迟)', () => {
+  it('property: the exact test is the 90 % credible bound, pinned at the boundary — below(e, t) ⇔ q₀.₉(e) < t (and the mean below t)', () => {
+    fc.assert(
+      fc.property(params.omega, params.n0, params.p, history, fc.double({ min: -0.02, max: 0.02, noNaN: true }), (omega, n0, p, uses, shift) => {
+        const e = run(uses, omega, n0, p);
+        const q = exactUpperBound(e, 0.9);
+        // Thresholds just around the bound (relative shifts of up to 2 %), where a credible level of
+        // 0.8 or 0.95 instead of 0.9 would answer differently.
+        const t = q * (1 + shift);
+        if (!(t > 0 && t < 1) || Math.abs(t - q) < 1e-9 * Math.max(q, 1e-12)) return;
+        expect(upperBoundBelow(e, t, 'exact')).toBe(q < t && posteriorMean(e) < t);
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
   it('initialises α = max(p·n0, 0.01), β = max((1 − p)·n0, 0.01)', () => {
     expect(newDiscBetaEntry(0.2, 5, 40, 2)).toEqual({ alpha: 1, beta_param: 4, c: 40, c_bar: 2 });
     expect(newDiscBetaEntry(0, 5, 40, 2)).toMatchObject({ alpha: 0.01, beta_param: 5 });

@@ -91,14 +91,20 @@ describe('EXECUTE convergence (book: Scheduled Actions → 收敛与级联)', ()
   });
 
   it('an action that respawns forever fails with phase_run_loop_exceeded', async () => {
+    // Under a step budget: were the round limit gone, the spec fails here instead of looping forever.
+    let runs = 0;
     const rt = runtime([
       plugin('loop', (r) =>
         r
           .registerPhaseHook('step_end', () => StateCommand.empty().scheduleAction(Node, { id: 0 }))
-          .registerScheduledAction(Node, () => StateCommand.empty().scheduleAction(Node, { id: 0 })),
+          .registerScheduledAction(Node, () => {
+            if (++runs > 1_000) throw new Error('step budget spent: the round limit did not stop the loop');
+            return StateCommand.empty().scheduleAction(Node, { id: 0 });
+          }),
       ),
     ]);
     expect(await rt.runPhase('step_end')).toEqual({ ok: false, error: { code: 'phase_run_loop_exceeded', phase: 'step_end', maxRounds: 16 } });
+    expect(runs).toBe(16);
   });
 
   it('runs matching actions in queue order, each on a fresh snapshot, with contiguous envelope ids', async () => {

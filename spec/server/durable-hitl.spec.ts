@@ -14,6 +14,7 @@ import { MemoryStore } from '../../src/stores/memory.ts';
 import { PostgresBus } from '../../src/stores/postgres-bus.ts';
 import { PostgresStore } from '../../src/stores/postgres.ts';
 import { SqliteStore } from '../../src/stores/sqlite.ts';
+import type { Store } from '../../src/runtime/store.ts';
 import { dropPrefix, PG_URL } from '../support/postgres.ts';
 import { HeadlessChat } from '../support/ai-chat.ts';
 import { approvalTool, echoTool } from '../support/runtime.ts';
@@ -316,13 +317,13 @@ describe('two instances on PostgreSQL', () => {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
     await dropPrefix(prefix);
   });
-  async function instance(name: string, script: Parameters<typeof testServer>[0]): Promise<TestServer> {
+  async function instance(name: string, script: Parameters<typeof testServer>[0], wrap: (store: Store) => Store = (x) => x): Promise<TestServer & { readonly bus: PostgresBus }> {
     const store = PostgresStore.withPrefix(PG_URL, prefix);
     const bus = new PostgresBus(PG_URL, { prefix });
     opened.push(store, bus);
-    const s = testServer(script, { store, env: envOf(name), registry: { bus, leases: { owner: name } } });
+    const s = testServer(script, { store: wrap(store), env: envOf(name), registry: { bus, leases: { owner: name } } });
     await s.registry.attachBus();
-    return s;
+    return { ...s, bus };
   }
 
   it('a decision sent to the other instance reaches the run parked on a live one over the bus: the 202 comes once it resumed there', async () => {
@@ -338,5 +339,36 @@ describe('two instances on PostgreSQL', () => {
     expect(b.llm.requests).toHaveLength(0);
     await a.registry.shutdown();
     await b.registry.shutdown();
+  });
+
+  it('a decision relayed to a dead holder is not reported delivered when a third instance takes the lease over: it is delivered once the lease is free', async () => {
+    const a = await instance('a2', APPROVE);
+    const b = await instance('b2', [{ text: 'decided on B' }]);
+    // C sweeps; the test holds its release of the lease it took over, so B sees a new holder meanwhile.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (open = r));
+    const c = await instance('c2', [], (store) =>
+      new Proxy(store, {
+        get(target, key) {
+          if (key === 'releaseLease') return async (threadId: string, runId: string) => (await gate, target.releaseLease(threadId, runId));
+          const v = Reflect.get(target, key, target) as unknown;
+          return typeof v === 'function' ? (v as (...xs: unknown[]) => unknown).bind(target) : v;
+        },
+      }),
+    );
+    const { runId } = await parkOn(a, 'dh3');
+    await a.bus.close(); // A is gone: it neither hears the bus nor renews its lease
+    const decided = b.app.request(`/v1/runs/${runId}/decision`, json({ toolCallId: 'c1', action: 'resume' }));
+    (c.runtime.env as DeterministicEnv).advance(20_000);
+    const swept = c.registry.sweepLeases();
+    await expect.poll(async () => (await c.store.getLease('dh3'))?.owner).toBe('c2');
+    await new Promise((r) => setTimeout(r, 150));
+    open();
+    expect(await swept).toEqual([]);
+    expect((await decided).status).toBe(202);
+    await expect.poll(async () => (await b.store.getRun(runId))?.status, { timeout: 10_000 }).toBe('done');
+    expect(b.llm.requests).toHaveLength(1);
+    await b.registry.shutdown();
+    await c.registry.shutdown();
   });
 });

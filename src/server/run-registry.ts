@@ -784,7 +784,8 @@ export class RunRegistry {
     for (let i = Math.ceil((this.#leases.ttlMs + this.#leases.sweepMs) / 25) + 40; i > 0; i--) {
       if ((await this.#store.getRun(run))?.status !== 'waiting') return { ok: true, value: { runId: run } };
       const lease = await this.#leases.get(threadId);
-      if (lease !== undefined && before !== undefined && lease.run_id === run && lease.until > before.until) return { ok: true, value: { runId: run } };
+      // Renewed by the same holder: it is alive and has the message (a takeover by a sweep is not that).
+      if (lease !== undefined && before !== undefined && lease.run_id === run && lease.owner === before.owner && lease.until > before.until) return { ok: true, value: { runId: run } };
       if (await this.adopt(run)) return this.decide(run, decisions, messages);
       await new Promise((r) => setTimeout(r, 25));
     }

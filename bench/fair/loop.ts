@@ -1,0 +1,266 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { z } from 'zod';
+import type { AgentEvent } from '../../src/contract/event.ts';
+import { Messages, type Message } from '../../src/contract/message.ts';
+import type { StreamPart } from '../../src/contract/stream.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
+import { realEnv } from '../../src/runtime/env.ts';
+import type { LlmExecutor } from '../../src/runtime/llm.ts';
+import { MemoryThreadRunStore } from '../../src/runtime/thread-run-store.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+
+/**
+ * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
+ * inference answering one `echo` tool call, then a text answer — against the same O(1) scripted
+ * model, in one process, interleaved in rounds. Reported: µs per step (median over rounds), the
+ * per-round ratio to `floor-phased` (median and min), and bytes *allocated* per step (a batch inside
+ * a young generation large enough that no GC runs during it, checked).
+ *
+ * - `floor-bare`: push the messages, await the model and the tool.
+ * - `floor-phased`: the same plus, for every phase the loop runs (step_start, before_inference,
+ *   after_inference, before_tool_execute, after_tool_execute, step_end each step; run_start and
+ *   run_end once), a frozen snapshot and one atomic commit, one hook dispatched and one event
+ *   emitted; zod validation of the tool arguments; synchronous where nothing is asynchronous.
+ * - `awaken`: the runtime as the README builds it — the default `Env` (wall clock, UUID v7 ids), no
+ *   store, a sink that drops events.
+ * - `awaken + store`: the same with the in-memory thread store, a checkpoint at every step end.
+ */
+
+const EchoArgs = z.object({ text: z.string() });
+const echo = defineTool({ id: 'echo', description: 'echo', args: EchoArgs, execute: ({ text }) => ToolResults.success('echo', { echoed: text }) });
+const CALL_IDS = Array.from({ length: 1_001 }, (_, i) => `c${i}`);
+
+/** The scripted model: the k-th call of a run answers with step k's parts, in O(1). */
+class ScriptModel {
+  #k = 0;
+  readonly #steps: number;
+  readonly #toolSteps: StreamPart[][];
+  readonly #text: StreamPart[];
+  constructor(steps: number) {
+    this.#steps = steps;
+    this.#toolSteps = Array.from({ length: steps }, (_, k) => [
+      { type: 'tool_call_start', id: CALL_IDS[k] as string, name: 'echo' },
+      { type: 'tool_call_delta', id: CALL_IDS[k] as string, args_delta: '{"text":"hi"}' },
+      { type: 'finish', stop_reason: 'ToolUse' },
+    ]);
+    this.#text = [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+  }
+  reset(): void {
+    this.#k = 0;
+  }
+  next(): StreamPart[] {
+    const k = this.#k++;
+    return k < this.#steps - 1 ? (this.#toolSteps[k] as StreamPart[]) : this.#text;
+  }
+  /** The runtime's port: an async iterable of the same parts. */
+  executor(): LlmExecutor {
+    return {
+      name: 'fair',
+      stream: () => {
+        const parts = this.next();
+        return (async function* (): AsyncGenerator<StreamPart> {
+          yield* parts;
+        })();
+      },
+    };
+  }
+}
+
+async function floorBare(model: ScriptModel): Promise<void> {
+  model.reset();
+  const messages: Message[] = [Messages.user('go')];
+  for (;;) {
+    const parts = await Promise.resolve(model.next());
+    let text = '';
+    let args = '';
+    let id: string | undefined;
+    for (const part of parts) {
+      if (part.type === 'text_delta') text += part.delta;
+      else if (part.type === 'tool_call_start') id = part.id;
+      else if (part.type === 'tool_call_delta') args += part.args_delta;
+    }
+    if (id === undefined) {
+      messages.push(Messages.assistant(text));
+      return;
+    }
+    messages.push(Messages.assistantWithToolCalls(text, [{ id, name: 'echo', arguments: JSON.parse(args) as never }]));
+    const result = await echo.execute(JSON.parse(args) as never, undefined as never);
+    messages.push(Messages.tool(id, JSON.stringify(result)));
+  }
+}
+
+type State = Readonly<{ revision: number; phases: number }>;
+const sink = { emit: (_e: unknown): void => undefined };
+const hooks: ((s: State) => number)[] = [(s) => s.phases + 1];
+
+async function floorPhased(model: ScriptModel): Promise<void> {
+  model.reset();
+  const messages: Message[] = [Messages.user('go')];
+  let state: State = Object.freeze({ revision: 0, phases: 0 });
+  const phase = (name: string): void => {
+    const snapshot = state;
+    const phases = (hooks[0] as (s: State) => number)(snapshot);
+    state = Object.freeze({ revision: snapshot.revision + 1, phases });
+    sink.emit({ phase: name });
+  };
+  phase('run_start');
+  for (;;) {
+    phase('step_start');
+    phase('before_inference');
+    const parts = await Promise.resolve(model.next());
+    let text = '';
+    let args = '';
+    let id: string | undefined;
+    for (const part of parts) {
+      sink.emit(part);
+      if (part.type === 'text_delta') text += part.delta;
+      else if (part.type === 'tool_call_start') id = part.id;
+      else if (part.type === 'tool_call_delta') args += part.args_delta;
+    }
+    phase('after_inference');
+    if (id === undefined) {
+      messages.push(Messages.assistant(text));
+      phase('step_end');
+      break;
+    }
+    messages.push(Messages.assistantWithToolCalls(text, [{ id, name: 'echo', arguments: JSON.parse(args) as never }]));
+    phase('before_tool_execute');
+    const result = await echo.execute(EchoArgs.parse(JSON.parse(args)), undefined as never);
+    phase('after_tool_execute');
+    messages.push(Messages.tool(id, JSON.stringify(result)));
+    phase('step_end');
+  }
+  phase('run_end');
+}
+
+function awaken(model: ScriptModel, store: boolean): AgentRuntime {
+  const builder = new AgentRuntimeBuilder()
+    .withEnv(realEnv())
+    .withProvider('fair', model.executor())
+    .withModel('m', { provider: 'fair', model_name: 'fair' })
+    .withAgentSpec({ id: 'a', model: 'm', max_rounds: 1_000_000 })
+    .withTool(echo);
+  if (store) builder.withThreadRunStore(new MemoryThreadRunStore());
+  const built = builder.build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  return built.value;
+}
+
+const noEvents = { emit: (_e: AgentEvent): void => undefined };
+
+interface Case {
+  readonly name: string;
+  readonly run: () => Promise<void>;
+}
+
+function casesFor(steps: number): Case[] {
+  const models = { bare: new ScriptModel(steps), phased: new ScriptModel(steps), awaken: new ScriptModel(steps), stored: new ScriptModel(steps) };
+  const plain = awaken(models.awaken, false);
+  const stored = awaken(models.stored, true);
+  const runOf = (rt: AgentRuntime, model: ScriptModel) => async (): Promise<void> => {
+    model.reset();
+    const r = await rt.run({ messages: [Messages.user('go')] }, noEvents);
+    if (!r.ok || r.value.termination.type !== 'natural_end' || r.value.steps !== steps) throw new Error(`the run did not take ${steps} steps: ${JSON.stringify(r)}`);
+  };
+  return [
+    { name: 'floor-bare', run: () => floorBare(models.bare) },
+    { name: 'floor-phased', run: () => floorPhased(models.phased) },
+    { name: 'awaken', run: runOf(plain, models.awaken) },
+    { name: 'awaken + store', run: runOf(stored, models.stored) },
+  ];
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+/** µs per step of `runs` runs. */
+async function timeOf(c: Case, runs: number, steps: number): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < runs; i++) await c.run();
+  return Number(process.hrtime.bigint() - t0) / 1_000 / (runs * steps);
+}
+
+/** Bytes allocated per step: heap growth over a batch during which no GC ran (checked; the batch halves until so). */
+async function allocatedPerStep(c: Case, steps: number): Promise<number | undefined> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) return undefined;
+  for (let runs = Math.max(1, Math.floor(2_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
+    let collections = 0;
+    const observer = new PerformanceObserver((list) => (collections += list.getEntries().length));
+    gc();
+    await new Promise((r) => setImmediate(r));
+    observer.observe({ entryTypes: ['gc'] });
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < runs; i++) await c.run();
+    const after = process.memoryUsage().heapUsed;
+    await new Promise((r) => setImmediate(r));
+    observer.disconnect();
+    if (collections === 0) return (after - before) / (runs * steps);
+    if (runs === 1) return undefined;
+  }
+  return undefined;
+}
+
+interface Row {
+  readonly steps: number;
+  readonly name: string;
+  readonly usPerStep: number;
+  readonly ratioMedian: number;
+  readonly ratioMin: number;
+  readonly bytesPerStep: number | undefined;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const rounds = Number(args[args.indexOf('--rounds') + 1] ?? 0) || 15;
+  const sizes = [10, 100, 1_000];
+  const rows: Row[] = [];
+  for (const steps of sizes) {
+    const cases = casesFor(steps);
+    const runs = Math.max(2, Math.floor(4_000 / steps));
+    for (const c of cases) await timeOf(c, runs, steps); // warm-up
+    const times = new Map(cases.map((c) => [c.name, [] as number[]]));
+    const ratios = new Map(cases.map((c) => [c.name, [] as number[]]));
+    for (let r = 0; r < rounds; r++) {
+      const round = new Map<string, number>();
+      // Each round in another order: no case always runs first or after the same one.
+      const order = cases.map((_, i) => cases[(i + r) % cases.length] as Case);
+      for (const c of order) round.set(c.name, await timeOf(c, runs, steps));
+      const floor = round.get('floor-phased') as number;
+      for (const [name, t] of round) {
+        times.get(name)?.push(t);
+        ratios.get(name)?.push(t / floor);
+      }
+    }
+    for (const c of cases) {
+      const rs = ratios.get(c.name) as number[];
+      rows.push({ steps, name: c.name, usPerStep: median(times.get(c.name) as number[]), ratioMedian: median(rs), ratioMin: Math.min(...rs), bytesPerStep: await allocatedPerStep(c, steps) });
+    }
+    process.stderr.write(`bench:fair: N = ${steps} done\n`);
+  }
+  const table = [
+    '| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | KiB allocated per step |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.steps} | ${r.name} | ${r.usPerStep.toFixed(2)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} | ${r.bytesPerStep === undefined ? '—' : (r.bytesPerStep / 1024).toFixed(1)} |`),
+  ].join('\n');
+  const marginal = (name: string): string => {
+    const at = (n: number): number => rows.find((r) => r.steps === n && r.name === name)?.usPerStep ?? Number.NaN;
+    return `${name}: ${(at(1_000) / at(100)).toFixed(2)} (100 → 1,000) vs ${(at(100) / at(10)).toFixed(2)} (10 → 100)`;
+  };
+  const machine = `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${rounds} rounds, ${new Date().toISOString().slice(0, 10)}`;
+  const md = `# The loop, measured fairly\n\n${machine}. \`npm run bench:fair\`; method in \`bench/fair/loop.ts\`.\n\n${table}\n\nMarginal cost per step, ratio of µs per step: ${['awaken', 'awaken + store', 'floor-phased'].map(marginal).join('; ')}.\n`;
+  const out = join(import.meta.dirname, '../results');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'loop-fair.md'), md);
+  writeFileSync(join(out, 'loop-fair.json'), `${JSON.stringify({ machine, rows }, null, 2)}\n`);
+  process.stdout.write(md);
+}
+
+await main();

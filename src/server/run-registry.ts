@@ -222,7 +222,7 @@ export class RunRegistry {
     if (!leased.ok) return leased;
     // A run parked in the store with no instance holding it (its process died or shut down) pauses
     // the thread as a parked run here would: refused, or cancelled when the pause is discarded.
-    const parked = await this.#storedWaiting(request.threadId);
+    const parked = await this.#storedRun(request.threadId, 'waiting', 'thread');
     if (parked !== undefined) {
       const refused = this.#refusal(request, { runId: parked.run_id, status: 'waiting' });
       if (refused !== undefined) {
@@ -326,11 +326,16 @@ export class RunRegistry {
     return { ok: true, value: { run, done } };
   }
 
-  /** The run a thread (or a run id) has waiting in the store, if any: unfinished, parked for a decision. */
-  async #storedWaiting(runOrThread: string): Promise<RunRecord | undefined> {
-    const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
-    if (byId !== undefined) return byId.status === 'waiting' ? byId : undefined;
-    return (await this.#store.listRuns({ offset: 0, limit: 1, threadId: runOrThread, status: 'waiting' }).catch(() => ({ items: [] }))).items[0];
+  /**
+   * A run of the store, by run id or (else) the latest of a thread, in the given status (any
+   * unfinished one without). A caller that holds a thread id says so, and no run is looked up by it.
+   */
+  async #storedRun(runOrThread: string, status?: RunStatus, by: 'run or thread' | 'thread' = 'run or thread'): Promise<RunRecord | undefined> {
+    const matches = (r: RunRecord): boolean => (status === undefined ? r.status !== 'done' : r.status === status);
+    const byId = by === 'thread' ? undefined : await this.#store.getRun(runOrThread).catch(() => undefined);
+    if (byId !== undefined) return matches(byId) ? byId : undefined;
+    const latest = await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread, ...(status !== undefined ? { status } : {}) });
+    return latest.items.find(matches);
   }
 
   /**
@@ -342,8 +347,9 @@ export class RunRegistry {
    * holds it alive.
    */
   async adopt(runOrThread: string): Promise<boolean> {
-    if (this.#find(runOrThread) !== undefined || this.#closing) return this.#find(runOrThread)?.status === 'waiting';
-    const stored = await this.#storedWaiting(runOrThread);
+    const here = this.#find(runOrThread);
+    if (here !== undefined || this.#closing) return here?.status === 'waiting';
+    const stored = await this.#storedRun(runOrThread, 'waiting');
     if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'write'))) return false;
     const threadId = stored.thread_id;
     return this.#exclusive(threadId, async () => {
@@ -378,7 +384,7 @@ export class RunRegistry {
   async waitingAnywhere(runOrThread: string): Promise<{ readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined> {
     const local = this.waiting(runOrThread);
     if (local !== undefined || this.#find(runOrThread) !== undefined) return local;
-    const stored = await this.#storedWaiting(runOrThread);
+    const stored = await this.#storedRun(runOrThread, 'waiting');
     if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'read'))) return undefined;
     const thread = await this.#store.loadThread(stored.thread_id);
     return { runId: stored.run_id, threadId: stored.thread_id, calls: parkedCallsOf(thread?.threadState) };
@@ -640,7 +646,7 @@ export class RunRegistry {
         if (lease !== undefined && lease.run_id === runId) {
           await this.#leases.requestCancel(runId);
           if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
-        } else if ((await this.#storedWaiting(runId)) !== undefined) {
+        } else if ((await this.#storedRun(runId, 'waiting')) !== undefined) {
           // Parked in the store and held by no instance: ended there (its stream ended with its suspension).
           await this.#store.finishRun(runId, { type: 'cancelled' }, this.#env.clock.now());
           this.#logger.info('parked run cancelled', { run: runId, thread: threadId });
@@ -756,7 +762,7 @@ export class RunRegistry {
     const lease = await this.#leases.get(threadId);
     if (!(await mayReach(this.#store, threadId, 'read'))) return undefined;
     if (lease === undefined) {
-      const parked = await this.#storedWaiting(threadId);
+      const parked = await this.#storedRun(threadId, 'waiting', 'thread');
       return parked === undefined ? undefined : { runId: parked.run_id, status: 'waiting' };
     }
     const stored = await this.#store.getRun(lease.run_id);
@@ -792,11 +798,9 @@ export class RunRegistry {
     return fail({ code: 'thread_busy', message: `run ${run} is held by an instance that neither answers nor lets its lease expire`, runId: run });
   }
 
-  /** An unfinished run of the store by run id, or the latest unfinished run of a thread. */
+  /** An unfinished run of the store (`#storedRun`) that the current principal may see. */
   async #remoteRun(runOrThread: string, status?: RunStatus): Promise<string | undefined> {
-    const byId = await this.#store.getRun(runOrThread).catch(() => undefined);
-    const candidates = byId !== undefined ? [byId] : (await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread })).items;
-    const run = candidates.find((r) => (status === undefined ? r.status !== 'done' : r.status === status));
+    const run = await this.#storedRun(runOrThread, status);
     return run !== undefined && (await mayReach(this.#store, run.thread_id, 'read')) ? run.run_id : undefined;
   }
 

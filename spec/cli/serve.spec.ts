@@ -47,6 +47,16 @@ describe('awaken serve', () => {
     expect(() => parseServeArgs([], { PORT: 'eighty' })).toThrow("PORT must be a port number 0..65535, not 'eighty'");
   });
 
+  it('a quiet server collects 1 s after its last run or stream by default; server.idle_gc_ms sets the wait, 0 turns it off', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
+    const file = join(dir, 'awaken.yaml');
+    expect(parseServeArgs([], {})).toMatchObject({ idleGcMs: 1000 });
+    writeFileSync(file, 'server:\n  idle_gc_ms: 0\n');
+    expect(parseServeArgs(['--config', file], {})).toMatchObject({ idleGcMs: 0 });
+    writeFileSync(file, 'server:\n  idle_gc_ms: -5\n');
+    expect(() => parseServeArgs(['--config', file], {})).toThrow('server.idle_gc_ms');
+  });
+
   it('a provider in the config file may read only an allowed key variable (server.api_key_env_allow, default *_API_KEY)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
     const file = join(dir, 'awaken.yaml');

@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { modelFactoryOf } from '../../src/cli/run-plan.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { InferenceFailure } from '../../src/runtime/llm.ts';
 import { parseScript, ScriptedLlm } from '../../src/providers/scripted.ts';
@@ -30,5 +34,24 @@ describe('ScriptedLlm delay_ms (a slow model, a long stream)', () => {
 
   it('refuses a delay out of range, naming the field', () => {
     expect(() => parseScript('- { text: a, delay_ms: -1 }')).toThrow(/delay_ms/);
+  });
+});
+
+describe('what a ScriptedLlm keeps', () => {
+  it('records every request by default (for a test to look at), none with record: false', async () => {
+    const recording = new ScriptedLlm(parseScript('- { text: a }\n- { text: b }'));
+    const quiet = new ScriptedLlm(parseScript('- { text: a }\n- { text: b }'), { record: false });
+    for (const llm of [recording, quiet]) for (let i = 0; i < 2; i++) for await (const _ of llm.stream(request())) void _;
+    expect(recording.requests).toHaveLength(2);
+    expect(quiet.requests).toHaveLength(0);
+  });
+
+  it('the model `scripted:FILE` names (awaken serve, awaken run) keeps no request: a long-lived server would hold every thread history it was sent', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'awaken-script-')), 'script.yaml');
+    writeFileSync(file, '- { text: a }\n- { text: b }\n');
+    const llm = modelFactoryOf(`scripted:${file}`)() as ScriptedLlm;
+    for (let i = 0; i < 2; i++) for await (const _ of llm.stream(request())) void _;
+    expect(llm).toBeInstanceOf(ScriptedLlm);
+    expect(llm.requests).toHaveLength(0);
   });
 });

@@ -1,6 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Message, Task, TaskState } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { buildResumeArray, HttpAgent } from '@ag-ui/client';
 import { DefaultChatTransport, type UIMessage } from 'ai';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -308,6 +310,38 @@ describe('the official clients answer an approval across a server restart', () =
       await b.store.close();
     }
   });
+});
+
+describe('the A2A SDK client answers an input-required task across a restart, over a socket', () => {
+  for (const binding of ['HTTP+JSON', 'JSONRPC'] as const) {
+    it(`${binding}: the task is input-required with its pending call after the restart, and the client's message on it completes it`, async () => {
+      const transports = binding === 'JSONRPC' ? [new JsonRpcTransportFactory()] : [new RestTransportFactory()];
+      const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports, preferredTransports: [binding] }));
+      const path = sqliteFile();
+      const a = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'pay' } }] }], { store: new SqliteStore(path) });
+      let server = await listen(a.app, { port: 0 });
+      const before: Client = await factory.createFromUrl(server.url);
+      const first = (await before.sendMessage({ message: Message.fromJSON({ messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay the bill' }] }), tenant: '' } as never)) as Task;
+      expect(TaskState[first.status?.state ?? 0]).toBe('TASK_STATE_INPUT_REQUIRED');
+      await stopProcess(a, server);
+
+      const b = await restartOn(path, [{ text: 'Paid after the restart.' }]);
+      server = await listen(b.app, { port: 0 });
+      try {
+        const after: Client = await factory.createFromUrl(server.url);
+        const shown = await after.getTask({ id: first.id, tenant: '' } as never);
+        expect(TaskState[shown.status?.state ?? 0]).toBe('TASK_STATE_INPUT_REQUIRED');
+        expect(JSON.stringify(Message.toJSON(shown.status?.message as Message))).toContain('s-c1');
+        const answer = Message.fromJSON({ messageId: 'u2', role: 'ROLE_USER', taskId: first.id, contextId: first.contextId, parts: [{ data: { approved: true } }] });
+        const done = (await after.sendMessage({ message: answer, tenant: '' } as never)) as Task;
+        expect({ id: done.id, state: TaskState[done.status?.state ?? 0] }).toEqual({ id: first.id, state: 'TASK_STATE_COMPLETED' });
+        const text = (done.artifacts ?? []).flatMap((x) => x.parts).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+        expect(text).toBe('Paid after the restart.');
+      } finally {
+        await stopProcess(b, server);
+      }
+    });
+  }
 });
 
 describe('two instances on PostgreSQL', () => {

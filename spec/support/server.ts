@@ -48,9 +48,17 @@ export interface TestServer {
 
 export function testServer(
   script: readonly ScriptStep[],
-  options: { readonly store?: Store; readonly registry?: RegistryOptions; readonly http?: HttpOptions; readonly tools?: readonly ReturnType<typeof defineTool>[]; readonly env?: Env } = {},
+  options: {
+    readonly store?: Store;
+    readonly registry?: RegistryOptions;
+    readonly http?: HttpOptions;
+    readonly tools?: readonly ReturnType<typeof defineTool>[];
+    readonly env?: Env;
+    /** Whether the scripted model keeps every request in `llm.requests` (default true; false where memory is measured). */
+    readonly recordRequests?: boolean;
+  } = {},
 ): TestServer {
-  const llm = new ScriptedLlm(script);
+  const llm = new ScriptedLlm(script, { record: options.recordRequests ?? true });
   const store = options.store ?? new MemoryStore();
   const builder = new AgentRuntimeBuilder()
     .withEnv(options.env ?? deterministicEnv())

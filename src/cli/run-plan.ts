@@ -72,7 +72,7 @@ export function modelFactoryOf(model: string): () => LlmExecutor {
     } catch (e) {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
-    return () => new ScriptedLlm(steps);
+    return () => new ScriptedLlm(steps, { record: false });
   }
   const inferences = readTranscript(text).flatMap((l) =>
     l.ok && l.record.type === 'llm' ? [{ parts: l.record.parts, ...(l.record.error !== undefined ? { error: l.record.error } : {}) }] : [],

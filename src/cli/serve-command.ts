@@ -12,6 +12,7 @@ import { Mailbox } from '../server/mailbox.ts';
 import { listen, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
+import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus, openStore } from '../stores/index.ts';
 import { providerOf } from '../server/config-routes.ts';
@@ -113,6 +114,8 @@ export interface ServePlan {
   readonly logFormat: LogFormat;
   /** Bytes a stream's client may leave unread before it is dropped (config `server.max_follower_bytes`). */
   readonly maxFollowerBytes?: number;
+  /** Quiet time before a full collection gives memory back, 0: never (config `server.idle_gc_ms`, default 1000). */
+  readonly idleGcMs: number;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -167,6 +170,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     logLevel: choiceOf(args, 'log-level', LOG_LEVELS) ?? file?.server.log?.level ?? 'info',
     logFormat: choiceOf(args, 'log-format', LOG_FORMATS) ?? file?.server.log?.format ?? 'pretty',
     ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
+    idleGcMs: file?.server.idle_gc_ms ?? 1000,
   };
 }
 
@@ -335,13 +339,17 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
   }
   const consumer = `${hostname()}:${process.pid}`;
-  const registry = new RunRegistry(runtime, store, {
+  // A quiet server gives back what a burst left (runs, clients that stopped reading and left).
+  const gc = plan.idleGcMs > 0 ? fullCollection() : undefined;
+  const collector = gc === undefined ? undefined : new IdleCollector(() => { gc(); setTimeout(gc, 200).unref(); }, () => registry.liveRuns > 0, { delayMs: plan.idleGcMs, minSpacingMs: Math.max(5 * plan.idleGcMs, 2_000) });
+  const registry: RunRegistry = new RunRegistry(runtime, store, {
     policy: plan.policy,
     logger,
     // Run leases: a dead instance's thread is free again within the lease and a sweep.
     leases: { owner: consumer, ttlMs: plan.leaseMs ?? 10_000, sweepMs: plan.sweepMs ?? 5_000 },
     ...(bus !== undefined ? { bus } : {}),
     ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
+    ...(collector !== undefined ? { onQuiet: () => collector.touch() } : {}),
   });
   await registry.attachBus();
   const mailbox = new Mailbox(store, registry, runtime.env, {
@@ -392,6 +400,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     process.exit(EXIT.ok);
   }, 15_000);
   hard.unref();
+  collector?.close();
   await registry.shutdown({ graceMs: 10_000 });
   await mailbox.stop();
   await server.close();

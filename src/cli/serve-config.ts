@@ -38,6 +38,8 @@ export const ServeConfigSchema = z
         api_key_env_allow: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *')).min(1).optional(),
         /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB). */
         max_follower_bytes: z.number().int().min(4096).optional(),
+        /** Quiet time (ms) after the last run ended or stream closed before a full collection gives memory back; 0: never (default 1000). */
+        idle_gc_ms: z.number().int().min(0).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
       })
       .strict()

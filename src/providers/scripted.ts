@@ -83,17 +83,20 @@ function failureOf(error: string | InferenceExecutionError): InferenceFailure {
 /**
  * A scripted `LlmExecutor` (book: 测试策略 → ScriptedLlm): each inference consumes the next step;
  * when the script is exhausted it answers "Done." (as the book's example does). Every request is
- * recorded in `requests`.
+ * recorded in `requests`, unless `record: false` (a model serving for long: each request holds its
+ * thread's history).
  */
 export class ScriptedLlm implements LlmExecutor {
   readonly name = 'scripted';
   readonly requests: InferenceRequest[] = [];
   readonly #steps: z.output<typeof ScriptStepSchema>[];
   readonly #fallback: string;
+  readonly #record: boolean;
 
-  constructor(steps: readonly ScriptStep[], options: { readonly fallbackText?: string } = {}) {
+  constructor(steps: readonly ScriptStep[], options: { readonly fallbackText?: string; readonly record?: boolean } = {}) {
     this.#steps = steps.map((s) => ScriptStepSchema.parse(s));
     this.#fallback = options.fallbackText ?? 'Done.';
+    this.#record = options.record ?? true;
   }
 
   get remaining(): number {
@@ -101,7 +104,7 @@ export class ScriptedLlm implements LlmExecutor {
   }
 
   stream(request: InferenceRequest): AsyncIterable<StreamPart> {
-    this.requests.push(request);
+    if (this.#record) this.requests.push(request);
     const step = this.#steps.shift() ?? { text: this.#fallback };
     const delay = step.delay_ms ?? 0;
     return (async function* () {

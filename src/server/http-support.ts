@@ -66,6 +66,10 @@ export function sseOf(item: LogItem): string {
 
 /** Counted per queued piece besides its bytes, so many tiny frames are bounded too. */
 const PIECE_OVERHEAD = 256;
+/** Bytes encoded ahead of the socket; the rest waits as text until the client reads. */
+const QUEUE_BYTES = 64 * 1024;
+/** What a piece of text counts for against a client's bound: its UTF-8 bytes and the overhead. */
+const pieceBytes = (text: string): number => Buffer.byteLength(text) + PIECE_OVERHEAD;
 
 export interface LogStreamOptions {
   readonly heartbeatMs: number;
@@ -100,54 +104,80 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
     unsubscribe?.();
     if (timer !== undefined) clearInterval(timer);
   };
+  /**
+   * Text not yet handed to the response: encoded only as the socket drains, so a client that does not
+   * read costs references to frames (shared with the ring and the other followers), not copies.
+   */
+  const pending: string[] = [];
+  let pendingBytes = 0;
+  /** Whether the stream ends once `pending` is out. */
+  let ending = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const queued = (): number => pendingBytes + (QUEUE_BYTES - (controller.desiredSize ?? 0));
+  const flush = (): void => {
+    try {
+      while (pending.length > 0 && (controller.desiredSize ?? 0) > 0) {
+        const text = pending.shift() as string;
+        pendingBytes -= pieceBytes(text);
+        controller.enqueue(encoder.encode(text));
+      }
+      if (ending && pending.length === 0) controller.close();
+    } catch {
+      // closed by the client meanwhile
+      pending.length = 0;
+      pendingBytes = 0;
+      stop();
+    }
+  };
+  const push = (text: string): void => {
+    pending.push(text);
+    pendingBytes += pieceBytes(text);
+    flush();
+  };
+  const end = (): void => {
+    ending = true;
+    flush();
+  };
   const body = new ReadableStream<Uint8Array>(
     {
-      async start(controller) {
+      async start(c) {
+        controller = c;
         let idle = true;
         /** Since when more than `maxBytes` have waited unread (undefined: not now). */
         let overSince: number | undefined;
         /** The last frame's sequence number written to this client. */
         let lastSent = since ?? 0;
-        const end = (): void => {
-          try {
-            controller.close();
-          } catch {
-            // already closed by the client
-          }
-        };
         const overflow = (): void => {
-          const queued = maxBytes - (controller.desiredSize ?? 0);
+          const unread = queued();
           stop();
           try {
-            registry.followerDropped({ thread: threadId, queuedBytes: queued });
+            registry.followerDropped({ thread: threadId, queuedBytes: unread });
           } catch {
             // the stream ends below whatever the log does
           }
           if (options.render !== undefined) {
             // Aborted as a connection the client closed (the node adapter then resets it without a stack trace).
-            controller.error(Object.assign(new Error(`the client left ${queued} bytes unread`), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+            pending.length = 0;
+            pendingBytes = 0;
+            controller.error(Object.assign(new Error(`the client left ${unread} bytes unread`), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
             return;
           }
           // A last, small frame after everything queued (never the thread's history, which a client
           // that does not read would make the server hold): read in order, it says to reconnect from
           // the last frame sent, which resumes exactly or resyncs.
-          try {
-            controller.enqueue(encoder.encode(reconnectFrame(lastSent, 'slow_client')));
-          } catch {
-            // the client went away meanwhile
-          }
+          push(reconnectFrame(lastSent, 'slow_client'));
           end();
         };
         // A burst (a large tool result, a fast model) drains in a moment; a client that does not read
         // stays behind: dropped once the grace time has passed, or at once past four times the bound.
         const checkBehind = (): void => {
           if (closed) return;
-          const queued = maxBytes - (controller.desiredSize ?? 0);
-          if (queued <= maxBytes) {
+          const unread = queued();
+          if (unread <= maxBytes) {
             overSince = undefined;
             return;
           }
-          if (queued > 4 * maxBytes) return overflow();
+          if (unread > 4 * maxBytes) return overflow();
           if (overSince === undefined) {
             overSince = registry.now();
             // Looked at again when the grace is over, whether or not more is written meanwhile.
@@ -159,12 +189,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
         const write = (text: string): void => {
           if (closed) return;
           idle = false;
-          try {
-            controller.enqueue(encoder.encode(text));
-          } catch {
-            stop();
-            return;
-          }
+          push(text);
           checkBehind();
         };
         if (options.prologue !== undefined) write(options.prologue);
@@ -174,13 +199,7 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
         }, options.heartbeatMs);
         const offShutdown = registry.onShutdown(() => {
           if (closed) return;
-          if (options.render === undefined) {
-            try {
-              controller.enqueue(encoder.encode(reconnectFrame(lastSent, 'shutting_down')));
-            } catch {
-              // the client went away meanwhile
-            }
-          }
+          if (options.render === undefined) push(reconnectFrame(lastSent, 'shutting_down'));
           stop();
           end();
         });
@@ -206,11 +225,16 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
         );
         if (closed) unsubscribe();
       },
+      pull() {
+        flush();
+      },
       cancel() {
+        pending.length = 0;
+        pendingBytes = 0;
         stop();
       },
     },
-    { highWaterMark: maxBytes, size: (chunk) => chunk.byteLength + PIECE_OVERHEAD },
+    { highWaterMark: QUEUE_BYTES, size: (chunk) => chunk.byteLength + PIECE_OVERHEAD },
   );
   return new Response(body, { status: 200, headers });
 }

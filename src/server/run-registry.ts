@@ -41,6 +41,8 @@ export interface RegistryOptions {
   readonly seqBlock?: number;
   /** Where each run's start and end, its errors, and bus failures are told (default: nowhere). */
   readonly logger?: Logger;
+  /** Told when a run ends and when a stream closes: the moments a server may go quiet (`IdleCollector`). */
+  readonly onQuiet?: () => void;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -114,6 +116,7 @@ export class RunRegistry {
   readonly #streams = new Set<() => void>();
   readonly #leases: RunLeases;
   #leaseLoop: AbortController | undefined;
+  readonly #onQuiet: (() => void) | undefined;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -130,6 +133,7 @@ export class RunRegistry {
     this.#followerGraceMs = options.followerGraceMs ?? 2_000;
     this.#leases = new RunLeases(store, this.#env, options.leases);
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
+    this.#onQuiet = options.onQuiet;
   }
 
   /** Listens to the bus: other instances' frames for the followers here, commands for the runs here. */
@@ -171,6 +175,11 @@ export class RunRegistry {
 
   get policy(): ConcurrencyPolicy {
     return this.#policy;
+  }
+
+  /** How many runs this instance is executing or holding parked. */
+  get liveRuns(): number {
+    return this.#runs.size;
   }
 
   /** How many thread logs are in memory. */
@@ -487,6 +496,7 @@ export class RunRegistry {
     // A finished run lives on in the store; the registry keeps only what is live.
     this.#runs.delete(run.runId);
     this.#evictIdle();
+    this.#quiet();
   }
 
   /**
@@ -855,7 +865,17 @@ export class RunRegistry {
   /** Registers what ends an open stream at shutdown; returns its removal. */
   onShutdown(close: () => void): () => void {
     this.#streams.add(close);
-    return () => this.#streams.delete(close);
+    return () => {
+      if (this.#streams.delete(close)) this.#quiet();
+    };
+  }
+
+  #quiet(): void {
+    try {
+      this.#onQuiet?.();
+    } catch (e) {
+      this.#logger.error('onQuiet failed', errorFields(e));
+    }
   }
 
   async #exclusive<T>(threadId: string, body: () => Promise<T>): Promise<T> {

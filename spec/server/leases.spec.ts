@@ -120,6 +120,71 @@ describe('a run whose instance died', () => {
   });
 });
 
+describe('one instance, one thread at a time', () => {
+  it('a start that arrives while this instance is sweeping the thread\'s dead run waits for the sweep, then runs (not refused by the lease the sweep holds)', async () => {
+    const store = new MemoryStore();
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (open = r));
+    // B's store holds the sweep in finishRun: the lease is B's (taken over) and the run not yet ended.
+    const held = new Proxy(store, {
+      get(target, key) {
+        if (key === 'finishRun') return async (...args: Parameters<Store['finishRun']>) => (await gate, target.finishRun(...args));
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === 'function' ? (v as (...xs: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const g = gatedTool();
+    const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }], { store, tools: [g.tool], env: envOf('a'), registry: { leases: { owner: 'A', ttlMs: TTL } } });
+    const b = testServer([{ text: 'b done' }], { store: held, env: envOf('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
+    const runA = await startGated(a, g, 'ex');
+    (b.runtime.env as DeterministicEnv).advance(TTL + 1);
+    const swept = b.registry.sweepLeases();
+    await expect.poll(async () => (await store.getLease('ex'))?.owner).toBe('B');
+    const started = b.app.request('/v1/runs', go('ex', 'again'));
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    expect(await swept).toEqual([runA]);
+    const r = await started;
+    expect(r.status).toBe(200);
+    expect(await r.text()).toContain('b done');
+    g.open();
+    await a.registry.shutdown();
+    await b.registry.shutdown();
+  });
+});
+
+describe('an instance cut off past its lease (split brain)', () => {
+  for (const [name, open] of [
+    ['memory', () => new MemoryStore()],
+    ['SQLite', () => new SqliteStore(join(mkdtempSync(join(tmpdir(), 'awaken-lease-')), 'awaken.db'))],
+  ] as const) {
+    it(`${name}: once another instance has ended its run, what the cut-off instance's run does later reaches neither the thread nor the run's record`, async () => {
+      const store = open();
+      const { a, b, g, clockB } = pair(store);
+      const runA = await startGated(a, g, 'sb');
+      clockB.advance(TTL + 1);
+      expect(await b.registry.sweepLeases()).toEqual([runA]);
+      const interrupted = { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' };
+      const thread = (await store.loadThread('sb'))?.messages;
+
+      // A wakes up before it renews: its tool returns, its run goes on and would write its answer.
+      g.open();
+      for (let i = 0; i < 1000 && a.registry.currentRun('sb') !== undefined; i++) await new Promise((res) => setTimeout(res, 2));
+      expect(a.registry.currentRun('sb')).toBeUndefined();
+      expect(await store.getRun(runA)).toMatchObject({ status: 'done', termination: interrupted });
+      expect((await store.loadThread('sb'))?.messages).toEqual(thread);
+
+      // The thread goes on under the instance that ended the run.
+      const next = await b.app.request('/v1/runs', go('sb', 'again'));
+      expect(next.status).toBe(200);
+      expect(await next.text()).toContain('b done');
+      expect((await store.loadThread('sb'))?.messages.map((m) => m.role)).toEqual([...(thread ?? []).map((m) => m.role), 'user', 'assistant']);
+      await a.registry.shutdown();
+      await b.registry.shutdown();
+    });
+  }
+});
+
 describe('concurrent starts on one thread across two instances (reject)', () => {
   it('of 100 starts on two instances sharing a SQLite file, exactly one runs', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'awaken-lease-')), 'awaken.db');

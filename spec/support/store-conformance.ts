@@ -122,6 +122,18 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.loadThread('th'))?.messages).toHaveLength(conversation.length);
     });
 
+    it('refuses a checkpoint of a run already ended (by another instance: its lease swept), and changes nothing', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'fence', runId: 'cut', messages: conversation.slice(0, 1) }));
+      expect(await store.finishRun('cut', { type: 'error', value: 'interrupted' }, 5)).toBe(true);
+      const refused = await refusal(store.checkpoint(checkpoint({ threadId: 'fence', runId: 'cut', messages: conversation, expectedMessageCount: 1 })));
+      expect(refused).toMatchObject({ code: 'run_ended' });
+      expect((await store.loadThread('fence'))?.messages).toEqual(conversation.slice(0, 1));
+      expect(await store.getRun('cut')).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted' } });
+      // The thread goes on under another run.
+      await store.checkpoint(checkpoint({ threadId: 'fence', runId: 'next', messages: conversation, expectedMessageCount: 1 }));
+      expect((await store.loadThread('fence'))?.messages).toEqual(conversation);
+    });
+
     it('of two writers racing from the same count, exactly one wins', async () => {
       await store.checkpoint(checkpoint({ threadId: 'race', runId: 'r0', messages: conversation.slice(0, 1) }));
       const results = await Promise.allSettled(

@@ -51,7 +51,9 @@ export type StoreError =
   | { readonly code: 'not_found'; readonly message: string }
   | { readonly code: 'already_exists'; readonly message: string }
   | { readonly code: 'version_conflict'; readonly message: string; readonly expected: number; readonly actual: number }
-  | { readonly code: 'validation'; readonly message: string };
+  | { readonly code: 'validation'; readonly message: string }
+  /** A checkpoint of a run already ended (elsewhere: its lease swept, a cancel taken over): its instance must stop writing. */
+  | { readonly code: 'run_ended'; readonly message: string };
 
 export class StoreFailure extends Error {
   readonly error: StoreError;
@@ -61,6 +63,9 @@ export class StoreFailure extends Error {
     this.error = error;
   }
 }
+
+/** The refusal of a checkpoint of a run already ended. */
+export const runEnded = (runId: string): StoreFailure => new StoreFailure({ code: 'run_ended', message: `run ${runId} has already ended` });
 
 /** Threads and their messages (book: ThreadStore). */
 export interface ThreadStore {

@@ -10,6 +10,7 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts';
 import { byUpdatedThenId } from './memory.ts';
 import {
+  runEnded,
   checkId,
   checkSeq,
   isValidId,
@@ -150,12 +151,13 @@ export class FileStore implements Store {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
     await this.#serial(async () => {
+      const previous = await this.#run(c.runId);
+      if (previous?.status === 'done') throw runEnded(c.runId);
       const t = await this.#thread(c.threadId);
       const actual = t?.messages.length ?? 0;
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
         throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
       }
-      const previous = await this.#run(c.runId);
       const record: ThreadRecord = { ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId };
       await this.#put('threads', `${c.threadId}.json`, { record, messages: c.messages, state: c.threadState } satisfies ThreadFile);
       const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt), ...(c.status !== 'done' ? { state: c.runState } : {}) };

@@ -7,6 +7,7 @@ import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.t
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
 import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
+  runEnded,
   checkId,
   checkSeq,
   leaseAfterTake,
@@ -112,6 +113,7 @@ export class MemoryStore implements Store {
   async checkpoint(c: RunCheckpoint): Promise<void> {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
+    if (this.#runs.get(c.runId)?.status === 'done') throw runEnded(c.runId);
     const e = this.#threads.get(c.threadId);
     const actual = e?.messages.length ?? 0;
     if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {

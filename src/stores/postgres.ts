@@ -9,7 +9,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 import { leaseOf, runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
@@ -219,6 +219,9 @@ export class PostgresStore implements Store {
       await db.query(`INSERT INTO ${p}_threads (id, created_at, updated_at) VALUES ($1, $2, $2) ON CONFLICT (id) DO NOTHING`, [c.threadId, c.updatedAt]);
       const locked = await db.query<{ message_count: number }>(`SELECT message_count FROM ${p}_threads WHERE id = $1 FOR UPDATE`, [c.threadId]);
       const actual = locked.rows[0]?.message_count ?? 0;
+      // Locked: a sweep ending the run elsewhere waits for this checkpoint, or this one sees it ended.
+      const run = await db.query<{ status: string }>(`SELECT status FROM ${p}_runs WHERE run_id = $1 FOR UPDATE`, [c.runId]);
+      if (run.rows[0]?.status === 'done') throw runEnded(c.runId);
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
         throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
       }

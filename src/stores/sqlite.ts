@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, leaseAfterTake, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -215,6 +215,8 @@ export class SqliteStore implements Store {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
     this.#db.transaction(() => {
+      const run = this.#db.prepare('SELECT status FROM awaken_runs WHERE run_id = ?').get(c.runId) as { status: string } | undefined;
+      if (run?.status === 'done') throw runEnded(c.runId);
       const row = this.#db.prepare('SELECT message_count FROM awaken_threads WHERE id = ?').get(c.threadId) as { message_count: number } | undefined;
       const actual = row?.message_count ?? 0;
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {

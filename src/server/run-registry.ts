@@ -5,13 +5,16 @@ import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ClusterBus, ControlCommand } from '../runtime/cluster-bus.ts';
-import { StoreFailure, type RunRecord, type Store, type ThreadLease } from '../runtime/store.ts';
+import { StoreFailure, type Store } from '../runtime/store.ts';
 import { ClusterRelay } from './cluster-relay.ts';
 import { parkedCallsOf, trackEvent, waitingCallOf, type LiveRun, type WaitingCall } from './live-run.ts';
+import { LeaseUpkeep } from './lease-upkeep.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
 import { SeqMarks } from './seq-marks.ts';
+import { reachableRun, storedRun } from './stored-runs.ts';
+import { ThreadLocks } from './thread-locks.ts';
 import { ThreadLog, type LogItem } from './thread-log.ts';
 
 export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
@@ -97,7 +100,7 @@ export class RunRegistry {
   readonly #threads = new Map<string, ThreadEntry>();
   readonly #runs = new Map<string, LiveRun>();
   /** Starts in progress per thread, serialised so two requests never both pass the busy check. */
-  readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #locks = new ThreadLocks();
   /** The cluster bus and what this instance shares through it (none without one). */
   readonly #relay: ClusterRelay | undefined;
   readonly #maxIdleThreads: number;
@@ -115,7 +118,7 @@ export class RunRegistry {
   /** The open streams' closers, called at shutdown. */
   readonly #streams = new Set<() => void>();
   readonly #leases: RunLeases;
-  #leaseLoop: AbortController | undefined;
+  readonly #upkeep: LeaseUpkeep;
   readonly #onQuiet: (() => void) | undefined;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
@@ -134,6 +137,16 @@ export class RunRegistry {
     this.#leases = new RunLeases(store, this.#env, options.leases);
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
     this.#onQuiet = options.onQuiet;
+    this.#upkeep = new LeaseUpkeep({
+      leases: this.#leases,
+      store,
+      env: this.#env,
+      logger: this.#logger,
+      locks: this.#locks,
+      runs: () => this.#runs.values(),
+      isLive: (runId) => this.#runs.has(runId),
+      appendTerminal: (threadId, runId, termination) => this.#appendTerminal(threadId, runId, termination),
+    });
   }
 
   /** Listens to the bus: other instances' frames for the followers here, commands for the runs here. */
@@ -204,7 +217,7 @@ export class RunRegistry {
 
   /** Starts a run on a thread; the run goes on whatever happens to the caller. */
   start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
-    return this.#exclusive(request.threadId, () => this.#start(request));
+    return this.#locks.exclusive(request.threadId, () => this.#start(request));
   }
 
   async #start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
@@ -231,7 +244,7 @@ export class RunRegistry {
     if (!leased.ok) return leased;
     // A run parked in the store with no instance holding it (its process died or shut down) pauses
     // the thread as a parked run here would: refused, or cancelled when the pause is discarded.
-    const parked = await this.#storedRun(request.threadId, 'waiting', 'thread');
+    const parked = await storedRun(this.#store, request.threadId, 'waiting', 'thread');
     if (parked !== undefined) {
       const refused = this.#refusal(request, { runId: parked.run_id, status: 'waiting' });
       if (refused !== undefined) {
@@ -336,18 +349,6 @@ export class RunRegistry {
   }
 
   /**
-   * A run of the store, by run id or (else) the latest of a thread, in the given status (any
-   * unfinished one without). A caller that holds a thread id says so, and no run is looked up by it.
-   */
-  async #storedRun(runOrThread: string, status?: RunStatus, by: 'run or thread' | 'thread' = 'run or thread'): Promise<RunRecord | undefined> {
-    const matches = (r: RunRecord): boolean => (status === undefined ? r.status !== 'done' : r.status === status);
-    const byId = by === 'thread' ? undefined : await this.#store.getRun(runOrThread).catch(() => undefined);
-    if (byId !== undefined) return matches(byId) ? byId : undefined;
-    const latest = await this.#store.listRuns({ offset: 0, limit: 5, threadId: runOrThread, ...(status !== undefined ? { status } : {}) });
-    return latest.items.find(matches);
-  }
-
-  /**
    * Takes up a run waiting for a decision in the store that no live instance holds (its process died
    * or shut down) as this instance's parked run, so a decision can reach it (durable HITL): the
    * thread's lease is taken for it (taken over when its holder's has expired), the runtime revives it
@@ -358,10 +359,10 @@ export class RunRegistry {
   async adopt(runOrThread: string): Promise<boolean> {
     const here = this.#find(runOrThread);
     if (here !== undefined || this.#closing) return here?.status === 'waiting';
-    const stored = await this.#storedRun(runOrThread, 'waiting');
+    const stored = await storedRun(this.#store, runOrThread, 'waiting');
     if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'write'))) return false;
     const threadId = stored.thread_id;
-    return this.#exclusive(threadId, async () => {
+    return this.#locks.exclusive(threadId, async () => {
       const current = this.#threads.get(threadId)?.current;
       if (current !== undefined) return current.runId === stored.run_id && current.status === 'waiting';
       const runId = stored.run_id;
@@ -393,7 +394,7 @@ export class RunRegistry {
   async waitingAnywhere(runOrThread: string): Promise<{ readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined> {
     const local = this.waiting(runOrThread);
     if (local !== undefined || this.#find(runOrThread) !== undefined) return local;
-    const stored = await this.#storedRun(runOrThread, 'waiting');
+    const stored = await storedRun(this.#store, runOrThread, 'waiting');
     if (stored === undefined || !(await mayReach(this.#store, stored.thread_id, 'read'))) return undefined;
     const thread = await this.#store.loadThread(stored.thread_id);
     return { runId: stored.run_id, threadId: stored.thread_id, calls: parkedCallsOf(thread?.threadState) };
@@ -412,7 +413,7 @@ export class RunRegistry {
     if (!first.ok && this.#leases.isExpired(first.holder) && !this.#runs.has(first.holder.run_id)) {
       // Its instance is gone: the run is ended (for its followers too) before the thread is taken.
       const holder = first.holder;
-      if (await this.#leases.takeOver(holder)) await this.#endAbandoned(holder, holder.cancel_requested ? 'cancelled' : 'interrupted');
+      if (await this.#leases.takeOver(holder)) await this.#upkeep.endAbandoned(holder, holder.cancel_requested ? 'cancelled' : 'interrupted');
       first = await this.#leases.take(request.threadId, runId);
     }
     if (first.ok) return { ok: true, value: undefined };
@@ -645,18 +646,18 @@ export class RunRegistry {
   async cancelAnywhere(runOrThread: string): Promise<RegistryResult<{ runId: string }>> {
     const local = this.cancel(runOrThread);
     if (local.ok) return local;
-    const runId = await this.#remoteRun(runOrThread);
+    const runId = await reachableRun(this.#store, runOrThread);
     if (runId === undefined) return local;
     const threadId = (await this.#store.getRun(runId))?.thread_id;
     if (threadId !== undefined) {
       // Serialised with adoptions and sweeps of the thread here.
-      const here = await this.#exclusive(threadId, async () => {
+      const here = await this.#locks.exclusive(threadId, async () => {
         if (this.cancel(runId).ok) return true; // taken up here meanwhile
         const lease = await this.#leases.get(threadId);
         if (lease !== undefined && lease.run_id === runId) {
           await this.#leases.requestCancel(runId);
-          if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#endAbandoned(lease, 'cancelled');
-        } else if ((await this.#storedRun(runId, 'waiting')) !== undefined) {
+          if (this.#leases.isExpired(lease) && (await this.#leases.takeOver(lease))) await this.#upkeep.endAbandoned(lease, 'cancelled');
+        } else if ((await storedRun(this.#store, runId, 'waiting')) !== undefined) {
           // Parked in the store and held by no instance: ended there (its stream ended with its suspension).
           await this.#store.finishRun(runId, { type: 'cancelled' }, this.#env.clock.now());
           this.#logger.info('parked run cancelled', { run: runId, thread: threadId });
@@ -669,65 +670,14 @@ export class RunRegistry {
     return { ok: true, value: { runId } };
   }
 
-  /**
-   * Renews this instance's leases (every third of their length while `startLeases` runs). A run whose
-   * lease was taken from it (superseded elsewhere, or swept while this instance was cut off) is
-   * stopped; a run whose lease carries a cancel request is cancelled.
-   */
-  async renewLeases(): Promise<void> {
-    const held = new Map((await this.#leases.renew()).map((l) => [l.run_id, l]));
-    for (const run of this.#runs.values()) {
-      if (run.status === 'done' || run.stopRequested) continue;
-      const lease = held.get(run.runId);
-      if (lease !== undefined && !lease.cancel_requested) continue;
-      this.#logger.warn(lease === undefined ? 'run lease lost: stopping the run' : 'run cancelled through its lease', { run: run.runId, thread: run.threadId });
-      run.stopRequested = true;
-      run.handle.cancel();
-    }
+  /** Renews this instance's leases; a run whose lease was taken from it, or carries a cancel request, is stopped (`LeaseUpkeep.renew`). */
+  renewLeases(): Promise<void> {
+    return this.#upkeep.renew();
   }
 
-  /**
-   * Ends the runs of leases nobody renews (their instance died): each is taken over by exactly one
-   * instance, which marks the run interrupted, appends its terminal frame to the thread log (its
-   * followers get it) and frees the thread. A run parked waiting for a decision is left waiting, its
-   * thread's lease released. Returns the runs ended.
-   */
-  async sweepLeases(): Promise<string[]> {
-    const ended: string[] = [];
-    for (const lease of await this.#leases.expired()) {
-      // Serialised with starts and adoptions of the thread here: a lease this instance takes over
-      // (under its own name) is not taken for a run at the same time.
-      const done = await this.#exclusive(lease.thread_id, async () => {
-        if (this.#runs.has(lease.run_id)) return false; // this instance's own run: renewed, not swept
-        if (!(await this.#leases.takeOver(lease))) return false;
-        return this.#endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted');
-      });
-      if (done) ended.push(lease.run_id);
-    }
-    return ended;
-  }
-
-  /**
-   * A run whose instance is gone: its record ended, its terminal frame in the thread log, its thread
-   * freed — unless it was parked waiting for a decision and not cancelled: then it stays waiting (its
-   * suspended segment ended with its own terminal frame) and only the lease goes, so any instance can
-   * take it up when the decision comes (`adopt`). Returns whether the run was ended.
-   */
-  async #endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<boolean> {
-    const now = this.#env.clock.now();
-    const stored = await this.#store.getRun(lease.run_id);
-    if (how === 'interrupted' && stored?.status === 'waiting') {
-      await this.#leases.release(lease.thread_id, lease.run_id);
-      this.#logger.info('parked run left waiting: its instance stopped renewing the thread lease', { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
-      return false;
-    }
-    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
-    if (stored !== undefined && stored.status !== 'done') await this.#store.finishRun(lease.run_id, termination, now);
-    // A parked run's stream ended with its suspension: a cancel ends it in the store only (as here).
-    if (stored?.status !== 'waiting') await this.#appendTerminal(lease.thread_id, lease.run_id, termination);
-    await this.#leases.release(lease.thread_id, lease.run_id);
-    this.#logger.warn(`run ${how}: its instance stopped renewing the thread lease`, { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
-    return true;
+  /** Ends the runs of leases nobody renews, leaving parked runs waiting (`LeaseUpkeep.sweep`); returns the runs ended. */
+  sweepLeases(): Promise<string[]> {
+    return this.#upkeep.sweep();
   }
 
   /** Appends a run's terminal frame to its thread's log (shared or local) for the run's followers. */
@@ -748,21 +698,7 @@ export class RunRegistry {
 
   /** Renews leases and sweeps expired ones until `shutdown` (a server calls it; specs drive the two by hand). */
   startLeases(): void {
-    if (this.#leaseLoop !== undefined) return;
-    const stop = new AbortController();
-    this.#leaseLoop = stop;
-    const loop = async (task: string, every: number, body: () => Promise<unknown>): Promise<void> => {
-      while (!stop.signal.aborted) {
-        await body().catch((e: unknown) => this.#logger.error('thread lease upkeep failed', { task, ...errorFields(e) }));
-        try {
-          await this.#env.sleep(every, stop.signal);
-        } catch {
-          return;
-        }
-      }
-    };
-    void loop('renew', Math.max(10, Math.floor(this.#leases.ttlMs / 3)), () => this.renewLeases());
-    void loop('sweep', this.#leases.sweepMs, () => this.sweepLeases());
+    this.#upkeep.start();
   }
 
   /** The run holding a thread: this instance's, else the lease holder's (its status from the store). */
@@ -772,7 +708,7 @@ export class RunRegistry {
     const lease = await this.#leases.get(threadId);
     if (!(await mayReach(this.#store, threadId, 'read'))) return undefined;
     if (lease === undefined) {
-      const parked = await this.#storedRun(threadId, 'waiting', 'thread');
+      const parked = await storedRun(this.#store, threadId, 'waiting', 'thread');
       return parked === undefined ? undefined : { runId: parked.run_id, status: 'waiting' };
     }
     const stored = await this.#store.getRun(lease.run_id);
@@ -789,7 +725,7 @@ export class RunRegistry {
     if (local.ok || local.error.code !== 'run_not_found') return local;
     if (await this.adopt(runOrThread)) return this.decide(runOrThread, decisions, messages);
     if (this.#relay === undefined) return local;
-    const run = await this.#remoteRun(runOrThread, 'waiting');
+    const run = await reachableRun(this.#store, runOrThread, 'waiting');
     if (run === undefined) return local;
     const threadId = (await this.#store.getRun(run))?.thread_id ?? '';
     const before = await this.#leases.get(threadId);
@@ -808,12 +744,6 @@ export class RunRegistry {
     return fail({ code: 'thread_busy', message: `run ${run} is held by an instance that neither answers nor lets its lease expire`, runId: run });
   }
 
-  /** An unfinished run of the store (`#storedRun`) that the current principal may see. */
-  async #remoteRun(runOrThread: string, status?: RunStatus): Promise<string | undefined> {
-    const run = await this.#storedRun(runOrThread, status);
-    return run !== undefined && (await mayReach(this.#store, run.thread_id, 'read')) ? run.run_id : undefined;
-  }
-
   /**
    * Graceful shutdown: no new run starts (`shutting_down`), a parked run is let go waiting (its lease
    * released: decidable after a restart or on another instance), every run in flight is cancelled and
@@ -824,8 +754,7 @@ export class RunRegistry {
    */
   async shutdown(options: { readonly graceMs?: number } = {}): Promise<void> {
     this.#closing = true;
-    this.#leaseLoop?.abort();
-    this.#leaseLoop = undefined;
+    this.#upkeep.stop();
     const runs = [...this.#runs.values()].filter((r) => r.status !== 'done');
     for (const r of runs) {
       // A parked run is let go, not cancelled: it stays waiting in the store, decidable after a restart.
@@ -875,18 +804,6 @@ export class RunRegistry {
       this.#onQuiet?.();
     } catch (e) {
       this.#logger.error('onQuiet failed', errorFields(e));
-    }
-  }
-
-  async #exclusive<T>(threadId: string, body: () => Promise<T>): Promise<T> {
-    const previous = this.#locks.get(threadId) ?? Promise.resolve();
-    const next = previous.then(body, body);
-    const settled = next.catch(() => undefined);
-    this.#locks.set(threadId, settled);
-    try {
-      return await next;
-    } finally {
-      if (this.#locks.get(threadId) === settled) this.#locks.delete(threadId);
     }
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importGraph, importsOf, listSources } from './support/import-graph.ts';
-import { layeringViolations, nondeterminismIn } from './support/layering.ts';
+import { layeringViolations, moduleStateIn, nondeterminismIn } from './support/layering.ts';
 
 const repo = resolve(import.meta.dirname, '..');
 
@@ -15,6 +15,11 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
     const offenders = listSources(join(repo, 'src/core')).flatMap((file) =>
       nondeterminismIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`),
     );
+    expect(offenders).toEqual([]);
+  });
+
+  it('the pure core keeps no state between calls at module level: no let or var, containers read-only or frozen, no static fields that change, no instance made at load', () => {
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) => moduleStateIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`));
     expect(offenders).toEqual([]);
   });
 
@@ -53,6 +58,35 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
     it('reads static, type-only, re-export and dynamic imports', () => {
       const text = "import { a } from './a.ts';\nimport type { B } from \"../b.ts\";\nexport * from './c.ts';\nconst d = await import('./d.ts');\nimport 'side';";
       expect(importsOf(text).sort()).toEqual(['../b.ts', './a.ts', './c.ts', './d.ts', 'side']);
+    });
+
+    it.each([
+      ['let calls = 0;', "module-level let 'calls'"],
+      ['var cache;', "module-level var 'cache'"],
+      ['const seen = new Map<string, number>();', "module-level container 'seen' is neither read-only nor frozen"],
+      ['const ids = [];', "module-level container 'ids' is neither read-only nor frozen"],
+      ['const table = { a: 1 };', "module-level container 'table' is neither read-only nor frozen"],
+      ['class Counter { static n = 0; }', "static field 'n' of Counter is not readonly"],
+      ['const counter = new Counter();', "module-level container 'counter' is neither read-only nor frozen"],
+      ['export let exported = 1;', "module-level let 'exported'"],
+    ])('flags module state: %s', (code, why) => {
+      expect(moduleStateIn(code)).toEqual([why]);
+    });
+
+    it.each([
+      'const LIMIT = 3;',
+      'const WEIGHTS: readonly number[] = [1, 2];',
+      'const KINDS: ReadonlySet<string> = new Set(["a"]);',
+      'const BY: ReadonlyMap<string, number> = new Map();',
+      'const TABLE: Readonly<Record<string, number>> = { a: 1 };',
+      'const FROZEN = Object.freeze([1, 2]);',
+      'const NAMES = ["a", "b"] as const;',
+      'class C { static readonly ZERO = 0; #n = 0; }',
+      'function f() { let x = 0; const m = new Map(); return x + m.size; }',
+      'const make = () => new Map();',
+      'const Schema = z.object({ a: z.string() });',
+    ])('allows: %s', (code) => {
+      expect(moduleStateIn(code)).toEqual([]);
     });
 
     it('flags clock, randomness, timers and I/O, ignoring comments', () => {

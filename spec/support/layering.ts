@@ -1,3 +1,4 @@
+import ts from 'typescript';
 import type { ImportEdge } from './import-graph.ts';
 
 /**
@@ -72,4 +73,41 @@ export const CORE_BANNED: readonly [RegExp, string][] = [
 export function nondeterminismIn(text: string): string[] {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
   return CORE_BANNED.filter(([re]) => re.test(code)).map(([, why]) => why);
+}
+
+/**
+ * State the pure core could keep between calls at module level (issue: a truly pure core): a `let`
+ * or `var`; a container (`new …`, an array or object literal) neither typed read-only (`readonly
+ * T[]`, `ReadonlyMap`, `ReadonlySet`, `Readonly<…>`) nor frozen (`Object.freeze`, `as const`); a
+ * static class field that is not `readonly`. State inside a function or an instance is not this
+ * check's business.
+ */
+export function moduleStateIn(text: string): string[] {
+  const sf = ts.createSourceFile('x.ts', text, ts.ScriptTarget.ES2022, true);
+  const out: string[] = [];
+  const readOnlyType = (type: ts.TypeNode | undefined): boolean => type !== undefined && /^(readonly\s|Readonly(Map|Set|Array)?<)/.test(type.getText(sf));
+  for (const statement of sf.statements) {
+    if (ts.isVariableStatement(statement)) {
+      const flags = statement.declarationList.flags;
+      const kind = flags & ts.NodeFlags.Const ? 'const' : flags & ts.NodeFlags.Let ? 'let' : 'var';
+      for (const d of statement.declarationList.declarations) {
+        const name = d.name.getText(sf);
+        if (kind !== 'const') {
+          out.push(`module-level ${kind} '${name}'`);
+          continue;
+        }
+        const init = d.initializer;
+        const container = init !== undefined && (ts.isNewExpression(init) || ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init));
+        if (container && !readOnlyType(d.type)) out.push(`module-level container '${name}' is neither read-only nor frozen`);
+      }
+    } else if (ts.isClassDeclaration(statement)) {
+      for (const member of statement.members) {
+        const mods = ts.canHaveModifiers(member) ? (ts.getModifiers(member) ?? []) : [];
+        const isStatic = mods.some((m) => m.kind === ts.SyntaxKind.StaticKeyword);
+        const isReadonly = mods.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword);
+        if (ts.isPropertyDeclaration(member) && isStatic && !isReadonly) out.push(`static field '${member.name.getText(sf)}' of ${statement.name?.getText(sf) ?? 'a class'} is not readonly`);
+      }
+    }
+  }
+  return out;
 }

@@ -24,6 +24,11 @@ function fakeBus() {
       log.set(threadId, list);
       if (!bus.deaf) onAppend(threadId);
     },
+    async appendNext(threadId: string, f: Omit<SharedFrame, 'seq'>) {
+      const seq = Math.max(0, ...(log.get(threadId) ?? []).map((x) => x.seq)) + 1;
+      await bus.append(threadId, [{ seq, ...f }]);
+      return seq;
+    },
     async read(threadId: string, after: number, limit: number) {
       if (bus.failReads > 0) {
         bus.failReads--;

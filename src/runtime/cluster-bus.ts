@@ -22,8 +22,18 @@ export type ControlCommand =
  * (cancel, decide) addressed to whichever instance runs the run.
  */
 export interface ClusterBus {
-  /** Appends frames (consecutive `seq`s) and notifies the other instances. */
+  /**
+   * Appends frames (consecutive `seq`s) and notifies the other instances. A frame of a run whose final
+   * terminal frame (a `run_finish` that is not a suspension) is already in the log is dropped: the run
+   * was ended, by another instance if this one was cut off past its lease.
+   */
   append(threadId: string, frames: readonly SharedFrame[]): Promise<void>;
+  /**
+   * Appends one frame after the thread's last (its `seq` chosen in the same atomic step, so no frame
+   * appended meanwhile takes it), with the same rule; returns its `seq`, or 0 when it was dropped.
+   * What an instance appends for a run that is not its own (the terminal frame of a swept run).
+   */
+  appendNext(threadId: string, frame: Omit<SharedFrame, 'seq'>): Promise<number>;
   /** Frames after `afterSeq`, in order, at most `limit`. */
   read(threadId: string, afterSeq: number, limit: number): Promise<SharedFrame[]>;
   /** The highest `seq` of a thread (0 when it has none). */

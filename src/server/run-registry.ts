@@ -684,8 +684,7 @@ export class RunRegistry {
   async #appendTerminal(threadId: string, runId: string, termination: TerminationReason): Promise<void> {
     const event: AgentEvent = { event_type: 'run_finish', thread_id: threadId, run_id: runId, termination };
     if (this.#relay !== undefined) {
-      const seq = (await this.#relay.bus.lastSeq(threadId)) + 1;
-      await this.#relay.bus.append(threadId, [{ seq, runId, data: serialiseEvent(event) }]);
+      await this.#relay.bus.appendNext(threadId, { runId, data: serialiseEvent(event) });
     } else {
       const log = this.log(threadId);
       await this.#marks.load(threadId, log);

@@ -5,9 +5,16 @@ import { StoreFailure } from '../runtime/store.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 
+/** A run's last frame: its `run_finish`, unless the run only suspended (it goes on when decided). */
+function isFinalTerminal(frame: SharedFrame): boolean {
+  if (!frame.data.startsWith('{"event_type":"run_finish"')) return false;
+  const termination = (JSON.parse(frame.data) as { termination?: { type?: string } }).termination;
+  return termination?.type !== 'suspended';
+}
+
 /**
  * The cluster bus on PostgreSQL: table `<prefix>_events (thread_id, seq, run_id, data)` holds every
- * thread's log; `NOTIFY <prefix>_events` carries the thread id that grew and `NOTIFY <prefix>_control`
+ * thread's log (and `<prefix>_ended_runs` the runs whose final frame is in it); `NOTIFY <prefix>_events` carries the thread id that grew and `NOTIFY <prefix>_control`
  * a JSON command. One dedicated connection listens; when it is lost (the server restarted, the backend
  * was terminated, the network dropped) it is re-established with back-off (100 ms doubling to 5 s).
  * Connections carry `application_name` `awaken:<prefix>`.
@@ -45,6 +52,8 @@ export class PostgresBus implements ClusterBus {
         await client.query(
           `CREATE TABLE IF NOT EXISTS ${this.#p}_events (thread_id TEXT NOT NULL, seq BIGINT NOT NULL, run_id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))`,
         );
+        // The runs whose final terminal frame is in the log: no frame of theirs is appended after it.
+        await client.query(`CREATE TABLE IF NOT EXISTS ${this.#p}_ended_runs (run_id TEXT PRIMARY KEY)`);
         await client.query('COMMIT');
       } catch (e) {
         await client.query('ROLLBACK').catch(() => undefined);
@@ -59,15 +68,57 @@ export class PostgresBus implements ClusterBus {
     return this.#ready;
   }
 
+  /**
+   * Appends frames, except those of a run whose final terminal frame (a `run_finish` that is not a
+   * suspension) is already in the log: that run was ended — by another instance, when this one was
+   * cut off past its lease and swept (ADR 0015). Appends of a thread are serialised across instances
+   * (an advisory lock held by the transaction), so a run's end and a late frame of it never cross.
+   */
   async append(threadId: string, frames: readonly SharedFrame[]): Promise<void> {
     if (frames.length === 0) return;
+    await this.#appendLocked(threadId, async () => frames);
+  }
+
+  /** Appends one frame after the thread's last, under the same lock; returns its `seq` (0 when dropped). */
+  async appendNext(threadId: string, frame: Omit<SharedFrame, 'seq'>): Promise<number> {
+    let seq = 0;
+    const kept = await this.#appendLocked(threadId, async (client) => {
+      const last = await client.query<{ n: string | null }>(`SELECT max(seq) AS n FROM ${this.#p}_events WHERE thread_id = $1`, [threadId]);
+      seq = Number(last.rows[0]?.n ?? 0) + 1;
+      return [{ seq, ...frame }];
+    });
+    return kept > 0 ? seq : 0;
+  }
+
+  async #appendLocked(threadId: string, framesOf: (client: pg.PoolClient) => Promise<readonly SharedFrame[]>): Promise<number> {
     await this.#schema();
-    await this.#pool.query(
-      `WITH rows AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(seq, run_id, data))
-       INSERT INTO ${this.#p}_events (thread_id, seq, run_id, data) SELECT $1, seq, run_id, data FROM rows ON CONFLICT DO NOTHING`,
-      [threadId, frames.map((f) => f.seq), frames.map((f) => f.runId), frames.map((f) => f.data)],
-    );
-    await this.#pool.query('SELECT pg_notify($1, $2)', [`${this.#p}_events`, threadId]);
+    const client = await this.#pool.connect();
+    let kept: readonly SharedFrame[] = [];
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events:${threadId}`]);
+      const frames = await framesOf(client);
+      const runs = [...new Set(frames.map((f) => f.runId))];
+      const ended = new Set((await client.query<{ run_id: string }>(`SELECT run_id FROM ${this.#p}_ended_runs WHERE run_id = ANY($1::text[])`, [runs])).rows.map((r) => r.run_id));
+      kept = ended.size === 0 ? frames : frames.filter((f) => !ended.has(f.runId));
+      if (kept.length > 0) {
+        await client.query(
+          `WITH rows AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(seq, run_id, data))
+           INSERT INTO ${this.#p}_events (thread_id, seq, run_id, data) SELECT $1, seq, run_id, data FROM rows ON CONFLICT DO NOTHING`,
+          [threadId, kept.map((f) => f.seq), kept.map((f) => f.runId), kept.map((f) => f.data)],
+        );
+        const finals = kept.filter(isFinalTerminal).map((f) => f.runId);
+        if (finals.length > 0) await client.query(`INSERT INTO ${this.#p}_ended_runs (run_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, [finals]);
+      }
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+    if (kept.length > 0) await this.#pool.query('SELECT pg_notify($1, $2)', [`${this.#p}_events`, threadId]);
+    return kept.length;
   }
 
   async read(threadId: string, afterSeq: number, limit: number): Promise<SharedFrame[]> {
@@ -156,9 +207,9 @@ export class PostgresBus implements ClusterBus {
     }, delay);
   }
 
-  /** Drops the events table (tests). */
+  /** Drops the bus's tables (tests). */
   async dropSchema(): Promise<void> {
-    await this.#pool.query(`DROP TABLE IF EXISTS ${this.#p}_events`);
+    await this.#pool.query(`DROP TABLE IF EXISTS ${this.#p}_events, ${this.#p}_ended_runs`);
     this.#ready = undefined;
   }
 

@@ -11,6 +11,8 @@ export default defineConfig({
     environment: 'node',
     pool: 'forks',
     testTimeout: 60_000,
+    // Hooks start servers, browsers and databases: as generous as a test, so a loaded machine is not a failure.
+    hookTimeout: 60_000,
     projects: [
       {
         extends: true,

@@ -31,8 +31,8 @@ beforeAll(async () => {
   runtimeUrl = `http://127.0.0.1:${(copilot.address() as { port: number }).port}/api/copilotkit`;
 });
 afterAll(async () => {
-  await new Promise<void>((r) => copilot.close(() => r()));
-  await server.stop();
+  if (copilot !== undefined) await new Promise<void>((r) => copilot.close(() => r()));
+  await server?.stop();
 });
 
 describe('CopilotKit runtime v2 → HttpAgent → awaken serve', () => {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { loadPg } from './pg-module.ts';
+import { inTransaction, loadPg } from './pg-module.ts';
 import type { BusStatus, ClusterBus, ControlCommand, SharedFrame } from '../runtime/cluster-bus.ts';
 import { StoreFailure } from '../runtime/store.ts';
 
@@ -44,24 +44,14 @@ export class PostgresBus implements ClusterBus {
 
   /** Creates the events table once, under an advisory lock: instances starting together do not race on it. */
   #schema(): Promise<void> {
-    this.#ready ??= (async () => {
-      const client = await this.#pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events`]);
-        await client.query(
-          `CREATE TABLE IF NOT EXISTS ${this.#p}_events (thread_id TEXT NOT NULL, seq BIGINT NOT NULL, run_id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))`,
-        );
-        // The runs whose final terminal frame is in the log: no frame of theirs is appended after it.
-        await client.query(`CREATE TABLE IF NOT EXISTS ${this.#p}_ended_runs (run_id TEXT PRIMARY KEY)`);
-        await client.query('COMMIT');
-      } catch (e) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw e;
-      } finally {
-        client.release();
-      }
-    })().catch((e: unknown) => {
+    this.#ready ??= inTransaction(this.#pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events`]);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${this.#p}_events (thread_id TEXT NOT NULL, seq BIGINT NOT NULL, run_id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))`,
+      );
+      // The runs whose final terminal frame is in the log: no frame of theirs is appended after it.
+      await client.query(`CREATE TABLE IF NOT EXISTS ${this.#p}_ended_runs (run_id TEXT PRIMARY KEY)`);
+    }).catch((e: unknown) => {
       this.#ready = undefined;
       throw e;
     });
@@ -92,31 +82,23 @@ export class PostgresBus implements ClusterBus {
 
   async #appendLocked(threadId: string, framesOf: (client: pg.PoolClient) => Promise<readonly SharedFrame[]>): Promise<number> {
     await this.#schema();
-    const client = await this.#pool.connect();
-    let kept: readonly SharedFrame[] = [];
-    try {
-      await client.query('BEGIN');
+    const kept = await inTransaction(this.#pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events:${threadId}`]);
       const frames = await framesOf(client);
       const runs = [...new Set(frames.map((f) => f.runId))];
       const ended = new Set((await client.query<{ run_id: string }>(`SELECT run_id FROM ${this.#p}_ended_runs WHERE run_id = ANY($1::text[])`, [runs])).rows.map((r) => r.run_id));
-      kept = ended.size === 0 ? frames : frames.filter((f) => !ended.has(f.runId));
-      if (kept.length > 0) {
+      const fresh = ended.size === 0 ? frames : frames.filter((f) => !ended.has(f.runId));
+      if (fresh.length > 0) {
         await client.query(
           `WITH rows AS (SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(seq, run_id, data))
            INSERT INTO ${this.#p}_events (thread_id, seq, run_id, data) SELECT $1, seq, run_id, data FROM rows ON CONFLICT DO NOTHING`,
-          [threadId, kept.map((f) => f.seq), kept.map((f) => f.runId), kept.map((f) => f.data)],
+          [threadId, fresh.map((f) => f.seq), fresh.map((f) => f.runId), fresh.map((f) => f.data)],
         );
-        const finals = kept.filter(isFinalTerminal).map((f) => f.runId);
+        const finals = fresh.filter(isFinalTerminal).map((f) => f.runId);
         if (finals.length > 0) await client.query(`INSERT INTO ${this.#p}_ended_runs (run_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, [finals]);
       }
-      await client.query('COMMIT');
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+      return fresh;
+    });
     if (kept.length > 0) await this.#pool.query('SELECT pg_notify($1, $2)', [`${this.#p}_events`, threadId]);
     return kept.length;
   }

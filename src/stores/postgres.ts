@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { loadPg } from './pg-module.ts';
+import { inTransaction, loadPg } from './pg-module.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
@@ -87,9 +87,7 @@ export class PostgresStore implements Store {
 
   async #migrate(): Promise<void> {
     const p = this.#p;
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.#pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}_schema`]);
       await client.query(
         `CREATE TABLE IF NOT EXISTS ${p}_threads (
@@ -111,14 +109,9 @@ export class PostgresStore implements Store {
       if (found > POSTGRES_MIGRATIONS.length) throw new StoreFailure({ code: 'validation', message: `tables ${p}_* hold store version ${found}; this release reads up to ${POSTGRES_MIGRATIONS.length}` });
       for (let v = found; v < POSTGRES_MIGRATIONS.length; v++) await client.query((POSTGRES_MIGRATIONS[v] as (prefix: string) => string)(p));
       await client.query(`UPDATE ${p}_schema SET version = $1 WHERE id = 1`, [POSTGRES_MIGRATIONS.length]);
-      await client.query('COMMIT');
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+    });
   }
+
 
   /** The schema version of the tables. */
   async schemaVersion(): Promise<number> {
@@ -449,17 +442,7 @@ export class PostgresStore implements Store {
 
   async #tx<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     await this.ensureSchema();
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const out = await body(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
-    }
+    return inTransaction(this.#pool, body);
   }
+
 }

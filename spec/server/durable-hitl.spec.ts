@@ -8,7 +8,7 @@ import { DefaultChatTransport, type UIMessage } from 'ai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolResults } from '../../src/contract/tool.ts';
-import { deterministicEnv, type DeterministicEnv } from '../../src/runtime/env.ts';
+import type { DeterministicEnv } from '../../src/runtime/env.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { listen } from '../../src/server/node.ts';
 import { recoverRuns } from '../../src/server/recovery.ts';
@@ -19,7 +19,7 @@ import { SqliteStore } from '../../src/stores/sqlite.ts';
 import type { Store } from '../../src/runtime/store.ts';
 import { dropPrefix, PG_URL } from '../support/postgres.ts';
 import { HeadlessChat } from '../support/ai-chat.ts';
-import { approvalTool, echoTool } from '../support/runtime.ts';
+import { approvalTool, echoTool, namedEnv } from '../support/runtime.ts';
 import { bodyJson, json, readFrames, testServer, type SseFrame, type TestServer } from '../support/server.ts';
 
 /**
@@ -45,17 +45,11 @@ async function parkOn(s: TestServer, threadId: string): Promise<{ runId: string;
   return { runId, lastSeq: Number(/^id: ?(\d+)/.exec(last)?.[1]) };
 }
 
-/** A deterministic env whose ids differ from another process's (as real ids do). */
-function envOf(name: string): DeterministicEnv {
-  const env = deterministicEnv();
-  return { ...env, ids: { ...env.ids, next: (kind: string) => `${name}-${env.ids.next(kind)}` } };
-}
-
 /** A server restarted on the same SQLite file, as `awaken serve` starts: unfinished runs recovered first. */
 async function restartOn(path: string, script: Parameters<typeof testServer>[0], tools = [echoTool, approvalTool]): Promise<TestServer> {
   const store = new SqliteStore(path);
   await recoverRuns(store, Date.now());
-  return testServer(script, { store, tools, env: envOf('restarted') });
+  return testServer(script, { store, tools, env: namedEnv('restarted') });
 }
 
 describe('a run waiting for a decision survives its process', () => {
@@ -105,7 +99,7 @@ describe('a run waiting for a decision survives its process', () => {
     const store = new MemoryStore();
     const TTL = 10_000;
     const a = testServer(APPROVE, { store, registry: { leases: { owner: 'A', ttlMs: TTL } } });
-    const b = testServer([{ text: 'Deployed by B.' }], { store, env: envOf('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
+    const b = testServer([{ text: 'Deployed by B.' }], { store, env: namedEnv('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
     const { runId } = await parkOn(a, 'k');
     expect(await store.getLease('k')).toMatchObject({ owner: 'A', run_id: runId });
     // A is gone (it never renews again): B's sweep leaves the run waiting and frees the lease.
@@ -152,7 +146,7 @@ describe('a run waiting for a decision survives its process', () => {
       },
     });
     const a = testServer(APPROVE, { store, tools: [slowAfterDecision], registry: { leases: { owner: 'A', ttlMs: TTL } } });
-    const b = testServer([], { store, env: envOf('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
+    const b = testServer([], { store, env: namedEnv('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
     const { runId } = await parkOn(a, 'x');
     expect((await a.app.request(`/v1/runs/${runId}/decision`, json({ toolCallId: 'c1', action: 'resume' }))).status).toBe(202);
     await expect.poll(() => resumedStarted.length).toBe(1);
@@ -213,7 +207,7 @@ describe('a waiting run after a restart, with API tokens', () => {
 
     const store = new SqliteStore(path);
     await recoverRuns(store, Date.now());
-    const b = testServer([{ text: 'Shipped.' }], { store, env: envOf('restarted'), http: { auth: { tokens } } });
+    const b = testServer([{ text: 'Shipped.' }], { store, env: namedEnv('restarted'), http: { auth: { tokens } } });
     try {
       expect((await b.app.request('/v1/threads/own', as('bob-token-0123456789'))).status).toBe(404);
       expect((await b.app.request(`/v1/runs/${runId}/decision`, as('bob-token-0123456789', { toolCallId: 'c1', action: 'resume' }))).status).toBe(404);
@@ -355,7 +349,7 @@ describe('two instances on PostgreSQL', () => {
     const store = PostgresStore.withPrefix(PG_URL, prefix);
     const bus = new PostgresBus(PG_URL, { prefix });
     opened.push(store, bus);
-    const s = testServer(script, { store: wrap(store), env: envOf(name), registry: { bus, leases: { owner: name } } });
+    const s = testServer(script, { store: wrap(store), env: namedEnv(name), registry: { bus, leases: { owner: name } } });
     await s.registry.attachBus();
     return { ...s, bus };
   }

@@ -2,12 +2,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deterministicEnv, type DeterministicEnv } from '../../src/runtime/env.ts';
 import type { Store } from '../../src/runtime/store.ts';
 import { FileStore } from '../../src/stores/file.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
 import { SqliteStore } from '../../src/stores/sqlite.ts';
 import { gatedTool, json, parseSse, readFrames, testServer, type SseFrame } from '../support/server.ts';
+import { namedEnv } from '../support/runtime.ts';
 
 /**
  * Seed 001 §4.2 across restarts: a thread log's `seq` goes on where it was (issue: the server under
@@ -33,13 +33,6 @@ const stores: Record<string, () => { open: () => Store }> = {
   },
 };
 
-/** The restarted process's env: its ids differ from the first one's, as real ids do (a run id is never reused). */
-function restarted(): DeterministicEnv {
-  const env = deterministicEnv();
-  const ids = env.ids;
-  return { ...env, ids: { ...ids, next: (kind: string) => `restarted-${ids.next(kind)}` } };
-}
-
 describe.each(Object.entries(stores))('the thread sequence after a restart: %s', (_name, make) => {
   it('a clean restart: the next run goes on from the last frame, a client holding it resumes exactly, ?since=0 resyncs', async () => {
     const where = make();
@@ -49,7 +42,7 @@ describe.each(Object.entries(stores))('the thread sequence after a restart: %s',
     expect(ids(first)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
     await a.registry.shutdown();
 
-    const b = testServer([{ text: ['three'] }], { store: where.open(), env: restarted() });
+    const b = testServer([{ text: ['three'] }], { store: where.open(), env: namedEnv('restarted') });
     const follower = await b.app.request('/v1/threads/t/stream', { headers: { 'last-event-id': String(last) } });
     const resumed = readFrames(follower, (fs) => fs.some(isFinish));
     const second = parseSse(await (await b.app.request('/v1/runs', userRun('again', 't'))).text());
@@ -74,7 +67,7 @@ describe.each(Object.entries(stores))('the thread sequence after a restart: %s',
     const held = Math.max(...ids(seen));
     // The process dies here: no shutdown, no clean end; the next process finds only the store.
 
-    const b = testServer([{ text: ['after'] }], { store: where.open(), env: restarted() });
+    const b = testServer([{ text: ['after'] }], { store: where.open(), env: namedEnv('restarted') });
     const follower = await b.app.request('/v1/threads/crash/stream', { headers: { 'last-event-id': String(held) } });
     const resumed = readFrames(follower, (fs) => fs.some(isFinish));
     const next = parseSse(await (await b.app.request('/v1/runs', userRun('again', 'crash'))).text());

@@ -2,11 +2,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deterministicEnv, type DeterministicEnv } from '../../src/runtime/env.ts';
+import type { DeterministicEnv } from '../../src/runtime/env.ts';
 import type { Store } from '../../src/runtime/store.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
 import { SqliteStore } from '../../src/stores/sqlite.ts';
 import { bodyJson, gatedTool, json, readFrames, testServer, type SseFrame } from '../support/server.ts';
+import { namedEnv } from '../support/runtime.ts';
 
 /**
  * Two instances on one store (issue: the server under faults, finding 1). Instance A "dies" by never
@@ -17,22 +18,15 @@ const TTL = 10_000;
 const go = (threadId: string, text = 'go') => json({ threadId, messages: [{ role: 'user', content: text }] });
 const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
 
-/** A deterministic env whose ids differ from another instance's (as real ids do). */
-function envOf(name: string): DeterministicEnv {
-  const env = deterministicEnv();
-  const ids = env.ids;
-  return { ...env, ids: { ...ids, next: (kind: string) => `${name}-${ids.next(kind)}` } };
-}
-
 function pair(store: Store, policy: 'reject' | 'supersede' = 'reject') {
   const g = gatedTool();
   const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }, { text: 'a done' }], {
     store,
     tools: [g.tool],
-    env: envOf('a'),
+    env: namedEnv('a'),
     registry: { policy, leases: { owner: 'A', ttlMs: TTL } },
   });
-  const b = testServer([{ text: 'b done' }, { text: 'b again' }], { store, env: envOf('b'), registry: { policy, leases: { owner: 'B', ttlMs: TTL } } });
+  const b = testServer([{ text: 'b done' }, { text: 'b again' }], { store, env: namedEnv('b'), registry: { policy, leases: { owner: 'B', ttlMs: TTL } } });
   return { a, b, g, clockB: b.runtime.env as DeterministicEnv };
 }
 
@@ -134,8 +128,8 @@ describe('one instance, one thread at a time', () => {
       },
     });
     const g = gatedTool();
-    const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }], { store, tools: [g.tool], env: envOf('a'), registry: { leases: { owner: 'A', ttlMs: TTL } } });
-    const b = testServer([{ text: 'b done' }], { store: held, env: envOf('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
+    const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }], { store, tools: [g.tool], env: namedEnv('a'), registry: { leases: { owner: 'A', ttlMs: TTL } } });
+    const b = testServer([{ text: 'b done' }], { store: held, env: namedEnv('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
     const runA = await startGated(a, g, 'ex');
     (b.runtime.env as DeterministicEnv).advance(TTL + 1);
     const swept = b.registry.sweepLeases();
@@ -189,7 +183,7 @@ describe('concurrent starts on one thread across two instances (reject)', () => 
   it('of 100 starts on two instances sharing a SQLite file, exactly one runs', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'awaken-lease-')), 'awaken.db');
     const g = gatedTool();
-    const mk = (owner: string) => testServer(Array.from({ length: 100 }, () => ({ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: owner } }] })), { store: new SqliteStore(path), tools: [g.tool], env: envOf(owner), registry: { leases: { owner } } });
+    const mk = (owner: string) => testServer(Array.from({ length: 100 }, () => ({ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: owner } }] })), { store: new SqliteStore(path), tools: [g.tool], env: namedEnv(owner), registry: { leases: { owner } } });
     const a = mk('A');
     const b = mk('B');
     const responses = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).app.request('/v1/runs', go('race'))));

@@ -1,9 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { deterministicEnv, type DeterministicEnv } from '../../src/runtime/env.ts';
+import type { DeterministicEnv } from '../../src/runtime/env.ts';
 import { PostgresBus } from '../../src/stores/postgres-bus.ts';
 import { PostgresStore } from '../../src/stores/postgres.ts';
 import { dropPrefix, PG_URL } from '../support/postgres.ts';
 import { gatedTool, json, testServer } from '../support/server.ts';
+import { namedEnv } from '../support/runtime.ts';
 
 /**
  * Two instances on PostgreSQL, one cut off past its lease (issue: the server under faults; seed 001:
@@ -19,16 +20,11 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-function envOf(name: string): DeterministicEnv {
-  const env = deterministicEnv();
-  return { ...env, ids: { ...env.ids, next: (kind: string) => `${name}-${env.ids.next(kind)}` } };
-}
-
 async function instance(name: string, script: Parameters<typeof testServer>[0], tools: NonNullable<Parameters<typeof testServer>[1]>['tools'] = undefined) {
   const store = PostgresStore.withPrefix(PG_URL, prefix);
   const bus = new PostgresBus(PG_URL, { prefix });
   opened.push(store, bus);
-  const s = testServer(script, { store, env: envOf(name), ...(tools !== undefined ? { tools } : {}), registry: { bus, leases: { owner: name, ttlMs: TTL } } });
+  const s = testServer(script, { store, env: namedEnv(name), ...(tools !== undefined ? { tools } : {}), registry: { bus, leases: { owner: name, ttlMs: TTL } } });
   await s.registry.attachBus();
   return { ...s, bus };
 }

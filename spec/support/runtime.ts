@@ -83,3 +83,10 @@ export async function waitFor(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !condition(); i++) await new Promise<void>((r) => setImmediate(r));
   if (!condition()) throw new Error('condition never held');
 }
+
+/** A deterministic env whose ids are prefixed with `name`: another instance's (or process's) ids differ, as real ids do. */
+export function namedEnv(name: string): DeterministicEnv {
+  const env = deterministicEnv();
+  const ids = env.ids;
+  return { ...env, ids: { ...ids, next: (kind: string) => `${name}-${ids.next(kind)}` } };
+}

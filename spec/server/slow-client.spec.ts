@@ -103,4 +103,23 @@ describe('a follower that stops reading', () => {
       await server.close();
     }
   });
+
+  it('what it has not read waits as the frames\' text, not as bytes: at most 64 KiB of it is encoded ahead', async () => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    expect(gc).toBeTypeOf('function');
+    const piece = 'x'.repeat(4096);
+    // 200 frames of 4 KB for a follower that reads nothing, under a bound that does not drop it.
+    const s = testServer([{ text: Array.from({ length: 200 }, () => piece) }], { registry: { maxFollowerBytes: 64 * 1024 * 1024 } });
+    expect((await s.app.request('/v1/threads', json({ id: 'held' }))).status).toBe(201);
+    (gc as () => void)();
+    const before = process.memoryUsage().arrayBuffers;
+    const follower = await s.app.request('/v1/threads/held/stream');
+    await (await s.app.request('/v1/runs', json({ threadId: 'held', messages: [{ role: 'user', content: 'go' }] }))).text();
+    for (let i = 0; i < 500 && s.registry.currentRun('held') !== undefined; i++) await new Promise((r) => setTimeout(r, 2));
+    (gc as () => void)();
+    const held = process.memoryUsage().arrayBuffers - before;
+    expect(s.registry.log('held').subscribers).toBe(1);
+    expect(held).toBeLessThan(256 * 1024);
+    await follower.body?.cancel();
+  });
 });

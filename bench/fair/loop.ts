@@ -56,15 +56,21 @@ class ScriptModel {
     const k = this.#k++;
     return k < this.#steps - 1 ? (this.#toolSteps[k] as StreamPart[]) : this.#text;
   }
-  /** The runtime's port: an async iterable of the same parts. */
+  /**
+   * The runtime's port: an async iterable of the same parts, at its least — an iterator whose `next`
+   * returns a settled promise (an async generator would add its own machinery to the subject's time).
+   */
   executor(): LlmExecutor {
     return {
       name: 'fair',
       stream: () => {
         const parts = this.next();
-        return (async function* (): AsyncGenerator<StreamPart> {
-          yield* parts;
-        })();
+        let i = 0;
+        const iterator: AsyncIterator<StreamPart> = {
+          next: () => Promise.resolve(i < parts.length ? { done: false, value: parts[i++] as StreamPart } : { done: true, value: undefined }),
+          return: () => Promise.resolve({ done: true, value: undefined }),
+        };
+        return { [Symbol.asyncIterator]: () => iterator };
       },
     };
   }

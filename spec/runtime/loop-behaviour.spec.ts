@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
@@ -12,6 +13,10 @@ import { defineTool, type Tool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants } from '../../src/testing/invariants.ts';
 import { echoTool, harness } from '../support/runtime.ts';
 import { NOT_EXECUTED } from '../../src/runtime/run-loop.ts';
+import type { StreamPart } from '../../src/contract/stream.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import type { LlmExecutor } from '../../src/runtime/llm.ts';
 
 const go = [Messages.user('go')];
 const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
@@ -289,5 +294,57 @@ describe('state machines are enforced', () => {
     ]);
     const again = await h.runtime.run({ threadId: 'th', messages: [Messages.user('more')] }, h.sink);
     expect(again.ok && h.llm.requests.at(-1)?.messages.length).toBe(6);
+  });
+});
+
+describe('a provider that ignores the run signal', () => {
+  const build = (stream: LlmExecutor['stream']) => {
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', { name: 'p', stream })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withAgentSpec({ id: 'a', model: 'm' })
+      .withTool(echoTool)
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    return built.value;
+  };
+
+  it('a cancel ends the run while the provider never answers its next part', async () => {
+    const runtime = build(() => ({
+      [Symbol.asyncIterator]: () => {
+        let sent = false;
+        return {
+          next: () => (sent ? new Promise<IteratorResult<StreamPart>>(() => undefined) : ((sent = true), Promise.resolve({ done: false as const, value: { type: 'text_delta' as const, delta: 'Hel' } }))),
+        };
+      },
+    }));
+    const events: AgentEvent[] = [];
+    const started = await runtime.start({ messages: go }, { emit: (e) => void events.push(e) });
+    if (!started.ok) throw new Error('not started');
+    await vi.waitFor(() => expect(events.some((e) => e.event_type === 'text_delta')).toBe(true));
+    started.value.cancel();
+    const result = await started.value.done;
+    expect(result.termination).toEqual({ type: 'cancelled' });
+    expect(finishOf(events).termination).toEqual({ type: 'cancelled' });
+  });
+
+  it('a finished run leaves no listener on the signal it handed the provider', async () => {
+    const signals: AbortSignal[] = [];
+    let k = 0;
+    const runtime = build((request) => {
+      if (request.signal !== undefined) signals.push(request.signal);
+      const parts: StreamPart[] =
+        k++ < 3
+          ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
+          : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+      return (async function* () {
+        yield* parts;
+      })();
+    });
+    const r = await runtime.run({ messages: go }, { emit: () => undefined });
+    expect(r.ok && r.value.steps).toBe(4);
+    expect(signals).toHaveLength(4);
+    for (const s of new Set(signals)) expect(getEventListeners(s, 'abort')).toEqual([]);
   });
 });

@@ -262,6 +262,7 @@ export class AgentRuntime {
     controller.signal.addEventListener('abort', wakeUp, { once: true });
     const done = prepared.value().finally(() => {
       options.signal?.removeEventListener('abort', onOuterAbort);
+      controller.signal.removeEventListener('abort', wakeUp);
       this.#active.delete(threadId);
       settleParked(false);
     });

@@ -147,7 +147,6 @@ export class RunLoop implements BatchHost {
   #persistedCount: number;
   /** Continuations asked for after MaxTokens cuts, in this run (bounded by max_continuation_retries). */
   #continuations = 0;
-  #abortPromise: Promise<'aborted'> | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -474,10 +473,10 @@ export class RunLoop implements BatchHost {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    const aborted = this.#aborted();
+    const parts = new AbortableParts(iterator, this.signal);
     try {
       for (;;) {
-        const next = this.signal.aborted ? ('aborted' as const) : await Promise.race([iterator.next(), aborted]);
+        const next = this.signal.aborted ? ('aborted' as const) : await parts.next();
         if (next === 'aborted') {
           void iterator.return?.();
           return { result: acc.finish({ cancelled: true }), cancelled: true, started };
@@ -511,6 +510,8 @@ export class RunLoop implements BatchHost {
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
+    } finally {
+      parts.dispose();
     }
     const result = acc.finish();
     for (const call of result.toolCalls) await this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
@@ -521,15 +522,6 @@ export class RunLoop implements BatchHost {
       this.#usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
     return { result, cancelled: false, started };
-  }
-
-  /** One promise per run that resolves `'aborted'` when the run's signal fires (providers may not listen). */
-  #aborted(): Promise<'aborted'> {
-    this.#abortPromise ??= new Promise<'aborted'>((resolve) => {
-      if (this.signal.aborted) resolve('aborted');
-      else this.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-    });
-    return this.#abortPromise;
   }
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
@@ -738,6 +730,36 @@ function placeContextMessages(
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
+
+/**
+ * A provider's parts, or `'aborted'` as soon as the run's signal fires even if the provider never
+ * answers (providers may not listen to it). One abort listener per stream, not one reaction per part
+ * left on a promise that never settles (a run of N steps would hold them all until it ends).
+ */
+class AbortableParts<T> {
+  readonly #iterator: AsyncIterator<T>;
+  readonly #signal: AbortSignal;
+  #wake: ((next: IteratorResult<T> | 'aborted') => void) | undefined;
+  readonly #onAbort = (): void => this.#wake?.('aborted');
+
+  constructor(iterator: AsyncIterator<T>, signal: AbortSignal) {
+    this.#iterator = iterator;
+    this.#signal = signal;
+    signal.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  next(): Promise<IteratorResult<T> | 'aborted'> {
+    return new Promise((resolve, reject) => {
+      this.#wake = resolve;
+      this.#iterator.next().then(resolve, reject);
+    });
+  }
+
+  dispose(): void {
+    this.#wake = undefined;
+    this.#signal.removeEventListener('abort', this.#onAbort);
+  }
+}
 
 function checkSubmitted(r: Result<unknown, StateError>): void {
   if (!r.ok) throw new LoopFailure(describeStateError(r.error));

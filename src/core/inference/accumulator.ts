@@ -78,12 +78,8 @@ export class StreamAccumulator {
 
   finish(options: { readonly cancelled?: boolean } = {}): StreamResult {
     const content: ContentBlock[] = this.#text === '' ? [] : [{ type: 'text', text: this.#text }];
-    const base = {
-      content,
-      reasoning: this.#reasoning,
-      ...(this.#usage !== undefined ? { usage: this.#usage } : {}),
-    };
-    if (options.cancelled === true) return { ...base, toolCalls: [], stopReason: 'EndTurn', hasIncompleteToolCalls: false };
+    const usage = this.#usage;
+    if (options.cancelled === true) return resultOf(content, this.#reasoning, usage, [], 'EndTurn', false);
     let incomplete = this.#incomplete;
     const toolCalls: ToolCall[] = [];
     for (const call of this.#calls) {
@@ -91,12 +87,7 @@ export class StreamAccumulator {
       if (args === undefined) incomplete = true;
       else toolCalls.push({ id: call.id, name: call.name, arguments: args });
     }
-    return {
-      ...base,
-      toolCalls,
-      ...(this.#stopReason !== undefined ? { stopReason: this.#stopReason } : {}),
-      hasIncompleteToolCalls: incomplete,
-    };
+    return resultOf(content, this.#reasoning, usage, toolCalls, this.#stopReason, incomplete);
   }
 
   #find(id: string): PendingCall | undefined {
@@ -113,4 +104,19 @@ function parseArgs(call: PendingCall): JsonValue | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The result with its optional fields present only when set, in one key order; no spreads (once per inference). */
+function resultOf(
+  content: ContentBlock[],
+  reasoning: string,
+  usage: TokenUsage | undefined,
+  toolCalls: ToolCall[],
+  stopReason: StopReason | undefined,
+  hasIncompleteToolCalls: boolean,
+): StreamResult {
+  if (usage === undefined) {
+    return stopReason === undefined ? { content, reasoning, toolCalls, hasIncompleteToolCalls } : { content, reasoning, toolCalls, stopReason, hasIncompleteToolCalls };
+  }
+  return stopReason === undefined ? { content, reasoning, usage, toolCalls, hasIncompleteToolCalls } : { content, reasoning, usage, toolCalls, stopReason, hasIncompleteToolCalls };
 }

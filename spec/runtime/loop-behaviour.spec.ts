@@ -348,3 +348,37 @@ describe('a provider that ignores the run signal', () => {
     for (const s of new Set(signals)) expect(getEventListeners(s, 'abort')).toEqual([]);
   });
 });
+
+describe('the messages a request carries', () => {
+  it('each step sends the history as of that step; without a context policy the run appends to one array rather than copying the history per step', async () => {
+    const seen: { array: readonly unknown[]; length: number; last: string }[] = [];
+    let k = 0;
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', {
+        name: 'p',
+        stream: (request) => {
+          seen.push({ array: request.messages, length: request.messages.length, last: JSON.stringify(request.messages.at(-1)) });
+          const parts: StreamPart[] =
+            k++ < 2
+              ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
+              : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+          return (async function* () {
+            yield* parts;
+          })();
+        },
+      })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withAgentSpec({ id: 'a', model: 'm', system_prompt: 'sys' })
+      .withTool(echoTool)
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const r = await built.value.run({ messages: go }, { emit: () => undefined });
+    expect(r.ok && r.value.steps).toBe(3);
+    // system + user, then + assistant(call) + tool result per step.
+    expect(seen.map((s) => s.length)).toEqual([2, 4, 6]);
+    expect(seen.map((s) => JSON.parse(s.last).role)).toEqual(['user', 'tool', 'tool']);
+    expect(seen[1]?.array).toBe(seen[0]?.array);
+    expect(seen[2]?.array).toBe(seen[0]?.array);
+  });
+});

@@ -10,6 +10,10 @@ import type { ToolDescriptor } from '../contract/tool.ts';
 export interface InferenceRequest {
   /** The provider-side model name (after the model registry lookup and overrides). */
   readonly model: string;
+  /**
+   * The messages to send. Valid while the stream is read: the loop appends the next step's messages
+   * to the same array, so an executor that keeps a request past its stream copies them.
+   */
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDescriptor[];
   readonly overrides?: InferenceOverride;

@@ -147,6 +147,9 @@ export class RunLoop implements BatchHost {
   #persistedCount: number;
   /** Continuations asked for after MaxTokens cuts, in this run (bounded by max_continuation_retries). */
   #continuations = 0;
+  /** What `#sentView` has sent so far, and how much of the history it holds. */
+  #sent: Message[] | undefined;
+  #sentUpTo = 0;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -449,12 +452,16 @@ export class RunLoop implements BatchHost {
     if (stepOverride !== undefined) overrides = mergeInferenceOverride(overrides, stepOverride);
     const { model: overrideModel, ...rest } = overrides;
 
-    const messages: Message[] = [];
-    if (spec.system_prompt !== '') messages.push({ role: 'system', content: [{ type: 'text', text: spec.system_prompt }] });
-    // With a context policy, the summarised part of a compacted history is not sent again.
-    const history = this.resolved.context !== undefined ? compactionView(this.#messages) : this.#messages;
-    for (const m of history) if (!(m.role === 'tool' && m.visibility === 'internal')) messages.push(m);
-    placeContextMessages(messages, context, spec.system_prompt !== '', () => this.env.ids.next('message'));
+    let messages: Message[];
+    if (this.resolved.context === undefined && context.length === 0) messages = this.#sentView();
+    else {
+      messages = [];
+      if (spec.system_prompt !== '') messages.push(systemMessage(spec.system_prompt));
+      // With a context policy, the summarised part of a compacted history is not sent again.
+      const history = this.resolved.context !== undefined ? compactionView(this.#messages) : this.#messages;
+      for (const m of history) if (sent(m)) messages.push(m);
+      placeContextMessages(messages, context, spec.system_prompt !== '', () => this.env.ids.next('message'));
+    }
 
     const ids = filterToolIds([...this.resolved.tools.keys()], filter);
     const tools = ids.map((id) => this.resolved.tools.get(id)?.descriptor).filter((d) => d !== undefined);
@@ -466,6 +473,25 @@ export class RunLoop implements BatchHost {
       signal: this.signal,
     };
     return this.phase.applyRequestTransforms(request);
+  }
+
+  /**
+   * The messages sent when nothing is inserted or summarised: one array for the whole run, to which
+   * each step appends what the history gained (without a context policy the history only grows).
+   * Requests share it, so an executor that keeps a request past its stream copies the messages
+   * (`InferenceRequest.messages`).
+   */
+  #sentView(): Message[] {
+    if (this.#sent === undefined) {
+      this.#sent = [];
+      if (this.resolved.spec.system_prompt !== '') this.#sent.push(systemMessage(this.resolved.spec.system_prompt));
+    }
+    for (let i = this.#sentUpTo; i < this.#messages.length; i++) {
+      const m = this.#messages[i] as Message;
+      if (sent(m)) this.#sent.push(m);
+    }
+    this.#sentUpTo = this.#messages.length;
+    return this.#sent;
   }
 
   /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
@@ -696,6 +722,11 @@ export class RunLoop implements BatchHost {
     this.#persistedCount = this.#messages.length;
   }
 }
+
+/** Whether a history message goes to the model (internal tool messages do not). */
+const sent = (m: Message): boolean => !(m.role === 'tool' && m.visibility === 'internal');
+
+const systemMessage = (text: string): Message => ({ role: 'system', content: [{ type: 'text', text }] });
 
 /** Inserts context messages by target (core-spec §3.7). */
 function placeContextMessages(

@@ -1,44 +1,162 @@
 import type { StateKey } from './state-key.ts';
 
 /**
+ * Where each key's value sits in a snapshot: every name gets a slot the first time a value is
+ * written under it and keeps it. Append-only, so the snapshots of a store (and of the runs it
+ * begins) share one layout: an older snapshot simply has fewer slots. A commit then copies an array
+ * of slots instead of rebuilding a hash map.
+ */
+export class KeyLayout {
+  readonly #index = new Map<string, number>();
+  readonly #names: string[] = [];
+  #sorted: readonly number[] = [];
+
+  slotOf(name: string): number | undefined {
+    return this.#index.get(name);
+  }
+
+  /** The name's slot, given now if it has none. */
+  slotFor(name: string): number {
+    const known = this.#index.get(name);
+    if (known !== undefined) return known;
+    const slot = this.#names.length;
+    this.#names.push(name);
+    this.#index.set(name, slot);
+    const names = this.#names;
+    this.#sorted = names.map((_, i) => i).sort((a, b) => ((names[a] as string) < (names[b] as string) ? -1 : 1));
+    return slot;
+  }
+
+  nameAt(slot: number): string {
+    return this.#names[slot] as string;
+  }
+
+  /** Every slot, in the order of the names. */
+  sortedSlots(): readonly number[] {
+    return this.#sorted;
+  }
+}
+
+/** What an empty slot holds (distinct from a stored `undefined`). */
+const ABSENT: unique symbol = Symbol('absent');
+
+/**
  * An immutable, revisioned view of the state (book: 状态与快照模型 → Snapshot). Absent ≠ default:
  * `get` returns `undefined` for a key that was never written.
  */
 export class Snapshot {
   readonly revision: number;
-  readonly #values: ReadonlyMap<string, unknown>;
+  readonly #layout: KeyLayout;
+  readonly #slots: readonly unknown[];
 
-  constructor(revision: number, values: ReadonlyMap<string, unknown>) {
+  constructor(revision: number, values: ReadonlyMap<string, unknown> | SnapshotDraft) {
     this.revision = revision;
-    this.#values = values;
+    if (values instanceof SnapshotDraft) {
+      this.#layout = values.layout;
+      this.#slots = values.slots;
+    } else {
+      const layout = new KeyLayout();
+      const slots: unknown[] = [];
+      for (const [name, value] of values) slots[layout.slotFor(name)] = value;
+      this.#layout = layout;
+      this.#slots = slots;
+    }
     Object.freeze(this);
   }
 
   get<V>(key: StateKey<V, unknown>): V | undefined {
-    return this.#values.get(key.key) as V | undefined;
+    const value = this.#read(key.key);
+    return value === ABSENT ? undefined : (value as V);
   }
 
   /** The value, or the key's default when absent (without inserting it). */
   getOrDefault<V>(key: StateKey<V, unknown>): V {
-    return this.#values.has(key.key) ? (this.#values.get(key.key) as V) : key.init();
+    const value = this.#read(key.key);
+    return value === ABSENT ? key.init() : (value as V);
   }
 
   has(key: StateKey<unknown, unknown> | string): boolean {
-    return this.#values.has(typeof key === 'string' ? key : key.key);
+    return this.#read(typeof key === 'string' ? key : key.key) !== ABSENT;
   }
 
   /** Raw value by name, for generic tooling (persistence, diffing). */
   getByName(name: string): unknown {
-    return this.#values.get(name);
+    const value = this.#read(name);
+    return value === ABSENT ? undefined : value;
   }
 
   /** Key names present, sorted. */
   keys(): string[] {
-    return [...this.#values.keys()].sort();
+    const out: string[] = [];
+    for (const slot of this.#layout.sortedSlots()) if (slot < this.#slots.length && this.#slots[slot] !== ABSENT) out.push(this.#layout.nameAt(slot));
+    return out;
   }
 
-  /** Internal: the backing map, shared copy-on-write with the store. */
-  static valuesOf(snapshot: Snapshot): ReadonlyMap<string, unknown> {
-    return snapshot.#values;
+  #read(name: string): unknown {
+    const slot = this.#layout.slotOf(name);
+    return slot === undefined || slot >= this.#slots.length ? ABSENT : this.#slots[slot];
+  }
+
+  /** Internal: every present name with its value, in the order of the names. */
+  static forEachSorted(snapshot: Snapshot, visit: (name: string, value: unknown) => void): void {
+    visitSorted(snapshot.#layout, snapshot.#slots, visit);
+  }
+
+  /** Internal: a copy of the snapshot's slots to write into (the store's commits). */
+  static draft(snapshot: Snapshot): SnapshotDraft {
+    return new SnapshotDraft(snapshot.#layout, snapshot.#slots.slice());
+  }
+
+  /** Internal: an empty draft over the snapshot's layout. */
+  static emptyDraft(snapshot: Snapshot): SnapshotDraft {
+    return new SnapshotDraft(snapshot.#layout, []);
+  }
+}
+
+/** A snapshot being written: a private copy of the slots, frozen into a `Snapshot` by `new Snapshot(revision, draft)`. */
+export class SnapshotDraft {
+  readonly layout: KeyLayout;
+  readonly slots: unknown[];
+
+  constructor(layout: KeyLayout, slots: unknown[]) {
+    this.layout = layout;
+    this.slots = slots;
+  }
+
+  has(name: string): boolean {
+    const slot = this.layout.slotOf(name);
+    return slot !== undefined && slot < this.slots.length && this.slots[slot] !== ABSENT;
+  }
+
+  get(name: string): unknown {
+    const slot = this.layout.slotOf(name);
+    if (slot === undefined || slot >= this.slots.length) return undefined;
+    const value = this.slots[slot];
+    return value === ABSENT ? undefined : value;
+  }
+
+  set(name: string, value: unknown): void {
+    const slot = this.layout.slotFor(name);
+    // Slots between the old end and this one are empty, not `undefined`.
+    for (let i = this.slots.length; i < slot; i++) this.slots.push(ABSENT);
+    this.slots[slot] = value;
+  }
+
+  delete(name: string): void {
+    const slot = this.layout.slotOf(name);
+    if (slot !== undefined && slot < this.slots.length) this.slots[slot] = ABSENT;
+  }
+
+  /** Every present name with its value, in the order of the names. */
+  forEachSorted(visit: (name: string, value: unknown) => void): void {
+    visitSorted(this.layout, this.slots, visit);
+  }
+}
+
+function visitSorted(layout: KeyLayout, slots: readonly unknown[], visit: (name: string, value: unknown) => void): void {
+  for (const slot of layout.sortedSlots()) {
+    if (slot >= slots.length) continue;
+    const value = slots[slot];
+    if (value !== ABSENT) visit(layout.nameAt(slot), value);
   }
 }

@@ -2,7 +2,7 @@ import type { StateError, UnknownKeyPolicy } from '../../contract/errors.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
 import { MutationBatch } from './mutation-batch.ts';
-import { Snapshot } from './snapshot.ts';
+import { Snapshot, type SnapshotDraft } from './snapshot.ts';
 import { keyOptions, type AnyStateKey, type MergeStrategy, type StateKeyOptions } from './state-key.ts';
 
 export interface RegisteredKey {
@@ -144,16 +144,8 @@ export class StateStore {
     for (const key of batch.touchedKeys) {
       if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
     }
-    const next = new Map(Snapshot.valuesOf(current));
-    for (const op of batch.ops) {
-      if (op.kind === 'clear') {
-        next.delete(op.key);
-        continue;
-      }
-      const { key } = this.#keys.get(op.key) as RegisteredKey;
-      const value = next.has(op.key) ? next.get(op.key) : key.init();
-      next.set(op.key, key.apply(value, op.update));
-    }
+    const next = Snapshot.draft(current);
+    applyOps(next, batch, this.#keys);
     const snapshot = new Snapshot(current.revision + 1, next);
     this.#snapshot = snapshot;
     if (this.#commitHooks.length > 0) {
@@ -171,17 +163,10 @@ export class StateStore {
   preview(batches: readonly MutationBatch[]): Result<Snapshot, StateError> {
     const current = this.#snapshot;
     if (batches.every((b) => b.isEmpty())) return ok(current);
-    const next = new Map(Snapshot.valuesOf(current));
+    const next = Snapshot.draft(current);
     for (const batch of batches) {
       for (const key of batch.touchedKeys) if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
-      for (const op of batch.ops) {
-        if (op.kind === 'clear') {
-          next.delete(op.key);
-          continue;
-        }
-        const { key } = this.#keys.get(op.key) as RegisteredKey;
-        next.set(op.key, key.apply(next.has(op.key) ? next.get(op.key) : key.init(), op.update));
-      }
+      applyOps(next, batch, this.#keys);
     }
     return ok(new Snapshot(current.revision, next));
   }
@@ -190,16 +175,17 @@ export class StateStore {
 
   #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
     const entries: [string, JsonValue][] = [];
-    const names = [...Snapshot.valuesOf(this.#snapshot).keys()].sort();
-    for (const name of names) {
+    let failure: StateError | undefined;
+    Snapshot.forEachSorted(this.#snapshot, (name, value) => {
       const reg = this.#keys.get(name);
-      if (reg === undefined || !reg.options.persistent || !filter(reg.options)) continue;
+      if (failure !== undefined || reg === undefined || !reg.options.persistent || !filter(reg.options)) return;
       try {
-        entries.push([name, reg.key.encode(this.#snapshot.getByName(name))]);
+        entries.push([name, reg.key.encode(value)]);
       } catch (e) {
-        return err({ code: 'key_encode', key: name, message: messageOf(e) });
+        failure = { code: 'key_encode', key: name, message: messageOf(e) };
       }
-    }
+    });
+    if (failure !== undefined) return err(failure);
     // fromEntries defines own properties, so no key name (not even "__proto__") is lost.
     return ok({ revision: this.revision, extensions: Object.fromEntries(entries) });
   }
@@ -245,7 +231,9 @@ export class StateStore {
   restorePersisted(persisted: PersistedState, policy: UnknownKeyPolicy): Result<void, StateError> {
     const decoded = this.#decodeAll(persisted, policy, () => true);
     if (!decoded.ok) return decoded;
-    this.#snapshot = new Snapshot(persisted.revision, decoded.value);
+    const next = Snapshot.emptyDraft(this.#snapshot);
+    for (const [name, value] of decoded.value) next.set(name, value);
+    this.#snapshot = new Snapshot(persisted.revision, next);
     return ok(undefined);
   }
 
@@ -267,10 +255,10 @@ export class StateStore {
 
   /** Drops every run-scoped value (revision kept). */
   clearRunScoped(): void {
-    const next = new Map(Snapshot.valuesOf(this.#snapshot));
-    for (const name of next.keys()) {
+    const next = Snapshot.draft(this.#snapshot);
+    next.forEachSorted((name) => {
       if (this.#keys.get(name)?.options.scope !== 'thread') next.delete(name);
-    }
+    });
     this.#snapshot = new Snapshot(this.revision, next);
   }
 
@@ -281,18 +269,30 @@ export class StateStore {
   beginRun(): StateStore {
     const store = new StateStore(this.#keys);
     for (const [name, keys] of this.#plugins) store.#plugins.set(name, keys);
-    const carried = new Map<string, unknown>();
-    for (const [name, value] of Snapshot.valuesOf(this.#snapshot)) {
+    const carried = Snapshot.emptyDraft(this.#snapshot);
+    Snapshot.forEachSorted(this.#snapshot, (name, value) => {
       if (this.#keys.get(name)?.options.scope === 'thread') carried.set(name, value);
-    }
+    });
     store.#snapshot = new Snapshot(0, carried);
     return store;
   }
 
   #mergeValues(values: ReadonlyMap<string, unknown>): void {
-    const next = new Map(Snapshot.valuesOf(this.#snapshot));
+    const next = Snapshot.draft(this.#snapshot);
     for (const [name, value] of values) next.set(name, value);
     this.#snapshot = new Snapshot(this.revision, next);
+  }
+}
+
+/** Applies a batch's ops in order to a draft (keys already checked as registered). */
+function applyOps(next: SnapshotDraft, batch: MutationBatch, keys: ReadonlyMap<string, RegisteredKey>): void {
+  for (const op of batch.ops) {
+    if (op.kind === 'clear') {
+      next.delete(op.key);
+      continue;
+    }
+    const { key } = keys.get(op.key) as RegisteredKey;
+    next.set(op.key, key.apply(next.has(op.key) ? next.get(op.key) : key.init(), op.update));
   }
 }
 

@@ -3,15 +3,20 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { z } from 'zod';
-import type { AgentEvent } from '../../src/contract/event.ts';
-import { Messages, type Message } from '../../src/contract/message.ts';
-import type { StreamPart } from '../../src/contract/stream.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
-import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
-import { realEnv } from '../../src/runtime/env.ts';
-import type { LlmExecutor } from '../../src/runtime/llm.ts';
-import { MemoryThreadRunStore } from '../../src/runtime/thread-run-store.ts';
-import { defineTool } from '../../src/runtime/tool.ts';
+// The package as its users import it: the built JavaScript (`npm run bench:fair` builds it first).
+import {
+  AgentRuntimeBuilder,
+  defineTool,
+  MemoryThreadRunStore,
+  Messages,
+  realEnv,
+  ToolResults,
+  type AgentEvent,
+  type AgentRuntime,
+  type LlmExecutor,
+  type Message,
+  type StreamPart,
+} from 'awaken-ts';
 
 /**
  * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
@@ -25,8 +30,8 @@ import { defineTool } from '../../src/runtime/tool.ts';
  *   after_inference, before_tool_execute, after_tool_execute, step_end each step; run_start and
  *   run_end once), a frozen snapshot and one atomic commit, one hook dispatched and one event
  *   emitted; zod validation of the tool arguments; synchronous where nothing is asynchronous.
- * - `awaken`: the runtime as the README builds it — the default `Env` (wall clock, UUID v7 ids), no
- *   store, a sink that drops events.
+ * - `awaken`: the runtime as the README builds it, from the built package — the default `Env` (wall
+ *   clock, UUID v7 ids), no store, a sink that drops events.
  * - `awaken + store`: the same with the in-memory thread store, a checkpoint at every step end.
  */
 

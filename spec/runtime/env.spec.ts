@@ -112,6 +112,19 @@ describe('Env', () => {
     );
   });
 
+  it('the bits of an id, pinned: 48 bits of time, then rand_a, the variant and rand_b from the pool, counting on within a millisecond', () => {
+    const fill = (b: Uint8Array): void => {
+      for (let i = 0; i < b.length; i++) b[i] = (i * 197 + 89) & 0xff;
+    };
+    const at = (ms: number, n: number): string[] => {
+      const next = uuidV7Generator(() => ms, fill);
+      return Array.from({ length: n }, () => next());
+    };
+    expect(at(1_700_000_000_123, 3)).toEqual(['018bcfe5-687b-791e-a3a8-6d32f7bc8146', '018bcfe5-687b-791e-a3a8-6d32f7bc8147', '018bcfe5-687b-791e-a3a8-6d32f7bc8148']);
+    expect(at(0xffffffffffff, 1)).toEqual(['ffffffff-ffff-791e-a3a8-6d32f7bc8146']);
+    expect(at(5, 1)).toEqual(['00000000-0005-791e-a3a8-6d32f7bc8146']);
+  });
+
   it('real ids from the default Env: valid, unique and increasing over a burst', () => {
     const env = realEnv();
     const ids = Array.from({ length: 20_000 }, () => env.ids.next('message'));

@@ -36,9 +36,15 @@ export function uuidV7(ms: number, random: Uint8Array = randomBytes(10)): string
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7${r.slice(0, 3)}-${variant}${r.slice(4, 7)}-${r.slice(7, 19)}`;
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const hex32 = (n: number): string => (HEX[n >>> 24] as string) + HEX[(n >>> 16) & 255] + HEX[(n >>> 8) & 255] + HEX[n & 255];
-const hex16 = (n: number): string => (HEX[(n >>> 8) & 255] as string) + HEX[n & 255];
+const HEX_DIGITS = [48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 97, 98, 99, 100, 101, 102] as const;
+
+/** Writes the low `digits` hex digits of `n` (lower case) into `out` at `at`. */
+function hexAt(out: Uint8Array, at: number, n: number, digits: number): void {
+  for (let i = digits - 1; i >= 0; i--) {
+    out[at + i] = HEX_DIGITS[n & 0xf] as number;
+    n >>>= 4;
+  }
+}
 /** Bytes of entropy drawn at once (256 ids' worth). */
 const POOL_BYTES = 2560;
 
@@ -57,6 +63,8 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
   let a = 0;
   let b = 0;
   let c = 0;
+  // The id's text, dashes and version digit in place: 8-4-4-4-12.
+  const text = Buffer.from('00000000-0000-7000-8000-000000000000', 'latin1') as Buffer & { latin1Slice(start: number, end: number): string };
   const reseed = (): void => {
     if (at + 10 > POOL_BYTES) {
       fill(pool);
@@ -85,7 +93,17 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
     }
     const hi = Math.floor(lastMs / 0x100000000) & 0xffff;
     const lo = lastMs >>> 0;
-    return `${hex16(hi)}${hex16(lo >>> 16)}-${hex16(lo)}-7${HEX[a >>> 8]?.[1] ?? '0'}${HEX[a & 255]}-${(0x8 | (b >>> 28)).toString(16)}${(HEX[(b >>> 24) & 0xf] as string)[1]}${HEX[(b >>> 16) & 255]}-${hex16(b & 0xffff)}${hex32(c)}`;
+    // Written as ASCII into one buffer and read back as one flat string (a template of twenty
+    // pieces would allocate a rope and then flatten it).
+    hexAt(text, 0, hi, 4);
+    hexAt(text, 4, lo >>> 16, 4);
+    hexAt(text, 9, lo & 0xffff, 4);
+    hexAt(text, 15, a, 3);
+    hexAt(text, 19, 0x8 | (b >>> 28), 1);
+    hexAt(text, 20, (b >>> 16) & 0xfff, 3);
+    hexAt(text, 24, b & 0xffff, 4);
+    hexAt(text, 28, c >>> 0, 8);
+    return text.latin1Slice(0, 36);
   };
 }
 

@@ -169,12 +169,16 @@ export class RunLoop implements BatchHost {
     return this.#messages;
   }
 
-  /** Delivers an event; returns a promise only when the sink is asynchronous. */
-  emit(event: AgentEvent): Promise<void> {
+  /**
+   * Delivers an event; returns a promise only when the sink is asynchronous. Here and in the tool
+   * batch, `emit`, `submit` and `runPhase` are awaited only when they return a promise
+   * (`wait = …; if (wait !== undefined) await wait;`): an `await` on a synchronous result still costs
+   * a turn of the microtask queue and a promise, a few dozen times per step.
+   */
+  emit(event: AgentEvent): Promise<void> | undefined {
     if (event.event_type === 'tool_call_start') this.#open.set(event.id, event.name);
     else if (event.event_type === 'tool_call_done') this.#open.delete(event.id);
-    const pending = this.#p.sink.emit(event);
-    return pending === undefined ? RESOLVED : pending;
+    return this.#p.sink.emit(event) ?? undefined;
   }
 
   /** Commits a command; synchronous (no promise) when nothing in it is asynchronous. */
@@ -198,12 +202,16 @@ export class RunLoop implements BatchHost {
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
   async execute(): Promise<AgentRunResult> {
+    let wait: Promise<void> | void;
     let termination: TerminationReason;
     try {
-      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
-      await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
+      if (wait !== undefined) await wait;
+      wait = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+      if (wait !== undefined) await wait;
       if (this.signal.aborted) throw new Cancelled();
-      await this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
+      wait = this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
+      if (wait !== undefined) await wait;
       // Write-ahead: the run and its input are stored before the first step (listed at once, never lost).
       await this.#checkpoint(undefined);
       termination = await this.#steps_();
@@ -262,14 +270,18 @@ export class RunLoop implements BatchHost {
 
   /** One step; returns a termination, or `undefined` to go on. */
   async #step(): Promise<TerminationReason | undefined> {
+    let wait: Promise<void> | void;
     this.#steps++;
-    await this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
+    wait = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
+    if (wait !== undefined) await wait;
     try {
-      await this.runPhase('step_start', { messages: this.#messages });
+      wait = this.runPhase('step_start', { messages: this.#messages });
+      if (wait !== undefined) await wait;
       let stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
-      await this.runPhase('before_inference', { messages: this.#messages });
+      wait = this.runPhase('before_inference', { messages: this.#messages });
+      if (wait !== undefined) await wait;
       const snap = this.phase.store.snapshot();
       const filter = snap.get(ToolFilter);
       const stepOverride = snap.get(InferenceOverrideState);
@@ -279,7 +291,8 @@ export class RunLoop implements BatchHost {
       if (filter !== undefined) clear.clear(ToolFilter);
       if (stepOverride !== undefined) clear.clear(InferenceOverrideState);
       if (context.length > 0) clear.update(ContextMessages, { op: 'consume' });
-      await this.submit(clear);
+      wait = this.submit(clear);
+      if (wait !== undefined) await wait;
       stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
@@ -336,7 +349,8 @@ export class RunLoop implements BatchHost {
       await batch.begin();
       await batch.run();
       if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
-        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+        if (wait !== undefined) await wait;
         await this.#endStep(undefined);
         return TerminationReasons.suspended();
       }
@@ -364,6 +378,7 @@ export class RunLoop implements BatchHost {
 
   /** StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on. */
   async #endStep<T extends TerminationReason | undefined>(termination: T): Promise<T> {
+    let wait: Promise<void> | void;
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     const completed = StateCommand.empty();
     if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
@@ -372,10 +387,12 @@ export class RunLoop implements BatchHost {
     if (!completed.isEmpty()) await this.submit(completed);
     // Whatever interrupted the step, every call it announced is closed before the step ends.
     await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
-    await this.runPhase('step_end', { messages: this.#messages }, false);
+    wait = this.runPhase('step_end', { messages: this.#messages }, false);
+    if (wait !== undefined) await wait;
     await this.#checkpoint(undefined);
     await this.#emitSnapshot();
-    await this.emit({ event_type: 'step_end' });
+    wait = this.emit({ event_type: 'step_end' });
+    if (wait !== undefined) await wait;
     return termination;
   }
 
@@ -395,9 +412,11 @@ export class RunLoop implements BatchHost {
 
   /** Reports what the context transform did, streams one inference and reports its completion. */
   async #inferOnce(request: ReportedRequest): Promise<Inference> {
+    let wait: Promise<void> | void;
     const report = request.contextReport;
     if (report !== undefined && contextChanged(report)) {
-      await this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
+      wait = this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
+      if (wait !== undefined) await wait;
     }
     const started = this.env.clock.now();
     const inference = await this.#infer(request);
@@ -416,13 +435,14 @@ export class RunLoop implements BatchHost {
    * reports `started`, then `compacted`, `skipped` or `failed`.
    */
   async #autocompact(): Promise<void> {
+    let wait: Promise<void> | void;
     const context = this.resolved.context;
     if (context === undefined) return;
     // One id, drawn only when a compaction fires: the activity's and the summary message's.
     let activityId: string | undefined;
     const idOf = (): string => (activityId ??= this.env.ids.next('message'));
     const report = (content: Record<string, JsonValue>): Promise<void> =>
-      this.emit({ event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true });
+      this.emit({ event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true }) ?? RESOLVED;
     const outcome = await autocompact(this.#messages, context, {
       model: this.resolved.modelName,
       summaryId: idOf,
@@ -437,7 +457,8 @@ export class RunLoop implements BatchHost {
     }
     this.#messages.splice(0, this.#messages.length, ...outcome.history);
     const previous = this.phase.store.snapshot().get(CompactionStateKey);
-    await this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
+    wait = this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
+    if (wait !== undefined) await wait;
     await report({ status: 'compacted', ...outcome.record });
   }
 
@@ -496,6 +517,7 @@ export class RunLoop implements BatchHost {
 
   /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
   async #infer(request: InferenceRequest): Promise<Inference> {
+    let wait: Promise<void> | void;
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
@@ -518,11 +540,13 @@ export class RunLoop implements BatchHost {
             if (part.delta !== '') await this.emit({ event_type: 'reasoning_delta', delta: part.delta });
             break;
           case 'reasoning_encrypted':
-            await this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
+            wait = this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
+            if (wait !== undefined) await wait;
             break;
           case 'tool_call_start':
             started.push({ id: part.id, name: part.name });
-            await this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
+            wait = this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
+            if (wait !== undefined) await wait;
             break;
           case 'tool_call_delta':
             if (part.args_delta !== '') await this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
@@ -552,9 +576,11 @@ export class RunLoop implements BatchHost {
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
   async #closeStartedCalls(started: readonly { id: string; name: string }[], message: string): Promise<void> {
+    let wait: Promise<void> | void;
     for (const call of started) {
       const result = ToolResults.error(call.name, message);
-      await this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result, outcome: 'failed' });
+      wait = this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result, outcome: 'failed' });
+      if (wait !== undefined) await wait;
     }
   }
 
@@ -562,10 +588,12 @@ export class RunLoop implements BatchHost {
 
   /** Ends the suspended segment, waits for decisions and resumes the batch under the same run id. */
   async #park(): Promise<TerminationReason | 'cancelled' | 'returned'> {
+    let wait: Promise<void> | void;
     const batch = this.#batch as ToolBatch;
     await this.#checkpoint(TerminationReasons.suspended());
     await this.#emitSnapshot();
-    await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+    wait = this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+    if (wait !== undefined) await wait;
     if (!this.#p.waitForDecisions) return 'returned';
     return this.#awaitDecisions(batch);
   }
@@ -575,6 +603,7 @@ export class RunLoop implements BatchHost {
    * waits (a server shutting down): it stays waiting in the store, decidable after a restart.
    */
   async #awaitDecisions(batch: ToolBatch): Promise<TerminationReason | 'cancelled' | 'returned'> {
+    let wait: Promise<void> | void;
     const pending = new Map<string, ToolCallResume>();
     for (;;) {
       this.#p.onSuspended(batch);
@@ -598,8 +627,10 @@ export class RunLoop implements BatchHost {
       if (!ready) continue;
       this.#p.onSuspended(undefined);
       try {
-        await this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
-        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
+        wait = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+        if (wait !== undefined) await wait;
+        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
+        if (wait !== undefined) await wait;
         // The store learns the run is going again before any tool runs: a process that dies from here
         // on leaves it running (to be marked interrupted), never waiting on a decision already taken.
         await this.#checkpoint(undefined);
@@ -607,10 +638,12 @@ export class RunLoop implements BatchHost {
         for (const id of now.keys()) pending.delete(id);
         await batch.resume(now);
         if (!batch.allTerminal()) {
-          await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+          wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+          if (wait !== undefined) await wait;
           await this.#checkpoint(TerminationReasons.suspended());
           await this.#emitSnapshot();
-          await this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+          wait = this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
+          if (wait !== undefined) await wait;
           continue;
         }
         await this.#publish(batch, false);
@@ -634,12 +667,14 @@ export class RunLoop implements BatchHost {
 
   /** A parked run cancelled before its decisions: its suspended calls are cancelled. */
   async #abandon(batch: ToolBatch): Promise<void> {
+    let wait: Promise<void> | void;
     const cancel: ToolCallResume = { decision_id: '', action: 'cancel', reason: 'run cancelled', updated_at: this.env.clock.now() };
     const decisions = new Map(batch.suspendedIds().map((id) => [id, cancel] as const));
     // The stream already ended with run_finish{suspended}: nothing more is emitted for this run.
     await batch.resume(decisions, { silent: true }).catch(() => undefined);
     try {
-      await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
+      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
+      if (wait !== undefined) await wait;
       // The stored run record ends cancelled too (the stream already ended with the suspension).
       await this.#checkpoint(TerminationReasons.cancelled());
     } catch {
@@ -650,13 +685,16 @@ export class RunLoop implements BatchHost {
   // ---- run end --------------------------------------------------------------------------------------
 
   async #finish(termination: TerminationReason): Promise<AgentRunResult> {
+    let wait: Promise<void> | void;
     try {
       const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
       const target = toRunStatus(termination);
       if (target.status === 'done' && lifecycle !== undefined && lifecycle.status !== 'done') {
-        await this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: target.doneReason ?? 'unknown', at: this.env.clock.now() }));
+        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: target.doneReason ?? 'unknown', at: this.env.clock.now() }));
+        if (wait !== undefined) await wait;
       }
-      await this.runPhase('run_end', { messages: this.#messages }, false);
+      wait = this.runPhase('run_end', { messages: this.#messages }, false);
+      if (wait !== undefined) await wait;
     } catch (e) {
       if (termination.type !== 'error') termination = this.#terminationOf(e);
     }
@@ -694,9 +732,11 @@ export class RunLoop implements BatchHost {
   }
 
   async #emitSnapshot(): Promise<void> {
+    let wait: Promise<void> | void;
     const exported = this.phase.store.exportPersisted();
     const snapshot = exported.ok ? { revision: exported.value.revision, extensions: exported.value.extensions } : { error: describeStateError(exported.error) };
-    await this.emit({ event_type: 'state_snapshot', snapshot });
+    wait = this.emit({ event_type: 'state_snapshot', snapshot });
+    if (wait !== undefined) await wait;
   }
 
   async #checkpoint(termination: TerminationReason | undefined): Promise<void> {
@@ -759,6 +799,7 @@ function placeContextMessages(
   }
   messages.push(...suffix);
 }
+
 
 const RESOLVED: Promise<void> = Promise.resolve();
 

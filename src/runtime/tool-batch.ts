@@ -25,6 +25,11 @@ import { InterceptConflicts, ToolCallStates, ToolIntercepts, type InterceptRecor
 import type { ResolvedAgent } from './resolve.ts';
 import { isToolOutput, ToolFailure, type ProgressStatus, type ResumeContext, type ToolCallContext } from './tool.ts';
 
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** An event delivered through the host, as a promise (tools always get one). */
+const emitted = (host: BatchHost, event: AgentEvent): Promise<void> => host.emit(event) ?? RESOLVED;
+
 export const INTERRUPTED = '[Tool execution was interrupted]';
 
 /** What the loop lends a tool batch. */
@@ -35,7 +40,8 @@ export interface BatchHost {
   readonly threadId: string;
   readonly runId: string;
   readonly signal: AbortSignal;
-  emit(event: AgentEvent): Promise<void>;
+  /** Delivers an event; a promise only when the sink is asynchronous. */
+  emit(event: AgentEvent): Promise<void> | undefined;
   /** Runs a phase; throws on cancellation or a phase error. */
   /** `input` is a fresh object made for the call; the host may add the run's own fields to it. */
   runPhase(phase: Phase, input: Record<string, unknown>): Promise<void> | void;
@@ -217,12 +223,14 @@ export class ToolBatch {
    * previous batch are dropped in the same commit (they are all terminal by now).
    */
   async begin(): Promise<void> {
+    let wait: Promise<void> | void;
     const cmd = StateCommand.empty().update(ToolCallStates, { op: 'clear' }).update(ToolBatchKey, {
       op: 'begin',
       record: { message_id: this.#messageId, text: this.#text, calls: this.calls, results: {} },
     });
     for (const e of this.#entries) cmd.update(ToolCallStates, { op: 'put', state: this.#state(e, 'new') });
-    await this.#host.submit(cmd);
+    wait = this.#host.submit(cmd);
+    if (wait !== undefined) await wait;
   }
 
   /** Gates and executes every call in the configured mode, then reports the settled calls. */
@@ -263,7 +271,8 @@ export class ToolBatch {
 
   /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each. */
   async resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
-    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => this.#host.emit(e);
+    let wait: Promise<void> | void;
+    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => this.#host.emit(e) ?? RESOLVED;
     for (const entry of this.#entries) {
       const decision = decisions.get(entry.call.id);
       if (decision === undefined || entry.status !== 'suspended') continue;
@@ -286,7 +295,8 @@ export class ToolBatch {
         continue;
       }
       entry.status = 'resuming';
-      await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'resuming'), resume_input: decision } }));
+      wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'resuming'), resume_input: decision } }));
+      if (wait !== undefined) await wait;
       const resume: ResumeContext = { decision, mode: entry.resumeMode };
       if (entry.resumeMode === 'use_decision_as_tool_result') {
         await this.#settle(entry, ToolResults.success(entry.call.name, decision.result ?? null), undefined);
@@ -310,9 +320,11 @@ export class ToolBatch {
    * join the history. Returns the messages to append.
    */
   async publish(newId: () => string): Promise<Message[]> {
+    let wait: Promise<void> | void;
     for (const entry of this.#entries) {
       if (entry.command !== undefined) await this.#host.submit(entry.command);
-      await this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
+      wait = this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
+      if (wait !== undefined) await wait;
     }
     const messages: Message[] = [
       {
@@ -357,7 +369,9 @@ export class ToolBatch {
     | { type: 'suspend'; ticket: SuspendTicket }
     | { type: 'set_result'; result: ToolResult }
   > {
-    await this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
+    let wait: Promise<void> | void;
+    wait = this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
+    if (wait !== undefined) await wait;
     const records = (this.#host.phase.store.snapshot().get(ToolIntercepts) ?? []).filter((r) => r.call_id === entry.call.id);
     if (records.length === 0) return { type: 'allow' };
     let winner: InterceptRecord | undefined;
@@ -368,7 +382,8 @@ export class ToolBatch {
     }
     const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: entry.call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
-    await this.#host.submit(cmd);
+    wait = this.#host.submit(cmd);
+    if (wait !== undefined) await wait;
     const w = (winner as InterceptRecord).intercept;
     switch (w.type) {
       case 'block':
@@ -400,17 +415,21 @@ export class ToolBatch {
   }
 
   async #execute(entry: Entry, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Promise<void> {
+    let wait: Promise<void> | void;
     entry.status = 'running';
-    await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+    wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+    if (wait !== undefined) await wait;
     const { result, command } = await this.#invoke(entry.call, args, snapshot, resume);
     await this.#settle(entry, result, command);
   }
 
   async #runParallel(allowed: Entry[]): Promise<void> {
+    let wait: Promise<void> | void;
     const frozen = this.#host.phase.store.snapshot();
     for (const entry of allowed) {
       entry.status = 'running';
-      await this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+      wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+      if (wait !== undefined) await wait;
     }
     const outputs = await Promise.all(allowed.map((e) => this.#invoke(e.call, e.call.arguments, frozen, undefined)));
     // ParallelBatchApproval checks the staged writes for exclusive-key conflicts, in model order.
@@ -522,19 +541,19 @@ class CallContext implements ToolCallContext {
   }
 
   reportActivity(activityType: string, content: JsonValue): Promise<void> {
-    return this.#host.emit({ event_type: 'activity_snapshot', message_id: this.callId, activity_type: activityType, content, replace: true });
+    return emitted(this.#host, { event_type: 'activity_snapshot', message_id: this.callId, activity_type: activityType, content, replace: true });
   }
 
   reportActivityDelta(activityType: string, patch: JsonValue): Promise<void> {
-    return this.#host.emit({ event_type: 'activity_delta', message_id: this.callId, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] });
+    return emitted(this.#host, { event_type: 'activity_delta', message_id: this.callId, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] });
   }
 
   streamOutput(delta: string): Promise<void> {
-    return this.#host.emit({ event_type: 'tool_call_stream_delta', id: this.callId, name: this.toolName, delta });
+    return emitted(this.#host, { event_type: 'tool_call_stream_delta', id: this.callId, name: this.toolName, delta });
   }
 
   reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void> {
-    return this.#host.emit({
+    return emitted(this.#host, {
       event_type: 'activity_snapshot',
       message_id: this.callId,
       activity_type: 'tool-call-progress',

@@ -296,7 +296,8 @@ export class RunLoop implements BatchHost {
       stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
-      await this.#autocompact();
+      wait = this.#autocompact();
+      if (wait !== undefined) await wait;
       let inference = await this.#inferOnce(this.#buildRequest(filter, stepOverride, context));
       // Truncation recovery (book: 截断恢复): a response cut by the output limit is continued.
       while (!inference.cancelled && inference.error === undefined && shouldRetryTruncated(inference.result, this.#continuations, this.resolved.spec.max_continuation_retries)) {
@@ -346,7 +347,8 @@ export class RunLoop implements BatchHost {
 
       const batch = new ToolBatch(this, result.toolCalls, text, this.env.ids.next('message'));
       this.#batch = batch;
-      await batch.begin();
+      wait = batch.begin();
+      if (wait !== undefined) await wait;
       await batch.run();
       if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
         wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
@@ -384,13 +386,17 @@ export class RunLoop implements BatchHost {
     if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
     if (this.#clearBatchRecord) completed.update(ToolBatchKey, { op: 'clear' });
     this.#clearBatchRecord = false;
-    if (!completed.isEmpty()) await this.submit(completed);
+    if (!completed.isEmpty()) {
+      wait = this.submit(completed);
+      if (wait !== undefined) await wait;
+    }
     // Whatever interrupted the step, every call it announced is closed before the step ends.
-    await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
+    if (this.#open.size > 0) await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
     wait = this.runPhase('step_end', { messages: this.#messages }, false);
     if (wait !== undefined) await wait;
-    await this.#checkpoint(undefined);
-    await this.#emitSnapshot();
+    if (this.#p.store !== undefined) await this.#checkpoint(undefined);
+    wait = this.#emitSnapshot();
+    if (wait !== undefined) await wait;
     wait = this.emit({ event_type: 'step_end' });
     if (wait !== undefined) await wait;
     return termination;
@@ -434,10 +440,13 @@ export class RunLoop implements BatchHost {
    * older part joins the history as an internal system message; the activity `context_compaction`
    * reports `started`, then `compacted`, `skipped` or `failed`.
    */
-  async #autocompact(): Promise<void> {
-    let wait: Promise<void> | void;
+  #autocompact(): Promise<void> | undefined {
     const context = this.resolved.context;
-    if (context === undefined) return;
+    return context === undefined ? undefined : this.#compact(context);
+  }
+
+  async #compact(context: NonNullable<ResolvedAgent['context']>): Promise<void> {
+    let wait: Promise<void> | void;
     // One id, drawn only when a compaction fires: the activity's and the summary message's.
     let activityId: string | undefined;
     const idOf = (): string => (activityId ??= this.env.ids.next('message'));
@@ -575,7 +584,11 @@ export class RunLoop implements BatchHost {
   }
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
-  async #closeStartedCalls(started: readonly { id: string; name: string }[], message: string): Promise<void> {
+  #closeStartedCalls(started: readonly { id: string; name: string }[], message: string): Promise<void> | undefined {
+    return started.length === 0 ? undefined : this.#closeCalls(started, message);
+  }
+
+  async #closeCalls(started: readonly { id: string; name: string }[], message: string): Promise<void> {
     let wait: Promise<void> | void;
     for (const call of started) {
       const result = ToolResults.error(call.name, message);
@@ -731,12 +744,11 @@ export class RunLoop implements BatchHost {
     return { threadId: this.threadId, runId: this.runId, response: this.#response(), steps: this.#steps, termination, usage };
   }
 
-  async #emitSnapshot(): Promise<void> {
-    let wait: Promise<void> | void;
+  /** `state_snapshot`; a promise only for an asynchronous sink. */
+  #emitSnapshot(): Promise<void> | undefined {
     const exported = this.phase.store.exportPersisted();
     const snapshot = exported.ok ? { revision: exported.value.revision, extensions: exported.value.extensions } : { error: describeStateError(exported.error) };
-    wait = this.emit({ event_type: 'state_snapshot', snapshot });
-    if (wait !== undefined) await wait;
+    return this.emit({ event_type: 'state_snapshot', snapshot });
   }
 
   async #checkpoint(termination: TerminationReason | undefined): Promise<void> {

@@ -14,6 +14,7 @@ import {
   type ToolResult,
 } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
+import { isPromiseLike } from '../core/phase/maybe-promise.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';
@@ -23,7 +24,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
 import { InterceptConflicts, ToolCallStates, ToolIntercepts, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
-import { isToolOutput, ToolFailure, type ProgressStatus, type ResumeContext, type ToolCallContext } from './tool.ts';
+import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext } from './tool.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -222,15 +223,13 @@ export class ToolBatch {
    * Commits the batch as requested, before any gate or executor runs. The tool-call states of the
    * previous batch are dropped in the same commit (they are all terminal by now).
    */
-  async begin(): Promise<void> {
-    let wait: Promise<void> | void;
+  begin(): Promise<void> | void {
     const cmd = StateCommand.empty().update(ToolCallStates, { op: 'clear' }).update(ToolBatchKey, {
       op: 'begin',
       record: { message_id: this.#messageId, text: this.#text, calls: this.calls, results: {} },
     });
     for (const e of this.#entries) cmd.update(ToolCallStates, { op: 'put', state: this.#state(e, 'new') });
-    wait = this.#host.submit(cmd);
-    if (wait !== undefined) await wait;
+    return this.#host.submit(cmd);
   }
 
   /** Gates and executes every call in the configured mode, then reports the settled calls. */
@@ -239,7 +238,8 @@ export class ToolBatch {
     const allowed: Entry[] = [];
     for (let k = 0; k < this.#entries.length; k++) {
       const entry = this.#entries[k] as Entry;
-      const gate = await this.#gate(entry);
+      const gated = this.#gate(entry);
+      const gate = isPromiseLike<Gate>(gated) ? await gated : gated;
       if (gate.type === 'block') {
         this.blockedReason = gate.reason;
         await this.#settle(entry, { ...ToolResults.error(entry.call.name, gate.reason), metadata: { rejected: true } }, undefined);
@@ -258,7 +258,8 @@ export class ToolBatch {
         allowed.push(entry);
         continue;
       }
-      await this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
+      const executed = this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
+      if (executed !== undefined) await executed;
       if (entry.status === 'suspended') {
         // Sequential stops at the first call that suspends itself (book: 工具执行模式 → Sequential).
         await this.#interrupt(this.#entries.slice(k + 1));
@@ -266,7 +267,8 @@ export class ToolBatch {
       }
     }
     if (allowed.length > 0) await this.#runParallel(allowed);
-    await this.#reportSettled();
+    const reported = this.#reportSettled();
+    if (reported !== undefined) await reported;
   }
 
   /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each. */
@@ -361,17 +363,13 @@ export class ToolBatch {
   }
 
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
-  async #gate(
-    entry: Entry,
-  ): Promise<
-    | { type: 'allow' }
-    | { type: 'block'; reason: string }
-    | { type: 'suspend'; ticket: SuspendTicket }
-    | { type: 'set_result'; result: ToolResult }
-  > {
-    let wait: Promise<void> | void;
-    wait = this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
-    if (wait !== undefined) await wait;
+  #gate(entry: Entry): Gate | Promise<Gate> {
+    const wait = this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
+    return wait === undefined ? this.#intercepted(entry) : wait.then(() => this.#intercepted(entry));
+  }
+
+  /** The gate's verdict from the intercepts recorded for the call. */
+  #intercepted(entry: Entry): Gate | Promise<Gate> {
     const records = (this.#host.phase.store.snapshot().get(ToolIntercepts) ?? []).filter((r) => r.call_id === entry.call.id);
     if (records.length === 0) return { type: 'allow' };
     let winner: InterceptRecord | undefined;
@@ -382,21 +380,9 @@ export class ToolBatch {
     }
     const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: entry.call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
-    wait = this.#host.submit(cmd);
-    if (wait !== undefined) await wait;
-    const w = (winner as InterceptRecord).intercept;
-    switch (w.type) {
-      case 'block':
-        return { type: 'block', reason: w.reason };
-      case 'suspend': {
-        const ticket = SuspendTicketSchema.safeParse(w.ticket);
-        return ticket.success ? { type: 'suspend', ticket: ticket.data } : { type: 'block', reason: `invalid suspend ticket: ${ticket.error.message}` };
-      }
-      case 'set_result': {
-        const result = ToolResultSchema.safeParse(w.result);
-        return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
-      }
-    }
+    const verdict = gateOf((winner as InterceptRecord).intercept);
+    const wait = this.#host.submit(cmd);
+    return wait === undefined ? verdict : wait.then(() => verdict);
   }
 
   async #suspendByGate(entry: Entry, ticket: SuspendTicket): Promise<void> {
@@ -414,13 +400,15 @@ export class ToolBatch {
     return preview.value;
   }
 
-  async #execute(entry: Entry, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Promise<void> {
-    let wait: Promise<void> | void;
+  /** Marks the call running, runs it and settles it; a promise only if something on the way is asynchronous. */
+  #execute(entry: Entry, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Promise<void> | void {
     entry.status = 'running';
-    wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
-    if (wait !== undefined) await wait;
-    const { result, command } = await this.#invoke(entry.call, args, snapshot, resume);
-    await this.#settle(entry, result, command);
+    const wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
+    const run = (): Promise<void> | void => {
+      const out = this.#invoke(entry.call, args, snapshot, resume);
+      return isPromiseLike<Invoked>(out) ? Promise.resolve(out).then((o) => this.#settle(entry, o.result, o.command)) : this.#settle(entry, out.result, out.command);
+    };
+    return wait === undefined ? run() : wait.then(run);
   }
 
   async #runParallel(allowed: Entry[]): Promise<void> {
@@ -449,23 +437,17 @@ export class ToolBatch {
     }
   }
 
-  async #invoke(
-    call: ToolCall,
-    args: JsonValue,
-    snapshot: Snapshot,
-    resume: ResumeContext | undefined,
-  ): Promise<{ result: ToolResult; command: StateCommand | undefined }> {
+  /** Runs the tool; its result now when it answers synchronously. A throw or rejection fails the call. */
+  #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Invoked | Promise<Invoked> {
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
     const ctx = this.#context(call, snapshot, resume);
     try {
       tool.validateArgs?.(args);
-      const out = await tool.execute(args, ctx);
-      if (isToolOutput(out)) return { result: out.result, command: out.command };
-      return { result: out, command: undefined };
+      const out = tool.execute(args, ctx);
+      return isPromiseLike<Awaited<typeof out>>(out) ? Promise.resolve(out).then(invoked, (e: unknown) => failedCall(call, e)) : invoked(out);
     } catch (e) {
-      if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
-      return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
+      return failedCall(call, e);
     }
   }
 
@@ -474,7 +456,7 @@ export class ToolBatch {
   }
 
   /** Records a call's outcome: its status is committed now; its state command stays staged. */
-  async #settle(entry: Entry, result: ToolResult, command: StateCommand | undefined): Promise<void> {
+  #settle(entry: Entry, result: ToolResult, command: StateCommand | undefined): Promise<void> | void {
     const outcome = outcomeOf(result);
     entry.result = result;
     if (command !== undefined) entry.command = command;
@@ -485,7 +467,7 @@ export class ToolBatch {
     }
     entry.status = outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'suspended';
     const staged = stagedOf(command);
-    await this.#host.submit(
+    return this.#host.submit(
       StateCommand.empty()
         .update(ToolCallStates, { op: 'put', state: this.#state(entry, entry.status) })
         .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result, ...(staged !== undefined ? { staged } : {}) }),
@@ -496,18 +478,57 @@ export class ToolBatch {
     for (const entry of entries) await this.#settle(entry, ToolResults.error(entry.call.name, INTERRUPTED), undefined);
   }
 
-  /** `tool_call_done` for every settled call not yet reported, in model order. */
-  async #reportSettled(): Promise<void> {
-    for (const entry of this.#entries) {
+  /** `tool_call_done` for every settled call not yet reported, in model order (a promise only for an asynchronous sink). */
+  #reportSettled(from = 0): Promise<void> | undefined {
+    for (let i = from; i < this.#entries.length; i++) {
+      const entry = this.#entries[i] as Entry;
       if (entry.reported || entry.result === undefined || entry.status === 'resuming' || entry.status === 'running') continue;
       entry.reported = true;
-      await this.#host.emit({
+      const wait = this.#host.emit({
         event_type: 'tool_call_done',
         id: entry.call.id,
         message_id: this.#messageId,
         result: entry.result,
         outcome: outcomeOf(entry.result),
       });
+      if (wait !== undefined) return wait.then(() => this.#reportSettled(i + 1));
+    }
+    return undefined;
+  }
+}
+
+
+/** What running a tool gave: its result and the state command it staged. */
+interface Invoked {
+  readonly result: ToolResult;
+  readonly command: StateCommand | undefined;
+}
+
+const invoked = (out: ToolResult | ToolOutput): Invoked => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
+
+function failedCall(call: ToolCall, e: unknown): Invoked {
+  if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
+  return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
+}
+
+type Gate =
+  | { readonly type: 'allow' }
+  | { readonly type: 'block'; readonly reason: string }
+  | { readonly type: 'suspend'; readonly ticket: SuspendTicket }
+  | { readonly type: 'set_result'; readonly result: ToolResult };
+
+/** The verdict of the winning intercept (an invalid ticket or result blocks the call). */
+function gateOf(w: InterceptRecord['intercept']): Gate {
+  switch (w.type) {
+    case 'block':
+      return { type: 'block', reason: w.reason };
+    case 'suspend': {
+      const ticket = SuspendTicketSchema.safeParse(w.ticket);
+      return ticket.success ? { type: 'suspend', ticket: ticket.data } : { type: 'block', reason: `invalid suspend ticket: ${ticket.error.message}` };
+    }
+    case 'set_result': {
+      const result = ToolResultSchema.safeParse(w.result);
+      return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
     }
   }
 }

@@ -46,10 +46,15 @@ const RunLifecycleSchema = z.object({
   step_count: z.number().int().nonnegative(),
 });
 
-function moveRun(state: RunLifecycleState, to: RunStatus, at: number, reason?: string): RunLifecycleState {
+/**
+ * The state after a transition, written field by field (a reducer on every step): the reason is
+ * replaced by `reason` (dropped when there is none), and the keys are always in this order.
+ */
+function moveRun(state: RunLifecycleState, to: RunStatus, at: number, reason?: string, runId = state.run_id, steps = state.step_count): RunLifecycleState {
   if (!canTransitionRun(state.status, to)) throw new IllegalTransition('run', state.status, to);
-  const { status_reason: _old, ...rest } = state;
-  return { ...rest, status: to, updated_at: at, ...(reason !== undefined ? { status_reason: reason } : {}) };
+  return reason === undefined
+    ? { run_id: runId, status: to, updated_at: at, step_count: steps }
+    : { run_id: runId, status: to, updated_at: at, step_count: steps, status_reason: reason };
 }
 
 export const RunLifecycle = defineStateKey<RunLifecycleState, RunLifecycleUpdate>({
@@ -58,11 +63,9 @@ export const RunLifecycle = defineStateKey<RunLifecycleState, RunLifecycleUpdate
   apply: (s, u) => {
     switch (u.op) {
       case 'start':
-        return { ...moveRun(s, 'running', u.at), run_id: u.run_id, step_count: 0 };
-      case 'step_completed': {
-        const next = moveRun(s, 'running', u.at, s.status_reason);
-        return { ...next, step_count: s.step_count + 1 };
-      }
+        return moveRun(s, 'running', u.at, undefined, u.run_id, 0);
+      case 'step_completed':
+        return moveRun(s, 'running', u.at, s.status_reason, s.run_id, s.step_count + 1);
       case 'set_waiting':
         return moveRun(s, 'waiting', u.at, u.reason);
       case 'set_running':

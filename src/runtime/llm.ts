@@ -15,6 +15,7 @@ export interface InferenceRequest {
    * to the same array, so an executor that keeps a request past its stream copies them.
    */
   readonly messages: readonly Message[];
+  /** The tools offered; like `messages`, valid while the stream is read (the run may send the same array again). */
   readonly tools: readonly ToolDescriptor[];
   readonly overrides?: InferenceOverride;
   readonly signal?: AbortSignal;

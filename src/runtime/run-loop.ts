@@ -14,7 +14,7 @@ import { messageText, Messages, type Message } from '../contract/message.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
 import { streamText, type StreamResult } from '../contract/stream.ts';
-import { ToolResults, type ToolCallResume } from '../contract/tool.ts';
+import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
 import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
@@ -150,6 +150,7 @@ export class RunLoop implements BatchHost {
   /** What `#sentView` has sent so far, and how much of the history it holds. */
   #sent: Message[] | undefined;
   #sentUpTo = 0;
+  #tools: readonly ToolDescriptor[] | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -426,12 +427,15 @@ export class RunLoop implements BatchHost {
     }
     const started = this.env.clock.now();
     const inference = await this.#infer(request);
-    await this.emit({
-      event_type: 'inference_complete',
-      model: this.#p.answeredBy() ?? request.model,
-      ...(inference.result.usage !== undefined ? { usage: inference.result.usage } : {}),
-      duration_ms: Math.max(0, this.env.clock.now() - started),
-    });
+    const model = this.#p.answeredBy() ?? request.model;
+    const usage = inference.result.usage;
+    const duration = Math.max(0, this.env.clock.now() - started);
+    wait = this.emit(
+      usage === undefined
+        ? { event_type: 'inference_complete', model, duration_ms: duration }
+        : { event_type: 'inference_complete', model, usage, duration_ms: duration },
+    );
+    if (wait !== undefined) await wait;
     return inference;
   }
 
@@ -477,10 +481,9 @@ export class RunLoop implements BatchHost {
     context: ReturnType<typeof orderedContextMessages>,
   ): ReportedRequest {
     const spec = this.resolved.spec;
-    let overrides: InferenceOverride = spec.reasoning_effort !== undefined ? { reasoning_effort: spec.reasoning_effort } : {};
-    if (this.#p.overrides !== undefined) overrides = mergeInferenceOverride(overrides, this.#p.overrides);
-    if (stepOverride !== undefined) overrides = mergeInferenceOverride(overrides, stepOverride);
-    const { model: overrideModel, ...rest } = overrides;
+    let overrides: InferenceOverride | undefined = spec.reasoning_effort !== undefined ? { reasoning_effort: spec.reasoning_effort } : undefined;
+    if (this.#p.overrides !== undefined) overrides = mergeInferenceOverride(overrides ?? {}, this.#p.overrides);
+    if (stepOverride !== undefined) overrides = mergeInferenceOverride(overrides ?? {}, stepOverride);
 
     let messages: Message[];
     if (this.resolved.context === undefined && context.length === 0) messages = this.#sentView();
@@ -493,8 +496,9 @@ export class RunLoop implements BatchHost {
       placeContextMessages(messages, context, spec.system_prompt !== '', () => this.env.ids.next('message'));
     }
 
-    const ids = filterToolIds([...this.resolved.tools.keys()], filter);
-    const tools = ids.map((id) => this.resolved.tools.get(id)?.descriptor).filter((d) => d !== undefined);
+    const tools = filter === undefined ? this.#allTools() : this.#toolsOf(filter);
+    if (overrides === undefined) return this.phase.applyRequestTransforms({ model: this.resolved.modelName, messages, tools, signal: this.signal });
+    const { model: overrideModel, ...rest } = overrides;
     const request: InferenceRequest = {
       model: overrideModel ?? this.resolved.modelName,
       messages,
@@ -503,6 +507,16 @@ export class RunLoop implements BatchHost {
       signal: this.signal,
     };
     return this.phase.applyRequestTransforms(request);
+  }
+
+  /** Every tool's descriptor, in registration order (one list for the run: the agent's tools do not change in it). */
+  #allTools(): readonly ToolDescriptor[] {
+    return (this.#tools ??= this.#toolsOf(undefined));
+  }
+
+  #toolsOf(filter: ReturnType<typeof ToolFilter.init> | undefined): ToolDescriptor[] {
+    const ids = filterToolIds([...this.resolved.tools.keys()], filter);
+    return ids.map((id) => this.resolved.tools.get(id)?.descriptor).filter((d) => d !== undefined);
   }
 
   /**

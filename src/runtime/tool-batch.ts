@@ -350,16 +350,18 @@ export class ToolBatch {
   // ---- internals --------------------------------------------------------------------------------
 
   #state(entry: Entry, status: ToolCallStatus): ToolCallState {
-    return {
+    const state: Writable<ToolCallState> = {
       call_id: entry.call.id,
       tool_name: entry.call.name,
       arguments: entry.call.arguments,
       status,
       updated_at: this.#host.env.clock.now(),
       resume_mode: entry.resumeMode,
-      ...(entry.suspensionId !== undefined ? { suspension_id: entry.suspensionId } : {}),
-      ...(entry.suspensionReason !== undefined ? { suspension_reason: entry.suspensionReason } : {}),
     };
+    // Added when set, in this order (no spreads: three times per call).
+    if (entry.suspensionId !== undefined) state.suspension_id = entry.suspensionId;
+    if (entry.suspensionReason !== undefined) state.suspension_reason = entry.suspensionReason;
+    return state;
   }
 
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
@@ -470,7 +472,7 @@ export class ToolBatch {
     return this.#host.submit(
       StateCommand.empty()
         .update(ToolCallStates, { op: 'put', state: this.#state(entry, entry.status) })
-        .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result, ...(staged !== undefined ? { staged } : {}) }),
+        .update(ToolBatchKey, staged === undefined ? { op: 'result', call_id: entry.call.id, result } : { op: 'result', call_id: entry.call.id, result, staged }),
     );
   }
 
@@ -497,6 +499,8 @@ export class ToolBatch {
   }
 }
 
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** What running a tool gave: its result and the state command it staged. */
 interface Invoked {

@@ -7,7 +7,7 @@ import { ToolResults } from '../../src/contract/tool.ts';
 import { StateCommand } from '../../src/core/state/state-command.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { AddContextMessage, ExcludeTool, IncludeOnlyTools, SetInferenceOverride, ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
-import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle } from '../../src/runtime/loop-keys.ts';
+import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle, withEntry } from '../../src/runtime/loop-keys.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool, type Tool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants } from '../../src/testing/invariants.ts';
@@ -380,5 +380,30 @@ describe('the messages a request carries', () => {
     expect(seen.map((s) => JSON.parse(s.last).role)).toEqual(['user', 'tool', 'tool']);
     expect(seen[1]?.array).toBe(seen[0]?.array);
     expect(seen[2]?.array).toBe(seen[0]?.array);
+  });
+});
+
+describe('maps keyed by call id', () => {
+  it('withEntry sets an own key and leaves the map it copies as it was, "__proto__" included', () => {
+    const before = { a: 1 };
+    const after = withEntry(before, 'b', 2);
+    expect(after).toEqual({ a: 1, b: 2 });
+    expect(before).toEqual({ a: 1 });
+    const proto = withEntry(before, '__proto__', 3);
+    expect(Object.keys(proto)).toEqual(['a', '__proto__']);
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
+    const again = withEntry(proto, 'c', 4);
+    expect(Object.keys(again)).toEqual(['a', '__proto__', 'c']);
+    expect(Object.getOwnPropertyDescriptor(again, '__proto__')?.value).toBe(3);
+  });
+
+  it('a tool call with the id "__proto__" keeps its state and result under that id', async () => {
+    const h = harness([{ tool_calls: [{ id: '__proto__', name: 'echo', arguments: { text: 'p' } }] }, { text: 'ok' }]);
+    const r = await h.runtime.run({ messages: go }, h.sink);
+    expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
+    const stored = await h.store.loadThread(r.ok ? r.value.threadId : '');
+    const states = stored?.threadState?.extensions['__runtime.tool_call_states'] as Record<string, { status: string }>;
+    expect(Object.keys(states)).toEqual(['__proto__']);
+    expect(Object.getOwnPropertyDescriptor(states, '__proto__')?.value).toMatchObject({ status: 'succeeded' });
   });
 });

@@ -21,6 +21,17 @@ export class IllegalTransition extends Error {
   }
 }
 
+/**
+ * A copy of `map` with `key` set, as an own property whatever the key: an id such as "__proto__"
+ * stays a key (assignment would set the prototype), and everything else takes the fast path.
+ */
+export function withEntry<V>(map: { readonly [key: string]: V } | undefined, key: string, value: V): { readonly [key: string]: V } {
+  if (key === '__proto__' || (map !== undefined && Object.hasOwn(map, '__proto__'))) return { ...map, [key]: value };
+  const next: { [key: string]: V } = Object.assign({}, map);
+  next[key] = value;
+  return next;
+}
+
 // ---- run lifecycle (core-spec §3.1) -----------------------------------------------------------------
 
 export interface RunLifecycleState {
@@ -115,8 +126,7 @@ export const ToolCallStates = defineStateKey<ToolCallStateMap, ToolCallStatesUpd
     if (u.op === 'clear') return {};
     const from = map[u.state.call_id]?.status ?? 'new';
     if (!canTransitionToolCall(from, u.state.status)) throw new IllegalTransition('tool call', from, u.state.status);
-    // Spread with a computed key defines an own property: an id such as "__proto__" stays a key.
-    return { ...map, [u.state.call_id]: u.state };
+    return withEntry(map, u.state.call_id, u.state);
   },
   codec: z.record(z.string(), ToolCallStateSchema) as z.ZodType<ToolCallStateMap>,
 });

@@ -22,7 +22,7 @@ import { mergeParallelCommands, StateCommand, type ScheduledAction, type TypedEf
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
-import { InterceptConflicts, ToolCallStates, ToolIntercepts, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
+import { InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext } from './tool.ts';
 
@@ -89,9 +89,9 @@ export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpda
   apply: (s, u) => {
     if (u.op === 'begin') return u.record;
     if (u.op === 'clear' || s === null) return null;
-    const results = { ...s.results, [u.call_id]: u.result };
+    const results = withEntry(s.results, u.call_id, u.result);
     if (u.staged === undefined) return { ...s, results };
-    return { ...s, results, staged: { ...s.staged, [u.call_id]: u.staged } };
+    return { ...s, results, staged: withEntry(s.staged, u.call_id, u.staged) };
   },
   codec: z
     .object({

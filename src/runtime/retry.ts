@@ -63,48 +63,83 @@ function retryStream(
   request: InferenceRequest,
   onModel: ((model: string) => void) | undefined,
 ): AsyncIterable<StreamPart> {
-  let inner: AsyncIterator<StreamPart> | undefined;
-  let model = '';
-  const open = async (): Promise<IteratorResult<StreamPart>> => {
+  return new RetryingStream(targets, policy, env, breaker, request, onModel);
+}
+
+/** One stream through the retry loop; its own iterator (methods, not a closure per stream). */
+class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
+  #inner: AsyncIterator<StreamPart> | undefined;
+  readonly #targets: readonly ModelTarget[];
+  readonly #policy: LlmRetryPolicy;
+  readonly #env: Env;
+  readonly #breaker: CircuitBreaker | undefined;
+  readonly #request: InferenceRequest;
+  readonly #onModel: ((model: string) => void) | undefined;
+
+  constructor(
+    targets: readonly ModelTarget[],
+    policy: LlmRetryPolicy,
+    env: Env,
+    breaker: CircuitBreaker | undefined,
+    request: InferenceRequest,
+    onModel: ((model: string) => void) | undefined,
+  ) {
+    this.#targets = targets;
+    this.#policy = policy;
+    this.#env = env;
+    this.#breaker = breaker;
+    this.#request = request;
+    this.#onModel = onModel;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamPart> {
+    return this;
+  }
+
+  // After the first part the provider's iterator is used as it is: a failure from here on is not
+  // retried (its parts reached the client) and the loop reports it.
+  next(): Promise<IteratorResult<StreamPart>> {
+    return this.#inner === undefined ? this.#open() : this.#inner.next();
+  }
+
+  async return(value?: unknown): Promise<IteratorResult<StreamPart>> {
+    await this.#inner?.return?.(value);
+    return { done: true, value: undefined };
+  }
+
+  async #open(): Promise<IteratorResult<StreamPart>> {
+    const request = this.#request;
+    const breaker = this.#breaker;
+    const policy = this.#policy;
     let last: InferenceFailure | undefined;
-    for (let t = 0; t < targets.length; t++) {
-      const target = targets[t] as ModelTarget;
+    for (let t = 0; t < this.#targets.length; t++) {
+      const target = this.#targets[t] as ModelTarget;
       // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
-      model = t === 0 ? request.model : target.modelName;
+      const model = t === 0 ? request.model : target.modelName;
       for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
         if (breaker !== undefined && !breaker.check(model)) {
           last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${model}` });
           break;
         }
         try {
-          const it = target.executor.stream({ ...request, model })[Symbol.asyncIterator]();
+          const it = target.executor.stream(model === request.model ? request : { ...request, model })[Symbol.asyncIterator]();
           const first = await it.next();
           // As in 0.6, a stream that opened is a success for the breaker.
-          onModel?.(model);
+          this.#onModel?.(model);
           breaker?.recordSuccess(model);
-          inner = it;
+          this.#inner = it;
           return first;
         } catch (e) {
           const failure = toFailure(e);
           if (!isRetryable(failure.error)) throw failure;
           breaker?.recordFailure(model);
           last = failure;
-          if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
+          if (attempt < policy.max_retries) await this.#env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
         }
       }
     }
     throw last ?? new InferenceFailure({ code: 'provider', message: 'no model to try' });
-  };
-  const iterator: AsyncIterator<StreamPart> = {
-    // After the first part the provider's iterator is used as it is: a failure from here on is not
-    // retried (its parts reached the client) and the loop reports it.
-    next: () => (inner === undefined ? open() : inner.next()),
-    return: async (value?: unknown) => {
-      await inner?.return?.(value);
-      return { done: true, value: undefined };
-    },
-  };
-  return { [Symbol.asyncIterator]: () => iterator };
+  }
 }
 
 const toFailure = (e: unknown): InferenceFailure =>

@@ -847,11 +847,14 @@ class AbortableParts<T> {
   }
 
   next(): Promise<IteratorResult<T> | 'aborted'> {
-    return new Promise((resolve, reject) => {
-      this.#wake = resolve;
-      this.#iterator.next().then(resolve, reject);
-    });
+    return new Promise(this.#arm);
   }
+
+  /** One executor for every part's promise (not a closure per part). */
+  readonly #arm = (resolve: (next: IteratorResult<T> | 'aborted') => void, reject: (e: unknown) => void): void => {
+    this.#wake = resolve;
+    this.#iterator.next().then(resolve, reject);
+  };
 
   dispose(): void {
     this.#wake = undefined;

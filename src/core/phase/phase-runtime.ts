@@ -310,10 +310,10 @@ export class PhaseRuntime {
       const batch: StateCommand[] = [];
       const deferred: number[] = [];
       for (const { index, command } of commands) {
-        const keys = command.touchedKeys;
+        const ops = command.patch.ops;
         let conflict = false;
-        for (const k of keys) {
-          if (claimed.has(k) && this.store.strategyOf(k) === 'exclusive') {
+        for (const op of ops) {
+          if (claimed.has(op.key) && this.store.strategyOf(op.key) === 'exclusive') {
             conflict = true;
             break;
           }
@@ -322,7 +322,7 @@ export class PhaseRuntime {
           deferred.push(index);
           continue;
         }
-        for (const k of keys) if (this.store.strategyOf(k) === 'exclusive') claimed.add(k);
+        for (const op of ops) if (this.store.strategyOf(op.key) === 'exclusive') claimed.add(op.key);
         batch.push(command);
       }
       const merged = batch.length === 1 ? ok(batch[0] as StateCommand) : mergeAllCommands(batch, this.store.strategyOf);

@@ -9,30 +9,30 @@ export type MutationOp =
 
 /**
  * The writes of one hook, action handler or tool (core-spec §1.3). `touchedKeys` has one entry per
- * op, duplicates included. Builder methods mutate and return `this`; `extend`/`mergeParallel` are pure.
+ * op, duplicates included (read from the ops: the hot paths walk the ops themselves). Builder
+ * methods mutate and return `this`; `extend`/`mergeParallel` are pure.
  */
 export class MutationBatch {
   baseRevision: number | undefined;
   readonly ops: MutationOp[];
-  readonly touchedKeys: string[];
 
-  constructor(baseRevision?: number, ops: MutationOp[] = [], touchedKeys: string[] = ops.map((o) => o.key)) {
+  constructor(baseRevision?: number, ops: MutationOp[] = []) {
     this.baseRevision = baseRevision;
     this.ops = ops;
-    this.touchedKeys = touchedKeys;
+  }
+
+  get touchedKeys(): string[] {
+    return this.ops.map((o) => o.key);
   }
 
   update<V, U>(key: StateKey<V, U>, update: U): this {
     this.ops.push({ kind: 'update', key: key.key, update });
-    this.touchedKeys.push(key.key);
     return this;
   }
 
   /** Removes the key's value (back to absent). */
   clear(key: StateKey<unknown, unknown> | string): this {
-    const name = typeof key === 'string' ? key : key.key;
-    this.ops.push({ kind: 'clear', key: name });
-    this.touchedKeys.push(name);
+    this.ops.push({ kind: 'clear', key: typeof key === 'string' ? key : key.key });
     return this;
   }
 
@@ -41,7 +41,7 @@ export class MutationBatch {
   }
 
   clone(): MutationBatch {
-    return new MutationBatch(this.baseRevision, [...this.ops], [...this.touchedKeys]);
+    return new MutationBatch(this.baseRevision, [...this.ops]);
   }
 }
 
@@ -59,7 +59,7 @@ export function reconcileBase(
 export function extendBatch(left: MutationBatch, right: MutationBatch): Result<MutationBatch, StateError> {
   const base = reconcileBase(left.baseRevision, right.baseRevision);
   if (!base.ok) return base;
-  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops], [...left.touchedKeys, ...right.touchedKeys]));
+  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops]));
 }
 
 /**
@@ -80,5 +80,5 @@ export function mergeParallelBatch(
       if (seen.has(key) && strategyOf(key) === 'exclusive') return err({ code: 'parallel_merge_conflict', key });
     }
   }
-  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops], [...left.touchedKeys, ...right.touchedKeys]));
+  return ok(new MutationBatch(base.value, [...left.ops, ...right.ops]));
 }

@@ -140,7 +140,6 @@ export function mergeAllCommands(
   let base: number | undefined;
   const claimed = new Set<string>();
   const ops: MutationBatch['ops'] = [];
-  const touched: string[] = [];
   const actions: ScheduledAction[] = [];
   const effects: TypedEffect[] = [];
   for (const command of commands) {
@@ -151,20 +150,18 @@ export function mergeAllCommands(
     }
     // Indexed loops: this runs once per command of a GATHER and is on the hot path.
     // Only exclusive keys can conflict, so only they are remembered.
-    const keys = command.touchedKeys;
+    const commandOps = command.patch.ops;
     let exclusive: string[] | undefined;
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i] as string;
-      touched.push(key);
+    for (let i = 0; i < commandOps.length; i++) {
+      const key = (commandOps[i] as MutationBatch['ops'][number]).key;
       if (strategyOf(key) !== 'exclusive') continue;
       if (claimed.has(key)) return err({ code: 'parallel_merge_conflict', key });
       (exclusive ??= []).push(key);
     }
     if (exclusive !== undefined) for (const key of exclusive) claimed.add(key);
-    const commandOps = command.patch.ops;
     for (let i = 0; i < commandOps.length; i++) ops.push(commandOps[i] as MutationBatch['ops'][number]);
     if (command.scheduledActions.length > 0) actions.push(...command.scheduledActions);
     if (command.effects.length > 0) effects.push(...command.effects);
   }
-  return ok(new StateCommand(new MutationBatch(base, ops, touched), actions, effects));
+  return ok(new StateCommand(new MutationBatch(base, ops), actions, effects));
 }

@@ -141,8 +141,8 @@ export class StateStore {
     if (batch.baseRevision !== undefined && batch.baseRevision !== current.revision) {
       return err({ code: 'revision_conflict', expected: batch.baseRevision, actual: current.revision });
     }
-    for (const key of batch.touchedKeys) {
-      if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
+    for (const op of batch.ops) {
+      if (!this.#keys.has(op.key)) return err({ code: 'unknown_key', key: op.key });
     }
     const next = Snapshot.draft(current);
     applyOps(next, batch, this.#keys);
@@ -165,7 +165,7 @@ export class StateStore {
     if (batches.every((b) => b.isEmpty())) return ok(current);
     const next = Snapshot.draft(current);
     for (const batch of batches) {
-      for (const key of batch.touchedKeys) if (!this.#keys.has(key)) return err({ code: 'unknown_key', key });
+      for (const op of batch.ops) if (!this.#keys.has(op.key)) return err({ code: 'unknown_key', key: op.key });
       applyOps(next, batch, this.#keys);
     }
     return ok(new Snapshot(current.revision, next));

@@ -112,6 +112,23 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.loadThread('rew'))?.messages).toEqual(regenerated);
       expect((await store.listMessages('rew', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(2);
     });
+    it('a checkpoint with appendFrom writes only the messages after it: the ones before stay as stored, the ones after are replaced', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r1', messages: conversation.slice(0, 3) }));
+      // The writer vouches for its first 3 messages: the store writes the tail only (what it is sent
+      // for the first 3 is not read).
+      const vouched = [Messages.user('not read', { id: 'x1' }), Messages.user('not read', { id: 'x2' }), Messages.user('not read', { id: 'x3' }), ...conversation.slice(3)];
+      await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r1', messages: vouched, appendFrom: 3, expectedMessageCount: 3 }));
+      expect((await store.loadThread('app'))?.messages).toEqual(conversation);
+      // A rewound writer keeps the first message and replaces everything after it.
+      const regenerated = [conversation[0] as Message, Messages.assistant('again', { id: 'm9' })];
+      await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r2', messages: regenerated, appendFrom: 1, expectedMessageCount: conversation.length }));
+      expect((await store.loadThread('app'))?.messages).toEqual(regenerated);
+      expect((await store.listMessages('app', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(2);
+      // An appendFrom past what the store holds is not trusted: the messages are compared as before.
+      await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r2', messages: conversation, appendFrom: 9, expectedMessageCount: 2 }));
+      expect((await store.loadThread('app'))?.messages).toEqual(conversation);
+    });
+
     it('refuses a checkpoint whose expected message count is stale, and changes nothing', async () => {
       await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation.slice(0, 2), expectedMessageCount: 0 }));
       const conflict = await refusal(store.checkpoint(checkpoint({ threadId: 'th', runId: 'r2', messages: conversation, expectedMessageCount: 0 })));

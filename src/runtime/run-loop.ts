@@ -145,6 +145,8 @@ export class RunLoop implements BatchHost {
   #clearBatchRecord = false;
   /** Messages the store holds for this thread as far as this run knows (optimistic concurrency). */
   #persistedCount: number;
+  /** Leading messages the store holds as this run holds them (the rest it replaces at the next checkpoint). */
+  #storedPrefix: number;
   /** Continuations asked for after MaxTokens cuts, in this run (bounded by max_continuation_retries). */
   #continuations = 0;
   /** What `#sentView` has sent so far, and how much of the history it holds. */
@@ -163,6 +165,8 @@ export class RunLoop implements BatchHost {
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
     this.#persistedCount = params.storedCount ?? params.history.length;
+    // The history is the store's messages, or their first part when the thread was rewound.
+    this.#storedPrefix = params.history.length;
     this.#messages.push(...params.input);
   }
 
@@ -469,6 +473,7 @@ export class RunLoop implements BatchHost {
       return;
     }
     this.#messages.splice(0, this.#messages.length, ...outcome.history);
+    this.#storedPrefix = 0;
     const previous = this.phase.store.snapshot().get(CompactionStateKey);
     wait = this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
     if (wait !== undefined) await wait;
@@ -776,7 +781,8 @@ export class RunLoop implements BatchHost {
       threadId: this.threadId,
       runId: this.runId,
       agentId: this.resolved.spec.id,
-      messages: [...this.#messages],
+      messages: this.#messages,
+      appendFrom: this.#storedPrefix,
       status: lifecycle?.status ?? 'running',
       steps: lifecycle?.step_count ?? 0,
       threadState: threadState.value,
@@ -786,6 +792,7 @@ export class RunLoop implements BatchHost {
       expectedMessageCount: this.#persistedCount,
     });
     this.#persistedCount = this.#messages.length;
+    this.#storedPrefix = this.#messages.length;
   }
 }
 

@@ -3,7 +3,7 @@ import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 import type { ProfileStore } from './profile-store.ts';
-import type { ThreadRunStore } from './thread-run-store.ts';
+import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
 
 /** A thread as the HTTP API lists it (book: HTTP API → Threads). Times in ms since the epoch. */
 export interface ThreadRecord {
@@ -190,6 +190,15 @@ export const isValidId = (id: string): boolean => ID_PATTERN.test(id) && id !== 
 
 export function checkId(kind: string, id: string): void {
   if (!isValidId(id)) throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });
+}
+
+/**
+ * Where a checkpoint's messages differ from what the store holds: its `appendFrom` when the store
+ * holds at least that many (the messages before it are kept, the ones after replaced), else
+ * `undefined` (compare, or write them whole).
+ */
+export function appendStart(c: Pick<RunCheckpoint, 'appendFrom'>, held: number): number | undefined {
+  return c.appendFrom !== undefined && c.appendFrom >= 0 && c.appendFrom <= held ? c.appendFrom : undefined;
 }
 
 /** The run record a checkpoint describes. */

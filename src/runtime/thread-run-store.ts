@@ -7,7 +7,17 @@ export interface RunCheckpoint {
   readonly threadId: string;
   readonly runId: string;
   readonly agentId: string;
+  /**
+   * The thread's whole history. Valid during the call only (the run goes on appending to it): a
+   * store copies what it keeps.
+   */
   readonly messages: readonly Message[];
+  /**
+   * The first `appendFrom` messages are the ones this writer's previous checkpoint (or its load)
+   * left in the store, unchanged: a store may keep those and write only `messages.slice(appendFrom)`,
+   * dropping anything it holds after them. Absent: write `messages` whole.
+   */
+  readonly appendFrom?: number;
   readonly status: RunStatus;
   readonly steps: number;
   readonly threadState: PersistedState;
@@ -34,13 +44,19 @@ export interface ThreadRunStore {
   loadRunState?(runId: string): Promise<PersistedState | undefined>;
 }
 
-/** An in-memory `ThreadRunStore` (the durable stores arrive with the server). */
+/**
+ * An in-memory `ThreadRunStore` (the durable stores arrive with the server). A checkpoint costs no
+ * copy of the history: the thread's messages grow by what the run appended, and each checkpoint
+ * kept in `checkpoints` reads its messages from the thread's array as it was then (an array that is
+ * only ever appended to, or replaced).
+ */
 export class MemoryThreadRunStore implements ThreadRunStore {
   readonly threads = new Map<string, ThreadSnapshot>();
   readonly checkpoints: RunCheckpoint[] = [];
 
   loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
-    return Promise.resolve(this.threads.get(threadId));
+    const thread = this.threads.get(threadId);
+    return Promise.resolve(thread === undefined ? undefined : { ...thread, messages: thread.messages.slice() });
   }
 
   loadRunState(runId: string): Promise<PersistedState | undefined> {
@@ -49,8 +65,17 @@ export class MemoryThreadRunStore implements ThreadRunStore {
   }
 
   checkpoint(checkpoint: RunCheckpoint): Promise<void> {
-    this.checkpoints.push(checkpoint);
-    this.threads.set(checkpoint.threadId, { messages: checkpoint.messages, threadState: checkpoint.threadState });
+    const held = this.threads.get(checkpoint.threadId)?.messages as Message[] | undefined;
+    const from = checkpoint.appendFrom;
+    let messages: Message[];
+    if (held !== undefined && from !== undefined && from === held.length) {
+      messages = held;
+      for (let i = from; i < checkpoint.messages.length; i++) messages.push(checkpoint.messages[i] as Message);
+    } else messages = checkpoint.messages.slice();
+    const count = messages.length;
+    const { messages: _live, ...rest } = checkpoint;
+    this.checkpoints.push(Object.defineProperty(rest, 'messages', { get: () => messages.slice(0, count), enumerable: true }) as RunCheckpoint);
+    this.threads.set(checkpoint.threadId, { messages, threadState: checkpoint.threadState });
     return Promise.resolve();
   }
 }

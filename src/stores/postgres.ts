@@ -9,7 +9,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { appendStart, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 import { leaseOf, runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
@@ -225,12 +225,18 @@ export class PostgresStore implements Store {
         JSON.stringify(c.threadState),
         c.messages.length,
       ]);
-      // Usually the history only grew: when the stored messages are a prefix (by id) only the new ones
-      // are written; otherwise (a summary inserted, say) the thread's messages are rewritten.
-      const stored = (await db.query<{ id: string | null }>(`SELECT (data::json)->>'id' AS id FROM ${p}_messages WHERE thread_id = $1 ORDER BY seq`, [c.threadId])).rows.map((r) => r.id);
-      const grown = stored.length <= c.messages.length && stored.every((id, i) => id !== null && id === c.messages[i]?.id);
-      const from = grown ? stored.length : 0;
-      if (!grown) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1`, [c.threadId]);
+      // The writer says how many leading messages are as it left them (`appendFrom`): only the rest is
+      // written. Without that, when the stored messages are a prefix (by id) only the new ones are
+      // written; otherwise (a summary inserted, say) the thread's messages are rewritten.
+      let from = appendStart(c, actual);
+      if (from !== undefined) {
+        if (from < actual) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1 AND seq >= $2`, [c.threadId, from]);
+      } else {
+        const stored = (await db.query<{ id: string | null }>(`SELECT (data::json)->>'id' AS id FROM ${p}_messages WHERE thread_id = $1 ORDER BY seq`, [c.threadId])).rows.map((r) => r.id);
+        const grown = stored.length <= c.messages.length && stored.every((id, i) => id !== null && id === c.messages[i]?.id);
+        from = grown ? stored.length : 0;
+        if (!grown) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1`, [c.threadId]);
+      }
       const fresh = c.messages.slice(from);
       if (fresh.length > 0) {
         await db.query(

@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { appendStart, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -228,14 +228,20 @@ export class SqliteStore implements Store {
            ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`,
         )
         .run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
-      // Usually the history only grew: when the stored messages are a prefix (by id) only the new ones
-      // are written; otherwise (a summary inserted, say) the thread's messages are rewritten.
-      const storedIds = (this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as { id: string | null }[]).map(
-        (r) => r.id,
-      );
-      const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
-      const from = grown ? storedIds.length : 0;
-      if (!grown) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
+      // The writer says how many leading messages are as it left them (`appendFrom`): only the rest is
+      // written. Without that, when the stored messages are a prefix (by id) only the new ones are
+      // written; otherwise (a summary inserted, say) the thread's messages are rewritten.
+      let from = appendStart(c, actual);
+      if (from !== undefined) {
+        if (from < actual) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ? AND seq >= ?').run(c.threadId, from);
+      } else {
+        const storedIds = (this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as { id: string | null }[]).map(
+          (r) => r.id,
+        );
+        const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
+        from = grown ? storedIds.length : 0;
+        if (!grown) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
+      }
       const insert = this.#db.prepare('INSERT INTO awaken_messages (thread_id, seq, internal, data) VALUES (?, ?, ?, ?)');
       for (let i = from; i < c.messages.length; i++) {
         const m = c.messages[i] as Message;

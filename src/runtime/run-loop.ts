@@ -376,7 +376,8 @@ export class RunLoop implements BatchHost {
    * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
    */
   async #publish(batch: ToolBatch, withinStep: boolean): Promise<void> {
-    const published = await batch.publish(() => this.env.ids.next('message'));
+    const publishing = batch.publish(() => this.env.ids.next('message'));
+    const published = isPromiseLike<Message[]>(publishing) ? await publishing : publishing;
     this.#messages.push(...published);
     this.#batch = undefined;
     if (withinStep) this.#clearBatchRecord = true;

@@ -321,13 +321,34 @@ export class ToolBatch {
    * AfterToolExecute phase runs, in model order; then the assistant message and the tool messages
    * join the history. Returns the messages to append.
    */
-  async publish(newId: () => string): Promise<Message[]> {
-    let wait: Promise<void> | void;
-    for (const entry of this.#entries) {
-      if (entry.command !== undefined) await this.#host.submit(entry.command);
-      wait = this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
-      if (wait !== undefined) await wait;
+  publish(newId: () => string): Message[] | Promise<Message[]> {
+    const committed = this.#commitStaged(0);
+    return committed === undefined ? this.#messagesOf(newId) : committed.then(() => this.#messagesOf(newId));
+  }
+
+  /** From call `from` on, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
+  #commitStaged(from: number): Promise<void> | undefined {
+    for (let i = from; i < this.#entries.length; i++) {
+      const entry = this.#entries[i] as Entry;
+      const submitted = entry.command === undefined ? undefined : this.#host.submit(entry.command);
+      if (submitted !== undefined) return submitted.then(() => this.#afterTool(i));
+      const ran = this.#afterToolPhase(entry);
+      if (ran !== undefined) return ran.then(() => this.#commitStaged(i + 1));
     }
+    return undefined;
+  }
+
+  #afterTool(i: number): Promise<void> | undefined {
+    const ran = this.#afterToolPhase(this.#entries[i] as Entry);
+    return ran === undefined ? this.#commitStaged(i + 1) : ran.then(() => this.#commitStaged(i + 1));
+  }
+
+  #afterToolPhase(entry: Entry): Promise<void> | void {
+    return this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
+  }
+
+  /** The assistant message with the calls, then one tool message per call, in model order. */
+  #messagesOf(newId: () => string): Message[] {
     const messages: Message[] = [
       {
         id: this.#messageId,

@@ -17,6 +17,7 @@ import {
   type Message,
   type StreamPart,
 } from 'awaken-ts';
+import { frameAiSdk, initialAiSdkState, transcodeAiSdk, type AiSdkState } from '../../src/protocols/ai-sdk-v6/encoder.ts';
 
 /**
  * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
@@ -185,6 +186,90 @@ function casesFor(steps: number): Case[] {
   ];
 }
 
+// ---- streaming: µs per text delta through the loop and the AI SDK encoder ---------------------------
+
+const DELTAS = 1_000;
+const DELTA_PARTS: StreamPart[] = [...Array.from({ length: DELTAS }, (_, i): StreamPart => ({ type: 'text_delta', delta: `w${i % 10} ` })), { type: 'finish', stop_reason: 'EndTurn' }];
+
+/** One inference of DELTAS text deltas, each event transcoded to UI message chunks and framed as SSE. */
+function streamingRuntime(): AgentRuntime {
+  const built = new AgentRuntimeBuilder()
+    .withEnv(realEnv())
+    .withProvider('fair', {
+      name: 'fair',
+      stream: () => {
+        let i = 0;
+        const iterator: AsyncIterator<StreamPart> = {
+          next: () => Promise.resolve(i < DELTA_PARTS.length ? { done: false, value: DELTA_PARTS[i++] as StreamPart } : { done: true, value: undefined }),
+          return: () => Promise.resolve({ done: true, value: undefined }),
+        };
+        return { [Symbol.asyncIterator]: () => iterator };
+      },
+    })
+    .withModel('m', { provider: 'fair', model_name: 'fair' })
+    .withAgentSpec({ id: 'a', model: 'm' })
+    .build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  return built.value;
+}
+
+/** The server's per-event work for an AI SDK client: transcode, then frame (the text is what a socket would be written). */
+function aiSdkSink(): { emit: (e: AgentEvent) => void; bytes: () => number } {
+  let state: AiSdkState = initialAiSdkState();
+  let bytes = 0;
+  return {
+    emit: (e) => {
+      const [next, chunks] = transcodeAiSdk(state, e);
+      state = next;
+      if (chunks.length > 0) bytes += frameAiSdk(chunks, { done: false }).length;
+    },
+    bytes: () => bytes,
+  };
+}
+
+/** The floor: the same deltas framed as `text-delta` chunks, synchronously, nothing else. */
+function framingFloor(): number {
+  let bytes = 0;
+  for (const part of DELTA_PARTS) {
+    if (part.type !== 'text_delta') continue;
+    bytes += `data: ${JSON.stringify({ type: 'text-delta', id: 't0', delta: part.delta })}\n\n`.length;
+  }
+  return bytes;
+}
+
+async function streamingRows(rounds: number): Promise<{ name: string; usPerDelta: number; ratioMedian: number; ratioMin: number }[]> {
+  const runtime = streamingRuntime();
+  const subject = async (): Promise<void> => {
+    const sink = aiSdkSink();
+    const r = await runtime.run({ messages: [Messages.user('go')] }, sink);
+    if (!r.ok || r.value.termination.type !== 'natural_end' || sink.bytes() === 0) throw new Error('the streaming run did not end naturally');
+  };
+  const floor = async (): Promise<void> => {
+    if (framingFloor() === 0) throw new Error('nothing framed');
+  };
+  const time = async (f: () => Promise<void>, runs: number): Promise<number> => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < runs; i++) await f();
+    return Number(process.hrtime.bigint() - t0) / 1_000 / (runs * DELTAS);
+  };
+  await time(subject, 50);
+  await time(floor, 50);
+  const times = { subject: [] as number[], floor: [] as number[] };
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? (['subject', 'floor'] as const) : (['floor', 'subject'] as const);
+    const round: Record<string, number> = {};
+    for (const which of order) round[which] = await time(which === 'subject' ? subject : floor, 40);
+    times.subject.push(round['subject'] as number);
+    times.floor.push(round['floor'] as number);
+    ratios.push((round['subject'] as number) / (round['floor'] as number));
+  }
+  return [
+    { name: 'awaken: loop + AI SDK transcode + SSE frame', usPerDelta: median(times.subject), ratioMedian: median(ratios), ratioMin: Math.min(...ratios) },
+    { name: 'floor: synchronous framing of the same deltas', usPerDelta: median(times.floor), ratioMedian: 1, ratioMin: 1 },
+  ];
+}
+
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -265,12 +350,18 @@ async function main(): Promise<void> {
     const at = (n: number): number => rows.find((r) => r.steps === n && r.name === name)?.usPerStep ?? Number.NaN;
     return `${name}: ${(at(1_000) / at(100)).toFixed(2)} (100 → 1,000) vs ${(at(100) / at(10)).toFixed(2)} (10 → 100)`;
   };
+  const streaming = await streamingRows(rounds);
+  const streamTable = [
+    '| case | µs per text delta (median) | × floor, median | × floor, min |',
+    '|---|---|---|---|',
+    ...streaming.map((r) => `| ${r.name} | ${r.usPerDelta.toFixed(3)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} |`),
+  ].join('\n');
   const machine = `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${rounds} rounds, ${new Date().toISOString().slice(0, 10)}`;
-  const md = `# The loop, measured fairly\n\n${machine}. \`npm run bench:fair\`; method in \`bench/fair/loop.ts\`.\n\n${table}\n\nMarginal cost per step, ratio of µs per step: ${['awaken', 'awaken + store', 'floor-phased'].map(marginal).join('; ')}.\n`;
+  const md = `# The loop, measured fairly\n\n${machine}. \`npm run bench:fair\`; method in \`bench/fair/loop.ts\`.\n\n${table}\n\nMarginal cost per step, ratio of µs per step: ${['awaken', 'awaken + store', 'floor-phased'].map(marginal).join('; ')}.\n\nStreaming: one inference of ${DELTAS.toLocaleString('en')} text deltas, every event transcoded for an AI SDK client and framed as SSE, beside the same deltas framed synchronously:\n\n${streamTable}\n`;
   const out = join(import.meta.dirname, '../results');
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'loop-fair.md'), md);
-  writeFileSync(join(out, 'loop-fair.json'), `${JSON.stringify({ machine, rows }, null, 2)}\n`);
+  writeFileSync(join(out, 'loop-fair.json'), `${JSON.stringify({ machine, rows, streaming }, null, 2)}\n`);
   process.stdout.write(md);
 }
 

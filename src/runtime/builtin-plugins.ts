@@ -15,6 +15,7 @@ import {
   ToolFilter,
   ToolIntercepts,
   ToolInterceptSchema,
+  withStartedAt,
 } from './loop-keys.ts';
 import { ToolBatchKey } from './tool-batch.ts';
 
@@ -98,25 +99,13 @@ export function stopConditionPlugin(policies: readonly StopPolicy[]): Plugin {
       r.registerPhaseHook('run_start', (ctx) => {
         const now = ctx.input['now'] as number;
         const stats = ctx.snapshot.getOrDefault(StopStats);
-        return stats.startedAt === 0 ? StateCommand.empty().update(StopStats, { ...stats, startedAt: now }) : StateCommand.empty();
+        return stats.startedAt === 0 ? StateCommand.empty().update(StopStats, withStartedAt(stats, now)) : StateCommand.empty();
       });
       r.registerPhaseHook('after_inference', (ctx) => {
         const input = ctx.input as unknown as AfterInferenceInput;
         const previous = ctx.snapshot.getOrDefault(StopStats);
         const startedAt = previous.startedAt === 0 ? input.now : previous.startedAt;
-        const o = observeInference(previous, input.inference, Math.max(0, input.now - startedAt));
-        // Field by field, in the key's order (once per step; a spread plus one key is slower).
-        const stats = {
-          stepCount: o.stepCount,
-          totalInputTokens: o.totalInputTokens,
-          totalOutputTokens: o.totalOutputTokens,
-          elapsedMs: o.elapsedMs,
-          consecutiveErrors: o.consecutiveErrors,
-          lastToolNames: o.lastToolNames,
-          lastResponseText: o.lastResponseText,
-          recentResponseTexts: o.recentResponseTexts,
-          startedAt,
-        };
+        const stats = withStartedAt(observeInference(previous, input.inference, Math.max(0, input.now - startedAt)), startedAt);
         const cmd = StateCommand.empty().update(StopStats, stats);
         const decision = evaluateStopPolicies(policies, stats);
         if (decision.stop) {

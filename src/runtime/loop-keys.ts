@@ -270,9 +270,24 @@ export const InterceptConflicts = defineStateKey<readonly InterceptRecord[], Int
 
 // ---- stop condition statistics (core-spec §7) --------------------------------------------------------
 
+/** The statistics with the run's start time, field by field in the key's order (no spread: once per step and per run). */
+export function withStartedAt(o: StopPolicyStats, startedAt: number): StopPolicyStats & { readonly startedAt: number } {
+  return {
+    stepCount: o.stepCount,
+    totalInputTokens: o.totalInputTokens,
+    totalOutputTokens: o.totalOutputTokens,
+    elapsedMs: o.elapsedMs,
+    consecutiveErrors: o.consecutiveErrors,
+    lastToolNames: o.lastToolNames,
+    lastResponseText: o.lastResponseText,
+    recentResponseTexts: o.recentResponseTexts,
+    startedAt,
+  };
+}
+
 export const StopStats = defineStateKey<StopPolicyStats & { readonly startedAt: number }, StopPolicyStats & { readonly startedAt: number }>({
   key: '__runtime.stop_condition_stats',
-  init: () => ({ ...initialStopStats(), startedAt: 0 }),
+  init: () => withStartedAt(initialStopStats(), 0),
   apply: (_s, u) => u,
   codec: z.object({
     stepCount: z.number(),

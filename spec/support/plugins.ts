@@ -14,6 +14,6 @@ export function keysPlugin(name: string, keys: { key: AnyStateKey; options?: Par
   });
 }
 
-export function hookPlugin(name: string, phase: Phase, hook: PhaseHook): Plugin {
+export function hookPlugin<P extends Phase>(name: string, phase: P, hook: PhaseHook<P>): Plugin {
   return plugin(name, (r) => r.registerPhaseHook(phase, hook));
 }

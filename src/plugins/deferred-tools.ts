@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
-import type { ToolCall } from '../contract/message.ts';
 import { ToolDescriptorSchema, ToolResults, type ToolDescriptor, type ToolResult } from '../contract/tool.ts';
 import {
   DeferredToolsConfigSchema,
@@ -123,7 +122,7 @@ export interface DeferredToolsOptions {
 /** The section, parsed once per agent spec (the hooks read it at every step). */
 const configs = new WeakMap<AgentSpec, DeferredToolsConfig | undefined>();
 const configOf = (ctx: PhaseContext): DeferredToolsConfig | undefined => {
-  const spec = ctx.input['agentSpec'] as AgentSpec;
+  const spec = ctx.input.agentSpec;
   if (!configs.has(spec)) {
     const r = readPluginConfig(spec, DeferredToolsConfigKey);
     configs.set(spec, r.ok ? r.value : undefined);
@@ -156,9 +155,9 @@ export function deferredToolsPlugin(options: DeferredToolsOptions = {}): Runtime
       r.registerPhaseHook('run_start', async (ctx) => {
         const config = configOf(ctx);
         if (config === undefined || config.enabled === false) return StateCommand.empty();
-        const agentId = (ctx.input['agentSpec'] as AgentSpec).id;
+        const agentId = ctx.input.agentSpec.id;
         const learned = options.profiles === undefined ? undefined : PriorsSchema.safeParse(await options.profiles.read(agentId, AGENT_PRIORS_KEY));
-        const tools = (ctx.input['tools'] as readonly ToolDescriptor[] | undefined) ?? [];
+        const tools = ctx.input.tools;
         const plan = planActivation(tools, config, learned?.success === true ? (learned.data as AgentToolPriors) : undefined);
         if (!plan.enabled) return StateCommand.empty();
         return StateCommand.empty()
@@ -194,8 +193,8 @@ export function deferredToolsPlugin(options: DeferredToolsOptions = {}): Runtime
 
       r.registerPhaseHook('after_tool_execute', (ctx) => {
         if (!isActive(ctx)) return StateCommand.empty();
-        const call = ctx.input['toolCall'] as ToolCall;
-        const result = ctx.input['toolResult'] as ToolResult | undefined;
+        const call = ctx.input.toolCall;
+        const result = ctx.input.toolResult;
         const cmd = StateCommand.empty().update(UsageStatsKey, { op: 'record', id: call.name });
         if (call.name === TOOL_SEARCH_ID && result?.status === 'success') {
           const promote = promotedBy(result.data);
@@ -217,7 +216,7 @@ export function deferredToolsPlugin(options: DeferredToolsOptions = {}): Runtime
       r.registerPhaseHook('run_end', async (ctx) => {
         const stats = ctx.snapshot.get(UsageStatsKey);
         if (options.profiles === undefined || !isActive(ctx) || stats === undefined || stats.total_turns === 0) return StateCommand.empty();
-        const agentId = (ctx.input['agentSpec'] as AgentSpec).id;
+        const agentId = ctx.input.agentSpec.id;
         const read = PriorsSchema.safeParse(await options.profiles.read(agentId, AGENT_PRIORS_KEY));
         const priors: AgentToolPriors = read.success ? read.data : { tools: {}, session_count: 0 };
         await options.profiles.write(agentId, AGENT_PRIORS_KEY, updatePriors(priors, stats) as unknown as JsonValue);

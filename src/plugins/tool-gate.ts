@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
-import type { ToolCall } from '../contract/message.ts';
+import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { RunLifecycle } from '../runtime/loop-keys.ts';
 import { ToolInterceptAction } from '../runtime/builtin-plugins.ts';
@@ -27,8 +26,8 @@ export const toolGatePlugin: RuntimePlugin = {
   configKeys: [ToolGateConfigKey as never],
   register: (r) =>
     r.registerPhaseHook('before_tool_execute', (ctx) => {
-      const call = ctx.input['toolCall'] as ToolCall;
-      const config = readPluginConfig(ctx.input['agentSpec'] as AgentSpec, ToolGateConfigKey);
+      const call = ctx.input.toolCall;
+      const config = readPluginConfig(ctx.input.agentSpec, ToolGateConfigKey);
       if (!config.ok) return StateCommand.empty();
       if (config.value.deny.includes(call.name)) {
         return StateCommand.empty().scheduleAction(ToolInterceptAction, {
@@ -64,9 +63,9 @@ export const finishOnPlugin: RuntimePlugin = {
   configKeys: [FinishOnConfigKey as never],
   register: (r) =>
     r.registerPhaseHook('after_inference', (ctx) => {
-      const config = readPluginConfig(ctx.input['agentSpec'] as AgentSpec, FinishOnConfigKey);
-      const observation = ctx.input['inference'] as { ok: boolean; text?: string };
+      const config = readPluginConfig(ctx.input.agentSpec, FinishOnConfigKey);
+      const observation = ctx.input.inference;
       if (!config.ok || config.value.phrase === '' || !observation.ok || !(observation.text ?? '').includes(config.value.phrase)) return StateCommand.empty();
-      return StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'behavior_requested', at: ctx.input['now'] as number });
+      return StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'behavior_requested', at: ctx.input.now });
     }),
 };

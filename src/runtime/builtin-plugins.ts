@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InferenceOverrideSchema } from '../contract/inference.ts';
-import { evaluateStopPolicies, observeInference, type InferenceObservation, type StopPolicy } from '../core/policies/stop-policy.ts';
+import { evaluateStopPolicies, observeInference, type StopPolicy } from '../core/policies/stop-policy.ts';
 import type { Plugin } from '../core/phase/plugin.ts';
 import { defineAction, StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
@@ -80,12 +80,6 @@ export const StopDecisionKey = defineStateKey<{ readonly code: string; readonly 
   codec: z.object({ code: z.string(), detail: z.string() }).nullable() as z.ZodType<{ readonly code: string; readonly detail: string } | null>,
 });
 
-/** Phase input the loop gives AfterInference hooks. */
-export interface AfterInferenceInput {
-  readonly inference: InferenceObservation;
-  readonly now: number;
-}
-
 export const STOP_CONDITION_PLUGIN = 'stop-condition';
 
 /**
@@ -97,12 +91,12 @@ export function stopConditionPlugin(policies: readonly StopPolicy[]): Plugin {
     name: STOP_CONDITION_PLUGIN,
     register: (r) => {
       r.registerPhaseHook('run_start', (ctx) => {
-        const now = ctx.input['now'] as number;
+        const now = ctx.input.now;
         const stats = ctx.snapshot.getOrDefault(StopStats);
         return stats.startedAt === 0 ? StateCommand.empty().update(StopStats, withStartedAt(stats, now)) : StateCommand.empty();
       });
       r.registerPhaseHook('after_inference', (ctx) => {
-        const input = ctx.input as unknown as AfterInferenceInput;
+        const input = ctx.input;
         const previous = ctx.snapshot.getOrDefault(StopStats);
         const startedAt = previous.startedAt === 0 ? input.now : previous.startedAt;
         const stats = withStartedAt(observeInference(previous, input.inference, Math.max(0, input.now - startedAt)), startedAt);

@@ -19,6 +19,7 @@ import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
 import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { compactionView, contextChanged, CONTINUATION_PROMPT, shouldRetryTruncated } from '../core/context/index.ts';
 import { StopDecisionKey } from './builtin-plugins.ts';
@@ -193,14 +194,14 @@ export class RunLoop implements BatchHost {
     checkSubmitted(r);
   }
 
-  /** Runs a phase; synchronous (no promise) when its hooks and handlers are. */
-  runPhase(phase: Phase, input: Record<string, unknown>, cancellable = true): Promise<void> | void {
-    // The input literal is the caller's own, made for this call: the run's fields join it in place.
-    const full = input;
-    full['agentSpec'] = this.resolved.spec;
-    full['threadId'] = this.threadId;
-    full['runId'] = this.runId;
-    const r = this.phase.runPhaseNow(phase, cancellable ? { input: full, signal: this.signal } : { input: full });
+  /**
+   * Runs a phase with its typed input (`PhaseInputs`): the phase's own fields and the run's, in a new
+   * object (the caller's is not touched). Synchronous (no promise) when its hooks and handlers are.
+   */
+  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>, cancellable = true): Promise<void> | void {
+    const run: RunFields = { agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId };
+    const input: PhaseInputs[P] = Object.assign(run, fields) as PhaseInputs[P];
+    const r = this.phase.runPhaseNow(phase, cancellable ? { input, signal: this.signal } : { input });
     if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkPhase);
     checkPhase(r);
   }

@@ -16,6 +16,7 @@ import {
 import type { Phase } from '../contract/phase.ts';
 import { isPromiseLike } from '../core/phase/maybe-promise.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import type { PhaseFields } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';
 import { mergeParallelCommands, StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
@@ -43,9 +44,8 @@ export interface BatchHost {
   readonly signal: AbortSignal;
   /** Delivers an event; a promise only when the sink is asynchronous. */
   emit(event: AgentEvent): Promise<void> | undefined;
-  /** Runs a phase; throws on cancellation or a phase error. */
-  /** `input` is a fresh object made for the call; the host may add the run's own fields to it. */
-  runPhase(phase: Phase, input: Record<string, unknown>): Promise<void> | void;
+  /** Runs a phase with its fields (the host adds the run's); throws on cancellation or a phase error. */
+  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>): Promise<void> | void;
   /** Submits a command; throws if it cannot be committed. */
   submit(command: StateCommand): Promise<void> | void;
   messages(): readonly Message[];

@@ -26,7 +26,8 @@ export interface CancellationFlag {
 }
 
 export interface PhaseRunOptions {
-  readonly input?: Readonly<Record<string, unknown>>;
+  /** The phase's input, handed to hooks as `ctx.input` (the loop passes `PhaseInputs[phase]`). */
+  readonly input?: object;
   /** Plugin ids whose hooks run; empty or absent = every active plugin's hooks. */
   readonly activeHookFilter?: readonly string[];
   readonly signal?: CancellationFlag;
@@ -246,8 +247,9 @@ export class PhaseRuntime {
     return filter === undefined || filter.length === 0 ? hooks : hooks.filter((h) => filter.includes(h.pluginId));
   }
 
+  /** The engine passes the input it is given on: its shape per phase is the caller's contract (`PhaseInputs`). */
   #context(phase: Phase, snapshot: Snapshot, options: PhaseRunOptions): PhaseContext {
-    return { phase, snapshot, input: options.input ?? EMPTY_INPUT };
+    return { phase, snapshot, input: (options.input ?? EMPTY_INPUT) as unknown as PhaseContext['input'] };
   }
 
   /**

@@ -1,20 +1,60 @@
 import type { StateError } from '../../contract/errors.ts';
 import { PHASES, type Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import type { ToolDescriptor } from '../../contract/tool.ts';
+import type { AgentSpec } from '../../contract/agent-spec.ts';
+import type { InferenceExecutionError } from '../../contract/errors.ts';
+import type { Message, ToolCall } from '../../contract/message.ts';
+import type { StreamResult } from '../../contract/stream.ts';
+import type { ToolDescriptor, ToolResult } from '../../contract/tool.ts';
+import type { InferenceObservation } from '../policies/stop-policy.ts';
 import type { Snapshot } from '../state/snapshot.ts';
 import type { EffectSpec, ScheduledActionSpec, StateCommand } from '../state/state-command.ts';
 import type { AnyStateKey, StateKeyOptions } from '../state/state-key.ts';
 import type { KeyRegistration } from '../state/state-store.ts';
 
-/** What a hook sees: the phase, ONE frozen snapshot, and the phase input the shell provides. */
-export interface PhaseContext {
-  readonly phase: Phase;
-  readonly snapshot: Snapshot;
-  readonly input: Readonly<Record<string, unknown>>;
+/** What every phase input carries: the run it belongs to. */
+export interface RunFields {
+  readonly agentSpec: AgentSpec;
+  readonly threadId: string;
+  readonly runId: string;
 }
 
-export type PhaseHook = (ctx: PhaseContext) => StateCommand | Promise<StateCommand>;
+/**
+ * The input the loop gives each phase's hooks (core-spec §3): the plugin API. Every input is a new
+ * object for that phase run, read-only; `messages` is the thread's history as the phase sees it.
+ */
+export interface PhaseInputs {
+  readonly run_start: RunFields & { readonly now: number; readonly tools: readonly ToolDescriptor[] };
+  readonly step_start: RunFields & { readonly messages: readonly Message[] };
+  readonly before_inference: RunFields & { readonly messages: readonly Message[] };
+  readonly after_inference: RunFields & {
+    /** What the stop policies observe; `ok: false` when the inference failed. */
+    readonly inference: InferenceObservation;
+    readonly now: number;
+    /** The streamed result, or the error the inference failed with. */
+    readonly llmResponse: StreamResult | { readonly error: InferenceExecutionError };
+    readonly messages: readonly Message[];
+  };
+  readonly before_tool_execute: RunFields & { readonly toolCall: ToolCall; readonly messages: readonly Message[] };
+  readonly after_tool_execute: RunFields & { readonly toolCall: ToolCall; readonly toolResult: ToolResult | undefined; readonly messages: readonly Message[] };
+  readonly step_end: RunFields & { readonly messages: readonly Message[] };
+  readonly run_end: RunFields & { readonly messages: readonly Message[] };
+}
+
+/** A phase's input without the run fields (what a caller of the loop's `runPhase` supplies). */
+export type PhaseFields<P extends Phase> = Omit<PhaseInputs[P], keyof RunFields>;
+
+/**
+ * What a hook sees: the phase, ONE frozen snapshot, and the phase's input. A hook registered for one
+ * phase gets that phase's input typed; a hook for any phase (`PhaseContext`) gets the union.
+ */
+export interface PhaseContext<P extends Phase = Phase> {
+  readonly phase: P;
+  readonly snapshot: Snapshot;
+  readonly input: PhaseInputs[P];
+}
+
+export type PhaseHook<P extends Phase = Phase> = (ctx: PhaseContext<P>) => StateCommand | Promise<StateCommand>;
 export type ActionHandler<P> = (ctx: PhaseContext, payload: P) => StateCommand | Promise<StateCommand>;
 /** Effect handlers see the post-commit snapshot and return nothing: they cannot change state. */
 export type EffectHandler<P> = (payload: P, snapshot: Snapshot) => void | Promise<void>;
@@ -72,8 +112,10 @@ export class PluginRegistrar {
     return this;
   }
 
-  registerPhaseHook(phase: Phase, hook: PhaseHook): this {
-    this.hooks.push({ pluginId: this.pluginId, phase, hook });
+  /** A hook for one phase: it gets that phase's input, typed (`PhaseInputs`). */
+  registerPhaseHook<P extends Phase>(phase: P, hook: PhaseHook<P>): this {
+    // Stored for any phase; the engine calls it only with contexts of `phase`.
+    this.hooks.push({ pluginId: this.pluginId, phase, hook: hook as unknown as PhaseHook });
     return this;
   }
 

@@ -75,7 +75,9 @@ describe('two instances on PostgreSQL', () => {
   }, 600_000);
 
   it(`${100 * SCALE} concurrent starts on one thread across both instances: exactly one runs`, async () => {
-    const args = ['--store', url, '--model', `scripted:${slowScript(5, 50)}`];
+    // The run that wins lasts 3 s, so that every start lands while it runs: with a 250 ms run a start
+    // that reached a loaded machine late found the thread free again, and rightly ran.
+    const args = ['--store', url, '--model', `scripted:${slowScript(30, 100)}`];
     const a = await startServe(args);
     const b = await startServe(args);
     try {

@@ -407,3 +407,25 @@ describe('maps keyed by call id', () => {
     expect(Object.getOwnPropertyDescriptor(states, '__proto__')?.value).toMatchObject({ status: 'succeeded' });
   });
 });
+
+describe('a plugin is registered once per run', () => {
+  it('its register runs once for each run (the agent is resolved per run, and the run’s engine uses that registration)', async () => {
+    let registered = 0;
+    const counting: RuntimePlugin = {
+      name: 'counting',
+      register: (r) => {
+        registered++;
+        r.registerPhaseHook('step_start', () => StateCommand.empty());
+      },
+    };
+    const h = harness([{ text: 'one' }, { text: 'two' }], { plugins: [counting] });
+    // Building the runtime resolves every agent once (to validate it).
+    const built = registered;
+    const first = await h.runtime.run({ messages: go }, h.sink);
+    expect(first.ok).toBe(true);
+    expect(registered - built).toBe(1);
+    const second = await h.runtime.run({ messages: go, ...(first.ok ? { threadId: first.value.threadId } : {}) }, h.sink);
+    expect(second.ok).toBe(true);
+    expect(registered - built).toBe(2);
+  });
+});

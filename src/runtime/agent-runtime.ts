@@ -206,10 +206,8 @@ export class AgentRuntime {
     const runId = runIdAsked ?? this.#env.ids.next('run');
 
     const state = new StateStore();
-    const phase = PhaseRuntime.create(resolved.value.plugins, {
-      store: state,
-      activePlugins: resolved.value.activePlugins,
-    });
+    // The plugins registered when the agent was resolved (once per run) drive the run's engine.
+    const phase = PhaseRuntime.over(resolved.value.executionEnv, { store: state });
     if (!phase.ok) return err({ code: 'state', error: phase.error });
 
     const controller = new AbortController();

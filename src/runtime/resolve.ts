@@ -3,7 +3,7 @@ import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginCon
 import type { ResolveError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
-import { buildExecutionEnv, PluginRegistrar, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
+import { buildExecutionEnv, PluginRegistrar, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
 import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './builtin-plugins.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import type { Env } from './env.ts';
@@ -98,6 +98,8 @@ export interface ResolvedAgent {
   readonly warnings: readonly string[];
   /** Context-window management, when the agent sets `context_policy`. */
   readonly context?: ResolvedContext;
+  /** The plugins registered (once, here): hooks, handlers, tools and keys the run's phase engine uses. */
+  readonly executionEnv: ExecutionEnv;
 }
 
 export interface ResolveDeps {
@@ -224,6 +226,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     activePlugins: activePluginNames(spec, defaults),
     warnings,
     ...(context !== undefined ? { context } : {}),
+    executionEnv: env.value,
   });
 }
 

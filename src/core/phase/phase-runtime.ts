@@ -76,16 +76,21 @@ export class PhaseRuntime {
   static create(plugins: readonly Plugin[], options: PhaseRuntimeOptions = {}): Result<PhaseRuntime, StateError> {
     const env = buildExecutionEnv(plugins, options);
     if (!env.ok) return env;
+    return PhaseRuntime.over(env.value, options);
+  }
+
+  /** A runtime over an env already built (its plugins registered once): the queue keys and every plugin's keys installed into the store. */
+  static over(env: ExecutionEnv, options: Pick<PhaseRuntimeOptions, 'store' | 'maxRounds'> = {}): Result<PhaseRuntime, StateError> {
     const store = options.store ?? new StateStore();
     if (!store.installedPlugins().includes(RUNTIME_QUEUE_PLUGIN)) {
       const queue = store.installPlugin(RUNTIME_QUEUE_PLUGIN, [{ key: PendingScheduledActions }, { key: FailedScheduledActions }]);
       if (!queue.ok) return queue;
     }
-    for (const plugin of env.value.plugins) {
+    for (const plugin of env.plugins) {
       const installed = store.installPlugin(plugin.name, plugin.keys);
       if (!installed.ok) return installed;
     }
-    return ok(new PhaseRuntime(store, env.value, options.maxRounds ?? DEFAULT_MAX_PHASE_ROUNDS));
+    return ok(new PhaseRuntime(store, env, options.maxRounds ?? DEFAULT_MAX_PHASE_ROUNDS));
   }
 
   /** A runtime over a new run's store (run-scoped keys absent, thread-scoped kept, revision 0). */

@@ -37,7 +37,7 @@ import {
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
-import { INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
+import { emitted, INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
 
 /** The outcome of a run (book: AgentRunResult). */
 export interface AgentRunResult {
@@ -461,7 +461,7 @@ export class RunLoop implements BatchHost {
     let activityId: string | undefined;
     const idOf = (): string => (activityId ??= this.env.ids.next('message'));
     const report = (content: Record<string, JsonValue>): Promise<void> =>
-      this.emit({ event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true }) ?? RESOLVED;
+      emitted(this, { event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true });
     const outcome = await autocompact(this.#messages, context, {
       model: this.resolved.modelName,
       summaryId: idOf,
@@ -564,10 +564,14 @@ export class RunLoop implements BatchHost {
         acc.push(part);
         switch (part.type) {
           case 'text_delta':
-            if (part.delta !== '') await this.emit({ event_type: 'text_delta', delta: part.delta });
+            if (part.delta === '') break;
+            wait = this.emit({ event_type: 'text_delta', delta: part.delta });
+            if (wait !== undefined) await wait;
             break;
           case 'reasoning_delta':
-            if (part.delta !== '') await this.emit({ event_type: 'reasoning_delta', delta: part.delta });
+            if (part.delta === '') break;
+            wait = this.emit({ event_type: 'reasoning_delta', delta: part.delta });
+            if (wait !== undefined) await wait;
             break;
           case 'reasoning_encrypted':
             wait = this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
@@ -579,7 +583,9 @@ export class RunLoop implements BatchHost {
             if (wait !== undefined) await wait;
             break;
           case 'tool_call_delta':
-            if (part.args_delta !== '') await this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
+            if (part.args_delta === '') break;
+            wait = this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
+            if (wait !== undefined) await wait;
             break;
           default:
             break;
@@ -594,7 +600,10 @@ export class RunLoop implements BatchHost {
       parts.dispose();
     }
     const result = acc.finish();
-    for (const call of result.toolCalls) await this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
+    for (const call of result.toolCalls) {
+      wait = this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
+      if (wait !== undefined) await wait;
+    }
     if (result.usage !== undefined) {
       this.#usage.seen = true;
       this.#usage.prompt += Math.max(0, result.usage.prompt_tokens ?? 0);
@@ -835,8 +844,6 @@ function placeContextMessages(
   messages.push(...suffix);
 }
 
-
-const RESOLVED: Promise<void> = Promise.resolve();
 
 /**
  * A provider's parts, or `'aborted'` as soon as the run's signal fires even if the provider never

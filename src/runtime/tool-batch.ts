@@ -29,8 +29,8 @@ import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type R
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
-/** An event delivered through the host, as a promise (tools always get one). */
-const emitted = (host: BatchHost, event: AgentEvent): Promise<void> => host.emit(event) ?? RESOLVED;
+/** An event delivered through the host, as a promise (for callers that always want one: tools, reports). */
+export const emitted = (host: BatchHost, event: AgentEvent): Promise<void> => host.emit(event) ?? RESOLVED;
 
 export const INTERRUPTED = '[Tool execution was interrupted]';
 
@@ -274,7 +274,7 @@ export class ToolBatch {
   /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each. */
   async resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
     let wait: Promise<void> | void;
-    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => this.#host.emit(e) ?? RESOLVED;
+    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => emitted(this.#host, e);
     for (const entry of this.#entries) {
       const decision = decisions.get(entry.call.id);
       if (decision === undefined || entry.status !== 'suspended') continue;
@@ -519,7 +519,6 @@ export class ToolBatch {
     return undefined;
   }
 }
-
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 

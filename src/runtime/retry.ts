@@ -45,51 +45,35 @@ export function retryingExecutor(
   breaker?: CircuitBreaker,
   onModel?: (model: string) => void,
 ): LlmExecutor {
+  const setup: RetrySetup = { targets, policy, env, breaker, onModel };
   return {
     name: `retrying(${targets.map((t) => t.executor.name).join(',')})`,
-    stream: (request) => retryStream(targets, policy, env, breaker, request, onModel),
+    stream: (request) => new RetryingStream(setup, request),
   };
 }
 
-/**
- * The retry loop runs only until the first part: from then on the inner iterator is handed out as
- * it is, so a streamed delta costs no extra generator hop.
- */
-function retryStream(
-  targets: readonly ModelTarget[],
-  policy: LlmRetryPolicy,
-  env: Env,
-  breaker: CircuitBreaker | undefined,
-  request: InferenceRequest,
-  onModel: ((model: string) => void) | undefined,
-): AsyncIterable<StreamPart> {
-  return new RetryingStream(targets, policy, env, breaker, request, onModel);
+/** What every stream of one retrying executor shares. */
+interface RetrySetup {
+  readonly targets: readonly ModelTarget[];
+  readonly policy: LlmRetryPolicy;
+  readonly env: Env;
+  readonly breaker: CircuitBreaker | undefined;
+  readonly onModel: ((model: string) => void) | undefined;
 }
 
-/** One stream through the retry loop; its own iterator (methods, not a closure per stream). */
+/**
+ * One stream through the retry loop, its own iterator (methods, not a closure per stream). The retry
+ * loop runs only until the first part: from then on the inner iterator is used as it is, so a
+ * streamed delta costs no extra generator hop.
+ */
 class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
   #inner: AsyncIterator<StreamPart> | undefined;
-  readonly #targets: readonly ModelTarget[];
-  readonly #policy: LlmRetryPolicy;
-  readonly #env: Env;
-  readonly #breaker: CircuitBreaker | undefined;
+  readonly #setup: RetrySetup;
   readonly #request: InferenceRequest;
-  readonly #onModel: ((model: string) => void) | undefined;
 
-  constructor(
-    targets: readonly ModelTarget[],
-    policy: LlmRetryPolicy,
-    env: Env,
-    breaker: CircuitBreaker | undefined,
-    request: InferenceRequest,
-    onModel: ((model: string) => void) | undefined,
-  ) {
-    this.#targets = targets;
-    this.#policy = policy;
-    this.#env = env;
-    this.#breaker = breaker;
+  constructor(setup: RetrySetup, request: InferenceRequest) {
+    this.#setup = setup;
     this.#request = request;
-    this.#onModel = onModel;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<StreamPart> {
@@ -109,11 +93,10 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
 
   async #open(): Promise<IteratorResult<StreamPart>> {
     const request = this.#request;
-    const breaker = this.#breaker;
-    const policy = this.#policy;
+    const { targets, policy, env, breaker, onModel } = this.#setup;
     let last: InferenceFailure | undefined;
-    for (let t = 0; t < this.#targets.length; t++) {
-      const target = this.#targets[t] as ModelTarget;
+    for (let t = 0; t < targets.length; t++) {
+      const target = targets[t] as ModelTarget;
       // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
       const model = t === 0 ? request.model : target.modelName;
       for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
@@ -125,7 +108,7 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
           const it = target.executor.stream(model === request.model ? request : { ...request, model })[Symbol.asyncIterator]();
           const first = await it.next();
           // As in 0.6, a stream that opened is a success for the breaker.
-          this.#onModel?.(model);
+          onModel?.(model);
           breaker?.recordSuccess(model);
           this.#inner = it;
           return first;
@@ -134,7 +117,7 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
           if (!isRetryable(failure.error)) throw failure;
           breaker?.recordFailure(model);
           last = failure;
-          if (attempt < policy.max_retries) await this.#env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
+          if (attempt < policy.max_retries) await env.sleep(backoffMs(policy.backoff_base_ms, attempt), request.signal);
         }
       }
     }

@@ -201,6 +201,20 @@ export function appendStart(c: Pick<RunCheckpoint, 'appendFrom'>, held: number):
   return c.appendFrom !== undefined && c.appendFrom >= 0 && c.appendFrom <= held ? c.appendFrom : undefined;
 }
 
+/**
+ * The thread's messages after a checkpoint, for a store that keeps them as one list: the held ones
+ * before `appendFrom` (see `appendStart`) and the checkpoint's after it, else the checkpoint's whole;
+ * what comes from the checkpoint passes through `take` (its array is the writer's, valid during the call).
+ */
+export function messagesAfter(
+  c: Pick<RunCheckpoint, 'appendFrom' | 'messages'>,
+  held: readonly Message[] | undefined,
+  take: (messages: readonly Message[]) => Message[] = (messages) => messages.slice(),
+): Message[] {
+  const from = held === undefined ? undefined : appendStart(c, held.length);
+  return from === undefined ? take(c.messages) : [...(held as readonly Message[]).slice(0, from), ...take(c.messages.slice(from))];
+}
+
 /** The run record a checkpoint describes. */
 export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], createdAt: number): RunRecord {
   return {

@@ -1,6 +1,7 @@
 import type { Message } from '../contract/message.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { PersistedState } from '../core/state/state-store.ts';
+import { appendStart, messagesAfter } from './store.ts';
 
 /** What a checkpoint records (book: Checkpoint Triggers): messages, lifecycle, persistent state. */
 export interface RunCheckpoint {
@@ -66,12 +67,13 @@ export class MemoryThreadRunStore implements ThreadRunStore {
 
   checkpoint(checkpoint: RunCheckpoint): Promise<void> {
     const held = this.threads.get(checkpoint.threadId)?.messages as Message[] | undefined;
-    const from = checkpoint.appendFrom;
     let messages: Message[];
-    if (held !== undefined && from !== undefined && from === held.length) {
+    // All that is held is kept: the new messages are appended in place (no copy of the history).
+    // Otherwise a new array, so that earlier checkpoints keep reading theirs.
+    if (held !== undefined && appendStart(checkpoint, held.length) === held.length) {
       messages = held;
-      for (let i = from; i < checkpoint.messages.length; i++) messages.push(checkpoint.messages[i] as Message);
-    } else messages = checkpoint.messages.slice();
+      for (let i = held.length; i < checkpoint.messages.length; i++) messages.push(checkpoint.messages[i] as Message);
+    } else messages = messagesAfter(checkpoint, held);
     const count = messages.length;
     const { messages: _live, ...rest } = checkpoint;
     this.checkpoints.push(Object.defineProperty(rest, 'messages', { get: () => messages.slice(0, count), enumerable: true }) as RunCheckpoint);

@@ -10,7 +10,7 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts';
 import { byUpdatedThenId } from './memory.ts';
 import {
-  appendStart,
+  messagesAfter,
   runEnded,
   checkId,
   checkSeq,
@@ -160,10 +160,7 @@ export class FileStore implements Store {
         throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
       }
       const record: ThreadRecord = { ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId };
-      // The leading messages the writer left as they were are kept; the rest is written as given.
-      const from = t === undefined ? undefined : appendStart(c, actual);
-      const messages = from === undefined ? c.messages : [...(t as ThreadFile).messages.slice(0, from), ...c.messages.slice(from)];
-      await this.#put('threads', `${c.threadId}.json`, { record, messages, state: c.threadState } satisfies ThreadFile);
+      await this.#put('threads', `${c.threadId}.json`, { record, messages: messagesAfter(c, t?.messages), state: c.threadState } satisfies ThreadFile);
       const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt), ...(c.status !== 'done' ? { state: c.runState } : {}) };
       await this.#put('runs', `${c.runId}.json`, run);
     });

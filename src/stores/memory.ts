@@ -7,7 +7,7 @@ import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.t
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
 import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
-  appendStart,
+  messagesAfter,
   runEnded,
   checkId,
   checkSeq,
@@ -126,10 +126,7 @@ export class MemoryStore implements Store {
       updated_at: c.updatedAt,
       latest_run_id: c.runId,
     };
-    // The leading messages the writer left as they were are kept; the rest is copied in.
-    const from = e === undefined ? undefined : appendStart(c, actual);
-    const messages = from === undefined ? copy(c.messages) : [...(e as ThreadEntry).messages.slice(0, from), ...copy(c.messages.slice(from))];
-    this.#threads.set(c.threadId, { record, messages, state: copy(c.threadState) });
+    this.#threads.set(c.threadId, { record, messages: messagesAfter(c, e?.messages, (ms) => copy(ms) as Message[]), state: copy(c.threadState) });
     this.#runs.set(c.runId, runRecordOf(c, previous?.created_at ?? c.updatedAt));
     if (c.status === 'done') this.#runStates.delete(c.runId);
     else this.#runStates.set(c.runId, copy(c.runState));

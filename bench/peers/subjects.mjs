@@ -17,13 +17,11 @@ const scripted = (steps) => {
 export async function awaken(steps) {
   const { AgentRuntimeBuilder, Messages, ToolResults, defineTool, realEnv } = await import('awaken-ts');
   const s = scripted(steps);
-  const tool = [
-    (i) => [
-      { type: 'tool_call_start', id: `c${i}`, name: 'echo' },
-      { type: 'tool_call_delta', id: `c${i}`, args_delta: ARGS },
-      { type: 'finish', stop_reason: 'ToolUse' },
-    ],
-  ][0];
+  const tool = (i) => [
+    { type: 'tool_call_start', id: `c${i}`, name: 'echo' },
+    { type: 'tool_call_delta', id: `c${i}`, args_delta: ARGS },
+    { type: 'finish', stop_reason: 'ToolUse' },
+  ];
   const text = [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
   const built = new AgentRuntimeBuilder()
     .withEnv(realEnv())
@@ -55,18 +53,22 @@ export async function awaken(steps) {
 // ---- the AI SDK: LanguageModelV3 (ai@6) and V4 (ai@7) --------------------------------------------------
 const aiUsage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
+/** `doGenerate` of an AI SDK model: the k-th answer, its finish reason in the spec version's form. */
+const aiGenerate = (s, finish, usage) => async () => {
+  const i = s.next();
+  return s.toolStep(i)
+    ? { content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'echo', input: ARGS }], finishReason: finish('tool-calls'), usage, warnings: [] }
+    : { content: [{ type: 'text', text: 'done' }], finishReason: finish('stop'), usage, warnings: [] };
+};
+
 function aiModel(version, s) {
   return {
     specificationVersion: version,
     provider: 'mock',
     modelId: 'mock',
     supportedUrls: {},
-    doGenerate: async () => {
-      const i = s.next();
-      return s.toolStep(i)
-        ? { content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'echo', input: ARGS }], finishReason: { unified: 'tool-calls', raw: undefined }, usage: aiUsage, warnings: [] }
-        : { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: undefined }, usage: aiUsage, warnings: [] };
-    },
+    // V3 and V4 give the finish reason as { unified, raw }.
+    doGenerate: aiGenerate(s, (unified) => ({ unified, raw: undefined }), aiUsage),
     doStream: async () => {
       throw new Error('not used');
     },
@@ -177,12 +179,8 @@ export async function mastra(steps) {
     provider: 'mock',
     modelId: 'mock',
     supportedUrls: {},
-    doGenerate: async () => {
-      const i = s.next();
-      return s.toolStep(i)
-        ? { content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'echo', input: ARGS }], finishReason: 'tool-calls', usage, warnings: [] }
-        : { content: [{ type: 'text', text: 'done' }], finishReason: 'stop', usage, warnings: [] };
-    },
+    // V2 gives the finish reason as a string.
+    doGenerate: aiGenerate(s, (reason) => reason, usage),
     doStream: async () => {
       const i = s.next();
       const chunks = s.toolStep(i)

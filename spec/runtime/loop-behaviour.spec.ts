@@ -16,7 +16,7 @@ import { NOT_EXECUTED } from '../../src/runtime/run-loop.ts';
 import type { StreamPart } from '../../src/contract/stream.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
-import type { LlmExecutor } from '../../src/runtime/llm.ts';
+import type { InferenceRequest, LlmExecutor } from '../../src/runtime/llm.ts';
 
 const go = [Messages.user('go')];
 const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
@@ -297,21 +297,38 @@ describe('state machines are enforced', () => {
   });
 });
 
-describe('a provider that ignores the run signal', () => {
-  const build = (stream: LlmExecutor['stream']) => {
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('p', { name: 'p', stream })
-      .withModel('m', { provider: 'p', model_name: 'p' })
-      .withAgentSpec({ id: 'a', model: 'm' })
-      .withTool(echoTool)
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    return built.value;
+/** A runtime over a hand-written provider and the echo tool. */
+function runtimeOver(stream: LlmExecutor['stream'], spec: { readonly system_prompt?: string } = {}) {
+  const built = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('p', { name: 'p', stream })
+    .withModel('m', { provider: 'p', model_name: 'p' })
+    .withAgentSpec({ id: 'a', model: 'm', ...spec })
+    .withTool(echoTool)
+    .build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  return built.value;
+}
+
+/** A provider stream that answers `calls` echo tool calls, one per inference, then text; `seen` gets each request. */
+function echoCallsThenText(calls: number, seen: (request: InferenceRequest) => void): LlmExecutor['stream'] {
+  let k = 0;
+  return (request) => {
+    seen(request);
+    const parts: StreamPart[] =
+      k++ < calls
+        ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
+        : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+    return (async function* () {
+      yield* parts;
+    })();
   };
+}
+
+describe('a provider that ignores the run signal', () => {
 
   it('a cancel ends the run while the provider never answers its next part', async () => {
-    const runtime = build(() => ({
+    const runtime = runtimeOver(() => ({
       [Symbol.asyncIterator]: () => {
         let sent = false;
         return {
@@ -331,17 +348,7 @@ describe('a provider that ignores the run signal', () => {
 
   it('a finished run leaves no listener on the signal it handed the provider', async () => {
     const signals: AbortSignal[] = [];
-    let k = 0;
-    const runtime = build((request) => {
-      if (request.signal !== undefined) signals.push(request.signal);
-      const parts: StreamPart[] =
-        k++ < 3
-          ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
-          : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
-      return (async function* () {
-        yield* parts;
-      })();
-    });
+    const runtime = runtimeOver(echoCallsThenText(3, (request) => request.signal !== undefined && signals.push(request.signal)));
     const r = await runtime.run({ messages: go }, { emit: () => undefined });
     expect(r.ok && r.value.steps).toBe(4);
     expect(signals).toHaveLength(4);
@@ -352,28 +359,11 @@ describe('a provider that ignores the run signal', () => {
 describe('the messages a request carries', () => {
   it('each step sends the history as of that step; without a context policy the run appends to one array rather than copying the history per step', async () => {
     const seen: { array: readonly unknown[]; length: number; last: string }[] = [];
-    let k = 0;
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('p', {
-        name: 'p',
-        stream: (request) => {
-          seen.push({ array: request.messages, length: request.messages.length, last: JSON.stringify(request.messages.at(-1)) });
-          const parts: StreamPart[] =
-            k++ < 2
-              ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
-              : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
-          return (async function* () {
-            yield* parts;
-          })();
-        },
-      })
-      .withModel('m', { provider: 'p', model_name: 'p' })
-      .withAgentSpec({ id: 'a', model: 'm', system_prompt: 'sys' })
-      .withTool(echoTool)
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    const r = await built.value.run({ messages: go }, { emit: () => undefined });
+    const runtime = runtimeOver(
+      echoCallsThenText(2, (request) => seen.push({ array: request.messages, length: request.messages.length, last: JSON.stringify(request.messages.at(-1)) })),
+      { system_prompt: 'sys' },
+    );
+    const r = await runtime.run({ messages: go }, { emit: () => undefined });
     expect(r.ok && r.value.steps).toBe(3);
     // system + user, then + assistant(call) + tool result per step.
     expect(seen.map((s) => s.length)).toEqual([2, 4, 6]);

@@ -9,7 +9,7 @@ mkdirSync(dir, { recursive: true });
 for (const f of readdirSync(dir)) if (f.endsWith('.jsonl')) rmSync(join(dir, f));
 let i = 0;
 for (const scenario of SCENARIOS) {
-  const recording = await recordRun(setupOf(scenario), 'awaken-ts@corpus');
+  const recording = await recordRun(setupOf(scenario));
   const file = `${String(++i).padStart(2, '0')}-${scenario.name}.jsonl`;
   writeFileSync(join(dir, file), recording.transcript);
   process.stdout.write(`${file}: ${recording.result.termination.type}\n`);

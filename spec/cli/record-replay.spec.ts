@@ -39,8 +39,12 @@ describe('awaken record / awaken replay', () => {
     expect(rep.out).toContain('first differing event: #');
     expect(rep.out).toContain('- delta: "It was "');
     expect(rep.out).toContain('1 identical, 1 differ');
+    const line = readFileSync(bad, 'utf8').split('\n').findIndex((l) => l.includes('"delta":"It was "')) + 1;
+    expect(rep.out).toContain(`${bad}:${line} (an event record)`);
     const json = await cli('replay', '--json', bad);
-    expect(JSON.parse(json.out)[0]).toMatchObject({ identical: false, firstDifference: { diff: ['- delta: "It was "', '+ delta: "It is "'] } });
+    expect(JSON.parse(json.out)[0]).toMatchObject({ identical: false, firstDifference: { diff: ['- delta: "It was "', '+ delta: "It is "'] }, at: { line, record: 'event' } });
+    // How the replayed run ended is for callers of replayTranscript; the report stays about where it diverged.
+    expect(JSON.parse(json.out)[0]).not.toHaveProperty('end');
   });
 
   it('--model transcript:FILE drives the loop with the recorded model answers', async () => {

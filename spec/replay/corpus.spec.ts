@@ -3,7 +3,9 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AGENT_EVENT_TYPES, deserialiseEvent } from '../../src/contract/event.ts';
 import { TerminationReasonSchema } from '../../src/contract/lifecycle.ts';
+import { recordRun } from '../../src/replay/recorder.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
+import { SCENARIOS, setupOf } from '../../replay/corpus.ts';
 import { readTranscript } from '../../src/replay/transcript.ts';
 
 const dir = resolve(import.meta.dirname, '../../fixtures/runs');
@@ -30,6 +32,17 @@ describe('the recorded runs corpus (fixtures/runs/)', () => {
     const seen = new Set(files.flatMap((f) => eventsOf(f).map((e) => e.event_type)));
     const emittable = AGENT_EVENT_TYPES.filter((t) => !NOT_EMITTED_BY_THE_RUNTIME.includes(t));
     expect(emittable.filter((t) => !seen.has(t))).toEqual([]);
+  });
+
+  it('recording its scenarios again gives the committed transcripts byte for byte (the recorder writes what the migration wrote)', async () => {
+    const differ: string[] = [];
+    for (const [i, scenario] of SCENARIOS.entries()) {
+      const file = `${String(i + 1).padStart(2, '0')}-${scenario.name}.jsonl`;
+      const { transcript } = await recordRun(setupOf(scenario));
+      if (transcript !== readFileSync(join(dir, file), 'utf8')) differ.push(file);
+    }
+    expect(SCENARIOS).toHaveLength(files.length);
+    expect(differ).toEqual([]);
   });
 
   it.each(files)('%s replays byte for byte', async (file) => {

@@ -29,7 +29,7 @@ describe('record → replay', () => {
   it('property: replaying a recording gives identical bytes, in every execution mode', async () => {
     await fc.assert(
       fc.asyncProperty(script, mode, fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }), fc.constantFrom(0, 7), async (steps, m, cancel, tick) => {
-        const { transcript } = await recordRun(setup(steps, m, cancel, tick), 'test');
+        const { transcript } = await recordRun(setup(steps, m, cancel, tick));
         const report = await replayTranscript(transcript);
         expect(report.divergence).toBeUndefined();
         expect(report.firstDifference).toBeUndefined();
@@ -45,7 +45,7 @@ describe('record → replay', () => {
     );
     await fc.assert(
       fc.asyncProperty(flips, async ([steps, m, pickLine, pickChar, delta]) => {
-        const { transcript } = await recordRun(setup(steps, m, undefined, 3), 'test');
+        const { transcript } = await recordRun(setup(steps, m, undefined, 3));
         const lines = transcript.trimEnd().split('\n');
         // The value region of each record kind: LLM parts/error, a tool's result or error, an env value.
         const regions = lines.flatMap((line, i) => {

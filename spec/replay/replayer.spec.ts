@@ -29,7 +29,7 @@ const edit = (t: string, f: (records: Record<string, unknown>[]) => void): strin
 
 describe('replay divergence reports', () => {
   it('names the request that no longer matches and shows the diff of the normalised request', async () => {
-    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const { transcript } = await recordRun(setup(toolScript));
     const changed = edit(transcript, (rs) => {
       const agent = rs[0]?.['agent'] as Record<string, unknown>;
       agent['system_prompt'] = 'be verbose';
@@ -41,7 +41,7 @@ describe('replay divergence reports', () => {
   });
 
   it('points at the first differing event with both lines and a readable diff', async () => {
-    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const { transcript } = await recordRun(setup(toolScript));
     const changed = transcript.replace('"result":{"tool_name":"echo","status":"success","data":{"echoed":"x"}', '"result":{"tool_name":"echo","status":"success","data":{"echoed":"y"}');
     const report = await replayTranscript(changed);
     expect(report.identical).toBe(false);
@@ -51,7 +51,7 @@ describe('replay divergence reports', () => {
   });
 
   it('an inference the transcript does not have is a divergence, never a hang', async () => {
-    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const { transcript } = await recordRun(setup(toolScript));
     const truncated = edit(transcript, (rs) => {
       const i = rs.findLastIndex((r) => r['type'] === 'llm');
       rs.splice(i, 1);
@@ -63,15 +63,17 @@ describe('replay divergence reports', () => {
 
   it('a decision the run waits for that the transcript does not have is a divergence, never a hang', async () => {
     const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: 'd', action: 'resume' as const, updated_at: 0 } }));
-    const { transcript } = await recordRun(setup([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'w' } }] }, { text: 'ok' }], { decide: approve }), 'test');
+    const { transcript } = await recordRun(setup([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'w' } }] }, { text: 'ok' }], { decide: approve }));
     expect((await replayTranscript(transcript)).identical).toBe(true);
     const noDecision = edit(transcript, (rs) => {
       rs.splice(rs.findIndex((r) => r['type'] === 'decision'), 1);
     });
+    // Without any record answering a suspension the run is not started waiting: it finishes suspended
+    // where the recording went on, and the report says what is missing.
     const report = await replayTranscript(noDecision);
     expect(report.divergence).toMatchObject({ port: 'decision' });
     expect(report.divergence?.message).toMatch(/waits for a decision .* the transcript does not have/);
-    expect(report.termination).toEqual({ type: 'cancelled' });
+    expect(report.termination).toEqual({ type: 'suspended' });
     const later = edit(transcript, (rs) => {
       const d = rs.find((r) => r['type'] === 'decision') as Record<string, number>;
       d['after_event'] = (d['after_event'] ?? 0) + 5;
@@ -81,7 +83,7 @@ describe('replay divergence reports', () => {
   });
 
   it('a tool call with other arguments, an unknown tool call, and corrupt lines are reported', async () => {
-    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const { transcript } = await recordRun(setup(toolScript));
     const args = await replayTranscript(transcript.replace(/"type":"tool","call_id":"c1","name":"echo","arguments":\{"text":"x"\}/, '"type":"tool","call_id":"c1","name":"echo","arguments":{"text":"z"}'));
     expect(args.divergence).toMatchObject({ port: 'tool', message: 'tool call echo [c1] has other arguments than recorded' });
     const noTool = await replayTranscript(edit(transcript, (rs) => void rs.splice(rs.findIndex((r) => r['type'] === 'tool'), 1)));
@@ -95,14 +97,14 @@ describe('replay divergence reports', () => {
   });
 
   it('a deterministic recording is checked draw by draw against its header env', async () => {
-    const { transcript } = await recordRun(setup(toolScript), 'test');
+    const { transcript } = await recordRun(setup(toolScript));
     const changed = transcript.replace('"draw":"id","kind":"message","value":"message-1"', '"draw":"id","kind":"message","value":"message-9"');
     const report = await replayTranscript(changed);
     expect(report.divergence?.message).toMatch(/env draw #\d+ \(id\(message\)\): the recording says "message-9", the deterministic env of the header gives "message-1"/);
   });
 
   it('a clock that goes backwards is a divergence (recordings of a real env)', async () => {
-    const { transcript } = await recordRun(setup(toolScript, { env: { env: deterministicEnv(), header: { kind: 'recorded' } } }), 'test');
+    const { transcript } = await recordRun(setup(toolScript, { env: { env: deterministicEnv(), header: { kind: 'recorded' } } }));
     expect((await replayTranscript(transcript)).identical).toBe(true);
     let seen = 0;
     const back = edit(transcript, (rs) => {
@@ -117,21 +119,21 @@ describe('replay divergence reports', () => {
     expect(await replayTranscript('')).toMatchObject({ identical: false, divergence: { port: 'transcript', message: expect.stringContaining('empty') } });
     expect(await replayTranscript('{"type":"event","seq":0,"event":{}}\n')).toMatchObject({ divergence: { port: 'transcript' } });
     expect(await replayTranscript('not json\n')).toMatchObject({ divergence: { port: 'transcript', message: expect.stringContaining('not a header') } });
-    const { transcript } = await recordRun(setup(toolScript, { plugins: ['tool-gate'] }), 'test');
+    const { transcript } = await recordRun(setup(toolScript, { plugins: ['tool-gate'] }));
     expect(await replayTranscript(transcript.replace('"plugins":["tool-gate"]', '"plugins":["nope"]'))).toMatchObject({ divergence: { message: "plugin 'nope' is not in the catalog" } });
   });
 });
 
 describe('every record field is verified (an edit that changes no event is still reported)', () => {
   const approvalScript: ScriptStep[] = [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }] }, { text: 'done' }];
-  const recorded = (script: ScriptStep[] = toolScript) => recordRun(setup(script), 'test').then((r) => r.transcript);
+  const recorded = (script: ScriptStep[] = toolScript) => recordRun(setup(script)).then((r) => r.transcript);
   const lineOf = (t: string, type: string, n = 1): number => {
     let seen = 0;
     return lines(t).findIndex((l) => l.startsWith(`{"type":"${type}"`) && ++seen === n) + 1;
   };
 
   it("an edited text_delta is the first difference, at its own index, and the diff names only its text", async () => {
-    const { transcript: t } = await recordRun(setup([{ text: ['Hel', 'lo', ' there'] }]), 'test');
+    const { transcript: t } = await recordRun(setup([{ text: ['Hel', 'lo', ' there'] }]));
     const events = lines(t).filter((l) => l.startsWith('{"type":"event"'));
     const index = events.findIndex((l) => l.includes('"delta":"lo"'));
     expect(index).toBeGreaterThan(0);
@@ -183,12 +185,12 @@ describe('every record field is verified (an edit that changes no event is still
     });
     const a = await replayTranscript(model);
     expect(a.identical).toBe(false);
-    expect(a.divergence).toMatchObject({ port: 'transcript', message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins or stop policies edited)' });
+    expect(a.divergence).toMatchObject({ port: 'transcript', message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)' });
   });
 
   it('a decision record that resumes nothing (its decisions removed) is a divergence, never a hang', async () => {
     const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: 'd', action: 'resume' as const, updated_at: 0 } }));
-    const { transcript: t } = await recordRun(setup(approvalScript, { decide: approve }), 'test');
+    const { transcript: t } = await recordRun(setup(approvalScript, { decide: approve }));
     expect((await replayTranscript(t)).identical).toBe(true);
     const emptied = edit(t, (rs) => {
       const r = rs.find((x) => x['type'] === 'decision') as { decisions: unknown[] };
@@ -200,16 +202,23 @@ describe('every record field is verified (an edit that changes no event is still
     expect(report.divergence?.message).toMatch(/the run waits for a decision after event #\d+ that the transcript does not have/);
   });
 
-  it("a tool record's resumed flag and its result's tool name are checked against the call", async () => {
-    const t = await recorded(approvalScript);
+  it("a tool record's decision and its result's tool name are checked against the call", async () => {
+    const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, updated_at: 5 } }));
+    const { transcript: t } = await recordRun(setup(approvalScript, { decide: approve }));
     expect((await replayTranscript(t)).identical).toBe(true);
-    const resumed = edit(t, (rs) => {
-      const r = rs.find((x) => x['type'] === 'tool') as { resumed: boolean };
-      r.resumed = !r.resumed;
+    const resumed = lines(t).findLastIndex((l) => l.startsWith('{"type":"tool"'));
+    expect(JSON.parse(lines(t)[resumed] as string)).toMatchObject({ resume: { decision_id: 'd-c1', action: 'resume', updated_at: 5 } });
+    const first = edit(t, (rs) => {
+      delete (rs[resumed] as { resume?: unknown }).resume;
     });
-    const a = await replayTranscript(resumed);
+    expect((await replayTranscript(first)).divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1] is a resume, the recording has a first run', line: resumed + 1 });
+    const other = edit(t, (rs) => {
+      (rs[resumed] as { resume: { updated_at: number } }).resume.updated_at = 6;
+    });
+    const a = await replayTranscript(other);
     expect(a.identical).toBe(false);
-    expect(a.divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1]: the recording says resumed: true, the call is a first run' });
+    expect(a.divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1] resumes under another decision than recorded', diff: ['- updated_at: 6', '+ updated_at: 5'] });
+    expect(a.at).toEqual({ line: resumed + 1, record: 'tool' });
     const named = edit(t, (rs) => {
       const r = rs.findLast((x) => x['type'] === 'tool') as { result: { tool_name: string } };
       r.result.tool_name = 'other';
@@ -217,6 +226,27 @@ describe('every record field is verified (an edit that changes no event is still
     const b = await replayTranscript(named);
     expect(b.identical).toBe(false);
     expect(b.divergence).toMatchObject({ port: 'tool', message: "tool call approve [c1]: the recorded result names tool 'other'" });
+  });
+
+  it('the header says only what the run used: a seed without random draws, a stream read to its end marked interrupted, are reported', async () => {
+    const t = await recorded();
+    expect(JSON.parse(lines(t)[0] as string).env).toEqual({ kind: 'deterministic', start: 1_700_000_000_000, tick: 0 });
+    const seeded = edit(t, (rs) => {
+      (rs[0] as { env: Record<string, unknown> }).env = { kind: 'deterministic', start: 1_700_000_000_000, seed: 42, tick: 0 };
+    });
+    expect(await replayTranscript(seeded)).toMatchObject({
+      identical: false,
+      divergence: { port: 'transcript', message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)' },
+      at: { line: 1, record: 'header' },
+    });
+    const interrupted = edit(t, (rs) => {
+      (rs.find((x) => x['type'] === 'llm') as { interrupted?: boolean }).interrupted = true;
+    });
+    expect((await replayTranscript(interrupted)).divergence).toMatchObject({
+      port: 'llm',
+      message: 'request #1: the recording says the run stopped reading the stream, but it read it to the end',
+      line: lineOf(t, 'llm'),
+    });
   });
 });
 

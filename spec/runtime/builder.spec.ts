@@ -52,6 +52,11 @@ describe('AgentRuntimeBuilder (book: 智能体解析 → AgentRuntimeBuilder)', 
     const built = base().withAgentSpec({ id: '', model: 'm' }).build();
     expect(built).toEqual({ ok: false, error: { code: 'validation_failed', message: expect.stringContaining('id:') } });
   });
+
+  it('an invalid circuit breaker is a validation failure naming the field, not a throw', () => {
+    const built = base().withCircuitBreaker({ half_open_max: 0 }).buildUnchecked();
+    expect(built).toEqual({ ok: false, error: { code: 'validation_failed', message: expect.stringContaining('circuit breaker: half_open_max:') } });
+  });
 });
 
 describe('resolve pipeline', () => {

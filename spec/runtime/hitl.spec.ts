@@ -41,8 +41,17 @@ async function suspendAndDecide(mode: ToolCallResumeMode, decision: { action: 'r
   expect(checkRunInvariants(h.sink.events)).toEqual([]);
   const resumed = h.sink.events.find((e) => e.event_type === 'tool_call_resumed') as Extract<AgentEvent, { event_type: 'tool_call_resumed' }>;
   const toolMessage = h.llm.requests[1]?.messages.find((m) => m.role === 'tool');
-  return { runs, result, resumed, toolMessage, h };
+  return { runs, result, resumed, toolMessage, h, messages: started.value.messages() };
 }
+
+describe('RunHandle.messages', () => {
+  it("is the thread as the run ends it: what the store keeps, the input, the decision's result and the answer included", async () => {
+    const { h, result, messages } = await suspendAndDecide('use_decision_as_tool_result', { action: 'resume', result: { answer: 42 } });
+    const thread = await h.store.loadThread(result.threadId);
+    expect(thread?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(messages).toEqual(thread?.messages);
+  });
+});
 
 describe('resume modes (book: HITL 与 Mailbox → ToolCallResumeMode)', () => {
   it('ReplayToolCall re-runs the tool with its original arguments', async () => {

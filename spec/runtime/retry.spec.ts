@@ -93,6 +93,36 @@ describe('LlmRetryPolicy (book: 配置 LlmRetryPolicy)', () => {
     const r = await built.value.run({ messages: [Messages.user('hi')] }, sink);
     expect(r.ok && r.value.response).toBe('from backup');
     expect(sink.events.find((e) => e.event_type === 'inference_complete')).toMatchObject({ model: 'spare-v1' });
+    // The failures the retry policy absorbed are in the run's result, in order.
+    expect(r.ok && r.value.inferenceErrors).toEqual([
+      { code: 'provider', message: 'down' },
+      { code: 'provider', message: 'down' },
+    ]);
+  });
+
+  it("a run's result lists every inference failure it saw: absorbed, counted as a failed step, or the one that ended it", async () => {
+    const run = async (script: ConstructorParameters<typeof ScriptedLlm>[0], extra: Record<string, unknown>) => {
+      const built = new AgentRuntimeBuilder()
+        .withEnv(deterministicEnv())
+        .withProvider('p', new ScriptedLlm(script))
+        .withModel('m', { provider: 'p', model_name: 'm-v1' })
+        .withAgentSpec({ id: 'a', model: 'm', ...extra })
+        .build();
+      if (!built.ok) throw new Error('build');
+      const r = await built.value.run({ messages: [Messages.user('hi')] }, new VecEventSink());
+      if (!r.ok) throw new Error('run');
+      return r.value;
+    };
+    const ended = await run([{ error: 'first' }, { error: 'second' }], { sections: { retry: { max_retries: 1, fallback_models: [], backoff_base_ms: 0 } } });
+    expect(ended.termination.type).toBe('error');
+    expect(ended.inferenceErrors).toEqual([
+      { code: 'provider', message: 'first' },
+      { code: 'provider', message: 'second' },
+    ]);
+    const counted = await run([{ error: 'once' }, { text: 'fine' }], { stop_conditions: [{ type: 'consecutive_errors', max: 3 }] });
+    expect(counted.response).toBe('fine');
+    expect(counted.inferenceErrors).toEqual([{ code: 'provider', message: 'once' }]);
+    expect((await run([{ text: 'fine' }], {})).inferenceErrors).toEqual([]);
   });
 });
 

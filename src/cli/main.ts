@@ -65,7 +65,7 @@ type Command = (argv: readonly string[], io: Io, stdin: () => Promise<string>) =
 
 const COMMANDS: Readonly<Record<string, Command>> = {
   run: (argv, io) => runCommand(argv, io),
-  record: (argv, io) => recordCommand(argv, io, version()),
+  record: (argv, io) => recordCommand(argv, io),
   replay: (argv, io) => replayCommand(argv, io),
   encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
   conformance: (argv, io) => conformanceCommand(argv, io),

@@ -17,7 +17,7 @@ Runs like \`awaken run\` with every port recorded, and writes the transcript to 
 export const RECORD_COMMAND: CommandSpec = { command: 'record', usage: RECORD_USAGE, options: { out: { type: 'string' } }, positionals: { min: 0, max: Infinity, name: 'the run arguments' } };
 
 /** `awaken record --out FILE -- run …`. */
-export async function recordCommand(argv: readonly string[], io: Io, version: string): Promise<number> {
+export async function recordCommand(argv: readonly string[], io: Io): Promise<number> {
   // The options before `--` are record's; after it come `awaken run`'s.
   const sep = argv.indexOf('--');
   const own = sep >= 0 ? argv.slice(0, sep) : argv;
@@ -29,25 +29,22 @@ export async function recordCommand(argv: readonly string[], io: Io, version: st
     // `-- run --model …` and `-- --model …` both name the arguments of `awaken run`.
     const plan = parseRunArgs(rest[0] === 'run' ? rest.slice(1) : rest);
     if (plan === 'help') throw new UsageError("the run arguments after '--' are awaken run's: see awaken run --help");
-    return record(plan, out, io, version);
+    return record(plan, out, io);
   });
 }
 
-async function record(plan: Exclude<ReturnType<typeof parseRunArgs>, 'help'>, out: string, io: Io, version: string): Promise<number> {
+async function record(plan: Exclude<ReturnType<typeof parseRunArgs>, 'help'>, out: string, io: Io): Promise<number> {
   const llm = modelOf(plan.model);
   const decide = plan.decide;
-  const recording = await recordRun(
-    {
-      agent: { ...demoAgent('model'), id: plan.agent === 'demo' ? 'demo' : plan.agent },
-      models: { model: { provider: 'model', model_name: plan.model.split(':')[0] as string } },
-      providers: { model: llm },
-      tools: DEMO_TOOLS,
-      env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 42, tick: 0 } },
-      request: { messages: [Messages.user(plan.message)] },
-      ...(decide !== undefined ? { decide: (ids: readonly string[]) => decisionsFor(decide, ids, 1_700_000_000_000) } : {}),
-    },
-    `awaken-ts@${version}`,
-  );
+  const recording = await recordRun({
+    agent: { ...demoAgent('model'), id: plan.agent === 'demo' ? 'demo' : plan.agent },
+    models: { model: { provider: 'model', model_name: plan.model.split(':')[0] as string } },
+    providers: { model: llm },
+    tools: DEMO_TOOLS,
+    env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 42, tick: 0 } },
+    request: { messages: [Messages.user(plan.message)] },
+    ...(decide !== undefined ? { decide: (ids: readonly string[]) => decisionsFor(decide, ids, 1_700_000_000_000) } : {}),
+  });
   try {
     writeFileSync(out, recording.transcript);
   } catch (e) {

@@ -14,7 +14,7 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
-import { configDigest, digestOf, normaliseRequest, parseRecord, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { configDigest, digestOf, endRecordOf, normaliseRequest, parseRecord, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -35,6 +35,15 @@ export class TranscriptLog {
     const parsed = parseRecord(record);
     if (!parsed.success) throw new Error(`recorder: invalid ${String((record as { type?: unknown }).type)} record: ${parsed.error.message}`);
     this.lines.push(JSON.stringify(parsed.data));
+  }
+
+  /** A deterministic env's seed only matters to random draws: without any, it is not written. */
+  dropInertSeed(): void {
+    if (this.lines.some((l) => l.startsWith('{"type":"env","draw":"random"'))) return;
+    const header = JSON.parse(this.lines[0] as string) as { env: { seed?: number } };
+    if (header.env.seed === undefined) return;
+    delete header.env.seed;
+    this.lines[0] = JSON.stringify(parseRecord(header).data);
   }
 
   event(e: AgentEvent): void {
@@ -129,7 +138,7 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
         ),
         streamOutput: (d: string) => (activity.push({ method: 'stream_output', args: [d] }), ctx.streamOutput(d)),
       });
-      const base = { type: 'tool', call_id: ctx.callId, name: inner.descriptor.id, arguments: args, resumed: ctx.resume !== undefined, activity };
+      const base = { type: 'tool', call_id: ctx.callId, name: inner.descriptor.id, arguments: args, ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}), activity };
       try {
         inner.validateArgs?.(args);
         const out = await inner.execute(args, spy);
@@ -171,7 +180,7 @@ export interface Recording {
 }
 
 /** Runs `setup` with every port recorded and returns the transcript. */
-export async function recordRun(setup: RecordingSetup, runtimeVersion: string): Promise<Recording> {
+export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   const log = new TranscriptLog();
   const built = new AgentRuntimeBuilder().withEnv(recordingEnv(setup.env.env, log)).withAgentSpec(setup.agent);
   for (const [id, p] of Object.entries(setup.providers)) built.withProvider(id, recordingLlm(p, log));
@@ -195,15 +204,15 @@ export async function recordRun(setup: RecordingSetup, runtimeVersion: string): 
     tools: setup.tools.map((t) => t.descriptor),
     plugins: [...(setup.plugins ?? [])],
     stop_policies: (setup.stopPolicies ?? []).map((p) => p.id),
+    ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),
   };
+  // Written first, so that it is line 1; its `env.seed` is dropped at the end if no random number was drawn.
   log.push(
     {
       type: 'header',
       format: TRANSCRIPT_FORMAT,
-      runtime: runtimeVersion,
       config_digest: configDigest(headerBase),
       ...headerBase,
-      ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),
       env: setup.env.header,
       request: {
         ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),
@@ -211,7 +220,6 @@ export async function recordRun(setup: RecordingSetup, runtimeVersion: string): 
         messages: setup.request.messages,
         ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
       },
-      options: { wait_for_decisions: setup.decide !== undefined },
     },
   );
 
@@ -243,7 +251,9 @@ export async function recordRun(setup: RecordingSetup, runtimeVersion: string): 
       emit: (event) => {
         log.event(event);
         if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') suspended.add(event.id);
-        if (setup.cancelAfterEvent !== undefined && log.eventCount === setup.cancelAfterEvent && !controller.signal.aborted) {
+        // Nothing is left to cancel once the run has finished for good (it does not wait for decisions).
+        const over = event.event_type === 'run_finish' && setup.decide === undefined;
+        if (setup.cancelAfterEvent !== undefined && log.eventCount === setup.cancelAfterEvent && !controller.signal.aborted && !over) {
           log.push({ type: 'cancel', after_event: log.eventCount });
           controller.abort();
         }
@@ -258,5 +268,7 @@ export async function recordRun(setup: RecordingSetup, runtimeVersion: string): 
   if (!started.ok) throw new Error(`cannot start the run: ${JSON.stringify(started.error)}`);
   const result = await started.value.done;
   finished = true;
+  log.push(endRecordOf(result, started.value.messages()));
+  log.dropInertSeed();
   return { transcript: log.text(), result };
 }

@@ -2,8 +2,9 @@ import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
-import { ToolResults } from '../contract/tool.ts';
+import { ToolCallResumeSchema, ToolResults } from '../contract/tool.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
+import type { AgentRunResult } from '../runtime/run-loop.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
@@ -12,28 +13,40 @@ import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
+import { isFormat1, migrate, MigrationFailure, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import {
   configDigest,
   digestOf,
+  endRecordOf,
   normaliseRequest,
   readTranscript,
   TRANSCRIPT_FORMAT,
+  type CancelRecord,
   type DecisionRecord,
   type EnvRecord,
   type Header,
   type LlmRecord,
   type NormalisedRequest,
   type ReadLine,
+  type EndRecord,
   type ToolRecord,
 } from './transcript.ts';
 
 /** Where a replay first left the recording, at a port. */
 export interface PortDivergence {
-  readonly port: 'transcript' | 'env' | 'llm' | 'tool' | 'decision';
+  readonly port: 'transcript' | 'env' | 'llm' | 'tool' | 'decision' | 'cancel' | 'end';
   readonly message: string;
   readonly diff?: readonly string[];
   /** Events the replay had emitted when it left the recording: from this index on nothing is trusted. */
   readonly atEvent: number;
+  /** The transcript line (1-based) of the record the port was reading, when there was one. */
+  readonly line?: number;
+}
+
+/** A place in the transcript: a line and the type of the record on it. */
+export interface TranscriptPlace {
+  readonly line: number;
+  readonly record: string;
 }
 
 /** The result of replaying one transcript. */
@@ -43,31 +56,60 @@ export interface ReplayReport {
   readonly actualEvents: number;
   readonly firstDifference?: { readonly index: number; readonly expected?: string; readonly actual?: string; readonly diff: readonly string[] };
   readonly divergence?: PortDivergence;
+  /** Where the replay first left the recording: the line of the port's record, else of the first differing event. */
+  readonly at?: TranscriptPlace;
   readonly termination?: TerminationReason;
+  /** How the replayed run ended: its result and the thread's messages, as an `end` record. */
+  readonly end?: EndRecord;
 }
 
 export interface ReplayOptions {
   /** Custom stop policies named in the header, by id (they are code, not data). */
   readonly stopPolicies?: ReadonlyMap<string, StopPolicy>;
+  /**
+   * Replay a transcript that has no `end` record (one migrated from format 1): how the run ended is
+   * not compared, only returned in the report. Off by default: a missing `end` record is a divergence.
+   */
+  readonly withoutEndRecord?: boolean;
+  /** Whether the run waited for decisions, for a transcript that says so (format 1); derived from the records otherwise. */
+  readonly waitForDecisions?: boolean;
 }
 
 type Corrupt = { readonly corrupt: string; readonly line: number };
 const isCorrupt = (x: unknown): x is Corrupt => typeof x === 'object' && x !== null && 'corrupt' in x;
 
+const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool', 'decision', 'cancel', 'event', 'end']);
 const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
 
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
 export async function replayTranscript(text: string, options: ReplayOptions = {}): Promise<ReplayReport> {
+  // A format-1 transcript is brought up to date first; one that cannot be is reported where it fails.
+  if (isFormat1(text)) {
+    try {
+      const migrated = migrate(text);
+      text = migrated.text;
+      options = { ...options, withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions };
+    } catch (e) {
+      if (!(e instanceof MigrationFailure)) throw e;
+      return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${TRANSCRIPT_FORMAT_1} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
+    }
+  }
   const lines = readTranscript(text);
   const first = lines[0];
   if (first === undefined || !first.ok || first.record.type !== 'header') {
     const reason = first === undefined ? 'the transcript is empty' : first.ok ? `line 1 is a ${first.record.type} record, not the header` : `line 1 is not a header: ${first.reason}`;
-    return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `${reason} (expected format ${TRANSCRIPT_FORMAT})`, atEvent: 0 } };
+    return {
+      identical: false,
+      expectedEvents: 0,
+      actualEvents: 0,
+      divergence: { port: 'transcript', message: `${reason} (expected format ${TRANSCRIPT_FORMAT})`, atEvent: 0, line: 1 },
+      at: { line: 1, record: 'header' },
+    };
   }
   const header = first.record as Header;
-  const session = new ReplaySession(lines.slice(1));
+  const session = new ReplaySession(lines.slice(1), first.line);
   if (configDigest(header) !== header.config_digest) {
-    session.problems.unshift({ message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins or stop policies edited)', atEvent: 0 });
+    session.problems.unshift({ message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)', atEvent: 0, line: 1 });
   }
   const expected = session.expectedEvents;
 
@@ -85,19 +127,20 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   for (const descriptor of header.tools) builder.withTool(session.tool(descriptor, diverge));
   for (const id of header.plugins) {
     const plugin = PLUGIN_CATALOG.get(id);
-    if (plugin === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `plugin '${id}' is not in the catalog`, atEvent: 0 } };
+    if (plugin === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `plugin '${id}' is not in the catalog`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
     builder.withPlugin(id, plugin);
   }
   for (const id of header.stop_policies) {
     const policy = options.stopPolicies?.get(id);
-    if (policy === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `custom stop policy '${id}' was not supplied`, atEvent: 0 } };
+    if (policy === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `custom stop policy '${id}' was not supplied`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
     builder.withStopPolicy(policy);
   }
   if (header.circuit_breaker !== undefined) builder.withCircuitBreaker(header.circuit_breaker as never);
   const built = builder.buildUnchecked();
-  if (!built.ok) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0 } };
+  if (!built.ok) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
   const runtime = built.value;
 
+  const wait = options.waitForDecisions ?? session.waitsForDecisions;
   const controller = new AbortController();
   const decisions = [...session.decisions];
   const cancels = [...session.cancels];
@@ -112,7 +155,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     const next = decisions[0];
     if (next === undefined) {
-      diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have` });
+      diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have`, ...session.lastLine() });
       controller.abort();
       return;
     }
@@ -122,6 +165,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       diverge({
         port: 'decision',
         message: `the run waits for a decision after event #${actual.length - 1}, the next recorded decision came after event #${next.after_event - 1}`,
+        ...session.lineOf(next),
       });
       controller.abort();
       return;
@@ -130,7 +174,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     parked = false;
     const r = runtime.decide(threadId, next.decisions.map((d) => ({ targetId: d.target_id, decision: d.decision })));
     if (!r.ok) {
-      diverge({ port: 'decision', message: `the recorded decision after event #${next.after_event - 1} does not apply: ${JSON.stringify(r.error)}` });
+      diverge({ port: 'decision', message: `the recorded decision after event #${next.after_event - 1} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
       controller.abort();
       return;
     }
@@ -152,42 +196,55 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     {
       emit: (event) => {
         actual.push(serialiseEvent(event));
-        while (cancels[0] !== undefined && cancels[0] <= actual.length) {
+        while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
           cancels.shift();
           controller.abort();
         }
-        if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && header.options.wait_for_decisions) {
+        if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) {
           threadId = event.thread_id;
           parked = true;
           setImmediate(deliver);
         }
       },
     },
-    { signal: controller.signal, waitForDecisions: header.options.wait_for_decisions },
+    { signal: controller.signal, waitForDecisions: wait },
   );
   if (!started.ok) {
-    return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0 } };
+    return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
   }
-  let termination: TerminationReason | undefined;
+  let result: AgentRunResult | undefined;
   try {
-    termination = (await started.value.done).termination;
+    result = await started.value.done;
   } catch (e) {
     diverge({ port: 'transcript', message: `the replayed run failed: ${e instanceof Error ? e.message : String(e)}` });
   }
   finished = true;
-  if (decisions.length > 0) diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for` });
+  const termination = result?.termination;
+  if (!wait && termination?.type === 'suspended' && actual.length < expected.length) {
+    // No record answers the suspension, so the run was not started waiting; the recording goes on.
+    diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have`, line: session.eventLine(actual.length) });
+  }
+  const cancel = cancels[0];
+  if (cancel !== undefined) diverge({ port: 'cancel', message: `the run ended after ${actual.length} event(s), before the recorded cancel after event #${cancel.after_event - 1}`, ...session.lineOf(cancel) });
+  if (decisions.length > 0) diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for`, ...session.lineOf(decisions[0] as DecisionRecord) });
+  const end = result === undefined ? undefined : endRecordOf(result, started.value.messages());
+  session.checkEnd(end, options.withoutEndRecord === true, diverge);
+  session.finish(header.env);
 
   // A record that contradicts itself (a seq, a digest) is reported when the run diverged nowhere else.
   const problem = session.problems[0];
   if (divergence === undefined && problem !== undefined) divergence = { port: 'transcript', ...problem };
   const firstDifference = compareEvents(expected, actual);
+  const at = session.place(divergence, firstDifference?.index);
   return {
     identical: firstDifference === undefined && divergence === undefined,
     expectedEvents: expected.length,
     actualEvents: actual.length,
     ...(firstDifference !== undefined ? { firstDifference } : {}),
     ...(divergence !== undefined ? { divergence } : {}),
+    ...(at !== undefined ? { at } : {}),
     ...(termination !== undefined ? { termination } : {}),
+    ...(end !== undefined ? { end } : {}),
   };
 }
 
@@ -224,32 +281,51 @@ export function describeRequestChange(recorded: NormalisedRequest, now: Normalis
   return what.length > 0 ? what.join(', ') : 'request changed';
 }
 
+type Problem = Omit<PortDivergence, 'port'>;
+type At = { readonly line?: number };
+
 /** The recorded inputs of one transcript, handed out to the replaying ports in order. */
 class ReplaySession {
   readonly expectedEvents: string[] = [];
   /** What the records say of themselves that does not hold (a seq, a digest): reported if the run itself diverges nowhere. */
-  readonly problems: Omit<PortDivergence, 'port'>[] = [];
+  readonly problems: Problem[] = [];
   readonly decisions: DecisionRecord[] = [];
-  readonly cancels: number[] = [];
+  readonly cancels: CancelRecord[] = [];
   readonly #env: (EnvRecord | Corrupt)[] = [];
   readonly #llm: (LlmRecord | Corrupt)[] = [];
   readonly #tools: (ToolRecord | Corrupt)[] = [];
+  #end: EndRecord | Corrupt | undefined;
+  #ends = 0;
+  /** The line of each record handed to a port, and of each event. */
+  readonly #lines = new WeakMap<object, number>();
+  readonly #eventLines: number[] = [];
+  readonly #types = new Map<number, string>();
+  #last = 1;
+  #randomDraws = 0;
 
-  constructor(lines: readonly ReadLine[]) {
+  constructor(lines: readonly ReadLine[], headerLine: number) {
+    this.#types.set(headerLine, 'header');
     for (const l of lines) {
+      this.#types.set(l.line, l.ok ? l.record.type : l.type !== undefined && RECORD_TYPES.has(l.type) ? l.type : 'unknown');
+      this.#last = l.line;
       if (!l.ok) {
         const corrupt = { corrupt: l.reason, line: l.line };
-        if (l.type === 'event') this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? l.text);
-        else if (l.type === 'env') this.#env.push(corrupt);
+        if (l.type === 'event') {
+          this.#eventLines.push(l.line);
+          this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? l.text);
+        } else if (l.type === 'env') this.#env.push(corrupt);
         else if (l.type === 'llm') this.#llm.push(corrupt);
         else if (l.type === 'tool') this.#tools.push(corrupt);
+        else if (l.type === 'end') this.#takeEnd(corrupt);
         else this.#env.push(corrupt);
         continue;
       }
       const r = l.record;
+      if (r.type !== 'event') this.#lines.set(r, l.line);
       switch (r.type) {
         case 'event':
-          if (r.seq !== this.expectedEvents.length) this.problems.push({ message: `line ${l.line}: event seq ${r.seq}, but it is event #${this.expectedEvents.length}`, atEvent: this.expectedEvents.length });
+          if (r.seq !== this.expectedEvents.length) this.problems.push({ message: `line ${l.line}: event seq ${r.seq}, but it is event #${this.expectedEvents.length}`, atEvent: this.expectedEvents.length, line: l.line });
+          this.#eventLines.push(l.line);
           this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? JSON.stringify(r.event));
           break;
         case 'env':
@@ -257,8 +333,8 @@ class ReplaySession {
           break;
         case 'llm': {
           const n = this.#llm.length + 1;
-          if (r.seq !== n) this.problems.push({ message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`, atEvent: this.expectedEvents.length });
-          if (digestOf(r.request) !== r.digest) this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length });
+          if (r.seq !== n) this.problems.push({ message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`, atEvent: this.expectedEvents.length, line: l.line });
+          if (digestOf(r.request) !== r.digest) this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length, line: l.line });
           this.#llm.push(r);
           break;
         }
@@ -269,12 +345,101 @@ class ReplaySession {
           this.decisions.push(r);
           break;
         case 'cancel':
-          this.cancels.push(r.after_event);
+          this.cancels.push(r);
+          break;
+        case 'end':
+          this.#takeEnd(r);
           break;
         case 'header':
           this.#env.push({ corrupt: 'a second header', line: l.line });
           break;
       }
+    }
+  }
+
+  #takeEnd(r: EndRecord | Corrupt): void {
+    if (++this.#ends > 1) this.#end = { corrupt: 'a second end record', line: this.lineOf(r).line ?? this.#last };
+    else this.#end = r;
+  }
+
+  /** Compares how the replayed run ended — its result, then the thread it left — with the `end` record. */
+  checkEnd(now: EndRecord | undefined, withoutRecord: boolean, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): void {
+    const r = this.#end;
+    if (r === undefined) {
+      if (!withoutRecord) diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.lastLine() });
+      return;
+    }
+    const at = this.lineOf(r);
+    if (isCorrupt(r)) {
+      diverge({ port: 'end', message: `transcript line ${r.line} is not a valid end record: ${r.corrupt}`, ...at });
+      return;
+    }
+    if (now === undefined) {
+      diverge({ port: 'end', message: 'the replayed run has no result', ...at });
+      return;
+    }
+    if (JSON.stringify(r.result) !== JSON.stringify(now.result)) {
+      const fields = Object.keys(r.result).filter((k) => JSON.stringify(r.result[k as keyof EndRecord['result']]) !== JSON.stringify(now.result[k as keyof EndRecord['result']]));
+      diverge({
+        port: 'end',
+        message: `the run ended with another result than recorded: ${fields.join(', ')}`,
+        diff: renderChanges(jsonChanges(r.result as unknown as JsonValue, now.result as unknown as JsonValue)),
+        ...at,
+      });
+      return;
+    }
+    if (JSON.stringify(r.messages) === JSON.stringify(now.messages)) return;
+    const first = now.messages.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(r.messages[i]));
+    diverge({
+      port: 'end',
+      message:
+        first < 0 || first >= r.messages.length
+          ? `the run ended with ${now.messages.length} messages, the recording with ${r.messages.length}`
+          : `the run ended with another message #${first} (${now.messages[first]?.role}) than recorded`,
+      diff: renderChanges(jsonChanges(r.messages as unknown as JsonValue, now.messages as unknown as JsonValue)),
+      ...at,
+    });
+  }
+
+  /**
+   * Whether the run was started waiting for decisions. It is not written, because the records say it
+   * wherever it mattered: a run that got decisions waited for them; a run whose last segment ended
+   * suspended waited exactly when it did not end suspended (it was cancelled while parked). A run
+   * that never suspends runs the same either way.
+   */
+  get waitsForDecisions(): boolean {
+    if (this.decisions.length > 0) return true;
+    const end = this.#end;
+    if (end === undefined || isCorrupt(end)) return false;
+    const finish = this.expectedEvents.findLast((e) => e.startsWith('{"event_type":"run_finish"'));
+    return finish !== undefined && finish.includes('"termination":{"type":"suspended"') && end.result.termination.type !== 'suspended';
+  }
+
+  lineOf(record: object): At {
+    const line = isCorrupt(record) ? record.line : this.#lines.get(record);
+    return line !== undefined ? { line } : {};
+  }
+
+  /** The last line of the transcript: where a missing record would have been. */
+  lastLine(): At {
+    return { line: this.#last };
+  }
+
+  /** The line of recorded event `i` (past the last one: the last one's). */
+  eventLine(i: number): number {
+    return this.#eventLines[Math.min(i, this.#eventLines.length - 1)] ?? this.#last;
+  }
+
+  /** Where the replay left the recording: the port's record, else the first differing event, else the event the port reached. */
+  place(divergence: PortDivergence | undefined, differingEvent: number | undefined): TranscriptPlace | undefined {
+    const line = divergence?.line ?? (differingEvent !== undefined ? this.eventLine(differingEvent) : divergence !== undefined ? this.eventLine(divergence.atEvent) : undefined);
+    return line === undefined ? undefined : { line, record: this.#types.get(line) ?? 'unknown' };
+  }
+
+  /** Checks what the header says of the environment against what the run drew. */
+  finish(setup: Header['env']): void {
+    if (setup.kind === 'deterministic' && setup.seed !== undefined && this.#randomDraws === 0) {
+      this.problems.push({ message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)', atEvent: this.expectedEvents.length, line: 1 });
     }
   }
 
@@ -284,28 +449,31 @@ class ReplaySession {
    * so a tampered value is caught even where it would not change an event.
    */
   env(diverge: (d: Omit<PortDivergence, 'atEvent'>) => void, setup: Header['env']): Env {
-    const reference = setup.kind === 'deterministic' ? deterministicEnv({ start: setup.start, seed: setup.seed, tick: setup.tick }) : undefined;
+    const reference = setup.kind === 'deterministic' ? deterministicEnv({ start: setup.start, seed: setup.seed ?? 0, tick: setup.tick }) : undefined;
+    let draw = 0;
+    let at: At = {};
     const check = (what: string, recorded: unknown, expected: unknown): void => {
       if (reference !== undefined && recorded !== expected) {
-        diverge({ port: 'env', message: `env draw #${draw} (${what}): the recording says ${JSON.stringify(recorded)}, the deterministic env of the header gives ${JSON.stringify(expected)}` });
+        diverge({ port: 'env', message: `env draw #${draw} (${what}): the recording says ${JSON.stringify(recorded)}, the deterministic env of the header gives ${JSON.stringify(expected)}`, ...at });
       }
     };
-    let draw = 0;
     let lastNow = Number.NEGATIVE_INFINITY;
     let stray = 0;
     const next = <D extends EnvRecord['draw']>(wanted: D, detail: string, kind?: string): Extract<EnvRecord, { draw: D }> | undefined => {
       const r = this.#env[draw];
       draw++;
       if (r === undefined) {
-        diverge({ port: 'env', message: `env draw #${draw} (${detail}) is not in the transcript` });
+        at = {};
+        diverge({ port: 'env', message: `env draw #${draw} (${detail}) is not in the transcript`, ...this.lastLine() });
         return undefined;
       }
+      at = this.lineOf(r);
       if (isCorrupt(r)) {
-        diverge({ port: 'env', message: `env draw #${draw} (${detail}): transcript line ${r.line} is not a valid record: ${r.corrupt}` });
+        diverge({ port: 'env', message: `env draw #${draw} (${detail}): transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
         return undefined;
       }
       if (r.draw !== wanted || (r.draw === 'id' && r.kind !== kind)) {
-        diverge({ port: 'env', message: `env draw #${draw}: the run asked for ${detail}, the recording has ${JSON.stringify(r)}` });
+        diverge({ port: 'env', message: `env draw #${draw}: the run asked for ${detail}, the recording has ${JSON.stringify(r)}`, ...at });
         return undefined;
       }
       return r as Extract<EnvRecord, { draw: D }>;
@@ -317,7 +485,7 @@ class ReplaySession {
           const expected = reference?.clock.now();
           if (r === undefined) return Math.max(lastNow, 0);
           check('now', r.value, expected);
-          if (r.value < lastNow) diverge({ port: 'env', message: `env draw #${draw}: the clock went backwards (${r.value} after ${lastNow})` });
+          if (r.value < lastNow) diverge({ port: 'env', message: `env draw #${draw}: the clock went backwards (${r.value} after ${lastNow})`, ...at });
           lastNow = Math.max(lastNow, r.value);
           return r.value;
         },
@@ -332,16 +500,19 @@ class ReplaySession {
         },
       },
       random: () => {
+        this.#randomDraws++;
         const r = next('random', 'random');
         const expected = reference?.random();
         if (r === undefined) return 0;
-        check('random', r.value, expected);
+        if (setup.kind === 'deterministic' && setup.seed === undefined) {
+          diverge({ port: 'env', message: `env draw #${draw}: the run drew a random number, but the header gives no env.seed`, line: 1 });
+        } else check('random', r.value, expected);
         return r.value;
       },
       sleep: (ms) => {
         void reference?.sleep(ms);
         const r = next('sleep', `sleep(${ms})`);
-        if (r !== undefined && r.ms !== ms) diverge({ port: 'env', message: `env draw #${draw}: sleep(${ms}) but the recording slept ${r.ms} ms` });
+        if (r !== undefined && r.ms !== ms) diverge({ port: 'env', message: `env draw #${draw}: sleep(${ms}) but the recording slept ${r.ms} ms`, ...at });
         return Promise.resolve();
       },
     };
@@ -351,6 +522,7 @@ class ReplaySession {
   llm(provider: string, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): LlmExecutor {
     let seq = 0;
     const records = this.#llm;
+    const session = this;
     return {
       name: `replay:${provider}`,
       stream: (request: InferenceRequest) => {
@@ -358,11 +530,12 @@ class ReplaySession {
         const r = records.shift();
         return (async function* (): AsyncGenerator<StreamPart> {
           if (r === undefined) {
-            diverge({ port: 'llm', message: `request #${seq} is not in the transcript (the recording made fewer inference calls)` });
+            diverge({ port: 'llm', message: `request #${seq} is not in the transcript (the recording made fewer inference calls)`, ...session.lastLine() });
             throw new InferenceFailure({ code: 'provider', message: `replay: no recorded response for request #${seq}` });
           }
+          const at = session.lineOf(r);
           if (isCorrupt(r)) {
-            diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}` });
+            diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
             throw new InferenceFailure({ code: 'provider', message: `replay: unreadable recording for request #${seq}` });
           }
           const now = normaliseRequest(request);
@@ -371,9 +544,25 @@ class ReplaySession {
               port: 'llm',
               message: `request #${r.seq} no longer matches the recording: ${describeRequestChange(r.request, now)}`,
               diff: renderChanges(jsonChanges(r.request as unknown as JsonValue, now as unknown as JsonValue)),
+              ...at,
             });
           }
-          for (const part of r.parts) yield part as StreamPart;
+          // Like the recorder: the stream was read to its end only if the run asked past the last part.
+          let readToEnd = false;
+          try {
+            for (const part of r.parts) yield part as StreamPart;
+            readToEnd = true;
+          } finally {
+            if (readToEnd === (r.interrupted === true)) {
+              diverge({
+                port: 'llm',
+                message: readToEnd
+                  ? `request #${r.seq}: the recording says the run stopped reading the stream, but it read it to the end`
+                  : `request #${r.seq}: the run stopped reading the stream after ${r.parts.length} recorded part(s), but the recording says it read it to the end`,
+                ...at,
+              });
+            }
+          }
           if (r.error !== undefined) throw new InferenceFailure(r.error);
         })();
       },
@@ -389,21 +578,28 @@ class ReplaySession {
         const i = records.findIndex((r) => isCorrupt(r) || (r.call_id === ctx.callId && r.name === descriptor.id));
         const r = i >= 0 ? records.splice(i, 1)[0] : undefined;
         if (r === undefined) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript` });
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript`, ...this.lastLine() });
           throw new Error(`replay: no recorded outcome for ${descriptor.id} [${ctx.callId}]`);
         }
+        const at = this.lineOf(r);
         if (isCorrupt(r)) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: transcript line ${r.line} is not a valid record: ${r.corrupt}` });
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
           throw new Error('replay: unreadable tool record');
         }
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)) });
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)), ...at });
         }
-        if (r.resumed !== (ctx.resume !== undefined)) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recording says resumed: ${r.resumed}, the call is ${ctx.resume !== undefined ? 'a resume' : 'a first run'}` });
+        const resume = ctx.resume === undefined ? undefined : (ToolCallResumeSchema.parse(ctx.resume.decision) as unknown as JsonValue);
+        if (JSON.stringify(r.resume) !== JSON.stringify(resume)) {
+          diverge({
+            port: 'tool',
+            message: `tool call ${descriptor.id} [${ctx.callId}] ${resume === undefined ? 'is a first run, the recording has it resumed' : r.resume === undefined ? 'is a resume, the recording has a first run' : 'resumes under another decision than recorded'}`,
+            diff: renderChanges(jsonChanges(r.resume as unknown as JsonValue, resume)),
+            ...at,
+          });
         }
         if (r.result !== undefined && r.result.tool_name !== descriptor.id) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'` });
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'`, ...at });
         }
         for (const a of r.activity) {
           const [x, y, z] = a.args;

@@ -9,7 +9,7 @@ export interface ReportIo {
   readonly progress?: (line: string) => void;
 }
 
-export interface FileReport extends ReplayReport {
+export interface FileReport extends Omit<ReplayReport, 'end'> {
   readonly file: string;
 }
 
@@ -25,7 +25,7 @@ export async function replayFiles(files: readonly string[], io: ReportIo, json: 
       reports.push({ file, identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 } });
       continue;
     }
-    const report = await replayTranscript(text);
+    const { end: _end, ...report } = await replayTranscript(text);
     reports.push({ file, ...report });
     const line = `[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}`;
     if (io.progress !== undefined) io.progress(line);
@@ -44,7 +44,8 @@ export function renderReports(reports: readonly FileReport[]): string {
   const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
   let out = `${[line(header), ...rows.map(line)].join('\n')}\n`;
   for (const r of reports.filter((x) => !x.identical)) {
-    out += `\n${r.file}:\n`;
+    const article = (record: string): string => (/^[aeiou]/.test(record) ? 'an' : 'a');
+    out += r.at !== undefined ? `\n${r.file}:${r.at.line} (${article(r.at.record)} ${r.at.record} record):\n` : `\n${r.file}:\n`;
     if (r.divergence !== undefined) {
       out += `  ${r.divergence.port} (after event #${r.divergence.atEvent - 1}): ${r.divergence.message}\n`;
       for (const d of r.divergence.diff ?? []) out += `    ${d}\n`;

@@ -4,15 +4,18 @@ import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
 import { InferenceExecutionErrorSchema, ToolErrorSchema } from '../contract/errors.ts';
 import { InferenceOverrideSchema } from '../contract/inference.ts';
 import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
-import { MessageSchema } from '../contract/message.ts';
+import { TerminationReasonSchema, type TerminationReason } from '../contract/lifecycle.ts';
+import { MessageSchema, type Message } from '../contract/message.ts';
+import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
 import { StreamPartSchema } from '../contract/stream.ts';
 import { ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema } from '../contract/tool.ts';
 
-/** The format tag of every transcript this version writes and reads. */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/1';
+/** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/2';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('deterministic'), start: z.number(), seed: z.number(), tick: z.number() }),
+  /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
+  z.object({ kind: z.literal('deterministic'), start: z.number(), seed: z.number().optional(), tick: z.number() }),
   z.object({ kind: z.literal('recorded') }),
 ]);
 
@@ -20,7 +23,6 @@ const EnvSetupSchema = z.discriminatedUnion('kind', [
 export const HeaderSchema = z.object({
   type: z.literal('header'),
   format: z.literal(TRANSCRIPT_FORMAT),
-  runtime: z.string(),
   config_digest: z.string(),
   agent: AgentSpecSchema,
   models: z.record(z.string(), z.object({ provider: z.string(), model_name: z.string() })),
@@ -35,7 +37,6 @@ export const HeaderSchema = z.object({
     messages: z.array(MessageSchema),
     overrides: InferenceOverrideSchema.optional(),
   }),
-  options: z.object({ wait_for_decisions: z.boolean() }),
 });
 export type Header = z.output<typeof HeaderSchema>;
 
@@ -80,7 +81,8 @@ export const ToolRecordSchema = z.object({
   call_id: z.string(),
   name: z.string(),
   arguments: JsonValueSchema,
-  resumed: z.boolean(),
+  /** The decision a resumed call ran under, as the tool received it; absent on a first run. */
+  resume: ToolCallResumeSchema.optional(),
   activity: z.array(z.object({ method: z.enum(['activity', 'activity_delta', 'progress', 'stream_output']), args: z.array(JsonValueSchema) })),
   result: ToolResultSchema.optional(),
   command: z.object({ ops: z.array(OpSchema), actions: z.array(JsonValueSchema), effects: z.array(JsonValueSchema) }).optional(),
@@ -91,16 +93,47 @@ export type ToolRecord = z.output<typeof ToolRecordSchema>;
 
 export const DecisionRecordSchema = z.object({
   type: z.literal('decision'),
-  after_event: z.number().int().nonnegative(),
+  after_event: z.number().int().positive(),
   decisions: z.array(z.object({ target_id: z.string(), decision: ToolCallResumeSchema })),
 });
 export type DecisionRecord = z.output<typeof DecisionRecordSchema>;
 
-export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().nonnegative() });
+/** Decisions and cancels come after at least one event (`run_start`): a recorder never writes 0. */
+export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().positive() });
+export type CancelRecord = z.output<typeof CancelRecordSchema>;
 
 export const EventRecordSchema = z.object({ type: z.literal('event'), seq: z.number().int().nonnegative(), event: JsonValueSchema });
 
-export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema]);
+/**
+ * Last line: how the run ended — its result (every inference failure it saw included) and the
+ * thread's messages as it left them (what a store keeps) — checked against the replayed run's.
+ */
+export const EndRecordSchema = z.object({
+  type: z.literal('end'),
+  result: z.object({
+    response: z.string(),
+    steps: z.number().int().nonnegative(),
+    termination: TerminationReasonSchema,
+    usage: TokenUsageSchema,
+    inference_errors: z.array(InferenceExecutionErrorSchema),
+  }),
+  messages: z.array(MessageSchema),
+});
+export type EndRecord = z.output<typeof EndRecordSchema>;
+
+/** The `end` record of a run, canonical. */
+export function endRecordOf(
+  result: { readonly response: string; readonly steps: number; readonly termination: TerminationReason; readonly usage: TokenUsage; readonly inferenceErrors: readonly unknown[] },
+  messages: readonly Message[],
+): EndRecord {
+  return EndRecordSchema.parse({
+    type: 'end',
+    result: { response: result.response, steps: result.steps, termination: result.termination, usage: result.usage, inference_errors: result.inferenceErrors },
+    messages,
+  });
+}
+
+export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema, EndRecordSchema]);
 export type TranscriptRecord = z.output<typeof RecordSchema>;
 
 const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
@@ -111,6 +144,7 @@ const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
   decision: DecisionRecordSchema,
   cancel: CancelRecordSchema,
   event: EventRecordSchema,
+  end: EndRecordSchema,
 };
 
 /** Validates one record with the schema its `type` names (one schema tried, not seven). */
@@ -180,8 +214,8 @@ export function normaliseRequest(r: { model: string; messages: readonly object[]
   } as NormalisedRequest;
 }
 
-/** Digest of what a transcript's run depends on beside its inputs: agent, models, tools, plugins. */
-export const configDigest = (h: Pick<Header, 'agent' | 'models' | 'tools' | 'plugins' | 'stop_policies'>): string =>
-  digestOf({ agent: h.agent, models: h.models, tools: h.tools, plugins: h.plugins, stop_policies: h.stop_policies });
+/** Digest of what a transcript's run depends on beside its inputs: agent, models, tools, plugins, stop policies, circuit breaker. */
+export const configDigest = (h: Pick<Header, 'agent' | 'models' | 'tools' | 'plugins' | 'stop_policies' | 'circuit_breaker'>): string =>
+  digestOf({ agent: h.agent, models: h.models, tools: h.tools, plugins: h.plugins, stop_policies: h.stop_policies, circuit_breaker: h.circuit_breaker });
 
 export type { AgentSpec, JsonValue };

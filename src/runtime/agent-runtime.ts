@@ -2,14 +2,14 @@ import type { Tokenizer } from '../core/context/index.ts';
 import type { Summarizer } from './context.ts';
 import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
 import { AgentSpecSchema } from '../contract/agent-spec.ts';
-import type { BuildError, ResolveError, RuntimeError } from '../contract/errors.ts';
+import type { BuildError, InferenceExecutionError, ResolveError, RuntimeError } from '../contract/errors.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { StateStore } from '../core/state/state-store.ts';
-import { CircuitBreaker, type CircuitBreakerConfig } from './circuit-breaker.ts';
+import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig } from './circuit-breaker.ts';
 import { realEnv, type Env } from './env.ts';
 import type { EventSink } from './event-sink.ts';
 import type { LlmExecutor } from './llm.ts';
@@ -67,6 +67,11 @@ export interface RunHandle {
    */
   detach(): boolean;
   cancel(): void;
+  /**
+   * The thread's messages as the run holds them: the history, the input and what the run added. Once
+   * `done` has resolved, what a store keeps for the thread (empty until the run has started).
+   */
+  messages(): readonly Message[];
   readonly done: Promise<AgentRunResult>;
 }
 
@@ -83,6 +88,7 @@ interface ActiveRun {
   parkWaiters: ((parked: boolean) => void)[] | undefined;
   /** Let go while parked (`RunHandle.detach`). */
   detached: boolean;
+  loop: RunLoop | undefined;
 }
 
 /** The runtime: resolves agents and runs them, one run per thread at a time (book: AgentRuntime). */
@@ -129,8 +135,13 @@ export class AgentRuntime {
   }
 
   /** Resolves an agent afresh (nothing is cached between runs). */
-  resolve(agentId: string, onModel?: (model: string) => void): Result<ResolvedAgent, ResolveError> {
-    return resolveAgent(this.#registries, agentId, { env: this.#env, breaker: this.#breaker, ...(onModel !== undefined ? { onModel } : {}) });
+  resolve(agentId: string, onModel?: (model: string) => void, onAbsorbed?: (error: InferenceExecutionError) => void): Result<ResolvedAgent, ResolveError> {
+    return resolveAgent(this.#registries, agentId, {
+      env: this.#env,
+      breaker: this.#breaker,
+      ...(onModel !== undefined ? { onModel } : {}),
+      ...(onAbsorbed !== undefined ? { onAbsorbed } : {}),
+    });
   }
 
   /** Runs to completion (through any suspensions, while decisions arrive) and returns the result. */
@@ -196,7 +207,12 @@ export class AgentRuntime {
     const agentId = agentIdAsked ?? this.agentIds()[0];
     if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
     let answeredBy: string | undefined;
-    const resolved = this.resolve(agentId, (m) => (answeredBy = m));
+    const inferenceErrors: InferenceExecutionError[] = [];
+    const resolved = this.resolve(
+      agentId,
+      (m) => (answeredBy = m),
+      (e) => inferenceErrors.push(e),
+    );
     if (!resolved.ok) {
       if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
       return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
@@ -211,7 +227,7 @@ export class AgentRuntime {
     if (!phase.ok) return err({ code: 'state', error: phase.error });
 
     const controller = new AbortController();
-    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [], detached: false };
+    const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [], detached: false, loop: undefined };
     const settleParked = (parked: boolean): void => {
       const waiters = active.parkWaiters ?? [];
       active.parkWaiters = parked ? [] : undefined;
@@ -226,7 +242,7 @@ export class AgentRuntime {
       threadId,
       state,
       loop: (fields) =>
-        new RunLoop({
+        (active.loop = new RunLoop({
           env: this.#env,
           resolved: resolved.value,
           phase: phase.value,
@@ -249,7 +265,8 @@ export class AgentRuntime {
             if (batch !== undefined) settleParked(true);
           },
           answeredBy: () => answeredBy,
-        }),
+          inferenceErrors,
+        })),
     });
     if (!prepared.ok) return prepared;
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
@@ -292,6 +309,7 @@ export class AgentRuntime {
         return true;
       },
       cancel: () => controller.abort(),
+      messages: () => active.loop?.messages() ?? [],
       done,
     };
     (active as { handle: RunHandle }).handle = handle;
@@ -430,6 +448,10 @@ export class AgentRuntimeBuilder {
   }
 
   withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
+    const parsed = CircuitBreakerConfigSchema.safeParse(config);
+    if (!parsed.success) {
+      this.#errors.push({ code: 'validation_failed', message: `circuit breaker: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+    }
     this.#breaker = config;
     return this;
   }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
-import type { ResolveError } from '../contract/errors.ts';
+import type { InferenceExecutionError, ResolveError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
 import { buildExecutionEnv, PluginRegistrar, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
@@ -107,6 +107,8 @@ export interface ResolveDeps {
   readonly breaker?: CircuitBreaker;
   /** Called with the provider-side model name that answered each inference. */
   readonly onModel?: (model: string) => void;
+  /** Called with each inference failure the retry policy absorbed (another attempt followed). */
+  readonly onAbsorbed?: (error: InferenceExecutionError) => void;
 }
 
 /** The three-stage resolve pipeline: lookup, plugins, tools. Never returns a partial result. */
@@ -163,9 +165,9 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
       if (!t.ok) return t;
       targets.push(t.value);
     }
-    llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps.onModel);
+    llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps.onModel, deps.onAbsorbed);
   } else if (deps.breaker !== undefined) {
-    llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps.onModel);
+    llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps.onModel, deps.onAbsorbed);
   }
 
   if (spec.context_policy !== undefined) {

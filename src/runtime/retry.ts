@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { definePluginConfigKey } from '../contract/agent-spec.ts';
+import type { InferenceExecutionError } from '../contract/errors.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import type { Env } from './env.ts';
@@ -36,7 +37,8 @@ export interface ModelTarget {
  * `env.sleep`, then falls back to each fallback model in order; a per-model circuit breaker skips
  * models that keep failing. A failure after parts were yielded is not retried (they reached the
  * client already). The request's `model` is replaced by each target's name; `onModel` reports the
- * one that answered.
+ * one that answered, `onAbsorbed` each failure that was followed by another attempt (the failure
+ * that ends the retries is thrown instead).
  */
 export function retryingExecutor(
   targets: readonly ModelTarget[],
@@ -44,8 +46,9 @@ export function retryingExecutor(
   env: Env,
   breaker?: CircuitBreaker,
   onModel?: (model: string) => void,
+  onAbsorbed?: (error: InferenceExecutionError) => void,
 ): LlmExecutor {
-  const setup: RetrySetup = { targets, policy, env, breaker, onModel };
+  const setup: RetrySetup = { targets, policy, env, breaker, onModel, onAbsorbed };
   return {
     name: `retrying(${targets.map((t) => t.executor.name).join(',')})`,
     stream: (request) => new RetryingStream(setup, request),
@@ -59,6 +62,7 @@ interface RetrySetup {
   readonly env: Env;
   readonly breaker: CircuitBreaker | undefined;
   readonly onModel: ((model: string) => void) | undefined;
+  readonly onAbsorbed: ((error: InferenceExecutionError) => void) | undefined;
 }
 
 /**
@@ -93,13 +97,18 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
 
   async #open(): Promise<IteratorResult<StreamPart>> {
     const request = this.#request;
-    const { targets, policy, env, breaker, onModel } = this.#setup;
+    const { targets, policy, env, breaker, onModel, onAbsorbed } = this.#setup;
     let last: InferenceFailure | undefined;
     for (let t = 0; t < targets.length; t++) {
       const target = targets[t] as ModelTarget;
       // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
       const model = t === 0 ? request.model : target.modelName;
       for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
+        // Another attempt follows the last failure: it was absorbed.
+        if (last !== undefined) {
+          onAbsorbed?.(last.error);
+          last = undefined;
+        }
         if (breaker !== undefined && !breaker.check(model)) {
           last = new InferenceFailure({ code: 'provider', message: `circuit breaker open for model ${model}` });
           break;

@@ -1,4 +1,4 @@
-import { describeStateError, type StateError } from '../contract/errors.ts';
+import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
 import type { Result } from '../contract/result.ts';
 import { isPromiseLike } from '../core/phase/maybe-promise.ts';
 import type { AgentEvent } from '../contract/event.ts';
@@ -47,6 +47,11 @@ export interface AgentRunResult {
   readonly steps: number;
   readonly termination: TerminationReason;
   readonly usage: TokenUsage;
+  /**
+   * Every inference failure the run saw, in order: those its retry policy absorbed (retried, fallen
+   * back from, refused by an open circuit breaker), those counted as failed steps, and one that ended it.
+   */
+  readonly inferenceErrors: readonly InferenceExecutionError[];
 }
 
 /** A decision for a suspended call, addressed by call id or suspension id. */
@@ -121,6 +126,8 @@ export interface RunParams {
   readonly onSuspended: (batch: ToolBatch | undefined) => void;
   /** The provider-side model that answered the last inference (set by retrying executors). */
   readonly answeredBy: () => string | undefined;
+  /** Every inference failure of the run, in order: the retry policy adds those it absorbed, the loop the rest. */
+  readonly inferenceErrors?: InferenceExecutionError[];
 }
 
 /**
@@ -595,6 +602,7 @@ export class RunLoop implements BatchHost {
       if (this.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+      this.#p.inferenceErrors?.push(failure.error);
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     } finally {
       parts.dispose();
@@ -771,7 +779,7 @@ export class RunLoop implements BatchHost {
     const usage: TokenUsage = this.#usage.seen
       ? { prompt_tokens: this.#usage.prompt, completion_tokens: this.#usage.completion, total_tokens: this.#usage.total }
       : {};
-    return { threadId: this.threadId, runId: this.runId, response: this.#response(), steps: this.#steps, termination, usage };
+    return { threadId: this.threadId, runId: this.runId, response: this.#response(), steps: this.#steps, termination, usage, inferenceErrors: [...(this.#p.inferenceErrors ?? [])] };
   }
 
   /** `state_snapshot`; a promise only for an asynchronous sink. */

@@ -1,0 +1,53 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { migrateTranscript, MigrationFailure } from '../../src/replay/migrate.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+
+const fixtures = resolve(import.meta.dirname, '../../fixtures');
+const olds = readdirSync(join(fixtures, 'runs-format-1')).filter((f) => f.endsWith('.jsonl'));
+const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
+const v2 = (file: string): string => readFileSync(join(fixtures, 'runs', file), 'utf8');
+const withoutThread = (text: string): string => `${text.trimEnd().split('\n').slice(0, -1).join('\n')}\n`;
+const events = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{"type":"event",'));
+
+describe('transcript format 1 → 2', () => {
+  it.each(olds)('%s migrates to the corpus run, every event line unchanged', (file) => {
+    const migrated = migrateTranscript(v1(file));
+    expect(migrated).toBe(withoutThread(v2(file)));
+    expect(events(migrated)).toEqual(events(v1(file)));
+    expect(migrated).not.toContain('"runtime"');
+    expect(migrated).not.toContain('"options"');
+    expect(migrated).not.toContain('"resumed"');
+    expect(migrated).not.toContain('"type":"end"');
+  });
+
+  it.each(olds)('%s still replays identical as it is (an older transcript is migrated first)', async (file) => {
+    const report = await replayTranscript(v1(file));
+    expect(report.divergence).toBeUndefined();
+    expect(report.identical).toBe(true);
+    // What format 2 adds, how the run ended, is what the corpus run records.
+    expect(JSON.stringify(report.end)).toBe(v2(file).trimEnd().split('\n').at(-1));
+  });
+
+  it('refuses a format-1 transcript whose fields disagree, naming the line, and replay reports it', async () => {
+    const text = v1('11-suspension-resumed-replay-tool-call.jsonl');
+    const flipped = text.replace('"options":{"wait_for_decisions":true}', '"options":{"wait_for_decisions":false}');
+    expect(() => migrateTranscript(flipped)).toThrow(new MigrationFailure(1, 'options.wait_for_decisions is false, but the transcript has decision records'));
+    const digest = text.replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
+    expect(() => migrateTranscript(digest)).toThrow('line 1: the header does not match its config_digest');
+    const orphan = text.replace(/\{"type":"decision".*\n/, '');
+    expect(() => migrateTranscript(orphan)).toThrow(MigrationFailure);
+    const report = await replayTranscript(flipped);
+    expect(report).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 }, at: { line: 1, record: 'header' } });
+    expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
+  });
+
+  it('a format-2 transcript without its end record is a divergence at its end', async () => {
+    const text = withoutThread(v2('03-one-tool.jsonl'));
+    const report = await replayTranscript(text);
+    expect(report.identical).toBe(false);
+    expect(report.divergence).toMatchObject({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)' });
+    expect(report.at?.line).toBe(text.trimEnd().split('\n').length);
+  });
+});

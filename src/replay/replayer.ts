@@ -19,7 +19,7 @@ import {
   digestOf,
   endRecordOf,
   normaliseRequest,
-  readTranscript,
+  readLine,
   TRANSCRIPT_FORMAT,
   type CancelRecord,
   type DecisionRecord,
@@ -80,6 +80,37 @@ const isCorrupt = (x: unknown): x is Corrupt => typeof x === 'object' && x !== n
 
 const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool', 'decision', 'cancel', 'event', 'end']);
 const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
+const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":(\{.*\})\}$/;
+
+/**
+ * The lines of a transcript, as `readTranscript` reads them but for `event` lines: their payload is
+ * compared byte for byte with what the replayed run emits (always canonical JSON), so a line of the
+ * event form is taken as it is — an edited payload differs there — and its JSON is read only if
+ * asked for.
+ */
+function readForReplay(text: string): ReadLine[] {
+  const out: ReadLine[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const t = lines[i] as string;
+    if (t.trim() === '') continue;
+    const m = CANONICAL_EVENT_LINE.exec(t);
+    if (m === null) {
+      out.push(readLine(t, i + 1));
+      continue;
+    }
+    const payload = m[2] as string;
+    const record = {
+      type: 'event' as const,
+      seq: Number(m[1]),
+      get event(): JsonValue {
+        return JSON.parse(payload) as JsonValue;
+      },
+    };
+    out.push({ line: i + 1, text: t, ok: true, record });
+  }
+  return out;
+}
 
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
 export async function replayTranscript(text: string, options: ReplayOptions = {}): Promise<ReplayReport> {
@@ -94,7 +125,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${TRANSCRIPT_FORMAT_1} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
     }
   }
-  const lines = readTranscript(text);
+  const lines = readForReplay(text);
   const first = lines[0];
   if (first === undefined || !first.ok || first.record.type !== 'header') {
     const reason = first === undefined ? 'the transcript is empty' : first.ok ? `line 1 is a ${first.record.type} record, not the header` : `line 1 is not a header: ${first.reason}`;

@@ -168,25 +168,58 @@ export function readTranscript(text: string): ReadLine[] {
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const t = lines[i] as string;
-    if (t.trim() === '') continue;
-    let json: unknown;
-    try {
-      json = JSON.parse(t);
-    } catch (e) {
-      out.push({ line: i + 1, text: t, ok: false, reason: `not JSON: ${(e as Error).message}`, type: /"type":"([a-z]+)"/.exec(t)?.[1] });
-      continue;
-    }
-    const parsed = parseRecord(json);
-    const type = typeof json === 'object' && json !== null ? String((json as { type?: unknown }).type) : undefined;
-    if (!parsed.success) {
-      out.push({ line: i + 1, text: t, ok: false, reason: parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '), type });
-    } else if (JSON.stringify(parsed.data) !== t) {
-      // Records are written canonically; one that is not (an unknown key, a key out of order, a value
-      // a default would fill) was edited, and is not trusted.
-      out.push({ line: i + 1, text: t, ok: false, reason: 'the record is not in canonical form', type });
-    } else out.push({ line: i + 1, text: t, ok: true, record: parsed.data });
+    if (t.trim() !== '') out.push(readLine(t, i + 1));
   }
   return out;
+}
+
+const NUMBER = '(-?(?:0|[1-9]\\d*)(?:\\.\\d+)?(?:[eE][+-]?\\d+)?)';
+const ENV_NUMBER = new RegExp(`^\\{"type":"env","draw":"(now|random)","value":${NUMBER}\\}$`);
+const ENV_SLEEP = new RegExp(`^\\{"type":"env","draw":"sleep","ms":${NUMBER}\\}$`);
+const ENV_ID = /^\{"type":"env","draw":"id","kind":"([^"\\\u0000-\u001f]*)","value":"([^"\\\u0000-\u001f]*)"\}$/;
+
+/**
+ * An `env` line in its canonical form, read without the general path (they are a third of a
+ * transcript): the same record the schema gives, or undefined to take the general path.
+ */
+function envLine(t: string): EnvRecord | undefined {
+  if (!t.startsWith('{"type":"env",')) return undefined;
+  const canonical = (n: string): number | undefined => {
+    const v = Number(n);
+    return JSON.stringify(v) === n ? v : undefined;
+  };
+  let m = ENV_NUMBER.exec(t);
+  if (m !== null) {
+    const value = canonical(m[2] as string);
+    return value === undefined ? undefined : { type: 'env', draw: m[1] as 'now' | 'random', value };
+  }
+  m = ENV_ID.exec(t);
+  if (m !== null) return { type: 'env', draw: 'id', kind: m[1] as string, value: m[2] as string };
+  m = ENV_SLEEP.exec(t);
+  if (m !== null) {
+    const ms = canonical(m[1] as string);
+    return ms === undefined ? undefined : { type: 'env', draw: 'sleep', ms };
+  }
+  return undefined;
+}
+
+/** Reads one line (numbered from 1) as a record, or says why it is not one. */
+export function readLine(t: string, line: number): ReadLine {
+  const env = envLine(t);
+  if (env !== undefined) return { line, text: t, ok: true, record: env };
+  let json: unknown;
+  try {
+    json = JSON.parse(t);
+  } catch (e) {
+    return { line, text: t, ok: false, reason: `not JSON: ${(e as Error).message}`, type: /"type":"([a-z]+)"/.exec(t)?.[1] };
+  }
+  const parsed = parseRecord(json);
+  const type = typeof json === 'object' && json !== null ? String((json as { type?: unknown }).type) : undefined;
+  if (!parsed.success) return { line, text: t, ok: false, reason: parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '), type };
+  // Records are written canonically; one that is not (an unknown key, a key out of order, a value a
+  // default would fill) was edited, and is not trusted.
+  if (JSON.stringify(parsed.data) !== t) return { line, text: t, ok: false, reason: 'the record is not in canonical form', type };
+  return { line, text: t, ok: true, record: parsed.data };
 }
 
 /** SHA-256 of the compact JSON of a value, as `sha256:<hex>`. */

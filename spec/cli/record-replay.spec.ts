@@ -56,6 +56,12 @@ describe('awaken record / awaken replay', () => {
     const text = (out: string) => out.trim().split('\n').map(deserialiseEvent).filter((e) => e.event_type === 'text_delta');
     expect(text(again.out)).toEqual(text(original));
     expect(await cli('run', '--model', `transcript:${confirm}`, 'x')).toMatchObject({ code: 65, err: expect.stringContaining('holds no recorded inference') });
+    // A transcript of an older format answers too.
+    for (const older of ['runs-format-1', 'runs-format-2']) {
+      const run = await cli('run', '--model', `transcript:${join(repo, 'fixtures', older, '31-context-truncation.jsonl')}`, 'x');
+      expect(run.code).toBe(0);
+      expect(text(run.out).map((e) => (e.event_type === 'text_delta' ? e.delta : ''))).toEqual(['Answered from the recent turns.']);
+    }
   });
 
   it('usage errors', async () => {

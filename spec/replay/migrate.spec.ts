@@ -6,12 +6,15 @@ import { replayTranscript } from '../../src/replay/replayer.ts';
 
 const fixtures = resolve(import.meta.dirname, '../../fixtures');
 const olds = readdirSync(join(fixtures, 'runs-format-1')).filter((f) => f.endsWith('.jsonl'));
+const twos = readdirSync(join(fixtures, 'runs-format-2')).filter((f) => f.endsWith('.jsonl'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
+const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
+/** The corpus run, in the current format. */
 const v2 = (file: string): string => readFileSync(join(fixtures, 'runs', file), 'utf8');
 const withoutThread = (text: string): string => `${text.trimEnd().split('\n').slice(0, -1).join('\n')}\n`;
 const events = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{"type":"event",'));
 
-describe('transcript format 1 → 2', () => {
+describe('transcript format 1 → 3', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -43,7 +46,18 @@ describe('transcript format 1 → 2', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it('a format-2 transcript without its end record is a divergence at its end', async () => {
+  it.each(twos)('format 2 → 3: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+    const migrated = migrateTranscript(v2old(file));
+    expect(migrated).toBe(v2(file));
+    expect(events(migrated)).toEqual(events(v2old(file)));
+    expect(migrated).toContain('"kept":0');
+    expect(await replayTranscript(v2old(file))).toMatchObject({ identical: true });
+    // A format-2 request that does not match its own digest is not carried over.
+    const edited = v2old(file).replace('"You are the corpus agent."', '"You are the edited agent."');
+    expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
+  });
+
+  it('a format-3 transcript without its end record is a divergence at its end', async () => {
     const text = withoutThread(v2('03-one-tool.jsonl'));
     const report = await replayTranscript(text);
     expect(report.identical).toBe(false);

@@ -250,6 +250,21 @@ describe('every record field is verified (an edit that changes no event is still
   });
 });
 
+describe('transcript size', () => {
+  it("grows with the run, not with its square: an inference's record holds what its request adds", async () => {
+    const echoes = (n: number): ScriptStep[] => [...Array.from({ length: n }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })), { text: 'done' }];
+    const largestLlmLine = async (n: number): Promise<number> => {
+      const { transcript } = await recordRun(setup(echoes(n), { agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: n + 2 } }));
+      expect((await replayTranscript(transcript)).identical).toBe(true);
+      return Math.max(...lines(transcript).filter((l) => l.startsWith('{"type":"llm"')).map((l) => l.length));
+    };
+    const short = await largestLlmLine(10);
+    const long = await largestLlmLine(120);
+    // The first request carries the tool descriptors; every later one only its new messages.
+    expect(long).toBe(short);
+  });
+});
+
 describe('json diff', () => {
   it('lists leaf changes by path, additions and removals included', () => {
     expect(jsonChanges({ a: 1, b: [1, 2], c: { d: 'x' } }, { a: 1, b: [1, 3, 4], c: {} })).toEqual([

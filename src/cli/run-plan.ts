@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseScript, ScriptedLlm } from '../providers/scripted.ts';
 import { TranscriptLlm } from '../providers/transcript-llm.ts';
+import { migrateTranscript, olderFormat } from '../replay/migrate.ts';
 import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { choiceOf, CliFailure, parseCommand, stringOf, type CommandSpec } from './args.ts';
@@ -73,6 +74,14 @@ export function modelFactoryOf(model: string): () => LlmExecutor {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
     return () => new ScriptedLlm(steps, { record: false });
+  }
+  // An older transcript is read in the current format (its llm records are written differently).
+  if (olderFormat(text) !== undefined) {
+    try {
+      text = migrateTranscript(text);
+    } catch (e) {
+      throw new CliFailure(`cannot read transcript ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
+    }
   }
   const inferences = readTranscript(text).flatMap((l) =>
     l.ok && l.record.type === 'llm' ? [{ parts: l.record.parts, ...(l.record.error !== undefined ? { error: l.record.error } : {}) }] : [],

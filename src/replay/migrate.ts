@@ -1,7 +1,8 @@
-import { configDigest, digestOf, parseRecord, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { configDigest, digestOf, parseRecord, RequestChain, TRANSCRIPT_FORMAT, type Header, type NormalisedRequest } from './transcript.ts';
 
-/** The format tag of the first transcripts. */
+/** The format tags of older transcripts. */
 export const TRANSCRIPT_FORMAT_1 = 'awaken-transcript/1';
+export const TRANSCRIPT_FORMAT_2 = 'awaken-transcript/2';
 
 /** Why a transcript cannot be brought up to the current format, and where. */
 export class MigrationFailure extends Error {
@@ -15,24 +16,28 @@ export class MigrationFailure extends Error {
 
 type Json = Record<string, unknown>;
 
-/** Whether a transcript's first line is a format-1 header. */
-export const isFormat1 = (text: string): boolean => text.startsWith(`{"type":"header","format":"${TRANSCRIPT_FORMAT_1}"`);
-
-/** A format-1 transcript in format 2, and what format 1 said that format 2 reads from its `end` record. */
-export interface Migrated {
-  readonly text: string;
-  /** Format 1's `options.wait_for_decisions`: format 2 derives it from the `end` record, which format 1 lacks. */
-  readonly waitForDecisions: boolean;
+/** The older format a transcript's first line names, if it names one. */
+export function olderFormat(text: string): typeof TRANSCRIPT_FORMAT_1 | typeof TRANSCRIPT_FORMAT_2 | undefined {
+  for (const f of [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2] as const) if (text.startsWith(`{"type":"header","format":"${f}"`)) return f;
+  return undefined;
 }
 
-/** `migrate(text).text`: a format-1 transcript rewritten in format 2 (without its `end` record). */
+/** An older transcript in the current format, and what format 1 said that later formats read from the `end` record. */
+export interface Migrated {
+  readonly text: string;
+  /** Format 1's `options.wait_for_decisions` (format 1 has no `end` record to derive it from). */
+  readonly waitForDecisions?: boolean;
+}
+
+/** `migrate(text).text`: an older transcript rewritten in the current format (a format-1 one without its `end` record). */
 export const migrateTranscript = (text: string): string => migrate(text).text;
 
 /**
- * Rewrites a format-1 transcript in the current format (`awaken-transcript/2`), without running
- * anything. What format 2 no longer writes is checked first, so that nothing the run depended on is
- * dropped:
+ * Rewrites a format-1 or format-2 transcript in the current format (`awaken-transcript/3`), without
+ * running anything. What a later format no longer writes is checked first, so that nothing the run
+ * depended on is dropped.
  *
+ * Format 1 → 2:
  * - `header.runtime` (which build recorded it) is gone: nothing in a replay reads it;
  * - `header.options.wait_for_decisions` is gone: format 2 derives it from the records (decisions, or
  *   a last segment that ended suspended but a run that did not). It is returned for the replay of the
@@ -41,6 +46,9 @@ export const migrateTranscript = (text: string): string => migrate(text).text;
  * - `config_digest` also covers the circuit breaker (format 1's digest is verified, then recomputed);
  * - a tool record's `resumed: true` becomes `resume`: the decision the call ran under, taken from the
  *   last decision record addressed to that call before it.
+ *
+ * Format 2 → 3: each `llm` record's request (checked against its digest first) is written as its
+ * change from the previous request (`RequestDelta`), under the chained digest.
  *
  * Every other line is kept byte for byte, so event payloads are unchanged.
  */
@@ -54,32 +62,46 @@ export function migrate(text: string): Migrated {
     }
   });
   const header = records[0];
-  if (header === undefined || header['type'] !== 'header' || header['format'] !== TRANSCRIPT_FORMAT_1) throw new MigrationFailure(1, `not a ${TRANSCRIPT_FORMAT_1} header`);
+  const format = header?.['type'] === 'header' ? header['format'] : undefined;
+  if (header === undefined || (format !== TRANSCRIPT_FORMAT_1 && format !== TRANSCRIPT_FORMAT_2)) throw new MigrationFailure(1, `not a ${TRANSCRIPT_FORMAT_1} or ${TRANSCRIPT_FORMAT_2} header`);
+  const first = format === TRANSCRIPT_FORMAT_1;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });
-  if (v1Digest !== header['config_digest']) throw new MigrationFailure(1, 'the header does not match its config_digest');
+  if (first ? v1Digest !== header['config_digest'] : configDigest(header as unknown as Header) !== header['config_digest']) {
+    throw new MigrationFailure(1, 'the header does not match its config_digest');
+  }
 
-  const wait = (header['options'] as { wait_for_decisions?: unknown } | undefined)?.wait_for_decisions;
-  if (typeof wait !== 'boolean') throw new MigrationFailure(1, 'options.wait_for_decisions is not a boolean');
-  if (!wait && records.some((r) => r['type'] === 'decision')) throw new MigrationFailure(1, 'options.wait_for_decisions is false, but the transcript has decision records');
-
-  const env = { ...(header['env'] as Json) };
-  if (env['kind'] === 'deterministic' && !records.some((r) => r['type'] === 'env' && r['draw'] === 'random')) delete env['seed'];
-  const { runtime: _runtime, options: _options, ...rest } = header;
-  const next: Json = { ...rest, format: TRANSCRIPT_FORMAT, env };
-  next['config_digest'] = configDigest(next as unknown as Header);
+  let wait: boolean | undefined;
+  let next: Json = { ...header, format: TRANSCRIPT_FORMAT };
+  if (first) {
+    const w = (header['options'] as { wait_for_decisions?: unknown } | undefined)?.wait_for_decisions;
+    if (typeof w !== 'boolean') throw new MigrationFailure(1, 'options.wait_for_decisions is not a boolean');
+    if (!w && records.some((r) => r['type'] === 'decision')) throw new MigrationFailure(1, 'options.wait_for_decisions is false, but the transcript has decision records');
+    wait = w;
+    const env = { ...(header['env'] as Json) };
+    if (env['kind'] === 'deterministic' && !records.some((r) => r['type'] === 'env' && r['draw'] === 'random')) delete env['seed'];
+    const { runtime: _runtime, options: _options, ...rest } = header;
+    next = { ...rest, format: TRANSCRIPT_FORMAT, env };
+    next['config_digest'] = configDigest(next as unknown as Header);
+  }
 
   const out: string[] = [];
   const decided = new Map<string, unknown>();
+  const requests = new RequestChain();
   for (const [i, r] of records.entries()) {
     let record: Json | undefined;
     if (i === 0) record = next;
     else if (r['type'] === 'decision') {
       for (const d of r['decisions'] as { target_id: string; decision: unknown }[]) decided.set(d.target_id, d.decision);
-    } else if (r['type'] === 'tool') {
+    } else if (r['type'] === 'tool' && first) {
       const { resumed, ...tool } = r;
       if (resumed === true && !decided.has(tool['call_id'] as string)) throw new MigrationFailure(i + 1, `the resumed call ${String(tool['call_id'])} has no decision before it`);
       const { activity, ...head } = tool;
       record = { ...head, ...(resumed === true ? { resume: decided.get(tool['call_id'] as string) } : {}), activity };
+    } else if (r['type'] === 'llm') {
+      const request = r['request'] as NormalisedRequest;
+      if (digestOf(request) !== r['digest']) throw new MigrationFailure(i + 1, 'the recorded request does not match its digest');
+      const { delta, digest } = requests.next(request);
+      record = { ...r, digest, request: delta };
     }
     if (record === undefined) {
       out.push(lines[i] as string);
@@ -89,5 +111,5 @@ export function migrate(text: string): Migrated {
     if (!parsed.success) throw new MigrationFailure(i + 1, parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '));
     out.push(JSON.stringify(parsed.data));
   }
-  return { text: `${out.join('\n')}\n`, waitForDecisions: wait };
+  return { text: `${out.join('\n')}\n`, ...(wait !== undefined ? { waitForDecisions: wait } : {}) };
 }

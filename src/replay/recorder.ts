@@ -14,11 +14,13 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
-import { configDigest, digestOf, endRecordOf, normaliseRequest, parseRecord, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { configDigest, endRecordOf, parseRecord, RequestChain, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
   readonly lines: string[] = [];
+  /** The run's requests, each written as its change from the one before (whatever provider it went to). */
+  readonly requests = new RequestChain();
   #events = 0;
   #llm = 0;
 
@@ -91,12 +93,13 @@ export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecuto
     stream: (request: InferenceRequest) =>
       (async function* (): AsyncGenerator<StreamPart> {
         const seq = log.nextLlmSeq();
-        const normal = normaliseRequest(request);
+        // Taken at the call: a request's messages are valid while its stream is read.
+        const { delta, digest } = log.requests.next(request);
         const parts: StreamPart[] = [];
         let written = false;
         const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
           written = true;
-          log.push({ type: 'llm', seq, digest: digestOf(normal), request: normal, parts, ...extra });
+          log.push({ type: 'llm', seq, digest, request: delta, parts, ...extra });
         };
         try {
           for await (const part of inner.stream(request)) {

@@ -13,12 +13,15 @@ import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
-import { isFormat1, migrate, MigrationFailure, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
+import { migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import {
   configDigest,
-  digestOf,
+  applyDeltas,
+  chainDigest,
   endRecordOf,
   normaliseRequest,
+  RequestChain,
+  type RequestDelta,
   readLine,
   TRANSCRIPT_FORMAT,
   type CancelRecord,
@@ -115,14 +118,15 @@ function readForReplay(text: string): ReadLine[] {
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
 export async function replayTranscript(text: string, options: ReplayOptions = {}): Promise<ReplayReport> {
   // A format-1 transcript is brought up to date first; one that cannot be is reported where it fails.
-  if (isFormat1(text)) {
+  const older = olderFormat(text);
+  if (older !== undefined) {
     try {
       const migrated = migrate(text);
       text = migrated.text;
-      options = { ...options, withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions };
+      if (older === TRANSCRIPT_FORMAT_1) options = { ...options, withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions === true };
     } catch (e) {
       if (!(e instanceof MigrationFailure)) throw e;
-      return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${TRANSCRIPT_FORMAT_1} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
+      return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
     }
   }
   const lines = readForReplay(text);
@@ -326,6 +330,10 @@ class ReplaySession {
   readonly #llm: (LlmRecord | Corrupt)[] = [];
   readonly #tools: (ToolRecord | Corrupt)[] = [];
   #end: EndRecord | Corrupt | undefined;
+  /** The recorded requests' digest chain (undefined after an unreadable one), their changes, and the replayed run's chain. */
+  #previousDigest: string | null | undefined = null;
+  readonly #deltas: (RequestDelta | undefined)[] = [];
+  readonly #requests = new RequestChain();
   #ends = 0;
   /** The line of each record handed to a port, and of each event. */
   readonly #lines = new WeakMap<object, number>();
@@ -345,7 +353,12 @@ class ReplaySession {
           this.#eventLines.push(l.line);
           this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? l.text);
         } else if (l.type === 'env') this.#env.push(corrupt);
-        else if (l.type === 'llm') this.#llm.push(corrupt);
+        else if (l.type === 'llm') {
+          // What follows an unreadable request cannot be checked against it.
+          this.#previousDigest = undefined;
+          this.#deltas.push(undefined);
+          this.#llm.push(corrupt);
+        }
         else if (l.type === 'tool') this.#tools.push(corrupt);
         else if (l.type === 'end') this.#takeEnd(corrupt);
         else this.#env.push(corrupt);
@@ -365,7 +378,11 @@ class ReplaySession {
         case 'llm': {
           const n = this.#llm.length + 1;
           if (r.seq !== n) this.problems.push({ message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`, atEvent: this.expectedEvents.length, line: l.line });
-          if (digestOf(r.request) !== r.digest) this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length, line: l.line });
+          if (this.#previousDigest !== undefined && chainDigest(this.#previousDigest, r.request) !== r.digest) {
+            this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length, line: l.line });
+          }
+          this.#previousDigest = r.digest;
+          this.#deltas.push(r.request);
           this.#llm.push(r);
           break;
         }
@@ -549,6 +566,15 @@ class ReplaySession {
     };
   }
 
+  /** What changed between recorded request `i` (rebuilt from the recorded changes) and the request now. */
+  #requestChange(i: number, request: InferenceRequest): { readonly what: string; readonly diff: readonly string[] } {
+    const recorded = applyDeltas(this.#deltas.slice(0, i + 1).map((d) => d ?? { model: '', kept: Number.MAX_SAFE_INTEGER, messages: [] }))[i];
+    const now = normaliseRequest(request);
+    // The requests before it may differ too (one digest covers them all): the change shown is this one's.
+    if (recorded === undefined) return { what: 'request changed', diff: [] };
+    return { what: describeRequestChange(recorded, now), diff: renderChanges(jsonChanges(recorded as unknown as JsonValue, now as unknown as JsonValue)) };
+  }
+
   /** A provider that serves the recorded responses in order, after checking each request. */
   llm(provider: string, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): LlmExecutor {
     let seq = 0;
@@ -559,6 +585,9 @@ class ReplaySession {
       stream: (request: InferenceRequest) => {
         seq++;
         const r = records.shift();
+        // Taken at the call, like the recorder: a request's messages are valid while its stream is read.
+        const { digest } = session.#requests.next(request);
+        const changed = r !== undefined && !isCorrupt(r) && digest !== r.digest ? session.#requestChange(seq - 1, request) : undefined;
         return (async function* (): AsyncGenerator<StreamPart> {
           if (r === undefined) {
             diverge({ port: 'llm', message: `request #${seq} is not in the transcript (the recording made fewer inference calls)`, ...session.lastLine() });
@@ -569,15 +598,7 @@ class ReplaySession {
             diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
             throw new InferenceFailure({ code: 'provider', message: `replay: unreadable recording for request #${seq}` });
           }
-          const now = normaliseRequest(request);
-          if (digestOf(now) !== r.digest) {
-            diverge({
-              port: 'llm',
-              message: `request #${r.seq} no longer matches the recording: ${describeRequestChange(r.request, now)}`,
-              diff: renderChanges(jsonChanges(r.request as unknown as JsonValue, now as unknown as JsonValue)),
-              ...at,
-            });
-          }
+          if (changed !== undefined) diverge({ port: 'llm', message: `request #${r.seq} no longer matches the recording: ${changed.what}`, diff: changed.diff, ...at });
           // Like the recorder: the stream was read to its end only if the run asked past the last part.
           let readToEnd = false;
           try {

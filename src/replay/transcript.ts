@@ -11,7 +11,7 @@ import { StreamPartSchema } from '../contract/stream.ts';
 import { ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/2';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/3';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -57,12 +57,26 @@ export const NormalisedRequestSchema = z.object({
 });
 export type NormalisedRequest = z.output<typeof NormalisedRequestSchema>;
 
+/**
+ * An inference request as the change from the run's previous one: the first `kept` messages are the
+ * previous request's, `messages` follow them; `tools` only when they differ from the previous
+ * request's (always on the first). So a transcript grows with the run, not with its square.
+ */
+export const RequestDeltaSchema = z.object({
+  model: z.string(),
+  kept: z.number().int().nonnegative(),
+  messages: z.array(MessageSchema),
+  tools: z.array(ToolDescriptorSchema).optional(),
+  overrides: InferenceOverrideSchema.optional(),
+});
+export type RequestDelta = z.output<typeof RequestDeltaSchema>;
+
 export const LlmRecordSchema = z.object({
   type: z.literal('llm'),
   seq: z.number().int().positive(),
+  /** `digestOf({previous, request})`: over this request's change and the previous inference's digest (null for the first). */
   digest: z.string(),
-  /** Written normalised; read as opaque JSON (it only serves the diff when the digest differs). */
-  request: JsonValueSchema as unknown as z.ZodType<NormalisedRequest>,
+  request: RequestDeltaSchema,
   parts: z.array(StreamPartSchema),
   error: InferenceExecutionErrorSchema.optional(),
   /** The run stopped reading before the stream ended (a cancel mid-stream). */
@@ -235,6 +249,77 @@ function canonicalOf<T>(value: object, schema: z.ZodType<T>): T {
     canonical.set(value, c);
   }
   return c as T;
+}
+
+const canonicalText = new WeakMap<object, string>();
+
+/** Canonical JSON of one message, computed once per object. */
+function messageText(m: object): string {
+  let t = canonicalText.get(m);
+  if (t === undefined) {
+    t = JSON.stringify(canonicalOf(m, MessageSchema));
+    canonicalText.set(m, t);
+  }
+  return t;
+}
+
+/**
+ * A run's requests as a chain: each written as its change from the one before (`RequestDelta`), under
+ * a digest that covers the change and the previous digest — so each request costs what it adds, and
+ * one digest still stands for everything sent so far. Messages are compared by identity first (the
+ * runtime shares them between requests), then by their canonical JSON.
+ */
+export class RequestChain {
+  readonly #messages: object[] = [];
+  readonly #texts: string[] = [];
+  #tools: string | undefined;
+  #digest: string | null = null;
+
+  next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): { readonly delta: RequestDelta; readonly digest: string } {
+    const held = this.#messages;
+    const n = Math.min(held.length, r.messages.length);
+    let kept = 0;
+    while (kept < n && (held[kept] === r.messages[kept] || this.#texts[kept] === messageText(r.messages[kept] as object))) kept++;
+    held.length = kept;
+    this.#texts.length = kept;
+    const added: Message[] = [];
+    for (let i = kept; i < r.messages.length; i++) {
+      const m = r.messages[i] as object;
+      held.push(m);
+      this.#texts.push(messageText(m));
+      added.push(canonicalOf(m, MessageSchema));
+    }
+    const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
+    const toolsText = JSON.stringify(tools);
+    const delta = {
+      model: r.model,
+      kept,
+      messages: added,
+      ...(toolsText !== this.#tools ? { tools } : {}),
+      ...(r.overrides !== undefined ? { overrides: InferenceOverrideSchema.parse(r.overrides) } : {}),
+    } as RequestDelta;
+    this.#tools = toolsText;
+    this.#digest = chainDigest(this.#digest, delta);
+    return { delta, digest: this.#digest };
+  }
+}
+
+/** The digest of a request given as its change, after the previous request's digest (null for the first). */
+export const chainDigest = (previous: string | null, delta: RequestDelta): string => digestOf({ previous, request: delta });
+
+/** The full requests of a chain of changes, in order (undefined past a change that does not apply). */
+export function applyDeltas(deltas: readonly RequestDelta[]): (NormalisedRequest | undefined)[] {
+  const out: (NormalisedRequest | undefined)[] = [];
+  let previous: NormalisedRequest | undefined = { model: '', messages: [], tools: [] };
+  for (const d of deltas) {
+    const tools: NormalisedRequest['tools'] | undefined = d.tools ?? previous?.tools;
+    previous =
+      previous === undefined || d.kept > previous.messages.length || tools === undefined
+        ? undefined
+        : { model: d.model, messages: [...previous.messages.slice(0, d.kept), ...d.messages], tools, ...(d.overrides !== undefined ? { overrides: d.overrides } : {}) };
+    out.push(previous);
+  }
+  return out;
 }
 
 /** The request as the digest sees it: canonical messages, tool descriptors and overrides. */

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { migrateTranscript, MigrationFailure } from '../../src/replay/migrate.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
@@ -55,6 +56,40 @@ describe('transcript format 1 → 3', () => {
     // A format-2 request that does not match its own digest is not carried over.
     const edited = v2old(file).replace('"You are the corpus agent."', '"You are the edited agent."');
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
+  });
+
+  it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
+    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f))].map((t) => t.trimEnd().split('\n'));
+    type Path = (string | number)[];
+    const leaves = (v: unknown, path: Path = []): Path[] =>
+      Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];
+    await fc.assert(
+      fc.asyncProperty(fc.nat({ max: olders.length - 1 }), fc.nat(), fc.nat(), fc.constantFrom<unknown>('x', -1, true, null, [], {}), async (t, line, leaf, value) => {
+        const lines = olders[t] as string[];
+        const i = line % lines.length;
+        const record = JSON.parse(lines[i] as string) as Record<string, unknown>;
+        const paths = leaves(record);
+        const path = paths[leaf % paths.length] as Path;
+        let parent = record as Record<string | number, unknown>;
+        for (const k of path.slice(0, -1)) parent = parent[k] as Record<string | number, unknown>;
+        const key = path.at(-1);
+        fc.pre(key !== undefined && JSON.stringify(parent[key]) !== JSON.stringify(value));
+        parent[key as string | number] = value;
+        const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(record) : l)).join('\n')}\n`);
+        expect(typeof report.identical).toBe('boolean');
+        if (!report.identical) expect(report.divergence ?? report.firstDifference).toBeDefined();
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('an older record of an unexpected shape is a migration failure naming its line, never a throw', async () => {
+    const text = v1('11-suspension-resumed-replay-tool-call.jsonl');
+    const at = (needle: string): number => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
+    const decisions = text.replace(/"decisions":\[.*\]\}$/m, '"decisions":-1}');
+    expect(await replayTranscript(decisions)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: at('"type":"decision"') }, at: { record: 'decision' } });
+    const bare = text.replace(/^\{"type":"env".*$/m, 'null');
+    expect(await replayTranscript(bare)).toMatchObject({ identical: false, divergence: { port: 'transcript', message: expect.stringContaining('line 2: not a record'), line: 2 } });
   });
 
   it('a format-3 transcript without its end record is a divergence at its end', async () => {

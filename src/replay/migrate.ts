@@ -55,11 +55,14 @@ export const migrateTranscript = (text: string): string => migrate(text).text;
 export function migrate(text: string): Migrated {
   const lines = text.trimEnd().split('\n');
   const records = lines.map((l, i) => {
+    let json: unknown;
     try {
-      return JSON.parse(l) as Json;
+      json = JSON.parse(l);
     } catch (e) {
       throw new MigrationFailure(i + 1, `not JSON: ${(e as Error).message}`);
     }
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new MigrationFailure(i + 1, 'not a record');
+    return json as Json;
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
@@ -89,6 +92,26 @@ export function migrate(text: string): Migrated {
   const requests = new RequestChain();
   for (const [i, r] of records.entries()) {
     let record: Json | undefined;
+    try {
+      record = migrated(i, r);
+    } catch (e) {
+      if (e instanceof MigrationFailure) throw e;
+      // A record of an unexpected shape (an edited one): say where, never throw anything else.
+      throw new MigrationFailure(i + 1, `unreadable ${String(r?.['type'])} record: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (record === undefined) {
+      out.push(lines[i] as string);
+      continue;
+    }
+    const parsed = parseRecord(record);
+    if (!parsed.success) throw new MigrationFailure(i + 1, parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '));
+    out.push(JSON.stringify(parsed.data));
+  }
+  return { text: `${out.join('\n')}\n`, ...(wait !== undefined ? { waitForDecisions: wait } : {}) };
+
+  /** Record `i` in the current format, or undefined to keep its line as it is. */
+  function migrated(i: number, r: Json): Json | undefined {
+    let record: Json | undefined;
     if (i === 0) record = next;
     else if (r['type'] === 'decision') {
       for (const d of r['decisions'] as { target_id: string; decision: unknown }[]) decided.set(d.target_id, d.decision);
@@ -103,13 +126,6 @@ export function migrate(text: string): Migrated {
       const { delta, digest } = requests.next(request);
       record = { ...r, digest, request: delta };
     }
-    if (record === undefined) {
-      out.push(lines[i] as string);
-      continue;
-    }
-    const parsed = parseRecord(record);
-    if (!parsed.success) throw new MigrationFailure(i + 1, parsed.error.issues.map((x) => `${x.path.join('.')}: ${x.message}`).join('; '));
-    out.push(JSON.stringify(parsed.data));
+    return record;
   }
-  return { text: `${out.join('\n')}\n`, ...(wait !== undefined ? { waitForDecisions: wait } : {}) };
 }

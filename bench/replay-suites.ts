@@ -1,7 +1,31 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { Messages } from '../src/contract/message.ts';
+import { ToolResults } from '../src/contract/tool.ts';
+import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
+import { recordRun } from '../src/replay/recorder.ts';
 import { replayTranscript } from '../src/replay/replayer.ts';
+import { deterministicEnv } from '../src/runtime/env.ts';
+import { defineTool } from '../src/runtime/tool.ts';
 import type { Suite } from './harness.ts';
+
+const LONG_RUN_STEPS = 400;
+
+/** A run of `steps` steps, each an echo tool call, then a text answer, recorded. */
+async function longTranscript(steps: number): Promise<string> {
+  const echo = defineTool({ id: 'echo', description: 'echo', args: z.object({ text: z.string() }), execute: ({ text }) => ToolResults.success('echo', { echoed: text }) });
+  const script: ScriptStep[] = [...Array.from({ length: steps }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })), { text: 'done' }];
+  const { transcript } = await recordRun({
+    agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: steps + 2 },
+    models: { m: { provider: 'p', model_name: 'pm' } },
+    providers: { p: new ScriptedLlm(script, { record: false }) },
+    tools: [echo],
+    env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 0, tick: 0 } },
+    request: { messages: [Messages.user('go')] },
+  });
+  return transcript;
+}
 
 const dir = resolve(import.meta.dirname, '../fixtures/runs');
 
@@ -36,5 +60,35 @@ export function replaySuites(): Suite[] {
         { name: 'JSON.parse of every line', role: 'baseline', fn: parse },
       ],
     },
+    longRunSuite(),
   ];
+}
+
+/** One long run: what a transcript costs as a run grows (each request is written as its change). */
+function longRunSuite(): Suite {
+  let text = '';
+  const long = { name: 'event', count: 0 };
+  return {
+    name: 'replay-long-run',
+    description: `replay of one recorded run of ${LONG_RUN_STEPS} echo steps vs just parsing its JSON`,
+    get units() {
+      return long;
+    },
+    setup: async () => {
+      text = await longTranscript(LONG_RUN_STEPS);
+      long.count = text.match(/^\{"type":"event"/gm)?.length ?? 0;
+      process.stdout.write(`replay-long-run: ${long.count} events, ${Math.round(Buffer.byteLength(text) / 1024)} KiB (${Math.round(Buffer.byteLength(text) / LONG_RUN_STEPS)} bytes per step)\n`);
+    },
+    cases: [
+      {
+        name: 'awaken replay',
+        role: 'subject',
+        fn: async () => {
+          const r = await replayTranscript(text);
+          if (!r.identical) throw new Error('long run replay differs');
+        },
+      },
+      { name: 'JSON.parse of every line', role: 'baseline', fn: () => void text.split('\n').forEach((l) => l !== '' && JSON.parse(l)) },
+    ],
+  };
 }

@@ -309,7 +309,7 @@ export class AgentRuntime {
         return true;
       },
       cancel: () => controller.abort(),
-      messages: () => active.loop?.messages() ?? [],
+      messages: () => [...(active.loop?.messages() ?? [])],
       done,
     };
     (active as { handle: RunHandle }).handle = handle;

@@ -80,6 +80,13 @@ export function decisionFor(
 }
 
 /** One streamed inference: its result, or that it was cancelled or failed, and the calls it opened. */
+/** What BeforeInference left for one step's request. */
+interface RequestInputs {
+  readonly filter: ReturnType<typeof ToolFilter.init> | undefined;
+  readonly override: InferenceOverride | undefined;
+  readonly context: ReturnType<typeof orderedContextMessages>;
+}
+
 interface Inference {
   readonly result: StreamResult;
   readonly cancelled: boolean;
@@ -281,7 +288,11 @@ export class RunLoop implements BatchHost {
     }
   }
 
-  /** One step; returns a termination, or `undefined` to go on. */
+  /**
+   * One step; returns a termination, or `undefined` to go on. Its parts: the step's request inputs
+   * (BeforeInference, the per-step accumulators consumed), the inference (continued while truncated),
+   * AfterInference, then the outcome — an error, an answer, or a tool batch.
+   */
   async #step(): Promise<TerminationReason | undefined> {
     let wait: Promise<void> | void;
     this.#steps++;
@@ -293,90 +304,122 @@ export class RunLoop implements BatchHost {
       let stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
-      wait = this.runPhase('before_inference', { messages: this.#messages });
-      if (wait !== undefined) await wait;
-      const snap = this.phase.store.snapshot();
-      const filter = snap.get(ToolFilter);
-      const stepOverride = snap.get(InferenceOverrideState);
-      const context = orderedContextMessages(snap.get(ContextMessages));
-      // The per-step accumulators are emptied (back to absent) once read.
-      const clear = StateCommand.empty();
-      if (filter !== undefined) clear.clear(ToolFilter);
-      if (stepOverride !== undefined) clear.clear(InferenceOverrideState);
-      if (context.length > 0) clear.update(ContextMessages, { op: 'consume' });
-      wait = this.submit(clear);
-      if (wait !== undefined) await wait;
+      const pending = this.#requestInputs();
+      const inputs = isPromiseLike<RequestInputs>(pending) ? await pending : pending;
       stop = this.#checkTermination();
       if (stop !== undefined) return await this.#endStep(stop);
 
       wait = this.#autocompact();
       if (wait !== undefined) await wait;
-      let inference = await this.#inferOnce(this.#buildRequest(filter, stepOverride, context));
-      // Truncation recovery (book: 截断恢复): a response cut by the output limit is continued.
-      while (!inference.cancelled && inference.error === undefined && shouldRetryTruncated(inference.result, this.#continuations, this.resolved.spec.max_continuation_retries)) {
-        this.#continuations++;
-        const complete = new Set(inference.result.toolCalls.map((c) => c.id));
-        await this.#closeStartedCalls(inference.started.filter((c) => !complete.has(c.id)), INTERRUPTED);
-        const partial = streamText(inference.result);
-        if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
-        this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
-        inference = await this.#inferOnce(this.#buildRequest(filter, stepOverride, context));
-      }
+      let inference = await this.#inferOnce(this.#buildRequest(inputs.filter, inputs.override, inputs.context));
+      if (this.#truncated(inference)) inference = await this.#continueTruncated(inference, inputs);
       if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
       if (inference.cancelled) return await this.#endStep(TerminationReasons.cancelled());
 
-      const result = inference.result;
-      const text = streamText(result);
-      const observation =
-        inference.error === undefined
-          ? {
-              ok: true as const,
-              inputTokens: result.usage?.prompt_tokens ?? 0,
-              outputTokens: result.usage?.completion_tokens ?? 0,
-              text,
-              toolNames: result.toolCalls.map((c) => c.name),
-            }
-          : { ok: false as const };
-      await this.runPhase('after_inference', {
-        inference: observation,
-        now: this.env.clock.now(),
-        llmResponse: inference.error === undefined ? result : { error: inference.error.error },
-        messages: this.#messages,
-      });
-      stop = this.#checkTermination();
-
-      if (inference.error !== undefined) {
-        if (stop !== undefined) return await this.#endStep(stop);
-        // An inference error ends the run unless a consecutive-errors policy is there to bound retries.
-        const tolerated = this.resolved.stopPolicies.some((p) => p.id === 'consecutive_errors');
-        return await this.#endStep(tolerated ? undefined : TerminationReasons.error(inference.error.message));
-      }
-      if (stop !== undefined || result.toolCalls.length === 0) {
-        // A stop after inference keeps the answer's text (0.6 loses it ⟂) but runs no tool.
-        await this.#closeStartedCalls(inference.started, NOT_EXECUTED);
-        if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
-        return await this.#endStep(stop ?? TerminationReasons.naturalEnd());
-      }
-
-      const batch = new ToolBatch(this, result.toolCalls, text, this.env.ids.next('message'));
-      this.#batch = batch;
-      wait = batch.begin();
+      const text = streamText(inference.result);
+      wait = this.#afterInference(inference, text);
       if (wait !== undefined) await wait;
-      await batch.run();
-      if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
-        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
-        if (wait !== undefined) await wait;
-        await this.#endStep(undefined);
-        return TerminationReasons.suspended();
-      }
-      await this.#publish(batch, true);
-      if (batch.blockedReason !== undefined) return await this.#endStep(TerminationReasons.blocked(batch.blockedReason));
-      return await this.#endStep(this.#checkTermination());
+      stop = this.#checkTermination();
+      if (inference.error !== undefined) return await this.#endStep(this.#afterError(inference.error, stop));
+      if (stop !== undefined || inference.result.toolCalls.length === 0) return await this.#endStep(await this.#answer(inference, text, stop));
+      return await this.#runTools(inference, text);
     } catch (e) {
       const termination = this.#terminationOf(e);
       await this.#endStep(undefined).catch(() => undefined);
       return termination;
     }
+  }
+
+  /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */
+  #requestInputs(): RequestInputs | Promise<RequestInputs> {
+    const wait = this.runPhase('before_inference', { messages: this.#messages });
+    return wait === undefined ? this.#consumeInputs() : wait.then(() => this.#consumeInputs());
+  }
+
+  #consumeInputs(): RequestInputs | Promise<RequestInputs> {
+    const snap = this.phase.store.snapshot();
+    const inputs: RequestInputs = { filter: snap.get(ToolFilter), override: snap.get(InferenceOverrideState), context: orderedContextMessages(snap.get(ContextMessages)) };
+    // The per-step accumulators are emptied (back to absent) once read.
+    const clear = StateCommand.empty();
+    if (inputs.filter !== undefined) clear.clear(ToolFilter);
+    if (inputs.override !== undefined) clear.clear(InferenceOverrideState);
+    if (inputs.context.length > 0) clear.update(ContextMessages, { op: 'consume' });
+    const wait = this.submit(clear);
+    return wait === undefined ? inputs : wait.then(() => inputs);
+  }
+
+  /** A response cut by the output limit, with continuations left (book: 截断恢复). */
+  #truncated(inference: Inference): boolean {
+    return !inference.cancelled && inference.error === undefined && shouldRetryTruncated(inference.result, this.#continuations, this.resolved.spec.max_continuation_retries);
+  }
+
+  /** Continues a truncated response: what it said so far, the continuation prompt, and the same request again — while truncated. */
+  async #continueTruncated(truncated: Inference, inputs: RequestInputs): Promise<Inference> {
+    let inference = truncated;
+    do {
+      this.#continuations++;
+      const complete = new Set(inference.result.toolCalls.map((c) => c.id));
+      await this.#closeStartedCalls(inference.started.filter((c) => !complete.has(c.id)), INTERRUPTED);
+      const partial = streamText(inference.result);
+      if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
+      this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
+      inference = await this.#inferOnce(this.#buildRequest(inputs.filter, inputs.override, inputs.context));
+    } while (this.#truncated(inference));
+    return inference;
+  }
+
+  /** AfterInference, with what the stop policies observe of the inference. */
+  #afterInference(inference: Inference, text: string): Promise<void> | void {
+    const result = inference.result;
+    const observation =
+      inference.error === undefined
+        ? {
+            ok: true as const,
+            inputTokens: result.usage?.prompt_tokens ?? 0,
+            outputTokens: result.usage?.completion_tokens ?? 0,
+            text,
+            toolNames: result.toolCalls.map((c) => c.name),
+          }
+        : { ok: false as const };
+    return this.runPhase('after_inference', {
+      inference: observation,
+      now: this.env.clock.now(),
+      llmResponse: inference.error === undefined ? result : { error: inference.error.error },
+      messages: this.#messages,
+    });
+  }
+
+  /** After a failed inference: the stop a policy asked for, else the error — unless a consecutive-errors policy bounds retries (then go on). */
+  #afterError(error: InferenceFailure, stop: TerminationReason | undefined): TerminationReason | undefined {
+    if (stop !== undefined) return stop;
+    const tolerated = this.resolved.stopPolicies.some((p) => p.id === 'consecutive_errors');
+    return tolerated ? undefined : TerminationReasons.error(error.message);
+  }
+
+  /** An answer without tools, or a stop after inference: the text is kept (0.6 loses it ⟂), no tool runs. */
+  async #answer(inference: Inference, text: string, stop: TerminationReason | undefined): Promise<TerminationReason> {
+    await this.#closeStartedCalls(inference.started, NOT_EXECUTED);
+    if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
+    return stop ?? TerminationReasons.naturalEnd();
+  }
+
+  /** Runs the step's tool calls as one batch; a batch left waiting suspends the run. */
+  async #runTools(inference: Inference, text: string): Promise<TerminationReason | undefined> {
+    let wait: Promise<void> | void;
+    const batch = new ToolBatch(this, inference.result.toolCalls, text, this.env.ids.next('message'));
+    this.#batch = batch;
+    wait = batch.begin();
+    if (wait !== undefined) await wait;
+    await batch.run();
+    if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
+      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+      if (wait !== undefined) await wait;
+      await this.#endStep(undefined);
+      return TerminationReasons.suspended();
+    }
+    await this.#publish(batch, true);
+    if (batch.blockedReason !== undefined) return await this.#endStep(TerminationReasons.blocked(batch.blockedReason));
+    return await this.#endStep(this.#checkTermination());
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   RequestChain,
   type RequestDelta,
   readLine,
+  readTranscript,
   TRANSCRIPT_FORMAT,
   type CancelRecord,
   type DecisionRecord,
@@ -86,33 +87,22 @@ const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
 const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":(\{.*\})\}$/;
 
 /**
- * The lines of a transcript, as `readTranscript` reads them but for `event` lines: their payload is
- * compared byte for byte with what the replayed run emits (always canonical JSON), so a line of the
- * event form is taken as it is — an edited payload differs there — and its JSON is read only if
- * asked for.
+ * A line as `readLine` reads it but for an `event` line: its payload is compared byte for byte with
+ * what the replayed run emits (always canonical JSON), so a line of the event form is taken as it is
+ * — an edited payload differs there — and its JSON is read only if asked for.
  */
-function readForReplay(text: string): ReadLine[] {
-  const out: ReadLine[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const t = lines[i] as string;
-    if (t.trim() === '') continue;
-    const m = CANONICAL_EVENT_LINE.exec(t);
-    if (m === null) {
-      out.push(readLine(t, i + 1));
-      continue;
-    }
-    const payload = m[2] as string;
-    const record = {
-      type: 'event' as const,
-      seq: Number(m[1]),
-      get event(): JsonValue {
-        return JSON.parse(payload) as JsonValue;
-      },
-    };
-    out.push({ line: i + 1, text: t, ok: true, record });
-  }
-  return out;
+function readReplayLine(t: string, line: number): ReadLine {
+  const m = CANONICAL_EVENT_LINE.exec(t);
+  if (m === null) return readLine(t, line);
+  const payload = m[2] as string;
+  const record = {
+    type: 'event' as const,
+    seq: Number(m[1]),
+    get event(): JsonValue {
+      return JSON.parse(payload) as JsonValue;
+    },
+  };
+  return { line, text: t, ok: true, record };
 }
 
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
@@ -129,7 +119,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
     }
   }
-  const lines = readForReplay(text);
+  const lines = readTranscript(text, readReplayLine);
   const first = lines[0];
   if (first === undefined || !first.ok || first.record.type !== 'header') {
     const reason = first === undefined ? 'the transcript is empty' : first.ok ? `line 1 is a ${first.record.type} record, not the header` : `line 1 is not a header: ${first.reason}`;

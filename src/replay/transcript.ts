@@ -177,12 +177,12 @@ export type ReadLine =
  * Reads a transcript leniently: a line that is not a valid record is kept as such, so the replay
  * reports it where the run reaches it instead of refusing the whole file.
  */
-export function readTranscript(text: string): ReadLine[] {
+export function readTranscript(text: string, read: (t: string, line: number) => ReadLine = readLine): ReadLine[] {
   const out: ReadLine[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const t = lines[i] as string;
-    if (t.trim() !== '') out.push(readLine(t, i + 1));
+    if (t.trim() !== '') out.push(read(t, i + 1));
   }
   return out;
 }

@@ -11,6 +11,7 @@ import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { StateStore } from '../core/state/state-store.ts';
 import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig } from './circuit-breaker.ts';
 import { realEnv, type Env } from './env.ts';
+import type { InferenceObserver } from './retry.ts';
 import type { EventSink } from './event-sink.ts';
 import type { LlmExecutor } from './llm.ts';
 import { resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
@@ -135,13 +136,8 @@ export class AgentRuntime {
   }
 
   /** Resolves an agent afresh (nothing is cached between runs). */
-  resolve(agentId: string, onModel?: (model: string) => void, onAbsorbed?: (error: InferenceExecutionError) => void): Result<ResolvedAgent, ResolveError> {
-    return resolveAgent(this.#registries, agentId, {
-      env: this.#env,
-      breaker: this.#breaker,
-      ...(onModel !== undefined ? { onModel } : {}),
-      ...(onAbsorbed !== undefined ? { onAbsorbed } : {}),
-    });
+  resolve(agentId: string, observer: InferenceObserver = {}): Result<ResolvedAgent, ResolveError> {
+    return resolveAgent(this.#registries, agentId, { ...observer, env: this.#env, breaker: this.#breaker });
   }
 
   /** Runs to completion (through any suspensions, while decisions arrive) and returns the result. */
@@ -208,11 +204,7 @@ export class AgentRuntime {
     if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
     let answeredBy: string | undefined;
     const inferenceErrors: InferenceExecutionError[] = [];
-    const resolved = this.resolve(
-      agentId,
-      (m) => (answeredBy = m),
-      (e) => inferenceErrors.push(e),
-    );
+    const resolved = this.resolve(agentId, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e) });
     if (!resolved.ok) {
       if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
       return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });

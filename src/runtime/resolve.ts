@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
-import type { InferenceExecutionError, ResolveError } from '../contract/errors.ts';
+import type { ResolveError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
 import { buildExecutionEnv, PluginRegistrar, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
@@ -8,7 +8,7 @@ import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './built
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import type { Env } from './env.ts';
 import type { LlmExecutor } from './llm.ts';
-import { RetryConfigKey, retryingExecutor, type ModelTarget } from './retry.ts';
+import { RetryConfigKey, retryingExecutor, type InferenceObserver, type ModelTarget } from './retry.ts';
 import type { Tool } from './tool.ts';
 import { byteHeuristicTokenizer, effectivePolicy, type Tokenizer } from '../core/context/index.ts';
 import {
@@ -102,13 +102,10 @@ export interface ResolvedAgent {
   readonly executionEnv: ExecutionEnv;
 }
 
-export interface ResolveDeps {
+/** What resolving needs besides the registries; the observer's callbacks hear each inference's attempts. */
+export interface ResolveDeps extends InferenceObserver {
   readonly env: Env;
   readonly breaker?: CircuitBreaker;
-  /** Called with the provider-side model name that answered each inference. */
-  readonly onModel?: (model: string) => void;
-  /** Called with each inference failure the retry policy absorbed (another attempt followed). */
-  readonly onAbsorbed?: (error: InferenceExecutionError) => void;
 }
 
 /** The three-stage resolve pipeline: lookup, plugins, tools. Never returns a partial result. */
@@ -165,9 +162,9 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
       if (!t.ok) return t;
       targets.push(t.value);
     }
-    llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps.onModel, deps.onAbsorbed);
+    llm = retryingExecutor(targets, retry.value, deps.env, deps.breaker, deps);
   } else if (deps.breaker !== undefined) {
-    llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps.onModel, deps.onAbsorbed);
+    llm = retryingExecutor([primary.value], { ...retry.value, max_retries: 0 }, deps.env, deps.breaker, deps);
   }
 
   if (spec.context_policy !== undefined) {

@@ -36,23 +36,23 @@ export interface ModelTarget {
  * Retries a failed stream *open* (a failure before the first part) with exponential backoff through
  * `env.sleep`, then falls back to each fallback model in order; a per-model circuit breaker skips
  * models that keep failing. A failure after parts were yielded is not retried (they reached the
- * client already). The request's `model` is replaced by each target's name; `onModel` reports the
- * one that answered, `onAbsorbed` each failure that was followed by another attempt (the failure
- * that ends the retries is thrown instead).
+ * client already). The request's `model` is replaced by each target's name; the observer hears which
+ * one answered and each failure another attempt followed.
  */
-export function retryingExecutor(
-  targets: readonly ModelTarget[],
-  policy: LlmRetryPolicy,
-  env: Env,
-  breaker?: CircuitBreaker,
-  onModel?: (model: string) => void,
-  onAbsorbed?: (error: InferenceExecutionError) => void,
-): LlmExecutor {
-  const setup: RetrySetup = { targets, policy, env, breaker, onModel, onAbsorbed };
+export function retryingExecutor(targets: readonly ModelTarget[], policy: LlmRetryPolicy, env: Env, breaker?: CircuitBreaker, observer: InferenceObserver = {}): LlmExecutor {
+  const setup: RetrySetup = { targets, policy, env, breaker, observer };
   return {
     name: `retrying(${targets.map((t) => t.executor.name).join(',')})`,
     stream: (request) => new RetryingStream(setup, request),
   };
+}
+
+/** What a run hears of its inference attempts. */
+export interface InferenceObserver {
+  /** The provider-side model name that answered an inference. */
+  readonly onModel?: (model: string) => void;
+  /** A failure another attempt followed (absorbed); the failure that ends the retries is thrown instead. */
+  readonly onAbsorbed?: (error: InferenceExecutionError) => void;
 }
 
 /** What every stream of one retrying executor shares. */
@@ -61,8 +61,7 @@ interface RetrySetup {
   readonly policy: LlmRetryPolicy;
   readonly env: Env;
   readonly breaker: CircuitBreaker | undefined;
-  readonly onModel: ((model: string) => void) | undefined;
-  readonly onAbsorbed: ((error: InferenceExecutionError) => void) | undefined;
+  readonly observer: InferenceObserver;
 }
 
 /**
@@ -97,7 +96,7 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
 
   async #open(): Promise<IteratorResult<StreamPart>> {
     const request = this.#request;
-    const { targets, policy, env, breaker, onModel, onAbsorbed } = this.#setup;
+    const { targets, policy, env, breaker, observer } = this.#setup;
     let last: InferenceFailure | undefined;
     for (let t = 0; t < targets.length; t++) {
       const target = targets[t] as ModelTarget;
@@ -106,7 +105,7 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
       for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
         // Another attempt follows the last failure: it was absorbed.
         if (last !== undefined) {
-          onAbsorbed?.(last.error);
+          observer.onAbsorbed?.(last.error);
           last = undefined;
         }
         if (breaker !== undefined && !breaker.check(model)) {
@@ -117,7 +116,7 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
           const it = target.executor.stream(model === request.model ? request : { ...request, model })[Symbol.asyncIterator]();
           const first = await it.next();
           // As in 0.6, a stream that opened is a success for the breaker.
-          onModel?.(model);
+          observer.onModel?.(model);
           breaker?.recordSuccess(model);
           this.#inner = it;
           return first;

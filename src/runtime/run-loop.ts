@@ -79,7 +79,6 @@ export function decisionFor(
   };
 }
 
-/** One streamed inference: its result, or that it was cancelled or failed, and the calls it opened. */
 /** What BeforeInference left for one step's request. */
 interface RequestInputs {
   readonly filter: ReturnType<typeof ToolFilter.init> | undefined;
@@ -87,6 +86,7 @@ interface RequestInputs {
   readonly context: ReturnType<typeof orderedContextMessages>;
 }
 
+/** One streamed inference: its result, or that it was cancelled or failed, and the calls it opened. */
 interface Inference {
   readonly result: StreamResult;
   readonly cancelled: boolean;

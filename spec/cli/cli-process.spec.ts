@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,5 +92,28 @@ describe('the awaken command as a process: every mistake is one line and the doc
       err: `awaken serve: --store: the directory ${dir} does not exist (create it, or choose another path)\n`,
     });
     expect(existsSync(dir)).toBe(false);
+  });
+
+  it('awaken record, then awaken replay, as processes: a run with a decision replays identical; a decision missing its id exits 1 naming its line; older formats replay as they are', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-record-'));
+    const file = join(dir, 'confirm.jsonl');
+    const rec = awaken(['record', '--out', file, '--', 'run', '--model', 'scripted:fixtures/scripts/demo-confirm.json', '--decide', 'approve', 'delete it']);
+    expect(rec.code).toBe(0);
+    const text = readFileSync(file, 'utf8');
+    expect(text.startsWith('{"type":"header","format":"awaken-transcript/4"')).toBe(true);
+    expect(awaken(['replay', file])).toMatchObject({ code: 0, out: expect.stringContaining('1 identical, 0 differ') });
+    const lines = text.trimEnd().split('\n');
+    const at = lines.findIndex((l) => l.startsWith('{"type":"decision"'));
+    expect(at).toBeGreaterThan(0);
+    const bad = join(dir, 'confirm-bad.jsonl');
+    // The resumed tool receives the decision whole: a decision without its id is not what was recorded.
+    writeFileSync(bad, `${lines.map((l, i) => (i === at ? l.replace(/"decision_id":"[^"]*",/, '') : l)).join('\n')}\n`);
+    const rep = awaken(['replay', bad]);
+    expect(rep.code).toBe(1);
+    expect(rep.out).toContain(`${bad}:${at + 1} (a decision record)`);
+    expect(rep.out).toContain('lacks decision_id: the call keeps the decision whole');
+    for (const older of ['runs-format-1/11-suspension-resumed-replay-tool-call.jsonl', 'runs-format-2/11-suspension-resumed-replay-tool-call.jsonl', 'runs-format-3/12-suspension-resumed-use-decision-as-tool-result.jsonl']) {
+      expect(awaken(['replay', join('fixtures', older)])).toMatchObject({ code: 0, out: expect.stringContaining('1 identical, 0 differ') });
+    }
   });
 });

@@ -57,21 +57,6 @@ function applied(record: unknown, path: Path, edit: Edit): unknown {
   return copy;
 }
 
-/**
- * The leaves no replay check reaches yet, each for a reason of the run's path (docs/transcript-format.md,
- * "Not yet verified"). The last spec below keeps this list exact: an entry that becomes detected fails it.
- */
-const NOT_YET_VERIFIED: readonly { readonly run: RegExp; readonly line: number; readonly path: RegExp; readonly why: string }[] = [
-  {
-    run: /^12-/,
-    line: 28,
-    path: /^decisions\.0\.decision\.(decision_id|updated_at)$/,
-    why: 'a decision whose result becomes the tool result: its id and time reach no tool, event or state the replay sees',
-  },
-];
-const known = (file: string, line: number, record: string, path: Path): boolean =>
-  NOT_YET_VERIFIED.some((g) => g.run.test(file) && (g.line === line || (g.line === 0 && record === 'llm')) && g.path.test(path.join('.')));
-
 const edits = fc.record({
   run: fc.nat({ max: corpus.length - 1 }),
   line: fc.nat(),
@@ -92,7 +77,6 @@ describe('a replay that catches every edit', () => {
         const edited = applied(record, target.path, edit);
         // The edit must apply to the leaf and change the line (kept compact, as records are written).
         fc.pre(edited !== undefined && JSON.stringify(edited) !== lines[i]);
-        fc.pre(!known(corpus[run]?.file ?? '', i + 1, (record as { type: string }).type, target.path));
         tried++;
         const text = `${lines.map((l, j) => (j === i ? JSON.stringify(edited) : l)).join('\n')}\n`;
         const report = await replayTranscript(text);
@@ -106,24 +90,48 @@ describe('a replay that catches every edit', () => {
     expect(tried).toBeGreaterThan(2000);
   }, 120_000);
 
-  it('the leaves not yet verified are exactly those listed, each with its reason', async () => {
-    const missed: string[] = [];
+  it('every leaf of every decision record is verified: each edit of one is reported at its line', async () => {
+    let edited = 0;
     for (const { file, lines } of corpus) {
       for (const [i, line] of lines.entries()) {
         const record = JSON.parse(line) as { type: string };
+        if (record.type !== 'decision') continue;
         for (const { path, value } of leaves(record)) {
-          if (!known(file, i + 1, record.type, path)) continue;
-          const edited = applied(record, path, { kind: typeof value === 'number' ? 'number' : 'char', at: 0, code: 88 - 32 }) as unknown;
-          const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(edited) : l)).join('\n')}\n`);
-          if (report.identical) missed.push(`${file}:${i + 1} ${path.join('.')}`);
+          const changed = applied(record, path, { kind: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'flip' : 'char', at: 0, code: 88 - 32 });
+          if (changed === undefined) continue;
+          edited++;
+          const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(changed) : l)).join('\n')}\n`);
+          expect(report.identical, `${file}:${i + 1} ${path.join('.')}`).toBe(false);
+          expect(report.at?.line, `${file}:${i + 1} ${path.join('.')}`).toBeLessThanOrEqual(lines.length);
         }
       }
     }
-    expect(missed).toEqual([
-      '12-suspension-resumed-use-decision-as-tool-result.jsonl:28 decisions.0.decision.decision_id',
-      '12-suspension-resumed-use-decision-as-tool-result.jsonl:28 decisions.0.decision.updated_at',
-    ]);
-    expect(NOT_YET_VERIFIED.every((g) => g.why.length > 0)).toBe(true);
+    expect(edited).toBeGreaterThan(20);
+  });
+
+  it('a decision whose result becomes the tool result is written without its id and time; one that has them, or a decision a call keeps without them, is reported at its line', async () => {
+    const { lines } = corpus.find((c) => c.file.startsWith('12-')) as (typeof corpus)[number];
+    const i = lines.findIndex((l) => l.startsWith('{"type":"decision"'));
+    const record = JSON.parse(lines[i] as string) as { decisions: { target_id: string; decision: Record<string, unknown> }[] };
+    expect(record.decisions[0]?.decision).toEqual({ action: 'resume', result: { answer: 'from the user' } });
+    const withFields = structuredClone(record);
+    (withFields.decisions[0] as { decision: Record<string, unknown> }).decision = { decision_id: 'd-c1', action: 'resume', result: { answer: 'from the user' }, updated_at: 1700000000000 };
+    const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(withFields) : l)).join('\n')}\n`);
+    expect(report).toMatchObject({ identical: false, divergence: { port: 'decision', line: i + 1 }, at: { line: i + 1, record: 'decision' } });
+    expect(report.divergence?.message).toBe(
+      'the decision for c1 writes decision_id, updated_at: the call resumes in use_decision_as_tool_result mode and keeps only the decision\'s result, so a transcript does not write them',
+    );
+
+    // A call resumed as a replayed tool call keeps the whole decision: it is written whole.
+    const replayed = corpus.find((c) => c.file.startsWith('11-')) as (typeof corpus)[number];
+    const k = replayed.lines.findIndex((l) => l.startsWith('{"type":"decision"'));
+    const kept = JSON.parse(replayed.lines[k] as string) as { decisions: { target_id: string; decision: Record<string, unknown> }[] };
+    const decision = (kept.decisions[0] as { decision: Record<string, unknown> }).decision;
+    expect(Object.keys(decision)).toContain('updated_at');
+    delete decision['updated_at'];
+    const missing = await replayTranscript(`${replayed.lines.map((l, j) => (j === k ? JSON.stringify(kept) : l)).join('\n')}\n`);
+    expect(missing).toMatchObject({ identical: false, divergence: { port: 'decision', line: k + 1 }, at: { line: k + 1, record: 'decision' } });
+    expect(missing.divergence?.message).toMatch(/^the decision for c1 lacks updated_at: the call keeps the decision/);
   });
 
   it('request text no inference sees (a run cancelled first, messages truncated away) is checked against the thread the run leaves', async () => {

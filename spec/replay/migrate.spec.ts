@@ -8,6 +8,9 @@ import { replayTranscript } from '../../src/replay/replayer.ts';
 const fixtures = resolve(import.meta.dirname, '../../fixtures');
 const olds = readdirSync(join(fixtures, 'runs-format-1')).filter((f) => f.endsWith('.jsonl'));
 const twos = readdirSync(join(fixtures, 'runs-format-2')).filter((f) => f.endsWith('.jsonl'));
+const threes = readdirSync(join(fixtures, 'runs-format-3')).filter((f) => f.endsWith('.jsonl'));
+const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
+const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
 /** The corpus run, in the current format. */
@@ -15,7 +18,7 @@ const v2 = (file: string): string => readFileSync(join(fixtures, 'runs', file), 
 const withoutThread = (text: string): string => `${text.trimEnd().split('\n').slice(0, -1).join('\n')}\n`;
 const events = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{"type":"event",'));
 
-describe('transcript format 1 → 3', () => {
+describe('older transcript formats → 4', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -47,7 +50,7 @@ describe('transcript format 1 → 3', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 3: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 4: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
     expect(events(migrated)).toEqual(events(v2old(file)));
@@ -58,8 +61,24 @@ describe('transcript format 1 → 3', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
+  it.each(threes)('format 3 → 4: %s migrates to the corpus run and replays identical as it is', async (file) => {
+    const migrated = migrateTranscript(v3old(file));
+    expect(migrated).toBe(v2(file));
+    expect(events(migrated)).toEqual(events(v3old(file)));
+    expect(await replayTranscript(v3old(file))).toMatchObject({ identical: true });
+  });
+
+  it('format 3 → 4: a resume decision for a call suspended in use_decision_as_tool_result mode loses its id and time; other decisions are kept whole', () => {
+    const used = migrateTranscript(v3old('12-suspension-resumed-use-decision-as-tool-result.jsonl'));
+    expect(decisionLine(v3old('12-suspension-resumed-use-decision-as-tool-result.jsonl'))).toContain('"decision_id":"d-c1"');
+    expect(decisionLine(used)).toBe('{"type":"decision","after_event":11,"decisions":[{"target_id":"c1","decision":{"action":"resume","result":{"answer":"from the user"}}}]}');
+    const replayed = migrateTranscript(v3old('11-suspension-resumed-replay-tool-call.jsonl'));
+    expect(decisionLine(replayed)).toBe(decisionLine(v3old('11-suspension-resumed-replay-tool-call.jsonl')));
+    expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
+  });
+
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
-    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f))].map((t) => t.trimEnd().split('\n'));
+    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f))].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>
       Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];

@@ -1,8 +1,13 @@
-import { configDigest, digestOf, parseRecord, RequestChain, TRANSCRIPT_FORMAT, type Header, type NormalisedRequest } from './transcript.ts';
+import type { ToolCallResume } from '../contract/tool.ts';
+import { configDigest, digestOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header, type NormalisedRequest } from './transcript.ts';
 
 /** The format tags of older transcripts. */
 export const TRANSCRIPT_FORMAT_1 = 'awaken-transcript/1';
 export const TRANSCRIPT_FORMAT_2 = 'awaken-transcript/2';
+export const TRANSCRIPT_FORMAT_3 = 'awaken-transcript/3';
+
+const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3] as const;
+type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
 export class MigrationFailure extends Error {
@@ -17,8 +22,8 @@ export class MigrationFailure extends Error {
 type Json = Record<string, unknown>;
 
 /** The older format a transcript's first line names, if it names one. */
-export function olderFormat(text: string): typeof TRANSCRIPT_FORMAT_1 | typeof TRANSCRIPT_FORMAT_2 | undefined {
-  for (const f of [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2] as const) if (text.startsWith(`{"type":"header","format":"${f}"`)) return f;
+export function olderFormat(text: string): OlderFormat | undefined {
+  for (const f of OLDER) if (text.startsWith(`{"type":"header","format":"${f}"`)) return f;
   return undefined;
 }
 
@@ -33,7 +38,7 @@ export interface Migrated {
 export const migrateTranscript = (text: string): string => migrate(text).text;
 
 /**
- * Rewrites a format-1 or format-2 transcript in the current format (`awaken-transcript/3`), without
+ * Rewrites a format-1, 2 or 3 transcript in the current format (`awaken-transcript/4`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -49,6 +54,10 @@ export const migrateTranscript = (text: string): string => migrate(text).text;
  *
  * Format 2 → 3: each `llm` record's request (checked against its digest first) is written as its
  * change from the previous request (`RequestDelta`), under the chained digest.
+ *
+ * Format 3 → 4: a `resume` decision for a call suspended in `use_decision_as_tool_result` mode (the
+ * mode its `tool_call_done` event reports) loses `decision_id` and `updated_at`: such a call keeps
+ * only the decision's result (`keepsWholeDecision`).
  *
  * Every other line is kept byte for byte, so event payloads are unchanged.
  */
@@ -66,8 +75,9 @@ export function migrate(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || (format !== TRANSCRIPT_FORMAT_1 && format !== TRANSCRIPT_FORMAT_2)) throw new MigrationFailure(1, `not a ${TRANSCRIPT_FORMAT_1} or ${TRANSCRIPT_FORMAT_2} header`);
+  if (header === undefined || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
+  const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });
   if (first ? v1Digest !== header['config_digest'] : configDigest(header as unknown as Header) !== header['config_digest']) {
     throw new MigrationFailure(1, 'the header does not match its config_digest');
@@ -90,6 +100,7 @@ export function migrate(text: string): Migrated {
   const out: string[] = [];
   const decided = new Map<string, unknown>();
   const requests = new RequestChain();
+  const modes = new SuspensionModes();
   for (const [i, r] of records.entries()) {
     let record: Json | undefined;
     try {
@@ -113,14 +124,17 @@ export function migrate(text: string): Migrated {
   function migrated(i: number, r: Json): Json | undefined {
     let record: Json | undefined;
     if (i === 0) record = next;
+    else if (r['type'] === 'event') modes.note(r['event']);
     else if (r['type'] === 'decision') {
-      for (const d of r['decisions'] as { target_id: string; decision: unknown }[]) decided.set(d.target_id, d.decision);
+      const decisions = r['decisions'] as { target_id: string; decision: ToolCallResume }[];
+      for (const d of decisions) decided.set(d.target_id, d.decision);
+      record = { ...r, decisions: decisions.map((d) => ({ target_id: d.target_id, decision: recordedDecision(d.decision, modes.of(d.target_id)) })) };
     } else if (r['type'] === 'tool' && first) {
       const { resumed, ...tool } = r;
       if (resumed === true && !decided.has(tool['call_id'] as string)) throw new MigrationFailure(i + 1, `the resumed call ${String(tool['call_id'])} has no decision before it`);
       const { activity, ...head } = tool;
       record = { ...head, ...(resumed === true ? { resume: decided.get(tool['call_id'] as string) } : {}), activity };
-    } else if (r['type'] === 'llm') {
+    } else if (r['type'] === 'llm' && wholeRequests) {
       const request = r['request'] as NormalisedRequest;
       if (digestOf(request) !== r['digest']) throw new MigrationFailure(i + 1, 'the recorded request does not match its digest');
       const { delta, digest } = requests.next(request);

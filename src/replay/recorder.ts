@@ -14,7 +14,7 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
-import { configDigest, endRecordOf, parseRecord, RequestChain, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { configDigest, endRecordOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -228,6 +228,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
 
   const controller = new AbortController();
   const suspended = new Set<string>();
+  const modes = new SuspensionModes();
   let round = 0;
   let threadId = '';
   let finished = false;
@@ -245,7 +246,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
       return;
     }
     for (const d of decisions) suspended.delete(d.targetId);
-    log.push({ type: 'decision', after_event: log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: d.decision })) });
+    log.push({ type: 'decision', after_event: log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, modes.of(d.targetId)) })) });
     runtime.value.decide(threadId, decisions);
   };
   const started = await runtime.value.start(
@@ -253,6 +254,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
     {
       emit: (event) => {
         log.event(event);
+        modes.note(event);
         if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') suspended.add(event.id);
         // Nothing is left to cancel once the run has finished for good (it does not wait for decisions).
         const over = event.event_type === 'run_finish' && setup.decide === undefined;

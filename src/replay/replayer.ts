@@ -18,9 +18,12 @@ import {
   configDigest,
   applyDeltas,
   chainDigest,
+  decisionFieldProblem,
+  decisionOf,
   endRecordOf,
   normaliseRequest,
   RequestChain,
+  SuspensionModes,
   type RequestDelta,
   readLine,
   readTranscript,
@@ -169,6 +172,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const controller = new AbortController();
   const decisions = [...session.decisions];
   const cancels = [...session.cancels];
+  const modes = new SuspensionModes();
   let threadId = '';
   let parked = false;
   let finished = false;
@@ -197,7 +201,15 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     decisions.shift();
     parked = false;
-    const r = runtime.decide(threadId, next.decisions.map((d) => ({ targetId: d.target_id, decision: d.decision })));
+    // A decision writes its id and time exactly where the call it answers keeps them.
+    for (const d of next.decisions) {
+      const problem = decisionFieldProblem(d.decision, modes.of(d.target_id));
+      if (problem === undefined) continue;
+      diverge({ port: 'decision', message: `the decision for ${d.target_id} ${problem}`, ...session.lineOf(next) });
+      controller.abort();
+      return;
+    }
+    const r = runtime.decide(threadId, next.decisions.map((d) => ({ targetId: d.target_id, decision: decisionOf(d.decision) })));
     if (!r.ok) {
       diverge({ port: 'decision', message: `the recorded decision after event #${next.after_event - 1} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
       controller.abort();
@@ -221,6 +233,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     {
       emit: (event) => {
         actual.push(serialiseEvent(event));
+        modes.note(event);
         while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
           cancels.shift();
           controller.abort();

@@ -8,10 +8,10 @@ import { TerminationReasonSchema, type TerminationReason } from '../contract/lif
 import { MessageSchema, type Message } from '../contract/message.ts';
 import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
 import { StreamPartSchema } from '../contract/stream.ts';
-import { ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema } from '../contract/tool.ts';
+import { ResumeDecisionActionSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/3';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/4';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -105,12 +105,84 @@ export const ToolRecordSchema = z.object({
 });
 export type ToolRecord = z.output<typeof ToolRecordSchema>;
 
+/**
+ * A decision as a transcript writes it: a `ToolCallResume` whose `decision_id` and `updated_at` are
+ * written only where the call keeps them (`keepsWholeDecision`).
+ */
+export const RecordedDecisionSchema = z
+  .object({
+    decision_id: z.string().optional(),
+    action: ResumeDecisionActionSchema,
+    result: JsonValueSchema.optional(),
+    reason: z.string().optional(),
+    updated_at: z.number().int().nonnegative().optional(),
+  })
+  .transform((r) => {
+    if (r.result !== null) return r;
+    const { result: _null, ...rest } = r;
+    return rest;
+  });
+export type RecordedDecision = z.output<typeof RecordedDecisionSchema>;
+
 export const DecisionRecordSchema = z.object({
   type: z.literal('decision'),
   after_event: z.number().int().positive(),
-  decisions: z.array(z.object({ target_id: z.string(), decision: ToolCallResumeSchema })),
+  decisions: z.array(z.object({ target_id: z.string(), decision: RecordedDecisionSchema })),
 });
 export type DecisionRecord = z.output<typeof DecisionRecordSchema>;
+
+/**
+ * Whether a call keeps the whole decision it is given, its id and time included: a resumed tool
+ * receives it (`replay_tool_call`, `pass_decision_to_tool`), a cancelled call's state holds it. A call
+ * resumed in `use_decision_as_tool_result` mode keeps only the decision's result — its id and time
+ * reach no tool, event or state, so a transcript does not write them (an edit of them could change
+ * nothing the replay sees).
+ */
+export const keepsWholeDecision = (action: ToolCallResume['action'], mode: ToolCallResumeMode | undefined): boolean =>
+  !(action === 'resume' && mode === 'use_decision_as_tool_result');
+
+/** The decision as a transcript writes it, for a call suspended in `mode`. */
+export function recordedDecision(decision: ToolCallResume, mode: ToolCallResumeMode | undefined): RecordedDecision {
+  if (keepsWholeDecision(decision.action, mode)) return decision;
+  const { decision_id: _id, updated_at: _at, ...rest } = decision;
+  return rest;
+}
+
+/** The fields of a recorded decision that disagree with how its call keeps it: written but inert, or missing. */
+export function decisionFieldProblem(recorded: RecordedDecision, mode: ToolCallResumeMode | undefined): string | undefined {
+  const fields = (['decision_id', 'updated_at'] as const).filter((f) => (keepsWholeDecision(recorded.action, mode) ? recorded[f] === undefined : recorded[f] !== undefined));
+  if (fields.length === 0) return undefined;
+  return keepsWholeDecision(recorded.action, mode)
+    ? `lacks ${fields.join(', ')}: the call keeps the decision whole`
+    : `writes ${fields.join(', ')}: the call resumes in use_decision_as_tool_result mode and keeps only the decision's result, so a transcript does not write them`;
+}
+
+/** The decision a recorded one stands for (what the run is given). */
+export const decisionOf = (recorded: RecordedDecision): ToolCallResume => ({ ...recorded, decision_id: recorded.decision_id ?? '', updated_at: recorded.updated_at ?? 0 }) as ToolCallResume;
+
+/**
+ * The resume mode of every call a run has suspended so far, by call id and suspension id, read from
+ * its `tool_call_done` events (the ticket a suspended call reports carries the mode).
+ */
+export class SuspensionModes {
+  readonly #modes = new Map<string, ToolCallResumeMode>();
+
+  /** Takes note of an event (an `AgentEvent`, or its JSON in a transcript). */
+  note(event: unknown): void {
+    const e = event as { event_type?: unknown; id?: unknown; result?: { suspension?: { suspension?: { id?: unknown }; resume_mode?: unknown } } };
+    if (e.event_type !== 'tool_call_done') return;
+    const ticket = e.result?.suspension;
+    const mode = ticket?.resume_mode;
+    if (typeof mode !== 'string') return;
+    if (typeof e.id === 'string') this.#modes.set(e.id, mode as ToolCallResumeMode);
+    const suspensionId = ticket?.suspension?.id;
+    if (typeof suspensionId === 'string') this.#modes.set(suspensionId, mode as ToolCallResumeMode);
+  }
+
+  of(targetId: string): ToolCallResumeMode | undefined {
+    return this.#modes.get(targetId);
+  }
+}
 
 /** Decisions and cancels come after at least one event (`run_start`): a recorder never writes 0. */
 export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().positive() });

@@ -215,8 +215,101 @@ describe('CircuitBreaker (book: CircuitBreakerConfig; core-spec §11.4)', () => 
             expect(cb.check('m')).toBe(expected);
           }
           expect(cb.status('m')).toBe(status);
+          expect(cb.isClosed('m')).toBe(status === 'closed');
         }
       }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('property: the retrying executor against a reference of its loop — attempts, backoff, fallbacks, absorbed failures and the breaker — whether a stream fails when opened, on its first part, or not at all', async () => {
+    type Outcome = 'ok' | 'throws' | 'rejects' | 'fatal';
+    const outcome = fc.constantFrom<Outcome>('ok', 'throws', 'rejects', 'fatal');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(outcome, { maxLength: 5 }), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 0, max: 3 }),
+        fc.option(fc.integer({ min: 1, max: 4 }), { nil: undefined }),
+        fc.integer({ min: 1, max: 2 }),
+        async (scripts, maxRetries, threshold, runs) => {
+          const names = scripts.map((_, t) => `m${t}`);
+          // The executor under test.
+          const env = deterministicEnv({ start: 0 });
+          const breaker = threshold === undefined ? undefined : new CircuitBreaker(env.clock, { failure_threshold: threshold, cooldown_ms: 1_000_000 });
+          const calls: string[] = [];
+          const absorbed: string[] = [];
+          const answered: string[] = [];
+          const left = scripts.map((s) => [...s]);
+          const executor = (t: number): LlmExecutor => ({
+            name: names[t] as string,
+            stream: (req) => {
+              calls.push(req.model);
+              const o = left[t]?.shift() ?? 'ok';
+              if (o === 'throws') throw new InferenceFailure({ code: 'provider', message: `${req.model} throws` });
+              return (async function* () {
+                if (o === 'rejects') throw new InferenceFailure({ code: 'provider', message: `${req.model} rejects` });
+                if (o === 'fatal') throw new InferenceFailure({ code: 'cancelled' });
+                yield { type: 'text_delta', delta: req.model } as StreamPart;
+              })();
+            },
+          });
+          const exec = retryingExecutor(
+            names.map((modelName, t) => ({ modelName, executor: executor(t) })),
+            { max_retries: maxRetries, fallback_models: names.slice(1), backoff_base_ms: 10 },
+            env,
+            breaker,
+            { onModel: (m) => answered.push(m), onAbsorbed: (e) => absorbed.push(e.code === 'provider' ? e.message : e.code) },
+          );
+          const outcomes: string[] = [];
+          for (let r = 0; r < runs; r++) {
+            try {
+              outcomes.push(`ok:${(await drain(exec.stream({ model: 'm0', messages: [], tools: [] }))).map((p) => (p.type === 'text_delta' ? p.delta : '')).join('')}`);
+            } catch (e) {
+              outcomes.push(`failed:${e instanceof InferenceFailure ? (e.error.code === 'provider' ? e.error.message : e.error.code) : String(e)}`);
+            }
+          }
+
+          // The reference: the loop as documented.
+          const ref = { calls: [] as string[], absorbed: [] as string[], answered: [] as string[], outcomes: [] as string[], slept: 0 };
+          const refLeft = scripts.map((s) => [...s]);
+          const failures = new Map<string, number>();
+          for (let r = 0; r < runs; r++) {
+            let last: string | undefined;
+            let result: string | undefined;
+            search: for (let t = 0; t < names.length; t++) {
+              const model = names[t] as string;
+              for (let attempt = 0; attempt <= maxRetries; attempt++) {
+                if (last !== undefined) {
+                  ref.absorbed.push(last);
+                  last = undefined;
+                }
+                if (threshold !== undefined && (failures.get(model) ?? 0) >= threshold) {
+                  last = `circuit breaker open for model ${model}`;
+                  break;
+                }
+                ref.calls.push(model);
+                const o = refLeft[t]?.shift() ?? 'ok';
+                if (o === 'ok') {
+                  failures.set(model, 0);
+                  ref.answered.push(model);
+                  result = `ok:${model}`;
+                  break search;
+                }
+                if (o === 'fatal') {
+                  result = 'failed:cancelled';
+                  break search;
+                }
+                failures.set(model, (failures.get(model) ?? 0) + 1);
+                last = `${model} ${o}`;
+                if (attempt < maxRetries) ref.slept += backoffMs(10, attempt);
+              }
+            }
+            ref.outcomes.push(result ?? `failed:${last}`);
+          }
+          expect({ calls, absorbed, answered, outcomes, slept: env.clock.now() }).toEqual(ref);
+          for (const m of names) expect(breaker?.isClosed(m) ?? true).toBe(threshold === undefined || (failures.get(m) ?? 0) < threshold);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -230,6 +230,11 @@ export class AgentRuntime {
       active.wake = undefined;
       w?.();
     };
+    // The run's one listener on its signal: a run waiting for decisions, or on a provider, wakes.
+    const onAbort = (): void => {
+      wakeUp();
+      active.loop?.aborted();
+    };
     const prepared = await prepare({
       threadId,
       state,
@@ -266,10 +271,10 @@ export class AgentRuntime {
     const onOuterAbort = (): void => controller.abort();
     options.signal?.addEventListener('abort', onOuterAbort, { once: true });
     if (options.signal?.aborted === true) controller.abort();
-    controller.signal.addEventListener('abort', wakeUp, { once: true });
+    controller.signal.addEventListener('abort', onAbort, { once: true });
     const done = prepared.value().finally(() => {
       options.signal?.removeEventListener('abort', onOuterAbort);
-      controller.signal.removeEventListener('abort', wakeUp);
+      controller.signal.removeEventListener('abort', onAbort);
       this.#active.delete(threadId);
       settleParked(false);
     });

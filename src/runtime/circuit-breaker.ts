@@ -49,6 +49,12 @@ export class CircuitBreaker {
     return false;
   }
 
+  /** Whether the model's circuit is closed: `check` would admit it without changing anything. */
+  isClosed(model: string): boolean {
+    const s = this.#models.get(model);
+    return s === undefined || s.status === 'closed';
+  }
+
   recordSuccess(model: string): void {
     const s = this.#models.get(model);
     if (s === undefined) return;

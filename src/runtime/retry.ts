@@ -94,15 +94,58 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
     return { done: true, value: undefined };
   }
 
-  async #open(): Promise<IteratorResult<StreamPart>> {
+  /**
+   * The first attempt, without the retry loop's machinery when it succeeds (the common case): the
+   * primary's stream opened and its first part read. A failure goes on in `#retry`, as the loop's
+   * first attempt would.
+   */
+  #open(): Promise<IteratorResult<StreamPart>> {
+    const { targets, breaker } = this.#setup;
+    const target = targets[0];
+    const request = this.#request;
+    // An open or half-open circuit needs the loop (its check may refuse, or admit a probe).
+    if (target === undefined || (breaker !== undefined && !breaker.isClosed(request.model))) return this.#retry(undefined);
+    let it: AsyncIterator<StreamPart>;
+    let first: Promise<IteratorResult<StreamPart>>;
+    try {
+      it = target.executor.stream(request)[Symbol.asyncIterator]();
+      first = it.next();
+    } catch (e) {
+      return this.#retry({ thrown: e });
+    }
+    return first.then(
+      (part) => {
+        this.#setup.observer.onModel?.(request.model);
+        breaker?.recordSuccess(request.model);
+        this.#inner = it;
+        return part;
+      },
+      (e: unknown) => this.#retry({ thrown: e }),
+    );
+  }
+
+  /**
+   * The retry loop: every attempt by policy, each fallback model in turn. `failed` holds what the
+   * primary's first attempt threw when `#open` made it (the loop then goes on from there).
+   */
+  async #retry(failed: { readonly thrown: unknown } | undefined): Promise<IteratorResult<StreamPart>> {
     const request = this.#request;
     const { targets, policy, env, breaker, observer } = this.#setup;
     let last: InferenceFailure | undefined;
+    let resumeAt = 0;
+    if (failed !== undefined) {
+      const failure = toFailure(failed.thrown);
+      if (!isRetryable(failure.error)) throw failure;
+      breaker?.recordFailure(request.model);
+      last = failure;
+      if (policy.max_retries > 0) await env.sleep(backoffMs(policy.backoff_base_ms, 0), request.signal);
+      resumeAt = 1;
+    }
     for (let t = 0; t < targets.length; t++) {
       const target = targets[t] as ModelTarget;
       // The primary keeps the request's model (an override may have changed it); fallbacks use theirs.
       const model = t === 0 ? request.model : target.modelName;
-      for (let attempt = 0; attempt <= policy.max_retries; attempt++) {
+      for (let attempt = t === 0 ? resumeAt : 0; attempt <= policy.max_retries; attempt++) {
         // Another attempt follows the last failure: it was absorbed.
         if (last !== undefined) {
           observer.onAbsorbed?.(last.error);

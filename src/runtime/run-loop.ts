@@ -13,7 +13,7 @@ import {
 import { messageText, Messages, type Message } from '../contract/message.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
-import { streamText, type StreamResult } from '../contract/stream.ts';
+import { streamText, type StreamPart, type StreamResult } from '../contract/stream.ts';
 import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
@@ -120,6 +120,7 @@ export interface RunParams {
   readonly storedCount?: number;
   readonly input: readonly Message[];
   readonly overrides: InferenceOverride | undefined;
+  /** The run's own signal; its owner calls `RunLoop.aborted()` when it fires. */
   readonly signal: AbortSignal;
   readonly waitForDecisions: boolean;
   /**
@@ -156,7 +157,7 @@ export class RunLoop implements BatchHost {
   readonly #usage = { prompt: 0, completion: 0, total: 0, seen: false };
   #batch: ToolBatch | undefined;
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
-  readonly #open = new Map<string, string>();
+  readonly #open = new OpenCalls();
   #clearBatchRecord = false;
   /** Messages the store holds for this thread as far as this run knows (optimistic concurrency). */
   #persistedCount: number;
@@ -168,6 +169,8 @@ export class RunLoop implements BatchHost {
   #sent: Message[] | undefined;
   #sentUpTo = 0;
   #tools: readonly ToolDescriptor[] | undefined;
+  /** Reads the inference in flight, woken by the run's abort (one for the run: `AbortableParts`). */
+  #parts: AbortableParts<StreamPart> | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -196,16 +199,16 @@ export class RunLoop implements BatchHost {
    * a turn of the microtask queue and a promise, a few dozen times per step.
    */
   emit(event: AgentEvent): Promise<void> | undefined {
-    if (event.event_type === 'tool_call_start') this.#open.set(event.id, event.name);
-    else if (event.event_type === 'tool_call_done') this.#open.delete(event.id);
+    if (event.event_type === 'tool_call_start') this.#open.add(event.id, event.name);
+    else if (event.event_type === 'tool_call_done') this.#open.remove(event.id);
     return this.#p.sink.emit(event) ?? undefined;
   }
 
   /** Commits a command; synchronous (no promise) when nothing in it is asynchronous. */
   submit(command: StateCommand): Promise<void> | void {
-    const r = this.phase.submitCommandNow(command);
-    if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkSubmitted);
-    checkSubmitted(r);
+    const failure = this.phase.submitOrFail(command);
+    if (isPromiseLike<StateError | undefined>(failure)) return Promise.resolve(failure).then(checkSubmitted);
+    checkSubmitted(failure);
   }
 
   /**
@@ -213,11 +216,23 @@ export class RunLoop implements BatchHost {
    * object (the caller's is not touched). Synchronous (no promise) when its hooks and handlers are.
    */
   runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>, cancellable = true): Promise<void> | void {
-    const run: RunFields = { agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId };
-    const input: PhaseInputs[P] = Object.assign(run, fields) as PhaseInputs[P];
+    // A phase with nothing to run is only a cancellation point: its input is not built.
+    if (this.phase.idle(phase)) {
+      if (cancellable && this.signal.aborted) throw new Cancelled();
+      return;
+    }
+    const input = { agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId, ...fields } satisfies RunFields as PhaseInputs[P];
     const r = this.phase.runPhaseNow(phase, cancellable ? { input, signal: this.signal } : { input });
     if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkPhase);
     checkPhase(r);
+  }
+
+  /**
+   * Wakes an inference waiting on a provider that does not listen to the signal: the run's owner
+   * calls it when `signal` aborts (the listener it has on the signal anyway: one per run).
+   */
+  aborted(): void {
+    this.#parts?.abort();
   }
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
@@ -448,7 +463,7 @@ export class RunLoop implements BatchHost {
       if (wait !== undefined) await wait;
     }
     // Whatever interrupted the step, every call it announced is closed before the step ends.
-    if (this.#open.size > 0) await this.#closeStartedCalls([...this.#open].map(([id, name]) => ({ id, name })), INTERRUPTED);
+    if (this.#open.size > 0) await this.#closeStartedCalls(this.#open.list(), INTERRUPTED);
     wait = this.runPhase('step_end', { messages: this.#messages }, false);
     if (wait !== undefined) await wait;
     if (this.#p.store !== undefined) await this.#checkpoint(undefined);
@@ -601,7 +616,8 @@ export class RunLoop implements BatchHost {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    const parts = new AbortableParts(iterator, this.signal);
+    const parts = (this.#parts ??= new AbortableParts<StreamPart>());
+    parts.open(iterator);
     try {
       for (;;) {
         const next = this.signal.aborted ? ('aborted' as const) : await parts.next();
@@ -648,7 +664,7 @@ export class RunLoop implements BatchHost {
       this.#p.inferenceErrors?.push(failure.error);
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     } finally {
-      parts.dispose();
+      parts.close();
     }
     const result = acc.finish();
     for (const call of result.toolCalls) {
@@ -897,20 +913,56 @@ function placeContextMessages(
 
 
 /**
+ * The tool calls announced and not yet closed, in announcement order. Two parallel lists rather than
+ * a map: a step opens and closes a call or two, and removing from a small map reallocates its table.
+ */
+class OpenCalls {
+  readonly #ids: string[] = [];
+  readonly #names: string[] = [];
+
+  get size(): number {
+    return this.#ids.length;
+  }
+
+  add(id: string, name: string): void {
+    const at = this.#ids.indexOf(id);
+    if (at >= 0) this.#names[at] = name;
+    else {
+      this.#ids.push(id);
+      this.#names.push(name);
+    }
+  }
+
+  /** Removes the call, keeping the order of the others (shifted down in place: nothing allocated). */
+  remove(id: string): void {
+    const at = this.#ids.indexOf(id);
+    if (at < 0) return;
+    for (let i = at; i < this.#ids.length - 1; i++) {
+      this.#ids[i] = this.#ids[i + 1] as string;
+      this.#names[i] = this.#names[i + 1] as string;
+    }
+    this.#ids.pop();
+    this.#names.pop();
+  }
+
+  list(): { id: string; name: string }[] {
+    return this.#ids.map((id, i) => ({ id, name: this.#names[i] as string }));
+  }
+}
+
+/**
  * A provider's parts, or `'aborted'` as soon as the run's signal fires even if the provider never
- * answers (providers may not listen to it). One abort listener per stream, not one reaction per part
- * left on a promise that never settles (a run of N steps would hold them all until it ends).
+ * answers (providers may not listen to it): `abort` wakes the part awaited. One for the run, woken by
+ * the listener its owner has on the signal, and one promise per part — not a reaction per part left
+ * on a promise that never settles (a run of N steps would hold them all).
  */
 class AbortableParts<T> {
-  readonly #iterator: AsyncIterator<T>;
-  readonly #signal: AbortSignal;
+  #iterator: AsyncIterator<T> | undefined;
   #wake: ((next: IteratorResult<T> | 'aborted') => void) | undefined;
-  readonly #onAbort = (): void => this.#wake?.('aborted');
 
-  constructor(iterator: AsyncIterator<T>, signal: AbortSignal) {
+  /** Reads `iterator` from now on, until `close`. */
+  open(iterator: AsyncIterator<T>): void {
     this.#iterator = iterator;
-    this.#signal = signal;
-    signal.addEventListener('abort', this.#onAbort, { once: true });
   }
 
   next(): Promise<IteratorResult<T> | 'aborted'> {
@@ -920,17 +972,21 @@ class AbortableParts<T> {
   /** One executor for every part's promise (not a closure per part). */
   readonly #arm = (resolve: (next: IteratorResult<T> | 'aborted') => void, reject: (e: unknown) => void): void => {
     this.#wake = resolve;
-    this.#iterator.next().then(resolve, reject);
+    (this.#iterator as AsyncIterator<T>).next().then(resolve, reject);
   };
 
-  dispose(): void {
+  abort(): void {
+    this.#wake?.('aborted');
+  }
+
+  close(): void {
     this.#wake = undefined;
-    this.#signal.removeEventListener('abort', this.#onAbort);
+    this.#iterator = undefined;
   }
 }
 
-function checkSubmitted(r: Result<unknown, StateError>): void {
-  if (!r.ok) throw new LoopFailure(describeStateError(r.error));
+function checkSubmitted(failure: StateError | undefined): void {
+  if (failure !== undefined) throw new LoopFailure(describeStateError(failure));
 }
 
 function checkPhase(r: Result<unknown, PhaseError>): void {

@@ -152,6 +152,7 @@ export const toolMessageText = (result: ToolResult): string => result.message ??
 export class ToolBatch {
   readonly #host: BatchHost;
   readonly #entries: Entry[];
+  readonly #calls: readonly ToolCall[];
   readonly #text: string;
   readonly #messageId: string;
   blockedReason: string | undefined;
@@ -160,6 +161,7 @@ export class ToolBatch {
     this.#host = host;
     this.#text = text;
     this.#messageId = messageId;
+    this.#calls = calls;
     this.#entries = calls.map((call) => ({ call, status: 'new', resumeMode: 'replay_tool_call', reported: false }));
   }
 
@@ -197,7 +199,7 @@ export class ToolBatch {
   }
 
   get calls(): readonly ToolCall[] {
-    return this.#entries.map((e) => e.call);
+    return this.#calls;
   }
 
   statuses(): ToolCallStatus[] {

@@ -89,4 +89,52 @@ describe('phase engine edges', () => {
     expect(describePhaseError({ code: 'hook_failed', phase: 'run_start', pluginId: 'p', message: 'm' })).toBe('hook of plugin p failed in run_start: m');
     expect(describePhaseError({ code: 'unknown_key', key: 'k' })).toBe('unknown state key: k');
   });
+
+  it('idle: true only for a phase with no hook, no queued action it would run, and no phase or submit in progress', async () => {
+    let release: (() => void) | undefined;
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => {
+        x.registerKey(C);
+        x.registerScheduledAction(Loop, () => StateCommand.empty());
+      }),
+      hookPlugin('slow', 'step_start', () => new Promise<StateCommand>((resolve) => (release = () => resolve(StateCommand.empty())))),
+    ]);
+    if (!r.ok) throw new Error('create');
+    const engine = r.value;
+    expect(engine.idle('before_inference')).toBe(true);
+    expect(engine.idle('step_start')).toBe(false);
+    expect(engine.idle('step_end')).toBe(true);
+    await engine.submitCommand(StateCommand.empty().scheduleAction(Loop, null));
+    expect(engine.idle('step_end')).toBe(false);
+    expect(engine.idle('before_inference')).toBe(true);
+    const running = engine.runPhase('step_start');
+    expect(engine.idle('before_inference')).toBe(false);
+    release?.();
+    expect((await running).ok).toBe(true);
+    expect(engine.idle('before_inference')).toBe(true);
+  });
+
+  it('submitOrFail: undefined once committed (synchronously when it can), the error otherwise, in turn behind a running phase', async () => {
+    let release: (() => void) | undefined;
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => x.registerKey(C)),
+      hookPlugin('slow', 'step_start', () => new Promise<StateCommand>((resolve) => (release = () => resolve(StateCommand.empty().update(C, 10))))),
+    ]);
+    if (!r.ok) throw new Error('create');
+    const engine = r.value;
+    expect(engine.submitOrFail(StateCommand.empty().update(C, 1))).toBeUndefined();
+    expect(engine.store.snapshot().get(C)).toBe(1);
+    expect(engine.submitOrFail(StateCommand.empty().update(C, 1).withBaseRevision(0))).toEqual({ code: 'revision_conflict', expected: 0, actual: 1 });
+    expect(engine.submitOrFail(StateCommand.empty().update(L, 'x'))).toEqual({ code: 'unknown_key', key: 'l' });
+    expect(engine.submitOrFail(StateCommand.empty().emit(Nope, null))).toEqual({ code: 'unknown_effect_handler', key: 'edge.nope' });
+    const running = engine.runPhase('step_start');
+    const queued = engine.submitOrFail(StateCommand.empty().update(C, 100));
+    expect(queued).toBeInstanceOf(Promise);
+    release?.();
+    await running;
+    expect(await queued).toBeUndefined();
+    // The phase's commit came first, then the queued submit.
+    expect(engine.store.snapshot().get(C)).toBe(111);
+    expect(engine.store.revision).toBe(3);
+  });
 });

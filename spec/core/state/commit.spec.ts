@@ -15,6 +15,43 @@ function store(): StateStore {
 }
 
 describe('StateStore.commit (core-spec §1.5)', () => {
+  it('property: tryCommit commits exactly as commit does, returning only the failure', () => {
+    const op = fc.oneof(
+      fc.integer({ min: -3, max: 3 }).map((n) => ({ key: Counter as unknown, value: n as unknown })),
+      fc.string({ maxLength: 2 }).map((t) => ({ key: Name as unknown, value: t as unknown })),
+      fc.constant({ key: registerKey('ghost') as unknown, value: 'x' as unknown }),
+    );
+    const batch = fc.record({ base: fc.option(fc.nat({ max: 4 }), { nil: undefined }), ops: fc.array(op, { maxLength: 3 }) });
+    fc.assert(
+      fc.property(fc.array(batch, { maxLength: 8 }), (batches) => {
+        const a = store();
+        const b = store();
+        for (const { base, ops } of batches) {
+          const make = (): MutationBatch => {
+            const m = new MutationBatch(base);
+            for (const o of ops) m.update(o.key as typeof Name, o.value as string);
+            return m;
+          };
+          const committed = a.commit(make());
+          const failure = b.tryCommit(make());
+          expect(failure).toEqual(committed.ok ? undefined : committed.error);
+          if (committed.ok) expect(b.revision).toBe(committed.value);
+          expect(b.exportPersisted()).toEqual(a.exportPersisted());
+        }
+      }),
+    );
+  });
+
+  it('keys come out sorted whatever the order their names were first written in, also after an export', () => {
+    const s = new StateStore();
+    s.registerKeys([{ key: Counter }, { key: Name }, { key: Log }]);
+    expect(s.commit(new MutationBatch().update(Name, 'n')).ok).toBe(true);
+    expect(Object.keys((s.exportPersisted() as { ok: true; value: { extensions: object } }).value.extensions)).toEqual(['name']);
+    expect(s.commit(new MutationBatch().update(Log, 'l').update(Counter, 1)).ok).toBe(true);
+    expect(s.snapshot().keys()).toEqual(['counter', 'log', 'name']);
+    expect(Object.keys((s.exportPersisted() as { ok: true; value: { extensions: object } }).value.extensions)).toEqual(['counter', 'log', 'name']);
+  });
+
   it('an empty batch succeeds without a bump and without hooks, even with a stale base', () => {
     const s = store();
     const events: CommitEvent[] = [];

@@ -21,6 +21,43 @@ const strategyOf = (k: string): MergeStrategy => (k === 'c' || k === 'd' ? 'comm
 const Ping = defineAction('test.ping', 'step_end', z.number());
 const Audit = defineEffect('test.audit', z.string());
 
+describe('commands and batches built from empty', () => {
+  it('property: each keeps its own ops, actions and effects (nothing written to one is seen by another)', () => {
+    const write = fc.constantFrom('op', 'action', 'effect');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat({ max: 3 }), write), { maxLength: 30 }), (writes) => {
+        const commands = Array.from({ length: 4 }, () => StateCommand.empty());
+        const batches = Array.from({ length: 4 }, () => new MutationBatch());
+        const expected = Array.from({ length: 4 }, () => ({ ops: 0, actions: 0, effects: 0, batch: 0 }));
+        for (const [i, w] of writes) {
+          const c = commands[i] as StateCommand;
+          const e = expected[i] as (typeof expected)[number];
+          if (w === 'op') {
+            c.update(C, 1);
+            (batches[i] as MutationBatch).clear(X);
+            e.ops++;
+            e.batch++;
+          } else if (w === 'action') {
+            c.scheduleAction(Ping, i);
+            e.actions++;
+          } else {
+            c.emit(Audit, `${i}`);
+            e.effects++;
+          }
+        }
+        for (const [i, c] of commands.entries()) {
+          expect({ ops: c.patch.ops.length, actions: c.scheduledActions.length, effects: c.effects.length, batch: batches[i]?.ops.length }).toEqual(expected[i]);
+          expect(c.scheduledActions.every((a) => a.payload === i)).toBe(true);
+          expect(c.effects.every((a) => a.payload === `${i}`)).toBe(true);
+        }
+        // A command or batch created afterwards is still empty.
+        expect(StateCommand.empty().isEmpty()).toBe(true);
+        expect(new MutationBatch().ops).toEqual([]);
+      }),
+    );
+  });
+});
+
 describe('MutationBatch', () => {
   it('records one touched key per op, duplicates included', () => {
     const b = new MutationBatch().update(C, 1).update(C, 2).clear(X);

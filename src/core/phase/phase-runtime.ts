@@ -51,6 +51,10 @@ const EMPTY_INPUT: Readonly<Record<string, unknown>> = Object.freeze({});
 const NO_ACTIONS: readonly ActionEnvelope[] = Object.freeze([]);
 const NO_EFFECTS: EffectReport = Object.freeze(emptyEffectReport());
 const IDLE_REPORTS = Object.fromEntries(PHASES.map((p) => [p, Object.freeze(zeroReport(p))])) as Readonly<Record<Phase, PhaseRunReport>>;
+/** GATHER's result when its one hook wrote nothing, per phase. */
+const ONE_HOOK_REPORTS = Object.freeze(
+  Object.fromEntries(PHASES.map((p) => [p, Object.freeze(ok(Object.freeze({ phase: p, hooksRun: 1, deferredHooks: 0, commits: 0, effects: NO_EFFECTS })))])),
+) as Readonly<Record<Phase, Result<GatherReport, PhaseError>>>;
 
 /**
  * The phase engine (core-spec §2): GATHER (hooks on one frozen snapshot, exclusive-conflict
@@ -120,6 +124,14 @@ export class PhaseRuntime {
     return this.#settleNow(out);
   }
 
+  /**
+   * Whether running `phase` now would do nothing — no hook registered for it, no queued action it
+   * would run, no phase or submit in progress — so that a caller may skip building its input.
+   */
+  idle(phase: Phase): boolean {
+    return !this.#busy && (this.env.hooks.get(phase) as readonly HookRegistration[]).length === 0 && this.#noWork(phase);
+  }
+
   /** Validates, enqueues actions, commits and dispatches effects (core-spec §2.5). */
   submitCommand(command: StateCommand): Promise<Result<SubmitReport, StateError>> {
     return this.#exclusive(() => this.#submit(command));
@@ -132,6 +144,23 @@ export class PhaseRuntime {
     let out: MaybePromise<Result<SubmitReport, StateError>>;
     try {
       out = this.#submit(command);
+    } catch (e) {
+      this.#release();
+      throw e;
+    }
+    return this.#settleNow(out);
+  }
+
+  /**
+   * `submitCommandNow` for a caller that needs only whether the command was committed: the failure,
+   * or `undefined` (no report is built: the loop submits several commands a step).
+   */
+  submitOrFail(command: StateCommand): MaybePromise<StateError | undefined> {
+    if (this.#busy) return this.submitCommand(command).then((r) => (r.ok ? undefined : r.error));
+    this.#busy = true;
+    let out: MaybePromise<StateError | undefined>;
+    try {
+      out = this.#submitQuiet(command);
     } catch (e) {
       this.#release();
       throw e;
@@ -304,6 +333,7 @@ export class PhaseRuntime {
 
   #gather(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<GatherReport, PhaseError>> {
     const hooks = this.#activeHooks(phase, options);
+    if (hooks.length === 1) return this.#gatherOne(hooks[0] as HookRegistration, phase, options);
     const base: GatherReport = { phase, hooksRun: hooks.length, deferredHooks: 0, commits: 0, effects: NO_EFFECTS };
     if (hooks.length === 0) return ok(base);
     return andThen(this.#runHooks(hooks, phase, this.store.snapshot(), options), (gathered) => {
@@ -340,6 +370,33 @@ export class PhaseRuntime {
         return deferred.length === 0 ? ok(afterBatch) : this.#rerunDeferred(hooks, deferred, phase, options, afterBatch);
       });
     });
+  }
+
+  /**
+   * GATHER with a single hook: the same as the general path (its command, based on the snapshot it
+   * saw, committed unless empty), without the partition and merge that only several hooks need.
+   */
+  #gatherOne(hook: HookRegistration, phase: Phase, options: PhaseRunOptions): MaybePromise<Result<GatherReport, PhaseError>> {
+    const snapshot = this.store.snapshot();
+    let out: MaybePromise<StateCommand>;
+    try {
+      out = hook.hook(this.#context(phase, snapshot, options));
+    } catch (e) {
+      return err(hookError(e, phase, hook.pluginId));
+    }
+    if (!isPromiseLike<StateCommand>(out)) return this.#commitOne(out, snapshot, phase);
+    return Promise.resolve(out).then(
+      (command) => this.#commitOne(command, snapshot, phase),
+      (e: unknown) => err(hookError(e, phase, hook.pluginId)),
+    );
+  }
+
+  #commitOne(command: StateCommand, snapshot: Snapshot, phase: Phase): MaybePromise<Result<GatherReport, PhaseError>> {
+    if (command.baseRevision === undefined) command.withBaseRevision(snapshot.revision);
+    if (command.isEmpty()) return ONE_HOOK_REPORTS[phase];
+    return andThen(this.#submit(command), (submitted) =>
+      submitted.ok ? ok({ phase, hooksRun: 1, deferredHooks: 0, commits: 1, effects: submitted.value.effects }) : submitted,
+    );
   }
 
   /** Deferred hooks re-run one by one on a fresh snapshot; their first-run commands are discarded. */
@@ -440,11 +497,27 @@ export class PhaseRuntime {
   }
 
   #submit(command: StateCommand): MaybePromise<Result<SubmitReport, StateError>> {
+    const failure = this.#commitCommand(command);
+    if (failure !== undefined) return err(failure);
+    const revision = this.store.revision;
+    if (command.effects.length === 0) return ok({ revision, effects: NO_EFFECTS });
+    return this.#dispatchEffects(command, this.store.snapshot()).then((effects) => ok({ revision, effects }));
+  }
+
+  /** `#submit` without its report: the failure, if any, once effects are dispatched. */
+  #submitQuiet(command: StateCommand): MaybePromise<StateError | undefined> {
+    const failure = this.#commitCommand(command);
+    if (failure !== undefined || command.effects.length === 0) return failure;
+    return this.#dispatchEffects(command, this.store.snapshot()).then(() => undefined);
+  }
+
+  /** Validates the command, enqueues its actions and commits it: the failure, if any. */
+  #commitCommand(command: StateCommand): StateError | undefined {
     for (const action of command.scheduledActions) {
-      if (!this.env.actionHandlers.has(action.key)) return err({ code: 'unknown_scheduled_action_handler', key: action.key });
+      if (!this.env.actionHandlers.has(action.key)) return { code: 'unknown_scheduled_action_handler', key: action.key };
     }
     for (const effect of command.effects) {
-      if (!this.env.effectHandlers.has(effect.key)) return err({ code: 'unknown_effect_handler', key: effect.key });
+      if (!this.env.effectHandlers.has(effect.key)) return { code: 'unknown_effect_handler', key: effect.key };
     }
     let patch = command.patch;
     if (command.scheduledActions.length > 0) {
@@ -454,11 +527,10 @@ export class PhaseRuntime {
         patch.update(PendingScheduledActions, { op: 'push', envelope: { id: firstId + i, action } });
       });
     }
-    const committed = this.store.commit(patch);
-    if (!committed.ok) return committed;
+    const failure = this.store.tryCommit(patch);
+    if (failure !== undefined) return failure;
     this.#nextId += command.scheduledActions.length;
-    if (command.effects.length === 0) return ok({ revision: committed.value, effects: NO_EFFECTS });
-    return this.#dispatchEffects(command, this.store.snapshot()).then((effects) => ok({ revision: committed.value, effects }));
+    return undefined;
   }
 
   /** Sequential, in order, against the post-commit snapshot; failures are recorded, never propagated. */

@@ -7,6 +7,9 @@ export type MutationOp =
   | { readonly kind: 'update'; readonly key: string; readonly update: unknown }
   | { readonly kind: 'clear'; readonly key: string };
 
+/** The op list of every batch without ops (never written to: `#add` replaces it). */
+const NO_OPS: readonly MutationOp[] = [];
+
 /**
  * The writes of one hook, action handler or tool (core-spec §1.3). `touchedKeys` has one entry per
  * op, duplicates included (read from the ops: the hot paths walk the ops themselves). Builder
@@ -14,11 +17,25 @@ export type MutationOp =
  */
 export class MutationBatch {
   baseRevision: number | undefined;
-  readonly ops: MutationOp[];
+  #ops: readonly MutationOp[];
 
-  constructor(baseRevision?: number, ops: MutationOp[] = []) {
+  constructor(baseRevision?: number, ops: readonly MutationOp[] = NO_OPS) {
     this.baseRevision = baseRevision;
-    this.ops = ops;
+    this.#ops = ops;
+  }
+
+  /** The ops, in order (read-only to callers: the builder methods add to them). */
+  get ops(): readonly MutationOp[] {
+    return this.#ops;
+  }
+
+  /**
+   * Adds an op. A batch starts on a shared empty list and its first op gets a list of one: most
+   * batches hold one or two ops, and a first `push` would reserve room for seventeen.
+   */
+  #add(op: MutationOp): void {
+    if (this.#ops === NO_OPS) this.#ops = [op];
+    else (this.#ops as MutationOp[]).push(op);
   }
 
   get touchedKeys(): string[] {
@@ -26,13 +43,13 @@ export class MutationBatch {
   }
 
   update<V, U>(key: StateKey<V, U>, update: U): this {
-    this.ops.push({ kind: 'update', key: key.key, update });
+    this.#add({ kind: 'update', key: key.key, update });
     return this;
   }
 
   /** Removes the key's value (back to absent). */
   clear(key: StateKey<unknown, unknown> | string): this {
-    this.ops.push({ kind: 'clear', key: typeof key === 'string' ? key : key.key });
+    this.#add({ kind: 'clear', key: typeof key === 'string' ? key : key.key });
     return this;
   }
 

@@ -9,7 +9,8 @@ import type { StateKey } from './state-key.ts';
 export class KeyLayout {
   readonly #index = new Map<string, number>();
   readonly #names: string[] = [];
-  #sorted: readonly number[] = [];
+  /** Slots in the order of the names; sorted again only when asked for after a name was added. */
+  #sorted: readonly number[] | undefined = [];
 
   slotOf(name: string): number | undefined {
     return this.#index.get(name);
@@ -22,8 +23,7 @@ export class KeyLayout {
     const slot = this.#names.length;
     this.#names.push(name);
     this.#index.set(name, slot);
-    const names = this.#names;
-    this.#sorted = names.map((_, i) => i).sort((a, b) => ((names[a] as string) < (names[b] as string) ? -1 : 1));
+    this.#sorted = undefined;
     return slot;
   }
 
@@ -33,7 +33,11 @@ export class KeyLayout {
 
   /** Every slot, in the order of the names. */
   sortedSlots(): readonly number[] {
-    return this.#sorted;
+    if (this.#sorted !== undefined) return this.#sorted;
+    const names = this.#names;
+    const sorted = names.map((_, i) => i).sort((a, b) => ((names[a] as string) < (names[b] as string) ? -1 : 1));
+    this.#sorted = sorted;
+    return sorted;
   }
 }
 

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { StateError } from '../../contract/errors.ts';
 import type { Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import { extendBatch, mergeParallelBatch, MutationBatch } from './mutation-batch.ts';
+import { extendBatch, mergeParallelBatch, MutationBatch, type MutationOp } from './mutation-batch.ts';
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
@@ -35,6 +35,10 @@ export interface TypedEffect {
   readonly payload: unknown;
 }
 
+/** The shared empty lists of commands without actions or effects (never written to). */
+const NO_ACTIONS: readonly ScheduledAction[] = [];
+const NO_EFFECTS: readonly TypedEffect[] = [];
+
 /**
  * What a hook, action handler or tool hands back: state writes, scheduled actions and effects
  * (core-spec §1.4). Builder methods mutate and return `this`; `extendCommand`/`mergeParallelCommands`
@@ -42,13 +46,23 @@ export interface TypedEffect {
  */
 export class StateCommand {
   readonly patch: MutationBatch;
-  readonly scheduledActions: ScheduledAction[];
-  readonly effects: TypedEffect[];
+  #actions: readonly ScheduledAction[];
+  #effects: readonly TypedEffect[];
 
-  constructor(patch: MutationBatch = new MutationBatch(), scheduledActions: ScheduledAction[] = [], effects: TypedEffect[] = []) {
+  constructor(patch: MutationBatch = new MutationBatch(), scheduledActions: readonly ScheduledAction[] = NO_ACTIONS, effects: readonly TypedEffect[] = NO_EFFECTS) {
     this.patch = patch;
-    this.scheduledActions = scheduledActions;
-    this.effects = effects;
+    this.#actions = scheduledActions;
+    this.#effects = effects;
+  }
+
+  /** Scheduled actions, in order (most commands have none: they share one empty list until the first). */
+  get scheduledActions(): readonly ScheduledAction[] {
+    return this.#actions;
+  }
+
+  /** Effects, in order (shared empty list until the first, as for actions). */
+  get effects(): readonly TypedEffect[] {
+    return this.#effects;
   }
 
   static empty(): StateCommand {
@@ -66,12 +80,16 @@ export class StateCommand {
   }
 
   scheduleAction<P, I>(spec: ScheduledActionSpec<P, I>, payload: I): this {
-    this.scheduledActions.push({ phase: spec.phase, key: spec.key, payload });
+    const action = { phase: spec.phase, key: spec.key, payload };
+    if (this.#actions === NO_ACTIONS) this.#actions = [action];
+    else (this.#actions as ScheduledAction[]).push(action);
     return this;
   }
 
   emit<P>(spec: EffectSpec<P>, payload: P): this {
-    this.effects.push({ key: spec.key, payload });
+    const effect = { key: spec.key, payload };
+    if (this.#effects === NO_EFFECTS) this.#effects = [effect];
+    else (this.#effects as TypedEffect[]).push(effect);
     return this;
   }
 
@@ -139,7 +157,7 @@ export function mergeAllCommands(
 ): Result<StateCommand, StateError> {
   let base: number | undefined;
   const claimed = new Set<string>();
-  const ops: MutationBatch['ops'] = [];
+  const ops: MutationOp[] = [];
   const actions: ScheduledAction[] = [];
   const effects: TypedEffect[] = [];
   for (const command of commands) {

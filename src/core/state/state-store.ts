@@ -136,13 +136,19 @@ export class StateStore {
    * commit hooks in registration order. A failed commit changes nothing.
    */
   commit(batch: MutationBatch): Result<number, StateError> {
+    const failure = this.tryCommit(batch);
+    return failure === undefined ? ok(this.#snapshot.revision) : err(failure);
+  }
+
+  /** `commit` for callers that need only its failure, if any (the new revision is `revision`). */
+  tryCommit(batch: MutationBatch): StateError | undefined {
     const current = this.#snapshot;
-    if (batch.isEmpty()) return ok(current.revision);
+    if (batch.isEmpty()) return undefined;
     if (batch.baseRevision !== undefined && batch.baseRevision !== current.revision) {
-      return err({ code: 'revision_conflict', expected: batch.baseRevision, actual: current.revision });
+      return { code: 'revision_conflict', expected: batch.baseRevision, actual: current.revision };
     }
     for (const op of batch.ops) {
-      if (!this.#keys.has(op.key)) return err({ code: 'unknown_key', key: op.key });
+      if (!this.#keys.has(op.key)) return { code: 'unknown_key', key: op.key };
     }
     const next = Snapshot.draft(current);
     applyOps(next, batch, this.#keys);
@@ -152,7 +158,7 @@ export class StateStore {
       const event: CommitEvent = { previousRevision: current.revision, newRevision: snapshot.revision, opCount: batch.ops.length, snapshot };
       for (const hook of [...this.#commitHooks]) hook(event);
     }
-    return ok(snapshot.revision);
+    return undefined;
   }
 
   /**
@@ -174,20 +180,19 @@ export class StateStore {
   // ---- persistence (core-spec §1.7) -------------------------------------------------------------
 
   #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
-    const entries: [string, JsonValue][] = [];
+    const extensions: Record<string, JsonValue> = {};
     let failure: StateError | undefined;
     Snapshot.forEachSorted(this.#snapshot, (name, value) => {
       const reg = this.#keys.get(name);
       if (failure !== undefined || reg === undefined || !reg.options.persistent || !filter(reg.options)) return;
       try {
-        entries.push([name, reg.key.encode(value)]);
+        defineOwn(extensions, name, reg.key.encode(value));
       } catch (e) {
         failure = { code: 'key_encode', key: name, message: messageOf(e) };
       }
     });
     if (failure !== undefined) return err(failure);
-    // fromEntries defines own properties, so no key name (not even "__proto__") is lost.
-    return ok({ revision: this.revision, extensions: Object.fromEntries(entries) });
+    return ok({ revision: this.revision, extensions });
   }
 
   /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */
@@ -294,6 +299,12 @@ function applyOps(next: SnapshotDraft, batch: MutationBatch, keys: ReadonlyMap<s
     const { key } = keys.get(op.key) as RegisteredKey;
     next.set(op.key, key.apply(next.has(op.key) ? next.get(op.key) : key.init(), op.update));
   }
+}
+
+/** Sets an own property, so that no key name (not even "__proto__") is lost. */
+function defineOwn(target: Record<string, JsonValue>, name: string, value: JsonValue): void {
+  if (name === '__proto__') Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+  else target[name] = value;
 }
 
 function messageOf(e: unknown): string {

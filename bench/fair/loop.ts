@@ -1,7 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
 import { z } from 'zod';
 // The package as its users import it: the built JavaScript (`npm run bench:fair` builds it first).
 import {
@@ -18,13 +17,15 @@ import {
   type StreamPart,
 } from 'awaken-ts';
 import { frameAiSdk, initialAiSdkState, transcodeAiSdk, type AiSdkState } from '../../src/protocols/ai-sdk-v6/encoder.ts';
+import { allocatedBytes } from './allocation.mjs';
 
 /**
  * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
  * inference answering one `echo` tool call, then a text answer — against the same O(1) scripted
  * model, in one process, interleaved in rounds. Reported: µs per step (median over rounds), the
  * per-round ratio to `floor-phased` (median and min), and bytes *allocated* per step (a batch inside
- * a young generation large enough that no GC runs during it, checked).
+ * a young generation large enough that no GC runs during it — `npm run bench:fair` fixes it at 256 MB
+ * a semi-space — checked with V8's GC profiler: `allocation.mjs`).
  *
  * - `floor-bare`: push the messages, await the model and the tool.
  * - `floor-phased`: the same plus, for every phase the loop runs (step_start, before_inference,
@@ -283,25 +284,23 @@ async function timeOf(c: Case, runs: number, steps: number): Promise<number> {
   return Number(process.hrtime.bigint() - t0) / 1_000 / (runs * steps);
 }
 
-/** Bytes allocated per step: heap growth over a batch during which no GC ran (checked; the batch halves until so). */
+/**
+ * Bytes allocated per step: heap growth over a batch during which no GC ran (checked with V8's GC
+ * profiler; the batch halves until so), the median of three such batches.
+ */
 async function allocatedPerStep(c: Case, steps: number): Promise<number | undefined> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) return undefined;
-  for (let runs = Math.max(1, Math.floor(2_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
-    let collections = 0;
-    const observer = new PerformanceObserver((list) => (collections += list.getEntries().length));
-    gc();
-    await new Promise((r) => setImmediate(r));
-    observer.observe({ entryTypes: ['gc'] });
-    const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < runs; i++) await c.run();
-    const after = process.memoryUsage().heapUsed;
-    await new Promise((r) => setImmediate(r));
-    observer.disconnect();
-    if (collections === 0) return (after - before) / (runs * steps);
-    if (runs === 1) return undefined;
+  const xs: number[] = [];
+  for (let batch = 0; batch < 3; batch++) {
+    for (let runs = Math.max(1, Math.floor(2_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
+      const bytes = await allocatedBytes(c.run, runs, gc);
+      if (bytes === undefined) continue;
+      xs.push(bytes / (runs * steps));
+      break;
+    }
   }
-  return undefined;
+  return xs.length === 0 ? undefined : median(xs);
 }
 
 interface Row {

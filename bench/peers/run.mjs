@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { allocatedBytes } from '../fair/allocation.mjs';
 import { SUBJECTS } from './subjects.mjs';
 
 const SIZES = [10, 100, 1_000];
@@ -42,17 +42,8 @@ async function allocatedPerStep(run, steps) {
 
 async function allocatedOnce(run, steps) {
   for (let runs = Math.max(1, Math.floor(1_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
-    let collections = 0;
-    const observer = new PerformanceObserver((list) => (collections += list.getEntries().length));
-    globalThis.gc();
-    await new Promise((r) => setImmediate(r));
-    observer.observe({ entryTypes: ['gc'] });
-    const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < runs; i++) await run();
-    const after = process.memoryUsage().heapUsed;
-    await new Promise((r) => setImmediate(r));
-    observer.disconnect();
-    if (collections === 0) return (after - before) / (runs * steps);
+    const bytes = await allocatedBytes(run, runs, globalThis.gc);
+    if (bytes !== undefined) return bytes / (runs * steps);
   }
   return undefined;
 }

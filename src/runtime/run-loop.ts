@@ -169,8 +169,8 @@ export class RunLoop implements BatchHost {
   #sent: Message[] | undefined;
   #sentUpTo = 0;
   #tools: readonly ToolDescriptor[] | undefined;
-  /** Reads the inference in flight, woken by the run's abort (one for the run: `AbortableParts`). */
-  #parts: AbortableParts<StreamPart> | undefined;
+  /** Ends the read of a provider that has not answered yet (`aborted()`), while one is awaited. */
+  #wake: ((end: ReadEnd) => void) | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -232,7 +232,7 @@ export class RunLoop implements BatchHost {
    * calls it when `signal` aborts (the listener it has on the signal anyway: one per run).
    */
   aborted(): void {
-    this.#parts?.abort();
+    this.#wake?.(ABORTED);
   }
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
@@ -616,55 +616,18 @@ export class RunLoop implements BatchHost {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
     const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    const parts = (this.#parts ??= new AbortableParts<StreamPart>());
-    parts.open(iterator);
-    try {
-      for (;;) {
-        const next = this.signal.aborted ? ('aborted' as const) : await parts.next();
-        if (next === 'aborted') {
-          void iterator.return?.();
-          return { result: acc.finish({ cancelled: true }), cancelled: true, started };
-        }
-        if (next.done === true) break;
-        const part = next.value;
-        acc.push(part);
-        switch (part.type) {
-          case 'text_delta':
-            if (part.delta === '') break;
-            wait = this.emit({ event_type: 'text_delta', delta: part.delta });
-            if (wait !== undefined) await wait;
-            break;
-          case 'reasoning_delta':
-            if (part.delta === '') break;
-            wait = this.emit({ event_type: 'reasoning_delta', delta: part.delta });
-            if (wait !== undefined) await wait;
-            break;
-          case 'reasoning_encrypted':
-            wait = this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
-            if (wait !== undefined) await wait;
-            break;
-          case 'tool_call_start':
-            started.push({ id: part.id, name: part.name });
-            wait = this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
-            if (wait !== undefined) await wait;
-            break;
-          case 'tool_call_delta':
-            if (part.args_delta === '') break;
-            wait = this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
-            if (wait !== undefined) await wait;
-            break;
-          default:
-            break;
-        }
-      }
-    } catch (e) {
+    const end = this.signal.aborted ? ABORTED : await this.#read(iterator, acc, started);
+    if (end === ABORTED) {
+      void iterator.return?.();
+      return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+    }
+    if (end !== READ) {
       if (this.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+      const e = end.thrown;
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       this.#p.inferenceErrors?.push(failure.error);
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
-    } finally {
-      parts.close();
     }
     const result = acc.finish();
     for (const call of result.toolCalls) {
@@ -678,6 +641,72 @@ export class RunLoop implements BatchHost {
       this.#usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
     return { result, cancelled: false, started };
+  }
+
+  /**
+   * Reads the provider's parts into `acc`, emitting their events, part after part: one promise for
+   * the stream, not one per part (a part's `then` goes straight to the next pull). Ends `READ` at the
+   * stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
+   * answered (it may never; `aborted()` wakes the read) — or with what was thrown: by the provider,
+   * the accumulator or a sink. A sink's promise is waited for before the next part (never cut short).
+   */
+  #read(iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<ReadEnd> {
+    return new Promise<ReadEnd>((resolve) => {
+      let over = false;
+      const finish = (end: ReadEnd): void => {
+        if (over) return;
+        over = true;
+        this.#wake = undefined;
+        resolve(end);
+      };
+      const fail = (thrown: unknown): void => finish({ thrown });
+      const pull = (): void => {
+        if (over) return;
+        if (this.signal.aborted) return finish(ABORTED);
+        let next: Promise<IteratorResult<StreamPart>>;
+        try {
+          next = iterator.next();
+        } catch (e) {
+          return fail(e);
+        }
+        this.#wake = finish;
+        next.then(onPart, fail);
+      };
+      const onPart = (r: IteratorResult<StreamPart>): void => {
+        if (over) return;
+        this.#wake = undefined;
+        if (r.done === true) return finish(READ);
+        let wait: Promise<void> | undefined;
+        try {
+          wait = this.#onPart(r.value, acc, started);
+        } catch (e) {
+          return fail(e);
+        }
+        if (wait === undefined) pull();
+        else wait.then(pull, fail);
+      };
+      pull();
+    });
+  }
+
+  /** One streamed part: into the accumulator, and its event out (a promise only for an asynchronous sink). */
+  #onPart(part: StreamPart, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<void> | undefined {
+    acc.push(part);
+    switch (part.type) {
+      case 'text_delta':
+        return part.delta === '' ? undefined : this.emit({ event_type: 'text_delta', delta: part.delta });
+      case 'reasoning_delta':
+        return part.delta === '' ? undefined : this.emit({ event_type: 'reasoning_delta', delta: part.delta });
+      case 'reasoning_encrypted':
+        return this.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
+      case 'tool_call_start':
+        started.push({ id: part.id, name: part.name });
+        return this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
+      case 'tool_call_delta':
+        return part.args_delta === '' ? undefined : this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
+      default:
+        return undefined;
+    }
   }
 
   /** A stream that ends early still closes every tool call it opened, as interrupted. */
@@ -851,9 +880,8 @@ export class RunLoop implements BatchHost {
   async #checkpoint(termination: TerminationReason | undefined): Promise<void> {
     const store = this.#p.store;
     if (store === undefined) return;
-    const threadState = this.phase.store.exportThreadScoped();
-    const runState = this.phase.store.exportRunScoped();
-    if (!threadState.ok || !runState.ok) throw new LoopFailure('state could not be exported for the checkpoint');
+    const state = this.phase.store.exportByScope();
+    if (!state.ok) throw new LoopFailure('state could not be exported for the checkpoint');
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     await store.checkpoint({
       threadId: this.threadId,
@@ -863,8 +891,8 @@ export class RunLoop implements BatchHost {
       appendFrom: this.#storedPrefix,
       status: lifecycle?.status ?? 'running',
       steps: lifecycle?.step_count ?? 0,
-      threadState: threadState.value,
-      runState: runState.value,
+      threadState: state.value.thread,
+      runState: state.value.run,
       ...(termination !== undefined ? { termination } : {}),
       updatedAt: this.env.clock.now(),
       expectedMessageCount: this.#persistedCount,
@@ -950,40 +978,10 @@ class OpenCalls {
   }
 }
 
-/**
- * A provider's parts, or `'aborted'` as soon as the run's signal fires even if the provider never
- * answers (providers may not listen to it): `abort` wakes the part awaited. One for the run, woken by
- * the listener its owner has on the signal, and one promise per part — not a reaction per part left
- * on a promise that never settles (a run of N steps would hold them all).
- */
-class AbortableParts<T> {
-  #iterator: AsyncIterator<T> | undefined;
-  #wake: ((next: IteratorResult<T> | 'aborted') => void) | undefined;
-
-  /** Reads `iterator` from now on, until `close`. */
-  open(iterator: AsyncIterator<T>): void {
-    this.#iterator = iterator;
-  }
-
-  next(): Promise<IteratorResult<T> | 'aborted'> {
-    return new Promise(this.#arm);
-  }
-
-  /** One executor for every part's promise (not a closure per part). */
-  readonly #arm = (resolve: (next: IteratorResult<T> | 'aborted') => void, reject: (e: unknown) => void): void => {
-    this.#wake = resolve;
-    (this.#iterator as AsyncIterator<T>).next().then(resolve, reject);
-  };
-
-  abort(): void {
-    this.#wake?.('aborted');
-  }
-
-  close(): void {
-    this.#wake = undefined;
-    this.#iterator = undefined;
-  }
-}
+/** How reading an inference's stream ended: at its end, by the run's abort, or with what was thrown. */
+const READ = 'read' as const;
+const ABORTED = 'aborted' as const;
+type ReadEnd = typeof READ | typeof ABORTED | { readonly thrown: unknown };
 
 function checkSubmitted(failure: StateError | undefined): void {
   if (failure !== undefined) throw new LoopFailure(describeStateError(failure));

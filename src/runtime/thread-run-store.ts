@@ -53,6 +53,7 @@ export interface ThreadRunStore {
  */
 export class MemoryThreadRunStore implements ThreadRunStore {
   readonly threads = new Map<string, ThreadSnapshot>();
+  /** Every checkpoint written, in order (`messages` reads the thread as it was then). */
   readonly checkpoints: RunCheckpoint[] = [];
 
   loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
@@ -74,10 +75,48 @@ export class MemoryThreadRunStore implements ThreadRunStore {
       messages = held;
       for (let i = held.length; i < checkpoint.messages.length; i++) messages.push(checkpoint.messages[i] as Message);
     } else messages = messagesAfter(checkpoint, held);
-    const count = messages.length;
-    const { messages: _live, ...rest } = checkpoint;
-    this.checkpoints.push(Object.defineProperty(rest, 'messages', { get: () => messages.slice(0, count), enumerable: true }) as RunCheckpoint);
+    this.checkpoints.push(new KeptCheckpoint(checkpoint, messages, messages.length));
     this.threads.set(checkpoint.threadId, { messages, threadState: checkpoint.threadState });
-    return Promise.resolve();
+    return RESOLVED;
+  }
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/** A checkpoint as `MemoryThreadRunStore` keeps it: its fields, and its messages read from the thread's array as it was then. */
+class KeptCheckpoint {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agentId: string;
+  readonly appendFrom?: number;
+  readonly status: RunStatus;
+  readonly steps: number;
+  readonly threadState: PersistedState;
+  readonly runState: PersistedState;
+  readonly termination?: TerminationReason;
+  readonly updatedAt: number;
+  readonly expectedMessageCount?: number;
+  readonly #messages: readonly Message[];
+  readonly #count: number;
+
+  constructor(c: RunCheckpoint, messages: readonly Message[], count: number) {
+    this.threadId = c.threadId;
+    this.runId = c.runId;
+    this.agentId = c.agentId;
+    if (c.appendFrom !== undefined) this.appendFrom = c.appendFrom;
+    this.status = c.status;
+    this.steps = c.steps;
+    this.threadState = c.threadState;
+    this.runState = c.runState;
+    if (c.termination !== undefined) this.termination = c.termination;
+    this.updatedAt = c.updatedAt;
+    if (c.expectedMessageCount !== undefined) this.expectedMessageCount = c.expectedMessageCount;
+    this.#messages = messages;
+    this.#count = count;
+  }
+
+  /** The thread's messages as of this checkpoint (a copy). */
+  get messages(): Message[] {
+    return this.#messages.slice(0, this.#count);
   }
 }

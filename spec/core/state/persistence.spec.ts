@@ -55,6 +55,31 @@ describe('persistence (core-spec §1.7)', () => {
     expect(s.exportRunScoped()).toEqual({ ok: true, value: { revision: 1, extensions: { 'run.a': 2 } } });
   });
 
+  it('property: exportByScope is exportThreadScoped and exportRunScoped at once, key order and failures included', () => {
+    fc.assert(
+      fc.property(history, fc.boolean(), (batches, failing) => {
+        const s = new StateStore();
+        s.registerKeys(KEYS);
+        const Broken = defineStateKey<number, number>({ key: 'broken', init: () => 0, apply: (_v, u) => u, codec: z.number(), encode: () => { throw new Error('no'); } });
+        if (failing) s.registerKeys([{ key: Broken, options: { scope: 'thread' } }]);
+        run(s, batches);
+        if (failing) s.commit(new MutationBatch().update(Broken, 1));
+        const both = s.exportByScope();
+        const thread = s.exportThreadScoped();
+        const runScoped = s.exportRunScoped();
+        if (!thread.ok || !runScoped.ok) {
+          expect(both).toEqual({ ok: false, error: thread.ok ? (runScoped as { error: unknown }).error : thread.error });
+          return;
+        }
+        expect(both).toEqual({ ok: true, value: { thread: thread.value, run: runScoped.value } });
+        if (both.ok) {
+          expect(Object.keys(both.value.thread.extensions)).toEqual(Object.keys(thread.value.extensions));
+          expect(Object.keys(both.value.run.extensions)).toEqual(Object.keys(runScoped.value.extensions));
+        }
+      }),
+    );
+  });
+
   it('unknown keys: policy error fails, skip ignores', () => {
     const s = store();
     const p = { revision: 3, extensions: { ghost: 1, 'run.a': 4 } };

@@ -204,6 +204,27 @@ export class StateStore {
     return result;
   }
 
+  /**
+   * `exportThreadScoped` and `exportRunScoped` at once (one pass over the state, as a checkpoint
+   * needs both).
+   */
+  exportByScope(): Result<{ readonly thread: PersistedState; readonly run: PersistedState }, StateError> {
+    const thread: Record<string, JsonValue> = {};
+    const run: Record<string, JsonValue> = {};
+    let failure: StateError | undefined;
+    Snapshot.forEachSorted(this.#snapshot, (name, value) => {
+      const reg = this.#keys.get(name);
+      if (failure !== undefined || reg === undefined || !reg.options.persistent) return;
+      try {
+        defineOwn(reg.options.scope === 'thread' ? thread : run, name, reg.key.encode(value));
+      } catch (e) {
+        failure = { code: 'key_encode', key: name, message: messageOf(e) };
+      }
+    });
+    if (failure !== undefined) return err(failure);
+    return ok({ thread: { revision: this.revision, extensions: thread }, run: { revision: this.revision, extensions: run } });
+  }
+
   exportThreadScoped(): Result<PersistedState, StateError> {
     return this.#export((o) => o.scope === 'thread');
   }

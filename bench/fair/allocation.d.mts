@@ -1,0 +1,2 @@
+/** See allocation.mjs. */
+export declare function allocatedBytes(run: () => Promise<unknown>, times: number, collect: () => void): Promise<number | undefined>;

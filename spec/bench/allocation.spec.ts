@@ -1,0 +1,41 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { allocatedBytes } from '../../bench/fair/allocation.mjs';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+describe('bytes allocated, as the benchmarks measure them', () => {
+  it('counts what a batch allocates, the part a collection would free included', async () => {
+    let kept: unknown[] = [];
+    const batch = (): Promise<number | undefined> =>
+      allocatedBytes(
+        async () => {
+          kept = Array.from({ length: 1_000 }, (_, i) => ({ i, s: `x${i}` }));
+        },
+        20,
+        gc,
+      );
+    // A batch this small (about a megabyte) fits the young generation; a scavenge of the test
+    // runner's own may still land in one, so a few are tried.
+    let bytes: number | undefined;
+    for (let attempt = 0; attempt < 10 && bytes === undefined; attempt++) bytes = await batch();
+    expect(kept).toHaveLength(1_000);
+    // 20 × 1,000 objects (of at least 16 bytes each), 19 × 1,000 of them already garbage.
+    expect(bytes).toBeGreaterThan(20 * 1_000 * 16);
+  });
+
+  it('a batch during which the heap was collected is not a measurement', async () => {
+    expect(await allocatedBytes(async () => gc(), 1, gc)).toBeUndefined();
+    expect(
+      await allocatedBytes(
+        async () => {
+          for (let i = 0; i < 200; i++) new Array(100_000).fill(i);
+        },
+        1,
+        gc,
+      ),
+    ).toBeUndefined();
+  });
+});

@@ -395,8 +395,10 @@ export class ToolBatch {
 
   /** The gate's verdict from the intercepts recorded for the call. */
   #intercepted(entry: Entry): Gate | Promise<Gate> {
-    const records = (this.#host.phase.store.snapshot().get(ToolIntercepts) ?? []).filter((r) => r.call_id === entry.call.id);
-    if (records.length === 0) return { type: 'allow' };
+    const recorded = this.#host.phase.store.snapshot().get(ToolIntercepts);
+    if (recorded === undefined || recorded.length === 0) return ALLOW;
+    const records = recorded.filter((r) => r.call_id === entry.call.id);
+    if (records.length === 0) return ALLOW;
     let winner: InterceptRecord | undefined;
     const conflicts: InterceptRecord[] = [];
     for (const record of records) {
@@ -542,6 +544,8 @@ type Gate =
   | { readonly type: 'block'; readonly reason: string }
   | { readonly type: 'suspend'; readonly ticket: SuspendTicket }
   | { readonly type: 'set_result'; readonly result: ToolResult };
+
+const ALLOW: Gate = { type: 'allow' };
 
 /** The verdict of the winning intercept (an invalid ticket or result blocks the call). */
 function gateOf(w: InterceptRecord['intercept']): Gate {

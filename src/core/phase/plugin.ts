@@ -170,10 +170,13 @@ export interface EnvOptions {
 }
 
 /** Walks `plugins` in list order; the first duplicate (plugin, key, handler, effect handler, tool) fails the build. */
+const NO_HOOKS: readonly HookRegistration[] = [];
+
 export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOptions = {}): Result<ExecutionEnv, StateError> {
   const active = options.activePlugins ?? [];
   const isActive = (name: string): boolean => active.length === 0 || active.includes(name);
-  const hooks = new Map<Phase, HookRegistration[]>(PHASES.map((p) => [p, []]));
+  // Phases no active plugin hooks share one empty list (most runs hook two or three of the eight).
+  const hooks = new Map<Phase, HookRegistration[]>(PHASES.map((p) => [p, NO_HOOKS as HookRegistration[]]));
   const actionHandlers = new Map<string, ActionRegistration>();
   const effectHandlers = new Map<string, EffectRegistration>();
   const tools = new Map<string, ToolLike>();
@@ -205,7 +208,12 @@ export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOption
       if (tools.has(tool.descriptor.id)) return err({ code: 'tool_already_registered', toolId: tool.descriptor.id });
       tools.set(tool.descriptor.id, tool);
     }
-    for (const h of r.hooks) hooks.get(h.phase)?.push(h);
+    for (const h of r.hooks) {
+      const list = hooks.get(h.phase);
+      if (list === undefined) continue;
+      if (list === NO_HOOKS) hooks.set(h.phase, [h]);
+      else list.push(h);
+    }
     transforms.push(...r.transforms);
   }
   return ok({ plugins: registered, hooks, actionHandlers, effectHandlers, tools, transforms });

@@ -140,15 +140,7 @@ export class PhaseRuntime {
   /** `submitCommand` without the promise when it can finish now (see `runPhaseNow`). */
   submitCommandNow(command: StateCommand): MaybePromise<Result<SubmitReport, StateError>> {
     if (this.#busy) return this.submitCommand(command);
-    this.#busy = true;
-    let out: MaybePromise<Result<SubmitReport, StateError>>;
-    try {
-      out = this.#submit(command);
-    } catch (e) {
-      this.#release();
-      throw e;
-    }
-    return this.#settleNow(out);
+    return this.#submitNow(this.#submit, command);
   }
 
   /**
@@ -157,10 +149,15 @@ export class PhaseRuntime {
    */
   submitOrFail(command: StateCommand): MaybePromise<StateError | undefined> {
     if (this.#busy) return this.submitCommand(command).then((r) => (r.ok ? undefined : r.error));
+    return this.#submitNow(this.#submitQuiet, command);
+  }
+
+  /** Takes the idle runtime's lock and submits with `submit` at once (no closure per call: the hot path). */
+  #submitNow<T>(submit: (this: PhaseRuntime, command: StateCommand) => MaybePromise<T>, command: StateCommand): MaybePromise<T> {
     this.#busy = true;
-    let out: MaybePromise<StateError | undefined>;
+    let out: MaybePromise<T>;
     try {
-      out = this.#submitQuiet(command);
+      out = submit.call(this, command);
     } catch (e) {
       this.#release();
       throw e;

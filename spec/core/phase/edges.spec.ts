@@ -4,6 +4,7 @@ import { describePhaseError } from '../../../src/core/phase/phase-error.ts';
 import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
 import { FailedScheduledActions, PendingScheduledActions } from '../../../src/core/phase/runtime-keys.ts';
 import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
+import { defineStateKey } from '../../../src/core/state/state-key.ts';
 import { StateStore } from '../../../src/core/state/state-store.ts';
 import { counterKey, logKey } from '../../support/keys.ts';
 import { hookPlugin, plugin } from '../../support/plugins.ts';
@@ -136,5 +137,61 @@ describe('phase engine edges', () => {
     // The phase's commit came first, then the queued submit.
     expect(engine.store.snapshot().get(C)).toBe(111);
     expect(engine.store.revision).toBe(3);
+  });
+
+  it('GATHER with one hook: a throw, a rejection and an empty command, synchronous or not, as with several hooks', async () => {
+    const make = (hook: () => StateCommand | Promise<StateCommand>) => {
+      const r = PhaseRuntime.create([plugin('keys', (x) => x.registerKey(C)), hookPlugin('h', 'step_start', hook)]);
+      if (!r.ok) throw new Error('create');
+      return r.value;
+    };
+    expect(await make(() => { throw new Error('boom'); }).runPhase('step_start')).toMatchObject({ ok: false, error: { code: 'hook_failed', pluginId: 'h', message: 'boom' } });
+    expect(await make(() => Promise.reject(new Error('late'))).runPhase('step_start')).toMatchObject({ ok: false, error: { code: 'hook_failed', pluginId: 'h', message: 'late' } });
+    expect(await make(() => Promise.resolve(StateCommand.empty().update(C, 2))).runPhase('step_start')).toMatchObject({ ok: true, value: { hooksRun: 1, commits: 1 } });
+    expect(await make(() => StateCommand.empty()).runPhase('step_start')).toMatchObject({ ok: true, value: { hooksRun: 1, commits: 0 } });
+    expect(await make(() => StateCommand.empty().update(L, 'x')).runPhase('step_start')).toEqual({ ok: false, error: { code: 'unknown_key', key: 'l' } });
+  });
+
+  it('submitOrFail: an effect is dispatched before it settles; a failure behind a running phase comes back as the error; a throwing reducer releases the lock', async () => {
+    const seen: string[] = [];
+    let release: (() => void) | undefined;
+    const Boom = defineStateKey<number, number>({ key: 'boom', init: () => 0, apply: () => { throw new Error('reducer'); }, codec: z.number() });
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => {
+        x.registerKey(C);
+        x.registerKey(Boom);
+        x.registerEffect(Nope, () => void seen.push('effect'));
+      }),
+      hookPlugin('slow', 'step_start', () => new Promise<StateCommand>((resolve) => (release = () => resolve(StateCommand.empty())))),
+    ]);
+    if (!r.ok) throw new Error('create');
+    const engine = r.value;
+    const withEffect = engine.submitOrFail(StateCommand.empty().update(C, 1).emit(Nope, null));
+    expect(withEffect).toBeInstanceOf(Promise);
+    expect(await withEffect).toBeUndefined();
+    expect(seen).toEqual(['effect']);
+    const running = engine.runPhase('step_start');
+    const queued = engine.submitOrFail(StateCommand.empty().update(L, 'x'));
+    release?.();
+    await running;
+    expect(await queued).toEqual({ code: 'unknown_key', key: 'l' });
+    expect(() => engine.submitOrFail(StateCommand.empty().update(Boom, 1))).toThrow('reducer');
+    expect(engine.idle('before_inference')).toBe(true);
+  });
+
+  it('a phase with nothing to run reports the queued actions it skipped; a submit whose reducer throws rejects and releases the lock', async () => {
+    const Boom = defineStateKey<number, number>({ key: 'boom', init: () => 0, apply: () => { throw new Error('reducer'); }, codec: z.number() });
+    const r = PhaseRuntime.create([
+      plugin('keys', (x) => {
+        x.registerKey(Boom);
+        x.registerScheduledAction(Loop, () => StateCommand.empty());
+      }),
+    ]);
+    if (!r.ok) throw new Error('create');
+    const engine = r.value;
+    await engine.submitCommand(StateCommand.empty().scheduleAction(Loop, null).scheduleAction(Loop, null));
+    expect(await engine.runPhase('before_inference')).toMatchObject({ ok: true, value: { phase: 'before_inference', skippedActions: 2, commits: 0 } });
+    await expect(engine.submitCommand(StateCommand.empty().update(Boom, 1))).rejects.toThrow('reducer');
+    expect(engine.idle('before_inference')).toBe(true);
   });
 });

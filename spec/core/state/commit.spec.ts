@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import { StateStore, type CommitEvent } from '../../../src/core/state/state-store.ts';
+import { Snapshot } from '../../../src/core/state/snapshot.ts';
 import { counterKey, logKey, registerKey } from '../../support/keys.ts';
 
 const Counter = counterKey('counter');
@@ -165,5 +166,16 @@ describe('StateStore.preview', () => {
     expect(s.snapshot()).toBe(before);
     expect(s.preview([])).toEqual({ ok: true, value: before });
     expect(s.preview([new MutationBatch().update(registerKey('ghost'), 'x')])).toEqual({ ok: false, error: { code: 'unknown_key', key: 'ghost' } });
+  });
+
+  it('a draft reads absent for a name never written, one beyond its slots, and one deleted', () => {
+    const s = store();
+    s.commit(new MutationBatch().update(Name, 'n').update(Counter, 1));
+    const draft = Snapshot.draft(s.snapshot());
+    expect(draft.get('never')).toBeUndefined();
+    draft.delete('name');
+    expect(draft.get('name')).toBeUndefined();
+    expect(draft.get('counter')).toBe(1);
+    expect(Snapshot.emptyDraft(s.snapshot()).get('counter')).toBeUndefined();
   });
 });

@@ -176,6 +176,17 @@ describe('persistence (core-spec §1.7)', () => {
 });
 
 describe('persistence of awkward key names', () => {
+  it('exportByScope keeps a key named "__proto__" like any other', () => {
+    const Odd = registerKey('__proto__');
+    const s = new StateStore();
+    s.registerKeys([{ key: Odd, options: { scope: 'thread' } }, { key: RunA }]);
+    s.commit(new MutationBatch().update(Odd, 'p').update(RunA, 1));
+    const both = s.exportByScope();
+    expect(both.ok && Object.keys(both.value.thread.extensions)).toEqual(['__proto__']);
+    expect(both.ok && both.value.thread.extensions['__proto__']).toBe('p');
+    expect(both.ok && both.value.run.extensions).toEqual({ 'run.a': 1 });
+  });
+
   it('exports and restores a key named "__proto__" like any other', () => {
     const Odd = registerKey('__proto__');
     const s = new StateStore();

@@ -209,8 +209,8 @@ export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOption
       tools.set(tool.descriptor.id, tool);
     }
     for (const h of r.hooks) {
-      const list = hooks.get(h.phase);
-      if (list === undefined) continue;
+      // A hook for a name that is not a phase is never called (as before: no list holds it).
+      const list = hooks.get(h.phase) ?? [];
       if (list === NO_HOOKS) hooks.set(h.phase, [h]);
       else list.push(h);
     }

@@ -109,17 +109,29 @@ describe('a follower that stops reading', () => {
     expect(gc).toBeTypeOf('function');
     const piece = 'x'.repeat(4096);
     // 200 frames of 4 KB for a follower that reads nothing, under a bound that does not drop it.
-    const s = testServer([{ text: Array.from({ length: 200 }, () => piece) }], { registry: { maxFollowerBytes: 64 * 1024 * 1024 } });
-    expect((await s.app.request('/v1/threads', json({ id: 'held' }))).status).toBe(201);
-    (gc as () => void)();
-    const before = process.memoryUsage().arrayBuffers;
-    const follower = await s.app.request('/v1/threads/held/stream');
-    await (await s.app.request('/v1/runs', json({ threadId: 'held', messages: [{ role: 'user', content: 'go' }] }))).text();
-    for (let i = 0; i < 500 && s.registry.currentRun('held') !== undefined; i++) await new Promise((r) => setTimeout(r, 2));
-    (gc as () => void)();
-    const held = process.memoryUsage().arrayBuffers - before;
-    expect(s.registry.log('held').subscribers).toBe(1);
-    expect(held).toBeLessThan(256 * 1024);
-    await follower.body?.cancel();
+    const s = testServer([{ text: Array.from({ length: 200 }, () => piece) }, { text: Array.from({ length: 200 }, () => piece) }, { text: Array.from({ length: 200 }, () => piece) }], {
+      registry: { maxFollowerBytes: 64 * 1024 * 1024 },
+    });
+    const settled = async (): Promise<number> => {
+      (gc as () => void)();
+      await new Promise((r) => setTimeout(r, 20));
+      (gc as () => void)();
+      return process.memoryUsage().arrayBuffers;
+    };
+    // \`arrayBuffers\` is the process's: whatever else settles meanwhile only adds to it, so the least
+    // of three threads' figures is taken (all three exceed the bound if the frames are held as bytes).
+    const figures: number[] = [];
+    for (const thread of ['held-1', 'held-2', 'held-3']) {
+      expect((await s.app.request('/v1/threads', json({ id: thread }))).status).toBe(201);
+      const before = await settled();
+      const follower = await s.app.request(`/v1/threads/${thread}/stream`);
+      await (await s.app.request('/v1/runs', json({ threadId: thread, messages: [{ role: 'user', content: 'go' }] }))).text();
+      for (let i = 0; i < 500 && s.registry.currentRun(thread) !== undefined; i++) await new Promise((r) => setTimeout(r, 2));
+      figures.push((await settled()) - before);
+      expect(s.registry.log(thread).subscribers).toBe(1);
+      await follower.body?.cancel();
+      if (Math.min(...figures) < 256 * 1024) break;
+    }
+    expect(Math.min(...figures)).toBeLessThan(256 * 1024);
   });
 });

@@ -179,20 +179,27 @@ export class StateStore {
 
   // ---- persistence (core-spec §1.7) -------------------------------------------------------------
 
-  #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
-    const extensions: Record<string, JsonValue> = {};
+  /** Each persistent key with a value, encoded into the object `into` picks for it (none: left out), in name order; the first failure. */
+  #exportInto(into: (options: StateKeyOptions) => Record<string, JsonValue> | undefined): StateError | undefined {
     let failure: StateError | undefined;
     Snapshot.forEachSorted(this.#snapshot, (name, value) => {
       const reg = this.#keys.get(name);
-      if (failure !== undefined || reg === undefined || !reg.options.persistent || !filter(reg.options)) return;
+      if (failure !== undefined || reg === undefined || !reg.options.persistent) return;
+      const target = into(reg.options);
+      if (target === undefined) return;
       try {
-        defineOwn(extensions, name, reg.key.encode(value));
+        defineOwn(target, name, reg.key.encode(value));
       } catch (e) {
         failure = { code: 'key_encode', key: name, message: messageOf(e) };
       }
     });
-    if (failure !== undefined) return err(failure);
-    return ok({ revision: this.revision, extensions });
+    return failure;
+  }
+
+  #export(filter: (options: StateKeyOptions) => boolean): Result<PersistedState, StateError> {
+    const extensions: Record<string, JsonValue> = {};
+    const failure = this.#exportInto((o) => (filter(o) ? extensions : undefined));
+    return failure !== undefined ? err(failure) : ok({ revision: this.revision, extensions });
   }
 
   /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */
@@ -211,16 +218,7 @@ export class StateStore {
   exportByScope(): Result<{ readonly thread: PersistedState; readonly run: PersistedState }, StateError> {
     const thread: Record<string, JsonValue> = {};
     const run: Record<string, JsonValue> = {};
-    let failure: StateError | undefined;
-    Snapshot.forEachSorted(this.#snapshot, (name, value) => {
-      const reg = this.#keys.get(name);
-      if (failure !== undefined || reg === undefined || !reg.options.persistent) return;
-      try {
-        defineOwn(reg.options.scope === 'thread' ? thread : run, name, reg.key.encode(value));
-      } catch (e) {
-        failure = { code: 'key_encode', key: name, message: messageOf(e) };
-      }
-    });
+    const failure = this.#exportInto((o) => (o.scope === 'thread' ? thread : run));
     if (failure !== undefined) return err(failure);
     return ok({ thread: { revision: this.revision, extensions: thread }, run: { revision: this.revision, extensions: run } });
   }

@@ -154,3 +154,22 @@ describe('AgentSpec from JSON and YAML', () => {
     expect(parseAgentSpec('{', 'json')).toMatchObject({ ok: false, error: { code: 'invalid_json' } });
   });
 });
+
+describe('a run without an agent id', () => {
+  it('runs the first agent by id, whatever the order they were added in', async () => {
+    const llm = new ScriptedLlm([{ text: 'hi' }]);
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', llm)
+      .withModel('m', { provider: 'p', model_name: 'real-m' })
+      .withAgentSpec({ id: 'zeta', model: 'm', system_prompt: 'z' })
+      .withAgentSpec({ id: 'beta', model: 'm', system_prompt: 'b' })
+      .withAgentSpec({ id: 'gamma', model: 'm', system_prompt: 'g' })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const run = await built.value.run({ messages: [Messages.user('go')] }, new VecEventSink());
+    expect(run.ok).toBe(true);
+    expect(built.value.agentIds()).toEqual(['beta', 'gamma', 'zeta']);
+    expect(llm.requests[0]?.messages[0]).toMatchObject({ role: 'system', content: [{ type: 'text', text: 'b' }] });
+  });
+});

@@ -115,6 +115,13 @@ export class AgentRuntime {
     return [...this.#registries.agents.keys()].sort();
   }
 
+  /** The first of `agentIds()` (the agent a request without one runs), without sorting them all. */
+  #firstAgentId(): string | undefined {
+    let first: string | undefined;
+    for (const id of this.#registries.agents.keys()) if (first === undefined || id < first) first = id;
+    return first;
+  }
+
   /** The registries runs resolve against now (a snapshot: `publish` replaces it, never mutates it). */
   get registries(): Registries {
     return this.#registries;
@@ -200,7 +207,7 @@ export class AgentRuntime {
       readonly loop: (fields: Pick<RunParams, 'history' | 'storedCount' | 'input' | 'overrides'>) => RunLoop;
     }) => Promise<Result<() => Promise<AgentRunResult>, RuntimeError>>,
   ): Promise<Result<RunHandle, RuntimeError>> {
-    const agentId = agentIdAsked ?? this.agentIds()[0];
+    const agentId = agentIdAsked ?? this.#firstAgentId();
     if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
     let answeredBy: string | undefined;
     const inferenceErrors: InferenceExecutionError[] = [];

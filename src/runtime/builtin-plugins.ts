@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { InferenceOverrideSchema } from '../contract/inference.ts';
 import { evaluateStopPolicies, observeInference, type StopPolicy } from '../core/policies/stop-policy.ts';
-import type { Plugin } from '../core/phase/plugin.ts';
+import { preRegistered, type Plugin } from '../core/phase/plugin.ts';
 import { defineAction, StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
 import {
@@ -33,8 +33,16 @@ export const ToolInterceptAction = defineAction(
 export const LOOP_STATE_PLUGIN = '__runtime.loop_state';
 export const LOOP_ACTIONS_PLUGIN = '__runtime.loop_actions';
 
-/** Keys every run has: lifecycle, tool-call states (thread-scoped), stop statistics. */
-export const loopStatePlugin: Plugin = {
+/** The stop that ended a run, with its detail kept (0.6 drops the detail ⟂). */
+export const StopDecisionKey = defineStateKey<{ readonly code: string; readonly detail: string } | null, { readonly code: string; readonly detail: string }>({
+  key: '__runtime.stop_decision',
+  init: () => null,
+  apply: (_s, u) => u,
+  codec: z.object({ code: z.string(), detail: z.string() }).nullable() as z.ZodType<{ readonly code: string; readonly detail: string } | null>,
+});
+
+/** Keys every run has: lifecycle, tool-call states (thread-scoped), stop statistics (registered once: it is the same for every run). */
+export const loopStatePlugin: Plugin = preRegistered({
   name: LOOP_STATE_PLUGIN,
   register: (r) => {
     r.registerKey(RunLifecycle);
@@ -43,10 +51,10 @@ export const loopStatePlugin: Plugin = {
     r.registerKey(StopDecisionKey);
     r.registerKey(ToolBatchKey, { scope: 'thread' });
   },
-};
+});
 
-/** The handlers of the built-in actions and the accumulators they write. */
-export const loopActionsPlugin: Plugin = {
+/** The handlers of the built-in actions and the accumulators they write (registered once: they keep nothing between runs). */
+export const loopActionsPlugin: Plugin = preRegistered({
   name: LOOP_ACTIONS_PLUGIN,
   register: (r) => {
     r.registerKey(ToolFilter);
@@ -70,14 +78,6 @@ export const loopActionsPlugin: Plugin = {
     r.registerScheduledAction(IncludeOnlyTools, (_ctx, ids) => StateCommand.empty().update(ToolFilter, { op: 'include_only', ids }));
     r.registerScheduledAction(ToolInterceptAction, (_ctx, record) => StateCommand.empty().update(ToolIntercepts, { op: 'add', record }));
   },
-};
-
-/** The stop that ended a run, with its detail kept (0.6 drops the detail ⟂). */
-export const StopDecisionKey = defineStateKey<{ readonly code: string; readonly detail: string } | null, { readonly code: string; readonly detail: string }>({
-  key: '__runtime.stop_decision',
-  init: () => null,
-  apply: (_s, u) => u,
-  codec: z.object({ code: z.string(), detail: z.string() }).nullable() as z.ZodType<{ readonly code: string; readonly detail: string } | null>,
 });
 
 export const STOP_CONDITION_PLUGIN = 'stop-condition';

@@ -61,9 +61,10 @@ export const ToolExecutionSchema = z
 export type ToolExecutionMode = z.output<typeof ToolExecutionSchema>['mode'];
 export type DecisionReplayPolicy = 'immediate' | 'batch_all_suspended';
 
-export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', ToolExecutionSchema as z.ZodType<z.output<typeof ToolExecutionSchema>>, () =>
-  ToolExecutionSchema.parse({}),
-);
+/** The mode of an agent without a `tool_execution` section: one frozen value, not a parse per run. */
+const DEFAULT_TOOL_EXECUTION = Object.freeze(ToolExecutionSchema.parse({}));
+
+export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', ToolExecutionSchema as z.ZodType<z.output<typeof ToolExecutionSchema>>, () => DEFAULT_TOOL_EXECUTION);
 
 const McpToolSchema = z.object({ default_message: z.string().min(1).optional() }).strict();
 
@@ -136,18 +137,21 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stopConditionPlugin(stopPolicies)];
   // ContextTransformPlugin and CompactionPlugin join only when the agent sets a context policy.
   let context: ResolvedContext | undefined;
-  const claimed = new Map<string, { plugin: string; key: PluginConfigKey<unknown> }>();
-  for (const key of RUNTIME_CONFIG_KEYS) claimed.set(key.key, { plugin: 'runtime', key });
-  for (const plugin of plugins) for (const key of plugin.configKeys ?? []) claimed.set(key.key, { plugin: plugin.name, key });
   const warnings: string[] = [];
-  for (const section of Object.keys(spec.sections).sort()) {
-    const owner = claimed.get(section);
-    if (owner === undefined) {
-      warnings.push(`config section '${section}' is not claimed by any plugin`);
-      continue;
+  const sections = Object.keys(spec.sections);
+  if (sections.length > 0) {
+    const claimed = new Map<string, { plugin: string; key: PluginConfigKey<unknown> }>();
+    for (const key of RUNTIME_CONFIG_KEYS) claimed.set(key.key, { plugin: 'runtime', key });
+    for (const plugin of plugins) for (const key of plugin.configKeys ?? []) claimed.set(key.key, { plugin: plugin.name, key });
+    for (const section of sections.sort()) {
+      const owner = claimed.get(section);
+      if (owner === undefined) {
+        warnings.push(`config section '${section}' is not claimed by any plugin`);
+        continue;
+      }
+      const read = readPluginConfig(spec, owner.key);
+      if (!read.ok) return err({ code: 'invalid_plugin_config', plugin: owner.plugin, key: section, message: read.error.code === 'key_decode' ? read.error.message : read.error.code });
     }
-    const read = readPluginConfig(spec, owner.key);
-    if (!read.ok) return err({ code: 'invalid_plugin_config', plugin: owner.plugin, key: section, message: read.error.code === 'key_decode' ? read.error.message : read.error.code });
   }
   const retry = readPluginConfig(spec, RetryConfigKey);
   const execution = readPluginConfig(spec, ToolExecutionConfigKey);
@@ -185,30 +189,28 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     defaults.push(contextTransformPlugin(context), compactionPlugin);
   }
 
-  // Stage 3: tools — global, then plugin tools; same id twice is a conflict; then allow/exclude.
-  const tools = new Map<string, Tool>();
-  const source = new Map<string, string>();
-  for (const [id, tool] of registries.tools) {
-    tools.set(id, tool);
-    source.set(id, 'global');
-  }
-  const env = buildExecutionEnv([...plugins, ...defaults], { activePlugins: activePluginNames(spec, defaults) });
+  // Stage 3: tools — global, then plugin tools; same id twice is a conflict; then allow/exclude, sorted by id.
+  const all = [...plugins, ...defaults];
+  const activePlugins = activePluginNames(spec, defaults);
+  const env = buildExecutionEnv(all, { activePlugins });
   if (!env.ok) return err({ code: 'env_build', error: env.error });
-  for (const [id, tool] of env.value.tools) {
-    const other = source.get(id);
-    const owner = plugins.find((p) => p.name !== undefined && toolsOf(p).includes(id))?.name ?? 'plugin';
-    if (other !== undefined) return err({ code: 'tool_id_conflict', toolId: id, sourceA: other, sourceB: `plugin:${owner}` });
+  const pluginTools = env.value.tools;
+  for (const [id, tool] of pluginTools) {
+    // Two plugins cannot register one id (the env refuses it): a conflict is with a global tool.
+    if (registries.tools.has(id)) {
+      const owner = plugins.find((p) => toolsOf(p).includes(id))?.name ?? 'plugin';
+      return err({ code: 'tool_id_conflict', toolId: id, sourceA: 'global', sourceB: `plugin:${owner}` });
+    }
     if (!isTool(tool)) return err({ code: 'env_build', error: { code: 'tool_already_registered', toolId: id } });
-    tools.set(id, tool);
-    source.set(id, `plugin:${owner}`);
   }
   const allowed = spec.allowed_tools;
   const excluded = spec.excluded_tools ?? [];
-  const filtered = new Map(
-    [...tools.entries()]
-      .filter(([id]) => (allowed === undefined || allowed.includes(id)) && !excluded.includes(id))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
-  );
+  const ids: string[] = [];
+  for (const id of registries.tools.keys()) if ((allowed === undefined || allowed.includes(id)) && !excluded.includes(id)) ids.push(id);
+  for (const id of pluginTools.keys()) if ((allowed === undefined || allowed.includes(id)) && !excluded.includes(id)) ids.push(id);
+  ids.sort();
+  const filtered = new Map<string, Tool>();
+  for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id)) as Tool);
 
   const mode = execution.value.mode;
   const decisionReplay: DecisionReplayPolicy =
@@ -219,10 +221,10 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     modelName: primary.value.modelName,
     llm,
     tools: filtered,
-    plugins: [...plugins, ...defaults],
+    plugins: all,
     stopPolicies,
     toolExecution: { mode, decisionReplay },
-    activePlugins: activePluginNames(spec, defaults),
+    activePlugins,
     warnings,
     ...(context !== undefined ? { context } : {}),
     executionEnv: env.value,

@@ -16,9 +16,13 @@ export const LlmRetryPolicySchema = z
   .strict();
 export type LlmRetryPolicy = z.output<typeof LlmRetryPolicySchema>;
 
-export const RetryConfigKey = definePluginConfigKey('retry', LlmRetryPolicySchema as z.ZodType<LlmRetryPolicy>, () =>
-  LlmRetryPolicySchema.parse({}),
-);
+/** The policy of an agent without a `retry` section: one frozen value, not a parse per run. */
+const DEFAULT_RETRY: LlmRetryPolicy = ((policy: LlmRetryPolicy) => {
+  Object.freeze(policy.fallback_models);
+  return Object.freeze(policy);
+})(LlmRetryPolicySchema.parse({}));
+
+export const RetryConfigKey = definePluginConfigKey('retry', LlmRetryPolicySchema as z.ZodType<LlmRetryPolicy>, () => DEFAULT_RETRY);
 
 /** Largest backoff between attempts (0.6 `MAX_BACKOFF_MS`). */
 export const MAX_BACKOFF_MS = 8000;

@@ -10,7 +10,7 @@ import {
   toRunStatus,
   type TerminationReason,
 } from '../contract/lifecycle.ts';
-import { messageText, Messages, type Message } from '../contract/message.ts';
+import { messageText, Messages, type Message, type ToolCall } from '../contract/message.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
 import { streamText, type StreamPart, type StreamResult } from '../contract/stream.ts';
@@ -36,7 +36,7 @@ import {
   ToolFilter,
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
-import type { ThreadRunStore } from './thread-run-store.ts';
+import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
 import { emitted, INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
 
 /** The outcome of a run (book: AgentRunResult). */
@@ -169,8 +169,16 @@ export class RunLoop implements BatchHost {
   #sent: Message[] | undefined;
   #sentUpTo = 0;
   #tools: readonly ToolDescriptor[] | undefined;
-  /** Ends the read of a provider that has not answered yet (`aborted()`), while one is awaited. */
-  #wake: ((end: ReadEnd) => void) | undefined;
+  /** The provider stream being read (`#read`): where its parts go, and whether a part is awaited from it (`aborted()` ends it then). */
+  #reading:
+    | {
+        readonly iterator: AsyncIterator<StreamPart>;
+        readonly acc: StreamAccumulator;
+        readonly started: { id: string; name: string }[];
+        readonly resolve: (end: ReadEnd) => void;
+        waiting: boolean;
+      }
+    | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -232,7 +240,7 @@ export class RunLoop implements BatchHost {
    * calls it when `signal` aborts (the listener it has on the signal anyway: one per run).
    */
   aborted(): void {
-    this.#wake?.(ABORTED);
+    if (this.#reading?.waiting === true) this.#endRead(ABORTED);
   }
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
@@ -306,7 +314,8 @@ export class RunLoop implements BatchHost {
   /**
    * One step; returns a termination, or `undefined` to go on. Its parts: the step's request inputs
    * (BeforeInference, the per-step accumulators consumed), the inference (continued while truncated),
-   * AfterInference, then the outcome — an error, an answer, or a tool batch.
+   * AfterInference, then the outcome — an error, an answer, or a tool batch (which ends the step
+   * itself). Every other way out ends the step with the termination it found (`#endStep`).
    */
   async #step(): Promise<TerminationReason | undefined> {
     let wait: Promise<void> | void;
@@ -314,33 +323,54 @@ export class RunLoop implements BatchHost {
     wait = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
     if (wait !== undefined) await wait;
     try {
-      wait = this.runPhase('step_start', { messages: this.#messages });
-      if (wait !== undefined) await wait;
-      let stop = this.#checkTermination();
-      if (stop !== undefined) return await this.#endStep(stop);
+      let stop: TerminationReason | undefined;
+      end: {
+        wait = this.runPhase('step_start', { messages: this.#messages });
+        if (wait !== undefined) await wait;
+        stop = this.#checkTermination();
+        if (stop !== undefined) break end;
 
-      const pending = this.#requestInputs();
-      const inputs = isPromiseLike<RequestInputs>(pending) ? await pending : pending;
-      stop = this.#checkTermination();
-      if (stop !== undefined) return await this.#endStep(stop);
+        const pending = this.#requestInputs();
+        const inputs = isPromiseLike<RequestInputs>(pending) ? await pending : pending;
+        stop = this.#checkTermination();
+        if (stop !== undefined) break end;
 
-      wait = this.#autocompact();
-      if (wait !== undefined) await wait;
-      let inference = await this.#inferOnce(this.#buildRequest(inputs.filter, inputs.override, inputs.context));
-      if (this.#truncated(inference)) inference = await this.#continueTruncated(inference, inputs);
-      if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
-      if (inference.cancelled) return await this.#endStep(TerminationReasons.cancelled());
+        wait = this.#autocompact();
+        if (wait !== undefined) await wait;
+        let inference = await this.#inferOnce(this.#buildRequest(inputs.filter, inputs.override, inputs.context));
+        if (this.#truncated(inference)) inference = await this.#continueTruncated(inference, inputs);
+        if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
+        if (inference.cancelled) {
+          stop = TerminationReasons.cancelled();
+          break end;
+        }
 
-      const text = streamText(inference.result);
-      wait = this.#afterInference(inference, text);
-      if (wait !== undefined) await wait;
-      stop = this.#checkTermination();
-      if (inference.error !== undefined) return await this.#endStep(this.#afterError(inference.error, stop));
-      if (stop !== undefined || inference.result.toolCalls.length === 0) return await this.#endStep(await this.#answer(inference, text, stop));
-      return await this.#runTools(inference, text);
+        const text = streamText(inference.result);
+        wait = this.#afterInference(inference, text);
+        if (wait !== undefined) await wait;
+        stop = this.#checkTermination();
+        if (inference.error !== undefined) {
+          stop = this.#afterError(inference.error, stop);
+          break end;
+        }
+        if (stop !== undefined || inference.result.toolCalls.length === 0) {
+          const answered = this.#answer(inference, text, stop);
+          stop = isPromiseLike<TerminationReason>(answered) ? await answered : answered;
+          break end;
+        }
+        const ran = this.#runTools(inference, text);
+        return isPromiseLike<TerminationReason | undefined>(ran) ? await ran : ran;
+      }
+      const ended = this.#endStep(stop);
+      return isPromiseLike<TerminationReason | undefined>(ended) ? await ended : ended;
     } catch (e) {
       const termination = this.#terminationOf(e);
-      await this.#endStep(undefined).catch(() => undefined);
+      try {
+        const ended = this.#endStep(undefined);
+        if (ended !== undefined) await ended;
+      } catch {
+        // The step failed already; its end is attempted, its own failure not reported twice.
+      }
       return termination;
     }
   }
@@ -412,66 +442,119 @@ export class RunLoop implements BatchHost {
   }
 
   /** An answer without tools, or a stop after inference: the text is kept (0.6 loses it ⟂), no tool runs. */
-  async #answer(inference: Inference, text: string, stop: TerminationReason | undefined): Promise<TerminationReason> {
-    await this.#closeStartedCalls(inference.started, NOT_EXECUTED);
+  #answer(inference: Inference, text: string, stop: TerminationReason | undefined): TerminationReason | Promise<TerminationReason> {
+    const closed = this.#closeStartedCalls(inference.started, NOT_EXECUTED);
+    return closed === undefined ? this.#answered(text, stop) : closed.then(() => this.#answered(text, stop));
+  }
+
+  #answered(text: string, stop: TerminationReason | undefined): TerminationReason {
     if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
     return stop ?? TerminationReasons.naturalEnd();
   }
 
-  /** Runs the step's tool calls as one batch; a batch left waiting suspends the run. */
-  async #runTools(inference: Inference, text: string): Promise<TerminationReason | undefined> {
-    let wait: Promise<void> | void;
+  /**
+   * Runs the step's tool calls as one batch and ends the step; a batch left waiting suspends the run.
+   * Synchronous while the commits, hooks, tools and sink are.
+   */
+  #runTools(inference: Inference, text: string): TerminationReason | undefined | Promise<TerminationReason | undefined> {
     const batch = new ToolBatch(this, inference.result.toolCalls, text, this.env.ids.next('message'));
     this.#batch = batch;
-    wait = batch.begin();
+    const begun = batch.begin();
+    return begun === undefined ? this.#runBatch(batch) : begun.then(() => this.#runBatch(batch));
+  }
+
+  #runBatch(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+    const ran = batch.run();
+    return ran === undefined ? this.#afterBatch(batch) : ran.then(() => this.#afterBatch(batch));
+  }
+
+  /** A batch that ran: suspended (the run waits), or published and the step ended — blocked, or with the stop the state holds. */
+  #afterBatch(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+    if (batch.blockedReason === undefined && deriveRunStatus(batch.statuses()) === 'waiting') return this.#suspendStep();
+    const published = this.#publish(batch, true);
+    return published === undefined ? this.#endBatchStep(batch) : published.then(() => this.#endBatchStep(batch));
+  }
+
+  #endBatchStep(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+    return this.#endStep(batch.blockedReason !== undefined ? TerminationReasons.blocked(batch.blockedReason) : this.#checkTermination());
+  }
+
+  async #suspendStep(): Promise<TerminationReason> {
+    const wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
     if (wait !== undefined) await wait;
-    await batch.run();
-    if (deriveRunStatus(batch.statuses()) === 'waiting' && batch.blockedReason === undefined) {
-      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
-      if (wait !== undefined) await wait;
-      await this.#endStep(undefined);
-      return TerminationReasons.suspended();
-    }
-    await this.#publish(batch, true);
-    if (batch.blockedReason !== undefined) return await this.#endStep(TerminationReasons.blocked(batch.blockedReason));
-    return await this.#endStep(this.#checkTermination());
+    await this.#endStep(undefined);
+    return TerminationReasons.suspended();
   }
 
   /**
    * Publishes a finished batch. Inside a step, the durable batch record is cleared with the step's
    * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
    */
-  async #publish(batch: ToolBatch, withinStep: boolean): Promise<void> {
-    const publishing = batch.publish(() => this.env.ids.next('message'));
-    const published = isPromiseLike<Message[]>(publishing) ? await publishing : publishing;
-    this.#messages.push(...published);
-    this.#batch = undefined;
-    if (withinStep) this.#clearBatchRecord = true;
-    else await this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
+  #publish(batch: ToolBatch, withinStep: boolean): Promise<void> | undefined {
+    const publishing = batch.publish(this.#newMessageId);
+    return isPromiseLike<Message[]>(publishing) ? publishing.then((messages) => this.#published(messages, withinStep)) : this.#published(publishing, withinStep);
   }
 
-  /** StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on. */
-  async #endStep<T extends TerminationReason | undefined>(termination: T): Promise<T> {
-    let wait: Promise<void> | void;
+  #published(messages: readonly Message[], withinStep: boolean): Promise<void> | undefined {
+    this.#messages.push(...messages);
+    this.#batch = undefined;
+    if (withinStep) {
+      this.#clearBatchRecord = true;
+      return undefined;
+    }
+    return this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' })) ?? undefined;
+  }
+
+  readonly #newMessageId = (): string => this.env.ids.next('message');
+
+  /**
+   * StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on —
+   * now when every stage is synchronous, else once the stages are done.
+   */
+  #endStep<T extends TerminationReason | undefined>(termination: T): T | Promise<T> {
+    const wait = this.#endStepFrom(0);
+    return wait === undefined ? termination : wait.then(() => termination);
+  }
+
+  /** The stages of a step's end from `stage` on, in order; a promise only from the first asynchronous one. */
+  #endStepFrom(stage: number): Promise<void> | undefined {
+    for (;;) {
+      let wait: Promise<void> | void | undefined;
+      switch (stage++) {
+        case 0:
+          wait = this.#completeStep();
+          break;
+        case 1:
+          // Whatever interrupted the step, every call it announced is closed before the step ends.
+          wait = this.#open.size > 0 ? this.#closeCalls(this.#open.list(), INTERRUPTED) : undefined;
+          break;
+        case 2:
+          wait = this.runPhase('step_end', { messages: this.#messages }, false);
+          break;
+        case 3:
+          wait = this.#checkpoint(undefined);
+          break;
+        case 4:
+          wait = this.#emitSnapshot();
+          break;
+        case 5:
+          wait = this.emit({ event_type: 'step_end' });
+          break;
+        default:
+          return undefined;
+      }
+      if (wait !== undefined) return wait.then(() => this.#endStepFrom(stage));
+    }
+  }
+
+  /** StepCompleted (while the run is running) and the clearing of a published batch's record, in one commit. */
+  #completeStep(): Promise<void> | void {
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     const completed = StateCommand.empty();
     if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
     if (this.#clearBatchRecord) completed.update(ToolBatchKey, { op: 'clear' });
     this.#clearBatchRecord = false;
-    if (!completed.isEmpty()) {
-      wait = this.submit(completed);
-      if (wait !== undefined) await wait;
-    }
-    // Whatever interrupted the step, every call it announced is closed before the step ends.
-    if (this.#open.size > 0) await this.#closeStartedCalls(this.#open.list(), INTERRUPTED);
-    wait = this.runPhase('step_end', { messages: this.#messages }, false);
-    if (wait !== undefined) await wait;
-    if (this.#p.store !== undefined) await this.#checkpoint(undefined);
-    wait = this.#emitSnapshot();
-    if (wait !== undefined) await wait;
-    wait = this.emit({ event_type: 'step_end' });
-    if (wait !== undefined) await wait;
-    return termination;
+    return completed.isEmpty() ? undefined : this.submit(completed);
   }
 
   #checkTermination(): TerminationReason | undefined {
@@ -489,25 +572,29 @@ export class RunLoop implements BatchHost {
   // ---- inference ------------------------------------------------------------------------------------
 
   /** Reports what the context transform did, streams one inference and reports its completion. */
-  async #inferOnce(request: ReportedRequest): Promise<Inference> {
-    let wait: Promise<void> | void;
+  #inferOnce(request: ReportedRequest): Promise<Inference> {
     const report = request.contextReport;
     if (report !== undefined && contextChanged(report)) {
-      wait = this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
-      if (wait !== undefined) await wait;
+      const wait = this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
+      if (wait !== undefined) return wait.then(() => this.#inferTimed(request));
     }
+    return this.#inferTimed(request);
+  }
+
+  /** One inference, then `inference_complete` with the model that answered, its usage and its duration. */
+  #inferTimed(request: InferenceRequest): Promise<Inference> {
     const started = this.env.clock.now();
-    const inference = await this.#infer(request);
-    const model = this.#p.answeredBy() ?? request.model;
-    const usage = inference.result.usage;
-    const duration = Math.max(0, this.env.clock.now() - started);
-    wait = this.emit(
-      usage === undefined
-        ? { event_type: 'inference_complete', model, duration_ms: duration }
-        : { event_type: 'inference_complete', model, usage, duration_ms: duration },
-    );
-    if (wait !== undefined) await wait;
-    return inference;
+    return this.#infer(request).then((inference) => {
+      const model = this.#p.answeredBy() ?? request.model;
+      const usage = inference.result.usage;
+      const duration = Math.max(0, this.env.clock.now() - started);
+      const wait = this.emit(
+        usage === undefined
+          ? { event_type: 'inference_complete', model, duration_ms: duration }
+          : { event_type: 'inference_complete', model, usage, duration_ms: duration },
+      );
+      return wait === undefined ? inference : wait.then(() => inference);
+    });
   }
 
   /**
@@ -611,12 +698,21 @@ export class RunLoop implements BatchHost {
   }
 
   /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
-  async #infer(request: InferenceRequest): Promise<Inference> {
-    let wait: Promise<void> | void;
+  #infer(request: InferenceRequest): Promise<Inference> {
     const acc = new StreamAccumulator();
     const started: { id: string; name: string }[] = [];
-    const iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    const end = this.signal.aborted ? ABORTED : await this.#read(iterator, acc, started);
+    let iterator: AsyncIterator<StreamPart>;
+    try {
+      iterator = this.resolved.llm.stream(request)[Symbol.asyncIterator]();
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    if (this.signal.aborted) return Promise.resolve(this.#inferred(ABORTED, iterator, acc, started));
+    return this.#read(iterator, acc, started).then((end) => this.#inferred(end, iterator, acc, started));
+  }
+
+  /** The inference a read ended with: cancelled, failed, or its result with its calls announced ready (`tool_call_ready`). */
+  #inferred(end: ReadEnd, iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Inference | Promise<Inference> {
     if (end === ABORTED) {
       void iterator.return?.();
       return { result: acc.finish({ cancelled: true }), cancelled: true, started };
@@ -630,17 +726,25 @@ export class RunLoop implements BatchHost {
       return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     }
     const result = acc.finish();
-    for (const call of result.toolCalls) {
-      wait = this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
-      if (wait !== undefined) await wait;
-    }
     if (result.usage !== undefined) {
       this.#usage.seen = true;
       this.#usage.prompt += Math.max(0, result.usage.prompt_tokens ?? 0);
       this.#usage.completion += Math.max(0, result.usage.completion_tokens ?? 0);
       this.#usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
-    return { result, cancelled: false, started };
+    const inference: Inference = { result, cancelled: false, started };
+    const ready = this.#announceReady(result.toolCalls, 0);
+    return ready === undefined ? inference : ready.then(() => inference);
+  }
+
+  /** `tool_call_ready` for the calls from `from` on, in start order (a promise only for an asynchronous sink). */
+  #announceReady(calls: readonly ToolCall[], from: number): Promise<void> | undefined {
+    for (let i = from; i < calls.length; i++) {
+      const call = calls[i] as ToolCall;
+      const wait = this.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
+      if (wait !== undefined) return wait.then(() => this.#announceReady(calls, i + 1));
+    }
+    return undefined;
   }
 
   /**
@@ -649,45 +753,56 @@ export class RunLoop implements BatchHost {
    * stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
    * answered (it may never; `aborted()` wakes the read) — or with what was thrown: by the provider,
    * the accumulator or a sink. A sink's promise is waited for before the next part (never cut short).
+   * The callbacks are the run's, made once (`#pull`, `#onRead`, `#failRead`); the read in progress is
+   * `#reading`. A read ends early only when the run is aborted, and an aborted run starts no other
+   * read, so a callback of a read that ended never meets a later one.
    */
   #read(iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<ReadEnd> {
     return new Promise<ReadEnd>((resolve) => {
-      let over = false;
-      const finish = (end: ReadEnd): void => {
-        if (over) return;
-        over = true;
-        this.#wake = undefined;
-        resolve(end);
-      };
-      const fail = (thrown: unknown): void => finish({ thrown });
-      const pull = (): void => {
-        if (over) return;
-        if (this.signal.aborted) return finish(ABORTED);
-        let next: Promise<IteratorResult<StreamPart>>;
-        try {
-          next = iterator.next();
-        } catch (e) {
-          return fail(e);
-        }
-        this.#wake = finish;
-        next.then(onPart, fail);
-      };
-      const onPart = (r: IteratorResult<StreamPart>): void => {
-        if (over) return;
-        this.#wake = undefined;
-        if (r.done === true) return finish(READ);
-        let wait: Promise<void> | undefined;
-        try {
-          wait = this.#onPart(r.value, acc, started);
-        } catch (e) {
-          return fail(e);
-        }
-        if (wait === undefined) pull();
-        else wait.then(pull, fail);
-      };
-      pull();
+      this.#reading = { iterator, acc, started, resolve, waiting: false };
+      this.#pull();
     });
   }
+
+
+  /** Ends the read in progress (once). */
+  #endRead(end: ReadEnd): void {
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    this.#reading = undefined;
+    reading.resolve(end);
+  }
+
+  readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
+
+  readonly #pull = (): void => {
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    if (this.signal.aborted) return this.#endRead(ABORTED);
+    let next: Promise<IteratorResult<StreamPart>>;
+    try {
+      next = reading.iterator.next();
+    } catch (e) {
+      return this.#failRead(e);
+    }
+    reading.waiting = true;
+    next.then(this.#onRead, this.#failRead);
+  };
+
+  readonly #onRead = (r: IteratorResult<StreamPart>): void => {
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    reading.waiting = false;
+    if (r.done === true) return this.#endRead(READ);
+    let wait: Promise<void> | undefined;
+    try {
+      wait = this.#onPart(r.value, reading.acc, reading.started);
+    } catch (e) {
+      return this.#failRead(e);
+    }
+    if (wait === undefined) this.#pull();
+    else wait.then(this.#pull, this.#failRead);
+  };
 
   /** One streamed part: into the accumulator, and its event out (a promise only for an asynchronous sink). */
   #onPart(part: StreamPart, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<void> | undefined {
@@ -785,7 +900,8 @@ export class RunLoop implements BatchHost {
           if (wait !== undefined) await wait;
           continue;
         }
-        await this.#publish(batch, false);
+        wait = this.#publish(batch, false);
+        if (wait !== undefined) await wait;
         this.#takeInput();
         const stop = this.#checkTermination();
         if (stop !== undefined) return stop;
@@ -838,7 +954,7 @@ export class RunLoop implements BatchHost {
       if (termination.type !== 'error') termination = this.#terminationOf(e);
     }
     const response = this.#response();
-    await this.#checkpoint(termination).catch(() => undefined);
+    await this.#checkpoint(termination)?.catch(() => undefined);
     await this.#emitSnapshot();
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     await this.emit({
@@ -877,13 +993,13 @@ export class RunLoop implements BatchHost {
     return this.emit({ event_type: 'state_snapshot', snapshot });
   }
 
-  async #checkpoint(termination: TerminationReason | undefined): Promise<void> {
+  #checkpoint(termination: TerminationReason | undefined): Promise<void> | undefined {
     const store = this.#p.store;
-    if (store === undefined) return;
+    if (store === undefined) return undefined;
     const state = this.phase.store.exportByScope();
-    if (!state.ok) throw new LoopFailure('state could not be exported for the checkpoint');
+    if (!state.ok) return Promise.reject(new LoopFailure('state could not be exported for the checkpoint'));
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
-    await store.checkpoint({
+    const checkpoint: Writable<RunCheckpoint> = {
       threadId: this.threadId,
       runId: this.runId,
       agentId: this.resolved.spec.id,
@@ -893,14 +1009,19 @@ export class RunLoop implements BatchHost {
       steps: lifecycle?.step_count ?? 0,
       threadState: state.value.thread,
       runState: state.value.run,
-      ...(termination !== undefined ? { termination } : {}),
       updatedAt: this.env.clock.now(),
       expectedMessageCount: this.#persistedCount,
+    };
+    if (termination !== undefined) checkpoint.termination = termination;
+    const written = this.#messages.length;
+    return store.checkpoint(checkpoint).then(() => {
+      this.#persistedCount = written;
+      this.#storedPrefix = written;
     });
-    this.#persistedCount = this.#messages.length;
-    this.#storedPrefix = this.#messages.length;
   }
 }
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** Whether a history message goes to the model (internal tool messages do not). */
 const sent = (m: Message): boolean => !(m.role === 'tool' && m.visibility === 'internal');

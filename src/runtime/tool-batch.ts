@@ -234,14 +234,32 @@ export class ToolBatch {
     return this.#host.submit(cmd);
   }
 
-  /** Gates and executes every call in the configured mode, then reports the settled calls. */
-  async run(): Promise<void> {
-    const parallel = this.#host.resolved.toolExecution.mode !== 'sequential';
-    const allowed: Entry[] = [];
+  /**
+   * Gates and executes every call in the configured mode, then reports the settled calls. In
+   * sequential mode, while every call is allowed and everything on the way answers now, no promise
+   * is made; from the first call that is not, `#runFrom` goes on.
+   */
+  run(): Promise<void> | undefined {
+    if (this.#host.resolved.toolExecution.mode !== 'sequential') return this.#runFrom(0, undefined);
     for (let k = 0; k < this.#entries.length; k++) {
       const entry = this.#entries[k] as Entry;
       const gated = this.#gate(entry);
-      const gate = isPromiseLike<Gate>(gated) ? await gated : gated;
+      if (isPromiseLike<Gate>(gated) || gated.type !== 'allow') return this.#runFrom(k, gated);
+      const executed = this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
+      if (executed !== undefined) return executed.then(() => (entry.status === 'suspended' ? this.#stopAfter(k) : this.#runFrom(k + 1, undefined)));
+      if (entry.status === 'suspended') return this.#stopAfter(k);
+    }
+    return this.#reportSettled();
+  }
+
+  /** The calls from `from` on, in the configured mode (`gated`: the gate already asked of call `from`), then the report. */
+  async #runFrom(from: number, gated: Gate | Promise<Gate> | undefined): Promise<void> {
+    const parallel = this.#host.resolved.toolExecution.mode !== 'sequential';
+    const allowed: Entry[] = [];
+    for (let k = from; k < this.#entries.length; k++) {
+      const entry = this.#entries[k] as Entry;
+      const asked = k === from && gated !== undefined ? gated : this.#gate(entry);
+      const gate = isPromiseLike<Gate>(asked) ? await asked : asked;
       if (gate.type === 'block') {
         this.blockedReason = gate.reason;
         await this.#settle(entry, { ...ToolResults.error(entry.call.name, gate.reason), metadata: { rejected: true } }, undefined);
@@ -269,6 +287,13 @@ export class ToolBatch {
       }
     }
     if (allowed.length > 0) await this.#runParallel(allowed);
+    const reported = this.#reportSettled();
+    if (reported !== undefined) await reported;
+  }
+
+  /** Sequential mode after call `k` suspended itself: the calls after it are interrupted, then the report. */
+  async #stopAfter(k: number): Promise<void> {
+    await this.#interrupt(this.#entries.slice(k + 1));
     const reported = this.#reportSettled();
     if (reported !== undefined) await reported;
   }

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_KEY_OPTIONS, keyOptions } from '../../../src/core/state/state-key.ts';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import { StateStore } from '../../../src/core/state/state-store.ts';
 import { StateCommand } from '../../../src/core/state/state-command.ts';
@@ -15,6 +17,8 @@ describe('plugin install / uninstall (core-spec §1.5)', () => {
     expect(s.registration('p.a')?.owner).toBe('p');
     expect(s.installPlugin('p', [])).toEqual({ ok: false, error: { code: 'plugin_already_installed', name: 'p' } });
     expect(s.installedPlugins()).toEqual(['p']);
+    expect(s.hasPlugin('p')).toBe(true);
+    expect(s.hasPlugin('q')).toBe(false);
   });
 
   it('checks every key before inserting any (a taken name fails, nothing registered)', () => {
@@ -90,5 +94,28 @@ describe('store edges', () => {
     s.commit(new MutationBatch().update(A, 1));
     s.commit(StateCommand.empty().clear(A).patch);
     expect(s.snapshot().has(A)).toBe(false);
+  });
+});
+
+describe('key options (a registration’s options, defaults filled in)', () => {
+  const optionsArb = fc.record(
+    { persistent: fc.boolean(), retainOnUninstall: fc.boolean(), scope: fc.constantFrom('run' as const, 'thread' as const) },
+    { requiredKeys: [] },
+  );
+
+  it('property: every option asked for is kept, every other one is its default; equal requests share one frozen object', () => {
+    fc.assert(
+      fc.property(optionsArb, (asked) => {
+        const options = keyOptions(asked);
+        expect(options).toEqual({ ...DEFAULT_KEY_OPTIONS, ...asked });
+        expect(Object.isFrozen(options)).toBe(true);
+        expect(keyOptions({ ...asked })).toBe(options);
+      }),
+    );
+  });
+
+  it('an option given as undefined reads as its default (a spread would have kept the undefined)', () => {
+    expect(keyOptions({ persistent: undefined as unknown as boolean, scope: 'thread' })).toEqual({ persistent: true, retainOnUninstall: false, scope: 'thread' });
+    expect(keyOptions()).toEqual(DEFAULT_KEY_OPTIONS);
   });
 });

@@ -86,7 +86,7 @@ export class PhaseRuntime {
   /** A runtime over an env already built (its plugins registered once): the queue keys and every plugin's keys installed into the store. */
   static over(env: ExecutionEnv, options: Pick<PhaseRuntimeOptions, 'store' | 'maxRounds'> = {}): Result<PhaseRuntime, StateError> {
     const store = options.store ?? new StateStore();
-    if (!store.installedPlugins().includes(RUNTIME_QUEUE_PLUGIN)) {
+    if (!store.hasPlugin(RUNTIME_QUEUE_PLUGIN)) {
       const queue = store.installPlugin(RUNTIME_QUEUE_PLUGIN, [{ key: PendingScheduledActions }, { key: FailedScheduledActions }]);
       if (!queue.ok) return queue;
     }

@@ -90,39 +90,68 @@ interface EffectRegistration {
 
 /**
  * Collects a plugin's components (book: 插件系统内部机制). Duplicates are recorded, not thrown:
- * `buildExecutionEnv` reports the first one.
+ * `buildExecutionEnv` reports the first one. A list is made at its first entry (a plugin registers
+ * two or three kinds of the seven; registration runs once per run).
  */
 export class PluginRegistrar {
   readonly pluginId: string;
-  readonly keys: KeyRegistration[] = [];
-  readonly hooks: HookRegistration[] = [];
-  readonly actions: ActionRegistration[] = [];
-  readonly effects: EffectRegistration[] = [];
-  readonly tools: ToolLike[] = [];
-  readonly transforms: RequestTransform<unknown>[] = [];
-  readonly errors: StateError[] = [];
+  #keys: KeyRegistration[] | undefined;
+  #hooks: HookRegistration[] | undefined;
+  #actions: ActionRegistration[] | undefined;
+  #effects: EffectRegistration[] | undefined;
+  #tools: ToolLike[] | undefined;
+  #transforms: RequestTransform<unknown>[] | undefined;
+  #errors: StateError[] | undefined;
 
   constructor(pluginId: string) {
     this.pluginId = pluginId;
   }
 
-  registerKey(key: AnyStateKey, options: Partial<StateKeyOptions> = {}): this {
-    if (this.keys.some((k) => k.key.key === key.key)) this.errors.push({ code: 'key_already_registered', key: key.key });
-    else this.keys.push({ key, options });
+  get keys(): readonly KeyRegistration[] {
+    return this.#keys ?? NONE;
+  }
+
+  get hooks(): readonly HookRegistration[] {
+    return this.#hooks ?? NONE;
+  }
+
+  get actions(): readonly ActionRegistration[] {
+    return this.#actions ?? NONE;
+  }
+
+  get effects(): readonly EffectRegistration[] {
+    return this.#effects ?? NONE;
+  }
+
+  get tools(): readonly ToolLike[] {
+    return this.#tools ?? NONE;
+  }
+
+  get transforms(): readonly RequestTransform<unknown>[] {
+    return this.#transforms ?? NONE;
+  }
+
+  get errors(): readonly StateError[] {
+    return this.#errors ?? NONE;
+  }
+
+  registerKey(key: AnyStateKey, options?: Partial<StateKeyOptions>): this {
+    if (this.keys.some((k) => k.key.key === key.key)) (this.#errors ??= []).push({ code: 'key_already_registered', key: key.key });
+    else (this.#keys ??= []).push(options === undefined ? { key } : { key, options });
     return this;
   }
 
   /** A hook for one phase: it gets that phase's input, typed (`PhaseInputs`). */
   registerPhaseHook<P extends Phase>(phase: P, hook: PhaseHook<P>): this {
     // Stored for any phase; the engine calls it only with contexts of `phase`.
-    this.hooks.push({ pluginId: this.pluginId, phase, hook: hook as unknown as PhaseHook });
+    (this.#hooks ??= []).push({ pluginId: this.pluginId, phase, hook: hook as unknown as PhaseHook });
     return this;
   }
 
   registerScheduledAction<P, I>(spec: ScheduledActionSpec<P, I>, handler: ActionHandler<P>): this {
-    if (this.actions.some((a) => a.spec.key === spec.key)) this.errors.push({ code: 'handler_already_registered', key: spec.key });
+    if (this.actions.some((a) => a.spec.key === spec.key)) (this.#errors ??= []).push({ code: 'handler_already_registered', key: spec.key });
     else
-      this.actions.push({
+      (this.#actions ??= []).push({
         pluginId: this.pluginId,
         spec: spec as unknown as ScheduledActionSpec<unknown>,
         handler: handler as ActionHandler<unknown>,
@@ -131,24 +160,53 @@ export class PluginRegistrar {
   }
 
   registerEffect<P>(spec: EffectSpec<P>, handler: EffectHandler<P>): this {
-    if (this.effects.some((e) => e.spec.key === spec.key)) this.errors.push({ code: 'effect_handler_already_registered', key: spec.key });
-    else
-      this.effects.push({ pluginId: this.pluginId, spec: spec as EffectSpec<unknown>, handler: handler as EffectHandler<unknown> });
+    if (this.effects.some((e) => e.spec.key === spec.key)) (this.#errors ??= []).push({ code: 'effect_handler_already_registered', key: spec.key });
+    else (this.#effects ??= []).push({ pluginId: this.pluginId, spec: spec as EffectSpec<unknown>, handler: handler as EffectHandler<unknown> });
     return this;
   }
 
   registerTool(tool: ToolLike): this {
-    if (this.tools.some((t) => t.descriptor.id === tool.descriptor.id))
-      this.errors.push({ code: 'tool_already_registered', toolId: tool.descriptor.id });
-    else this.tools.push(tool);
+    if (this.tools.some((t) => t.descriptor.id === tool.descriptor.id)) (this.#errors ??= []).push({ code: 'tool_already_registered', toolId: tool.descriptor.id });
+    else (this.#tools ??= []).push(tool);
     return this;
   }
 
   registerRequestTransform<R>(transform: RequestTransform<R>): this {
-    this.transforms.push(transform as RequestTransform<unknown>);
+    (this.#transforms ??= []).push(transform as RequestTransform<unknown>);
     return this;
   }
 }
+
+/** What a plugin registered: the registrar's lists, read-only. */
+export type PluginRegistration = Pick<PluginRegistrar, 'pluginId' | 'keys' | 'hooks' | 'actions' | 'effects' | 'tools' | 'transforms' | 'errors'>;
+
+/** A plugin registered once, when it was made (`preRegistered`): every env built from it reads that registration. */
+export interface PreRegisteredPlugin extends Plugin {
+  readonly registration: PluginRegistration;
+}
+
+/**
+ * Registers `plugin` now, once, for every env built from the plugin returned — for a plugin whose
+ * registration is the same every time (its hooks and handlers keep nothing between runs), e.g. the
+ * runtime's own. Any other plugin is registered afresh by each `buildExecutionEnv`.
+ */
+export function preRegistered(plugin: Plugin): PreRegisteredPlugin {
+  const registration = new PluginRegistrar(plugin.name);
+  plugin.register(registration);
+  return Object.freeze({ name: plugin.name, register: (r: PluginRegistrar) => plugin.register(r), registration });
+}
+
+const isPreRegistered = (plugin: Plugin): plugin is PreRegisteredPlugin => (plugin as Partial<PreRegisteredPlugin>).registration !== undefined;
+
+function registrationOf(plugin: Plugin): PluginRegistration {
+  if (isPreRegistered(plugin)) return plugin.registration;
+  const r = new PluginRegistrar(plugin.name);
+  plugin.register(r);
+  return r;
+}
+
+/** The list of a kind a plugin registered none of (shared, never written). */
+const NONE: readonly never[] = Object.freeze([]);
 
 /**
  * Everything the phase engine dispatches to. Structural components (keys, action handlers, effect
@@ -176,7 +234,8 @@ export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOption
   const active = options.activePlugins ?? [];
   const isActive = (name: string): boolean => active.length === 0 || active.includes(name);
   // Phases no active plugin hooks share one empty list (most runs hook two or three of the eight).
-  const hooks = new Map<Phase, HookRegistration[]>(PHASES.map((p) => [p, NO_HOOKS as HookRegistration[]]));
+  const hooks = new Map<Phase, HookRegistration[]>();
+  for (const p of PHASES) hooks.set(p, NO_HOOKS as HookRegistration[]);
   const actionHandlers = new Map<string, ActionRegistration>();
   const effectHandlers = new Map<string, EffectRegistration>();
   const tools = new Map<string, ToolLike>();
@@ -186,8 +245,7 @@ export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOption
 
   for (const plugin of plugins) {
     if (registered.some((p) => p.name === plugin.name)) return err({ code: 'plugin_already_installed', name: plugin.name });
-    const r = new PluginRegistrar(plugin.name);
-    plugin.register(r);
+    const r = registrationOf(plugin);
     const first = r.errors[0];
     if (first !== undefined) return err(first);
     for (const { key } of r.keys) {

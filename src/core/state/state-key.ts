@@ -60,7 +60,15 @@ export const DEFAULT_KEY_OPTIONS: StateKeyOptions = Object.freeze({
   scope: 'run',
 });
 
-export const keyOptions = (options: Partial<StateKeyOptions> = {}): StateKeyOptions => ({
-  ...DEFAULT_KEY_OPTIONS,
-  ...options,
-});
+/** The eight possible option sets, frozen once: index `persistent · 4 + retainOnUninstall · 2 + (scope thread) · 1`. */
+const OPTION_SETS: readonly StateKeyOptions[] = Array.from({ length: 8 }, (_, i) =>
+  Object.freeze({ persistent: (i & 4) !== 0, retainOnUninstall: (i & 2) !== 0, scope: (i & 1) !== 0 ? 'thread' : 'run' } as const),
+);
+
+/** The options a registration asks for, defaults filled in; one shared frozen object per combination (no copy per key). */
+export const keyOptions = (options: Partial<StateKeyOptions> = DEFAULT_KEY_OPTIONS): StateKeyOptions => {
+  const persistent = options.persistent ?? DEFAULT_KEY_OPTIONS.persistent;
+  const retain = options.retainOnUninstall ?? DEFAULT_KEY_OPTIONS.retainOnUninstall;
+  const thread = (options.scope ?? DEFAULT_KEY_OPTIONS.scope) === 'thread';
+  return OPTION_SETS[(persistent ? 4 : 0) + (retain ? 2 : 0) + (thread ? 1 : 0)] as StateKeyOptions;
+};

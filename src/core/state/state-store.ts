@@ -95,13 +95,14 @@ export class StateStore {
   /** Registers a plugin's keys atomically: every check runs before anything is inserted. */
   installPlugin(name: string, keys: readonly KeyRegistration[]): Result<void, StateError> {
     if (this.#plugins.has(name)) return err({ code: 'plugin_already_installed', name });
-    const names = new Set<string>();
+    const names: string[] = [];
     for (const { key } of keys) {
-      if (this.#keys.has(key.key) || names.has(key.key)) return err({ code: 'key_already_registered', key: key.key });
-      names.add(key.key);
+      // A plugin has a handful of keys: a scan of the names so far costs less than a set per install.
+      if (this.#keys.has(key.key) || names.includes(key.key)) return err({ code: 'key_already_registered', key: key.key });
+      names.push(key.key);
     }
     for (const { key, options } of keys) this.#keys.set(key.key, { key, options: keyOptions(options), owner: name });
-    this.#plugins.set(name, [...names]);
+    this.#plugins.set(name, names);
     return ok(undefined);
   }
 
@@ -122,6 +123,10 @@ export class StateStore {
     }
     this.#plugins.delete(name);
     return ok(undefined);
+  }
+
+  hasPlugin(name: string): boolean {
+    return this.#plugins.has(name);
   }
 
   installedPlugins(): string[] {

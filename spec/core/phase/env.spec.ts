@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolDescriptors } from '../../../src/contract/tool.ts';
-import { buildExecutionEnv } from '../../../src/core/phase/plugin.ts';
+import { buildExecutionEnv, preRegistered, type PluginRegistrar } from '../../../src/core/phase/plugin.ts';
 import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
 import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
 import { counterKey } from '../../support/keys.ts';
@@ -76,5 +76,51 @@ describe('activation (book: 插件系统内部机制)', () => {
     const some = PhaseRuntime.create(plugins, { activePlugins: ['off'] });
     if (!some.ok) throw new Error('create');
     expect(some.value.applyRequestTransforms('req')).toBe('req+off');
+  });
+});
+
+describe('a pre-registered plugin (registered once, when it is made)', () => {
+  it('registers once: every env built from it has its components, and its register is not called again', () => {
+    let calls = 0;
+    const counted = preRegistered(
+      plugin('pre', (r) => {
+        calls++;
+        r.registerKey(counterKey('pre.k')).registerPhaseHook('step_end', noop).registerScheduledAction(A, noop).registerTool(tool('pre.t'));
+      }),
+    );
+    expect(calls).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      const env = buildExecutionEnv([counted]);
+      if (!env.ok) throw new Error(env.error.code);
+      expect(env.value.plugins).toEqual([{ name: 'pre', keys: [{ key: expect.objectContaining({ key: 'pre.k' }) }] }]);
+      expect(env.value.hooks.get('step_end')?.map((h) => h.pluginId)).toEqual(['pre']);
+      expect([...env.value.actionHandlers.keys()]).toEqual(['x.a']);
+      expect([...env.value.tools.keys()]).toEqual(['pre.t']);
+    }
+    expect(calls).toBe(1);
+    // Its register still registers into a registrar given to it (it is a plugin like any other).
+    const into = { registerKey: () => into, registerPhaseHook: () => into, registerScheduledAction: () => into, registerTool: () => into } as unknown as PluginRegistrar;
+    counted.register(into);
+    expect(calls).toBe(2);
+  });
+
+  it('a duplicate in its registration is reported by every env built from it, as for any plugin', () => {
+    const twice = preRegistered(plugin('dup', (r) => r.registerKey(counterKey('d')).registerKey(counterKey('d'))));
+    expect(buildExecutionEnv([twice])).toEqual({ ok: false, error: { code: 'key_already_registered', key: 'd' } });
+    expect(buildExecutionEnv([twice])).toEqual({ ok: false, error: { code: 'key_already_registered', key: 'd' } });
+  });
+
+  it('a plugin that is not pre-registered is registered by each env built', () => {
+    let calls = 0;
+    const fresh = plugin('fresh', () => void calls++);
+    buildExecutionEnv([fresh]);
+    buildExecutionEnv([fresh]);
+    expect(calls).toBe(2);
+  });
+
+  it('the registrar makes a list at its first entry; a kind never registered reads as empty', () => {
+    const env = buildExecutionEnv([plugin('empty', () => {})]);
+    expect(env.ok && env.value.plugins).toEqual([{ name: 'empty', keys: [] }]);
+    expect(env.ok && [...env.value.hooks.values()].every((l) => l.length === 0)).toBe(true);
   });
 });

@@ -457,7 +457,7 @@ export class RunLoop implements BatchHost {
    * Synchronous while the commits, hooks, tools and sink are.
    */
   #runTools(inference: Inference, text: string): TerminationReason | undefined | Promise<TerminationReason | undefined> {
-    const batch = new ToolBatch(this, inference.result.toolCalls, text, this.env.ids.next('message'));
+    const batch = ToolBatch.open(this, inference.result.toolCalls, text, this.env.ids.next('message'));
     this.#batch = batch;
     const begun = batch.begin();
     return begun === undefined ? this.#runBatch(batch) : begun.then(() => this.#runBatch(batch));

@@ -3,23 +3,32 @@ import { describeStateError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { isTerminalToolCallStatus, type ToolCallStatus } from '../contract/lifecycle.ts';
 import { ToolCallSchema, type Message, type ToolCall } from '../contract/message.ts';
-import {
-  outcomeOf,
-  SuspendTicketSchema,
-  ToolResultSchema,
-  ToolResults,
-  type SuspendTicket,
-  type ToolCallResume,
-  type ToolCallResumeMode,
-  type ToolResult,
-} from '../contract/tool.ts';
+import { SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
 import { isPromiseLike } from '../core/phase/maybe-promise.ts';
 import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
 import type { PhaseFields } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';
-import { mergeParallelCommands, StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
+import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
+import {
+  advance,
+  batchCall,
+  INTERRUPTED,
+  openBatch,
+  restoredBatch,
+  resumedProjection,
+  suspendedOf,
+  targetOf,
+  type BatchCall,
+  type BatchCommand,
+  type BatchInput,
+  type BatchNext,
+  type BatchState,
+  type BatchStep,
+  type Gate,
+  type ToolOutcome,
+} from '../core/tools/batch.ts';
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
@@ -31,8 +40,6 @@ const RESOLVED: Promise<void> = Promise.resolve();
 
 /** An event delivered through the host, as a promise (for callers that always want one: tools, reports). */
 export const emitted = (host: BatchHost, event: AgentEvent): Promise<void> => host.emit(event) ?? RESOLVED;
-
-export const INTERRUPTED = '[Tool execution was interrupted]';
 
 /** What the loop lends a tool batch. */
 export interface BatchHost {
@@ -115,54 +122,42 @@ function commandOf(staged: StagedCommand): StateCommand {
   return new StateCommand(new MutationBatch(undefined, [...staged.ops]), [...staged.actions], [...staged.effects]);
 }
 
-interface Entry {
-  readonly call: ToolCall;
-  status: ToolCallStatus;
-  result?: ToolResult;
-  command?: StateCommand;
-  resumeMode: ToolCallResumeMode;
-  suspensionId?: string;
-  suspensionReason?: string;
-  /** Whether `tool_call_done` was emitted for the current outcome. */
-  reported: boolean;
-}
 
 const PRIORITY = { block: 3, suspend: 2, set_result: 1 } as const;
 
-/** `tool_call_resumed.result` of a settled call (core-spec §4.8). */
-export function resumedProjection(result: ToolResult): JsonValue {
-  switch (result.status) {
-    case 'success':
-      return result.metadata !== undefined && Object.keys(result.metadata).length > 0 ? { data: result.data, metadata: result.metadata } : result.data;
-    case 'error':
-      return result.message !== null ? { error: result.message } : result.data;
-    case 'pending':
-      return null;
-  }
-}
+export { INTERRUPTED, resumedProjection };
 
 /** The text the model sees for a result: its message, else the compact JSON of its data. */
 export const toolMessageText = (result: ToolResult): string => result.message ?? JSON.stringify(result.data);
 
+const COMMITTED: BatchInput = Object.freeze({ type: 'committed' });
+const RUN: BatchInput = Object.freeze({ type: 'run' });
+
 /**
- * One batch of tool calls through the single pipeline of seed 003: committed as requested, each
- * call gated in model order (Block > Suspend > SetResult, else Allow → execute), results staged
- * behind the publication barrier and published in model order once every call is terminal.
+ * One batch of tool calls, interpreted: the pure machine of `src/core/tools/batch.ts` decides (which
+ * call is gated or run next, how each settles, what is reported), and this class does what each step
+ * asks — it commits the step's commands (stamped with the clock, as state-key updates), emits its
+ * events, then runs the BeforeToolExecute phase of a call, a tool, or the parallel tools, and feeds
+ * the outcome back. While everything on the way answers at once, no promise is made.
  */
 export class ToolBatch {
   readonly #host: BatchHost;
-  readonly #entries: Entry[];
   readonly #calls: readonly ToolCall[];
-  readonly #text: string;
-  readonly #messageId: string;
-  blockedReason: string | undefined;
+  #state: BatchState;
+  /** The step that opened the batch (its `begin` command), until `begin()` commits it. */
+  #opened: BatchStep | undefined;
 
-  constructor(host: BatchHost, calls: readonly ToolCall[], text: string, messageId: string) {
+  private constructor(host: BatchHost, calls: readonly ToolCall[], state: BatchState, opened: BatchStep | undefined) {
     this.#host = host;
-    this.#text = text;
-    this.#messageId = messageId;
     this.#calls = calls;
-    this.#entries = calls.map((call) => ({ call, status: 'new', resumeMode: 'replay_tool_call', reported: false }));
+    this.#state = state;
+    this.#opened = opened;
+  }
+
+  /** A batch of the calls one inference requested. */
+  static open(host: BatchHost, calls: readonly ToolCall[], text: string, messageId: string): ToolBatch {
+    const opened = openBatch(calls, text, messageId, host.resolved.toolExecution.mode);
+    return new ToolBatch(host, calls, opened.state, opened);
   }
 
   /**
@@ -176,171 +171,71 @@ export class ToolBatch {
     const record = snapshot.get(ToolBatchKey);
     const states = snapshot.get(ToolCallStates) ?? {};
     if (record === undefined || record === null) return undefined;
-    const batch = new ToolBatch(host, record.calls, record.text, record.message_id);
-    for (const entry of batch.#entries) {
-      const state = Object.hasOwn(states, entry.call.id) ? states[entry.call.id] : undefined;
+    const calls: BatchCall[] = [];
+    for (const call of record.calls) {
+      const state = Object.hasOwn(states, call.id) ? states[call.id] : undefined;
       if (state === undefined) return undefined;
-      entry.status = state.status;
-      entry.resumeMode = state.resume_mode;
-      if (state.suspension_id !== undefined) entry.suspensionId = state.suspension_id;
-      if (state.suspension_reason !== undefined) entry.suspensionReason = state.suspension_reason;
-      const result = Object.hasOwn(record.results, entry.call.id) ? record.results[entry.call.id] : undefined;
-      if (result !== undefined) entry.result = result;
-      const staged = record.staged !== undefined && Object.hasOwn(record.staged, entry.call.id) ? record.staged[entry.call.id] : undefined;
-      if (staged !== undefined) entry.command = commandOf(staged);
-      entry.reported = true;
+      const result = Object.hasOwn(record.results, call.id) ? record.results[call.id] : undefined;
+      const staged = record.staged !== undefined && Object.hasOwn(record.staged, call.id) ? record.staged[call.id] : undefined;
+      calls.push(batchCall(call, state.status, state.resume_mode, result, staged === undefined ? undefined : commandOf(staged), state.suspension_id, state.suspension_reason, true));
     }
+    const batch = new ToolBatch(host, record.calls, restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls), undefined);
     return batch.suspendedIds().length > 0 ? batch : undefined;
   }
 
   /** The suspended calls, in model order, with the tickets they suspended with. */
   suspendedCalls(): { readonly call: ToolCall; readonly messageId: string; readonly ticket: SuspendTicket | undefined }[] {
-    return this.#entries.filter((e) => e.status === 'suspended').map((e) => ({ call: e.call, messageId: this.#messageId, ticket: e.result?.suspension }));
+    return suspendedOf(this.#state).map((c) => ({ call: c.call, messageId: this.#state.messageId, ticket: c.result?.suspension }));
   }
 
   get calls(): readonly ToolCall[] {
     return this.#calls;
   }
 
+  /** Why a gate blocked the batch (the run ends `blocked`), if one did. */
+  get blockedReason(): string | undefined {
+    return this.#state.blockedReason;
+  }
+
   statuses(): ToolCallStatus[] {
-    return this.#entries.map((e) => e.status);
+    return this.#state.calls.map((c) => c.status);
   }
 
   suspendedIds(): string[] {
-    return this.#entries.filter((e) => e.status === 'suspended').map((e) => e.call.id);
+    return suspendedOf(this.#state).map((c) => c.call.id);
   }
 
   /** Finds the suspended call a decision targets: by call id, else by suspension id. */
   targetOf(targetId: string): string | undefined {
-    const byCall = this.#entries.find((e) => e.call.id === targetId && e.status === 'suspended');
-    if (byCall !== undefined) return byCall.call.id;
-    return this.#entries.find((e) => e.suspensionId === targetId && e.status === 'suspended')?.call.id;
+    return targetOf(this.#state, targetId);
   }
 
   allTerminal(): boolean {
-    return this.#entries.every((e) => isTerminalToolCallStatus(e.status));
+    return this.#state.calls.every((c) => isTerminalToolCallStatus(c.status));
   }
 
   /**
    * Commits the batch as requested, before any gate or executor runs. The tool-call states of the
    * previous batch are dropped in the same commit (they are all terminal by now).
    */
-  begin(): Promise<void> | void {
-    const cmd = StateCommand.empty().update(ToolCallStates, { op: 'clear' }).update(ToolBatchKey, {
-      op: 'begin',
-      record: { message_id: this.#messageId, text: this.#text, calls: this.calls, results: {} },
-    });
-    for (const e of this.#entries) cmd.update(ToolCallStates, { op: 'put', state: this.#state(e, 'new') });
-    return this.#host.submit(cmd);
+  begin(): Promise<void> | undefined {
+    const opened = this.#opened;
+    this.#opened = undefined;
+    return opened === undefined ? undefined : this.#drive(opened);
   }
 
-  /**
-   * Gates and executes every call in the configured mode, then reports the settled calls. In
-   * sequential mode, while every call is allowed and everything on the way answers now, no promise
-   * is made; from the first call that is not, `#runFrom` goes on.
-   */
+  /** Gates and executes every call in the configured mode, then reports the settled calls. */
   run(): Promise<void> | undefined {
-    if (this.#host.resolved.toolExecution.mode !== 'sequential') return this.#runFrom(0, undefined);
-    for (let k = 0; k < this.#entries.length; k++) {
-      const entry = this.#entries[k] as Entry;
-      const gated = this.#gate(entry);
-      if (isPromiseLike<Gate>(gated) || gated.type !== 'allow') return this.#runFrom(k, gated);
-      const executed = this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
-      if (executed !== undefined) return executed.then(() => (entry.status === 'suspended' ? this.#stopAfter(k) : this.#runFrom(k + 1, undefined)));
-      if (entry.status === 'suspended') return this.#stopAfter(k);
-    }
-    return this.#reportSettled();
+    return this.#drive(advance(this.#state, RUN));
   }
 
-  /** The calls from `from` on, in the configured mode (`gated`: the gate already asked of call `from`), then the report. */
-  async #runFrom(from: number, gated: Gate | Promise<Gate> | undefined): Promise<void> {
-    const parallel = this.#host.resolved.toolExecution.mode !== 'sequential';
-    const allowed: Entry[] = [];
-    for (let k = from; k < this.#entries.length; k++) {
-      const entry = this.#entries[k] as Entry;
-      const asked = k === from && gated !== undefined ? gated : this.#gate(entry);
-      const gate = isPromiseLike<Gate>(asked) ? await asked : asked;
-      if (gate.type === 'block') {
-        this.blockedReason = gate.reason;
-        await this.#settle(entry, { ...ToolResults.error(entry.call.name, gate.reason), metadata: { rejected: true } }, undefined);
-        await this.#interrupt(this.#entries.slice(k + 1));
-        break;
-      }
-      if (gate.type === 'suspend') {
-        await this.#suspendByGate(entry, gate.ticket);
-        continue;
-      }
-      if (gate.type === 'set_result') {
-        await this.#settle(entry, gate.result, undefined);
-        continue;
-      }
-      if (parallel) {
-        allowed.push(entry);
-        continue;
-      }
-      const executed = this.#execute(entry, entry.call.arguments, this.#preview(), undefined);
-      if (executed !== undefined) await executed;
-      if (entry.status === 'suspended') {
-        // Sequential stops at the first call that suspends itself (book: 工具执行模式 → Sequential).
-        await this.#interrupt(this.#entries.slice(k + 1));
-        break;
-      }
+  /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each (nothing when `silent`). */
+  resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
+    try {
+      return Promise.resolve(this.#drive(advance(this.#state, { type: 'resume', decisions, silent: options.silent === true })));
+    } catch (e) {
+      return Promise.reject(e as Error);
     }
-    if (allowed.length > 0) await this.#runParallel(allowed);
-    const reported = this.#reportSettled();
-    if (reported !== undefined) await reported;
-  }
-
-  /** Sequential mode after call `k` suspended itself: the calls after it are interrupted, then the report. */
-  async #stopAfter(k: number): Promise<void> {
-    await this.#interrupt(this.#entries.slice(k + 1));
-    const reported = this.#reportSettled();
-    if (reported !== undefined) await reported;
-  }
-
-  /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each. */
-  async resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
-    let wait: Promise<void> | void;
-    const emit = options.silent === true ? (): Promise<void> => Promise.resolve() : (e: AgentEvent): Promise<void> => emitted(this.#host, e);
-    for (const entry of this.#entries) {
-      const decision = decisions.get(entry.call.id);
-      if (decision === undefined || entry.status !== 'suspended') continue;
-      if (decision.action === 'cancel') {
-        const result = ToolResults.error(entry.call.name, `Tool call cancelled: ${decision.reason ?? 'cancelled by decision'}`);
-        entry.result = result;
-        entry.status = 'cancelled';
-        await this.#host.submit(
-          StateCommand.empty()
-            .update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'cancelled'), resume_input: decision } })
-            .update(ToolBatchKey, { op: 'result', call_id: entry.call.id, result }),
-        );
-        entry.reported = true;
-        // A cancel decision reads as a denial unless the decision carries its own result.
-        await emit({
-          event_type: 'tool_call_resumed',
-          target_id: entry.call.id,
-          result: decision.result ?? { approved: false, ...(decision.reason !== undefined ? { reason: decision.reason } : {}) },
-        });
-        continue;
-      }
-      entry.status = 'resuming';
-      wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: { ...this.#state(entry, 'resuming'), resume_input: decision } }));
-      if (wait !== undefined) await wait;
-      const resume: ResumeContext = { decision, mode: entry.resumeMode };
-      if (entry.resumeMode === 'use_decision_as_tool_result') {
-        await this.#settle(entry, ToolResults.success(entry.call.name, decision.result ?? null), undefined);
-      } else {
-        const args = entry.resumeMode === 'pass_decision_to_tool' ? (decision.result ?? entry.call.arguments) : entry.call.arguments;
-        await this.#execute(entry, args, this.#preview(), resume);
-      }
-      if ((entry.status as ToolCallStatus) === 'suspended') {
-        entry.reported = false;
-        continue;
-      }
-      entry.reported = true;
-      await emit({ event_type: 'tool_call_resumed', target_id: entry.call.id, result: resumedProjection(entry.result as ToolResult) });
-    }
-    if (options.silent !== true) await this.#reportSettled();
   }
 
   /**
@@ -353,76 +248,152 @@ export class ToolBatch {
     return committed === undefined ? this.#messagesOf(newId) : committed.then(() => this.#messagesOf(newId));
   }
 
+  // ---- the interpreter ----------------------------------------------------------------------------------
+
+  /**
+   * Does what a step asks, and what the steps after it ask, until the machine is done: the commands
+   * are committed and the events emitted in order, then the next input is made (a gate, a tool run).
+   * A tool sees the state as it was before the step that marks it running was committed.
+   */
+  #drive(first: BatchStep): Promise<void> | undefined {
+    let step = first;
+    for (;;) {
+      this.#state = step.state;
+      const next = step.next;
+      const snapshot = next.type === 'execute' ? this.#preview() : next.type === 'execute_all' ? this.#host.phase.store.snapshot() : undefined;
+      const applied = this.#apply(step, 0);
+      if (applied !== undefined) return applied.then(() => this.#proceed(next, snapshot));
+      const input = this.#perform(next, snapshot);
+      if (input === undefined) return undefined;
+      if (isPromiseLike<BatchInput>(input)) return input.then((i) => this.#drive(advance(this.#state, i)));
+      step = advance(this.#state, input);
+    }
+  }
+
+  #proceed(next: BatchNext, snapshot: Snapshot | undefined): Promise<void> | undefined {
+    const input = this.#perform(next, snapshot);
+    if (input === undefined) return undefined;
+    return isPromiseLike<BatchInput>(input) ? input.then((i) => this.#drive(advance(this.#state, i))) : this.#drive(advance(this.#state, input));
+  }
+
+  /** A step's commands, then its events, from the `from`-th on; a promise only when a commit or the sink is asynchronous. */
+  #apply(step: BatchStep, from: number): Promise<void> | undefined {
+    const { commands, events } = step;
+    const total = commands.length + events.length;
+    for (let i = from; i < total; i++) {
+      const wait = i < commands.length ? this.#host.submit(this.#commandOf(commands[i] as BatchCommand)) : this.#host.emit(events[i - commands.length] as AgentEvent);
+      if (wait !== undefined) return wait.then(() => this.#apply(step, i + 1));
+    }
+    return undefined;
+  }
+
+  /** The input that answers what the machine needs next; `undefined` when it is done. */
+  #perform(next: BatchNext, snapshot: Snapshot | undefined): BatchInput | Promise<BatchInput> | undefined {
+    switch (next.type) {
+      case 'done':
+        return undefined;
+      case 'commit':
+        return COMMITTED;
+      case 'invalid':
+        throw new Error(next.reason);
+      case 'gate': {
+        const gate = this.#gate((this.#state.calls[next.index] as BatchCall).call);
+        return isPromiseLike<Gate>(gate) ? gate.then(gatedInput) : gatedInput(gate);
+      }
+      case 'execute': {
+        const out = this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume);
+        return isPromiseLike<ToolOutcome>(out) ? Promise.resolve(out).then(executedInput) : executedInput(out);
+      }
+      case 'execute_all': {
+        const calls = this.#state.calls;
+        const outcomes = next.indices.map((i) => this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot as Snapshot, undefined));
+        return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
+      }
+    }
+  }
+
+  /** A command of the machine as a state command: tool-call states stamped with the clock, the batch record. */
+  #commandOf(command: BatchCommand): StateCommand {
+    switch (command.type) {
+      case 'begin': {
+        const cmd = StateCommand.empty()
+          .update(ToolCallStates, { op: 'clear' })
+          .update(ToolBatchKey, { op: 'begin', record: { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: {} } });
+        for (const c of command.calls) cmd.update(ToolCallStates, { op: 'put', state: this.#stateOf(c) });
+        return cmd;
+      }
+      case 'status':
+        return StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#stateOf(command.call, command.resumeInput) });
+      case 'settled': {
+        const { call, staged } = command;
+        const result = call.result as ToolResult;
+        const data = stagedOf(staged);
+        return StateCommand.empty()
+          .update(ToolCallStates, { op: 'put', state: this.#stateOf(call, command.resumeInput) })
+          .update(ToolBatchKey, data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data });
+      }
+    }
+  }
+
   /** From call `from` on, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
   #commitStaged(from: number): Promise<void> | undefined {
-    for (let i = from; i < this.#entries.length; i++) {
-      const entry = this.#entries[i] as Entry;
-      const submitted = entry.command === undefined ? undefined : this.#host.submit(entry.command);
+    const calls = this.#state.calls;
+    for (let i = from; i < calls.length; i++) {
+      const call = calls[i] as BatchCall;
+      const submitted = call.command === undefined ? undefined : this.#host.submit(call.command);
       if (submitted !== undefined) return submitted.then(() => this.#afterTool(i));
-      const ran = this.#afterToolPhase(entry);
+      const ran = this.#afterToolPhase(call);
       if (ran !== undefined) return ran.then(() => this.#commitStaged(i + 1));
     }
     return undefined;
   }
 
   #afterTool(i: number): Promise<void> | undefined {
-    const ran = this.#afterToolPhase(this.#entries[i] as Entry);
+    const ran = this.#afterToolPhase(this.#state.calls[i] as BatchCall);
     return ran === undefined ? this.#commitStaged(i + 1) : ran.then(() => this.#commitStaged(i + 1));
   }
 
-  #afterToolPhase(entry: Entry): Promise<void> | void {
-    return this.#host.runPhase('after_tool_execute', { toolCall: entry.call, toolResult: entry.result, messages: this.#host.messages() });
+  #afterToolPhase(call: BatchCall): Promise<void> | void {
+    return this.#host.runPhase('after_tool_execute', { toolCall: call.call, toolResult: call.result, messages: this.#host.messages() });
   }
 
   /** The assistant message with the calls, then one tool message per call, in model order. */
   #messagesOf(newId: () => string): Message[] {
-    const messages: Message[] = [
-      {
-        id: this.#messageId,
-        role: 'assistant',
-        content: this.#text === '' ? [] : [{ type: 'text', text: this.#text }],
-        tool_calls: this.calls.map((c) => ({ ...c })),
-      },
-    ];
-    for (const entry of this.#entries) {
-      messages.push({
-        id: newId(),
-        role: 'tool',
-        content: [{ type: 'text', text: toolMessageText(entry.result as ToolResult) }],
-        tool_call_id: entry.call.id,
-      });
+    const { messageId, text } = this.#state;
+    const messages: Message[] = [{ id: messageId, role: 'assistant', content: text === '' ? [] : [{ type: 'text', text }], tool_calls: this.#calls.map((c) => ({ ...c })) }];
+    for (const call of this.#state.calls) {
+      messages.push({ id: newId(), role: 'tool', content: [{ type: 'text', text: toolMessageText(call.result as ToolResult) }], tool_call_id: call.call.id });
     }
     return messages;
   }
 
-  // ---- internals --------------------------------------------------------------------------------
-
-  #state(entry: Entry, status: ToolCallStatus): ToolCallState {
+  #stateOf(call: BatchCall, resumeInput?: ToolCallResume): ToolCallState {
     const state: Writable<ToolCallState> = {
-      call_id: entry.call.id,
-      tool_name: entry.call.name,
-      arguments: entry.call.arguments,
-      status,
+      call_id: call.call.id,
+      tool_name: call.call.name,
+      arguments: call.call.arguments,
+      status: call.status,
       updated_at: this.#host.env.clock.now(),
-      resume_mode: entry.resumeMode,
+      resume_mode: call.resumeMode,
     };
     // Added when set, in this order (no spreads: three times per call).
-    if (entry.suspensionId !== undefined) state.suspension_id = entry.suspensionId;
-    if (entry.suspensionReason !== undefined) state.suspension_reason = entry.suspensionReason;
+    if (call.suspensionId !== undefined) state.suspension_id = call.suspensionId;
+    if (call.suspensionReason !== undefined) state.suspension_reason = call.suspensionReason;
+    if (resumeInput !== undefined) state.resume_input = resumeInput;
     return state;
   }
 
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
-  #gate(entry: Entry): Gate | Promise<Gate> {
-    const wait = this.#host.runPhase('before_tool_execute', { toolCall: entry.call, messages: this.#host.messages() });
-    return wait === undefined ? this.#intercepted(entry) : wait.then(() => this.#intercepted(entry));
+  #gate(call: ToolCall): Gate | Promise<Gate> {
+    const wait = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
+    return wait === undefined ? this.#intercepted(call) : wait.then(() => this.#intercepted(call));
   }
 
   /** The gate's verdict from the intercepts recorded for the call. */
-  #intercepted(entry: Entry): Gate | Promise<Gate> {
+  #intercepted(call: ToolCall): Gate | Promise<Gate> {
     const recorded = this.#host.phase.store.snapshot().get(ToolIntercepts);
     if (recorded === undefined || recorded.length === 0) return ALLOW;
-    const records = recorded.filter((r) => r.call_id === entry.call.id);
+    const records = recorded.filter((r) => r.call_id === call.id);
     if (records.length === 0) return ALLOW;
     let winner: InterceptRecord | undefined;
     const conflicts: InterceptRecord[] = [];
@@ -430,70 +401,26 @@ export class ToolBatch {
       if (winner === undefined || PRIORITY[record.intercept.type] > PRIORITY[winner.intercept.type]) winner = record;
       else if (PRIORITY[record.intercept.type] === PRIORITY[winner.intercept.type]) conflicts.push(record);
     }
-    const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: entry.call.id });
+    const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
     const verdict = gateOf((winner as InterceptRecord).intercept);
     const wait = this.#host.submit(cmd);
     return wait === undefined ? verdict : wait.then(() => verdict);
   }
 
-  async #suspendByGate(entry: Entry, ticket: SuspendTicket): Promise<void> {
-    entry.resumeMode = ticket.resume_mode;
-    entry.suspensionId = ticket.suspension.id;
-    entry.suspensionReason = ticket.suspension.action;
-    await this.#settle(entry, ToolResults.suspended(entry.call.name, `Tool '${entry.call.name}' suspended: awaiting approval`, ticket), undefined);
-  }
-
   /** Committed state plus the staged writes of every settled call before the barrier. */
   #preview(): Snapshot {
-    const staged = this.#entries.flatMap((e) => (e.command !== undefined ? [e.command.patch] : []));
+    const staged = this.#state.calls.flatMap((c) => (c.command !== undefined ? [c.command.patch] : []));
     const preview = this.#host.phase.store.preview(staged);
     if (!preview.ok) throw new Error(describeStateError(preview.error));
     return preview.value;
   }
 
-  /** Marks the call running, runs it and settles it; a promise only if something on the way is asynchronous. */
-  #execute(entry: Entry, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Promise<void> | void {
-    entry.status = 'running';
-    const wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
-    const run = (): Promise<void> | void => {
-      const out = this.#invoke(entry.call, args, snapshot, resume);
-      return isPromiseLike<Invoked>(out) ? Promise.resolve(out).then((o) => this.#settle(entry, o.result, o.command)) : this.#settle(entry, out.result, out.command);
-    };
-    return wait === undefined ? run() : wait.then(run);
-  }
-
-  async #runParallel(allowed: Entry[]): Promise<void> {
-    let wait: Promise<void> | void;
-    const frozen = this.#host.phase.store.snapshot();
-    for (const entry of allowed) {
-      entry.status = 'running';
-      wait = this.#host.submit(StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#state(entry, 'running') }));
-      if (wait !== undefined) await wait;
-    }
-    const outputs = await Promise.all(allowed.map((e) => this.#invoke(e.call, e.call.arguments, frozen, undefined)));
-    // ParallelBatchApproval checks the staged writes for exclusive-key conflicts, in model order.
-    let merged: StateCommand | undefined;
-    for (let i = 0; i < allowed.length; i++) {
-      const entry = allowed[i] as Entry;
-      let { result, command } = outputs[i] as { result: ToolResult; command: StateCommand | undefined };
-      if (this.#host.resolved.toolExecution.mode === 'parallel_batch_approval' && command !== undefined) {
-        const next = merged === undefined ? ({ ok: true, value: command } as const) : mergeParallelCommands(merged, command, this.#host.phase.store.strategyOf);
-        if (next.ok) merged = next.value;
-        else {
-          result = ToolResults.error(entry.call.name, describeStateError(next.error));
-          command = undefined;
-        }
-      }
-      await this.#settle(entry, result, command);
-    }
-  }
-
-  /** Runs the tool; its result now when it answers synchronously. A throw or rejection fails the call. */
-  #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): Invoked | Promise<Invoked> {
+  /** Runs the tool; its outcome now when it answers synchronously. A throw or rejection fails the call. */
+  #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): ToolOutcome | Promise<ToolOutcome> {
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
-    const ctx = this.#context(call, snapshot, resume);
+    const ctx = new CallContext(this.#host, call, snapshot, resume);
     try {
       tool.validateArgs?.(args);
       const out = tool.execute(args, ctx);
@@ -502,75 +429,22 @@ export class ToolBatch {
       return failedCall(call, e);
     }
   }
-
-  #context(call: ToolCall, snapshot: Snapshot, resume: ResumeContext | undefined): ToolCallContext {
-    return new CallContext(this.#host, call, snapshot, resume);
-  }
-
-  /** Records a call's outcome: its status is committed now; its state command stays staged. */
-  #settle(entry: Entry, result: ToolResult, command: StateCommand | undefined): Promise<void> | void {
-    const outcome = outcomeOf(result);
-    entry.result = result;
-    if (command !== undefined) entry.command = command;
-    if (outcome === 'suspended' && result.suspension !== undefined) {
-      entry.resumeMode = result.suspension.resume_mode;
-      entry.suspensionId = result.suspension.suspension.id;
-      entry.suspensionReason = result.suspension.suspension.action;
-    }
-    entry.status = outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'suspended';
-    const staged = stagedOf(command);
-    return this.#host.submit(
-      StateCommand.empty()
-        .update(ToolCallStates, { op: 'put', state: this.#state(entry, entry.status) })
-        .update(ToolBatchKey, staged === undefined ? { op: 'result', call_id: entry.call.id, result } : { op: 'result', call_id: entry.call.id, result, staged }),
-    );
-  }
-
-  async #interrupt(entries: readonly Entry[]): Promise<void> {
-    for (const entry of entries) await this.#settle(entry, ToolResults.error(entry.call.name, INTERRUPTED), undefined);
-  }
-
-  /** `tool_call_done` for every settled call not yet reported, in model order (a promise only for an asynchronous sink). */
-  #reportSettled(from = 0): Promise<void> | undefined {
-    for (let i = from; i < this.#entries.length; i++) {
-      const entry = this.#entries[i] as Entry;
-      if (entry.reported || entry.result === undefined || entry.status === 'resuming' || entry.status === 'running') continue;
-      entry.reported = true;
-      const wait = this.#host.emit({
-        event_type: 'tool_call_done',
-        id: entry.call.id,
-        message_id: this.#messageId,
-        result: entry.result,
-        outcome: outcomeOf(entry.result),
-      });
-      if (wait !== undefined) return wait.then(() => this.#reportSettled(i + 1));
-    }
-    return undefined;
-  }
 }
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
-/** What running a tool gave: its result and the state command it staged. */
-interface Invoked {
-  readonly result: ToolResult;
-  readonly command: StateCommand | undefined;
-}
+const invoked = (out: ToolResult | ToolOutput): ToolOutcome => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
 
-const invoked = (out: ToolResult | ToolOutput): Invoked => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
+const executedInput = (outcome: ToolOutcome): BatchInput => ({ type: 'executed', outcome });
 
-function failedCall(call: ToolCall, e: unknown): Invoked {
+const GATED_ALLOW: BatchInput = Object.freeze({ type: 'gated', gate: Object.freeze({ type: 'allow' }) });
+const ALLOW: Gate = (GATED_ALLOW as Extract<BatchInput, { type: 'gated' }>).gate;
+const gatedInput = (gate: Gate): BatchInput => (gate === ALLOW ? GATED_ALLOW : { type: 'gated', gate });
+
+function failedCall(call: ToolCall, e: unknown): ToolOutcome {
   if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
   return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
 }
-
-type Gate =
-  | { readonly type: 'allow' }
-  | { readonly type: 'block'; readonly reason: string }
-  | { readonly type: 'suspend'; readonly ticket: SuspendTicket }
-  | { readonly type: 'set_result'; readonly result: ToolResult };
-
-const ALLOW: Gate = { type: 'allow' };
 
 /** The verdict of the winning intercept (an invalid ticket or result blocks the call). */
 function gateOf(w: InterceptRecord['intercept']): Gate {

@@ -1,0 +1,321 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { AgentEvent } from '../../../src/contract/event.ts';
+import { isTerminalToolCallStatus } from '../../../src/contract/lifecycle.ts';
+import type { ToolCall } from '../../../src/contract/message.ts';
+import { ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../../../src/contract/tool.ts';
+import { StateCommand } from '../../../src/core/state/state-command.ts';
+import {
+  advance,
+  INTERRUPTED,
+  openBatch,
+  restoredBatch,
+  resumedProjection,
+  suspendedOf,
+  targetOf,
+  type BatchCommand,
+  type BatchInput,
+  type BatchNext,
+  type BatchState,
+  type BatchStep,
+  type Gate,
+  type ToolExecutionMode,
+  type ToolOutcome,
+} from '../../../src/core/tools/batch.ts';
+import { counterKey, registerKey } from '../../support/keys.ts';
+
+const call = (id: string, name = 'echo'): ToolCall => ({ id, name, arguments: { id } });
+const ok = (c: ToolCall): ToolOutcome => ({ result: ToolResults.success(c.name, c.id), command: undefined });
+const ticket = (c: ToolCall, mode: SuspendTicket['resume_mode'] = 'replay_tool_call'): SuspendTicket => ({
+  suspension: { id: `s-${c.id}`, action: 'confirm' },
+  pending: { id: c.id, name: c.name, arguments: c.arguments },
+  resume_mode: mode,
+});
+const decide = (action: ToolCallResume['action'], extra: Partial<ToolCallResume> = {}): ToolCallResume => ({ decision_id: 'd', action, updated_at: 1, ...extra });
+
+/** What an interpreter saw while driving the machine: every step's commands and events, and the requests it answered. */
+interface Trace {
+  readonly state: BatchState;
+  readonly commands: BatchCommand[];
+  readonly events: AgentEvent[];
+  readonly asked: BatchNext[];
+}
+
+/** Drives the machine from a step to `done`, answering gates and tools with `answer`. */
+function drive(first: BatchStep, answer: (next: BatchNext, state: BatchState) => BatchInput): Trace {
+  const trace: Trace = { state: first.state, commands: [], events: [], asked: [] };
+  let step = first;
+  for (let guard = 0; guard < 10_000; guard++) {
+    trace.commands.push(...step.commands);
+    trace.events.push(...step.events);
+    if (step.next.type === 'done') return { ...trace, state: step.state };
+    if (step.next.type === 'invalid') throw new Error(step.next.reason);
+    trace.asked.push(step.next);
+    step = advance(step.state, step.next.type === 'commit' ? { type: 'committed' } : answer(step.next, step.state));
+  }
+  throw new Error('the batch did not finish within 10,000 steps');
+}
+
+const allowAll = (outcome: (c: ToolCall) => ToolOutcome = ok) => (next: BatchNext, state: BatchState): BatchInput => {
+  if (next.type === 'gate') return { type: 'gated', gate: { type: 'allow' } };
+  if (next.type === 'execute') return { type: 'executed', outcome: outcome(state.calls[next.index]!.call) };
+  if (next.type === 'execute_all') return { type: 'executed_all', outcomes: next.indices.map((i) => outcome(state.calls[i]!.call)), strategyOf: () => 'exclusive' };
+  throw new Error(`unexpected ${next.type}`);
+};
+
+const run = (calls: readonly ToolCall[], mode: ToolExecutionMode, answer: (next: BatchNext, state: BatchState) => BatchInput): Trace =>
+  drive(advance(openBatch(calls, 'text', 'm1', mode).state, { type: 'run' }), answer);
+
+const settledIds = (commands: readonly BatchCommand[]): string[] => commands.flatMap((c) => (c.type === 'settled' ? [`${c.call.call.id}:${c.call.status}`] : []));
+const doneIds = (events: readonly AgentEvent[]): string[] => events.flatMap((e) => (e.event_type === 'tool_call_done' ? [`${e.id}:${e.outcome}`] : []));
+
+describe('a tool batch as a state machine (seed 003)', () => {
+  it('opens with the batch as requested, every call new, and asks for nothing until run', () => {
+    const step = openBatch([call('a'), call('b')], 'hi', 'm1', 'sequential');
+    expect(step.commands).toEqual([{ type: 'begin', calls: step.state.calls }]);
+    expect(step.state.calls.map((c) => c.status)).toEqual(['new', 'new']);
+    expect(step.next).toEqual({ type: 'done' });
+    expect(advance(step.state, { type: 'run' }).next).toEqual({ type: 'gate', index: 0 });
+  });
+
+  it('sequential: gates and runs each call in model order (running before the tool), then reports every call once', () => {
+    const t = run([call('a'), call('b')], 'sequential', allowAll());
+    expect(t.asked.map((n) => `${n.type}${'index' in n ? n.index : ''}`)).toEqual(['gate0', 'execute0', 'gate1', 'execute1']);
+    expect(t.commands.map((c) => `${c.type}:${c.type === 'begin' ? '' : `${c.call.call.id}:${c.call.status}`}`)).toEqual([
+      'status:a:running',
+      'settled:a:succeeded',
+      'status:b:running',
+      'settled:b:succeeded',
+    ]);
+    expect(doneIds(t.events)).toEqual(['a:succeeded', 'b:succeeded']);
+    expect(t.state.calls.every((c) => c.reported)).toBe(true);
+  });
+
+  it('sequential: the first call that suspends itself stops the batch; the calls after it are interrupted', () => {
+    const calls = [call('a'), call('b'), call('c')];
+    const t = run(calls, 'sequential', allowAll((c) => (c.id === 'a' ? { result: ToolResults.suspended(c.name, 'wait', ticket(c, 'use_decision_as_tool_result')), command: undefined } : ok(c))));
+    expect(settledIds(t.commands)).toEqual(['a:suspended', 'b:failed', 'c:failed']);
+    expect(t.state.calls[1]?.result?.message).toBe(INTERRUPTED);
+    expect(t.state.calls[0]).toMatchObject({ resumeMode: 'use_decision_as_tool_result', suspensionId: 's-a', suspensionReason: 'confirm' });
+    expect(doneIds(t.events)).toEqual(['a:suspended', 'b:failed', 'c:failed']);
+    expect(suspendedOf(t.state).map((c) => c.call.id)).toEqual(['a']);
+  });
+
+  it('a block rejects its call, interrupts the rest and names the reason; parallel calls allowed before it still run', () => {
+    const calls = [call('a'), call('b'), call('c')];
+    const gates: Gate[] = [{ type: 'allow' }, { type: 'block', reason: 'no' }];
+    const t = run(calls, 'parallel_streaming', (next, state) => (next.type === 'gate' ? { type: 'gated', gate: gates[next.index]! } : allowAll()(next, state)));
+    expect(t.state.blockedReason).toBe('no');
+    expect(settledIds(t.commands)).toEqual(['b:failed', 'c:failed', 'a:succeeded']);
+    expect(t.state.calls[1]?.result).toMatchObject({ message: 'no', metadata: { rejected: true } });
+    expect(t.asked.at(-1)).toEqual({ type: 'execute_all', indices: [0] });
+    expect(doneIds(t.events)).toEqual(['a:succeeded', 'b:failed', 'c:failed']);
+  });
+
+  it('a gate may suspend a call with its ticket or give its result; neither runs the tool', () => {
+    const calls = [call('a'), call('b'), call('c')];
+    const gates: Gate[] = [{ type: 'suspend', ticket: ticket(calls[0]!, 'pass_decision_to_tool') }, { type: 'set_result', result: ToolResults.success('echo', 'given') }, { type: 'allow' }];
+    const t = run(calls, 'sequential', (next, state) => (next.type === 'gate' ? { type: 'gated', gate: gates[next.index]! } : allowAll()(next, state)));
+    expect(settledIds(t.commands)).toEqual(['a:suspended', 'b:succeeded', 'c:succeeded']);
+    expect(t.asked.filter((n) => n.type === 'execute')).toEqual([{ type: 'execute', index: 2, args: { id: 'c' } }]);
+    expect(t.state.calls[0]).toMatchObject({ resumeMode: 'pass_decision_to_tool', suspensionId: 's-a' });
+  });
+
+  it('parallel: every call is gated first, the allowed ones run together and settle in model order', () => {
+    const calls = [call('a'), call('b'), call('c')];
+    const t = run(calls, 'parallel_streaming', allowAll());
+    expect(t.asked.map((n) => n.type)).toEqual(['gate', 'gate', 'gate', 'commit', 'execute_all']);
+    expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.type}:${c.call.call.id}`))).toEqual(['status:a', 'status:b', 'status:c', 'settled:a', 'settled:b', 'settled:c']);
+  });
+
+  it('parallel batch approval: a call whose staged writes conflict with an earlier one fails and keeps no writes', () => {
+    const Reg = registerKey('t.reg');
+    const Count = counterKey('t.count');
+    const writes = (c: ToolCall): ToolOutcome => ({ result: ToolResults.success(c.name, c.id), command: StateCommand.empty().update(Reg, c.id).update(Count, 1) });
+    const strategyOf = (key: string): 'exclusive' | 'commutative' => (key === 't.count' ? 'commutative' : 'exclusive');
+    for (const [mode, expected] of [
+      ['parallel_batch_approval', ['a:succeeded', 'b:failed']],
+      ['parallel_streaming', ['a:succeeded', 'b:succeeded']],
+    ] as const) {
+      const t = run([call('a'), call('b')], mode, (next, state) => {
+        if (next.type === 'execute_all') return { type: 'executed_all', outcomes: next.indices.map((i) => writes(state.calls[i]!.call)), strategyOf };
+        return allowAll()(next, state);
+      });
+      expect(settledIds(t.commands)).toEqual(expected);
+      expect(t.state.calls[1]?.command === undefined).toBe(mode === 'parallel_batch_approval');
+      const settledB = t.commands.find((c) => c.type === 'settled' && c.call.call.id === 'b');
+      expect(settledB !== undefined && settledB.type === 'settled' && settledB.staged !== undefined).toBe(mode === 'parallel_streaming');
+    }
+  });
+
+  it('refuses an input that does not fit the stage, as a value naming both', () => {
+    const opened = openBatch([call('a')], '', 'm', 'sequential').state;
+    expect(advance(opened, { type: 'committed' }).next).toEqual({ type: 'invalid', reason: "a tool batch at 'open' cannot take 'committed'" });
+    expect(advance(opened, { type: 'gated', gate: { type: 'allow' } }).next.type).toBe('invalid');
+    expect(advance(opened, { type: 'executed', outcome: ok(call('a')) }).next.type).toBe('invalid');
+    expect(advance(opened, { type: 'resume', decisions: new Map(), silent: false }).next.type).toBe('invalid');
+    expect(advance(opened, { type: 'executed_all', outcomes: [], strategyOf: () => 'exclusive' }).next.type).toBe('invalid');
+    const gating = advance(opened, { type: 'run' }).state;
+    expect(advance(gating, { type: 'run' }).next.type).toBe('invalid');
+    expect(() => run([call('a')], 'parallel_streaming', (next, state) => (next.type === 'execute_all' ? { type: 'run' } : allowAll()(next, state)))).toThrow(
+      "a tool batch at 'run_all' cannot take 'run'",
+    );
+    let s = advance(openBatch([call('a'), call('b')], '', 'm', 'parallel_streaming').state, { type: 'run' });
+    for (const input of [{ type: 'gated', gate: { type: 'allow' } }, { type: 'gated', gate: { type: 'allow' } }, { type: 'committed' }] as const) s = advance(s.state, input);
+    expect(s.next).toEqual({ type: 'execute_all', indices: [0, 1] });
+    expect(advance(s.state, { type: 'executed_all', outcomes: [ok(call('a'))], strategyOf: () => 'exclusive' }).next.type).toBe('invalid');
+  });
+
+  it('never changes the state it is given: every step returns a new one', () => {
+    fc.assert(
+      fc.property(fc.constantFrom<ToolExecutionMode>('sequential', 'parallel_streaming', 'parallel_batch_approval'), fc.array(fc.constantFrom('allow', 'block', 'suspend', 'set'), { minLength: 1, maxLength: 5 }), (mode, verdicts) => {
+        const calls = verdicts.map((_, i) => call(`c${i}`));
+        let step = advance(deepFreeze(openBatch(calls, '', 'm', mode).state), { type: 'run' });
+        for (let guard = 0; guard < 100 && step.next.type !== 'done'; guard++) {
+          const next = step.next;
+          const input: BatchInput =
+            next.type === 'gate'
+              ? { type: 'gated', gate: gateOf(verdicts[next.index]!, calls[next.index]!) }
+              : next.type === 'commit'
+                ? { type: 'committed' }
+                : allowAll()(next, step.state);
+          step = advance(deepFreeze(step.state), input);
+        }
+        expect(step.next.type).toBe('done');
+      }),
+    );
+  });
+});
+
+function gateOf(verdict: string, c: ToolCall): Gate {
+  if (verdict === 'block') return { type: 'block', reason: 'r' };
+  if (verdict === 'suspend') return { type: 'suspend', ticket: ticket(c) };
+  if (verdict === 'set') return { type: 'set_result', result: ToolResults.success(c.name, 'set') };
+  return { type: 'allow' };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value) && !(value instanceof StateCommand) && !(value instanceof Map)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+describe('the pipeline over generated batches', () => {
+  const verdict = fc.constantFrom('allow', 'block', 'suspend', 'set');
+  const outcome = fc.constantFrom('ok', 'fail', 'suspend');
+  const mode = fc.constantFrom<ToolExecutionMode>('sequential', 'parallel_streaming', 'parallel_batch_approval');
+
+  it('property: every call settles exactly once and is reported exactly once, in model order; a block or a sequential self-suspension interrupts exactly the calls after it', () => {
+    fc.assert(
+      fc.property(mode, fc.array(fc.tuple(verdict, outcome), { minLength: 1, maxLength: 8 }), (m, plan) => {
+        const calls = plan.map((_, i) => call(`c${i}`));
+        const tool = (c: ToolCall): ToolOutcome => {
+          const o = plan[Number(c.id.slice(1))]![1];
+          if (o === 'fail') return { result: ToolResults.error(c.name, 'boom'), command: undefined };
+          if (o === 'suspend') return { result: ToolResults.suspended(c.name, 'wait', ticket(c)), command: undefined };
+          return ok(c);
+        };
+        const t = run(calls, m, (next, state) => (next.type === 'gate' ? { type: 'gated', gate: gateOf(plan[next.index]![0], calls[next.index]!) } : allowAll(tool)(next, state)));
+        const settled = t.commands.filter((c) => c.type === 'settled').map((c) => (c.type === 'settled' ? c.call.call.id : ''));
+        expect([...settled].sort()).toEqual(calls.map((c) => c.id).sort());
+        expect(t.events.map((e) => (e.event_type === 'tool_call_done' ? e.id : ''))).toEqual(calls.map((c) => c.id));
+        expect(t.state.calls.every((c) => isTerminalToolCallStatus(c.status) || c.status === 'suspended')).toBe(true);
+        const blocked = plan.findIndex(([v]) => v === 'block');
+        const selfSuspended = m === 'sequential' ? plan.findIndex(([v, o]) => v === 'allow' && o === 'suspend') : -1;
+        const stops = [blocked, selfSuspended].filter((i) => i >= 0);
+        const stop = stops.length === 0 ? -1 : Math.min(...stops);
+        t.state.calls.forEach((c, i) => expect(c.result?.message === INTERRUPTED).toBe(stop >= 0 && i > stop));
+        expect(t.state.blockedReason !== undefined).toBe(stop >= 0 && stop === blocked);
+      }),
+    );
+  });
+});
+
+describe('resuming a suspended batch', () => {
+  const calls = [call('a'), call('b'), call('c'), call('d')];
+  /** a: replay, b: the decision as result, c: the decision as arguments, d: cancelled. */
+  const parked = (): BatchState => {
+    const modes = ['replay_tool_call', 'use_decision_as_tool_result', 'pass_decision_to_tool', 'replay_tool_call'] as const;
+    return run(calls, 'parallel_streaming', allowAll((c) => ({ result: ToolResults.suspended(c.name, 'wait', ticket(c, modes[Number(c.id.charCodeAt(0) - 97)])), command: undefined }))).state;
+  };
+  const decisions = new Map<string, ToolCallResume>([
+    ['a', decide('resume')],
+    ['b', decide('resume', { result: { ok: 1 } })],
+    ['c', decide('resume', { result: { arg: 2 } })],
+    ['d', decide('cancel', { reason: 'nope' })],
+  ]);
+
+  it('answers each decision in model order: replayed with its arguments, the decision as result, the decision as arguments, a cancel as a denial', () => {
+    const t = drive(advance(parked(), { type: 'resume', decisions, silent: false }), allowAll((c) => ({ result: ToolResults.success(c.name, 'ran'), command: undefined })));
+    expect(t.asked.filter((n) => n.type === 'execute')).toEqual([
+      { type: 'execute', index: 0, args: { id: 'a' }, resume: { decision: decisions.get('a'), mode: 'replay_tool_call' } },
+      { type: 'execute', index: 2, args: { arg: 2 }, resume: { decision: decisions.get('c'), mode: 'pass_decision_to_tool' } },
+    ]);
+    expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.call.call.id}:${c.call.status}${c.resumeInput !== undefined ? '+input' : ''}`))).toEqual([
+      'a:resuming+input',
+      'a:running',
+      'a:succeeded',
+      'b:resuming+input',
+      'b:succeeded',
+      'c:resuming+input',
+      'c:running',
+      'c:succeeded',
+      'd:cancelled+input',
+    ]);
+    expect(t.events).toEqual([
+      { event_type: 'tool_call_resumed', target_id: 'a', result: 'ran' },
+      { event_type: 'tool_call_resumed', target_id: 'b', result: { ok: 1 } },
+      { event_type: 'tool_call_resumed', target_id: 'c', result: 'ran' },
+      { event_type: 'tool_call_resumed', target_id: 'd', result: { approved: false, reason: 'nope' } },
+    ]);
+    expect(t.state.calls.map((c) => c.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'cancelled']);
+    expect(t.state.calls[3]?.result?.message).toBe('Tool call cancelled: nope');
+  });
+
+  it('a call that suspends again is not answered but reported anew; a cancel without a reason or with a result says so', () => {
+    const two = new Map<string, ToolCallResume>([
+      ['a', decide('resume')],
+      ['d', decide('cancel', { result: { mine: true } })],
+      ['b', decide('cancel')],
+    ]);
+    const t = drive(advance(parked(), { type: 'resume', decisions: two, silent: false }), allowAll((c) => ({ result: ToolResults.suspended(c.name, 'again', ticket(c)), command: undefined })));
+    expect(t.events).toEqual([
+      { event_type: 'tool_call_resumed', target_id: 'b', result: { approved: false } },
+      { event_type: 'tool_call_resumed', target_id: 'd', result: { mine: true } },
+      expect.objectContaining({ event_type: 'tool_call_done', id: 'a', outcome: 'suspended' }),
+    ]);
+    expect(t.state.calls[1]?.result?.message).toBe('Tool call cancelled: cancelled by decision');
+    expect(targetOf(t.state, 'a')).toBe('a');
+    expect(targetOf(t.state, 's-c')).toBe('c');
+    expect(targetOf(t.state, 'b')).toBeUndefined();
+  });
+
+  it('silent: the decisions are applied and nothing is emitted', () => {
+    const t = drive(advance(parked(), { type: 'resume', decisions, silent: true }), allowAll());
+    expect(t.events).toEqual([]);
+    expect(t.state.calls.map((c) => c.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'cancelled']);
+  });
+
+  it('a batch restored from its record resumes like the one that parked', () => {
+    const original = parked();
+    const restored = restoredBatch(original.messageId, original.text, original.mode, original.calls);
+    const a = drive(advance(restored, { type: 'resume', decisions, silent: false }), allowAll());
+    const b = drive(advance({ ...original, stage: { at: 'idle' } }, { type: 'resume', decisions, silent: false }), allowAll());
+    expect(a.events).toEqual(b.events);
+    expect(a.commands).toEqual(b.commands);
+  });
+});
+
+describe('resumedProjection (core-spec §4.8)', () => {
+  it('projects each kind of result', () => {
+    const r = (x: Partial<ToolResult>): ToolResult => ({ tool_name: 't', status: 'success', data: 1, message: null, ...x });
+    expect(resumedProjection(r({}))).toBe(1);
+    expect(resumedProjection(r({ metadata: {} }))).toBe(1);
+    expect(resumedProjection(r({ metadata: { k: 2 } }))).toEqual({ data: 1, metadata: { k: 2 } });
+    expect(resumedProjection(r({ status: 'error', message: 'bad' }))).toEqual({ error: 'bad' });
+    expect(resumedProjection(r({ status: 'error', data: { code: 1 } }))).toEqual({ code: 1 });
+    expect(resumedProjection(r({ status: 'pending' }))).toBeNull();
+  });
+});

@@ -1,4 +1,5 @@
 import { describeStateError } from '../../contract/errors.ts';
+import { INTERRUPTED_TOOL_RESULT } from '../context/truncation.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { ToolCallStatus } from '../../contract/lifecycle.ts';
@@ -21,7 +22,8 @@ import { mergeParallelCommands, type StateCommand } from '../state/state-command
  * suspended batch is resumed by decisions, in model order, each answered by `tool_call_resumed`.
  */
 
-export const INTERRUPTED = '[Tool execution was interrupted]';
+/** The result text of a call that did not run because one before it stopped the batch (the same text truncation gives a dangling call). */
+export const INTERRUPTED = INTERRUPTED_TOOL_RESULT;
 
 export type ToolExecutionMode = 'sequential' | 'parallel_batch_approval' | 'parallel_streaming';
 
@@ -333,7 +335,7 @@ function settleResumed(state: BatchState, stage: ResumeStage, outcome: ToolOutco
   const command = settleIn(calls, stage.index, outcome.result, outcome.command);
   const call = calls[stage.index] as BatchCall;
   const again = call.status === 'suspended';
-  calls[stage.index] = batchCall(call.call, call.status, call.resumeMode, call.result, call.command, call.suspensionId, call.suspensionReason, !again);
+  calls[stage.index] = withReported(call, !again);
   const events: readonly AgentEvent[] =
     again || stage.silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: resumedProjection(outcome.result) }];
   return { state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT };
@@ -354,6 +356,8 @@ export function resumedProjection(result: ToolResult): JsonValue {
 // ---- one call, in a transition's own copy of the calls ---------------------------------------------------
 
 const withStatus = (b: BatchCall, status: ToolCallStatus): BatchCall => batchCall(b.call, status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, b.reported);
+
+const withReported = (b: BatchCall, reported: boolean): BatchCall => batchCall(b.call, b.status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, reported);
 
 /** A call's outcome: its status and result (a suspension's ticket sets how it resumes); its writes stay staged. */
 function settleIn(calls: BatchCall[], index: number, result: ToolResult, command: StateCommand | undefined): BatchCommand {
@@ -384,7 +388,7 @@ function report(state: BatchState, calls: readonly BatchCall[], commands: readon
     const call = calls[i] as BatchCall;
     if (call.reported || call.result === undefined || call.status === 'resuming' || call.status === 'running') continue;
     own ??= calls.slice();
-    own[i] = batchCall(call.call, call.status, call.resumeMode, call.result, call.command, call.suspensionId, call.suspensionReason, true);
+    own[i] = withReported(call, true);
     events.push({ event_type: 'tool_call_done', id: call.call.id, message_id: state.messageId, result: call.result, outcome: outcomeOf(call.result) });
   }
   return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE };

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { PhaseRuntime } from '../src/core/phase/phase-runtime.ts';
+import { PhaseRuntime } from '../src/runtime/phase-runtime.ts';
 import type { Plugin } from '../src/core/phase/plugin.ts';
 import { MutationBatch } from '../src/core/state/mutation-batch.ts';
 import { defineAction, mergeAllCommands, StateCommand } from '../src/core/state/state-command.ts';
 import { defineStateKey, type StateKey } from '../src/core/state/state-key.ts';
-import { StateStore } from '../src/core/state/state-store.ts';
+import { StateStore } from '../src/runtime/state-store.ts';
 import type { Suite } from './harness.ts';
 
 const counter = (key: string): StateKey<number, number> =>

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importGraph, importsOf, listSources } from './support/import-graph.ts';
-import { layeringViolations, moduleStateIn, nondeterminismIn } from './support/layering.ts';
+import { instanceStateIn, layeringViolations, moduleStateIn, nondeterminismIn, waitingIn } from './support/layering.ts';
 
 const repo = resolve(import.meta.dirname, '..');
 
@@ -23,7 +23,66 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
     expect(offenders).toEqual([]);
   });
 
+  /**
+   * The classes of the core whose instances change after they are made, and why none of them is state
+   * kept between calls: each is made, filled and read by one caller within one call of its own.
+   */
+  const CORE_ACCUMULATORS: ReadonlyMap<string, string> = new Map([
+    ['MutationBatch', 'builder of one commit: made by a hook or the runtime, frozen into a snapshot by the commit'],
+    ['StateCommand', 'builder of one command, returned by the hook that made it'],
+    ['SnapshotDraft', 'private copy of slots written during one commit, then frozen into a Snapshot'],
+    ['PluginRegistrar', "builder of one plugin's registration"],
+    ['StreamAccumulator', "fold of one inference stream's parts, owned by the call that reads the stream"],
+    ['KeyLayout', 'append-only index of key names shared by snapshots; a new slot changes no snapshot value'],
+  ]);
+
+  it('no instance of the pure core keeps state between calls: mutable fields only in the listed builders and folds (state lives in src/runtime)', () => {
+    const allowed = new Set(CORE_ACCUMULATORS.keys());
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) => instanceStateIn(readFileSync(file, 'utf8'), allowed).map((why) => `${file}: ${why}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the pure core never waits: no async function, await or promise chain (the runtime calls hooks and handlers)', () => {
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) => waitingIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`));
+    expect(offenders).toEqual([]);
+  });
+
   describe('the checker itself', () => {
+    it.each([
+      ['class Engine { #nextId = 1; }', ["field '#nextId' of Engine can change"]],
+      ['class Lock { readonly #waiters: (() => void)[] = []; }', ["field '#waiters' of Lock holds a container made at construction"]],
+      ['class Store { snapshot: object; constructor() { this.snapshot = {}; } }', ["field 'snapshot' of Store can change"]],
+      ['function f() { return class Inner { count = 0; }; }', ["field 'count' of Inner can change"]],
+    ])('flags instance state: %s', (code, why) => {
+      expect(instanceStateIn(code)).toEqual(why);
+    });
+
+    it.each([
+      'class Value { readonly revision: number; constructor(r: number) { this.revision = r; } }',
+      'class Slots { readonly #slots: readonly unknown[]; constructor(s: unknown[]) { this.#slots = s; } }',
+      'class K { static readonly ZERO = 0; }',
+    ])('allows an immutable instance: %s', (code) => {
+      expect(instanceStateIn(code)).toEqual([]);
+    });
+
+    it('allows the listed accumulators only', () => {
+      expect(instanceStateIn('class Builder { #ops = []; }', new Set(['Builder']))).toEqual([]);
+      expect(instanceStateIn('class Builder { #ops = []; }', new Set(['Other']))).toEqual(["field '#ops' of Builder can change"]);
+    });
+
+    it.each([
+      ['async function f() {}', ['declares an async function']],
+      ['const x = await y;', ['awaits']],
+      ['p.then(f)', ['chains a promise']],
+      ['Promise.resolve(1)', ['chains a promise']],
+    ])('flags waiting: %s', (code, why) => {
+      expect(waitingIn(code)).toEqual(why);
+    });
+
+    it('allows promise types and comments', () => {
+      expect(waitingIn('type Hook = () => StateCommand | Promise<StateCommand>;\n// await nothing; .then( in a comment')).toEqual([]);
+    });
+
     it.each([
       ['src/core/x.ts', 'src/runtime/y.ts', 'wrong way'],
       ['src/core/x.ts', 'node:fs', 'may import only zod'],

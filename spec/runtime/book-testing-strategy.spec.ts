@@ -5,7 +5,7 @@ import { Messages } from '../../src/contract/message.ts';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { StateCommand } from '../../src/core/state/state-command.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
-import { StateStore } from '../../src/core/state/state-store.ts';
+import { StateStore } from '../../src/runtime/state-store.ts';
 import { MutationBatch } from '../../src/core/state/mutation-batch.ts';
 import { buildExecutionEnv, type Plugin } from '../../src/core/phase/plugin.ts';
 import { MockLlmExecutor, ScriptedLlm } from '../../src/providers/scripted.ts';

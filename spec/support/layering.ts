@@ -111,3 +111,45 @@ export function moduleStateIn(text: string): string[] {
   }
   return out;
 }
+
+/**
+ * Instance state a class of the pure core keeps (issue: a truly pure core): a field that is not
+ * `readonly`, or a `readonly` field that holds a container made at construction (`new …`, an array or
+ * object literal) — an instance that changes after it is made. Each class named is reported unless
+ * `allowed` lists it (with the reason it is not state between calls: a builder or a fold owned by one
+ * caller, or an index invisible to values).
+ */
+export function instanceStateIn(text: string, allowed: ReadonlySet<string> = new Set()): string[] {
+  const sf = ts.createSourceFile('x.ts', text, ts.ScriptTarget.ES2022, true);
+  const out: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isClassDeclaration(node) || ts.isClassExpression(node)) {
+      const name = node.name?.getText(sf) ?? 'a class';
+      if (!allowed.has(name)) {
+        for (const member of node.members) {
+          if (!ts.isPropertyDeclaration(member)) continue;
+          const mods = ts.canHaveModifiers(member) ? (ts.getModifiers(member) ?? []) : [];
+          if (mods.some((m) => m.kind === ts.SyntaxKind.StaticKeyword)) continue;
+          const field = member.name.getText(sf);
+          const init = member.initializer;
+          if (!mods.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword)) out.push(`field '${field}' of ${name} can change`);
+          else if (init !== undefined && (ts.isNewExpression(init) || ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init)))
+            out.push(`field '${field}' of ${name} holds a container made at construction`);
+        }
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+/** The pure core never waits: no `async`, `await`, `.then(` or `Promise` outside comments (hooks and handlers are called by the runtime). */
+export function waitingIn(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+  const found: string[] = [];
+  if (/\basync\b/.test(code)) found.push('declares an async function');
+  if (/\bawait\b/.test(code)) found.push('awaits');
+  if (/\.then\s*\(|\bPromise\.|\bnew Promise\b/.test(code)) found.push('chains a promise');
+  return found;
+}

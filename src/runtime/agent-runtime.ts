@@ -6,9 +6,9 @@ import type { BuildError, InferenceExecutionError, ResolveError, RuntimeError } 
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
 import { err, ok, type Result } from '../contract/result.ts';
-import { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import { PhaseRuntime } from './phase-runtime.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
-import { StateStore } from '../core/state/state-store.ts';
+import { StateStore } from './state-store.ts';
 import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig } from './circuit-breaker.ts';
 import { realEnv, type Env } from './env.ts';
 import type { InferenceObserver } from './retry.ts';

@@ -16,3 +16,5 @@ export * from './agent-spec-file.ts';
 export * from './context.ts';
 export * from './profile-store.ts';
 export * from './store.ts';
+export * from './state-store.ts';
+export * from './phase-runtime.ts';

@@ -1,6 +1,6 @@
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
 import type { Result } from '../contract/result.ts';
-import { isPromiseLike } from '../core/phase/maybe-promise.ts';
+import { isPromiseLike } from './maybe-promise.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
 import {
@@ -18,7 +18,7 @@ import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contra
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
 import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
-import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { compactionView, contextChanged, CONTINUATION_PROMPT, shouldRetryTruncated } from '../core/context/index.ts';

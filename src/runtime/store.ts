@@ -1,6 +1,6 @@
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 import type { ProfileStore } from './profile-store.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';

@@ -1,6 +1,6 @@
 import type { Message } from '../contract/message.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import { appendStart, messagesAfter } from './store.ts';
 
 /** What a checkpoint records (book: Checkpoint Triggers): messages, lifecycle, persistent state. */

@@ -5,8 +5,8 @@ import { isTerminalToolCallStatus, type ToolCallStatus } from '../contract/lifec
 import { ToolCallSchema, type Message, type ToolCall } from '../contract/message.ts';
 import { SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
-import { isPromiseLike } from '../core/phase/maybe-promise.ts';
-import type { PhaseRuntime } from '../core/phase/phase-runtime.ts';
+import { isPromiseLike } from './maybe-promise.ts';
+import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';

@@ -2,7 +2,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import type { RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
 import { ToolCallStates } from '../runtime/loop-keys.ts';
 import { ToolBatchKey } from '../runtime/tool-batch.ts';

@@ -1,7 +1,7 @@
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';

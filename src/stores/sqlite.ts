@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { JsonValue } from '../contract/json.ts';
 import { TerminationReasonSchema, type RunStatus, type TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
-import type { PersistedState } from '../core/state/state-store.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
 import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
-import { StateStore, type CommitEvent } from '../../../src/core/state/state-store.ts';
+import type { CommitEvent } from '../../../src/core/state/state-ops.ts';
+import { StateStore } from '../../../src/runtime/state-store.ts';
 import { Snapshot } from '../../../src/core/state/snapshot.ts';
 import { counterKey, logKey, registerKey } from '../../support/keys.ts';
 

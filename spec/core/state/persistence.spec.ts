@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import { defineStateKey, type StateKeyOptions } from '../../../src/core/state/state-key.ts';
-import { StateStore } from '../../../src/core/state/state-store.ts';
+import { StateStore } from '../../../src/runtime/state-store.ts';
 import { counterKey, logKey, registerKey } from '../../support/keys.ts';
 
 const RunA = counterKey('run.a');

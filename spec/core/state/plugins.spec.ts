@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_KEY_OPTIONS, keyOptions } from '../../../src/core/state/state-key.ts';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
-import { StateStore } from '../../../src/core/state/state-store.ts';
+import { StateStore } from '../../../src/runtime/state-store.ts';
 import { StateCommand } from '../../../src/core/state/state-command.ts';
 import { counterKey, registerKey } from '../../support/keys.ts';
 

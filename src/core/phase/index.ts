@@ -1,6 +1,4 @@
 export * from './phase-error.ts';
-export * from './phase-runtime.ts';
 export * from './plugin.ts';
 export * from './report.ts';
 export * from './runtime-keys.ts';
-export * from './maybe-promise.ts';

@@ -10,7 +10,7 @@ import type { InferenceObservation } from '../policies/stop-policy.ts';
 import type { Snapshot } from '../state/snapshot.ts';
 import type { EffectSpec, ScheduledActionSpec, StateCommand } from '../state/state-command.ts';
 import type { AnyStateKey, StateKeyOptions } from '../state/state-key.ts';
-import type { KeyRegistration } from '../state/state-store.ts';
+import type { KeyRegistration } from '../state/state-ops.ts';
 
 /** What every phase input carries: the run it belongs to. */
 export interface RunFields {

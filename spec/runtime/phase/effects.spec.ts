@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { PhaseRuntime } from '../../../src/runtime/phase-runtime.ts';
 import type { Plugin } from '../../../src/core/phase/plugin.ts';
 import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
 import { StateFailure } from '../../../src/core/phase/phase-error.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DEFAULT_MAX_PHASE_ROUNDS, PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { DEFAULT_MAX_PHASE_ROUNDS, PhaseRuntime } from '../../../src/runtime/phase-runtime.ts';
 import { FailedScheduledActions, PendingScheduledActions } from '../../../src/core/phase/runtime-keys.ts';
 import type { Plugin } from '../../../src/core/phase/plugin.ts';
 import { defineAction, StateCommand } from '../../../src/core/state/state-command.ts';

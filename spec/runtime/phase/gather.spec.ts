@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { PhaseRuntime } from '../../../src/runtime/phase-runtime.ts';
 import { StateFailure } from '../../../src/core/phase/phase-error.ts';
 import type { PhaseContext, Plugin } from '../../../src/core/phase/plugin.ts';
 import type { Snapshot } from '../../../src/core/state/snapshot.ts';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describePhaseError } from '../../../src/core/phase/phase-error.ts';
-import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { PhaseRuntime } from '../../../src/runtime/phase-runtime.ts';
 import { FailedScheduledActions, PendingScheduledActions } from '../../../src/core/phase/runtime-keys.ts';
 import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
 import { defineStateKey } from '../../../src/core/state/state-key.ts';
-import { StateStore } from '../../../src/core/state/state-store.ts';
+import { StateStore } from '../../../src/runtime/state-store.ts';
 import { counterKey, logKey } from '../../support/keys.ts';
 import { hookPlugin, plugin } from '../../support/plugins.ts';
 

@@ -1,6 +1,6 @@
 /**
  * A value now or later. The phase engine stays synchronous while every hook and handler is
- * synchronous and only pays for promises when one of them is not (docs/adr/0005).
+ * synchronous and only pays for promises when one of them is not (docs/adr/0005); the core itself never waits.
  */
 export type MaybePromise<T> = T | Promise<T>;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolDescriptors } from '../../../src/contract/tool.ts';
 import { buildExecutionEnv, preRegistered, type PluginRegistrar } from '../../../src/core/phase/plugin.ts';
-import { PhaseRuntime } from '../../../src/core/phase/phase-runtime.ts';
+import { PhaseRuntime } from '../../../src/runtime/phase-runtime.ts';
 import { defineAction, defineEffect, StateCommand } from '../../../src/core/state/state-command.ts';
 import { counterKey } from '../../support/keys.ts';
 import { plugin } from '../../support/plugins.ts';

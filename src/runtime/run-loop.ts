@@ -1,5 +1,5 @@
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
-import type { Result } from '../contract/result.ts';
+import { cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
 import { isPromiseLike } from './maybe-promise.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
@@ -17,7 +17,6 @@ import { streamText, type StreamPart, type StreamResult } from '../contract/stre
 import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
-import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
@@ -97,15 +96,8 @@ interface Inference {
 /** Result message of a requested call that did not run because the run stopped after inference. */
 export const NOT_EXECUTED = '[Tool call not executed: the run stopped]';
 
-/** Thrown inside the loop to unwind on cancellation. */
-class Cancelled extends Error {
-  constructor() {
-    super('cancelled');
-  }
-}
-
-/** Thrown inside the loop when the engine itself fails (a phase error, a refused commit). */
-class LoopFailure extends Error {}
+/** What a part of a step ends with: go on (`undefined`) or the step's termination, now or later. */
+type StepEnd = TerminationReason | undefined | Promise<TerminationReason | undefined>;
 
 export interface RunParams {
   readonly env: Env;
@@ -212,27 +204,25 @@ export class RunLoop implements BatchHost {
     return this.#p.sink.emit(event) ?? undefined;
   }
 
-  /** Commits a command; synchronous (no promise) when nothing in it is asynchronous. */
-  submit(command: StateCommand): Promise<void> | void {
+  /** Commits a command: a halt if it is refused; synchronous (no promise) when nothing in it is asynchronous. */
+  submit(command: StateCommand): Halting {
     const failure = this.phase.submitOrFail(command);
-    if (isPromiseLike<StateError | undefined>(failure)) return Promise.resolve(failure).then(checkSubmitted);
-    checkSubmitted(failure);
+    if (failure === undefined) return undefined;
+    return isPromiseLike<StateError | undefined>(failure) ? Promise.resolve(failure).then(haltOfCommit) : haltOfCommit(failure);
   }
 
   /**
    * Runs a phase with its typed input (`PhaseInputs`): the phase's own fields and the run's, in a new
-   * object (the caller's is not touched). Synchronous (no promise) when its hooks and handlers are.
+   * object (the caller's is not touched). A halt on cancellation or a phase error. Synchronous (no
+   * promise) when its hooks and handlers are.
    */
-  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>, cancellable = true): Promise<void> | void {
+  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>, cancellable = true): Halting {
     // A phase with nothing to run is only a cancellation point: its input is not built.
-    if (this.phase.idle(phase)) {
-      if (cancellable && this.signal.aborted) throw new Cancelled();
-      return;
-    }
+    if (this.phase.idle(phase)) return cancellable && this.signal.aborted ? cancelled() : undefined;
     const input = { agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId, ...fields } satisfies RunFields as PhaseInputs[P];
     const r = this.phase.runPhaseNow(phase, cancellable ? { input, signal: this.signal } : { input });
-    if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(checkPhase);
-    checkPhase(r);
+    if (isPromiseLike<Awaited<typeof r>>(r)) return Promise.resolve(r).then(haltOfPhase);
+    return r.ok ? undefined : haltOfPhase(r);
   }
 
   /**
@@ -245,19 +235,10 @@ export class RunLoop implements BatchHost {
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
   async execute(): Promise<AgentRunResult> {
-    let wait: Promise<void> | void;
     let termination: TerminationReason;
     try {
-      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
-      if (wait !== undefined) await wait;
-      wait = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
-      if (wait !== undefined) await wait;
-      if (this.signal.aborted) throw new Cancelled();
-      wait = this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
-      if (wait !== undefined) await wait;
-      // Write-ahead: the run and its input are stored before the first step (listed at once, never lost).
-      await this.#checkpoint(undefined);
-      termination = await this.#steps_();
+      const halted = await this.#begin();
+      termination = halted ?? (await this.#steps_());
       while (termination.type === 'suspended') {
         const resumed = await this.#park();
         if (resumed === 'cancelled') return this.#result(TerminationReasons.cancelled());
@@ -265,9 +246,22 @@ export class RunLoop implements BatchHost {
         termination = resumed;
       }
     } catch (e) {
-      termination = this.#terminationOf(e);
+      termination = thrown(e);
     }
     return this.#finish(termination);
+  }
+
+  /** RunStart committed, `run_start`, the RunStart phase and the write-ahead checkpoint; the halt that stopped them, if any. */
+  async #begin(): Promise<Halt | undefined> {
+    let halt: Halting = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
+    if (halt !== undefined && (halt = await halt) !== undefined) return halt;
+    const emitting = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+    if (emitting !== undefined) await emitting;
+    if (this.signal.aborted) return cancelled();
+    halt = this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
+    if (halt !== undefined && (halt = await halt) !== undefined) return halt;
+    // Write-ahead: the run and its input are stored before the first step (listed at once, never lost).
+    return this.#checkpoint(undefined);
   }
 
   /**
@@ -280,7 +274,7 @@ export class RunLoop implements BatchHost {
     try {
       const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
       const batch = lifecycle?.status === 'waiting' && lifecycle.run_id === this.runId ? ToolBatch.restore(this) : undefined;
-      if (batch === undefined) throw new LoopFailure(`run ${this.runId} is not waiting for a decision in the stored state`);
+      if (batch === undefined) return this.#finish(failed(`run ${this.runId} is not waiting for a decision in the stored state`));
       this.#batch = batch;
       let resumed = await this.#awaitDecisions(batch);
       for (;;) {
@@ -291,14 +285,9 @@ export class RunLoop implements BatchHost {
         resumed = await this.#park();
       }
     } catch (e) {
-      termination = this.#terminationOf(e);
+      termination = thrown(e);
     }
     return this.#finish(termination);
-  }
-
-  #terminationOf(e: unknown): TerminationReason {
-    if (e instanceof Cancelled) return TerminationReasons.cancelled();
-    return TerminationReasons.error(e instanceof Error ? e.message : String(e));
   }
 
   // ---- the step loop ---------------------------------------------------------------------------------
@@ -318,25 +307,29 @@ export class RunLoop implements BatchHost {
    * itself). Every other way out ends the step with the termination it found (`#endStep`).
    */
   async #step(): Promise<TerminationReason | undefined> {
-    let wait: Promise<void> | void;
     this.#steps++;
-    wait = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
-    if (wait !== undefined) await wait;
+    const emitting = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
+    if (emitting !== undefined) await emitting;
     try {
       let stop: TerminationReason | undefined;
+      let halt: Halting;
       end: {
-        wait = this.runPhase('step_start', { messages: this.#messages });
-        if (wait !== undefined) await wait;
+        halt = this.runPhase('step_start', { messages: this.#messages });
+        if (halt !== undefined && (stop = await halt) !== undefined) break end;
         stop = this.#checkTermination();
         if (stop !== undefined) break end;
 
         const pending = this.#requestInputs();
-        const inputs = isPromiseLike<RequestInputs>(pending) ? await pending : pending;
+        const inputs = isPromiseLike<RequestInputs | Halt>(pending) ? await pending : pending;
+        if (isHalt(inputs)) {
+          stop = inputs;
+          break end;
+        }
         stop = this.#checkTermination();
         if (stop !== undefined) break end;
 
-        wait = this.#autocompact();
-        if (wait !== undefined) await wait;
+        halt = this.#autocompact();
+        if (halt !== undefined && (stop = await halt) !== undefined) break end;
         let inference = await this.#inferOnce(this.#buildRequest(inputs.filter, inputs.override, inputs.context));
         if (this.#truncated(inference)) inference = await this.#continueTruncated(inference, inputs);
         if (inference.cancelled || inference.error !== undefined) await this.#closeStartedCalls(inference.started, INTERRUPTED);
@@ -346,8 +339,8 @@ export class RunLoop implements BatchHost {
         }
 
         const text = streamText(inference.result);
-        wait = this.#afterInference(inference, text);
-        if (wait !== undefined) await wait;
+        halt = this.#afterInference(inference, text);
+        if (halt !== undefined && (stop = await halt) !== undefined) break end;
         stop = this.#checkTermination();
         if (inference.error !== undefined) {
           stop = this.#afterError(inference.error, stop);
@@ -364,7 +357,8 @@ export class RunLoop implements BatchHost {
       const ended = this.#endStep(stop);
       return isPromiseLike<TerminationReason | undefined>(ended) ? await ended : ended;
     } catch (e) {
-      const termination = this.#terminationOf(e);
+      // Only foreign code throws (a sink, a store): the step's end is attempted, the failure reported once.
+      const termination = thrown(e);
       try {
         const ended = this.#endStep(undefined);
         if (ended !== undefined) await ended;
@@ -376,12 +370,13 @@ export class RunLoop implements BatchHost {
   }
 
   /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */
-  #requestInputs(): RequestInputs | Promise<RequestInputs> {
-    const wait = this.runPhase('before_inference', { messages: this.#messages });
-    return wait === undefined ? this.#consumeInputs() : wait.then(() => this.#consumeInputs());
+  #requestInputs(): RequestInputs | Halt | Promise<RequestInputs | Halt> {
+    const ran = this.runPhase('before_inference', { messages: this.#messages });
+    if (ran === undefined) return this.#consumeInputs();
+    return isPromiseLike<Halt | undefined>(ran) ? ran.then((h) => h ?? this.#consumeInputs()) : ran;
   }
 
-  #consumeInputs(): RequestInputs | Promise<RequestInputs> {
+  #consumeInputs(): RequestInputs | Halt | Promise<RequestInputs | Halt> {
     const snap = this.phase.store.snapshot();
     const inputs: RequestInputs = { filter: snap.get(ToolFilter), override: snap.get(InferenceOverrideState), context: orderedContextMessages(snap.get(ContextMessages)) };
     // The per-step accumulators are emptied (back to absent) once read.
@@ -389,8 +384,9 @@ export class RunLoop implements BatchHost {
     if (inputs.filter !== undefined) clear.clear(ToolFilter);
     if (inputs.override !== undefined) clear.clear(InferenceOverrideState);
     if (inputs.context.length > 0) clear.update(ContextMessages, { op: 'consume' });
-    const wait = this.submit(clear);
-    return wait === undefined ? inputs : wait.then(() => inputs);
+    const submitted = this.submit(clear);
+    if (submitted === undefined) return inputs;
+    return isPromiseLike<Halt | undefined>(submitted) ? submitted.then((h) => h ?? inputs) : submitted;
   }
 
   /** A response cut by the output limit, with continuations left (book: 截断恢复). */
@@ -414,7 +410,7 @@ export class RunLoop implements BatchHost {
   }
 
   /** AfterInference, with what the stop policies observe of the inference. */
-  #afterInference(inference: Inference, text: string): Promise<void> | void {
+  #afterInference(inference: Inference, text: string): Halting {
     const result = inference.result;
     const observation =
       inference.error === undefined
@@ -456,70 +452,70 @@ export class RunLoop implements BatchHost {
    * Runs the step's tool calls as one batch and ends the step; a batch left waiting suspends the run.
    * Synchronous while the commits, hooks, tools and sink are.
    */
-  #runTools(inference: Inference, text: string): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+  #runTools(inference: Inference, text: string): StepEnd {
     const batch = ToolBatch.open(this, inference.result.toolCalls, text, this.env.ids.next('message'));
     this.#batch = batch;
-    const begun = batch.begin();
-    return begun === undefined ? this.#runBatch(batch) : begun.then(() => this.#runBatch(batch));
+    return this.#thenStep(batch.begin(), () => this.#thenStep(batch.run(), () => this.#afterBatch(batch)));
   }
 
-  #runBatch(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
-    const ran = batch.run();
-    return ran === undefined ? this.#afterBatch(batch) : ran.then(() => this.#afterBatch(batch));
+  /** `next()` once `first` went on; else the step ends with `first`'s halt. A promise only when one of them is. */
+  #thenStep(first: Halting, next: () => StepEnd): StepEnd {
+    if (first === undefined) return next();
+    if (isPromiseLike<Halt | undefined>(first)) return first.then((h) => (h === undefined ? next() : this.#endStep(h)));
+    return this.#endStep(first);
   }
 
   /** A batch that ran: suspended (the run waits), or published and the step ended — blocked, or with the stop the state holds. */
-  #afterBatch(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+  #afterBatch(batch: ToolBatch): StepEnd {
     if (batch.blockedReason === undefined && deriveRunStatus(batch.statuses()) === 'waiting') return this.#suspendStep();
-    const published = this.#publish(batch, true);
-    return published === undefined ? this.#endBatchStep(batch) : published.then(() => this.#endBatchStep(batch));
+    return this.#thenStep(this.#publish(batch, true), () => this.#endStep(batch.blockedReason !== undefined ? TerminationReasons.blocked(batch.blockedReason) : this.#checkTermination()));
   }
 
-  #endBatchStep(batch: ToolBatch): TerminationReason | undefined | Promise<TerminationReason | undefined> {
-    return this.#endStep(batch.blockedReason !== undefined ? TerminationReasons.blocked(batch.blockedReason) : this.#checkTermination());
-  }
-
-  async #suspendStep(): Promise<TerminationReason> {
-    const wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
-    if (wait !== undefined) await wait;
-    await this.#endStep(undefined);
-    return TerminationReasons.suspended();
+  #suspendStep(): StepEnd {
+    const waiting = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+    return this.#thenStep(waiting, () => this.#endStep(TerminationReasons.suspended()));
   }
 
   /**
    * Publishes a finished batch. Inside a step, the durable batch record is cleared with the step's
    * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
    */
-  #publish(batch: ToolBatch, withinStep: boolean): Promise<void> | undefined {
+  #publish(batch: ToolBatch, withinStep: boolean): Halting {
     const publishing = batch.publish(this.#newMessageId);
-    return isPromiseLike<Message[]>(publishing) ? publishing.then((messages) => this.#published(messages, withinStep)) : this.#published(publishing, withinStep);
+    if (isPromiseLike<Message[] | Halt>(publishing)) return publishing.then((p) => (isHalt(p) ? p : this.#published(p, withinStep)));
+    return isHalt(publishing) ? publishing : this.#published(publishing, withinStep);
   }
 
-  #published(messages: readonly Message[], withinStep: boolean): Promise<void> | undefined {
+  #published(messages: readonly Message[], withinStep: boolean): Halting {
     this.#messages.push(...messages);
     this.#batch = undefined;
     if (withinStep) {
       this.#clearBatchRecord = true;
       return undefined;
     }
-    return this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' })) ?? undefined;
+    return this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
   }
 
   readonly #newMessageId = (): string => this.env.ids.next('message');
 
   /**
    * StepCompleted, StepEnd phase, checkpoint, `state_snapshot`, `step_end`; passes `termination` on —
-   * now when every stage is synchronous, else once the stages are done.
+   * now when every stage is synchronous, else once the stages are done. Every stage is attempted once,
+   * also after one halted (the step is closed either way); the first halt is the step's termination —
+   * unless the step already ends with one (then that one is the cause).
    */
-  #endStep<T extends TerminationReason | undefined>(termination: T): T | Promise<T> {
-    const wait = this.#endStepFrom(0);
-    return wait === undefined ? termination : wait.then(() => termination);
+  #endStep<T extends TerminationReason | undefined>(termination: T): T | Halt | Promise<T | Halt> {
+    const ended = this.#endStepFrom(0, undefined);
+    if (ended === undefined) return termination;
+    const settle = (h: Halt | undefined): T | Halt => (h === undefined || isHalt(termination) ? termination : h);
+    return isPromiseLike<Halt | undefined>(ended) ? ended.then(settle) : settle(ended);
   }
 
-  /** The stages of a step's end from `stage` on, in order; a promise only from the first asynchronous one. */
-  #endStepFrom(stage: number): Promise<void> | undefined {
+  /** The stages of a step's end from `stage` on, in order; a promise only from the first asynchronous one; the halt that stopped them. */
+  #endStepFrom(stage: number, first: Halt | undefined): Halting {
+    let halted = first;
     for (;;) {
-      let wait: Promise<void> | void | undefined;
+      let wait: Halting | Promise<void>;
       switch (stage++) {
         case 0:
           wait = this.#completeStep();
@@ -541,14 +537,16 @@ export class RunLoop implements BatchHost {
           wait = this.emit({ event_type: 'step_end' });
           break;
         default:
-          return undefined;
+          return halted;
       }
-      if (wait !== undefined) return wait.then(() => this.#endStepFrom(stage));
+      if (wait === undefined) continue;
+      if (!isPromiseLike<Halt | undefined | void>(wait)) halted ??= wait;
+      else return wait.then((h) => this.#endStepFrom(stage, halted ?? (isHalt(h) ? h : undefined)));
     }
   }
 
   /** StepCompleted (while the run is running) and the clearing of a published batch's record, in one commit. */
-  #completeStep(): Promise<void> | void {
+  #completeStep(): Halting {
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     const completed = StateCommand.empty();
     if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
@@ -602,13 +600,12 @@ export class RunLoop implements BatchHost {
    * older part joins the history as an internal system message; the activity `context_compaction`
    * reports `started`, then `compacted`, `skipped` or `failed`.
    */
-  #autocompact(): Promise<void> | undefined {
+  #autocompact(): Halting {
     const context = this.resolved.context;
     return context === undefined ? undefined : this.#compact(context);
   }
 
-  async #compact(context: NonNullable<ResolvedAgent['context']>): Promise<void> {
-    let wait: Promise<void> | void;
+  async #compact(context: NonNullable<ResolvedAgent['context']>): Promise<Halt | undefined> {
     // One id, drawn only when a compaction fires: the activity's and the summary message's.
     let activityId: string | undefined;
     const idOf = (): string => (activityId ??= this.env.ids.next('message'));
@@ -620,18 +617,19 @@ export class RunLoop implements BatchHost {
       onStart: (pre) => report({ status: 'started', pre_tokens: pre }),
       signal: this.signal,
     });
-    if (outcome === undefined) return;
-    if (this.signal.aborted) throw new Cancelled();
+    if (outcome === undefined) return undefined;
+    if (this.signal.aborted) return cancelled();
     if (outcome.status !== 'compacted') {
       await report({ ...outcome });
-      return;
+      return undefined;
     }
     this.#messages.splice(0, this.#messages.length, ...outcome.history);
     this.#storedPrefix = 0;
     const previous = this.phase.store.snapshot().get(CompactionStateKey);
-    wait = this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
-    if (wait !== undefined) await wait;
+    let halt = this.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
+    if (halt !== undefined && (halt = await halt) !== undefined) return halt;
     await report({ status: 'compacted', ...outcome.record });
+    return undefined;
   }
 
   #buildRequest(
@@ -844,7 +842,8 @@ export class RunLoop implements BatchHost {
   async #park(): Promise<TerminationReason | 'cancelled' | 'returned'> {
     let wait: Promise<void> | void;
     const batch = this.#batch as ToolBatch;
-    await this.#checkpoint(TerminationReasons.suspended());
+    const halt = await this.#checkpoint(TerminationReasons.suspended());
+    if (halt !== undefined) return halt;
     await this.#emitSnapshot();
     wait = this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
     if (wait !== undefined) await wait;
@@ -858,6 +857,7 @@ export class RunLoop implements BatchHost {
    */
   async #awaitDecisions(batch: ToolBatch): Promise<TerminationReason | 'cancelled' | 'returned'> {
     let wait: Promise<void> | void;
+    let halt: Halting;
     const pending = new Map<string, ToolCallResume>();
     for (;;) {
       this.#p.onSuspended(batch);
@@ -883,31 +883,34 @@ export class RunLoop implements BatchHost {
       try {
         wait = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
         if (wait !== undefined) await wait;
-        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
-        if (wait !== undefined) await wait;
+        halt = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
+        if (halt !== undefined && (halt = await halt) !== undefined) return halt;
         // The store learns the run is going again before any tool runs: a process that dies from here
         // on leaves it running (to be marked interrupted), never waiting on a decision already taken.
-        await this.#checkpoint(undefined);
+        halt = this.#checkpoint(undefined);
+        if (halt !== undefined && (halt = await halt) !== undefined) return halt;
         const now = new Map([...pending].filter(([id]) => suspended.includes(id)));
         for (const id of now.keys()) pending.delete(id);
-        await batch.resume(now);
+        halt = batch.resume(now);
+        if (halt !== undefined && (halt = await halt) !== undefined) return halt;
         if (!batch.allTerminal()) {
-          wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
-          if (wait !== undefined) await wait;
-          await this.#checkpoint(TerminationReasons.suspended());
+          halt = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+          if (halt !== undefined && (halt = await halt) !== undefined) return halt;
+          halt = this.#checkpoint(TerminationReasons.suspended());
+          if (halt !== undefined && (halt = await halt) !== undefined) return halt;
           await this.#emitSnapshot();
           wait = this.emit({ event_type: 'run_finish', thread_id: this.threadId, run_id: this.runId, termination: TerminationReasons.suspended() });
           if (wait !== undefined) await wait;
           continue;
         }
-        wait = this.#publish(batch, false);
-        if (wait !== undefined) await wait;
+        halt = this.#publish(batch, false);
+        if (halt !== undefined && (halt = await halt) !== undefined) return halt;
         this.#takeInput();
         const stop = this.#checkTermination();
         if (stop !== undefined) return stop;
         return await this.#steps_();
       } catch (e) {
-        return this.#terminationOf(e);
+        return thrown(e);
       }
     }
   }
@@ -922,39 +925,52 @@ export class RunLoop implements BatchHost {
 
   /** A parked run cancelled before its decisions: its suspended calls are cancelled. */
   async #abandon(batch: ToolBatch): Promise<void> {
-    let wait: Promise<void> | void;
     const cancel: ToolCallResume = { decision_id: '', action: 'cancel', reason: 'run cancelled', updated_at: this.env.clock.now() };
     const decisions = new Map(batch.suspendedIds().map((id) => [id, cancel] as const));
-    // The stream already ended with run_finish{suspended}: nothing more is emitted for this run.
-    await batch.resume(decisions, { silent: true }).catch(() => undefined);
+    // The run is over either way: a halt or a failure on the way changes nothing for the caller, and
+    // the stream already ended with run_finish{suspended} (nothing more is emitted for this run).
     try {
-      wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
-      if (wait !== undefined) await wait;
-      // The stored run record ends cancelled too (the stream already ended with the suspension).
-      await this.#checkpoint(TerminationReasons.cancelled());
+      await batch.resume(decisions, { silent: true });
     } catch {
-      // The run is over either way; a refused final commit changes nothing for the caller.
+      // See above.
+    }
+    try {
+      let halt = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: 'cancelled', at: this.env.clock.now() }));
+      if (halt !== undefined) halt = await halt;
+      // The stored run record ends cancelled too (the stream already ended with the suspension).
+      if (halt === undefined) await this.#checkpoint(TerminationReasons.cancelled());
+    } catch {
+      // See above.
     }
   }
 
   // ---- run end --------------------------------------------------------------------------------------
 
   async #finish(termination: TerminationReason): Promise<AgentRunResult> {
-    let wait: Promise<void> | void;
     try {
       const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
       const target = toRunStatus(termination);
+      let halt: Halting;
       if (target.status === 'done' && lifecycle !== undefined && lifecycle.status !== 'done') {
-        wait = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: target.doneReason ?? 'unknown', at: this.env.clock.now() }));
-        if (wait !== undefined) await wait;
+        halt = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'done', reason: target.doneReason ?? 'unknown', at: this.env.clock.now() }));
+        if (halt !== undefined) halt = await halt;
       }
-      wait = this.runPhase('run_end', { messages: this.#messages }, false);
-      if (wait !== undefined) await wait;
+      if (halt === undefined) {
+        halt = this.runPhase('run_end', { messages: this.#messages }, false);
+        if (halt !== undefined) halt = await halt;
+      }
+      // A run that failed keeps its first error.
+      if (isHalt(halt) && termination.type !== 'error') termination = halt;
     } catch (e) {
-      if (termination.type !== 'error') termination = this.#terminationOf(e);
+      if (termination.type !== 'error') termination = thrown(e);
     }
     const response = this.#response();
-    await this.#checkpoint(termination)?.catch(() => undefined);
+    try {
+      // The final checkpoint is attempted; the run's result does not depend on it.
+      await this.#checkpoint(termination);
+    } catch {
+      // See above.
+    }
     await this.#emitSnapshot();
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     await this.emit({
@@ -993,11 +1009,12 @@ export class RunLoop implements BatchHost {
     return this.emit({ event_type: 'state_snapshot', snapshot });
   }
 
-  #checkpoint(termination: TerminationReason | undefined): Promise<void> | undefined {
+  /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
+  #checkpoint(termination: TerminationReason | undefined): Halting {
     const store = this.#p.store;
     if (store === undefined) return undefined;
     const state = this.phase.store.exportByScope();
-    if (!state.ok) return Promise.reject(new LoopFailure('state could not be exported for the checkpoint'));
+    if (!state.ok) return failed('state could not be exported for the checkpoint');
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     const checkpoint: Writable<RunCheckpoint> = {
       threadId: this.threadId,
@@ -1017,6 +1034,7 @@ export class RunLoop implements BatchHost {
     return store.checkpoint(checkpoint).then(() => {
       this.#persistedCount = written;
       this.#storedPrefix = written;
+      return undefined;
     });
   }
 }
@@ -1104,13 +1122,8 @@ const READ = 'read' as const;
 const ABORTED = 'aborted' as const;
 type ReadEnd = typeof READ | typeof ABORTED | { readonly thrown: unknown };
 
-function checkSubmitted(failure: StateError | undefined): void {
-  if (failure !== undefined) throw new LoopFailure(describeStateError(failure));
-}
-
-function checkPhase(r: Result<unknown, PhaseError>): void {
-  if (r.ok) return;
-  if (r.error.code === 'cancelled') throw new Cancelled();
-  throw new LoopFailure(describePhaseError(r.error));
+/** A failure of foreign code (a sink, a store), caught where the run catches it, as the run's termination. */
+function thrown(e: unknown): TerminationReason {
+  return TerminationReasons.error(e instanceof Error ? e.message : String(e));
 }
 

@@ -5,6 +5,7 @@ import { isTerminalToolCallStatus, type ToolCallStatus } from '../contract/lifec
 import { ToolCallSchema, type Message, type ToolCall } from '../contract/message.ts';
 import { SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
+import { andThenUnlessHalted, failed, isHalt, type Halt, type Halting } from './halt.ts';
 import { isPromiseLike } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields } from '../core/phase/plugin.ts';
@@ -51,10 +52,10 @@ export interface BatchHost {
   readonly signal: AbortSignal;
   /** Delivers an event; a promise only when the sink is asynchronous. */
   emit(event: AgentEvent): Promise<void> | undefined;
-  /** Runs a phase with its fields (the host adds the run's); throws on cancellation or a phase error. */
-  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>): Promise<void> | void;
-  /** Submits a command; throws if it cannot be committed. */
-  submit(command: StateCommand): Promise<void> | void;
+  /** Runs a phase with its fields (the host adds the run's); a halt on cancellation or a phase error. */
+  runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>): Halting;
+  /** Submits a command; a halt if it cannot be committed. */
+  submit(command: StateCommand): Halting;
   messages(): readonly Message[];
 }
 
@@ -218,34 +219,32 @@ export class ToolBatch {
    * Commits the batch as requested, before any gate or executor runs. The tool-call states of the
    * previous batch are dropped in the same commit (they are all terminal by now).
    */
-  begin(): Promise<void> | undefined {
+  begin(): Halting {
     const opened = this.#opened;
     this.#opened = undefined;
     return opened === undefined ? undefined : this.#drive(opened);
   }
 
   /** Gates and executes every call in the configured mode, then reports the settled calls. */
-  run(): Promise<void> | undefined {
+  run(): Halting {
     return this.#drive(advance(this.#state, RUN));
   }
 
   /** Applies decisions to suspended calls, in model order, and emits `tool_call_resumed` for each (nothing when `silent`). */
-  resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Promise<void> {
-    try {
-      return Promise.resolve(this.#drive(advance(this.#state, { type: 'resume', decisions, silent: options.silent === true })));
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
+  resume(decisions: ReadonlyMap<string, ToolCallResume>, options: { readonly silent?: boolean } = {}): Halting {
+    return this.#drive(advance(this.#state, { type: 'resume', decisions, silent: options.silent === true }));
   }
 
   /**
    * Publishes the batch once every call is terminal: each call's staged state is committed and its
    * AfterToolExecute phase runs, in model order; then the assistant message and the tool messages
-   * join the history. Returns the messages to append.
+   * join the history. Returns the messages to append, or the halt that stopped the publication.
    */
-  publish(newId: () => string): Message[] | Promise<Message[]> {
+  publish(newId: () => string): Message[] | Halt | Promise<Message[] | Halt> {
     const committed = this.#commitStaged(0);
-    return committed === undefined ? this.#messagesOf(newId) : committed.then(() => this.#messagesOf(newId));
+    if (committed === undefined) return this.#messagesOf(newId);
+    if (isPromiseLike<Halt | undefined>(committed)) return committed.then((h) => h ?? this.#messagesOf(newId));
+    return committed;
   }
 
   // ---- the interpreter ----------------------------------------------------------------------------------
@@ -255,50 +254,57 @@ export class ToolBatch {
    * are committed and the events emitted in order, then the next input is made (a gate, a tool run).
    * A tool sees the state as it was before the step that marks it running was committed.
    */
-  #drive(first: BatchStep): Promise<void> | undefined {
+  #drive(first: BatchStep): Halting {
     let step = first;
     for (;;) {
       this.#state = step.state;
       const next = step.next;
       const snapshot = next.type === 'execute' ? this.#preview() : next.type === 'execute_all' ? this.#host.phase.store.snapshot() : undefined;
+      if (isHalt(snapshot)) return snapshot;
       const applied = this.#apply(step, 0);
-      if (applied !== undefined) return applied.then(() => this.#proceed(next, snapshot));
+      if (applied !== undefined) return andThenUnlessHalted(applied, () => this.#proceed(next, snapshot));
       const input = this.#perform(next, snapshot);
-      if (input === undefined) return undefined;
-      if (isPromiseLike<BatchInput>(input)) return input.then((i) => this.#drive(advance(this.#state, i)));
+      if (input === undefined || isHalt(input)) return input;
+      if (isPromiseLike<BatchInput | Halt>(input)) return input.then((i) => (isHalt(i) ? i : this.#drive(advance(this.#state, i))));
       step = advance(this.#state, input);
     }
   }
 
-  #proceed(next: BatchNext, snapshot: Snapshot | undefined): Promise<void> | undefined {
+  #proceed(next: BatchNext, snapshot: Snapshot | undefined): Halting {
     const input = this.#perform(next, snapshot);
-    if (input === undefined) return undefined;
-    return isPromiseLike<BatchInput>(input) ? input.then((i) => this.#drive(advance(this.#state, i))) : this.#drive(advance(this.#state, input));
+    if (input === undefined || isHalt(input)) return input;
+    if (isPromiseLike<BatchInput | Halt>(input)) return input.then((i) => (isHalt(i) ? i : this.#drive(advance(this.#state, i))));
+    return this.#drive(advance(this.#state, input));
   }
 
   /** A step's commands, then its events, from the `from`-th on; a promise only when a commit or the sink is asynchronous. */
-  #apply(step: BatchStep, from: number): Promise<void> | undefined {
+  #apply(step: BatchStep, from: number): Halting {
     const { commands, events } = step;
     const total = commands.length + events.length;
     for (let i = from; i < total; i++) {
-      const wait = i < commands.length ? this.#host.submit(this.#commandOf(commands[i] as BatchCommand)) : this.#host.emit(events[i - commands.length] as AgentEvent);
-      if (wait !== undefined) return wait.then(() => this.#apply(step, i + 1));
+      if (i < commands.length) {
+        const submitted = this.#host.submit(this.#commandOf(commands[i] as BatchCommand));
+        if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#apply(step, i + 1));
+      } else {
+        const emitting = this.#host.emit(events[i - commands.length] as AgentEvent);
+        if (emitting !== undefined) return emitting.then(() => this.#apply(step, i + 1));
+      }
     }
     return undefined;
   }
 
-  /** The input that answers what the machine needs next; `undefined` when it is done. */
-  #perform(next: BatchNext, snapshot: Snapshot | undefined): BatchInput | Promise<BatchInput> | undefined {
+  /** The input that answers what the machine needs next; `undefined` when it is done; a halt when a gate's phase or commit halted. */
+  #perform(next: BatchNext, snapshot: Snapshot | undefined): BatchInput | Halt | Promise<BatchInput | Halt> | undefined {
     switch (next.type) {
       case 'done':
         return undefined;
       case 'commit':
         return COMMITTED;
       case 'invalid':
-        throw new Error(next.reason);
+        return failed(`tool batch: ${next.reason}`);
       case 'gate': {
         const gate = this.#gate((this.#state.calls[next.index] as BatchCall).call);
-        return isPromiseLike<Gate>(gate) ? gate.then(gatedInput) : gatedInput(gate);
+        return isPromiseLike<Gate | Halt>(gate) ? gate.then(gatedOrHalt) : gatedOrHalt(gate);
       }
       case 'execute': {
         const out = this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume);
@@ -336,24 +342,23 @@ export class ToolBatch {
   }
 
   /** From call `from` on, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
-  #commitStaged(from: number): Promise<void> | undefined {
+  #commitStaged(from: number): Halting {
     const calls = this.#state.calls;
     for (let i = from; i < calls.length; i++) {
       const call = calls[i] as BatchCall;
       const submitted = call.command === undefined ? undefined : this.#host.submit(call.command);
-      if (submitted !== undefined) return submitted.then(() => this.#afterTool(i));
+      if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#afterTool(i));
       const ran = this.#afterToolPhase(call);
-      if (ran !== undefined) return ran.then(() => this.#commitStaged(i + 1));
+      if (ran !== undefined) return andThenUnlessHalted(ran, () => this.#commitStaged(i + 1));
     }
     return undefined;
   }
 
-  #afterTool(i: number): Promise<void> | undefined {
-    const ran = this.#afterToolPhase(this.#state.calls[i] as BatchCall);
-    return ran === undefined ? this.#commitStaged(i + 1) : ran.then(() => this.#commitStaged(i + 1));
+  #afterTool(i: number): Halting {
+    return andThenUnlessHalted(this.#afterToolPhase(this.#state.calls[i] as BatchCall), () => this.#commitStaged(i + 1));
   }
 
-  #afterToolPhase(call: BatchCall): Promise<void> | void {
+  #afterToolPhase(call: BatchCall): Halting {
     return this.#host.runPhase('after_tool_execute', { toolCall: call.call, toolResult: call.result, messages: this.#host.messages() });
   }
 
@@ -384,13 +389,14 @@ export class ToolBatch {
   }
 
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
-  #gate(call: ToolCall): Gate | Promise<Gate> {
-    const wait = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
-    return wait === undefined ? this.#intercepted(call) : wait.then(() => this.#intercepted(call));
+  #gate(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
+    const ran = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
+    if (ran === undefined) return this.#intercepted(call);
+    return isPromiseLike<Halt | undefined>(ran) ? ran.then((h) => h ?? this.#intercepted(call)) : ran;
   }
 
   /** The gate's verdict from the intercepts recorded for the call. */
-  #intercepted(call: ToolCall): Gate | Promise<Gate> {
+  #intercepted(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
     const recorded = this.#host.phase.store.snapshot().get(ToolIntercepts);
     if (recorded === undefined || recorded.length === 0) return ALLOW;
     const records = recorded.filter((r) => r.call_id === call.id);
@@ -404,16 +410,16 @@ export class ToolBatch {
     const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
     const verdict = gateOf((winner as InterceptRecord).intercept);
-    const wait = this.#host.submit(cmd);
-    return wait === undefined ? verdict : wait.then(() => verdict);
+    const submitted = this.#host.submit(cmd);
+    if (submitted === undefined) return verdict;
+    return isPromiseLike<Halt | undefined>(submitted) ? submitted.then((h) => h ?? verdict) : submitted;
   }
 
-  /** Committed state plus the staged writes of every settled call before the barrier. */
-  #preview(): Snapshot {
+  /** Committed state plus the staged writes of every settled call before the barrier (a halt if they cannot be applied). */
+  #preview(): Snapshot | Halt {
     const staged = this.#state.calls.flatMap((c) => (c.command !== undefined ? [c.command.patch] : []));
     const preview = this.#host.phase.store.preview(staged);
-    if (!preview.ok) throw new Error(describeStateError(preview.error));
-    return preview.value;
+    return preview.ok ? preview.value : failed(describeStateError(preview.error));
   }
 
   /** Runs the tool; its outcome now when it answers synchronously. A throw or rejection fails the call. */
@@ -439,7 +445,7 @@ const executedInput = (outcome: ToolOutcome): BatchInput => ({ type: 'executed',
 
 const GATED_ALLOW: BatchInput = Object.freeze({ type: 'gated', gate: Object.freeze({ type: 'allow' }) });
 const ALLOW: Gate = (GATED_ALLOW as Extract<BatchInput, { type: 'gated' }>).gate;
-const gatedInput = (gate: Gate): BatchInput => (gate === ALLOW ? GATED_ALLOW : { type: 'gated', gate });
+const gatedOrHalt = (gate: Gate | Halt): BatchInput | Halt => (isHalt(gate) ? gate : gate === ALLOW ? GATED_ALLOW : { type: 'gated', gate });
 
 function failedCall(call: ToolCall, e: unknown): ToolOutcome {
   if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };

@@ -63,23 +63,37 @@ class ScriptModel {
     const k = this.#k++;
     return k < this.#steps - 1 ? (this.#toolSteps[k] as StreamPart[]) : this.#text;
   }
-  /**
-   * The runtime's port: an async iterable of the same parts, at its least — an iterator whose `next`
-   * returns a settled promise (an async generator would add its own machinery to the subject's time).
-   */
+  /** The runtime's port: the same parts as an async iterable (`ScriptStream`). */
   executor(): LlmExecutor {
-    return {
-      name: 'fair',
-      stream: () => {
-        const parts = this.next();
-        let i = 0;
-        const iterator: AsyncIterator<StreamPart> = {
-          next: () => Promise.resolve(i < parts.length ? { done: false, value: parts[i++] as StreamPart } : { done: true, value: undefined }),
-          return: () => Promise.resolve({ done: true, value: undefined }),
-        };
-        return { [Symbol.asyncIterator]: () => iterator };
-      },
-    };
+    return { name: 'fair', stream: () => new ScriptStream(this.next()) };
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * One scripted inference as the port streams it, at its least: one object that is its own iterator,
+ * whose `next` returns a settled promise per part. (Not an async generator, which would add its own
+ * machinery to the subject's time; not an object of closures, which would add a few per inference —
+ * and under tsx, a `__name` call per closure — to the subject's allocation.)
+ */
+class ScriptStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
+  readonly #parts: readonly StreamPart[];
+  #i = 0;
+  constructor(parts: readonly StreamPart[]) {
+    this.#parts = parts;
+  }
+  [Symbol.asyncIterator](): AsyncIterator<StreamPart> {
+    return this;
+  }
+  next(): Promise<IteratorResult<StreamPart>> {
+    const i = this.#i;
+    if (i >= this.#parts.length) return Promise.resolve(DONE);
+    this.#i = i + 1;
+    return Promise.resolve({ done: false, value: this.#parts[i] as StreamPart });
+  }
+  return(): Promise<IteratorResult<StreamPart>> {
+    return Promise.resolve(DONE);
   }
 }
 
@@ -198,14 +212,7 @@ function streamingRuntime(): AgentRuntime {
     .withEnv(realEnv())
     .withProvider('fair', {
       name: 'fair',
-      stream: () => {
-        let i = 0;
-        const iterator: AsyncIterator<StreamPart> = {
-          next: () => Promise.resolve(i < DELTA_PARTS.length ? { done: false, value: DELTA_PARTS[i++] as StreamPart } : { done: true, value: undefined }),
-          return: () => Promise.resolve({ done: true, value: undefined }),
-        };
-        return { [Symbol.asyncIterator]: () => iterator };
-      },
+      stream: () => new ScriptStream(DELTA_PARTS),
     })
     .withModel('m', { provider: 'fair', model_name: 'fair' })
     .withAgentSpec({ id: 'a', model: 'm' })

@@ -5,6 +5,7 @@ import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { StateCommand } from '../../src/core/state/state-command.ts';
+import { preRegistered } from '../../src/core/phase/plugin.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { AddContextMessage, ExcludeTool, IncludeOnlyTools, SetInferenceOverride, ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
 import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle, withEntry } from '../../src/runtime/loop-keys.ts';
@@ -395,6 +396,47 @@ describe('maps keyed by call id', () => {
     const states = stored?.threadState?.extensions['__runtime.tool_call_states'] as Record<string, { status: string }>;
     expect(Object.keys(states)).toEqual(['__proto__']);
     expect(Object.getOwnPropertyDescriptor(states, '__proto__')?.value).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe('an agent whose plugins are all pre-registered', () => {
+  const counting = (): RuntimePlugin => ({ name: 'counting', register: (r) => void r.registerPhaseHook('step_start', () => StateCommand.empty()) });
+
+  it('shares one execution env between its runs: nothing is registered again', async () => {
+    const h = harness([{ text: 'one' }, { text: 'two' }]);
+    const a = h.runtime.resolve('agent');
+    const b = h.runtime.resolve('agent');
+    expect(a.ok && b.ok).toBe(true);
+    if (!a.ok || !b.ok) return;
+    expect(b.value.executionEnv).toBe(a.value.executionEnv);
+    const shared = preRegistered(counting());
+    const withShared = harness([{ text: 'one' }], { plugins: [shared] });
+    const c = withShared.runtime.resolve('agent');
+    const d = withShared.runtime.resolve('agent');
+    expect(c.ok && d.ok && d.value.executionEnv === c.value.executionEnv).toBe(true);
+    // The runs behave as before on the shared env.
+    expect((await h.runtime.run({ messages: go }, h.sink)).ok).toBe(true);
+    expect((await h.runtime.run({ messages: go }, h.sink)).ok).toBe(true);
+  });
+
+  it('but a plugin that is not pre-registered is registered afresh for every run, with an env of its own', () => {
+    const h = harness([{ text: 'one' }], { plugins: [counting()] });
+    const a = h.runtime.resolve('agent');
+    const b = h.runtime.resolve('agent');
+    expect(a.ok && b.ok && b.value.executionEnv !== a.value.executionEnv).toBe(true);
+  });
+
+  it('and new registries with another stop policy get an env of their own', () => {
+    const h = harness([{ text: 'one' }]);
+    const before = h.runtime.resolve('agent');
+    const registries = h.runtime.registries;
+    const spec = registries.agents.get('agent');
+    if (spec === undefined || !before.ok) throw new Error('no agent');
+    const published = h.runtime.publish({ ...registries, agents: new Map([['agent', { ...spec, max_rounds: 3 }]]) });
+    expect(published.ok).toBe(true);
+    const after = h.runtime.resolve('agent');
+    expect(after.ok && after.value.executionEnv !== before.value.executionEnv).toBe(true);
+    expect(after.ok && after.value.stopPolicies.map((p) => p.id)).toEqual(before.value.stopPolicies.map((p) => p.id));
   });
 });
 

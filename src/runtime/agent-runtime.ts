@@ -220,10 +220,10 @@ export class AgentRuntime {
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
     const runId = runIdAsked ?? this.#env.ids.next('run');
 
-    const state = new StateStore();
-    // The plugins registered when the agent was resolved (once per run) drive the run's engine.
-    const phase = PhaseRuntime.over(resolved.value.executionEnv, { store: state });
+    // The plugins registered when the agent was resolved drive the run's engine, over a new store.
+    const phase = PhaseRuntime.forRun(resolved.value.executionEnv);
     if (!phase.ok) return err({ code: 'state', error: phase.error });
+    const state = phase.value.store;
 
     const controller = new AbortController();
     const active: ActiveRun = { handle: undefined as unknown as RunHandle, suspended: undefined, queue: [], inbox: [], wake: undefined, parkWaiters: [], detached: false, loop: undefined };

@@ -42,6 +42,9 @@ import { StateStore } from './state-store.ts';
 
 export { DEFAULT_MAX_PHASE_ROUNDS } from '../core/phase/engine.ts';
 
+/** Per env, the runtime whose store has its keys installed and nothing written (`forRun`). */
+const TEMPLATES = new WeakMap<ExecutionEnv, PhaseRuntime>();
+
 /** Anything with an `aborted` flag, e.g. an `AbortSignal`; checked at phase entry and after GATHER. */
 export interface CancellationFlag {
   readonly aborted: boolean;
@@ -105,6 +108,22 @@ export class PhaseRuntime {
       if (!installed.ok) return installed;
     }
     return ok(new PhaseRuntime(store, env, options.maxRounds ?? DEFAULT_MAX_PHASE_ROUNDS));
+  }
+
+  /**
+   * A runtime for a new run over `env`: a new store with every plugin's keys installed, revision 0,
+   * action ids from 1. The keys are installed once per env, into a store no run writes to; each run's
+   * store begins from it (`beginRun`) and shares its registry until it changes it.
+   */
+  static forRun(env: ExecutionEnv): Result<PhaseRuntime, StateError> {
+    let template = TEMPLATES.get(env);
+    if (template === undefined) {
+      const made = PhaseRuntime.over(env);
+      if (!made.ok) return made;
+      template = made.value;
+      TEMPLATES.set(env, template);
+    }
+    return ok(template.forNewRun());
   }
 
   /** A runtime over a new run's store (run-scoped keys absent, thread-scoped kept, revision 0). */

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
-import type { ResolveError } from '../contract/errors.ts';
+import type { ResolveError, StateError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
-import { buildExecutionEnv, PluginRegistrar, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
+import { buildExecutionEnv, isPreRegistered, PluginRegistrar, preRegistered, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
 import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './builtin-plugins.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import type { Env } from './env.ts';
@@ -132,9 +132,9 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     if (plugin === undefined) return err({ code: 'plugin_not_found', pluginId: id });
     plugins.push(plugin);
   }
-  const extraPolicies = (spec.stop_conditions ?? []).map(policyFromSpec);
-  const stopPolicies = [maxRoundsPolicy(spec.max_rounds), ...extraPolicies, ...(registries.stopPolicies ?? [])];
-  const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stopConditionPlugin(stopPolicies)];
+  const stop = stopConditionOf(spec, registries.stopPolicies);
+  const stopPolicies = stop.policies;
+  const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stop.plugin];
   // ContextTransformPlugin and CompactionPlugin join only when the agent sets a context policy.
   let context: ResolvedContext | undefined;
   const warnings: string[] = [];
@@ -192,7 +192,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   // Stage 3: tools — global, then plugin tools; same id twice is a conflict; then allow/exclude, sorted by id.
   const all = [...plugins, ...defaults];
   const activePlugins = activePluginNames(spec, defaults);
-  const env = buildExecutionEnv(all, { activePlugins });
+  const env = executionEnvOf(spec, all, activePlugins);
   if (!env.ok) return err({ code: 'env_build', error: env.error });
   const pluginTools = env.value.tools;
   for (const [id, tool] of pluginTools) {
@@ -229,6 +229,43 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     ...(context !== undefined ? { context } : {}),
     executionEnv: env.value,
   });
+}
+
+/**
+ * The stop-condition plugin of an agent, made and registered once per agent spec and stop-policy list
+ * (its hooks keep nothing between runs: the statistics live in the run's state). The spec is one
+ * object per published registries, so a new publication makes a new one.
+ */
+const stopConditions = new WeakMap<AgentSpec, { readonly shared: readonly StopPolicy[] | undefined; readonly policies: StopPolicy[]; readonly plugin: Plugin }>();
+
+function stopConditionOf(spec: AgentSpec, shared: readonly StopPolicy[] | undefined): { readonly policies: StopPolicy[]; readonly plugin: Plugin } {
+  const known = stopConditions.get(spec);
+  if (known !== undefined && known.shared === shared) return known;
+  const policies = [maxRoundsPolicy(spec.max_rounds), ...(spec.stop_conditions ?? []).map(policyFromSpec), ...(shared ?? [])];
+  const made = { shared, policies, plugin: preRegistered(stopConditionPlugin(policies)) };
+  stopConditions.set(spec, made);
+  return made;
+}
+
+/**
+ * The execution env of an agent's plugins. When every plugin is pre-registered (the runtime's own
+ * always are; a user plugin when it is made with `preRegistered`), the env is the same for every run
+ * and is built once per agent spec and plugin list (ADR 0025); otherwise the plugins are registered
+ * afresh for the run (ADR 0022: a plugin may keep something per registration).
+ */
+const sharedEnvs = new WeakMap<AgentSpec, { readonly plugins: readonly Plugin[]; readonly activePlugins: readonly string[]; readonly env: ExecutionEnv }>();
+
+function executionEnvOf(spec: AgentSpec, plugins: readonly Plugin[], activePlugins: readonly string[]): Result<ExecutionEnv, StateError> {
+  if (!plugins.every(isPreRegistered)) return buildExecutionEnv(plugins, { activePlugins });
+  const known = sharedEnvs.get(spec);
+  if (known !== undefined && sameList(known.plugins, plugins) && sameList(known.activePlugins, activePlugins)) return ok(known.env);
+  const built = buildExecutionEnv(plugins, { activePlugins });
+  if (built.ok) sharedEnvs.set(spec, { plugins, activePlugins, env: built.value });
+  return built;
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /**

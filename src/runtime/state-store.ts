@@ -24,6 +24,9 @@ import {
   type RegisteredKey,
 } from '../core/state/state-ops.ts';
 
+const NO_KEYS: ReadonlyMap<string, RegisteredKey> = new Map();
+const NO_VALUES: ReadonlyMap<string, unknown> = new Map();
+
 /**
  * The live state (book: 状态与快照模型 → StateStore): the one place that holds the current snapshot
  * and the key registry and changes them, each change computed by the pure functions of
@@ -31,14 +34,34 @@ import {
  */
 export class StateStore {
   #snapshot: Snapshot;
-  readonly #keys: Map<string, RegisteredKey>;
-  readonly #plugins = new Map<string, readonly string[]>();
+  /** The registry and the installed plugins; shared with the store a run began from until one of them changes (copy on write). */
+  #keys: Map<string, RegisteredKey>;
+  #plugins: Map<string, readonly string[]>;
+  #shared = false;
   readonly #commitHooks: CommitHook[] = [];
   #exported: { readonly snapshot: Snapshot; readonly result: Result<PersistedState, StateError> } | undefined;
 
-  constructor(keys: ReadonlyMap<string, RegisteredKey> = new Map()) {
-    this.#keys = new Map(keys);
-    this.#snapshot = new Snapshot(0, new Map());
+  /** A store over a copy of `keys`, at revision 0 with nothing in it. (`beginRun` passes `from`: the store a new run begins from.) */
+  constructor(keys: ReadonlyMap<string, RegisteredKey> = NO_KEYS, from?: StateStore) {
+    if (from === undefined) {
+      this.#keys = new Map(keys);
+      this.#plugins = new Map();
+      this.#snapshot = new Snapshot(0, NO_VALUES);
+      return;
+    }
+    this.#keys = from.#keys;
+    this.#plugins = from.#plugins;
+    this.#shared = true;
+    from.#shared = true;
+    this.#snapshot = carriedToNewRun(from.#keys, from.#snapshot);
+  }
+
+  /** Before the registry or the plugins change: this store's own copies of both, if it shares them. */
+  #own(): void {
+    if (!this.#shared) return;
+    this.#keys = new Map(this.#keys);
+    this.#plugins = new Map(this.#plugins);
+    this.#shared = false;
   }
 
   get revision(): number {
@@ -58,6 +81,7 @@ export class StateStore {
 
   registerKey(key: AnyStateKey, options: Partial<StateKeyOptions> = {}, owner?: string): Result<void, StateError> {
     if (this.#keys.has(key.key)) return err({ code: 'key_already_registered', key: key.key });
+    this.#own();
     this.#keys.set(key.key, { key, options: keyOptions(options), owner });
     return ok(undefined);
   }
@@ -65,7 +89,9 @@ export class StateStore {
   /** Registers keys that are not yet registered; already-registered names are skipped silently. */
   registerKeys(keys: readonly KeyRegistration[], owner?: string): void {
     for (const { key, options } of keys) {
-      if (!this.#keys.has(key.key)) this.#keys.set(key.key, { key, options: keyOptions(options), owner });
+      if (this.#keys.has(key.key)) continue;
+      this.#own();
+      this.#keys.set(key.key, { key, options: keyOptions(options), owner });
     }
   }
 
@@ -94,6 +120,7 @@ export class StateStore {
   installPlugin(name: string, keys: readonly KeyRegistration[]): Result<void, StateError> {
     const failure = installFailure(this.#keys, this.#plugins, name, keys);
     if (failure !== undefined) return err(failure);
+    this.#own();
     const names: string[] = [];
     for (const { key, options } of keys) {
       this.#keys.set(key.key, { key, options: keyOptions(options), owner: name });
@@ -109,6 +136,7 @@ export class StateStore {
     if (owned === undefined) return err({ code: 'plugin_not_installed', name });
     // Based on the current revision and touching only registered keys: this commit cannot fail.
     this.commit(uninstallBatch(this.#keys, this.#snapshot, owned));
+    this.#own();
     for (const key of owned) {
       const reg = this.#keys.get(key);
       if (reg !== undefined && !reg.options.retainOnUninstall) this.#keys.delete(key);
@@ -211,12 +239,10 @@ export class StateStore {
 
   /**
    * A store for a new run of the same thread: same registrations, revision 0, run-scoped keys absent,
-   * thread-scoped keys carried over (core-spec §1.8: 0.6 builds a fresh store per run).
+   * thread-scoped keys carried over (core-spec §1.8: 0.6 builds a fresh store per run). The two
+   * stores share the registry until either changes it.
    */
   beginRun(): StateStore {
-    const store = new StateStore(this.#keys);
-    for (const [name, keys] of this.#plugins) store.#plugins.set(name, keys);
-    store.#snapshot = carriedToNewRun(this.#keys, this.#snapshot);
-    return store;
+    return new StateStore(NO_KEYS, this);
   }
 }

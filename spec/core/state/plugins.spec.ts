@@ -119,3 +119,37 @@ describe('key options (a registration’s options, defaults filled in)', () => {
     expect(keyOptions()).toEqual(DEFAULT_KEY_OPTIONS);
   });
 });
+
+describe('a new run’s store shares the registry it began from until one of them changes it', () => {
+  const C = counterKey('p.c');
+
+  it.each(['install', 'register', 'uninstall'] as const)('a change (%s) in either store leaves the other’s registry as it was', (change) => {
+    for (const changed of ['run', 'origin'] as const) {
+      const origin = new StateStore();
+      origin.installPlugin('p', [{ key: A }]);
+      const run = origin.beginRun();
+      const target = changed === 'run' ? run : origin;
+      const other = changed === 'run' ? origin : run;
+      if (change === 'install') target.installPlugin('q', [{ key: C }]);
+      else if (change === 'register') target.registerKey(C);
+      else target.uninstallPlugin('p');
+      expect(other.isRegistered('p.a')).toBe(true);
+      expect(other.isRegistered('p.c')).toBe(false);
+      expect(other.installedPlugins()).toEqual(['p']);
+      expect(target.isRegistered('p.a')).toBe(change !== 'uninstall');
+      expect(target.isRegistered('p.c')).toBe(change !== 'uninstall');
+    }
+  });
+
+  it('two runs begun from one store each get their own registry on change', () => {
+    const origin = new StateStore();
+    origin.installPlugin('p', [{ key: A }]);
+    const first = origin.beginRun();
+    const second = origin.beginRun();
+    first.registerKey(C);
+    expect(second.isRegistered('p.c')).toBe(false);
+    expect(origin.isRegistered('p.c')).toBe(false);
+    expect(first.commit(new MutationBatch().update(C, 1)).ok).toBe(true);
+    expect(second.commit(new MutationBatch().update(C, 1))).toEqual({ ok: false, error: { code: 'unknown_key', key: 'p.c' } });
+  });
+});

@@ -124,3 +124,29 @@ describe('a pre-registered plugin (registered once, when it is made)', () => {
     expect(env.ok && [...env.value.hooks.values()].every((l) => l.length === 0)).toBe(true);
   });
 });
+
+describe('PhaseRuntime.forRun', () => {
+  it('gives every run its own store over the env’s keys, at revision 0, and action ids from 1', async () => {
+    const { buildExecutionEnv: build } = await import('../../../src/core/phase/plugin.ts');
+    const { defineAction, StateCommand } = await import('../../../src/core/state/state-command.ts');
+    const { PendingScheduledActions } = await import('../../../src/core/phase/runtime-keys.ts');
+    const { z } = await import('zod');
+    const Later = defineAction('p.later', 'run_end', z.null());
+    const Count = counterKey('p.count');
+    const env = build([plugin('p', (r) => r.registerKey(Count).registerScheduledAction(Later, () => StateCommand.empty()))]);
+    if (!env.ok) throw new Error('env');
+    const first = PhaseRuntime.forRun(env.value);
+    const second = PhaseRuntime.forRun(env.value);
+    if (!first.ok || !second.ok) throw new Error('forRun');
+    expect(second.value.store).not.toBe(first.value.store);
+    for (const r of [first.value, second.value]) {
+      expect(r.store.revision).toBe(0);
+      expect(r.store.isRegistered('p.count')).toBe(true);
+    }
+    await first.value.submitCommand(StateCommand.empty().update(Count, 2).scheduleAction(Later, null));
+    await second.value.submitCommand(StateCommand.empty().scheduleAction(Later, null));
+    expect(first.value.store.snapshot().get(Count)).toBe(2);
+    expect(second.value.store.snapshot().get(Count)).toBeUndefined();
+    expect(second.value.store.snapshot().get(PendingScheduledActions)?.map((e) => e.id)).toEqual([1]);
+  });
+});

@@ -196,7 +196,8 @@ export function preRegistered(plugin: Plugin): PreRegisteredPlugin {
   return Object.freeze({ name: plugin.name, register: (r: PluginRegistrar) => plugin.register(r), registration });
 }
 
-const isPreRegistered = (plugin: Plugin): plugin is PreRegisteredPlugin => (plugin as Partial<PreRegisteredPlugin>).registration !== undefined;
+/** Whether the plugin was registered once, when it was made (`preRegistered`). */
+export const isPreRegistered = (plugin: Plugin): plugin is PreRegisteredPlugin => (plugin as Partial<PreRegisteredPlugin>).registration !== undefined;
 
 function registrationOf(plugin: Plugin): PluginRegistration {
   if (isPreRegistered(plugin)) return plugin.registration;

@@ -34,7 +34,8 @@ import { allocatedBytes } from './allocation.mjs';
  *   emitted; zod validation of the tool arguments; synchronous where nothing is asynchronous.
  * - `awaken`: the runtime as the README builds it, from the built package — the default `Env` (wall
  *   clock, UUID v7 ids), no store, a sink that drops events.
- * - `awaken + store`: the same with the in-memory thread store, a checkpoint at every step end.
+ * - `awaken + store`: the same with the in-memory thread store, a checkpoint at every step end; each run
+ *   starts from an empty store (see `casesFor`).
  */
 
 const EchoArgs = z.object({ text: z.string() });
@@ -164,14 +165,14 @@ async function floorPhased(model: ScriptModel): Promise<void> {
   phase('run_end');
 }
 
-function awaken(model: ScriptModel, store: boolean): AgentRuntime {
+function awaken(model: ScriptModel, store: MemoryThreadRunStore | undefined): AgentRuntime {
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
     .withProvider('fair', model.executor())
     .withModel('m', { provider: 'fair', model_name: 'fair' })
     .withAgentSpec({ id: 'a', model: 'm', max_rounds: 1_000_000 })
     .withTool(echo);
-  if (store) builder.withThreadRunStore(new MemoryThreadRunStore());
+  if (store !== undefined) builder.withThreadRunStore(store);
   const built = builder.build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   return built.value;
@@ -186,10 +187,18 @@ interface Case {
 
 function casesFor(steps: number): Case[] {
   const models = { bare: new ScriptModel(steps), phased: new ScriptModel(steps), awaken: new ScriptModel(steps), stored: new ScriptModel(steps) };
-  const plain = awaken(models.awaken, false);
-  const stored = awaken(models.stored, true);
+  const plain = awaken(models.awaken, undefined);
+  const store = new MemoryThreadRunStore();
+  const stored = awaken(models.stored, store);
   const runOf = (rt: AgentRuntime, model: ScriptModel) => async (): Promise<void> => {
     model.reset();
+    // Each run starts from an empty store, as a run on a new thread does: one store holding the
+    // checkpoints of the bench's every earlier run (10⁵ and more) would charge the growth of its
+    // arrays and maps to whichever steps happened to pay for it. The clearing is timed with the run.
+    if (rt === stored) {
+      store.threads.clear();
+      store.checkpoints.length = 0;
+    }
     const r = await rt.run({ messages: [Messages.user('go')] }, noEvents);
     if (!r.ok || r.value.termination.type !== 'natural_end' || r.value.steps !== steps) throw new Error(`the run did not take ${steps} steps: ${JSON.stringify(r)}`);
   };

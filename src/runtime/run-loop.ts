@@ -1031,11 +1031,16 @@ export class RunLoop implements BatchHost {
     };
     if (termination !== undefined) checkpoint.termination = termination;
     const written = this.#messages.length;
-    return store.checkpoint(checkpoint).then(() => {
-      this.#persistedCount = written;
-      this.#storedPrefix = written;
-      return undefined;
-    });
+    const storing = store.checkpoint(checkpoint);
+    if (!isPromiseLike<void>(storing)) return this.#stored(written);
+    return Promise.resolve(storing).then(() => this.#stored(written));
+  }
+
+  /** The store holds the first `written` messages as this run holds them. */
+  #stored(written: number): undefined {
+    this.#persistedCount = written;
+    this.#storedPrefix = written;
+    return undefined;
   }
 }
 

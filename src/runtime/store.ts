@@ -175,6 +175,8 @@ export function checkSeq(seq: number): void {
  */
 export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileStore, MailboxStore, ThreadSeqStore, ThreadLeaseStore, ThreadOwnerStore {
   readonly kind: 'memory' | 'file' | 'sqlite' | 'postgres';
+  /** Always a promise here: the server's stores write through I/O (or behind a lease check). */
+  checkpoint(checkpoint: RunCheckpoint): Promise<void>;
   loadRunState(runId: string): Promise<PersistedState | undefined>;
   close(): Promise<void>;
 }

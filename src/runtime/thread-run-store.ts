@@ -40,7 +40,8 @@ export interface ThreadSnapshot {
 /** The store port of the loop: load a thread's history and state, write checkpoints. */
 export interface ThreadRunStore {
   loadThread(threadId: string): Promise<ThreadSnapshot | undefined>;
-  checkpoint(checkpoint: RunCheckpoint): Promise<void>;
+  /** Writes a checkpoint: a promise while it is written, or nothing when it was written at once (the loop then waits for no promise). */
+  checkpoint(checkpoint: RunCheckpoint): Promise<void> | void;
   /** The run-scoped state of an unfinished run's last checkpoint (`RunStore.loadRunState`); needed to revive a parked run. */
   loadRunState?(runId: string): Promise<PersistedState | undefined>;
 }
@@ -66,7 +67,8 @@ export class MemoryThreadRunStore implements ThreadRunStore {
     return Promise.resolve(last === undefined || last.status === 'done' ? undefined : last.runState);
   }
 
-  checkpoint(checkpoint: RunCheckpoint): Promise<void> {
+  /** Written at once: returns nothing. */
+  checkpoint(checkpoint: RunCheckpoint): void {
     const held = this.threads.get(checkpoint.threadId)?.messages as Message[] | undefined;
     let messages: Message[];
     // All that is held is kept: the new messages are appended in place (no copy of the history).
@@ -77,11 +79,9 @@ export class MemoryThreadRunStore implements ThreadRunStore {
     } else messages = messagesAfter(checkpoint, held);
     this.checkpoints.push(new KeptCheckpoint(checkpoint, messages, messages.length));
     this.threads.set(checkpoint.threadId, { messages, threadState: checkpoint.threadState });
-    return RESOLVED;
   }
 }
 
-const RESOLVED: Promise<void> = Promise.resolve();
 
 /** A checkpoint as `MemoryThreadRunStore` keeps it: its fields, and its messages read from the thread's array as it was then. */
 class KeptCheckpoint {

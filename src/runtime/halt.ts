@@ -38,8 +38,11 @@ export function haltOfPhase(r: Result<unknown, PhaseError>): Halt | undefined {
   return r.error.code === 'cancelled' ? cancelled() : failed(describePhaseError(r.error));
 }
 
-/** `next()` once `first` went on; `first`'s halt otherwise. A promise only when `first` or `next` is one. */
-export function andThenUnlessHalted(first: Halting, next: () => Halting): Halting {
+/**
+ * `next()` once `first` went on; `first`'s halt otherwise. A promise only when `first` or `next` is
+ * one. (Callers on a hot path test `first === undefined` themselves, so as not to make `next`.)
+ */
+export function andThenUnlessHalted<T = Halt | undefined>(first: Halting, next: () => T | Promise<T>): T | Halt | Promise<T | Halt> {
   if (first === undefined) return next();
   if (isPromiseLike<Halt | undefined>(first)) return first.then((h) => (h === undefined ? next() : h));
   return first;

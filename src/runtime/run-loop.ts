@@ -1,5 +1,5 @@
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
-import { cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
+import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
 import { isPromiseLike } from './maybe-promise.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
@@ -372,8 +372,7 @@ export class RunLoop implements BatchHost {
   /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */
   #requestInputs(): RequestInputs | Halt | Promise<RequestInputs | Halt> {
     const ran = this.runPhase('before_inference', { messages: this.#messages });
-    if (ran === undefined) return this.#consumeInputs();
-    return isPromiseLike<Halt | undefined>(ran) ? ran.then((h) => h ?? this.#consumeInputs()) : ran;
+    return ran === undefined ? this.#consumeInputs() : andThenUnlessHalted(ran, () => this.#consumeInputs());
   }
 
   #consumeInputs(): RequestInputs | Halt | Promise<RequestInputs | Halt> {
@@ -385,8 +384,7 @@ export class RunLoop implements BatchHost {
     if (inputs.override !== undefined) clear.clear(InferenceOverrideState);
     if (inputs.context.length > 0) clear.update(ContextMessages, { op: 'consume' });
     const submitted = this.submit(clear);
-    if (submitted === undefined) return inputs;
-    return isPromiseLike<Halt | undefined>(submitted) ? submitted.then((h) => h ?? inputs) : submitted;
+    return submitted === undefined ? inputs : andThenUnlessHalted(submitted, () => inputs);
   }
 
   /** A response cut by the output limit, with continuations left (book: 截断恢复). */

@@ -242,9 +242,7 @@ export class ToolBatch {
    */
   publish(newId: () => string): Message[] | Halt | Promise<Message[] | Halt> {
     const committed = this.#commitStaged(0);
-    if (committed === undefined) return this.#messagesOf(newId);
-    if (isPromiseLike<Halt | undefined>(committed)) return committed.then((h) => h ?? this.#messagesOf(newId));
-    return committed;
+    return committed === undefined ? this.#messagesOf(newId) : andThenUnlessHalted(committed, () => this.#messagesOf(newId));
   }
 
   // ---- the interpreter ----------------------------------------------------------------------------------
@@ -355,7 +353,8 @@ export class ToolBatch {
   }
 
   #afterTool(i: number): Halting {
-    return andThenUnlessHalted(this.#afterToolPhase(this.#state.calls[i] as BatchCall), () => this.#commitStaged(i + 1));
+    const ran = this.#afterToolPhase(this.#state.calls[i] as BatchCall);
+    return ran === undefined ? this.#commitStaged(i + 1) : andThenUnlessHalted(ran, () => this.#commitStaged(i + 1));
   }
 
   #afterToolPhase(call: BatchCall): Halting {
@@ -391,8 +390,7 @@ export class ToolBatch {
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
   #gate(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
     const ran = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
-    if (ran === undefined) return this.#intercepted(call);
-    return isPromiseLike<Halt | undefined>(ran) ? ran.then((h) => h ?? this.#intercepted(call)) : ran;
+    return ran === undefined ? this.#intercepted(call) : andThenUnlessHalted(ran, () => this.#intercepted(call));
   }
 
   /** The gate's verdict from the intercepts recorded for the call. */
@@ -411,8 +409,7 @@ export class ToolBatch {
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
     const verdict = gateOf((winner as InterceptRecord).intercept);
     const submitted = this.#host.submit(cmd);
-    if (submitted === undefined) return verdict;
-    return isPromiseLike<Halt | undefined>(submitted) ? submitted.then((h) => h ?? verdict) : submitted;
+    return submitted === undefined ? verdict : andThenUnlessHalted(submitted, () => verdict);
   }
 
   /** Committed state plus the staged writes of every settled call before the barrier (a halt if they cannot be applied). */

@@ -37,7 +37,24 @@ describe('the awaken command as a process: every mistake is one line and the doc
 
   it('an unknown subcommand: one line with a "did you mean", exit 64', () => {
     const r = awaken(['serv']);
-    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, encode, conformance, mcp, acp, serve, version, help; see awaken help\n" });
+    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, encode, conformance, judge, mcp, acp, serve, version, help; see awaken help\n" });
+  });
+
+  it('awaken judge: a server that does not answer is one line, exit 69; a broken capture is a table, exit 1', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    expect(awaken(['judge', '--protocol', 'ai-sdk-v6', '--url', `http://127.0.0.1:${port}/v1/ai-sdk/chat`])).toEqual({
+      code: EXIT.unavailable,
+      out: '',
+      err: `awaken judge: http://127.0.0.1:${port}/v1/ai-sdk/chat does not answer (ECONNREFUSED)\n`,
+    });
+    const capture = join(mkdtempSync(join(tmpdir(), 'awaken-judge-')), 'body.sse');
+    writeFileSync(capture, 'data: {"type":"start"}\n\ndata: {"type":"text-delta","id":"t","delta":"x"}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n');
+    const r = awaken(['judge', '--protocol', 'ai-sdk-v6', capture]);
+    expect(r.code).toBe(EXIT.failed);
+    expect(r.out).toContain('ordering · frame 2: text-delta for text part t, which was never started (or is already ended)\n  > data: {"type":"text-delta","id":"t","delta":"x"}');
   });
 
   it('--flag=value and --flag value mean the same', () => {

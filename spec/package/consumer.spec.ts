@@ -112,4 +112,24 @@ export async function serve(): Promise<string> {
       stderr: 'awaken conformance: the ag-ui judge needs @ag-ui/client@1, @ag-ui/core@1, rxjs@7 (optional peer dependencies of awaken-ts): npm install @ag-ui/client@1 @ag-ui/core@1 rxjs@7\n',
     });
   });
+
+  it('the installed awaken judge judges a capture with the library it has (the MCP SDK) and names the one it lacks', () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    const call = [
+      '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}],"isError":false}}',
+    ];
+    writeFileSync(join(project, 'call.ndjson'), `${call.join('\n')}\n`);
+    const ok = spawnSync(bin, ['judge', '--protocol', 'mcp', 'call.ndjson'], { cwd: project, encoding: 'utf8' });
+    expect({ status: ok.status, stderr: ok.stderr, first: ok.stdout.split('\n')[0] }).toEqual({ status: 0, stderr: '', first: 'mcp: 1 turn, 2 frames — PASS' });
+    writeFileSync(join(project, 'twice.ndjson'), `${[...call, call[1]].join('\n')}\n`);
+    const twice = spawnSync(bin, ['judge', '--protocol', 'mcp', 'twice.ndjson'], { cwd: project, encoding: 'utf8' });
+    expect(twice.status).toBe(1);
+    expect(twice.stdout).toContain('terminal · frame 3: a second response');
+    const missing = spawnSync(bin, ['judge', '--protocol', 'ai-sdk-v6', 'call.ndjson'], { cwd: project, encoding: 'utf8' });
+    expect({ status: missing.status, stderr: missing.stderr }).toEqual({
+      status: 69,
+      stderr: 'awaken judge: the ai-sdk-v6 judge needs ai@6 (optional peer dependencies of awaken-ts): npm install ai@6\n',
+    });
+  });
 });

@@ -4,6 +4,7 @@ import { EXIT } from './exit.ts';
 import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
+import { judgeCommand, JUDGE_USAGE } from './judge-command.ts';
 import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
 import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
@@ -18,6 +19,7 @@ commands:
   replay     replay transcripts and compare their events byte for byte
   encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
+  judge      judge any server's protocol output (a capture, or a live --url) with the official library
   mcp        serve the agent as an MCP tool over stdio
   acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (SQLite by default)
@@ -33,6 +35,7 @@ ${RECORD_USAGE}
 ${REPLAY_USAGE}
 ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
+${JUDGE_USAGE}
 ${MCP_USAGE}
 ${ACP_USAGE}
 ${SERVE_USAGE}`;
@@ -69,6 +72,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   replay: (argv, io) => replayCommand(argv, io),
   encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
   conformance: (argv, io) => conformanceCommand(argv, io),
+  judge: (argv, io) => judgeCommand(argv, io),
   mcp: (argv, io) => mcpCommand(argv, io, version()),
   acp: (argv, io) => acpCommand(argv, io),
   serve: (argv, io) => serveCommand(argv, io, version()),

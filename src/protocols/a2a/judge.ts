@@ -1,6 +1,7 @@
 import { AgentCard, Message, Role, StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory } from '@a2a-js/sdk/client';
 import { isDeepStrictEqual } from 'node:util';
+import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
 
 /**
  * The official judge of an A2A 1.0 `message:stream` body (conformance-plan §4): the package has no
@@ -17,7 +18,11 @@ export interface A2aVerdict {
   /** The final task state, as its enum name, and the text the `response` artifact carries. */
   readonly state: string | undefined;
   readonly text: string;
+  /** What was found, check by check, with the frame at fault. */
+  readonly findings: Finding[];
   readonly problems: string[];
+  /** The tool calls the body names (data parts `{toolCall: {id, name}}`), for the `multi-turn` check. */
+  readonly tools: ToolMention[];
 }
 
 const FINAL = new Set<number>([
@@ -44,51 +49,75 @@ function card(): AgentCard {
   });
 }
 
+const TERMINAL = new Set<number>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+
 export async function judgeA2a(body: string): Promise<A2aVerdict> {
-  const problems: string[] = [];
-  if (body.includes('\r')) problems.push('the body contains CR');
+  const findings: Finding[] = [];
+  const tools: ToolMention[] = [];
+  if (body.includes('\r')) findings.push(finding('schema', 'the body contains CR'));
   const decoded: StreamResponse[] = [];
   let taskId: string | undefined;
   let contextId: string | undefined;
   let finals = 0;
-  body
-    .split('\n\n')
-    .filter((f) => f !== '')
-    .forEach((frame, i) => {
-      if (!frame.startsWith('data: ')) {
-        problems.push(`frame ${i + 1} is not a data frame`);
-        return;
+  /** Artifacts streamed and not yet closed by a `lastChunk`, and those closed. */
+  const open = new Map<string, Frame>();
+  const closed = new Set<string>();
+  for (const frame of sseFrames(body)) {
+    const data = sseData(frame);
+    if ('problem' in data) {
+      findings.push(finding('schema', data.problem, frame));
+      continue;
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(data.data);
+    } catch {
+      findings.push(finding('schema', 'not JSON', frame));
+      continue;
+    }
+    const r = StreamResponse.fromJSON(json);
+    if (!isDeepStrictEqual(StreamResponse.toJSON(r), json)) findings.push(finding('schema', 'not canonical A2A 1.0 JSON (StreamResponse.toJSON(fromJSON(frame)) differs)', frame));
+    const p = r.payload;
+    if (p === undefined) {
+      findings.push(finding('schema', 'no payload', frame));
+      continue;
+    }
+    if (finals > 0) findings.push(finding('ordering', `${p.$case} after the final state`, frame));
+    if (frame.n === 1 && p.$case !== 'task') findings.push(finding('ordering', `the first frame is ${p.$case}, not the task`, frame));
+    if (p.$case === 'task') {
+      taskId = p.value.id;
+      contextId = p.value.contextId;
+    } else if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') {
+      if (p.value.taskId !== taskId || p.value.contextId !== contextId) findings.push(finding('ordering', `names task ${p.value.taskId} in ${p.value.contextId}, not the stream's task ${String(taskId)} in ${String(contextId)}`, frame));
+    }
+    if (p.$case === 'artifactUpdate') {
+      const id = p.value.artifact?.artifactId ?? '';
+      if (closed.has(id)) findings.push(finding('ordering', `a chunk of artifact ${id} after its last chunk`, frame));
+      else if (p.value.append && !open.has(id)) findings.push(finding('ordering', `an appended chunk of artifact ${id}, which was never started`, frame));
+      if (!open.has(id)) open.set(id, frame);
+      if (p.value.lastChunk) {
+        open.delete(id);
+        closed.add(id);
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(frame.slice(6));
-      } catch {
-        problems.push(`frame ${i + 1} is not JSON`);
-        return;
-      }
-      const r = StreamResponse.fromJSON(json);
-      if (!isDeepStrictEqual(StreamResponse.toJSON(r), json)) problems.push(`frame ${i + 1} is not canonical A2A 1.0 JSON: ${frame.slice(6, 200)}`);
-      const p = r.payload;
-      if (p === undefined) {
-        problems.push(`frame ${i + 1} has no payload`);
-        return;
-      }
-      if (finals > 0) problems.push(`frame ${i + 1} (${p.$case}) after the final state`);
-      if (i === 0 && p.$case !== 'task') problems.push(`the first frame is ${p.$case}, not the task`);
-      if (p.$case === 'task') {
-        taskId = p.value.id;
-        contextId = p.value.contextId;
-      } else if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') {
-        if (p.value.taskId !== taskId || p.value.contextId !== contextId) problems.push(`frame ${i + 1} names task ${p.value.taskId} in ${p.value.contextId}`);
-      }
-      const state = p.$case === 'task' ? p.value.status?.state : p.$case === 'statusUpdate' ? p.value.status?.state : undefined;
-      if (state === TaskState.UNRECOGNIZED || state === TaskState.TASK_STATE_UNSPECIFIED) problems.push(`frame ${i + 1}: unrecognised task state`);
-      if (state !== undefined && FINAL.has(state)) finals++;
-      const message = p.$case === 'message' ? p.value : p.$case === 'statusUpdate' ? p.value.status?.message : undefined;
-      if (message !== undefined && (message.role === Role.UNRECOGNIZED || message.role === Role.ROLE_UNSPECIFIED)) problems.push(`frame ${i + 1}: unrecognised role`);
-      decoded.push(r);
-    });
-  if (finals !== 1) problems.push(`${finals} final states, not exactly one`);
+    }
+    const state = p.$case === 'task' ? p.value.status?.state : p.$case === 'statusUpdate' ? p.value.status?.state : undefined;
+    if (state === TaskState.UNRECOGNIZED || state === TaskState.TASK_STATE_UNSPECIFIED) findings.push(finding('schema', 'an unrecognised task state', frame));
+    if (state !== undefined && FINAL.has(state)) {
+      finals++;
+      if (finals > 1) findings.push(finding('terminal', 'a second final state', frame));
+      if (TERMINAL.has(state)) for (const [id, at] of open) findings.push(finding('closure', `artifact ${id} streamed from here has no last chunk before the task ends`, at));
+    }
+    const message = p.$case === 'message' ? p.value : p.$case === 'statusUpdate' ? p.value.status?.message : undefined;
+    if (message !== undefined && (message.role === Role.UNRECOGNIZED || message.role === Role.ROLE_UNSPECIFIED)) findings.push(finding('schema', 'an unrecognised role', frame));
+    for (const part of message?.parts ?? []) {
+      if (part.content?.$case !== 'data') continue;
+      const call = (part.content.value as { toolCall?: { id?: unknown; name?: unknown } } | undefined)?.toolCall;
+      if (typeof call?.id === 'string' && typeof call.name === 'string') tools.push({ id: call.id, name: call.name, frame });
+    }
+    decoded.push(r);
+  }
+  if (finals === 0) findings.push(finding('terminal', 'no final state (terminal or interrupted)'));
+  const problems: string[] = [];
 
   // The official client reads the body as the response to message:stream.
   const frames: StreamResponse[] = [];
@@ -120,5 +149,25 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
       for (const part of p.value.artifact?.parts ?? []) if (part.content?.$case === 'text') text += part.content.value;
     }
   }
-  return { frames, state, text, problems };
+  findings.push(...problems.map((p) => finding('client', p)));
+  return { frames, state, text, findings, problems: findings.map(describeFinding), tools };
+}
+
+/** The turns of one conversation (the responses to one context's messages, in order). */
+export async function judgeA2aTurns(bodies: readonly string[]): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+  const findings: Finding[] = [];
+  const frames: number[] = [];
+  const mentions: ToolMention[][] = [];
+  const contexts = new Map<string, number>();
+  for (const [i, body] of bodies.entries()) {
+    const v = await judgeA2a(body);
+    findings.push(...v.findings.map((f) => ({ ...f, turn: i + 1 })));
+    frames.push(sseFrames(body).length);
+    mentions.push(v.tools);
+    const first = v.frames[0]?.payload;
+    if (first?.$case === 'task') contexts.set(first.value.contextId, i + 1);
+  }
+  if (contexts.size > 1) findings.push(finding('multi-turn', `the turns run in ${contexts.size} contexts (${[...contexts.keys()].join(', ')}), not one conversation`));
+  findings.push(...multiTurnFindings(mentions));
+  return { findings, frames };
 }

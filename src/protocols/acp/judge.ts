@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import * as acp from '@agentclientprotocol/sdk';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describeFinding, finding, multiTurnFindings, ndjsonFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
 
 /**
  * The official judge of one ACP `session/prompt` turn as the agent sends it (NDJSON of JSON-RPC
@@ -19,7 +20,11 @@ export interface AcpVerdict {
   readonly stopReason: string | undefined;
   /** The prompt's error message, when it failed. */
   readonly error: string | undefined;
+  /** What was found, check by check, with the line at fault. */
+  readonly findings: Finding[];
   readonly problems: string[];
+  /** The tool calls the turn names, for the `multi-turn` check. */
+  readonly tools: ToolMention[];
 }
 
 type Validate = ((v: unknown) => boolean) & { errors?: unknown };
@@ -44,44 +49,65 @@ interface Line {
 }
 
 export async function judgeAcp(body: string, requestId: number | string = 1): Promise<AcpVerdict> {
-  const problems: string[] = [];
+  const findings: Finding[] = [];
+  const tools: ToolMention[] = [];
   const v = validators();
   const lines: Line[] = [];
-  const raw = body.split('\n');
-  if (raw.at(-1) !== '') problems.push('the body does not end with a newline');
-  raw.filter((l) => l !== '').forEach((text, i) => {
+  if (!body.endsWith('\n')) findings.push(finding('terminal', 'the body does not end with a newline'));
+  const frames = ndjsonFrames(body);
+  /** Each tool call's last status and the line that opened it. */
+  const calls = new Map<string, { status: string; readonly frame: Frame }>();
+  let responses = 0;
+  for (const line of frames) {
     let m: Line & { jsonrpc?: unknown };
     try {
-      m = JSON.parse(text) as Line & { jsonrpc?: unknown };
+      m = JSON.parse(line.text) as Line & { jsonrpc?: unknown };
     } catch {
-      problems.push(`line ${i + 1} is not JSON`);
-      return;
+      findings.push(finding('schema', 'not JSON', line));
+      continue;
     }
-    if (m.jsonrpc !== '2.0') problems.push(`line ${i + 1}: jsonrpc is not "2.0"`);
+    if (m.jsonrpc !== '2.0') findings.push(finding('schema', 'jsonrpc is not "2.0"', line));
     const check = (name: string, validate: Validate, value: unknown): void => {
-      if (!validate(value)) problems.push(`line ${i + 1}: ${name} rejects it: ${JSON.stringify(validate.errors).slice(0, 300)}`);
+      if (!validate(value)) findings.push(finding('schema', `${name} rejects it: ${JSON.stringify(validate.errors).slice(0, 300)}`, line));
     };
-    if (m.method === 'session/update') check('SessionNotification', v.notification, m.params);
-    else if (m.method === 'session/request_permission') {
-      if (m.id === undefined) problems.push(`line ${i + 1}: a permission request without an id`);
+    if (responses > 0) findings.push(finding(m.method === undefined ? 'terminal' : 'ordering', m.method === undefined ? 'a second response' : `${m.method} after the response`, line));
+    if (m.method === 'session/update') {
+      check('SessionNotification', v.notification, m.params);
+      const u = (m.params as { update?: { sessionUpdate?: string; toolCallId?: string; title?: string; status?: string } } | undefined)?.update;
+      if (u?.sessionUpdate === 'tool_call' && typeof u.toolCallId === 'string') {
+        if (calls.has(u.toolCallId)) findings.push(finding('ordering', `tool_call ${u.toolCallId} announced a second time`, line));
+        calls.set(u.toolCallId, { status: u.status ?? 'pending', frame: line });
+        tools.push({ id: u.toolCallId, name: u.title ?? '', frame: line });
+      } else if (u?.sessionUpdate === 'tool_call_update' && typeof u.toolCallId === 'string') {
+        const call = calls.get(u.toolCallId);
+        if (call === undefined) findings.push(finding('ordering', `tool_call_update for tool call ${u.toolCallId}, which was never announced (tool_call)`, line));
+        else if (u.status !== undefined) call.status = u.status;
+      }
+    } else if (m.method === 'session/request_permission') {
+      if (m.id === undefined) findings.push(finding('schema', 'a permission request without an id', line));
       check('RequestPermissionRequest', v.permission, m.params);
-    } else if (m.method !== undefined) problems.push(`line ${i + 1}: unexpected method ${m.method}`);
+    } else if (m.method !== undefined) findings.push(finding('ordering', `unexpected method ${m.method} during session/prompt`, line));
     else {
-      if (m.id !== requestId) problems.push(`line ${i + 1}: a response to ${JSON.stringify(m.id)}, not ${JSON.stringify(requestId)}`);
+      responses++;
+      if (m.id !== requestId) findings.push(finding('ordering', `a response to ${JSON.stringify(m.id)}, not ${JSON.stringify(requestId)}`, line));
       if (m.error === undefined) check('PromptResponse', v.response, m.result);
-      else if (typeof m.error.code !== 'number' || typeof m.error.message !== 'string') problems.push(`line ${i + 1}: a malformed error`);
+      else if (typeof m.error.code !== 'number' || typeof m.error.message !== 'string') findings.push(finding('schema', 'a malformed error', line));
+      const stop = (m.result as { stopReason?: string } | undefined)?.stopReason;
+      if (m.error === undefined && stop !== 'cancelled') {
+        // `pending` is a call that waits (for its input, or for a permission the turn left open).
+        for (const [id, call] of calls) if (call.status === 'in_progress') findings.push(finding('closure', `tool call ${id} announced here is still in_progress when the turn ends (${String(stop)})`, call.frame));
+      }
     }
     lines.push(m);
-  });
-  const responses = lines.filter((l) => l.method === undefined);
-  if (responses.length !== 1) problems.push(`${responses.length} responses, not exactly one`);
-  else if (lines.at(-1) !== responses[0]) problems.push('the response is not the last message');
+  }
+  if (responses === 0) findings.push(finding('terminal', 'no response to session/prompt'));
 
   const updates: AcpVerdict['updates'] = [];
   let permissions = 0;
   let stopReason: string | undefined;
   let error: string | undefined;
-  if (problems.length > 0) return { updates, permissions, stopReason, error, problems };
+  if (findings.length > 0) return { updates, permissions, stopReason, error, findings, problems: findings.map(describeFinding), tools };
+  const problems: string[] = [];
 
   // The same turn between the SDK's own agent and client.
   const toAgent = new TransformStream<Uint8Array, Uint8Array>();
@@ -124,5 +150,32 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
   } finally {
     console.error = consoleError;
   }
-  return { updates, permissions, stopReason, error, problems };
+  findings.push(...problems.map((p) => finding('client', p)));
+  return { updates, permissions, stopReason, error, findings, problems: findings.map(describeFinding), tools };
+}
+
+/** The turns of one session (the agent's side of each `session/prompt`, in order). */
+export async function judgeAcpTurns(bodies: readonly string[], requestIds: readonly (number | string)[] = []): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+  const findings: Finding[] = [];
+  const frames: number[] = [];
+  const mentions: ToolMention[][] = [];
+  const sessions = new Set<string>();
+  for (const [i, body] of bodies.entries()) {
+    const v = await judgeAcp(body, requestIds[i] ?? 1);
+    findings.push(...v.findings.map((f) => ({ ...f, turn: i + 1 })));
+    frames.push(ndjsonFrames(body).length);
+    mentions.push(v.tools);
+    for (const line of ndjsonFrames(body)) {
+      let id: unknown;
+      try {
+        id = (JSON.parse(line.text) as { params?: { sessionId?: unknown } } | null)?.params?.sessionId;
+      } catch {
+        continue;
+      }
+      if (typeof id === 'string') sessions.add(id);
+    }
+  }
+  if (sessions.size > 1) findings.push(finding('multi-turn', `the turns name ${sessions.size} sessions (${[...sessions].join(', ')}), not one`));
+  findings.push(...multiTurnFindings(mentions));
+  return { findings, frames };
 }

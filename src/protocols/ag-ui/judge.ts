@@ -1,6 +1,7 @@
 import { AbstractAgent, runHttpRequest, transformHttpEventStream, verifyEvents, type BaseEvent, type Interrupt, type Message, type RunAgentInput } from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
+import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 
 /**
@@ -21,7 +22,11 @@ export interface AgUiVerdict {
   readonly outcome: string | undefined;
   /** The `RUN_ERROR` message, when the run ended in error. */
   readonly runError: string | undefined;
+  /** What was found, check by check, with the frame at fault. */
+  readonly findings: Finding[];
   readonly problems: string[];
+  /** The tool calls the body names, for the `multi-turn` check. */
+  readonly tools: ToolMention[];
 }
 
 const KNOWN = new Set<string>(Object.values(EventType));
@@ -48,38 +53,126 @@ function runsOf(events: BaseEvent[]): BaseEvent[][] {
   return runs;
 }
 
-export async function judgeAgUi(body: string): Promise<AgUiVerdict> {
-  const problems: string[] = [];
-  if (body.includes('\r')) problems.push('the body contains CR (the client splits frames on LF only)');
-  const raw: unknown[] = [];
-  for (const f of body.split('\n\n').filter((x) => x !== '')) {
-    if (!f.startsWith('data: ')) {
-      problems.push(`not a data frame: ${f.slice(0, 40)}`);
+/** The blocks of AG-UI: which event opens, continues and ends each, and the field naming it. */
+const BLOCKS: Readonly<Record<string, readonly [string, 'start' | 'delta' | 'end', string]>> = {
+  TEXT_MESSAGE_START: ['text message', 'start', 'messageId'],
+  TEXT_MESSAGE_CONTENT: ['text message', 'delta', 'messageId'],
+  TEXT_MESSAGE_END: ['text message', 'end', 'messageId'],
+  TOOL_CALL_START: ['tool call', 'start', 'toolCallId'],
+  TOOL_CALL_ARGS: ['tool call', 'delta', 'toolCallId'],
+  TOOL_CALL_END: ['tool call', 'end', 'toolCallId'],
+  REASONING_START: ['reasoning', 'start', 'messageId'],
+  REASONING_END: ['reasoning', 'end', 'messageId'],
+  REASONING_MESSAGE_START: ['reasoning message', 'start', 'messageId'],
+  REASONING_MESSAGE_CONTENT: ['reasoning message', 'delta', 'messageId'],
+  REASONING_MESSAGE_END: ['reasoning message', 'end', 'messageId'],
+  THINKING_START: ['thinking', 'start', ''],
+  THINKING_END: ['thinking', 'end', ''],
+  THINKING_TEXT_MESSAGE_START: ['thinking message', 'start', ''],
+  THINKING_TEXT_MESSAGE_CONTENT: ['thinking message', 'delta', ''],
+  THINKING_TEXT_MESSAGE_END: ['thinking message', 'end', ''],
+  STEP_STARTED: ['step', 'start', 'stepName'],
+  STEP_FINISHED: ['step', 'end', 'stepName'],
+};
+
+/**
+ * The lifecycle of the events, frame by frame: one terminal per run and nothing after it but a new
+ * `RUN_STARTED`; a content, args or end event only for a block started and not ended; a tool call's
+ * result only for a call started in this run or an earlier one; a tool call keeps its name; every
+ * block closed before `RUN_FINISHED` or the end of the body (a `RUN_ERROR` ends what is open).
+ */
+function lifecycle(events: readonly { readonly event: { readonly type?: unknown; readonly [k: string]: unknown }; readonly frame: Frame }[], known: ReadonlySet<string>): { findings: Finding[]; tools: ToolMention[] } {
+  const findings: Finding[] = [];
+  const tools: ToolMention[] = [];
+  const open = new Map<string, Frame>();
+  const names = new Map<string, string>();
+  let running = false;
+  let runs = 0;
+  const close = (why: string): void => {
+    for (const [key, frame] of open) findings.push(finding('closure', `${key} opened here is never ended (${why})`, frame));
+    open.clear();
+  };
+  for (const { event, frame } of events) {
+    const type = String(event.type);
+    if (type === 'RUN_STARTED') {
+      if (running) findings.push(finding('terminal', 'RUN_STARTED inside a run (the run before has no RUN_FINISHED or RUN_ERROR)', frame));
+      running = true;
+      runs++;
       continue;
     }
-    try {
-      raw.push(JSON.parse(f.slice(6)));
-    } catch (e) {
-      problems.push(`not JSON: ${f.slice(6, 60)} (${e instanceof Error ? e.message : String(e)})`);
+    if (!running) findings.push(finding('ordering', `${type} ${runs === 0 ? 'before RUN_STARTED' : 'after the run ended'}`, frame));
+    if (type === 'RUN_FINISHED') {
+      close('the run finishes');
+      running = false;
+      continue;
     }
+    if (type === 'RUN_ERROR') {
+      open.clear();
+      running = false;
+      continue;
+    }
+    if (type === 'TOOL_CALL_START' || type === 'TOOL_CALL_CHUNK') {
+      const id = String(event['toolCallId'] ?? '');
+      const name = event['toolCallName'];
+      if (typeof name === 'string') {
+        tools.push({ id, name, frame });
+        const before = names.get(id);
+        if (before !== undefined && before !== name) findings.push(finding('ordering', `tool call ${id} is renamed from ${before} to ${name}`, frame));
+        names.set(id, name);
+      }
+    }
+    if (type === 'TOOL_CALL_RESULT') {
+      const id = String(event['toolCallId'] ?? '');
+      if (!names.has(id) && !known.has(id)) findings.push(finding('ordering', `TOOL_CALL_RESULT for tool call ${id}, which was never started`, frame));
+      continue;
+    }
+    const block = BLOCKS[type];
+    if (block === undefined) continue;
+    const key = `${block[0]}${block[2] !== '' ? ` ${String(event[block[2]] ?? '')}` : ''}`;
+    if (block[1] === 'start') {
+      if (open.has(key)) findings.push(finding('ordering', `${type} for ${key}, which is already open`, frame));
+      open.set(key, frame);
+    } else if (!open.has(key)) findings.push(finding('ordering', `${type} for ${key}, which was never started (or is already ended)`, frame));
+    else if (block[1] === 'end') open.delete(key);
   }
-  for (const e of raw) {
-    const type = (e as { type?: unknown }).type;
-    if (typeof type !== 'string' || !KNOWN.has(type)) problems.push(`unknown event type ${JSON.stringify(type)}`);
-    const r = EventSchema.safeParse(e);
-    if (!r.success) problems.push(`schema rejects ${JSON.stringify(e).slice(0, 120)}: ${r.error.message.slice(0, 200)}`);
-  }
+  if (running) findings.push(finding('terminal', 'the body ends inside a run (no RUN_FINISHED or RUN_ERROR)'));
+  close('the body ends');
+  return { findings, tools };
+}
 
-  // One terminal per run, nothing after it but a new run.
-  let open = false;
-  for (const e of raw as { type?: string }[]) {
-    if (e.type === 'RUN_STARTED') {
-      if (open) problems.push('RUN_STARTED inside a run');
-      open = true;
-    } else if (!open) problems.push(`${String(e.type)} outside a run`);
-    else if (e.type === 'RUN_FINISHED' || e.type === 'RUN_ERROR') open = false;
+/** Where a response continues a conversation: its tool calls so far, and what the client holds. */
+export interface AgUiTurn {
+  readonly known?: ReadonlySet<string>;
+  readonly messages?: Message[];
+  readonly state?: unknown;
+}
+
+export async function judgeAgUi(body: string, turn: AgUiTurn = {}): Promise<AgUiVerdict> {
+  const findings: Finding[] = [];
+  if (body.includes('\r')) findings.push(finding('schema', 'the body contains CR (the client splits frames on LF only)'));
+  const raw: { event: { type?: unknown; [k: string]: unknown }; frame: Frame }[] = [];
+  for (const frame of sseFrames(body)) {
+    const data = sseData(frame);
+    if ('problem' in data) {
+      findings.push(finding('schema', data.problem, frame));
+      continue;
+    }
+    let event: unknown;
+    try {
+      event = JSON.parse(data.data);
+    } catch (e) {
+      findings.push(finding('schema', `not JSON (${e instanceof Error ? e.message : String(e)})`, frame));
+      continue;
+    }
+    const type = (event as { type?: unknown }).type;
+    if (typeof type !== 'string' || !KNOWN.has(type)) findings.push(finding('schema', `unknown event type ${JSON.stringify(type)}`, frame));
+    const r = EventSchema.safeParse(event);
+    if (!r.success) findings.push(finding('schema', `EventSchema rejects it: ${r.error.message.slice(0, 200)}`, frame));
+    raw.push({ event: event as { type?: unknown }, frame });
   }
-  if (open) problems.push('the stream ends inside a run (no RUN_FINISHED or RUN_ERROR)');
+  const life = lifecycle(raw, turn.known ?? new Set());
+  findings.push(...life.findings);
+  const problems: string[] = [];
 
   const warn = console.warn;
   const error = console.error;
@@ -103,6 +196,8 @@ export async function judgeAgUi(body: string): Promise<AgUiVerdict> {
       problems.push(`verifyEvents: ${e instanceof Error ? e.message : String(e)}`);
     }
     const agent = new ReplayAgent([]);
+    if (turn.messages !== undefined) agent.messages = structuredClone(turn.messages);
+    if (turn.state !== undefined) agent.state = structuredClone(turn.state) as typeof agent.state;
     for (const run of runsOf(events)) {
       const replay = new ReplayAgent(run);
       replay.messages = agent.messages;
@@ -122,8 +217,28 @@ export async function judgeAgUi(body: string): Promise<AgUiVerdict> {
     console.warn = warn;
     console.error = error;
   }
+  findings.push(...problems.map((p) => finding('client', p)));
   const last = events.at(-1) as (BaseEvent & { outcome?: { type?: string }; message?: string }) | undefined;
   const outcome = last?.type === EventType.RUN_FINISHED ? (last.outcome?.type ?? 'success') : undefined;
   const runError = last?.type === EventType.RUN_ERROR ? last.message : undefined;
-  return { events, messages, state, pendingInterrupts, outcome, runError, problems };
+  return { events, messages, state, pendingInterrupts, outcome, runError, findings, problems: findings.map(describeFinding), tools: life.tools };
+}
+
+/** The turns of one conversation (the responses to one agent's runs, in order). */
+export async function judgeAgUiTurns(bodies: readonly string[]): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+  const findings: Finding[] = [];
+  const frames: number[] = [];
+  const mentions: ToolMention[][] = [];
+  const known = new Set<string>();
+  let held: { messages: Message[]; state: unknown } | undefined;
+  for (const [i, body] of bodies.entries()) {
+    const v = await judgeAgUi(body, { known, ...(held ?? {}) });
+    held = { messages: v.messages, state: v.state };
+    findings.push(...v.findings.map((f) => ({ ...f, turn: i + 1 })));
+    frames.push(sseFrames(body).length);
+    mentions.push(v.tools);
+    for (const t of v.tools) known.add(t.id);
+  }
+  findings.push(...multiTurnFindings(mentions));
+  return { findings, frames };
 }

@@ -19,6 +19,8 @@ export interface AiSdkState {
   readonly stepOpen: boolean;
   /** Tool calls announced to the client (`tool-input-start` or `-available`), id → tool name. */
   readonly toolCalls: Readonly<Record<string, string>>;
+  /** Tool calls whose input is streaming (`tool-input-start` sent, not yet available or settled). */
+  readonly inputs: readonly string[];
   /** Accumulated streamed output per tool call (`tool_call_stream_delta`). */
   readonly streamed: Readonly<Record<string, string>>;
   readonly started: boolean;
@@ -33,6 +35,7 @@ export const initialAiSdkState = (): AiSdkState => ({
   reasoningCounter: 0,
   stepOpen: false,
   toolCalls: {},
+  inputs: [],
   streamed: {},
   started: false,
   finished: false,
@@ -81,6 +84,19 @@ function closeBlocks(s: AiSdkState, out: UiChunk[]): AiSdkState {
     next = { ...next, reasoning: undefined };
   }
   return next;
+}
+
+/** The call's input is no longer streaming (it is available, or the call is settled). */
+const inputDone = (s: AiSdkState, id: string): AiSdkState => (s.inputs.includes(id) ? { ...s, inputs: s.inputs.filter((x) => x !== id) } : s);
+
+/**
+ * At the end of a run, every tool input still streaming ends in `tool-input-error`: the client would
+ * otherwise show the call's arguments arriving forever.
+ */
+function closeInputs(s: AiSdkState, out: UiChunk[]): AiSdkState {
+  if (s.inputs.length === 0) return s;
+  for (const id of s.inputs) out.push({ type: 'tool-input-error', toolCallId: id, toolName: s.toolCalls[id] ?? 'tool', input: null, errorText: 'the run ended before the arguments of this call were complete' });
+  return { ...s, inputs: [] };
 }
 
 /** Makes sure the client knows the tool call before an output for it (it rejects unknown ids). */
@@ -157,7 +173,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
     case 'tool_call_start':
       s = closeBlocks(ensureStarted(s, out), out);
       out.push({ type: 'tool-input-start', toolCallId: event.id, toolName: event.name });
-      s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: event.name } };
+      s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: event.name }, inputs: [...s.inputs, event.id] };
       break;
     case 'tool_call_delta':
       if (!Object.hasOwn(s.toolCalls, event.id)) break;
@@ -166,6 +182,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
     case 'tool_call_ready':
       s = closeBlocks(ensureStarted(s, out), out);
       out.push({ type: 'tool-input-available', toolCallId: event.id, toolName: event.name, input: event.arguments });
+      s = inputDone(s, event.id);
       if (!Object.hasOwn(s.toolCalls, event.id)) s = { ...s, toolCalls: { ...s.toolCalls, [event.id]: event.name } };
       break;
     case 'tool_call_stream_delta': {
@@ -176,7 +193,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       break;
     }
     case 'tool_call_done': {
-      s = ensureToolCall(closeBlocks(ensureStarted(s, out), out), event.id, event.result.tool_name, out);
+      s = inputDone(ensureToolCall(closeBlocks(ensureStarted(s, out), out), event.id, event.result.tool_name, out), event.id);
       const r = event.result;
       if (event.outcome === 'suspended') {
         const id = r.suspension?.suspension.id;
@@ -219,7 +236,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       out.push({ type: 'data-state-delta', data: event.delta });
       break;
     case 'run_finish':
-      s = closeBlocks(ensureStarted(s, out), out);
+      s = closeInputs(closeBlocks(ensureStarted(s, out), out), out);
       // A failed run says why: the client shows the error (useChat's `error`), then the stream ends.
       if (event.termination.type === 'error') out.push({ type: 'error', errorText: event.termination.value });
       if (s.stepOpen) out.push({ type: 'finish-step' });
@@ -227,7 +244,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       s = { ...s, stepOpen: false, finished: true };
       break;
     case 'error':
-      s = closeBlocks(ensureStarted(s, out), out);
+      s = closeInputs(closeBlocks(ensureStarted(s, out), out), out);
       out.push({ type: 'error', errorText: event.message });
       s = { ...s, finished: true };
       break;
@@ -239,7 +256,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
 export function finishAiSdk(state: AiSdkState): UiChunk[] {
   if (state.finished) return [];
   const out: UiChunk[] = [];
-  const s = closeBlocks(ensureStarted(state, out), out);
+  const s = closeInputs(closeBlocks(ensureStarted(state, out), out), out);
   if (s.stepOpen) out.push({ type: 'finish-step' });
   out.push({ type: 'finish', finishReason: 'other' });
   return out;

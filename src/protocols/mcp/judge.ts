@@ -9,6 +9,7 @@ import {
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { describeFinding, finding, ndjsonFrames, type Finding } from '../findings.ts';
 
 /**
  * The official judge of one MCP `tools/call` exchange, as the server sends it (NDJSON of JSON-RPC
@@ -23,61 +24,64 @@ export interface McpVerdict {
   /** What the official client received: its progress callbacks and the call's result. */
   readonly progress: Progress[];
   readonly result: CallToolResult | undefined;
+  /** What was found, check by check, with the line at fault. */
+  readonly findings: Finding[];
   readonly problems: string[];
 }
 
 export async function judgeMcp(body: string, requestId: number | string = 1, progressToken: number | string = requestId): Promise<McpVerdict> {
-  const problems: string[] = [];
-  const lines = body.split('\n');
-  if (lines.at(-1) !== '') problems.push('the body does not end with a newline');
+  const findings: Finding[] = [];
+  if (!body.endsWith('\n')) findings.push(finding('terminal', 'the body does not end with a newline'));
   const sent: { progress: number; total?: number; message?: string }[] = [];
   let raw: Record<string, unknown> | undefined;
   let responses = 0;
   let last = 0;
-  const messages = lines.filter((l) => l !== '');
-  messages.forEach((line, i) => {
+  const lines = ndjsonFrames(body);
+  for (const line of lines) {
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = JSON.parse(line.text);
     } catch {
-      problems.push(`line ${i + 1} is not JSON`);
-      return;
+      findings.push(finding('schema', 'not JSON', line));
+      continue;
     }
     const m = JSONRPCMessageSchema.safeParse(value);
     if (!m.success) {
-      problems.push(`line ${i + 1}: JSONRPCMessageSchema rejects it: ${m.error.message.slice(0, 200)}`);
-      return;
+      findings.push(finding('schema', `JSONRPCMessageSchema rejects it: ${m.error.message.slice(0, 200)}`, line));
+      continue;
     }
     const msg = value as { id?: unknown; method?: string; params?: { progressToken?: unknown; progress?: number; total?: number; message?: string }; result?: unknown };
     if (msg.method !== undefined) {
-      if ('id' in msg) problems.push(`line ${i + 1}: the server sends a request (${msg.method}) during a tools/call`);
+      if ('id' in msg) findings.push(finding('ordering', `the server sends a request (${msg.method}) during a tools/call`, line));
       const n = ServerNotificationSchema.safeParse({ method: msg.method, params: msg.params });
-      if (!n.success) problems.push(`line ${i + 1}: ServerNotificationSchema rejects it: ${n.error.message.slice(0, 200)}`);
-      if (responses > 0) problems.push(`line ${i + 1}: a notification after the response`);
+      if (!n.success) findings.push(finding('schema', `ServerNotificationSchema rejects it: ${n.error.message.slice(0, 200)}`, line));
+      if (responses > 0) findings.push(finding('ordering', 'a notification after the response', line));
       if (msg.method === 'notifications/progress' && msg.params !== undefined) {
-        if (msg.params.progressToken !== progressToken) problems.push(`line ${i + 1}: progress for token ${JSON.stringify(msg.params.progressToken)}`);
+        if (msg.params.progressToken !== progressToken) findings.push(finding('ordering', `progress for token ${JSON.stringify(msg.params.progressToken)}, not ${JSON.stringify(progressToken)}`, line));
         const p = msg.params.progress ?? 0;
-        if (p <= last) problems.push(`line ${i + 1}: progress ${p} does not increase`);
+        if (p <= last) findings.push(finding('ordering', `progress ${p} does not increase (was ${last})`, line));
         last = p;
         sent.push({ progress: p, ...(msg.params.total !== undefined ? { total: msg.params.total } : {}), ...(msg.params.message !== undefined ? { message: msg.params.message } : {}) });
       }
-      return;
+      continue;
     }
     responses++;
-    if (msg.id !== requestId) problems.push(`line ${i + 1}: a response to ${JSON.stringify(msg.id)}, not ${JSON.stringify(requestId)}`);
-    if (typeof msg.result !== 'object' || msg.result === null) return;
+    if (responses > 1) findings.push(finding('terminal', 'a second response', line));
+    if (msg.id !== requestId) findings.push(finding('ordering', `a response to ${JSON.stringify(msg.id)}, not ${JSON.stringify(requestId)}`, line));
+    if (typeof msg.result !== 'object' || msg.result === null) continue;
     raw = msg.result as Record<string, unknown>;
-    if (!('content' in raw)) problems.push('the result has no content');
+    if (!('content' in raw)) findings.push(finding('schema', 'the result has no content (the schema would default it)', line));
     const r = CallToolResultSchema.safeParse(raw);
-    if (!r.success) problems.push(`CallToolResultSchema rejects the result: ${r.error.message.slice(0, 200)}`);
-    if (i !== messages.length - 1) problems.push('the response is not the last message');
-  });
-  if (responses !== 1) problems.push(`${responses} responses, not exactly one`);
+    if (!r.success) findings.push(finding('schema', `CallToolResultSchema rejects the result: ${r.error.message.slice(0, 200)}`, line));
+    if (line !== lines.at(-1)) findings.push(finding('terminal', 'the response is not the last message', line));
+  }
+  if (responses === 0) findings.push(finding('terminal', 'no response to the call'));
+  const problems: string[] = [];
 
   // The same exchange through the SDK's own server and client.
   const progress: Progress[] = [];
   let result: CallToolResult | undefined;
-  if (raw !== undefined && problems.length === 0) {
+  if (raw !== undefined && findings.length === 0) {
     const answer = raw as CallToolResult;
     const server = new McpServer({ name: 'awaken-judge', version: '0.0.0' });
     server.registerTool('agent', { description: 'replays one recorded run', inputSchema: { message: z.string() } }, async (_args, extra) => {
@@ -97,5 +101,18 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
       await server.close();
     }
   }
-  return { progress, result, problems };
+  findings.push(...problems.map((p) => finding('client', p)));
+  return { progress, result, findings, problems: findings.map(describeFinding) };
+}
+
+/** The calls of one session, in order, each against its request id. */
+export async function judgeMcpTurns(bodies: readonly string[], requestIds: readonly (number | string)[] = []): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+  const findings: Finding[] = [];
+  const frames: number[] = [];
+  for (const [i, body] of bodies.entries()) {
+    const v = await judgeMcp(body, requestIds[i] ?? 1);
+    findings.push(...v.findings.map((f) => ({ ...f, turn: i + 1 })));
+    frames.push(ndjsonFrames(body).length);
+  }
+  return { findings, frames };
 }

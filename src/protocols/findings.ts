@@ -1,0 +1,208 @@
+/**
+ * What a judge found, and where: the vocabulary every protocol's judge reports in, so that a
+ * capture's verdict is one table of checks with the frame number and a quote of each offending
+ * frame (`awaken judge`). Frames are numbered from 1 within a turn (one response body): an SSE body's
+ * blank-line-separated frames, an NDJSON body's lines.
+ */
+
+/** The checks of a verdict, in the order the table shows them. */
+export const CHECKS = ['schema', 'ordering', 'closure', 'terminal', 'client', 'multi-turn'] as const;
+export type CheckName = (typeof CHECKS)[number];
+
+/** What each check asks, as the table explains it. */
+export const CHECK_TITLES: Readonly<Record<CheckName, string>> = {
+  schema: "every frame parses and the protocol's official schema or codec accepts it",
+  ordering: 'every frame comes where the protocol allows it (no delta or end for a block never started, no frame after the end)',
+  closure: 'every block opened (text, reasoning, tool call, artifact) is closed before the stream finishes',
+  terminal: 'exactly one terminal frame per run, and the body ends the way the protocol ends it',
+  client: "the protocol's official client reads the body without an error, a repair or a warning",
+  'multi-turn': 'the turns of one conversation agree: a tool call keeps its name and its conversation',
+};
+
+export interface Frame {
+  /** 1-based within its turn. */
+  readonly n: number;
+  readonly text: string;
+}
+
+export interface Finding {
+  readonly check: CheckName;
+  /** 1-based: the response body of the conversation it was found in. */
+  readonly turn: number;
+  /** The frame it names, when one frame is at fault. */
+  readonly frame?: number;
+  /** The start of that frame, as it was sent. */
+  readonly quote?: string;
+  readonly message: string;
+}
+
+const QUOTE = 160;
+
+/** The start of a frame, on one line. */
+export function quoteOf(text: string): string {
+  const one = text.replace(/\r/g, '\\r').replace(/\n/g, '\\n');
+  return one.length > QUOTE ? `${one.slice(0, QUOTE)}…` : one;
+}
+
+/** A finding about one frame (or about the whole body, without one). */
+export function finding(check: CheckName, message: string, frame?: Frame, turn = 1): Finding {
+  return frame === undefined ? { check, turn, message } : { check, turn, frame: frame.n, quote: quoteOf(frame.text), message };
+}
+
+/** One line: `frame N: message`, or the message alone. */
+export function describeFinding(f: Finding): string {
+  return f.frame === undefined ? f.message : `frame ${f.frame}: ${f.message}`;
+}
+
+/** The frames of an SSE body: separated by a blank line (LF or CRLF), empty ones dropped. */
+export function sseFrames(body: string): Frame[] {
+  return body
+    .split(/\r?\n\r?\n/)
+    .filter((t) => t.trim() !== '')
+    .map((text, i) => ({ n: i + 1, text }));
+}
+
+/** The frames of an NDJSON body: its non-empty lines. */
+export function ndjsonFrames(body: string): Frame[] {
+  return body
+    .split('\n')
+    .filter((t) => t.trim() !== '')
+    .map((text, i) => ({ n: i + 1, text }));
+}
+
+/**
+ * The JSON an SSE frame carries: the `data:` lines joined (comment lines and `event:`/`id:` fields
+ * ignored), or why there is none.
+ */
+export function sseData(frame: Frame): { readonly data: string } | { readonly problem: string } {
+  const data: string[] = [];
+  for (const line of frame.text.split(/\r?\n/)) {
+    if (line === '' || line.startsWith(':') || line.startsWith('event:') || line.startsWith('id:') || line.startsWith('retry:')) continue;
+    if (!line.startsWith('data:')) return { problem: `not an SSE field: ${quoteOf(line)}` };
+    data.push(line.slice(line.startsWith('data: ') ? 6 : 5));
+  }
+  if (data.length === 0) return { problem: 'a frame without data' };
+  return { data: data.join('\n') };
+}
+
+/** A tool call named in a turn: where the conversation's turns are compared (`multi-turn`). */
+export interface ToolMention {
+  readonly id: string;
+  readonly name: string;
+  readonly frame: Frame;
+}
+
+/**
+ * The `multi-turn` check over the turns of one conversation: a tool call announced again in a later
+ * turn (a resumed call) keeps the name it had.
+ */
+export function multiTurnFindings(turns: readonly (readonly ToolMention[])[]): Finding[] {
+  const named = new Map<string, { readonly name: string; readonly turn: number }>();
+  const out: Finding[] = [];
+  turns.forEach((mentions, i) => {
+    for (const m of mentions) {
+      const before = named.get(m.id);
+      if (before === undefined) named.set(m.id, { name: m.name, turn: i + 1 });
+      else if (before.name !== m.name && before.turn !== i + 1)
+        out.push(finding('multi-turn', `tool call ${m.id} is ${m.name} here but was ${before.name} in turn ${before.turn}`, m.frame, i + 1));
+    }
+  });
+  return out;
+}
+
+/** The verdict of a capture, check by check: what `awaken judge` prints. */
+export interface JudgeReport {
+  readonly protocol: string;
+  readonly passed: boolean;
+  /** Frames per turn. */
+  readonly turns: readonly number[];
+  readonly checks: readonly { readonly check: CheckName; readonly passed: boolean; readonly findings: readonly Finding[] }[];
+}
+
+export function reportOf(protocol: string, turns: readonly number[], findings: readonly Finding[]): JudgeReport {
+  const checks = CHECKS.map((check) => {
+    const mine = findings.filter((f) => f.check === check);
+    return { check, passed: mine.length === 0, findings: mine };
+  });
+  return { protocol, passed: findings.length === 0, turns, checks };
+}
+
+/** The report as a table: one row per check, then each finding with its turn, frame and quote. */
+export function renderReport(r: JudgeReport): string {
+  const many = r.turns.length > 1;
+  const lines = [`${r.protocol}: ${r.turns.length} turn${many ? 's' : ''}, ${r.turns.reduce((a, b) => a + b, 0)} frames — ${r.passed ? 'PASS' : 'FAIL'}`, ''];
+  lines.push('check        result  findings');
+  for (const c of r.checks) lines.push(`${c.check.padEnd(11)}  ${(c.passed ? 'pass' : 'FAIL').padEnd(6)}  ${String(c.findings.length).padStart(8)}   ${CHECK_TITLES[c.check]}`);
+  for (const c of r.checks) {
+    for (const f of c.findings) {
+      const where = [many ? `turn ${f.turn}` : undefined, f.frame !== undefined ? `frame ${f.frame}` : 'body'].filter((x) => x !== undefined).join(' ');
+      lines.push('', `${c.check} · ${where}: ${f.message}`);
+      if (f.quote !== undefined) lines.push(`  > ${f.quote}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * A conversation to drive against a live server with the protocol's official client: a user
+ * message, the first approval answered (when `decision` says how), then an optional second message.
+ */
+export interface Scenario {
+  /** The protocol's endpoint (A2A: the agent's base URL, where its card is). */
+  readonly url: string;
+  readonly message: string;
+  readonly decision?: 'approve' | 'deny';
+  readonly then?: string;
+  /** Sent with every request (an `authorization` header, for one). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** What a drive recorded: each response body as it came off the wire, and each turn's request id (JSON-RPC). */
+export interface Capture {
+  readonly bodies: readonly string[];
+  readonly requestIds?: readonly (number | string)[];
+}
+
+/** A drive that could not hold the conversation: the server refused a request, or answered no stream. */
+export class DriveFailure extends Error {}
+
+/** A server that does not answer at all (refused, unknown host, reset). */
+export class Unreachable extends DriveFailure {}
+
+/** The network's reason a request got no answer, when it is one. */
+export function unreachableCode(e: unknown): string | undefined {
+  for (let x: unknown = e, depth = 0; x !== undefined && x !== null && depth < 4; x = (x as { cause?: unknown }).cause, depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(ECONNREFUSED|ENOTFOUND|ECONNRESET|EHOSTUNREACH|ETIMEDOUT|EAI_AGAIN)$/.test(code)) return code;
+    const inner = (x as { errors?: unknown[] }).errors?.[0];
+    if (inner !== undefined) return unreachableCode(inner);
+  }
+  return undefined;
+}
+
+/**
+ * A `fetch` that keeps a copy of every response body for `bodies` and hands the other copy to the
+ * client; a response that is not 2xx ends the drive with a `DriveFailure` naming it.
+ */
+export function tappedFetch(bodies: Promise<string>[], headers: Readonly<Record<string, string>> = {}, keep: (url: string) => boolean = () => true): typeof fetch {
+  return async (input, init) => {
+    const merged = new Headers(init?.headers);
+    for (const [k, v] of Object.entries(headers)) merged.set(k, v);
+    const url = String(input instanceof Request ? input.url : input);
+    let response: Response;
+    try {
+      response = await fetch(input, { ...init, headers: merged });
+    } catch (e) {
+      const code = unreachableCode(e);
+      throw code !== undefined ? new Unreachable(`${url} does not answer (${code})`) : e;
+    }
+    if (!response.ok) throw new DriveFailure(`${init?.method ?? 'GET'} ${url} answered ${response.status}: ${quoteOf(await response.text())}`);
+    if (response.body === null || !keep(url)) return response;
+    const [mine, theirs] = response.body.tee();
+    const text = new Response(theirs).text();
+    // Read by the drive at its end; a body cut off before then rejects there, not unhandled now.
+    text.catch(() => undefined);
+    bodies.push(text);
+    return new Response(mine, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

@@ -108,6 +108,7 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
       ['src/protocols/ag-ui/x.ts', 'fast-json-patch'],
       ['src/server/x.ts', 'src/protocols/a2a/index.ts'],
       ['src/cli/x.ts', 'src/server/y.ts'],
+      ['src/cli/fuzz-command.ts', 'src/testing/fuzz-plugin.ts'],
       ['src/testing/x.ts', 'fast-check'],
       ['src/index.ts', 'src/contract/index.ts'],
     ])('allows %s → %s', (from, to) => {

@@ -113,6 +113,17 @@ export async function serve(): Promise<string> {
     });
   });
 
+  it('the installed awaken fuzz runs a plugin that imports awaken-ts, fast-check and zod from the project', () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    writeFileSync(join(project, 'visit-log.mjs'), readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8'));
+    const r = spawnSync(bin, ['fuzz', '--plugin', 'visit-log.mjs', '--runs', '10'], { cwd: project, encoding: 'utf8' });
+    expect({ status: r.status, stderr: r.stderr, stdout: r.stdout }).toEqual({
+      status: 0,
+      stderr: '',
+      stdout: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n',
+    });
+  });
+
   it('the installed awaken judge judges a capture with the library it has (the MCP SDK) and names the one it lacks', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
     const call = [

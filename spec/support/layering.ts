@@ -5,7 +5,7 @@ import type { ImportEdge } from './import-graph.ts';
  * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← {server, stores, replay} ← cli.
  * A module may import its own layer or a lower one; siblings of one tier do not import each other
  * (protocols/<x> does not import protocols/<y> either); nothing imports cli; `testing` may use any
- * layer below cli and only `index.ts` re-exports it.
+ * layer below cli, and only `index.ts` re-exports it and the cli uses it (`awaken fuzz` runs its kit).
  */
 const TIER: Readonly<Record<string, number>> = {
   contract: 0,
@@ -52,7 +52,7 @@ export function layeringViolations(edges: readonly ImportEdge[]): string[] {
     const a = TIER[src.layer] as number;
     const b = TIER[dst.layer] as number;
     if (dst.layer === 'cli' && src.layer !== 'cli') out.push(`${from} imports cli (${to}): nothing imports cli`);
-    else if (dst.layer === 'testing' && src.layer !== 'testing') out.push(`${from} imports testing (${to})`);
+    else if (dst.layer === 'testing' && src.layer !== 'testing' && src.layer !== 'cli') out.push(`${from} imports testing (${to})`);
     else if (b > a) out.push(`${from} (${src.layer}) imports ${to} (${dst.layer}): arrow goes the wrong way`);
     else if (a === b && src.layer !== dst.layer) out.push(`${from} (${src.layer}) imports its sibling ${dst.layer} (${to})`);
     else if (src.layer === 'protocols' && dst.layer === 'protocols' && src.sub !== undefined && dst.sub !== undefined && src.sub !== dst.sub)

@@ -4,6 +4,7 @@ import { EXIT } from './exit.ts';
 import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
+import { fuzzCommand, FUZZ_USAGE } from './fuzz-command.ts';
 import { judgeCommand, JUDGE_USAGE } from './judge-command.ts';
 import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
@@ -20,6 +21,7 @@ commands:
   encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
   judge      judge any server's protocol output (a capture, or a live --url) with the official library
+  fuzz       fuzz a plugin and the laws of its state keys
   mcp        serve the agent as an MCP tool over stdio
   acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (SQLite by default)
@@ -36,6 +38,7 @@ ${REPLAY_USAGE}
 ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
 ${JUDGE_USAGE}
+${FUZZ_USAGE}
 ${MCP_USAGE}
 ${ACP_USAGE}
 ${SERVE_USAGE}`;
@@ -73,6 +76,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
   conformance: (argv, io) => conformanceCommand(argv, io),
   judge: (argv, io) => judgeCommand(argv, io),
+  fuzz: (argv, io) => fuzzCommand(argv, io),
   mcp: (argv, io) => mcpCommand(argv, io, version()),
   acp: (argv, io) => acpCommand(argv, io),
   serve: (argv, io) => serveCommand(argv, io, version()),

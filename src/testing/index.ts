@@ -4,3 +4,5 @@ export { deterministicEnv, type DeterministicEnv } from '../runtime/env.ts';
 export { VecEventSink } from '../runtime/event-sink.ts';
 export { checkRunInvariants } from './invariants.ts';
 export { testToolContext } from './tool-context.ts';
+export { checkStateKeyLaws, describeKeyLaws, type KeyLaw, type KeyLawOptions, type KeyLawReport, type LawFailure } from './state-laws.ts';
+export { commandData, describePluginFuzz, fuzzPlugin, phaseInput, type FuzzPluginOptions, type PluginCheck, type PluginFailure, type PluginFuzzReport } from './fuzz-plugin.ts';

@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type fc from 'fast-check';
+import type { Plugin } from '../core/phase/plugin.ts';
+import { describePluginFuzz, fuzzPlugin, type PluginFuzzReport } from '../testing/fuzz-plugin.ts';
+import { describeKeyLaws } from '../testing/state-laws.ts';
+import { CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { EXIT } from './exit.ts';
+
+export const FUZZ_USAGE = `usage: awaken fuzz --plugin FILE [--runs N] [--seed S] [--path P] [--json]
+
+Fuzzes a plugin: its hooks over generated phase inputs and states (the same input gives the same
+commands, whatever order their promises settle in; it writes only the keys it registered; its
+actions converge within the round bound) and the laws of its state keys (commutative keys merge in
+any order, exclusive keys conflict, apply is pure, the codec and persistence round-trip).
+
+FILE is an ES module exporting the plugin (default export or \`plugin\`; a function is called to make
+it) and, optionally, \`fuzz\`: { updates: { "<key name>": <fast-check arbitrary of its updates> } }.
+A failure prints the shrunk counterexample and the seed and path that replay it (--seed S --path P).
+Exit 0 when every check passes, 1 when one fails, 65 when FILE exports no plugin, 66 when it cannot be read.
+`;
+
+export const FUZZ_COMMAND: CommandSpec = {
+  command: 'fuzz',
+  usage: FUZZ_USAGE,
+  options: { plugin: { type: 'string' }, runs: { type: 'string' }, seed: { type: 'string' }, path: { type: 'string' }, json: { type: 'boolean' } },
+};
+
+const isPlugin = (x: unknown): x is Plugin => typeof x === 'object' && x !== null && typeof (x as Plugin).name === 'string' && typeof (x as Plugin).register === 'function';
+
+const integer = (args: Parameters<typeof stringOf>[0], name: string): number | undefined => {
+  const v = stringOf(args, name);
+  if (v === undefined) return undefined;
+  if (!/^-?\d+$/.test(v)) throw new UsageError(`--${name} must be an integer, not '${v}'`);
+  return Number(v);
+};
+
+/** `awaken fuzz --plugin FILE`: a user's plugin through `fuzzPlugin`. */
+export async function fuzzCommand(argv: readonly string[], io: Io): Promise<number> {
+  return runCli(FUZZ_COMMAND, argv, io, async (args) => {
+    const file = stringOf(args, 'plugin');
+    if (file === undefined) throw new UsageError('--plugin FILE is required');
+    const runs = integer(args, 'runs');
+    if (runs !== undefined && runs < 1) throw new UsageError('--runs must be at least 1');
+    const seed = integer(args, 'seed');
+    const path = stringOf(args, 'path');
+    const absolute = resolve(file);
+    if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
+    let mod: Record<string, unknown>;
+    try {
+      mod = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+    } catch (e) {
+      throw new CliFailure(`cannot load ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
+    }
+    let plugin: unknown = mod['default'] ?? mod['plugin'];
+    if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
+    if (!isPlugin(plugin)) throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`: { name, register(registrar) }, or a function making one)`, EXIT.data);
+    const fuzz = (mod['fuzz'] ?? {}) as { updates?: Record<string, fc.Arbitrary<unknown>> };
+    const report: PluginFuzzReport = await fuzzPlugin(plugin, {
+      ...(fuzz.updates !== undefined ? { updates: fuzz.updates } : {}),
+      ...(runs !== undefined ? { numRuns: runs } : {}),
+      ...(seed !== undefined ? { seed } : {}),
+      ...(path !== undefined ? { path } : {}),
+    });
+    if (args.values['json'] === true) io.out(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      io.out(describePluginFuzz(report, describeKeyLaws));
+      const failed = [...report.failures, ...report.keys.flatMap((k) => k.failures)].find((f) => f.path !== undefined);
+      if (failed !== undefined) io.out(`\nreplay the first: awaken fuzz --plugin ${file} --seed ${failed.seed} --path '${failed.path ?? ''}'\n`);
+    }
+    return report.passed ? EXIT.ok : EXIT.failed;
+  });
+}

@@ -124,6 +124,18 @@ export async function serve(): Promise<string> {
     });
   });
 
+  it('the installed awaken bench measures an agent with a plugin beside the floors (and starts itself with the V8 flags it needs)', () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    writeFileSync(join(project, 'loop.yaml'), readFileSync(join(repo, 'examples/bench/weather-loop.yaml'), 'utf8'));
+    writeFileSync(join(project, 'visit-log.mjs'), readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8'));
+    const r = spawnSync(bin, ['bench', '--model', 'scripted:loop.yaml', '--plugin', 'visit-log.mjs', '--steps', '5', '--rounds', '1', '--json'], { cwd: project, encoding: 'utf8' });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: 'awaken bench: N = 5 done\n' });
+    const report = JSON.parse(r.stdout) as { rows: { name: string; bytesPerStep?: number }[]; hooks: { plugin: string }[] };
+    expect(report.rows.map((x) => x.name)).toEqual(['floor-bare', 'floor-phased', 'agent']);
+    expect(report.rows.every((x) => (x.bytesPerStep ?? 0) > 0)).toBe(true);
+    expect(report.hooks.map((h) => h.plugin)).toEqual(['visit_log']);
+  });
+
   it('the installed awaken judge judges a capture with the library it has (the MCP SDK) and names the one it lacks', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
     const call = [

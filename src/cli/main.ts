@@ -4,6 +4,7 @@ import { EXIT } from './exit.ts';
 import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
+import { benchCommand, BENCH_USAGE } from './bench-command.ts';
 import { fuzzCommand, FUZZ_USAGE } from './fuzz-command.ts';
 import { judgeCommand, JUDGE_USAGE } from './judge-command.ts';
 import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
@@ -22,6 +23,7 @@ commands:
   conformance  encode the conformance streams and let the official library judge them
   judge      judge any server's protocol output (a capture, or a live --url) with the official library
   fuzz       fuzz a plugin and the laws of its state keys
+  bench      benchmark an agent with its plugins beside the fair floors
   mcp        serve the agent as an MCP tool over stdio
   acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (SQLite by default)
@@ -39,6 +41,7 @@ ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
 ${JUDGE_USAGE}
 ${FUZZ_USAGE}
+${BENCH_USAGE}
 ${MCP_USAGE}
 ${ACP_USAGE}
 ${SERVE_USAGE}`;
@@ -77,6 +80,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   conformance: (argv, io) => conformanceCommand(argv, io),
   judge: (argv, io) => judgeCommand(argv, io),
   fuzz: (argv, io) => fuzzCommand(argv, io),
+  bench: (argv, io) => benchCommand(argv, io),
   mcp: (argv, io) => mcpCommand(argv, io, version()),
   acp: (argv, io) => acpCommand(argv, io),
   serve: (argv, io) => serveCommand(argv, io, version()),

@@ -1,0 +1,126 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { Plugin } from '../core/phase/plugin.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { parseScript, stepParts } from '../providers/scripted.ts';
+import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { realEnv } from '../runtime/env.ts';
+import type { RuntimePlugin } from '../runtime/resolve.ts';
+import type { Tool } from '../runtime/tool.ts';
+import { benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
+import { CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { demoAgent, DEMO_TOOLS } from './demo.ts';
+import { EXIT } from './exit.ts';
+import { loadServeConfig } from './serve-config.ts';
+
+export const BENCH_USAGE = `usage: awaken bench --model scripted:FILE [--config awaken.yaml] [--agent ID] [--plugin FILE]… [--steps 10,100,1000] [--rounds R] [--json]
+
+Benchmarks an agent with its plugins the fair way: on the default Env, against floor-bare and
+floor-phased running the same scripted model and the same tools, interleaved in rounds in one
+process. The script's tool-calling steps are repeated to make N steps, its last text step ends the
+run (a script that suspends or stops early is refused). Prints µs per step, × floor-phased (median
+and min of the per-round ratios), KiB allocated per step, and the plugin hooks that cost most.
+
+  --config FILE   agents as \`awaken serve --config\` reads them (default: the built-in demo agent)
+  --agent ID      the agent to measure (default: demo)
+  --plugin FILE   an ES module exporting a plugin (default export or \`plugin\`): registered under its
+                  name and active for the agent (as if its plugin_ids named it)
+  --steps LIST    the run lengths N (default 10,100,1000)
+  --rounds R      rounds per N (default 15)
+  --json          the report as JSON, for a CI trend file
+`;
+
+export const BENCH_COMMAND: CommandSpec = {
+  command: 'bench',
+  usage: BENCH_USAGE,
+  options: { model: { type: 'string' }, config: { type: 'string' }, agent: { type: 'string' }, plugin: { type: 'string', multiple: true }, steps: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'boolean' } },
+};
+
+/** The node flags the allocation column needs: a young generation no batch fills, and a collector to call. */
+const BENCH_FLAGS = ['--expose-gc', '--min-semi-space-size=256', '--max-semi-space-size=256'];
+
+async function loadPlugin(file: string): Promise<RuntimePlugin> {
+  const absolute = resolve(file);
+  if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
+  const mod = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+  let plugin: unknown = mod['default'] ?? mod['plugin'];
+  if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
+  const p = plugin as Plugin | undefined;
+  if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || typeof p.register !== 'function') throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`)`, EXIT.data);
+  return p;
+}
+
+/** `awaken bench`: a user's agent beside the fair floors. */
+export async function benchCommand(argv: readonly string[], io: Io): Promise<number> {
+  return runCli(BENCH_COMMAND, argv, io, async (args) => {
+    const model = stringOf(args, 'model');
+    if (model === undefined || !model.startsWith('scripted:')) throw new UsageError('--model scripted:FILE is required (a bench runs on a scripted model)');
+    const steps = (stringOf(args, 'steps') ?? '10,100,1000').split(',').map((s) => {
+      if (!/^\d+$/.test(s.trim()) || Number(s) < 1) throw new UsageError(`--steps takes run lengths like 10,100,1000, not '${s}'`);
+      return Number(s);
+    });
+    const roundsText = stringOf(args, 'rounds') ?? '15';
+    if (!/^\d+$/.test(roundsText) || Number(roundsText) < 1) throw new UsageError(`--rounds must be a positive integer, not '${roundsText}'`);
+
+    // The process that runs the bench needs V8 flags; `awaken bench` started without them starts itself again with them.
+    if ((globalThis as { gc?: unknown }).gc === undefined && process.argv[2] === 'bench' && process.env['AWAKEN_BENCH_CHILD'] !== '1') {
+      const child = spawnSync(process.execPath, [...BENCH_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, AWAKEN_BENCH_CHILD: '1' } });
+      return child.status ?? EXIT.internal;
+    }
+    if ((globalThis as { gc?: unknown }).gc === undefined) {
+      setFlagsFromString('--expose-gc');
+      (globalThis as { gc?: unknown }).gc = runInNewContext('gc') as () => void;
+    }
+
+    const file = model.slice('scripted:'.length);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new CliFailure(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, EXIT.noInput);
+    }
+    let script: ReturnType<typeof stepParts>[];
+    try {
+      script = parseScript(text, extname(file) === '.json' ? 'json' : 'yaml').map(stepParts);
+    } catch (e) {
+      throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
+    }
+    const configFile = stringOf(args, 'config');
+    const config = configFile !== undefined ? loadServeConfig(configFile) : undefined;
+    const agentId = stringOf(args, 'agent') ?? 'demo';
+    const agents = [demoAgent('demo') as AgentSpec, ...((config?.agents ?? []) as AgentSpec[])];
+    const spec = agents.find((a) => a.id === agentId);
+    if (spec === undefined) throw new CliFailure(`no agent '${agentId}' (agents: ${agents.map((a) => a.id).join(', ')})`, EXIT.data);
+    const plugins = await Promise.all(stringsOf(args, 'plugin').map(loadPlugin));
+    const tools = new Map<string, Tool>(DEMO_TOOLS.map((t) => [t.descriptor.id, t]));
+
+    const runtime = (llm: Parameters<Parameters<typeof benchAgent>[0]['runtime']>[0], maxRounds: number, wrap: (p: Plugin) => Plugin = (p) => p) => {
+      const builder = new AgentRuntimeBuilder()
+        .withEnv(realEnv())
+        .withProvider('bench', llm)
+        .withModel('bench', { provider: 'bench', model_name: 'bench' })
+        // A plugin given with --plugin is active for the agent, as if its plugin_ids named it.
+        .withAgentSpec({ ...spec, model: 'bench', max_rounds: maxRounds, plugin_ids: [...new Set([...(spec.plugin_ids ?? []), ...plugins.map((p) => p.name)])] });
+      for (const tool of tools.values()) builder.withTool(tool);
+      for (const [id, p] of PLUGIN_CATALOG) builder.withPlugin(id, wrap(p) as RuntimePlugin);
+      for (const p of plugins) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);
+      const built = builder.build();
+      if (!built.ok) throw new CliFailure(`the agent ${agentId} does not build: ${JSON.stringify(built.error)}`, EXIT.data);
+      return built.value;
+    };
+    let report;
+    try {
+      report = await benchAgent({ script, tools, runtime, agentId, steps, rounds: Number(roundsText), progress: (line) => io.err(`${line}\n`) });
+    } catch (e) {
+      if (e instanceof CliFailure) throw e;
+      throw new CliFailure(e instanceof Error ? e.message : String(e), EXIT.data);
+    }
+    io.out(args.values['json'] === true ? `${JSON.stringify(report, null, 2)}\n` : renderAgentBench(report));
+    return EXIT.ok;
+  });
+}

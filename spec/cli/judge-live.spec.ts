@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext, type AgentExecutor } from '@a2a-js/sdk/server';
 import { EventType, type BaseEvent } from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -18,8 +20,9 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
  * `awaken judge --url` and `--command`: each protocol's official client holds a conversation with a
  * live server over a real socket (or an agent process over stdio), records the bodies and judges
  * them — against a real `awaken serve` process, and against foreign servers written with each
- * protocol's own server-side helper (`ai`'s `createUIMessageStream`, `@ag-ui/encoder`, the MCP SDK's
- * `McpServer`, an agent made with the ACP SDK), correct and broken.
+ * protocol's own server-side helper (`ai`'s `createUIMessageStream`, `@ag-ui/encoder`, the A2A SDK's
+ * `DefaultRequestHandler` over its JSON-RPC transport, the MCP SDK's `McpServer`, an agent made with
+ * the ACP SDK), correct and broken.
  */
 
 async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -172,6 +175,64 @@ describe('awaken judge against foreign servers made with the protocols’ own he
       const ko = await judge(['--protocol', 'ag-ui', '--url', bad.url, '--message', 'hi']);
       expect(ko.code).toBe(1);
       expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'text message m1 opened here is never ended (the run finishes)' }));
+    } finally {
+      await good.close();
+      await bad.close();
+    }
+  });
+
+  it('a2a: DefaultRequestHandler over JSON-RPC (a task, a streamed artifact, completed) — passes; an artifact never closed exits 1 and names it', async () => {
+    const a2aServer = async (broken: boolean) => {
+      const executor: AgentExecutor = {
+        execute: async (ctx, bus) => {
+          const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
+          bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_WORKING' } })));
+          bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'Hello ' }] } })));
+          bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'from elsewhere.' }] }, append: true, lastChunk: !broken })));
+          bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_COMPLETED' } })));
+          bus.finished();
+        },
+        cancelTask: async () => undefined,
+      };
+      let url = '';
+      const card = (): AgentCard =>
+        AgentCard.fromJSON({
+          name: 'foreign',
+          description: 'a foreign A2A agent',
+          version: '1.0.0',
+          supportedInterfaces: [{ url: `${url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+          capabilities: { streaming: true },
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [],
+        });
+      let transport: JsonRpcTransportHandler | undefined;
+      const server = await serve(async (req, res, body) => {
+        transport ??= new JsonRpcTransportHandler(new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor));
+        if (req.method === 'GET') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(AgentCard.toJSON(card())));
+          return;
+        }
+        const out = await transport.handle(body, new ServerCallContext({ requestedVersion: String(req.headers['a2a-version'] ?? '1.0') } as never));
+        if (Symbol.asyncIterator in (out as object)) {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          for await (const r of out as AsyncGenerator<unknown>) res.write(`data: ${JSON.stringify(r)}\n\n`);
+          res.end();
+        } else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+      });
+      url = server.url;
+      return server;
+    };
+    const good = await a2aServer(false);
+    const bad = await a2aServer(true);
+    try {
+      const ok = await judge(['--protocol', 'a2a', '--url', good.url, '--message', 'hi', '--then', 'again']);
+      expect(findingsOf(ok.report)).toEqual([]);
+      expect(ok.report.turns.length).toBe(2);
+      expect(ok.code).toBe(0);
+      const ko = await judge(['--protocol', 'a2a', '--url', bad.url, '--message', 'hi']);
+      expect(ko.code).toBe(1);
+      expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'artifact answer streamed from here has no last chunk before the task ends' }));
     } finally {
       await good.close();
       await bad.close();

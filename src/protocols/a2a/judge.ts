@@ -10,7 +10,8 @@ import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type F
  * (the client accepts both silently). Then the SDK's own `Client` (HTTP+JSON transport, its SSE
  * parser) reads the body as the response to `sendMessageStream`; what it yields is what the semantic
  * checks compare. Checked besides: the first frame is the task, every frame names its task and
- * context, and exactly one final state (terminal or interrupted) ends the stream.
+ * context, and exactly one final state (terminal or interrupted) ends the stream. A body of the
+ * JSON-RPC binding (each frame a response to the `message/stream` request) is unwrapped first.
  */
 export interface A2aVerdict {
   /** The frames as the official client decoded them. */
@@ -62,6 +63,9 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
   /** Artifacts streamed and not yet closed by a `lastChunk`, and those closed. */
   const open = new Map<string, Frame>();
   const closed = new Set<string>();
+  /** The frames as HTTP+JSON sends them (JSON-RPC envelopes removed), for the official client to read. */
+  const unwrapped: string[] = [];
+  let rpcId: unknown;
   for (const frame of sseFrames(body)) {
     const data = sseData(frame);
     if ('problem' in data) {
@@ -75,6 +79,19 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
       findings.push(finding('schema', 'not JSON', frame));
       continue;
     }
+    // The JSON-RPC binding wraps each StreamResponse in a response to the message/stream request.
+    if (typeof json === 'object' && json !== null && (json as { jsonrpc?: unknown }).jsonrpc !== undefined) {
+      const envelope = json as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
+      if (envelope.jsonrpc !== '2.0') findings.push(finding('schema', 'jsonrpc is not "2.0"', frame));
+      if (rpcId !== undefined && envelope.id !== rpcId) findings.push(finding('ordering', `a response to ${JSON.stringify(envelope.id)} in a stream answering ${JSON.stringify(rpcId)}`, frame));
+      rpcId ??= envelope.id;
+      if (envelope.error !== undefined) {
+        findings.push(finding('terminal', `the stream ends in a JSON-RPC error ${String(envelope.error.code)}: ${String(envelope.error.message)}`, frame));
+        continue;
+      }
+      json = envelope.result;
+    }
+    unwrapped.push(JSON.stringify(json));
     const r = StreamResponse.fromJSON(json);
     if (!isDeepStrictEqual(StreamResponse.toJSON(r), json)) findings.push(finding('schema', 'not canonical A2A 1.0 JSON (StreamResponse.toJSON(fromJSON(frame)) differs)', frame));
     const p = r.payload;
@@ -124,7 +141,7 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
   const fetchImpl = async (input: string | URL | Request): Promise<Response> => {
     const url = String(input instanceof Request ? input.url : input);
     if (url.endsWith('/.well-known/agent-card.json')) return Response.json(AgentCard.toJSON(card()));
-    if (url.endsWith('/message:stream')) return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+    if (url.endsWith('/message:stream')) return new Response(unwrapped.map((f) => `data: ${f}\n\n`).join(''), { headers: { 'content-type': 'text/event-stream' } });
     return new Response('{}', { status: 404 });
   };
   try {

@@ -56,7 +56,7 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
  * (fixtures/scripts/demo-conversation.yaml), and `slow` (fixtures/scripts/slow-answer.yaml: a run to
  * follow or cancel while it works), both from a config file.
  */
-export function startDemoAndSlow(): Promise<ServeProcess> {
+export function startDemoAndSlow(args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
   const config = join(mkdtempSync(join(tmpdir(), 'awaken-config-')), 'awaken.yaml');
   writeFileSync(
     config,
@@ -72,7 +72,7 @@ export function startDemoAndSlow(): Promise<ServeProcess> {
       '  - { id: slow, model: slow, system_prompt: "A slow agent." }',
     ].join('\n'),
   );
-  return startServe(['--config', config]);
+  return startServe(['--config', config, ...args], env);
 }
 
 /** kill -9: the process dies at once, nothing of it runs to an end; resolves when it is gone. */

@@ -27,6 +27,7 @@ import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import type { Io } from './run-command.ts';
 import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
+import { ServedRecorder } from '../replay/served.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import type { Store } from '../runtime/store.ts';
 
@@ -55,6 +56,8 @@ export const SERVE_USAGE = `usage: awaken serve [options]
   --sweep-ms N       how often expired leases are reclaimed (default: 5000 for runs, 30000 for jobs)
   --log-level L      debug, info (default), warn, error or silent
   --log-format F     pretty (default) or json (one object per line)
+  --record DIR       write a transcript of every run served to DIR/<thread>--<run>.jsonl, to replay
+                     later with awaken replay (the ports' traffic; never a key or a token)
 
 It logs to stderr: one line per request (method, route, status, duration, thread and run), one when
 a run starts and when it ends (how), and every provider or store failure with its cause. API keys,
@@ -86,6 +89,7 @@ export const SERVE_COMMAND: CommandSpec = {
     'sweep-ms': { type: 'string' },
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
+    record: { type: 'string' },
   },
 };
 
@@ -116,6 +120,8 @@ export interface ServePlan {
   readonly maxFollowerBytes?: number;
   /** Quiet time before a full collection gives memory back, 0: never (config `server.idle_gc_ms`, default 1000). */
   readonly idleGcMs: number;
+  /** Where a transcript of every run served is written (`--record DIR`). */
+  readonly record?: string;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -171,6 +177,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     logFormat: choiceOf(args, 'log-format', LOG_FORMATS) ?? file?.server.log?.format ?? 'pretty',
     ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
+    ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
   };
 }
 
@@ -296,19 +303,32 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     throw new UsageError(`refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`);
   }
   const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);
+  // --record: every port of the runtime wrapped once; each run's traffic goes to its own transcript.
+  const models: Record<string, ModelEntry> = { demo: { provider: 'demo', model_name: model.name }, ...((file?.models ?? {}) as Record<string, ModelEntry>) };
+  const recorder =
+    plan.record === undefined
+      ? undefined
+      : new ServedRecorder({
+          dir: plan.record,
+          models,
+          tools: DEMO_TOOLS.map((t) => t.descriptor),
+          onWritten: (f) => logger.debug('transcript written', { file: f }),
+          onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
+        });
+  const llm = (l: LlmExecutor): LlmExecutor => recorder?.llm(l) ?? l;
   const builder = new AgentRuntimeBuilder()
-    .withEnv(realEnv())
-    .withProvider('demo', model.llm)
+    .withEnv(recorder?.env(realEnv()) ?? realEnv())
+    .withProvider('demo', llm(model.llm))
     .withModel('demo', { provider: 'demo', model_name: model.name })
     .withAgentSpec(demoAgent('demo'));
-  for (const tool of DEMO_TOOLS) builder.withTool(tool);
+  for (const tool of DEMO_TOOLS) builder.withTool(recorder?.tool(tool) ?? tool);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
     if (p.kind !== 'scripted') {
-      builder.withProvider(id, providerOf(p, env));
+      builder.withProvider(id, llm(providerOf(p, env)));
       continue;
     }
     try {
-      builder.withProvider(id, fileModel(`scripted:${p.file}`).llm);
+      builder.withProvider(id, llm(fileModel(`scripted:${p.file}`).llm));
     } catch (e) {
       throw e instanceof CliFailure ? new CliFailure(`${plan.config ?? ''}: providers.${id}.file: ${e.message}`, e.exit) : e;
     }
@@ -316,7 +336,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of file?.agents ?? []) builder.withAgentSpec(a);
   const store = storeOf(plan.store, plan.storeFrom);
-  builder.withThreadRunStore(store);
+  builder.withThreadRunStore(recorder?.store(store) ?? store);
   const built = builder.build();
   if (!built.ok) {
     await store.close();
@@ -324,6 +344,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     throw new CliFailure(`${plan.config ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
   }
   const runtime = built.value;
+  recorder?.attach(runtime);
   const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: [...secretsOf(env), ...tokens.keys()] });
   try {
     await store.listThreads({ offset: 0, limit: 1 });
@@ -350,6 +371,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     ...(bus !== undefined ? { bus } : {}),
     ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
     ...(collector !== undefined ? { onQuiet: () => collector.touch() } : {}),
+    ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
   const mailbox = new Mailbox(store, registry, runtime.env, {

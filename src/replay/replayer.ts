@@ -9,6 +9,7 @@ import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/st
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
@@ -164,6 +165,12 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     builder.withStopPolicy(policy);
   }
   if (header.circuit_breaker !== undefined) builder.withCircuitBreaker(header.circuit_breaker as never);
+  // A run that loaded a thread from its store loads the same thread from one holding it.
+  if (header.request.history !== undefined || header.request.thread_state !== undefined) {
+    const store = new MemoryThreadRunStore();
+    store.threads.set(header.request.thread_id ?? '', { messages: header.request.history ?? [], ...(header.request.thread_state !== undefined ? { threadState: header.request.thread_state } : {}) });
+    builder.withThreadRunStore(store);
+  }
   const built = builder.buildUnchecked();
   if (!built.ok) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
   const runtime = built.value;
@@ -226,6 +233,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const started = await runtime.start(
     {
       ...(header.request.thread_id !== undefined ? { threadId: header.request.thread_id } : {}),
+      ...(header.request.run_id !== undefined ? { runId: header.request.run_id } : {}),
       agentId: header.request.agent_id,
       messages: header.request.messages,
       ...(header.request.overrides !== undefined ? { overrides: header.request.overrides } : {}),
@@ -608,7 +616,10 @@ class ReplaySession {
             for (const part of r.parts) yield part as StreamPart;
             readToEnd = true;
           } finally {
-            if (readToEnd === (r.interrupted === true)) {
+            // A stream that ended in the provider's own `cancelled` error saw the cancel from inside; the
+            // run of a replay, whose provider cannot see it, may stop reading at the same point first.
+            const cancelledEither = r.error?.code === 'cancelled' && !readToEnd;
+            if (readToEnd === (r.interrupted === true) && !cancelledEither) {
               diverge({
                 port: 'llm',
                 message: readToEnd

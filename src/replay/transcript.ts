@@ -33,9 +33,17 @@ export const HeaderSchema = z.object({
   env: EnvSetupSchema,
   request: z.object({
     thread_id: z.string().optional(),
+    /** The run's id when the caller chose it (a server does), else drawn by the run. */
+    run_id: z.string().optional(),
     agent_id: z.string(),
     messages: z.array(MessageSchema),
     overrides: InferenceOverrideSchema.optional(),
+    /**
+     * The thread as the run loaded it from its store (a served run): its messages (empty for a new
+     * thread) and thread-scoped state. Present exactly when the run had a store: its replay has one.
+     */
+    history: z.array(MessageSchema).optional(),
+    thread_state: z.object({ revision: z.number().int(), extensions: z.record(z.string(), JsonValueSchema) }).optional(),
   }),
 });
 export type Header = z.output<typeof HeaderSchema>;

@@ -46,6 +46,19 @@ export interface RegistryOptions {
   readonly logger?: Logger;
   /** Told when a run ends and when a stream closes: the moments a server may go quiet (`IdleCollector`). */
   readonly onQuiet?: () => void;
+  /** Sees every run this registry starts, and may wrap how it starts (`awaken serve --record` writes a transcript of each). */
+  readonly observer?: RunObserver;
+}
+
+/** How the registry starts a run: the runtime's `start`, with the sink its frames go to. */
+export type RunStarter = (sink: { emit(event: AgentEvent): void | Promise<void> }) => ReturnType<AgentRuntime['start']>;
+
+/**
+ * Sees each new run as it starts (not a parked run revived after a restart): it calls `start`
+ * itself, and may wrap the sink and the handle it returns.
+ */
+export interface RunObserver {
+  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, start: RunStarter, sink: Parameters<RunStarter>[0]): ReturnType<RunStarter>;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -120,6 +133,7 @@ export class RunRegistry {
   readonly #leases: RunLeases;
   readonly #upkeep: LeaseUpkeep;
   readonly #onQuiet: (() => void) | undefined;
+  readonly #observer: RunObserver | undefined;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -137,6 +151,7 @@ export class RunRegistry {
     this.#leases = new RunLeases(store, this.#env, options.leases);
     this.#marks = new SeqMarks(store, this.#logger, options.seqBlock ?? 1024);
     this.#onQuiet = options.onQuiet;
+    this.#observer = options.observer;
     this.#upkeep = new LeaseUpkeep({
       leases: this.#leases,
       store,
@@ -254,7 +269,8 @@ export class RunRegistry {
       await this.#store.finishRun(parked.run_id, { type: 'cancelled' }, this.#env.clock.now());
       this.#logger.info('parked run cancelled: a new run discarded its pause', { run: parked.run_id, thread: request.threadId });
     }
-    const launched = await this.#launch(request.threadId, runId, request.agentId ?? this.#runtime.agentIds()[0] ?? '', owner, request.messages, 'running', (sink) =>
+    const agentId = request.agentId ?? this.#runtime.agentIds()[0] ?? '';
+    const start: RunStarter = (sink) =>
       this.#runtime.start(
         {
           runId,
@@ -265,7 +281,10 @@ export class RunRegistry {
         },
         sink,
         { waitForDecisions: true },
-      ),
+      );
+    const observer = this.#observer;
+    const launched = await this.#launch(request.threadId, runId, agentId, owner, request.messages, 'running', (sink) =>
+      observer === undefined ? start(sink) : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages }, start, sink),
     );
     if (!launched.ok) return launched;
     const { run, done } = launched.value;

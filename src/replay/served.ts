@@ -1,0 +1,189 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AgentEvent } from '../contract/event.ts';
+import type { Message } from '../contract/message.ts';
+import type { ToolDescriptor } from '../contract/tool.ts';
+import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
+import type { Env, IdKind } from '../runtime/env.ts';
+import type { LlmExecutor } from '../runtime/llm.ts';
+import type { ModelEntry } from '../runtime/resolve.ts';
+import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
+import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
+import type { Tool } from '../runtime/tool.ts';
+import { recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
+import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT } from './transcript.ts';
+
+/**
+ * Transcripts of the runs a server serves (`awaken serve --record DIR`): one file per run,
+ * `DIR/<thread>--<run>.jsonl`, replayable with `awaken replay`. The ports are wrapped once, for the
+ * whole server; what a call records goes to the run it belongs to, found through the async context
+ * the run was started in (`AsyncLocalStorage`). The server's own work inside a run — writing a frame
+ * to its thread log, a checkpoint to its store — runs outside that context and is not recorded:
+ * only what the run drew from its ports is. What reaches a transcript is what reaches the ports —
+ * the requests, the streamed parts, tool arguments and results, env draws — never a credential (API
+ * keys stay in the providers, tokens in the HTTP layer).
+ */
+interface ServedRun {
+  readonly log: TranscriptLog;
+  readonly modes: SuspensionModes;
+  history?: readonly Message[];
+  threadState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
+}
+
+export interface ServedRecorderOptions {
+  readonly dir: string;
+  readonly models: Readonly<Record<string, ModelEntry>>;
+  readonly tools: readonly ToolDescriptor[];
+  /** Told when a transcript could not be written (the run itself is not affected). */
+  readonly onError?: (file: string, e: unknown) => void;
+  /** Told of each transcript written. */
+  readonly onWritten?: (file: string) => void;
+}
+
+/** The structural shape of the server's `RunObserver` (the replay layer does not import the server). */
+type Sink = { emit(event: AgentEvent): void | Promise<void> };
+
+export class ServedRecorder {
+  readonly #context = new AsyncLocalStorage<ServedRun>();
+  readonly #o: ServedRecorderOptions;
+  #runtime: AgentRuntime | undefined;
+
+  constructor(options: ServedRecorderOptions) {
+    this.#o = options;
+    mkdirSync(options.dir, { recursive: true });
+  }
+
+  /** The runtime whose agents the transcripts rebuild (set once it is built). */
+  attach(runtime: AgentRuntime): void {
+    this.#runtime = runtime;
+  }
+
+  env(inner: Env): Env {
+    const current = (): TranscriptLog | undefined => this.#context.getStore()?.log;
+    return {
+      clock: { now: () => (current() !== undefined ? recordingEnv(inner, current() as TranscriptLog).clock.now() : inner.clock.now()) },
+      ids: { next: (kind: IdKind) => (current() !== undefined ? recordingEnv(inner, current() as TranscriptLog).ids.next(kind) : inner.ids.next(kind)) },
+      random: () => (current() !== undefined ? recordingEnv(inner, current() as TranscriptLog).random() : inner.random()),
+      sleep: (ms, signal) => (current() !== undefined ? recordingEnv(inner, current() as TranscriptLog).sleep(ms, signal) : inner.sleep(ms, signal)),
+    };
+  }
+
+  llm(inner: LlmExecutor): LlmExecutor {
+    return { name: inner.name, stream: (request) => {
+      const run = this.#context.getStore();
+      return run === undefined ? inner.stream(request) : recordingLlm(inner, run.log).stream(request);
+    } };
+  }
+
+  tool(inner: Tool): Tool {
+    return {
+      descriptor: inner.descriptor,
+      ...(inner.validateArgs !== undefined ? { validateArgs: (args: Parameters<NonNullable<Tool['validateArgs']>>[0]) => inner.validateArgs?.(args) } : {}),
+      execute: (args, ctx) => {
+        const run = this.#context.getStore();
+        return run === undefined ? inner.execute(args, ctx) : recordingTool(inner, run.log).execute(args, ctx);
+      },
+    };
+  }
+
+  /** The store as the runtime sees it: what a run loads is its transcript's history; its writes are not recorded. */
+  store<S extends ThreadRunStore>(inner: S): ThreadRunStore {
+    const context = this.#context;
+    return {
+      loadThread: async (threadId) => {
+        const run = context.getStore();
+        const thread = await context.exit(() => inner.loadThread(threadId));
+        if (run !== undefined) {
+          // Written even when empty: the run had a store (its checkpoints draw from the env), and so has its replay.
+          run.history = thread?.messages.slice() ?? [];
+          if (thread?.threadState !== undefined) run.threadState = thread.threadState;
+        }
+        return thread;
+      },
+      checkpoint: (c) => context.exit(() => inner.checkpoint(c)),
+      ...(inner.loadRunState !== undefined ? { loadRunState: (runId: string) => context.exit(() => (inner.loadRunState as NonNullable<ThreadRunStore['loadRunState']>).call(inner, runId)) } : {}),
+    };
+  }
+
+  /** The server registry's `RunObserver`: each new run started in its own recording context. */
+  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
+    const served: ServedRun = { log: new TranscriptLog(), modes: new SuspensionModes() };
+    const context = this.#context;
+    const recording: Sink = {
+      emit: (event) => {
+        served.log.event(event);
+        served.modes.note(event);
+        return context.exit(() => sink.emit(event));
+      },
+    };
+    return context.run(served, async () => {
+      const started = await start(recording);
+      if (!started.ok) return started;
+      const handle = started.value;
+      void handle.done.then(
+        (result) => this.#write(run, served, result, handle.messages()),
+        () => undefined,
+      );
+      return { ok: true as const, value: this.#watched(handle, served) };
+    });
+  }
+
+  /** The handle with its decisions and cancel recorded where they happen. */
+  #watched(handle: RunHandle, served: ServedRun): RunHandle {
+    return new Proxy(handle, {
+      get: (target, prop) => {
+        if (prop === 'decide') {
+          return (decisions: readonly Decision[], messages?: readonly Message[]) => {
+            served.log.push({ type: 'decision', after_event: served.log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, served.modes.of(d.targetId)) })) });
+            return target.decide(decisions, messages);
+          };
+        }
+        if (prop === 'cancel') {
+          return () => {
+            if (served.log.eventCount > 0 && !served.log.lines.some((l) => l.startsWith('{"type":"end"'))) served.log.push({ type: 'cancel', after_event: served.log.eventCount });
+            target.cancel();
+          };
+        }
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  #write(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
+    const file = join(this.#o.dir, `${run.threadId.replace(/[^\w.-]/g, '_')}--${run.runId}.jsonl`);
+    try {
+      const resolved = this.#runtime?.resolve(run.agentId);
+      if (resolved === undefined || !resolved.ok) throw new Error(`cannot resolve agent ${run.agentId}`);
+      const headerBase = {
+        agent: resolved.value.spec,
+        models: Object.fromEntries(Object.entries(this.#o.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
+        tools: [...this.#o.tools],
+        plugins: [] as string[],
+        stop_policies: [] as string[],
+      };
+      const header = new TranscriptLog();
+      header.push({
+        type: 'header',
+        format: TRANSCRIPT_FORMAT,
+        config_digest: configDigest(headerBase as never),
+        ...headerBase,
+        env: { kind: 'recorded' },
+        request: {
+          thread_id: run.threadId,
+          run_id: run.runId,
+          agent_id: run.agentId,
+          messages: run.messages,
+          ...(served.history !== undefined ? { history: served.history } : {}),
+          ...(served.threadState !== undefined ? { thread_state: served.threadState } : {}),
+        },
+      });
+      served.log.push(endRecordOf(result, messages));
+      writeFileSync(file, `${[...header.lines, ...served.log.lines].join('\n')}\n`);
+      this.#o.onWritten?.(file);
+    } catch (e) {
+      this.#o.onError?.(file, e);
+    }
+  }
+}

@@ -17,7 +17,7 @@ import {
   type StreamPart,
 } from 'awaken-ts';
 import { frameAiSdk, initialAiSdkState, transcodeAiSdk, type AiSdkState } from '../../src/protocols/ai-sdk-v6/encoder.ts';
-import { allocatedBytes } from './allocation.mjs';
+import { allocatedBytes, PartStream } from 'awaken-ts/testing';
 
 /**
  * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
@@ -25,7 +25,7 @@ import { allocatedBytes } from './allocation.mjs';
  * model, in one process, interleaved in rounds. Reported: µs per step (median over rounds), the
  * per-round ratio to `floor-phased` (median and min), and bytes *allocated* per step (a batch inside
  * a young generation large enough that no GC runs during it — `npm run bench:fair` fixes it at 256 MB
- * a semi-space — checked with V8's GC profiler: `allocation.mjs`).
+ * a semi-space — checked with V8's GC profiler: `allocatedBytes` in `awaken-ts/testing`).
  *
  * - `floor-bare`: push the messages, await the model and the tool.
  * - `floor-phased`: the same plus, for every phase the loop runs (step_start, before_inference,
@@ -64,37 +64,9 @@ class ScriptModel {
     const k = this.#k++;
     return k < this.#steps - 1 ? (this.#toolSteps[k] as StreamPart[]) : this.#text;
   }
-  /** The runtime's port: the same parts as an async iterable (`ScriptStream`). */
+  /** The runtime's port: the same parts as an async iterable (`PartStream`). */
   executor(): LlmExecutor {
-    return { name: 'fair', stream: () => new ScriptStream(this.next()) };
-  }
-}
-
-const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
-
-/**
- * One scripted inference as the port streams it, at its least: one object that is its own iterator,
- * whose `next` returns a settled promise per part. (Not an async generator, which would add its own
- * machinery to the subject's time; not an object of closures, which would add a few per inference —
- * and under tsx, a `__name` call per closure — to the subject's allocation.)
- */
-class ScriptStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
-  readonly #parts: readonly StreamPart[];
-  #i = 0;
-  constructor(parts: readonly StreamPart[]) {
-    this.#parts = parts;
-  }
-  [Symbol.asyncIterator](): AsyncIterator<StreamPart> {
-    return this;
-  }
-  next(): Promise<IteratorResult<StreamPart>> {
-    const i = this.#i;
-    if (i >= this.#parts.length) return Promise.resolve(DONE);
-    this.#i = i + 1;
-    return Promise.resolve({ done: false, value: this.#parts[i] as StreamPart });
-  }
-  return(): Promise<IteratorResult<StreamPart>> {
-    return Promise.resolve(DONE);
+    return { name: 'fair', stream: () => new PartStream(this.next()) };
   }
 }
 
@@ -221,7 +193,7 @@ function streamingRuntime(): AgentRuntime {
     .withEnv(realEnv())
     .withProvider('fair', {
       name: 'fair',
-      stream: () => new ScriptStream(DELTA_PARTS),
+      stream: () => new PartStream(DELTA_PARTS),
     })
     .withModel('m', { provider: 'fair', model_name: 'fair' })
     .withAgentSpec({ id: 'a', model: 'm' })

@@ -1,15 +1,8 @@
-import { AbstractChat, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatState, type ChatStatus, type ChatTransport, type UIMessage } from 'ai';
+import { AbstractChat, lastAssistantMessageIsCompleteWithApprovalResponses, type ChatTransport, type UIMessage } from 'ai';
+import { State } from '../../src/protocols/ai-sdk-v6/drive.ts';
 
-/** The headless chat state a UI framework would provide to `AbstractChat` (React's `useChat` keeps the same). */
-export class State implements ChatState<UIMessage> {
-  status: ChatStatus = 'ready';
-  error: Error | undefined = undefined;
-  messages: UIMessage[] = [];
-  pushMessage = (m: UIMessage): void => void (this.messages = [...this.messages, m]);
-  popMessage = (): void => void (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (i: number, m: UIMessage): void => void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
-  snapshot = <T>(thing: T): T => structuredClone(thing);
-}
+/** The headless chat state a UI framework would provide to `AbstractChat` (the judge's driver keeps the same). */
+export { State };
 
 /** The official AI SDK chat without a UI: sends again on its own once every approval is answered. */
 export class HeadlessChat extends AbstractChat<UIMessage> {

@@ -85,6 +85,17 @@ export function sseData(frame: Frame): { readonly data: string } | { readonly pr
   return { data: data.join('\n') };
 }
 
+/** The JSON value an SSE frame carries, or the `schema` finding that says why it has none. */
+export function sseJson(frame: Frame): { readonly value: unknown } | { readonly finding: Finding } {
+  const data = sseData(frame);
+  if ('problem' in data) return { finding: finding('schema', data.problem, frame) };
+  try {
+    return { value: JSON.parse(data.data) as unknown };
+  } catch (e) {
+    return { finding: finding('schema', `not JSON (${e instanceof Error ? e.message : String(e)})`, frame) };
+  }
+}
+
 /** A tool call named in a turn: where the conversation's turns are compared (`multi-turn`). */
 export interface ToolMention {
   readonly id: string;

@@ -4,11 +4,12 @@ import type { JsonValue } from '../contract/json.ts';
 import { Messages, type Message, type ToolCall } from '../contract/message.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { Phase } from '../contract/phase.ts';
-import type { PhaseHook, Plugin, PluginRegistrar } from '../core/phase/plugin.ts';
+import type { PhaseHook, Plugin } from '../core/phase/plugin.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { Tool } from '../runtime/tool.ts';
+import { interceptRegistrar } from './registrar.ts';
 import { testToolContext } from './tool-context.ts';
 
 /**
@@ -61,8 +62,12 @@ export interface AgentBenchReport {
 
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
-/** One scripted inference at its least: an object that is its own async iterator. */
-class PartStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
+/**
+ * One scripted inference as a port streams it, at its least: one object that is its own iterator,
+ * whose `next` returns a settled promise per part (not an async generator, which would add its own
+ * machinery to the subject's time; not an object of closures, which would add to its allocation).
+ */
+export class PartStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamPart> {
   readonly #parts: readonly StreamPart[];
   #i = 0;
   constructor(parts: readonly StreamPart[]) {
@@ -235,19 +240,7 @@ function timed(plugin: Plugin, costs: Map<string, { plugin: string; phase: Phase
   return {
     name: plugin.name,
     ...(configKeys !== undefined ? { configKeys } : {}),
-    register: (r) => {
-      const proxy: PluginRegistrar = new Proxy(r, {
-        get(target, prop) {
-          if (prop === 'registerPhaseHook') return (phase: Phase, hook: PhaseHook) => (target.registerPhaseHook(phase, wrap(phase, hook)), proxy);
-          const v: unknown = Reflect.get(target, prop, target);
-          return typeof v === 'function' ? (...args: unknown[]) => {
-            const out: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
-            return out === target ? proxy : out;
-          } : v;
-        },
-      });
-      plugin.register(proxy);
-    },
+    register: (r) => plugin.register(interceptRegistrar(r, { registerPhaseHook: (real, phase: Phase, hook: PhaseHook) => real.registerPhaseHook(phase, wrap(phase, hook)) })),
   };
 }
 

@@ -8,6 +8,7 @@ import type { AnyStateKey } from '../core/state/state-key.ts';
 import { loopActionsPlugin, loopStatePlugin } from '../runtime/builtin-plugins.ts';
 import { PhaseRuntime } from '../runtime/phase-runtime.ts';
 import { agentSpec, id, message, tokenUsage, toolCall, toolDescriptor, toolResult } from './arbitraries.ts';
+import { interceptRegistrar } from './registrar.ts';
 import { checkStateKeyLaws, seedable, seedOf, show, type KeyLawReport } from './state-laws.ts';
 
 /**
@@ -149,19 +150,7 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
    */
   const seeding: Plugin = {
     name: plugin.name,
-    register: (r) => {
-      const proxy: PluginRegistrar = new Proxy(r, {
-        get(target, prop) {
-          if (prop === 'registerKey') return (key: AnyStateKey, options?: object) => (target.registerKey(seedable(key), options), proxy);
-          const v: unknown = Reflect.get(target, prop, target);
-          return typeof v === 'function' ? (...args: unknown[]) => {
-            const out: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
-            return out === target ? proxy : out;
-          } : v;
-        },
-      });
-      plugin.register(proxy);
-    },
+    register: (r) => plugin.register(interceptRegistrar(r, { registerKey: (real, key: AnyStateKey, options?: object) => real.registerKey(seedable(key), options) })),
   };
 
   /** A phase runtime over the plugin (and the runtime's own action handlers), its keys seeded with `values`. */

@@ -1,7 +1,7 @@
 import { AgentCard, Message, Role, StreamResponse, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory } from '@a2a-js/sdk/client';
 import { isDeepStrictEqual } from 'node:util';
-import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import { describeFinding, finding, multiTurnFindings, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
 
 /**
  * The official judge of an A2A 1.0 `message:stream` body (conformance-plan §4): the package has no
@@ -67,18 +67,12 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
   const unwrapped: string[] = [];
   let rpcId: unknown;
   for (const frame of sseFrames(body)) {
-    const data = sseData(frame);
-    if ('problem' in data) {
-      findings.push(finding('schema', data.problem, frame));
+    const parsed = sseJson(frame);
+    if ('finding' in parsed) {
+      findings.push(parsed.finding);
       continue;
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(data.data);
-    } catch {
-      findings.push(finding('schema', 'not JSON', frame));
-      continue;
-    }
+    let json = parsed.value;
     // The JSON-RPC binding wraps each StreamResponse in a response to the message/stream request.
     if (typeof json === 'object' && json !== null && (json as { jsonrpc?: unknown }).jsonrpc !== undefined) {
       const envelope = json as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };

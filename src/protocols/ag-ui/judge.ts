@@ -1,7 +1,7 @@
 import { AbstractAgent, runHttpRequest, transformHttpEventStream, verifyEvents, type BaseEvent, type Interrupt, type Message, type RunAgentInput } from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
-import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import { describeFinding, finding, multiTurnFindings, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 
 /**
@@ -152,18 +152,12 @@ export async function judgeAgUi(body: string, turn: AgUiTurn = {}): Promise<AgUi
   if (body.includes('\r')) findings.push(finding('schema', 'the body contains CR (the client splits frames on LF only)'));
   const raw: { event: { type?: unknown; [k: string]: unknown }; frame: Frame }[] = [];
   for (const frame of sseFrames(body)) {
-    const data = sseData(frame);
-    if ('problem' in data) {
-      findings.push(finding('schema', data.problem, frame));
+    const json = sseJson(frame);
+    if ('finding' in json) {
+      findings.push(json.finding);
       continue;
     }
-    let event: unknown;
-    try {
-      event = JSON.parse(data.data);
-    } catch (e) {
-      findings.push(finding('schema', `not JSON (${e instanceof Error ? e.message : String(e)})`, frame));
-      continue;
-    }
+    const event = json.value;
     const type = (event as { type?: unknown }).type;
     if (typeof type !== 'string' || !KNOWN.has(type)) findings.push(finding('schema', `unknown event type ${JSON.stringify(type)}`, frame));
     const r = EventSchema.safeParse(event);

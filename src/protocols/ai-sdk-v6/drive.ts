@@ -3,7 +3,7 @@ import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithA
 import { tappedFetch, type Capture, type Scenario } from '../findings.ts';
 
 /** The chat state a UI framework would give `AbstractChat` (React's `useChat` keeps the same). */
-class State implements ChatState<UIMessage> {
+export class State implements ChatState<UIMessage> {
   status: ChatStatus = 'ready';
   error: Error | undefined = undefined;
   messages: UIMessage[] = [];

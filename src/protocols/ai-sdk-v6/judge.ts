@@ -1,4 +1,4 @@
-import { describeFinding, finding, multiTurnFindings, sseData, sseFrames, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import { describeFinding, finding, multiTurnFindings, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
 import { asSchema, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, validateUIMessages, type UIMessage, type UIMessageChunk } from 'ai';
 
 /**
@@ -116,18 +116,12 @@ export async function judgeAiSdk(body: string, turn: AiSdkTurn = {}): Promise<Ve
       if (frame !== last) findings.push(finding('terminal', 'data: [DONE] before the end of the body', frame));
       continue;
     }
-    const data = sseData(frame);
-    if ('problem' in data) {
-      findings.push(finding('schema', data.problem, frame));
+    const json = sseJson(frame);
+    if ('finding' in json) {
+      findings.push(json.finding);
       continue;
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(data.data);
-    } catch (e) {
-      findings.push(finding('schema', `not JSON (${e instanceof Error ? e.message : String(e)})`, frame));
-      continue;
-    }
+    const value = json.value;
     const r = await schema.validate!(value);
     if (!r.success) findings.push(finding('schema', `uiMessageChunkSchema rejects it: ${String(r.error).slice(0, 200)}`, frame));
     else read.push({ chunk: r.value, frame });

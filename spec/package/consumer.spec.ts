@@ -113,6 +113,16 @@ export async function serve(): Promise<string> {
     });
   });
 
+  it('the installed awaken records a run and replays it identical', () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    writeFileSync(join(project, 'weather.yaml'), readFileSync(join(repo, 'fixtures/scripts/demo-weather.yaml'), 'utf8'));
+    const recorded = spawnSync(bin, ['record', '--out', 'run.jsonl', '--', 'run', '--model', 'scripted:weather.yaml', 'weather in Tokyo?'], { cwd: project, encoding: 'utf8' });
+    expect({ status: recorded.status, stderr: recorded.stderr }).toEqual({ status: 0, stderr: '' });
+    const replayed = spawnSync(bin, ['replay', 'run.jsonl'], { cwd: project, encoding: 'utf8' });
+    expect(replayed.status).toBe(0);
+    expect(replayed.stdout).toContain('1 identical, 0 differ');
+  });
+
   it('the installed awaken fuzz runs a plugin that imports awaken-ts, fast-check and zod from the project', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
     writeFileSync(join(project, 'visit-log.mjs'), readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8'));

@@ -87,6 +87,9 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
       ['src/core/x.ts', 'src/runtime/y.ts', 'wrong way'],
       ['src/core/x.ts', 'node:fs', 'may import only zod'],
       ['src/contract/x.ts', 'fast-json-patch', 'may import only zod'],
+      ['src/core/state/x.ts', 're2js', 'may import only zod (and, in src/core/pattern/, re2js)'],
+      ['src/contract/x.ts', 're2js', 'may import only zod'],
+      ['src/core/pattern/x.ts', 'node:fs', 'may import only zod'],
       ['src/contract/x.ts', 'src/core/state/y.ts', 'wrong way'],
       ['src/runtime/x.ts', 'src/protocols/ag-ui/y.ts', 'wrong way'],
       ['src/plugins/x.ts', 'src/providers/y.ts', 'sibling'],
@@ -103,6 +106,7 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
     it.each([
       ['src/core/x.ts', 'src/contract/y.ts'],
       ['src/core/x.ts', 'zod'],
+      ['src/core/pattern/regex.ts', 're2js'],
       ['src/runtime/x.ts', 'src/core/y.ts'],
       ['src/protocols/ag-ui/x.ts', 'src/protocols/ag-ui/y.ts'],
       ['src/protocols/ag-ui/x.ts', 'fast-json-patch'],

@@ -130,6 +130,36 @@ describe('resolve pipeline', () => {
     expect(y.ok && [...y.value.tools.keys()]).toEqual(['a', 'b']);
   });
 
+  it('allowed_tools and excluded_tools are tool-id patterns (anchored; only * is special, \\x is a literal x)', () => {
+    const t = (id: string) => defineTool({ id, description: id, args: z.object({}), execute: () => ToolResults.success(id, null) });
+    const rt = runtime((b) =>
+      b
+        .withTool(t('mcp__github__read_issue'))
+        .withTool(t('mcp__github__delete_repo'))
+        .withTool(t('mcp__gitlab__issue'))
+        .withTool(t('star*tool'))
+        .withTool(t('Bash'))
+        .withAgentSpec({ id: 'gh', model: 'm', allowed_tools: ['mcp__github__*'], excluded_tools: ['*delete*'] })
+        .withAgentSpec({ id: 'lit', model: 'm', allowed_tools: ['star\\*tool', 'Bas?', 'Bash(x)'] })
+        .withAgentSpec({ id: 'all', model: 'm', excluded_tools: ['mcp__*'] }),
+    );
+    const ids = (id: string) => {
+      const r = rt.resolve(id);
+      return r.ok && [...r.value.tools.keys()];
+    };
+    expect(ids('gh')).toEqual(['mcp__github__read_issue']);
+    expect(ids('lit')).toEqual(['star*tool']);
+    expect(ids('all')).toEqual(['Bash', 'star*tool']);
+  });
+
+  it('a malformed tool-id pattern is refused with the field named', () => {
+    const r = parseAgentSpec('{"id":"a","excluded_tools":["ok","bad\\\\"]}');
+    expect(r.ok).toBe(false);
+    expect(JSON.stringify(r)).toContain('excluded_tools');
+    expect(JSON.stringify(r)).toContain('dangling escape');
+    expect(JSON.stringify(parseAgentSpec('{"id":"a","allowed_tools":[""]}'))).toContain('pattern is empty');
+  });
+
   it('run() reports an unknown agent and a busy thread as typed errors', async () => {
     const rt = runtime((b) => b.withAgentSpec({ id: 'a', model: 'm' }).withTool(echoTool));
     expect(await rt.run({ agentId: 'zz', messages: [] }, new VecEventSink())).toEqual({ ok: false, error: { code: 'agent_not_found', agentId: 'zz' } });

@@ -24,6 +24,12 @@ const TIER: Readonly<Record<string, number>> = {
 /** Packages the pure core and the contract may use. */
 export const CORE_PACKAGES: readonly string[] = ['zod'];
 
+/**
+ * Besides those, the tool patterns of the core (`src/core/pattern/`) may use one pure, linear-time
+ * regex engine (docs/adr/0030-linear-time-regex.md).
+ */
+export const PATTERN_PACKAGES: readonly string[] = ['re2js'];
+
 export function moduleOf(path: string): { layer: string; sub?: string } | undefined {
   const m = /^src\/([^/]+)(?:\/([^/]+))?/.exec(path);
   if (m === null) return undefined;
@@ -39,8 +45,9 @@ export function layeringViolations(edges: readonly ImportEdge[]): string[] {
     const src = moduleOf(from);
     if (src === undefined) continue;
     if (!to.startsWith('src/')) {
-      if ((src.layer === 'core' || src.layer === 'contract') && !CORE_PACKAGES.includes(to)) {
-        out.push(`${from} imports package ${to}: ${src.layer} may import only ${CORE_PACKAGES.join(', ')}`);
+      const pattern = from.startsWith('src/core/pattern/') && PATTERN_PACKAGES.includes(to);
+      if ((src.layer === 'core' || src.layer === 'contract') && !CORE_PACKAGES.includes(to) && !pattern) {
+        out.push(`${from} imports package ${to}: ${src.layer} may import only ${CORE_PACKAGES.join(', ')}${src.layer === 'core' ? ` (and, in src/core/pattern/, ${PATTERN_PACKAGES.join(', ')})` : ''}`);
       }
       continue;
     }

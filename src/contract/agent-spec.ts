@@ -4,6 +4,7 @@ import { ReasoningEffortSchema, type ReasoningEffort } from './inference.ts';
 import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
 import { StopConditionSpecSchema } from './lifecycle.ts';
 import { err, ok, type Result } from './result.ts';
+import { ToolIdPatternSchema } from './tool-id-pattern.ts';
 
 const USize = z.number().int().nonnegative();
 
@@ -49,8 +50,10 @@ export const AgentSpecSchema = z.object({
     .array(z.string())
     .default([])
     .transform((ids) => [...new Set(ids)].sort()),
-  allowed_tools: z.array(z.string()).optional(),
-  excluded_tools: z.array(z.string()).optional(),
+  /** Tool-id patterns (`*` any run, `\x` a literal x; anchored): only the tools one matches are offered. */
+  allowed_tools: z.array(ToolIdPatternSchema).optional(),
+  /** Tool-id patterns: the tools one matches are not offered (applied after `allowed_tools`). */
+  excluded_tools: z.array(ToolIdPatternSchema).optional(),
   endpoint: RemoteEndpointSchema.optional(),
   delegates: z.array(z.string()).default([]),
   sections: JsonObjectSchema.default({}),

@@ -5,3 +5,4 @@ export * from './policies/stop-policy.ts';
 export { runMealy } from './mealy.ts';
 export * from './context/index.ts';
 export * from './deferral/index.ts';
+export * from './pattern/index.ts';

@@ -11,6 +11,7 @@ import type { LlmExecutor } from './llm.ts';
 import { RetryConfigKey, retryingExecutor, type InferenceObserver, type ModelTarget } from './retry.ts';
 import type { Tool } from './tool.ts';
 import { byteHeuristicTokenizer, effectivePolicy, type Tokenizer } from '../core/context/index.ts';
+import { toolIdMatch } from '../core/pattern/tool-id.ts';
 import {
   CompactionConfigKey,
   compactionPlugin,
@@ -203,11 +204,13 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     }
     if (!isTool(tool)) return err({ code: 'env_build', error: { code: 'tool_already_registered', toolId: id } });
   }
+  // Tool-id patterns (anchored; `*` any run, `\x` a literal x): allowed first, then excluded.
   const allowed = spec.allowed_tools;
   const excluded = spec.excluded_tools ?? [];
+  const offered = (id: string): boolean => (allowed === undefined || allowed.some((p) => toolIdMatch(p, id))) && !excluded.some((p) => toolIdMatch(p, id));
   const ids: string[] = [];
-  for (const id of registries.tools.keys()) if ((allowed === undefined || allowed.includes(id)) && !excluded.includes(id)) ids.push(id);
-  for (const id of pluginTools.keys()) if ((allowed === undefined || allowed.includes(id)) && !excluded.includes(id)) ids.push(id);
+  for (const id of registries.tools.keys()) if (offered(id)) ids.push(id);
+  for (const id of pluginTools.keys()) if (offered(id)) ids.push(id);
   ids.sort();
   const filtered = new Map<string, Tool>();
   for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id)) as Tool);

@@ -6,7 +6,6 @@ import {
   emptyPriors,
   emptyUsage,
   ewmaLambda,
-  globMatch,
   incrementTurn,
   newDiscBetaEntry,
   planActivation,
@@ -21,6 +20,7 @@ import {
   type AgentToolPriors,
   type UsageStats,
 } from '../../../src/core/deferral/index.ts';
+import { wildcardMatch as globMatch } from '../../../src/core/pattern/index.ts';
 
 const tool = (id: string, props = 20): ToolDescriptor => ({
   id,
@@ -30,7 +30,7 @@ const tool = (id: string, props = 20): ToolDescriptor => ({
 });
 
 describe('rules (book: 配置工具加载规则)', () => {
-  it('glob patterns: * ? [class] [!class] and escapes, on code points', () => {
+  it('glob patterns (the rules\' dialect, core/pattern): * ? [class] [!class] and escapes, on code points', () => {
     expect(globMatch('debug_*', 'debug_dump')).toBe(true);
     expect(globMatch('debug_*', 'xdebug_dump')).toBe(false);
     expect(globMatch('*_v?', 'tool_v2')).toBe(true);
@@ -41,7 +41,9 @@ describe('rules (book: 配置工具加载规则)', () => {
     expect(globMatch('a\\*b', 'axb')).toBe(false);
     expect(globMatch('wetter_größe', 'wetter_größe')).toBe(true);
     expect(globMatch('*', '')).toBe(true);
-    expect(globMatch('[ab', '[ab')).toBe(true);
+    // An unclosed class is no glob; a rule naming such an id still matches it exactly.
+    expect(globMatch('[ab', '[ab')).toBe(false);
+    expect(resolveMode(DeferredToolsConfigSchema.parse({ rules: [{ tool: '[ab', mode: 'eager' }] }), '[ab')).toBe('eager');
     expect(globMatch('mcp/**', 'mcp/a/b')).toBe(true);
   });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { wildcardMatch } from '../pattern/glob.ts';
 
 export const ToolLoadModeSchema = z.enum(['eager', 'deferred']);
 export type ToolLoadMode = z.infer<typeof ToolLoadModeSchema>;
@@ -44,66 +45,11 @@ export type DeferredToolsConfigInput = z.input<typeof DeferredToolsConfigSchema>
 export const DEFAULT_PRIOR = 0.01;
 
 /**
- * Glob match of a whole tool id: `*` any run of characters, `?` one character, `[abc]` / `[a-z]` /
- * `[!abc]` a class, `\x` a literal x. Works on code points (0.6's byte port garbles non-ASCII ⟂).
+ * The first rule whose pattern equals or matches the id wins (the rules' glob dialect, as the
+ * permission and reminder rules: core/pattern/glob.ts); otherwise `default_mode`.
  */
-export function globMatch(pattern: string, value: string): boolean {
-  const p = [...pattern];
-  const v = [...value];
-  // Iterative matcher with backtracking to the last `*` (linear in practice).
-  let pi = 0;
-  let vi = 0;
-  let star = -1;
-  let mark = 0;
-  while (vi < v.length) {
-    const step = pi < p.length ? matchOne(p, pi, v[vi] as string) : undefined;
-    if (pi < p.length && p[pi] === '*') {
-      star = pi++;
-      mark = vi;
-    } else if (step !== undefined) {
-      pi = step;
-      vi++;
-    } else if (star >= 0) {
-      pi = star + 1;
-      vi = ++mark;
-    } else return false;
-  }
-  while (pi < p.length && p[pi] === '*') pi++;
-  return pi === p.length;
-}
-
-/** If the token at `p[i]` matches `c`, the index after the token. */
-function matchOne(p: readonly string[], i: number, c: string): number | undefined {
-  const t = p[i] as string;
-  if (t === '?') return i + 1;
-  if (t === '\\' && i + 1 < p.length) return p[i + 1] === c ? i + 2 : undefined;
-  if (t === '[') {
-    let j = i + 1;
-    const negate = p[j] === '!' || p[j] === '^';
-    if (negate) j++;
-    let hit = false;
-    let first = true;
-    while (j < p.length && (first || p[j] !== ']')) {
-      first = false;
-      const lo = p[j] as string;
-      if (p[j + 1] === '-' && j + 2 < p.length && p[j + 2] !== ']') {
-        const hi = p[j + 2] as string;
-        if (c >= lo && c <= hi) hit = true;
-        j += 3;
-      } else {
-        if (c === lo) hit = true;
-        j++;
-      }
-    }
-    if (j >= p.length) return t === c ? i + 1 : undefined; // an unclosed `[` is a literal
-    return hit !== negate ? j + 1 : undefined;
-  }
-  return t === c ? i + 1 : undefined;
-}
-
-/** The first rule whose pattern equals or matches the id wins; otherwise `default_mode`. */
 export function resolveMode(config: Pick<DeferredToolsConfig, 'rules' | 'default_mode'>, id: string): ToolLoadMode {
-  for (const rule of config.rules) if (rule.tool === id || globMatch(rule.tool, id)) return rule.mode;
+  for (const rule of config.rules) if (rule.tool === id || wildcardMatch(rule.tool, id)) return rule.mode;
   return config.default_mode;
 }
 

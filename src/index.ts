@@ -2,3 +2,4 @@ export * from './contract/index.ts';
 export * from './core/index.ts';
 export * from './runtime/index.ts';
 export * from './plugins/deferred-tools.ts';
+export * from './plugins/permission.ts';

@@ -57,7 +57,7 @@ describe('typed phase inputs (the plugin API)', () => {
     const expected: { [P in Phase]: (keyof PhaseInputs[P])[] } = {
       run_start: ['agentSpec', 'threadId', 'runId', 'now', 'tools'],
       step_start: ['agentSpec', 'threadId', 'runId', 'messages'],
-      before_inference: ['agentSpec', 'threadId', 'runId', 'messages'],
+      before_inference: ['agentSpec', 'threadId', 'runId', 'messages', 'tools'],
       after_inference: ['agentSpec', 'threadId', 'runId', 'inference', 'now', 'llmResponse', 'messages'],
       before_tool_execute: ['agentSpec', 'threadId', 'runId', 'toolCall', 'messages'],
       after_tool_execute: ['agentSpec', 'threadId', 'runId', 'toolCall', 'toolResult', 'messages'],

@@ -28,6 +28,7 @@ import type { Io } from './run-command.ts';
 import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import type { Store } from '../runtime/store.ts';
 
@@ -322,6 +323,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     .withModel('demo', { provider: 'demo', model_name: model.name })
     .withAgentSpec(demoAgent('demo'));
   for (const tool of DEMO_TOOLS) builder.withTool(recorder?.tool(tool) ?? tool);
+  // The catalog's plugins, for agents to name in `plugin_ids` (with their sections).
+  for (const [id, plugin] of PLUGIN_CATALOG) builder.withPlugin(id, plugin);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
     if (p.kind !== 'scripted') {
       builder.withProvider(id, llm(providerOf(p, env)));

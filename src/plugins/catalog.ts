@@ -1,12 +1,17 @@
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
+import { permissionPlugin } from './permission.ts';
 import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
 
 const deferredTools = deferredToolsPlugin();
 
-/** The plugins a transcript may name, by id (plugins that need no port beyond the run's own). */
+/**
+ * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
+ * beyond the run's own).
+ */
 export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [toolGatePlugin.name, toolGatePlugin],
   [finishOnPlugin.name, finishOnPlugin],
   [deferredTools.name, deferredTools],
+  [permissionPlugin.name, permissionPlugin],
 ]);

@@ -13,6 +13,7 @@ import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
 import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT } from './transcript.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 
 /**
  * Transcripts of the runs a server serves (`awaken serve --record DIR`): one file per run,
@@ -160,7 +161,8 @@ export class ServedRecorder {
         agent: resolved.value.spec,
         models: Object.fromEntries(Object.entries(this.#o.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
         tools: [...this.#o.tools],
-        plugins: [] as string[],
+        // The catalog plugins the agent names (the only plugins `awaken serve` has), replayed by id.
+        plugins: resolved.value.spec.plugin_ids.filter((id) => PLUGIN_CATALOG.has(id)),
         stop_policies: [] as string[],
       };
       const header = new TranscriptLog();

@@ -371,7 +371,7 @@ export class RunLoop implements BatchHost {
 
   /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */
   #requestInputs(): RequestInputs | Halt | Promise<RequestInputs | Halt> {
-    const ran = this.runPhase('before_inference', { messages: this.#messages });
+    const ran = this.runPhase('before_inference', { messages: this.#messages, tools: this.#allTools() });
     return ran === undefined ? this.#consumeInputs() : andThenUnlessHalted(ran, () => this.#consumeInputs());
   }
 

@@ -82,6 +82,8 @@ export function phaseInput(phase: Phase): fc.Arbitrary<object> {
         }),
         fc.record({ ...run, now, messages, inference: fc.constant({ ok: false as const }), llmResponse: fc.record({ error: fc.record({ code: fc.constant('provider'), message: fc.string({ maxLength: 20 }) }) }) }),
       );
+    case 'before_inference':
+      return fc.record({ ...run, messages, tools: fc.array(toolDescriptor(), { maxLength: 3 }) });
     case 'before_tool_execute':
       return fc.record({ ...run, messages, toolCall: toolCall() });
     case 'after_tool_execute':

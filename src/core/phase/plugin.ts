@@ -26,7 +26,8 @@ export interface RunFields {
 export interface PhaseInputs {
   readonly run_start: RunFields & { readonly now: number; readonly tools: readonly ToolDescriptor[] };
   readonly step_start: RunFields & { readonly messages: readonly Message[] };
-  readonly before_inference: RunFields & { readonly messages: readonly Message[] };
+  /** `tools`: every tool of the agent (before this step's filters), so a hook can choose among them. */
+  readonly before_inference: RunFields & { readonly messages: readonly Message[]; readonly tools: readonly ToolDescriptor[] };
   readonly after_inference: RunFields & {
     /** What the stop policies observe; `ok: false` when the inference failed. */
     readonly inference: InferenceObservation;

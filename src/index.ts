@@ -3,3 +3,4 @@ export * from './core/index.ts';
 export * from './runtime/index.ts';
 export * from './plugins/deferred-tools.ts';
 export * from './plugins/permission.ts';
+export * from './plugins/reminder.ts';

@@ -1,9 +1,11 @@
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
 import { permissionPlugin } from './permission.ts';
+import { reminderPlugin } from './reminder.ts';
 import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
 
 const deferredTools = deferredToolsPlugin();
+const reminder = reminderPlugin();
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -14,4 +16,5 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [finishOnPlugin.name, finishOnPlugin],
   [deferredTools.name, deferredTools],
   [permissionPlugin.name, permissionPlugin],
+  [reminder.name, reminder],
 ]);

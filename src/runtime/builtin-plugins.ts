@@ -9,6 +9,7 @@ import {
   ContextMessageSchema,
   InferenceOverrideState,
   InterceptConflicts,
+  LoopControl,
   RunLifecycle,
   StopStats,
   ToolCallStates,
@@ -24,6 +25,12 @@ export const AddContextMessage = defineAction('runtime.add_context_message', 'be
 export const SetInferenceOverride = defineAction('runtime.set_inference_override', 'before_inference', InferenceOverrideSchema);
 export const ExcludeTool = defineAction('runtime.exclude_tool', 'before_inference', z.string());
 export const IncludeOnlyTools = defineAction('runtime.include_only_tools', 'before_inference', z.array(z.string()));
+/**
+ * Keeps the run going past this step if the step ends naturally (an answer without tool calls):
+ * the run takes another step instead of finishing. The payload says why. Schedule it in any phase
+ * of the step up to its end (a run-end guard: after an answer, from `after_inference`).
+ */
+export const ContinueRun = defineAction('runtime.continue_run', 'step_end', z.string());
 export const ToolInterceptAction = defineAction(
   'runtime.tool_intercept',
   'before_tool_execute',
@@ -61,6 +68,8 @@ export const loopActionsPlugin: Plugin = preRegistered({
     r.registerKey(InferenceOverrideState);
     r.registerKey(ContextMessages);
     r.registerKey(ToolIntercepts);
+    r.registerKey(LoopControl, { persistent: false });
+    r.registerScheduledAction(ContinueRun, (_ctx, reason) => StateCommand.empty().update(LoopControl, { type: 'continue', reason }));
     r.registerKey(InterceptConflicts);
     r.registerScheduledAction(AddContextMessage, (ctx, message) => {
       // Throttling (core-spec §3.7): inject when there is no cooldown, it is new, its content changed,

@@ -131,6 +131,25 @@ export const ToolCallStates = defineStateKey<ToolCallStateMap, ToolCallStatesUpd
   codec: z.record(z.string(), ToolCallStateSchema) as z.ZodType<ToolCallStateMap>,
 });
 
+// ---- loop control: a plugin keeps a run going past a natural end -----------------------------------
+
+/**
+ * `continue`: when the step that is ending is a natural end (an answer without tool calls), the run
+ * takes another step instead of finishing; `reason` says why (the plugin that asked). Read and
+ * cleared at every step's end, whatever ended it; `max_rounds` and every other stop still apply.
+ */
+export interface LoopControlState {
+  readonly type: 'continue';
+  readonly reason: string;
+}
+
+export const LoopControl = defineStateKey<LoopControlState, LoopControlState>({
+  key: '__runtime.loop_control',
+  init: () => ({ type: 'continue', reason: '' }),
+  apply: (_s, u) => u,
+  codec: z.object({ type: z.literal('continue'), reason: z.string() }).strict() as z.ZodType<LoopControlState>,
+});
+
 // ---- per-step accumulators of the built-in actions -------------------------------------------------
 
 export interface ToolFilterState {

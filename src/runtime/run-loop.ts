@@ -33,6 +33,7 @@ import {
   orderedContextMessages,
   RunLifecycle,
   ToolFilter,
+  LoopControl,
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
@@ -296,8 +297,22 @@ export class RunLoop implements BatchHost {
     for (;;) {
       if (this.signal.aborted) return TerminationReasons.cancelled();
       const outcome = await this.#step();
-      if (outcome !== undefined) return outcome;
+      const control = this.#loopControl(outcome);
+      const next = isPromiseLike<TerminationReason | undefined>(control) ? await control : control;
+      if (next !== undefined) return next;
     }
+  }
+
+  /**
+   * A plugin's `ContinueRun` (LoopControl) turns a natural end into another step; it is cleared at
+   * every step's end, so it never outlives the step it was asked in.
+   */
+  #loopControl(outcome: TerminationReason | undefined): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+    if (this.phase.store.snapshot().get(LoopControl) === undefined) return outcome;
+    const next = outcome?.type === 'natural_end' ? undefined : outcome;
+    const submitted = this.submit(StateCommand.empty().clear(LoopControl));
+    if (submitted === undefined) return next;
+    return isPromiseLike<Halt | undefined>(submitted) ? submitted.then((h) => h ?? next) : submitted;
   }
 
   /**

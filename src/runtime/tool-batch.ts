@@ -126,6 +126,18 @@ function commandOf(staged: StagedCommand): StateCommand {
 
 const PRIORITY = { block: 3, suspend: 2, set_result: 1 } as const;
 
+/**
+ * An intercept's rank: block > a refusal > suspend > set_result. A refusal is a `set_result` whose
+ * result is an error marked `metadata.rejected` (a narrowing gate's "no, and tell the model"): it
+ * outranks a question, since asking a person about a call that is refused anyway would let their
+ * approval run it (docs/adr/0031-tool-order-state-machine.md).
+ */
+function rankOf(i: InterceptRecord['intercept']): number {
+  if (i.type !== 'set_result') return PRIORITY[i.type];
+  const r = i.result as { status?: unknown; metadata?: { rejected?: unknown } } | null;
+  return r !== null && typeof r === 'object' && r.status === 'error' && r.metadata?.rejected === true ? 2.5 : PRIORITY.set_result;
+}
+
 export { INTERRUPTED, resumedProjection };
 
 /** The text the model sees for a result: its message, else the compact JSON of its data. */
@@ -402,8 +414,8 @@ export class ToolBatch {
     let winner: InterceptRecord | undefined;
     const conflicts: InterceptRecord[] = [];
     for (const record of records) {
-      if (winner === undefined || PRIORITY[record.intercept.type] > PRIORITY[winner.intercept.type]) winner = record;
-      else if (PRIORITY[record.intercept.type] === PRIORITY[winner.intercept.type]) conflicts.push(record);
+      if (winner === undefined || rankOf(record.intercept) > rankOf(winner.intercept)) winner = record;
+      else if (rankOf(record.intercept) === rankOf(winner.intercept)) conflicts.push(record);
     }
     const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);

@@ -98,6 +98,37 @@ const base = (s: Scenario): RecordingSetup => {
   };
 };
 
+/** Read and Write (stateless: Read finds every file empty), for the state-machine scenarios. */
+const fileTools: readonly Tool[] = [
+  defineTool({ id: 'Read', description: 'Read a file', args: z.object({ file_path: z.string() }), execute: ({ file_path }) => ToolResults.success('Read', { file_path, content: '' }) }),
+  defineTool({ id: 'Write', description: 'Write a file', args: z.object({ file_path: z.string(), content: z.string() }), execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }) }),
+];
+
+/** The read-before-write machine of seed 004 (docs/plugins/state-machine.md), with a given guard. */
+const readBeforeWrite = (maxContinuations: number) => ({
+  machines: [
+    {
+      name: 'read-before-write',
+      key: '{file_path}',
+      key_normalizer: 'path',
+      initial: 'unread',
+      terminal: ['written'],
+      transitions: [
+        { on: 'Read(file_path ~ "*")', from: ['unread', 'read', 'written'], to: 'read' },
+        {
+          on: 'Write(file_path ~ "*")',
+          from: 'read',
+          to: 'written',
+          when: { status: 'success' },
+          emit: { target: 'system', content: 'Wrote {file_path}', cooldown_turns: 2 },
+          on_violation: { action: 'deny', reason: 'Read {file_path} before writing.' },
+        },
+      ],
+    },
+  ],
+  continuation: { max_continuations: maxContinuations, message: 'Finish the protocol work: {summary}' },
+});
+
 const twoEchoes = [{ tool_calls: [call('c1', 'echo', { text: 'a' }), call('c2', 'echo', { text: 'b' })] }, { text: 'both echoed' }];
 const loopStep = (i: number): ScriptStep => ({ text: 'thinking…', tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })], usage: { prompt_tokens: 40, completion_tokens: 10 } });
 
@@ -201,6 +232,44 @@ export const SCENARIOS: readonly Scenario[] = [
       sections: { deferred_tools: { enabled: true, rules: [{ tool: 'echo', mode: 'eager' }], disc_beta: { defer_after: 2, gamma: 500 } } },
     },
     extra: { plugins: ['deferred-tools'], tools: [...CORPUS_TOOLS, forecastTool] },
+  },
+  {
+    name: 'permission-ask-approved',
+    script: [{ tool_calls: [call('c1', 'echo', { text: 'may I?' })] }, { text: 'Approved and echoed.' }],
+    agent: { plugin_ids: ['permission'], sections: { permission: { default_behavior: 'ask', rules: [{ tool: 'fail', behavior: 'deny' }] } } },
+    extra: { plugins: ['permission'], decide: approve() },
+  },
+  {
+    name: 'permission-denied',
+    script: [{ tool_calls: [call('c1', 'echo', { text: 'ls' }), call('c2', 'echo', { text: 'rm -rf /' })] }],
+    agent: { plugin_ids: ['permission'], sections: { permission: { default_behavior: 'allow', rules: [{ tool: 'echo(text ~ "rm *")', behavior: 'deny' }] } } },
+    extra: { plugins: ['permission'] },
+  },
+  {
+    name: 'reminder-cooldown',
+    script: [...[1, 2, 3].map((i): ScriptStep => ({ tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })] })), { text: 'Reminded twice.' }],
+    agent: {
+      plugin_ids: ['reminder'],
+      sections: { reminder: { rules: [{ name: 'echoed', tool: 'echo', output: { status: 'success' }, message: { target: 'suffix_system', content: 'You echoed; say what came back.', cooldown_turns: 2 } }] } },
+    },
+    extra: { plugins: ['reminder'] },
+  },
+  {
+    name: 'state-machine-read-before-write',
+    script: [
+      { tool_calls: [call('c1', 'Write', { file_path: 'src/a.rs', content: 'fn main() {}' })] },
+      { tool_calls: [call('c2', 'Read', { file_path: 'src/a.rs' })] },
+      { tool_calls: [call('c3', 'Write', { file_path: './src/a.rs', content: 'fn main() {}' })] },
+      { text: 'Written after reading.' },
+    ],
+    agent: { plugin_ids: ['state_machine'], sections: { state_machine: readBeforeWrite(0) } },
+    extra: { plugins: ['state_machine'], tools: [...CORPUS_TOOLS, ...fileTools] },
+  },
+  {
+    name: 'state-machine-continuation',
+    script: [{ tool_calls: [call('c1', 'Read', { file_path: 'src/a.rs' })] }, { text: 'I read it.' }, { tool_calls: [call('c2', 'Write', { file_path: 'src/a.rs', content: 'x' })] }, { text: 'Now it is written.' }],
+    agent: { plugin_ids: ['state_machine'], sections: { state_machine: readBeforeWrite(3) } },
+    extra: { plugins: ['state_machine'], tools: [...CORPUS_TOOLS, ...fileTools] },
   },
 ];
 

@@ -4,3 +4,4 @@ export * from './runtime/index.ts';
 export * from './plugins/deferred-tools.ts';
 export * from './plugins/permission.ts';
 export * from './plugins/reminder.ts';
+export * from './plugins/state-machine/index.ts';

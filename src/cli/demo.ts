@@ -50,10 +50,37 @@ export const confirmAction = defineTool({
 
 export const DEMO_TOOLS: readonly Tool[] = [echo, getWeather, fail, confirmAction];
 
+/**
+ * `Read` and `Write` over an in-memory workspace (a map of paths to text, one per process, never
+ * the disk): tools for agents that follow a file protocol, such as the read-before-write state
+ * machine of docs/plugins/state-machine.md. `awaken serve` offers them to configured agents; the
+ * demo agent keeps to the demo tools.
+ */
+export function workspaceTools(): readonly Tool[] {
+  const files = new Map<string, string>();
+  const read = defineTool({
+    id: 'Read',
+    description: 'Read a file of the workspace (an absent file reads as empty, with exists: false)',
+    args: z.object({ file_path: z.string().min(1) }),
+    execute: ({ file_path }) => ToolResults.success('Read', { file_path, exists: files.has(file_path), content: files.get(file_path) ?? '' }),
+  });
+  const write = defineTool({
+    id: 'Write',
+    description: 'Write a file of the workspace (replacing it)',
+    args: z.object({ file_path: z.string().min(1), content: z.string() }),
+    execute: ({ file_path, content }) => {
+      files.set(file_path, content);
+      return ToolResults.success('Write', { file_path, bytes: Buffer.byteLength(content) });
+    },
+  });
+  return [read, write];
+}
+
 /** The built-in `demo` agent. */
 export const demoAgent = (model: string): AgentSpecInput => ({
   id: 'demo',
   model,
   system_prompt: 'You are the awaken demo agent. Use the tools when they help.',
   max_rounds: 16,
+  allowed_tools: DEMO_TOOLS.map((t) => t.descriptor.id),
 });

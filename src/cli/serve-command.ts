@@ -23,7 +23,7 @@ import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { checkOrigins, LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
-import { demoAgent, DEMO_TOOLS } from './demo.ts';
+import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import type { Io } from './run-command.ts';
 import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
@@ -305,6 +305,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);
   // --record: every port of the runtime wrapped once; each run's traffic goes to its own transcript.
+  const tools = [...DEMO_TOOLS, ...workspaceTools()];
   const models: Record<string, ModelEntry> = { demo: { provider: 'demo', model_name: model.name }, ...((file?.models ?? {}) as Record<string, ModelEntry>) };
   const recorder =
     plan.record === undefined
@@ -312,7 +313,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
       : new ServedRecorder({
           dir: plan.record,
           models,
-          tools: DEMO_TOOLS.map((t) => t.descriptor),
+          tools: tools.map((t) => t.descriptor),
           onWritten: (f) => logger.debug('transcript written', { file: f }),
           onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
         });
@@ -322,7 +323,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     .withProvider('demo', llm(model.llm))
     .withModel('demo', { provider: 'demo', model_name: model.name })
     .withAgentSpec(demoAgent('demo'));
-  for (const tool of DEMO_TOOLS) builder.withTool(recorder?.tool(tool) ?? tool);
+  for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
   // The catalog's plugins, for agents to name in `plugin_ids` (with their sections).
   for (const [id, plugin] of PLUGIN_CATALOG) builder.withPlugin(id, plugin);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {

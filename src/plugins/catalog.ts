@@ -2,10 +2,12 @@ import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
+import { stateMachinePlugin } from './state-machine/plugin.ts';
 import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
 
 const deferredTools = deferredToolsPlugin();
 const reminder = reminderPlugin();
+const stateMachine = stateMachinePlugin();
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -17,4 +19,5 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [deferredTools.name, deferredTools],
   [permissionPlugin.name, permissionPlugin],
   [reminder.name, reminder],
+  [stateMachine.name, stateMachine],
 ]);

@@ -1,0 +1,3 @@
+export * from './config.ts';
+export * from './engine.ts';
+export * from './plugin.ts';

@@ -250,6 +250,14 @@ describe('read-before-write (seed 004: 先读后写状态机的行为, and 验�
     ]);
   });
 
+  it('emit on a positional target speaks in the configured role', async () => {
+    const cfg = config(READ_BEFORE_WRITE.replace("        to: read\n", "        to: read\n        emit: { target: conversation, role: assistant, content: 'I have read {file_path}.' }\n").replace('max_continuations: 25', 'max_continuations: 0'));
+    const h = run([call('r1', 'Read', { file_path: 'a' }), { text: 'done' }], cfg);
+    await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
+    const said = h.llm.requests[1]?.messages.find((m) => JSON.stringify(m.content).includes('I have read a.'));
+    expect(said?.role).toBe('assistant');
+  });
+
   it('on_unmatched: a call allowed whose result the `when` does not match moves to the fallback', async () => {
     const cfg = config(READ_BEFORE_WRITE.replace('terminal: [written]', 'terminal: [written]\n    on_unmatched: unread').replace('max_continuations: 25', 'max_continuations: 0'));
     const failing = { ...workspaceTools()[1]!, execute: () => ({ tool_name: 'Write', status: 'error' as const, data: null, message: 'disk full' }) };

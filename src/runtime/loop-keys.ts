@@ -203,7 +203,7 @@ export type ContextTarget = z.infer<typeof ContextTargetSchema>;
 
 export const ContextMessageSchema = z.object({
   key: z.string().min(1),
-  role: z.enum(['system', 'user']).default('system'),
+  role: z.enum(['system', 'user', 'assistant']).default('system'),
   content: z.string(),
   target: ContextTargetSchema.default('system'),
   priority: z.number().int().default(0),

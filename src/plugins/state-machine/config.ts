@@ -22,7 +22,7 @@ const EmitSchema = z
     content: z.string(),
     cooldown_turns: z.number().int().nonnegative().default(0),
     /** For the positional targets (session, conversation) only: who says it. */
-    role: z.enum(['user', 'system']).optional(),
+    role: z.enum(['user', 'assistant']).optional(),
   })
   .strict();
 

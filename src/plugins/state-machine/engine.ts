@@ -18,7 +18,7 @@ export interface CompiledTransition {
   readonly from: ReadonlySet<string>;
   readonly to: string;
   readonly when: (r: ToolResult) => boolean;
-  readonly emit: { readonly target: ContextTarget; readonly content: Template; readonly cooldown: number; readonly role: 'system' | 'user' } | undefined;
+  readonly emit: { readonly target: ContextTarget; readonly content: Template; readonly cooldown: number; readonly role: 'system' | 'user' | 'assistant' } | undefined;
   readonly action: ViolationAction;
   readonly reason: Template | undefined;
 }
@@ -197,7 +197,7 @@ export interface Move {
   readonly to: string;
   /** The transition taken (absent: the machine's `on_unmatched` fallback). */
   readonly transition?: number;
-  readonly emit?: { readonly key: string; readonly target: ContextTarget; readonly content: string; readonly cooldown: number; readonly role: 'system' | 'user' };
+  readonly emit?: { readonly key: string; readonly target: ContextTarget; readonly content: string; readonly cooldown: number; readonly role: 'system' | 'user' | 'assistant' };
 }
 
 /**

@@ -41,12 +41,3 @@ export function toolIdMatch(pattern: string, toolId: string): boolean {
 }
 
 export { toolIdPatternError, type ToolIdPatternError } from '../../contract/tool-id-pattern.ts';
-
-/** True if the pattern has a `*` (it may name more than one tool); an exact id otherwise. */
-export function isToolIdGlob(pattern: string): boolean {
-  for (let i = 0; i < pattern.length; i += 1) {
-    if (pattern[i] === '\\') i += 1;
-    else if (pattern[i] === '*') return true;
-  }
-  return false;
-}

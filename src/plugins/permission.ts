@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolCall } from '../contract/message.ts';
-import { compareSpecificity, compilePattern, describeParseError, formatPattern, parsePattern, type PatternMatcher, type Specificity } from '../core/pattern/index.ts';
+import { compareSpecificity, compilePattern, formatPattern, parsePattern, PatternTextSchema, type PatternMatcher, type Specificity } from '../core/pattern/index.ts';
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { StateCommand } from '../core/state/state-command.ts';
@@ -25,14 +25,6 @@ export const PermissionBehaviorSchema = z.enum(['allow', 'ask', 'deny']);
 export type PermissionBehavior = z.infer<typeof PermissionBehaviorSchema>;
 export const RuleScopeSchema = z.enum(['once', 'session', 'thread', 'project', 'user']);
 export const RuleSourceSchema = z.enum(['system', 'definition', 'skill', 'session', 'user', 'cli', 'runtime']);
-
-/** A tool pattern as text, refused (with the parser's message and position) when it does not parse; kept in its printed form. */
-export const PatternTextSchema = z.string().transform((text, ctx) => {
-  const parsed = parsePattern(text);
-  if (parsed.ok) return formatPattern(parsed.value);
-  ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)}: ${describeParseError(parsed.error)}` });
-  return z.NEVER;
-});
 
 /** What a rule is about: one tool id (exact), or a tool pattern (its printed form). */
 export const PermissionSubjectSchema = z.discriminatedUnion('kind', [

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolResult } from '../contract/tool.ts';
-import { compileOp, compileRegex, compilePattern, describeParseError, formatPattern, parsePattern, resolvePath, valueToString, wildcardMatch, type MatchOp, type PatternMatcher } from '../core/pattern/index.ts';
+import { compileOp, compileRegex, compilePattern, parsePattern, PatternTextSchema, resolvePath, valueToString, wildcardMatch, type MatchOp, type PatternMatcher } from '../core/pattern/index.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { AddContextMessage } from '../runtime/builtin-plugins.ts';
 import { ContextTargetSchema, type ContextMessage } from '../runtime/loop-keys.ts';
@@ -53,18 +53,10 @@ const OutputSchema = stringOr<'any', z.ZodType<{ status?: 'success' | 'error' | 
   z.object({ status: z.enum(['success', 'error', 'pending', 'any']).optional(), content: ContentSchema.optional() }).strict() as never,
 );
 
-/** A tool pattern as text, refused with the parse error; kept in its printed form. */
-const PatternSchema = z.string().transform((text, ctx) => {
-  const parsed = parsePattern(text);
-  if (parsed.ok) return formatPattern(parsed.value);
-  ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)}: ${describeParseError(parsed.error)}` });
-  return z.NEVER;
-});
-
 export const ReminderRuleEntrySchema = z
   .object({
     name: z.string().min(1).optional(),
-    tool: PatternSchema,
+    tool: PatternTextSchema,
     output: OutputSchema.default('any'),
     message: z.object({ target: ContextTargetSchema, content: z.string(), cooldown_turns: z.number().int().nonnegative().default(0) }).strict(),
   })

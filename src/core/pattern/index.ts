@@ -5,3 +5,4 @@ export { compilePattern, patternMatches, resolvePath, valueToString, primaryValu
 export { globMatch, wildcardMatch, normalizeWildcards } from './glob.ts';
 export { toolIdMatch, toolIdPatternError, type ToolIdPatternError } from './tool-id.ts';
 export { compileRegex, type RegexTest } from './regex.ts';
+export { PatternTextSchema } from './schema.ts';

@@ -5,3 +5,4 @@ export * from './plugins/deferred-tools.ts';
 export * from './plugins/permission.ts';
 export * from './plugins/reminder.ts';
 export * from './plugins/state-machine/index.ts';
+export * from './plugins/skills/index.ts';

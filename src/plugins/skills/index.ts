@@ -1,0 +1,2 @@
+export * from './skill.ts';
+export * from './plugin.ts';

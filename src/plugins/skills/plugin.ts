@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { ToolResults } from '../../contract/tool.ts';
+import { StateCommand } from '../../core/state/state-command.ts';
+import { defineStateKey } from '../../core/state/state-key.ts';
+import { AddContextMessage } from '../../runtime/builtin-plugins.ts';
+import type { RuntimePlugin } from '../../runtime/resolve.ts';
+import { defineTool, type Tool } from '../../runtime/tool.ts';
+import { PERMISSION_PLUGIN_ID, PermissionOverrides } from '../permission.ts';
+import type { Skill } from './skill.ts';
+
+export const SKILLS_DISCOVERY_PLUGIN_ID = 'skills-discovery';
+export const SKILLS_ACTIVE_INSTRUCTIONS_PLUGIN_ID = 'skills-active-instructions';
+export const SKILL_LIST_TOOL_ID = 'list_skills';
+export const SKILL_ACTIVATE_TOOL_ID = 'skill';
+export const SKILL_LOAD_RESOURCE_TOOL_ID = 'load_skill_resource';
+
+export interface ActiveSkill {
+  readonly instructions: string;
+  readonly allowed_tools: readonly string[];
+}
+/** `skills`: the skills activated in this run, by name (run-scoped: a new run starts with none). */
+export const SkillsState = defineStateKey<{ readonly active: Readonly<Record<string, ActiveSkill>> }, { readonly name: string; readonly skill: ActiveSkill }>({
+  key: 'skills',
+  init: () => ({ active: {} }),
+  apply: (s, u) => ({ active: { ...s.active, [u.name]: u.skill } }),
+  codec: z.object({ active: z.record(z.string(), z.object({ instructions: z.string(), allowed_tools: z.array(z.string()) }).strict()) }).strict() as z.ZodType<{
+    readonly active: Readonly<Record<string, ActiveSkill>>;
+  }>,
+});
+
+const unknown = (tool: string, name: string, registry: ReadonlyMap<string, Skill>) =>
+  ToolResults.error(tool, `no skill '${name}' (skills: ${[...registry.keys()].join(', ') || 'none'})`);
+
+/** The three tools: list the skills, activate one, read one of its resources. */
+export function skillTools(registry: ReadonlyMap<string, Skill>): readonly Tool[] {
+  return [
+    defineTool({
+      id: SKILL_LIST_TOOL_ID,
+      description: 'List the skills you can activate, with what each is for',
+      args: z.object({}).strict(),
+      execute: () => ToolResults.success(SKILL_LIST_TOOL_ID, [...registry.values()].map((s) => ({ name: s.name, description: s.description, resources: [...s.resources()] }))),
+    }),
+    defineTool({
+      id: SKILL_ACTIVATE_TOOL_ID,
+      description: 'Activate a skill: its instructions apply from the next step on, and its tools are granted for this run',
+      args: z.object({ skill: z.string().min(1).describe('The skill name') }).strict(),
+      execute: ({ skill }, ctx) => {
+        const s = registry.get(skill);
+        if (s === undefined) return unknown(SKILL_ACTIVATE_TOOL_ID, skill, registry);
+        const command = StateCommand.empty().update(SkillsState, { name: s.name, skill: { instructions: s.instructions, allowed_tools: [...s.allowedTools] } });
+        // The tools a skill names are granted for this run: run-scoped permission overrides.
+        if (ctx.agentSpec.plugin_ids.includes(PERMISSION_PLUGIN_ID)) for (const tool of s.allowedTools) command.update(PermissionOverrides, { type: 'allow_tool', tool_id: tool });
+        return { result: ToolResults.success(SKILL_ACTIVATE_TOOL_ID, { skill_id: s.name, instructions: s.instructions, allowed_tools: [...s.allowedTools] }), command };
+      },
+    }),
+    defineTool({
+      id: SKILL_LOAD_RESOURCE_TOOL_ID,
+      description: "Read one of a skill's files (a path relative to the skill, e.g. references/guide.md)",
+      args: z.object({ skill: z.string().min(1), path: z.string().min(1) }).strict(),
+      execute: ({ skill, path }) => {
+        const s = registry.get(skill);
+        if (s === undefined) return unknown(SKILL_LOAD_RESOURCE_TOOL_ID, skill, registry);
+        const r = s.resource(path);
+        return r.ok ? ToolResults.success(SKILL_LOAD_RESOURCE_TOOL_ID, { skill_id: s.name, path, content: r.value }) : ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, r.error);
+      },
+    }),
+  ];
+}
+
+/** The catalog the model sees before each inference. */
+export function skillCatalog(registry: ReadonlyMap<string, Skill>): string {
+  const lines = [...registry.values()].map((s) => `- ${s.name}: ${s.description}`);
+  return [
+    '<available_skills>',
+    ...lines,
+    '</available_skills>',
+    `Activate a skill with the \`${SKILL_ACTIVATE_TOOL_ID}\` tool when it fits the task; read its files with \`${SKILL_LOAD_RESOURCE_TOOL_ID}\`.`,
+  ].join('\n');
+}
+
+/**
+ * The skills subsystem over a registry (book: SkillSubsystem): `discovery` registers the three
+ * tools and the `skills` key and puts the catalog in context; `activeInstructions` puts the
+ * instructions of every active skill in context on each later inference.
+ */
+export function skillsSubsystem(registry: ReadonlyMap<string, Skill>): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+  const catalog = skillCatalog(registry);
+  const discovery: RuntimePlugin = {
+    name: SKILLS_DISCOVERY_PLUGIN_ID,
+    register: (r) => {
+      r.registerKey(SkillsState, { scope: 'run', persistent: true });
+      for (const tool of skillTools(registry)) r.registerTool(tool);
+      r.registerPhaseHook('before_inference', () =>
+        registry.size === 0
+          ? StateCommand.empty()
+          : StateCommand.empty().scheduleAction(AddContextMessage, { key: 'skills.catalog', role: 'system', content: catalog, target: 'system', priority: 0, cooldown_turns: 0, persistent: false }),
+      );
+    },
+  };
+  const activeInstructions: RuntimePlugin = {
+    name: SKILLS_ACTIVE_INSTRUCTIONS_PLUGIN_ID,
+    register: (r) =>
+      r.registerPhaseHook('before_inference', (ctx) => {
+        const cmd = StateCommand.empty();
+        const active = ctx.snapshot.get(SkillsState)?.active ?? {};
+        for (const name of Object.keys(active).sort()) {
+          const content = `<skill name="${name}">\n${(active[name] as ActiveSkill).instructions}\n</skill>`;
+          cmd.scheduleAction(AddContextMessage, { key: `skills.active.${name}`, role: 'system', content, target: 'system', priority: 1, cooldown_turns: 0, persistent: false });
+        }
+        return cmd;
+      }),
+  };
+  return { discovery, activeInstructions };
+}

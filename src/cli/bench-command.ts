@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { AgentSpec } from '../contract/agent-spec.ts';
@@ -17,6 +16,7 @@ import { CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, 
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import { EXIT } from './exit.ts';
 import { loadServeConfig } from './serve-config.ts';
+import { loadPluginModule } from './plugin-module.ts';
 
 export const BENCH_USAGE = `usage: awaken bench --model scripted:FILE [--config awaken.yaml] [--agent ID] [--plugin FILE]… [--steps 10,100,1000] [--rounds R] [--json]
 
@@ -44,16 +44,7 @@ export const BENCH_COMMAND: CommandSpec = {
 /** The node flags the allocation column needs: a young generation no batch fills, and a collector to call. */
 const BENCH_FLAGS = ['--expose-gc', '--min-semi-space-size=256', '--max-semi-space-size=256'];
 
-async function loadPlugin(file: string): Promise<RuntimePlugin> {
-  const absolute = resolve(file);
-  if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
-  const mod = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
-  let plugin: unknown = mod['default'] ?? mod['plugin'];
-  if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
-  const p = plugin as Plugin | undefined;
-  if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || typeof p.register !== 'function') throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`)`, EXIT.data);
-  return p;
-}
+const loadPlugin = async (file: string): Promise<RuntimePlugin> => (await loadPluginModule(file)).plugin as RuntimePlugin;
 
 /** `awaken bench`: a user's agent beside the fair floors. */
 export async function benchCommand(argv: readonly string[], io: Io): Promise<number> {

@@ -71,9 +71,12 @@ const JUDGES: Readonly<Record<string, () => Promise<Judge>>> = {
 };
 
 /** A judge, or `JudgeUnavailable` when its library is missing. */
-async function loadJudge(protocol: string): Promise<Judge> {
+const loadJudge = (protocol: string): Promise<Judge> => loadJudgeWith(protocol, JUDGES[protocol] as () => Promise<Judge>);
+
+/** Loads a protocol's judge; a missing optional library is a `JudgeUnavailable` naming the packages to install. */
+export async function loadJudgeWith<J>(protocol: string, load: () => Promise<J>): Promise<J> {
   try {
-    return await (JUDGES[protocol] as () => Promise<Judge>)();
+    return await load();
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw e;

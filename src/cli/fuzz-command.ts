@@ -1,12 +1,9 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type fc from 'fast-check';
-import type { Plugin } from '../core/phase/plugin.ts';
 import { describePluginFuzz, fuzzPlugin, type PluginFuzzReport } from '../testing/fuzz-plugin.ts';
 import { describeKeyLaws } from '../testing/state-laws.ts';
-import { CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
+import { loadPluginModule } from './plugin-module.ts';
 
 export const FUZZ_USAGE = `usage: awaken fuzz --plugin FILE [--runs N] [--seed S] [--path P] [--json]
 
@@ -27,7 +24,6 @@ export const FUZZ_COMMAND: CommandSpec = {
   options: { plugin: { type: 'string' }, runs: { type: 'string' }, seed: { type: 'string' }, path: { type: 'string' }, json: { type: 'boolean' } },
 };
 
-const isPlugin = (x: unknown): x is Plugin => typeof x === 'object' && x !== null && typeof (x as Plugin).name === 'string' && typeof (x as Plugin).register === 'function';
 
 const integer = (args: Parameters<typeof stringOf>[0], name: string): number | undefined => {
   const v = stringOf(args, name);
@@ -45,17 +41,7 @@ export async function fuzzCommand(argv: readonly string[], io: Io): Promise<numb
     if (runs !== undefined && runs < 1) throw new UsageError('--runs must be at least 1');
     const seed = integer(args, 'seed');
     const path = stringOf(args, 'path');
-    const absolute = resolve(file);
-    if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
-    let mod: Record<string, unknown>;
-    try {
-      mod = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
-    } catch (e) {
-      throw new CliFailure(`cannot load ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
-    }
-    let plugin: unknown = mod['default'] ?? mod['plugin'];
-    if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
-    if (!isPlugin(plugin)) throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`: { name, register(registrar) }, or a function making one)`, EXIT.data);
+    const { plugin, module: mod } = await loadPluginModule(file);
     const fuzz = (mod['fuzz'] ?? {}) as { updates?: Record<string, fc.Arbitrary<unknown>> };
     const report: PluginFuzzReport = await fuzzPlugin(plugin, {
       ...(fuzz.updates !== undefined ? { updates: fuzz.updates } : {}),

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DriveFailure, reportOf, Unreachable, unreachableCode, renderReport, type Capture, type Finding, type JudgeReport, type Scenario } from '../protocols/findings.ts';
 import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
-import { JudgeUnavailable, JUDGE_PACKAGES } from './conformance-command.ts';
+import { JudgeUnavailable, loadJudgeWith } from './conformance-command.ts';
 import { EXIT } from './exit.ts';
 
 export const JUDGE_USAGE = `usage: awaken judge --protocol P FILE…                   judge captured response bodies
@@ -83,16 +83,7 @@ const JUDGES: Readonly<Record<Protocol, () => Promise<Judge>>> = {
   },
 };
 
-async function loadJudge(protocol: Protocol): Promise<Judge> {
-  try {
-    return await JUDGES[protocol]();
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw e;
-    const packages = JUDGE_PACKAGES[protocol] ?? [];
-    throw new JudgeUnavailable(`the ${protocol} judge needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`);
-  }
-}
+const loadJudge = (protocol: Protocol): Promise<Judge> => loadJudgeWith(protocol, JUDGES[protocol]);
 
 /** The id of the first response in an NDJSON body (what a captured call or prompt answered), else 1. */
 function responseIdOf(body: string): number | string {

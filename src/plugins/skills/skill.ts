@@ -11,22 +11,6 @@ import { err, ok, type Result } from '../../contract/result.ts';
  * body, the instructions — with its resource files beside it.
  */
 
-export interface Skill {
-  readonly name: string;
-  readonly description: string;
-  /** Tools the skill uses: granted for the run when it is activated (with the permission plugin). */
-  readonly allowedTools: readonly string[];
-  readonly license?: string;
-  readonly compatibility?: string;
-  readonly metadata: Readonly<Record<string, string>>;
-  /** The body of SKILL.md: what the agent follows while the skill is active. */
-  readonly instructions: string;
-  /** A resource by its path relative to the skill (`references/guide.md`); a path out of the skill is refused. */
-  resource(path: string): Result<string, string>;
-  /** The resource paths the skill holds, sorted. */
-  resources(): readonly string[];
-}
-
 const NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 
 const FrontMatterSchema = z
@@ -40,14 +24,25 @@ const FrontMatterSchema = z
   })
   .strict();
 
+/** What a SKILL.md says. */
 export interface SkillDocument {
   readonly name: string;
   readonly description: string;
+  /** Tools the skill uses: granted for the run when it is activated (with the permission plugin). */
   readonly allowedTools: readonly string[];
   readonly license?: string;
   readonly compatibility?: string;
   readonly metadata: Readonly<Record<string, string>>;
+  /** The body of SKILL.md: what the agent follows while the skill is active. */
   readonly instructions: string;
+}
+
+/** A skill: its document and its resources. */
+export interface Skill extends SkillDocument {
+  /** A resource by its path relative to the skill (`references/guide.md`); a path out of the skill is refused. */
+  resource(path: string): Result<string, string>;
+  /** The resource paths the skill holds, sorted. */
+  resources(): readonly string[];
 }
 
 /** Parses a SKILL.md: front matter between `---` lines, then the body; errors name the field. */

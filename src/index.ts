@@ -6,3 +6,4 @@ export * from './plugins/permission.ts';
 export * from './plugins/reminder.ts';
 export * from './plugins/state-machine/index.ts';
 export * from './plugins/skills/index.ts';
+export * from './plugins/mcp-tools.ts';

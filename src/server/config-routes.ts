@@ -9,7 +9,7 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
-import { connectMcpServer, type McpToolSource } from './mcp-tools.ts';
+import { connectMcpServer, type McpToolSource } from '../plugins/mcp-tools.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
 export const ModelConfigSchema = z

@@ -1,0 +1,127 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { z } from 'zod';
+import type { JsonValue } from '../contract/json.ts';
+import { ToolResults } from '../contract/tool.ts';
+import type { Tool } from '../runtime/tool.ts';
+import { ToolFailure } from '../runtime/tool.ts';
+
+/**
+ * MCP servers' tools as runtime tools (book: 使用 MCP Tools): connect over Streamable HTTP or
+ * stdio, list the tools, and register each as `<server>__<tool>`. A call is `tools/call`; its
+ * progress notifications become the call's progress; its text content is the result's `text`
+ * (with `structured` when the server sends structured content), `isError` a tool error, and the
+ * result's metadata names the server and the tool (`mcp.server`, `mcp.tool`).
+ */
+
+/** Where an MCP server is: a URL (Streamable HTTP), or a command to start (stdio). */
+export const McpServerConfigSchema = z.union([
+  z.object({ url: z.string().url(), description: z.string().optional() }).strict(),
+  z
+    .object({
+      command: z.string().min(1),
+      args: z.array(z.string()).default([]),
+      env: z.record(z.string(), z.string()).optional(),
+      cwd: z.string().optional(),
+      description: z.string().optional(),
+    })
+    .strict(),
+]);
+export type McpServerConfig = z.input<typeof McpServerConfigSchema>;
+
+/** A connected MCP server and the tools it offers, as runtime tools. */
+export interface McpToolSource {
+  readonly tools: readonly Tool[];
+  /** Lists the server's tools again (a server may add or drop tools); the same tools when it did not change. */
+  refresh(): Promise<readonly Tool[]>;
+  close(): Promise<void>;
+}
+
+export interface McpConnectOptions {
+  /** How long to wait for the connection and each listing (default 10 s); a call honours its run's cancel. */
+  readonly timeoutMs?: number;
+  /** The client's version in the MCP handshake. */
+  readonly version?: string;
+}
+
+/** Tool ids of an MCP server's tools: `<server>__<tool>`, kept to what model APIs accept. */
+export const mcpToolId = (server: string, tool: string): string => `${server}__${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+
+function transportOf(config: McpServerConfig): Transport {
+  if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url));
+  const c = McpServerConfigSchema.parse(config) as { command: string; args: string[]; env?: Record<string, string>; cwd?: string };
+  return new StdioClientTransport({ command: c.command, args: c.args, ...(c.env !== undefined ? { env: { ...(process.env as Record<string, string>), ...c.env } } : {}), ...(c.cwd !== undefined ? { cwd: c.cwd } : {}), stderr: 'pipe' });
+}
+
+/** Races `work` against a timer; the timer is always cleared. */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Connects to one MCP server (`name` prefixes its tool ids) over HTTP or stdio. */
+export async function connectMcp(name: string, config: McpServerConfig, options: McpConnectOptions = {}): Promise<McpToolSource> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const client = new Client({ name: 'awaken', version: options.version ?? '0.0.0' });
+  const wrap = (t: { name: string; description?: string | undefined; inputSchema: unknown }): Tool => {
+    const id = mcpToolId(name, t.name);
+    const metadata = { mcp: { server: name, tool: t.name } };
+    return {
+      descriptor: { id, name: id, description: t.description ?? `${t.name} (MCP server ${name})`, parameters: t.inputSchema as JsonValue },
+      execute: async (args, ctx) => {
+        let result: Awaited<ReturnType<typeof client.callTool>>;
+        try {
+          result = await client.callTool({ name: t.name, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
+            signal: ctx.signal,
+            onprogress: (p) => void ctx.reportProgress('running', p.message, p.total !== undefined && p.total > 0 ? p.progress / p.total : undefined),
+          });
+        } catch (e) {
+          throw new ToolFailure({ code: 'execution_failed', message: `MCP server ${name}: ${e instanceof Error ? e.message : String(e)}` });
+        }
+        const text = ((result.content ?? []) as { type: string; text?: string }[]).flatMap((c) => (c.type === 'text' && c.text !== undefined ? [c.text] : [])).join('\n');
+        if (result.isError === true) return { ...ToolResults.error(id, text === '' ? 'the MCP tool failed' : text), metadata };
+        const structured = result.structuredContent as JsonValue | undefined;
+        return { ...ToolResults.success(id, structured === undefined ? { text } : { text, structured }), metadata };
+      },
+    };
+  };
+  let tools: readonly Tool[];
+  try {
+    // A server that accepts the connection and never answers is given up on, never waited on for ever.
+    const listed = await within(
+      timeoutMs,
+      `MCP server ${name}`,
+      (async () => {
+        await client.connect(transportOf(config), { timeout: timeoutMs });
+        return client.listTools(undefined, { timeout: timeoutMs });
+      })(),
+    );
+    tools = listed.tools.map(wrap);
+  } catch (e) {
+    await client.close().catch(() => undefined);
+    throw e;
+  }
+  return {
+    get tools() {
+      return tools;
+    },
+    refresh: async () => {
+      const listed = await within(timeoutMs, `MCP server ${name}`, client.listTools(undefined, { timeout: timeoutMs }));
+      tools = listed.tools.map(wrap);
+      return tools;
+    },
+    close: () => client.close(),
+  };
+}
+
+/** `connectMcp` over Streamable HTTP (the server's `mcp-servers` config). */
+export const connectMcpServer = (name: string, url: string, version: string, timeoutMs = 10_000): Promise<McpToolSource> => connectMcp(name, { url }, { version, timeoutMs });

@@ -7,3 +7,4 @@ export * from './plugins/reminder.ts';
 export * from './plugins/state-machine/index.ts';
 export * from './plugins/skills/index.ts';
 export * from './plugins/mcp-tools.ts';
+export * from './plugins/handoff.ts';

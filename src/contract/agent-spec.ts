@@ -114,3 +114,30 @@ export function withPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<
   if (!section.success) return err({ code: 'key_encode', key: configKey.key, message: section.error.message });
   return ok(AgentSpecs.withSection(spec, configKey.key, section.data));
 }
+
+/**
+ * What a handoff changes of the run's agent (book: 使用 Agent Handoff → AgentOverlay): its system
+ * prompt, its model (a model registry id), and which tools it is offered. Unknown fields are refused
+ * (0.6 too; the book's `model` field is `model_id`).
+ */
+export const AgentOverlaySchema = z
+  .object({
+    system_prompt: z.string().optional(),
+    model_id: z.string().min(1).optional(),
+    allowed_tools: z.array(ToolIdPatternSchema).optional(),
+    excluded_tools: z.array(ToolIdPatternSchema).optional(),
+  })
+  .strict();
+export type AgentOverlay = z.infer<typeof AgentOverlaySchema>;
+
+/** The agent with the overlay applied (an absent field keeps the agent's own). */
+export function applyOverlay(spec: AgentSpec, overlay: AgentOverlay): AgentSpec {
+  return {
+    ...spec,
+    ...(overlay.system_prompt !== undefined ? { system_prompt: overlay.system_prompt } : {}),
+    ...(overlay.model_id !== undefined ? { model: overlay.model_id } : {}),
+    ...(overlay.allowed_tools !== undefined ? { allowed_tools: overlay.allowed_tools } : {}),
+    ...(overlay.excluded_tools !== undefined ? { excluded_tools: overlay.excluded_tools } : {}),
+  };
+}
+

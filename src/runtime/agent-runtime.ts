@@ -1,7 +1,7 @@
 import type { Tokenizer } from '../core/context/index.ts';
 import type { Summarizer } from './context.ts';
 import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
-import { AgentSpecSchema } from '../contract/agent-spec.ts';
+import { AgentSpecSchema, applyOverlay } from '../contract/agent-spec.ts';
 import type { BuildError, InferenceExecutionError, ResolveError, RuntimeError } from '../contract/errors.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
@@ -14,7 +14,7 @@ import { realEnv, type Env } from './env.ts';
 import type { InferenceObserver } from './retry.ts';
 import type { EventSink } from './event-sink.ts';
 import type { LlmExecutor } from './llm.ts';
-import { resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
+import { describeResolveError, resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
 import { RunLoop, type AgentRunResult, type Decision, type RunParams } from './run-loop.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
 import type { Tool } from './tool.ts';
@@ -270,6 +270,18 @@ export class AgentRuntime {
           },
           answeredBy: () => answeredBy,
           inferenceErrors,
+          reresolve: (target, base) => {
+            const other = target.overlay === undefined ? this.#registries.agents.get(target.name) : undefined;
+            if (target.overlay === undefined && other === undefined) return err({ code: 'agent_not_found', agentId: target.name });
+            const overlay = target.overlay ?? {
+              system_prompt: (other as AgentSpec).system_prompt,
+              model_id: (other as AgentSpec).model,
+              ...((other as AgentSpec).allowed_tools !== undefined ? { allowed_tools: (other as AgentSpec).allowed_tools } : {}),
+              ...((other as AgentSpec).excluded_tools !== undefined ? { excluded_tools: (other as AgentSpec).excluded_tools } : {}),
+            };
+            const spec = applyOverlay(base, overlay);
+            return resolveAgent({ ...this.#registries, agents: new Map([...this.#registries.agents, [spec.id, spec]]) }, spec.id, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env: this.#env, breaker: this.#breaker });
+          },
         })),
     });
     if (!prepared.ok) return prepared;
@@ -338,27 +350,6 @@ export class AgentRuntime {
   /** Whether a run on the thread is parked, waiting for decisions. */
   isWaiting(threadId: string): boolean {
     return this.#active.get(threadId)?.suspended !== undefined;
-  }
-}
-
-export function describeResolveError(e: ResolveError): string {
-  switch (e.code) {
-    case 'agent_not_found':
-      return `agent '${e.agentId}' not found`;
-    case 'model_not_found':
-      return `model '${e.modelId}' not found`;
-    case 'provider_not_found':
-      return `provider '${e.providerId}' not found`;
-    case 'plugin_not_found':
-      return `plugin '${e.pluginId}' not found`;
-    case 'invalid_plugin_config':
-      return `invalid config section '${e.key}' of plugin '${e.plugin}': ${e.message}`;
-    case 'remote_agent_not_directly_runnable':
-      return `agent '${e.agentId}' is remote and cannot run directly`;
-    case 'tool_id_conflict':
-      return `tool id '${e.toolId}' registered by both ${e.sourceA} and ${e.sourceB}`;
-    case 'env_build':
-      return `execution environment: ${e.error.code}`;
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgentOverlaySchema, type AgentOverlay } from '../contract/agent-spec.ts';
 import { InferenceOverrideSchema, mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
 import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
 import {
@@ -148,6 +149,25 @@ export const LoopControl = defineStateKey<LoopControlState, LoopControlState>({
   init: () => ({ type: 'continue', reason: '' }),
   apply: (_s, u) => u,
   codec: z.object({ type: z.literal('continue'), reason: z.string() }).strict() as z.ZodType<LoopControlState>,
+});
+
+// ---- the agent a handoff made active ---------------------------------------------------------------
+
+/**
+ * `__runtime.agent_overlay`: the agent the run is acting as (a handoff plugin writes it): its name
+ * and the overlay to apply to the run's own agent, or no overlay when the name is a registered
+ * agent (its system prompt, model and tool lists are applied). The loop reads it at the top of each
+ * step, before `step_start`; absent, the run's own agent. Cleared with the key.
+ */
+export interface AgentOverlayState {
+  readonly name: string;
+  readonly overlay?: AgentOverlay;
+}
+export const AgentOverlayKey = defineStateKey<AgentOverlayState, AgentOverlayState>({
+  key: '__runtime.agent_overlay',
+  init: () => ({ name: '' }),
+  apply: (_s, u) => u,
+  codec: z.object({ name: z.string().min(1), overlay: AgentOverlaySchema.optional() }).strict() as z.ZodType<AgentOverlayState>,
 });
 
 // ---- per-step accumulators of the built-in actions -------------------------------------------------

@@ -287,3 +287,24 @@ function toolsOf(plugin: Plugin): string[] {
   plugin.register(r);
   return r.tools.map((t) => t.descriptor.id);
 }
+
+export function describeResolveError(e: ResolveError): string {
+  switch (e.code) {
+    case 'agent_not_found':
+      return `agent '${e.agentId}' not found`;
+    case 'model_not_found':
+      return `model '${e.modelId}' not found`;
+    case 'provider_not_found':
+      return `provider '${e.providerId}' not found`;
+    case 'plugin_not_found':
+      return `plugin '${e.pluginId}' not found`;
+    case 'invalid_plugin_config':
+      return `invalid config section '${e.key}' of plugin '${e.plugin}': ${e.message}`;
+    case 'remote_agent_not_directly_runnable':
+      return `agent '${e.agentId}' is remote and cannot run directly`;
+    case 'tool_id_conflict':
+      return `tool id '${e.toolId}' registered by both ${e.sourceA} and ${e.sourceB}`;
+    case 'env_build':
+      return `execution environment: ${e.error.code}`;
+  }
+}

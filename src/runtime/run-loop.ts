@@ -34,8 +34,13 @@ import {
   RunLifecycle,
   ToolFilter,
   LoopControl,
+  AgentOverlayKey,
+  type AgentOverlayState,
 } from './loop-keys.ts';
-import type { ResolvedAgent } from './resolve.ts';
+import { describeResolveError, type ResolvedAgent } from './resolve.ts';
+import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { ResolveError } from '../contract/errors.ts';
+import type { Result } from '../contract/result.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
 import { emitted, INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
 
@@ -129,6 +134,8 @@ export interface RunParams {
   readonly answeredBy: () => string | undefined;
   /** Every inference failure of the run, in order: the retry policy adds those it absorbed, the loop the rest. */
   readonly inferenceErrors?: InferenceExecutionError[];
+  /** Resolves the run's agent as a handoff made it (`AgentOverlayKey`); without it, a handoff blocks the run. */
+  readonly reresolve?: (target: AgentOverlayState, base: AgentSpec) => Result<ResolvedAgent, ResolveError>;
 }
 
 /**
@@ -138,7 +145,11 @@ export interface RunParams {
  */
 export class RunLoop implements BatchHost {
   readonly env: Env;
-  readonly resolved: ResolvedAgent;
+  /** The agent the run acts as: its own, or what a handoff made active (`#handoff`). */
+  resolved: ResolvedAgent;
+  /** The run's own agent, and the name of the handoff applied (undefined: none). */
+  readonly #base: ResolvedAgent;
+  #acting: string | undefined;
   readonly phase: PhaseRuntime;
   readonly threadId: string;
   readonly runId: string;
@@ -177,6 +188,7 @@ export class RunLoop implements BatchHost {
     this.#p = params;
     this.env = params.env;
     this.resolved = params.resolved;
+    this.#base = params.resolved;
     this.phase = params.phase;
     this.threadId = params.threadId;
     this.runId = params.runId;
@@ -322,6 +334,8 @@ export class RunLoop implements BatchHost {
    * itself). Every other way out ends the step with the termination it found (`#endStep`).
    */
   async #step(): Promise<TerminationReason | undefined> {
+    const handedOff = this.#handoff();
+    if (handedOff !== undefined) return isPromiseLike<TerminationReason | undefined>(handedOff) ? await handedOff : handedOff;
     this.#steps++;
     const emitting = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
     if (emitting !== undefined) await emitting;
@@ -382,6 +396,32 @@ export class RunLoop implements BatchHost {
       }
       return termination;
     }
+  }
+
+  /**
+   * A handoff takes effect at a step boundary, before `step_start`: the agent named in
+   * `AgentOverlayKey` is resolved (the run's own agent with the overlay, or a registered agent's
+   * prompt, model and tool lists) and acted as from this step on; its plugins stay the run's. An
+   * `activity_snapshot` of type `agent_handoff` shows the switch. A target that does not resolve
+   * blocks the run with the reason.
+   */
+  #handoff(): TerminationReason | undefined | Promise<TerminationReason | undefined> {
+    const target = this.phase.store.snapshot().get(AgentOverlayKey);
+    if (target?.name === this.#acting) return undefined;
+    const from = this.#acting ?? this.#base.spec.id;
+    if (target === undefined) this.resolved = this.#base;
+    else {
+      const r = this.#p.reresolve?.(target, this.#base.spec);
+      if (r === undefined || !r.ok) return TerminationReasons.blocked(`handoff resolve failed: ${r === undefined ? 'no resolver' : describeResolveError(r.error)}`);
+      // Its plugins stay the run's: their keys, hooks and environment were installed at run start.
+      this.resolved = { ...r.value, plugins: this.#base.plugins, activePlugins: this.#base.activePlugins, executionEnv: this.#base.executionEnv };
+    }
+    this.#acting = target?.name;
+    this.#tools = undefined;
+    this.#sent = undefined;
+    this.#sentUpTo = 0;
+    const emitted = this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'agent_handoff', content: { from, to: target?.name ?? this.#base.spec.id }, replace: true });
+    return emitted === undefined ? undefined : emitted.then(() => undefined);
   }
 
   /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AgentEvent } from '../../src/contract/event.ts';
+import { Messages } from '../../src/contract/message.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { clearHandoff, handoffPlugin, HandoffState, requestHandoff } from '../../src/plugins/handoff.ts';
+import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { VecEventSink } from '../../src/runtime/event-sink.ts';
+import { MemoryThreadRunStore } from '../../src/runtime/thread-run-store.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
+import { checkRunInvariants } from '../../src/testing/invariants.ts';
+import { echoTool } from '../support/runtime.ts';
+
+/** A tool that hands off to `agent` (or back, with `clear`). */
+const handTo = defineTool({
+  id: 'hand_to',
+  description: 'Hand the conversation to another agent',
+  args: z.object({ agent: z.string() }),
+  execute: ({ agent }) => ({ result: ToolResults.success('hand_to', { agent }), command: StateCommand.empty().update(HandoffState, agent === 'clear' ? clearHandoff() : requestHandoff(agent)) }),
+});
+
+function setup(main: ScriptStep[], second: ScriptStep[], overlays: Parameters<typeof handoffPlugin>[0] = { researcher: { system_prompt: 'You research.', model_id: 'm2', allowed_tools: ['echo'] } }) {
+  const a = new ScriptedLlm(main);
+  const b = new ScriptedLlm(second);
+  const store = new MemoryThreadRunStore();
+  const plugin = handoffPlugin(overlays);
+  const built = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('a', a)
+    .withProvider('b', b)
+    .withModel('m', { provider: 'a', model_name: 'model-a' })
+    .withModel('m2', { provider: 'b', model_name: 'model-b' })
+    .withThreadRunStore(store)
+    .withTool(echoTool)
+    .withTool(handTo)
+    .withPlugin(plugin.name, plugin)
+    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'You are the front desk.', plugin_ids: ['agent_handoff'] })
+    .withAgentSpec({ id: 'writer', model: 'm', system_prompt: 'You write.', allowed_tools: ['hand_to'] })
+    .build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  return { runtime: built.value, a, b, store };
+}
+const call = (id: string, agent: string): ScriptStep => ({ tool_calls: [{ id, name: 'hand_to', arguments: { agent } }] });
+const systemOf = (llm: ScriptedLlm, i: number) => llm.requests[i]?.messages.find((m) => m.role === 'system');
+const textOf = (m: unknown) => JSON.stringify(m);
+
+describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
+  it('a request promoted at the step’s end switches prompt, model and tools before the next step; the stream shows it; the thread keeps it', async () => {
+    const h = setup([call('c1', 'researcher')], [{ text: 'Researched.' }]);
+    const sink = new VecEventSink();
+    const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('find sources')] }, sink);
+    expect(r.ok && r.value).toMatchObject({ response: 'Researched.', termination: { type: 'natural_end' } });
+    expect(h.a.requests).toHaveLength(1);
+    expect(h.b.requests).toHaveLength(1);
+    expect(textOf(systemOf(h.b, 0))).toContain('You research.');
+    expect(h.b.requests[0]?.model).toBe('model-b');
+    expect(h.b.requests[0]?.tools.map((t) => t.id)).toEqual(['echo']);
+    expect(h.a.requests[0]?.tools.map((t) => t.id)).toEqual(['echo', 'hand_to']);
+    // The switch is in the stream, between the first step's end and the second step's start.
+    const types = sink.events.map((e) => e.event_type);
+    const at = sink.events.findIndex((e) => e.event_type === 'activity_snapshot' && e.activity_type === 'agent_handoff');
+    expect(sink.events[at]).toMatchObject({ content: { from: 'agent', to: 'researcher' } });
+    expect(types.slice(0, at).filter((t) => t === 'step_start')).toHaveLength(1);
+    expect(types[at + 1]).toBe('step_start');
+    expect(checkRunInvariants(sink.events)).toEqual([]);
+    expect(h.store.checkpoints.at(-1)?.threadState.extensions['agent_handoff']).toEqual({ active_agent: 'researcher' });
+    // The next run on the thread starts as the researcher.
+    await h.runtime.run({ threadId: 't', messages: [Messages.user('more')] }, new VecEventSink());
+    expect(h.a.requests).toHaveLength(1);
+    expect(h.b.requests).toHaveLength(2);
+  });
+
+  it('a registered agent’s prompt, model and tools; clearing goes back to the run’s own agent', async () => {
+    const h = setup([call('c1', 'writer'), call('c2', 'clear'), { text: 'Back at the desk.' }], []);
+    const r = await h.runtime.run({ messages: [Messages.user('write it')] }, new VecEventSink());
+    expect(r.ok && r.value).toMatchObject({ response: 'Back at the desk.', termination: { type: 'natural_end' } });
+    expect(textOf(systemOf(h.a, 1))).toContain('You write.');
+    expect(h.a.requests[1]?.tools.map((t) => t.id)).toEqual(['hand_to']);
+    expect(textOf(systemOf(h.a, 2))).toContain('You are the front desk.');
+    expect(h.a.requests[2]?.tools.map((t) => t.id)).toEqual(['echo', 'hand_to']);
+  });
+
+  it('a target that does not resolve blocks the run with the reason', async () => {
+    const h = setup([call('c1', 'nobody'), { text: 'never' }], []);
+    const r = await h.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());
+    expect(r.ok && r.value.termination).toEqual({ type: 'blocked', value: "handoff resolve failed: agent 'nobody' not found" });
+    const bad = setup([call('c1', 'fast')], [], { fast: { model_id: 'no-such-model' } });
+    const r2 = await bad.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());
+    expect(r2.ok && r2.value.termination).toEqual({ type: 'blocked', value: "handoff resolve failed: model 'no-such-model' not found" });
+  });
+
+  it('an overlay with an unknown field is refused, naming it (the book’s `model` is `model_id`)', () => {
+    expect(() => handoffPlugin({ researcher: { model: 'claude' } as never })).toThrow(/handoff overlay 'researcher': .*model/);
+  });
+
+  it('without a handoff nothing changes: no event, same agent', async () => {
+    const h = setup([{ text: 'plain' }], []);
+    const sink = new VecEventSink();
+    await h.runtime.run({ messages: [Messages.user('hi')] }, sink);
+    expect(sink.events.some((e: AgentEvent) => e.event_type === 'activity_snapshot')).toBe(false);
+  });
+
+  it('passes fuzzPlugin', async () => {
+    const report = await fuzzPlugin(handoffPlugin({ researcher: { system_prompt: 'x' } }), { numRuns: 40, seed: 9 });
+    expect(report.failures).toEqual([]);
+    expect(report.phases).toEqual(['run_start', 'step_end']);
+  });
+});

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { AgentOverlaySchema, type AgentOverlay } from '../contract/agent-spec.ts';
+import type { PhaseContext } from '../core/phase/plugin.ts';
+import { StateCommand } from '../core/state/state-command.ts';
+import { defineStateKey } from '../core/state/state-key.ts';
+import { AgentOverlayKey } from '../runtime/loop-keys.ts';
+import type { RuntimePlugin } from '../runtime/resolve.ts';
+
+/**
+ * Agent handoff (book: 使用 Agent Handoff; core-spec §11.1): within one run and one thread, the
+ * agent switches to another — an overlay of the run's agent (system prompt, model, tools), or a
+ * registered agent's prompt, model and tools. A tool or a hook writes `requestHandoff(name)` to
+ * `agent_handoff`; at that step's end the request is promoted to the active agent, and from the
+ * next step on (before its `step_start`) the run acts as it. The active agent is kept with the
+ * thread, so the next run starts as it. `clearHandoff()` goes back to the run's own agent.
+ */
+
+export interface HandoffStateValue {
+  readonly active_agent?: string;
+  readonly requested_agent?: string;
+}
+export type HandoffAction = { readonly type: 'request'; readonly agent: string } | { readonly type: 'activate'; readonly agent: string } | { readonly type: 'clear' };
+
+export const HandoffActionSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('request'), agent: z.string().min(1) }).strict(),
+  z.object({ type: z.literal('activate'), agent: z.string().min(1) }).strict(),
+  z.object({ type: z.literal('clear') }).strict(),
+]);
+
+/** `agent_handoff`: the active and the requested agent (thread-scoped, persistent). */
+export const HandoffState = defineStateKey<HandoffStateValue, HandoffAction>({
+  key: 'agent_handoff',
+  init: () => ({}),
+  apply: (s, a) => {
+    if (a.type === 'request') return { ...s, requested_agent: a.agent };
+    if (a.type === 'activate') return { active_agent: a.agent };
+    return {};
+  },
+  codec: z.object({ active_agent: z.string().min(1).optional(), requested_agent: z.string().min(1).optional() }).strict() as z.ZodType<HandoffStateValue>,
+});
+
+export const requestHandoff = (agent: string): HandoffAction => ({ type: 'request', agent });
+export const activateHandoff = (agent: string): HandoffAction => ({ type: 'activate', agent });
+export const clearHandoff = (): HandoffAction => ({ type: 'clear' });
+
+export const HANDOFF_PLUGIN_ID = 'agent_handoff';
+
+/**
+ * The plugin, with its overlays by name (checked here: an unknown field is an error). A name that
+ * is not an overlay is taken as a registered agent's id.
+ */
+export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}): RuntimePlugin {
+  const checked: Record<string, AgentOverlay> = {};
+  for (const [name, overlay] of Object.entries(overlays)) {
+    const parsed = AgentOverlaySchema.safeParse(overlay);
+    if (!parsed.success) throw new Error(`handoff overlay '${name}': ${parsed.error.issues.map((i) => `${i.path.join('.') || 'overlay'}: ${i.message}`).join('; ')}`);
+    checked[name] = parsed.data;
+  }
+  /** Promotes a request, and points the loop at the agent now active (or back at the run's own). */
+  const sync = (ctx: PhaseContext): StateCommand => {
+    const cmd = StateCommand.empty();
+    const state = ctx.snapshot.get(HandoffState) ?? {};
+    const requested = state.requested_agent;
+    if (requested !== undefined) cmd.update(HandoffState, activateHandoff(requested));
+    const effective = requested ?? state.active_agent;
+    const current = ctx.snapshot.get(AgentOverlayKey);
+    if (effective === undefined) {
+      if (current !== undefined) cmd.clear(AgentOverlayKey);
+    } else if (current?.name !== effective) {
+      const overlay = checked[effective];
+      cmd.update(AgentOverlayKey, overlay === undefined ? { name: effective } : { name: effective, overlay });
+    }
+    return cmd;
+  };
+  return {
+    name: HANDOFF_PLUGIN_ID,
+    register: (r) => {
+      r.registerKey(HandoffState, { scope: 'thread', persistent: true });
+      r.registerKey(AgentOverlayKey, { scope: 'run', persistent: false });
+      r.registerPhaseHook('run_start', sync);
+      r.registerPhaseHook('step_end', sync);
+    },
+  };
+}

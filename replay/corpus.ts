@@ -7,6 +7,8 @@ import type { RecordingSetup } from '../src/replay/recorder.ts';
 import { deterministicEnv } from '../src/runtime/env.ts';
 import type { Decision } from '../src/runtime/run-loop.ts';
 import { defineTool, ToolFailure, type Tool } from '../src/runtime/tool.ts';
+import { StateCommand } from '../src/core/state/state-command.ts';
+import { HandoffState, requestHandoff } from '../src/plugins/handoff.ts';
 
 /** The tools of the corpus: one per kind of outcome. */
 export const CORPUS_TOOLS: readonly Tool[] = [
@@ -103,6 +105,14 @@ const fileTools: readonly Tool[] = [
   defineTool({ id: 'Read', description: 'Read a file', args: z.object({ file_path: z.string() }), execute: ({ file_path }) => ToolResults.success('Read', { file_path, content: '' }) }),
   defineTool({ id: 'Write', description: 'Write a file', args: z.object({ file_path: z.string(), content: z.string() }), execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }) }),
 ];
+
+/** Hands the conversation to another agent (the handoff scenario). */
+const handTo = defineTool({
+  id: 'hand_to',
+  description: 'Hand the conversation to another agent',
+  args: z.object({ agent: z.string() }),
+  execute: ({ agent }) => ({ result: ToolResults.success('hand_to', { agent }), command: StateCommand.empty().update(HandoffState, requestHandoff(agent)) }),
+});
 
 /** The read-before-write machine of seed 004 (docs/plugins/state-machine.md), with a given guard. */
 const readBeforeWrite = (maxContinuations: number) => ({
@@ -270,6 +280,16 @@ export const SCENARIOS: readonly Scenario[] = [
     script: [{ tool_calls: [call('c1', 'Read', { file_path: 'src/a.rs' })] }, { text: 'I read it.' }, { tool_calls: [call('c2', 'Write', { file_path: 'src/a.rs', content: 'x' })] }, { text: 'Now it is written.' }],
     agent: { plugin_ids: ['state_machine'], sections: { state_machine: readBeforeWrite(3) } },
     extra: { plugins: ['state_machine'], tools: [...CORPUS_TOOLS, ...fileTools] },
+  },
+  {
+    name: 'handoff-overlay',
+    script: [{ text: 'A specialist should take this.', tool_calls: [call('c1', 'hand_to', { agent: 'specialist' })] }],
+    fallbackScript: [{ tool_calls: [call('c2', 'echo', { text: 'specialist here' })] }, { text: 'The specialist answered.' }],
+    agent: {
+      plugin_ids: ['agent_handoff'],
+      sections: { handoff: { overlays: { specialist: { system_prompt: 'You are the specialist.', model_id: 'spare', allowed_tools: ['echo'] } } } },
+    },
+    extra: { plugins: ['agent_handoff'], tools: [...CORPUS_TOOLS, handTo] },
   },
 ];
 

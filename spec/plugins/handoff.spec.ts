@@ -104,6 +104,35 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
     expect(sink.events.some((e: AgentEvent) => e.event_type === 'activity_snapshot')).toBe(false);
   });
 
+  it('overlays from the agent’s handoff section (as awaken serve --config gives them); a name declared twice keeps the agent from being built', async () => {
+    const a = new ScriptedLlm([call('c1', 'critic'), { text: 'never' }]);
+    const b = new ScriptedLlm([{ text: 'Criticised.' }]);
+    const plugin = handoffPlugin();
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('a', a)
+      .withProvider('b', b)
+      .withModel('m', { provider: 'a', model_name: 'model-a' })
+      .withModel('m2', { provider: 'b', model_name: 'model-b' })
+      .withTool(handTo)
+      .withPlugin(plugin.name, plugin)
+      .withAgentSpec({ id: 'agent', model: 'm', plugin_ids: ['agent_handoff'], sections: { handoff: { overlays: { critic: { system_prompt: 'You criticise.', model_id: 'm2' } } } } })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const r = await built.value.run({ messages: [Messages.user('review')] }, new VecEventSink());
+    expect(r.ok && r.value.response).toBe('Criticised.');
+    expect(textOf(systemOf(b, 0))).toContain('You criticise.');
+    expect(() => setup([], [], { critic: { system_prompt: 'x' } })).not.toThrow();
+    const twice = handoffPlugin({ critic: { system_prompt: 'x' } });
+    const failed = new AgentRuntimeBuilder()
+      .withProvider('a', new ScriptedLlm([]))
+      .withModel('m', { provider: 'a', model_name: 'a' })
+      .withPlugin(twice.name, twice)
+      .withAgentSpec({ id: 'agent', model: 'm', plugin_ids: ['agent_handoff'], sections: { handoff: { overlays: { critic: { system_prompt: 'y' } } } } })
+      .build();
+    expect(!failed.ok && JSON.stringify(failed.error)).toMatch(/overlay 'critic' is declared by the plugin and by the handoff section/);
+  });
+
   it('passes fuzzPlugin', async () => {
     const report = await fuzzPlugin(handoffPlugin({ researcher: { system_prompt: 'x' } }), { numRuns: 40, seed: 9 });
     expect(report.failures).toEqual([]);

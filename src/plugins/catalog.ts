@@ -1,5 +1,6 @@
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
+import { handoffPlugin } from './handoff.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
 import { stateMachinePlugin } from './state-machine/plugin.ts';
@@ -8,6 +9,7 @@ import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
 const deferredTools = deferredToolsPlugin();
 const reminder = reminderPlugin();
 const stateMachine = stateMachinePlugin();
+const handoff = handoffPlugin();
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -20,4 +22,5 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [permissionPlugin.name, permissionPlugin],
   [reminder.name, reminder],
   [stateMachine.name, stateMachine],
+  [handoff.name, handoff],
 ]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentOverlaySchema, type AgentOverlay } from '../contract/agent-spec.ts';
+import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type AgentOverlay, type AgentSpec } from '../contract/agent-spec.ts';
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
@@ -46,8 +46,9 @@ export const clearHandoff = (): HandoffAction => ({ type: 'clear' });
 export const HANDOFF_PLUGIN_ID = 'agent_handoff';
 
 /**
- * The plugin, with its overlays by name (checked here: an unknown field is an error). A name that
- * is not an overlay is taken as a registered agent's id.
+ * The plugin, with its overlays by name (checked here: an unknown field is an error), and those of
+ * the agent's `handoff` section (`{overlays: {name: AgentOverlay}}`; a name in both keeps the agent
+ * from being built). A name that is not an overlay is taken as a registered agent's id.
  */
 export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}): RuntimePlugin {
   const checked: Record<string, AgentOverlay> = {};
@@ -56,6 +57,24 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
     if (!parsed.success) throw new Error(`handoff overlay '${name}': ${parsed.error.issues.map((i) => `${i.path.join('.') || 'overlay'}: ${i.message}`).join('; ')}`);
     checked[name] = parsed.data;
   }
+  const SectionSchema = z
+    .object({ overlays: z.record(z.string().min(1), AgentOverlaySchema).default({}) })
+    .strict()
+    .superRefine((s, ctx) => {
+      for (const name of Object.keys(s.overlays)) if (Object.hasOwn(checked, name)) ctx.addIssue({ code: 'custom', path: ['overlays', name], message: `overlay '${name}' is declared by the plugin and by the handoff section` });
+    });
+  const ConfigKey = definePluginConfigKey('handoff', SectionSchema as unknown as z.ZodType<{ overlays: Record<string, AgentOverlay> }>, () => ({ overlays: {} }));
+  const bySpec = new WeakMap<AgentSpec, Readonly<Record<string, AgentOverlay>>>();
+  const overlaysOf = (spec: AgentSpec): Readonly<Record<string, AgentOverlay>> => {
+    let o = bySpec.get(spec);
+    if (o === undefined) {
+      const section = readPluginConfig(spec, ConfigKey);
+      // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
+      o = { ...checked, ...(section.ok ? section.value.overlays : {}) };
+      bySpec.set(spec, o);
+    }
+    return o;
+  };
   /** Promotes a request, and points the loop at the agent now active (or back at the run's own). */
   const sync = (ctx: PhaseContext): StateCommand => {
     const cmd = StateCommand.empty();
@@ -67,13 +86,14 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
     if (effective === undefined) {
       if (current !== undefined) cmd.clear(AgentOverlayKey);
     } else if (current?.name !== effective) {
-      const overlay = checked[effective];
+      const overlay = overlaysOf(ctx.input.agentSpec)[effective];
       cmd.update(AgentOverlayKey, overlay === undefined ? { name: effective } : { name: effective, overlay });
     }
     return cmd;
   };
   return {
     name: HANDOFF_PLUGIN_ID,
+    configKeys: [ConfigKey as never],
     register: (r) => {
       r.registerKey(HandoffState, { scope: 'thread', persistent: true });
       r.registerKey(AgentOverlayKey, { scope: 'run', persistent: false });

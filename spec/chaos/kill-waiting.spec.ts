@@ -154,8 +154,8 @@ describe('kill -9 of awaken serve while its runs wait for a decision, then a res
   it(`PostgreSQL: ${KILLS} kill points; a decision sent while the dead instance's lease runs is delivered once it expires`, async () => {
     const prefix = `chw${process.pid}`;
     try {
-      // A lease longer than a restart, even on a loaded machine: the decision reaches the new process while the dead one's lease still runs.
-      const f = await killWaitingLoop('kill-waiting-postgres', ['--store', pgUrlWithPrefix(prefix), '--lease-ms', '5000', '--sweep-ms', '100'], 5_000 + 100 + 1_000);
+      // A lease longer than a restart, even on a loaded machine (6 s): the decision reaches the new process while the dead one's lease still runs.
+      const f = await killWaitingLoop('kill-waiting-postgres', ['--store', pgUrlWithPrefix(prefix), '--lease-ms', '6000', '--sweep-ms', '100'], 6_000 + 100 + 1_000);
       report('kill -9 waiting / postgres', { ...f });
       expectSound(f);
       expect(f.waitedForLease).toBeGreaterThan(0);

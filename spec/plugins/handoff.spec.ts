@@ -23,7 +23,12 @@ const handTo = defineTool({
   execute: ({ agent }) => ({ result: ToolResults.success('hand_to', { agent }), command: StateCommand.empty().update(HandoffState, agent === 'clear' ? clearHandoff() : requestHandoff(agent)) }),
 });
 
-function setup(main: ScriptStep[], second: ScriptStep[], overlays: Parameters<typeof handoffPlugin>[0] = { researcher: { system_prompt: 'You research.', model_id: 'm2', allowed_tools: ['echo'] } }) {
+function setup(
+  main: ScriptStep[],
+  second: ScriptStep[],
+  overlays: Parameters<typeof handoffPlugin>[0] = { researcher: { system_prompt: 'You research.', model_id: 'm2', allowed_tools: ['echo'] } },
+  sections: Record<string, unknown> = {},
+) {
   const a = new ScriptedLlm(main);
   const b = new ScriptedLlm(second);
   const store = new MemoryThreadRunStore();
@@ -38,7 +43,7 @@ function setup(main: ScriptStep[], second: ScriptStep[], overlays: Parameters<ty
     .withTool(echoTool)
     .withTool(handTo)
     .withPlugin(plugin.name, plugin)
-    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'You are the front desk.', plugin_ids: ['agent_handoff'] })
+    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'You are the front desk.', plugin_ids: ['agent_handoff'], sections: sections as never })
     .withAgentSpec({ id: 'writer', model: 'm', system_prompt: 'You write.', allowed_tools: ['hand_to'] })
     .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
@@ -105,32 +110,19 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
   });
 
   it('overlays from the agent’s handoff section (as awaken serve --config gives them); a name declared twice keeps the agent from being built', async () => {
-    const a = new ScriptedLlm([call('c1', 'critic'), { text: 'never' }]);
-    const b = new ScriptedLlm([{ text: 'Criticised.' }]);
-    const plugin = handoffPlugin();
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('a', a)
-      .withProvider('b', b)
-      .withModel('m', { provider: 'a', model_name: 'model-a' })
-      .withModel('m2', { provider: 'b', model_name: 'model-b' })
-      .withTool(handTo)
-      .withPlugin(plugin.name, plugin)
-      .withAgentSpec({ id: 'agent', model: 'm', plugin_ids: ['agent_handoff'], sections: { handoff: { overlays: { critic: { system_prompt: 'You criticise.', model_id: 'm2' } } } } })
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    const r = await built.value.run({ messages: [Messages.user('review')] }, new VecEventSink());
+    const h = setup([call('c1', 'critic'), { text: 'never' }], [{ text: 'Criticised.' }], {}, { handoff: { overlays: { critic: { system_prompt: 'You criticise.', model_id: 'm2' } } } });
+    const r = await h.runtime.run({ messages: [Messages.user('review')] }, new VecEventSink());
     expect(r.ok && r.value.response).toBe('Criticised.');
-    expect(textOf(systemOf(b, 0))).toContain('You criticise.');
-    expect(() => setup([], [], { critic: { system_prompt: 'x' } })).not.toThrow();
-    const twice = handoffPlugin({ critic: { system_prompt: 'x' } });
-    const failed = new AgentRuntimeBuilder()
-      .withProvider('a', new ScriptedLlm([]))
-      .withModel('m', { provider: 'a', model_name: 'a' })
-      .withPlugin(twice.name, twice)
-      .withAgentSpec({ id: 'agent', model: 'm', plugin_ids: ['agent_handoff'], sections: { handoff: { overlays: { critic: { system_prompt: 'y' } } } } })
-      .build();
-    expect(!failed.ok && JSON.stringify(failed.error)).toMatch(/overlay 'critic' is declared by the plugin and by the handoff section/);
+    expect(textOf(systemOf(h.b, 0))).toContain('You criticise.');
+    const failed = (() => {
+      try {
+        setup([], [], { critic: { system_prompt: 'x' } }, { handoff: { overlays: { critic: { system_prompt: 'y' } } } });
+        return 'built';
+      } catch (e) {
+        return String(e);
+      }
+    })();
+    expect(failed).toMatch(/overlay 'critic' is declared by the plugin and by the handoff section/);
   });
 
   it('passes fuzzPlugin', async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
+import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { ToolDescriptorSchema, ToolResults, type ToolDescriptor, type ToolResult } from '../contract/tool.ts';
 import {
@@ -29,6 +29,7 @@ import { AddContextMessage, ExcludeTool } from '../runtime/builtin-plugins.ts';
 import type { ProfileStore } from '../runtime/profile-store.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { defineTool } from '../runtime/tool.ts';
+import { perAgentSpec } from './per-spec.ts';
 
 export const DeferredToolsConfigKey = definePluginConfigKey('deferred_tools', DeferredToolsConfigSchema as z.ZodType<DeferredToolsConfig>, () =>
   DeferredToolsConfigSchema.parse({}),
@@ -120,15 +121,11 @@ export interface DeferredToolsOptions {
 }
 
 /** The section, parsed once per agent spec (the hooks read it at every step). */
-const configs = new WeakMap<AgentSpec, DeferredToolsConfig | undefined>();
-const configOf = (ctx: PhaseContext): DeferredToolsConfig | undefined => {
-  const spec = ctx.input.agentSpec;
-  if (!configs.has(spec)) {
-    const r = readPluginConfig(spec, DeferredToolsConfigKey);
-    configs.set(spec, r.ok ? r.value : undefined);
-  }
-  return configs.get(spec);
-};
+const configBySpec = perAgentSpec((spec): DeferredToolsConfig | undefined => {
+  const r = readPluginConfig(spec, DeferredToolsConfigKey);
+  return r.ok ? r.value : undefined;
+});
+const configOf = (ctx: PhaseContext): DeferredToolsConfig | undefined => configBySpec(ctx.input.agentSpec);
 const isActive = (ctx: PhaseContext): boolean => Object.keys(ctx.snapshot.get(DeferralState)?.modes ?? {}).length > 0;
 
 const PriorsSchema = z.object({ tools: z.record(z.string(), z.number().min(0).max(1)), session_count: z.number().int().nonnegative() });

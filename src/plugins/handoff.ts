@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type AgentOverlay, type AgentSpec } from '../contract/agent-spec.ts';
+import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type AgentOverlay } from '../contract/agent-spec.ts';
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
 import { AgentOverlayKey } from '../runtime/loop-keys.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
+import { perAgentSpec } from './per-spec.ts';
 
 /**
  * Agent handoff (book: 使用 Agent Handoff; core-spec §11.1): within one run and one thread, the
@@ -64,17 +65,11 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
       for (const name of Object.keys(s.overlays)) if (Object.hasOwn(checked, name)) ctx.addIssue({ code: 'custom', path: ['overlays', name], message: `overlay '${name}' is declared by the plugin and by the handoff section` });
     });
   const ConfigKey = definePluginConfigKey('handoff', SectionSchema as unknown as z.ZodType<{ overlays: Record<string, AgentOverlay> }>, () => ({ overlays: {} }));
-  const bySpec = new WeakMap<AgentSpec, Readonly<Record<string, AgentOverlay>>>();
-  const overlaysOf = (spec: AgentSpec): Readonly<Record<string, AgentOverlay>> => {
-    let o = bySpec.get(spec);
-    if (o === undefined) {
-      const section = readPluginConfig(spec, ConfigKey);
-      // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
-      o = { ...checked, ...(section.ok ? section.value.overlays : {}) };
-      bySpec.set(spec, o);
-    }
-    return o;
-  };
+  const overlaysOf = perAgentSpec((spec): Readonly<Record<string, AgentOverlay>> => {
+    const section = readPluginConfig(spec, ConfigKey);
+    // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
+    return { ...checked, ...(section.ok ? section.value.overlays : {}) };
+  });
   /** Promotes a request, and points the loop at the agent now active (or back at the run's own). */
   const sync = (ctx: PhaseContext): StateCommand => {
     const cmd = StateCommand.empty();

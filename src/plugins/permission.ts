@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
+import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolCall } from '../contract/message.ts';
 import { compareSpecificity, compilePattern, formatPattern, parsePattern, PatternTextSchema, type PatternMatcher, type Specificity } from '../core/pattern/index.ts';
@@ -9,6 +9,7 @@ import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
 import { ExcludeTool, ToolInterceptAction } from '../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
+import { perAgentSpec } from './per-spec.ts';
 
 /**
  * The permission plugin (book: 权限; core-spec §8.4–8.6). Every tool call is allowed, denied, or
@@ -225,17 +226,11 @@ export function unconditionallyDenied(ruleset: PermissionRuleset, toolIds: reado
 
 // ---- the plugin ----------------------------------------------------------------------------------
 
-const configs = new WeakMap<AgentSpec, PermissionConfig>();
-function configOf(spec: AgentSpec): PermissionConfig {
-  let c = configs.get(spec);
-  if (c === undefined) {
-    const r = readPluginConfig(spec, PermissionConfigKey);
-    // An unreadable section never gets here: the agent does not resolve (invalid_plugin_config).
-    c = r.ok ? r.value : PermissionConfigSchema.parse({ default_behavior: 'deny' });
-    configs.set(spec, c);
-  }
-  return c;
-}
+const configOf = perAgentSpec((spec): PermissionConfig => {
+  const r = readPluginConfig(spec, PermissionConfigKey);
+  // An unreadable section never gets here: the agent does not resolve (invalid_plugin_config).
+  return r.ok ? r.value : PermissionConfigSchema.parse({ default_behavior: 'deny' });
+});
 
 const rulesetOf = (ctx: PhaseContext, snapshot: Snapshot): PermissionRuleset =>
   effectiveRuleset(configOf(ctx.input.agentSpec), snapshot.get(PermissionPolicy), snapshot.get(PermissionOverrides));

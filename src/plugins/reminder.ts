@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
+import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolResult } from '../contract/tool.ts';
 import { compileOp, compileRegex, compilePattern, parsePattern, PatternTextSchema, resolvePath, valueToString, wildcardMatch, type MatchOp, type PatternMatcher } from '../core/pattern/index.ts';
@@ -7,6 +7,7 @@ import { StateCommand } from '../core/state/state-command.ts';
 import { AddContextMessage } from '../runtime/builtin-plugins.ts';
 import { ContextTargetSchema, type ContextMessage } from '../runtime/loop-keys.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
+import { perAgentSpec } from './per-spec.ts';
 
 /**
  * The reminder plugin (book: 使用 Reminder 插件; core-spec §9): after a tool call whose call matches
@@ -116,18 +117,12 @@ export const REMINDER_PLUGIN_ID = 'reminder';
  */
 export function reminderPlugin(rules: readonly ReminderRuleEntry[] = []): RuntimePlugin {
   const own = ReminderConfigSchema.parse({ rules }).rules;
-  const bySpec = new WeakMap<AgentSpec, readonly ReminderRule[]>();
-  const rulesOf = (spec: AgentSpec): readonly ReminderRule[] => {
-    let r = bySpec.get(spec);
-    if (r === undefined) {
-      const config = readPluginConfig(spec, ReminderConfigKey);
-      // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
-      // One list, so default names (`rule-<index>-<tool>`) never collide between the two.
-      r = compileReminderRules({ rules: [...own, ...(config.ok ? config.value.rules : [])] });
-      bySpec.set(spec, r);
-    }
-    return r;
-  };
+  const rulesOf = perAgentSpec((spec): readonly ReminderRule[] => {
+    const config = readPluginConfig(spec, ReminderConfigKey);
+    // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
+    // One list, so default names (`rule-<index>-<tool>`) never collide between the two.
+    return compileReminderRules({ rules: [...own, ...(config.ok ? config.value.rules : [])] });
+  });
   return {
     name: REMINDER_PLUGIN_ID,
     configKeys: [ReminderConfigKey as never],

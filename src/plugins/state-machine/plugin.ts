@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../../contract/agent-spec.ts';
+import { definePluginConfigKey, readPluginConfig } from '../../contract/agent-spec.ts';
 import { ToolResults, type SuspendTicket } from '../../contract/tool.ts';
 import type { ToolCall } from '../../contract/message.ts';
 import type { Snapshot } from '../../core/state/snapshot.ts';
@@ -7,6 +7,7 @@ import { StateCommand } from '../../core/state/state-command.ts';
 import { defineStateKey } from '../../core/state/state-key.ts';
 import { AddContextMessage, ContinueRun, ToolInterceptAction } from '../../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../../runtime/resolve.ts';
+import { perAgentSpec } from '../per-spec.ts';
 import { mergeConfigs, StateMachineConfigSchema, type StateMachineConfig, type StateMachineConfigInput } from './config.ts';
 import { compileConfig, moves, strictest, summaryOf, unfinished, violations, type CompiledConfig, type CompiledMachine, type Instances, type Violation } from './engine.ts';
 
@@ -103,18 +104,12 @@ export function stateMachinePlugin(base: StateMachineConfigInput = {}): RuntimeP
     });
   });
   const ConfigKey = definePluginConfigKey(STATE_MACHINE_PLUGIN_ID, SectionSchema as unknown as z.ZodType<StateMachineConfig>, () => StateMachineConfigSchema.parse({}));
-  const compiled = new WeakMap<AgentSpec, CompiledConfig>();
-  const configOf = (spec: AgentSpec): CompiledConfig => {
-    let c = compiled.get(spec);
-    if (c === undefined) {
-      const section = readPluginConfig(spec, ConfigKey);
-      // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
-      const merged = section.ok ? mergeConfigs(own, section.value) : { ok: true as const, value: own };
-      c = compileConfig(merged.ok ? merged.value : own);
-      compiled.set(spec, c);
-    }
-    return c;
-  };
+  const configOf = perAgentSpec((spec): CompiledConfig => {
+    const section = readPluginConfig(spec, ConfigKey);
+    // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
+    const merged = section.ok ? mergeConfigs(own, section.value) : { ok: true as const, value: own };
+    return compileConfig(merged.ok ? merged.value : own);
+  });
 
   return {
     name: STATE_MACHINE_PLUGIN_ID,

@@ -258,6 +258,14 @@ describe('read-before-write (seed 004: 先读后写状态机的行为, and 验�
     expect(said?.role).toBe('assistant');
   });
 
+  it('when {status, content}: the glob sees an error result’s message', async () => {
+    const cfg = config(READ_BEFORE_WRITE.replace('when: { status: success }', 'when: { status: error, content: "*disk*" }').replace('max_continuations: 25', 'max_continuations: 0'));
+    const failing = { ...workspaceTools()[1]!, execute: () => ({ tool_name: 'Write', status: 'error' as const, data: null, message: 'disk full' }) };
+    const h = harness([call('r1', 'Read', { file_path: 'a' }), call('w1', 'Write', { file_path: 'a', content: '' }), { text: 'done' }], { tools: [workspaceTools()[0]!, failing as never], plugins: [stateMachinePlugin(cfg)] });
+    await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
+    expect(h.store.checkpoints.at(-1)?.threadState.extensions['tool_fsm_thread_state']).toEqual({ 'read-before-write': { a: 'written' } });
+  });
+
   it('on_unmatched: a call allowed whose result the `when` does not match moves to the fallback', async () => {
     const cfg = config(READ_BEFORE_WRITE.replace('terminal: [written]', 'terminal: [written]\n    on_unmatched: unread').replace('max_continuations: 25', 'max_continuations: 0'));
     const failing = { ...workspaceTools()[1]!, execute: () => ({ tool_name: 'Write', status: 'error' as const, data: null, message: 'disk full' }) };

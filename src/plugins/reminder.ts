@@ -79,11 +79,12 @@ export interface ReminderRule {
   readonly message: ContextMessage;
 }
 
+/** A glob over a result as text: its data (null → ""), or, for an error, its message (0.6 sees only the data ⟂). */
+export const resultTextMatches = (glob: string, r: ToolResult): boolean =>
+  wildcardMatch(glob, valueToString(r.data)) || (r.status === 'error' && typeof r.message === 'string' && wildcardMatch(glob, r.message));
+
 function contentTest(content: z.output<typeof ContentSchema>): OutputTest {
-  if (typeof content === 'string') {
-    // The data as text (null → ""); an error result's message too (0.6 sees only the data, null for an error ⟂).
-    return (r) => wildcardMatch(content, valueToString(r.data)) || (r.status === 'error' && typeof r.message === 'string' && wildcardMatch(content, r.message));
-  }
+  if (typeof content === 'string') return (r) => resultTextMatches(content, r);
   const conditions = content.fields.map((f) => ({ path: f.path.split('.').map((name) => ({ kind: 'field' as const, name })), test: compileOp(f.op as MatchOp, f.value) }));
   return (r) => r.data !== null && conditions.every((c) => resolvePath(r.data, c.path).some((v: JsonValue) => c.test(valueToString(v))));
 }

@@ -1,7 +1,8 @@
 import type { JsonValue } from '../../contract/json.ts';
 import type { ToolResult } from '../../contract/tool.ts';
-import { compilePattern, parsePattern, resolvePath, valueToString, wildcardMatch, type PatternMatcher } from '../../core/pattern/index.ts';
+import { compilePattern, parsePattern, resolvePath, valueToString, type PatternMatcher } from '../../core/pattern/index.ts';
 import type { ContextTarget } from '../../runtime/loop-keys.ts';
+import { resultTextMatches } from '../reminder.ts';
 import { declaredStates, parseTemplate, type MachineEntry, type StateMachineConfig, type Template, type When } from './config.ts';
 
 /**
@@ -56,7 +57,7 @@ function whenOf(when: When): (r: ToolResult) => boolean {
   if (when === 'success' || when === 'error') return (r) => r.status === when;
   const status = when.status === undefined || when.status === 'any' ? undefined : when.status;
   const content = when.content;
-  return (r) => (status === undefined || r.status === status) && (content === undefined || wildcardMatch(content, valueToString(r.data)) || (typeof r.message === 'string' && wildcardMatch(content, r.message)));
+  return (r) => (status === undefined || r.status === status) && (content === undefined || resultTextMatches(content, r));
 }
 
 /** `path`: `.`/`..` and repeated separators collapsed (`\` read as `/`); `url`: scheme and host lower-cased, fragment dropped. */

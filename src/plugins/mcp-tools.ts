@@ -16,9 +16,12 @@ import { ToolFailure } from '../runtime/tool.ts';
  * result's metadata names the server and the tool (`mcp.server`, `mcp.tool`).
  */
 
+/** An MCP server at a URL (Streamable HTTP): what `awaken serve`'s `mcp-servers` config accepts. */
+export const McpHttpServerSchema = z.object({ url: z.string().url(), description: z.string().optional() }).strict();
+
 /** Where an MCP server is: a URL (Streamable HTTP), or a command to start (stdio). */
 export const McpServerConfigSchema = z.union([
-  z.object({ url: z.string().url(), description: z.string().optional() }).strict(),
+  McpHttpServerSchema,
   z
     .object({
       command: z.string().min(1),

@@ -9,7 +9,7 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
-import { connectMcpServer, type McpToolSource } from '../plugins/mcp-tools.ts';
+import { connectMcpServer, McpHttpServerSchema, type McpToolSource } from '../plugins/mcp-tools.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
 export const ModelConfigSchema = z
@@ -28,7 +28,8 @@ export const ProviderConfigSchema = z.discriminatedUnion('kind', [
 ]);
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
 
-export const McpServerConfigSchema = z.object({ url: z.string().url(), description: z.string().optional() }).strict();
+/** HTTP only: a config write must never start a program (stdio servers are connected from code). */
+export const McpServerConfigSchema = McpHttpServerSchema;
 
 const NAMESPACES = {
   agents: AgentSpecSchema,

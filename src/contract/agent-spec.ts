@@ -39,6 +39,8 @@ export type RemoteEndpoint = z.infer<typeof RemoteEndpointSchema>;
 /** A serialisable agent definition (book: 配置 → AgentSpec). `active_hook_filter` is a set: kept sorted, unique. */
 export const AgentSpecSchema = z.object({
   id: z.string().min(1),
+  /** What the agent does, as a delegating agent's model reads it (its `agent_run_<id>` tool); default: the first line of the system prompt. */
+  description: z.string().optional(),
   model: z.string().default(''),
   system_prompt: z.string().default(''),
   max_rounds: USize.default(16),
@@ -63,6 +65,14 @@ export const AgentSpecSchema = z.object({
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
+
+/** How an agent describes itself to one that delegates to it: `description`, else the first line of its prompt (≤ 100 characters), else its id (0.6 `display_description`). */
+export function displayDescription(spec: Pick<AgentSpec, 'id' | 'description' | 'system_prompt'>): string {
+  const own = spec.description?.trim();
+  if (own !== undefined && own !== '') return own;
+  const line = spec.system_prompt.split('\n').map((l) => l.trim()).find((l) => l !== '');
+  return line !== undefined ? [...line].slice(0, 100).join('') : spec.id;
+}
 
 /** `AgentSpec::new(id)` with every default filled in. */
 export const newAgentSpec = (id: string, fields: Omit<AgentSpecInput, 'id'> = {}): AgentSpec =>

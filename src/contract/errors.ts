@@ -125,6 +125,8 @@ export const ResolveErrorSchema = z.discriminatedUnion('code', [
   z.object({ code: z.literal('plugin_not_found'), pluginId: Str }),
   z.object({ code: z.literal('invalid_plugin_config'), plugin: Str, key: Str, message: Str }),
   z.object({ code: z.literal('remote_agent_not_directly_runnable'), agentId: Str }),
+  z.object({ code: z.literal('delegate_not_found'), agentId: Str, delegateId: Str }),
+  z.object({ code: z.literal('unsupported_remote_backend'), agentId: Str, backend: Str }),
   z.object({ code: z.literal('tool_id_conflict'), toolId: Str, sourceA: Str, sourceB: Str }),
   z.object({ code: z.literal('env_build'), error: StateErrorSchema }),
 ]);

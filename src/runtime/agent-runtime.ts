@@ -19,6 +19,20 @@ import { RunLoop, type AgentRunResult, type Decision, type RunParams } from './r
 import type { ThreadRunStore } from './thread-run-store.ts';
 import type { Tool } from './tool.ts';
 import type { ToolBatch } from './tool-batch.ts';
+import type { AgentEvent } from '../contract/event.ts';
+import type { TerminationReason } from '../contract/lifecycle.ts';
+import { Messages } from '../contract/message.ts';
+import {
+  delegationOf,
+  outcomeOfTermination,
+  type DelegateBackend,
+  type DelegateChild,
+  type DelegateOutcome,
+  type DelegateRequest,
+  type DelegationHost,
+  type RemoteBackendFactory,
+} from './delegation.ts';
+import { a2aBackend } from './a2a-backend.ts';
 
 /** What to run (book: RunRequest). */
 export interface RunRequest {
@@ -79,6 +93,56 @@ export interface RunHandle {
 /** A call a parked run waits on, and the ticket it suspended with. */
 export type SuspendedCall = ReturnType<ToolBatch['suspendedCalls']>[number];
 
+/** How the runtime runs delegations (`AgentRuntimeBuilder.withDelegation`). */
+export interface DelegationOptions {
+  /** What sub-runs draw time, ids and randomness from (default: the runtime's `Env`). */
+  readonly env?: Env;
+  /** Backends of remote agents by `endpoint.backend` (default: `a2a`, over `@a2a-js/sdk`). */
+  readonly remote?: Readonly<Record<string, RemoteBackendFactory>>;
+  /** Wraps each delegation tool the runtime makes (a recorder makes it a port of its transcript). */
+  readonly wrap?: (tool: Tool) => Tool;
+  /** Tools standing in for the delegation tools, by delegate id (a replay answers from its recording). */
+  readonly standIns?: ReadonlyMap<string, Tool>;
+  /** Told before a local sub-run starts, with its thread (a server gives the child thread to the parent's owner). */
+  readonly beforeChild?: (child: DelegateChild & { readonly parentThreadId: string; readonly parentRunId: string }) => Promise<void> | void;
+}
+
+/** Where a sub-run's events go: to the parent call following it now, and each `run_finish` noted for whoever waits on it. */
+class ChildRelay {
+  target: (event: AgentEvent) => void | Promise<void>;
+  steps = 0;
+  readonly #finishes: TerminationReason[] = [];
+  #waiter: ((t: TerminationReason | undefined) => void) | undefined;
+
+  constructor(target: (event: AgentEvent) => void | Promise<void>) {
+    this.target = target;
+  }
+
+  emit(event: AgentEvent): void | Promise<void> {
+    if (event.event_type === 'step_end') this.steps++;
+    if (event.event_type === 'run_finish') {
+      const w = this.#waiter;
+      this.#waiter = undefined;
+      if (w !== undefined) w(event.termination);
+      else this.#finishes.push(event.termination);
+    }
+    return this.target(event);
+  }
+
+  /** The next `run_finish` of the child, or `undefined` when its run ends without one. */
+  nextFinish(done: Promise<unknown>): Promise<TerminationReason | undefined> {
+    const queued = this.#finishes.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    return new Promise((resolve) => {
+      this.#waiter = resolve;
+      void done.then(
+        () => resolve(this.#finishes.shift()),
+        () => resolve(undefined),
+      );
+    });
+  }
+}
+
 interface ActiveRun {
   readonly handle: RunHandle;
   suspended: ToolBatch | undefined;
@@ -99,12 +163,51 @@ export class AgentRuntime {
   readonly #store: ThreadRunStore | undefined;
   readonly #breaker: CircuitBreaker;
   readonly #active = new Map<string, ActiveRun>();
+  readonly #delegation: DelegationOptions;
+  readonly #host: DelegationHost;
+  /** How deep each run in flight is (a root run is absent: 0). */
+  readonly #depth = new Map<string, number>();
+  /** Sub-runs going per run (the fan-out limit). */
+  readonly #going = new Map<string, number>();
+  /** Sub-runs left waiting on a decision, per parent run: cancelled when the parent ends without them. */
+  readonly #waitingChildren = new Map<string, Map<string, DelegateChild>>();
+  /** Parked sub-runs kept in memory (without a store that can revive them). */
+  readonly #parkedChildren = new Map<string, { readonly handle: RunHandle; readonly relay: ChildRelay }>();
+  readonly #remote = new WeakMap<AgentSpec, DelegateBackend>();
 
-  constructor(registries: Registries, env: Env, store: ThreadRunStore | undefined, breaker: CircuitBreaker) {
-    this.#registries = registries;
+  constructor(registries: Registries, env: Env, store: ThreadRunStore | undefined, breaker: CircuitBreaker, delegation: DelegationOptions = {}) {
     this.#env = env;
     this.#store = store;
     this.#breaker = breaker;
+    this.#delegation = delegation;
+    const local: DelegateBackend = { run: (request) => this.#delegate(request) };
+    const remote: Readonly<Record<string, RemoteBackendFactory>> = { a2a: a2aBackend, ...delegation.remote };
+    this.#host = {
+      backendOf: (spec) => {
+        if (spec.endpoint === undefined) return local;
+        const known = this.#remote.get(spec);
+        if (known !== undefined) return known;
+        const factory = Object.hasOwn(remote, spec.endpoint.backend) ? remote[spec.endpoint.backend] : undefined;
+        if (factory === undefined) return undefined;
+        const made = factory(spec.endpoint, delegation.env ?? env);
+        this.#remote.set(spec, made);
+        return made;
+      },
+      enter: (runId, max) => {
+        const n = this.#going.get(runId) ?? 0;
+        if (n >= max) return false;
+        this.#going.set(runId, n + 1);
+        return true;
+      },
+      leave: (runId) => {
+        const n = (this.#going.get(runId) ?? 1) - 1;
+        if (n <= 0) this.#going.delete(runId);
+        else this.#going.set(runId, n);
+      },
+      ...(delegation.wrap !== undefined ? { wrap: delegation.wrap } : {}),
+      ...(delegation.standIns !== undefined ? { stand_ins: delegation.standIns } : {}),
+    };
+    this.#registries = { ...registries, delegation: this.#host };
   }
 
   get env(): Env {
@@ -133,13 +236,32 @@ export class AgentRuntime {
    */
   publish(next: Registries): Result<void, BuildError> {
     const failures: string[] = [];
+    const withHost = { ...next, delegation: this.#host };
     for (const id of [...next.agents.keys()].sort()) {
-      const r = resolveAgent(next, id, { env: this.#env, breaker: this.#breaker });
-      if (!r.ok) failures.push(`agent '${id}': ${describeResolveError(r.error)}`);
+      const failure = this.#validate(withHost, id);
+      if (failure !== undefined) failures.push(`agent '${id}': ${failure}`);
     }
     if (failures.length > 0) return err({ code: 'validation_failed', message: failures.join('; ') });
-    this.#registries = next;
+    this.#registries = { ...next, delegation: this.#host };
     return ok(undefined);
+  }
+
+  /**
+   * Why an agent of `registries` cannot run, if it cannot: a local agent must resolve; a remote one
+   * (with an `endpoint`, runnable only as a delegate) must have a backend here.
+   */
+  #validate(registries: Registries, agentId: string): string | undefined {
+    const spec = registries.agents.get(agentId);
+    if (spec?.endpoint !== undefined) {
+      return this.#host.backendOf(spec) === undefined ? describeResolveError({ code: 'unsupported_remote_backend', agentId, backend: spec.endpoint.backend }) : undefined;
+    }
+    const r = resolveAgent(registries, agentId, { env: this.#env, breaker: this.#breaker });
+    return r.ok ? undefined : describeResolveError(r.error);
+  }
+
+  /** Why an agent cannot run (`build`'s check), if it cannot. */
+  validate(agentId: string): string | undefined {
+    return this.#validate(this.#registries, agentId);
   }
 
   /** Resolves an agent afresh (nothing is cached between runs). */
@@ -156,7 +278,11 @@ export class AgentRuntime {
 
   /** Starts a run and returns its handle at once. */
   async start(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
-    return this.#launch(request.agentId, request.threadId, request.runId, sink, options, async (prepared) => {
+    return this.#start(request, sink, options, {});
+  }
+
+  #start(request: RunRequest, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {
+    return this.#launch(request.agentId, request.threadId, request.runId, sink, options, sub, async (prepared) => {
       const threadId = prepared.threadId;
       const thread = this.#store === undefined ? undefined : await this.#store.loadThread(threadId);
       if (thread?.threadState !== undefined) {
@@ -178,9 +304,16 @@ export class AgentRuntime {
    * run id. Fails when the store does not hold the run as waiting.
    */
   async revive(request: { readonly threadId: string; readonly runId: string; readonly agentId?: string }, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
+    const revived = await this.#revive(request, sink, options, {});
+    // The sub-runs its suspended calls wait on are its own again: they end with it.
+    if (revived.ok) void revived.value.parked().then((parked) => parked && this.#adoptChildren(request.runId, revived.value.waitingOn()));
+    return revived;
+  }
+
+  #revive(request: { readonly threadId: string; readonly runId: string; readonly agentId?: string }, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {
     const store = this.#store;
-    if (store?.loadRunState === undefined) return err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' });
-    return this.#launch(request.agentId, request.threadId, request.runId, sink, { ...options, waitForDecisions: true }, async (prepared) => {
+    if (store?.loadRunState === undefined) return Promise.resolve(err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' }));
+    return this.#launch(request.agentId, request.threadId, request.runId, sink, { ...options, waitForDecisions: true }, sub, async (prepared) => {
       const [thread, runState] = await Promise.all([store.loadThread(request.threadId), store.loadRunState?.(request.runId)]);
       if (thread === undefined || runState === undefined) return err({ code: 'resolve_failed', message: `run ${request.runId} is not waiting in the store` });
       const restored = prepared.state.restorePersisted(runState, 'skip');
@@ -201,6 +334,7 @@ export class AgentRuntime {
     runIdAsked: string | undefined,
     sink: EventSink,
     options: RunOptions,
+    sub: SubRun,
     prepare: (prepared: {
       readonly threadId: string;
       readonly state: StateStore;
@@ -211,14 +345,15 @@ export class AgentRuntime {
     if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
     let answeredBy: string | undefined;
     const inferenceErrors: InferenceExecutionError[] = [];
-    const resolved = this.resolve(agentId, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e) });
+    const env = sub.env ?? this.#env;
+    const resolved = resolveAgent(this.#registries, agentId, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env, breaker: this.#breaker });
     if (!resolved.ok) {
       if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
       return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
     }
-    const threadId = threadIdAsked ?? this.#env.ids.next('thread');
+    const threadId = threadIdAsked ?? env.ids.next('thread');
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
-    const runId = runIdAsked ?? this.#env.ids.next('run');
+    const runId = runIdAsked ?? env.ids.next('run');
 
     // The plugins registered when the agent was resolved drive the run's engine, over a new store.
     const phase = PhaseRuntime.forRun(resolved.value.executionEnv);
@@ -247,7 +382,8 @@ export class AgentRuntime {
       state,
       loop: (fields) =>
         (active.loop = new RunLoop({
-          env: this.#env,
+          env,
+          ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
           resolved: resolved.value,
           phase: phase.value,
           sink,
@@ -280,7 +416,7 @@ export class AgentRuntime {
               ...((other as AgentSpec).excluded_tools !== undefined ? { excluded_tools: (other as AgentSpec).excluded_tools } : {}),
             };
             const spec = applyOverlay(base, overlay);
-            return resolveAgent({ ...this.#registries, agents: new Map([...this.#registries.agents, [spec.id, spec]]) }, spec.id, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env: this.#env, breaker: this.#breaker });
+            return resolveAgent({ ...this.#registries, agents: new Map([...this.#registries.agents, [spec.id, spec]]) }, spec.id, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env, breaker: this.#breaker });
           },
         })),
     });
@@ -291,11 +427,15 @@ export class AgentRuntime {
     options.signal?.addEventListener('abort', onOuterAbort, { once: true });
     if (options.signal?.aborted === true) controller.abort();
     controller.signal.addEventListener('abort', onAbort, { once: true });
+    if (sub.depth !== undefined) this.#depth.set(runId, sub.depth);
     const done = prepared.value().finally(() => {
       options.signal?.removeEventListener('abort', onOuterAbort);
       controller.signal.removeEventListener('abort', onAbort);
       this.#active.delete(threadId);
+      this.#depth.delete(runId);
       settleParked(false);
+      // A run that ends (not one let go while parked) takes the sub-runs still waiting on it along.
+      if (!active.detached) this.#endChildren(runId);
     });
     const handle: RunHandle = {
       threadId,
@@ -333,6 +473,113 @@ export class AgentRuntime {
     return ok(handle);
   }
 
+  // ---- delegation: the local backend ---------------------------------------------------------------
+
+  /** A delegation to a local agent: a new sub-run in a child thread, or a suspended one going on with its decision. */
+  async #delegate(request: DelegateRequest): Promise<DelegateOutcome> {
+    if (request.resume !== undefined) return this.#resumeChild(request, request.resume);
+    const depth = (this.#depth.get(request.parent.runId) ?? 0) + 1;
+    const max = request.maxDepth;
+    if (depth > max) {
+      return { status: 'failed', code: 'delegation_depth_exceeded', message: `${request.agentId} would run at depth ${depth}, past delegation.max_depth ${max}`, steps: 0 };
+    }
+    const env = this.#delegation.env ?? this.#env;
+    const child: DelegateChild = { agent_id: request.agentId, backend: 'local', thread_id: env.ids.next('thread'), run_id: env.ids.next('run'), depth };
+    try {
+      await this.#delegation.beforeChild?.({ ...child, parentThreadId: request.parent.threadId, parentRunId: request.parent.runId });
+    } catch (e) {
+      return { status: 'failed', child, message: `the sub-run could not start: ${e instanceof Error ? e.message : String(e)}`, steps: 0 };
+    }
+    const relay = new ChildRelay(request.onEvent);
+    const started = await this.#start(
+      { threadId: child.thread_id, runId: child.run_id, agentId: request.agentId, messages: [Messages.user(request.prompt)] },
+      relay,
+      { signal: request.signal, waitForDecisions: true },
+      { env, parentRunId: request.parent.runId, depth },
+    );
+    if (!started.ok) return { status: 'failed', child, message: `the sub-run could not start: ${describeRuntimeError(started.error)}`, steps: 0 };
+    return this.#settleChild(started.value, relay, child, request.parent.runId);
+  }
+
+  /** A decision for a sub-run that suspended: to it where it is parked, or to it revived from the store. */
+  async #resumeChild(request: DelegateRequest, resume: NonNullable<DelegateRequest['resume']>): Promise<DelegateOutcome> {
+    const { child, targetId, decision } = resume;
+    this.#waitingChildren.get(request.parent.runId)?.delete(child.run_id);
+    let entry = this.#parkedChildren.get(child.run_id);
+    if (entry !== undefined) {
+      this.#parkedChildren.delete(child.run_id);
+      entry.relay.target = request.onEvent;
+    } else {
+      const relay = new ChildRelay(request.onEvent);
+      const revived = await this.#revive(
+        { threadId: child.thread_id, runId: child.run_id, agentId: child.agent_id },
+        relay,
+        { signal: request.signal },
+        { env: this.#delegation.env ?? this.#env, parentRunId: request.parent.runId, depth: child.depth },
+      );
+      if (!revived.ok) return { status: 'failed', child, message: `the sub-run cannot go on: ${describeRuntimeError(revived.error)}`, steps: 0 };
+      entry = { handle: revived.value, relay };
+    }
+    const decided = entry.handle.decide([{ targetId, decision }]);
+    if (!decided.ok) {
+      entry.handle.cancel();
+      return { status: 'failed', child, message: `the sub-run refused the decision: ${describeRuntimeError(decided.error)}`, steps: 0 };
+    }
+    return this.#settleChild(entry.handle, entry.relay, child, request.parent.runId);
+  }
+
+  /** Follows a sub-run to its end, or to where it parks on a decision (left waiting: in the store, else here). */
+  async #settleChild(handle: RunHandle, relay: ChildRelay, child: DelegateChild, parentRunId: string): Promise<DelegateOutcome> {
+    const finish = await relay.nextFinish(handle.done);
+    if (finish?.type === 'suspended' && (await handle.parked())) {
+      const waiting = handle.waitingOn()[0] as SuspendedCall;
+      const suspension = waiting.ticket?.suspension ?? { id: waiting.call.id, action: 'confirm' };
+      if (this.#store?.loadRunState !== undefined) {
+        handle.detach();
+        await handle.done;
+      } else this.#parkedChildren.set(child.run_id, { handle, relay });
+      this.#noteWaiting(parentRunId, child);
+      return { status: 'suspended', child, targetId: waiting.call.id, suspension, steps: relay.steps };
+    }
+    const result = await handle.done;
+    return outcomeOfTermination(result.termination, child, result.response, result.steps);
+  }
+
+  #noteWaiting(parentRunId: string, child: DelegateChild): void {
+    let children = this.#waitingChildren.get(parentRunId);
+    if (children === undefined) this.#waitingChildren.set(parentRunId, (children = new Map()));
+    children.set(child.run_id, child);
+  }
+
+  /** The sub-runs a revived run's suspended calls wait on. */
+  #adoptChildren(runId: string, calls: readonly SuspendedCall[]): void {
+    for (const c of calls) {
+      const d = delegationOf(c.ticket);
+      if (d !== undefined && d.child.backend === 'local') this.#noteWaiting(runId, d.child);
+    }
+  }
+
+  /** A run has ended: the sub-runs still waiting on it are cancelled (parked here, or revived from the store to be). */
+  #endChildren(runId: string): void {
+    const children = this.#waitingChildren.get(runId);
+    if (children === undefined) return;
+    this.#waitingChildren.delete(runId);
+    for (const child of children.values()) {
+      const parked = this.#parkedChildren.get(child.run_id);
+      if (parked !== undefined) {
+        this.#parkedChildren.delete(child.run_id);
+        parked.handle.cancel();
+        continue;
+      }
+      void this.#revive({ threadId: child.thread_id, runId: child.run_id, agentId: child.agent_id }, { emit: () => undefined }, {}, { env: this.#delegation.env ?? this.#env, depth: child.depth }).then(
+        (r) => {
+          if (r.ok) r.value.cancel();
+        },
+        () => undefined,
+      );
+    }
+  }
+
   /** Sends decisions to the run active on a thread (book: decision channel). */
   decide(threadId: string, decisions: readonly Decision[]): Result<void, RuntimeError> {
     const active = this.#active.get(threadId);
@@ -353,7 +600,28 @@ export class AgentRuntime {
   }
 }
 
-/** Assembles a runtime; duplicate ids are collected and reported by `build()` (book: AgentRuntimeBuilder). */
+/** Where and how deep a run runs, when the runtime starts it as a sub-run. */
+interface SubRun {
+  readonly env?: Env;
+  readonly parentRunId?: string;
+  readonly depth?: number;
+}
+
+/** The depth limit a delegation runs under: the delegating agent's `delegation.max_depth`. */
+
+function describeRuntimeError(e: RuntimeError): string {
+  switch (e.code) {
+    case 'state':
+      return `state: ${e.error.code}`;
+    case 'thread_already_running':
+      return `thread ${e.threadId} already has a run`;
+    case 'agent_not_found':
+      return `agent '${e.agentId}' not found`;
+    case 'resolve_failed':
+      return e.message;
+  }
+}
+
 /**
  * The input the thread does not hold yet: at-least-once delivery may bring the same messages twice (a
  * queued job re-run after its consumer died), and a message whose id is already stored is not added again.
@@ -364,6 +632,7 @@ function newInput(history: readonly Message[], input: readonly Message[]): reado
   return input.filter((m) => m.id === undefined || !held.has(m.id));
 }
 
+/** Assembles a runtime; duplicate ids are collected and reported by `build()` (book: AgentRuntimeBuilder). */
 export class AgentRuntimeBuilder {
   readonly #agents = new Map<string, AgentSpec>();
   readonly #tools = new Map<string, Tool>();
@@ -377,6 +646,7 @@ export class AgentRuntimeBuilder {
   readonly #stopPolicies: StopPolicy[] = [];
   #tokenizer: Tokenizer | undefined;
   #summarizer: Summarizer | undefined;
+  #delegation: DelegationOptions = {};
 
   withAgentSpec(spec: AgentSpec | AgentSpecInput): this {
     const parsed = AgentSpecSchema.safeParse(spec);
@@ -442,6 +712,12 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /** How delegations run: the env of sub-runs, remote backends, a wrapper for the delegation tools (docs/delegation.md). */
+  withDelegation(options: DelegationOptions): this {
+    this.#delegation = { ...this.#delegation, ...options };
+    return this;
+  }
+
   withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
     const parsed = CircuitBreakerConfigSchema.safeParse(config);
     if (!parsed.success) {
@@ -457,8 +733,8 @@ export class AgentRuntimeBuilder {
     if (!built.ok) return built;
     const failures: string[] = [];
     for (const id of built.value.agentIds()) {
-      const r = built.value.resolve(id);
-      if (!r.ok) failures.push(`agent '${id}': ${describeResolveError(r.error)}`);
+      const failure = built.value.validate(id);
+      if (failure !== undefined) failures.push(`agent '${id}': ${failure}`);
     }
     if (failures.length > 0) return err({ code: 'validation_failed', message: failures.join('; ') });
     return built;
@@ -479,6 +755,6 @@ export class AgentRuntimeBuilder {
       ...(this.#tokenizer !== undefined ? { tokenizer: this.#tokenizer } : {}),
       ...(this.#summarizer !== undefined ? { summarizer: this.#summarizer } : {}),
     };
-    return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker)));
+    return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker), this.#delegation));
   }
 }

@@ -10,6 +10,8 @@ import type { Env } from './env.ts';
 import type { LlmExecutor } from './llm.ts';
 import { RetryConfigKey, retryingExecutor, type InferenceObserver, type ModelTarget } from './retry.ts';
 import type { Tool } from './tool.ts';
+import { DelegationConfigKey, delegateTool, type DelegationHost } from './delegation.ts';
+import { displayDescription } from '../contract/agent-spec.ts';
 import { byteHeuristicTokenizer, effectivePolicy, type Tokenizer } from '../core/context/index.ts';
 import { toolIdMatch } from '../core/pattern/tool-id.ts';
 import {
@@ -50,6 +52,8 @@ export interface Registries {
   readonly tokenizer?: Tokenizer;
   /** Compaction summaries (default: the DefaultSummarizer on the agent's model). */
   readonly summarizer?: Summarizer;
+  /** Backends for the `agent_run_<id>` tools of agents with `delegates` (the runtime lends its own). */
+  readonly delegation?: DelegationHost;
 }
 
 /** Tool execution mode and decision replay policy (book: 工具执行模式), section `tool_execution`. */
@@ -80,6 +84,7 @@ const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
   RetryConfigKey as PluginConfigKey<unknown>,
   ToolExecutionConfigKey as PluginConfigKey<unknown>,
   McpToolConfigKey as PluginConfigKey<unknown>,
+  DelegationConfigKey as PluginConfigKey<unknown>,
   ...CONTEXT_CONFIG_KEYS,
 ];
 
@@ -204,6 +209,29 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     }
     if (!isTool(tool)) return err({ code: 'env_build', error: { code: 'tool_already_registered', toolId: id } });
   }
+  // Delegation tools: `agent_run_<id>` for each delegate, a conflict with any other tool of that id.
+  const delegated = new Map<string, Tool>();
+  if (spec.delegates.length > 0) {
+    const config = readPluginConfig(spec, DelegationConfigKey);
+    if (!config.ok) return err({ code: 'invalid_plugin_config', plugin: 'runtime', key: 'delegation', message: 'unreadable' });
+    for (const delegateId of spec.delegates) {
+      const standIn = registries.delegation?.stand_ins?.get(delegateId);
+      let tool: Tool;
+      if (standIn !== undefined) tool = standIn;
+      else {
+        const target = registries.agents.get(delegateId);
+        if (target === undefined) return err({ code: 'delegate_not_found', agentId, delegateId });
+        if (target.endpoint !== undefined && registries.delegation !== undefined && registries.delegation.backendOf(target) === undefined) {
+          return err({ code: 'unsupported_remote_backend', agentId: delegateId, backend: target.endpoint.backend });
+        }
+        const made = delegateTool(target, displayDescription(target), registries.delegation ?? NO_DELEGATION, config.value);
+        tool = registries.delegation?.wrap?.(made) ?? made;
+      }
+      const id = tool.descriptor.id;
+      if (registries.tools.has(id) || pluginTools.has(id) || delegated.has(id)) return err({ code: 'tool_id_conflict', toolId: id, sourceA: registries.tools.has(id) ? 'global' : 'plugin', sourceB: `delegate:${delegateId}` });
+      delegated.set(id, tool);
+    }
+  }
   // Tool-id patterns (anchored; `*` any run, `\x` a literal x): allowed first, then excluded.
   const allowed = spec.allowed_tools;
   const excluded = spec.excluded_tools ?? [];
@@ -211,9 +239,10 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const ids: string[] = [];
   for (const id of registries.tools.keys()) if (offered(id)) ids.push(id);
   for (const id of pluginTools.keys()) if (offered(id)) ids.push(id);
+  for (const id of delegated.keys()) if (offered(id)) ids.push(id);
   ids.sort();
   const filtered = new Map<string, Tool>();
-  for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id)) as Tool);
+  for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id) ?? delegated.get(id)) as Tool);
 
   const mode = execution.value.mode;
   const decisionReplay: DecisionReplayPolicy =
@@ -279,6 +308,9 @@ export function activePluginNames(spec: AgentSpec, defaults: readonly Plugin[]):
   return spec.active_hook_filter.length === 0 ? [] : [...spec.active_hook_filter, ...defaults.map((p) => p.name)];
 }
 
+/** Without a runtime to lend its backends (a resolve outside one), a delegation answers that it cannot run. */
+const NO_DELEGATION: DelegationHost = { backendOf: () => undefined, enter: () => true, leave: () => undefined };
+
 const isTool = (t: ToolLike): t is Tool => typeof (t as Partial<Tool>).execute === 'function';
 
 /** Ids of the tools a plugin registers (for conflict messages). */
@@ -302,6 +334,10 @@ export function describeResolveError(e: ResolveError): string {
       return `invalid config section '${e.key}' of plugin '${e.plugin}': ${e.message}`;
     case 'remote_agent_not_directly_runnable':
       return `agent '${e.agentId}' is remote and cannot run directly`;
+    case 'delegate_not_found':
+      return `agent '${e.agentId}' delegates to '${e.delegateId}', which is not registered`;
+    case 'unsupported_remote_backend':
+      return `agent '${e.agentId}' has an endpoint of backend '${e.backend}', which this runtime cannot reach (backends: a2a)`;
     case 'tool_id_conflict':
       return `tool id '${e.toolId}' registered by both ${e.sourceA} and ${e.sourceB}`;
     case 'env_build':

@@ -134,6 +134,8 @@ export interface RunParams {
   readonly answeredBy: () => string | undefined;
   /** Every inference failure of the run, in order: the retry policy adds those it absorbed, the loop the rest. */
   readonly inferenceErrors?: InferenceExecutionError[];
+  /** The run that delegated this one (a sub-run's `run_start` names it). */
+  readonly parentRunId?: string;
   /** Resolves the run's agent as a handoff made it (`AgentOverlayKey`); without it, a handoff blocks the run. */
   readonly reresolve?: (target: AgentOverlayState, base: AgentSpec) => Result<ResolvedAgent, ResolveError>;
 }
@@ -205,6 +207,12 @@ export class RunLoop implements BatchHost {
     return this.#messages;
   }
 
+  /** `run_start`, naming the parent run of a sub-run. */
+  #runStart(): AgentEvent {
+    const parent = this.#p.parentRunId;
+    return parent === undefined ? { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId } : { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId, parent_run_id: parent };
+  }
+
   /**
    * Delivers an event; returns a promise only when the sink is asynchronous. Here and in the tool
    * batch, `emit`, `submit` and `runPhase` are awaited only when they return a promise
@@ -268,7 +276,7 @@ export class RunLoop implements BatchHost {
   async #begin(): Promise<Halt | undefined> {
     let halt: Halting = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'start', run_id: this.runId, at: this.env.clock.now() }));
     if (halt !== undefined && (halt = await halt) !== undefined) return halt;
-    const emitting = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+    const emitting = this.emit(this.#runStart());
     if (emitting !== undefined) await emitting;
     if (this.signal.aborted) return cancelled();
     halt = this.runPhase('run_start', { now: this.env.clock.now(), tools: [...this.resolved.tools.values()].map((t) => t.descriptor) });
@@ -934,7 +942,7 @@ export class RunLoop implements BatchHost {
       if (!ready) continue;
       this.#p.onSuspended(undefined);
       try {
-        wait = this.emit({ event_type: 'run_start', thread_id: this.threadId, run_id: this.runId });
+        wait = this.emit(this.#runStart());
         if (wait !== undefined) await wait;
         halt = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_running', at: this.env.clock.now() }));
         if (halt !== undefined && (halt = await halt) !== undefined) return halt;

@@ -24,6 +24,7 @@ import {
   type BatchCall,
   type BatchCommand,
   type BatchInput,
+  type BatchResume,
   type BatchNext,
   type BatchState,
   type BatchStep,
@@ -35,6 +36,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
 import { InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
+import { DELEGATION_CATEGORY } from './delegation.ts';
 import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext } from './tool.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
@@ -169,7 +171,7 @@ export class ToolBatch {
 
   /** A batch of the calls one inference requested. */
   static open(host: BatchHost, calls: readonly ToolCall[], text: string, messageId: string): ToolBatch {
-    const opened = openBatch(calls, text, messageId, host.resolved.toolExecution.mode);
+    const opened = openBatch(calls, text, messageId, modeOf(host, calls));
     return new ToolBatch(host, calls, opened.state, opened);
   }
 
@@ -432,7 +434,7 @@ export class ToolBatch {
   }
 
   /** Runs the tool; its outcome now when it answers synchronously. A throw or rejection fails the call. */
-  #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: ResumeContext | undefined): ToolOutcome | Promise<ToolOutcome> {
+  #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: BatchResume | undefined): ToolOutcome | Promise<ToolOutcome> {
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
     const ctx = new CallContext(this.#host, call, snapshot, resume);
@@ -447,6 +449,16 @@ export class ToolBatch {
 }
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * The mode a batch runs in: the agent's, except that a batch of delegations alone runs its sub-runs
+ * side by side (seed 003: the one exception to model order; book: 并行委托).
+ */
+function modeOf(host: BatchHost, calls: readonly ToolCall[]): BatchState['mode'] {
+  const mode = host.resolved.toolExecution.mode;
+  if (mode !== 'sequential' || calls.length < 2) return mode;
+  return calls.every((c) => host.resolved.tools.get(c.name)?.descriptor.category === DELEGATION_CATEGORY) ? 'parallel_streaming' : mode;
+}
 
 const invoked = (out: ToolResult | ToolOutput): ToolOutcome => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
 
@@ -489,7 +501,7 @@ class CallContext implements ToolCallContext {
   readonly resume?: ResumeContext;
   readonly #host: BatchHost;
 
-  constructor(host: BatchHost, call: ToolCall, snapshot: Snapshot, resume: ResumeContext | undefined) {
+  constructor(host: BatchHost, call: ToolCall, snapshot: Snapshot, resume: BatchResume | undefined) {
     this.#host = host;
     this.callId = call.id;
     this.toolName = call.name;
@@ -498,7 +510,7 @@ class CallContext implements ToolCallContext {
     this.agentSpec = host.resolved.spec;
     this.snapshot = snapshot;
     this.signal = host.signal;
-    if (resume !== undefined) this.resume = resume;
+    if (resume !== undefined) this.resume = resume.ticket === undefined ? { decision: resume.decision, mode: resume.mode } : { decision: resume.decision, mode: resume.mode, ticket: resume.ticket };
   }
 
   state<V>(key: StateKey<V, unknown>): V | undefined {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { ToolError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
-import type { ToolCallResume, ToolCallResumeMode, ToolDescriptor, ToolResult } from '../contract/tool.ts';
+import type { SuspendTicket, ToolCallResume, ToolCallResumeMode, ToolDescriptor, ToolResult } from '../contract/tool.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
 import type { StateKey } from '../core/state/state-key.ts';
@@ -30,6 +30,8 @@ export type ProgressStatus = 'pending' | 'running' | 'done' | 'failed';
 export interface ResumeContext {
   readonly decision: ToolCallResume;
   readonly mode: ToolCallResumeMode;
+  /** The ticket the call suspended with: the tool's own, or its gate's (a permission ask). */
+  readonly ticket?: SuspendTicket;
 }
 
 /** Read-only context of one tool call (book: Tool Trait → ToolCallContext). */

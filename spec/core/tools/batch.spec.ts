@@ -250,8 +250,9 @@ describe('resuming a suspended batch', () => {
   it('answers each decision in model order: replayed with its arguments, the decision as result, the decision as arguments, a cancel as a denial', () => {
     const t = drive(advance(parked(), { type: 'resume', decisions, silent: false }), allowAll((c) => ({ result: ToolResults.success(c.name, 'ran'), command: undefined })));
     expect(t.asked.filter((n) => n.type === 'execute')).toEqual([
-      { type: 'execute', index: 0, args: { id: 'a' }, resume: { decision: decisions.get('a'), mode: 'replay_tool_call' } },
-      { type: 'execute', index: 2, args: { arg: 2 }, resume: { decision: decisions.get('c'), mode: 'pass_decision_to_tool' } },
+      // Each resumed call is told the ticket it suspended with.
+      { type: 'execute', index: 0, args: { id: 'a' }, resume: { decision: decisions.get('a'), mode: 'replay_tool_call', ticket: ticket(calls[0] as ToolCall, 'replay_tool_call') } },
+      { type: 'execute', index: 2, args: { arg: 2 }, resume: { decision: decisions.get('c'), mode: 'pass_decision_to_tool', ticket: ticket(calls[2] as ToolCall, 'pass_decision_to_tool') } },
     ]);
     expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.call.call.id}:${c.call.status}${c.resumeInput !== undefined ? '+input' : ''}`))).toEqual([
       'a:resuming+input',

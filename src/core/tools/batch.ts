@@ -74,6 +74,8 @@ export interface ToolOutcome {
 export interface BatchResume {
   readonly decision: ToolCallResume;
   readonly mode: ToolCallResumeMode;
+  /** The ticket the call suspended with (its own or its gate's). */
+  readonly ticket: SuspendTicket | undefined;
 }
 
 /** Where the machine is: what the input it waits for answers. */
@@ -325,7 +327,7 @@ function resuming(state: BatchState, stage: Extract<BatchStage, { at: 'resuming'
     state: at(state, calls, { at: 'resume_run', index: stage.index, decisions: stage.decisions, silent: stage.silent }),
     commands: [{ type: 'status', call: running }],
     events: NONE,
-    next: { type: 'execute', index: stage.index, args, resume: { decision, mode: call.resumeMode } },
+    next: { type: 'execute', index: stage.index, args, resume: { decision, mode: call.resumeMode, ticket: call.result?.suspension } },
   };
 }
 

@@ -106,6 +106,9 @@ const fileTools: readonly Tool[] = [
   defineTool({ id: 'Write', description: 'Write a file', args: z.object({ file_path: z.string(), content: z.string() }), execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }) }),
 ];
 
+/** The delegate of the delegation scenarios: it answers on the spare model. */
+const RESEARCHER: AgentSpecInput = { id: 'researcher', model: 'spare', system_prompt: 'You research sources.', allowed_tools: ['echo', 'confirm'] };
+
 /** Hands the conversation to another agent (the handoff scenario). */
 const handTo = defineTool({
   id: 'hand_to',
@@ -290,6 +293,20 @@ export const SCENARIOS: readonly Scenario[] = [
       sections: { handoff: { overlays: { specialist: { system_prompt: 'You are the specialist.', model_id: 'spare', allowed_tools: ['echo'] } } } },
     },
     extra: { plugins: ['agent_handoff'], tools: [...CORPUS_TOOLS, handTo] },
+  },
+  {
+    name: 'delegation-local',
+    script: [{ text: 'Asking the researcher.', tool_calls: [call('c1', 'agent_run_researcher', { prompt: 'find two sources' })] }, { text: 'The researcher found two sources.' }],
+    fallbackScript: [{ tool_calls: [call('k1', 'echo', { text: 'source search' })] }, { text: ['Two ', 'sources.'] }],
+    agent: { delegates: ['researcher'] },
+    extra: { delegates: [RESEARCHER] },
+  },
+  {
+    name: 'delegation-child-suspended',
+    script: [{ tool_calls: [call('c1', 'agent_run_researcher', { prompt: 'publish the findings' })] }, { text: 'Published, after the approval.' }],
+    fallbackScript: [{ tool_calls: [call('k1', 'confirm', { action: 'publish' })] }, { text: 'Approved and published.' }],
+    agent: { delegates: ['researcher'] },
+    extra: { delegates: [RESEARCHER], decide: approve({ approved: true }) },
   },
 ];
 

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AgentSpecInput } from '../contract/agent-spec.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
@@ -8,7 +9,8 @@ import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
-import type { Env, IdKind } from '../runtime/env.ts';
+import { deterministicEnv, withIdPrefix, type Env, type IdKind } from '../runtime/env.ts';
+import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
@@ -57,6 +59,12 @@ export class TranscriptLog {
   }
 }
 
+/**
+ * The transcript whose tool port is executing now: what a tool does inside (a delegation's sub-run
+ * calling models and tools) is the tool's own business, not the run's — its result is the record.
+ */
+const insideTool = new AsyncLocalStorage<TranscriptLog>();
+
 /** Records every draw of an `Env`. */
 export function recordingEnv(inner: Env, log: TranscriptLog): Env {
   return {
@@ -91,7 +99,7 @@ export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecuto
   return {
     name: inner.name,
     stream: (request: InferenceRequest) =>
-      (async function* (): AsyncGenerator<StreamPart> {
+      insideTool.getStore() === log ? inner.stream(request) : (async function* (): AsyncGenerator<StreamPart> {
         const seq = log.nextLlmSeq();
         // Taken at the call: a request's messages are valid while its stream is read.
         const { delta, digest } = log.requests.next(request);
@@ -132,6 +140,7 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
     descriptor: inner.descriptor,
     // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
     execute: async (args: JsonValue, ctx: ToolCallContext) => {
+      if (insideTool.getStore() === log) return inner.execute(args, ctx);
       const activity: { method: string; args: JsonValue[] }[] = [];
       const spy: ToolCallContext = Object.assign(Object.create(ctx) as ToolCallContext, {
         reportActivity: (t: string, c: JsonValue) => (activity.push({ method: 'activity', args: [t, c] }), ctx.reportActivity(t, c)),
@@ -144,7 +153,7 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
       const base = { type: 'tool', call_id: ctx.callId, name: inner.descriptor.id, arguments: args, ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}), activity };
       try {
         inner.validateArgs?.(args);
-        const out = await inner.execute(args, spy);
+        const out = await insideTool.run(log, () => inner.execute(args, spy));
         if (isToolOutput(out)) {
           log.push({ ...base, result: out.result, ...(out.command !== undefined ? { command: commandRecord(out.command) } : {}) });
         } else log.push({ ...base, result: out });
@@ -175,6 +184,12 @@ export interface RecordingSetup {
   readonly decide?: (suspended: readonly string[], round: number) => readonly Decision[] | undefined;
   /** Cancel the run right after this many events. */
   readonly cancelAfterEvent?: number;
+  /**
+   * The agents the run's agent delegates to: registered beside it. Their sub-runs go through the
+   * delegation tools, recorded as tool calls (replayed from those records, without the sub-run); they
+   * draw from an environment of their own (a deterministic one's ids prefixed `sub-`).
+   */
+  readonly delegates?: readonly AgentSpecInput[];
 }
 
 export interface Recording {
@@ -189,6 +204,12 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   for (const [id, p] of Object.entries(setup.providers)) built.withProvider(id, recordingLlm(p, log));
   for (const [id, m] of Object.entries(setup.models)) built.withModel(id, m);
   for (const tool of setup.tools) built.withTool(recordingTool(tool, log));
+  for (const agent of setup.delegates ?? []) built.withAgentSpec(agent);
+  if ((setup.delegates ?? []).length > 0) {
+    const h = setup.env.header;
+    const subEnv = h.kind === 'deterministic' ? withIdPrefix(deterministicEnv({ start: h.start, tick: h.tick, ...(h.seed !== undefined ? { seed: h.seed } : {}) }), 'sub-') : setup.env.env;
+    built.withDelegation({ env: subEnv, wrap: (tool) => recordingTool(tool, log) });
+  }
   for (const id of setup.plugins ?? []) {
     const plugin = PLUGIN_CATALOG.get(id);
     if (plugin === undefined) throw new Error(`unknown plugin '${id}' (catalog: ${[...PLUGIN_CATALOG.keys()].join(', ')})`);
@@ -204,7 +225,8 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   const headerBase = {
     agent: agentSpec.value.spec,
     models: Object.fromEntries(Object.entries(setup.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
-    tools: setup.tools.map((t) => t.descriptor),
+    // The delegation tools are the run's ports too (their descriptors say which delegate they run).
+    tools: [...setup.tools.map((t) => t.descriptor), ...[...agentSpec.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
     plugins: [...(setup.plugins ?? [])],
     stop_policies: (setup.stopPolicies ?? []).map((p) => p.id),
     ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),

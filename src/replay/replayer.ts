@@ -9,6 +9,7 @@ import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/st
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { DELEGATION_CATEGORY, delegateToolId } from '../runtime/delegation.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
@@ -153,7 +154,15 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     builder.withModel(id, model);
   }
   for (const provider of new Set(Object.values(header.models).map((m) => m.provider))) builder.withProvider(provider, session.llm(provider, diverge));
-  for (const descriptor of header.tools) builder.withTool(session.tool(descriptor, diverge));
+  // A delegation tool answers from its records too: the sub-run behind it is not run again.
+  const delegated = new Map(header.agent.delegates.map((id) => [delegateToolId(id), id] as const));
+  const standIns = new Map<string, Tool>();
+  for (const descriptor of header.tools) {
+    const delegate = descriptor.category === DELEGATION_CATEGORY ? delegated.get(descriptor.id) : undefined;
+    if (delegate !== undefined) standIns.set(delegate, session.tool(descriptor, diverge));
+    else builder.withTool(session.tool(descriptor, diverge));
+  }
+  if (standIns.size > 0) builder.withDelegation({ standIns });
   for (const id of header.plugins) {
     const plugin = PLUGIN_CATALOG.get(id);
     if (plugin === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `plugin '${id}' is not in the catalog`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };

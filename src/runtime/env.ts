@@ -194,3 +194,8 @@ export function deterministicEnv(options: DeterministicEnvOptions = {}): Determi
     },
   };
 }
+
+/** The environment with every id it hands out prefixed (sub-runs drawing from an environment of their own, apart from the run's). */
+export function withIdPrefix<E extends Env>(env: E, prefix: string): E {
+  return { ...env, ids: { next: (kind: IdKind) => `${prefix}${env.ids.next(kind)}` } };
+}

@@ -22,10 +22,17 @@ describe('perConversation', () => {
     expect(await text(llm, ask('t1', 2))).toBe('Done.');
   });
 
-  it('forgets the oldest conversation beyond its capacity', async () => {
-    const llm = perConversation(() => new ScriptedLlm([{ text: 'one' }, { text: 'two' }]), { capacity: 1 });
+  it('forgets the oldest conversation beyond its capacity; taken up again, it goes on from its assistant turns', async () => {
+    const script = [{ text: 'one' }, { text: 'two' }, { text: 'three' }];
+    const llm = perConversation((taken) => new ScriptedLlm(script.slice(taken)), { capacity: 1 });
     expect(await text(llm, ask('t1', 0))).toBe('one');
     expect(await text(llm, ask('t2', 0))).toBe('one');
-    expect(await text(llm, ask('t1', 1))).toBe('one');
+    expect(await text(llm, ask('t1', 1))).toBe('two');
+    expect(await text(llm, ask('t1', 2))).toBe('three');
+  });
+
+  it('a conversation first seen with turns taken (a thread taken up after a restart) goes on from there', async () => {
+    const llm = perConversation((taken) => new ScriptedLlm([{ text: 'one' }, { text: 'two' }, { text: 'three' }].slice(taken)));
+    expect(await text(llm, ask('t1', 2))).toBe('three');
   });
 });

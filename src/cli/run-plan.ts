@@ -54,7 +54,7 @@ export function parseRunArgs(argv: readonly string[]): RunPlan | 'help' {
  * offline; anything else is a usage mistake, a file that cannot be read a missing input, one that
  * does not parse bad data (`CliFailure`, each with its exit code).
  */
-export function modelFactoryOf(model: string): () => LlmExecutor {
+export function modelFactoryOf(model: string): (turnsTaken?: number) => LlmExecutor {
   const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
@@ -73,7 +73,8 @@ export function modelFactoryOf(model: string): () => LlmExecutor {
     } catch (e) {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
-    return () => new ScriptedLlm(steps, { record: false });
+    // A conversation with turns already taken goes on with the step after them.
+    return (turnsTaken = 0) => new ScriptedLlm(steps.slice(turnsTaken), { record: false });
   }
   // An older transcript is read in the current format (its llm records are written differently).
   if (olderFormat(text) !== undefined) {

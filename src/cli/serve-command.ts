@@ -22,6 +22,7 @@ import { modelFactoryOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { checkOrigins, LOOPBACK } from '../server/access.ts';
+import { mayReach } from '../server/principal.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import type { Io } from './run-command.ts';
@@ -318,12 +319,20 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
           onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
         });
   const llm = (l: LlmExecutor): LlmExecutor => recorder?.llm(l) ?? l;
+  const store = storeOf(plan.store, plan.storeFrom);
   const builder = new AgentRuntimeBuilder()
     .withEnv(recorder?.env(realEnv()) ?? realEnv())
     .withProvider('demo', llm(model.llm))
     .withModel('demo', { provider: 'demo', model_name: model.name })
     .withAgentSpec(demoAgent('demo'));
   for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
+  // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
+  builder.withDelegation({
+    beforeChild: async (child) => {
+      await mayReach(store, child.thread_id, 'write');
+    },
+    ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
+  });
   // The catalog's plugins, for agents to name in `plugin_ids` (with their sections).
   for (const [id, plugin] of PLUGIN_CATALOG) builder.withPlugin(id, plugin);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
@@ -339,7 +348,6 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of file?.agents ?? []) builder.withAgentSpec(a);
-  const store = storeOf(plan.store, plan.storeFrom);
   builder.withThreadRunStore(recorder?.store(store) ?? store);
   const built = builder.build();
   if (!built.ok) {
@@ -349,7 +357,12 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   const runtime = built.value;
   recorder?.attach(runtime);
-  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: [...secretsOf(env), ...tokens.keys()] });
+  const remoteTokens = (file?.agents ?? []).flatMap((a) => {
+    const auth = a.endpoint?.auth;
+    const value = typeof auth?.['token'] === 'string' ? auth['token'] : typeof auth?.['token_env'] === 'string' ? env[auth['token_env']] : undefined;
+    return value !== undefined && value !== '' ? [value] : [];
+  });
+  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: [...secretsOf(env), ...tokens.keys(), ...remoteTokens] });
   try {
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {

@@ -103,7 +103,16 @@ export function loadServeConfig(path: string): ServeConfig {
   }
   const models = ['demo', ...Object.keys(config.models)];
   (config.agents as AgentSpec[]).forEach((a, i) => {
-    if (!models.includes(a.model)) throw bad(`agents[${i}].model`, `no model '${a.model}' (models: ${models.join(', ')})`);
+    // A remote agent (an endpoint) runs elsewhere: its model is the remote server's business.
+    if (a.endpoint === undefined && !models.includes(a.model)) throw bad(`agents[${i}].model`, `no model '${a.model}' (models: ${models.join(', ')})`);
+    if (a.endpoint !== undefined && a.endpoint.backend !== 'a2a') throw bad(`agents[${i}].endpoint.backend`, `'${a.endpoint.backend}' is not a backend this server reaches (a2a)`);
+    const auth = a.endpoint?.auth;
+    if (auth !== undefined && (auth.type !== 'bearer' || (typeof auth['token'] !== 'string' && typeof auth['token_env'] !== 'string'))) {
+      throw bad(`agents[${i}].endpoint.auth`, 'a bearer with token_env (the variable holding the token) or token');
+    }
+    a.delegates.forEach((d, j) => {
+      if (!ids.has(d)) throw bad(`agents[${i}].delegates[${j}]`, `no agent '${d}' (agents: ${[...ids].join(', ')})`);
+    });
   });
   // Files the config names are relative to the config file.
   const here = (file: string): string => resolve(dirname(path), file);

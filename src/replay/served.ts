@@ -14,6 +14,7 @@ import type { Tool } from '../runtime/tool.ts';
 import { recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
 import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT } from './transcript.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 
 /**
  * Transcripts of the runs a server serves (`awaken serve --record DIR`): one file per run,
@@ -83,7 +84,14 @@ export class ServedRecorder {
       ...(inner.validateArgs !== undefined ? { validateArgs: (args: Parameters<NonNullable<Tool['validateArgs']>>[0]) => inner.validateArgs?.(args) } : {}),
       execute: (args, ctx) => {
         const run = this.#context.getStore();
-        return run === undefined ? inner.execute(args, ctx) : recordingTool(inner, run.log).execute(args, ctx);
+        if (run === undefined) return inner.execute(args, ctx);
+        // What the tool does inside (a delegation's sub-run) is not the run's traffic: it runs outside the run's context.
+        const outside: Tool = {
+          descriptor: inner.descriptor,
+          ...(inner.validateArgs !== undefined ? { validateArgs: (a: Parameters<NonNullable<Tool['validateArgs']>>[0]) => inner.validateArgs?.(a) } : {}),
+          execute: (a, c) => this.#context.exit(() => inner.execute(a, c)),
+        };
+        return recordingTool(outside, run.log).execute(args, ctx);
       },
     };
   }
@@ -160,7 +168,8 @@ export class ServedRecorder {
       const headerBase = {
         agent: resolved.value.spec,
         models: Object.fromEntries(Object.entries(this.#o.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
-        tools: [...this.#o.tools],
+        // The delegation tools the agent was offered are ports too.
+        tools: [...this.#o.tools, ...[...resolved.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
         // The catalog plugins the agent names (the only plugins `awaken serve` has), replayed by id.
         plugins: resolved.value.spec.plugin_ids.filter((id) => PLUGIN_CATALOG.has(id)),
         stop_policies: [] as string[],

@@ -133,7 +133,7 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     expect(started.value.decide([decisionFor('c1', 'resume', 1, { result: { region: 'north' } })]).ok).toBe(true);
     const result = await started.value.done;
     expect(result.termination).toEqual({ type: 'natural_end' });
-    const resumed = sink.events.find((e) => e.event_type === 'tool_call_resumed') as { result: { response: string } };
+    const resumed = sink.events.find((e) => e.event_type === "tool_call_resumed") as unknown as { result: { response: string } };
     expect(resumed.result.response).toBe('Region noted: {"region":"north"}.');
   });
 

@@ -18,3 +18,5 @@ export * from './profile-store.ts';
 export * from './store.ts';
 export * from './state-store.ts';
 export * from './phase-runtime.ts';
+export * from './delegation.ts';
+export { a2aBackend, remoteAuthHeaders } from './a2a-backend.ts';

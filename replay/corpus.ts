@@ -308,6 +308,26 @@ export const SCENARIOS: readonly Scenario[] = [
     agent: { delegates: ['researcher'] },
     extra: { delegates: [RESEARCHER], decide: approve({ approved: true }) },
   },
+  {
+    name: 'a2ui-render',
+    script: [
+      {
+        text: 'Here is a form.',
+        tool_calls: [
+          call('c1', 'render_a2ui', {
+            messages: [
+              { surfaceUpdate: { surfaceId: 'order', components: [{ id: 'root', component: { Column: { children: { explicitList: ['title', 'name'] } } } }, { id: 'title', component: { Text: { text: { literalString: 'Order' } } } }, { id: 'name', component: { TextField: { label: { literalString: 'Name' }, text: { path: '/order/name' } } } }] } },
+              { dataModelUpdate: { surfaceId: 'order', path: '/order', contents: [{ key: 'name', valueString: 'Ada' }] } },
+              { beginRendering: { surfaceId: 'order', root: 'root' } },
+            ],
+          }),
+        ],
+      },
+      { text: 'The order form is on screen.' },
+    ],
+    agent: { plugin_ids: ['generative-ui'] },
+    extra: { plugins: ['generative-ui'] },
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);

@@ -8,3 +8,4 @@ export * from './plugins/state-machine/index.ts';
 export * from './plugins/skills/index.ts';
 export * from './plugins/mcp-tools.ts';
 export * from './plugins/handoff.ts';
+export * from './plugins/generative-ui.ts';

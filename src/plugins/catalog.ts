@@ -1,5 +1,6 @@
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
+import { a2uiPlugin } from './generative-ui.ts';
 import { handoffPlugin } from './handoff.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
@@ -10,6 +11,7 @@ const deferredTools = deferredToolsPlugin();
 const reminder = reminderPlugin();
 const stateMachine = stateMachinePlugin();
 const handoff = handoffPlugin();
+const generativeUi = a2uiPlugin();
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -23,4 +25,5 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [reminder.name, reminder],
   [stateMachine.name, stateMachine],
   [handoff.name, handoff],
+  [generativeUi.name, generativeUi],
 ]);

@@ -1,0 +1,311 @@
+import { z } from 'zod';
+import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
+import type { JsonValue } from '../contract/json.ts';
+import { StateCommand } from '../core/state/state-command.ts';
+import { AddContextMessage } from '../runtime/builtin-plugins.ts';
+import type { RuntimePlugin } from '../runtime/resolve.ts';
+import { ToolFailure, type Tool } from '../runtime/tool.ts';
+import { perAgentSpec } from './per-spec.ts';
+
+/**
+ * Generative UI with A2UI v0.8 (book: 使用 Generative UI（A2UI））: the `render_a2ui` tool carries
+ * A2UI messages from the model to the client, which renders them with its component catalog.
+ *
+ * The book's example writes `{"version": "v0.8", "createSurface": …}`, which mixes two versions of
+ * the format: A2UI v0.8 as published (and as `@a2ui/lit`'s v0.8 renderer and 0.6's validation
+ * accept) has four messages — `surfaceUpdate` (a flat list of components), `dataModelUpdate`,
+ * `beginRendering` (the root, once the components exist) and `deleteSurface` — with no version field.
+ * This follows v0.8 as published (docs/parity.md G1).
+ *
+ * One call carries one message (`{"surfaceUpdate": {…}}`, the flat form `{surfaceId, components}`)
+ * or several (`{"messages": [...]}`); each is checked, and a malformed one is an invalid argument
+ * naming it (`messages[1].surfaceUpdate.components[0].component: …`). The result is
+ * `{"a2ui": [messages], "rendered": true}` (the book's), and the messages are also the call's
+ * `a2ui` activity (`{schema: "a2ui.v0.8", catalog_id, messages}`), which every encoder carries.
+ * Before each inference the plugin tells the model how to use the tool: the standard instructions
+ * for a catalog (and examples), or instructions of your own.
+ */
+
+export const A2UI_PLUGIN_ID = 'generative-ui';
+export const A2UI_TOOL_ID = 'render_a2ui';
+export const A2UI_ACTIVITY = 'a2ui';
+export const DEFAULT_A2UI_CATALOG_ID = 'https://a2ui.org/specification/v0_8/standard_catalog_definition.json';
+export const A2UI_MESSAGE_KEYS = ['surfaceUpdate', 'dataModelUpdate', 'beginRendering', 'deleteSurface'] as const;
+const INSTRUCTIONS_KEY = 'generative_ui.instructions';
+
+/** The `generative-ui` section (0.6 `A2uiPromptConfig`): overrides of the plugin's own settings. */
+export const A2uiPromptConfigSchema = z
+  .object({
+    catalog_id: z.string().min(1).optional(),
+    examples: z.string().optional(),
+    instructions: z.string().optional(),
+  })
+  .strict();
+export type A2uiPromptConfig = z.output<typeof A2uiPromptConfigSchema>;
+
+const A2uiConfigKey = definePluginConfigKey<A2uiPromptConfig>(A2UI_PLUGIN_ID, A2uiPromptConfigSchema as z.ZodType<A2uiPromptConfig>, () => ({}));
+
+// ---- validation ------------------------------------------------------------------------------------------
+
+type Obj = { readonly [k: string]: JsonValue };
+const isObj = (v: JsonValue | undefined): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Why each malformed message is malformed (empty when all are well formed), each naming the message and field. */
+export function validateA2uiMessages(messages: readonly JsonValue[]): string[] {
+  const errors: string[] = [];
+  messages.forEach((m, i) => {
+    const e = checkMessage(m);
+    if (e !== undefined) errors.push(`messages[${i}]${e.startsWith('.') ? '' : ': '}${e}`);
+  });
+  return errors;
+}
+
+function checkMessage(m: JsonValue): string | undefined {
+  if (!isObj(m)) return 'expected a JSON object';
+  const keys = A2UI_MESSAGE_KEYS.filter((k) => Object.hasOwn(m, k));
+  if (keys.length === 0) return `missing message type; expected one of: ${A2UI_MESSAGE_KEYS.join(', ')}`;
+  if (keys.length > 1) return `multiple message types in one object: ${keys.join(', ')}`;
+  const extra = Object.keys(m).filter((k) => k !== keys[0]);
+  if (extra.length > 0) return `unknown field ${extra.map((k) => `'${k}'`).join(', ')} beside ${keys[0]} (A2UI v0.8 has no version field or wrapper)`;
+  const type = keys[0] as (typeof A2UI_MESSAGE_KEYS)[number];
+  const body = m[type];
+  if (!isObj(body)) return `.${type}: must be a JSON object`;
+  const surface = body['surfaceId'];
+  if (typeof surface !== 'string') return `.${type}.surfaceId: is required`;
+  if (surface === '') return `.${type}.surfaceId: must not be empty`;
+  switch (type) {
+    case 'beginRendering': {
+      const root = body['root'];
+      if (typeof root !== 'string') return '.beginRendering.root: is required';
+      if (root === '') return '.beginRendering.root: must not be empty';
+      if (body['styles'] !== undefined && !isObj(body['styles'])) return '.beginRendering.styles: must be a JSON object';
+      return undefined;
+    }
+    case 'surfaceUpdate': {
+      const components = body['components'];
+      if (!Array.isArray(components)) return '.surfaceUpdate.components: is required and must be an array';
+      if (components.length === 0) return '.surfaceUpdate.components: must not be empty';
+      for (const [ci, c] of components.entries()) {
+        const at = `.surfaceUpdate.components[${ci}]`;
+        if (!isObj(c)) return `${at}: must be a JSON object`;
+        if (typeof c['id'] !== 'string' || c['id'] === '') return `${at}.id: is required`;
+        if (c['weight'] !== undefined && typeof c['weight'] !== 'number') return `${at}.weight: must be a number`;
+        const component = c['component'];
+        if (!isObj(component)) return `${at}.component: must be a JSON object`;
+        const names = Object.keys(component);
+        if (names.length !== 1) return `${at}.component: must contain exactly one component payload, such as {"Text": {…}}`;
+        const name = names[0] as string;
+        const payload = component[name];
+        if (!isObj(payload)) return `${at}.component.${name}: must be a JSON object`;
+        const wrong = checkComponent(name, payload);
+        if (wrong !== undefined) return `${at}.component.${name}${wrong}`;
+      }
+      return undefined;
+    }
+    case 'dataModelUpdate': {
+      if (body['path'] !== undefined && typeof body['path'] !== 'string') return '.dataModelUpdate.path: must be a string';
+      const contents = body['contents'];
+      if (!Array.isArray(contents)) return '.dataModelUpdate.contents: is required and must be an array';
+      if (contents.length === 0) return '.dataModelUpdate.contents: must not be empty';
+      for (const [ci, entry] of contents.entries()) {
+        const wrong = checkEntry(entry);
+        if (wrong !== undefined) return `.dataModelUpdate.contents[${ci}]${wrong}`;
+      }
+      return undefined;
+    }
+    case 'deleteSurface':
+      return undefined;
+  }
+}
+
+/** The v0.8 shapes the renderer is strict about (0.6's checks). */
+function checkComponent(name: string, p: Obj): string | undefined {
+  switch (name) {
+    case 'Text':
+      return isObj(p['text']) ? undefined : '.text: must be a JSON object ({"literalString": …} or {"path": …})';
+    case 'Button': {
+      const action = p['action'];
+      if (!isObj(action)) return '.action: must be a JSON object';
+      if (typeof action['name'] !== 'string') return '.action.name: is required';
+      const context = action['context'];
+      if (context === undefined) return undefined;
+      if (!Array.isArray(context)) return '.action.context: must be an array';
+      for (const [i, entry] of context.entries()) {
+        if (!isObj(entry)) return `.action.context[${i}]: must be a JSON object`;
+        if (typeof entry['key'] !== 'string') return `.action.context[${i}].key: is required`;
+        if (!isObj(entry['value'])) return `.action.context[${i}].value: must be a JSON object`;
+      }
+      return undefined;
+    }
+    case 'MultipleChoice':
+      if (p['choices'] !== undefined || p['label'] !== undefined || p['value'] !== undefined) return ': must use the v0.8 fields options and selections';
+      if (!Array.isArray(p['options'])) return '.options: is required';
+      return isObj(p['selections']) ? undefined : '.selections: must be a JSON object';
+    default:
+      return undefined;
+  }
+}
+
+function checkEntry(entry: JsonValue): string | undefined {
+  if (!isObj(entry)) return ': must be a JSON object';
+  const key = entry['key'];
+  if (typeof key !== 'string') return '.key: is required';
+  if (key === '') return '.key: must not be empty';
+  const values = ['valueString', 'valueNumber', 'valueBoolean', 'valueMap'].filter((k) => Object.hasOwn(entry, k));
+  if (values.length > 1) return `: one value field, not ${values.join(' and ')}`;
+  if (entry['valueString'] !== undefined && typeof entry['valueString'] !== 'string') return '.valueString: must be a string';
+  if (entry['valueNumber'] !== undefined && typeof entry['valueNumber'] !== 'number') return '.valueNumber: must be a number';
+  if (entry['valueBoolean'] !== undefined && typeof entry['valueBoolean'] !== 'boolean') return '.valueBoolean: must be a boolean';
+  const map = entry['valueMap'];
+  if (map !== undefined) {
+    if (!Array.isArray(map)) return '.valueMap: must be an array';
+    for (const [i, e] of map.entries()) {
+      const wrong = checkEntry(e);
+      if (wrong !== undefined) return `.valueMap[${i}]${wrong}`;
+    }
+  }
+  return undefined;
+}
+
+/** The messages a call carries: `{messages: [...]}`, one message, or the flat form `{surfaceId, components, …}` (0.6 `normalize_args`). */
+export function a2uiMessagesOf(args: JsonValue): JsonValue[] {
+  if (!isObj(args)) return [];
+  const listed = args['messages'];
+  if (Array.isArray(listed)) return listed;
+  if (A2UI_MESSAGE_KEYS.some((k) => Object.hasOwn(args, k))) return [args];
+  if (typeof args['surfaceId'] === 'string') {
+    const { surfaceId, components, contents, path, root } = args as Record<string, JsonValue>;
+    const inner: Record<string, JsonValue> = { surfaceId: surfaceId as JsonValue };
+    if (components !== undefined) return [{ surfaceUpdate: { ...inner, components } }];
+    if (contents !== undefined) return [{ dataModelUpdate: { ...inner, ...(path !== undefined ? { path } : {}), contents } }];
+    if (root !== undefined) return [{ beginRendering: { ...inner, root } }];
+    return [{ deleteSurface: inner }];
+  }
+  return [];
+}
+
+// ---- the tool and the plugin -------------------------------------------------------------------------------
+
+const messageSchema: JsonValue = {
+  type: 'object',
+  description: 'One A2UI v0.8 message: exactly one of surfaceUpdate, dataModelUpdate, beginRendering, deleteSurface',
+  properties: {
+    surfaceUpdate: {
+      type: 'object',
+      required: ['surfaceId', 'components'],
+      properties: {
+        surfaceId: { type: 'string', minLength: 1 },
+        components: {
+          type: 'array',
+          minItems: 1,
+          description: 'A flat component list; each {id, component: {"Text": {...}}}',
+          items: { type: 'object', required: ['id', 'component'], properties: { id: { type: 'string', minLength: 1 }, weight: { type: 'number' }, component: { type: 'object' } } },
+        },
+      },
+    },
+    dataModelUpdate: {
+      type: 'object',
+      required: ['surfaceId', 'contents'],
+      properties: {
+        surfaceId: { type: 'string', minLength: 1 },
+        path: { type: 'string' },
+        contents: { type: 'array', minItems: 1, items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, valueString: { type: 'string' }, valueNumber: { type: 'number' }, valueBoolean: { type: 'boolean' }, valueMap: { type: 'array' } } } },
+      },
+    },
+    beginRendering: { type: 'object', required: ['surfaceId', 'root'], properties: { surfaceId: { type: 'string', minLength: 1 }, root: { type: 'string', minLength: 1 }, styles: { type: 'object' } } },
+    deleteSurface: { type: 'object', required: ['surfaceId'], properties: { surfaceId: { type: 'string', minLength: 1 } } },
+  },
+};
+
+/** The `render_a2ui` tool; its activity names the catalog the agent renders with. */
+export function a2uiRenderTool(catalogOf: (spec: Parameters<Tool['execute']>[1]['agentSpec']) => string = () => DEFAULT_A2UI_CATALOG_ID): Tool {
+  const check = (args: JsonValue): JsonValue[] => {
+    const messages = a2uiMessagesOf(args);
+    if (messages.length === 0) {
+      throw new ToolFailure({ code: 'invalid_arguments', message: `expected messages, or one A2UI message key (${A2UI_MESSAGE_KEYS.join(', ')})` });
+    }
+    const errors = validateA2uiMessages(messages);
+    if (errors.length > 0) throw new ToolFailure({ code: 'invalid_arguments', message: `A2UI validation failed: ${errors.join('; ')}` });
+    return messages;
+  };
+  return {
+    descriptor: {
+      id: A2UI_TOOL_ID,
+      name: A2UI_TOOL_ID,
+      description:
+        'Sends A2UI v0.8 declarative UI to the client: {"messages": [...]} with surfaceUpdate (the flat component list), dataModelUpdate, beginRendering (the root, after its components) or deleteSurface messages, in that order; or one message as the argument.',
+      parameters: { type: 'object', properties: { messages: { type: 'array', minItems: 1, items: messageSchema }, ...(messageSchema as { properties: Record<string, JsonValue> }).properties } },
+    },
+    validateArgs: (args) => void check(args),
+    execute: async (args, ctx) => {
+      const messages = check(args);
+      await ctx.reportActivity(A2UI_ACTIVITY, { schema: 'a2ui.v0.8', catalog_id: catalogOf(ctx.agentSpec), messages });
+      return { tool_name: A2UI_TOOL_ID, status: 'success', data: { a2ui: messages, rendered: true }, message: null };
+    },
+  };
+}
+
+/** The standard instructions for a catalog, with examples when given (0.6 `build_instructions`). */
+export function a2uiInstructions(catalogId: string = DEFAULT_A2UI_CATALOG_ID, examples?: string): string {
+  const base = INSTRUCTIONS.replace('{{CATALOG_ID}}', catalogId);
+  return examples === undefined ? base : `${base}\n\n---BEGIN A2UI EXAMPLES---\n${examples}\n---END A2UI EXAMPLES---`;
+}
+
+/**
+ * The plugin (book: A2uiPlugin): `a2uiPlugin()` (the standard catalog), `{catalog_id}`,
+ * `{catalog_id, examples}` (0.6 `with_catalog_and_examples`), or `{instructions}` (0.6
+ * `with_custom_instructions`). An agent's `generative-ui` section overrides each field.
+ */
+export function a2uiPlugin(defaults: A2uiPromptConfig = {}): RuntimePlugin {
+  const checked = A2uiPromptConfigSchema.parse(defaults);
+  const settingsOf = perAgentSpec((spec): A2uiPromptConfig => {
+    const section = readPluginConfig(spec, A2uiConfigKey);
+    const own = section.ok ? section.value : {};
+    return { ...checked, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
+  });
+  const catalogOf = (spec: Parameters<typeof settingsOf>[0]): string => settingsOf(spec).catalog_id ?? DEFAULT_A2UI_CATALOG_ID;
+  const tool = a2uiRenderTool(catalogOf);
+  return {
+    name: A2UI_PLUGIN_ID,
+    configKeys: [A2uiConfigKey as never],
+    register: (r) => {
+      r.registerTool(tool);
+      r.registerPhaseHook('before_inference', (ctx) => {
+        const s = settingsOf(ctx.input.agentSpec);
+        const text = s.instructions ?? a2uiInstructions(s.catalog_id, s.examples);
+        if (text.trim() === '') return StateCommand.empty();
+        return StateCommand.empty().scheduleAction(AddContextMessage, { key: INSTRUCTIONS_KEY, role: 'system', content: text, target: 'system', priority: 0, cooldown_turns: 0, persistent: false });
+      });
+    },
+  };
+}
+
+const INSTRUCTIONS = `## A2UI Declarative UI
+
+You have access to the \`render_a2ui\` tool. It sends A2UI v0.8 messages to the client, which renders
+them. Pass {"messages": [...]} with the messages in this order: surfaceUpdate, then dataModelUpdate,
+then beginRendering (or one message as the argument). Do not add a version field or other wrappers.
+
+1. surfaceUpdate — the components, as a flat list:
+{"surfaceUpdate": {"surfaceId": "order", "components": [
+  {"id": "root", "component": {"Card": {"child": "content"}}},
+  {"id": "content", "component": {"Column": {"children": {"explicitList": ["title", "name", "submit"]}}}},
+  {"id": "title", "component": {"Text": {"usageHint": "h2", "text": {"literalString": "Order"}}}},
+  {"id": "name", "component": {"TextField": {"label": {"literalString": "Name"}, "text": {"path": "/order/name"}}}},
+  {"id": "submit_label", "component": {"Text": {"text": {"literalString": "Submit"}}}},
+  {"id": "submit", "component": {"Button": {"child": "submit_label", "action": {"name": "order.submit", "context": [{"key": "name", "value": {"path": "/order/name"}}]}}}}
+]}}
+2. dataModelUpdate — the values the components bind to:
+{"dataModelUpdate": {"surfaceId": "order", "path": "/order", "contents": [{"key": "name", "valueString": ""}]}}
+3. beginRendering — the root, once its components exist:
+{"beginRendering": {"surfaceId": "order", "root": "root"}}
+Use {"deleteSurface": {"surfaceId": "order"}} when the surface is done.
+
+Rules:
+- The client renders with the catalog {{CATALOG_ID}}.
+- Each component has "id" and "component", an object with one component: {"Text": {...}}.
+- Text nests its copy under "text": {"literalString": "..."} or {"path": "/json/pointer"}.
+- Containers list children as {"children": {"explicitList": ["id1", "id2"]}}; Card and Button take "child".
+- Properties bind data with {"path": "/json/pointer"}; dataModelUpdate.contents holds {key, valueString|valueNumber|valueBoolean|valueMap} entries.
+- MultipleChoice uses options ([{"label": {"literalString": "High"}, "value": "high"}]), selections and maxAllowedSelections.
+- Buttons: "action": {"name": "...", "context": [{"key": "field", "value": {"path": "/field"}}]}.`;

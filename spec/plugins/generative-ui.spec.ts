@@ -134,7 +134,7 @@ describe('the generative-ui plugin (book: 使用 Generative UI（A2UI））', ()
   });
 
   it('passes the fuzz kit (deterministic hooks, its own keys only)', async () => {
-    const report = await fuzzPlugin(a2uiPlugin(), { runs: 30, seed: 7 });
+    const report = await fuzzPlugin(a2uiPlugin(), { numRuns: 30, seed: 7 });
     expect(report.failures).toEqual([]);
   });
 });

@@ -328,6 +328,29 @@ export const SCENARIOS: readonly Scenario[] = [
     agent: { plugin_ids: ['generative-ui'] },
     extra: { plugins: ['generative-ui'] },
   },
+  {
+    name: 'skills-activation',
+    script: [
+      { tool_calls: [call('c1', 'list_skills')] },
+      { tool_calls: [call('c2', 'skill', { skill: 'release-notes' })] },
+      { tool_calls: [call('c3', 'load_skill_resource', { skill: 'release-notes', path: 'templates/entry.md' })] },
+      { text: 'Release notes drafted with the skill.' },
+    ],
+    agent: {
+      plugin_ids: ['skills-discovery', 'skills-active-instructions'],
+      sections: {
+        skills: {
+          embedded: [
+            {
+              skill_md: '---\nname: release-notes\ndescription: Writes release notes from a change list\nallowed-tools: echo\n---\nGroup the changes by kind; one line each.\n',
+              resources: { 'templates/entry.md': '- <kind>: <what changed>' },
+            },
+          ],
+        },
+      },
+    },
+    extra: { plugins: ['skills-discovery', 'skills-active-instructions'] },
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { permissionPlugin } from '../../src/plugins/permission.ts';
-import { discoverSkills, embeddedSkill, parseSkillMd, skillRegistry, skillsSubsystem, type Skill } from '../../src/plugins/skills/index.ts';
+import { configuredSkills, discoverSkills, embeddedSkill, parseSkillMd, skillRegistry, skillsSubsystem, type Skill } from '../../src/plugins/skills/index.ts';
 import { VecEventSink } from '../../src/runtime/event-sink.ts';
 import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
 import { echoTool, harness } from '../support/runtime.ts';
@@ -173,5 +173,26 @@ describe('the skills subsystem in a run', () => {
       const report = await fuzzPlugin(plugin, { numRuns: 30, seed: 5 });
       expect([plugin.name, report.failures]).toEqual([plugin.name, []]);
     }
+  });
+
+  it('configured skills: a server’s skills and those an agent embeds in its skills section (an embedded one of the same name wins); a bad one stops the build naming it', async () => {
+    const base = registryOf(discoverSkills(skillsDir()).skills);
+    const { discovery, activeInstructions } = configuredSkills(base);
+    const mine = '---\nname: echoer\ndescription: The agent’s own echoer\n---\nEcho twice.\n';
+    const h = harness([call('a1', 'skill', { skill: 'echoer' }), { text: 'ok' }], {
+      tools: [echoTool],
+      plugins: [discovery, activeInstructions],
+      spec: { sections: { skills: { embedded: [{ skill_md: mine }] } } as never },
+    });
+    await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
+    expect(JSON.stringify(h.llm.requests[0]?.messages)).toContain('- echoer: The agent’s own echoer\\n- my-skill: Helps with data analysis tasks');
+    expect(JSON.stringify(h.llm.requests[1]?.messages)).toContain('Echo twice.');
+    expect(() =>
+      harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { embedded: [{ skill_md: 'no front matter' }] } } as never } }),
+    ).toThrow(/invalid config section 'skills' of plugin 'skills-discovery'.*embedded/);
+    // Without a section, the server's skills alone.
+    const plain = harness([{ text: 'x' }], { tools: [echoTool], plugins: [discovery] });
+    await plain.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());
+    expect(JSON.stringify(plain.llm.requests[0]?.messages)).toContain('- echoer: Echoes things');
   });
 });

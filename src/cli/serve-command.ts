@@ -30,6 +30,7 @@ import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageE
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { configuredSkills, discoverSkills, skillRegistry } from '../plugins/skills/index.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import type { Store } from '../runtime/store.ts';
 
@@ -333,8 +334,16 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     },
     ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
   });
-  // The catalog's plugins, for agents to name in `plugin_ids` (with their sections).
-  for (const [id, plugin] of PLUGIN_CATALOG) builder.withPlugin(id, plugin);
+  // The catalog's plugins, for agents to name in `plugin_ids` (with their sections); the skills
+  // plugins hold the skills of the config's directories too.
+  const skillDirs = file?.skills?.dirs ?? [];
+  const discovered = skillDirs.map((dir) => discoverSkills(dir));
+  const skillsOfDirs = skillRegistry(discovered.flatMap((d) => d.skills));
+  if (!skillsOfDirs.ok) throw new CliFailure(`${plan.config ?? ''}: skills.dirs: ${skillsOfDirs.error}`, EXIT.data);
+  const skills = configuredSkills(skillsOfDirs.value);
+  const served = new Map(PLUGIN_CATALOG);
+  served.set(skills.discovery.name, skills.discovery).set(skills.activeInstructions.name, skills.activeInstructions);
+  for (const [id, plugin] of served) builder.withPlugin(id, plugin);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
     if (p.kind !== 'scripted') {
       builder.withProvider(id, llm(providerOf(p, env)));
@@ -424,6 +433,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   registry.startLeases();
   mailbox.start();
   logger.info(`model: ${model.note}`);
+  for (const w of discovered.flatMap((d) => d.warnings)) logger.warn(`skill skipped: ${w}`);
+  if (skillDirs.length > 0) logger.info(`skills: ${[...skillsOfDirs.value.keys()].join(', ') || 'none'} (from ${skillDirs.join(', ')})`);
   logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
   logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
   logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);

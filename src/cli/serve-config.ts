@@ -44,6 +44,8 @@ export const ServeConfigSchema = z
       })
       .strict()
       .default({}),
+    /** Directories of skills (each skill a directory with its SKILL.md), for agents naming skills-discovery. */
+    skills: z.object({ dirs: z.array(z.string().min(1)).min(1) }).strict().optional(),
     agents: z.array(AgentSpecSchema).default([]),
     models: z.record(z.string(), ModelConfigSchema).default({}),
     providers: z.record(z.string(), z.union([ProviderConfigSchema, ScriptedProviderSchema])).default({}),
@@ -121,5 +123,6 @@ export function loadServeConfig(path: string): ServeConfig {
     ...config,
     server: { ...config.server, ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}) },
     providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
+    ...(config.skills !== undefined ? { skills: { dirs: config.skills.dirs.map(here) } } : {}),
   };
 }

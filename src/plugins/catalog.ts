@@ -2,6 +2,7 @@ import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
 import { a2uiPlugin } from './generative-ui.ts';
 import { handoffPlugin } from './handoff.ts';
+import { configuredSkills } from './skills/plugin.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
 import { stateMachinePlugin } from './state-machine/plugin.ts';
@@ -12,6 +13,7 @@ const reminder = reminderPlugin();
 const stateMachine = stateMachinePlugin();
 const handoff = handoffPlugin();
 const generativeUi = a2uiPlugin();
+const skills = configuredSkills();
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -26,4 +28,6 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [stateMachine.name, stateMachine],
   [handoff.name, handoff],
   [generativeUi.name, generativeUi],
+  [skills.discovery.name, skills.discovery],
+  [skills.activeInstructions.name, skills.activeInstructions],
 ]);

@@ -6,7 +6,9 @@ import { AddContextMessage } from '../../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../../runtime/resolve.ts';
 import { defineTool, type Tool } from '../../runtime/tool.ts';
 import { PERMISSION_PLUGIN_ID, PermissionOverrides } from '../permission.ts';
-import type { Skill } from './skill.ts';
+import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../../contract/agent-spec.ts';
+import { perAgentSpec } from '../per-spec.ts';
+import { embeddedSkill, type Skill } from './skill.ts';
 
 export const SKILLS_DISCOVERY_PLUGIN_ID = 'skills-discovery';
 export const SKILLS_ACTIVE_INSTRUCTIONS_PLUGIN_ID = 'skills-active-instructions';
@@ -31,20 +33,24 @@ export const SkillsState = defineStateKey<{ readonly active: Readonly<Record<str
 const unknown = (tool: string, name: string, registry: ReadonlyMap<string, Skill>) =>
   ToolResults.error(tool, `no skill '${name}' (skills: ${[...registry.keys()].join(', ') || 'none'})`);
 
+type RegistryOf = (spec: AgentSpec) => ReadonlyMap<string, Skill>;
+
 /** The three tools: list the skills, activate one, read one of its resources. */
-export function skillTools(registry: ReadonlyMap<string, Skill>): readonly Tool[] {
+export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf): readonly Tool[] {
+  const registryOf: RegistryOf = typeof skills === 'function' ? skills : () => skills;
   return [
     defineTool({
       id: SKILL_LIST_TOOL_ID,
       description: 'List the skills you can activate, with what each is for',
       args: z.object({}).strict(),
-      execute: () => ToolResults.success(SKILL_LIST_TOOL_ID, [...registry.values()].map((s) => ({ name: s.name, description: s.description, resources: [...s.resources()] }))),
+      execute: (_args, ctx) => ToolResults.success(SKILL_LIST_TOOL_ID, [...registryOf(ctx.agentSpec).values()].map((s) => ({ name: s.name, description: s.description, resources: [...s.resources()] }))),
     }),
     defineTool({
       id: SKILL_ACTIVATE_TOOL_ID,
       description: 'Activate a skill: its instructions apply from the next step on, and its tools are granted for this run',
       args: z.object({ skill: z.string().min(1).describe('The skill name') }).strict(),
       execute: ({ skill }, ctx) => {
+        const registry = registryOf(ctx.agentSpec);
         const s = registry.get(skill);
         if (s === undefined) return unknown(SKILL_ACTIVATE_TOOL_ID, skill, registry);
         const command = StateCommand.empty().update(SkillsState, { name: s.name, skill: { instructions: s.instructions, allowed_tools: [...s.allowedTools] } });
@@ -57,7 +63,8 @@ export function skillTools(registry: ReadonlyMap<string, Skill>): readonly Tool[
       id: SKILL_LOAD_RESOURCE_TOOL_ID,
       description: "Read one of a skill's files (a path relative to the skill, e.g. references/guide.md)",
       args: z.object({ skill: z.string().min(1), path: z.string().min(1) }).strict(),
-      execute: ({ skill, path }) => {
+      execute: ({ skill, path }, ctx) => {
+        const registry = registryOf(ctx.agentSpec);
         const s = registry.get(skill);
         if (s === undefined) return unknown(SKILL_LOAD_RESOURCE_TOOL_ID, skill, registry);
         const r = s.resource(path);
@@ -85,15 +92,53 @@ export function skillCatalog(registry: ReadonlyMap<string, Skill>): string {
  */
 export function skillsSubsystem(registry: ReadonlyMap<string, Skill>): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const catalog = skillCatalog(registry);
+  return subsystemOf(() => registry, () => catalog, []);
+}
+
+/** An embedded skill as an agent's `skills` section holds it: the SKILL.md text and its resources. */
+const EmbeddedSkillSchema = z.object({ skill_md: z.string().min(1), resources: z.record(z.string(), z.string()).default({}) }).strict();
+const SkillsSectionSchema = z
+  .object({ embedded: z.array(EmbeddedSkillSchema).default([]) })
+  .strict()
+  .superRefine((s, ctx) => {
+    s.embedded.forEach((e, i) => {
+      const made = embeddedSkill(e.skill_md, e.resources);
+      if (!made.ok) ctx.addIssue({ code: 'custom', path: ['embedded', i, 'skill_md'], message: made.error });
+    });
+  });
+const SkillsConfigKey = definePluginConfigKey('skills', SkillsSectionSchema as unknown as z.ZodType<{ embedded: { skill_md: string; resources: Record<string, string> }[] }>, () => ({ embedded: [] }));
+
+/**
+ * The skills subsystem as `awaken serve` and replays have it (the plugin catalog's
+ * `skills-discovery` and `skills-active-instructions`): the skills of `base` (a server's skill
+ * directories; none in a replay) and those an agent embeds in its `skills` section
+ * (`{embedded: [{skill_md, resources}]}`, checked at build, a bad one named by its index). An
+ * embedded skill of a name `base` has wins for that agent.
+ */
+export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map()): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+  const registryOf = perAgentSpec((spec): ReadonlyMap<string, Skill> => {
+    const section = readPluginConfig(spec, SkillsConfigKey);
+    const embedded = section.ok ? section.value.embedded.flatMap((e) => { const made = embeddedSkill(e.skill_md, e.resources); return made.ok ? [made.value] : []; }) : [];
+    if (embedded.length === 0) return base;
+    const all = new Map(base);
+    for (const skill of embedded) all.set(skill.name, skill);
+    return new Map([...all].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+  const catalogOf = perAgentSpec((spec) => skillCatalog(registryOf(spec)));
+  return subsystemOf(registryOf, catalogOf, [SkillsConfigKey as never]);
+}
+
+function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => string, configKeys: RuntimePlugin['configKeys']): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const discovery: RuntimePlugin = {
     name: SKILLS_DISCOVERY_PLUGIN_ID,
+    ...(configKeys !== undefined && configKeys.length > 0 ? { configKeys } : {}),
     register: (r) => {
       r.registerKey(SkillsState, { scope: 'run', persistent: true });
-      for (const tool of skillTools(registry)) r.registerTool(tool);
-      r.registerPhaseHook('before_inference', () =>
-        registry.size === 0
+      for (const tool of skillTools(registryOf)) r.registerTool(tool);
+      r.registerPhaseHook('before_inference', (ctx) =>
+        registryOf(ctx.input.agentSpec).size === 0
           ? StateCommand.empty()
-          : StateCommand.empty().scheduleAction(AddContextMessage, { key: 'skills.catalog', role: 'system', content: catalog, target: 'system', priority: 0, cooldown_turns: 0, persistent: false }),
+          : StateCommand.empty().scheduleAction(AddContextMessage, { key: 'skills.catalog', role: 'system', content: catalogOf(ctx.input.agentSpec), target: 'system', priority: 0, cooldown_turns: 0, persistent: false }),
       );
     },
   };

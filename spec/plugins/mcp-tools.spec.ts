@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { connectMcp, type McpToolSource } from '../../src/plugins/mcp-tools.ts';
@@ -20,7 +21,7 @@ const doneOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_t
 describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
   it('over stdio, against the SDK’s own McpServer: tools as <server>__<tool>, results with their metadata, progress forwarded, errors as tool errors', async () => {
     const calc = await open('calc', { command: process.execPath, args: [join(repo, 'spec/plugins/fixtures/mcp-calc-server.mjs')], cwd: repo });
-    expect(calc.tools.map((t) => t.descriptor.id)).toEqual(['calc__add', 'calc__countdown', 'calc__broken']);
+    expect(calc.tools.map((t) => t.descriptor.id)).toEqual(['calc__add', 'calc__countdown', 'calc__broken', 'calc__grow', 'calc__crash', 'calc__pid']);
     expect(calc.tools[0]?.descriptor.parameters).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } });
     const call = (id: string, name: string, args: object) => ({ tool_calls: [{ id, name, arguments: args }] });
     const h = harness([call('c1', 'calc__add', { a: 2, b: 3 }), call('c2', 'calc__countdown', { from: 3 }), call('c3', 'calc__broken', {}), { text: 'done' }], { tools: calc.tools });
@@ -32,7 +33,7 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
     expect(done[2]?.result).toMatchObject({ status: 'error', message: 'it broke', metadata: { mcp: { server: 'calc', tool: 'broken' } } });
     const progress = h.sink.events.filter((e) => e.event_type === 'activity_snapshot' && e.activity_type === 'tool-call-progress' && e.message_id === 'c2');
     expect(progress.map((e) => (e as { content: { message?: string } }).content.message)).toEqual(expect.arrayContaining(['tick 1', 'tick 2', 'tick 3']));
-    expect((await calc.refresh()).map((t) => t.descriptor.id)).toEqual(['calc__add', 'calc__countdown', 'calc__broken']);
+    expect((await calc.refresh()).map((t) => t.descriptor.id)).toEqual(['calc__add', 'calc__countdown', 'calc__broken', 'calc__grow', 'calc__crash', 'calc__pid']);
   });
 
   it('awaken mcp itself, over stdio: the agent is a tool, its run the call', async () => {
@@ -51,5 +52,43 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
     await expect(connectMcp('mute', { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'] }, { timeoutMs: 500 })).rejects.toThrow(/MCP server mute did not answer within 500 ms/);
     expect(Date.now() - started).toBeLessThan(5_000);
     await expect(connectMcp('none', { command: join(repo, 'no-such-command') }, { timeoutMs: 2_000 })).rejects.toThrow();
+  });
+
+  const calcServer = { command: process.execPath, args: [join(repo, 'spec/plugins/fixtures/mcp-calc-server.mjs')], cwd: repo };
+  const ctx = () => ({ signal: new AbortController().signal, reportProgress: async () => undefined }) as never;
+  const byId = (s: McpToolSource, id: string) => s.tools.find((t) => t.descriptor.id === id) as McpToolSource['tools'][number];
+
+  it('a server that adds a tool says so, and the tools are listed again (onToolsChanged hears of it)', async () => {
+    const changes: string[][] = [];
+    const calc = await open('calc', calcServer, { onToolsChanged: (tools) => changes.push(tools.map((t) => t.descriptor.id)) });
+    await byId(calc, 'calc__grow').execute({}, ctx());
+    await expect.poll(() => calc.tools.map((t) => t.descriptor.id), { timeout: 5000 }).toContain('calc__extra');
+    expect(changes.at(-1)).toContain('calc__extra');
+    expect(await byId(calc, 'calc__extra').execute({}, ctx())).toMatchObject({ status: 'success', data: { text: 'extra here' } });
+  });
+
+  it('a server process that dies: the call under way fails, the next call connects again (a new process) and works', async () => {
+    const calc = await open('calc', calcServer);
+    const pid = ((await byId(calc, 'calc__pid').execute({}, ctx())) as { data: { text: string } }).data.text;
+    await expect(Promise.resolve(byId(calc, 'calc__crash').execute({}, ctx()))).rejects.toThrow(/^Execution failed: MCP server calc: /);
+    const again = (await byId(calc, 'calc__pid').execute({}, ctx())) as { status: string; data: { text: string } };
+    expect(again.status).toBe('success');
+    expect(again.data.text).not.toBe(pid);
+    expect(await byId(calc, 'calc__add').execute({ a: 1, b: 2 }, ctx())).toMatchObject({ data: { text: '3' } });
+  });
+
+  it('refreshMs lists the tools again on a timer; close stops it', async () => {
+    const listings = vi.spyOn(Client.prototype, 'listTools');
+    try {
+      const calc = await open('calc', calcServer, { refreshMs: 40 });
+      const atStart = listings.mock.calls.length;
+      await expect.poll(() => listings.mock.calls.length - atStart, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+      await calc.close();
+      const atClose = listings.mock.calls.length;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(listings.mock.calls.length).toBe(atClose);
+    } finally {
+      listings.mockRestore();
+    }
   });
 });

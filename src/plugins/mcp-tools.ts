@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';
 import { ToolResults } from '../contract/tool.ts';
@@ -47,6 +48,12 @@ export interface McpConnectOptions {
   readonly timeoutMs?: number;
   /** The client's version in the MCP handshake. */
   readonly version?: string;
+  /** List the tools again this often (ms); none by default (a server's `tools/list_changed` refreshes them anyway). */
+  readonly refreshMs?: number;
+  /** Told when a refresh finds the tools changed (publish them to the runtime from here). */
+  readonly onToolsChanged?: (tools: readonly Tool[]) => void;
+  /** Told when a periodic or notified refresh fails (the tools stay as they were). */
+  readonly onError?: (e: unknown) => void;
 }
 
 /** Tool ids of an MCP server's tools: `<server>__<tool>`, kept to what model APIs accept. */
@@ -71,18 +78,28 @@ async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T>
   }
 }
 
-/** Connects to one MCP server (`name` prefixes its tool ids) over HTTP or stdio. */
+/**
+ * Connects to one MCP server (`name` prefixes its tool ids) over HTTP or stdio. A connection that
+ * drops (the server process died, the HTTP session ended) is made again before the next call or
+ * listing; a call that was under way when it dropped fails (it is not sent twice). The tools are
+ * listed again when the server says they changed (`notifications/tools/list_changed`) and every
+ * `refreshMs`.
+ */
 export async function connectMcp(name: string, config: McpServerConfig, options: McpConnectOptions = {}): Promise<McpToolSource> {
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const client = new Client({ name: 'awaken', version: options.version ?? '0.0.0' });
+  let client: Client;
+  let broken = false;
+  let closed = false;
+  let tools: readonly Tool[] = [];
   const wrap = (t: { name: string; description?: string | undefined; inputSchema: unknown }): Tool => {
     const id = mcpToolId(name, t.name);
     const metadata = { mcp: { server: name, tool: t.name } };
     return {
       descriptor: { id, name: id, description: t.description ?? `${t.name} (MCP server ${name})`, parameters: t.inputSchema as JsonValue },
       execute: async (args, ctx) => {
-        let result: Awaited<ReturnType<typeof client.callTool>>;
+        let result: Awaited<ReturnType<Client['callTool']>>;
         try {
+          if (broken) await reconnect();
           result = await client.callTool({ name: t.name, arguments: (args ?? {}) as Record<string, unknown> }, undefined, {
             signal: ctx.signal,
             onprogress: (p) => void ctx.reportProgress('running', p.message, p.total !== undefined && p.total > 0 ? p.progress / p.total : undefined),
@@ -97,32 +114,67 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
       },
     };
   };
-  let tools: readonly Tool[];
-  try {
-    // A server that accepts the connection and never answers is given up on, never waited on for ever.
-    const listed = await within(
-      timeoutMs,
-      `MCP server ${name}`,
-      (async () => {
-        await client.connect(transportOf(config), { timeout: timeoutMs });
-        return client.listTools(undefined, { timeout: timeoutMs });
-      })(),
-    );
-    tools = listed.tools.map(wrap);
-  } catch (e) {
-    await client.close().catch(() => undefined);
-    throw e;
-  }
+  /** The tools listed now; `onToolsChanged` hears of a change. */
+  let listedOnce = false;
+  const listed = (list: Awaited<ReturnType<Client['listTools']>>): readonly Tool[] => {
+    const before = JSON.stringify(tools.map((t) => t.descriptor));
+    tools = list.tools.map(wrap);
+    if (listedOnce && before !== JSON.stringify(tools.map((t) => t.descriptor))) options.onToolsChanged?.(tools);
+    listedOnce = true;
+    return tools;
+  };
+  const refresh = async (): Promise<readonly Tool[]> => {
+    if (broken) await reconnect();
+    return listed(await within(timeoutMs, `MCP server ${name}`, client.listTools(undefined, { timeout: timeoutMs })));
+  };
+  /** A new client and transport, connected and listed; a server that never answers is given up on. */
+  const open = async (): Promise<void> => {
+    const next = new Client({ name: 'awaken', version: options.version ?? '0.0.0' });
+    next.onclose = () => {
+      if (client === next) broken = true;
+    };
+    next.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      void refresh().catch((e: unknown) => options.onError?.(e));
+    });
+    try {
+      const list = await within(
+        timeoutMs,
+        `MCP server ${name}`,
+        (async () => {
+          await next.connect(transportOf(config), { timeout: timeoutMs });
+          return next.listTools(undefined, { timeout: timeoutMs });
+        })(),
+      );
+      client = next;
+      broken = false;
+      listed(list);
+    } catch (e) {
+      await next.close().catch(() => undefined);
+      throw e;
+    }
+  };
+  let reconnecting: Promise<void> | undefined;
+  const reconnect = (): Promise<void> => {
+    if (closed) return Promise.reject(new Error('the MCP connection is closed'));
+    reconnecting ??= (async () => {
+      await client.close().catch(() => undefined);
+      await open();
+    })().finally(() => (reconnecting = undefined));
+    return reconnecting;
+  };
+  await open();
+  const timer = options.refreshMs !== undefined && options.refreshMs > 0 ? setInterval(() => void refresh().catch((e: unknown) => options.onError?.(e)), options.refreshMs) : undefined;
+  timer?.unref();
   return {
     get tools() {
       return tools;
     },
-    refresh: async () => {
-      const listed = await within(timeoutMs, `MCP server ${name}`, client.listTools(undefined, { timeout: timeoutMs }));
-      tools = listed.tools.map(wrap);
-      return tools;
+    refresh,
+    close: async () => {
+      closed = true;
+      if (timer !== undefined) clearInterval(timer);
+      await client.close();
     },
-    close: () => client.close(),
   };
 }
 

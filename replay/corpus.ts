@@ -3,7 +3,12 @@ import type { AgentSpecInput } from '../src/contract/agent-spec.ts';
 import { Messages, type Message } from '../src/contract/message.ts';
 import { ToolResults } from '../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
-import type { RecordingSetup } from '../src/replay/recorder.ts';
+import { recordRun, type Recording, type RecordingSetup } from '../src/replay/recorder.ts';
+import { AgentRuntimeBuilder } from '../src/runtime/agent-runtime.ts';
+import { createHttpApp } from '../src/server/http.ts';
+import { listen } from '../src/server/node.ts';
+import { RunRegistry } from '../src/server/run-registry.ts';
+import { MemoryStore } from '../src/stores/memory.ts';
 import { deterministicEnv } from '../src/runtime/env.ts';
 import type { Decision } from '../src/runtime/run-loop.ts';
 import { defineTool, ToolFailure, type Tool } from '../src/runtime/tool.ts';
@@ -79,6 +84,8 @@ interface Scenario {
   readonly fallbackScript?: readonly ScriptStep[];
   readonly extra?: Partial<RecordingSetup>;
   readonly tick?: number;
+  /** A remote agent's script: the run delegates to it over A2A, on an awaken server started for the recording (replays need none). */
+  readonly remote?: readonly ScriptStep[];
 }
 
 const base = (s: Scenario): RecordingSetup => {
@@ -351,6 +358,43 @@ export const SCENARIOS: readonly Scenario[] = [
     },
     extra: { plugins: ['skills-discovery', 'skills-active-instructions'] },
   },
+  {
+    name: 'delegation-remote-a2a',
+    script: [{ text: 'Asking the analyst on the other server.', tool_calls: [call('c1', 'agent_run_analyst', { prompt: 'summarise the quarter' })] }, { text: 'The analyst says: revenue grew.' }],
+    remote: [{ text: ['Revenue ', 'grew ', 'this quarter.'] }],
+    agent: { delegates: ['analyst'] },
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);
+
+/**
+ * Records a scenario: one with a remote agent starts an awaken server on a socket for it (a
+ * deterministic environment, so recording it again gives the same transcript), and stops it after.
+ */
+export async function recordScenario(s: Scenario): Promise<Recording> {
+  if (s.remote === undefined) return recordRun(base(s));
+  const peer = await startA2aPeer(s.remote);
+  try {
+    const setup = base(s);
+    const remote = { id: 'analyst', description: 'The analyst of another server', endpoint: { backend: 'a2a', base_url: `${peer.url}/v1/a2a`, target: 'analyst', timeout_ms: 30_000, options: { poll_interval_ms: 20 } } };
+    return await recordRun({ ...setup, delegates: [...(setup.delegates ?? []), remote] });
+  } finally {
+    await peer.close();
+  }
+}
+
+/** An awaken server on a socket with one agent, `analyst`, on a scripted model (the remote side of a delegation). */
+async function startA2aPeer(script: readonly ScriptStep[]): Promise<{ readonly url: string; close(): Promise<void> }> {
+  const store = new MemoryStore();
+  const built = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('analyst', new ScriptedLlm(script))
+    .withModel('analyst', { provider: 'analyst', model_name: 'scripted-analyst' })
+    .withThreadRunStore(store)
+    .withAgentSpec({ id: 'analyst', model: 'analyst', system_prompt: 'You analyse.' })
+    .build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  const registry = new RunRegistry(built.value, store);
+  return listen(createHttpApp({ runtime: built.value, store, registry }), { port: 0 });
+}

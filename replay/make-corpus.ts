@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { recordRun } from '../src/replay/recorder.ts';
-import { SCENARIOS, setupOf } from './corpus.ts';
+import { recordScenario, SCENARIOS } from './corpus.ts';
 
 // Records the scenarios of replay/corpus.ts into fixtures/runs/ (node --import tsx replay/make-corpus.ts):
 // only those without a file yet (a new scenario is appended to SCENARIOS, so earlier numbers hold);
@@ -14,7 +13,7 @@ let i = 0;
 for (const scenario of SCENARIOS) {
   const file = `${String(++i).padStart(2, '0')}-${scenario.name}.jsonl`;
   if (!all && existsSync(join(dir, file))) continue;
-  const recording = await recordRun(setupOf(scenario));
+  const recording = await recordScenario(scenario);
   writeFileSync(join(dir, file), recording.transcript);
   process.stdout.write(`${file}: ${recording.result.termination.type}\n`);
 }

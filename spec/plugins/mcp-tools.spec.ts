@@ -69,9 +69,9 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
 
   it('a server process that dies: the call under way fails, the next call connects again (a new process) and works', async () => {
     const calc = await open('calc', calcServer);
-    const pid = ((await byId(calc, 'calc__pid').execute({}, ctx())) as { data: { text: string } }).data.text;
+    const pid = ((await byId(calc, "calc__pid").execute({}, ctx())) as unknown as { data: { text: string } }).data.text;
     await expect(Promise.resolve(byId(calc, 'calc__crash').execute({}, ctx()))).rejects.toThrow(/^Execution failed: MCP server calc: /);
-    const again = (await byId(calc, 'calc__pid').execute({}, ctx())) as { status: string; data: { text: string } };
+    const again = (await byId(calc, "calc__pid").execute({}, ctx())) as unknown as { status: string; data: { text: string } };
     expect(again.status).toBe('success');
     expect(again.data.text).not.toBe(pid);
     expect(await byId(calc, 'calc__add').execute({ a: 1, b: 2 }, ctx())).toMatchObject({ data: { text: '3' } });

@@ -3,9 +3,8 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AGENT_EVENT_TYPES, deserialiseEvent } from '../../src/contract/event.ts';
 import { TerminationReasonSchema } from '../../src/contract/lifecycle.ts';
-import { recordRun } from '../../src/replay/recorder.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
-import { SCENARIOS, setupOf } from '../../replay/corpus.ts';
+import { recordScenario, SCENARIOS } from '../../replay/corpus.ts';
 import { readTranscript } from '../../src/replay/transcript.ts';
 
 const dir = resolve(import.meta.dirname, '../../fixtures/runs');
@@ -38,7 +37,7 @@ describe('the recorded runs corpus (fixtures/runs/)', () => {
     const differ: string[] = [];
     for (const [i, scenario] of SCENARIOS.entries()) {
       const file = `${String(i + 1).padStart(2, '0')}-${scenario.name}.jsonl`;
-      const { transcript } = await recordRun(setupOf(scenario));
+      const { transcript } = await recordScenario(scenario);
       if (transcript !== readFileSync(join(dir, file), 'utf8')) differ.push(file);
     }
     expect(SCENARIOS).toHaveLength(files.length);

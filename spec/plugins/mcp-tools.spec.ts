@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
-import { connectMcp, type McpToolSource } from '../../src/plugins/mcp-tools.ts';
+import { connectMcp, McpToolRegistryManager, type McpToolSource } from '../../src/plugins/mcp-tools.ts';
 import { harness } from '../support/runtime.ts';
 
 const repo = resolve(import.meta.dirname, '../..');
@@ -90,5 +90,23 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
     } finally {
       listings.mockRestore();
     }
+  });
+
+  it('McpToolRegistryManager (book): several servers in one registry, ids and snapshot for the builder, a periodic refresh', async () => {
+    const manager = await McpToolRegistryManager.connect({ one: calcServer, two: calcServer });
+    try {
+      expect(manager.ids().filter((id) => id.endsWith('__add'))).toEqual(['one__add', 'two__add']);
+      expect(manager.snapshot().map(([id]) => id)).toEqual(manager.ids());
+      const listings = vi.spyOn(Client.prototype, 'listTools');
+      try {
+        manager.startPeriodicRefresh(40);
+        await expect.poll(() => listings.mock.calls.length, { timeout: 5000 }).toBeGreaterThanOrEqual(4);
+      } finally {
+        listings.mockRestore();
+      }
+    } finally {
+      await manager.close();
+    }
+    await expect(McpToolRegistryManager.connect({ ok: calcServer, ghost: { command: '/nonexistent/mcp-server' } })).rejects.toThrow(/^MCP server ghost: /);
   });
 });

@@ -30,6 +30,7 @@ import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageE
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { configuredSkills, discoverSkills, skillRegistry } from '../plugins/skills/index.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import type { Store } from '../runtime/store.ts';
@@ -309,13 +310,15 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   // --record: every port of the runtime wrapped once; each run's traffic goes to its own transcript.
   const tools = [...DEMO_TOOLS, ...workspaceTools()];
   const models: Record<string, ModelEntry> = { demo: { provider: 'demo', model_name: model.name }, ...((file?.models ?? {}) as Record<string, ModelEntry>) };
+  // The descriptors a transcript's header lists (the MCP servers' tools join them once connected).
+  const recordedTools = tools.map((t) => t.descriptor);
   const recorder =
     plan.record === undefined
       ? undefined
       : new ServedRecorder({
           dir: plan.record,
           models,
-          tools: tools.map((t) => t.descriptor),
+          tools: recordedTools,
           onWritten: (f) => logger.debug('transcript written', { file: f }),
           onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
         });
@@ -327,6 +330,19 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     .withModel('demo', { provider: 'demo', model_name: model.name })
     .withAgentSpec(demoAgent('demo'));
   for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
+  // The config's MCP servers: connected now (one that cannot be reached stops the start, naming it).
+  let mcp: McpToolRegistryManager | undefined;
+  if (file?.mcp_servers !== undefined && Object.keys(file.mcp_servers).length > 0) {
+    try {
+      mcp = await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined });
+    } catch (e) {
+      throw new CliFailure(`${plan.config ?? ''}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
+    }
+    for (const [, tool] of mcp.snapshot()) {
+      builder.withTool(recorder?.tool(tool) ?? tool);
+      recordedTools.push(tool.descriptor);
+    }
+  }
   // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
   builder.withDelegation({
     beforeChild: async (child) => {
@@ -361,6 +377,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   const built = builder.build();
   if (!built.ok) {
     await store.close();
+    await mcp?.close();
     const e = built.error;
     throw new CliFailure(`${plan.config ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
   }
@@ -456,6 +473,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   await server.close();
   await bus?.close();
   await store.close();
+  await mcp?.close();
   clearTimeout(hard);
   logger.info('stopped');
   return EXIT.ok;

@@ -6,6 +6,7 @@ import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
 import { apiKeyEnvAllowed, DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
 import { LOG_FORMATS, LOG_LEVELS } from '../server/log.ts';
 import { CliFailure } from './args.ts';
+import { McpServerConfigSchema } from '../plugins/mcp-tools.ts';
 import { EXIT } from './exit.ts';
 
 /** A provider that answers from a script file (docs/scripted-models.md), each conversation from its start. */
@@ -44,6 +45,8 @@ export const ServeConfigSchema = z
       })
       .strict()
       .default({}),
+    /** MCP servers whose tools the agents are offered (`<server>__<tool>`): a URL, or a command to start over stdio (relative to the config file). */
+    mcp_servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -'), McpServerConfigSchema).optional(),
     /** Directories of skills (each skill a directory with its SKILL.md), for agents naming skills-discovery. */
     skills: z.object({ dirs: z.array(z.string().min(1)).min(1) }).strict().optional(),
     agents: z.array(AgentSpecSchema).default([]),
@@ -124,5 +127,9 @@ export function loadServeConfig(path: string): ServeConfig {
     server: { ...config.server, ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}) },
     providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
     ...(config.skills !== undefined ? { skills: { dirs: config.skills.dirs.map(here) } } : {}),
+    // A stdio server starts in the config file's directory unless it names its own.
+    ...(config.mcp_servers !== undefined
+      ? { mcp_servers: Object.fromEntries(Object.entries(config.mcp_servers).map(([n, c]) => [n, 'command' in c ? { ...c, cwd: c.cwd !== undefined ? here(c.cwd) : dirname(resolve(path)) } : c])) }
+      : {}),
   };
 }

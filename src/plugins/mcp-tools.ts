@@ -180,3 +180,77 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
 
 /** `connectMcp` over Streamable HTTP (the server's `mcp-servers` config). */
 export const connectMcpServer = (name: string, url: string, version: string, timeoutMs = 10_000): Promise<McpToolSource> => connectMcp(name, { url }, { version, timeoutMs });
+
+/**
+ * Several MCP servers' tools in one registry (book: McpToolRegistryManager): `connect` them all (a
+ * server that cannot be reached fails the whole connect, naming it; the others are closed), read
+ * `ids()` and `snapshot()` for the builder, `startPeriodicRefresh(ms)` to list them again on a timer.
+ * A tool id two servers would both have is refused.
+ */
+export class McpToolRegistryManager {
+  readonly #sources: ReadonlyMap<string, McpToolSource>;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  private constructor(sources: ReadonlyMap<string, McpToolSource>) {
+    this.#sources = sources;
+  }
+
+  static async connect(servers: Readonly<Record<string, McpServerConfig>>, options: McpConnectOptions = {}): Promise<McpToolRegistryManager> {
+    const sources = new Map<string, McpToolSource>();
+    try {
+      for (const [name, config] of Object.entries(servers).sort(([a], [b]) => (a < b ? -1 : 1))) {
+        try {
+          sources.set(name, await connectMcp(name, config, options));
+        } catch (e) {
+          throw new Error(`MCP server ${name}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      const manager = new McpToolRegistryManager(sources);
+      manager.snapshot();
+      return manager;
+    } catch (e) {
+      for (const s of sources.values()) await s.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /** The tool ids, sorted. */
+  ids(): string[] {
+    return this.snapshot().map(([id]) => id);
+  }
+
+  /** `[id, tool]` of every server's tools now, sorted by id. */
+  snapshot(): [string, Tool][] {
+    const all = new Map<string, Tool>();
+    for (const [name, source] of this.#sources) {
+      for (const tool of source.tools) {
+        if (all.has(tool.descriptor.id)) throw new Error(`MCP tool id ${tool.descriptor.id} of server ${name} is another server's too`);
+        all.set(tool.descriptor.id, tool);
+      }
+    }
+    return [...all].sort(([a], [b]) => (a < b ? -1 : 1));
+  }
+
+  /** Lists every server's tools again. */
+  async refresh(): Promise<[string, Tool][]> {
+    for (const source of this.#sources.values()) await source.refresh();
+    return this.snapshot();
+  }
+
+  /** Lists the tools again every `ms` (errors go to `onError`); a second call replaces the first timer. */
+  startPeriodicRefresh(ms: number, onError: (e: unknown) => void = () => undefined): void {
+    this.stopPeriodicRefresh();
+    this.#timer = setInterval(() => void this.refresh().catch(onError), ms);
+    this.#timer.unref();
+  }
+
+  stopPeriodicRefresh(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.stopPeriodicRefresh();
+    for (const s of this.#sources.values()) await s.close().catch(() => undefined);
+  }
+}

@@ -122,6 +122,14 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     expect(sink.events.filter((e) => e.event_type === 'tool_call_stream_delta').map((e) => (e as { delta: string }).delta)).toEqual(['Forecast: ', 'dry.']);
   });
 
+  it('without streaming (options.stream: false) the task is sent and polled to its end', async () => {
+    const { runtime } = runtimeFor([ask('forecast for tomorrow'), { text: 'Dry, polled.' }], { options: { poll_interval_ms: 20, stream: false } });
+    const sink = new VecEventSink();
+    const r = await runtime.run({ threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] }, sink);
+    expect(r.ok && r.value.response).toBe('Dry, polled.');
+    expect(doneOf(sink.events).result).toMatchObject({ status: 'success', data: { status: 'completed', response: 'Forecast: dry.' } });
+  });
+
   it('INPUT_REQUIRED suspends the parent’s call with the remote question; the decision answers the task, which completes', async () => {
     const { runtime } = runtimeFor([ask('forecast by region'), { text: 'Noted.' }]);
     const sink = new VecEventSink();
@@ -142,7 +150,7 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     let cancel = (): void => undefined;
     const started = await runtime.start({ threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] }, {
       emit: (e) => {
-        if (e.event_type === 'activity_snapshot' && (e.content as { run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 20);
+        if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 20);
       },
     });
     if (!started.ok) throw new Error('start');

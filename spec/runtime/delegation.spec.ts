@@ -174,7 +174,7 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
     const started = await runtime.start({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('go')] }, {
       emit: (e) => {
         seen.push(e);
-        if (e.event_type === 'activity_snapshot' && (e.content as { status?: string; run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 10);
+        if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 10);
       },
     });
     if (!started.ok) throw new Error('start');

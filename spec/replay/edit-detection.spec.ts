@@ -109,6 +109,22 @@ describe('a replay that catches every edit', () => {
     expect(edited).toBeGreaterThan(20);
   });
 
+  it('an activity call’s arguments have a fixed length: a progress report without its trailing null is reported at its line', async () => {
+    let edited = 0;
+    for (const { file, lines } of corpus) {
+      for (const [i, line] of lines.entries()) {
+        const record = JSON.parse(line) as { type: string; activity?: { method: string; args: unknown[] }[] };
+        const at = record.activity?.findIndex((a) => a.method === 'progress' && a.args.at(-1) === null) ?? -1;
+        if (at < 0) continue;
+        (record.activity as { args: unknown[] }[])[at]?.args.pop();
+        edited++;
+        const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(record) : l)).join('\n')}\n`);
+        expect({ identical: report.identical, line: report.at?.line }, file).toEqual({ identical: false, line: i + 1 });
+      }
+    }
+    expect(edited).toBeGreaterThan(3);
+  });
+
   it('a decision whose result becomes the tool result is written without its id and time; one that has them, or a decision a call keeps without them, is reported at its line', async () => {
     const { lines } = corpus.find((c) => c.file.startsWith('12-')) as (typeof corpus)[number];
     const i = lines.findIndex((l) => l.startsWith('{"type":"decision"'));

@@ -677,11 +677,10 @@ class ReplaySession {
           diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'`, ...at });
         }
         for (const a of r.activity) {
-          const [x, y, z] = a.args;
-          if (a.method === 'activity') await ctx.reportActivity(x as string, y as JsonValue);
-          else if (a.method === 'activity_delta') await ctx.reportActivityDelta(x as string, y as JsonValue);
-          else if (a.method === 'stream_output') await ctx.streamOutput(x as string);
-          else await ctx.reportProgress(x as 'pending', (y ?? undefined) as string | undefined, (z ?? undefined) as number | undefined);
+          if (a.method === 'activity') await ctx.reportActivity(a.args[0], a.args[1]);
+          else if (a.method === 'activity_delta') await ctx.reportActivityDelta(a.args[0], a.args[1]);
+          else if (a.method === 'stream_output') await ctx.streamOutput(a.args[0]);
+          else await ctx.reportProgress(a.args[0], a.args[1] ?? undefined, a.args[2] ?? undefined);
         }
         if (r.tool_error !== undefined) throw new ToolFailure(r.tool_error);
         if (r.thrown !== undefined) throw new Error(r.thrown);

@@ -105,7 +105,15 @@ export const ToolRecordSchema = z.object({
   arguments: JsonValueSchema,
   /** The decision a resumed call ran under, as the tool received it; absent on a first run. */
   resume: ToolCallResumeSchema.optional(),
-  activity: z.array(z.object({ method: z.enum(['activity', 'activity_delta', 'progress', 'stream_output']), args: z.array(JsonValueSchema) })),
+  /** What the tool reported while it ran, each call with exactly its arguments (an absent optional one is `null`). */
+  activity: z.array(
+    z.discriminatedUnion('method', [
+      z.object({ method: z.literal('activity'), args: z.tuple([z.string(), JsonValueSchema]) }),
+      z.object({ method: z.literal('activity_delta'), args: z.tuple([z.string(), JsonValueSchema]) }),
+      z.object({ method: z.literal('progress'), args: z.tuple([z.enum(['pending', 'running', 'done', 'failed']), z.string().nullable(), z.number().nullable()]) }),
+      z.object({ method: z.literal('stream_output'), args: z.tuple([z.string()]) }),
+    ]),
+  ),
   result: ToolResultSchema.optional(),
   command: z.object({ ops: z.array(OpSchema), actions: z.array(JsonValueSchema), effects: z.array(JsonValueSchema) }).optional(),
   tool_error: ToolErrorSchema.optional(),

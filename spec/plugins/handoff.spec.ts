@@ -3,7 +3,9 @@ import { z } from 'zod';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { ToolResults } from '../../src/contract/tool.ts';
+import type { PluginRegistrar } from '../../src/core/phase/plugin.ts';
 import { StateCommand } from '../../src/core/state/state-command.ts';
+import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { clearHandoff, handoffPlugin, HandoffState, requestHandoff } from '../../src/plugins/handoff.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
@@ -89,6 +91,53 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
     expect(h.a.requests[2]?.tools.map((t) => t.id)).toEqual(['echo', 'hand_to']);
   });
 
+  it('to a registered agent: its plugins replace the run’s (keys uninstalled and installed, hooks swapped) and come back on clearing; the handoff itself stays', async () => {
+    const seen: string[] = [];
+    /** A plugin with a run-scoped, persisted counter that its step_start hook bumps, and a log of the hooks that ran. */
+    const tagPlugin = (name: string) => {
+      const Count = defineStateKey<number, number>({ key: `${name}.count`, init: () => 0, apply: (n, by) => n + by, codec: z.number() });
+      return {
+        name,
+        register: (r: PluginRegistrar) => {
+          r.registerKey(Count, { persistent: true });
+          r.registerPhaseHook('step_start', () => {
+            seen.push(name);
+            return StateCommand.empty().update(Count, 1);
+          });
+        },
+      };
+    };
+    const llm = new ScriptedLlm([call('c1', 'writer'), call('c2', 'clear'), { text: 'Back at the desk.' }]);
+    const plugin = handoffPlugin();
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('a', llm)
+      .withModel('m', { provider: 'a', model_name: 'model-a' })
+      .withTool(handTo)
+      .withPlugin(plugin.name, plugin)
+      .withPlugin('desk_tags', tagPlugin('desk_tags'))
+      .withPlugin('writer_tags', tagPlugin('writer_tags'))
+      .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'You are the front desk.', plugin_ids: ['agent_handoff', 'desk_tags'] })
+      .withAgentSpec({ id: 'writer', model: 'm', system_prompt: 'You write.', plugin_ids: ['writer_tags'] })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const sink = new VecEventSink();
+    const r = await built.value.run({ messages: [Messages.user('write it')] }, sink);
+    expect(r.ok && r.value).toMatchObject({ response: 'Back at the desk.', termination: { type: 'natural_end' } });
+    // Step 1 as the desk, step 2 as the writer (its plugin only), step 3 as the desk again.
+    expect(seen).toEqual(['desk_tags', 'writer_tags', 'desk_tags']);
+    const snapshots = sink.events.flatMap((e) => (e.event_type === 'state_snapshot' ? [(e.snapshot as { extensions: Record<string, unknown> }).extensions] : []));
+    const counts = snapshots.map((x) => [x['desk_tags.count'], x['writer_tags.count']]);
+    // The desk's key is gone while the writer acts, and starts again from its init when the desk is back.
+    expect(counts.slice(0, 3)).toEqual([
+      [1, undefined],
+      [undefined, 1],
+      [1, undefined],
+    ]);
+    expect(JSON.stringify(llm.requests[1]?.messages.find((m) => m.role === 'system'))).toContain('You write.');
+    expect(checkRunInvariants(sink.events)).toEqual([]);
+  });
+
   it('a target that does not resolve blocks the run with the reason', async () => {
     const h = setup([call('c1', 'nobody'), { text: 'never' }], []);
     const r = await h.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());
@@ -123,6 +172,30 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
       }
     })();
     expect(failed).toMatch(/overlay 'critic' is declared by the plugin and by the handoff section/);
+  });
+
+  it('transfer_to_agent (with { tool: true }): the model hands off on its own, and back without an agent; not offered otherwise', async () => {
+    const llm = new ScriptedLlm([
+      { tool_calls: [{ id: 't1', name: 'transfer_to_agent', arguments: { agent: 'researcher' } }] },
+      { tool_calls: [{ id: 't2', name: 'transfer_to_agent', arguments: {} }] },
+      { text: 'Back.' },
+    ]);
+    const withTool = handoffPlugin({ researcher: { system_prompt: 'You research.' } }, { tool: true });
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('a', llm)
+      .withModel('m', { provider: 'a', model_name: 'model-a' })
+      .withPlugin(withTool.name, withTool)
+      .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'You are the front desk.', plugin_ids: ['agent_handoff'] })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const r = await built.value.run({ messages: [Messages.user('go')] }, new VecEventSink());
+    expect(r.ok && r.value).toMatchObject({ response: 'Back.', termination: { type: 'natural_end' } });
+    expect(llm.requests.map((q) => textOf(q.messages.find((m) => m.role === 'system')).includes('You research.'))).toEqual([false, true, false]);
+    expect(llm.requests[0]?.tools.map((t) => t.id)).toEqual(['transfer_to_agent']);
+    const h = setup([{ text: 'plain' }], []);
+    await h.runtime.run({ messages: [Messages.user('hi')] }, new VecEventSink());
+    expect(h.a.requests[0]?.tools.map((t) => t.id)).toEqual(['echo', 'hand_to']);
   });
 
   it('passes fuzzPlugin', async () => {

@@ -11,7 +11,8 @@ import { finishOnPlugin, toolGatePlugin } from './tool-gate.ts';
 const deferredTools = deferredToolsPlugin();
 const reminder = reminderPlugin();
 const stateMachine = stateMachinePlugin();
-const handoff = handoffPlugin();
+// With `transfer_to_agent`: from a config, the model's own call is how a handoff is asked for.
+const handoff = handoffPlugin({}, { tool: true });
 const generativeUi = a2uiPlugin();
 const skills = configuredSkills();
 

@@ -3,7 +3,9 @@ import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type Agent
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
+import { ToolResults } from '../contract/tool.ts';
 import { AgentOverlayKey } from '../runtime/loop-keys.ts';
+import { defineTool } from '../runtime/tool.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { perAgentSpec } from './per-spec.ts';
 
@@ -46,12 +48,35 @@ export const clearHandoff = (): HandoffAction => ({ type: 'clear' });
 
 export const HANDOFF_PLUGIN_ID = 'agent_handoff';
 
+/** The id of the tool a model hands off with (`handoffPlugin(…, { tool: true })`). */
+export const TRANSFER_TOOL_ID = 'transfer_to_agent';
+
+/**
+ * `transfer_to_agent {agent?}`: the model asks for a handoff to an overlay or a registered agent,
+ * from the next step on; without `agent`, back to the run's own agent. A name that does not resolve
+ * ends the run `blocked` at that step boundary, as any handoff request does.
+ */
+const transferTool = defineTool({
+  id: TRANSFER_TOOL_ID,
+  description: 'Hand the conversation to another agent (by name) from the next step on; without an agent, back to the original agent',
+  args: z.object({ agent: z.string().min(1).optional() }).strict(),
+  execute: ({ agent }) => ({
+    result: ToolResults.success(TRANSFER_TOOL_ID, agent === undefined ? { handoff: 'cleared' } : { handoff: 'requested', agent }),
+    command: StateCommand.empty().update(HandoffState, agent === undefined ? clearHandoff() : requestHandoff(agent)),
+  }),
+});
+
+export interface HandoffPluginOptions {
+  /** Register `transfer_to_agent`, so a model can hand off on its own (the catalog's plugin does; default: false). */
+  readonly tool?: boolean;
+}
+
 /**
  * The plugin, with its overlays by name (checked here: an unknown field is an error), and those of
  * the agent's `handoff` section (`{overlays: {name: AgentOverlay}}`; a name in both keeps the agent
  * from being built). A name that is not an overlay is taken as a registered agent's id.
  */
-export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}): RuntimePlugin {
+export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}, options: HandoffPluginOptions = {}): RuntimePlugin {
   const checked: Record<string, AgentOverlay> = {};
   for (const [name, overlay] of Object.entries(overlays)) {
     const parsed = AgentOverlaySchema.safeParse(overlay);
@@ -94,6 +119,7 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
       r.registerKey(AgentOverlayKey, { scope: 'run', persistent: false });
       r.registerPhaseHook('run_start', sync);
       r.registerPhaseHook('step_end', sync);
+      if (options.tool === true) r.registerTool(transferTool);
     },
   };
 }

@@ -7,6 +7,8 @@ import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
 import { err, ok, type Result } from '../contract/result.ts';
 import { PhaseRuntime } from './phase-runtime.ts';
+import { buildExecutionEnv } from '../core/phase/plugin.ts';
+import { AgentOverlayKey } from './loop-keys.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { StateStore } from './state-store.ts';
 import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig } from './circuit-breaker.ts';
@@ -407,16 +409,16 @@ export class AgentRuntime {
           answeredBy: () => answeredBy,
           inferenceErrors,
           reresolve: (target, base) => {
-            const other = target.overlay === undefined ? this.#registries.agents.get(target.name) : undefined;
-            if (target.overlay === undefined && other === undefined) return err({ code: 'agent_not_found', agentId: target.name });
-            const overlay = target.overlay ?? {
-              system_prompt: (other as AgentSpec).system_prompt,
-              model_id: (other as AgentSpec).model,
-              ...((other as AgentSpec).allowed_tools !== undefined ? { allowed_tools: (other as AgentSpec).allowed_tools } : {}),
-              ...((other as AgentSpec).excluded_tools !== undefined ? { excluded_tools: (other as AgentSpec).excluded_tools } : {}),
-            };
-            const spec = applyOverlay(base, overlay);
-            return resolveAgent({ ...this.#registries, agents: new Map([...this.#registries.agents, [spec.id, spec]]) }, spec.id, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env, breaker: this.#breaker });
+            const deps = { onModel: (m: string) => (answeredBy = m), onAbsorbed: (e: InferenceExecutionError) => inferenceErrors.push(e), env, breaker: this.#breaker };
+            if (target.overlay === undefined) {
+              // A registered agent, resolved whole: its prompt, model, tools and plugins.
+              const other = resolveAgent(this.#registries, target.name, deps);
+              return other.ok ? handoffKept(other.value, base) : other;
+            }
+            const spec = applyOverlay(base.spec, target.overlay);
+            const overlaid = resolveAgent({ ...this.#registries, agents: new Map([...this.#registries.agents, [spec.id, spec]]) }, spec.id, deps);
+            // An overlay changes prompt, model and tools; the plugins stay the run's.
+            return overlaid.ok ? ok({ ...overlaid.value, plugins: base.plugins, activePlugins: base.activePlugins, executionEnv: base.executionEnv }) : overlaid;
           },
         })),
     });
@@ -757,4 +759,20 @@ export class AgentRuntimeBuilder {
     };
     return ok(new AgentRuntime(registries, env, this.#store, new CircuitBreaker(env.clock, this.#breaker), this.#delegation));
   }
+}
+
+/**
+ * `next` with the plugin that keeps the handoff itself (the one whose keys hold `AgentOverlayKey`)
+ * taken along from `base` when `next` lacks it: the agent handed to can still hand back, and the
+ * thread keeps which agent is active.
+ */
+function handoffKept(next: ResolvedAgent, base: ResolvedAgent): Result<ResolvedAgent, ResolveError> {
+  const keeper = base.executionEnv.plugins.find((p) => p.keys.some((k) => k.key.key === AgentOverlayKey.key));
+  if (keeper === undefined || next.executionEnv.plugins.some((p) => p.name === keeper.name)) return ok(next);
+  const plugin = base.plugins.find((p) => p.name === keeper.name);
+  if (plugin === undefined) return ok(next);
+  const plugins = [...next.plugins, plugin];
+  const activePlugins = next.activePlugins.length === 0 ? next.activePlugins : [...next.activePlugins, plugin.name];
+  const env = buildExecutionEnv(plugins, { activePlugins });
+  return env.ok ? ok({ ...next, plugins, activePlugins, executionEnv: env.value }) : err({ code: 'env_build', error: env.error });
 }

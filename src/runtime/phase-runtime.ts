@@ -77,7 +77,7 @@ export interface SubmitReport {
  */
 export class PhaseRuntime {
   readonly store: StateStore;
-  readonly env: ExecutionEnv;
+  #env: ExecutionEnv;
   readonly maxRounds: number;
   #nextId = 1;
   #busy = false;
@@ -85,8 +85,36 @@ export class PhaseRuntime {
 
   private constructor(store: StateStore, env: ExecutionEnv, maxRounds: number) {
     this.store = store;
-    this.env = env;
+    this.#env = env;
     this.maxRounds = maxRounds;
+  }
+
+  /** The plugins whose hooks, handlers and keys the phases run with. */
+  get env(): ExecutionEnv {
+    return this.#env;
+  }
+
+  /**
+   * Runs on with `next`'s plugins from now on (a handoff to another agent, book: 使用 Agent Handoff;
+   * core-spec §11.1): the plugins `next` lacks are uninstalled (their keys cleared in one commit,
+   * unless retained), the ones the store lacks are installed with their keys at init, and those in
+   * both keep their state. Between phases only: the runtime must be idle.
+   */
+  swapEnv(next: ExecutionEnv): Result<void, StateError> {
+    if (next === this.#env) return ok(undefined);
+    const kept = new Set(next.plugins.map((p) => p.name));
+    for (const plugin of this.#env.plugins) {
+      if (kept.has(plugin.name) || !this.store.hasPlugin(plugin.name)) continue;
+      const removed = this.store.uninstallPlugin(plugin.name);
+      if (!removed.ok) return removed;
+    }
+    for (const plugin of next.plugins) {
+      if (this.store.hasPlugin(plugin.name)) continue;
+      const installed = this.store.installPlugin(plugin.name, plugin.keys);
+      if (!installed.ok) return installed;
+    }
+    this.#env = next;
+    return ok(undefined);
   }
 
   /** Builds the env, registers the runtime queue keys and installs every plugin's keys into the store. */

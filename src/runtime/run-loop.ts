@@ -38,7 +38,6 @@ import {
   type AgentOverlayState,
 } from './loop-keys.ts';
 import { describeResolveError, type ResolvedAgent } from './resolve.ts';
-import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { ResolveError } from '../contract/errors.ts';
 import type { Result } from '../contract/result.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
@@ -136,8 +135,12 @@ export interface RunParams {
   readonly inferenceErrors?: InferenceExecutionError[];
   /** The run that delegated this one (a sub-run's `run_start` names it). */
   readonly parentRunId?: string;
-  /** Resolves the run's agent as a handoff made it (`AgentOverlayKey`); without it, a handoff blocks the run. */
-  readonly reresolve?: (target: AgentOverlayState, base: AgentSpec) => Result<ResolvedAgent, ResolveError>;
+  /**
+   * Resolves the agent a handoff made active (`AgentOverlayKey`), given the run's own: an overlay of
+   * it (its plugins stay the run's), or a registered agent with its own plugins. Without it, a
+   * handoff blocks the run.
+   */
+  readonly reresolve?: (target: AgentOverlayState, base: ResolvedAgent) => Result<ResolvedAgent, ResolveError>;
 }
 
 /**
@@ -408,8 +411,9 @@ export class RunLoop implements BatchHost {
 
   /**
    * A handoff takes effect at a step boundary, before `step_start`: the agent named in
-   * `AgentOverlayKey` is resolved (the run's own agent with the overlay, or a registered agent's
-   * prompt, model and tool lists) and acted as from this step on; its plugins stay the run's. An
+   * `AgentOverlayKey` is resolved (the run's own agent with the overlay, or a registered agent) and
+   * acted as from this step on, with its plugins: the phases run with its env, the plugins it lacks
+   * uninstalled and its own installed (`PhaseRuntime.swapEnv`; an overlay keeps the run's). An
    * `activity_snapshot` of type `agent_handoff` shows the switch. A target that does not resolve
    * blocks the run with the reason.
    */
@@ -417,13 +421,15 @@ export class RunLoop implements BatchHost {
     const target = this.phase.store.snapshot().get(AgentOverlayKey);
     if (target?.name === this.#acting) return undefined;
     const from = this.#acting ?? this.#base.spec.id;
-    if (target === undefined) this.resolved = this.#base;
-    else {
-      const r = this.#p.reresolve?.(target, this.#base.spec);
+    let next = this.#base;
+    if (target !== undefined) {
+      const r = this.#p.reresolve?.(target, this.#base);
       if (r === undefined || !r.ok) return TerminationReasons.blocked(`handoff resolve failed: ${r === undefined ? 'no resolver' : describeResolveError(r.error)}`);
-      // Its plugins stay the run's: their keys, hooks and environment were installed at run start.
-      this.resolved = { ...r.value, plugins: this.#base.plugins, activePlugins: this.#base.activePlugins, executionEnv: this.#base.executionEnv };
+      next = r.value;
     }
+    const swapped = this.phase.swapEnv(next.executionEnv);
+    if (!swapped.ok) return TerminationReasons.blocked(`handoff resolve failed: ${describeStateError(swapped.error)}`);
+    this.resolved = next;
     this.#acting = target?.name;
     this.#tools = undefined;
     this.#sent = undefined;

@@ -16,7 +16,7 @@ let server: ServeProcess;
 let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'awaken-serve-mcp-'));
-  writeFileSync(join(dir, 'script.yaml'), ['- tool_calls: [ { id: call_add, name: calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'));
+  writeFileSync(join(dir, 'script.yaml'), ['- tool_calls: [ { id: call_add, name: mcp__calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'));
   writeFileSync(
     join(dir, 'awaken.yaml'),
     [
@@ -25,7 +25,7 @@ beforeAll(async () => {
       'providers: { adder: { kind: scripted, file: script.yaml } }',
       'models: { adder: { provider: adder, model_name: adder } }',
       'agents:',
-      '  - { id: adder, model: adder, allowed_tools: ["calc__*"] }',
+      '  - { id: adder, model: adder, allowed_tools: ["mcp__calc__*"] }',
     ].join('\n'),
   );
   server = await startServe(['--config', join(dir, 'awaken.yaml')]);

@@ -72,14 +72,14 @@ describe('mcp-servers: configured MCP servers become tools', () => {
     const remote = testServer([{ text: 'remote says hi' }]);
     const remoteServer = await listen(remote.app, { port: 0 });
     try {
-      const local = testServer([{ tool_calls: [{ id: 'c1', name: 'remote__agent', arguments: { message: 'hello' } }] }, { text: 'relayed' }]);
+      const local = testServer([{ tool_calls: [{ id: 'c1', name: 'mcp__remote__agent', arguments: { message: 'hello' } }] }, { text: 'relayed' }]);
       const app = createHttpApp({ runtime: local.runtime, store: local.store, registry: local.registry }, { adminToken: 't' });
       const unreachable = await app.request('/v1/config/mcp-servers/down', put({ url: 'http://127.0.0.1:9/v1/mcp' }, 't'));
       expect(unreachable.status).toBe(400);
       expect((await bodyJson(unreachable)).error).toContain("cannot reach MCP server 'down'");
       expect((await app.request('/v1/config/mcp-servers/remote', put({ url: `${remoteServer.url}/v1/mcp` }, 't'))).status).toBe(200);
       const caps = await bodyJson(app.request('/v1/capabilities'));
-      expect(caps.tools).toContain('remote__agent');
+      expect(caps.tools).toContain('mcp__remote__agent');
       expect(caps.mcp_servers).toEqual(['remote']);
       const run = await app.request('/v1/runs', json({ messages: [{ role: 'user', content: 'ask the remote agent' }] }));
       const frames = parseSse(await run.text()).map((f) => JSON.parse(f.data));
@@ -88,7 +88,7 @@ describe('mcp-servers: configured MCP servers become tools', () => {
       expect(frames.at(-1)).toMatchObject({ termination: { type: 'natural_end' } });
       // Removing the server removes its tools.
       expect((await app.request('/v1/config/mcp-servers/remote', { method: 'DELETE', headers: { authorization: 'Bearer t' } })).status).toBe(204);
-      expect((await bodyJson(app.request('/v1/capabilities'))).tools).not.toContain('remote__agent');
+      expect((await bodyJson(app.request('/v1/capabilities'))).tools).not.toContain('mcp__remote__agent');
     } finally {
       await remoteServer.close();
     }

@@ -45,7 +45,7 @@ export const ServeConfigSchema = z
       })
       .strict()
       .default({}),
-    /** MCP servers whose tools the agents are offered (`<server>__<tool>`): a URL, or a command to start over stdio (relative to the config file). */
+    /** MCP servers whose tools the agents are offered (`mcp__<server>__<tool>`): a URL, or a command to start over stdio (relative to the config file). */
     mcp_servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -'), McpServerConfigSchema).optional(),
     /** Directories of skills (each skill a directory with its SKILL.md), for agents naming skills-discovery. */
     skills: z.object({ dirs: z.array(z.string().min(1)).min(1) }).strict().optional(),

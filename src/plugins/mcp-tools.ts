@@ -11,7 +11,7 @@ import { ToolFailure } from '../runtime/tool.ts';
 
 /**
  * MCP servers' tools as runtime tools (book: 使用 MCP Tools): connect over Streamable HTTP or
- * stdio, list the tools, and register each as `<server>__<tool>`. A call is `tools/call`; its
+ * stdio, list the tools, and register each as `mcp__<server>__<tool>`. A call is `tools/call`; its
  * progress notifications become the call's progress; its text content is the result's `text`
  * (with `structured` when the server sends structured content), `isError` a tool error, and the
  * result's metadata names the server and the tool (`mcp.server`, `mcp.tool`).
@@ -56,8 +56,19 @@ export interface McpConnectOptions {
   readonly onError?: (e: unknown) => void;
 }
 
-/** Tool ids of an MCP server's tools: `<server>__<tool>`, kept to what model APIs accept. */
-export const mcpToolId = (server: string, tool: string): string => `${server}__${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+/** One part of an MCP tool id: every run of characters other than ASCII letters and digits one `_`, none at either end. */
+const idPart = (raw: string): string => raw.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+
+/**
+ * Tool ids of an MCP server's tools (book: 使用 MCP Tools): `mcp__<server>__<tool>`, each part kept
+ * to ASCII letters, digits and single underscores (as 0.6's `to_tool_id`), the whole to the 64
+ * characters model APIs accept; `undefined` when a part has nothing left (such a tool is not offered).
+ */
+export const mcpToolId = (server: string, tool: string): string | undefined => {
+  const s = idPart(server);
+  const t = idPart(tool);
+  return s === '' || t === '' ? undefined : `mcp__${s}__${t}`.slice(0, 64);
+};
 
 function transportOf(config: McpServerConfig): Transport {
   if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url));
@@ -91,8 +102,7 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
   let broken = false;
   let closed = false;
   let tools: readonly Tool[] = [];
-  const wrap = (t: { name: string; description?: string | undefined; inputSchema: unknown }): Tool => {
-    const id = mcpToolId(name, t.name);
+  const wrap = (t: { name: string; description?: string | undefined; inputSchema: unknown }, id: string): Tool => {
     const metadata = { mcp: { server: name, tool: t.name } };
     return {
       descriptor: { id, name: id, description: t.description ?? `${t.name} (MCP server ${name})`, parameters: t.inputSchema as JsonValue },
@@ -118,7 +128,10 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
   let listedOnce = false;
   const listed = (list: Awaited<ReturnType<Client['listTools']>>): readonly Tool[] => {
     const before = JSON.stringify(tools.map((t) => t.descriptor));
-    tools = list.tools.map(wrap);
+    tools = list.tools.flatMap((t) => {
+      const id = mcpToolId(name, t.name);
+      return id === undefined ? [] : [wrap(t, id)];
+    });
     if (listedOnce && before !== JSON.stringify(tools.map((t) => t.descriptor))) options.onToolsChanged?.(tools);
     listedOnce = true;
     return tools;

@@ -364,6 +364,18 @@ export const SCENARIOS: readonly Scenario[] = [
     remote: [{ text: ['Revenue ', 'grew ', 'this quarter.'] }],
     agent: { delegates: ['analyst'] },
   },
+  {
+    // The observability plugin's spans (docs/observability.md): its draws (a trace id, span ids, tool
+    // times) are in the transcript, so a replay reports the same spans. The clock ticks 5 ms a reading.
+    name: 'observability-spans',
+    script: [
+      { text: 'Checking two things.', tool_calls: [call('c1', 'report', { steps: 2 }), call('c2', 'fail')], usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 } },
+      { text: 'One worked, one failed.', usage: { prompt_tokens: 55, completion_tokens: 8, total_tokens: 63 } },
+    ],
+    agent: { plugin_ids: ['observability'] },
+    extra: { plugins: ['observability'] },
+    tick: 5,
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);

@@ -9,3 +9,6 @@ export * from './plugins/skills/index.ts';
 export * from './plugins/mcp-tools.ts';
 export * from './plugins/handoff.ts';
 export * from './plugins/generative-ui.ts';
+export * from './plugins/observability/plugin.ts';
+export * from './plugins/observability/spans.ts';
+export type { RunTap, TapRun, TappedInference } from './runtime/tap.ts';

@@ -30,6 +30,8 @@ import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageE
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { OBSERVABILITY_PLUGIN_ID, observabilityPlugin } from '../plugins/observability/plugin.ts';
+import { openTelemetry } from './otel-setup.ts';
 import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { configuredSkills, discoverSkills, skillRegistry } from '../plugins/skills/index.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
@@ -61,7 +63,11 @@ export const SERVE_USAGE = `usage: awaken serve [options]
   --log-level L      debug, info (default), warn, error or silent
   --log-format F     pretty (default) or json (one object per line)
   --record DIR       write a transcript of every run served to DIR/<thread>--<run>.jsonl, to replay
-                     later with awaken replay (the ports' traffic; never a key or a token)
+                     later with awaken replay (the ports' traffic; never a key or a token); the
+                     inspector (/inspector) shows their timelines
+  --otel URL         export every agent's runs, inferences and tool calls as OpenTelemetry spans
+                     (GenAI conventions) over OTLP/HTTP to URL, e.g. http://127.0.0.1:4318/v1/traces
+                     (needs @opentelemetry/api, -sdk-trace-base and -exporter-trace-otlp-http)
 
 It logs to stderr: one line per request (method, route, status, duration, thread and run), one when
 a run starts and when it ends (how), and every provider or store failure with its cause. API keys,
@@ -94,6 +100,7 @@ export const SERVE_COMMAND: CommandSpec = {
     'log-level': { type: 'string' },
     'log-format': { type: 'string' },
     record: { type: 'string' },
+    otel: { type: 'string' },
   },
 };
 
@@ -126,6 +133,8 @@ export interface ServePlan {
   readonly idleGcMs: number;
   /** Where a transcript of every run served is written (`--record DIR`). */
   readonly record?: string;
+  /** The OTLP/HTTP traces endpoint spans are exported to (`--otel URL`). */
+  readonly otel?: string;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -182,6 +191,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
     ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
+    ...(stringOf(args, 'otel') !== undefined ? { otel: stringOf(args, 'otel') as string } : {}),
   };
 }
 
@@ -324,11 +334,15 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
         });
   const llm = (l: LlmExecutor): LlmExecutor => recorder?.llm(l) ?? l;
   const store = storeOf(plan.store, plan.storeFrom);
+  // --otel: every agent observed, its spans exported (the packages load only when asked for).
+  const tracing = plan.otel === undefined ? undefined : await openTelemetry(plan.otel, version);
+  const observed = <A extends { plugin_ids?: readonly string[] | undefined }>(agent: A): A =>
+    tracing === undefined || (agent.plugin_ids ?? []).includes(OBSERVABILITY_PLUGIN_ID) ? agent : { ...agent, plugin_ids: [...(agent.plugin_ids ?? []), OBSERVABILITY_PLUGIN_ID] };
   const builder = new AgentRuntimeBuilder()
     .withEnv(recorder?.env(realEnv()) ?? realEnv())
     .withProvider('demo', llm(model.llm))
     .withModel('demo', { provider: 'demo', model_name: model.name })
-    .withAgentSpec(demoAgent('demo'));
+    .withAgentSpec(observed(demoAgent('demo')));
   for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
   // The config's MCP servers: connected now (one that cannot be reached stops the start, naming it).
   let mcp: McpToolRegistryManager | undefined;
@@ -359,6 +373,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   const skills = configuredSkills(skillsOfDirs.value);
   const served = new Map(PLUGIN_CATALOG);
   served.set(skills.discovery.name, skills.discovery).set(skills.activeInstructions.name, skills.activeInstructions);
+  if (tracing !== undefined) served.set(OBSERVABILITY_PLUGIN_ID, observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) }));
   for (const [id, plugin] of served) builder.withPlugin(id, plugin);
   for (const [id, p] of Object.entries(file?.providers ?? {})) {
     if (p.kind !== 'scripted') {
@@ -372,7 +387,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     }
   }
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
-  for (const a of file?.agents ?? []) builder.withAgentSpec(a);
+  for (const a of file?.agents ?? []) builder.withAgentSpec(observed(a));
   builder.withThreadRunStore(recorder?.store(store) ?? store);
   const built = builder.build();
   if (!built.ok) {
@@ -474,6 +489,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   await bus?.close();
   await store.close();
   await mcp?.close();
+  await tracing?.shutdown().catch((e: unknown) => logger.warn('spans not exported at shutdown', errorFields(e)));
   clearTimeout(hard);
   logger.info('stopped');
   return EXIT.ok;

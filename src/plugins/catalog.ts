@@ -2,6 +2,7 @@ import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { deferredToolsPlugin } from './deferred-tools.ts';
 import { a2uiPlugin } from './generative-ui.ts';
 import { handoffPlugin } from './handoff.ts';
+import { observabilityPlugin } from './observability/plugin.ts';
 import { configuredSkills } from './skills/plugin.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
@@ -15,6 +16,9 @@ const stateMachine = stateMachinePlugin();
 const handoff = handoffPlugin({}, { tool: true });
 const generativeUi = a2uiPlugin();
 const skills = configuredSkills();
+// Spans to no sink: a recorded run with the plugin replays (its draws are the same); a server or a
+// replay that wants the spans gives an instance with its own sink (`awaken serve --otel`).
+const observability = observabilityPlugin({ onInference: () => undefined, onTool: () => undefined, onRunEnd: () => undefined });
 
 /**
  * The plugins a transcript or an `awaken serve` config may name, by id (plugins that need no port
@@ -31,4 +35,5 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [generativeUi.name, generativeUi],
   [skills.discovery.name, skills.discovery],
   [skills.activeInstructions.name, skills.activeInstructions],
+  [observability.name, observability],
 ]);

@@ -8,6 +8,7 @@ import type { StreamPart } from '../contract/stream.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { deterministicEnv, withIdPrefix, type Env, type IdKind } from '../runtime/env.ts';
 import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
@@ -176,6 +177,8 @@ export interface RecordingSetup {
   readonly tools: readonly Tool[];
   /** Ids from the plugin catalog (`tool-gate`, `finish-on`). */
   readonly plugins?: readonly string[];
+  /** Instances of catalog plugins to use in place of the catalog's (the same plugin on another port, e.g. an observability sink). */
+  readonly pluginInstances?: ReadonlyMap<string, RuntimePlugin>;
   readonly stopPolicies?: readonly StopPolicy[];
   readonly circuitBreaker?: Partial<CircuitBreakerConfig>;
   readonly env: { readonly env: Env; readonly header: Header['env'] };
@@ -213,7 +216,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   for (const id of setup.plugins ?? []) {
     const plugin = PLUGIN_CATALOG.get(id);
     if (plugin === undefined) throw new Error(`unknown plugin '${id}' (catalog: ${[...PLUGIN_CATALOG.keys()].join(', ')})`);
-    built.withPlugin(id, plugin);
+    built.withPlugin(id, setup.pluginInstances?.get(id) ?? plugin);
   }
   for (const policy of setup.stopPolicies ?? []) built.withStopPolicy(policy);
   if (setup.circuitBreaker !== undefined) built.withCircuitBreaker(setup.circuitBreaker);

@@ -8,6 +8,7 @@ import type { AgentRunResult } from '../runtime/run-loop.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { DELEGATION_CATEGORY, delegateToolId } from '../runtime/delegation.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
@@ -75,6 +76,8 @@ export interface ReplayReport {
 export interface ReplayOptions {
   /** Custom stop policies named in the header, by id (they are code, not data). */
   readonly stopPolicies?: ReadonlyMap<string, StopPolicy>;
+  /** Instances of catalog plugins to replay with in place of the catalog's (the same plugin on another port, e.g. an observability sink). */
+  readonly plugins?: ReadonlyMap<string, RuntimePlugin>;
   /**
    * Replay a transcript that has no `end` record (one migrated from format 1): how the run ended is
    * not compared, only returned in the report. Off by default: a missing `end` record is a divergence.
@@ -166,7 +169,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   for (const id of header.plugins) {
     const plugin = PLUGIN_CATALOG.get(id);
     if (plugin === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `plugin '${id}' is not in the catalog`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
-    builder.withPlugin(id, plugin);
+    builder.withPlugin(id, options.plugins?.get(id) ?? plugin);
   }
   for (const id of header.stop_policies) {
     const policy = options.stopPolicies?.get(id);

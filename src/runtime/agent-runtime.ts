@@ -15,6 +15,7 @@ import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig }
 import { realEnv, type Env } from './env.ts';
 import type { InferenceObserver } from './retry.ts';
 import type { EventSink } from './event-sink.ts';
+import { combinedTap, type RunTap, type TapRun } from './tap.ts';
 import type { LlmExecutor } from './llm.ts';
 import { describeResolveError, resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
 import { RunLoop, type AgentRunResult, type Decision, type RunParams } from './run-loop.ts';
@@ -357,6 +358,10 @@ export class AgentRuntime {
     if (this.#active.has(threadId)) return err({ code: 'thread_already_running', threadId });
     const runId = runIdAsked ?? env.ids.next('run');
 
+    // The taps of the agent's active plugins watch the run: its events before the sink gets them.
+    const tap = tapOf(resolved.value, { env, threadId, runId, agent: resolved.value.spec, ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}) });
+    const watched: EventSink = tap?.event === undefined ? sink : tappedSink(sink, tap as Required<Pick<RunTap, 'event'>>);
+
     // The plugins registered when the agent was resolved drive the run's engine, over a new store.
     const phase = PhaseRuntime.forRun(resolved.value.executionEnv);
     if (!phase.ok) return err({ code: 'state', error: phase.error });
@@ -388,7 +393,8 @@ export class AgentRuntime {
           ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
           resolved: resolved.value,
           phase: phase.value,
-          sink,
+          sink: watched,
+          ...(tap !== undefined ? { tap } : {}),
           store: this.#store,
           threadId,
           runId,
@@ -776,3 +782,22 @@ function handoffKept(next: ResolvedAgent, base: ResolvedAgent): Result<ResolvedA
   const env = buildExecutionEnv(plugins, { activePlugins });
   return env.ok ? ok({ ...next, plugins, activePlugins, executionEnv: env.value }) : err({ code: 'env_build', error: env.error });
 }
+
+/** The combined tap of the resolved agent's active plugins that have one (`RuntimePlugin.tap`). */
+function tapOf(resolved: ResolvedAgent, run: TapRun): RunTap | undefined {
+  const taps: RunTap[] = [];
+  for (const plugin of resolved.plugins as readonly RuntimePlugin[]) {
+    if (plugin.tap === undefined || (resolved.activePlugins.length > 0 && !resolved.activePlugins.includes(plugin.name))) continue;
+    const t = plugin.tap(run);
+    if (t !== undefined) taps.push(t);
+  }
+  return combinedTap(taps);
+}
+
+/** `sink`, with the tap told of each event first. */
+const tappedSink = (sink: EventSink, tap: Required<Pick<RunTap, 'event'>>): EventSink => ({
+  emit: (event) => {
+    tap.event(event);
+    return sink.emit(event);
+  },
+});

@@ -1,3 +1,4 @@
+import type { RunTap, TapRun } from './tap.ts';
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import type { ResolveError, StateError } from '../contract/errors.ts';
@@ -38,6 +39,8 @@ export interface ModelEntry {
 /** A plugin as the runtime registers it: its config sections are validated at resolve. */
 export interface RuntimePlugin extends Plugin {
   readonly configKeys?: readonly PluginConfigKey<unknown>[];
+  /** A watcher of each run of an agent whose active plugins include this one (`RunTap`); nothing to watch: `undefined`. */
+  readonly tap?: (run: TapRun) => RunTap | undefined;
 }
 
 export interface Registries {
@@ -93,6 +96,8 @@ export interface ResolvedAgent {
   readonly spec: AgentSpec;
   readonly modelId: string;
   readonly modelName: string;
+  /** The model registry's provider id of `modelId`. */
+  readonly providerId: string;
   readonly llm: LlmExecutor;
   /** Tools by id, after conflicts and allow/exclude filters, sorted by id. */
   readonly tools: ReadonlyMap<string, Tool>;
@@ -251,6 +256,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     spec,
     modelId: spec.model,
     modelName: primary.value.modelName,
+    providerId: (registries.models.get(spec.model) as ModelEntry).provider,
     llm,
     tools: filtered,
     plugins: all,

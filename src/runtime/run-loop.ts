@@ -1,3 +1,4 @@
+import type { RunTap } from './tap.ts';
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
 import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
 import { isPromiseLike } from './maybe-promise.ts';
@@ -135,6 +136,8 @@ export interface RunParams {
   readonly inferenceErrors?: InferenceExecutionError[];
   /** The run that delegated this one (a sub-run's `run_start` names it). */
   readonly parentRunId?: string;
+  /** What the agent's plugins watch of the run beyond its events (`RunTap`). */
+  readonly tap?: RunTap;
   /**
    * Resolves the agent a handoff made active (`AgentOverlayKey`), given the run's own: an overlay of
    * it (its plugins stay the run's), or a registered agent with its own plugins. Without it, a
@@ -159,6 +162,7 @@ export class RunLoop implements BatchHost {
   readonly threadId: string;
   readonly runId: string;
   readonly signal: AbortSignal;
+  readonly tap: RunTap | undefined;
   readonly #p: RunParams;
   readonly #messages: Message[];
   readonly #inputStart: number;
@@ -198,6 +202,7 @@ export class RunLoop implements BatchHost {
     this.threadId = params.threadId;
     this.runId = params.runId;
     this.signal = params.signal;
+    this.tap = params.tap;
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
     this.#persistedCount = params.storedCount ?? params.history.length;
@@ -652,7 +657,19 @@ export class RunLoop implements BatchHost {
     return this.#infer(request).then((inference) => {
       const model = this.#p.answeredBy() ?? request.model;
       const usage = inference.result.usage;
-      const duration = Math.max(0, this.env.clock.now() - started);
+      const ended = this.env.clock.now();
+      const duration = Math.max(0, ended - started);
+      this.#p.tap?.inference?.({
+        request,
+        provider: this.resolved.providerId,
+        answeredBy: model,
+        startedAt: started,
+        endedAt: ended,
+        ...(usage !== undefined ? { usage } : {}),
+        ...(inference.result.stopReason !== undefined ? { stopReason: inference.result.stopReason } : {}),
+        ...(inference.error !== undefined ? { error: inference.error.error } : {}),
+        cancelled: inference.cancelled,
+      });
       const wait = this.emit(
         usage === undefined
           ? { event_type: 'inference_complete', model, duration_ms: duration }

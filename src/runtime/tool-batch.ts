@@ -1,3 +1,4 @@
+import type { RunTap } from './tap.ts';
 import { z } from 'zod';
 import { describeStateError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
@@ -37,7 +38,7 @@ import type { Env } from './env.ts';
 import { InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import { DELEGATION_CATEGORY } from './delegation.ts';
-import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext } from './tool.ts';
+import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext, type Tool } from './tool.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -52,6 +53,8 @@ export interface BatchHost {
   readonly threadId: string;
   readonly runId: string;
   readonly signal: AbortSignal;
+  /** What the agent's plugins watch of the run: told of each tool call's start and outcome. */
+  readonly tap: RunTap | undefined;
   /** Delivers an event; a promise only when the sink is asynchronous. */
   emit(event: AgentEvent): Promise<void> | undefined;
   /** Runs a phase with its fields (the host adds the run's); a halt on cancellation or a phase error. */
@@ -438,14 +441,30 @@ export class ToolBatch {
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
     const ctx = new CallContext(this.#host, call, snapshot, resume);
-    try {
-      tool.validateArgs?.(args);
-      const out = tool.execute(args, ctx);
-      return isPromiseLike<Awaited<typeof out>>(out) ? Promise.resolve(out).then(invoked, (e: unknown) => failedCall(call, e)) : invoked(out);
-    } catch (e) {
-      return failedCall(call, e);
+    const tap = this.#host.tap;
+    if (tap !== undefined) {
+      tap.toolStarted?.(call);
+      const outcome = runTool(tool, call, args, ctx);
+      return isPromiseLike<ToolOutcome>(outcome) ? Promise.resolve(outcome).then((o) => settled(tap, call, o)) : settled(tap, call, outcome);
     }
+    return runTool(tool, call, args, ctx);
   }
+}
+
+/** The tool's outcome: now when it answers synchronously. A throw or rejection fails the call. */
+function runTool(tool: Tool, call: ToolCall, args: JsonValue, ctx: ToolCallContext): ToolOutcome | Promise<ToolOutcome> {
+  try {
+    tool.validateArgs?.(args);
+    const out = tool.execute(args, ctx);
+    return isPromiseLike<Awaited<typeof out>>(out) ? Promise.resolve(out).then(invoked, (e: unknown) => failedCall(call, e)) : invoked(out);
+  } catch (e) {
+    return failedCall(call, e);
+  }
+}
+
+function settled(tap: RunTap, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
+  tap.toolSettled?.(call, outcome.result);
+  return outcome;
 }
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };

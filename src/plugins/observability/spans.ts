@@ -1,0 +1,153 @@
+import type { TerminationReason } from '../../contract/lifecycle.ts';
+import type { ToolStatus } from '../../contract/tool.ts';
+
+/**
+ * What the observability plugin reports (book: 启用可观测性): one span per inference and per tool
+ * execution, and the run's metrics when it ends — as data, with the OpenTelemetry GenAI semantic
+ * conventions' names beside each field. Ids are the run's `Env` ids and times its clock readings
+ * (epoch ms), so a replayed run reports the same spans.
+ */
+export interface SpanContext {
+  readonly run_id: string;
+  readonly thread_id: string;
+  readonly agent_id: string;
+  /** The run that delegated this one. */
+  readonly parent_run_id?: string;
+  /** The run's trace (an `Env` id of kind `trace`). */
+  readonly trace_id: string;
+  /** This span's id (an `Env` id of kind `span`). */
+  readonly span_id: string;
+  /** The span it belongs to: the run's span for an inference or a tool. */
+  readonly parent_span_id?: string;
+  readonly started_at_ms: number;
+  readonly ended_at_ms: number;
+  readonly duration_ms: number;
+}
+
+/** One inference (`gen_ai.operation.name` `chat`). */
+export interface GenAISpan extends SpanContext {
+  readonly operation: 'chat';
+  /** 0-based, one per inference of the run. */
+  readonly step_index: number;
+  /** `gen_ai.provider.name`: the model registry's provider id. */
+  readonly provider: string;
+  /** `gen_ai.request.model`. */
+  readonly model: string;
+  /** `gen_ai.response.model`: the model that answered (a fallback model after a retry). */
+  readonly response_model: string;
+  /** `gen_ai.response.finish_reasons`: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`. */
+  readonly finish_reasons: readonly string[];
+  /** `gen_ai.usage.input_tokens` … */
+  readonly input_tokens?: number;
+  readonly output_tokens?: number;
+  readonly total_tokens?: number;
+  readonly cache_read_input_tokens?: number;
+  readonly cache_creation_input_tokens?: number;
+  readonly thinking_tokens?: number;
+  /** `gen_ai.request.temperature`, `top_p`, `max_tokens`, when the request set them. */
+  readonly temperature?: number;
+  readonly top_p?: number;
+  readonly max_tokens?: number;
+  /** `error.type` and the message, when the inference failed (or `cancelled`). */
+  readonly error_type?: string;
+  readonly error_message?: string;
+}
+
+/** One tool execution (`gen_ai.operation.name` `execute_tool`). */
+export interface ToolSpan extends SpanContext {
+  readonly operation: 'execute_tool';
+  /** The inference whose call this is (0-based). */
+  readonly step_index: number;
+  /** `gen_ai.tool.name`. */
+  readonly name: string;
+  /** `gen_ai.tool.call.id`. */
+  readonly call_id: string;
+  /** `gen_ai.tool.type`. */
+  readonly tool_type: 'function';
+  readonly status: ToolStatus;
+  /** `error.type` and the message, for a result that is an error. */
+  readonly error_type?: string;
+  readonly error_message?: string;
+}
+
+/** A run, once it ended (`gen_ai.operation.name` `invoke_agent`), with its spans and totals. */
+export interface AgentMetrics extends SpanContext {
+  readonly operation: 'invoke_agent';
+  readonly termination: TerminationReason;
+  readonly inferences: readonly GenAISpan[];
+  readonly tools: readonly ToolSpan[];
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly total_tokens: number;
+  readonly inference_errors: number;
+  readonly tool_errors: number;
+}
+
+/** Where the plugin reports (book: MetricsSink). A sink that throws is ignored: observing never stops a run. */
+export interface MetricsSink {
+  onInference(span: GenAISpan): void;
+  onTool(span: ToolSpan): void;
+  onRunEnd(metrics: AgentMetrics): void;
+}
+
+/** Totals over everything an `InMemorySink` heard. */
+export interface SinkMetrics {
+  readonly runs: readonly AgentMetrics[];
+  readonly inferences: readonly GenAISpan[];
+  readonly tools: readonly ToolSpan[];
+  readonly inference_count: number;
+  readonly tool_count: number;
+  readonly inference_errors: number;
+  readonly tool_errors: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly total_tokens: number;
+  readonly inference_duration_ms: number;
+  readonly tool_duration_ms: number;
+}
+
+/** Keeps every span in memory (book: InMemorySink), for development and tests. */
+export class InMemorySink implements MetricsSink {
+  readonly #runs: AgentMetrics[] = [];
+  readonly #inferences: GenAISpan[] = [];
+  readonly #tools: ToolSpan[] = [];
+
+  onInference(span: GenAISpan): void {
+    this.#inferences.push(span);
+  }
+
+  onTool(span: ToolSpan): void {
+    this.#tools.push(span);
+  }
+
+  onRunEnd(metrics: AgentMetrics): void {
+    this.#runs.push(metrics);
+  }
+
+  metrics(): SinkMetrics {
+    const sum = <T>(xs: readonly T[], f: (x: T) => number | undefined): number => xs.reduce((n, x) => n + (f(x) ?? 0), 0);
+    const inferences = [...this.#inferences];
+    const tools = [...this.#tools];
+    return {
+      runs: [...this.#runs],
+      inferences,
+      tools,
+      inference_count: inferences.length,
+      tool_count: tools.length,
+      inference_errors: inferences.filter((s) => s.error_type !== undefined).length,
+      tool_errors: tools.filter((s) => s.status === 'error').length,
+      input_tokens: sum(inferences, (s) => s.input_tokens),
+      output_tokens: sum(inferences, (s) => s.output_tokens),
+      total_tokens: sum(inferences, (s) => s.total_tokens),
+      inference_duration_ms: sum(inferences, (s) => s.duration_ms),
+      tool_duration_ms: sum(tools, (s) => s.duration_ms),
+    };
+  }
+
+  /** Forgets everything heard so far. */
+  clear(): void {
+    this.#runs.length = 0;
+    this.#inferences.length = 0;
+    this.#tools.length = 0;
+  }
+}

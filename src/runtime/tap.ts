@@ -1,0 +1,72 @@
+import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { InferenceExecutionError } from '../contract/errors.ts';
+import type { AgentEvent } from '../contract/event.ts';
+import type { ToolCall } from '../contract/message.ts';
+import type { StopReason } from '../contract/stream.ts';
+import type { ToolResult } from '../contract/tool.ts';
+import type { TokenUsage } from '../contract/usage.ts';
+import type { Env } from './env.ts';
+import type { InferenceRequest } from './llm.ts';
+
+/**
+ * What a plugin may watch of a run besides its phases (`RuntimePlugin.tap`): its events, each
+ * inference and each tool execution as they happen. A tap only watches — it changes nothing the
+ * run does — and it is told synchronously, in the run's own order, so whatever it draws from the
+ * run's `Env` (a clock reading, an id) is drawn at the same points of every run and of its replay.
+ */
+export interface RunTap {
+  /** Every event the run emits, before its sink gets it. */
+  event?(event: AgentEvent): void;
+  /** One inference, once its stream ended or failed. */
+  inference?(inference: TappedInference): void;
+  /** A tool call about to run (after its gate allowed it). */
+  toolStarted?(call: ToolCall): void;
+  /** The tool call's outcome, as soon as it settles. */
+  toolSettled?(call: ToolCall, result: ToolResult): void;
+}
+
+/** One inference as the loop saw it: its request, its times on the run's clock, how it ended. */
+export interface TappedInference {
+  readonly request: InferenceRequest;
+  /** The model registry's provider id of the agent's model (`gen_ai.provider.name`). */
+  readonly provider: string;
+  /** The provider-side model that answered (a fallback model when the retry policy took one). */
+  readonly answeredBy: string;
+  readonly startedAt: number;
+  readonly endedAt: number;
+  readonly usage?: TokenUsage;
+  readonly stopReason?: StopReason;
+  readonly error?: InferenceExecutionError;
+  readonly cancelled: boolean;
+}
+
+/** The run a tap watches. */
+export interface TapRun {
+  /** The run's `Env`: a tap that needs a time or an id draws it here, so that a replay hands out the same. */
+  readonly env: Env;
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agent: AgentSpec;
+  /** The run that delegated this one, if any. */
+  readonly parentRunId?: string;
+}
+
+/** One tap telling every tap of `taps` in order; `undefined` when there is none. */
+export function combinedTap(taps: readonly RunTap[]): RunTap | undefined {
+  if (taps.length === 0) return undefined;
+  if (taps.length === 1) return taps[0];
+  return {
+    event: (e) => {
+      for (const t of taps) t.event?.(e);
+    },
+    inference: (i) => {
+      for (const t of taps) t.inference?.(i);
+    },
+    toolStarted: (c) => {
+      for (const t of taps) t.toolStarted?.(c);
+    },
+    toolSettled: (c, r) => {
+      for (const t of taps) t.toolSettled?.(c, r);
+    },
+  };
+}

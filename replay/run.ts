@@ -13,4 +13,4 @@ if (files.length === 0) {
   process.exit(1);
 }
 const io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) };
-process.exitCode = await replayFiles(files, io, process.argv.includes('--json'));
+process.exitCode = await replayFiles(files, io, process.argv.includes('--json') ? 'json' : 'table');

@@ -6,6 +6,7 @@ import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts'
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
 import { benchCommand, BENCH_USAGE } from './bench-command.ts';
 import { fuzzCommand, FUZZ_USAGE } from './fuzz-command.ts';
+import { inspectCommand, INSPECT_USAGE } from './inspect-command.ts';
 import { judgeCommand, JUDGE_USAGE } from './judge-command.ts';
 import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
 import { recordCommand, RECORD_USAGE } from './record-command.ts';
@@ -19,6 +20,7 @@ commands:
   run        run one agent on a scripted or recorded model and print its events
   record     run like \`run\` and write a transcript of every port exchange
   replay     replay transcripts and compare their events byte for byte
+  inspect    print a recorded run's timeline: steps, inferences, tool calls, state changes
   encode     turn AgentEvent JSONL into a protocol's wire bytes (ai-sdk-v6, ag-ui, a2a, mcp, acp)
   conformance  encode the conformance streams and let the official library judge them
   judge      judge any server's protocol output (a capture, or a live --url) with the official library
@@ -37,6 +39,7 @@ needed is not there (a store, a free port, an optional package), 70 a bug.
 ${RUN_USAGE}
 ${RECORD_USAGE}
 ${REPLAY_USAGE}
+${INSPECT_USAGE}
 ${ENCODE_USAGE}
 ${CONFORMANCE_USAGE}
 ${JUDGE_USAGE}
@@ -76,6 +79,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   run: (argv, io) => runCommand(argv, io),
   record: (argv, io) => recordCommand(argv, io),
   replay: (argv, io) => replayCommand(argv, io),
+  inspect: (argv, io) => inspectCommand(argv, io),
   encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
   conformance: (argv, io) => conformanceCommand(argv, io),
   judge: (argv, io) => judgeCommand(argv, io),

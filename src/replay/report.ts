@@ -1,5 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { replayTranscript, type ReplayReport } from './replayer.ts';
+import { changeRows, lineRows, prettyJson, renderRows } from './side-by-side.ts';
+
+/** How reports are printed: a table with the divergences, JSON, or each divergence side by side. */
+export type ReportFormat = 'table' | 'json' | 'pretty';
 
 /** Where reports go: a line sink for results and one for progress. */
 export interface ReportIo {
@@ -14,8 +18,9 @@ export interface FileReport extends Omit<ReplayReport, 'end'> {
 }
 
 /** Replays files, with a progress line per file on stderr; exit 0 iff all are identical. */
-export async function replayFiles(files: readonly string[], io: ReportIo, json: boolean): Promise<number> {
+export async function replayFiles(files: readonly string[], io: ReportIo, format: ReportFormat, options: { readonly width?: number } = {}): Promise<number> {
   const reports: FileReport[] = [];
+  const texts = new Map<string, string>();
   for (let i = 0; i < files.length; i++) {
     const file = files[i] as string;
     let text: string;
@@ -25,6 +30,7 @@ export async function replayFiles(files: readonly string[], io: ReportIo, json: 
       reports.push({ file, identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 } });
       continue;
     }
+    texts.set(file, text);
     const { end: _end, ...report } = await replayTranscript(text);
     reports.push({ file, ...report });
     const line = `[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}`;
@@ -32,7 +38,8 @@ export async function replayFiles(files: readonly string[], io: ReportIo, json: 
     else if (files.length > 1) io.err(`${line}\n`);
   }
   io.progress?.('');
-  if (json) io.out(`${JSON.stringify(reports, null, 2)}\n`);
+  if (format === 'json') io.out(`${JSON.stringify(reports, null, 2)}\n`);
+  else if (format === 'pretty') io.out(renderPretty(reports, texts, options.width ?? 60));
   else io.out(renderReports(reports));
   return reports.every((r) => r.identical) ? 0 : 1;
 }
@@ -61,3 +68,33 @@ export function renderReports(reports: readonly FileReport[]): string {
   return `${out}\n${same} identical, ${reports.length - same} differ\n`;
 }
 
+/**
+ * Each report, and for one that differs where it left the recording side by side: the recorded
+ * record (or event) beside what the replay did now — an event's JSON line by line, a port's diff
+ * path by path (`|` changed, `<` only recorded, `>` only now).
+ */
+export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<string, string>, width: number): string {
+  let out = '';
+  for (const r of reports) {
+    if (r.identical) {
+      out += `identical  ${r.file}  (${r.expectedEvents} events, ${r.termination?.type ?? '-'})\n`;
+      continue;
+    }
+    out += `DIFFERS    ${r.file}${r.at !== undefined ? `:${r.at.line} (${r.at.record} record)` : ''}\n`;
+    if (r.divergence !== undefined) {
+      out += `\n  the ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}\n\n`;
+      const recorded = r.divergence.line === undefined ? undefined : texts.get(r.file)?.split('\n')[r.divergence.line - 1];
+      const shown = prettyJson(recorded);
+      const clipped = shown.length > 40 ? [...shown.slice(0, 40), `… ${shown.length - 40} more lines`] : shown;
+      const rows = r.divergence.diff !== undefined && r.divergence.diff.length > 0 ? changeRows(r.divergence.diff) : lineRows(clipped, [r.divergence.message]);
+      out += renderRows(rows, width).map((l) => `  ${l}`).join('\n') + '\n';
+    }
+    if (r.firstDifference !== undefined) {
+      out += `\n  first differing event: #${r.firstDifference.index}\n\n`;
+      out += renderRows(lineRows(prettyJson(r.firstDifference.expected), prettyJson(r.firstDifference.actual)), width).map((l) => `  ${l}`).join('\n') + '\n';
+    }
+    out += '\n';
+  }
+  const same = reports.filter((r) => r.identical).length;
+  return `${out}${same} identical, ${reports.length - same} differ\n`;
+}

@@ -1,0 +1,100 @@
+/**
+ * Two texts line by line, side by side (`awaken replay --format pretty`, the inspector's replay
+ * view): the longest common subsequence of their lines kept, each other line paired with its
+ * counterpart where both sides changed.
+ */
+export type Row =
+  | { readonly op: 'same'; readonly left: string; readonly right: string }
+  | { readonly op: 'changed'; readonly left: string; readonly right: string }
+  | { readonly op: 'left'; readonly left: string }
+  | { readonly op: 'right'; readonly right: string };
+
+/** The rows of `left` against `right` (at most 2,000 lines a side: beyond, the rest is compared as changed). */
+export function lineRows(left: readonly string[], right: readonly string[]): Row[] {
+  const a = left.slice(0, 2000);
+  const b = right.slice(0, 2000);
+  // lcs[i][j]: the common subsequence length of a[i..] and b[j..].
+  const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    const row = lcs[i] as number[];
+    const below = lcs[i + 1] as number[];
+    for (let j = b.length - 1; j >= 0; j--) row[j] = a[i] === b[j] ? (below[j + 1] as number) + 1 : Math.max(below[j] as number, row[j + 1] as number);
+  }
+  const rows: Row[] = [];
+  const lefts: string[] = [];
+  const rights: string[] = [];
+  const flush = (): void => {
+    const n = Math.max(lefts.length, rights.length);
+    for (let k = 0; k < n; k++) {
+      const l = lefts[k];
+      const r = rights[k];
+      rows.push(l !== undefined && r !== undefined ? { op: 'changed', left: l, right: r } : l !== undefined ? { op: 'left', left: l } : { op: 'right', right: r as string });
+    }
+    lefts.length = 0;
+    rights.length = 0;
+  };
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      flush();
+      rows.push({ op: 'same', left: a[i] as string, right: b[j] as string });
+      i++;
+      j++;
+    } else if (j >= b.length || (i < a.length && ((lcs[i + 1] as number[])[j] as number) >= ((lcs[i] as number[])[j + 1] as number))) lefts.push(a[i++] as string);
+    else rights.push(b[j++] as string);
+  }
+  flush();
+  for (const l of left.slice(2000)) rows.push({ op: 'left', left: l });
+  for (const r of right.slice(2000)) rows.push({ op: 'right', right: r });
+  return rows;
+}
+
+/** A JSON text pretty-printed (two spaces), or the text itself when it is not JSON. */
+export function prettyJson(text: string | undefined): string[] {
+  if (text === undefined) return ['(none)'];
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2).split('\n');
+  } catch {
+    return [text];
+  }
+}
+
+/** The path-level diff lines of a report (`- path: old`, `+ path: new`) as rows: the old and the new value of each path side by side. */
+export function changeRows(diff: readonly string[]): Row[] {
+  const rows: Row[] = [];
+  const pending = new Map<string, number>();
+  for (const line of diff) {
+    const m = /^([-+]) ([^:]+): (.*)$/.exec(line);
+    if (m === null) {
+      rows.push({ op: 'same', left: line, right: line });
+      continue;
+    }
+    const [, sign, path, value] = m as unknown as [string, string, string, string];
+    const text = `${path}: ${value}`;
+    if (sign === '-') {
+      pending.set(path, rows.length);
+      rows.push({ op: 'left', left: text });
+      continue;
+    }
+    const at = pending.get(path);
+    if (at !== undefined) {
+      rows[at] = { op: 'changed', left: (rows[at] as { left: string }).left, right: text };
+      pending.delete(path);
+    } else rows.push({ op: 'right', right: text });
+  }
+  return rows;
+}
+
+/** Rows as two columns of `width` characters: ` ` same, `|` changed, `<` left only, `>` right only. */
+export function renderRows(rows: readonly Row[], width: number, titles: readonly [string, string] = ['recorded', 'now']): string[] {
+  const cell = (s: string): string => (s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width));
+  const out = [`${cell(titles[0])}   ${titles[1]}`, `${'─'.repeat(width)}   ${'─'.repeat(Math.min(width, 40))}`];
+  for (const r of rows) {
+    if (r.op === 'same') out.push(`${cell(r.left)}   ${r.right}`);
+    else if (r.op === 'changed') out.push(`${cell(r.left)} | ${r.right}`);
+    else if (r.op === 'left') out.push(`${cell(r.left)} <`);
+    else out.push(`${cell('')} > ${r.right}`);
+  }
+  return out.map((l) => l.trimEnd());
+}

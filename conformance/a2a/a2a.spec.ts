@@ -37,6 +37,22 @@ describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
     expectSameContent(events, v);
   });
 
+  it('a tool’s progress reaches the client as WORKING updates with a toolProgress data part, in order (book: 上报 Tool 进度)', async () => {
+    const v = await judgeA2a(frameA2a(encodeA2a(eventsOf('run-tool-activity-and-stream-output.events.jsonl'))));
+    expect(v.problems).toEqual([]);
+    // As the SDK's codec decoded them (proto oneofs as {$case, value}).
+    type Decoded = { payload?: { $case?: string; value?: { status?: { message?: { parts?: { content?: { $case?: string; value?: { toolProgress?: unknown } } }[] } } } } };
+    const reports = v.frames.flatMap((f) => {
+      const d = f as Decoded;
+      const parts = d.payload?.$case === 'statusUpdate' ? (d.payload.value?.status?.message?.parts ?? []) : [];
+      return parts.flatMap((p) => (p.content?.$case === 'data' && p.content.value?.toolProgress !== undefined ? [p.content.value.toolProgress] : []));
+    });
+    expect(reports).toEqual([
+      { id: 'c1', name: 'report', status: 'running', progress: 0.5, message: 'step 1' },
+      { id: 'c1', name: 'report', status: 'running', progress: 1, message: 'step 2' },
+    ]);
+  });
+
   it('task id is the run id and context id the thread id', () => {
     const first = encodeA2a(eventsOf('run-plain-answer.events.jsonl'))[0];
     expect(first).toEqual({ task: { id: 'run-1', contextId: 'thread-1', status: { state: 'TASK_STATE_SUBMITTED' } } });

@@ -43,6 +43,17 @@ describe('ACP session/prompt encoder, judged by the ACP v1 JSON Schema and @agen
     expectSameContent(events, v);
   });
 
+  it('a tool’s progress reaches the client in the call’s title while it runs, set back when it ends (book: 上报 Tool 进度)', async () => {
+    const v = await judgeAcp(frameAcp(encodeAcp(eventsOf('run-tool-activity-and-stream-output.events.jsonl'))));
+    expect(v.problems).toEqual([]);
+    const titles = v.updates.filter((u) => u.sessionUpdate === 'tool_call_update' && u['title'] !== undefined).map((u) => [u['status'], u['title']]);
+    expect(titles).toEqual([
+      ['in_progress', 'report: step 1 (50%)'],
+      ['in_progress', 'report: step 2 (100%)'],
+      ['completed', 'report'],
+    ]);
+  });
+
   it('maps terminations to stop reasons', () => {
     expect(stopReasonOf({ type: 'natural_end' })).toBe('end_turn');
     expect(stopReasonOf({ type: 'cancelled' })).toBe('cancelled');

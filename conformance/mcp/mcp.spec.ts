@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { progressText, toolProgressOf } from '../../src/contract/progress.ts';
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { encodeMcp, frameMcp, initialMcpState, transcodeMcp } from '../../src/protocols/mcp/encoder.ts';
@@ -22,9 +23,15 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
   if (terminal?.event_type === 'run_finish' && end >= 0) {
     expect(result?.structuredContent).toEqual({ termination: terminal.termination, runId: terminal.run_id, threadId: terminal.thread_id });
   }
-  // One progress report per start, step, tool call ready/done and inference of the run.
-  const reported = run.filter((e) => ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type)).length;
+  // One progress report per start, step, tool call ready/done, inference and tool progress report of the run.
+  const reported = run.filter((e) => ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type) || toolProgressOf(e) !== undefined).length;
   expect(v.progress.map((p) => p.progress)).toEqual(Array.from({ length: reported }, (_, i) => i + 1));
+  // A tool's own progress reaches the client as its words: `tool <name>: <message> (<percent>)`.
+  const tools = run.flatMap((e) => {
+    const p = toolProgressOf(e);
+    return p === undefined ? [] : [`tool ${p.tool_name}: ${progressText(p)}`];
+  });
+  expect(v.progress.map((p) => p.message).filter((m) => tools.includes(m ?? ''))).toEqual(tools);
 }
 
 describe('MCP tools/call encoder, judged by @modelcontextprotocol/sdk', () => {

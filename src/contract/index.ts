@@ -11,3 +11,4 @@ export * from './tool.ts';
 export * from './usage.ts';
 export * from './wire.ts';
 export * from './stream.ts';
+export * from './progress.ts';

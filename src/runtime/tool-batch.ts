@@ -1,3 +1,4 @@
+import { TOOL_CALL_PROGRESS } from '../contract/progress.ts';
 import type { RunTap } from './tap.ts';
 import { z } from 'zod';
 import { describeStateError } from '../contract/errors.ts';
@@ -552,7 +553,7 @@ class CallContext implements ToolCallContext {
     return emitted(this.#host, {
       event_type: 'activity_snapshot',
       message_id: this.callId,
-      activity_type: 'tool-call-progress',
+      activity_type: TOOL_CALL_PROGRESS,
       content: {
         schema: 'tool-call-progress.v1',
         node_id: `tool_call:${this.callId}`,

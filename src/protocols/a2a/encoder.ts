@@ -1,3 +1,4 @@
+import { toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
@@ -38,11 +39,13 @@ export interface A2aState {
   readonly chunks: number;
   /** Suspended calls not yet settled, in order. */
   readonly pending: readonly PendingInput[];
+  /** Tool progress reports sent (each message's id is unique). */
+  readonly progressReports: number;
   readonly started: boolean;
   readonly finished: boolean;
 }
 
-export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, pending: [], started: false, finished: false });
+export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, pending: [], progressReports: 0, started: false, finished: false });
 
 /**
  * The agent message of an `INPUT_REQUIRED` status, in the stream and in a task snapshot alike: what
@@ -152,6 +155,14 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
         ...(su !== undefined ? { suspensionId: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } : {}),
       };
       s = { ...s, pending: [...rest, input] };
+      break;
+    }
+    case 'activity_snapshot': {
+      // A tool's progress (book: 上报 Tool 进度): a WORKING update whose data part says how far the call is.
+      const p = toolProgressOf(event);
+      if (p === undefined) break;
+      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:progress:${p.call_id}:${s.progressReports}`, [data({ toolProgress: { id: p.call_id, name: p.tool_name, status: p.status, ...(p.progress !== undefined ? { progress: p.progress } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } })])));
+      s = { ...s, progressReports: s.progressReports + 1 };
       break;
     }
     case 'tool_call_resumed':

@@ -1,3 +1,4 @@
+import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
@@ -21,6 +22,8 @@ export interface AcpState {
   /** Tool calls the client was told of (`tool_call`), id → title. */
   readonly toolCalls: Readonly<Record<string, string>>;
   readonly streamed: Readonly<Record<string, string>>;
+  /** Calls whose title shows their progress now (it is set back when they end). */
+  readonly progressing: Readonly<Record<string, true>>;
   readonly permissions: number;
   /** The last run ended suspended: a resumed run continues the same turn. */
   readonly suspended: boolean;
@@ -30,6 +33,7 @@ export interface AcpState {
 export const initialAcpState = (): AcpState => ({
   toolCalls: {},
   streamed: {},
+  progressing: {},
   permissions: 0,
   suspended: false,
   finished: false,
@@ -100,9 +104,20 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'in_progress', content: text(all) } });
       break;
     }
+    case 'activity_snapshot': {
+      // A tool's progress (book: 上报 Tool 进度): the call's title says how far it is while it runs.
+      const p = toolProgressOf(event);
+      if (p === undefined) break;
+      s = announce(s, p.call_id, p.tool_name, out);
+      out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: p.call_id, status: 'in_progress', title: `${s.toolCalls[p.call_id] ?? p.tool_name}: ${progressText(p)}` } });
+      s = { ...s, progressing: { ...s.progressing, [p.call_id]: true } };
+      break;
+    }
     case 'tool_call_done': {
       const r = event.result;
       s = announce(s, event.id, r.tool_name, out);
+      // The title back to the call's own, when progress had changed it.
+      const title = Object.hasOwn(s.progressing, event.id) && event.outcome !== 'suspended' ? { title: s.toolCalls[event.id] ?? r.tool_name } : {};
       if (event.outcome === 'suspended') {
         const su = r.suspension?.suspension;
         const id = `permission-${s.permissions}`;
@@ -124,9 +139,9 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
         });
         s = { ...s, permissions: s.permissions + 1 };
       } else if (event.outcome === 'failed') {
-        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'failed', content: text(r.message ?? 'tool execution error') } });
+        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'failed', ...title, content: text(r.message ?? 'tool execution error') } });
       } else {
-        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'completed', rawOutput: r.data, content: text(outputText(r)) } });
+        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'completed', ...title, rawOutput: r.data, content: text(outputText(r)) } });
       }
       break;
     }

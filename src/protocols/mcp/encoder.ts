@@ -1,3 +1,4 @@
+import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
@@ -83,6 +84,10 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
       return report(state, `tool ${event.result.tool_name} ${event.outcome}`);
     case 'inference_complete':
       return report(state, `inference complete: model=${event.model} duration=${event.duration_ms}ms`);
+    case 'activity_snapshot': {
+      const p = toolProgressOf(event);
+      return p === undefined ? [state, NOTHING] : report(state, `tool ${p.tool_name}: ${progressText(p)}`);
+    }
     case 'run_finish':
       return [{ ...state, finished: true }, { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) }];
     case 'error':

@@ -37,7 +37,7 @@ describe('the awaken command as a process: every mistake is one line and the doc
 
   it('an unknown subcommand: one line with a "did you mean", exit 64', () => {
     const r = awaken(['serv']);
-    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, encode, conformance, judge, fuzz, bench, mcp, acp, serve, version, help; see awaken help\n" });
+    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, version, help; see awaken help\n" });
   });
 
   it('awaken judge: a server that does not answer is one line, exit 69; a broken capture is a table, exit 1', async () => {

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -42,16 +42,19 @@ describe('the package installed by another project', () => {
     process.stdout.write(`packed: ${packed.files.length} files, ${(packed.size / 1024).toFixed(0)} kB (${(packed.unpackedSize / 1024).toFixed(0)} kB unpacked)\n`);
   });
 
-  it('plain node imports every entry point; the judges entry names the optional package it lacks', () => {
+  it('plain node imports every entry point; the judges and otel entries name the optional package they lack', () => {
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
       for (const entry of ['awaken-ts', 'awaken-ts/testing', 'awaken-ts/server', 'awaken-ts/stores']) {
         const m = await import(entry);
         console.log(entry, Object.keys(m).length > 0);
       }
       await import('awaken-ts/judges').then(() => console.log('judges loaded'), (e) => console.log('judges:', e.code, e.message.split('\\n')[0]));
+      await import('awaken-ts/otel').then(() => console.log('otel loaded'), (e) => console.log('otel:', e.code, e.message.split('\\n')[0]));
     `], { cwd: project, encoding: 'utf8' });
     expect(out).toBe(
-      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from " + `${join(project, 'node_modules/awaken-ts/dist/protocols/ai-sdk-v6/judge.js')}\n`,
+      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from " +
+        `${join(project, 'node_modules/awaken-ts/dist/protocols/ai-sdk-v6/judge.js')}\n` +
+        `otel: ERR_MODULE_NOT_FOUND Cannot find package '@opentelemetry/api' imported from ${join(project, 'node_modules/awaken-ts/dist/plugins/observability/otel.js')}\n`,
     );
   });
 
@@ -121,6 +124,47 @@ export async function serve(): Promise<string> {
     const replayed = spawnSync(bin, ['replay', 'run.jsonl'], { cwd: project, encoding: 'utf8' });
     expect(replayed.status).toBe(0);
     expect(replayed.stdout).toContain('1 identical, 0 differ');
+  });
+
+  it('the installed awaken serve --record DIR serves the inspector page it was built with, and a run it records replays identical; --otel names the packages it lacks', async () => {
+    const bin = join(project, 'node_modules/.bin/awaken');
+    writeFileSync(join(project, 'weather.yaml'), readFileSync(join(repo, 'fixtures/scripts/demo-weather.yaml'), 'utf8'));
+    const child = spawn(bin, ['serve', '--store', 'memory', '--model', 'scripted:weather.yaml', '--record', 'runs', '--port', '0'], { cwd: project, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      let log = '';
+      const url = await new Promise<string>((resolveUrl, reject) => {
+        const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
+        child.stderr.on('data', (d: Buffer) => {
+          log += d.toString();
+          const m = /listening on (http:\/\/\S+)/.exec(log);
+          if (m !== null) {
+            clearTimeout(timer);
+            resolveUrl(m[1] as string);
+          }
+        });
+      });
+      const page = await fetch(`${url}/inspector/`);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      const script = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)?.[1];
+      expect(script).toBeDefined();
+      expect((await fetch(`${url}/inspector/${script}`)).headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+      const run = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'installed-1', messages: [{ role: 'user', content: 'weather in Tokyo?' }] }) });
+      expect(await run.text()).toContain('cloudy in Tokyo');
+      await expect.poll(async () => ((await (await fetch(`${url}/v1/inspector/transcripts`)).json()) as { items: unknown[] }).items.length, { timeout: 10_000 }).toBe(1);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    const recorded = readdirSync(join(project, 'runs'));
+    expect(recorded).toHaveLength(1);
+    const replayed = spawnSync(bin, ['replay', join('runs', recorded[0] as string)], { cwd: project, encoding: 'utf8' });
+    expect(replayed.stdout).toContain('1 identical, 0 differ');
+    const otel = spawnSync(bin, ['serve', '--store', 'memory', '--otel', 'http://127.0.0.1:4318/v1/traces'], { cwd: project, encoding: 'utf8' });
+    expect({ status: otel.status, stderr: otel.stderr }).toEqual({
+      status: 69,
+      stderr: 'awaken serve: --otel needs @opentelemetry/api@1, @opentelemetry/sdk-trace-base@2, @opentelemetry/exporter-trace-otlp-http (optional peer dependencies of awaken-ts): npm install @opentelemetry/api@1 @opentelemetry/sdk-trace-base@2 @opentelemetry/exporter-trace-otlp-http\n',
+    });
   });
 
   it('the installed awaken fuzz runs a plugin that imports awaken-ts, fast-check and zod from the project', () => {

@@ -2,7 +2,7 @@ import ts from 'typescript';
 import type { ImportEdge } from './import-graph.ts';
 
 /**
- * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← {server, stores, replay} ← cli.
+ * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← {server, stores, replay} ← {testing, inspector} ← cli.
  * A module may import its own layer or a lower one; siblings of one tier do not import each other
  * (protocols/<x> does not import protocols/<y> either); nothing imports cli; `testing` may use any
  * layer below cli, and only `index.ts` re-exports it and the cli uses it (`awaken fuzz` runs its kit).
@@ -18,6 +18,7 @@ const TIER: Readonly<Record<string, number>> = {
   stores: 4,
   replay: 4,
   testing: 5,
+  inspector: 5,
   cli: 6,
 };
 

@@ -32,6 +32,7 @@ import { ServedRecorder } from '../replay/served.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { OBSERVABILITY_PLUGIN_ID, observabilityPlugin } from '../plugins/observability/plugin.ts';
 import { openTelemetry } from './otel-setup.ts';
+import { inspectorRoutes } from '../inspector/routes.ts';
 import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { configuredSkills, discoverSkills, skillRegistry } from '../plugins/skills/index.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
@@ -449,6 +450,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
     logger,
   });
+  // The run inspector: its page and API, behind the same access control (docs/inspector.md).
+  app.route('/', inspectorRoutes({ store, ...(plan.record !== undefined ? { recordDir: plan.record } : {}), ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}) }));
   let server: RunningServer;
   try {
     server = await listen(app, { port: plan.port, hostname: plan.host });
@@ -468,6 +471,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   for (const w of discovered.flatMap((d) => d.warnings)) logger.warn(`skill skipped: ${w}`);
   if (skillDirs.length > 0) logger.info(`skills: ${[...skillsOfDirs.value.keys()].join(', ') || 'none'} (from ${skillDirs.join(', ')})`);
   logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
+  logger.info(`inspector: ${server.url}/inspector/${plan.record === undefined ? ' (start with --record DIR to see run timelines)' : ` (timelines of the runs recorded in ${plan.record})`}`);
   logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
   logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
   await new Promise<void>((done) => {

@@ -130,6 +130,12 @@ export interface AuthOptions {
 const PUBLIC = new Set(['/health', '/health/ready', '/.well-known/agent-card.json']);
 
 /**
+ * The inspector page's files (docs/inspector.md): public like a login page — it holds no data, and
+ * asks for a token to read any (its API, `/v1/inspector/…`, is not public).
+ */
+const isPublic = (path: string): boolean => PUBLIC.has(path) || path === '/inspector' || path.startsWith('/inspector/');
+
+/**
  * Authentication of every route, when any token or an `authenticate` hook is configured: a request
  * without a valid credential gets 401 (in the route's shape), one with an API token acts as that
  * token's principal for everything it does and starts (`asPrincipal`) — threads are then its own
@@ -139,7 +145,7 @@ export function authentication(options: AuthOptions = {}): MiddlewareHandler {
   const tokens = [...(options.tokens ?? new Map<string, string>())];
   const enabled = tokens.length > 0 || options.authenticate !== undefined;
   return async (c, next) => {
-    if (!enabled || c.req.method === 'OPTIONS' || ((c.req.method === 'GET' || c.req.method === 'HEAD') && PUBLIC.has(c.req.path))) return next();
+    if (!enabled || c.req.method === 'OPTIONS' || ((c.req.method === 'GET' || c.req.method === 'HEAD') && isPublic(c.req.path))) return next();
     const given = bearerOf(c);
     if (given !== undefined && options.adminToken !== undefined && options.adminToken !== '' && sameSecret(given, options.adminToken)) return next();
     let principal = given === undefined ? undefined : tokens.find(([token]) => sameSecret(given, token))?.[1];

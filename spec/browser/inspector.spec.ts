@@ -1,0 +1,225 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Chromium from '@sparticuz/chromium';
+import axe from 'axe-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
+
+/**
+ * The run inspector in a real browser (docs/inspector.md): `awaken serve --record DIR` with a few
+ * corpus runs in DIR and runs it serves itself, the page as the package builds it, headless Chromium
+ * (from @sparticuz/chromium, web security on). It walks thread → run → a tool call → a state diff,
+ * follows a live run to its end through a dropped connection, replays a tampered transcript and
+ * names where it diverged, asks for a token when the server has API tokens (and never puts it in a
+ * URL), and passes axe-core with no serious or critical violation. Screenshots of each view go to
+ * test-artifacts/browser/inspector-*.png.
+ */
+
+const ARTIFACTS = join(repo, 'test-artifacts/browser');
+const RUN46 = join(repo, 'fixtures/runs/46-observability-spans.jsonl');
+let assets = '';
+let server: ServeProcess;
+let guarded: ServeProcess;
+let browser: Browser;
+
+/** A TCP proxy in front of a server: the page talks to it, and the test can cut every connection it carries. */
+async function proxyOf(target: string): Promise<{ readonly url: string; cut(): void; close(): void }> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  const proxy: Server = createServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const gone = (): void => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', gone).on('error', gone);
+    upstream.on('close', gone).on('error', gone);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`,
+    cut: () => {
+      for (const s of sockets) s.destroy();
+    },
+    close: () => {
+      for (const s of sockets) s.destroy();
+      proxy.close();
+    },
+  };
+}
+
+async function newPage(): Promise<{ page: Page; problems: string[]; urls: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const problems: string[] = [];
+  const urls: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('request', (r) => urls.push(r.url()));
+  return { page, problems, urls };
+}
+
+/** axe-core in the page: the violations of impact serious or critical, by rule and the nodes they hit. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
+  await page.evaluate(axe.source);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+beforeAll(async () => {
+  assets = mkdtempSync(join(tmpdir(), 'awaken-inspector-page-'));
+  await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
+  const record = mkdtempSync(join(tmpdir(), 'awaken-inspector-runs-'));
+  // A few corpus runs, as a server's record directory holds them (<thread>--<run>.jsonl).
+  copyFileSync(RUN46, join(record, 'corpus-tools--run-1.jsonl'));
+  copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'corpus-approval--run-1.jsonl'));
+  copyFileSync(join(repo, 'fixtures/runs/40-handoff-overlay.jsonl'), join(record, 'corpus-handoff--run-1.jsonl'));
+  server = await startDemoAndSlow(['--record', record], { AWAKEN_INSPECTOR_ASSETS: assets });
+  guarded = await startDemoAndSlow([], { AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'inspector-secret-token' });
+  // A run the server serves (and records) itself.
+  const served = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'served-1', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
+  await served.text();
+  const args = Chromium.args.filter((a) => a !== '--disable-web-security' && a !== '--single-process');
+  browser = await chromium.launch({ executablePath: await Chromium.executablePath(), args: [...args, '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'], headless: true });
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  await guarded?.stop();
+});
+
+describe('the run inspector in a real browser', () => {
+  it('thread → run → a tool call → a state diff; accessible (axe: no serious or critical violation)', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${server.url}/inspector/`);
+    await page.getByRole('button', { name: 'corpus-tools (1 recorded)' }).click();
+    await page.getByRole('button', { name: /^run-1 · .*recorded$/ }).click();
+    const run = page.locator('#run');
+    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
+    expect(await run.locator('dl.summary').first().innerText()).toContain('85 in · 20 out · 105 total');
+    // The first step is open: its inference, and its tool calls.
+    const step1 = run.locator('details.step[data-step="1"]');
+    expect(await step1.locator('> summary').innerText()).toMatch(/^Step 1 · \+5 ms · inference scripted-main 5 ms · 2 tool calls · \d+ state changes$/);
+    expect(await step1.locator('pre.answer').innerText()).toBe('Checking two things.');
+    // A tool call, by keyboard: focus its summary, Enter opens it.
+    const tool = step1.locator('details.tool[data-call-id="c1"]');
+    await tool.locator('> summary').focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => tool.getAttribute('open')).not.toBeNull();
+    expect(await tool.locator('> summary').innerText()).toBe('report [c1] · succeeded · 30 ms');
+    expect(await tool.innerText()).toContain('"steps": 2');
+    expect(await tool.locator('progress').count()).toBe(2);
+    expect(await tool.getByText('chunk 1').count()).toBe(1);
+    // The state after the step, as a JSON Patch against the one before.
+    const state = step1.locator('details.state');
+    await state.locator('> summary').click();
+    expect(await state.locator('> summary').innerText()).toMatch(/^State after step 1: \d+ changes \(revision 9\)$/);
+    expect(await state.locator('tr[data-op="add"] td:nth-child(2)').allInnerTexts()).toContain('/extensions/__runtime.tool_call_states');
+    // The request the model got, rebuilt whole.
+    const request = step1.locator('details.request').first();
+    await request.locator('> summary').click();
+    expect(await request.locator('> summary').innerText()).toBe('Request: 2 messages, 5 tools');
+    expect(await request.locator('pre').innerText()).toContain('scenario: observability-spans');
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-run.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    // A run the server served and recorded itself.
+    await page.getByRole('button', { name: /^served-1/ }).click();
+    await page.getByRole('button', { name: /recorded$/ }).click();
+    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
+    expect(await run.locator('details.tool').first().locator('> summary').innerText()).toMatch(/^get_weather \[/);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('follows a live run to its end through a dropped connection (reconnecting with Last-Event-ID)', async () => {
+    await fetch(`${server.url}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'live-1' }) });
+    const proxy = await proxyOf(server.url);
+    const { page, problems } = await newPage();
+    const resumedFrom: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/v1/threads/live-1/stream') && r.headers()['last-event-id'] !== undefined) resumedFrom.push(r.headers()['last-event-id'] as string);
+    });
+    await page.goto(`${proxy.url}/inspector/`);
+    await page.getByRole('button', { name: /^live-1/ }).click();
+    await page.getByRole('button', { name: 'Follow this thread live' }).click();
+    await expect.poll(() => page.locator('#status').innerText()).toContain('following live-1');
+    const started = fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'live-1', agentId: 'slow', messages: [{ role: 'user', content: 'take your time' }] }) }).then((r) => r.text());
+    const run = page.locator('#run');
+    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination'), { timeout: 10_000 }).toBe('running');
+    await expect.poll(async () => (await run.locator('pre.answer').innerText().catch(() => '')).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    // The connection drops mid-run (every socket between the page and the server cut); the page
+    // reconnects from the last frame it had, and what it missed comes in the backlog.
+    proxy.cut();
+    await started;
+    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination'), { timeout: 15_000 }).toBe('natural_end');
+    expect(await run.locator('pre.answer').innerText()).toBe('This answer takes its time: one piece every tenth of a second, twenty pieces in all, so you can cancel.');
+    expect(resumedFrom.length).toBeGreaterThan(0);
+    expect(await page.locator('#status').innerText()).toMatch(/run .* finished \(natural_end\)/);
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-live.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Stop following' }).click();
+    // The one console line the cut itself causes: the browser reports the stream it lost.
+    expect(problems.filter((p) => p !== 'error: Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING')).toEqual([]);
+    await page.close();
+    proxy.close();
+  });
+
+  it('replays a tampered transcript and names where it diverged, side by side; a recorded one is identical; accessible', async () => {
+    const [header, ...rest] = readFileSync(RUN46, 'utf8').split('\n');
+    const tampered = join(mkdtempSync(join(tmpdir(), 'awaken-tampered-')), 'tampered.jsonl');
+    writeFileSync(tampered, [(header as string).replace('"text":"scenario: observability-spans"', '"text":"scenario: something else"'), ...rest].join('\n'));
+    const { page, problems } = await newPage();
+    await page.goto(`${server.url}/inspector/`);
+    await page.getByRole('button', { name: 'Replay a transcript' }).click();
+    await page.getByLabel('Upload a transcript (.jsonl)').setInputFiles(tampered);
+    await page.getByRole('button', { name: 'Replay', exact: true }).click();
+    const result = page.locator('#replay-result [data-verdict]');
+    await expect.poll(() => result.getAttribute('data-verdict')).toBe('diverged');
+    expect(await result.locator('p').first().innerText()).toBe('Diverged — tampered.jsonl, line 18 (llm record).');
+    expect(await result.locator('[data-port]').getAttribute('data-port')).toBe('llm');
+    const changed = result.locator('table.side-by-side tr[data-op="changed"]');
+    expect(await changed.locator('td:nth-child(1) mark').innerText()).toBe('messages[1].content[0].text: "scenario: observability-spans"');
+    expect(await changed.locator('td:nth-child(2) mark').innerText()).toBe('messages[1].content[0].text: "scenario: something else"');
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-replay.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    // A recorded one, picked by name: identical.
+    await page.getByLabel('Upload a transcript (.jsonl)').setInputFiles([]);
+    await page.getByLabel('or pick a recorded one').selectOption('corpus-approval--run-1.jsonl');
+    await page.getByRole('button', { name: 'Replay', exact: true }).click();
+    await expect.poll(() => result.getAttribute('data-verdict')).toBe('identical');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('with API tokens: the page asks for one, sends it as a header (never in a URL), and reads the threads', async () => {
+    await fetch(`${guarded.url}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer inspector-secret-token' }, body: JSON.stringify({ id: 'mine-1' }) });
+    const { page, urls } = await newPage();
+    const authorized: string[] = [];
+    page.on('request', (r) => {
+      if (r.headers()['authorization'] === 'Bearer inspector-secret-token') authorized.push(new URL(r.url()).pathname);
+    });
+    await page.goto(`${guarded.url}/inspector/`);
+    await expect.poll(() => page.locator('#status').innerText()).toContain('needs an API token');
+    expect(await page.getByLabel('API token').isVisible()).toBe(true);
+    await page.getByLabel('API token').fill('inspector-secret-token');
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.getByRole('button', { name: /^mine-1/ }).click();
+    await page.getByRole('button', { name: 'Follow this thread live' }).click();
+    await expect.poll(() => page.locator('#status').innerText()).toContain('following mine-1');
+    expect(authorized).toEqual(expect.arrayContaining(['/v1/threads', '/v1/inspector/transcripts', '/v1/threads/mine-1/stream']));
+    expect(urls.filter((u) => u.includes('inspector-secret-token'))).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-token.png') });
+    await page.close();
+  });
+});

@@ -1,0 +1,88 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { inspectorRoutes } from '../../src/inspector/routes.ts';
+import { repo } from '../support/serve-process.ts';
+import { testServer } from '../support/server.ts';
+
+/**
+ * The inspector's routes (docs/inspector.md → API), in process: the page's files public and under
+ * a content security policy, its API behind the access control — a transcript listed and served only
+ * to whoever may read its thread — and a replay in the server of a sent or a recorded transcript.
+ */
+
+const RUN46 = join(repo, 'fixtures/runs/46-observability-spans.jsonl');
+const tokens = new Map([
+  ['token-ann', 'ann'],
+  ['token-bob', 'bob'],
+]);
+
+function setup(options: { readonly auth?: boolean } = {}) {
+  const record = mkdtempSync(join(tmpdir(), 'awaken-inspector-routes-'));
+  const assets = mkdtempSync(join(tmpdir(), 'awaken-inspector-assets-'));
+  mkdirSync(join(assets, 'assets'));
+  writeFileSync(join(assets, 'index.html'), '<!doctype html><title>inspector</title>');
+  writeFileSync(join(assets, 'assets/app.js'), 'export {};');
+  const s = testServer([{ text: 'hi' }, { text: 'hi again' }], options.auth === true ? { http: { auth: { tokens } } } : {});
+  s.app.route('/', inspectorRoutes({ store: s.store, recordDir: record, assetsDir: assets }));
+  return { ...s, record };
+}
+
+const as = (token: string | undefined, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) } });
+const post = (body: unknown, token?: string): RequestInit => as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+describe('inspector routes', () => {
+  it('serves the page’s files under a content security policy (public, like a login page); refuses a path out of them', async () => {
+    const { app } = setup({ auth: true });
+    const page = await app.request('/inspector/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect((await app.request('/inspector/assets/app.js')).headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await app.request('/inspector')).status).toBe(302);
+    expect((await app.request('/inspector/..%2f..%2fpackage.json')).status).toBe(404);
+    expect((await app.request('/inspector/nothing.js')).status).toBe(404);
+  });
+
+  it('its API needs a token when tokens are configured; each caller sees the transcripts of its own threads only', async () => {
+    const { app, record } = setup({ auth: true });
+    // Ann and Bob each run on a thread of theirs; a transcript of each is in the record directory.
+    expect((await app.request('/v1/runs', post({ threadId: 'ann-1', messages: [{ role: 'user', content: 'hi' }] }, 'token-ann'))).status).toBe(200);
+    expect((await app.request('/v1/runs', post({ threadId: 'bob-1', messages: [{ role: 'user', content: 'hi' }] }, 'token-bob'))).status).toBe(200);
+    copyFileSync(RUN46, join(record, 'ann-1--run-a.jsonl'));
+    copyFileSync(RUN46, join(record, 'bob-1--run-b.jsonl'));
+    expect((await app.request('/v1/inspector/transcripts')).status).toBe(401);
+    const list = (await (await app.request('/v1/inspector/transcripts', as('token-ann'))).json()) as { recording: boolean; items: { name: string }[] };
+    expect(list).toMatchObject({ recording: true, items: [{ name: 'ann-1--run-a.jsonl', thread_id: 'ann-1', run_id: 'run-a' }] });
+    expect((await app.request('/v1/inspector/transcripts/ann-1--run-a.jsonl', as('token-ann'))).status).toBe(200);
+    expect((await app.request('/v1/inspector/transcripts/bob-1--run-b.jsonl', as('token-ann'))).status).toBe(404);
+    expect((await app.request('/v1/inspector/replay', post({ name: 'bob-1--run-b.jsonl' }, 'token-ann'))).status).toBe(404);
+  });
+
+  it('replays a sent transcript or a recorded one: identical, or where it left the recording with the recorded line', async () => {
+    const { app, record } = setup();
+    copyFileSync(RUN46, join(record, 'thread-1--run-1.jsonl'));
+    const same = (await (await app.request('/v1/inspector/replay', post({ name: 'thread-1--run-1.jsonl' }))).json()) as { report: { identical: boolean; expectedEvents: number } };
+    expect(same.report).toMatchObject({ identical: true, expectedEvents: 27 });
+    const text = readFileSync(RUN46, 'utf8').replace('"delta":"Checking two things."', '"delta":"Checking 2 things."');
+    const r = (await (await app.request('/v1/inspector/replay', post({ transcript: text }))).json()) as { report: { identical: boolean; at: { line: number; record: string }; firstDifference: { expected: string } }; recorded_line: string };
+    expect(r.report.identical).toBe(false);
+    expect(r.report.at.record).toBe('event');
+    expect(r.recorded_line).toContain('"delta":"Checking 2 things."');
+    expect(r.recorded_line).toBe(text.split('\n')[r.report.at.line - 1]);
+  });
+
+  it('bad input is a 400 naming the field, never a crash', async () => {
+    const { app } = setup();
+    const both = await app.request('/v1/inspector/replay', post({ transcript: 'x', name: 'a--b.jsonl' }));
+    expect(both.status).toBe(400);
+    expect(await both.json()).toMatchObject({ field: 'transcript' });
+    const badName = await app.request('/v1/inspector/replay', post({ name: '../etc/passwd' }));
+    expect(badName.status).toBe(400);
+    expect(await badName.json()).toMatchObject({ field: 'name' });
+    const garbage = (await (await app.request('/v1/inspector/replay', post({ transcript: 'not a transcript' }))).json()) as { report: { identical: boolean; divergence: { port: string } } };
+    expect(garbage.report).toMatchObject({ identical: false, divergence: { port: 'transcript' } });
+    expect((await app.request('/v1/inspector/transcripts/nothing--here.jsonl')).status).toBe(404);
+  });
+});

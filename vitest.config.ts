@@ -1,7 +1,18 @@
 import { defineConfig } from 'vitest/config';
 
-// Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md). Two projects: the specs
-// (in-process, real sockets, real child processes) and the browser specs (headless Chromium).
+// Test layout: spec/ mirrors src/ one to one (docs/adr/0002-test-layout.md). Three projects, one
+// after the other: first the specs (in-process, real sockets, real child processes) on two workers;
+// then, one file at a time on a machine nothing else loads, the fault specs whose bounds are times
+// and bytes (kill -9, slow readers, memory after a burst, allocation); then the browser specs
+// (headless Chromium).
+const FAULTS = [
+  'spec/chaos/**/*.spec.ts',
+  'spec/server/slow-client.spec.ts',
+  'spec/server/cluster-faults.spec.ts',
+  'spec/server/idle-collector.spec.ts',
+  'spec/server/hostile.spec.ts',
+  'spec/bench/allocation.spec.ts',
+];
 export default defineConfig({
   // The package's own name resolves to its sources in the specs (the published entry points are
   // dist/, checked by the consumer smoke test).
@@ -16,11 +27,22 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        // The PostgreSQL server of the run: the given one, the machine's, or one started from npm.
-        // --expose-gc: the memory bounds of spec/chaos/ measure what is held, not garbage not yet collected.
-        test: { name: 'specs', include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'], exclude: ['spec/browser/**'], globalSetup: ['spec/support/postgres-setup.ts'], execArgv: ['--expose-gc'] },
+        // The PostgreSQL server of the run: the given one, the machine's, or one started from npm (its
+        // environment reaches every project's workers).
+        // --expose-gc: the memory bounds measure what is held, not garbage not yet collected.
+        test: {
+          name: 'specs',
+          include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'],
+          exclude: ['spec/browser/**', ...FAULTS],
+          globalSetup: ['spec/support/postgres-setup.ts'],
+          execArgv: ['--expose-gc'],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
       },
-      { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000 } },
+      // The same PostgreSQL set-up (a no-op once the specs' has run: it finds the server in the environment).
+      { extends: true, test: { name: 'faults', include: FAULTS, globalSetup: ['spec/support/postgres-setup.ts'], execArgv: ['--expose-gc'], maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
     coverage: {
       provider: 'v8',

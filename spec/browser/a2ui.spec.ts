@@ -2,11 +2,11 @@ import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, wri
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
-import Chromium from '@sparticuz/chromium';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { launchChromium } from '../support/browser.ts';
 
 /**
  * A2UI in a real browser (docs/plugins/generative-ui.md → Try it): the doc's awaken.yaml in a real
@@ -40,8 +40,7 @@ beforeAll(async () => {
   const config = join(mkdtempSync(join(tmpdir(), 'awaken-a2ui-config-')), 'awaken.yaml');
   writeFileSync(config, `server:\n  store: memory\n${yaml.replace('file: fixtures/', `file: ${repo}/fixtures/`)}`);
   api = await startServe(['--config', config]);
-  const args = Chromium.args.filter((a) => a !== '--disable-web-security' && a !== '--single-process');
-  browser = await chromium.launch({ executablePath: await Chromium.executablePath(), args: [...args, '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'], headless: true });
+  browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
 });
 

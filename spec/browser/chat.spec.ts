@@ -2,11 +2,11 @@ import { createReadStream, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
-import Chromium from '@sparticuz/chromium';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { launchChromium } from '../support/browser.ts';
 
 /**
  * A real browser (headless Chromium, from the npm package @sparticuz/chromium, driven by
@@ -52,14 +52,7 @@ beforeAll(async () => {
   configured = b.origin;
   foreign = c.origin;
   api = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml', '--cors-origin', configured]);
-  // Chromium as the package ships it, but with web security on (without it CORS would prove nothing)
-  // and as several processes (in one, closing a page closes the browser).
-  const args = Chromium.args.filter((a) => a !== '--disable-web-security' && a !== '--single-process');
-  browser = await chromium.launch({
-    executablePath: await Chromium.executablePath(),
-    args: [...args, '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    headless: true,
-  });
+  browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
 });
 

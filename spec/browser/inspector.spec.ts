@@ -2,12 +2,12 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } fro
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Chromium from '@sparticuz/chromium';
 import axe from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
+import { launchChromium } from '../support/browser.ts';
 
 /**
  * The run inspector in a real browser (docs/inspector.md): `awaken serve --record DIR` with a few
@@ -89,8 +89,7 @@ beforeAll(async () => {
   // A run the server serves (and records) itself.
   const served = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'served-1', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
   await served.text();
-  const args = Chromium.args.filter((a) => a !== '--disable-web-security' && a !== '--single-process');
-  browser = await chromium.launch({ executablePath: await Chromium.executablePath(), args: [...args, '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'], headless: true });
+  browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
 });
 
@@ -137,8 +136,9 @@ describe('the run inspector in a real browser', () => {
     // A run the server served and recorded itself.
     await page.getByRole('button', { name: /^served-1/ }).click();
     await page.getByRole('button', { name: /recorded$/ }).click();
-    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
-    expect(await run.locator('details.tool').first().locator('> summary').innerText()).toMatch(/^get_weather \[/);
+    await expect.poll(() => run.locator('details.tool').first().locator('> summary').innerText()).toMatch(/^get_weather \[call_\w+\] · succeeded/);
+    expect(await run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
+    expect(await run.locator('dl.summary').first().innerText()).toContain('Thread\nserved-1');
     expect(problems).toEqual([]);
     await page.close();
   });

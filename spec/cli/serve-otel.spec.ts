@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
@@ -74,8 +76,13 @@ describe('awaken serve --otel', () => {
     expect(BigInt(root?.endTimeUnixNano ?? '0')).toBeGreaterThanOrEqual(BigInt(tool?.endTimeUnixNano ?? '1'));
   });
 
-  it('refuses a URL it cannot use, naming the flag', () => {
+  it('refuses a URL it cannot use, naming the flag or the config field', () => {
     const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--port', '0', '--otel', 'not a url'], { cwd: repo, encoding: 'utf8' });
     expect({ status: r.status, stderr: r.stderr.trim() }).toEqual({ status: 64, stderr: expect.stringContaining('--otel: not a URL: "not a url"') });
+    const config = join(mkdtempSync(join(tmpdir(), 'awaken-otel-config-')), 'awaken.yaml');
+    writeFileSync(config, 'server:\n  store: memory\n  otel: ftp://collector/v1/traces\n');
+    const c = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', config, '--port', '0'], { cwd: repo, encoding: 'utf8' });
+    expect(c.status).toBe(65);
+    expect(c.stderr).toContain('server.otel');
   });
 });

@@ -192,7 +192,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
     ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
-    ...(stringOf(args, 'otel') !== undefined ? { otel: stringOf(args, 'otel') as string } : {}),
+    ...((stringOf(args, 'otel') ?? file?.server.otel) !== undefined ? { otel: (stringOf(args, 'otel') ?? file?.server.otel) as string } : {}),
   };
 }
 

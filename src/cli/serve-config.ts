@@ -41,6 +41,8 @@ export const ServeConfigSchema = z
         max_follower_bytes: z.number().int().min(4096).optional(),
         /** Quiet time (ms) after the last run ended or stream closed before a full collection gives memory back; 0: never (default 1000). */
         idle_gc_ms: z.number().int().min(0).optional(),
+        /** An OTLP/HTTP traces endpoint: every agent's spans exported there (`--otel`; docs/observability.md). */
+        otel: z.url({ protocol: /^https?$/ }).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
       })
       .strict()

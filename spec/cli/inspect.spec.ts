@@ -2,20 +2,13 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import { cli } from '../support/cli.ts';
 import { changeRows, lineRows } from '../../src/replay/side-by-side.ts';
 
 /** `awaken inspect FILE` and `awaken replay --format pretty` (docs/inspector.md → In a terminal). */
 
 const repo = resolve(import.meta.dirname, '../..');
 const run46 = join(repo, 'fixtures/runs/46-observability-spans.jsonl');
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
 
 describe('awaken inspect', () => {
   it('prints the run’s timeline: steps, the inference, each tool with arguments, progress, output, result and duration, the state changes', async () => {

@@ -2,19 +2,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cli } from '../support/cli.ts';
 import { deserialiseEvent } from '../../src/contract/event.ts';
-import { main } from '../../src/cli/main.ts';
 
 const repo = resolve(import.meta.dirname, '../..');
 const confirm = join(repo, 'fixtures/scripts/demo-confirm.json');
 const weather = join(repo, 'fixtures/scripts/demo-weather.yaml');
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
 
 describe('awaken record / awaken replay', () => {
   const dir = mkdtempSync(join(tmpdir(), 'awaken-rec-'));

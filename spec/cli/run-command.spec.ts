@@ -3,20 +3,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cli } from '../support/cli.ts';
 import { deserialiseEvent } from '../../src/contract/event.ts';
-import { main } from '../../src/cli/main.ts';
 import { checkRunInvariants } from '../../src/testing/invariants.ts';
 
 const repo = resolve(import.meta.dirname, '../..');
 const weather = join(repo, 'fixtures/scripts/demo-weather.yaml');
 const confirm = join(repo, 'fixtures/scripts/demo-confirm.json');
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(argv, { out: (t) => (out += t), err: (t) => (err += t) });
-  return { code, out, err };
-}
 
 describe('awaken run', () => {
   it('prints one canonical AgentEvent per line, the same bytes every time', async () => {

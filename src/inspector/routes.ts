@@ -66,12 +66,15 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     const dir = options.recordDir;
     if (dir === undefined || !existsSync(dir)) return [];
     const out: TranscriptEntry[] = [];
+    // One ownership check per thread, however many of its runs were recorded.
+    const readable = new Map<string, boolean>();
     for (const name of readdirSync(dir)) {
       const m = TRANSCRIPT_NAME.exec(name);
       if (m === null) continue;
       const [, thread, run] = m as unknown as [string, string, string];
       if (threadId !== undefined && thread !== threadId) continue;
-      if (!(await mayReach(options.store, thread, 'read'))) continue;
+      if (!readable.has(thread)) readable.set(thread, await mayReach(options.store, thread, 'read'));
+      if (readable.get(thread) !== true) continue;
       const stat = statSync(join(dir, name));
       out.push({ name, thread_id: thread, run_id: run, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) });
     }

@@ -130,6 +130,7 @@ export class TimelineFold {
   #now: number | undefined;
   #previousState: Json = INITIAL_STATE;
   #previousRequest: Json[] = [];
+  #previousTools: readonly string[] = [];
   readonly #calls = new Map<string, TimelineToolCall>();
 
   constructor(timeline: Timeline = emptyTimeline()) {
@@ -347,11 +348,13 @@ export class TimelineFold {
     if (request === undefined) return;
     const messages = [...this.#previousRequest.slice(0, request.kept ?? 0), ...(request.messages ?? [])];
     this.#previousRequest = messages;
-    const previousTools = this.#step().inference.requests.at(-1)?.tools ?? this.timeline.steps.flatMap((x) => x.inference.requests).at(-1)?.tools ?? [];
+    // Tools are written only when they differ from the previous request's.
+    const tools = request.tools !== undefined ? request.tools.map((d) => d.id ?? '') : this.#previousTools;
+    this.#previousTools = tools;
     this.#step().inference.requests.push({
       model: request.model ?? '',
       messages,
-      tools: request.tools !== undefined ? request.tools.map((d) => d.id ?? '') : previousTools,
+      tools,
       ...(rec['error'] !== undefined ? { error: rec['error'] } : {}),
       ...(rec['interrupted'] === true ? { interrupted: true } : {}),
     });

@@ -5,7 +5,7 @@ import type { StopReason } from '../../contract/stream.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import type { RuntimePlugin } from '../../runtime/resolve.ts';
 import type { RunTap, TapRun, TappedInference } from '../../runtime/tap.ts';
-import type { AgentMetrics, GenAISpan, MetricsSink, ToolSpan } from './spans.ts';
+import { totalsOf, type AgentMetrics, type GenAISpan, type MetricsSink, type ToolSpan } from './spans.ts';
 
 export const OBSERVABILITY_PLUGIN_ID = 'observability';
 
@@ -122,7 +122,6 @@ class ObservedRun implements RunTap {
   #end(termination: TerminationReason): void {
     this.#ensureBegun();
     const endedAt = this.#run.env.clock.now();
-    const sum = (f: (s: GenAISpan) => number | undefined): number => this.#inferences.reduce((n, s) => n + (f(s) ?? 0), 0);
     const { run_id, thread_id, agent_id } = this.#context('', 0, 0);
     const metrics: AgentMetrics = {
       run_id,
@@ -138,11 +137,7 @@ class ObservedRun implements RunTap {
       termination,
       inferences: [...this.#inferences],
       tools: [...this.#tools],
-      input_tokens: sum((s) => s.input_tokens),
-      output_tokens: sum((s) => s.output_tokens),
-      total_tokens: sum((s) => s.total_tokens),
-      inference_errors: this.#inferences.filter((s) => s.error_type !== undefined).length,
-      tool_errors: this.#tools.filter((s) => s.status === 'error').length,
+      ...totalsOf(this.#inferences, this.#tools),
     };
     this.#tell(() => this.#sink.onRunEnd(metrics));
     // A revived or resumed run begins again at its next run_start.

@@ -106,6 +106,19 @@ export interface SinkMetrics {
   readonly tool_duration_ms: number;
 }
 
+const sum = <T>(xs: readonly T[], f: (x: T) => number | undefined): number => xs.reduce((n, x) => n + (f(x) ?? 0), 0);
+
+/** Token totals and error counts of some inferences and tool calls (a run's, or a sink's). */
+export function totalsOf(inferences: readonly GenAISpan[], tools: readonly ToolSpan[]): Pick<AgentMetrics, 'input_tokens' | 'output_tokens' | 'total_tokens' | 'inference_errors' | 'tool_errors'> {
+  return {
+    input_tokens: sum(inferences, (s) => s.input_tokens),
+    output_tokens: sum(inferences, (s) => s.output_tokens),
+    total_tokens: sum(inferences, (s) => s.total_tokens),
+    inference_errors: inferences.filter((s) => s.error_type !== undefined).length,
+    tool_errors: tools.filter((s) => s.status === 'error').length,
+  };
+}
+
 /** Keeps every span in memory (book: InMemorySink), for development and tests. */
 export class InMemorySink implements MetricsSink {
   readonly #runs: AgentMetrics[] = [];
@@ -125,7 +138,6 @@ export class InMemorySink implements MetricsSink {
   }
 
   metrics(): SinkMetrics {
-    const sum = <T>(xs: readonly T[], f: (x: T) => number | undefined): number => xs.reduce((n, x) => n + (f(x) ?? 0), 0);
     const inferences = [...this.#inferences];
     const tools = [...this.#tools];
     return {
@@ -134,11 +146,7 @@ export class InMemorySink implements MetricsSink {
       tools,
       inference_count: inferences.length,
       tool_count: tools.length,
-      inference_errors: inferences.filter((s) => s.error_type !== undefined).length,
-      tool_errors: tools.filter((s) => s.status === 'error').length,
-      input_tokens: sum(inferences, (s) => s.input_tokens),
-      output_tokens: sum(inferences, (s) => s.output_tokens),
-      total_tokens: sum(inferences, (s) => s.total_tokens),
+      ...totalsOf(inferences, tools),
       inference_duration_ms: sum(inferences, (s) => s.duration_ms),
       tool_duration_ms: sum(tools, (s) => s.duration_ms),
     };

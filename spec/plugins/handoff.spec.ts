@@ -147,6 +147,13 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
     expect(r2.ok && r2.value.termination).toEqual({ type: 'blocked', value: "handoff resolve failed: model 'no-such-model' not found" });
   });
 
+  it('the plugin reads back the overlays it was made with (book: handoff.overlay(name))', () => {
+    const plugin = handoffPlugin({ researcher: { system_prompt: 'You research.', model_id: 'm2' } });
+    expect(plugin.overlay('researcher')).toEqual({ system_prompt: 'You research.', model_id: 'm2' });
+    expect(plugin.overlay('writer')).toBeUndefined();
+    expect(plugin.overlay('__proto__')).toBeUndefined();
+  });
+
   it('an overlay with an unknown field is refused, naming it (the book’s `model` is `model_id`)', () => {
     expect(() => handoffPlugin({ researcher: { model: 'claude' } as never })).toThrow(/handoff overlay 'researcher': .*model/);
   });

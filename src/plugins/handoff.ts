@@ -66,6 +66,12 @@ const transferTool = defineTool({
   }),
 });
 
+/** The handoff plugin, and the overlays it was made with (book: `handoff.overlay("researcher")`). */
+export interface HandoffPlugin extends RuntimePlugin {
+  /** An overlay given when the plugin was made (an agent's `handoff` section adds its own per agent). */
+  overlay(name: string): AgentOverlay | undefined;
+}
+
 export interface HandoffPluginOptions {
   /** Register `transfer_to_agent`, so a model can hand off on its own (the catalog's plugin does; default: false). */
   readonly tool?: boolean;
@@ -76,7 +82,7 @@ export interface HandoffPluginOptions {
  * the agent's `handoff` section (`{overlays: {name: AgentOverlay}}`; a name in both keeps the agent
  * from being built). A name that is not an overlay is taken as a registered agent's id.
  */
-export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}, options: HandoffPluginOptions = {}): RuntimePlugin {
+export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof AgentOverlaySchema>>> = {}, options: HandoffPluginOptions = {}): HandoffPlugin {
   const checked: Record<string, AgentOverlay> = {};
   for (const [name, overlay] of Object.entries(overlays)) {
     const parsed = AgentOverlaySchema.safeParse(overlay);
@@ -113,6 +119,7 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
   };
   return {
     name: HANDOFF_PLUGIN_ID,
+    overlay: (name) => (Object.hasOwn(checked, name) ? checked[name] : undefined),
     configKeys: [ConfigKey as never],
     register: (r) => {
       r.registerKey(HandoffState, { scope: 'thread', persistent: true });

@@ -1,5 +1,5 @@
 import type { Operation } from 'fast-json-patch';
-import { lineRows, changeRows, prettyJson, type Row } from '../../src/replay/side-by-side.ts';
+import { divergenceRows, eventRows, type Row } from '../../src/replay/side-by-side.ts';
 import { durationOf, type Timeline, type TimelineStep, type TimelineToolCall } from '../../src/replay/timeline.ts';
 import { el, pretty, summaryList } from './dom.ts';
 
@@ -140,12 +140,11 @@ export function renderReplay(result: ReplayResult, source: string): HTMLElement 
   box.append(el('p', {}, el('strong', { class: 'bad' }, 'Diverged'), ` — ${source}${r.at !== undefined ? `, line ${r.at.line} (${r.at.record} record)` : ''}.`));
   if (r.divergence !== undefined) {
     box.append(el('p', { 'data-port': r.divergence.port }, `The ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}`));
-    const rows = r.divergence.diff !== undefined && r.divergence.diff.length > 0 ? changeRows(r.divergence.diff) : lineRows(prettyJson(result.recorded_line), [r.divergence.message]);
-    box.append(sideBySide(rows, `Where the ${r.divergence.port} port left the recording`));
+    box.append(sideBySide(divergenceRows(r.divergence, result.recorded_line), `Where the ${r.divergence.port} port left the recording`));
   }
   if (r.firstDifference !== undefined) {
     box.append(el('p', {}, `First differing event: #${r.firstDifference.index}`));
-    box.append(sideBySide(lineRows(prettyJson(r.firstDifference.expected), prettyJson(r.firstDifference.actual)), `Event #${r.firstDifference.index}, recorded and replayed`));
+    box.append(sideBySide(eventRows(r.firstDifference), `Event #${r.firstDifference.index}, recorded and replayed`));
   }
   return box;
 }

@@ -172,6 +172,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
   const leaseMs = millisOf(stringOf(args, 'lease-ms'), '--lease-ms') ?? file?.server.lease_ms;
   const sweepMs = millisOf(stringOf(args, 'sweep-ms'), '--sweep-ms') ?? file?.server.sweep_ms;
   const model = stringOf(args, 'model') ?? file?.server.model;
+  const otel = stringOf(args, 'otel') ?? file?.server.otel;
   return {
     ...(configPath !== undefined ? { config: configPath } : {}),
     ...(file !== undefined ? { file } : {}),
@@ -192,7 +193,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
     ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
-    ...((stringOf(args, 'otel') ?? file?.server.otel) !== undefined ? { otel: (stringOf(args, 'otel') ?? file?.server.otel) as string } : {}),
+    ...(otel !== undefined ? { otel } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { extname, join, normalize, resolve, sep } from 'node:path';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { replayTranscript } from '../replay/replayer.ts';
+import { TRANSCRIPT_FILE_NAME } from '../replay/served.ts';
 import type { Store } from '../runtime/store.ts';
 import { bodyOf, HttpError } from '../server/http-support.ts';
 import { mayReach } from '../server/principal.ts';
@@ -24,8 +25,6 @@ export interface InspectorOptions {
   readonly assetsDir?: string;
 }
 
-/** A transcript file's name as the recorder writes it: `<thread>--<run>.jsonl`. */
-const TRANSCRIPT_NAME = /^([A-Za-z0-9_:.-]+?)--([A-Za-z0-9_:.-]+)\.jsonl$/;
 
 export interface TranscriptEntry {
   readonly name: string;
@@ -53,7 +52,7 @@ export function defaultAssetsDir(): string | undefined {
 }
 
 const ReplayBodySchema = z
-  .object({ transcript: z.string().min(1).optional(), name: z.string().regex(TRANSCRIPT_NAME).optional() })
+  .object({ transcript: z.string().min(1).optional(), name: z.string().regex(TRANSCRIPT_FILE_NAME).optional() })
   .strict()
   .refine((b) => (b.transcript === undefined) !== (b.name === undefined), { message: 'give a transcript or the name of a recorded one, not both', path: ['transcript'] });
 
@@ -69,7 +68,7 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     // One ownership check per thread, however many of its runs were recorded.
     const readable = new Map<string, boolean>();
     for (const name of readdirSync(dir)) {
-      const m = TRANSCRIPT_NAME.exec(name);
+      const m = TRANSCRIPT_FILE_NAME.exec(name);
       if (m === null) continue;
       const [, thread, run] = m as unknown as [string, string, string];
       if (threadId !== undefined && thread !== threadId) continue;
@@ -83,7 +82,7 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
 
   /** A recorded transcript's text, when it exists and the caller may read its thread. */
   const transcriptText = async (name: string): Promise<string> => {
-    const m = TRANSCRIPT_NAME.exec(name);
+    const m = TRANSCRIPT_FILE_NAME.exec(name);
     const dir = options.recordDir;
     if (m === null || dir === undefined) throw new HttpError(404, 'transcript_not_found', `no recorded transcript ${name}`);
     const path = join(dir, name);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { replayTranscript, type ReplayReport } from './replayer.ts';
-import { changeRows, lineRows, prettyJson, renderRows } from './side-by-side.ts';
+import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
 
 /** How reports are printed: a table with the divergences, JSON, or each divergence side by side. */
 export type ReportFormat = 'table' | 'json' | 'pretty';
@@ -84,14 +84,12 @@ export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<
     if (r.divergence !== undefined) {
       out += `\n  the ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}\n\n`;
       const recorded = r.divergence.line === undefined ? undefined : texts.get(r.file)?.split('\n')[r.divergence.line - 1];
-      const shown = prettyJson(recorded);
-      const clipped = shown.length > 40 ? [...shown.slice(0, 40), `… ${shown.length - 40} more lines`] : shown;
-      const rows = r.divergence.diff !== undefined && r.divergence.diff.length > 0 ? changeRows(r.divergence.diff) : lineRows(clipped, [r.divergence.message]);
+      const rows = divergenceRows(r.divergence, recorded);
       out += renderRows(rows, width).map((l) => `  ${l}`).join('\n') + '\n';
     }
     if (r.firstDifference !== undefined) {
       out += `\n  first differing event: #${r.firstDifference.index}\n\n`;
-      out += renderRows(lineRows(prettyJson(r.firstDifference.expected), prettyJson(r.firstDifference.actual)), width).map((l) => `  ${l}`).join('\n') + '\n';
+      out += renderRows(eventRows(r.firstDifference), width).map((l) => `  ${l}`).join('\n') + '\n';
     }
     out += '\n';
   }

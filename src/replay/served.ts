@@ -33,6 +33,16 @@ interface ServedRun {
   threadState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
 }
 
+/**
+ * The file a served run's transcript is written to: `<thread>--<run>.jsonl`, the thread id's
+ * characters other than letters, digits, `_`, `.` and `-` written as `_` (so `user:1` becomes
+ * `user_1`: a name does not always give the thread id back).
+ */
+export const transcriptFileName = (threadId: string, runId: string): string => `${threadId.replace(/[^\w.-]/g, '_')}--${runId}.jsonl`;
+
+/** A transcript file's name as `transcriptFileName` writes it: the thread (as written) and the run. */
+export const TRANSCRIPT_FILE_NAME = /^([A-Za-z0-9_:.-]+?)--([A-Za-z0-9_:.-]+)\.jsonl$/;
+
 export interface ServedRecorderOptions {
   readonly dir: string;
   readonly models: Readonly<Record<string, ModelEntry>>;
@@ -161,7 +171,7 @@ export class ServedRecorder {
   }
 
   #write(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
-    const file = join(this.#o.dir, `${run.threadId.replace(/[^\w.-]/g, '_')}--${run.runId}.jsonl`);
+    const file = join(this.#o.dir, transcriptFileName(run.threadId, run.runId));
     try {
       const resolved = this.#runtime?.resolve(run.agentId);
       if (resolved === undefined || !resolved.ok) throw new Error(`cannot resolve agent ${run.agentId}`);

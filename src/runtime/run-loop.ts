@@ -659,7 +659,7 @@ export class RunLoop implements BatchHost {
       const usage = inference.result.usage;
       const ended = this.env.clock.now();
       const duration = Math.max(0, ended - started);
-      this.#p.tap?.inference?.({
+      this.tap?.inference?.({
         request,
         provider: this.resolved.providerId,
         answeredBy: model,

@@ -69,9 +69,12 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
     s.parent_span_id === undefined
       ? ROOT_CONTEXT
       : trace.setSpanContext(ROOT_CONTEXT, { traceId: otelTraceId(s.trace_id), spanId: otelSpanId(s.parent_span_id), traceFlags: TraceFlags.SAMPLED, isRemote: false });
-  const start = (name: string, kind: SpanKind, s: SpanContext, attributes: Attributes, parent: Context) => {
+  /** One span, started and ended at its recorded times, under its parent (by ids); with ERROR status when `error` says why. */
+  const exported = (name: string, kind: SpanKind, s: SpanContext, attributes: Attributes, error: string | undefined): void => {
     ids?.next({ traceId: otelTraceId(s.trace_id), spanId: otelSpanId(s.span_id) });
-    return tracer.startSpan(name, { kind, attributes, startTime: s.started_at_ms }, parent);
+    const span = tracer.startSpan(name, { kind, attributes, startTime: s.started_at_ms }, parentOf(s));
+    if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+    span.end(s.ended_at_ms);
   };
   const common = (s: SpanContext): Attributes => ({
     'gen_ai.conversation.id': s.thread_id,
@@ -99,9 +102,7 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
         ...optional('gen_ai.request.max_tokens', s.max_tokens),
         ...optional('error.type', s.error_type),
       };
-      const span = start(`chat ${s.model}`, SpanKind.CLIENT, s, attributes, parentOf(s));
-      if (s.error_type !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: s.error_message ?? s.error_type });
-      span.end(s.ended_at_ms);
+      exported(`chat ${s.model}`, SpanKind.CLIENT, s, attributes, s.error_type === undefined ? undefined : (s.error_message ?? s.error_type));
     },
     onTool(s: ToolSpan): void {
       const attributes: Attributes = {
@@ -114,9 +115,7 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
         'awaken.tool.status': s.status,
         ...optional('error.type', s.error_type),
       };
-      const span = start(`execute_tool ${s.name}`, SpanKind.INTERNAL, s, attributes, parentOf(s));
-      if (s.status === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: s.error_message ?? 'tool error' });
-      span.end(s.ended_at_ms);
+      exported(`execute_tool ${s.name}`, SpanKind.INTERNAL, s, attributes, s.status === 'error' ? (s.error_message ?? 'tool error') : undefined);
     },
     onRunEnd(m: AgentMetrics): void {
       const failed = m.termination.type === 'error';
@@ -128,9 +127,8 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
         'gen_ai.usage.output_tokens': m.output_tokens,
         ...(failed ? { 'error.type': 'run_error' } : {}),
       };
-      const span = start(`invoke_agent ${m.agent_id}`, SpanKind.INTERNAL, m, attributes, ROOT_CONTEXT);
-      if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: JSON.stringify(m.termination) });
-      span.end(m.ended_at_ms);
+      // The run's span has no parent: it is the root of its trace.
+      exported(`invoke_agent ${m.agent_id}`, SpanKind.INTERNAL, m, attributes, failed ? JSON.stringify(m.termination) : undefined);
     },
   };
 }

@@ -22,18 +22,30 @@ export const goldenPath = (protocol: string, file: string): string =>
 
 export const goldenOf = (protocol: string, file: string): string => readFileSync(goldenPath(protocol, file), 'utf8');
 
+/** A provider failure, at some step of a script. */
+const failure = fc.record({
+  at: fc.nat({ max: 6 }),
+  error: fc.record({ code: fc.constantFrom('provider' as const, 'rate_limited' as const, 'timeout' as const), message: fc.constantFrom('down', 'slow down', 'no answer') }),
+});
+
 /**
  * The events of a random run of the real loop: a random model script in a random tool-execution
- * mode, optionally cancelled after some event — a stream that respects every loop invariant.
+ * mode, optionally with a provider failure at some step (ending the run, or tolerated by a
+ * consecutive_errors policy), optionally cancelled after some event — a stream that respects every
+ * loop invariant.
  */
 export const runEvents: fc.Arbitrary<Promise<AgentEvent[]>> = fc
   .tuple(
     script,
     fc.constantFrom('sequential', 'parallel_streaming', 'parallel_batch_approval' as const),
     fc.option(fc.integer({ min: 1, max: 30 }), { nil: undefined }),
+    fc.option(failure, { nil: undefined }),
+    fc.boolean(),
   )
-  .map(async ([steps, mode, cancelAt]) => {
-    const h = harness(steps, { tools: scriptTools, spec: { max_rounds: 8, sections: { tool_execution: { mode } } } });
+  .map(async ([script, mode, cancelAt, fails, tolerated]) => {
+    const steps = fails === undefined ? script : [...script.slice(0, fails.at), { error: fails.error }, ...script.slice(fails.at)];
+    const stops = fails !== undefined && tolerated ? { stop_conditions: [{ type: 'consecutive_errors' as const, max: 2 }] } : {};
+    const h = harness(steps, { tools: scriptTools, spec: { max_rounds: 8, sections: { tool_execution: { mode } }, ...stops } });
     const controller = new AbortController();
     const events: AgentEvent[] = [];
     await h.runtime.run(

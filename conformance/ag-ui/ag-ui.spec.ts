@@ -11,7 +11,8 @@ type Msg = { role: string; content?: unknown; id: string; toolCallId?: string; t
 
 /** What the client's messages, state and outcome must show, read from the event stream itself. */
 function expectSameContent(events: readonly AgentEvent[], v: AgUiVerdict): void {
-  const last = events.at(-1);
+  // An `error` event is the end of the stream (what follows it is not sent).
+  const last = events.find((e) => e.event_type === 'error') ?? events.at(-1);
   if (last?.event_type === 'error') {
     expect(v.runError).toBe(last.message);
     return;

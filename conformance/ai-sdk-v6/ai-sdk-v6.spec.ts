@@ -8,8 +8,8 @@ import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the final UI message must show, read from the event stream itself. */
 function expectSameContent(events: readonly AgentEvent[], v: Verdict): void {
-  // A failed run shows its error to the client (useChat's `error`).
-  const last = events.at(-1);
+  // A failed run shows its error to the client (useChat's `error`); an `error` event is the end of the stream.
+  const last = events.find((e) => e.event_type === 'error') ?? events.at(-1);
   const failure = last?.event_type === 'error' ? last.message : last?.event_type === 'run_finish' && last.termination.type === 'error' ? last.termination.value : undefined;
   if (failure !== undefined) {
     expect(v.streamError).toBe(failure);

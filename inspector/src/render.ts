@@ -17,7 +17,7 @@ export function renderTimeline(t: Timeline, options: { readonly live?: boolean }
       ['Agent', t.agent_id ?? ''],
       ['Delegated by', t.parent_run_id ?? ''],
       ['Ended', el('span', { class: termination === 'natural_end' ? 'ok' : termination === 'running' ? '' : 'bad', 'data-termination': termination }, termination)],
-      ['Steps', String(t.steps.length)],
+      ['Steps', String(t.step_count)],
       ['Duration', ms(durationOf(t.started_at, t.ended_at))],
       ['Tokens', `${t.usage.input} in · ${t.usage.output} out · ${t.usage.total} total`],
       ['Answer', t.response ?? ''],

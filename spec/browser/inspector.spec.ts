@@ -26,6 +26,14 @@ let server: ServeProcess;
 let guarded: ServeProcess;
 let browser: Browser;
 
+/** A corpus run as a server records one: its header names the thread (and run) it was served on (its replay then differs: the run no longer draws them). */
+function servedAs(file: string, threadId: string): string {
+  const [first, ...rest] = readFileSync(file, 'utf8').split('\n');
+  const header = JSON.parse(first as string) as { request: Record<string, unknown> };
+  header.request = { thread_id: threadId, run_id: 'run-1', ...header.request };
+  return [JSON.stringify(header), ...rest].join('\n');
+}
+
 /** A TCP proxy in front of a server: the page talks to it, and the test can cut every connection it carries. */
 async function proxyOf(target: string): Promise<{ readonly url: string; cut(): void; close(): void }> {
   const { hostname, port } = new URL(target);
@@ -80,10 +88,11 @@ beforeAll(async () => {
   assets = mkdtempSync(join(tmpdir(), 'awaken-inspector-page-'));
   await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
   const record = mkdtempSync(join(tmpdir(), 'awaken-inspector-runs-'));
-  // A few corpus runs, as a server's record directory holds them (<thread>--<run>.jsonl).
-  copyFileSync(RUN46, join(record, 'corpus-tools--run-1.jsonl'));
-  copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'corpus-approval--run-1.jsonl'));
-  copyFileSync(join(repo, 'fixtures/runs/40-handoff-overlay.jsonl'), join(record, 'corpus-handoff--run-1.jsonl'));
+  // A few corpus runs in the record directory: two as a server records them, on a thread of their own
+  // that the header names; one as recorded (its thread drawn by the run: `thread-1`), replayed by name below.
+  writeFileSync(join(record, 'corpus~2dtools--run~2d1.jsonl'), servedAs(RUN46, 'corpus-tools'));
+  writeFileSync(join(record, 'corpus~2dhandoff--run~2d1.jsonl'), servedAs(join(repo, 'fixtures/runs/40-handoff-overlay.jsonl'), 'corpus-handoff'));
+  copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'corpus-approval.jsonl'));
   server = await startDemoAndSlow(['--record', record], { AWAKEN_INSPECTOR_ASSETS: assets });
   guarded = await startDemoAndSlow([], { AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'inspector-secret-token' });
   // A run the server serves (and records) itself.
@@ -143,6 +152,27 @@ describe('the run inspector in a real browser', () => {
     await page.close();
   });
 
+  it('a thread id with `:` (user:42): its run is listed as recorded under user:42 and shows its timeline', async () => {
+    const served = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'user:42', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
+    await served.text();
+    const runId = served.headers.get('x-awaken-run-id') as string;
+    const { page, problems } = await newPage();
+    await expect
+      .poll(async () => {
+        await page.goto(`${server.url}/inspector/`);
+        return page.getByRole('button', { name: 'user:42 (1 recorded)' }).count();
+      })
+      .toBe(1);
+    await page.getByRole('button', { name: 'user:42 (1 recorded)' }).click();
+    await page.getByRole('button', { name: new RegExp(`^${runId} · .*recorded$`) }).click();
+    const run = page.locator('#run');
+    await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
+    expect(await run.locator('dl.summary').first().innerText()).toContain('Thread\nuser:42');
+    expect(await run.innerText()).not.toContain('no transcript');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('follows a live run to its end through a dropped connection (reconnecting with Last-Event-ID)', async () => {
     await fetch(`${server.url}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'live-1' }) });
     const proxy = await proxyOf(server.url);
@@ -195,7 +225,7 @@ describe('the run inspector in a real browser', () => {
     expect(await seriousViolations(page)).toEqual([]);
     // A recorded one, picked by name: identical.
     await page.getByLabel('Upload a transcript (.jsonl)').setInputFiles([]);
-    await page.getByLabel('or pick a recorded one').selectOption('corpus-approval--run-1.jsonl');
+    await page.getByLabel('or pick a recorded one').selectOption('corpus-approval.jsonl');
     await page.getByRole('button', { name: 'Replay', exact: true }).click();
     await expect.poll(() => result.getAttribute('data-verdict')).toBe('identical');
     expect(problems).toEqual([]);

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { transcriptIdsOf } from '../../src/replay/served.ts';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -27,7 +28,7 @@ const post = (path: string, body: unknown): Promise<Response> => fetch(`${server
 const transcriptOf = async (runId: string): Promise<string> => {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const file = readdirSync(dir).find((f) => f.endsWith(`--${runId}.jsonl`));
+    const file = readdirSync(dir).find((f) => transcriptIdsOf(f)?.runId === runId);
     if (file !== undefined) return join(dir, file);
     if (Date.now() > deadline) throw new Error(`no transcript for ${runId} in ${readdirSync(dir).join(', ')}`);
     await new Promise((r) => setTimeout(r, 50));

@@ -9,7 +9,8 @@ import { testServer } from '../support/server.ts';
 /**
  * The inspector's routes (docs/inspector.md → API), in process: the page's files public and under
  * a content security policy, its API behind the access control — a transcript listed and served only
- * to whoever may read its thread — and a replay in the server of a sent or a recorded transcript.
+ * to the owner its header names, on a thread still theirs (spec/inspector/tenancy.spec.ts attacks it
+ * over a socket) — and a replay in the server of a sent or a recorded transcript.
  */
 
 const RUN46 = join(repo, 'fixtures/runs/46-observability-spans.jsonl');
@@ -29,6 +30,14 @@ function setup(options: { readonly auth?: boolean } = {}) {
   return { ...s, record };
 }
 
+/** Corpus run 46 as a server would have recorded it: on `thread`, as `run`, for `owner` (none: nobody's). */
+function recordedAs(thread: string, run: string, owner?: string): string {
+  const [first, ...rest] = readFileSync(RUN46, 'utf8').split('\n');
+  const header = JSON.parse(first as string) as { request: Record<string, unknown> };
+  header.request = { thread_id: thread, run_id: run, ...(owner !== undefined ? { owner } : {}), ...header.request };
+  return [JSON.stringify(header), ...rest].join('\n');
+}
+
 const as = (token: string | undefined, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) } });
 const post = (body: unknown, token?: string): RequestInit => as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
@@ -45,19 +54,29 @@ describe('inspector routes', () => {
     expect((await app.request('/inspector/nothing.js')).status).toBe(404);
   });
 
-  it('its API needs a token when tokens are configured; each caller sees the transcripts of its own threads only', async () => {
+  it('its API needs a token when tokens are configured; each caller sees the transcripts its headers say are theirs, whatever the files are called', async () => {
     const { app, record } = setup({ auth: true });
-    // Ann and Bob each run on a thread of theirs; a transcript of each is in the record directory.
+    // Ann and Bob each run on a thread of theirs; transcripts of them are in the record directory.
     expect((await app.request('/v1/runs', post({ threadId: 'ann-1', messages: [{ role: 'user', content: 'hi' }] }, 'token-ann'))).status).toBe(200);
     expect((await app.request('/v1/runs', post({ threadId: 'bob-1', messages: [{ role: 'user', content: 'hi' }] }, 'token-bob'))).status).toBe(200);
-    copyFileSync(RUN46, join(record, 'ann-1--run-a.jsonl'));
-    copyFileSync(RUN46, join(record, 'bob-1--run-b.jsonl'));
+    writeFileSync(join(record, 'anns.jsonl'), recordedAs('ann-1', 'run-a', 'ann'));
+    writeFileSync(join(record, 'bob-1--run-b.jsonl'), recordedAs('bob-1', 'run-b', 'bob'));
+    // Named like Ann's thread, recorded on Bob's; and one on Ann's thread that nobody owns.
+    writeFileSync(join(record, 'ann-1--run-x.jsonl'), recordedAs('bob-1', 'run-x', 'bob'));
+    writeFileSync(join(record, 'ann-1--run-y.jsonl'), recordedAs('ann-1', 'run-y'));
     expect((await app.request('/v1/inspector/transcripts')).status).toBe(401);
     const list = (await (await app.request('/v1/inspector/transcripts', as('token-ann'))).json()) as { recording: boolean; items: { name: string }[] };
-    expect(list).toMatchObject({ recording: true, items: [{ name: 'ann-1--run-a.jsonl', thread_id: 'ann-1', run_id: 'run-a' }] });
-    expect((await app.request('/v1/inspector/transcripts/ann-1--run-a.jsonl', as('token-ann'))).status).toBe(200);
-    expect((await app.request('/v1/inspector/transcripts/bob-1--run-b.jsonl', as('token-ann'))).status).toBe(404);
-    expect((await app.request('/v1/inspector/replay', post({ name: 'bob-1--run-b.jsonl' }, 'token-ann'))).status).toBe(404);
+    expect(list).toMatchObject({ recording: true, items: [{ name: 'anns.jsonl', thread_id: 'ann-1', run_id: 'run-a' }] });
+    expect(list.items).toHaveLength(1);
+    expect((await app.request('/v1/inspector/transcripts/anns.jsonl', as('token-ann'))).status).toBe(200);
+    for (const name of ['bob-1--run-b.jsonl', 'ann-1--run-x.jsonl', 'ann-1--run-y.jsonl']) {
+      expect((await app.request(`/v1/inspector/transcripts/${name}`, as('token-ann'))).status, name).toBe(404);
+      expect((await app.request('/v1/inspector/replay', post({ name }, 'token-ann'))).status, name).toBe(404);
+    }
+    // A file rewritten as someone else's is listed as that: each file's lines are read again once it changes.
+    writeFileSync(join(record, 'anns.jsonl'), recordedAs('bob-1', 'run-a', 'bob'));
+    expect(((await (await app.request('/v1/inspector/transcripts', as('token-ann'))).json()) as { items: unknown[] }).items).toEqual([]);
+    expect((await app.request('/v1/inspector/transcripts/anns.jsonl', as('token-ann'))).status).toBe(404);
   });
 
   it('replays a sent transcript or a recorded one: identical, or where it left the recording with the recorded line', async () => {

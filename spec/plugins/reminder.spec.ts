@@ -3,8 +3,11 @@ import type { JsonValue } from '../../src/contract/json.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { ToolResults, type ToolResult } from '../../src/contract/tool.ts';
 import { compileReminderRules, ReminderConfigSchema, reminderPlugin, type ReminderRuleEntry } from '../../src/plugins/reminder.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
+import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
-import { echoTool, failTool, harness } from '../support/runtime.ts';
+import { approvalTool, echoTool, failTool, harness, waitFor } from '../support/runtime.ts';
 
 const rule = (entry: Partial<ReminderRuleEntry> & { tool: string }) => compileReminderRules(ReminderConfigSchema.parse({ rules: [{ message: { target: 'system', content: 'x' }, ...entry }] }))[0]!;
 const fires = (entry: Partial<ReminderRuleEntry> & { tool: string }, tool: string, args: JsonValue, result: ToolResult): boolean => {
@@ -110,6 +113,59 @@ describe('the reminder plugin in a run', () => {
     expect(text).toContain('BY MESSAGE');
     expect(text).not.toContain('NEVER');
     expect(text.indexOf('FROM CODE')).toBeLessThan(text.indexOf('BY MESSAGE'));
+  });
+
+  it('a rule on output {status: pending} fires when the tool itself answers that it waits; its message reaches the inference after the resume', async () => {
+    const h = harness([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'deploy' } }] }, { text: 'done' }], {
+      tools: [approvalTool],
+      plugins: [reminderPlugin()],
+      spec: {
+        sections: {
+          reminder: {
+            rules: [
+              { name: 'waiting', tool: 'approve', output: { status: 'pending' }, message: { target: 'system', content: 'REMIND: a person was asked' } },
+              { name: 'approved', tool: 'approve', output: { status: 'success' }, message: { target: 'system', content: 'REMIND: approved' } },
+            ],
+          },
+        },
+      },
+    });
+    const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
+    if (!started.ok) throw new Error(JSON.stringify(started.error));
+    await waitFor(() => h.runtime.isWaiting('thread-1'));
+    // The pending result fired its rule when the call suspended: the run waits with the reminder queued.
+    const parked = JSON.stringify(h.store.checkpoints.at(-1)?.runState ?? null);
+    expect([parked.includes('REMIND: a person was asked'), parked.includes('REMIND: approved')]).toEqual([true, false]);
+    expect(started.value.decide([{ targetId: 'c1', decision: { decision_id: 'd1', action: 'resume', updated_at: 0 } }]).ok).toBe(true);
+    const result = await started.value.done;
+    expect(result.termination).toEqual({ type: 'natural_end' });
+    // The success fired its own rule at publication; both reach the next inference, and only it.
+    const text = requestText(h, 1);
+    expect([text.includes('REMIND: a person was asked'), text.includes('REMIND: approved')]).toEqual([true, true]);
+    expect(requestText(h, 0)).not.toContain('REMIND');
+  });
+
+  it('a call its gate suspends never ran: no rule sees a result for it until it is decided (0.6 runs no AfterToolExecute for it either)', async () => {
+    const asked: RuntimePlugin = {
+      name: 'asker',
+      register: (r) =>
+        r.registerPhaseHook('before_tool_execute', (ctx) =>
+          StateCommand.empty().scheduleAction(ToolInterceptAction, {
+            call_id: ctx.input.toolCall.id,
+            intercept: { type: 'suspend', ticket: { suspension: { id: 'ask-c1', action: 'confirm' }, pending: { id: 'ask-c1', name: 'echo', arguments: {} }, resume_mode: 'replay_tool_call' } },
+          }),
+        ),
+    };
+    const h = harness([{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'hi' } }] }, { text: 'done' }], {
+      tools: [echoTool],
+      plugins: [reminderPlugin([{ tool: 'echo', output: { status: 'pending' }, message: { target: 'system', content: 'REMIND: pending' } }]), asked],
+    });
+    const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
+    if (!started.ok) throw new Error(JSON.stringify(started.error));
+    await waitFor(() => h.runtime.isWaiting('thread-1'));
+    expect(started.value.decide([{ targetId: 'c1', decision: { decision_id: 'd1', action: 'resume', updated_at: 0 } }]).ok).toBe(true);
+    expect((await started.value.done).termination).toEqual({ type: 'natural_end' });
+    expect(requestText(h, 1)).not.toContain('REMIND: pending');
   });
 
   it('a bad rule keeps the agent from being built, naming the entry', () => {

@@ -12,8 +12,8 @@ const files = readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
 const eventsOf = (file: string) =>
   readTranscript(readFileSync(join(dir, file), 'utf8')).flatMap((l) => (l.ok && l.record.type === 'event' ? [deserialiseEvent(JSON.stringify(l.record.event))] : []));
 
-/** Variants the runtime never emits itself (0.6 neither): they exist for protocol pass-through. */
-const NOT_EMITTED_BY_THE_RUNTIME = ['messages_snapshot', 'state_delta', 'error'];
+/** Variants the runtime never emits itself (0.6 neither): they exist for protocol pass-through. (`error` it emits for a failed inference that ends the run: ADR 0036.) */
+const NOT_EMITTED_BY_THE_RUNTIME = ['messages_snapshot', 'state_delta'];
 
 describe('the recorded runs corpus (fixtures/runs/)', () => {
   it('has at least 20 runs, each named for what it covers', () => {

@@ -9,7 +9,9 @@ const fixtures = resolve(import.meta.dirname, '../../fixtures');
 const olds = readdirSync(join(fixtures, 'runs-format-1')).filter((f) => f.endsWith('.jsonl'));
 const twos = readdirSync(join(fixtures, 'runs-format-2')).filter((f) => f.endsWith('.jsonl'));
 const threes = readdirSync(join(fixtures, 'runs-format-3')).filter((f) => f.endsWith('.jsonl'));
+const fours = readdirSync(join(fixtures, 'runs-format-4')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
+const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -17,12 +19,15 @@ const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format
 const v2 = (file: string): string => readFileSync(join(fixtures, 'runs', file), 'utf8');
 const withoutThread = (text: string): string => `${text.trimEnd().split('\n').slice(0, -1).join('\n')}\n`;
 const events = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('{"type":"event",'));
+/** Event lines with the run lifecycle's step count blanked: what format 5 rewrites in a run that waited (`FORMAT_5_REWRITES`). */
+const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
+const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 4', () => {
-  it.each(olds)('%s migrates to the corpus run, every event line unchanged', (file) => {
+describe('older transcript formats → 5', () => {
+  it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
-    expect(events(migrated)).toEqual(events(v1(file)));
+    expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v1(file)));
     expect(migrated).not.toContain('"runtime"');
     expect(migrated).not.toContain('"options"');
     expect(migrated).not.toContain('"resumed"');
@@ -50,10 +55,10 @@ describe('older transcript formats → 4', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 4: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 5: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
-    expect(events(migrated)).toEqual(events(v2old(file)));
+    expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v2old(file)));
     expect(migrated).toContain('"kept":0');
     expect(await replayTranscript(v2old(file))).toMatchObject({ identical: true });
     // A format-2 request that does not match its own digest is not carried over.
@@ -61,10 +66,10 @@ describe('older transcript formats → 4', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
-  it.each(threes)('format 3 → 4: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(threes)('format 3 → 5: %s migrates to the corpus run and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v3old(file));
     expect(migrated).toBe(v2(file));
-    expect(events(migrated)).toEqual(events(v3old(file)));
+    expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v3old(file)));
     expect(await replayTranscript(v3old(file))).toMatchObject({ identical: true });
   });
 
@@ -77,8 +82,43 @@ describe('older transcript formats → 4', () => {
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
   });
 
+  it.each(fours)('format 4 → 5: %s migrates to the corpus run and replays identical as it is', async (file) => {
+    expect(migrateTranscript(v4old(file))).toBe(v2(file));
+    expect(await replayTranscript(v4old(file))).toMatchObject({ identical: true });
+  });
+
+  it('format 4 → 5: the header changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
+    const before = v4old('03-one-tool.jsonl');
+    const after = migrateTranscript(before);
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/5",'));
+    expect(after.split('\n')[0]).not.toContain('"owner"');
+  });
+
+  it('format 4 → 5: a step that waited for a decision counts from its end on (it parked the run), every other line kept', () => {
+    const before = v4old('11-suspension-resumed-replay-tool-call.jsonl');
+    const after = migrateTranscript(before);
+    expect(stepCounts(before)).toEqual([0, 0, 1, 1]);
+    expect(stepCounts(after)).toEqual([1, 1, 2, 2]);
+    const [a, b] = [before.split('\n'), after.split('\n')];
+    const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
+    expect(changed).toHaveLength(5);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/5",')).toBe(true);
+    for (const i of changed.slice(1)) {
+      expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
+      expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
+    }
+    // A run left waiting: its one step counted as it parked.
+    expect(stepCounts(migrateTranscript(v4old('15-suspension-left-waiting.jsonl')))).toEqual(stepCounts(v4old('15-suspension-left-waiting.jsonl')).map((n) => n + 1));
+  });
+
+  it('format 4 → 5: a header that does not match its config_digest is refused, naming line 1', async () => {
+    const edited = v4old('03-one-tool.jsonl').replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
+    expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
+    expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 } });
+  });
+
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
-    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f))].map((t) => t.trimEnd().split('\n'));
+    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f))].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>
       Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];

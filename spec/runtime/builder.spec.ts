@@ -8,6 +8,7 @@ import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { parseAgentSpec } from '../../src/runtime/agent-spec-file.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import { VecEventSink } from '../../src/runtime/event-sink.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { echoTool } from '../support/runtime.ts';
@@ -201,5 +202,46 @@ describe('a run without an agent id', () => {
     expect(run.ok).toBe(true);
     expect(built.value.agentIds()).toEqual(['beta', 'gamma', 'zeta']);
     expect(llm.requests[0]?.messages[0]).toMatchObject({ role: 'system', content: [{ type: 'text', text: 'b' }] });
+  });
+});
+
+describe('a plugin has one identity: the id it is registered under is its name (ADR 0005)', () => {
+  /** A plugin that notes each of its hook runs and each event its tap is told of. */
+  const watched = (name: string) => {
+    const hooks: string[] = [];
+    const tapped: string[] = [];
+    const plugin: RuntimePlugin = {
+      name,
+      register: (r) =>
+        r.registerPhaseHook('after_inference', () => {
+          hooks.push('after_inference');
+          return StateCommand.empty();
+        }),
+      tap: () => ({ event: (e) => void tapped.push(e.event_type) }),
+    };
+    return { plugin, hooks, tapped };
+  };
+  const withAgent = (id: string, plugin: RuntimePlugin) =>
+    new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', new ScriptedLlm([{ text: 'one' }, { text: 'two' }]))
+      .withModel('m', { provider: 'p', model_name: 'real-m' })
+      .withPlugin(id, plugin)
+      .withAgentSpec({ id: 'a', model: 'm', plugin_ids: [id], active_hook_filter: [id] });
+
+  it('an agent that names the id a user gave, in plugin_ids and in its hook filter, runs the hooks and the tap', async () => {
+    const audit = watched('audit');
+    const built = withAgent('audit', audit.plugin).build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    expect((await built.value.run({ messages: [Messages.user('go')] }, new VecEventSink())).ok).toBe(true);
+    expect(audit.hooks).toEqual(['after_inference']);
+    expect(audit.tapped.at(-1)).toBe('run_finish');
+  });
+
+  it('an id that is not the plugin\'s name is refused at build, naming both (its hooks would never run under a filter by that id)', () => {
+    const audit = watched('audit-log');
+    const error = { code: 'plugin_id_mismatch', id: 'audit', name: 'audit-log' };
+    expect(withAgent('audit', audit.plugin).build()).toEqual({ ok: false, error });
+    expect(withAgent('audit', audit.plugin).buildUnchecked()).toEqual({ ok: false, error });
   });
 });

@@ -48,7 +48,7 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
   const ids = [`run ${t.run_id ?? '?'}`, `thread ${t.thread_id ?? '?'}`, ...(t.agent_id !== undefined ? [`agent ${t.agent_id}`] : []), ...(t.parent_run_id !== undefined ? [`delegated by ${t.parent_run_id}`] : [])];
   lines.push(ids.join(' · '));
   const termination = t.termination === undefined ? (t.finished ? 'finished' : 'not finished (no run_finish)') : json(t.termination);
-  const totals = [`${t.steps.length} step${t.steps.length === 1 ? '' : 's'}`, ms(durationOf(t.started_at, t.ended_at)), `tokens ${t.usage.input} in, ${t.usage.output} out, ${t.usage.total} total`].filter((x) => x !== '');
+  const totals = [`${t.step_count} step${t.step_count === 1 ? '' : 's'}`, ms(durationOf(t.started_at, t.ended_at)), `tokens ${t.usage.input} in, ${t.usage.output} out, ${t.usage.total} total`].filter((x) => x !== '');
   lines.push(`  ${termination} · ${totals.join(' · ')}`);
   if (t.response !== undefined) lines.push(`  answer: ${json(t.response)}`);
   if (t.cancelled_after_event !== undefined) lines.push(`  cancelled after event #${t.cancelled_after_event}`);

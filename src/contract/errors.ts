@@ -88,6 +88,8 @@ export const BuildErrorSchema = z.discriminatedUnion('code', [
   z.object({ code: z.literal('model_registry_conflict'), id: Str }),
   z.object({ code: z.literal('provider_registry_conflict'), id: Str }),
   z.object({ code: z.literal('plugin_registry_conflict'), id: Str }),
+  /** A plugin registered under an id that is not its name: one identity names it everywhere (ADR 0005). */
+  z.object({ code: z.literal('plugin_id_mismatch'), id: Str, name: Str }),
   z.object({ code: z.literal('validation_failed'), message: Str }),
   z.object({ code: z.literal('discovery_failed'), error: DiscoveryErrorSchema }),
 ]);

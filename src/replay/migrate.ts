@@ -1,12 +1,14 @@
 import type { ToolCallResume } from '../contract/tool.ts';
+import { migrateFailedInferences } from './failed-inference-migration.ts';
 import { configDigest, digestOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header, type NormalisedRequest } from './transcript.ts';
 
 /** The format tags of older transcripts. */
 export const TRANSCRIPT_FORMAT_1 = 'awaken-transcript/1';
 export const TRANSCRIPT_FORMAT_2 = 'awaken-transcript/2';
 export const TRANSCRIPT_FORMAT_3 = 'awaken-transcript/3';
+export const TRANSCRIPT_FORMAT_4 = 'awaken-transcript/4';
 
-const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3] as const;
+const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4] as const;
 type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
@@ -38,7 +40,28 @@ export interface Migrated {
 export const migrateTranscript = (text: string): string => migrate(text).text;
 
 /**
- * Rewrites a format-1, 2 or 3 transcript in the current format (`awaken-transcript/4`), without
+ * A change of what the runtime emits for a recorded run, as a rewrite of a transcript's lines: format-4
+ * content in (its header may carry the current tag already), the lines as the runtime now runs the
+ * same inputs out — pure, text to text, every line it has no reason to touch kept byte for byte.
+ */
+export interface TranscriptRewrite {
+  readonly name: string;
+  readonly rewrite: (text: string) => string;
+}
+
+/**
+ * Format 4 → 5, in order. The header gains `request.owner` (none can be given to an older
+ * transcript: it stays nobody's, the admin's under access control); and what the runtime now emits
+ * differently is one rewrite each — another change of what a recorded run emits joins this list
+ * (and `replay/migrate-corpus.ts` brings the corpus along, judged by replaying it).
+ */
+export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
+  { name: 'a suspended step is counted as it parks', rewrite: countSuspendedSteps },
+  { name: 'a failed inference emits no inference_complete (an error event when it ends the run)', rewrite: migrateFailedInferences },
+];
+
+/**
+ * Rewrites a format-1, 2, 3 or 4 transcript in the current format (`awaken-transcript/5`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -59,9 +82,70 @@ export const migrateTranscript = (text: string): string => migrate(text).text;
  * mode its `tool_call_done` event reports) loses `decision_id` and `updated_at`: such a call keeps
  * only the decision's result (`keepsWholeDecision`).
  *
- * Every other line is kept byte for byte, so event payloads are unchanged.
+ * Up to format 4, every other line is kept byte for byte, so event payloads are unchanged. Format 4 →
+ * 5: the header's tag, then `FORMAT_5_REWRITES` in order (these do change events: what the runtime
+ * now emits for the same inputs).
  */
 export function migrate(text: string): Migrated {
+  const older = olderFormat(text);
+  const four = older === TRANSCRIPT_FORMAT_4 ? { text: retagged(text) } : toFormat4(text);
+  let out = four.text;
+  for (const r of FORMAT_5_REWRITES) out = r.rewrite(out);
+  return { ...four, text: out };
+}
+
+/** A format-4 transcript with the current tag: its header line is otherwise kept byte for byte (it is checked like an older one's first). */
+function retagged(text: string): string {
+  const end = text.indexOf('\n');
+  const first = end < 0 ? text : text.slice(0, end);
+  let header: unknown;
+  try {
+    header = JSON.parse(first);
+  } catch (e) {
+    throw new MigrationFailure(1, `not JSON: ${(e as Error).message}`);
+  }
+  if (configDigest(header as Header) !== (header as { config_digest?: unknown }).config_digest) throw new MigrationFailure(1, 'the header does not match its config_digest');
+  const prefix = `{"type":"header","format":"${TRANSCRIPT_FORMAT_4}"`;
+  return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(prefix.length)}`;
+}
+
+/**
+ * Format 5 counts a step whose batch waits as the run parks (`RunLoop`: StepCompleted in the commit
+ * that sets the run waiting), where format 4 did not count it at all: from that step's end on, each
+ * `state_snapshot` shows the run lifecycle's `step_count` one higher for every such step. The step's
+ * end is its first `state_snapshot` (between its `step_start` and `step_end`) whose lifecycle is
+ * `waiting`. A snapshot line that is not in canonical form is kept as it is (the replay reports it).
+ */
+function countSuspendedSteps(text: string): string {
+  const lines = text.split('\n');
+  let inStep = false;
+  let parked = false;
+  let extra = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (!line.startsWith('{"type":"event"')) continue;
+    let record: { event?: { event_type?: unknown; snapshot?: { extensions?: Record<string, unknown> } } };
+    try {
+      record = JSON.parse(line) as typeof record;
+    } catch {
+      continue;
+    }
+    const event = record.event;
+    if (event?.event_type === 'step_start') [inStep, parked] = [true, false];
+    else if (event?.event_type === 'step_end') inStep = false;
+    if (event?.event_type !== 'state_snapshot') continue;
+    const lifecycle = event.snapshot?.extensions?.['__runtime.run_lifecycle'] as { status?: unknown; step_count?: unknown } | undefined;
+    if (lifecycle === undefined || typeof lifecycle.step_count !== 'number') continue;
+    if (inStep && !parked && lifecycle.status === 'waiting') [parked, extra] = [true, extra + 1];
+    if (extra === 0 || JSON.stringify(record) !== line) continue;
+    lifecycle.step_count += extra;
+    lines[i] = JSON.stringify(record);
+  }
+  return lines.join('\n');
+}
+
+/** A format-1, 2 or 3 transcript with format 4's content (under the current tag). */
+function toFormat4(text: string): Migrated {
   const lines = text.trimEnd().split('\n');
   const records = lines.map((l, i) => {
     let json: unknown;
@@ -75,7 +159,7 @@ export function migrate(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
+  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
   const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });

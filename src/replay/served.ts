@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Message } from '../contract/message.ts';
@@ -18,10 +19,12 @@ import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 
 /**
  * Transcripts of the runs a server serves (`awaken serve --record DIR`): one file per run,
- * `DIR/<thread>--<run>.jsonl`, replayable with `awaken replay`. The ports are wrapped once, for the
- * whole server; what a call records goes to the run it belongs to, found through the async context
- * the run was started in (`AsyncLocalStorage`). The server's own work inside a run — writing a frame
- * to its thread log, a checkpoint to its store — runs outside that context and is not recorded:
+ * `DIR/<thread>--<run>.jsonl` (`transcriptFileName`), replayable with `awaken replay`; its header
+ * names the principal that owned the thread when the run started (what the inspector authorises
+ * on). The ports are wrapped once, for the whole server; what a call records goes to the run it
+ * belongs to, found through the async context the run was started in (`AsyncLocalStorage`). The
+ * server's own work inside a run — writing a frame to its thread log, a checkpoint to its store —
+ * runs outside that context and is not recorded:
  * only what the run drew from its ports is. What reaches a transcript is what reaches the ports —
  * the requests, the streamed parts, tool arguments and results, env draws — never a credential (API
  * keys stay in the providers, tokens in the HTTP layer).
@@ -33,15 +36,70 @@ interface ServedRun {
   threadState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
 }
 
-/**
- * The file a served run's transcript is written to: `<thread>--<run>.jsonl`, the thread id's
- * characters other than letters, digits, `_`, `.` and `-` written as `_` (so `user:1` becomes
- * `user_1`: a name does not always give the thread id back).
- */
-export const transcriptFileName = (threadId: string, runId: string): string => `${threadId.replace(/[^\w.-]/g, '_')}--${runId}.jsonl`;
+/** The longest file name a transcript is written under (in bytes: file systems allow 255 or fewer). */
+const MAX_NAME = 200;
+/** The longest a run id is written whole in a name (a thread id gets what is left). */
+const MAX_RUN = 80;
 
-/** A transcript file's name as `transcriptFileName` writes it: the thread (as written) and the run. */
-export const TRANSCRIPT_FILE_NAME = /^([A-Za-z0-9_:.-]+?)--([A-Za-z0-9_:.-]+)\.jsonl$/;
+/**
+ * An id as a part of a file name: `a`–`z`, `0`–`9` and `_` as they are, every other UTF-16 code unit
+ * as `~` and its value in lower-case hex (`~3a` for `:`, `~2d` for `-`, `~41` for `A`; `~uXXXX` for a code
+ * unit above `ff`). So the name gives the id back, `--` separates thread and run, no name is
+ * `.`, `..` or holds a separator, and two ids never differ only by case (a case-insensitive file
+ * system keeps them apart). An id whose escaped form is longer than `max` is written as its start,
+ * `~~` and 32 hex digits of its SHA-256: still one name per id, no longer read back.
+ */
+function namePart(id: string, max: number): string {
+  let out = '';
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    out += (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f ? id[i] : c <= 0xff ? `~${c.toString(16).padStart(2, '0')}` : `~u${c.toString(16).padStart(4, '0')}`;
+  }
+  if (out.length <= max) return out;
+  let cut = max - 34;
+  // Not inside an escape: the kept start reads back as a prefix of the id.
+  const escape = out.lastIndexOf('~', cut - 1);
+  if (escape >= 0 && escape + (out[escape + 1] === 'u' ? 6 : 3) > cut) cut = escape;
+  return `${out.slice(0, cut)}~~${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+}
+
+/** The id a name part stands for, or undefined when it was shortened (or is not one). */
+function idOfPart(part: string): string | undefined {
+  let out = '';
+  for (let i = 0; i < part.length; ) {
+    const ch = part[i] as string;
+    if (/[a-z0-9_]/.test(ch)) {
+      out += ch;
+      i++;
+      continue;
+    }
+    const m = /^~(?:u([0-9a-f]{4})|([0-9a-f]{2}))/.exec(part.slice(i, i + 6));
+    if (m === null) return undefined;
+    out += String.fromCharCode(parseInt((m[1] ?? m[2]) as string, 16));
+    i += m[0].length;
+  }
+  return out === '' ? undefined : out;
+}
+
+/**
+ * The file a served run's transcript is written to, `<thread>--<run>.jsonl` with both ids escaped
+ * (`namePart`): at most 200 bytes, one name per thread and run. The name is for whoever reads the
+ * directory; what a transcript is — its thread, run and owner — its header says (the inspector reads
+ * nothing else).
+ */
+export function transcriptFileName(threadId: string, runId: string): string {
+  const run = namePart(runId, MAX_RUN);
+  return `${namePart(threadId, MAX_NAME - run.length - '--.jsonl'.length)}--${run}.jsonl`;
+}
+
+/** The thread and run a name `transcriptFileName` wrote gives back (undefined: shortened, or not such a name). */
+export function transcriptIdsOf(name: string): { readonly threadId: string; readonly runId: string } | undefined {
+  const m = /^([a-z0-9_~]+)--([a-z0-9_~]+)\.jsonl$/.exec(name);
+  if (m === null) return undefined;
+  const threadId = idOfPart(m[1] as string);
+  const runId = idOfPart(m[2] as string);
+  return threadId === undefined || runId === undefined ? undefined : { threadId, runId };
+}
 
 export interface ServedRecorderOptions {
   readonly dir: string;
@@ -55,6 +113,16 @@ export interface ServedRecorderOptions {
 
 /** The structural shape of the server's `RunObserver` (the replay layer does not import the server). */
 type Sink = { emit(event: AgentEvent): void | Promise<void> };
+
+/** A run as the server starts it: its thread, its id, its agent, its input, and who owned the thread then. */
+interface ObservedRun {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly agentId: string;
+  readonly messages: readonly Message[];
+  /** The principal the thread belonged to when the run started (none: no access control, or a thread nobody owns). */
+  readonly owner?: string;
+}
 
 export class ServedRecorder {
   readonly #context = new AsyncLocalStorage<ServedRun>();
@@ -126,7 +194,7 @@ export class ServedRecorder {
   }
 
   /** The server registry's `RunObserver`: each new run started in its own recording context. */
-  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
+  observe(run: ObservedRun, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
     const served: ServedRun = { log: new TranscriptLog(), modes: new SuspensionModes() };
     const context = this.#context;
     const recording: Sink = {
@@ -170,7 +238,7 @@ export class ServedRecorder {
     });
   }
 
-  #write(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
+  #write(run: ObservedRun, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
     const file = join(this.#o.dir, transcriptFileName(run.threadId, run.runId));
     try {
       const resolved = this.#runtime?.resolve(run.agentId);
@@ -194,6 +262,7 @@ export class ServedRecorder {
         request: {
           thread_id: run.threadId,
           run_id: run.runId,
+          ...(run.owner !== undefined ? { owner: run.owner } : {}),
           agent_id: run.agentId,
           messages: run.messages,
           ...(served.history !== undefined ? { history: served.history } : {}),
@@ -201,7 +270,9 @@ export class ServedRecorder {
         },
       });
       served.log.push(endRecordOf(result, messages));
-      writeFileSync(file, `${[...header.lines, ...served.log.lines].join('\n')}\n`);
+      // Whole or not at all: a reader of the directory never sees half a transcript.
+      writeFileSync(`${file}.partial`, `${[...header.lines, ...served.log.lines].join('\n')}\n`);
+      renameSync(`${file}.partial`, file);
       this.#o.onWritten?.(file);
     } catch (e) {
       this.#o.onError?.(file, e);

@@ -88,11 +88,20 @@ export function changeRows(diff: readonly string[]): Row[] {
 
 /** Rows as two columns of `width` characters: ` ` same, `|` changed, `<` left only, `>` right only. */
 export function renderRows(rows: readonly Row[], width: number, titles: readonly [string, string] = ['recorded', 'now']): string[] {
-  const cell = (s: string): string => (s.length > width ? `${s.slice(0, width - 1)}…` : s.padEnd(width));
+  const cell = (s: string, other?: string): string => {
+    if (s.length <= width) return s.padEnd(width);
+    // A changed line too long for its column is shown from a little before where it differs from
+    // its counterpart, so the change is in view.
+    let at = 0;
+    if (other !== undefined) while (at < s.length && s[at] === other[at]) at++;
+    if (at < width - 1) return `${s.slice(0, width - 1)}…`;
+    const start = Math.max(1, Math.min(at - Math.floor(width / 3), s.length - (width - 1)));
+    return start + width - 1 >= s.length ? `…${s.slice(start)}`.padEnd(width) : `…${s.slice(start, start + width - 2)}…`;
+  };
   const out = [`${cell(titles[0])}   ${titles[1]}`, `${'─'.repeat(width)}   ${'─'.repeat(Math.min(width, 40))}`];
   for (const r of rows) {
     if (r.op === 'same') out.push(`${cell(r.left)}   ${r.right}`);
-    else if (r.op === 'changed') out.push(`${cell(r.left)} | ${r.right}`);
+    else if (r.op === 'changed') out.push(`${cell(r.left, r.right)} | ${r.right}`);
     else if (r.op === 'left') out.push(`${cell(r.left)} <`);
     else out.push(`${cell('')} > ${r.right}`);
   }

@@ -1,4 +1,5 @@
 import fastJsonPatch, { type Operation } from 'fast-json-patch';
+import { stepsAfter } from '../core/steps-after.ts';
 
 /**
  * A run's timeline (docs/inspector.md): its steps, each inference (the request as the model got it,
@@ -84,6 +85,8 @@ export interface Timeline {
   response?: string;
   /** Token totals of the inferences seen. */
   readonly usage: { input: number; output: number; total: number };
+  /** The run's steps (`stepsAfter`, the count its record and result give), whatever sections `steps` shows. */
+  step_count: number;
   readonly steps: TimelineStep[];
   readonly states: TimelineState[];
   readonly decisions: { readonly after_event: number; readonly decisions: Json }[];
@@ -97,7 +100,7 @@ export interface Timeline {
 /** The state before the first snapshot: no keys, so the first patch adds each key on its own. */
 export const INITIAL_STATE: Json = { revision: 0, extensions: {} };
 
-export const emptyTimeline = (): Timeline => ({ usage: { input: 0, output: 0, total: 0 }, steps: [], states: [], decisions: [], events: 0, finished: false });
+export const emptyTimeline = (): Timeline => ({ usage: { input: 0, output: 0, total: 0 }, step_count: 0, steps: [], states: [], decisions: [], events: 0, finished: false });
 
 /** Folds records (parsed transcript lines, or `{type: 'event', event}` alone) into a timeline. */
 export function timelineOf(records: readonly unknown[]): Timeline {
@@ -230,6 +233,7 @@ export class TimelineFold {
   #event(e: Record<string, Json>): void {
     const t = this.timeline;
     t.events++;
+    t.step_count = stepsAfter(t.step_count, e);
     const s = (k: string): string => (typeof e[k] === 'string' ? (e[k] as string) : '');
     switch (e['event_type']) {
       case 'run_start':

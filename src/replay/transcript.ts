@@ -11,7 +11,7 @@ import { StreamPartSchema } from '../contract/stream.ts';
 import { ResumeDecisionActionSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/4';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/5';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -35,6 +35,12 @@ export const HeaderSchema = z.object({
     thread_id: z.string().optional(),
     /** The run's id when the caller chose it (a server does), else drawn by the run. */
     run_id: z.string().optional(),
+    /**
+     * The principal the thread belonged to when the run started (a server with API tokens writes
+     * it). Not an input of the run — a replay runs the same without it — but whom the transcript
+     * belongs to: the inspector lists and serves it to that principal alone (docs/inspector.md).
+     */
+    owner: z.string().optional(),
     agent_id: z.string(),
     messages: z.array(MessageSchema),
     overrides: InferenceOverrideSchema.optional(),

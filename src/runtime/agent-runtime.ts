@@ -10,6 +10,7 @@ import { PhaseRuntime } from './phase-runtime.ts';
 import { buildExecutionEnv } from '../core/phase/plugin.ts';
 import { AgentOverlayKey } from './loop-keys.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
+import { stepsAfter } from '../core/steps-after.ts';
 import { StateStore } from './state-store.ts';
 import { CircuitBreaker, CircuitBreakerConfigSchema, type CircuitBreakerConfig } from './circuit-breaker.ts';
 import { realEnv, type Env } from './env.ts';
@@ -122,7 +123,7 @@ class ChildRelay {
   }
 
   emit(event: AgentEvent): void | Promise<void> {
-    if (event.event_type === 'step_end') this.steps++;
+    this.steps = stepsAfter(this.steps, event);
     if (event.event_type === 'run_finish') {
       const w = this.#waiter;
       this.#waiter = undefined;
@@ -542,12 +543,14 @@ export class AgentRuntime {
     if (finish?.type === 'suspended' && (await handle.parked())) {
       const waiting = handle.waitingOn()[0] as SuspendedCall;
       const suspension = waiting.ticket?.suspension ?? { id: waiting.call.id, action: 'confirm' };
+      // Its steps: the run's own count (a child revived from the store has steps this relay never saw).
+      let steps = relay.steps;
       if (this.#store?.loadRunState !== undefined) {
         handle.detach();
-        await handle.done;
+        steps = (await handle.done).steps;
       } else this.#parkedChildren.set(child.run_id, { handle, relay });
       this.#noteWaiting(parentRunId, child);
-      return { status: 'suspended', child, targetId: waiting.call.id, suspension, steps: relay.steps };
+      return { status: 'suspended', child, targetId: waiting.call.id, suspension, steps };
     }
     const result = await handle.done;
     return outcomeOfTermination(result.termination, child, result.response, result.steps);
@@ -686,8 +689,14 @@ export class AgentRuntimeBuilder {
     return this;
   }
 
+  /**
+   * Registers a plugin under its name: agents name it so in `plugin_ids` and `active_hook_filter`,
+   * and its hooks, tap and state are known by it (ADR 0005). An id that is not the plugin's name is
+   * refused — a hook filter by that id would silently leave the plugin's hooks out.
+   */
   withPlugin(id: string, plugin: RuntimePlugin): this {
-    if (this.#plugins.has(id)) this.#errors.push({ code: 'plugin_registry_conflict', id });
+    if (id !== plugin.name) this.#errors.push({ code: 'plugin_id_mismatch', id, name: plugin.name });
+    else if (this.#plugins.has(id)) this.#errors.push({ code: 'plugin_registry_conflict', id });
     else this.#plugins.set(id, plugin);
     return this;
   }

@@ -19,6 +19,11 @@ export interface InferenceRequest {
   readonly tools: readonly ToolDescriptor[];
   readonly overrides?: InferenceOverride;
   readonly signal?: AbortSignal;
+  /**
+   * The thread whose run asks: an executor that keeps state per conversation (a script served to
+   * many threads) keys it by this. Absent outside a run (a summary asked for by a context policy).
+   */
+  readonly threadId?: string;
 }
 
 /**

@@ -18,6 +18,7 @@ import { streamText, type StreamPart, type StreamResult } from '../contract/stre
 import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
+import { stepsAfter } from '../core/steps-after.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
@@ -166,6 +167,7 @@ export class RunLoop implements BatchHost {
   readonly #p: RunParams;
   readonly #messages: Message[];
   readonly #inputStart: number;
+  /** The run's steps (`stepsAfter` over what it emits), from every segment: a revived run starts from the count it had. */
   #steps = 0;
   readonly #usage = { prompt: 0, completion: 0, total: 0, seen: false };
   #batch: ToolBatch | undefined;
@@ -230,6 +232,7 @@ export class RunLoop implements BatchHost {
   emit(event: AgentEvent): Promise<void> | undefined {
     if (event.event_type === 'tool_call_start') this.#open.add(event.id, event.name);
     else if (event.event_type === 'tool_call_done') this.#open.remove(event.id);
+    this.#steps = stepsAfter(this.#steps, event);
     return this.#p.sink.emit(event) ?? undefined;
   }
 
@@ -305,6 +308,8 @@ export class RunLoop implements BatchHost {
       const batch = lifecycle?.status === 'waiting' && lifecycle.run_id === this.runId ? ToolBatch.restore(this) : undefined;
       if (batch === undefined) return this.#finish(failed(`run ${this.runId} is not waiting for a decision in the stored state`));
       this.#batch = batch;
+      // Every step of a waiting run has ended and was counted, the one that parked it too (`#suspendStep`).
+      this.#steps = lifecycle?.step_count ?? 0;
       let resumed = await this.#awaitDecisions(batch);
       for (;;) {
         if (resumed === 'cancelled') return this.#result(TerminationReasons.cancelled());
@@ -352,7 +357,6 @@ export class RunLoop implements BatchHost {
   async #step(): Promise<TerminationReason | undefined> {
     const handedOff = this.#handoff();
     if (handedOff !== undefined) return isPromiseLike<TerminationReason | undefined>(handedOff) ? await handedOff : handedOff;
-    this.#steps++;
     const emitting = this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') });
     if (emitting !== undefined) await emitting;
     try {
@@ -388,7 +392,13 @@ export class RunLoop implements BatchHost {
         if (halt !== undefined && (stop = await halt) !== undefined) break end;
         stop = this.#checkTermination();
         if (inference.error !== undefined) {
-          stop = this.#afterError(inference.error, stop);
+          const asked = stop;
+          stop = this.#afterError(inference.error, asked);
+          // The failure itself ends the run (no policy stopped it first, none tolerates it).
+          if (asked === undefined && stop !== undefined) {
+            const failed = this.#failedInference(inference.error);
+            if (failed !== undefined) await failed;
+          }
           break end;
         }
         if (stop !== undefined || inference.result.toolCalls.length === 0) {
@@ -509,6 +519,15 @@ export class RunLoop implements BatchHost {
     return tolerated ? undefined : TerminationReasons.error(error.message);
   }
 
+  /**
+   * The `error` event of an inference failure that ends the run, with the same message as the run's
+   * termination and the failure's code: the terminal every protocol shows (each encoder ends its
+   * stream there, and ignores the step's end and the `run_finish` that still follow).
+   */
+  #failedInference(error: InferenceFailure): Promise<void> | undefined {
+    return this.emit({ event_type: 'error', message: error.message, code: error.error.code });
+  }
+
   /** An answer without tools, or a stop after inference: the text is kept (0.6 loses it ⟂), no tool runs. */
   #answer(inference: Inference, text: string, stop: TerminationReason | undefined): TerminationReason | Promise<TerminationReason> {
     const closed = this.#closeStartedCalls(inference.started, NOT_EXECUTED);
@@ -543,8 +562,14 @@ export class RunLoop implements BatchHost {
     return this.#thenStep(this.#publish(batch, true), () => this.#endStep(batch.blockedReason !== undefined ? TerminationReasons.blocked(batch.blockedReason) : this.#checkTermination()));
   }
 
+  /**
+   * A step whose batch waits is a completed step of the run (core-spec §3.5: StepCompleted, then the
+   * run waits), counted in the same commit that parks the run — so a run revived from the store
+   * finds every step it took in `step_count`.
+   */
   #suspendStep(): StepEnd {
-    const waiting = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at: this.env.clock.now() }));
+    const at = this.env.clock.now();
+    const waiting = this.submit(StateCommand.empty().update(RunLifecycle, { op: 'step_completed', at }).update(RunLifecycle, { op: 'set_waiting', reason: 'suspended', at }));
     return this.#thenStep(waiting, () => this.#endStep(TerminationReasons.suspended()));
   }
 
@@ -651,7 +676,11 @@ export class RunLoop implements BatchHost {
     return this.#inferTimed(request);
   }
 
-  /** One inference, then `inference_complete` with the model that answered, its usage and its duration. */
+  /**
+   * One inference, then `inference_complete` with the model that answered, its usage and its
+   * duration — unless the provider failed: a failed inference did not complete (the failure is the
+   * run's `error` event when it ends the run). A plugin's tap is told of it either way.
+   */
   #inferTimed(request: InferenceRequest): Promise<Inference> {
     const started = this.env.clock.now();
     return this.#infer(request).then((inference) => {
@@ -670,6 +699,7 @@ export class RunLoop implements BatchHost {
         ...(inference.error !== undefined ? { error: inference.error.error } : {}),
         cancelled: inference.cancelled,
       });
+      if (inference.error !== undefined) return inference;
       const wait = this.emit(
         usage === undefined
           ? { event_type: 'inference_complete', model, duration_ms: duration }
@@ -738,7 +768,7 @@ export class RunLoop implements BatchHost {
     }
 
     const tools = filter === undefined ? this.#allTools() : this.#toolsOf(filter);
-    if (overrides === undefined) return this.phase.applyRequestTransforms({ model: this.resolved.modelName, messages, tools, signal: this.signal });
+    if (overrides === undefined) return this.phase.applyRequestTransforms({ model: this.resolved.modelName, messages, tools, signal: this.signal, threadId: this.threadId });
     const { model: overrideModel, ...rest } = overrides;
     const request: InferenceRequest = {
       model: overrideModel ?? this.resolved.modelName,
@@ -746,6 +776,7 @@ export class RunLoop implements BatchHost {
       tools,
       ...(Object.keys(rest).length > 0 ? { overrides: rest } : {}),
       signal: this.signal,
+      threadId: this.threadId,
     };
     return this.phase.applyRequestTransforms(request);
   }
@@ -1107,7 +1138,7 @@ export class RunLoop implements BatchHost {
       messages: this.#messages,
       appendFrom: this.#storedPrefix,
       status: lifecycle?.status ?? 'running',
-      steps: lifecycle?.step_count ?? 0,
+      steps: this.#steps,
       threadState: state.value.thread,
       runState: state.value.run,
       updatedAt: this.env.clock.now(),

@@ -255,8 +255,10 @@ export class ToolBatch {
 
   /**
    * Publishes the batch once every call is terminal: each call's staged state is committed and its
-   * AfterToolExecute phase runs, in model order; then the assistant message and the tool messages
-   * join the history. Returns the messages to append, or the halt that stopped the publication.
+   * AfterToolExecute phase runs with its final result, in model order; then the assistant message
+   * and the tool messages join the history. Returns the messages to append, or the halt that stopped
+   * the publication. (A call that suspended itself had that phase run with its pending result too,
+   * when it suspended.)
    */
   publish(newId: () => string): Message[] | Halt | Promise<Message[] | Halt> {
     const committed = this.#commitStaged(0);
@@ -293,17 +295,24 @@ export class ToolBatch {
     return this.#drive(advance(this.#state, input));
   }
 
-  /** A step's commands, then its events, from the `from`-th on; a promise only when a commit or the sink is asynchronous. */
+  /**
+   * A step's commands, then its events, then the AfterToolExecute phases it asks for (calls that
+   * settled pending), from the `from`-th on; a promise only when a commit, the sink or a hook is asynchronous.
+   */
   #apply(step: BatchStep, from: number): Halting {
-    const { commands, events } = step;
-    const total = commands.length + events.length;
+    const { commands, events, afterTool } = step;
+    const emitted = commands.length + events.length;
+    const total = emitted + afterTool.length;
     for (let i = from; i < total; i++) {
       if (i < commands.length) {
         const submitted = this.#host.submit(this.#commandOf(commands[i] as BatchCommand));
         if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#apply(step, i + 1));
-      } else {
+      } else if (i < emitted) {
         const emitting = this.#host.emit(events[i - commands.length] as AgentEvent);
         if (emitting !== undefined) return emitting.then(() => this.#apply(step, i + 1));
+      } else {
+        const ran = this.#afterToolPhase(this.#state.calls[afterTool[i - emitted] as number] as BatchCall);
+        if (ran !== undefined) return andThenUnlessHalted(ran, () => this.#apply(step, i + 1));
       }
     }
     return undefined;

@@ -39,15 +39,18 @@ interface Trace {
   readonly commands: BatchCommand[];
   readonly events: AgentEvent[];
   readonly asked: BatchNext[];
+  /** The calls whose AfterToolExecute phase a step asked for, as `id:status of their result`. */
+  readonly afterTool: string[];
 }
 
 /** Drives the machine from a step to `done`, answering gates and tools with `answer`. */
 function drive(first: BatchStep, answer: (next: BatchNext, state: BatchState) => BatchInput): Trace {
-  const trace: Trace = { state: first.state, commands: [], events: [], asked: [] };
+  const trace: Trace = { state: first.state, commands: [], events: [], asked: [], afterTool: [] };
   let step = first;
   for (let guard = 0; guard < 10_000; guard++) {
     trace.commands.push(...step.commands);
     trace.events.push(...step.events);
+    for (const i of step.afterTool) trace.afterTool.push(`${step.state.calls[i]!.call.id}:${step.state.calls[i]!.result?.status ?? 'none'}`);
     if (step.next.type === 'done') return { ...trace, state: step.state };
     if (step.next.type === 'invalid') throw new Error(step.next.reason);
     trace.asked.push(step.next);
@@ -119,6 +122,23 @@ describe('a tool batch as a state machine (seed 003)', () => {
     expect(settledIds(t.commands)).toEqual(['a:suspended', 'b:succeeded', 'c:succeeded']);
     expect(t.asked.filter((n) => n.type === 'execute')).toEqual([{ type: 'execute', index: 2, args: { id: 'c' } }]);
     expect(t.state.calls[0]).toMatchObject({ resumeMode: 'pass_decision_to_tool', suspensionId: 's-a' });
+  });
+
+  it('a call settled pending by a result — its tool\'s, or one a gate set — asks for its after-tool phase at once; a gate\'s suspension does not (no tool ran)', () => {
+    const calls = [call('a'), call('b'), call('c'), call('d')];
+    const pending = (c: ToolCall): ToolResult => ToolResults.suspended(c.name, 'wait', ticket(c));
+    const gates: Gate[] = [{ type: 'suspend', ticket: ticket(calls[0]!) }, { type: 'set_result', result: pending(calls[1]!) }, { type: 'allow' }, { type: 'allow' }];
+    const answer = (next: BatchNext, state: BatchState): BatchInput =>
+      next.type === 'gate' ? { type: 'gated', gate: gates[next.index]! } : allowAll((c) => (c.id === 'c' ? { result: pending(c), command: undefined } : ok(c)))(next, state);
+    expect(run(calls, 'sequential', answer).afterTool).toEqual(['b:pending', 'c:pending']);
+    expect(run(calls, 'parallel_streaming', answer).afterTool).toEqual(['b:pending', 'c:pending']);
+    // Asked for after the step's commands and events: the sequential stop reports the call first.
+    let s = advance(openBatch([call('x'), call('y')], '', 'm', 'sequential').state, { type: 'run' });
+    s = advance(s.state, { type: 'gated', gate: { type: 'allow' } });
+    s = advance(s.state, { type: 'executed', outcome: { result: pending(call('x')), command: undefined } });
+    expect(s.afterTool).toEqual([0]);
+    expect(s.events.map((e) => e.event_type)).toEqual(['tool_call_done', 'tool_call_done']);
+    expect(s.next).toEqual({ type: 'done' });
   });
 
   it('parallel: every call is gated first, the allowed ones run together and settle in model order', () => {
@@ -228,6 +248,9 @@ describe('the pipeline over generated batches', () => {
         const stop = stops.length === 0 ? -1 : Math.min(...stops);
         t.state.calls.forEach((c, i) => expect(c.result?.message === INTERRUPTED).toBe(stop >= 0 && i > stop));
         expect(t.state.blockedReason !== undefined).toBe(stop >= 0 && stop === blocked);
+        // The after-tool hooks see a pending result exactly for the calls whose tool ran and answered it.
+        const ran = (i: number): boolean => (m === 'sequential' ? stop < 0 || i <= stop : blocked < 0 || i < blocked);
+        expect(t.afterTool).toEqual(plan.flatMap(([v, o], i) => (v === 'allow' && o === 'suspend' && ran(i) ? [`c${i}:pending`] : [])));
       }),
     );
   });
@@ -288,6 +311,8 @@ describe('resuming a suspended batch', () => {
       expect.objectContaining({ event_type: 'tool_call_done', id: 'a', outcome: 'suspended' }),
     ]);
     expect(t.state.calls[1]?.result?.message).toBe('Tool call cancelled: cancelled by decision');
+    // The call that suspended again shows its new pending result to the after-tool hooks.
+    expect(t.afterTool).toEqual(['a:pending']);
     expect(targetOf(t.state, 'a')).toBe('a');
     expect(targetOf(t.state, 's-c')).toBe('c');
     expect(targetOf(t.state, 'b')).toBeUndefined();

@@ -18,8 +18,10 @@ import { mergeParallelCommands, type StateCommand } from '../state/state-command
  * The pipeline: every call gated in model order (Block > Suspend > SetResult, else Allow → execute);
  * sequential mode executes each allowed call at once and stops at the first that suspends itself,
  * the parallel modes execute the allowed calls together once all are gated; a block interrupts the
- * calls after it. Settled calls are reported (`tool_call_done`) in model order at the end; a
- * suspended batch is resumed by decisions, in model order, each answered by `tool_call_resumed`.
+ * calls after it. Settled calls are reported (`tool_call_done`) in model order at the end; a call
+ * settled pending by a result asks for its AfterToolExecute phase then (`afterTool`), besides the
+ * one every call has at publication with its final result; a suspended batch is resumed by
+ * decisions, in model order, each answered by `tool_call_resumed`.
  */
 
 /** The result text of a call that did not run because one before it stopped the batch (the same text truncation gives a dangling call). */
@@ -144,6 +146,14 @@ export interface BatchStep {
   readonly commands: readonly BatchCommand[];
   readonly events: readonly AgentEvent[];
   readonly next: BatchNext;
+  /**
+   * Calls whose AfterToolExecute phase runs now, after the step's commands and events, with the
+   * pending result they settled with: a call whose tool answered that it waits (or a gate set a
+   * pending result for) is seen by the after-tool hooks when it suspends, not only once its final
+   * result is published (0.6 runs AfterToolExecute at each completion, the pending one included).
+   * A gate's suspend verdict gives no result to see: the tool never ran.
+   */
+  readonly afterTool: readonly number[];
 }
 
 const NONE: readonly never[] = Object.freeze([]);
@@ -155,7 +165,7 @@ const IDLE: BatchStage = Object.freeze({ at: 'idle' });
 export function openBatch(calls: readonly ToolCall[], text: string, messageId: string, mode: ToolExecutionMode): BatchStep {
   const entries = calls.map((call) => batchCall(call, 'new', 'replay_tool_call', undefined, undefined, undefined, undefined, false));
   const state: BatchState = { messageId, text, mode, calls: entries, blockedReason: undefined, stage: { at: 'open' } };
-  return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE };
+  return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE, afterTool: NONE };
 }
 
 /** A batch rebuilt from its durable record (another process parked it): waits for `resume`. */
@@ -204,7 +214,7 @@ export function targetOf(state: BatchState, targetId: string): string | undefine
 
 /** The gate of call `from`, or the end of gating; `commands` are what the step before committed. */
 function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, allowed: readonly number[], commands: readonly BatchCommand[]): BatchStep {
-  if (from < calls.length) return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
+  if (from < calls.length) return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from }, afterTool: NONE };
   return gatedAll(state, calls, allowed, commands, state.blockedReason);
 }
 
@@ -214,7 +224,7 @@ function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, 
  */
 function gatedAll(state: BatchState, calls: readonly BatchCall[], allowed: readonly number[], commands: readonly BatchCommand[], blockedReason: string | undefined): BatchStep {
   if (allowed.length === 0) return report(state, calls, commands, blockedReason);
-  return { state: at(state, calls, { at: 'gated', allowed }, blockedReason), commands, events: NONE, next: COMMIT };
+  return { state: at(state, calls, { at: 'gated', allowed }, blockedReason), commands, events: NONE, next: COMMIT, afterTool: NONE };
 }
 
 function gated(state: BatchState, index: number, allowed: readonly number[], gate: Gate): BatchStep {
@@ -229,12 +239,14 @@ function gated(state: BatchState, index: number, allowed: readonly number[], gat
     }
     case 'suspend':
       return gateFrom(state, calls, index + 1, allowed, [settleIn(calls, index, ToolResults.suspended(name, `Tool '${name}' suspended: awaiting approval`, gate.ticket), undefined)]);
-    case 'set_result':
-      return gateFrom(state, calls, index + 1, allowed, [settleIn(calls, index, gate.result, undefined)]);
+    case 'set_result': {
+      const step = gateFrom(state, calls, index + 1, allowed, [settleIn(calls, index, gate.result, undefined)]);
+      return calls[index]?.status === 'suspended' ? withAfterTool(step, [index]) : step;
+    }
     case 'allow': {
       const running = withStatus(calls[index] as BatchCall, 'running');
       calls[index] = running;
-      return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments } };
+      return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments }, afterTool: NONE };
     }
   }
 }
@@ -246,7 +258,7 @@ function executed(state: BatchState, index: number, outcome: ToolOutcome): Batch
   if (calls[index]?.status !== 'suspended') return gateFrom(state, calls, index + 1, NONE, commands);
   // Sequential stops at the first call that suspends itself (book: 工具执行模式 → Sequential).
   interruptIn(calls, index, commands);
-  return gatedAll(state, calls, NONE, commands, state.blockedReason);
+  return withAfterTool(gatedAll(state, calls, NONE, commands, state.blockedReason), [index]);
 }
 
 /** Every call gated and committed: the allowed calls of a parallel mode run together. */
@@ -258,7 +270,7 @@ function endGating(state: BatchState, allowed: readonly number[]): BatchStep {
     calls[index] = running;
     commands.push({ type: 'status', call: running });
   }
-  return { state: at(state, calls, { at: 'run_all', allowed }), commands, events: NONE, next: { type: 'execute_all', indices: allowed } };
+  return { state: at(state, calls, { at: 'run_all', allowed }), commands, events: NONE, next: { type: 'execute_all', indices: allowed }, afterTool: NONE };
 }
 
 /** The parallel calls' outputs, settled in model order; ParallelBatchApproval fails a call whose writes conflict with an earlier one's. */
@@ -280,7 +292,7 @@ function executedAll(state: BatchState, allowed: readonly number[], input: Extra
     }
     commands.push(settleIn(calls, index, result, command));
   }
-  return report(state, calls, commands, state.blockedReason);
+  return withAfterTool(report(state, calls, commands, state.blockedReason), allowed.filter((i) => calls[i]?.status === 'suspended'));
 }
 
 // ---- resumption ----------------------------------------------------------------------------------------
@@ -305,13 +317,14 @@ function resumeFrom(state: BatchState, from: number, decisions: ReadonlyMap<stri
         commands: [{ type: 'settled', call: cancelled, resumeInput: decision }],
         events: silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: answer }],
         next: COMMIT,
+        afterTool: NONE,
       };
     }
     const resumingCall = withStatus(call, 'resuming');
     calls[index] = resumingCall;
-    return { state: at(state, calls, { at: 'resuming', index, decisions, silent }), commands: [{ type: 'status', call: resumingCall, resumeInput: decision }], events: NONE, next: COMMIT };
+    return { state: at(state, calls, { at: 'resuming', index, decisions, silent }), commands: [{ type: 'status', call: resumingCall, resumeInput: decision }], events: NONE, next: COMMIT, afterTool: NONE };
   }
-  return silent ? { state: at(state, state.calls, IDLE), commands: NONE, events: NONE, next: DONE } : report(state, state.calls, NONE, state.blockedReason);
+  return silent ? { state: at(state, state.calls, IDLE), commands: NONE, events: NONE, next: DONE, afterTool: NONE } : report(state, state.calls, NONE, state.blockedReason);
 }
 
 /** A call marked resuming: its decision is its result, or the tool runs again with it. */
@@ -328,6 +341,7 @@ function resuming(state: BatchState, stage: Extract<BatchStage, { at: 'resuming'
     commands: [{ type: 'status', call: running }],
     events: NONE,
     next: { type: 'execute', index: stage.index, args, resume: { decision, mode: call.resumeMode, ticket: call.result?.suspension } },
+    afterTool: NONE,
   };
 }
 
@@ -340,7 +354,7 @@ function settleResumed(state: BatchState, stage: ResumeStage, outcome: ToolOutco
   calls[stage.index] = withReported(call, !again);
   const events: readonly AgentEvent[] =
     again || stage.silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: resumedProjection(outcome.result) }];
-  return { state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT };
+  return { state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT, afterTool: again ? [stage.index] : NONE };
 }
 
 /** `tool_call_resumed.result` of a settled call (core-spec §4.8). */
@@ -393,9 +407,13 @@ function report(state: BatchState, calls: readonly BatchCall[], commands: readon
     own[i] = withReported(call, true);
     events.push({ event_type: 'tool_call_done', id: call.call.id, message_id: state.messageId, result: call.result, outcome: outcomeOf(call.result) });
   }
-  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE };
+  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE, afterTool: NONE };
 }
 
+/** `step`, with the after-tool phases of `indices` to run (none: the step itself). */
+const withAfterTool = (step: BatchStep, indices: readonly number[]): BatchStep =>
+  indices.length === 0 ? step : { state: step.state, commands: step.commands, events: step.events, next: step.next, afterTool: indices };
+
 function invalid(state: BatchState, input: BatchInput): BatchStep {
-  return { state, commands: NONE, events: NONE, next: { type: 'invalid', reason: `a tool batch at '${state.stage.at}' cannot take '${input.type}'` } };
+  return { state, commands: NONE, events: NONE, next: { type: 'invalid', reason: `a tool batch at '${state.stage.at}' cannot take '${input.type}'` }, afterTool: NONE };
 }

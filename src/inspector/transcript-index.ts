@@ -1,0 +1,139 @@
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
+
+/**
+ * What a transcript says of itself — the thread and run it records and the principal that owned the
+ * thread — read from its own lines, never from its file name (a name is whatever someone called the
+ * file). The inspector lists and serves transcripts by this alone.
+ */
+export interface TranscriptMeta {
+  readonly thread_id: string;
+  readonly run_id: string;
+  /** Whom it belongs to; absent: recorded without access control, or on a thread nobody owned (the admin's alone). */
+  readonly owner?: string;
+}
+
+export interface IndexedTranscript extends TranscriptMeta {
+  readonly name: string;
+  readonly bytes: number;
+  readonly modified_at: number;
+}
+
+/** How far past its header a transcript whose header names no thread is read for its `run_start`. */
+const RUN_START_WITHIN = 64;
+
+type Json = Record<string, unknown>;
+
+const objectOf = (line: string): Json | undefined => {
+  try {
+    const v: unknown = JSON.parse(line);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * A transcript's thread, run and owner, from its lines in order: the header's `request` (its
+ * `owner` only in the current format — older ones have none, so are nobody's), and where a header
+ * names no thread or run (a run recorded with `awaken record`), the first `run_start` event's.
+ * Undefined when the first line is no header.
+ */
+export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
+  let header: Json | undefined;
+  let threadId: string | undefined;
+  let runId: string | undefined;
+  let owner: string | undefined;
+  let read = 0;
+  for (const line of lines) {
+    if (header === undefined) {
+      header = objectOf(line);
+      if (header?.['type'] !== 'header') return undefined;
+      const request = header['request'] as Json | undefined;
+      if (typeof request?.['thread_id'] === 'string') threadId = request['thread_id'];
+      if (typeof request?.['run_id'] === 'string') runId = request['run_id'];
+      if (header['format'] === TRANSCRIPT_FORMAT && typeof request?.['owner'] === 'string') owner = request['owner'];
+      if (threadId !== undefined && runId !== undefined) break;
+      continue;
+    }
+    if (++read > RUN_START_WITHIN) break;
+    if (!line.startsWith('{"type":"event"')) continue;
+    const event = objectOf(line)?.['event'] as Json | undefined;
+    if (event?.['event_type'] !== 'run_start') continue;
+    if (threadId === undefined && typeof event['thread_id'] === 'string') threadId = event['thread_id'];
+    if (runId === undefined && typeof event['run_id'] === 'string') runId = event['run_id'];
+    break;
+  }
+  if (header === undefined || threadId === undefined || runId === undefined) return undefined;
+  return { thread_id: threadId, run_id: runId, ...(owner !== undefined ? { owner } : {}) };
+}
+
+/** A file's lines, read a chunk at a time for as long as the caller takes them (a header can be long: it holds the thread's history). */
+function* fileLines(path: string): Generator<string> {
+  const fd = openSync(path, 'r');
+  try {
+    const chunk = Buffer.alloc(64 * 1024);
+    let pending: Buffer[] = [];
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      let from = 0;
+      for (let nl = chunk.indexOf(10, from); nl >= 0 && nl < n; nl = chunk.indexOf(10, from)) {
+        pending.push(Buffer.from(chunk.subarray(from, nl)));
+        yield Buffer.concat(pending).toString('utf8');
+        pending = [];
+        from = nl + 1;
+      }
+      pending.push(Buffer.from(chunk.subarray(from, n)));
+    }
+    if (pending.length > 0) yield Buffer.concat(pending).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The transcripts of a record directory, each file's lines read once: what a file says of itself is
+ * kept by name with the size and modification time it had, and read again only when they change —
+ * so a listing costs a directory read and a `stat` per file.
+ */
+export class TranscriptIndex {
+  readonly #dir: string;
+  readonly #known = new Map<string, { readonly size: number; readonly mtimeMs: number; readonly meta: TranscriptMeta | undefined }>();
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  /** Every transcript of the directory (a `.jsonl` file whose first line is a header), as its lines describe it. */
+  list(): IndexedTranscript[] {
+    const names = new Set<string>();
+    const out: IndexedTranscript[] = [];
+    for (const entry of readdirSync(this.#dir, { withFileTypes: true })) {
+      if (!entry.isFile() || !entry.name.endsWith('.jsonl')) continue;
+      names.add(entry.name);
+      const path = join(this.#dir, entry.name);
+      let stat;
+      try {
+        stat = statSync(path);
+      } catch {
+        continue; // gone meanwhile
+      }
+      let known = this.#known.get(entry.name);
+      if (known === undefined || known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
+        let meta: TranscriptMeta | undefined;
+        try {
+          meta = metaOf(fileLines(path));
+        } catch {
+          meta = undefined;
+        }
+        known = { size: stat.size, mtimeMs: stat.mtimeMs, meta };
+        this.#known.set(entry.name, known);
+      }
+      if (known.meta !== undefined) out.push({ name: entry.name, ...known.meta, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) });
+    }
+    for (const name of this.#known.keys()) if (!names.has(name)) this.#known.delete(name);
+    return out;
+  }
+}

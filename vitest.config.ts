@@ -11,6 +11,8 @@ const FAULTS = [
   'spec/server/cluster-faults.spec.ts',
   'spec/server/idle-collector.spec.ts',
   'spec/server/hostile.spec.ts',
+  'spec/server/slow-connections.spec.ts',
+  'spec/cli/serve-skill-limits.spec.ts',
   'spec/bench/allocation.spec.ts',
 ];
 export default defineConfig({

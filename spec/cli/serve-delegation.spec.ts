@@ -12,6 +12,10 @@ import { parseSse } from '../support/server.ts';
  * reached over A2A with a bearer token. Each delegate asks for a confirmation: its question
  * suspends the orchestrator's call, and the decision sent to the orchestrator's run goes on to the
  * delegate. The first decision is sent after `front` was killed (kill -9) and started again.
+ *
+ * The remote serves several agents, and the analyst is not the one its root card names (the
+ * accountant sorts first): a delegation reaches the agent its endpoint names — by `target`, by a
+ * `base_url` ending in the agent's path, or, with neither, the agent of the A2A root's card.
  */
 
 const fixtures = join(repo, 'spec/cli/fixtures/delegation');
@@ -21,11 +25,13 @@ let front: ServeProcess | undefined;
 let frontArgs: string[];
 let dir: string;
 
-const startFront = (): Promise<ServeProcess> => startServe(frontArgs, { FRONT_TO_REMOTE_TOKEN: TOKEN });
+const startFront = (): Promise<ServeProcess> => startServe(frontArgs, { FRONT_TO_REMOTE_API_KEY: TOKEN });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'awaken-delegation-'));
   const remoteConfig = join(dir, 'remote.yaml');
+  writeFileSync(join(dir, 'accountant.yaml'), '- text: Books balanced.\n');
+  writeFileSync(join(dir, 'writer.yaml'), '- text: Draft written.\n');
   writeFileSync(
     remoteConfig,
     [
@@ -34,10 +40,17 @@ beforeAll(async () => {
       '  auth: { tokens: [ { principal: front, token_env: REMOTE_TOKEN } ] }',
       'providers:',
       `  analyst: { kind: scripted, file: ${join(fixtures, 'analyst.yaml')} }`,
+      `  accountant: { kind: scripted, file: ${join(dir, 'accountant.yaml')} }`,
+      `  writer: { kind: scripted, file: ${join(dir, 'writer.yaml')} }`,
       'models:',
       '  analyst: { provider: analyst, model_name: analyst }',
+      '  accountant: { provider: accountant, model_name: accountant }',
+      '  writer: { provider: writer, model_name: writer }',
       'agents:',
+      // The first agent in id order: the one the remote's A2A root card names.
+      '  - { id: accountant, model: accountant, system_prompt: "You keep the books." }',
       '  - { id: analyst, model: analyst, system_prompt: "You analyse reports.", allowed_tools: [confirm_action] }',
+      '  - { id: writer, model: writer, system_prompt: "You write drafts." }',
     ].join('\n'),
   );
   remote = await startServe(['--config', remoteConfig], { REMOTE_TOKEN: TOKEN });
@@ -50,15 +63,30 @@ beforeAll(async () => {
       'providers:',
       `  orchestrator: { kind: scripted, file: ${join(fixtures, 'orchestrator.yaml')} }`,
       `  researcher: { kind: scripted, file: ${join(fixtures, 'researcher.yaml')} }`,
+      `  dispatcher: { kind: scripted, file: ${join(dir, 'dispatcher.yaml')} }`,
       'models:',
       '  orchestrator: { provider: orchestrator, model_name: orchestrator }',
       '  researcher: { provider: researcher, model_name: researcher }',
+      '  dispatcher: { provider: dispatcher, model_name: dispatcher }',
       'agents:',
       '  - { id: orchestrator, model: orchestrator, system_prompt: "You coordinate.", delegates: [researcher, analyst], allowed_tools: ["agent_run_*"] }',
       '  - { id: researcher, model: researcher, system_prompt: "You check facts.", allowed_tools: [confirm_action] }',
       `  - id: analyst`,
       `    description: The analyst of the other server`,
-      `    endpoint: { backend: a2a, base_url: "${remote.url}/v1/a2a", target: analyst, auth: { type: bearer, token_env: FRONT_TO_REMOTE_TOKEN }, timeout_ms: 30000, options: { poll_interval_ms: 50 } }`,
+      `    endpoint: { backend: a2a, base_url: "${remote.url}/v1/a2a", target: analyst, auth: { type: bearer, token_env: FRONT_TO_REMOTE_API_KEY }, timeout_ms: 30000, options: { poll_interval_ms: 50 } }`,
+      '  - { id: dispatcher, model: dispatcher, delegates: [writer, books], allowed_tools: ["agent_run_*"] }',
+      // No target: the base URL is the agent's own (its path on the remote), or the A2A root (the root card's agent).
+      `  - { id: writer, endpoint: { backend: a2a, base_url: "${remote.url}/v1/a2a/writer", auth: { type: bearer, token_env: FRONT_TO_REMOTE_API_KEY }, timeout_ms: 30000 } }`,
+      `  - { id: books, endpoint: { backend: a2a, base_url: "${remote.url}/v1/a2a", auth: { type: bearer, token_env: FRONT_TO_REMOTE_API_KEY }, timeout_ms: 30000 } }`,
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'dispatcher.yaml'),
+    [
+      '- tool_calls:',
+      '    - { id: call_writer, name: agent_run_writer, arguments: { prompt: draft it } }',
+      '    - { id: call_books, name: agent_run_books, arguments: { prompt: balance them } }',
+      '- text: Dispatched.',
     ].join('\n'),
   );
   frontArgs = ['--config', frontConfig];
@@ -143,5 +171,22 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     expect(task).toMatchObject({ status: 'done', agent_id: 'analyst', termination: { type: 'natural_end' } });
     // The token reached no log line.
     expect((front as ServeProcess).log()).not.toContain(TOKEN);
+  });
+
+  it('an endpoint reaches the agent it names on a remote with several: by its path without a target, and the root card’s agent with neither', async () => {
+    const url = (front as ServeProcess).url;
+    const r = await post(`${url}/v1/runs`, { threadId: 'front-2', agentId: 'dispatcher', messages: [{ role: 'user', content: 'dispatch' }] });
+    expect(events(await r.text()).at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
+    const thread = await json(fetch(`${url}/v1/threads/front-2/messages`));
+    const texts: string[] = thread.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content[0].text);
+    // A failed delegation is a text for the model, not a result object: shown whole when it happens.
+    const results = texts.map((t) => (t.startsWith('{') ? JSON.parse(t) : { agent_id: '?', status: 'failed', response: t }));
+    expect(results.map((t: any) => [t.agent_id, t.status, t.response])).toEqual([
+      ['writer', 'completed', 'Draft written.'],
+      ['books', 'completed', 'Books balanced.'],
+    ]);
+    // Each ran as a task of the remote agent named, for the front server's principal.
+    const tasks = await json(fetch(`${remote.url}/v1/runs?status=done`, { headers: { authorization: `Bearer ${TOKEN}` } }));
+    for (const t of results) expect(tasks.items.find((i: any) => i.run_id === t.run_id)?.agent_id).toBe(t.agent_id === 'writer' ? 'writer' : 'accountant');
   });
 });

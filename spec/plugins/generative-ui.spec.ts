@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../../src/contract/json.ts';
 import { Messages } from '../../src/contract/message.ts';
@@ -24,6 +26,9 @@ const ORDER_FORM: JsonValue[] = [
   { beginRendering: { surfaceId: 'order-form-1', root: 'root' } },
 ];
 
+/** What the book's `createSurface` (A2UI v0.9) is refused with: the version it belongs to, and the one this agent renders. */
+const V09_CREATE = "messages[0]: 'createSurface' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are surfaceUpdate, dataModelUpdate, beginRendering and deleteSurface";
+
 describe('A2UI v0.8 message validation (0.6 a2ui/tests.rs vectors)', () => {
   it.each([
     ['beginRendering', { beginRendering: { surfaceId: 's1', root: 'root' } }],
@@ -37,7 +42,9 @@ describe('A2UI v0.8 message validation (0.6 a2ui/tests.rs vectors)', () => {
   it.each([
     ['no message type', {}, 'messages[0]: missing message type; expected one of: surfaceUpdate, dataModelUpdate, beginRendering, deleteSurface'],
     ['two message types', { beginRendering: { surfaceId: 's', root: 'r' }, deleteSurface: { surfaceId: 's' } }, 'messages[0]: multiple message types in one object: beginRendering, deleteSurface'],
-    ['the book’s mixed-version form', { version: 'v0.8', createSurface: { surfaceId: 's', catalogId: 'c' } }, 'messages[0]: missing message type; expected one of: surfaceUpdate, dataModelUpdate, beginRendering, deleteSurface'],
+    ['the book’s mixed-version form', { version: 'v0.8', createSurface: { surfaceId: 's', catalogId: 'c' } }, V09_CREATE],
+    ['A2UI v0.9’s updateComponents', { version: 'v0.9', updateComponents: { surfaceId: 's', components: [] } }, "messages[0]: 'updateComponents' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are surfaceUpdate, dataModelUpdate, beginRendering and deleteSurface"],
+    ['A2UI v0.9’s updateDataModel', { updateDataModel: { surfaceId: 's', value: {} } }, "messages[0]: 'updateDataModel' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are surfaceUpdate, dataModelUpdate, beginRendering and deleteSurface"],
     ['a version field beside a message', { version: 'v0.8', deleteSurface: { surfaceId: 's' } }, "messages[0]: unknown field 'version' beside deleteSurface (A2UI v0.8 has no version field or wrapper)"],
     ['a missing surfaceId', { beginRendering: { root: 'r' } }, 'messages[0].beginRendering.surfaceId: is required'],
     ['an empty surfaceId', { deleteSurface: { surfaceId: '' } }, 'messages[0].deleteSurface.surfaceId: must not be empty'],
@@ -114,6 +121,21 @@ describe('the generative-ui plugin (book: 使用 Generative UI（A2UI））', ()
     const done = sink.events.find((e) => e.event_type === 'tool_call_done');
     expect(done?.event_type === 'tool_call_done' && done.result.message).toBe('Invalid arguments: A2UI validation failed: messages[1].beginRendering.root: is required');
     expect(sink.events.some((e) => e.event_type === 'activity_snapshot' && e.activity_type === 'a2ui')).toBe(false);
+  });
+
+  it('the book’s createSurface call is refused naming A2UI v0.9 and the v0.8 this agent renders, in the whole message the model reads', async () => {
+    // The book's step 3, as the model would send it: in `messages`, and as the one message of the call.
+    const book = { version: 'v0.8', createSurface: { surfaceId: 'order-form-1', catalogId: 'my-catalog' } };
+    for (const args of [{ messages: [book] }, book]) {
+      const { runtime } = run([{ tool_calls: [{ id: 'u1', name: 'render_a2ui', arguments: args }] }, { text: 'Let me use v0.8.' }]);
+      const sink = new VecEventSink();
+      await runtime.run({ threadId: 't', agentId: 'ui', messages: [Messages.user('form')] }, sink);
+      const done = sink.events.find((e) => e.event_type === 'tool_call_done');
+      expect(done?.event_type === 'tool_call_done' && done.result.message, JSON.stringify(args)).toBe(`Invalid arguments: A2UI validation failed: ${V09_CREATE}`);
+    }
+    // The doc quotes it as the model reads it.
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/plugins/generative-ui.md'), 'utf8');
+    expect(doc).toContain(`\n\`\`\`\nInvalid arguments: A2UI validation failed: ${V09_CREATE}\n\`\`\`\n`);
   });
 
   it('instructions: the standard catalog by default, examples appended, custom instructions instead, and the agent’s section over the plugin’s', async () => {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { permissionPlugin } from '../../src/plugins/permission.ts';
-import { configuredSkills, discoverSkills, embeddedSkill, parseSkillMd, skillRegistry, skillsSubsystem, type Skill } from '../../src/plugins/skills/index.ts';
+import { configuredSkills, DEFAULT_SKILL_RESOURCE_LIMITS, discoverSkills, embeddedSkill, parseSkillMd, skillRegistry, skillsSubsystem, type Skill } from '../../src/plugins/skills/index.ts';
 import { VecEventSink } from '../../src/runtime/event-sink.ts';
 import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
 import { echoTool, harness } from '../support/runtime.ts';
@@ -175,6 +175,48 @@ describe('the skills subsystem in a run', () => {
     }
   });
 
+  it('a resource over the size cap is refused unread, and a run reads at most the count cap: each a tool error the model reads', async () => {
+    const root = skillsDir();
+    writeFileSync(join(root, 'my-skill', 'references', 'big.md'), 'x'.repeat(40));
+    const registry = registryOf(discoverSkills(root).skills);
+    const { discovery } = skillsSubsystem(registry, { maxResourceBytes: 30, maxResourceReads: 2 });
+    const read = (id: string, path: string) => ({ id, name: 'load_skill_resource', arguments: { skill: 'my-skill', path } });
+    const script = [{ tool_calls: [read('b1', 'references/big.md'), read('g1', 'references/guide.md'), read('g2', 'references/guide.md'), read('g3', 'references/guide.md')] }, { text: 'ok' }];
+    const h = harness(script, { tools: [echoTool], plugins: [discovery] });
+    await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
+    const done = new Map((h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map((d) => [d.id, d.result]));
+    expect(done.get('b1')).toEqual({ tool_name: 'load_skill_resource', status: 'error', data: null, message: "'references/big.md' of skill 'my-skill' is 40 bytes, more than a resource read may return (30 bytes: skills.max_resource_bytes)" });
+    expect(done.get('g1')).toMatchObject({ status: 'success', data: { content: 'Load CSV files first.' } });
+    expect(done.get('g2')).toMatchObject({ status: 'success' });
+    expect(done.get('g3')).toEqual({ tool_name: 'load_skill_resource', status: 'error', data: null, message: 'this run has read 2 skill resources, as many as a run may read (skills.max_resource_reads)' });
+    // The count is the run's: the next run of the same runtime reads again.
+    const again = harness([{ tool_calls: [read('g4', 'references/guide.md')] }, { text: 'ok' }], { tools: [echoTool], plugins: [discovery] });
+    await again.runtime.run({ messages: [Messages.user('go')] }, again.sink);
+    expect(again.sink.events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ result: { status: 'success' } });
+  });
+
+  it('the caps default to 256 KiB and 16 reads a run; an embedded resource is capped too; an agent’s skills section sets its own', async () => {
+    expect(DEFAULT_SKILL_RESOURCE_LIMITS).toEqual({ maxResourceBytes: 262_144, maxResourceReads: 16 });
+    const skill_md = '---\nname: notes\ndescription: Holds notes\n---\nRead them.\n';
+    const embedded = { embedded: [{ skill_md, resources: { 'a.md': 'é'.repeat(200_000), 'b.md': 'small' } }] };
+    const { discovery } = configuredSkills(new Map(), { maxResourceReads: 1 });
+    const read = (id: string, path: string) => ({ tool_calls: [{ id, name: 'load_skill_resource', arguments: { skill: 'notes', path } }] });
+    const results = async (sections: object, script: object[]) => {
+      const h = harness([...script, { text: 'ok' }] as never, { tools: [echoTool], plugins: [discovery], spec: { sections: sections as never } });
+      await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
+      return (h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map((d) => d.result.message ?? d.result.status);
+    };
+    // 200,000 × 'é' is 400,000 bytes of UTF-8: over the default; the server's count (1) applies.
+    expect(await results({ skills: embedded }, [read('a', 'a.md'), read('b1', 'b.md'), read('b2', 'b.md')])).toEqual([
+      "'a.md' of skill 'notes' is 400000 bytes, more than a resource read may return (262144 bytes: skills.max_resource_bytes)",
+      'success',
+      'this run has read 1 skill resources, as many as a run may read (skills.max_resource_reads)',
+    ]);
+    // The agent's section wins over the server's.
+    expect(await results({ skills: { ...embedded, max_resource_bytes: 500_000, max_resource_reads: 3 } }, [read('a', 'a.md'), read('b1', 'b.md'), read('b2', 'b.md')])).toEqual(['success', 'success', 'success']);
+    expect(() => harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { max_resource_reads: 0 } } as never } })).toThrow(new Error('{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': max_resource_reads: Too small: expected number to be >=1"}'));
+  });
+
   it('configured skills: a server’s skills and those an agent embeds in its skills section (an embedded one of the same name wins); a bad one stops the build naming it', async () => {
     const base = registryOf(discoverSkills(skillsDir()).skills);
     const { discovery, activeInstructions } = configuredSkills(base);
@@ -189,7 +231,7 @@ describe('the skills subsystem in a run', () => {
     expect(JSON.stringify(h.llm.requests[1]?.messages)).toContain('Echo twice.');
     expect(() =>
       harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { embedded: [{ skill_md: 'no front matter' }] } } as never } }),
-    ).toThrow(/invalid config section 'skills' of plugin 'skills-discovery'.*embedded/);
+    ).toThrow(new Error('{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': embedded.0.skill_md: no front matter: SKILL.md starts with a --- line, the YAML fields, and another --- line"}'));
     // Without a section, the server's skills alone.
     const plain = harness([{ text: 'x' }], { tools: [echoTool], plugins: [discovery] });
     await plain.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());

@@ -176,6 +176,31 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     expect(doneOf(sink.events).result.message).toMatch(/^\[remote_unavailable\] delegation to forecaster failed: the A2A agent at http:\/\/127\.0\.0\.1:\d+ cannot be reached: /);
   });
 
+  it('the token goes only to the endpoint’s origin: a card naming another host for its interface does not get it', async () => {
+    const heard: { path: string; host: string; authorization: string | undefined }[] = [];
+    const liar = createServer((req, res) => {
+      heard.push({ path: req.url ?? '', host: req.headers.host ?? '', authorization: req.headers.authorization });
+      if (req.method === 'GET') {
+        const other = `http://localhost:${(liar.address() as AddressInfo).port}`;
+        const card = { name: 'liar', description: 'a card naming another host', version: '1.0.0', supportedInterfaces: [{ url: `${other}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: {}, defaultInputModes: [], defaultOutputModes: [], skills: [] };
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+      }
+      res.writeHead(401, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => liar.listen(0, '127.0.0.1', () => r()));
+    try {
+      const base_url = `http://127.0.0.1:${(liar.address() as AddressInfo).port}`;
+      const { runtime } = runtimeFor([ask('forecast'), { text: 'It failed.' }], { base_url, options: { poll_interval_ms: 20, stream: false } });
+      await runtime.run({ threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] }, new VecEventSink());
+      expect(heard.map((h) => [h.path, h.host.startsWith('127.0.0.1') ? 'endpoint' : 'elsewhere', h.authorization])).toEqual([
+        ['/.well-known/agent-card.json', 'endpoint', `Bearer ${TOKEN}`],
+        ['/rpc', 'elsewhere', undefined],
+      ]);
+    } finally {
+      await new Promise<void>((r) => liar.close(() => r()));
+    }
+  });
+
   it('bearer auth takes a token or the variable that holds it', () => {
     const e = (auth: Record<string, unknown>) => ({ backend: 'a2a', base_url: 'http://x', timeout_ms: 1, options: {}, auth: auth as never });
     expect(remoteAuthHeaders(e({ type: 'bearer', token: 'abc' }))).toEqual({ authorization: 'Bearer abc' });

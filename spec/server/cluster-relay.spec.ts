@@ -39,6 +39,9 @@ function fakeBus() {
     async lastSeq(threadId: string) {
       return Math.max(0, ...(log.get(threadId) ?? []).map((f) => f.seq));
     },
+    async forget(threadId: string) {
+      log.delete(threadId);
+    },
     async send(_c: ControlCommand) {},
     async listen(a: (t: string) => void, _c: (c: ControlCommand) => void, s?: (st: BusStatus, cause?: unknown) => void) {
       onAppend = a;
@@ -104,6 +107,26 @@ describe('the cluster relay', () => {
     await bus.append('t', [frame(7)]);
     await settle();
     expect(seqs(got)).toEqual([2, 3, 4, 5, 6]);
+  });
+
+  it('a follower whose reader may no longer read the thread (its id now names another principal\'s) stops for good', async () => {
+    const bus = fakeBus();
+    const relay = new ClusterRelay(bus, createLogger({ level: 'silent', now: () => 0, write: () => undefined }));
+    await relay.attach(() => undefined);
+    let allowed = true;
+    const got: LogItem[] = [];
+    await relay.follow('t', 0, (i) => got.push(i), () => Promise.resolve(allowed));
+    await bus.append('t', [frame(1)]);
+    await settle();
+    expect(seqs(got)).toEqual([1]);
+    allowed = false;
+    await bus.forget('t');
+    await bus.append('t', [frame(1), frame(2)]);
+    await settle();
+    allowed = true;
+    await bus.append('t', [frame(3)]);
+    await relay.settle();
+    expect(seqs(got)).toEqual([1]);
   });
 
   it('settle: every follower is brought up to date even when no notification came', async () => {

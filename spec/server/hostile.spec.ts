@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OutboundGuard } from '../../src/runtime/outbound.ts';
 import { json, testServer } from '../support/server.ts';
 
 /** What a hostile or careless client can no longer do over HTTP (issue: the server under faults, findings 5 and 6). */
@@ -55,8 +56,9 @@ describe('what an admin can make the server do', () => {
       expect(r.status, name).toBe(400);
       expect(await r.json(), name).toMatchObject({ code: 'invalid_request', field: 'api_key_env' });
     }
-    expect((await s.app.request('/v1/config/providers/ok', put({ kind: 'anthropic', api_key_env: 'MY_ANTHROPIC_API_KEY' }))).status).toBe(200);
-    const custom = testServer([], { http: { adminToken: 'admin-token', apiKeyEnvAllow: ['LOCAL_*'] } });
+    expect((await s.app.request('/v1/config/providers/ok', put({ kind: 'anthropic', api_key_env: 'ANTHROPIC_API_KEY' }))).status).toBe(200);
+    // A variable the allow-list admits goes only where the operator pairs it (spec/cli/serve-outbound.spec.ts).
+    const custom = testServer([], { http: { adminToken: 'admin-token', apiKeyEnvAllow: ['LOCAL_*'], configGuard: { credentialOrigins: { LOCAL_KEY: ['https://api.anthropic.com'] } } } });
     expect((await custom.app.request('/v1/config/providers/l', put({ kind: 'anthropic', api_key_env: 'LOCAL_KEY' }))).status).toBe(200);
     expect((await custom.app.request('/v1/config/providers/m', put({ kind: 'anthropic', api_key_env: 'OPENAI_API_KEY' }))).status).toBe(400);
   });
@@ -67,7 +69,8 @@ describe('what an admin can make the server do', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
     const port = (silent.address() as { port: number }).port;
     try {
-      const s = testServer([], { http: { adminToken: 'admin-token', mcpConnectTimeoutMs: 300 } });
+      // A loopback address: reached only when the guard allows it (as server.outbound.config_api_private does).
+      const s = testServer([], { http: { adminToken: 'admin-token', mcpConnectTimeoutMs: 300, configGuard: { outbound: new OutboundGuard() } } });
       const started = Date.now();
       const r = await s.app.request('/v1/config/mcp-servers/hang', put({ url: `http://127.0.0.1:${port}/mcp` }));
       expect(r.status).toBe(400);

@@ -62,6 +62,31 @@ describe('the server log', () => {
     );
   });
 
+  it('control characters never reach a line raw: a terminal escape in a message or a value is written escaped (pretty and json)', () => {
+    const red = '\u001b[31mred\u001b[0m';
+    const pretty = capture('info', 'pretty');
+    pretty.log.info(`path ${red}`, { path: `/v1/${red}`, note: 'a\u009b2Jb\u007f', nested: { p: red }, list: ['\r\n'] });
+    expect(pretty.lines).toEqual([
+      '12:00:00.005 INFO  path \\u001b[31mred\\u001b[0m path="/v1/\\u001b[31mred\\u001b[0m" note="a\\u009b2Jb\\u007f" nested={"p":"\\u001b[31mred\\u001b[0m"} list=["\\r\\n"]\n',
+    ]);
+    const json = capture('info', 'json');
+    json.log.info(`path ${red}`, { note: 'a\u009b2Jb\u2028' });
+    expect(json.lines[0]).toBe('{"time":"2026-11-30T12:00:00.005Z","level":"info","msg":"path \\u001b[31mred\\u001b[0m","note":"a\\u009b2Jb\\u2028"}\n');
+    expect(JSON.parse(json.lines[0] ?? '')).toMatchObject({ msg: `path ${red}`, note: 'a\u009b2Jb\u2028' });
+  });
+
+  it('no line holds a control character but its final newline, whatever is logged (property)', () => {
+    const anyText = fc.string({ unit: 'binary', maxLength: 30 });
+    fc.assert(
+      fc.property(anyText, anyText, fc.constantFrom<LogFormat>('json', 'pretty'), (message, value, format) => {
+        const { lines, log } = capture('debug', format);
+        log.info(message, { value, nested: { value } });
+        const line = lines[0] ?? '';
+        return lines.length === 1 && line.endsWith('\n') && !/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(line.slice(0, -1));
+      }),
+    );
+  });
+
   it('the secrets of an environment: variables named like keys, tokens, secrets and passwords', () => {
     expect(secretsOf({ OPENAI_API_KEY: 'sk-abcdef', AWAKEN_ADMIN_TOKEN: 'admin-123456', PGPASSWORD: 'pw-secret', HOME: '/root', SHORT_KEY: 'abc' }).sort()).toEqual(['admin-123456', 'pw-secret', 'sk-abcdef']);
   });

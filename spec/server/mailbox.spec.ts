@@ -4,6 +4,7 @@ import { deterministicEnv, realEnv } from '../../src/runtime/env.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { createHttpApp } from '../../src/server/http.ts';
 import { createLogger } from '../../src/server/log.ts';
+import { asPrincipal } from '../../src/server/principal.ts';
 import type { Store } from '../../src/runtime/store.ts';
 import { bodyJson, gatedTool, json, testServer } from '../support/server.ts';
 
@@ -76,6 +77,23 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
     await mailbox.drain();
     expect((await s.store.loadJob(job.job_id))?.status).toBe('accepted');
     expect((await s.store.loadThread('mb2'))?.messages.at(-1)).toMatchObject({ content: [{ type: 'text', text: 'new answer' }] });
+  });
+
+  it('a job records the principal that queued it and runs as it: on a thread no longer theirs it is dead-lettered, not run there', async () => {
+    const s = testServer([{ text: 'must not run' }]);
+    const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
+    const job = await asPrincipal('alice', () => mailbox.submit({ threadId: 'owned', agentId: 'agent', messages: [Messages.user('hi', { id: 'u1' })] }));
+    expect(job.principal).toBe('alice');
+    expect(await s.store.threadOwner('owned')).toBe('alice');
+    // The thread's ownership changes under the queued job (its id given up, then taken by bob).
+    await s.store.deleteThread('owned');
+    expect(await s.store.claimThread('owned', 'bob')).toBe('bob');
+    await mailbox.dispatchOnce();
+    await mailbox.drain();
+    expect((await s.store.loadJob(job.job_id))?.status).toBe('dead_letter');
+    expect(s.llm.requests).toHaveLength(0);
+    // Bob's own submission there is his to make; alice's is refused at once.
+    await expect(asPrincipal('alice', () => mailbox.submit({ threadId: 'owned', agentId: 'agent', messages: [Messages.user('again', { id: 'u2' })] }))).rejects.toThrow('thread not found: owned');
   });
 
   it('a job that cannot start is retried with backoff, then dead-lettered', async () => {

@@ -47,6 +47,23 @@ describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
   });
+
+  it('reads a body as every route does: nested deeper than 128 levels is a parse error naming the limit, before the SDK sees it', async () => {
+    const s = testServer([]);
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const deep = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+      const post = (body: string) => fetch(`${server.url}/v1/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });
+      const refused = await post(deep);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the JSON body nests deeper than 128 levels' }, id: null });
+      const broken = await post('{"jsonrpc":');
+      expect(broken.status).toBe(400);
+      expect(await broken.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 }, id: null });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {

@@ -107,6 +107,38 @@ describe('with API tokens configured', () => {
     expect((await s.app.request('/v1/ai-sdk/threads/a1/messages', as(ALICE))).status).toBe(200);
   });
 
+  it('every other way to name the thread or its run: a run route given the thread id, a filter, a path, a context id — nothing is there, nothing is written', async () => {
+    const { s, runId } = await world();
+    const bobSees = async (path: string, init: RequestInit = {}) => s.app.request(path, as(BOB, init));
+    // REST: the thread id where a run id goes (runs are found by run or thread), a list filter, a create.
+    expect((await bobSees('/v1/runs/a1/cancel', empty(undefined))).status).toBe(404);
+    expect((await bobSees('/v1/runs/a1/decision', post(undefined, { toolCallId: 'c1', action: 'resume' }))).status).toBe(404);
+    expect((await bobSees('/v1/runs/a1/inputs', post(undefined, { messages: [{ role: 'user', content: 'mine now' }] }))).status).toBe(404);
+    expect(await bodyJson(bobSees('/v1/runs?thread_id=a1'))).toEqual({ items: [], total: 0, has_more: false });
+    expect(await bodyJson(bobSees('/v1/threads', post(undefined, { id: 'a1', title: 'mine' })))).toEqual({ error: 'thread already exists: a1', code: 'already_exists' });
+    // AI SDK and AG-UI: the other reattach path, the thread in the path, an agent's runs on the thread.
+    expect((await bobSees('/v1/ai-sdk/threads/a1/stream')).status).toBe(204);
+    const agUi = (id: string) => ({ threadId: 'a1', runId: 'r', messages: [{ id, role: 'user', content: 'hijack' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    expect((await bobSees('/v1/ag-ui/threads/a1/runs', post(undefined, agUi('x3')))).status).toBe(404);
+    expect((await bobSees('/v1/ag-ui/agents/agent/runs', post(undefined, agUi('x4')))).status).toBe(404);
+    // A2A: the thread as a context, the task under an agent's path, the JSON-RPC subscribe and reply.
+    const inContext = await bobSees('/v1/a2a/message:send', post(undefined, { message: { messageId: 'u3', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } }));
+    // The context is somebody else's: not found, as an unknown one is (not "busy", which would say it exists).
+    expect(inContext.status).toBe(404);
+    expect(await inContext.json()).toMatchObject({ error: { code: 404, status: 'NOT_FOUND', message: 'thread not found: a1', details: [{ reason: 'CONTEXT_NOT_FOUND', metadata: { contextId: 'a1' } }] } });
+    const rpc = async (method: string, params: unknown) => bodyJson(s.app.request('/v1/a2a/jsonrpc', post(BOB, { jsonrpc: '2.0', id: 1, method, params })));
+    expect((await rpc('SendMessage', { message: { messageId: 'u4', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } })).error).toMatchObject({ code: -32001, message: 'thread not found: a1' });
+    expect((await rpc('SendMessage', { message: { messageId: 'u5', role: 'ROLE_USER', taskId: runId, parts: [{ data: { approved: true } }] } })).error.code).toBe(-32001);
+    expect((await rpc('SubscribeToTask', { id: runId })).error.code).toBe(-32001);
+    expect((await rpc('ListTasks', { contextId: 'a1' })).result.totalSize).toBe(0);
+    expect((await bodyJson(bobSees('/v1/a2a/tasks?contextId=a1'))).totalSize).toBe(0);
+    expect((await bobSees(`/v1/a2a/agent/tasks/${runId}`)).status).toBe(404);
+    // Alice's thread is as she left it: her one message, her run still waiting, no other model call.
+    expect((await bodyJson(s.app.request('/v1/threads/a1/messages', as(ALICE)))).messages.map((m: { content: { text: string }[] }) => m.content[0]?.text)).toEqual(['ship it']);
+    expect(await bodyJson(s.app.request('/v1/threads/a1', as(ALICE)))).toMatchObject({ id: 'a1', active_run_id: runId, active_run_status: 'waiting' });
+    expect(s.llm.requests).toHaveLength(1);
+  });
+
   it('A2A, both bindings: another principal cannot get, list, subscribe to, cancel or write to the task', async () => {
     const { s } = await world();
     const sent = await bodyJson(s.app.request('/v1/a2a/message:send', post(ALICE, { message: { messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay' }] } })));

@@ -52,6 +52,22 @@ describe('the HTTP app tells its logger', () => {
   });
 });
 
+describe('a request line over a socket', () => {
+  it('a path with terminal escapes (%1b[31m…) is written escaped in the pretty log', async () => {
+    const { listen } = await import('../../src/server/node.ts');
+    const out: string[] = [];
+    const logger = createLogger({ level: 'info', format: 'pretty', write: (l) => void out.push(l), now: () => 0 });
+    const server = await listen(testServer([], { http: { logger } }).app, { port: 0 });
+    try {
+      expect((await fetch(`${server.url}/v1/threads/%1b[31mred%1b[0m%C2%9b2J`)).status).toBe(400);
+    } finally {
+      await server.close();
+    }
+    expect(out.join('')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(out).toEqual(['00:00:00.000 INFO  request method=GET route=/v1/threads/:id path="/v1/threads/\\u001b[31mred\\u001b[0m\\u009b2J" status=400 ms=0 thread="\\u001b[31mred\\u001b[0m\\u009b2J"\n']);
+  });
+});
+
 describe('bearerCheck', () => {
   it('missing, wrong (of any length) or ok', async () => {
     const app = new Hono().get('/', (c) => c.text(bearerCheck(c, 'right-token')));

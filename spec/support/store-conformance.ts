@@ -405,9 +405,10 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         await store.checkpoint(checkpoint({ threadId: 'keep', runId: 'rk', messages: conversation, status: 'done' }));
         await store.write('agent', 'k', [1, 2]);
         await store.saveThreadSeq('keep', 2048);
-        await store.enqueue({ job_id: 'kept-job', mailbox_id: 'keep', agent_id: 'agent', messages: [], origin: 'user' }, 1);
+        await store.enqueue({ job_id: 'kept-job', mailbox_id: 'keep', agent_id: 'agent', messages: [], origin: 'user', principal: 'alice' }, 1);
         const again = await reopen(store);
-        expect((await again.loadJob('kept-job'))?.status).toBe('queued');
+        // The principal that queued the job is what its run acts for (docs/server.md → Mailbox).
+        expect(await again.loadJob('kept-job')).toMatchObject({ status: 'queued', principal: 'alice' });
         opened.push(again);
         expect((await again.loadThread('keep'))?.messages).toEqual(conversation);
         expect((await again.getThread('keep'))?.title).toBe('t');

@@ -51,25 +51,43 @@ export const confirmAction = defineTool({
 export const DEMO_TOOLS: readonly Tool[] = [echo, getWeather, fail, confirmAction];
 
 /**
- * `Read` and `Write` over an in-memory workspace (a map of paths to text, one per process, never
- * the disk): tools for agents that follow a file protocol, such as the read-before-write state
- * machine of docs/plugins/state-machine.md. `awaken serve` offers them to configured agents; the
- * demo agent keeps to the demo tools.
+ * `Read` and `Write` over in-memory workspaces (maps of paths to text, never the disk): tools for
+ * agents that follow a file protocol, such as the read-before-write state machine of
+ * docs/plugins/state-machine.md. `awaken serve` offers them to configured agents; the demo agent
+ * keeps to the demo tools.
+ *
+ * A workspace belongs to a thread's owner (`ownerOf`: the principal the store records for the
+ * run's thread, docs/adr/0035-workspace-per-thread-owner.md): a principal's runs share theirs, across
+ * its threads and its delegates' threads, and never reach another's. Threads without an owner (an
+ * open server, the operator's own) share one. The owner is read from the store, never derived from
+ * the thread's name, so a thread id deleted and taken by someone else does not bring the files along.
  */
-export function workspaceTools(): readonly Tool[] {
-  const files = new Map<string, string>();
+export function workspaceTools(ownerOf: (threadId: string) => Promise<string | undefined> = () => Promise.resolve(undefined)): readonly Tool[] {
+  const workspaces = new Map<string | undefined, Map<string, string>>();
+  const filesOf = async (threadId: string): Promise<Map<string, string>> => {
+    const owner = await ownerOf(threadId);
+    let files = workspaces.get(owner);
+    if (files === undefined) {
+      files = new Map();
+      workspaces.set(owner, files);
+    }
+    return files;
+  };
   const read = defineTool({
     id: 'Read',
     description: 'Read a file of the workspace (an absent file reads as empty, with exists: false)',
     args: z.object({ file_path: z.string().min(1) }),
-    execute: ({ file_path }) => ToolResults.success('Read', { file_path, exists: files.has(file_path), content: files.get(file_path) ?? '' }),
+    execute: async ({ file_path }, ctx) => {
+      const files = await filesOf(ctx.threadId);
+      return ToolResults.success('Read', { file_path, exists: files.has(file_path), content: files.get(file_path) ?? '' });
+    },
   });
   const write = defineTool({
     id: 'Write',
     description: 'Write a file of the workspace (replacing it)',
     args: z.object({ file_path: z.string().min(1), content: z.string() }),
-    execute: ({ file_path, content }) => {
-      files.set(file_path, content);
+    execute: async ({ file_path, content }, ctx) => {
+      (await filesOf(ctx.threadId)).set(file_path, content);
       return ToolResults.success('Write', { file_path, bytes: Buffer.byteLength(content) });
     },
   });

@@ -15,7 +15,8 @@ import { perAgentSpec } from './per-spec.ts';
  * the format: A2UI v0.8 as published (and as `@a2ui/lit`'s v0.8 renderer and 0.6's validation
  * accept) has four messages — `surfaceUpdate` (a flat list of components), `dataModelUpdate`,
  * `beginRendering` (the root, once the components exist) and `deleteSurface` — with no version field.
- * This follows v0.8 as published (docs/parity.md G1).
+ * This follows v0.8 as published (docs/parity.md G1); a v0.9 message (`createSurface`,
+ * `updateComponents`, `updateDataModel`) is refused saying it is v0.9 and that v0.8 is rendered.
  *
  * One call carries one message (`{"surfaceUpdate": {…}}`, the flat form `{surfaceId, components}`)
  * or several (`{"messages": [...]}`); each is checked, and a malformed one is an invalid argument
@@ -31,6 +32,11 @@ export const A2UI_TOOL_ID = 'render_a2ui';
 export const A2UI_ACTIVITY = 'a2ui';
 export const DEFAULT_A2UI_CATALOG_ID = 'https://a2ui.org/specification/v0_8/standard_catalog_definition.json';
 export const A2UI_MESSAGE_KEYS = ['surfaceUpdate', 'dataModelUpdate', 'beginRendering', 'deleteSurface'] as const;
+/**
+ * The message types A2UI v0.9 has and v0.8 has not (its `deleteSurface` is v0.8's): a model that
+ * writes one — the book's example does — is told which version it wrote and which this agent renders.
+ */
+const A2UI_V09_KEYS = ['createSurface', 'updateComponents', 'updateDataModel'] as const;
 const INSTRUCTIONS_KEY = 'generative_ui.instructions';
 
 /** The `generative-ui` section (0.6 `A2uiPromptConfig`): overrides of the plugin's own settings. */
@@ -62,6 +68,8 @@ export function validateA2uiMessages(messages: readonly JsonValue[]): string[] {
 
 function checkMessage(m: JsonValue): string | undefined {
   if (!isObj(m)) return 'expected a JSON object';
+  const v09 = A2UI_V09_KEYS.find((k) => Object.hasOwn(m, k));
+  if (v09 !== undefined) return `'${v09}' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are ${A2UI_MESSAGE_KEYS.slice(0, -1).join(', ')} and ${A2UI_MESSAGE_KEYS.at(-1)}`;
   const keys = A2UI_MESSAGE_KEYS.filter((k) => Object.hasOwn(m, k));
   if (keys.length === 0) return `missing message type; expected one of: ${A2UI_MESSAGE_KEYS.join(', ')}`;
   if (keys.length > 1) return `multiple message types in one object: ${keys.join(', ')}`;
@@ -172,7 +180,7 @@ export function a2uiMessagesOf(args: JsonValue): JsonValue[] {
   if (!isObj(args)) return [];
   const listed = args['messages'];
   if (Array.isArray(listed)) return listed;
-  if (A2UI_MESSAGE_KEYS.some((k) => Object.hasOwn(args, k))) return [args];
+  if ([...A2UI_MESSAGE_KEYS, ...A2UI_V09_KEYS].some((k) => Object.hasOwn(args, k))) return [args];
   if (typeof args['surfaceId'] === 'string') {
     const { surfaceId, components, contents, path, root } = args as Record<string, JsonValue>;
     const inner: Record<string, JsonValue> = { surfaceId: surfaceId as JsonValue };

@@ -6,6 +6,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';
 import { ToolResults } from '../contract/tool.ts';
+import { operatorOutbound } from '../runtime/outbound.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { ToolFailure } from '../runtime/tool.ts';
 
@@ -54,6 +55,11 @@ export interface McpConnectOptions {
   readonly onToolsChanged?: (tools: readonly Tool[]) => void;
   /** Told when a periodic or notified refresh fails (the tools stay as they were). */
   readonly onError?: (e: unknown) => void;
+  /**
+   * What an HTTP server is reached through (default: the operator's outbound guard — link-local and
+   * metadata addresses refused; `awaken serve` gives its own guard, docs/server.md → Outbound settings).
+   */
+  readonly fetch?: typeof fetch;
 }
 
 /** One part of an MCP tool id: every run of characters other than ASCII letters and digits one `_`, none at either end. */
@@ -70,8 +76,8 @@ export const mcpToolId = (server: string, tool: string): string | undefined => {
   return s === '' || t === '' ? undefined : `mcp__${s}__${t}`.slice(0, 64);
 };
 
-function transportOf(config: McpServerConfig): Transport {
-  if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url));
+function transportOf(config: McpServerConfig, fetchImpl: typeof fetch): Transport {
+  if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url), { fetch: fetchImpl });
   const c = McpServerConfigSchema.parse(config) as { command: string; args: string[]; env?: Record<string, string>; cwd?: string };
   return new StdioClientTransport({ command: c.command, args: c.args, ...(c.env !== undefined ? { env: { ...(process.env as Record<string, string>), ...c.env } } : {}), ...(c.cwd !== undefined ? { cwd: c.cwd } : {}), stderr: 'pipe' });
 }
@@ -154,7 +160,7 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
         timeoutMs,
         `MCP server ${name}`,
         (async () => {
-          await next.connect(transportOf(config), { timeout: timeoutMs });
+          await next.connect(transportOf(config, options.fetch ?? operatorOutbound.fetch), { timeout: timeoutMs });
           return next.listTools(undefined, { timeout: timeoutMs });
         })(),
       );
@@ -191,8 +197,9 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
   };
 }
 
-/** `connectMcp` over Streamable HTTP (the server's `mcp-servers` config). */
-export const connectMcpServer = (name: string, url: string, version: string, timeoutMs = 10_000): Promise<McpToolSource> => connectMcp(name, { url }, { version, timeoutMs });
+/** `connectMcp` over Streamable HTTP (the server's `mcp-servers` config), through `fetchImpl` (an outbound guard's). */
+export const connectMcpServer = (name: string, url: string, version: string, timeoutMs = 10_000, fetchImpl?: typeof fetch): Promise<McpToolSource> =>
+  connectMcp(name, { url }, { version, timeoutMs, ...(fetchImpl !== undefined ? { fetch: fetchImpl } : {}) });
 
 /**
  * Several MCP servers' tools in one registry (book: McpToolRegistryManager): `connect` them all (a

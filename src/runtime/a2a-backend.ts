@@ -3,6 +3,7 @@ import type { JsonValue } from '../contract/json.ts';
 import type { Suspension } from '../contract/tool.ts';
 import type { DelegateBackend, DelegateChild, DelegateOutcome, DelegateRequest } from './delegation.ts';
 import type { Env } from './env.ts';
+import { operatorOutbound, originOf } from './outbound.ts';
 
 /**
  * The A2A delegation backend (book: 远程 Agent 委托 → A2aBackend): a remote agent is a task of
@@ -52,8 +53,28 @@ type Client = Awaited<ReturnType<InstanceType<Sdk['client']['ClientFactory']>['c
 type StreamResponse = import('@a2a-js/sdk').StreamResponse;
 type Task = import('@a2a-js/sdk').Task;
 
-export function a2aBackend(endpoint: RemoteEndpoint, env: Env): DelegateBackend {
-  const url = endpoint.target === undefined || endpoint.target === '' ? endpoint.base_url.replace(/\/+$/, '') : `${endpoint.base_url.replace(/\/+$/, '')}/${encodeURIComponent(endpoint.target)}`;
+/**
+ * The agent's A2A URL an endpoint names: `base_url/target`, or `base_url` itself without a target.
+ * The SDK resolves the card (`.well-known/agent-card.json`) relative to the URL it is given, so the
+ * client is made from this URL with a trailing slash: without one, `…/v1/a2a/analyst` would resolve
+ * to the A2A root's card (the server's default agent) and `…/v1/a2a` to `/v1/.well-known/…`.
+ */
+export function agentUrlOf(endpoint: Pick<RemoteEndpoint, 'base_url' | 'target'>): string {
+  const base = endpoint.base_url.replace(/\/+$/, '');
+  return endpoint.target === undefined || endpoint.target === '' ? base : `${base}/${encodeURIComponent(endpoint.target)}`;
+}
+
+export interface A2aBackendOptions {
+  /** What every request goes through (default: the operator's outbound guard; `awaken serve` gives its own). */
+  readonly fetch?: typeof fetch;
+}
+
+export function a2aBackend(endpoint: RemoteEndpoint, env: Env, options: A2aBackendOptions = {}): DelegateBackend {
+  const url = agentUrlOf(endpoint);
+  const through = options.fetch ?? operatorOutbound.fetch;
+  // The credential goes to the origin the endpoint names, never to another host the remote's card
+  // advertises (a card is the remote's word, and may name any URL).
+  const home = originOf(url);
   const pollMs = typeof endpoint.options['poll_interval_ms'] === 'number' ? Math.max(10, endpoint.options['poll_interval_ms']) : 1000;
   let connected: Promise<{ sdk: Sdk; client: Client; streams: boolean }> | undefined;
   const connect = (): Promise<{ sdk: Sdk; client: Client; streams: boolean }> =>
@@ -61,9 +82,11 @@ export function a2aBackend(endpoint: RemoteEndpoint, env: Env): DelegateBackend 
       const sdk = await loadSdk();
       const headers = remoteAuthHeaders(endpoint);
       const fetchImpl: typeof fetch = (input, init) => {
-        const h = new Headers(init?.headers);
+        const target = originOf(input instanceof Request ? input.url : String(input));
+        if (target === undefined || target !== home) return through(input, init);
+        const h = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
         for (const [k, v] of Object.entries(headers)) h.set(k, v);
-        return fetch(input, { ...init, headers: h });
+        return through(input, { ...init, headers: h });
       };
       const { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, RestTransportFactory, JsonRpcTransportFactory } = sdk.client;
       const factory = new ClientFactory(
@@ -72,7 +95,7 @@ export function a2aBackend(endpoint: RemoteEndpoint, env: Env): DelegateBackend 
           cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
         }),
       );
-      const client = await factory.createFromUrl(url);
+      const client = await factory.createFromUrl(`${url}/`);
       const card = await client.getAgentCard();
       const asked = endpoint.options['stream'];
       return { sdk, client, streams: typeof asked === 'boolean' ? asked : card.capabilities?.streaming === true };

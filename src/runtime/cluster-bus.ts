@@ -38,6 +38,11 @@ export interface ClusterBus {
   read(threadId: string, afterSeq: number, limit: number): Promise<SharedFrame[]>;
   /** The highest `seq` of a thread (0 when it has none). */
   lastSeq(threadId: string): Promise<number>;
+  /**
+   * Drops a deleted thread's frames: its id may name someone else's thread next, whose followers
+   * must replay nothing of this one.
+   */
+  forget(threadId: string): Promise<void>;
   send(command: ControlCommand): Promise<void>;
   /**
    * Starts listening; `onAppend` learns which thread grew, `onCommand` gets every command. The first

@@ -19,4 +19,6 @@ export * from './store.ts';
 export * from './state-store.ts';
 export * from './phase-runtime.ts';
 export * from './delegation.ts';
-export { a2aBackend, remoteAuthHeaders } from './a2a-backend.ts';
+export { a2aBackend, agentUrlOf, remoteAuthHeaders, type A2aBackendOptions } from './a2a-backend.ts';
+export { OutboundGuard, OutboundRefusal, operatorOutbound, type OutboundOptions, type Resolver, type Verdict } from './outbound.ts';
+export { addressClass, type AddressClass } from './address-class.ts';

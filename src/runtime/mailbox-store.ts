@@ -3,7 +3,7 @@ import type { Page } from './store.ts';
 
 /** A job to enqueue: its identity and content; the store stamps status, generation, attempts and times. */
 export type NewMailboxJob = Pick<MailboxJob, 'job_id' | 'mailbox_id' | 'agent_id' | 'messages' | 'origin'> &
-  Partial<Pick<MailboxJob, 'sender_id' | 'parent_run_id' | 'priority' | 'dedupe_key' | 'available_at' | 'max_attempts'>>;
+  Partial<Pick<MailboxJob, 'sender_id' | 'principal' | 'parent_run_id' | 'priority' | 'dedupe_key' | 'available_at' | 'max_attempts'>>;
 
 /** Book: MailboxInterrupt. */
 export interface MailboxInterrupt {

@@ -17,7 +17,7 @@ import {
 } from '../protocols/a2a/encoder.ts';
 import { decisionFor } from '../runtime/run-loop.ts';
 import { isValidId, type RunRecord } from '../runtime/store.ts';
-import { bearerCheck, logStream, type ServerParts } from './http-support.ts';
+import { bearerCheck, HttpError, logStream, publicOrigin, readJson, type ServerParts } from './http-support.ts';
 import { acceptInbound } from './inbound.ts';
 import type { LogItem, WaitingCall } from './run-registry.ts';
 
@@ -38,6 +38,8 @@ const REASONS = {
   UNAUTHENTICATED: { http: 401, status: 'UNAUTHENTICATED', rpc: -32600 },
   AGENT_NOT_FOUND: { http: 404, status: 'NOT_FOUND', rpc: -32602 },
   THREAD_BUSY: { http: 409, status: 'FAILED_PRECONDITION', rpc: -32004 },
+  // A context another principal holds is answered as an unknown one; JSON-RPC has no code of its own for it.
+  CONTEXT_NOT_FOUND: { http: 404, status: 'NOT_FOUND', rpc: -32001 },
   THREAD_PAUSED: { http: 409, status: 'FAILED_PRECONDITION', rpc: -32004 },
   NO_ROUTE: { http: 404, status: 'NOT_FOUND', rpc: -32601 },
 } as const;
@@ -196,7 +198,7 @@ const STATES: Record<string, RunRecord['status']> = { TASK_STATE_SUBMITTED: 'cre
  * task answers its waiting calls; any other message in a context is a new turn (the one rule of
  * `planInbound`: a message id the thread holds starts nothing).
  */
-export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string }): Hono {
+export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string; readonly trustProxy?: boolean }): Hono {
   const { runtime, store, registry } = parts;
   const env = runtime.env;
   const app = new Hono();
@@ -206,11 +208,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     throw e;
   });
 
-  const baseUrl = (c: Context): string => {
-    const proto = c.req.header('x-forwarded-proto') ?? 'http';
-    const host = c.req.header('x-forwarded-host') ?? c.req.header('host') ?? 'localhost';
-    return `${proto}://${host}`;
-  };
+  const baseUrl = (c: Context): string => publicOrigin(c, options.trustProxy === true);
   const defaultAgent = (): string => (runtime.agentIds().includes('default') ? 'default' : (runtime.agentIds()[0] ?? ''));
 
   /** The card of an agent, with its two interfaces (HTTP+JSON and JSON-RPC). */
@@ -416,6 +414,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
           errorInfo('THREAD_PAUSED', { contextId: threadId, taskId: e.runId }),
         ]);
       }
+      if (e.code === 'thread_not_found') throw new A2aError('CONTEXT_NOT_FOUND', e.message, [errorInfo('CONTEXT_NOT_FOUND', { contextId: threadId })]);
       throw new A2aError('THREAD_BUSY', e.message, [errorInfo(e.code.toUpperCase(), { contextId: threadId, ...('runId' in e ? { taskId: e.runId } : {}) })]);
     }
     return { req, stream: { runId: accepted.value.runId, threadId, from: accepted.value.since } };
@@ -475,9 +474,9 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     const type = c.req.header('content-type') ?? '';
     if (!/^application\/(a2a\+)?json\b/i.test(type)) throw badRequest('contentType', 'the body must be application/json or application/a2a+json');
     try {
-      return JSON.parse(await c.req.text());
+      return await readJson(c);
     } catch (e) {
-      throw badRequest('(body)', `malformed JSON: ${(e as Error).message}`);
+      throw e instanceof HttpError ? badRequest('(body)', e.message) : e;
     }
   };
 
@@ -496,9 +495,10 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
   async function jsonRpc(c: Context, agentId: string): Promise<Response> {
     let raw: unknown;
     try {
-      raw = JSON.parse(await c.req.text());
-    } catch {
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not JSON' } });
+      raw = await readJson(c);
+    } catch (e) {
+      if (!(e instanceof HttpError)) throw e;
+      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${e.code === 'invalid_json' ? 'the body is not JSON' : e.message}` } });
     }
     const parsed = RpcRequestSchema.safeParse(raw);
     if (!parsed.success) return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: a JSON-RPC 2.0 request object is required' } });

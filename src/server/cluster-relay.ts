@@ -87,9 +87,11 @@ export class ClusterRelay {
 
   /**
    * Follows a thread through the shared log (its run may be on another instance): the frames after
-   * `since` (or only new ones), then each batch the bus announces — in order, none twice.
+   * `since` (or only new ones), then each batch the bus announces — in order, none twice. `mayRead`,
+   * asked before each batch, stops the follower for good once it says no (the thread was deleted and
+   * its id taken by someone else).
    */
-  async follow(threadId: string, since: number | undefined, onItem: (item: LogItem) => void): Promise<() => void> {
+  async follow(threadId: string, since: number | undefined, onItem: (item: LogItem) => void, mayRead?: () => Promise<boolean>): Promise<() => void> {
     const bus = this.bus;
     let last = since ?? (await bus.lastSeq(threadId));
     let closed = false;
@@ -108,6 +110,7 @@ export class ClusterRelay {
             let frames: SharedFrame[];
             try {
               frames = await bus.read(threadId, last, 500);
+              if (frames.length > 0 && mayRead !== undefined && !(await mayRead())) stop();
             } catch (e) {
               // Tried again shortly: the follower resumes from its last frame, nothing skipped.
               this.#logger.warn('shared log read failed: retrying', { thread: threadId, after: last, ...errorFields(e) });
@@ -131,13 +134,14 @@ export class ClusterRelay {
       set = new Set();
       this.#followers.set(threadId, set);
     }
-    set.add(pull);
-    void pull();
-    return () => {
+    const stop = (): void => {
       closed = true;
       set.delete(pull);
-      if (set.size === 0) this.#followers.delete(threadId);
+      if (set.size === 0 && this.#followers.get(threadId) === set) this.#followers.delete(threadId);
     };
+    set.add(pull);
+    void pull();
+    return stop;
   }
 
   /** Every frame appended and every follower up to date (before streams end at shutdown). */

@@ -2,14 +2,28 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { AgentSpecSchema } from '../contract/agent-spec.ts';
+import { AgentSpecSchema, WrittenAgentSpecSchema } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
+import { OutboundGuard, OutboundRefusal, operatorOutbound, originOf as originOfUrl } from '../runtime/outbound.ts';
 import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
 import { connectMcpServer, McpHttpServerSchema, type McpToolSource } from '../plugins/mcp-tools.ts';
+import {
+  bindingProblem,
+  credentialOriginsOf,
+  credentialUsesOf,
+  DEFAULT_ANTHROPIC_KEY_ENV,
+  envAllowed,
+  envFieldProblem,
+  literalSecretsOf,
+  redactConfig,
+  SERVER_CREDENTIAL_ENVS,
+  urlFieldsOf,
+} from './config-guard.ts';
+import { hideUrlCredentials, REDACTED, silentLogger, type Logger, type SecretValues } from './log.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
 export const ModelConfigSchema = z
@@ -32,7 +46,7 @@ export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
 export const McpServerConfigSchema = McpHttpServerSchema;
 
 const NAMESPACES = {
-  agents: AgentSpecSchema,
+  agents: WrittenAgentSpecSchema,
   models: ModelConfigSchema,
   providers: ProviderConfigSchema,
   'mcp-servers': McpServerConfigSchema,
@@ -47,19 +61,26 @@ export const DEFAULT_API_KEY_ENV_ALLOW: readonly string[] = ['*_API_KEY'];
  * run of letters, digits and `_`; the rest matches exactly). A config write can then not point a
  * provider at the admin token, a database URL or any other secret the server holds.
  */
-export function apiKeyEnvAllowed(name: string, patterns: readonly string[] = DEFAULT_API_KEY_ENV_ALLOW): boolean {
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return false;
-  return patterns.some((p) => new RegExp(`^${p.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[A-Za-z0-9_]*')}$`).test(name));
-}
+export const apiKeyEnvAllowed = (name: string, patterns: readonly string[] = DEFAULT_API_KEY_ENV_ALLOW): boolean => envAllowed(name, patterns);
 
-/** Builds an executor for a configured provider (the model name comes with each request). */
-export function providerOf(config: ProviderConfig, env: NodeJS.ProcessEnv): LlmExecutor {
-  const key = config.api_key_env !== undefined ? env[config.api_key_env] : undefined;
+/** What follows the refusal of a loopback or private address in a config write. */
+export const CONFIG_API_PRIVATE_HINT = ": config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
+
+/**
+ * Builds an executor for a configured provider (the model name comes with each request); its
+ * requests go through `fetchImpl` (default: the operator's outbound guard).
+ */
+export function providerOf(config: ProviderConfig, env: NodeJS.ProcessEnv, fetchImpl: typeof fetch = operatorOutbound.fetch): LlmExecutor {
+  // The key is always given, from the variable the config names (or ANTHROPIC_API_KEY for an
+  // anthropic provider without one: what the guard checks): an SDK left without one reads the
+  // process environment itself, past every check of where a key may go.
+  const variable = config.api_key_env ?? (config.kind === 'anthropic' ? DEFAULT_ANTHROPIC_KEY_ENV : undefined);
+  const key = variable !== undefined ? (env[variable] ?? '') : undefined;
   if (config.kind === 'anthropic') {
-    const anthropic = createAnthropic({ ...(key !== undefined ? { apiKey: key } : {}), ...(config.base_url !== undefined ? { baseURL: config.base_url } : {}) });
+    const anthropic = createAnthropic({ apiKey: key ?? '', ...(config.base_url !== undefined ? { baseURL: config.base_url } : {}), fetch: fetchImpl });
     return perModel((name) => aiSdkExecutor(anthropic(name)));
   }
-  const openai = createOpenAICompatible({ name: 'configured', baseURL: config.base_url, ...(key !== undefined ? { apiKey: key } : {}), includeUsage: true });
+  const openai = createOpenAICompatible({ name: 'configured', baseURL: config.base_url, ...(key !== undefined ? { apiKey: key } : {}), includeUsage: true, fetch: fetchImpl });
   return perModel((name) => aiSdkExecutor(openai(name)));
 }
 
@@ -79,9 +100,36 @@ function perModel(make: (name: string) => LlmExecutor): LlmExecutor {
   };
 }
 
+/** What config writes may make the server send (docs/server.md → Outbound settings). */
+export interface ConfigGuardOptions {
+  /** The guard every URL a write names is checked by and reached through (default: loopback and private addresses refused). */
+  readonly outbound?: OutboundGuard;
+  /** Where each credential variable may be sent (URLs, by variable), besides the providers' own hosts: the pairings of the operator's config. */
+  readonly credentialOrigins?: Readonly<Record<string, readonly string[]>>;
+  /** Variables holding the server's own credentials, never named by a `*_env` field (default `SERVER_CREDENTIAL_ENVS`). */
+  readonly ownCredentialEnvs?: readonly string[];
+  /** Told of every credential a write names (its value, or the value of its variable): no log line shows them. */
+  readonly secrets?: SecretValues;
+}
+
 /** The configuration documents, by namespace and id. */
 export type ConfigDocs = { [N in Namespace]: Record<string, JsonValue> };
 const PROFILE_OWNER = '__config';
+
+/** Why an MCP server could not be connected, in words of this server's own: nothing the target answered is repeated. */
+function mcpFailure(e: unknown): string {
+  if (e instanceof OutboundRefusal) return e.reason;
+  const within = / did not answer within (\d+) ms$/.exec(e instanceof Error ? e.message : '');
+  if (within !== null) return `it did not answer within ${within[1]} ms`;
+  for (let c: unknown = e, i = 0; c instanceof Error && i < 5; c = c.cause, i++) {
+    if (c instanceof OutboundRefusal) return c.reason;
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return `cannot connect (${code})`;
+  }
+  const status = (e as { code?: unknown }).code;
+  if (typeof status === 'number' && status >= 300 && status <= 599) return `it answered HTTP ${status}, not as an MCP server`;
+  return 'it did not answer as an MCP server';
+}
 
 /**
  * `/v1/capabilities` and `/v1/config/*` (book: Config 与 Capabilities): reads are open; writes need
@@ -101,7 +149,11 @@ export function configRoutes(
     readonly apiKeyEnvAllow?: readonly string[];
     /** How long an MCP server may take to answer its connection (default 10 s). */
     readonly mcpConnectTimeoutMs?: number;
-  },
+    /** The MCP servers the server's own configuration connected (listed beside those of config writes). */
+    readonly mcpServers?: readonly string[];
+    /** Told of a saved document left out at start. */
+    readonly logger?: Logger;
+  } & ConfigGuardOptions,
 ): Hono {
   const { runtime, store } = parts;
   const app = new Hono();
@@ -113,6 +165,40 @@ export function configRoutes(
     const ns = c.req.param('namespace') ?? '';
     if (!(ns in NAMESPACES)) throw new HttpError(404, 'not_found', `unknown config namespace: ${ns} (agents, models, providers, mcp-servers)`);
     return ns as Namespace;
+  };
+
+  const processEnv = options.env ?? process.env;
+  const outbound = options.outbound ?? new OutboundGuard({ privateAddresses: 'trusted', privateHint: CONFIG_API_PRIVATE_HINT });
+  const allow = options.apiKeyEnvAllow ?? DEFAULT_API_KEY_ENV_ALLOW;
+  const own = options.ownCredentialEnvs ?? SERVER_CREDENTIAL_ENVS;
+  const origins = credentialOriginsOf(
+    Object.entries(options.credentialOrigins ?? {}).flatMap(([variable, urls]) => urls.map((url) => ({ field: '', variable, url }))),
+    processEnv,
+  );
+
+  /** The first thing a document may not make the server send, named by its field, found without the network. */
+  const credentialProblem = (ns: Namespace, doc: unknown): { readonly field: string; readonly message: string } | undefined => {
+    if (ns === 'models') return undefined;
+    for (const use of credentialUsesOf(ns, doc)) {
+      const problem = envFieldProblem(use.variable, allow, own) ?? bindingProblem(use, origins);
+      if (problem !== undefined) return { field: use.field, message: problem };
+    }
+    return undefined;
+  };
+  /** The first URL of a document the guard refuses without resolving it (a scheme, an address). */
+  const staticUrlProblem = (ns: Namespace, doc: unknown): { readonly field: string; readonly message: string } | undefined => {
+    if (ns === 'models') return undefined;
+    for (const { field, url } of urlFieldsOf(ns, doc)) {
+      const verdict = outbound.checkStatic(url);
+      if (!verdict.ok) return { field, message: verdict.reason };
+    }
+    return undefined;
+  };
+  /** The credentials a document names, for the log's scrubbing. */
+  const remember = (doc: unknown, ns: Namespace): void => {
+    if (ns === 'models') return;
+    const values = [...literalSecretsOf(doc), ...credentialUsesOf(ns, doc).flatMap((u) => (processEnv[u.variable] !== undefined ? [processEnv[u.variable] as string] : []))];
+    options.secrets?.add(...values);
   };
 
   const authorize = (c: Context): void => {
@@ -129,7 +215,7 @@ export function configRoutes(
 
   const registriesOf = (d: ConfigDocs, sources: ReadonlyMap<string, { readonly source: McpToolSource }> = mcp): Registries => {
     const providers = new Map(options.base.providers);
-    for (const [id, p] of Object.entries(d.providers)) providers.set(id, providerOf(ProviderConfigSchema.parse(p), options.env ?? process.env));
+    for (const [id, p] of Object.entries(d.providers)) providers.set(id, providerOf(ProviderConfigSchema.parse(p), processEnv, outbound.fetch));
     const tools = new Map(options.base.tools);
     for (const [id, { source }] of sources) if (Object.hasOwn(d['mcp-servers'], id)) for (const t of source.tools) tools.set(t.descriptor.id, t);
     return {
@@ -148,9 +234,9 @@ export function configRoutes(
       const { url } = McpServerConfigSchema.parse(raw);
       if (next.get(id)?.url === url) continue;
       try {
-        next.set(id, { url, source: await connectMcpServer(id, url, options.version ?? '0.0.0', options.mcpConnectTimeoutMs ?? 10_000) });
+        next.set(id, { url, source: await connectMcpServer(id, url, options.version ?? '0.0.0', options.mcpConnectTimeoutMs ?? 10_000, outbound.fetch) });
       } catch (e) {
-        throw new HttpError(400, 'config_rejected', `cannot reach MCP server '${id}' at ${url}: ${e instanceof Error ? e.message : String(e)}`);
+        throw new HttpError(400, 'config_rejected', `cannot reach MCP server '${id}' at ${hideUrlCredentials(url)}: ${mcpFailure(e)}`);
       }
     }
     for (const id of [...next.keys()]) if (!Object.hasOwn(d['mcp-servers'], id)) next.delete(id);
@@ -175,7 +261,19 @@ export function configRoutes(
   // saved MCP servers are connected in the background and their tools published once they answer.
   if (options.saved !== undefined) {
     const merged: ConfigDocs = { ...docs };
-    for (const ns of Object.keys(NAMESPACES) as Namespace[]) merged[ns] = { ...docs[ns], ...(options.saved[ns] ?? {}) };
+    for (const ns of Object.keys(NAMESPACES) as Namespace[]) {
+      const saved: Record<string, JsonValue> = {};
+      // A saved document is held to today's rules: one the allow-list, the credential pairings or the guard now refuse is left out.
+      for (const [id, doc] of Object.entries(options.saved[ns] ?? {})) {
+        const problem = credentialProblem(ns, doc) ?? staticUrlProblem(ns, doc);
+        if (problem !== undefined) (options.logger ?? silentLogger).warn('saved config entry left out', { namespace: ns, id, field: problem.field, reason: problem.message });
+        else {
+          saved[id] = doc;
+          remember(doc, ns);
+        }
+      }
+      merged[ns] = { ...docs[ns], ...saved };
+    }
     try {
       if (runtime.publish(registriesOf(merged)).ok) Object.assign(docs, merged);
     } catch {
@@ -198,38 +296,64 @@ export function configRoutes(
       providers: [...r.providers.keys()].sort(),
       tools: [...r.tools.keys()].sort(),
       plugins: [...r.plugins.keys()].sort(),
-      mcp_servers: Object.keys(docs['mcp-servers']).sort(),
+      mcp_servers: [...new Set([...(options.mcpServers ?? []), ...Object.keys(docs['mcp-servers'])])].sort(),
       protocols: ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp'],
       store: store.kind,
       config_writes: options.adminToken !== undefined && options.adminToken !== '',
     });
   });
 
+  // Reads show no credential to anyone; the names of the variables holding them only to the admin token.
+  const shown = (c: Context, value: JsonValue): JsonValue =>
+    redactConfig(value, { names: options.adminToken !== undefined && options.adminToken !== '' && bearerCheck(c, options.adminToken) === 'ok' });
   app.get('/v1/config/:namespace', (c) => {
     const ns = namespaceOf(c);
-    return c.json({ namespace: ns, items: Object.entries(docs[ns]).map(([id, v]) => ({ id, value: v })) });
+    return c.json({ namespace: ns, items: Object.entries(docs[ns]).map(([id, v]) => ({ id, value: shown(c, v) })) });
   });
   app.get('/v1/config/:namespace/:id', (c) => {
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
     if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);
-    return c.json({ id, value: docs[ns][id] });
+    return c.json({ id, value: shown(c, docs[ns][id] as JsonValue) });
   });
   app.put('/v1/config/:namespace/:id', async (c) => {
     authorize(c);
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
     if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
-    const value = (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>;
-    const keyEnv = value['api_key_env'];
-    const allow = options.apiKeyEnvAllow ?? DEFAULT_API_KEY_ENV_ALLOW;
-    if (ns === 'providers' && typeof keyEnv === 'string' && !apiKeyEnvAllowed(keyEnv, allow)) {
-      throw new HttpError(400, 'invalid_request', `api_key_env: '${keyEnv}' is not an allowed key variable (allowed: ${allow.join(', ')})`, 'api_key_env');
-    }
+    const value = keepToken(ns, id, (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>);
     if (ns === 'agents' && value['id'] !== id) throw new HttpError(400, 'invalid_request', 'id: must equal the id in the path', 'id');
+    // Credentials first (no network), then every URL against the guard (host names resolved; nothing connects).
+    const credential = credentialProblem(ns, value);
+    if (credential !== undefined) throw new HttpError(400, 'invalid_request', `${credential.field}: ${credential.message}`, credential.field);
+    if (ns !== 'models') {
+      for (const { field, url } of urlFieldsOf(ns, value)) {
+        const verdict = await outbound.check(url);
+        if (!verdict.ok) throw new HttpError(400, 'outbound_refused', `${field}: ${verdict.reason}`, field);
+      }
+    }
+    remember(value, ns);
     await change(ns, id, value as JsonValue);
-    return c.json({ id, value });
+    // An MCP server is connected by the write itself (its tools listed): the answer says so.
+    const tools = ns === 'mcp-servers' ? (mcp.get(id)?.source.tools ?? []).map((t) => t.descriptor.id).sort() : undefined;
+    return c.json({ id, value: redactConfig(value, { names: true }), ...(tools !== undefined ? { connected: true, tools } : {}) });
   });
+  /**
+   * A remote agent's `token: "[redacted]"` (what a read shows) keeps the token the agent has, when it
+   * is sent to the same origin; a read, changed and written back, so keeps working.
+   */
+  const keepToken = (ns: Namespace, id: string, value: Record<string, JsonValue>): Record<string, JsonValue> => {
+    const endpoint = value['endpoint'] as Record<string, JsonValue> | undefined;
+    const auth = endpoint?.['auth'] as Record<string, JsonValue> | undefined;
+    if (ns !== 'agents' || auth?.['token'] !== REDACTED) return value;
+    const before = (docs.agents[id] as { endpoint?: { base_url?: unknown; auth?: { token?: unknown } } } | undefined)?.endpoint;
+    const same = typeof before?.base_url === 'string' && typeof endpoint?.['base_url'] === 'string' && originOfUrl(before.base_url) === originOfUrl(endpoint['base_url']);
+    if (!same || typeof before?.auth?.token !== 'string') {
+      throw new HttpError(400, 'invalid_request', `endpoint.auth.token: '${REDACTED}' stands for the token agent '${id}' has, and it has none for ${String(endpoint?.['base_url'])}`, 'endpoint.auth.token');
+    }
+    return { ...value, endpoint: { ...endpoint, auth: { ...auth, token: before.auth.token } } };
+  };
+
   app.delete('/v1/config/:namespace/:id', async (c) => {
     authorize(c);
     const ns = namespaceOf(c);

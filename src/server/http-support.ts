@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { timingSafeEqual } from 'node:crypto';
 import type { z } from 'zod';
-import { issuesOf } from '../contract/wire.ts';
+import { fieldIssues } from '../contract/issue-line.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { Store } from '../runtime/store.ts';
 import type { Mailbox } from './mailbox.ts';
@@ -30,19 +30,65 @@ export class HttpError extends Error {
   }
 }
 
-/** Parses a JSON body with a schema; malformed JSON and schema violations are 400s naming the field. */
-export async function bodyOf<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
-  const type = c.req.header('content-type') ?? '';
-  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
-  let raw: unknown;
+/**
+ * How deep the arrays and objects of a JSON body may nest. Everything that reads a body — schemas,
+ * encoders, stores, transcripts — walks it recursively, so a body nested thousands deep would
+ * overflow the stack wherever it is first walked; it is refused before it is parsed. serde_json,
+ * the Rust original's parser, has the same recursion limit.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether a JSON text opens more than `max` arrays and objects one inside another (strings skipped). */
+export function nestsDeeper(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++;
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * A request's body as JSON — the one reader of every JSON body the server takes: a body nested
+ * deeper than `MAX_JSON_DEPTH` is a 400 `json_too_deep`, malformed JSON a 400 `invalid_json`. A body
+ * its client stopped sending is not malformed: that error goes on as it is (see `clientClosed`).
+ */
+export async function readJson(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  if (nestsDeeper(text, MAX_JSON_DEPTH)) throw new HttpError(400, 'json_too_deep', `the JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, '(body)');
   try {
-    raw = JSON.parse(await c.req.text());
+    return JSON.parse(text);
   } catch (e) {
     throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`);
   }
+}
+
+/**
+ * Whether `e` is the request's client going away — its connection closed before the body was all
+ * there — rather than a failure of the server: such a request is answered (to nobody) and logged
+ * as 499, the status proxies use for it.
+ */
+export function clientClosed(c: Context, e: unknown): boolean {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  return (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE') && c.req.raw.signal.aborted;
+}
+
+/** Parses a JSON body with a schema; malformed or too deep JSON and schema violations are 400s naming the field. */
+export async function bodyOf<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new HttpError(415, 'unsupported_media_type', 'the body must be application/json');
+  const raw = await readJson(c);
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const [first] = issuesOf(parsed.error);
+    // A key the schema does not know is named as a field of its own ("unknown field").
+    const [first] = fieldIssues(parsed.error).map((i) => ({ path: i.path.map(String).join('.'), message: i.message }));
     const field = first?.path === '' ? '(body)' : (first?.path ?? '(body)');
     throw new HttpError(400, 'invalid_request', `${field}: ${first?.message ?? 'invalid'}`, field);
   }
@@ -78,6 +124,8 @@ export interface LogStreamOptions {
   readonly render?: (item: LogItem) => string;
   readonly prologue?: string;
   readonly epilogue?: () => string;
+  /** The stream ends once it has sent the frame with this sequence number (at once when `since` is at or past it). */
+  readonly endAt?: Promise<number>;
 }
 
 /**
@@ -197,15 +245,28 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
           if (idle) write(': heartbeat\n\n');
           idle = true;
         }, options.heartbeatMs);
+        /** Where `endAt` ends the stream (undefined: not known yet, or never). */
+        let endSeq: number | undefined;
+        const endIfReached = (): void => {
+          if (closed || endSeq === undefined || lastSent < endSeq) return;
+          stop();
+          end();
+        };
         const offShutdown = registry.onShutdown(() => {
           if (closed) return;
           if (options.render === undefined) push(reconnectFrame(lastSent, 'shutting_down'));
           stop();
           end();
         });
+        const offForgotten = registry.onForgotten(threadId, () => {
+          if (closed) return;
+          stop();
+          end();
+        });
         const stopStream = stop;
         stop = (): void => {
           offShutdown();
+          offForgotten();
           stopStream();
         };
         unsubscribe = await registry.subscribe(
@@ -220,10 +281,22 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
               stop();
               end();
             }
+            endIfReached();
           },
           options.until !== undefined ? { scope: 'run' } : {},
         );
         if (closed) unsubscribe();
+        void options.endAt?.then(
+          (seq) => {
+            endSeq = seq;
+            endIfReached();
+          },
+          // Where the thread stands could not be read: the stream ends with what it sent.
+          () => {
+            endSeq = lastSent;
+            endIfReached();
+          },
+        );
       },
       pull() {
         flush();
@@ -255,6 +328,24 @@ export function registryError(e: RegistryError): HttpError {
     case 'shutting_down':
       return new HttpError(503, e.code, e.message);
   }
+}
+
+/** A host name, IPv4 or bracketed IPv6 address, with an optional port: all a forwarded host may be. */
+const HOST = /^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * Where clients reach this server (the A2A agent card's address): `http://` and the `Host` the
+ * request names; behind a proxy the operator trusts (`trustProxy`), the first `X-Forwarded-Proto`
+ * (`http` or `https`) and `X-Forwarded-Host` instead. Trusted from anyone, those headers would let
+ * any client make the public card advertise a host of its choosing.
+ */
+export function publicOrigin(c: Context, trustProxy: boolean): string {
+  const host = c.req.header('host') ?? 'localhost';
+  if (!trustProxy) return `http://${host}`;
+  const first = (name: string): string | undefined => c.req.header(name)?.split(',')[0]?.trim();
+  const proto = first('x-forwarded-proto')?.toLowerCase();
+  const forwardedHost = first('x-forwarded-host');
+  return `${proto === 'https' || proto === 'http' ? proto : 'http'}://${forwardedHost !== undefined && HOST.test(forwardedHost) ? forwardedHost : host}`;
 }
 
 /** The token of `Authorization: Bearer <token>`, or `undefined`. */

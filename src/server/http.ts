@@ -8,8 +8,8 @@ import { isValidId, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { accessControl, authentication, type AuthOptions } from './access.ts';
 import { principalStore } from './principal.ts';
-import { configRoutes, type ConfigDocs } from './config-routes.ts';
-import { bodyOf, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
+import { configRoutes, type ConfigDocs, type ConfigGuardOptions } from './config-routes.ts';
+import { bodyOf, clientClosed, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
@@ -33,12 +33,18 @@ export interface HttpOptions {
   readonly apiKeyEnvAllow?: readonly string[];
   /** How long an MCP server named by a config write may take to answer (default 10 s). */
   readonly mcpConnectTimeoutMs?: number;
+  /** The MCP servers the server's own configuration connected (`mcp_servers` of its config file), listed in `/v1/capabilities`. */
+  readonly mcpServers?: readonly string[];
+  /** What config writes may make the server send: the outbound guard, where each credential may go, what no log line shows. */
+  readonly configGuard?: ConfigGuardOptions;
   /** Where configured providers read their `api_key_env` (default: the process environment). */
   readonly processEnv?: NodeJS.ProcessEnv;
   /** Configuration saved by earlier config writes (`savedConfig(store)`), published at start. */
   readonly savedConfig?: Partial<ConfigDocs>;
   /** Where a line per request and every failure go (default: nowhere). */
   readonly logger?: Logger;
+  /** Whether `X-Forwarded-Host` / `-Proto` name the server's public address (the A2A agent card): only behind a proxy that sets them (default false). */
+  readonly trustProxy?: boolean;
 }
 
 const RunMessageSchema = z.union([
@@ -164,6 +170,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
       const status = e.error.code === 'not_found' ? 404 : e.error.code === 'validation' ? 400 : 409;
       return c.json({ error: e.error.message, code: e.error.code }, status);
     }
+    // Nobody reads this answer: its status is what the request line logs (info, not a server error).
+    if (clientClosed(c, e)) return new Response(JSON.stringify({ error: 'the client closed the connection before its request was read', code: 'client_closed' }), { status: 499, headers: { 'content-type': 'application/json' } });
     logger.error('request failed', { method: c.req.method, path: c.req.path, ...errorFields(e) });
     return c.json({ error: 'internal error', code: 'internal' }, 500);
   });
@@ -218,6 +226,10 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const current = await registry.activeRun(id);
     if (current !== undefined) throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
     if (!(await store.deleteThread(id))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    // The id may be someone else's thread next: nothing of this one is replayed under it, and the
+    // jobs queued for it are superseded rather than run on a thread created later under its id.
+    await registry.forget(id);
+    await store.interrupt(id, env.clock.now());
     return c.body(null, 204);
   });
 
@@ -250,13 +262,19 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     if (mailbox === undefined) throw new HttpError(404, 'not_found', 'the mailbox is not enabled on this server');
     const agentId = body.agentId ?? body.agent_id ?? runtime.agentIds()[0] ?? '';
     if (!runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'agentId');
-    const job = await mailbox.submit({
-      threadId,
-      agentId,
-      messages: toMessages(body.messages, newMessageId),
-      ...(body.priority !== undefined ? { priority: body.priority } : {}),
-      ...(body.dedupeKey !== undefined ? { dedupeKey: body.dedupeKey } : {}),
-    });
+    const job = await mailbox
+      .submit({
+        threadId,
+        agentId,
+        messages: toMessages(body.messages, newMessageId),
+        ...(body.priority !== undefined ? { priority: body.priority } : {}),
+        ...(body.dedupeKey !== undefined ? { dedupeKey: body.dedupeKey } : {}),
+      })
+      .catch((e: unknown) => {
+        // Another principal's thread (Mailbox.submit): answered as /v1/runs answers it.
+        if (e instanceof StoreFailure && e.error.code === 'not_found') throw new HttpError(404, 'thread_not_found', `thread not found: ${threadId}`);
+        throw e;
+      });
     return c.json({ status: 'queued', job_id: job.job_id, thread_id: threadId }, 202);
   };
 
@@ -283,9 +301,17 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.get('/v1/threads/:id/stream', async (c) => {
     const id = idParam(c, 'id', 'thread');
     const since = sinceOf(c);
+    const until = c.req.query('until');
+    if (until !== undefined && until !== 'idle') throw new HttpError(400, 'invalid_query', `invalid until: ${until} (the one value is 'idle')`, 'until');
     // A thread that does not exist (and has no run starting on it) has nothing to follow.
     if ((await store.getThread(id)) === undefined && (await registry.activeRun(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
-    return logStream(registry, id, since, { heartbeatMs });
+    if (until === undefined) return logStream(registry, id, since, { heartbeatMs });
+    // ?until=idle: up to the frame that is the thread's last now; with a run in flight here, up to its
+    // segment's run_finish frame (finished, or suspended for a decision) — so a plain client returns.
+    const last = await registry.lastSeq(id);
+    const current = registry.currentRun(id);
+    const endAt = current === undefined || current.status === 'waiting' ? Promise.resolve(last) : registry.segmentEnd(current.runId, current.fromSeq).then(() => registry.lastSeq(id));
+    return logStream(registry, id, since ?? last, { heartbeatMs, endAt });
   });
 
   // ---- runs ---------------------------------------------------------------------------------------
@@ -380,7 +406,10 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   });
 
   app.route('/', protocolRoutes(parts, { heartbeatMs }));
-  app.route('/', a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0', ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}) }));
+  app.route(
+    '/',
+    a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0', ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}), ...(options.trustProxy === true ? { trustProxy: true } : {}) }),
+  );
   app.route(
     '/',
     configRoutes(parts, {
@@ -391,6 +420,9 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
       ...(options.version !== undefined ? { version: options.version } : {}),
       ...(options.apiKeyEnvAllow !== undefined ? { apiKeyEnvAllow: options.apiKeyEnvAllow } : {}),
       ...(options.mcpConnectTimeoutMs !== undefined ? { mcpConnectTimeoutMs: options.mcpConnectTimeoutMs } : {}),
+      ...(options.mcpServers !== undefined ? { mcpServers: options.mcpServers } : {}),
+      ...(options.configGuard ?? {}),
+      logger,
     }),
   );
   app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0' }));

@@ -3,6 +3,7 @@ import { DEFAULT_MAILBOX_CONFIG, type MailboxConfig, type MailboxJob, type Mailb
 import type { Env } from '../runtime/env.ts';
 import { StoreFailure, type Store } from '../runtime/store.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
+import { asPrincipal, currentPrincipal, mayReach } from './principal.ts';
 import type { RunRegistry } from './run-registry.ts';
 
 export interface SubmitRequest {
@@ -50,8 +51,14 @@ export class Mailbox {
    * Queues a run request. New input on a thread cancels what is going on there first (book: 取消 →
    * 新消息到来时的自动取消): the mailbox generation is bumped (older queued jobs are superseded) and a
    * run in flight is cancelled; a run waiting for a decision is left to its decision.
+   *
+   * Under access control the thread must be the current principal's (a free one becomes theirs);
+   * another's is not there (`StoreFailure not_found`, nothing queued or cancelled). The job records
+   * the principal, and its run acts for it.
    */
   async submit(request: SubmitRequest): Promise<MailboxJob> {
+    if (!(await mayReach(this.#store, request.threadId, 'write'))) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${request.threadId}` });
+    const principal = currentPrincipal();
     const now = this.#env.clock.now();
     await this.#store.interrupt(request.threadId, now);
     const current = this.#registry.currentRun(request.threadId);
@@ -63,6 +70,7 @@ export class Mailbox {
         agent_id: request.agentId,
         messages: request.messages,
         origin: request.origin ?? 'user',
+        ...(principal !== undefined ? { principal } : {}),
         ...(request.priority !== undefined ? { priority: request.priority } : {}),
         ...(request.dedupeKey !== undefined ? { dedupe_key: request.dedupeKey } : {}),
       },
@@ -87,10 +95,13 @@ export class Mailbox {
 
   async #execute(job: MailboxJob, token: string): Promise<void> {
     try {
-      const started = await this.#registry.start({ threadId: job.mailbox_id, agentId: job.agent_id, messages: job.messages });
+      // The run acts for the principal that queued the job: a thread no longer theirs (deleted, then
+      // taken by another) is not there for it.
+      const start = (): ReturnType<RunRegistry['start']> => this.#registry.start({ threadId: job.mailbox_id, agentId: job.agent_id, messages: job.messages });
+      const started = job.principal === undefined ? await start() : await asPrincipal(job.principal, start);
       if (!started.ok) {
         // A busy or paused thread is retried later; anything else cannot succeed.
-        const permanent = started.error.code === 'start_failed';
+        const permanent = started.error.code === 'start_failed' || started.error.code === 'thread_not_found';
         await this.#store.nack(job.job_id, token, started.error.message, permanent, this.#env.clock.now(), this.#config).catch(ignoreStale);
         return;
       }

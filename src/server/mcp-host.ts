@@ -1,7 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { readPluginConfig } from '../contract/agent-spec.ts';
 import type { AgentEvent } from '../contract/event.ts';
+import { describeAgent } from '../protocols/a2a/card.ts';
+import type { AgentRuntime } from '../runtime/agent-runtime.ts';
+import { McpToolConfigKey } from '../runtime/resolve.ts';
 import { finishMcp, initialMcpState, transcodeMcp, type McpToolResult } from '../protocols/mcp/encoder.ts';
 
 /** The agents a host serves, and how it runs one on a message (streaming its events to `emit`). */
@@ -9,6 +13,21 @@ export interface AgentHost {
   /** The agents as tools; `defaultMessage` makes the message optional (agent section `mcp.default_message`). */
   readonly agents: readonly { readonly id: string; readonly description: string; readonly defaultMessage?: string }[];
   run(agentId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * The agents of a runtime as MCP tools: each described by its `description` (else its system prompt),
+ * with its `mcp.default_message`. A remote agent runs only as a delegate, so it is no tool.
+ */
+export function agentToolsOf(runtime: AgentRuntime): AgentHost['agents'] {
+  return runtime.agentIds().flatMap((id) => {
+    const resolved = runtime.resolve(id);
+    if (!resolved.ok) return runtime.registries.agents.get(id)?.endpoint !== undefined ? [] : [{ id, description: `Awaken agent: ${id}` }];
+    const mcp = readPluginConfig(resolved.value.spec, McpToolConfigKey);
+    const defaultMessage = mcp.ok ? mcp.value.default_message : undefined;
+    const spec = resolved.value.spec;
+    return [{ id, description: spec.description?.trim() || describeAgent(spec), ...(defaultMessage !== undefined ? { defaultMessage } : {}) }];
+  });
 }
 
 /** The MCP input schema of an agent tool: the message, required unless the agent has a default one. */

@@ -2,12 +2,10 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { Hono, type Context } from 'hono';
 import type { AgentEvent } from '../contract/event.ts';
 import { Messages } from '../contract/message.ts';
-import { readPluginConfig } from '../contract/agent-spec.ts';
-import { describeAgent } from '../protocols/a2a/card.ts';
-import { McpToolConfigKey } from '../runtime/resolve.ts';
-import type { ServerParts } from './http-support.ts';
+import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { McpEventStore } from './mcp-event-store.ts';
-import { mcpServer, type AgentHost } from './mcp-host.ts';
+import { agentToolsOf, mcpServer, type AgentHost } from './mcp-host.ts';
+import { currentPrincipal } from './principal.ts';
 
 /** How long an MCP client waits before it resumes a stream that ended early (the SSE `retry:`). */
 const RETRY_MS = 1000;
@@ -20,20 +18,18 @@ const jsonRpcError = (c: Context, status: 400 | 404, code: number, message: stri
  * session per `initialize` (`Mcp-Session-Id`), each agent a tool (`mcpServer`). Every call runs
  * through the run registry on a thread of its own. DNS-rebinding protection is the API's own
  * (`accessControl`): a `Host` that is not allowed, or an `Origin` that is not, gets a 403.
+ *
+ * A session belongs to the principal that opened it (none on an open server or for the admin
+ * token): to anyone else its id names nothing, and every method answers as for an unknown session
+ * (404), so a leaked id lets no one call, follow, replay or close it.
  */
 export function mcpRoutes(parts: ServerParts, options: { readonly version: string }): Hono {
   const { runtime, registry } = parts;
   const env = runtime.env;
-  const sessions = new Map<string, { readonly transport: WebStandardStreamableHTTPServerTransport; readonly events: McpEventStore }>();
+  const sessions = new Map<string, { readonly transport: WebStandardStreamableHTTPServerTransport; readonly events: McpEventStore; readonly principal: string | undefined }>();
 
   const host: AgentHost = {
-    agents: runtime.agentIds().map((id) => {
-      const resolved = runtime.resolve(id);
-      if (!resolved.ok) return { id, description: `Awaken agent: ${id}` };
-      const mcp = readPluginConfig(resolved.value.spec, McpToolConfigKey);
-      const defaultMessage = mcp.ok ? mcp.value.default_message : undefined;
-      return { id, description: describeAgent(resolved.value.spec), ...(defaultMessage !== undefined ? { defaultMessage } : {}) };
-    }),
+    agents: agentToolsOf(runtime),
     async run(agentId, message, emit, signal) {
       const threadId = `mcp-${env.ids.next('thread')}`;
       const started = await registry.start({ threadId, agentId, messages: [Messages.user(message, { id: env.ids.next('message') })] });
@@ -78,25 +74,37 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
 
   const app = new Hono();
   app.all('/v1/mcp', async (c) => {
+    // The body is read as every route reads one (its nesting bounded) before the SDK parses anything.
+    let parsedBody: unknown;
+    if (c.req.method === 'POST') {
+      try {
+        parsedBody = await readJson(c);
+      } catch (e) {
+        if (e instanceof HttpError) return jsonRpcError(c, 400, -32700, `Parse error: ${e.message}`);
+        throw e;
+      }
+    }
+    const handle = (transport: WebStandardStreamableHTTPServerTransport): Promise<Response> => transport.handleRequest(c.req.raw, parsedBody !== undefined ? { parsedBody } : undefined);
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
-      if (session === undefined) return jsonRpcError(c, 404, -32001, 'session not found');
+      if (session === undefined || session.principal !== currentPrincipal()) return jsonRpcError(c, 404, -32001, 'session not found');
       // A stream closed because its request was cancelled has nothing to resume: no content, so the
       // client does not reconnect again.
       const lastEventId = c.req.header('last-event-id');
       if (c.req.method === 'GET' && lastEventId !== undefined && session.events.closedAt(lastEventId)) return c.body(null, 204);
-      return session.transport.handleRequest(c.req.raw);
+      return handle(session.transport);
     }
     if (c.req.method !== 'POST') return jsonRpcError(c, 400, -32000, 'Mcp-Session-Id header is required');
     // Every POST stream opens with a priming event (an id, empty data, `retry`), so a client that
     // loses it resumes with Last-Event-ID.
     const events = new McpEventStore();
+    const principal = currentPrincipal();
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => env.ids.next('session'),
       eventStore: events,
       retryInterval: RETRY_MS,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, events }),
+      onsessioninitialized: (id) => void sessions.set(id, { transport, events, principal }),
       onsessionclosed: (id) => void sessions.delete(id),
     });
     transport.onclose = () => {
@@ -109,7 +117,7 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
       transport.closeSSEStream(requestId);
     };
     await mcpServer(host, { name: 'awaken-mcp', version: options.version }, { onCancelled }).connect(transport);
-    return transport.handleRequest(c.req.raw);
+    return handle(transport);
   });
   return app;
 }

@@ -9,7 +9,7 @@ import { finishAiSdk, frameAiSdk, initialAiSdkState, resumedAiSdkState, transcod
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../runtime/inbound.ts';
 import { isValidId } from '../runtime/store.ts';
-import { HttpError, logStream, registryError, type ServerParts } from './http-support.ts';
+import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
 import type { LogItem, WaitingCall } from './run-registry.ts';
 
@@ -179,12 +179,7 @@ async function serve<S>(
 ): Promise<Response> {
   const { runtime } = parts;
   const env = runtime.env;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await c.req.text());
-  } catch (e) {
-    throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`);
-  }
+  const raw = await readJson(c);
   const decoded = protocol.decode(raw, env.clock.now());
   if (!decoded.ok) {
     if (decoded.error.code === 'invalid_json') throw new HttpError(400, 'invalid_json', decoded.error.message);

@@ -10,7 +10,7 @@ import { ClusterRelay } from './cluster-relay.ts';
 import { parkedCallsOf, trackEvent, waitingCallOf, type LiveRun, type WaitingCall } from './live-run.ts';
 import { LeaseUpkeep } from './lease-upkeep.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
-import { currentPrincipal, mayReach } from './principal.ts';
+import { asPrincipal, currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
 import { SeqMarks } from './seq-marks.ts';
 import { reachableRun, storedRun } from './stored-runs.ts';
@@ -58,7 +58,8 @@ export type RunStarter = (sink: { emit(event: AgentEvent): void | Promise<void> 
  * itself, and may wrap the sink and the handle it returns.
  */
 export interface RunObserver {
-  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[] }, start: RunStarter, sink: Parameters<RunStarter>[0]): ReturnType<RunStarter>;
+  /** `owner`: the principal the thread belongs to as the run starts (absent: none does). */
+  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[]; readonly owner?: string }, start: RunStarter, sink: Parameters<RunStarter>[0]): ReturnType<RunStarter>;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -125,6 +126,8 @@ export class RunRegistry {
   readonly #marks: SeqMarks;
   /** Frames of a thread waiting for its mark to be raised, the last in line. */
   readonly #publishing = new Map<string, Promise<void>>();
+  /** What ends each open stream of a thread, by thread (`onForgotten`). */
+  readonly #forgotten = new Map<string, Set<() => void>>();
   readonly #maxFollowerBytes: number;
   readonly #followerGraceMs: number;
   #closing = false;
@@ -284,7 +287,7 @@ export class RunRegistry {
       );
     const observer = this.#observer;
     const launched = await this.#launch(request.threadId, runId, agentId, owner, request.messages, 'running', (sink) =>
-      observer === undefined ? start(sink) : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages }, start, sink),
+      observer === undefined ? start(sink) : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages, ...(owner !== undefined ? { owner } : {}) }, start, sink),
     );
     if (!launched.ok) return launched;
     const { run, done } = launched.value;
@@ -520,6 +523,30 @@ export class RunRegistry {
   }
 
   /**
+   * A thread was deleted: its id may name someone else's thread next, so what this instance keeps
+   * by that id goes with it — the replay ring is dropped (the `seq` goes on from where it stopped, so
+   * no client's Last-Event-ID points into the old frames) and the streams that followed it are let
+   * go, seeing nothing of a thread later created under the same id. With a cluster bus, the thread's
+   * frames leave the shared log too (a failure is logged: the thread is gone from the store already,
+   * and followers of its id stop once it is someone else's). A thread with a run is kept.
+   */
+  async forget(threadId: string): Promise<void> {
+    // Frames still on their way to the log are the deleted thread's: they land before it goes.
+    await this.#publishing.get(threadId)?.catch(() => undefined);
+    const entry = this.#threads.get(threadId);
+    if (entry?.current !== undefined) return;
+    // Streams open on the deleted thread end with it: whatever runs on its id next is another thread.
+    for (const end of [...(this.#forgotten.get(threadId) ?? [])]) end();
+    this.#forgotten.delete(threadId);
+    if (entry !== undefined && !this.#publishing.has(threadId)) {
+      this.#evictedSeq.set(threadId, entry.log.lastSeq);
+      this.#threads.delete(threadId);
+      this.#marks.forget(threadId);
+    }
+    await this.#relay?.bus.forget(threadId).catch((e: unknown) => this.#logger.error('shared log of a deleted thread not dropped', { thread: threadId, ...errorFields(e) }));
+  }
+
+  /**
    * Keeps at most `maxIdleThreads` logs, and `maxReplayBytes` in their rings, evicting threads with no
    * run and no subscriber (oldest first out);
    * an evicted thread's sequence number is remembered, so its `seq` never goes back.
@@ -623,6 +650,17 @@ export class RunRegistry {
   }
 
   /**
+   * Where a thread's stream stands now: the last frame delivered to its followers (the shared log's
+   * last with several instances); a resync made now covers up to it.
+   */
+  async lastSeq(threadId: string): Promise<number> {
+    if (this.#relay !== undefined) return this.#relay.bus.lastSeq(threadId);
+    const log = this.log(threadId);
+    await this.#marks.load(threadId, log);
+    return log.publishedSeq;
+  }
+
+  /**
    * Subscribes to a thread's log; frames lost to the ring are replaced by a resync with the thread's
    * messages: the stored history (committed at every step end), plus the input of the run in flight
    * when its first step has not been committed yet.
@@ -634,7 +672,13 @@ export class RunRegistry {
     // With several instances, a thread's stream follows the shared log (its runs may happen anywhere);
     // a stream of one local run (it ends with that run) reads the local ring.
     const local = options.scope === 'run' && this.#threads.get(threadId)?.current !== undefined;
-    if (this.#relay !== undefined && !local) return this.#relay.follow(threadId, since, onItem);
+    if (this.#relay !== undefined && !local) {
+      // The shared log outlives this request: its follower reads on only while the thread is still
+      // its principal's (an id deleted and taken by another principal names their thread then).
+      const principal = currentPrincipal();
+      const mayRead = principal === undefined ? undefined : () => asPrincipal(principal, () => mayReach(this.#store, threadId, 'read'));
+      return this.#relay.follow(threadId, since, onItem, mayRead);
+    }
     // The messages of a resync are read only for a subscriber already behind the ring; one that is not
     // subscribes without waiting, so it cannot fall behind before it is attached.
     const log = this.log(threadId);
@@ -807,6 +851,17 @@ export class RunRegistry {
   /** Whether the registry is shutting down (no new run starts). */
   get closing(): boolean {
     return this.#closing;
+  }
+
+  /** Registers what ends an open stream of `threadId` when the thread is deleted (`forget`); returns its removal. */
+  onForgotten(threadId: string, end: () => void): () => void {
+    const ends = this.#forgotten.get(threadId) ?? new Set<() => void>();
+    ends.add(end);
+    this.#forgotten.set(threadId, ends);
+    return () => {
+      ends.delete(end);
+      if (ends.size === 0 && this.#forgotten.get(threadId) === ends) this.#forgotten.delete(threadId);
+    };
   }
 
   /** Registers what ends an open stream at shutdown; returns its removal. */

@@ -43,6 +43,7 @@ export function newJob(job: NewMailboxJob, generation: number, now: number, defa
     messages: job.messages,
     origin: job.origin,
     ...(job.sender_id !== undefined ? { sender_id: job.sender_id } : {}),
+    ...(job.principal !== undefined ? { principal: job.principal } : {}),
     ...(job.parent_run_id !== undefined ? { parent_run_id: job.parent_run_id } : {}),
     priority,
     ...(job.dedupe_key !== undefined ? { dedupe_key: job.dedupe_key } : {}),

@@ -118,6 +118,15 @@ export class PostgresBus implements ClusterBus {
     return Number(r.rows[0]?.n ?? 0);
   }
 
+  async forget(threadId: string): Promise<void> {
+    await this.#schema();
+    // Under the thread's append lock: no append of it crosses the deletion.
+    await inTransaction(this.#pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events:${threadId}`]);
+      await client.query(`DELETE FROM ${this.#p}_events WHERE thread_id = $1`, [threadId]);
+    });
+  }
+
   async send(command: ControlCommand): Promise<void> {
     await this.#pool.query('SELECT pg_notify($1, $2)', [`${this.#p}_control`, JSON.stringify(command)]);
   }

@@ -16,6 +16,11 @@ export interface MailboxJob {
   readonly messages: readonly Message[];
   readonly origin: MailboxJobOrigin;
   readonly sender_id?: string;
+  /**
+   * The principal that queued the job (docs/server.md → Access control): its run acts for it, and
+   * starts only on a thread that principal may write — not on a thread that merely bears the name.
+   */
+  readonly principal?: string;
   readonly parent_run_id?: string;
   /** 0 is the highest priority; default 128. */
   readonly priority: number;

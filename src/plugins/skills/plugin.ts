@@ -30,14 +30,40 @@ export const SkillsState = defineStateKey<{ readonly active: Readonly<Record<str
   }>,
 });
 
+/**
+ * What a run may read of skill resources: each read at most `maxResourceBytes` (a larger resource
+ * is refused unread), at most `maxResourceReads` reads a run. Each refusal is a tool error the
+ * model reads. A prompt decides what is read, so without a bound any caller could make the server
+ * hold a file of any size — in the thread, the events and a transcript, several times over.
+ */
+export interface SkillResourceLimits {
+  readonly maxResourceBytes: number;
+  readonly maxResourceReads: number;
+}
+export const DEFAULT_SKILL_RESOURCE_LIMITS: SkillResourceLimits = Object.freeze({ maxResourceBytes: 256 * 1024, maxResourceReads: 16 });
+
+/** The limits a `skills` section (a server's or an agent's) sets: `max_resource_bytes`, `max_resource_reads`. */
+export function skillResourceLimitsOf(section: { readonly max_resource_bytes?: number | undefined; readonly max_resource_reads?: number | undefined }): Partial<SkillResourceLimits> {
+  return {
+    ...(section.max_resource_bytes !== undefined ? { maxResourceBytes: section.max_resource_bytes } : {}),
+    ...(section.max_resource_reads !== undefined ? { maxResourceReads: section.max_resource_reads } : {}),
+  };
+}
+
 const unknown = (tool: string, name: string, registry: ReadonlyMap<string, Skill>) =>
   ToolResults.error(tool, `no skill '${name}' (skills: ${[...registry.keys()].join(', ') || 'none'})`);
 
 type RegistryOf = (spec: AgentSpec) => ReadonlyMap<string, Skill>;
+type LimitsOf = (spec: AgentSpec) => SkillResourceLimits;
 
-/** The three tools: list the skills, activate one, read one of its resources. */
-export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf): readonly Tool[] {
+/** The three tools: list the skills, activate one, read one of its resources (within `limits`). */
+export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limits: Partial<SkillResourceLimits> | LimitsOf = {}): readonly Tool[] {
   const registryOf: RegistryOf = typeof skills === 'function' ? skills : () => skills;
+  const fixed = { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...(typeof limits === 'function' ? {} : limits) };
+  const limitsOf: LimitsOf = typeof limits === 'function' ? limits : () => fixed;
+  // The reads of each run, by the run's own signal (one object per run, collected with it): kept
+  // beside the run rather than in its state, so recorded runs replay with the state they recorded.
+  const reads = new WeakMap<AbortSignal, number>();
   return [
     defineTool({
       id: SKILL_LIST_TOOL_ID,
@@ -67,8 +93,13 @@ export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf): rea
         const registry = registryOf(ctx.agentSpec);
         const s = registry.get(skill);
         if (s === undefined) return unknown(SKILL_LOAD_RESOURCE_TOOL_ID, skill, registry);
-        const r = s.resource(path);
-        return r.ok ? ToolResults.success(SKILL_LOAD_RESOURCE_TOOL_ID, { skill_id: s.name, path, content: r.value }) : ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, r.error);
+        const { maxResourceBytes, maxResourceReads } = limitsOf(ctx.agentSpec);
+        const done = reads.get(ctx.signal) ?? 0;
+        if (done >= maxResourceReads) return ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, `this run has read ${done} skill resources, as many as a run may read (skills.max_resource_reads)`);
+        const r = s.resource(path, maxResourceBytes);
+        if (!r.ok) return ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, r.error);
+        reads.set(ctx.signal, done + 1);
+        return ToolResults.success(SKILL_LOAD_RESOURCE_TOOL_ID, { skill_id: s.name, path, content: r.value });
       },
     }),
   ];
@@ -90,15 +121,20 @@ export function skillCatalog(registry: ReadonlyMap<string, Skill>): string {
  * tools and the `skills` key and puts the catalog in context; `activeInstructions` puts the
  * instructions of every active skill in context on each later inference.
  */
-export function skillsSubsystem(registry: ReadonlyMap<string, Skill>): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+export function skillsSubsystem(registry: ReadonlyMap<string, Skill>, limits: Partial<SkillResourceLimits> = {}): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const catalog = skillCatalog(registry);
-  return subsystemOf(() => registry, () => catalog, []);
+  const fixed = { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...limits };
+  return subsystemOf(() => registry, () => catalog, () => fixed, []);
 }
 
 /** An embedded skill as an agent's `skills` section holds it: the SKILL.md text and its resources. */
 const EmbeddedSkillSchema = z.object({ skill_md: z.string().min(1), resources: z.record(z.string(), z.string()).default({}) }).strict();
 const SkillsSectionSchema = z
-  .object({ embedded: z.array(EmbeddedSkillSchema).default([]) })
+  .object({
+    embedded: z.array(EmbeddedSkillSchema).default([]),
+    max_resource_bytes: z.number().int().min(1).optional(),
+    max_resource_reads: z.number().int().min(1).optional(),
+  })
   .strict()
   .superRefine((s, ctx) => {
     s.embedded.forEach((e, i) => {
@@ -106,16 +142,18 @@ const SkillsSectionSchema = z
       if (!made.ok) ctx.addIssue({ code: 'custom', path: ['embedded', i, 'skill_md'], message: made.error });
     });
   });
-const SkillsConfigKey = definePluginConfigKey('skills', SkillsSectionSchema as unknown as z.ZodType<{ embedded: { skill_md: string; resources: Record<string, string> }[] }>, () => ({ embedded: [] }));
+type SkillsSection = { embedded: { skill_md: string; resources: Record<string, string> }[]; max_resource_bytes?: number; max_resource_reads?: number };
+const SkillsConfigKey = definePluginConfigKey('skills', SkillsSectionSchema as unknown as z.ZodType<SkillsSection>, () => ({ embedded: [] }));
 
 /**
  * The skills subsystem as `awaken serve` and replays have it (the plugin catalog's
  * `skills-discovery` and `skills-active-instructions`): the skills of `base` (a server's skill
  * directories; none in a replay) and those an agent embeds in its `skills` section
  * (`{embedded: [{skill_md, resources}]}`, checked at build, a bad one named by its index). An
- * embedded skill of a name `base` has wins for that agent.
+ * embedded skill of a name `base` has wins for that agent. Resource reads are bounded by `limits`
+ * (a server's), each of which the section's `max_resource_bytes` / `max_resource_reads` overrides.
  */
-export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map()): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map(), limits: Partial<SkillResourceLimits> = {}): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const registryOf = perAgentSpec((spec): ReadonlyMap<string, Skill> => {
     const section = readPluginConfig(spec, SkillsConfigKey);
     const embedded = section.ok ? section.value.embedded.flatMap((e) => { const made = embeddedSkill(e.skill_md, e.resources); return made.ok ? [made.value] : []; }) : [];
@@ -125,16 +163,22 @@ export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map()): 
     return new Map([...all].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   });
   const catalogOf = perAgentSpec((spec) => skillCatalog(registryOf(spec)));
-  return subsystemOf(registryOf, catalogOf, [SkillsConfigKey as never]);
+  const limitsOf = perAgentSpec((spec): SkillResourceLimits => {
+    const section = readPluginConfig(spec, SkillsConfigKey);
+    return { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...limits, ...(section.ok ? skillResourceLimitsOf(section.value) : {}) };
+  });
+  return subsystemOf(registryOf, catalogOf, limitsOf, [SkillsConfigKey as never]);
 }
 
-function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => string, configKeys: RuntimePlugin['configKeys']): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => string, limitsOf: LimitsOf, configKeys: RuntimePlugin['configKeys']): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+  // One set of tools for the plugin, so a run's reads are counted across its tool calls.
+  const tools = skillTools(registryOf, limitsOf);
   const discovery: RuntimePlugin = {
     name: SKILLS_DISCOVERY_PLUGIN_ID,
     ...(configKeys !== undefined && configKeys.length > 0 ? { configKeys } : {}),
     register: (r) => {
       r.registerKey(SkillsState, { scope: 'run', persistent: true });
-      for (const tool of skillTools(registryOf)) r.registerTool(tool);
+      for (const tool of tools) r.registerTool(tool);
       r.registerPhaseHook('before_inference', (ctx) =>
         registryOf(ctx.input.agentSpec).size === 0
           ? StateCommand.empty()

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -39,8 +39,11 @@ export interface SkillDocument {
 
 /** A skill: its document and its resources. */
 export interface Skill extends SkillDocument {
-  /** A resource by its path relative to the skill (`references/guide.md`); a path out of the skill is refused. */
-  resource(path: string): Result<string, string>;
+  /**
+   * A resource by its path relative to the skill (`references/guide.md`); a path out of the skill is
+   * refused, and so is a resource of more than `maxBytes` (default: no bound), without reading it.
+   */
+  resource(path: string, maxBytes?: number): Result<string, string>;
   /** The resource paths the skill holds, sorted. */
   resources(): readonly string[];
 }
@@ -78,6 +81,29 @@ function relativeResource(path: string): Result<string, string> {
   return ok(parts.filter((p) => p !== '' && p !== '.').join('/'));
 }
 
+/** Why a resource is not returned: its size, over what a read may return. */
+const tooLarge = (path: string, skill: string, bytes: number, maxBytes: number): string =>
+  `'${path}' of skill '${skill}' is ${bytes} bytes, more than a resource read may return (${maxBytes} bytes: skills.max_resource_bytes)`;
+
+/** A file's bytes, or `undefined` when it holds more than `maxBytes`: never more than that (and one) is read. */
+function readAtMost(file: string, maxBytes: number): Buffer | undefined {
+  const fd = openSync(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total));
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) return Buffer.concat(chunks, total);
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > maxBytes) return undefined;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** A skill compiled into the program: its SKILL.md text and its resources by path. */
 export function embeddedSkill(skillMd: string, resources: Readonly<Record<string, string>> = {}): Result<Skill, string> {
   const doc = parseSkillMd(skillMd);
@@ -90,11 +116,13 @@ export function embeddedSkill(skillMd: string, resources: Readonly<Record<string
   }
   return ok({
     ...doc.value,
-    resource: (path) => {
+    resource: (path, maxBytes = Infinity) => {
       const rel = relativeResource(path);
       if (!rel.ok) return rel;
       const text = files.get(rel.value);
-      return text === undefined ? err(`no resource '${rel.value}' in skill '${doc.value.name}'`) : ok(text);
+      if (text === undefined) return err(`no resource '${rel.value}' in skill '${doc.value.name}'`);
+      const bytes = Buffer.byteLength(text);
+      return bytes > maxBytes ? err(tooLarge(rel.value, doc.value.name, bytes, maxBytes)) : ok(text);
     },
     resources: () => [...files.keys()].sort(),
   });
@@ -111,12 +139,15 @@ function listFiles(dir: string, prefix = ''): string[] {
   return out.sort();
 }
 
-/** A skill on disk; resources are read when asked for, and never from outside its directory (symlinks included). */
+/**
+ * A skill on disk; resources are read when asked for, never from outside its directory (symlinks
+ * included), and one over the bound is refused from its size, unread.
+ */
 function fsSkill(dir: string, doc: SkillDocument): Skill {
   const root = realpathSync(dir);
   return {
     ...doc,
-    resource: (path) => {
+    resource: (path, maxBytes = Infinity) => {
       const rel = relativeResource(path);
       if (!rel.ok) return rel;
       const file = resolve(root, rel.value);
@@ -124,7 +155,12 @@ function fsSkill(dir: string, doc: SkillDocument): Skill {
       const real = realpathSync(file);
       const inside = relative(root, real);
       if (inside.startsWith('..') || isAbsolute(inside) || inside.split(sep).includes('..')) return err(`'${path}' leaves the skill`);
-      return ok(readFileSync(real, 'utf8'));
+      const size = statSync(real).size;
+      if (size > maxBytes) return err(tooLarge(rel.value, doc.name, size, maxBytes));
+      if (maxBytes === Infinity) return ok(readFileSync(real, 'utf8'));
+      // Bounded even if the file grows after its size was read.
+      const bytes = readAtMost(real, maxBytes);
+      return bytes === undefined ? err(tooLarge(rel.value, doc.name, statSync(real).size, maxBytes)) : ok(bytes.toString('utf8'));
     },
     resources: () => listFiles(root),
   };

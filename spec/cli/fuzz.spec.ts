@@ -28,7 +28,7 @@ describe('awaken fuzz --plugin', () => {
     const r = awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', '--seed', '42']);
     expect(r.code).toBe(EXIT.failed);
     expect(r.out).toContain('plugin history: FAILED — hooks in after_tool_execute\nhistory.calls: 1 law(s) broken (commutative, pure, codec, persistence)\n  ✗ commutative: parallel batches give the same value in every order and grouping\n      start:      []\n      batch 1:    update(');
-    const replay = /replay the first: awaken fuzz --plugin examples\/fuzz\/broken-history\.mjs --seed 42 --path '([^']+)'/.exec(r.out);
+    const replay = /replay the first: awaken fuzz --plugin examples\/fuzz\/broken-history\.mjs --seed=42 --path '([^']+)'/.exec(r.out);
     expect(replay?.[1]).toMatch(/^key=history\.calls@commutative@[\d:]+$/);
     const again = awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', '--seed', '42', '--path', replay?.[1] ?? '']);
     expect(again.code).toBe(EXIT.failed);
@@ -36,6 +36,20 @@ describe('awaken fuzz --plugin', () => {
     // The same counterexample, line for line.
     const lines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('      '));
     expect(lines(again.out)).toEqual(lines(r.out));
+  });
+
+  it('a negative seed: --seed S and --seed=S are the same run, and the reproduce line it prints runs as printed', () => {
+    const seed = '-779101597';
+    const spaced = awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', '--seed', seed]);
+    expect(awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', `--seed=${seed}`])).toEqual(spaced);
+    expect({ code: spaced.code, err: spaced.err }).toEqual({ code: EXIT.failed, err: '' });
+    const printed = /\nreplay the first: awaken (.+)\n$/.exec(spaced.out)?.[1] as string;
+    const path = /--path '([^']+)'$/.exec(printed)?.[1] as string;
+    expect(printed).toBe(`fuzz --plugin examples/fuzz/broken-history.mjs --seed=${seed} --path '${path}'`);
+    // Pasted into a shell as it is: the counterexample alone, line for line.
+    const again = spawnSync('bash', ['-c', `"${process.execPath}" "${bin}" ${printed}`], { cwd: repo, encoding: 'utf8' });
+    const only = spaced.out.replace('(commutative, pure, codec, persistence)', '(commutative)');
+    expect({ code: again.status, err: again.stderr, out: again.stdout }).toEqual({ code: EXIT.failed, err: '', out: only });
   });
 
   it('--json prints the report', () => {

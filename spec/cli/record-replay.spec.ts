@@ -66,6 +66,6 @@ describe('awaken record / awaken replay', () => {
     expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', 'x')).toMatchObject({ code: 64 });
     expect(await cli('replay')).toMatchObject({ code: 64 });
     expect(await cli('replay', '--bogus', 'f')).toMatchObject({ code: 64 });
-    expect(await cli('replay', join(dir, 'missing.jsonl'))).toMatchObject({ code: 1, out: expect.stringContaining('cannot read') });
+    expect(await cli('replay', join(dir, 'missing.jsonl'))).toEqual({ code: 66, out: '', err: `awaken replay: cannot read ${join(dir, 'missing.jsonl')}: no such file\n` });
   });
 });

@@ -50,7 +50,12 @@ describe('awaken run', () => {
     expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining("no agent 'ghost'") });
     const dir = mkdtempSync(join(tmpdir(), 'awaken-'));
     writeFileSync(join(dir, 'bad.yaml'), '- text: 3\n  colour: red\n');
-    expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toMatchObject({ code: 65, err: expect.stringContaining('cannot read script') });
+    // One line naming the step and the field (docs/scripted-models.md), never a dump of the schema's issues.
+    expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'bad.yaml')}: [0].text: Invalid input: expected string or list of strings; [0].colour: unknown field\n` });
+    writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps: [{ text: 'a' }, { tool_calls: [{ id: 'c', name: 'echo', argumnts: {} }] }] }));
+    expect(await cli('run', '--model', `scripted:${join(dir, 'steps.json')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'steps.json')}: steps[1].tool_calls[0].argumnts: unknown field\n` });
+    writeFileSync(join(dir, 'neither.yaml'), 'text: hello\n');
+    expect(await cli('run', '--model', `scripted:${join(dir, 'neither.yaml')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'neither.yaml')}: a list of steps, or {steps: [...]}\n` });
     expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({ code: 66, err: expect.stringContaining('cannot read /nonexistent.json') });
   });
 

@@ -64,7 +64,8 @@ describe('the permission plugin in awaken serve', () => {
     const deadline = Date.now() + 10_000;
     let file: string | undefined;
     while (file === undefined && Date.now() < deadline) {
-      file = readdirSync(dir).find((f) => f.endsWith(`--${runId}.jsonl`));
+      // Whatever the file is named, its header names the run.
+      file = readdirSync(dir).find((f) => f.endsWith('.jsonl') && readFileSync(join(dir, f), 'utf8').includes(`"run_id":"${runId}"`));
       if (file === undefined) await new Promise((r) => setTimeout(r, 50));
     }
     const text = readFileSync(join(dir, file as string), 'utf8');
@@ -76,8 +77,13 @@ describe('the permission plugin in awaken serve', () => {
     expect(replay.status).toBe(0);
   });
 
-  it('a rule that does not parse keeps the server from starting, naming the agent, the section and the entry', async () => {
-    const bad = configFile(['rules:', '  - { tool: "Bash(npm *", behavior: allow }']);
-    await expect(startServe(['--config', bad])).rejects.toThrow(/guarded.*permission.*Bash\(npm \*.*parse error at 10: expected '\)', found end of input/s);
+  it('a rule that does not parse keeps the server from starting: one line naming the file, the agent, the section and the entry, exit 65', () => {
+    const bad = configFile(['rules:', '  - { tool: get_weather, behavior: allow }', '  - { tool: "Bash(npm *", behavior: allow }']);
+    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', bad, '--port', '0'], { cwd: repo, encoding: 'utf8', timeout: 60_000 });
+    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken serve: ${bad}: agents[0].sections.permission.rules[1].tool: "Bash(npm *": parse error at 10: expected ')', found end of input\n`,
+    });
   });
 });

@@ -60,10 +60,13 @@ describe('awaken serve', () => {
   it('a provider in the config file may read only an allowed key variable (server.api_key_env_allow, default *_API_KEY)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
     const file = join(dir, 'awaken.yaml');
-    writeFileSync(file, 'providers:\n  p: { kind: anthropic, api_key_env: AWAKEN_ADMIN_TOKEN }\n');
-    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'AWAKEN_ADMIN_TOKEN' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)`);
+    writeFileSync(file, 'providers:\n  p: { kind: anthropic, api_key_env: DATABASE_URL }\n');
+    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'DATABASE_URL' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)`);
+    writeFileSync(file, 'server:\n  api_key_env_allow: [DATABASE_*]\nproviders:\n  p: { kind: anthropic, api_key_env: DATABASE_URL }\n');
+    expect(parseServeArgs(['--config', file], {})).toMatchObject({ file: { server: { api_key_env_allow: ['DATABASE_*'] } } });
+    // The server's own credentials are never sent, whatever the patterns allow.
     writeFileSync(file, 'server:\n  api_key_env_allow: [AWAKEN_*]\nproviders:\n  p: { kind: anthropic, api_key_env: AWAKEN_ADMIN_TOKEN }\n');
-    expect(parseServeArgs(['--config', file], {})).toMatchObject({ file: { server: { api_key_env_allow: ['AWAKEN_*'] } } });
+    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent`);
     writeFileSync(file, 'server:\n  api_key_env_allow: ["A.B"]\n');
     expect(() => parseServeArgs(['--config', file], {})).toThrow('server.api_key_env_allow[0]: a variable name pattern');
   });

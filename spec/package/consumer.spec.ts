@@ -13,7 +13,7 @@ const repo = resolve(import.meta.dirname, '../..');
 const npm = (args: readonly string[], cwd: string): string => execFileSync('npm', [...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
 
 let project = '';
-let packed: { readonly size: number; readonly unpackedSize: number; readonly files: readonly string[] };
+let packed: { readonly filename: string; readonly size: number; readonly unpackedSize: number; readonly files: readonly string[] };
 
 /** The README's "Running an agent" example, as it stands. */
 const readmeAgent = /## Running an agent\n\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
@@ -22,7 +22,7 @@ beforeAll(() => {
   project = mkdtempSync(join(tmpdir(), 'awaken-consumer-'));
   const [info] = JSON.parse(npm(['pack', '--json', '--pack-destination', project], repo)) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];
   if (info === undefined) throw new Error('npm pack said nothing');
-  packed = { size: info.size, unpackedSize: info.unpackedSize, files: info.files.map((f) => f.path) };
+  packed = { filename: info.filename, size: info.size, unpackedSize: info.unpackedSize, files: info.files.map((f) => f.path) };
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   npm(['install', '--no-audit', '--no-fund', `./${info.filename}`, 'typescript@5.9.3', '@types/node@20'], project);
 }, 600_000);
@@ -35,8 +35,13 @@ describe('the package installed by another project', () => {
   it('packs only dist/, README, LICENSE, package.json and the data the CLI reads', () => {
     const top = [...new Set(packed.files.map((f) => (f.includes('/') ? `${f.split('/')[0] as string}/` : f)))].sort();
     expect(top).toEqual(['LICENSE', 'README.md', 'conformance/', 'dist/', 'fixtures/', 'package.json']);
-    // The data: the demo's recorded conversation (awaken serve without a key), the conformance streams.
-    expect(packed.files.filter((f) => f.startsWith('fixtures/'))).toEqual(['fixtures/cassettes/openai-compatible-weather-answer.chunks.jsonl', 'fixtures/cassettes/openai-compatible-weather-tool.chunks.jsonl']);
+    // The data: the demo's recorded conversation (awaken serve without a key), the scripts the README
+    // names (fixtures/scripts), the conformance streams.
+    expect(packed.files.filter((f) => f.startsWith('fixtures/'))).toEqual([
+      'fixtures/cassettes/openai-compatible-weather-answer.chunks.jsonl',
+      'fixtures/cassettes/openai-compatible-weather-tool.chunks.jsonl',
+      ...readdirSync(join(repo, 'fixtures/scripts')).sort().map((f) => `fixtures/scripts/${f}`),
+    ]);
     expect(packed.files.filter((f) => f.startsWith('conformance/')).every((f) => /^conformance\/(streams\/[\w-]+\.events\.jsonl|expected-failures\.json)$/.test(f))).toBe(true);
     expect(packed.files.filter((f) => /(^|\/)(spec|bench|src|\.ci)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     process.stdout.write(`packed: ${packed.files.length} files, ${(packed.size / 1024).toFixed(0)} kB (${(packed.unpackedSize / 1024).toFixed(0)} kB unpacked)\n`);
@@ -56,6 +61,24 @@ describe('the package installed by another project', () => {
         `${join(project, 'node_modules/awaken-ts/dist/protocols/ai-sdk-v6/judge.js')}\n` +
         `otel: ERR_MODULE_NOT_FOUND Cannot find package '@opentelemetry/api' imported from ${join(project, 'node_modules/awaken-ts/dist/plugins/observability/otel.js')}\n`,
     );
+  });
+
+  it('is packed and installed as the README says: npm pack --pack-destination DIR in the clone, npm install ./awaken-ts-0.1.0.tgz in DIR', () => {
+    const block = /pack it in a clone[\s\S]*?```sh\n([\s\S]*?)```/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
+    const commands = block.split('\n').map((l) => l.replace(/\s+#\s.*$/, '').trim()).filter((l) => l !== '');
+    // What beforeAll ran: the same two commands (--json to read the file name; the project's own tools beside it).
+    expect(commands).toEqual(['npm pack --pack-destination ../my-app', `cd ../my-app && npm install ./${packed.filename}`]);
+    expect(packed.filename).toBe('awaken-ts-0.1.0.tgz');
+  });
+
+  it("runs the README's fixtures/scripts line from the installed package, printing what the clone prints", () => {
+    const line = /`(npx awaken run --model scripted:node_modules\/awaken-ts\/fixtures\/scripts\/[^`]+)`/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
+    expect(line).toBe('npx awaken run --model scripted:node_modules/awaken-ts/fixtures/scripts/demo-weather.yaml "weather in Tokyo?"');
+    const installed = spawnSync('bash', ['-c', line], { cwd: project, encoding: 'utf8' });
+    const clone = spawnSync('bash', ['-c', line.replace('npx awaken', `${process.execPath} ${join(repo, 'src/cli/awaken.js')}`).replace('node_modules/awaken-ts/', '')], { cwd: repo, encoding: 'utf8' });
+    expect({ status: installed.status, stderr: installed.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(installed.stdout).toBe(clone.stdout);
+    expect(installed.stdout).toContain('"response":"It is cloudy in Tokyo."');
   });
 
   it("runs the README's agent example with plain node", () => {
@@ -203,7 +226,9 @@ export async function serve(): Promise<string> {
     const twice = spawnSync(bin, ['judge', '--protocol', 'mcp', 'twice.ndjson'], { cwd: project, encoding: 'utf8' });
     expect(twice.status).toBe(1);
     expect(twice.stdout).toContain('terminal · frame 3: a second response');
-    const missing = spawnSync(bin, ['judge', '--protocol', 'ai-sdk-v6', 'call.ndjson'], { cwd: project, encoding: 'utf8' });
+    // An AI SDK stream, judged by the library the project lacks (an MCP capture would be named as one first).
+    writeFileSync(join(project, 'chat.sse'), readFileSync(join(repo, 'conformance/golden/ai-sdk-v6/run-plain-answer.sse'), 'utf8'));
+    const missing = spawnSync(bin, ['judge', '--protocol', 'ai-sdk-v6', 'chat.sse'], { cwd: project, encoding: 'utf8' });
     expect({ status: missing.status, stderr: missing.stderr }).toEqual({
       status: 69,
       stderr: 'awaken judge: the ai-sdk-v6 judge needs ai@6 (optional peer dependencies of awaken-ts): npm install ai@6\n',

@@ -3,6 +3,8 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { effectiveRuleset, evaluatePermission, PermissionConfigSchema, permissionPlugin } from '../../src/plugins/permission.ts';
+import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { harness } from '../support/runtime.ts';
 
 const doc = readFileSync(resolve(import.meta.dirname, '../../docs/plugins/permission.md'), 'utf8');
@@ -26,10 +28,16 @@ describe('docs/plugins/permission.md', () => {
     expect(decide('mcp__github__delete_repo', {})).toBe('deny');
   });
 
-  it('the error it quotes is the error a bad rule gives', () => {
-    const quoted = /`(rules\.0\.tool: [^`]+)`/.exec(doc)?.[1] as string;
-    const r = PermissionConfigSchema.safeParse({ rules: [{ tool: 'Bash(npm *', behavior: 'allow' }] });
-    const issue = r.error?.issues[0];
-    expect(`${issue?.path.join('.')}: ${issue?.message}`).toBe(quoted);
+  it('the build error it quotes is, whole, the error AgentRuntimeBuilder.build() gives for its agent with a bad first rule', () => {
+    const quoted = (/its message `([^`]+)`/.exec(doc)?.[1] as string).replace(/\s*\n\s*/g, ' ');
+    const section = agent?.sections.permission as { rules: { tool: string }[] };
+    const bad = { ...section, rules: [{ tool: 'Bash(npm *', behavior: 'allow' }, ...section.rules.slice(1)] };
+    const built = new AgentRuntimeBuilder()
+      .withProvider('p', new ScriptedLlm([]))
+      .withModel('default', { provider: 'p', model_name: 'm' })
+      .withPlugin(permissionPlugin.name, permissionPlugin)
+      .withAgentSpec({ id: 'coder', model: 'default', plugin_ids: ['permission'], sections: { permission: bad } })
+      .build();
+    expect(built.ok ? undefined : built.error).toEqual({ code: 'validation_failed', message: quoted });
   });
 });

@@ -199,8 +199,9 @@ describe('the permission plugin in a run', () => {
   });
 
   it('an entry that does not parse keeps the agent from being built, naming the section and the entry', () => {
+    // The build error, whole: one line naming the agent, the section, the entry and the parse error.
     expect(() => runWith([{ text: 'x' }], { rules: [{ tool: 'Bash(', behavior: 'allow' }] })).toThrow(
-      /invalid config section 'permission' of plugin 'permission'.*Bash\(.*parse error at 5: empty primary pattern.*rules.*0.*tool/s,
+      new Error(JSON.stringify({ code: 'validation_failed', message: `agent 'agent': invalid config section 'permission' of plugin 'permission': rules.0.tool: "Bash(": parse error at 5: empty primary pattern` })),
     );
   });
 

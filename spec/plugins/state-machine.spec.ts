@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
@@ -112,7 +114,7 @@ continuation:
     ['a key hole that is not a path', READ_BEFORE_WRITE.replace('key: "{file_path}"', 'key: "{a..b}"'), /^machines\.0\.key: machine 'read-before-write': \{a\.\.b\} is not a path/],
     ['a terminal state no transition names', READ_BEFORE_WRITE.replace('terminal: [written]', 'terminal: [writen]'), /^machines\.0\.terminal\.0: machine 'read-before-write': 'writen' is not a state of the machine \(unread, read, written\)$/],
     ['an unknown violation action', READ_BEFORE_WRITE.replace('action: deny', 'action: block'), /^machines\.0\.transitions\.1\.on_violation\.action: /],
-    ['an unknown field', READ_BEFORE_WRITE.replace('initial: unread', 'initial: unread\n    inital: unread'), /^machines\.0: .*inital/],
+    ['an unknown field', READ_BEFORE_WRITE.replace('initial: unread', 'initial: unread\n    inital: unread'), /^machines\.0\.inital: unknown field$/],
     ['a role on a non-positional target', READ_BEFORE_WRITE.replace('cooldown_turns: 2 }', 'cooldown_turns: 2, role: user }'), /^machines\.0\.transitions\.1\.emit\.role: machine 'read-before-write', transition 1 \(emit\): a role applies to the session and conversation targets only/],
     ['two machines of one name', `${READ_BEFORE_WRITE.split('continuation:')[0]}${READ_BEFORE_WRITE.split('machines:')[1]?.split('continuation:')[0]}`, /^machines\.1\.name: machine 'read-before-write': the name is used by another machine$/],
     ['a continuation hole other than {summary}', READ_BEFORE_WRITE.replace('max_continuations: 25', 'max_continuations: 25\n  message: "Finish {file_path}"'), /^continuation\.message: continuation: only \{summary\} is filled in, not \{file_path\}$/],
@@ -120,6 +122,13 @@ continuation:
     const r = parseStateMachineConfig(text);
     expect(r.ok).toBe(false);
     expect(!r.ok && r.error).toMatch(message);
+  });
+
+  it('the error docs/plugins/state-machine.md quotes for its section with a bad pattern is the error, whole', () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/plugins/state-machine.md'), 'utf8');
+    const section = (/```yaml\n[\s\S]*?      state_machine:\n([\s\S]*?)```/.exec(doc)?.[1] as string).replace(/^ {8}/gm, '');
+    const quoted = /its error for that\nsection is `([^`]+)`/.exec(doc)?.[1];
+    expect(parseStateMachineConfig(section.replace(`'Write(file_path ~ "*")'`, `'Write(file_path ~ "*"'`))).toEqual({ ok: false, error: quoted });
   });
 
   it('key templates: a field, a nested path, an array index, and empty (one global instance); normalizers', () => {

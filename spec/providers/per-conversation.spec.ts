@@ -31,6 +31,19 @@ describe('perConversation', () => {
     expect(await text(llm, ask('t1', 2))).toBe('three');
   });
 
+  it('a conversation is its thread: the same message id in two threads, a message placed at the head of a request, a thread begun again', async () => {
+    const llm = perConversation((taken) => new ScriptedLlm([{ text: 'one' }, { text: 'two' }, { text: 'three' }].slice(taken)));
+    const on = (threadId: string, req: ReturnType<typeof ask>) => ({ ...req, threadId });
+    expect(await text(llm, on('a', ask('m', 0)))).toBe('one');
+    expect(await text(llm, on('b', ask('m', 0)))).toBe('one');
+    const placed = ask('m', 1);
+    placed.messages.splice(1, 0, { ...Messages.user('a reminder', { id: 'injected' }), visibility: 'internal' });
+    expect(await text(llm, on('a', placed))).toBe('two');
+    expect(await text(llm, on('a', ask('m', 2)))).toBe('three');
+    // Deleted and begun again under the same id: another first message, no assistant turn yet.
+    expect(await text(llm, on('b', ask('n', 0)))).toBe('one');
+  });
+
   it('a conversation first seen with turns taken (a thread taken up after a restart) goes on from there', async () => {
     const llm = perConversation((taken) => new ScriptedLlm([{ text: 'one' }, { text: 'two' }, { text: 'three' }].slice(taken)));
     expect(await text(llm, ask('t1', 2))).toBe('three');

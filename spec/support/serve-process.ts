@@ -17,11 +17,11 @@ export interface ServeProcess {
 
 /**
  * `awaken serve` as a real child process on a free port (no provider key, so it never reaches a
- * network); resolves once it listens. A server that does not start fails with its log.
+ * network), run in `cwd` (default: the repository); resolves once it listens. A server that does not start fails with its log.
  */
-export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
+export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd: string = repo): Promise<ServeProcess> {
   const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', ...args, '--port', '0'], {
-    cwd: repo,
+    cwd,
     env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -68,7 +68,7 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
   const options = { ...spec.options, help: { type: 'boolean' as const, short: 'h' } };
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: spec.positionals !== undefined });
+    parsed = parseArgs({ args: negativeValuesJoined(spec, argv), options, strict: true, allowPositionals: spec.positionals !== undefined });
   } catch (e) {
     throw new UsageError(describe(e, Object.keys(spec.options)));
   }
@@ -78,6 +78,25 @@ export function parseCommand(spec: CommandSpec, argv: readonly string[]): Parsed
   if (p !== undefined && positionals.length < p.min) throw new UsageError(`${p.name} is required`);
   if (p !== undefined && positionals.length > p.max) throw new UsageError(`unexpected argument '${positionals[p.max] ?? ''}'`);
   return { values: parsed.values as ParsedArgs['values'], positionals };
+}
+
+/**
+ * `--seed -42` as `--seed=-42`: `parseArgs` takes a value that starts with `-` for an option of its
+ * own, so a negative number after an option that takes a value is joined to it (before `--` only).
+ */
+function negativeValuesJoined(spec: CommandSpec, argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') return [...out, ...argv.slice(i)];
+    const name = /^--([^=]+)$/.exec(arg)?.[1];
+    const next = argv[i + 1];
+    if (name !== undefined && spec.options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 function describe(e: unknown, known: readonly string[]): string {

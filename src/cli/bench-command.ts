@@ -81,13 +81,19 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
     } catch (e) {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
+    const plugins = await Promise.all(stringsOf(args, 'plugin').map(loadPlugin));
+    const known = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...plugins.map((p) => [p.name, p] as const)]);
     const configFile = stringOf(args, 'config');
-    const config = configFile !== undefined ? loadServeConfig(configFile) : undefined;
+    const config = configFile !== undefined ? loadServeConfig(configFile, known, plugins.map((p) => p.name)) : undefined;
     const agentId = stringOf(args, 'agent') ?? 'demo';
     const agents = [demoAgent('demo') as AgentSpec, ...((config?.agents ?? []) as AgentSpec[])];
     const spec = agents.find((a) => a.id === agentId);
     if (spec === undefined) throw new CliFailure(`no agent '${agentId}' (agents: ${agents.map((a) => a.id).join(', ')})`, EXIT.data);
-    const plugins = await Promise.all(stringsOf(args, 'plugin').map(loadPlugin));
+    // A plugin the agent names must be here: in the catalog, or loaded with --plugin.
+    const at = agents.indexOf(spec) - 1;
+    (spec.plugin_ids ?? []).forEach((id, j) => {
+      if (!known.has(id)) throw new CliFailure(`${configFile ?? ''}: agents[${at}].plugin_ids[${j}]: no plugin '${id}' (load it with --plugin FILE)`, EXIT.data);
+    });
     const tools = new Map<string, Tool>(DEMO_TOOLS.map((t) => [t.descriptor.id, t]));
 
     const runtime = (llm: Parameters<Parameters<typeof benchAgent>[0]['runtime']>[0], maxRounds: number, wrap: (p: Plugin) => Plugin = (p) => p) => {
@@ -101,7 +107,10 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
       for (const [id, p] of PLUGIN_CATALOG) builder.withPlugin(id, wrap(p) as RuntimePlugin);
       for (const p of plugins) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);
       const built = builder.build();
-      if (!built.ok) throw new CliFailure(`the agent ${agentId} does not build: ${JSON.stringify(built.error)}`, EXIT.data);
+      if (!built.ok) {
+        const e = built.error;
+        throw new CliFailure(`${configFile ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
+      }
       return built.value;
     };
     let report;

@@ -53,7 +53,8 @@ export async function fuzzCommand(argv: readonly string[], io: Io): Promise<numb
     else {
       io.out(describePluginFuzz(report, describeKeyLaws));
       const failed = [...report.failures, ...report.keys.flatMap((k) => k.failures)].find((f) => f.path !== undefined);
-      if (failed !== undefined) io.out(`\nreplay the first: awaken fuzz --plugin ${file} --seed ${failed.seed} --path '${failed.path ?? ''}'\n`);
+      // `--seed=S` reads the same whatever the sign of S, in any option parser.
+      if (failed !== undefined) io.out(`\nreplay the first: awaken fuzz --plugin ${file} --seed=${failed.seed} --path '${failed.path ?? ''}'\n`);
     }
     return report.passed ? EXIT.ok : EXIT.failed;
   });

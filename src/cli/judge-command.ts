@@ -1,6 +1,20 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DriveFailure, reportOf, Unreachable, unreachableCode, renderReport, type Capture, type Finding, type JudgeReport, type Scenario } from '../protocols/findings.ts';
+import {
+  connectionLost,
+  describeCause,
+  DriveFailure,
+  JUDGED_PROTOCOLS,
+  otherProtocolOf,
+  reportOf,
+  Unreachable,
+  unreachableCode,
+  renderReport,
+  type Capture,
+  type Finding,
+  type JudgeReport,
+  type Scenario,
+} from '../protocols/findings.ts';
 import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { JudgeUnavailable, loadJudgeWith } from './conformance-command.ts';
 import { EXIT } from './exit.ts';
@@ -24,8 +38,11 @@ scenario:
 
 Prints a table of checks — schema, ordering, closure, terminal, client, multi-turn — and each finding
 with its turn, frame number and a quote of the frame; --json prints the same as JSON.
+A body that looks like another protocol's is named as such (try that --protocol), exit 64; an
+--approve or --deny the conversation gave no occasion for is noted under the report.
 Exit 0 when every check passes, 1 when one fails or the server refuses the scenario, 66 when a FILE
-cannot be read, 69 when the server does not answer or the judge's library is not installed.
+cannot be read, 69 when the server does not answer (or drops the connection: its cause is printed)
+or the judge's library is not installed.
 `;
 
 export const JUDGE_COMMAND: CommandSpec = {
@@ -47,8 +64,16 @@ export const JUDGE_COMMAND: CommandSpec = {
   positionals: { min: 0, max: Infinity, name: 'a FILE' },
 };
 
-const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
+const PROTOCOLS = JUDGED_PROTOCOLS;
 type Protocol = (typeof PROTOCOLS)[number];
+
+/** Stops a judgement of bodies of another protocol: their findings would say only that (dozens of them). */
+function refuseOtherProtocol(bodies: readonly string[], protocol: Protocol, nameOf: (turn: number) => string): void {
+  bodies.forEach((body, i) => {
+    const other = otherProtocolOf(body, protocol);
+    if (other !== undefined) throw new CliFailure(`${nameOf(i)}: this looks like ${other}, not ${protocol}; try --protocol ${other}`, EXIT.usage);
+  });
+}
 
 interface Judge {
   /** The turns of one conversation, judged; `ids` are the JSON-RPC request ids (mcp, acp). */
@@ -112,6 +137,16 @@ export async function judgeCommand(argv: readonly string[], io: Io): Promise<num
     if (url !== undefined && protocol === 'acp') throw new UsageError('acp runs over stdio: start the agent with --command');
     if (args.values['approve'] === true && args.values['deny'] === true) throw new UsageError('--approve and --deny exclude each other');
 
+    // Captured bodies are read, and checked to be of the protocol, before its judge loads.
+    const read = files.map((f) => {
+      try {
+        return readFileSync(f, 'utf8');
+      } catch (e) {
+        throw new CliFailure(`cannot read ${f}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, EXIT.noInput);
+      }
+    });
+    refuseOtherProtocol(read, protocol, (i) => files[i] as string);
+
     let judge: Judge;
     try {
       judge = await loadJudge(protocol);
@@ -121,15 +156,9 @@ export async function judgeCommand(argv: readonly string[], io: Io): Promise<num
     }
 
     let capture: Capture;
+    const notes: string[] = [];
     if (files.length > 0) {
-      const bodies = files.map((f) => {
-        try {
-          return readFileSync(f, 'utf8');
-        } catch (e) {
-          throw new CliFailure(`cannot read ${f}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, EXIT.noInput);
-        }
-      });
-      capture = { bodies, requestIds: bodies.map(responseIdOf) };
+      capture = { bodies: read, requestIds: read.map(responseIdOf) };
     } else {
       const token = stringOf(args, 'token');
       const then = stringOf(args, 'then');
@@ -154,9 +183,11 @@ export async function judgeCommand(argv: readonly string[], io: Io): Promise<num
         const ext = protocol === 'mcp' || protocol === 'acp' ? 'ndjson' : 'sse';
         capture.bodies.forEach((b, i) => writeFileSync(join(save, `turn-${i + 1}.${ext}`), b));
       }
+      refuseOtherProtocol(capture.bodies, protocol, (i) => `${url ?? command ?? ''} (turn ${i + 1})`);
+      if (decision !== undefined && capture.asked === false) notes.push(`--${decision} went unused: the server asked for no approval in this conversation`);
     }
     const verdict = await judge.turns(capture.bodies, capture.requestIds ?? capture.bodies.map(() => 1));
-    const report: JudgeReport = reportOf(protocol, verdict.frames, verdict.findings);
+    const report: JudgeReport = reportOf(protocol, verdict.frames, verdict.findings, notes);
     io.out(args.values['json'] === true ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
     return report.passed ? EXIT.ok : EXIT.failed;
   });
@@ -168,6 +199,7 @@ function driveFailure(e: unknown, where: string): CliFailure {
   if (e instanceof Unreachable) return new CliFailure(e.message, EXIT.unavailable);
   const code = unreachableCode(e);
   if (code !== undefined) return new CliFailure(`${where} does not answer (${code})`, EXIT.unavailable);
-  const message = e instanceof Error ? e.message : String(e);
-  return new CliFailure(e instanceof DriveFailure ? message : `the conversation with ${where} failed: ${message}`, EXIT.failed);
+  if (e instanceof DriveFailure) return new CliFailure(e.message, EXIT.failed);
+  // A server that closed the connection went away: unavailable, with the cause the network gave.
+  return new CliFailure(`the conversation with ${where} failed: ${describeCause(e)}`, connectionLost(e) ? EXIT.unavailable : EXIT.failed);
 }

@@ -9,33 +9,32 @@ import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { Mailbox } from '../server/mailbox.ts';
-import { listen, type RunningServer } from '../server/node.ts';
+import { DEFAULT_CONNECTION_LIMITS, listen, type ConnectionLimits, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus, openStore } from '../stores/index.ts';
-import { providerOf } from '../server/config-routes.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
+import { addConfigured } from './config-runtime.ts';
 import { modelFactoryOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { checkOrigins, LOOPBACK } from '../server/access.ts';
-import { mayReach } from '../server/principal.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import type { Io } from './run-command.ts';
 import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
-import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { OBSERVABILITY_PLUGIN_ID, observabilityPlugin } from '../plugins/observability/plugin.ts';
 import { openTelemetry } from './otel-setup.ts';
 import { inspectorRoutes } from '../inspector/routes.ts';
 import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
-import { configuredSkills, discoverSkills, skillRegistry } from '../plugins/skills/index.ts';
-import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
+import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, SecretValues, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
+import { a2aBackend } from '../runtime/a2a-backend.ts';
+import { serveOutbound } from './serve-outbound.ts';
 import type { Store } from '../runtime/store.ts';
 
 export const SERVE_USAGE = `usage: awaken serve [options]
@@ -136,6 +135,10 @@ export interface ServePlan {
   readonly record?: string;
   /** The OTLP/HTTP traces endpoint spans are exported to (`--otel URL`). */
   readonly otel?: string;
+  /** Whether the A2A agent card takes the public address from X-Forwarded-Host / -Proto (config `server.trust_proxy`). */
+  readonly trustProxy: boolean;
+  /** What a connection may cost (config `server.headers_timeout_ms`, `request_timeout_ms`, `max_connections`). */
+  readonly connections: ConnectionLimits;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -173,6 +176,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
   const sweepMs = millisOf(stringOf(args, 'sweep-ms'), '--sweep-ms') ?? file?.server.sweep_ms;
   const model = stringOf(args, 'model') ?? file?.server.model;
   const otel = stringOf(args, 'otel') ?? file?.server.otel;
+  const connections = connectionLimitsOf(file, configPath ?? '');
   return {
     ...(configPath !== undefined ? { config: configPath } : {}),
     ...(file !== undefined ? { file } : {}),
@@ -194,7 +198,20 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
     ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
     ...(otel !== undefined ? { otel } : {}),
+    trustProxy: file?.server.trust_proxy ?? false,
+    connections,
   };
+}
+
+/** The connection limits of a config file's `server` section over the defaults; the headers' time is within the request's. */
+function connectionLimitsOf(file: ServeConfig | undefined, configPath: string): ConnectionLimits {
+  const server = file?.server;
+  const requestTimeoutMs = server?.request_timeout_ms ?? DEFAULT_CONNECTION_LIMITS.requestTimeoutMs;
+  const headersTimeoutMs = server?.headers_timeout_ms ?? Math.min(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, requestTimeoutMs);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new CliFailure(`${configPath}: server.headers_timeout_ms: ${headersTimeoutMs} is longer than server.request_timeout_ms (${requestTimeoutMs}), which the headers are part of`, EXIT.data);
+  }
+  return { headersTimeoutMs, requestTimeoutMs, maxConnections: server?.max_connections ?? DEFAULT_CONNECTION_LIMITS.maxConnections };
 }
 
 /** The plan of an `awaken serve` command line, or `'help'`; a mistake is a `CliFailure`. */
@@ -261,6 +278,11 @@ async function namedModel(spec: string, env: NodeJS.ProcessEnv, where: string): 
   }
 }
 
+/** The demo agent's model: `model` (`provider:model`, or a file run from its start in each thread; `where` names the option or field it came from), else `demoModel`. */
+export async function demoAgentModel(model: string | undefined, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
+  return model === undefined ? demoModel(env) : isCatalogModel(model) ? await namedModel(model, env, where) : fileModel(model);
+}
+
 /** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
 function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
   // Read now: a file that is missing or does not parse stops the start-up.
@@ -318,9 +340,12 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   if (!LOOPBACK.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
     throw new UsageError(`refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`);
   }
-  const model = plan.model === undefined ? demoModel(env) : isCatalogModel(plan.model) ? await namedModel(plan.model, env, plan.modelFrom) : fileModel(plan.model);
+  // Every URL the configuration names is reached through one guard (docs/server.md → Outbound settings).
+  const outbound = serveOutbound(file, env);
+  const model = await demoAgentModel(plan.model, env, plan.modelFrom);
   // --record: every port of the runtime wrapped once; each run's traffic goes to its own transcript.
-  const tools = [...DEMO_TOOLS, ...workspaceTools()];
+  // The workspace of `Read` / `Write` is the run's thread owner's (the store below records owners).
+  const tools = [...DEMO_TOOLS, ...workspaceTools((threadId) => store.threadOwner(threadId))];
   const models: Record<string, ModelEntry> = { demo: { provider: 'demo', model_name: model.name }, ...((file?.models ?? {}) as Record<string, ModelEntry>) };
   // The descriptors a transcript's header lists (the MCP servers' tools join them once connected).
   const recordedTools = tools.map((t) => t.descriptor);
@@ -350,7 +375,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   let mcp: McpToolRegistryManager | undefined;
   if (file?.mcp_servers !== undefined && Object.keys(file.mcp_servers).length > 0) {
     try {
-      mcp = await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined });
+      mcp = await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined, fetch: outbound.guard.fetch });
     } catch (e) {
       throw new CliFailure(`${plan.config ?? ''}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
     }
@@ -362,34 +387,23 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
   builder.withDelegation({
     beforeChild: async (child) => {
-      await mayReach(store, child.thread_id, 'write');
+      // The parent thread's recorded owner, not the principal acting: the operator's run on bob's
+      // thread delegates into a thread of bob's. A child id someone else holds is refused.
+      const owner = await store.threadOwner(child.parentThreadId);
+      if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner) throw new Error(`thread ${child.thread_id} belongs to another principal`);
     },
     ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
+    remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) },
   });
-  // The catalog's plugins, for agents to name in `plugin_ids` (with their sections); the skills
-  // plugins hold the skills of the config's directories too.
-  const skillDirs = file?.skills?.dirs ?? [];
-  const discovered = skillDirs.map((dir) => discoverSkills(dir));
-  const skillsOfDirs = skillRegistry(discovered.flatMap((d) => d.skills));
-  if (!skillsOfDirs.ok) throw new CliFailure(`${plan.config ?? ''}: skills.dirs: ${skillsOfDirs.error}`, EXIT.data);
-  const skills = configuredSkills(skillsOfDirs.value);
-  const served = new Map(PLUGIN_CATALOG);
-  served.set(skills.discovery.name, skills.discovery).set(skills.activeInstructions.name, skills.activeInstructions);
-  if (tracing !== undefined) served.set(OBSERVABILITY_PLUGIN_ID, observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) }));
-  for (const [id, plugin] of served) builder.withPlugin(id, plugin);
-  for (const [id, p] of Object.entries(file?.providers ?? {})) {
-    if (p.kind !== 'scripted') {
-      builder.withProvider(id, llm(providerOf(p, env)));
-      continue;
-    }
-    try {
-      builder.withProvider(id, llm(fileModel(`scripted:${p.file}`).llm));
-    } catch (e) {
-      throw e instanceof CliFailure ? new CliFailure(`${plan.config ?? ''}: providers.${id}.file: ${e.message}`, e.exit) : e;
-    }
-  }
-  for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
-  for (const a of file?.agents ?? []) builder.withAgentSpec(observed(a));
+  // The catalog's plugins (the skills plugins with the skills of the config's directories), the
+  // config's providers, models and agents.
+  const skills = addConfigured(builder, file, {
+    config: plan.config,
+    env,
+    llm,
+    agent: observed,
+    ...(tracing !== undefined ? { plugins: [observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) })] } : {}),
+  });
   builder.withThreadRunStore(recorder?.store(store) ?? store);
   const built = builder.build();
   if (!built.ok) {
@@ -400,12 +414,9 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   const runtime = built.value;
   recorder?.attach(runtime);
-  const remoteTokens = (file?.agents ?? []).flatMap((a) => {
-    const auth = a.endpoint?.auth;
-    const value = typeof auth?.['token'] === 'string' ? auth['token'] : typeof auth?.['token_env'] === 'string' ? env[auth['token_env']] : undefined;
-    return value !== undefined && value !== '' ? [value] : [];
-  });
-  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets: [...secretsOf(env), ...tokens.keys(), ...remoteTokens] });
+  // No line shows a credential: the environment's, the API tokens, the file's, and those config writes name later.
+  const secrets = new SecretValues([...secretsOf(env), ...tokens.keys(), ...outbound.secrets]);
+  const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets });
   try {
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {
@@ -443,19 +454,27 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   const app = createHttpApp({ runtime, store, registry, mailbox }, {
     version,
     savedConfig: await savedConfig(store),
+    ...(mcp !== undefined ? { mcpServers: Object.keys(file?.mcp_servers ?? {}) } : {}),
     ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
     processEnv: env,
     allowedHosts: allowedHostsOf(plan),
     corsOrigins: plan.corsOrigins,
     ...(tokens.size > 0 ? { auth: { tokens } } : {}),
     ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
+    configGuard: { outbound: outbound.guard, credentialOrigins: outbound.credentialOrigins, ownCredentialEnvs: outbound.ownCredentialEnvs, secrets },
+    ...(plan.trustProxy ? { trustProxy: true } : {}),
     logger,
   });
   // The run inspector: its page and API, behind the same access control (docs/inspector.md).
   app.route('/', inspectorRoutes({ store, ...(plan.record !== undefined ? { recordDir: plan.record } : {}), ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}) }));
   let server: RunningServer;
   try {
-    server = await listen(app, { port: plan.port, hostname: plan.host });
+    server = await listen(app, {
+      port: plan.port,
+      hostname: plan.host,
+      ...plan.connections,
+      onRefused: (refused) => logger.warn(`connections refused: ${plan.connections.maxConnections} are open (server.max_connections)`, { refused }),
+    });
   } catch (e) {
     await bus?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
@@ -469,8 +488,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   registry.startLeases();
   mailbox.start();
   logger.info(`model: ${model.note}`);
-  for (const w of discovered.flatMap((d) => d.warnings)) logger.warn(`skill skipped: ${w}`);
-  if (skillDirs.length > 0) logger.info(`skills: ${[...skillsOfDirs.value.keys()].join(', ') || 'none'} (from ${skillDirs.join(', ')})`);
+  for (const w of skills.warnings) logger.warn(`skill skipped: ${w}`);
+  if (skills.dirs.length > 0) logger.info(`skills: ${skills.names.join(', ') || 'none'} (from ${skills.dirs.join(', ')})`);
   logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
   logger.info(`inspector: ${server.url}/inspector/${plan.record === undefined ? ' (start with --record DIR to see run timelines)' : ` (timelines of the runs recorded in ${plan.record})`}`);
   logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);

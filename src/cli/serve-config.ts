@@ -2,10 +2,15 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
+import { AgentSpecSchema, WrittenAgentSpecSchema, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
+import { fieldIssues, type FieldIssue } from '../contract/issue-line.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { RUNTIME_CONFIG_KEYS, type RuntimePlugin } from '../runtime/resolve.ts';
 import { apiKeyEnvAllowed, DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
+import { SERVER_CREDENTIAL_ENVS } from '../server/config-guard.ts';
+import { operatorOutbound } from '../runtime/outbound.ts';
 import { LOG_FORMATS, LOG_LEVELS } from '../server/log.ts';
-import { CliFailure } from './args.ts';
+import { CliFailure, closest } from './args.ts';
 import { McpServerConfigSchema } from '../plugins/mcp-tools.ts';
 import { EXIT } from './exit.ts';
 
@@ -35,8 +40,10 @@ export const ServeConfigSchema = z
           .object({ tokens: z.array(z.object({ principal: z.string().min(1).max(200), token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }).strict()).min(1) })
           .strict()
           .optional(),
-        /** Patterns a provider's `api_key_env` must match (default `*_API_KEY`), here and in config writes. */
+        /** Patterns every `*_env` field that sends a credential (a provider's `api_key_env`, a remote agent's `endpoint.auth.token_env`) must match (default `*_API_KEY`), here and in config writes. */
         api_key_env_allow: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *')).min(1).optional(),
+        /** What URLs written through the config API may reach: `config_api_private` lets them reach loopback and private addresses (docs/server.md → Outbound settings). */
+        outbound: z.object({ config_api_private: z.boolean().optional() }).strict().optional(),
         /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB). */
         max_follower_bytes: z.number().int().min(4096).optional(),
         /** Quiet time (ms) after the last run ended or stream closed before a full collection gives memory back; 0: never (default 1000). */
@@ -44,14 +51,31 @@ export const ServeConfigSchema = z
         /** An OTLP/HTTP traces endpoint: every agent's spans exported there (`--otel`; docs/observability.md). */
         otel: z.url({ protocol: /^https?$/ }).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
+        /** Whether X-Forwarded-Host / -Proto name the server's public address (the A2A agent card): only behind a proxy that sets them. */
+        trust_proxy: z.boolean().optional(),
+        /** How long a connection may take to send a request's headers (default 10000), and the whole request (default 60000). */
+        headers_timeout_ms: z.number().int().min(100).optional(),
+        request_timeout_ms: z.number().int().min(100).optional(),
+        /** Connections held open at once; beyond them a new one is closed at once (default 1000). */
+        max_connections: z.number().int().min(1).optional(),
       })
       .strict()
       .default({}),
     /** MCP servers whose tools the agents are offered (`mcp__<server>__<tool>`): a URL, or a command to start over stdio (relative to the config file). */
     mcp_servers: z.record(z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -'), McpServerConfigSchema).optional(),
-    /** Directories of skills (each skill a directory with its SKILL.md), for agents naming skills-discovery. */
-    skills: z.object({ dirs: z.array(z.string().min(1)).min(1) }).strict().optional(),
-    agents: z.array(AgentSpecSchema).default([]),
+    /** Directories of skills (each skill a directory with its SKILL.md), for agents naming skills-discovery; and what a run may read of their resources. */
+    skills: z
+      .object({
+        dirs: z.array(z.string().min(1)).min(1).optional(),
+        /** The largest resource a read returns (default 262144 bytes). */
+        max_resource_bytes: z.number().int().min(1).optional(),
+        /** How many resources a run may read (default 16). */
+        max_resource_reads: z.number().int().min(1).optional(),
+      })
+      .strict()
+      .optional(),
+    // A field the agent does not have is refused: a plugin's settings belong in its sections.
+    agents: z.array(WrittenAgentSpecSchema).default([]),
     models: z.record(z.string(), ModelConfigSchema).default({}),
     providers: z.record(z.string(), z.union([ProviderConfigSchema, ScriptedProviderSchema])).default({}),
   })
@@ -65,12 +89,61 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   return out === '' ? '(top level)' : out;
 }
 
+/** The sections the runtime reads, and those the plugins of `plugins` read, by section name. */
+function sectionReaders(plugins: ReadonlyMap<string, RuntimePlugin>): Map<string, { readonly plugin: string; readonly key: PluginConfigKey<unknown> }> {
+  const readers = new Map<string, { readonly plugin: string; readonly key: PluginConfigKey<unknown> }>();
+  for (const [id, plugin] of plugins) for (const key of plugin.configKeys ?? []) readers.set(key.key, { plugin: id, key });
+  for (const key of RUNTIME_CONFIG_KEYS) readers.set(key.key, { plugin: 'runtime', key });
+  return readers;
+}
+
+/** Why a field of the file is refused: an unknown field of an agent says where it may belong. */
+function reasonOf(issue: FieldIssue, sections: ReadonlyMap<string, unknown>): string {
+  const [top, index, field] = issue.path;
+  if (issue.unknown !== true || top !== 'agents' || typeof index !== 'number' || typeof field !== 'string' || issue.path.length !== 3) return issue.message;
+  if (sections.has(field)) return `unknown field (a plugin's settings go in sections: sections.${field})`;
+  const guess = closest(field, Object.keys(AgentSpecSchema.shape));
+  return guess !== undefined ? `unknown field (did you mean ${guess}?)` : issue.message;
+}
+
+/**
+ * Why the sections of a local agent cannot be read, if they cannot: each section is checked with
+ * the schema of the plugin (or the runtime) that reads it, so a mistake is named by its field in the
+ * file; a section none of the agent's plugins reads would be ignored, so it is refused too (unless
+ * the agent names a plugin not in `plugins`, whose sections are not known here).
+ */
+function sectionProblem(agent: AgentSpec, at: number, plugins: ReadonlyMap<string, RuntimePlugin>, active: readonly string[]): { readonly field: string; readonly reason: string } | undefined {
+  const ids = [...new Set([...agent.plugin_ids, ...active])];
+  const own = sectionReaders(new Map(ids.flatMap((id) => { const p = plugins.get(id); return p !== undefined ? [[id, p] as const] : []; })));
+  const everyPluginKnown = ids.every((id) => plugins.has(id));
+  const all = sectionReaders(plugins);
+  for (const [section, value] of Object.entries(agent.sections)) {
+    const reader = own.get(section);
+    if (reader !== undefined) {
+      const parsed = reader.key.schema.safeParse(value);
+      const issue = parsed.success ? undefined : fieldIssues(parsed.error)[0];
+      if (issue !== undefined) return { field: fieldPath(['agents', at, 'sections', section, ...issue.path]), reason: issue.message };
+      continue;
+    }
+    if (!everyPluginKnown) continue;
+    const elsewhere = all.get(section);
+    const guess = closest(section, [...all.keys()]);
+    return {
+      field: fieldPath(['agents', at, 'sections', section]),
+      reason: elsewhere !== undefined ? `no plugin of this agent reads it (name ${elsewhere.plugin} in plugin_ids)` : `no plugin reads it${guess !== undefined ? ` (did you mean ${guess}?)` : ''}`,
+    };
+  }
+  return undefined;
+}
+
 /**
  * Reads and validates a config file. A file that cannot be read is missing input; one that is not
- * YAML, has a field of the wrong shape, or names an agent, model or provider that is not there is
- * bad data: a `CliFailure` naming the file, the field and the reason.
+ * YAML, has a field of the wrong shape or one no one reads, or names an agent, model or provider
+ * that is not there is bad data: a `CliFailure` naming the file, the field and the reason. An
+ * agent's sections are checked against the plugins it names among `plugins` (and those of `active`,
+ * which every agent runs with).
  */
-export function loadServeConfig(path: string): ServeConfig {
+export function loadServeConfig(path: string, plugins: ReadonlyMap<string, RuntimePlugin> = PLUGIN_CATALOG, active: readonly string[] = []): ServeConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -88,8 +161,8 @@ export function loadServeConfig(path: string): ServeConfig {
   }
   const parsed = ServeConfigSchema.safeParse(data);
   if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    throw bad(fieldPath(first?.path ?? []), first?.message ?? 'invalid');
+    const first = fieldIssues(parsed.error)[0];
+    throw bad(fieldPath(first?.path ?? []), first !== undefined ? reasonOf(first, sectionReaders(plugins)) : 'invalid');
   }
   const config = parsed.data;
   const ids = new Set<string>(['demo']);
@@ -103,11 +176,24 @@ export function loadServeConfig(path: string): ServeConfig {
     if (!providers.includes(m.provider)) throw bad(`models.${id}.provider`, `no provider '${m.provider}' (providers: ${providers.join(', ')})`);
   }
   const allow = config.server.api_key_env_allow ?? DEFAULT_API_KEY_ENV_ALLOW;
+  // A credential variable: on the allow-list, and never one of the server's own tokens (whatever the patterns say).
+  const own = [...SERVER_CREDENTIAL_ENVS, ...(config.server.auth?.tokens ?? []).map((t) => t.token_env)];
+  const checkEnv = (field: string, variable: string | undefined): void => {
+    if (variable === undefined) return;
+    if (own.includes(variable)) throw bad(field, `'${variable}' holds a credential of this server: it is never sent`);
+    if (!apiKeyEnvAllowed(variable, allow)) throw bad(field, `'${variable}' is not an allowed key variable (allowed: ${allow.join(', ')}; server.api_key_env_allow sets the patterns)`);
+  };
+  // Every URL the file names: link-local and metadata addresses never (host names are checked when connected).
+  const checkUrl = (field: string, url: string | undefined): void => {
+    const verdict = url === undefined ? undefined : operatorOutbound.checkStatic(url);
+    if (verdict !== undefined && !verdict.ok) throw bad(field, verdict.reason);
+  };
+  checkUrl('server.otel', config.server.otel);
   for (const [id, p] of Object.entries(config.providers)) {
-    if ('api_key_env' in p && p.api_key_env !== undefined && !apiKeyEnvAllowed(p.api_key_env, allow)) {
-      throw bad(`providers.${id}.api_key_env`, `'${p.api_key_env}' is not an allowed key variable (allowed: ${allow.join(', ')}; server.api_key_env_allow sets the patterns)`);
-    }
+    if ('api_key_env' in p) checkEnv(`providers.${id}.api_key_env`, p.api_key_env);
+    if ('base_url' in p) checkUrl(`providers.${id}.base_url`, p.base_url);
   }
+  for (const [name, m] of Object.entries(config.mcp_servers ?? {})) if ('url' in m) checkUrl(`mcp_servers.${name}.url`, m.url);
   const models = ['demo', ...Object.keys(config.models)];
   (config.agents as AgentSpec[]).forEach((a, i) => {
     // A remote agent (an endpoint) runs elsewhere: its model is the remote server's business.
@@ -117,9 +203,15 @@ export function loadServeConfig(path: string): ServeConfig {
     if (auth !== undefined && (auth.type !== 'bearer' || (typeof auth['token'] !== 'string' && typeof auth['token_env'] !== 'string'))) {
       throw bad(`agents[${i}].endpoint.auth`, 'a bearer with token_env (the variable holding the token) or token');
     }
+    if (a.endpoint !== undefined) {
+      checkEnv(`agents[${i}].endpoint.auth.token_env`, typeof auth?.['token_env'] === 'string' ? auth['token_env'] : undefined);
+      checkUrl(`agents[${i}].endpoint.base_url`, a.endpoint.base_url);
+    }
     a.delegates.forEach((d, j) => {
       if (!ids.has(d)) throw bad(`agents[${i}].delegates[${j}]`, `no agent '${d}' (agents: ${[...ids].join(', ')})`);
     });
+    const problem = a.endpoint === undefined ? sectionProblem(a, i, plugins, active) : undefined;
+    if (problem !== undefined) throw bad(problem.field, problem.reason);
   });
   // Files the config names are relative to the config file.
   const here = (file: string): string => resolve(dirname(path), file);
@@ -128,7 +220,7 @@ export function loadServeConfig(path: string): ServeConfig {
     ...config,
     server: { ...config.server, ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}) },
     providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
-    ...(config.skills !== undefined ? { skills: { dirs: config.skills.dirs.map(here) } } : {}),
+    ...(config.skills !== undefined ? { skills: { ...config.skills, ...(config.skills.dirs !== undefined ? { dirs: config.skills.dirs.map(here) } : {}) } } : {}),
     // A stdio server starts in the config file's directory unless it names its own.
     ...(config.mcp_servers !== undefined
       ? { mcp_servers: Object.fromEntries(Object.entries(config.mcp_servers).map(([n, c]) => [n, 'command' in c ? { ...c, cwd: c.cwd !== undefined ? here(c.cwd) : dirname(resolve(path)) } : c])) }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { StateError } from './errors.ts';
 import { ReasoningEffortSchema, type ReasoningEffort } from './inference.ts';
+import { issueLine } from './issue-line.ts';
 import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
 import { StopConditionSpecSchema } from './lifecycle.ts';
 import { err, ok, type Result } from './result.ts';
@@ -64,6 +65,16 @@ export const AgentSpecSchema = z.object({
   stop_conditions: z.array(StopConditionSpecSchema).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
+
+/**
+ * An agent as a person writes one — in a config file or through the config API: every field known,
+ * nested ones too, so a misspelt field is refused instead of dropped. (`AgentSpecSchema` reads what
+ * a program or a transcript gives.) An endpoint's `auth` and `options` are its backend's to read.
+ */
+export const WrittenAgentSpecSchema = AgentSpecSchema.extend({
+  context_policy: ContextWindowPolicySchema.strict().optional(),
+  endpoint: RemoteEndpointSchema.strict().optional(),
+}).strict();
 export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
 
 /** How an agent describes itself to one that delegates to it: `description`, else the first line of its prompt (≤ 100 characters), else its id (0.6 `display_description`). */
@@ -111,14 +122,14 @@ export const definePluginConfigKey = <C>(key: string, schema: z.ZodType<C>, defa
 export function readPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<C>): Result<C, StateError> {
   if (!Object.hasOwn(spec.sections, configKey.key)) return ok(configKey.defaults());
   const parsed = configKey.schema.safeParse(spec.sections[configKey.key]);
-  if (!parsed.success) return err({ code: 'key_decode', key: configKey.key, message: parsed.error.message });
+  if (!parsed.success) return err({ code: 'key_decode', key: configKey.key, message: issueLine(parsed.error) });
   return ok(parsed.data);
 }
 
 /** `with_config::<K>(config)`: validates the config and stores it as the section; invalid → `key_encode`. */
 export function withPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<C>, config: C): Result<AgentSpec, StateError> {
   const parsed = configKey.schema.safeParse(config);
-  if (!parsed.success) return err({ code: 'key_encode', key: configKey.key, message: parsed.error.message });
+  if (!parsed.success) return err({ code: 'key_encode', key: configKey.key, message: issueLine(parsed.error) });
   // Sections are JSON: a value JSON cannot carry (NaN, a Date, undefined) is refused, not coerced.
   const section = JsonValueSchema.safeParse(parsed.data);
   if (!section.success) return err({ code: 'key_encode', key: configKey.key, message: section.error.message });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
+import { fieldIssues } from '../contract/issue-line.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolResult } from '../contract/tool.ts';
 import { compileOp, compileRegex, compilePattern, parsePattern, PatternTextSchema, resolvePath, valueToString, wildcardMatch, type MatchOp, type PatternMatcher } from '../core/pattern/index.ts';
@@ -41,7 +42,7 @@ function stringOr<S extends string, T extends z.ZodType>(strings: (v: string) =>
     }
     const r = schema.safeParse(v);
     if (r.success) return r.data as z.output<T>;
-    for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
+    for (const issue of fieldIssues(r.error)) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
     return z.NEVER;
   });
 }

@@ -128,14 +128,16 @@ export interface JudgeReport {
   /** Frames per turn. */
   readonly turns: readonly number[];
   readonly checks: readonly { readonly check: CheckName; readonly passed: boolean; readonly findings: readonly Finding[] }[];
+  /** What the reader should know about the run of the command itself (an answer that went unused); never a fault of the server. */
+  readonly notes?: readonly string[];
 }
 
-export function reportOf(protocol: string, turns: readonly number[], findings: readonly Finding[]): JudgeReport {
+export function reportOf(protocol: string, turns: readonly number[], findings: readonly Finding[], notes: readonly string[] = []): JudgeReport {
   const checks = CHECKS.map((check) => {
     const mine = findings.filter((f) => f.check === check);
     return { check, passed: mine.length === 0, findings: mine };
   });
-  return { protocol, passed: findings.length === 0, turns, checks };
+  return { protocol, passed: findings.length === 0, turns, checks, ...(notes.length > 0 ? { notes } : {}) };
 }
 
 /** The report as a table: one row per check, then each finding with its turn, frame and quote. */
@@ -151,6 +153,7 @@ export function renderReport(r: JudgeReport): string {
       if (f.quote !== undefined) lines.push(`  > ${f.quote}`);
     }
   }
+  for (const note of r.notes ?? []) lines.push('', `note: ${note}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -172,6 +175,8 @@ export interface Scenario {
 export interface Capture {
   readonly bodies: readonly string[];
   readonly requestIds?: readonly (number | string)[];
+  /** Whether the server asked for an approval in the conversation (a drive says; a capture read from files cannot). */
+  readonly asked?: boolean;
 }
 
 /** A drive that could not hold the conversation: the server refused a request, or answered no stream. */
@@ -179,6 +184,120 @@ export class DriveFailure extends Error {}
 
 /** A server that does not answer at all (refused, unknown host, reset). */
 export class Unreachable extends DriveFailure {}
+
+/**
+ * What a schema found wrong, on one line (a schema's error is often a JSON dump of every issue): the
+ * first issue's path and message, and how many more there are. Reads the issues of any zod version,
+ * through a wrapper's `cause` (the AI SDK's validation error).
+ */
+export function schemaProblem(error: unknown): string {
+  for (let x: unknown = error, depth = 0; typeof x === 'object' && x !== null && depth < 3; x = (x as { cause?: unknown }).cause, depth++) {
+    const issues = (x as { issues?: unknown }).issues;
+    if (!Array.isArray(issues) || issues.length === 0) continue;
+    type Issue = { code?: unknown; path?: readonly unknown[]; message?: unknown; keys?: readonly unknown[]; errors?: readonly (readonly Issue[])[] };
+    let first = issues[0] as Issue;
+    // A union of tagged shapes (chunk types, event types): the branch whose tag matched says what is wrong.
+    const branch = first.code === 'invalid_union' ? first.errors?.find((b) => b.length > 0 && b.every((i) => !(i.code === 'invalid_value' && i.path?.[0] === 'type'))) : undefined;
+    if (branch !== undefined) first = { ...(branch[0] as Issue), path: [...(first.path ?? []), ...((branch[0] as Issue).path ?? [])] };
+    const path = [...(first.path ?? []), ...(Array.isArray(first.keys) && first.keys.length > 0 ? [first.keys[0]] : [])].map(String).join('.');
+    const message = Array.isArray(first.keys) && first.keys.length > 0 ? 'unknown field' : String(first.message);
+    return `${path === '' ? message : `${path}: ${message}`}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`;
+  }
+  return quoteOf((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '');
+}
+
+/**
+ * An error a library threw, on one line: the first line of its message, and what its schema found
+ * (`schemaProblem`) when a schema threw it (the rest of such a message is a JSON dump of the issues).
+ */
+export function errorLine(e: unknown): string {
+  const head = ((e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '').replace(/[\s:[{]+$/, '');
+  let issues = false;
+  for (let x: unknown = e, depth = 0; typeof x === 'object' && x !== null && depth < 3; x = (x as { cause?: unknown }).cause, depth++) issues ||= Array.isArray((x as { issues?: unknown }).issues);
+  if (!issues) return head;
+  return head === '' || head.startsWith('[') ? schemaProblem(e) : `${head} (${schemaProblem(e)})`;
+}
+
+/** An error and its causes on one line, each with its code: `fetch failed: other side closed (UND_ERR_SOCKET)`. */
+export function describeCause(e: unknown): string {
+  const parts: string[] = [];
+  for (let x: unknown = e, depth = 0; x !== undefined && x !== null && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
+    const message = x instanceof Error ? x.message : typeof x === 'object' ? '' : String(x);
+    const code = (x as { code?: unknown }).code;
+    const text = typeof code === 'string' && !message.includes(code) ? (message === '' ? code : `${message} (${code})`) : message;
+    if (text !== '' && !parts.some((p) => p.includes(text))) parts.push(text);
+    if (typeof x !== 'object') break;
+  }
+  return parts.join(': ');
+}
+
+/** Whether an error comes from a connection the server closed or reset (it went away mid-conversation). */
+export function connectionLost(e: unknown): boolean {
+  for (let x: unknown = e, depth = 0; x !== undefined && x !== null && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(UND_ERR_SOCKET|UND_ERR_CLOSED|ECONNRESET|EPIPE)$/.test(code)) return true;
+  }
+  return false;
+}
+
+/** The protocols a judge knows, by the name `--protocol` takes. */
+export const JUDGED_PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
+export type JudgedProtocol = (typeof JUDGED_PROTOCOLS)[number];
+
+const A2A_PAYLOADS = ['task', 'message', 'statusUpdate', 'artifactUpdate'];
+const A2A_KINDS = ['task', 'message', 'status-update', 'artifact-update'];
+
+/** The protocol one frame's JSON is of, by the shape each one's frames have, if it is recognisably one. */
+function frameProtocol(v: unknown): JudgedProtocol | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const o = v as Record<string, unknown>;
+  if (o['jsonrpc'] === '2.0') {
+    const method = typeof o['method'] === 'string' ? o['method'] : undefined;
+    const result = typeof o['result'] === 'object' && o['result'] !== null ? (o['result'] as Record<string, unknown>) : undefined;
+    if (method?.startsWith('session/') === true || result?.['stopReason'] !== undefined) return 'acp';
+    if (method?.startsWith('notifications/') === true || result?.['content'] !== undefined || result?.['tools'] !== undefined) return 'mcp';
+    if (result !== undefined && (A2A_PAYLOADS.some((k) => k in result) || A2A_KINDS.includes(String(result['kind'])))) return 'a2a';
+    return undefined;
+  }
+  // An event's type names it (an AG-UI RUN_ERROR carries a `message` as an A2A payload would).
+  const type = o['type'];
+  if (typeof type === 'string' && /^[A-Z][A-Z0-9_]*$/.test(type)) return 'ag-ui';
+  if (typeof type === 'string' && /^[a-z][a-z0-9-]*$/.test(type)) return 'ai-sdk-v6';
+  if (A2A_PAYLOADS.some((k) => typeof o[k] === 'object' && o[k] !== null) || A2A_KINDS.includes(String(o['kind']))) return 'a2a';
+  return undefined;
+}
+
+/**
+ * The protocol a body looks like when it is not `protocol`'s: none of its frames has the shape of
+ * `protocol`'s, and at least half have the shape of one other's (an SSE body's `data:` JSON, an NDJSON body's
+ * lines; `data: [DONE]` is the AI SDK's). Undefined when it may be `protocol`'s, or is nothing
+ * recognisable: the judge then says what is wrong with it.
+ */
+export function otherProtocolOf(body: string, protocol: JudgedProtocol): JudgedProtocol | undefined {
+  const sse = /^data:/m.test(body);
+  const values: unknown[] = [];
+  for (const frame of sse ? sseFrames(body) : ndjsonFrames(body)) {
+    const text = sse ? sseData(frame) : { data: frame.text };
+    if (!('data' in text)) continue;
+    if (text.data.trim() === '[DONE]') {
+      values.push({ type: 'done' });
+      continue;
+    }
+    try {
+      values.push(JSON.parse(text.data));
+    } catch {
+      values.push(undefined);
+    }
+  }
+  const counts = new Map<JudgedProtocol, number>();
+  for (const v of values) {
+    const p = frameProtocol(v);
+    if (p !== undefined) counts.set(p, (counts.get(p) ?? 0) + 1);
+  }
+  if ((counts.get(protocol) ?? 0) > 0) return undefined;
+  const [best] = [...counts].sort((a, b) => b[1] - a[1]);
+  return best !== undefined && best[1] * 2 >= values.length ? best[0] : undefined;
+}
 
 /** The network's reason a request got no answer, when it is one. */
 export function unreachableCode(e: unknown): string | undefined {

@@ -1,10 +1,13 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { InferenceExecutionErrorSchema, type InferenceExecutionError } from '../contract/errors.ts';
+import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
 import { StopReasonSchema, type StreamPart } from '../contract/stream.ts';
 import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
+
+const TextsSchema = z.union([z.string(), z.array(z.string())], { error: 'Invalid input: expected string or list of strings' });
 
 /**
  * One scripted model turn (docs/scripted-models.md): optional text (one delta, or a list of
@@ -12,8 +15,8 @@ import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../ru
  */
 export const ScriptStepSchema = z
   .object({
-    text: z.union([z.string(), z.array(z.string())]).optional(),
-    reasoning: z.union([z.string(), z.array(z.string())]).optional(),
+    text: TextsSchema.optional(),
+    reasoning: TextsSchema.optional(),
     encrypted_reasoning: z.string().optional(),
     tool_calls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: JsonValueSchema.default({}) }).strict()).optional(),
     /** A tool call cut off mid-arguments (its raw argument text is not valid JSON), streamed last. */
@@ -27,13 +30,19 @@ export const ScriptStepSchema = z
   .strict();
 export type ScriptStep = z.input<typeof ScriptStepSchema>;
 
-export const ScriptSchema = z.union([z.array(ScriptStepSchema), z.object({ steps: z.array(ScriptStepSchema) }).strict()]);
-
-/** Parses a script file (JSON or YAML: a list of steps, or `{steps: [...]}`); errors name the field. */
+/**
+ * Parses a script file (JSON or YAML: a list of steps, or `{steps: [...]}`). A script that does not
+ * parse throws an error of one line naming each field at fault: `[0].colour: unknown field`,
+ * `steps[1].tool_calls[0].id: …`.
+ */
 export function parseScript(text: string, format: 'json' | 'yaml' = 'yaml'): z.output<typeof ScriptStepSchema>[] {
   const data: unknown = format === 'json' ? JSON.parse(text) : parseYaml(text);
-  const parsed = ScriptSchema.parse(data);
-  return Array.isArray(parsed) ? parsed : parsed.steps;
+  const wrapped = typeof data === 'object' && data !== null && !Array.isArray(data) && Object.keys(data).length === 1 && 'steps' in data;
+  const list = Array.isArray(data) ? data : wrapped ? (data as { steps: unknown }).steps : undefined;
+  if (!Array.isArray(list)) throw new Error('a list of steps, or {steps: [...]}');
+  const parsed = z.array(ScriptStepSchema).safeParse(list);
+  if (parsed.success) return parsed.data;
+  throw new Error(fieldIssues(parsed.error).map((i) => `${wrapped ? 'steps' : ''}${bracketPath(i.path)}: ${i.message}`).join('; '));
 }
 
 const asList = (x: string | readonly string[] | undefined): readonly string[] => (x === undefined ? [] : typeof x === 'string' ? [x] : x);

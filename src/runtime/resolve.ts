@@ -83,7 +83,7 @@ const McpToolSchema = z.object({ default_message: z.string().min(1).optional() }
 export const McpToolConfigKey = definePluginConfigKey<z.output<typeof McpToolSchema>>('mcp', McpToolSchema as z.ZodType<z.output<typeof McpToolSchema>>, () => ({}));
 
 /** Sections the runtime itself claims. */
-const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
+export const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
   RetryConfigKey as PluginConfigKey<unknown>,
   ToolExecutionConfigKey as PluginConfigKey<unknown>,
   McpToolConfigKey as PluginConfigKey<unknown>,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
+import { issueLine } from '../../contract/issue-line.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
 import { describeParseError, formatPattern, parsePattern, type PathSegment } from '../../core/pattern/index.ts';
@@ -173,7 +174,7 @@ export function parseStateMachineConfig(text: string, format: 'yaml' | 'json' = 
   }
   const parsed = StateMachineConfigSchema.safeParse(data ?? {});
   if (parsed.success) return ok(parsed.data);
-  return err(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('\n'));
+  return err(issueLine(parsed.error));
 }
 
 /** Merges a base config with a per-agent section: machines of both (a name in both is an error), the section's continuation first. */

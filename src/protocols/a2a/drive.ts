@@ -35,12 +35,14 @@ export async function driveA2a(s: Scenario): Promise<Capture> {
     }
   };
   let answered = false;
+  let asked = false;
   for (const text of [s.message, ...(s.then !== undefined ? [s.then] : [])]) {
     await send([{ text }]);
+    asked ||= waiting !== undefined;
     if (s.decision !== undefined && !answered && waiting !== undefined) {
       answered = true;
       await send([{ data: { approved: s.decision === 'approve' } }], waiting.taskId);
     }
   }
-  return { bodies: await Promise.all(bodies) };
+  return { bodies: await Promise.all(bodies), asked };
 }

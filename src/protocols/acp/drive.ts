@@ -76,5 +76,5 @@ export async function driveAcp(s: AcpScenario): Promise<Capture> {
     child.stdin.end();
     child.kill();
   }
-  return { bodies, requestIds };
+  return { bodies, requestIds, asked };
 }

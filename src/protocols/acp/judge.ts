@@ -68,7 +68,12 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
     }
     if (m.jsonrpc !== '2.0') findings.push(finding('schema', 'jsonrpc is not "2.0"', line));
     const check = (name: string, validate: Validate, value: unknown): void => {
-      if (!validate(value)) findings.push(finding('schema', `${name} rejects it: ${JSON.stringify(validate.errors).slice(0, 300)}`, line));
+      if (validate(value)) return;
+      // The first of the schema's errors, on one line: where, and what.
+      const errors = (validate.errors ?? []) as readonly { readonly instancePath: string; readonly message?: string }[];
+      const first = errors[0];
+      const where = first === undefined ? '' : `${first.instancePath === '' ? '(top level)' : first.instancePath}: ${first.message ?? 'invalid'}`;
+      findings.push(finding('schema', `${name} rejects it${where !== '' ? `: ${where}` : ''}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`, line));
     };
     if (responses > 0) findings.push(finding(m.method === undefined ? 'terminal' : 'ordering', m.method === undefined ? 'a second response' : `${m.method} after the response`, line));
     if (m.method === 'session/update') {

@@ -26,14 +26,16 @@ export async function driveAgUi(s: Scenario): Promise<Capture> {
     }
   };
   let answered = false;
+  let asked = false;
   for (const [i, text] of [s.message, ...(s.then !== undefined ? [s.then] : [])].entries()) {
     agent.messages.push({ id: `judge-${id}-u${i + 1}`, role: 'user', content: text });
     await run();
     const interrupt = agent.pendingInterrupts[0];
+    asked ||= interrupt !== undefined;
     if (s.decision !== undefined && !answered && interrupt !== undefined) {
       answered = true;
       await run(buildResumeArray(agent.pendingInterrupts, { [interrupt.id]: { status: 'resolved', payload: { approved: s.decision === 'approve' } } }));
     }
   }
-  return { bodies: await Promise.all(bodies) };
+  return { bodies: await Promise.all(bodies), asked };
 }

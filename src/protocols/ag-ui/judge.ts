@@ -1,7 +1,7 @@
 import { AbstractAgent, runHttpRequest, transformHttpEventStream, verifyEvents, type BaseEvent, type Interrupt, type Message, type RunAgentInput } from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
-import { describeFinding, finding, multiTurnFindings, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import { describeFinding, errorLine, finding, multiTurnFindings, schemaProblem, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 
 /**
@@ -161,7 +161,7 @@ export async function judgeAgUi(body: string, turn: AgUiTurn = {}): Promise<AgUi
     const type = (event as { type?: unknown }).type;
     if (typeof type !== 'string' || !KNOWN.has(type)) findings.push(finding('schema', `unknown event type ${JSON.stringify(type)}`, frame));
     const r = EventSchema.safeParse(event);
-    if (!r.success) findings.push(finding('schema', `EventSchema rejects it: ${r.error.message.slice(0, 200)}`, frame));
+    if (!r.success) findings.push(finding('schema', `EventSchema rejects it: ${schemaProblem(r.error)}`, frame));
     raw.push({ event: event as { type?: unknown }, frame });
   }
   const life = lifecycle(raw, turn.known ?? new Set());
@@ -199,7 +199,7 @@ export async function judgeAgUi(body: string, turn: AgUiTurn = {}): Promise<AgUi
       try {
         await replay.runAgent({ runId: 'judge' });
       } catch (e) {
-        if (run.at(-1)?.type !== EventType.RUN_ERROR) problems.push(`runAgent: ${e instanceof Error ? e.message : String(e)}`);
+        if (run.at(-1)?.type !== EventType.RUN_ERROR) problems.push(`runAgent: ${errorLine(e)}`);
       }
       agent.messages = replay.messages;
       agent.state = replay.state;

@@ -40,16 +40,18 @@ export async function driveAiSdk(s: Scenario): Promise<Capture> {
     if (chat.error !== undefined && bodies.length === 0) throw chat.error;
   };
   let answered = false;
+  let asked = false;
   for (const text of [s.message, ...(s.then !== undefined ? [s.then] : [])]) {
     await chat.sendMessage({ text });
     await settled(chat);
     fail();
     const ask = chat.lastMessage?.parts.find((p) => (p as { state?: string }).state === 'approval-requested') as { approval?: { id: string } } | undefined;
+    asked ||= ask?.approval !== undefined;
     if (s.decision !== undefined && !answered && ask?.approval !== undefined) {
       answered = true;
       await chat.addToolApprovalResponse({ id: ask.approval.id, approved: s.decision === 'approve', ...(s.decision === 'deny' ? { reason: 'denied by awaken judge' } : {}) });
       await settled(chat);
     }
   }
-  return { bodies: await Promise.all(bodies) };
+  return { bodies: await Promise.all(bodies), asked };
 }

@@ -1,4 +1,4 @@
-import { describeFinding, finding, multiTurnFindings, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import { describeFinding, errorLine, finding, multiTurnFindings, schemaProblem, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
 import { asSchema, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, validateUIMessages, type UIMessage, type UIMessageChunk } from 'ai';
 
 /**
@@ -123,7 +123,7 @@ export async function judgeAiSdk(body: string, turn: AiSdkTurn = {}): Promise<Ve
     }
     const value = json.value;
     const r = await schema.validate!(value);
-    if (!r.success) findings.push(finding('schema', `uiMessageChunkSchema rejects it: ${String(r.error).slice(0, 200)}`, frame));
+    if (!r.success) findings.push(finding('schema', `uiMessageChunkSchema rejects it: ${schemaProblem(r.error)}`, frame));
     else read.push({ chunk: r.value, frame });
   }
   const chunks = read.map((r) => r.chunk);
@@ -169,7 +169,7 @@ export async function judgeAiSdk(body: string, turn: AiSdkTurn = {}): Promise<Ve
   try {
     for await (const m of readUIMessageStream({ stream, terminateOnError: true, ...(turn.message !== undefined ? { message: structuredClone(turn.message) } : {}) })) message = m;
   } catch (e) {
-    streamError = e instanceof Error ? e.message : String(e);
+    streamError = errorLine(e);
   } finally {
     console.warn = warn;
   }

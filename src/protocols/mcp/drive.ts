@@ -51,7 +51,8 @@ export async function driveMcp(s: McpScenario): Promise<Capture> {
       bodies.push(received.filter((m) => !('id' in m) || m.id === id).map((m) => `${JSON.stringify(m)}\n`).join(''));
       requestIds.push(id);
     }
-    return { bodies, requestIds };
+    // A tools/call never asks for an approval.
+    return { bodies, requestIds, asked: false };
   } finally {
     await client.close();
   }

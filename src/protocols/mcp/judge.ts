@@ -9,7 +9,7 @@ import {
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { describeFinding, finding, ndjsonFrames, type Finding } from '../findings.ts';
+import { describeFinding, finding, ndjsonFrames, schemaProblem, type Finding } from '../findings.ts';
 
 /**
  * The official judge of one MCP `tools/call` exchange, as the server sends it (NDJSON of JSON-RPC
@@ -47,14 +47,14 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
     }
     const m = JSONRPCMessageSchema.safeParse(value);
     if (!m.success) {
-      findings.push(finding('schema', `JSONRPCMessageSchema rejects it: ${m.error.message.slice(0, 200)}`, line));
+      findings.push(finding('schema', `JSONRPCMessageSchema rejects it: ${schemaProblem(m.error)}`, line));
       continue;
     }
     const msg = value as { id?: unknown; method?: string; params?: { progressToken?: unknown; progress?: number; total?: number; message?: string }; result?: unknown };
     if (msg.method !== undefined) {
       if ('id' in msg) findings.push(finding('ordering', `the server sends a request (${msg.method}) during a tools/call`, line));
       const n = ServerNotificationSchema.safeParse({ method: msg.method, params: msg.params });
-      if (!n.success) findings.push(finding('schema', `ServerNotificationSchema rejects it: ${n.error.message.slice(0, 200)}`, line));
+      if (!n.success) findings.push(finding('schema', `ServerNotificationSchema rejects it: ${schemaProblem(n.error)}`, line));
       if (responses > 0) findings.push(finding('ordering', 'a notification after the response', line));
       if (msg.method === 'notifications/progress' && msg.params !== undefined) {
         if (msg.params.progressToken !== progressToken) findings.push(finding('ordering', `progress for token ${JSON.stringify(msg.params.progressToken)}, not ${JSON.stringify(progressToken)}`, line));
@@ -72,7 +72,7 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
     raw = msg.result as Record<string, unknown>;
     if (!('content' in raw)) findings.push(finding('schema', 'the result has no content (the schema would default it)', line));
     const r = CallToolResultSchema.safeParse(raw);
-    if (!r.success) findings.push(finding('schema', `CallToolResultSchema rejects the result: ${r.error.message.slice(0, 200)}`, line));
+    if (!r.success) findings.push(finding('schema', `CallToolResultSchema rejects the result: ${schemaProblem(r.error)}`, line));
     if (line !== lines.at(-1)) findings.push(finding('terminal', 'the response is not the last message', line));
   }
   if (responses === 0) findings.push(finding('terminal', 'no response to the call'));

@@ -94,8 +94,10 @@ describe('skill resources in awaken serve are capped', () => {
     expect(peak - before).toBeLessThan(150 * 1024 * 1024);
     // The transcript is written when the run ends; unbounded it held each read three times over.
     const deadline = Date.now() + 10_000;
-    while (readdirSync(record).length === 0 && Date.now() < deadline) await new Promise((d) => setTimeout(d, 50));
-    const files = readdirSync(record);
+    // A transcript is written to a `.partial` file, then renamed: only a whole one counts.
+    const written = (): string[] => readdirSync(record).filter((f) => f.endsWith('.jsonl'));
+    while (written().length === 0 && Date.now() < deadline) await new Promise((d) => setTimeout(d, 50));
+    const files = written();
     expect(files).toHaveLength(1);
     expect(statSync(join(record, files[0] as string)).size).toBeLessThan(1024 * 1024);
   });

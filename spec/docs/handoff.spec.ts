@@ -32,8 +32,10 @@ async function session(config: string): Promise<{ stream: string; tools: string[
     // The transcript is written when the run ends.
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && readdirSync(cwd).includes('runs') === false) await new Promise((res) => setTimeout(res, 50));
-    while (Date.now() < deadline && readdirSync(join(cwd, 'runs')).length === 0) await new Promise((res) => setTimeout(res, 50));
-    const [file] = readdirSync(join(cwd, 'runs'));
+    // Written to a `.partial` file, then renamed: only a whole one counts.
+    const written = (): string[] => readdirSync(join(cwd, 'runs')).filter((f) => f.endsWith('.jsonl'));
+    while (Date.now() < deadline && written().length === 0) await new Promise((res) => setTimeout(res, 50));
+    const [file] = written();
     const timeline = timelineOf(transcriptRecords(readFileSync(join(cwd, 'runs', file as string), 'utf8')));
     return { stream: r.stdout, tools: timeline.steps.flatMap((s) => s.inference.requests.map((q) => [...q.tools])) };
   } finally {

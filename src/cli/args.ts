@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { BuildError } from '../contract/errors.ts';
 import { EXIT } from './exit.ts';
 
 /** One option of a command: a string (repeatable when `multiple`) or a flag. */
@@ -29,6 +30,11 @@ export class CliFailure extends Error {
     super(message);
     this.exit = exit;
   }
+}
+
+/** Agents that do not build, as one line naming `where` (the config file) and what is wrong: bad data. */
+export function buildFailure(where: string, e: BuildError): CliFailure {
+  return new CliFailure(`${where}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
 }
 
 /** A mistake on the command line: one line, and the usage exit code. */

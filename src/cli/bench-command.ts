@@ -12,7 +12,7 @@ import { realEnv } from '../runtime/env.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
-import { CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { buildFailure, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import { EXIT } from './exit.ts';
 import { loadServeConfig } from './serve-config.ts';
@@ -107,10 +107,7 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
       for (const [id, p] of PLUGIN_CATALOG) builder.withPlugin(id, wrap(p) as RuntimePlugin);
       for (const p of plugins) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);
       const built = builder.build();
-      if (!built.ok) {
-        const e = built.error;
-        throw new CliFailure(`${configFile ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
-      }
+      if (!built.ok) throw buildFailure(configFile ?? 'the agents', built.error);
       return built.value;
     };
     let report;

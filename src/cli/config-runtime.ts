@@ -1,5 +1,6 @@
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { configuredSkills, discoverSkills, skillRegistry, skillResourceLimitsOf } from '../plugins/skills/index.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import type { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
@@ -60,4 +61,17 @@ export function addConfigured(
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of (file?.agents ?? []) as AgentSpec[]) builder.withAgentSpec(options.agent?.(a) ?? a);
   return { names: [...found.value.keys()], dirs, warnings: discovered.flatMap((d) => d.warnings) };
+}
+
+/**
+ * The MCP servers a config file names, connected (undefined when it names none); one that cannot be
+ * reached stops the start, naming it. Their URLs are reached through `fetch` (the serve's guard).
+ */
+export async function connectConfiguredMcp(file: ServeConfig | undefined, config: string | undefined, version: string, fetch: typeof globalThis.fetch): Promise<McpToolRegistryManager | undefined> {
+  if (file?.mcp_servers === undefined || Object.keys(file.mcp_servers).length === 0) return undefined;
+  try {
+    return await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined, fetch });
+  } catch (e) {
+    throw new CliFailure(`${config ?? ''}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
+  }
 }

@@ -1,13 +1,12 @@
 import { Messages } from '../contract/message.ts';
-import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { a2aBackend } from '../runtime/a2a-backend.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { agentToolsOf, mcpServer, type AgentHost } from '../server/mcp-host.ts';
 import { LineStdioTransport } from '../server/stdio-transport.ts';
-import { CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
-import { addConfigured } from './config-runtime.ts';
+import { buildFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import { EXIT } from './exit.ts';
 import { demoRuntimes } from './run-command.ts';
@@ -56,15 +55,8 @@ export async function configHost(path: string, model: string | undefined, env: N
     .withModel('demo', { provider: 'demo', model_name: demo.name })
     .withAgentSpec(demoAgent('demo'));
   for (const tool of [...DEMO_TOOLS, ...workspaceTools()]) builder.withTool(tool);
-  let mcp: McpToolRegistryManager | undefined;
-  if (file.mcp_servers !== undefined && Object.keys(file.mcp_servers).length > 0) {
-    try {
-      mcp = await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined, fetch: outbound.guard.fetch });
-    } catch (e) {
-      throw new CliFailure(`${path}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
-    }
-    for (const [, tool] of mcp.snapshot()) builder.withTool(tool);
-  }
+  const mcp = await connectConfiguredMcp(file, path, version, outbound.guard.fetch);
+  for (const [, tool] of mcp?.snapshot() ?? []) builder.withTool(tool);
   builder.withDelegation({ remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) } });
   const close = async (): Promise<void> => {
     await mcp?.close();
@@ -79,8 +71,7 @@ export async function configHost(path: string, model: string | undefined, env: N
   }
   if (!built.ok) {
     await close();
-    const e = built.error;
-    throw new CliFailure(`${path}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
+    throw buildFailure(path, built.error);
   }
   const runtime = built.value;
   return {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { fileLines } from '../replay/lines.ts';
 import { replayFiles, type ReportFormat } from '../replay/report.ts';
 import { choiceOf, CliFailure, runCli, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
@@ -27,14 +27,18 @@ export const REPLAY_COMMAND: CommandSpec = {
  * the replay's to judge: a record that no longer matches is a difference, not bad input.
  */
 function unreplayable(file: string): CliFailure | undefined {
-  let text: string;
+  // The first line only: the replay reads the whole file after.
+  let first: string | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    for (const line of fileLines(file)) {
+      if (line.trim() === '') continue;
+      first = line;
+      break;
+    }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     return new CliFailure(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
   }
-  const first = text.split('\n').find((l) => l.trim() !== '');
   if (first === undefined) return new CliFailure(`${file}: not a transcript: the file is empty`, EXIT.data);
   let header: unknown;
   try {

@@ -17,7 +17,7 @@ import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus, openStore } from '../stores/index.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
-import { addConfigured } from './config-runtime.ts';
+import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
 import { modelFactoryOf } from './run-plan.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
@@ -25,13 +25,12 @@ import { checkOrigins, LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import type { Io } from './run-command.ts';
-import { choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
+import { buildFailure, choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
 import { OBSERVABILITY_PLUGIN_ID, observabilityPlugin } from '../plugins/observability/plugin.ts';
 import { openTelemetry } from './otel-setup.ts';
 import { inspectorRoutes } from '../inspector/routes.ts';
-import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, SecretValues, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import { a2aBackend } from '../runtime/a2a-backend.ts';
 import { serveOutbound } from './serve-outbound.ts';
@@ -372,17 +371,10 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
     .withAgentSpec(observed(demoAgent('demo')));
   for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
   // The config's MCP servers: connected now (one that cannot be reached stops the start, naming it).
-  let mcp: McpToolRegistryManager | undefined;
-  if (file?.mcp_servers !== undefined && Object.keys(file.mcp_servers).length > 0) {
-    try {
-      mcp = await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined, fetch: outbound.guard.fetch });
-    } catch (e) {
-      throw new CliFailure(`${plan.config ?? ''}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
-    }
-    for (const [, tool] of mcp.snapshot()) {
-      builder.withTool(recorder?.tool(tool) ?? tool);
-      recordedTools.push(tool.descriptor);
-    }
+  const mcp = await connectConfiguredMcp(file, plan.config, version, outbound.guard.fetch);
+  for (const [, tool] of mcp?.snapshot() ?? []) {
+    builder.withTool(recorder?.tool(tool) ?? tool);
+    recordedTools.push(tool.descriptor);
   }
   // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
   builder.withDelegation({
@@ -409,8 +401,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   if (!built.ok) {
     await store.close();
     await mcp?.close();
-    const e = built.error;
-    throw new CliFailure(`${plan.config ?? 'the agents'}: ${'message' in e ? e.message : 'id' in e ? `${e.code.replace(/_/g, ' ')}: '${e.id}'` : e.code}`, EXIT.data);
+    throw buildFailure(plan.config ?? 'the agents', built.error);
   }
   const runtime = built.value;
   recorder?.attach(runtime);

@@ -3,11 +3,11 @@ import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSpecSchema, WrittenAgentSpecSchema, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
-import { fieldIssues, type FieldIssue } from '../contract/issue-line.ts';
+import { bracketPath, fieldIssues, type FieldIssue } from '../contract/issue-line.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { RUNTIME_CONFIG_KEYS, type RuntimePlugin } from '../runtime/resolve.ts';
-import { apiKeyEnvAllowed, DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
-import { SERVER_CREDENTIAL_ENVS } from '../server/config-guard.ts';
+import { DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
+import { envFieldProblem, SERVER_CREDENTIAL_ENVS } from '../server/config-guard.ts';
 import { operatorOutbound } from '../runtime/outbound.ts';
 import { LOG_FORMATS, LOG_LEVELS } from '../server/log.ts';
 import { CliFailure, closest } from './args.ts';
@@ -84,9 +84,7 @@ export type ServeConfig = z.output<typeof ServeConfigSchema>;
 
 /** A field's path as a user writes it: `agents[1].model`, `server.cors.origins[0]`. */
 export function fieldPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) out += typeof key === 'number' ? `[${key}]` : `${out === '' ? '' : '.'}${String(key)}`;
-  return out === '' ? '(top level)' : out;
+  return bracketPath(path) || '(top level)';
 }
 
 /** The sections the runtime reads, and those the plugins of `plugins` read, by section name. */
@@ -179,9 +177,8 @@ export function loadServeConfig(path: string, plugins: ReadonlyMap<string, Runti
   // A credential variable: on the allow-list, and never one of the server's own tokens (whatever the patterns say).
   const own = [...SERVER_CREDENTIAL_ENVS, ...(config.server.auth?.tokens ?? []).map((t) => t.token_env)];
   const checkEnv = (field: string, variable: string | undefined): void => {
-    if (variable === undefined) return;
-    if (own.includes(variable)) throw bad(field, `'${variable}' holds a credential of this server: it is never sent`);
-    if (!apiKeyEnvAllowed(variable, allow)) throw bad(field, `'${variable}' is not an allowed key variable (allowed: ${allow.join(', ')}; server.api_key_env_allow sets the patterns)`);
+    const problem = variable === undefined ? undefined : envFieldProblem(variable, allow, own, '; server.api_key_env_allow sets the patterns');
+    if (problem !== undefined) throw bad(field, problem);
   };
   // Every URL the file names: link-local and metadata addresses never (host names are checked when connected).
   const checkUrl = (field: string, url: string | undefined): void => {

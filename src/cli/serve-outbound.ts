@@ -1,5 +1,5 @@
 import { CONFIG_API_PRIVATE_HINT } from '../server/config-routes.ts';
-import { credentialUsesOf, literalSecretsOf, SERVER_CREDENTIAL_ENVS, urlFieldsOf } from '../server/config-guard.ts';
+import { credentialUsesOf, credentialValuesOf, SERVER_CREDENTIAL_ENVS, urlFieldsOf } from '../server/config-guard.ts';
 import { OutboundGuard } from '../runtime/outbound.ts';
 import type { ServeConfig } from './serve-config.ts';
 
@@ -38,6 +38,6 @@ export function serveOutbound(file: ServeConfig | undefined, env: NodeJS.Process
     }),
     credentialOrigins,
     ownCredentialEnvs: [...SERVER_CREDENTIAL_ENVS, ...(file?.server.auth?.tokens ?? []).map((t) => t.token_env)],
-    secrets: [...docs.flatMap(([, doc]) => literalSecretsOf(doc)), ...uses.flatMap((u) => (env[u.variable] !== undefined && env[u.variable] !== '' ? [env[u.variable] as string] : []))],
+    secrets: docs.flatMap(([ns, doc]) => credentialValuesOf(ns, doc, env)),
   };
 }

@@ -1,5 +1,6 @@
-import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileLines, jsonObjectOf, type JsonObject } from '../replay/lines.ts';
 import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
 
 /**
@@ -23,17 +24,6 @@ export interface IndexedTranscript extends TranscriptMeta {
 /** How far past its header a transcript whose header names no thread is read for its `run_start`. */
 const RUN_START_WITHIN = 64;
 
-type Json = Record<string, unknown>;
-
-const objectOf = (line: string): Json | undefined => {
-  try {
-    const v: unknown = JSON.parse(line);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined;
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * A transcript's thread, run and owner, from its lines in order: the header's `request` (its
  * `owner` only in the current format — older ones have none, so are nobody's), and where a header
@@ -41,16 +31,16 @@ const objectOf = (line: string): Json | undefined => {
  * Undefined when the first line is no header.
  */
 export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
-  let header: Json | undefined;
+  let header: JsonObject | undefined;
   let threadId: string | undefined;
   let runId: string | undefined;
   let owner: string | undefined;
   let read = 0;
   for (const line of lines) {
     if (header === undefined) {
-      header = objectOf(line);
+      header = jsonObjectOf(line);
       if (header?.['type'] !== 'header') return undefined;
-      const request = header['request'] as Json | undefined;
+      const request = header['request'] as JsonObject | undefined;
       if (typeof request?.['thread_id'] === 'string') threadId = request['thread_id'];
       if (typeof request?.['run_id'] === 'string') runId = request['run_id'];
       if (header['format'] === TRANSCRIPT_FORMAT && typeof request?.['owner'] === 'string') owner = request['owner'];
@@ -59,7 +49,7 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
     }
     if (++read > RUN_START_WITHIN) break;
     if (!line.startsWith('{"type":"event"')) continue;
-    const event = objectOf(line)?.['event'] as Json | undefined;
+    const event = jsonObjectOf(line)?.['event'] as JsonObject | undefined;
     if (event?.['event_type'] !== 'run_start') continue;
     if (threadId === undefined && typeof event['thread_id'] === 'string') threadId = event['thread_id'];
     if (runId === undefined && typeof event['run_id'] === 'string') runId = event['run_id'];
@@ -67,30 +57,6 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
   }
   if (header === undefined || threadId === undefined || runId === undefined) return undefined;
   return { thread_id: threadId, run_id: runId, ...(owner !== undefined ? { owner } : {}) };
-}
-
-/** A file's lines, read a chunk at a time for as long as the caller takes them (a header can be long: it holds the thread's history). */
-function* fileLines(path: string): Generator<string> {
-  const fd = openSync(path, 'r');
-  try {
-    const chunk = Buffer.alloc(64 * 1024);
-    let pending: Buffer[] = [];
-    for (;;) {
-      const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) break;
-      let from = 0;
-      for (let nl = chunk.indexOf(10, from); nl >= 0 && nl < n; nl = chunk.indexOf(10, from)) {
-        pending.push(Buffer.from(chunk.subarray(from, nl)));
-        yield Buffer.concat(pending).toString('utf8');
-        pending = [];
-        from = nl + 1;
-      }
-      pending.push(Buffer.from(chunk.subarray(from, n)));
-    }
-    if (pending.length > 0) yield Buffer.concat(pending).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { InferenceExecutionError } from '../contract/errors.ts';
 import { serialiseEvent } from '../contract/event.ts';
 import { describeInferenceError } from '../runtime/errors.ts';
+import { jsonObjectOf, type JsonObject } from './lines.ts';
 
 /**
  * Rewrites the lines of a format-4 transcript recorded while a failed inference still emitted
@@ -72,17 +73,9 @@ export function migrateFailedInferences(text: string): string {
   return out.join('\n');
 }
 
-type Json = Record<string, unknown>;
+type Json = JsonObject;
 
-function parsed(line: string): Json | undefined {
-  if (line === '') return undefined;
-  try {
-    const v: unknown = JSON.parse(line);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const parsed = (line: string): Json | undefined => (line === '' ? undefined : jsonObjectOf(line));
 
 const eventTypeOf = (r: Json): unknown => (r['event'] as { event_type?: unknown } | null | undefined)?.event_type;
 

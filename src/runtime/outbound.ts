@@ -16,7 +16,8 @@ import { addressClass, CLASS_WORDS, NEVER_REACHED } from './address-class.ts';
  * Host names are resolved before deciding, and the decision is made again on the addresses the
  * connection is made to (the `lookup` of each socket): a name that resolves to 169.254.169.254, or
  * that changes its answer between a check and a request, is refused. Redirects are followed here,
- * each hop checked, and a credential (`authorization`, `cookie`) is not carried to another origin.
+ * each hop checked, and a request taken to another origin keeps only the headers that describe it
+ * (`CROSS_ORIGIN_HEADERS`): no credential goes along, whatever header carries it.
  */
 
 /** Why a URL is not reached. */

@@ -159,6 +159,9 @@ const RUN: BatchInput = Object.freeze({ type: 'run' });
  * events, then runs the BeforeToolExecute phase of a call, a tool, or the parallel tools, and feeds
  * the outcome back. While everything on the way answers at once, no promise is made.
  */
+/** A step that asks for no after-tool phase. */
+const NO_CALLS: readonly number[] = Object.freeze([]);
+
 export class ToolBatch {
   readonly #host: BatchHost;
   readonly #calls: readonly ToolCall[];
@@ -300,7 +303,7 @@ export class ToolBatch {
    * settled pending), from the `from`-th on; a promise only when a commit, the sink or a hook is asynchronous.
    */
   #apply(step: BatchStep, from: number): Halting {
-    const { commands, events, afterTool } = step;
+    const { commands, events, afterTool = NO_CALLS } = step;
     const emitted = commands.length + events.length;
     const total = emitted + afterTool.length;
     for (let i = from; i < total; i++) {

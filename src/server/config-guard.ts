@@ -23,9 +23,7 @@ export const PROVIDER_KEY_ORIGINS: Readonly<Record<string, string>> = {
   MISTRAL_API_KEY: 'https://api.mistral.ai',
 };
 
-/** An anthropic provider without `base_url` reaches Anthropic's API. */
-const ANTHROPIC_ORIGIN = 'https://api.anthropic.com';
-/** The key an anthropic provider without `api_key_env` sends. */
+/** The key an anthropic provider without `api_key_env` sends (to Anthropic's API without a `base_url`). */
 export const DEFAULT_ANTHROPIC_KEY_ENV = 'ANTHROPIC_API_KEY';
 
 /** A config namespace whose documents name URLs or credentials. */
@@ -49,7 +47,7 @@ export function credentialUsesOf(ns: GuardedNamespace, doc: unknown): Credential
   const d = typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>) : {};
   if (ns === 'providers') {
     const named = stringAt(d, 'api_key_env');
-    const url = stringAt(d, 'base_url') ?? (d['kind'] === 'anthropic' ? ANTHROPIC_ORIGIN : undefined);
+    const url = stringAt(d, 'base_url') ?? (d['kind'] === 'anthropic' ? PROVIDER_KEY_ORIGINS[DEFAULT_ANTHROPIC_KEY_ENV] : undefined);
     // Without api_key_env an anthropic provider sends ANTHROPIC_API_KEY (the key `providerOf` gives
     // it, as the SDK would): the field that decides where it goes is then `base_url`.
     const variable = named ?? (d['kind'] === 'anthropic' ? DEFAULT_ANTHROPIC_KEY_ENV : undefined);
@@ -77,9 +75,9 @@ export function urlFieldsOf(ns: GuardedNamespace, doc: unknown): { readonly fiel
  * Why a variable may not be named by a `*_env` field, if it may not: it holds one of the server's
  * own credentials (`own`), or it matches none of the allow-list's patterns.
  */
-export function envFieldProblem(variable: string, allow: readonly string[], own: readonly string[]): string | undefined {
+export function envFieldProblem(variable: string, allow: readonly string[], own: readonly string[], hint = ''): string | undefined {
   if (own.includes(variable)) return `'${variable}' holds a credential of this server: it is never sent`;
-  if (!envAllowed(variable, allow)) return `'${variable}' is not an allowed key variable (allowed: ${allow.join(', ')})`;
+  if (!envAllowed(variable, allow)) return `'${variable}' is not an allowed key variable (allowed: ${allow.join(', ')}${hint})`;
   return undefined;
 }
 
@@ -130,6 +128,11 @@ export function redactConfig(value: JsonValue, options: { readonly names: boolea
   if (Array.isArray(value)) return value.map((v) => redactConfig(v, options));
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactConfig(v, options, k)]));
   return value;
+}
+
+/** The credentials a document names — its literal ones, and the values its `*_env` variables hold in `env`: what no log line may show. */
+export function credentialValuesOf(ns: GuardedNamespace, doc: unknown, env: NodeJS.ProcessEnv): string[] {
+  return [...literalSecretsOf(doc), ...credentialUsesOf(ns, doc).flatMap((u) => (env[u.variable] !== undefined && env[u.variable] !== '' ? [env[u.variable] as string] : []))];
 }
 
 /** The literal credentials of a document (a remote agent's `endpoint.auth.token`): values no log line may show. */

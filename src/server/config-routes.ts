@@ -15,10 +15,9 @@ import {
   bindingProblem,
   credentialOriginsOf,
   credentialUsesOf,
+  credentialValuesOf,
   DEFAULT_ANTHROPIC_KEY_ENV,
-  envAllowed,
   envFieldProblem,
-  literalSecretsOf,
   redactConfig,
   SERVER_CREDENTIAL_ENVS,
   urlFieldsOf,
@@ -56,12 +55,6 @@ type Namespace = keyof typeof NAMESPACES;
 /** The names `api_key_env` may take when none are configured: provider keys, not any secret of the process. */
 export const DEFAULT_API_KEY_ENV_ALLOW: readonly string[] = ['*_API_KEY'];
 
-/**
- * Whether an environment variable name matches one of the allow-list's patterns (`*` stands for any
- * run of letters, digits and `_`; the rest matches exactly). A config write can then not point a
- * provider at the admin token, a database URL or any other secret the server holds.
- */
-export const apiKeyEnvAllowed = (name: string, patterns: readonly string[] = DEFAULT_API_KEY_ENV_ALLOW): boolean => envAllowed(name, patterns);
 
 /** What follows the refusal of a loopback or private address in a config write. */
 export const CONFIG_API_PRIVATE_HINT = ": config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
@@ -197,8 +190,7 @@ export function configRoutes(
   /** The credentials a document names, for the log's scrubbing. */
   const remember = (doc: unknown, ns: Namespace): void => {
     if (ns === 'models') return;
-    const values = [...literalSecretsOf(doc), ...credentialUsesOf(ns, doc).flatMap((u) => (processEnv[u.variable] !== undefined ? [processEnv[u.variable] as string] : []))];
-    options.secrets?.add(...values);
+    options.secrets?.add(...credentialValuesOf(ns, doc, processEnv));
   };
 
   const authorize = (c: Context): void => {

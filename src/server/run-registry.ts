@@ -538,11 +538,7 @@ export class RunRegistry {
     // Streams open on the deleted thread end with it: whatever runs on its id next is another thread.
     for (const end of [...(this.#forgotten.get(threadId) ?? [])]) end();
     this.#forgotten.delete(threadId);
-    if (entry !== undefined && !this.#publishing.has(threadId)) {
-      this.#evictedSeq.set(threadId, entry.log.lastSeq);
-      this.#threads.delete(threadId);
-      this.#marks.forget(threadId);
-    }
+    if (entry !== undefined && !this.#publishing.has(threadId)) this.#evict(threadId, entry.log.lastSeq);
     await this.#relay?.bus.forget(threadId).catch((e: unknown) => this.#logger.error('shared log of a deleted thread not dropped', { thread: threadId, ...errorFields(e) }));
   }
 
@@ -559,11 +555,16 @@ export class RunRegistry {
       if (this.#threads.size <= this.#maxIdleThreads && bytes <= this.#maxReplayBytes) break;
       if (entry.current !== undefined || entry.log.subscribers > 0 || this.#relay?.isSharing(id) === true) continue;
       if (this.#publishing.has(id)) continue;
-      this.#evictedSeq.set(id, entry.log.lastSeq);
-      this.#threads.delete(id);
-      this.#marks.forget(id);
+      this.#evict(id, entry.log.lastSeq);
       bytes -= entry.log.bytes;
     }
+  }
+
+  /** Lets a thread's log go, remembering where its `seq` stood so that it never goes back. */
+  #evict(threadId: string, lastSeq: number): void {
+    this.#evictedSeq.set(threadId, lastSeq);
+    this.#threads.delete(threadId);
+    this.#marks.forget(threadId);
   }
 
   /**

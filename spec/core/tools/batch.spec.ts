@@ -50,7 +50,7 @@ function drive(first: BatchStep, answer: (next: BatchNext, state: BatchState) =>
   for (let guard = 0; guard < 10_000; guard++) {
     trace.commands.push(...step.commands);
     trace.events.push(...step.events);
-    for (const i of step.afterTool) trace.afterTool.push(`${step.state.calls[i]!.call.id}:${step.state.calls[i]!.result?.status ?? 'none'}`);
+    for (const i of step.afterTool ?? []) trace.afterTool.push(`${step.state.calls[i]!.call.id}:${step.state.calls[i]!.result?.status ?? 'none'}`);
     if (step.next.type === 'done') return { ...trace, state: step.state };
     if (step.next.type === 'invalid') throw new Error(step.next.reason);
     trace.asked.push(step.next);

@@ -151,9 +151,9 @@ export interface BatchStep {
    * pending result they settled with: a call whose tool answered that it waits (or a gate set a
    * pending result for) is seen by the after-tool hooks when it suspends, not only once its final
    * result is published (0.6 runs AfterToolExecute at each completion, the pending one included).
-   * A gate's suspend verdict gives no result to see: the tool never ran.
+   * A gate's suspend verdict gives no result to see: the tool never ran. Absent: none.
    */
-  readonly afterTool: readonly number[];
+  readonly afterTool?: readonly number[];
 }
 
 const NONE: readonly never[] = Object.freeze([]);
@@ -165,7 +165,7 @@ const IDLE: BatchStage = Object.freeze({ at: 'idle' });
 export function openBatch(calls: readonly ToolCall[], text: string, messageId: string, mode: ToolExecutionMode): BatchStep {
   const entries = calls.map((call) => batchCall(call, 'new', 'replay_tool_call', undefined, undefined, undefined, undefined, false));
   const state: BatchState = { messageId, text, mode, calls: entries, blockedReason: undefined, stage: { at: 'open' } };
-  return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE, afterTool: NONE };
+  return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE };
 }
 
 /** A batch rebuilt from its durable record (another process parked it): waits for `resume`. */
@@ -214,7 +214,7 @@ export function targetOf(state: BatchState, targetId: string): string | undefine
 
 /** The gate of call `from`, or the end of gating; `commands` are what the step before committed. */
 function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, allowed: readonly number[], commands: readonly BatchCommand[]): BatchStep {
-  if (from < calls.length) return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from }, afterTool: NONE };
+  if (from < calls.length) return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
   return gatedAll(state, calls, allowed, commands, state.blockedReason);
 }
 
@@ -224,7 +224,7 @@ function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, 
  */
 function gatedAll(state: BatchState, calls: readonly BatchCall[], allowed: readonly number[], commands: readonly BatchCommand[], blockedReason: string | undefined): BatchStep {
   if (allowed.length === 0) return report(state, calls, commands, blockedReason);
-  return { state: at(state, calls, { at: 'gated', allowed }, blockedReason), commands, events: NONE, next: COMMIT, afterTool: NONE };
+  return { state: at(state, calls, { at: 'gated', allowed }, blockedReason), commands, events: NONE, next: COMMIT };
 }
 
 function gated(state: BatchState, index: number, allowed: readonly number[], gate: Gate): BatchStep {
@@ -246,7 +246,7 @@ function gated(state: BatchState, index: number, allowed: readonly number[], gat
     case 'allow': {
       const running = withStatus(calls[index] as BatchCall, 'running');
       calls[index] = running;
-      return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments }, afterTool: NONE };
+      return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments } };
     }
   }
 }
@@ -270,7 +270,7 @@ function endGating(state: BatchState, allowed: readonly number[]): BatchStep {
     calls[index] = running;
     commands.push({ type: 'status', call: running });
   }
-  return { state: at(state, calls, { at: 'run_all', allowed }), commands, events: NONE, next: { type: 'execute_all', indices: allowed }, afterTool: NONE };
+  return { state: at(state, calls, { at: 'run_all', allowed }), commands, events: NONE, next: { type: 'execute_all', indices: allowed } };
 }
 
 /** The parallel calls' outputs, settled in model order; ParallelBatchApproval fails a call whose writes conflict with an earlier one's. */
@@ -317,14 +317,13 @@ function resumeFrom(state: BatchState, from: number, decisions: ReadonlyMap<stri
         commands: [{ type: 'settled', call: cancelled, resumeInput: decision }],
         events: silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: answer }],
         next: COMMIT,
-        afterTool: NONE,
       };
     }
     const resumingCall = withStatus(call, 'resuming');
     calls[index] = resumingCall;
-    return { state: at(state, calls, { at: 'resuming', index, decisions, silent }), commands: [{ type: 'status', call: resumingCall, resumeInput: decision }], events: NONE, next: COMMIT, afterTool: NONE };
+    return { state: at(state, calls, { at: 'resuming', index, decisions, silent }), commands: [{ type: 'status', call: resumingCall, resumeInput: decision }], events: NONE, next: COMMIT };
   }
-  return silent ? { state: at(state, state.calls, IDLE), commands: NONE, events: NONE, next: DONE, afterTool: NONE } : report(state, state.calls, NONE, state.blockedReason);
+  return silent ? { state: at(state, state.calls, IDLE), commands: NONE, events: NONE, next: DONE } : report(state, state.calls, NONE, state.blockedReason);
 }
 
 /** A call marked resuming: its decision is its result, or the tool runs again with it. */
@@ -341,7 +340,6 @@ function resuming(state: BatchState, stage: Extract<BatchStage, { at: 'resuming'
     commands: [{ type: 'status', call: running }],
     events: NONE,
     next: { type: 'execute', index: stage.index, args, resume: { decision, mode: call.resumeMode, ticket: call.result?.suspension } },
-    afterTool: NONE,
   };
 }
 
@@ -354,7 +352,7 @@ function settleResumed(state: BatchState, stage: ResumeStage, outcome: ToolOutco
   calls[stage.index] = withReported(call, !again);
   const events: readonly AgentEvent[] =
     again || stage.silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: resumedProjection(outcome.result) }];
-  return { state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT, afterTool: again ? [stage.index] : NONE };
+  return withAfterTool({ state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT }, again ? [stage.index] : NONE);
 }
 
 /** `tool_call_resumed.result` of a settled call (core-spec §4.8). */
@@ -407,13 +405,12 @@ function report(state: BatchState, calls: readonly BatchCall[], commands: readon
     own[i] = withReported(call, true);
     events.push({ event_type: 'tool_call_done', id: call.call.id, message_id: state.messageId, result: call.result, outcome: outcomeOf(call.result) });
   }
-  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE, afterTool: NONE };
+  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE };
 }
 
 /** `step`, with the after-tool phases of `indices` to run (none: the step itself). */
-const withAfterTool = (step: BatchStep, indices: readonly number[]): BatchStep =>
-  indices.length === 0 ? step : { state: step.state, commands: step.commands, events: step.events, next: step.next, afterTool: indices };
+const withAfterTool = (step: BatchStep, indices: readonly number[]): BatchStep => (indices.length === 0 ? step : { ...step, afterTool: indices });
 
 function invalid(state: BatchState, input: BatchInput): BatchStep {
-  return { state, commands: NONE, events: NONE, next: { type: 'invalid', reason: `a tool batch at '${state.stage.at}' cannot take '${input.type}'` }, afterTool: NONE };
+  return { state, commands: NONE, events: NONE, next: { type: 'invalid', reason: `a tool batch at '${state.stage.at}' cannot take '${input.type}'` } };
 }

@@ -8,7 +8,7 @@ import { EXIT } from '../../src/cli/exit.ts';
 import { repo } from '../support/serve-process.ts';
 
 const bin = join(repo, 'src/cli/awaken.js');
-const SUBCOMMANDS = ['run', 'record', 'replay', 'encode', 'conformance', 'mcp', 'acp', 'serve'] as const;
+const SUBCOMMANDS = ['run', 'record', 'replay', 'encode', 'conformance', 'mcp', 'acp', 'serve', 'dev'] as const;
 
 /** `awaken …` as a real process (no provider key); its exit code and what it wrote. */
 function awaken(args: readonly string[], options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {}): { code: number | null; out: string; err: string } {
@@ -37,7 +37,7 @@ describe('the awaken command as a process: every mistake is one line and the doc
 
   it('an unknown subcommand: one line with a "did you mean", exit 64', () => {
     const r = awaken(['serv']);
-    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, version, help; see awaken help\n" });
+    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, dev, version, help; see awaken help\n" });
   });
 
   it('awaken judge: a server that does not answer is one line, exit 69; a broken capture is a table, exit 1', async () => {
@@ -117,7 +117,7 @@ describe('the awaken command as a process: every mistake is one line and the doc
     const rec = awaken(['record', '--out', file, '--', 'run', '--model', 'scripted:fixtures/scripts/demo-confirm.json', '--decide', 'approve', 'delete it']);
     expect(rec.code).toBe(0);
     const text = readFileSync(file, 'utf8');
-    expect(text.startsWith('{"type":"header","format":"awaken-transcript/5"')).toBe(true);
+    expect(text.startsWith('{"type":"header","format":"awaken-transcript/6"')).toBe(true);
     expect(awaken(['replay', file])).toMatchObject({ code: 0, out: expect.stringContaining('1 identical, 0 differ') });
     const lines = text.trimEnd().split('\n');
     const at = lines.findIndex((l) => l.startsWith('{"type":"decision"'));

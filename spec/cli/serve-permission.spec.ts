@@ -69,7 +69,7 @@ describe('the permission plugin in awaken serve', () => {
       if (file === undefined) await new Promise((r) => setTimeout(r, 50));
     }
     const text = readFileSync(join(dir, file as string), 'utf8');
-    expect(text).toContain('"plugins":["permission"]');
+    expect(text).toContain('"plugins":[{"id":"permission"}]');
     expect(text).toContain('"echoed":"hello"');
     expect(text).toContain(`"type":"blocked","value":"Tool 'get_weather' denied by permission rules"`);
     const replay = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'replay', join(dir, file as string)], { cwd: repo, encoding: 'utf8' });

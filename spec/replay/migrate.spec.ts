@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { migrateTranscript, MigrationFailure } from '../../src/replay/migrate.ts';
+import { configDigest, type Header } from '../../src/replay/transcript.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
 
 const fixtures = resolve(import.meta.dirname, '../../fixtures');
@@ -10,8 +11,10 @@ const olds = readdirSync(join(fixtures, 'runs-format-1')).filter((f) => f.endsWi
 const twos = readdirSync(join(fixtures, 'runs-format-2')).filter((f) => f.endsWith('.jsonl'));
 const threes = readdirSync(join(fixtures, 'runs-format-3')).filter((f) => f.endsWith('.jsonl'));
 const fours = readdirSync(join(fixtures, 'runs-format-4')).filter((f) => f.endsWith('.jsonl'));
+const fives = readdirSync(join(fixtures, 'runs-format-5')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
+const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -23,7 +26,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 5', () => {
+describe('older transcript formats → 6', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -55,7 +58,7 @@ describe('older transcript formats → 5', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 5: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 6: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v2old(file)));
@@ -66,7 +69,7 @@ describe('older transcript formats → 5', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
-  it.each(threes)('format 3 → 5: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(threes)('format 3 → 6: %s migrates to the corpus run and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v3old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v3old(file)));
@@ -82,15 +85,15 @@ describe('older transcript formats → 5', () => {
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
   });
 
-  it.each(fours)('format 4 → 5: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fours)('format 4 → 6: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v4old(file))).toBe(v2(file));
     expect(await replayTranscript(v4old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 4 → 5: the header changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
+  it('format 4 → 6: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/5",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/6",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -102,7 +105,7 @@ describe('older transcript formats → 5', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/5",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -111,14 +114,51 @@ describe('older transcript formats → 5', () => {
     expect(stepCounts(migrateTranscript(v4old('15-suspension-left-waiting.jsonl')))).toEqual(stepCounts(v4old('15-suspension-left-waiting.jsonl')).map((n) => n + 1));
   });
 
-  it('format 4 → 5: a header that does not match its config_digest is refused, naming line 1', async () => {
+  it('format 4 → 6: a header that does not match its config_digest is refused, naming line 1', async () => {
     const edited = v4old('03-one-tool.jsonl').replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 } });
   });
 
+  it.each(fives)('format 5 → 6: %s migrates to the corpus run and replays identical as it is', async (file) => {
+    expect(migrateTranscript(v5old(file))).toBe(v2(file));
+    expect(await replayTranscript(v5old(file))).toMatchObject({ identical: true });
+  });
+
+  it('format 5 → 6: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
+    const before = v5old('44-skills-activation.jsonl');
+    const after = migrateTranscript(before);
+    const [a, b] = [before.split('\n'), after.split('\n')];
+    expect(b.slice(1)).toEqual(a.slice(1));
+    const [was, is] = [JSON.parse(a[0] as string) as Record<string, unknown>, JSON.parse(b[0] as string) as Record<string, unknown>];
+    expect(was['plugins']).toEqual(['skills-discovery', 'skills-active-instructions']);
+    expect(is['plugins']).toEqual([{ id: 'skills-discovery' }, { id: 'skills-active-instructions' }]);
+    expect(is['config_digest']).toBe(configDigest(is as unknown as Header));
+    expect(is['config_digest']).not.toBe(was['config_digest']);
+    expect({ ...is, format: 'awaken-transcript/5', plugins: was['plugins'], config_digest: was['config_digest'] }).toEqual(was);
+    // Nothing to write differently: a header without plugins keeps its digest.
+    const plain = v5old('03-one-tool.jsonl');
+    expect(migrateTranscript(plain)).toBe(plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/6",'));
+  });
+
+  it('format 5 → 6: the owner of a served run is kept', () => {
+    const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
+    expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({ format: 'awaken-transcript/6', request: { thread_id: 't', run_id: 'r', owner: 'alice' } });
+  });
+
+  it('format 5 → 6: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
+    const edited = v5old('28-blocked-by-gate.jsonl').replace('"plugins":["tool-gate"]', '"plugins":["finish-on"]');
+    expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
+    expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 }, at: { line: 1, record: 'header' } });
+    const header = JSON.parse(v5old('28-blocked-by-gate.jsonl').split('\n')[0] as string) as Record<string, unknown>;
+    header['plugins'] = [{ id: 'tool-gate' }];
+    header['config_digest'] = configDigest(header as unknown as Header);
+    const objects = [JSON.stringify(header), ...v5old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
+    expect(() => migrateTranscript(objects)).toThrow(new MigrationFailure(1, 'plugins[0]: not a plugin id'));
+  });
+
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
-    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f))].map((t) => t.trimEnd().split('\n'));
+    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f)), ...fives.map((f) => v5old(f))].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>
       Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];

@@ -120,7 +120,7 @@ describe('replay divergence reports', () => {
     expect(await replayTranscript('{"type":"event","seq":0,"event":{}}\n')).toMatchObject({ divergence: { port: 'transcript' } });
     expect(await replayTranscript('not json\n')).toMatchObject({ divergence: { port: 'transcript', message: expect.stringContaining('not a header') } });
     const { transcript } = await recordRun(setup(toolScript, { plugins: ['tool-gate'] }));
-    expect(await replayTranscript(transcript.replace('"plugins":["tool-gate"]', '"plugins":["nope"]'))).toMatchObject({ divergence: { message: "plugin 'nope' is not in the catalog" } });
+    expect(await replayTranscript(transcript.replace('"plugins":[{"id":"tool-gate"}]', '"plugins":[{"id":"nope"}]'))).toMatchObject({ divergence: { message: "plugin 'nope' is neither built in nor in the app" } });
   });
 });
 

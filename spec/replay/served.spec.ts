@@ -1,6 +1,23 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { transcriptFileName, transcriptIdsOf } from '../../src/replay/served.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { pluginFactory } from '../../src/app/define.ts';
+import { Messages } from '../../src/contract/message.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { defineStateKey } from '../../src/core/state/state-key.ts';
+import { PLUGIN_CATALOG } from '../../src/plugins/catalog.ts';
+import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+import { ServedRecorder, transcriptFileName, transcriptIdsOf, type ServedRecorderOptions } from '../../src/replay/served.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
+import { defineTool, type Tool } from '../../src/runtime/tool.ts';
+import { echoTool } from '../support/runtime.ts';
 
 /**
  * The name a served run's transcript is written under (`DIR/<thread>--<run>.jsonl`): one per thread
@@ -60,5 +77,90 @@ describe('transcriptFileName', () => {
     expect(transcriptIdsOf(long)).toBeUndefined();
     expect(transcriptIdsOf('team_alpha--r1.jsonl')).toEqual({ threadId: 'team_alpha', runId: 'r1' });
     expect(transcriptIdsOf('x--secret--r1.jsonl')).toBeUndefined();
+  });
+});
+
+/**
+ * What a served run's header says of its plugins and app: read when the run starts, so that a
+ * transcript names the code that ran even when the app is loaded again while the run goes on.
+ */
+describe('ServedRecorder: the plugins and the app of a served run', () => {
+  const Labels = defineStateKey({ key: 'tagger.labels', init: (): string[] => [], apply: (v: string[], u: string) => [...v, u], codec: z.array(z.string()) });
+  const tagger = pluginFactory('tagger', (config: { label: string; token: string }) => ({
+    name: 'tagger',
+    register: (r) => {
+      r.registerKey(Labels, { scope: 'run' });
+      r.registerPhaseHook('after_tool_execute', () => StateCommand.empty().update(Labels, config.label));
+    },
+  }));
+  const plain: RuntimePlugin = { name: 'plain', register: () => undefined };
+  /** Registered in the runtime but neither in the catalog nor in the app's plugins: not in a header. */
+  const extra: RuntimePlugin = { name: 'extra', register: () => undefined };
+
+  /** One served run whose tool waits for `release`: what the app is when the run ends is not what it was when it started. */
+  async function servedRun(options: Partial<ServedRecorderOptions>, pluginIds: readonly string[], whileRunning: (recorder: ServedRecorder) => void = () => undefined): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-served-plugins-'));
+    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [echoTool.descriptor, gate.descriptor], ...options });
+    let release = (): void => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered = (): void => undefined;
+    const inTool = new Promise<void>((resolve) => (entered = resolve));
+    const gated: Tool = { descriptor: gate.descriptor, execute: async (args, ctx) => (entered(), await released, gate.execute(args, ctx)) };
+    const built = new AgentRuntimeBuilder()
+      .withEnv(recorder.env(deterministicEnv()))
+      .withProvider('p', recorder.llm(new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'gate', arguments: {} }] }, { text: 'done' }])))
+      .withModel('m', { provider: 'p', model_name: 'pm' })
+      .withAgentSpec({ id: 'a', model: 'm', system_prompt: 'be brief', plugin_ids: [...pluginIds] })
+      .withTool(recorder.tool(echoTool))
+      .withTool(recorder.tool(gated))
+      .withPlugin('reminder', PLUGIN_CATALOG.get('reminder') as RuntimePlugin)
+      .withPlugin('tagger', tagger({ label: 'first', token: 'tok-1' }))
+      .withPlugin('plain', plain)
+      .withPlugin('extra', extra)
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    recorder.attach(built.value);
+    const run = { threadId: 't1', runId: 'r1', agentId: 'a', messages: [Messages.user('hi')] };
+    const started = await recorder.observe(run, (sink) => built.value.start(run, sink), { emit: () => undefined });
+    if (!started.ok) throw new Error(JSON.stringify(started.error));
+    await inTool;
+    whileRunning(recorder);
+    release();
+    await started.value.done;
+    const file = join(dir, transcriptFileName('t1', 'r1'));
+    await vi.waitFor(() => expect(existsSync(file)).toBe(true));
+    return readFileSync(file, 'utf8');
+  }
+  const gate: Tool = defineTool({ id: 'gate', description: 'Waits', args: z.object({}), execute: () => ToolResults.success('gate', {}) });
+  const headerOf = (t: string): Record<string, unknown> => JSON.parse(t.split('\n')[0] as string) as Record<string, unknown>;
+
+  it("the agent's plugins that are in the catalog or the app's, app ones with their origin, and the app — as they were when the run started", async () => {
+    let plugins = new Map<string, RuntimePlugin>([['tagger', tagger({ label: 'first', token: 'tok-1' })], ['plain', plain]]);
+    let app: { file: string; version: string } | undefined = { file: 'app.ts', version: '1' };
+    const text = await servedRun({ plugins: () => plugins, app: () => app }, ['reminder', 'tagger', 'plain'], (recorder) => {
+      // The app loaded again mid-run: the run goes on with the code it started with.
+      plugins = new Map([['tagger', tagger({ label: 'second', token: 'tok-2' })]]);
+      app = { file: 'app.ts', version: '2' };
+      const reloaded = new AgentRuntimeBuilder().withProvider('p', new ScriptedLlm([])).withModel('m', { provider: 'p', model_name: 'pm' }).withAgentSpec({ id: 'a', model: 'm', system_prompt: 'reloaded' }).build();
+      if (!reloaded.ok) throw new Error(JSON.stringify(reloaded.error));
+      recorder.attach(reloaded.value);
+    });
+    const header = headerOf(text);
+    expect(header['agent']).toMatchObject({ system_prompt: 'be brief', plugin_ids: ['reminder', 'tagger', 'plain'] });
+    expect(header['plugins']).toEqual([{ id: 'reminder' }, { id: 'tagger', factory: 'tagger', config: { label: 'first', token: '<redacted>' } }, { id: 'plain' }]);
+    expect(header['app']).toEqual({ file: 'app.ts', version: '1' });
+    expect(text).not.toContain('tok-1');
+    const report = await replayTranscript(text, { app: { plugins: [tagger({ label: 'second', token: 'tok-2' }), plain] } });
+    expect(report.divergence).toBeUndefined();
+    expect(report.identical).toBe(true);
+  });
+
+  it('a plugin the agent names that is neither in the catalog nor among the app\'s is not listed; without those options, the catalog plugins alone and no app (as before)', async () => {
+    const mine = headerOf(await servedRun({ plugins: () => new Map([['plain', plain]]) }, ['reminder', 'plain', 'extra']));
+    expect(mine['plugins']).toEqual([{ id: 'reminder' }, { id: 'plain' }]);
+    expect(mine['app']).toBeUndefined();
+    const header = headerOf(await servedRun({}, ['reminder', 'tagger', 'plain', 'extra']));
+    expect(header['plugins']).toEqual([{ id: 'reminder' }]);
+    expect(header['app']).toBeUndefined();
   });
 });

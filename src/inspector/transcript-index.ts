@@ -2,6 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileLines, jsonObjectOf, type JsonObject } from '../replay/lines.ts';
 import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
+import { TRANSCRIPT_FORMAT_5 } from '../replay/migrate.ts';
 
 /**
  * What a transcript says of itself — the thread and run it records and the principal that owned the
@@ -26,7 +27,7 @@ const RUN_START_WITHIN = 64;
 
 /**
  * A transcript's thread, run and owner, from its lines in order: the header's `request` (its
- * `owner` only in the current format — older ones have none, so are nobody's), and where a header
+ * `owner` only from format 5 on — older ones have none, so are nobody's), and where a header
  * names no thread or run (a run recorded with `awaken record`), the first `run_start` event's.
  * Undefined when the first line is no header.
  */
@@ -43,7 +44,7 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
       const request = header['request'] as JsonObject | undefined;
       if (typeof request?.['thread_id'] === 'string') threadId = request['thread_id'];
       if (typeof request?.['run_id'] === 'string') runId = request['run_id'];
-      if (header['format'] === TRANSCRIPT_FORMAT && typeof request?.['owner'] === 'string') owner = request['owner'];
+      if ((header['format'] === TRANSCRIPT_FORMAT || header['format'] === TRANSCRIPT_FORMAT_5) && typeof request?.['owner'] === 'string') owner = request['owner'];
       if (threadId !== undefined && runId !== undefined) break;
       continue;
     }

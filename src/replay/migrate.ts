@@ -7,8 +7,9 @@ export const TRANSCRIPT_FORMAT_1 = 'awaken-transcript/1';
 export const TRANSCRIPT_FORMAT_2 = 'awaken-transcript/2';
 export const TRANSCRIPT_FORMAT_3 = 'awaken-transcript/3';
 export const TRANSCRIPT_FORMAT_4 = 'awaken-transcript/4';
+export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
 
-const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4] as const;
+const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5] as const;
 type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
@@ -41,7 +42,7 @@ export const migrateTranscript = (text: string): string => migrate(text).text;
 
 /**
  * A change of what the runtime emits for a recorded run, as a rewrite of a transcript's lines: format-4
- * content in (its header may carry the current tag already), the lines as the runtime now runs the
+ * content in (its header already in the current format), the lines as the runtime now runs the
  * same inputs out — pure, text to text, every line it has no reason to touch kept byte for byte.
  */
 export interface TranscriptRewrite {
@@ -52,8 +53,9 @@ export interface TranscriptRewrite {
 /**
  * Format 4 → 5, in order. The header gains `request.owner` (none can be given to an older
  * transcript: it stays nobody's, the admin's under access control); and what the runtime now emits
- * differently is one rewrite each — another change of what a recorded run emits joins this list
- * (and `replay/migrate-corpus.ts` brings the corpus along, judged by replaying it).
+ * differently is one rewrite each. Format 5 → 6 changes only the header, so these apply to formats
+ * 1 to 4 alone: a later change of what a recorded run emits is a format of its own, with its own
+ * list (and `replay/migrate-corpus.ts` brings the corpus along, judged by replaying it).
  */
 export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
   { name: 'a suspended step is counted as it parks', rewrite: countSuspendedSteps },
@@ -61,7 +63,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1, 2, 3 or 4 transcript in the current format (`awaken-transcript/5`), without
+ * Rewrites a format-1, 2, 3, 4 or 5 transcript in the current format (`awaken-transcript/6`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -85,17 +87,26 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * Up to format 4, every other line is kept byte for byte, so event payloads are unchanged. Format 4 →
  * 5: the header's tag, then `FORMAT_5_REWRITES` in order (these do change events: what the runtime
  * now emits for the same inputs).
+ *
+ * Format 5 → 6 (`currentHeader`): the header's `plugins`, ids until then, become `{id}` entries —
+ * every plugin a transcript could name was a catalog one, which format 6 writes so — and
+ * `config_digest`, which covers them, is recomputed (the old one verified first). Every other line
+ * is kept byte for byte.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
-  const four = older === TRANSCRIPT_FORMAT_4 ? { text: retagged(text) } : toFormat4(text);
+  if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
+  const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
   let out = four.text;
   for (const r of FORMAT_5_REWRITES) out = r.rewrite(out);
   return { ...four, text: out };
 }
 
-/** A format-4 transcript with the current tag: its header line is otherwise kept byte for byte (it is checked like an older one's first). */
-function retagged(text: string): string {
+/**
+ * A format-4 or 5 transcript with its header in the current format (`currentHeader`), checked like an
+ * older one's first; every other line kept byte for byte.
+ */
+function withCurrentHeader(text: string): string {
   const end = text.indexOf('\n');
   const first = end < 0 ? text : text.slice(0, end);
   let header: unknown;
@@ -104,9 +115,26 @@ function retagged(text: string): string {
   } catch (e) {
     throw new MigrationFailure(1, `not JSON: ${(e as Error).message}`);
   }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new MigrationFailure(1, 'not a record');
   if (configDigest(header as Header) !== (header as { config_digest?: unknown }).config_digest) throw new MigrationFailure(1, 'the header does not match its config_digest');
-  const prefix = `{"type":"header","format":"${TRANSCRIPT_FORMAT_4}"`;
-  return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(prefix.length)}`;
+  return `${JSON.stringify(currentHeader(header as Json))}${end < 0 ? '' : text.slice(end)}`;
+}
+
+/**
+ * A header of format 5 or before in the current format: its tag, each plugin id as an `{id}` entry
+ * (only catalog plugins could be named before format 6) and `config_digest` over them — the rest of
+ * it, key order included, as it was.
+ */
+function currentHeader(header: Json): Json {
+  const plugins = header['plugins'];
+  if (!Array.isArray(plugins)) throw new MigrationFailure(1, 'plugins: not a list of plugin ids');
+  const entries = plugins.map((id, i) => {
+    if (typeof id !== 'string') throw new MigrationFailure(1, `plugins[${i}]: not a plugin id`);
+    return { id };
+  });
+  const next: Json = { ...header, format: TRANSCRIPT_FORMAT, plugins: entries };
+  next['config_digest'] = configDigest(next as unknown as Header);
+  return next;
 }
 
 /**
@@ -144,7 +172,7 @@ function countSuspendedSteps(text: string): string {
   return lines.join('\n');
 }
 
-/** A format-1, 2 or 3 transcript with format 4's content (under the current tag). */
+/** A format-1, 2 or 3 transcript with format 4's content (under the current header). */
 function toFormat4(text: string): Migrated {
   const lines = text.trimEnd().split('\n');
   const records = lines.map((l, i) => {
@@ -159,7 +187,7 @@ function toFormat4(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
+  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
   const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });
@@ -168,7 +196,7 @@ function toFormat4(text: string): Migrated {
   }
 
   let wait: boolean | undefined;
-  let next: Json = { ...header, format: TRANSCRIPT_FORMAT };
+  let next: Json = header;
   if (first) {
     const w = (header['options'] as { wait_for_decisions?: unknown } | undefined)?.wait_for_decisions;
     if (typeof w !== 'boolean') throw new MigrationFailure(1, 'options.wait_for_decisions is not a boolean');
@@ -177,9 +205,9 @@ function toFormat4(text: string): Migrated {
     const env = { ...(header['env'] as Json) };
     if (env['kind'] === 'deterministic' && !records.some((r) => r['type'] === 'env' && r['draw'] === 'random')) delete env['seed'];
     const { runtime: _runtime, options: _options, ...rest } = header;
-    next = { ...rest, format: TRANSCRIPT_FORMAT, env };
-    next['config_digest'] = configDigest(next as unknown as Header);
+    next = { ...rest, env };
   }
+  next = currentHeader(next);
 
   const out: string[] = [];
   const decided = new Map<string, unknown>();

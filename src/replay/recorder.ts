@@ -17,7 +17,8 @@ import type { ModelEntry } from '../runtime/resolve.ts';
 import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
-import { configDigest, endRecordOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header } from './transcript.ts';
+import { pluginEntryOf } from './plugins.ts';
+import { configDigest, endRecordOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header, type PluginEntry } from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -175,10 +176,15 @@ export interface RecordingSetup {
   readonly models: Readonly<Record<string, ModelEntry>>;
   readonly providers: Readonly<Record<string, LlmExecutor>>;
   readonly tools: readonly Tool[];
-  /** Ids from the plugin catalog (`tool-gate`, `finish-on`). */
-  readonly plugins?: readonly string[];
+  /**
+   * Plugins: ids from the plugin catalog (`tool-gate`, `finish-on`), or plugins (an app's, each under
+   * its name) — one a `pluginFactory` made is recorded with its factory and config.
+   */
+  readonly plugins?: readonly (string | RuntimePlugin)[];
   /** Instances of catalog plugins to use in place of the catalog's (the same plugin on another port, e.g. an observability sink). */
   readonly pluginInstances?: ReadonlyMap<string, RuntimePlugin>;
+  /** The app module the run's code came from and its version, written in the header (not an input of the run). */
+  readonly app?: { readonly file: string; readonly version: string };
   readonly stopPolicies?: readonly StopPolicy[];
   readonly circuitBreaker?: Partial<CircuitBreakerConfig>;
   readonly env: { readonly env: Env; readonly header: Header['env'] };
@@ -213,10 +219,17 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
     const subEnv = h.kind === 'deterministic' ? withIdPrefix(deterministicEnv({ start: h.start, tick: h.tick, ...(h.seed !== undefined ? { seed: h.seed } : {}) }), 'sub-') : setup.env.env;
     built.withDelegation({ env: subEnv, wrap: (tool) => recordingTool(tool, log) });
   }
-  for (const id of setup.plugins ?? []) {
-    const plugin = PLUGIN_CATALOG.get(id);
-    if (plugin === undefined) throw new Error(`unknown plugin '${id}' (catalog: ${[...PLUGIN_CATALOG.keys()].join(', ')})`);
-    built.withPlugin(id, setup.pluginInstances?.get(id) ?? plugin);
+  const plugins: PluginEntry[] = [];
+  for (const p of setup.plugins ?? []) {
+    if (typeof p !== 'string') {
+      built.withPlugin(p.name, p);
+      plugins.push(pluginEntryOf(p));
+      continue;
+    }
+    const plugin = PLUGIN_CATALOG.get(p);
+    if (plugin === undefined) throw new Error(`unknown plugin '${p}' (catalog: ${[...PLUGIN_CATALOG.keys()].join(', ')})`);
+    built.withPlugin(p, setup.pluginInstances?.get(p) ?? plugin);
+    plugins.push({ id: p });
   }
   for (const policy of setup.stopPolicies ?? []) built.withStopPolicy(policy);
   if (setup.circuitBreaker !== undefined) built.withCircuitBreaker(setup.circuitBreaker);
@@ -230,7 +243,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
     models: Object.fromEntries(Object.entries(setup.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
     // The delegation tools are the run's ports too (their descriptors say which delegate they run).
     tools: [...setup.tools.map((t) => t.descriptor), ...[...agentSpec.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
-    plugins: [...(setup.plugins ?? [])],
+    plugins,
     stop_policies: (setup.stopPolicies ?? []).map((p) => p.id),
     ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),
   };
@@ -241,6 +254,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
       format: TRANSCRIPT_FORMAT,
       config_digest: configDigest(headerBase),
       ...headerBase,
+      ...(setup.app !== undefined ? { app: setup.app } : {}),
       env: setup.env.header,
       request: {
         ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),

@@ -1,14 +1,13 @@
+// One file past 500 lines: the replaying ports (env, llm, tool) are methods of `ReplaySession`,
+// sharing its private record queues and line map with `replayTranscript`, which drives them.
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import { ToolCallResumeSchema, ToolResults } from '../contract/tool.ts';
-import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import type { AgentRunResult } from '../runtime/run-loop.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
-import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
-import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { DELEGATION_CATEGORY, delegateToolId } from '../runtime/delegation.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
@@ -17,6 +16,7 @@ import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../ru
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
 import { migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
+import { findCode, makePlugins, missingMessage, type CodeOptions, type MissingCode } from './plugins.ts';
 import {
   configDigest,
   applyDeltas,
@@ -37,6 +37,8 @@ import {
   type Header,
   type LlmRecord,
   type NormalisedRequest,
+  type PluginEntry,
+  PluginEntrySchema,
   type ReadLine,
   type EndRecord,
   type ToolRecord,
@@ -71,13 +73,12 @@ export interface ReplayReport {
   readonly termination?: TerminationReason;
   /** How the replayed run ended: its result and the thread's messages, as an `end` record. */
   readonly end?: EndRecord;
+  /** The plugin or stop policy the header names that the replay was not given (it failed at line 1 then, naming it). */
+  readonly missing?: MissingCode;
 }
 
-export interface ReplayOptions {
-  /** Custom stop policies named in the header, by id (they are code, not data). */
-  readonly stopPolicies?: ReadonlyMap<string, StopPolicy>;
-  /** Instances of catalog plugins to replay with in place of the catalog's (the same plugin on another port, e.g. an observability sink). */
-  readonly plugins?: ReadonlyMap<string, RuntimePlugin>;
+/** Where to find the header's code (`CodeOptions`: the app, stop policies and catalog instances), and how to read the transcript. */
+export interface ReplayOptions extends CodeOptions {
   /**
    * Replay a transcript that has no `end` record (one migrated from format 1): how the run ended is
    * not compared, only returned in the report. Off by default: a missing `end` record is a divergence.
@@ -111,6 +112,32 @@ function readReplayLine(t: string, line: number): ReadLine {
     },
   };
   return { line, text: t, ok: true, record };
+}
+
+/**
+ * The plugin or stop policy a transcript's header names that `options` do not give, read from its
+ * first line alone (any format) without running anything — what `replayTranscript` would fail at
+ * line 1 with — and the message it would fail with. Undefined when nothing is missing, or when the
+ * first line is no header (the replay says what it is).
+ */
+export function missingCode(text: string, options: CodeOptions): (MissingCode & { readonly message: string }) | undefined {
+  const first = text.split('\n', 1)[0] ?? '';
+  let header: unknown;
+  try {
+    header = JSON.parse(first);
+  } catch {
+    return undefined;
+  }
+  if (typeof header !== 'object' || header === null || (header as { type?: unknown }).type !== 'header') return undefined;
+  const { plugins, stop_policies: policies } = header as { plugins?: unknown; stop_policies?: unknown };
+  // Before format 6 a plugin is its id; an entry of no known shape is the replay's to report.
+  const entries = (Array.isArray(plugins) ? plugins : []).flatMap((p): PluginEntry[] => {
+    const parsed = PluginEntrySchema.safeParse(typeof p === 'string' ? { id: p } : p);
+    return parsed.success ? [parsed.data] : [];
+  });
+  const ids = (Array.isArray(policies) ? policies : []).filter((p): p is string => typeof p === 'string');
+  const code = findCode(entries, ids, options);
+  return code.ok ? undefined : { ...code.missing, message: missingMessage(code.missing) };
 }
 
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
@@ -166,16 +193,22 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     else builder.withTool(session.tool(descriptor, diverge));
   }
   if (standIns.size > 0) builder.withDelegation({ standIns });
-  for (const id of header.plugins) {
-    const plugin = PLUGIN_CATALOG.get(id);
-    if (plugin === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `plugin '${id}' is not in the catalog`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
-    builder.withPlugin(id, options.plugins?.get(id) ?? plugin);
-  }
-  for (const id of header.stop_policies) {
-    const policy = options.stopPolicies?.get(id);
-    if (policy === undefined) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `custom stop policy '${id}' was not supplied`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
-    builder.withStopPolicy(policy);
-  }
+  // The header's code: plugins and stop policies from the catalog, the options and the app; what is
+  // missing, or what a factory will not make again, fails the replay at the header.
+  const atHeader = (message: string, missing?: MissingCode): ReplayReport => ({
+    identical: false,
+    expectedEvents: expected.length,
+    actualEvents: 0,
+    divergence: { port: 'transcript', message, atEvent: 0, line: 1 },
+    at: { line: 1, record: 'header' },
+    ...(missing !== undefined ? { missing } : {}),
+  });
+  const code = findCode(header.plugins, header.stop_policies, options);
+  if (!code.ok) return atHeader(missingMessage(code.missing), code.missing);
+  const made = makePlugins(code.plugins);
+  if (!made.ok) return atHeader(made.message);
+  for (const plugin of made.plugins) builder.withPlugin(plugin.name, plugin);
+  for (const policy of code.stopPolicies) builder.withStopPolicy(policy);
   if (header.circuit_breaker !== undefined) builder.withCircuitBreaker(header.circuit_breaker as never);
   // A run that loaded a thread from its store loads the same thread from one holding it.
   if (header.request.history !== undefined || header.request.thread_state !== undefined) {

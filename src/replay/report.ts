@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { AppCode } from './plugins.ts';
 import { replayTranscript, type ReplayReport } from './replayer.ts';
 import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
 
@@ -17,8 +18,11 @@ export interface FileReport extends Omit<ReplayReport, 'end'> {
   readonly file: string;
 }
 
-/** Replays files, with a progress line per file on stderr; exit 0 iff all are identical. */
-export async function replayFiles(files: readonly string[], io: ReportIo, format: ReportFormat, options: { readonly width?: number } = {}): Promise<number> {
+/**
+ * Replays files, with a progress line per file on stderr; exit 0 iff all are identical. `app`: the
+ * app the runs came from, whose plugins and stop policies the replays run (`ReplayOptions.app`).
+ */
+export async function replayFiles(files: readonly string[], io: ReportIo, format: ReportFormat, options: { readonly width?: number; readonly app?: AppCode } = {}): Promise<number> {
   const reports: FileReport[] = [];
   const texts = new Map<string, string>();
   for (let i = 0; i < files.length; i++) {
@@ -31,7 +35,7 @@ export async function replayFiles(files: readonly string[], io: ReportIo, format
       continue;
     }
     texts.set(file, text);
-    const { end: _end, ...report } = await replayTranscript(text);
+    const { end: _end, ...report } = await replayTranscript(text, options.app !== undefined ? { app: options.app } : {});
     reports.push({ file, ...report });
     const line = `[${i + 1}/${files.length}] ${report.identical ? 'identical' : 'DIFFERS  '} ${file}`;
     if (io.progress !== undefined) io.progress(line);

@@ -8,12 +8,13 @@ import type { ToolDescriptor } from '../contract/tool.ts';
 import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
 import type { Env, IdKind } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import type { ModelEntry } from '../runtime/resolve.ts';
+import type { ModelEntry, RuntimePlugin } from '../runtime/resolve.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
-import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT } from './transcript.ts';
+import { pluginEntryOf } from './plugins.ts';
+import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT, type PluginEntry } from './transcript.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 
@@ -32,6 +33,15 @@ import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 interface ServedRun {
   readonly log: TranscriptLog;
   readonly modes: SuspensionModes;
+  /**
+   * The run's agent, the app's plugins by id and the app itself as they were when the run started:
+   * the code the run ran with, whatever is loaded by its end.
+   */
+  readonly agent: ReturnType<AgentRuntime['resolve']> | undefined;
+  readonly plugins: ReadonlyMap<string, RuntimePlugin> | undefined;
+  readonly app: { readonly file: string; readonly version: string } | undefined;
+  readonly models: Readonly<Record<string, ModelEntry>>;
+  readonly tools: readonly ToolDescriptor[];
   history?: readonly Message[];
   threadState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
 }
@@ -103,12 +113,20 @@ export function transcriptIdsOf(name: string): { readonly threadId: string; read
 
 export interface ServedRecorderOptions {
   readonly dir: string;
-  readonly models: Readonly<Record<string, ModelEntry>>;
-  readonly tools: readonly ToolDescriptor[];
+  /** The models and tool descriptors a header lists: fixed, or read as each run starts (an app loaded again changes them). */
+  readonly models: Readonly<Record<string, ModelEntry>> | (() => Readonly<Record<string, ModelEntry>>);
+  readonly tools: readonly ToolDescriptor[] | (() => readonly ToolDescriptor[]);
   /** Told when a transcript could not be written (the run itself is not affected). */
   readonly onError?: (file: string, e: unknown) => void;
   /** Told of each transcript written. */
   readonly onWritten?: (file: string) => void;
+  /**
+   * The current app's plugins by id, read as each run starts: a header lists those the agent names
+   * (a factory-made one with its factory and config) beside the catalog's. Without it, the catalog's alone.
+   */
+  readonly plugins?: () => ReadonlyMap<string, RuntimePlugin>;
+  /** The current app module and its version, read as each run starts and written in its header. */
+  readonly app?: () => { readonly file: string; readonly version: string } | undefined;
 }
 
 /** The structural shape of the server's `RunObserver` (the replay layer does not import the server). */
@@ -195,7 +213,8 @@ export class ServedRecorder {
 
   /** The server registry's `RunObserver`: each new run started in its own recording context. */
   observe(run: ObservedRun, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
-    const served: ServedRun = { log: new TranscriptLog(), modes: new SuspensionModes() };
+    // Read now: an app loaded again while the run goes on is not the code it runs.
+    const served: ServedRun = { log: new TranscriptLog(), modes: new SuspensionModes(), agent: this.#runtime?.resolve(run.agentId), plugins: this.#o.plugins?.(), app: this.#o.app?.(), models: typeof this.#o.models === 'function' ? this.#o.models() : this.#o.models, tools: typeof this.#o.tools === 'function' ? this.#o.tools() : this.#o.tools };
     const context = this.#context;
     const recording: Sink = {
       emit: (event) => {
@@ -241,15 +260,19 @@ export class ServedRecorder {
   #write(run: ObservedRun, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
     const file = join(this.#o.dir, transcriptFileName(run.threadId, run.runId));
     try {
-      const resolved = this.#runtime?.resolve(run.agentId);
+      const resolved = served.agent ?? this.#runtime?.resolve(run.agentId);
       if (resolved === undefined || !resolved.ok) throw new Error(`cannot resolve agent ${run.agentId}`);
       const headerBase = {
         agent: resolved.value.spec,
-        models: Object.fromEntries(Object.entries(this.#o.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
+        models: Object.fromEntries(Object.entries(served.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
         // The delegation tools the agent was offered are ports too.
-        tools: [...this.#o.tools, ...[...resolved.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
-        // The catalog plugins the agent names (the only plugins `awaken serve` has), replayed by id.
-        plugins: resolved.value.spec.plugin_ids.filter((id) => PLUGIN_CATALOG.has(id)),
+        tools: [...served.tools, ...[...resolved.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
+        // The plugins the agent names that a replay can find again: the app's (a factory-made one
+        // with its factory and config) and the catalog's.
+        plugins: resolved.value.spec.plugin_ids.flatMap((id): PluginEntry[] => {
+          const mine = served.plugins?.get(id);
+          return mine !== undefined ? [pluginEntryOf(mine)] : PLUGIN_CATALOG.has(id) ? [{ id }] : [];
+        }),
         stop_policies: [] as string[],
       };
       const header = new TranscriptLog();
@@ -258,6 +281,7 @@ export class ServedRecorder {
         format: TRANSCRIPT_FORMAT,
         config_digest: configDigest(headerBase as never),
         ...headerBase,
+        ...(served.app !== undefined ? { app: served.app } : {}),
         env: { kind: 'recorded' },
         request: {
           thread_id: run.threadId,

@@ -78,6 +78,8 @@ export interface Timeline {
   thread_id?: string;
   run_id?: string;
   agent_id?: string;
+  /** The app module and its version that ran the run (a served app's transcript names it). */
+  app?: { readonly file: string; readonly version: string };
   parent_run_id?: string;
   started_at?: number;
   ended_at?: number;
@@ -184,6 +186,8 @@ export class TimelineFold {
     const agent = rec['agent'] as { id?: string } | undefined;
     const request = rec['request'] as { thread_id?: string; run_id?: string } | undefined;
     if (agent?.id !== undefined) this.timeline.agent_id = agent.id;
+    const app = rec['app'] as { file?: unknown; version?: unknown } | undefined;
+    if (typeof app?.file === 'string' && typeof app.version === 'string') this.timeline.app = { file: app.file, version: app.version };
     if (request?.thread_id !== undefined) this.timeline.thread_id = request.thread_id;
     if (request?.run_id !== undefined) this.timeline.run_id = request.run_id;
   }

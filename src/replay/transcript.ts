@@ -11,13 +11,21 @@ import { StreamPartSchema } from '../contract/stream.ts';
 import { ResumeDecisionActionSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/5';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/6';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
   z.object({ kind: z.literal('deterministic'), start: z.number(), seed: z.number().optional(), tick: z.number() }),
   z.object({ kind: z.literal('recorded') }),
 ]);
+
+/**
+ * A plugin the run ran with: a built-in one (`PLUGIN_CATALOG`) or an app's, by id; one an app's
+ * `pluginFactory` made also with the factory's name and the config it was given (credentials in it
+ * `"<redacted>"`), so that a replay makes it again with the code it is given.
+ */
+export const PluginEntrySchema = z.union([z.object({ id: z.string(), factory: z.string(), config: JsonValueSchema }), z.object({ id: z.string() })]);
+export type PluginEntry = z.output<typeof PluginEntrySchema>;
 
 /** First line: what to rebuild the run from. */
 export const HeaderSchema = z.object({
@@ -27,9 +35,15 @@ export const HeaderSchema = z.object({
   agent: AgentSpecSchema,
   models: z.record(z.string(), z.object({ provider: z.string(), model_name: z.string() })),
   tools: z.array(ToolDescriptorSchema),
-  plugins: z.array(z.string()),
+  plugins: z.array(PluginEntrySchema),
   stop_policies: z.array(z.string()).default([]),
   circuit_breaker: z.object({ failure_threshold: z.number(), cooldown_ms: z.number(), half_open_max: z.number() }).partial().optional(),
+  /**
+   * The app module that ran and its version (`awaken serve --app`, `awaken record`). Not an input of
+   * the run and not covered by `config_digest` — the plugins' factories and configs are — but which
+   * code to replay it with.
+   */
+  app: z.object({ file: z.string(), version: z.string() }).optional(),
   env: EnvSetupSchema,
   request: z.object({
     thread_id: z.string().optional(),

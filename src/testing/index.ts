@@ -8,4 +8,4 @@ export { checkStateKeyLaws, describeKeyLaws, type KeyLaw, type KeyLawOptions, ty
 export { commandData, describePluginFuzz, fuzzPlugin, phaseInput, type FuzzPluginOptions, type PluginCheck, type PluginFailure, type PluginFuzzReport } from './fuzz-plugin.ts';
 export { allocatedBytes, benchAgent, PartStream, renderAgentBench, scenario as benchScenario, type AgentBenchOptions, type AgentBenchReport, type AgentBenchRow, type HookCost } from './bench-agent.ts';
 export { recordRun, type Recording, type RecordingSetup } from '../replay/recorder.ts';
-export { replayTranscript, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';
+export { missingCode, replayTranscript, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';

@@ -14,6 +14,7 @@ const FAULTS = [
   'spec/server/slow-connections.spec.ts',
   'spec/cli/serve-skill-limits.spec.ts',
   'spec/bench/allocation.spec.ts',
+  'spec/app/load.spec.ts',
 ];
 export default defineConfig({
   // The package's own name resolves to its sources in the specs (the published entry points are
@@ -30,13 +31,14 @@ export default defineConfig({
       {
         extends: true,
         // The PostgreSQL server of the run: the given one, the machine's, or one started from npm (its
-        // environment reaches every project's workers).
+        // environment reaches every project's workers). The packed package: one folder a run, where
+        // the first spec that needs the package installed packs and installs it for all of them.
         // --expose-gc: the memory bounds measure what is held, not garbage not yet collected.
         test: {
           name: 'specs',
           include: ['spec/**/*.spec.ts', 'conformance/**/*.spec.ts'],
           exclude: ['spec/browser/**', ...FAULTS],
-          globalSetup: ['spec/support/postgres-setup.ts'],
+          globalSetup: ['spec/support/postgres-setup.ts', 'spec/support/packed-setup.ts'],
           execArgv: ['--expose-gc'],
           maxWorkers: 2,
           sequence: { groupOrder: 0 },

@@ -15,6 +15,7 @@ export function renderTimeline(t: Timeline, options: { readonly live?: boolean }
       ['Run', t.run_id ?? ''],
       ['Thread', t.thread_id ?? ''],
       ['Agent', t.agent_id ?? ''],
+      ['App', t.app !== undefined ? `${t.app.file} (${t.app.version})` : ''],
       ['Delegated by', t.parent_run_id ?? ''],
       ['Ended', el('span', { class: termination === 'natural_end' ? 'ok' : termination === 'running' ? '' : 'bad', 'data-termination': termination }, termination)],
       ['Steps', String(t.step_count)],

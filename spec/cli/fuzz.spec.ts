@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,6 +19,15 @@ const awaken = (args: string[]) => {
 };
 
 describe('awaken fuzz --plugin', () => {
+  it('loads a plugin written in TypeScript from a folder outside any project: awaken-ts, zod and fast-check are the CLI\'s own', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-fuzz-ts-'));
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+    const plugin = readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8').replace('export default {', 'export default <{ name: string; register: (r: any) => void }>{');
+    writeFileSync(join(dir, 'visit-log.ts'), plugin);
+    const r = spawnSync(process.execPath, [bin, 'fuzz', '--plugin', 'visit-log.ts', '--runs', '30'], { cwd: dir, encoding: 'utf8' });
+    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.ok, err: '', out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n' });
+  });
+
   it('passes a well-made plugin: every law of its key holds, and its hooks are deterministic, own their keys and converge', () => {
     const r = awaken(['fuzz', '--plugin', 'examples/fuzz/visit-log.mjs', '--runs', '30']);
     expect(r).toEqual({ code: EXIT.ok, err: '', out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n' });

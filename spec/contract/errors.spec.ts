@@ -18,6 +18,7 @@ const all: StateError[] = [
   { code: 'parallel_merge_conflict', key: 'k' },
   { code: 'tool_already_registered', toolId: 't' },
   { code: 'cancelled' },
+  { code: 'plugin_register_failed', name: 'p', message: 'm' },
 ];
 
 describe('StateError', () => {

@@ -29,13 +29,6 @@ describe('docs/recipes.md', () => {
     ]);
   });
 
-  it("docs/server.md → Recording runs quotes the refusal of a plugin of one's own that the session prints", () => {
-    const printed = outcomes.find((o) => o.command.startsWith('npx awaken serve --config mine.yaml'))?.actual.split('\n')[0];
-    const server = readFileSync(join(repo, 'docs/server.md'), 'utf8').replace(/\s+/g, ' ');
-    expect(printed).toBe("awaken serve: mine.yaml: agent 'helper': plugin 'visit_log' not found");
-    expect(server).toContain(`stops the start: \`${printed}\`, exit 65;`);
-  });
-
   it('every command prints what the page shows, whole', () => {
     expect(outcomes.length).toBe(sessionsOf(page).flatMap((b) => b.commands).length);
     const shown = (pick: (o: Outcome) => string) => outcomes.map((o) => `${o.section}: $ ${o.command}\n${pick(o)}`);

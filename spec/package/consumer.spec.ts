@@ -1,35 +1,28 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { besideProject, packedProject, type PackedProject } from '../support/packed-setup.ts';
 
 /**
  * The package as another project gets it: `npm pack`, then the tarball installed into a fresh
  * project under the system's temporary folder (nothing resolves from this repository's
- * node_modules) with only typescript@5.9.3 and @types/node@20 beside it.
+ * node_modules) with only typescript@5.9.3, @types/node@20, ai@6 and zod@4 beside it — the project
+ * this test run packs once and shares (spec/support/packed-setup.ts). These specs work in a folder
+ * of their own that uses its node_modules.
  */
 const repo = resolve(import.meta.dirname, '../..');
-const npm = (args: readonly string[], cwd: string): string => execFileSync('npm', [...args], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
 
 let project = '';
-let packed: { readonly filename: string; readonly size: number; readonly unpackedSize: number; readonly files: readonly string[] };
+let packed: PackedProject;
 
 /** The README's "Running an agent" example, as it stands. */
 const readmeAgent = /## Running an agent\n\n```ts\n([\s\S]*?)```/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
 
-beforeAll(() => {
-  project = mkdtempSync(join(tmpdir(), 'awaken-consumer-'));
-  const [info] = JSON.parse(npm(['pack', '--json', '--pack-destination', project], repo)) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];
-  if (info === undefined) throw new Error('npm pack said nothing');
-  packed = { filename: info.filename, size: info.size, unpackedSize: info.unpackedSize, files: info.files.map((f) => f.path) };
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  npm(['install', '--no-audit', '--no-fund', `./${info.filename}`, 'typescript@5.9.3', '@types/node@20'], project);
-}, 600_000);
-
-afterAll(() => {
-  if (project !== '') rmSync(project, { recursive: true, force: true });
-});
+beforeAll(async () => {
+  packed = await packedProject();
+  project = besideProject(packed, 'consumer');
+}, 900_000);
 
 describe('the package installed by another project', () => {
   it('packs only dist/, README, LICENSE, package.json and the data the CLI reads', () => {
@@ -47,7 +40,7 @@ describe('the package installed by another project', () => {
     process.stdout.write(`packed: ${packed.files.length} files, ${(packed.size / 1024).toFixed(0)} kB (${(packed.unpackedSize / 1024).toFixed(0)} kB unpacked)\n`);
   });
 
-  it('plain node imports every entry point; the judges and otel entries name the optional package they lack', () => {
+  it('plain node imports every entry point; the judges entry names the optional package it lacks, the otel entry loads on the @opentelemetry/api that ai brings', () => {
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
       for (const entry of ['awaken-ts', 'awaken-ts/testing', 'awaken-ts/server', 'awaken-ts/stores']) {
         const m = await import(entry);
@@ -56,18 +49,19 @@ describe('the package installed by another project', () => {
       await import('awaken-ts/judges').then(() => console.log('judges loaded'), (e) => console.log('judges:', e.code, e.message.split('\\n')[0]));
       await import('awaken-ts/otel').then(() => console.log('otel loaded'), (e) => console.log('otel:', e.code, e.message.split('\\n')[0]));
     `], { cwd: project, encoding: 'utf8' });
+    // ai@6 is installed (the AI SDK judge's library): the next judge's library is what is missing.
     expect(out).toBe(
-      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from " +
-        `${join(project, 'node_modules/awaken-ts/dist/protocols/ai-sdk-v6/judge.js')}\n` +
-        `otel: ERR_MODULE_NOT_FOUND Cannot find package '@opentelemetry/api' imported from ${join(project, 'node_modules/awaken-ts/dist/plugins/observability/otel.js')}\n`,
+      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package '@ag-ui/client' imported from " +
+        `${join(packed.dir, 'node_modules/awaken-ts/dist/protocols/ag-ui/judge.js')}\notel loaded\n`,
     );
   });
 
   it('is packed and installed as the README says: npm pack --pack-destination DIR in the clone, npm install ./awaken-ts-0.1.0.tgz in DIR', () => {
     const block = /pack it in a clone[\s\S]*?```sh\n([\s\S]*?)```/.exec(readFileSync(join(repo, 'README.md'), 'utf8'))?.[1] ?? '';
     const commands = block.split('\n').map((l) => l.replace(/\s+#\s.*$/, '').trim()).filter((l) => l !== '');
-    // What beforeAll ran: the same two commands (--json to read the file name; the project's own tools beside it).
+    // What the shared set-up ran: the same two commands (--json to read the file name; the project's own tools beside it).
     expect(commands).toEqual(['npm pack --pack-destination ../my-app', `cd ../my-app && npm install ./${packed.filename}`]);
+    expect(packed.commands.at(-1)).toBe(`npm install --no-audit --no-fund ./${packed.filename} typescript@5.9.3 @types/node@20 ai@6.0.326 zod@4.6.7`);
     expect(packed.filename).toBe('awaken-ts-0.1.0.tgz');
   });
 
@@ -77,6 +71,7 @@ describe('the package installed by another project', () => {
     const installed = spawnSync('bash', ['-c', line], { cwd: project, encoding: 'utf8' });
     const clone = spawnSync('bash', ['-c', line.replace('npx awaken', `${process.execPath} ${join(repo, 'src/cli/awaken.js')}`).replace('node_modules/awaken-ts/', '')], { cwd: repo, encoding: 'utf8' });
     expect({ status: installed.status, stderr: installed.stderr }).toEqual({ status: 0, stderr: '' });
+    expect({ status: clone.status, stderr: clone.stderr }).toEqual({ status: 0, stderr: '' });
     expect(installed.stdout).toBe(clone.stdout);
     expect(installed.stdout).toContain('"response":"It is cloudy in Tokyo."');
   });
@@ -120,7 +115,8 @@ export async function serve(): Promise<string> {
 
   it('the installed awaken command runs compiled JavaScript: help, run, and a provider and a judge that are not installed', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
-    expect(readdirSync(join(project, 'node_modules')).includes('tsx')).toBe(false);
+    // The compiled entry, not the sources (tsx is a dependency: it loads the TypeScript of an app, not awaken's own).
+    expect(readlinkSync(join(packed.dir, 'node_modules/.bin/awaken'))).toBe('../awaken-ts/dist/cli/bin.js');
     writeFileSync(join(project, 'hello.yaml'), '- text: [ "Hello ", "from a script." ]\n');
     const run = spawnSync(bin, ['run', '--model', 'scripted:hello.yaml', '--format', 'pretty', 'hi'], { cwd: project, encoding: 'utf8' });
     expect(run.status).toBe(0);
@@ -213,7 +209,7 @@ export async function serve(): Promise<string> {
     expect(report.hooks.map((h) => h.plugin)).toEqual(['visit_log']);
   });
 
-  it('the installed awaken judge judges a capture with the library it has (the MCP SDK) and names the one it lacks', () => {
+  it('the installed awaken judge judges a capture with the libraries it has (the MCP SDK, ai) and names the one it lacks', () => {
     const bin = join(project, 'node_modules/.bin/awaken');
     const call = [
       '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}',
@@ -226,12 +222,15 @@ export async function serve(): Promise<string> {
     const twice = spawnSync(bin, ['judge', '--protocol', 'mcp', 'twice.ndjson'], { cwd: project, encoding: 'utf8' });
     expect(twice.status).toBe(1);
     expect(twice.stdout).toContain('terminal · frame 3: a second response');
-    // An AI SDK stream, judged by the library the project lacks (an MCP capture would be named as one first).
+    // An AI SDK stream, judged by the ai the project has; an AG-UI one by the library it lacks.
     writeFileSync(join(project, 'chat.sse'), readFileSync(join(repo, 'conformance/golden/ai-sdk-v6/run-plain-answer.sse'), 'utf8'));
-    const missing = spawnSync(bin, ['judge', '--protocol', 'ai-sdk-v6', 'chat.sse'], { cwd: project, encoding: 'utf8' });
+    const aiSdk = spawnSync(bin, ['judge', '--protocol', 'ai-sdk-v6', 'chat.sse'], { cwd: project, encoding: 'utf8' });
+    expect({ status: aiSdk.status, stderr: aiSdk.stderr, first: aiSdk.stdout.split('\n')[0] }).toEqual({ status: 0, stderr: '', first: 'ai-sdk-v6: 1 turn, 13 frames — PASS' });
+    writeFileSync(join(project, 'agui.sse'), readFileSync(join(repo, 'conformance/golden/ag-ui/run-plain-answer.sse'), 'utf8'));
+    const missing = spawnSync(bin, ['judge', '--protocol', 'ag-ui', 'agui.sse'], { cwd: project, encoding: 'utf8' });
     expect({ status: missing.status, stderr: missing.stderr }).toEqual({
       status: 69,
-      stderr: 'awaken judge: the ai-sdk-v6 judge needs ai@6 (optional peer dependencies of awaken-ts): npm install ai@6\n',
+      stderr: 'awaken judge: the ag-ui judge needs @ag-ui/client@1, @ag-ui/core@1, rxjs@7 (optional peer dependencies of awaken-ts): npm install @ag-ui/client@1 @ag-ui/core@1 rxjs@7\n',
     });
   });
 });

@@ -2,7 +2,8 @@ import ts from 'typescript';
 import type { ImportEdge } from './import-graph.ts';
 
 /**
- * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← {server, stores, replay} ← {testing, inspector} ← cli.
+ * ARCHITECTURE.md: contract ← core ← runtime ← {plugins, providers, protocols} ← app ← {server, stores, replay} ← {testing, inspector} ← cli
+ * (`app`: a user's app module made into runtime parts, which a replay remakes plugins with).
  * A module may import its own layer or a lower one; siblings of one tier do not import each other
  * (protocols/<x> does not import protocols/<y> either); nothing imports cli; `testing` may use any
  * layer below cli, and only `index.ts` re-exports it and the cli uses it (`awaken fuzz` runs its kit).
@@ -14,6 +15,7 @@ const TIER: Readonly<Record<string, number>> = {
   plugins: 3,
   providers: 3,
   protocols: 3,
+  app: 3.5,
   server: 4,
   stores: 4,
   replay: 4,

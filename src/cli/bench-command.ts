@@ -15,10 +15,12 @@ import { benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
 import { buildFailure, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import { EXIT } from './exit.ts';
+import { appOption } from './app-option.ts';
+import { agentNamed, configBesideApp } from './config-runtime.ts';
 import { loadServeConfig } from './serve-config.ts';
 import { loadPluginModule } from './plugin-module.ts';
 
-export const BENCH_USAGE = `usage: awaken bench --model scripted:FILE [--config awaken.yaml] [--agent ID] [--plugin FILE]… [--steps 10,100,1000] [--rounds R] [--json]
+export const BENCH_USAGE = `usage: awaken bench --model scripted:FILE [--app FILE] [--config awaken.yaml] [--agent ID] [--plugin FILE]… [--steps 10,100,1000] [--rounds R] [--json]
 
 Benchmarks an agent with its plugins the fair way: on the default Env, against floor-bare and
 floor-phased running the same scripted model and the same tools, interleaved in rounds in one
@@ -26,8 +28,11 @@ process. The script's tool-calling steps are repeated to make N steps, its last 
 run (a script that suspends or stops early is refused). Prints µs per step, × floor-phased (median
 and min of the per-round ratios), KiB allocated per step, and the plugin hooks that cost most.
 
-  --config FILE   agents as \`awaken serve --config\` reads them (default: the built-in demo agent)
-  --agent ID      the agent to measure (default: demo)
+  --app FILE      your own agents, tools and plugins (an ES module in TypeScript or JavaScript):
+                  its agent is measured with its tools and plugins, in place of the demo agent
+  --config FILE   agents as \`awaken serve --config\` reads them (default: the built-in demo agent);
+                  beside --app they may name the app's models and plugins
+  --agent ID      the agent to measure (default: demo, or the app's first)
   --plugin FILE   an ES module exporting a plugin (default export or \`plugin\`): registered under its
                   name and active for the agent (as if its plugin_ids named it)
   --steps LIST    the run lengths N (default 10,100,1000)
@@ -38,7 +43,7 @@ and min of the per-round ratios), KiB allocated per step, and the plugin hooks t
 export const BENCH_COMMAND: CommandSpec = {
   command: 'bench',
   usage: BENCH_USAGE,
-  options: { model: { type: 'string' }, config: { type: 'string' }, agent: { type: 'string' }, plugin: { type: 'string', multiple: true }, steps: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'boolean' } },
+  options: { model: { type: 'string' }, app: { type: 'string' }, config: { type: 'string' }, agent: { type: 'string' }, plugin: { type: 'string', multiple: true }, steps: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'boolean' } },
 };
 
 /** The node flags the allocation column needs: a young generation no batch fills, and a collector to call. */
@@ -81,20 +86,35 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
     } catch (e) {
       throw new CliFailure(`cannot read script ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
     }
+    const appFile = stringOf(args, 'app');
+    const loaded = appFile === undefined ? undefined : await appOption(appFile);
     const plugins = await Promise.all(stringsOf(args, 'plugin').map(loadPlugin));
-    const known = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...plugins.map((p) => [p.name, p] as const)]);
+    const extra = plugins.map((p) => p.name);
+    const own = loaded === undefined ? [] : loaded.app.plugins;
+    const known = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...own.map((p) => [p.name, p] as const), ...plugins.map((p) => [p.name, p] as const)]);
     const configFile = stringOf(args, 'config');
-    const config = configFile !== undefined ? loadServeConfig(configFile, known, plugins.map((p) => p.name)) : undefined;
-    const agentId = stringOf(args, 'agent') ?? 'demo';
-    const agents = [demoAgent('demo') as AgentSpec, ...((config?.agents ?? []) as AgentSpec[])];
-    const spec = agents.find((a) => a.id === agentId);
-    if (spec === undefined) throw new CliFailure(`no agent '${agentId}' (agents: ${agents.map((a) => a.id).join(', ')})`, EXIT.data);
-    // A plugin the agent names must be here: in the catalog, or loaded with --plugin.
-    const at = agents.indexOf(spec) - 1;
-    (spec.plugin_ids ?? []).forEach((id, j) => {
-      if (!known.has(id)) throw new CliFailure(`${configFile ?? ''}: agents[${at}].plugin_ids[${j}]: no plugin '${id}' (load it with --plugin FILE)`, EXIT.data);
-    });
-    const tools = new Map<string, Tool>(DEMO_TOOLS.map((t) => [t.descriptor.id, t]));
+    const config = loaded !== undefined ? configBesideApp(loaded, configFile, plugins) : configFile !== undefined ? loadServeConfig(configFile, known, extra) : undefined;
+    const configured = (config?.agents ?? []) as AgentSpec[];
+    const spec =
+      loaded !== undefined
+        ? agentNamed([...loaded.app.agents, ...configured], stringOf(args, 'agent'), configFile === undefined ? loaded.file : `${loaded.file} and ${configFile}`)
+        : (() => {
+            const agentId = stringOf(args, 'agent') ?? 'demo';
+            const agents = [demoAgent('demo') as AgentSpec, ...configured];
+            const found = agents.find((a) => a.id === agentId);
+            if (found === undefined) throw new CliFailure(`no agent '${agentId}' (agents: ${agents.map((a) => a.id).join(', ')})`, EXIT.data);
+            return found;
+          })();
+    // A plugin a config's agent names must be here: in the catalog, the app, or loaded with --plugin
+    // (the app's own agents are checked with the app).
+    const at = configured.indexOf(spec);
+    if (at >= 0) {
+      (spec.plugin_ids ?? []).forEach((id, j) => {
+        if (!known.has(id)) throw new CliFailure(`${configFile ?? ''}: agents[${at}].plugin_ids[${j}]: no plugin '${id}' (${loaded !== undefined ? `the app's: ${own.map((p) => p.name).join(', ') || 'none'}; load another` : 'load it'} with --plugin FILE)`, EXIT.data);
+      });
+    }
+    const agentId = spec.id;
+    const tools = new Map<string, Tool>((loaded?.app.tools ?? DEMO_TOOLS).map((t) => [t.descriptor.id, t]));
 
     const runtime = (llm: Parameters<Parameters<typeof benchAgent>[0]['runtime']>[0], maxRounds: number, wrap: (p: Plugin) => Plugin = (p) => p) => {
       const builder = new AgentRuntimeBuilder()
@@ -105,9 +125,9 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
         .withAgentSpec({ ...spec, model: 'bench', max_rounds: maxRounds, plugin_ids: [...new Set([...(spec.plugin_ids ?? []), ...plugins.map((p) => p.name)])] });
       for (const tool of tools.values()) builder.withTool(tool);
       for (const [id, p] of PLUGIN_CATALOG) builder.withPlugin(id, wrap(p) as RuntimePlugin);
-      for (const p of plugins) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);
+      for (const p of [...own, ...plugins]) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);
       const built = builder.build();
-      if (!built.ok) throw buildFailure(configFile ?? 'the agents', built.error);
+      if (!built.ok) throw buildFailure(configFile ?? loaded?.file ?? 'the agents', built.error);
       return built.value;
     };
     let report;

@@ -1,16 +1,22 @@
 import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { App } from '../app/app.ts';
+import { addApp, pluginsById } from '../app/compose.ts';
+import type { LoadedApp } from '../app/load.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
 import { configuredSkills, discoverSkills, skillRegistry, skillResourceLimitsOf } from '../plugins/skills/index.ts';
 import { perConversation } from '../providers/per-conversation.ts';
-import type { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
+import type { Env } from '../runtime/env.ts';
+import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, RuntimePlugin } from '../runtime/resolve.ts';
 import { providerOf } from '../server/config-routes.ts';
-import { CliFailure } from './args.ts';
+import { buildFailure, CliFailure } from './args.ts';
 import { EXIT } from './exit.ts';
 import { modelFactoryOf } from './run-plan.ts';
-import type { ServeConfig } from './serve-config.ts';
+import { checkApp } from './app-option.ts';
+import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 
 /** What a config's skill directories held: the skills found, where, and what was skipped and why. */
 export interface ConfiguredSkills {
@@ -74,4 +80,47 @@ export async function connectConfiguredMcp(file: ServeConfig | undefined, config
   } catch (e) {
     throw new CliFailure(`${config ?? ''}: mcp_servers: ${e instanceof Error ? e.message : String(e)}`, EXIT.unavailable);
   }
+}
+
+/**
+ * The agent `--agent` names among `agents` (an app's, and a config's beside it), or the first when
+ * it names none. An id that is none of them is a command-line mistake naming the ones there are.
+ */
+export function agentNamed<A extends { readonly id: string }>(agents: readonly A[], id: string | undefined, where: string): A {
+  const agent = id === undefined ? agents[0] : agents.find((a) => a.id === id);
+  if (agent === undefined) throw new CliFailure(`no agent '${id ?? ''}' in ${where} (its agents: ${agents.map((a) => a.id).join(', ') || 'none'})`, EXIT.usage);
+  return agent;
+}
+
+/**
+ * A builder holding an app as `awaken run --app` (and record, mcp, acp) runs it: the catalog's
+ * plugins (an app's agent may name them), then the app's tools, plugins, providers, models, agents
+ * and stop policies, on `env` and `store`.
+ */
+export function appBuilder(app: App, env: Env, store?: ThreadRunStore): AgentRuntimeBuilder {
+  const builder = new AgentRuntimeBuilder().withEnv(env);
+  if (store !== undefined) builder.withThreadRunStore(store);
+  for (const [id, plugin] of PLUGIN_CATALOG) builder.withPlugin(id, plugin);
+  return addApp(builder, app);
+}
+
+/** An app's runtime (`appBuilder`, built): what does not build is one line naming the app's file, exit 65. */
+export function appRuntime(loaded: LoadedApp, env: Env, store?: ThreadRunStore): AgentRuntime {
+  const built = appBuilder(loaded.app, env, store).build();
+  if (!built.ok) throw buildFailure(loaded.file, built.error);
+  return built.value;
+}
+
+/**
+ * The config file beside an app, read with the app's ids (its agents may name the app's models and
+ * plugins, and the demo agent is not there), then the app checked against it — or alone, without a
+ * file. `extra`: plugins loaded beside both (`awaken bench --plugin`), active for every agent.
+ */
+export function configBesideApp(loaded: LoadedApp, path: string | undefined, extra: readonly RuntimePlugin[] = []): ServeConfig | undefined {
+  const { app } = loaded;
+  const plugins = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...pluginsById(app), ...extra.map((p) => [p.name, p] as const)]);
+  const names = extra.map((p) => p.name);
+  const file = path === undefined ? undefined : loadServeConfig(path, plugins, names, { agents: app.agents.map((a) => a.id), models: Object.keys(app.models), providers: Object.keys(app.providers) });
+  checkApp(loaded, path === undefined || file === undefined ? undefined : { file: path, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) }, names);
+  return file;
 }

@@ -3,6 +3,7 @@ import { closest } from './args.ts';
 import { EXIT } from './exit.ts';
 import { acpCommand, ACP_USAGE } from './acp-command.ts';
 import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
+import { devCommand, DEV_USAGE } from './dev-command.ts';
 import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
 import { benchCommand, BENCH_USAGE } from './bench-command.ts';
 import { fuzzCommand, FUZZ_USAGE } from './fuzz-command.ts';
@@ -29,6 +30,7 @@ commands:
   mcp        serve the agent as an MCP tool over stdio
   acp        serve the agent as an ACP agent over stdio
   serve      run agents over HTTP/SSE with durable storage (SQLite by default)
+  dev        serve your app (--app FILE) and load it again whenever you change it
   version    print the version
   help       print this text (awaken help <command>: that command's)
 
@@ -47,7 +49,8 @@ ${FUZZ_USAGE}
 ${BENCH_USAGE}
 ${MCP_USAGE}
 ${ACP_USAGE}
-${SERVE_USAGE}`;
+${SERVE_USAGE}
+${DEV_USAGE}`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -88,6 +91,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   mcp: (argv, io) => mcpCommand(argv, io, version()),
   acp: (argv, io) => acpCommand(argv, io),
   serve: (argv, io) => serveCommand(argv, io, version()),
+  dev: (argv, io) => devCommand(argv, io, version()),
 };
 
 /** Entry point of the `awaken` command; returns the exit code (docs/cli.md). */

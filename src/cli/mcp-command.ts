@@ -1,21 +1,26 @@
+import { addApp } from '../app/compose.ts';
+import type { LoadedApp } from '../app/load.ts';
+import type { AgentSpec } from '../contract/agent-spec.ts';
 import { Messages } from '../contract/message.ts';
 import { a2aBackend } from '../runtime/a2a-backend.ts';
-import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { agentToolsOf, mcpServer, type AgentHost } from '../server/mcp-host.ts';
 import { LineStdioTransport } from '../server/stdio-transport.ts';
 import { buildFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
-import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
+import { addConfigured, agentNamed, configBesideApp, connectConfiguredMcp } from './config-runtime.ts';
+import { appOption } from './app-option.ts';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import { EXIT } from './exit.ts';
 import { demoRuntimes } from './run-command.ts';
 import { demoAgentModel } from './serve-command.ts';
-import { loadServeConfig } from './serve-config.ts';
+import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { serveOutbound } from './serve-outbound.ts';
 
 export const MCP_USAGE = `usage: awaken mcp [--stdio] --model scripted:FILE|transcript:FILE [--agent demo]
        awaken mcp [--stdio] --config awaken.yaml [--model M]
+       awaken mcp [--stdio] --app FILE [--config awaken.yaml] [--agent ID]
 
 Serves the agent as an MCP tool (protocol 2025-11-25) over stdio: newline-delimited JSON-RPC on
 stdin/stdout (a line that is not JSON-RPC is answered with -32700 or -32600), logs on stderr. The tool takes {message}; while the run streams it sends progress
@@ -26,6 +31,11 @@ With --config, the agents of an \`awaken serve\` config file (docs/server.md) ar
 the demo agent (its model: --model, else the file's server.model, else as awaken serve picks it):
 each described by its description, on the file's providers, models, plugins, skills and MCP
 servers. Each call runs on a thread of its own, so a scripted model runs from its start.
+
+With --app, the agents of your app (an ES module in TypeScript or JavaScript, loaded without a
+build) are the tools, on the app's models, tools and plugins, in place of the demo agent (no
+--model then); --agent ID serves that one alone. A --config beside it adds the file's agents, which
+may name the app's models and plugins.
 `;
 
 /** The demo agent on a file-backed model, as an `AgentHost`: each call builds a fresh runtime. */
@@ -46,8 +56,6 @@ export function demoHost(model: string, agent: string): AgentHost {
  */
 export async function configHost(path: string, model: string | undefined, env: NodeJS.ProcessEnv, version: string): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
   const file = loadServeConfig(path);
-  // The file's URLs are reached as awaken serve reaches them: through its outbound guard.
-  const outbound = serveOutbound(file, env);
   const demo = await demoAgentModel(model ?? file.server.model, env, model !== undefined ? '--model' : `${path}: server.model`);
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
@@ -55,6 +63,25 @@ export async function configHost(path: string, model: string | undefined, env: N
     .withModel('demo', { provider: 'demo', model_name: demo.name })
     .withAgentSpec(demoAgent('demo'));
   for (const tool of [...DEMO_TOOLS, ...workspaceTools()]) builder.withTool(tool);
+  return hostOn(builder, file, path, env, version, path);
+}
+
+/**
+ * A host on `builder` finished as `awaken serve` finishes its runtime, in memory: the file's MCP
+ * servers' tools, remote delegates, the catalog's plugins and what the file declares. `close` stops
+ * the MCP servers; `only` serves that agent alone; a build that fails names `where`.
+ */
+async function hostOn(
+  builder: AgentRuntimeBuilder,
+  file: ServeConfig | undefined,
+  path: string | undefined,
+  env: NodeJS.ProcessEnv,
+  version: string,
+  where: string,
+  only?: string,
+): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
+  // The file's URLs are reached as awaken serve reaches them: through its outbound guard.
+  const outbound = serveOutbound(file, env);
   const mcp = await connectConfiguredMcp(file, path, version, outbound.guard.fetch);
   for (const [, tool] of mcp?.snapshot() ?? []) builder.withTool(tool);
   builder.withDelegation({ remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) } });
@@ -63,6 +90,7 @@ export async function configHost(path: string, model: string | undefined, env: N
   };
   let built: ReturnType<AgentRuntimeBuilder['build']>;
   try {
+    // The catalog's plugins, and what the file declares (nothing without one).
     addConfigured(builder, file, { config: path, env });
     built = builder.withThreadRunStore(new MemoryThreadRunStore()).build();
   } catch (e) {
@@ -71,35 +99,55 @@ export async function configHost(path: string, model: string | undefined, env: N
   }
   if (!built.ok) {
     await close();
-    throw buildFailure(path, built.error);
+    throw buildFailure(where, built.error);
   }
-  const runtime = built.value;
+  return { host: runtimeHost(built.value, only), close };
+}
+
+/** A runtime's agents (or the one named `only`) as an `AgentHost`: each call a run on a new thread. */
+function runtimeHost(runtime: AgentRuntime, only?: string): AgentHost {
   return {
-    host: {
-      agents: agentToolsOf(runtime),
-      async run(agentId, message, emit, signal) {
-        const r = await runtime.run({ agentId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: false });
-        if (!r.ok) emit({ event_type: 'error', message: r.error.code, code: r.error.code });
-      },
+    agents: agentToolsOf(runtime).filter((a) => only === undefined || a.id === only),
+    async run(agentId, message, emit, signal) {
+      const r = await runtime.run({ agentId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: false });
+      if (!r.ok) emit({ event_type: 'error', message: r.error.code, code: r.error.code });
     },
-    close,
   };
+}
+
+/**
+ * An app's agents (with the agents of a config file beside it) as an `AgentHost`, on one runtime
+ * built as `awaken serve --app` builds it (in memory, without the demo agent): each call a run on a
+ * new thread. `agent` serves that one alone. `close` stops the file's MCP servers.
+ */
+export async function appHost(loaded: LoadedApp, agent: string | undefined, path: string | undefined, env: NodeJS.ProcessEnv, version: string): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
+  const file = configBesideApp(loaded, path);
+  const only = agent === undefined ? undefined : agentNamed([...loaded.app.agents, ...((file?.agents ?? []) as AgentSpec[])], agent, path === undefined ? loaded.file : `${loaded.file} and ${path}`).id;
+  return hostOn(addApp(new AgentRuntimeBuilder().withEnv(realEnv()), loaded.app), file, path, env, version, path ?? loaded.file, only);
 }
 
 export const MCP_COMMAND: CommandSpec = {
   command: 'mcp',
   usage: MCP_USAGE,
-  options: { stdio: { type: 'boolean' }, model: { type: 'string' }, agent: { type: 'string' }, config: { type: 'string' } },
+  options: { stdio: { type: 'boolean' }, model: { type: 'string' }, agent: { type: 'string' }, config: { type: 'string' }, app: { type: 'string' } },
 };
 
-/** `awaken mcp`: the agent (or a config file's agents) as an MCP server on stdio (its only transport here), until stdin closes. */
+/** `awaken mcp`: the agent (or a config file's agents, or an app's) as an MCP server on stdio (its only transport here), until stdin closes. */
 export async function mcpCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return runCli(MCP_COMMAND, argv, io, async (args) => {
     const model = stringOf(args, 'model');
     const config = stringOf(args, 'config');
-    if (config !== undefined && stringOf(args, 'agent') !== undefined) throw new UsageError('--agent names the demo agent\'s tool; with --config every agent of the file is a tool');
-    if (config === undefined && model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE), or --config awaken.yaml');
-    const served = config !== undefined ? await configHost(config, model, env, version) : { host: demoHost(model as string, stringOf(args, 'agent') ?? 'demo'), close: () => Promise.resolve() };
+    const app = stringOf(args, 'app');
+    const agent = stringOf(args, 'agent');
+    if (app !== undefined && model !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
+    if (app === undefined && config !== undefined && agent !== undefined) throw new UsageError('--agent names the demo agent\'s tool; with --config every agent of the file is a tool');
+    if (app === undefined && config === undefined && model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE), or --config awaken.yaml, or --app FILE');
+    const served =
+      app !== undefined
+        ? await appHost(await appOption(app), agent, config, env, version)
+        : config !== undefined
+          ? await configHost(config, model, env, version)
+          : { host: demoHost(model as string, agent ?? 'demo'), close: () => Promise.resolve() };
     try {
       const server = mcpServer(served.host, { name: 'awaken-mcp', version });
       const transport = new LineStdioTransport();

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { importUserModule } from '../app/load.ts';
 import type { Plugin } from '../core/phase/plugin.ts';
+import { appOption } from './app-option.ts';
 import { CliFailure } from './args.ts';
 import { EXIT } from './exit.ts';
 
@@ -17,7 +18,8 @@ export async function loadPluginModule(file: string): Promise<{ readonly plugin:
   if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
   let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+    // Through the apps' loader: a plugin file in TypeScript, or outside any project, loads as an app does.
+    module = await importUserModule(absolute);
   } catch (e) {
     throw new CliFailure(`cannot load ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
   }
@@ -25,4 +27,16 @@ export async function loadPluginModule(file: string): Promise<{ readonly plugin:
   if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
   if (!isPlugin(plugin)) throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`: { name, register(registrar) }, or a function making one)`, EXIT.data);
   return { plugin, module };
+}
+
+/**
+ * The plugin named `name` of the app module `file` (`awaken fuzz --app FILE --plugin NAME`), and the
+ * module for what else it exports (`fuzz`). A file that is not there, an app that does not load or
+ * check, and a name the app has no plugin under are one-line failures.
+ */
+export async function loadAppPlugin(file: string, name: string): Promise<{ readonly plugin: Plugin; readonly module: Record<string, unknown> }> {
+  const loaded = await appOption(file);
+  const plugin = loaded.app.plugins.find((p) => p.name === name);
+  if (plugin === undefined) throw new CliFailure(`no plugin '${name}' in ${loaded.file} (its plugins: ${loaded.app.plugins.map((p) => p.name).join(', ') || 'none'})`, EXIT.usage);
+  return { plugin, module: loaded.module };
 }

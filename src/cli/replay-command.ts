@@ -1,15 +1,22 @@
+import type { LoadedApp } from '../app/load.ts';
 import { fileLines } from '../replay/lines.ts';
+import type { AppCode, MissingCode } from '../replay/plugins.ts';
+import { missingCode } from '../replay/replayer.ts';
 import { replayFiles, type ReportFormat } from '../replay/report.ts';
-import { choiceOf, CliFailure, runCli, UsageError, type CommandSpec, type Io } from './args.ts';
+import { appOption } from './app-option.ts';
+import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 
-export const REPLAY_USAGE = `usage: awaken replay FILE… [--format table|pretty|json] [--json]
+export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE… [--format table|pretty|json] [--json]
 
 Replays each transcript and compares the new event stream with the recorded one byte for byte.
 --format table (default) lists the files and each divergence; pretty shows where each one left the
 recording side by side, the recorded record or event beside what the replay did now (| changed,
 < only recorded, > only now); json (also --json) prints the reports.
-Exit 0 iff every file replays identically; 66 when a FILE cannot be read, 65 when one is no transcript.
+--app FILE: the app the runs came from; its plugins (each made again by its factory from the
+recorded config) and stop policies run beside the built-in plugins.
+Exit 0 iff every file replays identically; 66 when a FILE (or the app) cannot be read, 65 when one
+is no transcript, or names a plugin or stop policy that is neither built in nor in the app.
 `;
 
 const FORMATS: readonly ReportFormat[] = ['table', 'pretty', 'json'];
@@ -17,16 +24,17 @@ const FORMATS: readonly ReportFormat[] = ['table', 'pretty', 'json'];
 export const REPLAY_COMMAND: CommandSpec = {
   command: 'replay',
   usage: REPLAY_USAGE,
-  options: { json: { type: 'boolean' }, format: { type: 'string' } },
+  options: { json: { type: 'boolean' }, format: { type: 'string' }, app: { type: 'string' } },
   positionals: { min: 1, max: Infinity, name: 'a transcript FILE' },
 };
 
 /**
  * Why `file` cannot be replayed at all, if it cannot: it cannot be read (missing input), or its first
- * line is no transcript header, of any format (bad data). What a transcript holds past its header is
- * the replay's to judge: a record that no longer matches is a difference, not bad input.
+ * line is no transcript header, of any format (bad data); else that line and its header. What a
+ * transcript holds past its header is the replay's to judge: a record that no longer matches is a
+ * difference, not bad input.
  */
-function unreplayable(file: string): CliFailure | undefined {
+function unreplayable(file: string): CliFailure | { readonly first: string; readonly header: { readonly app?: unknown } } {
   // The first line only: the replay reads the whole file after.
   let first: string | undefined;
   try {
@@ -48,19 +56,57 @@ function unreplayable(file: string): CliFailure | undefined {
   }
   const { type, format } = typeof header === 'object' && header !== null ? (header as { type?: unknown; format?: unknown }) : {};
   if (type !== 'header' || typeof format !== 'string' || !format.startsWith('awaken-transcript/')) return new CliFailure(`${file}:1: not a transcript: the first line is no transcript header`, EXIT.data);
-  return undefined;
+  return { first, header: header as { app?: unknown } };
 }
 
-/** `awaken replay FILE… [--format table|pretty|json]`. */
+/**
+ * Why the code a transcript's header names cannot be had, if it cannot: a plugin or stop policy that
+ * is neither built in nor in the app (bad data, naming it). Without an app the line says which app
+ * the run was recorded with, when its header says.
+ */
+function codeMissing(file: string, first: string, header: { readonly app?: unknown }, loaded: LoadedApp | undefined): CliFailure | undefined {
+  const missing = missingCode(first, loaded === undefined ? {} : { app: codeOf(loaded) });
+  if (missing === undefined) return undefined;
+  if (loaded !== undefined) return new CliFailure(`${file}:1: ${missing.message} ${loaded.file}`, EXIT.data);
+  const recordedWith = (header.app as { file?: unknown } | undefined)?.file;
+  const hint = typeof recordedWith === 'string' ? `replay it with --app ${recordedWith} (the app it was recorded with)` : 'replay it with --app FILE (the app that has it)';
+  return new CliFailure(`${file}:1: ${notBuiltIn(missing)}: ${hint}`, EXIT.data);
+}
+
+function notBuiltIn(missing: MissingCode): string {
+  switch (missing.kind) {
+    case 'plugin':
+      return `plugin '${missing.id}'${missing.factory !== undefined ? ` (factory '${missing.factory}')` : ''} is not built in`;
+    case 'stop_policy':
+      return `custom stop policy '${missing.id}' is not built in`;
+    default: {
+      const never: never = missing;
+      return String(never);
+    }
+  }
+}
+
+/** The code of an app a replay runs: its plugins and stop policies. */
+const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, stopPolicies: loaded.app.stopPolicies });
+
+/** `awaken replay [--app FILE] FILE… [--format table|pretty|json]`. */
 export async function replayCommand(argv: readonly string[], io: Io): Promise<number> {
-  return runCli(REPLAY_COMMAND, argv, io, (args) => {
+  return runCli(REPLAY_COMMAND, argv, io, async (args) => {
     const format = choiceOf(args, 'format', FORMATS);
     if (format !== undefined && args.values['json'] === true && format !== 'json') throw new UsageError('--json and --format ' + format + ' say two things: give one');
-    // Every file is checked before any is replayed: what is no transcript stops the command at once.
+    const appFile = stringOf(args, 'app');
+    const loaded = appFile === undefined ? undefined : await appOption(appFile);
+    // Every file is checked before any is replayed: what is no transcript, or names code that is not
+    // here, stops the command at once.
     for (const file of args.positionals) {
-      const failure = unreplayable(file);
-      if (failure !== undefined) throw failure;
+      const read = unreplayable(file);
+      if (read instanceof CliFailure) throw read;
+      const missing = codeMissing(file, read.first, read.header, loaded);
+      if (missing !== undefined) throw missing;
     }
-    return replayFiles(args.positionals, io, args.values['json'] === true ? 'json' : (format ?? 'table'), { width: Math.max(30, Math.floor(((process.stdout.columns ?? 130) - 8) / 2)) });
+    return replayFiles(args.positionals, io, args.values['json'] === true ? 'json' : (format ?? 'table'), {
+      width: Math.max(30, Math.floor(((process.stdout.columns ?? 130) - 8) / 2)),
+      ...(loaded !== undefined ? { app: codeOf(loaded) } : {}),
+    });
   });
 }

@@ -7,6 +7,8 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import { decisionFor, type Decision } from '../runtime/run-loop.ts';
 import { CliFailure, runCli, type Io } from './args.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
+import { appOption, checkApp } from './app-option.ts';
+import { agentNamed, appRuntime } from './config-runtime.ts';
 import { EXIT } from './exit.ts';
 import { modelFactoryOf, modelOf, parseRunArgs, RUN_COMMAND, RUN_USAGE, type RunPlan } from './run-plan.ts';
 
@@ -50,7 +52,7 @@ export function demoRuntimes(model: string): (store?: ThreadRunStore) => AgentRu
   };
 }
 
-/** `awaken run`: runs one agent on a file-backed model and prints its events; returns the exit code. */
+/** `awaken run`: runs one agent (the demo agent on a file-backed model, or an app's) and prints its events; returns the exit code. */
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   return runCli(RUN_COMMAND, argv, io, async () => {
     const plan = parseRunArgs(argv);
@@ -59,11 +61,21 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   });
 }
 
+/** The runtime and agent a plan runs: the demo agent on its model, or the app's agent on the app's (both in a deterministic Env). */
+async function runtimeOf(plan: RunPlan): Promise<{ readonly rt: AgentRuntime; readonly agent: string }> {
+  if (plan.app === undefined) {
+    const runtime = demoRuntime(modelOf(plan.model), plan.model);
+    if (!runtime.ok) throw new CliFailure(`the demo agent does not build: ${runtime.error.code}`, EXIT.internal);
+    return { rt: runtime.value, agent: plan.agent ?? 'demo' };
+  }
+  const loaded = await appOption(plan.app);
+  checkApp(loaded);
+  const agent = agentNamed(loaded.app.agents, plan.agent, loaded.file);
+  return { rt: appRuntime(loaded, deterministicEnv(), new MemoryThreadRunStore()), agent: agent.id };
+}
+
 async function runPlan(plan: RunPlan, io: Io): Promise<number> {
-  const llm = modelOf(plan.model);
-  const runtime = demoRuntime(llm, plan.model);
-  if (!runtime.ok) throw new CliFailure(`the demo agent does not build: ${runtime.error.code}`, EXIT.internal);
-  const rt = runtime.value;
+  const { rt, agent } = await runtimeOf(plan);
   const suspended = new Set<string>();
   const decide = plan.decide;
   let finished = false;
@@ -79,7 +91,7 @@ async function runPlan(plan: RunPlan, io: Io): Promise<number> {
     rt.decide(threadId, decisions);
   };
   const started = await rt.start(
-    { agentId: plan.agent, messages: [Messages.user(plan.message)] },
+    { agentId: agent, messages: [Messages.user(plan.message)] },
     {
       emit: (event) => {
         io.out(`${plan.format === 'jsonl' ? serialiseEvent(event) : pretty(event)}\n`);
@@ -92,7 +104,7 @@ async function runPlan(plan: RunPlan, io: Io): Promise<number> {
     },
     { waitForDecisions: decide !== undefined },
   );
-  if (!started.ok) throw new CliFailure(started.error.code === 'agent_not_found' ? `no agent '${plan.agent}' (the demo agent is 'demo')` : `the run did not start: ${started.error.code}`, EXIT.usage);
+  if (!started.ok) throw new CliFailure(started.error.code === 'agent_not_found' ? `no agent '${agent}' (the demo agent is 'demo')` : `the run did not start: ${started.error.code}`, EXIT.usage);
   const result = await started.value.done;
   finished = true;
   return result.termination.type === 'error' ? EXIT.failed : EXIT.ok;

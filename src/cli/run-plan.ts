@@ -5,14 +5,18 @@ import { TranscriptLlm } from '../providers/transcript-llm.ts';
 import { migrateTranscript, olderFormat } from '../replay/migrate.ts';
 import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import { choiceOf, CliFailure, parseCommand, stringOf, type CommandSpec } from './args.ts';
+import { choiceOf, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
 import { EXIT } from './exit.ts';
 
 export const RUN_USAGE = `usage: awaken run --model scripted:FILE|transcript:FILE [--agent demo] [--format jsonl|pretty] [--decide approve|deny] "message"
+       awaken run --app FILE [--agent ID] [--format jsonl|pretty] [--decide approve|deny] "message"
 
   --model scripted:FILE     a scripted model (JSON or YAML steps; docs/scripted-models.md)
   --model transcript:FILE   the model answers of a recorded transcript, in order (docs/transcript-format.md)
-  --agent ID                the agent to run (default: demo)
+  --app FILE                your own agents, tools, plugins, models and providers (an ES module in
+                            TypeScript or JavaScript, loaded without a build): its agent runs on
+                            its own model, in place of the demo agent (no --model then)
+  --agent ID                the agent to run (default: demo, or the app's first)
   --format jsonl|pretty     one canonical AgentEvent per line (default), or readable lines
   --decide approve|deny     answer every suspended tool call; without it a suspension ends the run
 `;
@@ -20,28 +24,33 @@ export const RUN_USAGE = `usage: awaken run --model scripted:FILE|transcript:FIL
 export const RUN_COMMAND: CommandSpec = {
   command: 'run',
   usage: RUN_USAGE,
-  options: { model: { type: 'string' }, agent: { type: 'string' }, format: { type: 'string' }, decide: { type: 'string' } },
+  options: { model: { type: 'string' }, app: { type: 'string' }, agent: { type: 'string' }, format: { type: 'string' }, decide: { type: 'string' } },
   positionals: { min: 1, max: 1, name: 'a message' },
 };
 
-/** What `awaken run` (and `awaken record`) is asked to do. */
-export interface RunPlan {
-  readonly model: string;
-  readonly agent: string;
+/** What `awaken run` (and `awaken record`) is asked to do: the demo agent on `--model`, or an app's agent (`--app`). */
+export type RunPlan = RunOn & {
+  /** `--agent`; absent: the demo agent, or the app's first. */
+  readonly agent: string | undefined;
   readonly format: 'jsonl' | 'pretty';
   readonly decide: 'approve' | 'deny' | undefined;
   readonly message: string;
-}
+};
+
+/** What a run runs on: a file-backed model for the demo agent, or an app module with models of its own. */
+export type RunOn = { readonly model: string; readonly app?: undefined } | { readonly app: string; readonly model?: undefined };
 
 /** The plan of an `awaken run` command line, or `'help'`; a mistake is a `UsageError`. */
 export function parseRunArgs(argv: readonly string[]): RunPlan | 'help' {
   const args = parseCommand(RUN_COMMAND, argv);
   if (args === 'help') return 'help';
   const model = stringOf(args, 'model');
-  if (model === undefined) throw new CliFailure('--model is required (scripted:FILE or transcript:FILE)', EXIT.usage);
+  const app = stringOf(args, 'app');
+  if (app !== undefined && model !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
+  if (app === undefined && model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE), or --app FILE');
   return {
-    model,
-    agent: stringOf(args, 'agent') ?? 'demo',
+    ...(app !== undefined ? { app } : { model: model as string }),
+    agent: stringOf(args, 'agent'),
     format: choiceOf(args, 'format', ['jsonl', 'pretty'] as const) ?? 'jsonl',
     decide: choiceOf(args, 'decide', ['approve', 'deny'] as const),
     message: args.positionals[0] as string,

@@ -1,9 +1,3 @@
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { chunksOf, cassetteResponse } from '../providers/cassette.ts';
-import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
@@ -14,13 +8,11 @@ import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
-import { openBus, openStore } from '../stores/index.ts';
+import { openBus } from '../stores/index.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
-import { modelFactoryOf } from './run-plan.ts';
-import { perConversation } from '../providers/per-conversation.ts';
-import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
+import { DEFAULT_STORE, DEMO_QUESTION, demoAgentModel, storeOf } from './serve-parts.ts';
 import { checkOrigins, LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
@@ -34,10 +26,22 @@ import { inspectorRoutes } from '../inspector/routes.ts';
 import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, SecretValues, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
 import { a2aBackend } from '../runtime/a2a-backend.ts';
 import { serveOutbound } from './serve-outbound.ts';
-import type { Store } from '../runtime/store.ts';
+import type { AgentRuntime } from '../runtime/agent-runtime.ts';
+import type { BuildError } from '../contract/errors.ts';
+import type { Result } from '../contract/result.ts';
+import type { Tool } from '../runtime/tool.ts';
+import type { ToolDescriptor } from '../contract/tool.ts';
+import type { LoadedApp } from '../app/load.ts';
+import { addApp, pluginsById } from '../app/compose.ts';
+import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
+import { appOption, checkApp } from './app-option.ts';
+import { forwardingRuntime, watchApp } from './app-reloader.ts';
 
 export const SERVE_USAGE = `usage: awaken serve [options]
 
+  --app FILE         your own agents, tools, plugins, models and providers: an ES module in
+                     TypeScript or JavaScript, loaded without a build (docs/your-own-agent.md);
+                     they are served in place of the demo agent, and --config may name them
   --config FILE      server settings, agents, models and providers (YAML; docs/server.md); flags
                      and the PORT and HOST variables win over its server settings
   --port N           the port to listen on (default: $PORT, else 3000; 0 picks a free one)
@@ -100,13 +104,15 @@ export const SERVE_COMMAND: CommandSpec = {
     'log-format': { type: 'string' },
     record: { type: 'string' },
     otel: { type: 'string' },
+    app: { type: 'string' },
   },
 };
 
-/** The default store; the only one whose directory `serve` creates. */
-export const DEFAULT_STORE = 'sqlite:./data/awaken.db';
+export { DEFAULT_STORE, demoAgentModel, demoModel } from './serve-parts.ts';
 
 export interface ServePlan {
+  /** The user's app (`--app FILE`): served in place of the demo agent. */
+  readonly app?: LoadedApp;
   readonly config?: string;
   readonly file?: ServeConfig;
   readonly port: number;
@@ -158,9 +164,22 @@ function millisOf(text: string | undefined, flag: string): number | undefined {
  * variables, then the config file's `server` section, then the defaults. A mistake is a
  * `CliFailure` (a usage mistake, or a config file that cannot be read or is wrong).
  */
-export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.env): ServePlan {
+export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.env, app?: LoadedApp): ServePlan {
   const configPath = stringOf(args, 'config');
-  const file = configPath === undefined ? undefined : loadServeConfig(configPath);
+  const file =
+    configPath === undefined
+      ? undefined
+      : app === undefined
+        ? loadServeConfig(configPath)
+        : loadServeConfig(configPath, new Map([...PLUGIN_CATALOG, ...pluginsById(app.app)]), [], {
+            agents: app.app.agents.map((a) => a.id),
+            models: Object.keys(app.app.models),
+            providers: Object.keys(app.app.providers),
+          });
+  if (app !== undefined) {
+    checkApp(app, file === undefined ? undefined : { file: configPath as string, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) });
+    if (stringOf(args, 'model') !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
+  }
   const portFlag = stringOf(args, 'port');
   const portEnv = nonEmpty(env['PORT']);
   const port = portFlag !== undefined ? portOf(portFlag, '--port') : portEnv !== undefined ? portOf(portEnv, 'PORT') : (file?.server.port ?? 3000);
@@ -177,6 +196,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
   const otel = stringOf(args, 'otel') ?? file?.server.otel;
   const connections = connectionLimitsOf(file, configPath ?? '');
   return {
+    ...(app !== undefined ? { app } : {}),
     ...(configPath !== undefined ? { config: configPath } : {}),
     ...(file !== undefined ? { file } : {}),
     port,
@@ -229,90 +249,12 @@ export function allowedHostsOf(plan: { readonly host: string; readonly allowedHo
   return [...plan.allowedHosts, plan.host];
 }
 
-const CASSETTES = resolve(import.meta.dirname, '../../fixtures/cassettes');
-
-/** The question the start-up hint asks of the demo agent: the one its recording answers (Oslo's forecast). */
-const DEMO_QUESTION = 'weather in Oslo?';
-
-/**
- * The model of the demo agent: a provider when its key is set; otherwise the bundled recorded
- * conversation, replayed through the AI SDK adapter (the tool-call stream when the last message is
- * not a tool result, else the answer stream).
- */
-export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
-  const openai = env['OPENAI_API_KEY'];
-  const anthropic = env['ANTHROPIC_API_KEY'];
-  if (openai !== undefined && openai !== '') {
-    const name = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
-    const provider = createOpenAICompatible({ name: 'openai', baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1', apiKey: openai, includeUsage: true });
-    return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter` };
-  }
-  if (anthropic !== undefined && anthropic !== '') {
-    const name = env['ANTHROPIC_MODEL'] ?? 'claude-3-5-haiku-latest';
-    return { llm: aiSdkExecutor(createAnthropic({ apiKey: anthropic })(name)), name, note: `Anthropic (${name}) through the AI SDK adapter` };
-  }
-  const tool = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-tool.chunks.jsonl'), 'utf8'));
-  const answer = chunksOf(readFileSync(resolve(CASSETTES, 'openai-compatible-weather-answer.chunks.jsonl'), 'utf8'));
-  const recordedFetch: typeof fetch = async (_url, init) => {
-    const body = JSON.parse(typeof init?.body === 'string' ? init.body : '{}') as { messages?: { role?: string }[] };
-    const last = body.messages?.at(-1)?.role;
-    return cassetteResponse(last === 'tool' ? answer : tool, 'openai-compatible');
-  };
-  const provider = createOpenAICompatible({ name: 'recorded', baseURL: 'http://recorded.invalid/v1', apiKey: 'none', fetch: recordedFetch, includeUsage: true });
-  return {
-    llm: aiSdkExecutor(provider('recorded-weather')),
-    name: 'recorded-weather',
-    note: 'no OPENAI_API_KEY or ANTHROPIC_API_KEY set: the demo agent replays the bundled recorded conversation (fixtures/cassettes — it calls get_weather for Oslo, then answers; it does not read your message)',
-  };
-}
-
-/** The demo agent's model named `provider:model` (`openai:gpt-4o-mini`): its package and key must be there. */
-async function namedModel(spec: string, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
-  try {
-    return await catalogModel(spec, env);
-  } catch (e) {
-    if (!(e instanceof CatalogError)) throw e;
-    if (e.reason === 'unknown_provider') throw where === '--model' ? new UsageError(`--model: ${e.message}`) : new CliFailure(`${where}: ${e.message}`, EXIT.data);
-    throw new CliFailure(e.message, EXIT.unavailable);
-  }
-}
-
-/** The demo agent's model: `model` (`provider:model`, or a file run from its start in each thread; `where` names the option or field it came from), else `demoModel`. */
-export async function demoAgentModel(model: string | undefined, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
-  return model === undefined ? demoModel(env) : isCatalogModel(model) ? await namedModel(model, env, where) : fileModel(model);
-}
-
-/** The demo agent's model named by `--model` (a file, run from its start in each conversation). */
-function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: string; readonly note: string } {
-  // Read now: a file that is missing or does not parse stops the start-up.
-  return {
-    llm: perConversation(modelFactoryOf(model)),
-    name: model.split(':')[0] as string,
-    note: `${model}, run from its start in each thread`,
-  };
-}
-
-/**
- * The store a `--store` spelling names. A SQLite file's directory must exist; only the default
- * one (./data) is made. A store of an unknown kind is a usage mistake; one whose package is not
- * installed, unavailable; one whose directory is missing, missing input.
- */
-function storeOf(spec: string, where: string): Store {
-  if (spec === DEFAULT_STORE) mkdirSync(resolve('data'), { recursive: true });
-  if (spec.startsWith('sqlite:') && spec !== 'sqlite::memory:' && spec.length > 'sqlite:'.length) {
-    const dir = dirname(resolve(spec.slice('sqlite:'.length)));
-    if (!existsSync(dir)) throw new CliFailure(`${where}: the directory ${dir} does not exist (create it, or choose another path)`, EXIT.noInput);
-  }
-  const store = openStore(spec);
-  if (typeof store !== 'string') return store;
-  if (/^(postgres|postgresql):\/\//.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.unavailable);
-  if (/^(memory|sqlite:|file:)/.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.noInput);
-  throw new UsageError(`${where}: ${store}`);
-}
-
 /** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
 export function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return runCli(SERVE_COMMAND, argv, io, (args) => serve(servePlanOf(args, env), io, version, env));
+  return runCli(SERVE_COMMAND, argv, io, async (args) => {
+    const appFile = stringOf(args, 'app');
+    return serve(servePlanOf(args, env, appFile === undefined ? undefined : await appOption(appFile)), io, version, env);
+  });
 }
 
 /**
@@ -333,7 +275,12 @@ export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJ
   return tokens;
 }
 
-async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv): Promise<number> {
+/** What `awaken dev` adds to a serve: the app is watched and loaded again when its files change. */
+export interface DevOptions {
+  readonly watch: true;
+}
+
+export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv, dev?: DevOptions): Promise<number> {
   const file = plan.file;
   const tokens = apiTokensOf(plan, env);
   if (!LOOPBACK.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
@@ -341,13 +288,20 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   // Every URL the configuration names is reached through one guard (docs/server.md → Outbound settings).
   const outbound = serveOutbound(file, env);
-  const model = await demoAgentModel(plan.model, env, plan.modelFrom);
+  // With an app its agents are served, not the demo agent (whose model is not needed then).
+  const model = plan.app === undefined ? await demoAgentModel(plan.model, env, plan.modelFrom) : undefined;
   // --record: every port of the runtime wrapped once; each run's traffic goes to its own transcript.
   // The workspace of `Read` / `Write` is the run's thread owner's (the store below records owners).
-  const tools = [...DEMO_TOOLS, ...workspaceTools((threadId) => store.threadOwner(threadId))];
-  const models: Record<string, ModelEntry> = { demo: { provider: 'demo', model_name: model.name }, ...((file?.models ?? {}) as Record<string, ModelEntry>) };
-  // The descriptors a transcript's header lists (the MCP servers' tools join them once connected).
-  const recordedTools = tools.map((t) => t.descriptor);
+  const builtInTools = plan.app === undefined ? [...DEMO_TOOLS, ...workspaceTools((threadId) => store.threadOwner(threadId))] : [];
+  let current: LoadedApp | undefined = plan.app;
+  const models = (): Record<string, ModelEntry> => ({
+    ...(model !== undefined ? { demo: { provider: 'demo', model_name: model.name } } : {}),
+    ...(current?.app.models ?? {}),
+    ...((file?.models ?? {}) as Record<string, ModelEntry>),
+  });
+  // The descriptors a transcript's header lists (the app's, and the MCP servers' tools once connected).
+  const mcpTools: Tool[] = [];
+  const recordedTools = (): ToolDescriptor[] => [...builtInTools, ...(current?.app.tools ?? []), ...mcpTools].map((t) => t.descriptor);
   const recorder =
     plan.record === undefined
       ? undefined
@@ -355,6 +309,8 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
           dir: plan.record,
           models,
           tools: recordedTools,
+          plugins: () => new Map(current === undefined ? [] : pluginsById(current.app)),
+          app: () => (current === undefined ? undefined : { file: current.file, version: current.version }),
           onWritten: (f) => logger.debug('transcript written', { file: f }),
           onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
         });
@@ -364,46 +320,53 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   const tracing = plan.otel === undefined ? undefined : await openTelemetry(plan.otel, version);
   const observed = <A extends { plugin_ids?: readonly string[] | undefined }>(agent: A): A =>
     tracing === undefined || (agent.plugin_ids ?? []).includes(OBSERVABILITY_PLUGIN_ID) ? agent : { ...agent, plugin_ids: [...(agent.plugin_ids ?? []), OBSERVABILITY_PLUGIN_ID] };
-  const builder = new AgentRuntimeBuilder()
-    .withEnv(recorder?.env(realEnv()) ?? realEnv())
-    .withProvider('demo', llm(model.llm))
-    .withModel('demo', { provider: 'demo', model_name: model.name })
-    .withAgentSpec(observed(demoAgent('demo')));
-  for (const tool of tools) builder.withTool(recorder?.tool(tool) ?? tool);
+  // One Env for every runtime this serve builds (an app loaded again builds a new one): runs, leases
+  // and the registry keep one clock and one source of ids.
+  const sharedEnv = recorder?.env(realEnv()) ?? realEnv();
   // The config's MCP servers: connected now (one that cannot be reached stops the start, naming it).
   const mcp = await connectConfiguredMcp(file, plan.config, version, outbound.guard.fetch);
-  for (const [, tool] of mcp?.snapshot() ?? []) {
-    builder.withTool(recorder?.tool(tool) ?? tool);
-    recordedTools.push(tool.descriptor);
-  }
-  // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
-  builder.withDelegation({
-    beforeChild: async (child) => {
-      // The parent thread's recorded owner, not the principal acting: the operator's run on bob's
-      // thread delegates into a thread of bob's. A child id someone else holds is refused.
-      const owner = await store.threadOwner(child.parentThreadId);
-      if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner) throw new Error(`thread ${child.thread_id} belongs to another principal`);
-    },
-    ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
-    remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) },
-  });
-  // The catalog's plugins (the skills plugins with the skills of the config's directories), the
-  // config's providers, models and agents.
-  const skills = addConfigured(builder, file, {
-    config: plan.config,
-    env,
-    llm,
-    agent: observed,
-    ...(tracing !== undefined ? { plugins: [observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) })] } : {}),
-  });
-  builder.withThreadRunStore(recorder?.store(store) ?? store);
-  const built = builder.build();
+  for (const [, tool] of mcp?.snapshot() ?? []) mcpTools.push(tool);
+  let skills: ReturnType<typeof addConfigured> = { names: [], dirs: [], warnings: [] };
+  /** A runtime of the demo agent or of `app`, with everything the config declares. */
+  const runtimeOf = (app: LoadedApp | undefined): Result<AgentRuntime, BuildError> => {
+    const builder = new AgentRuntimeBuilder().withEnv(sharedEnv);
+    if (model !== undefined) builder.withProvider('demo', llm(model.llm)).withModel('demo', { provider: 'demo', model_name: model.name }).withAgentSpec(observed(demoAgent('demo')));
+    for (const tool of builtInTools) builder.withTool(recorder?.tool(tool) ?? tool);
+    if (app !== undefined) addApp(builder, app.app, { llm, agent: observed, ...(recorder !== undefined ? { tool: (t: Tool) => recorder.tool(t) } : {}) });
+    for (const tool of mcpTools) builder.withTool(recorder?.tool(tool) ?? tool);
+    // Delegation (docs/delegation.md): a child thread belongs to whoever owns its parent's.
+    builder.withDelegation({
+      beforeChild: async (child) => {
+        // The parent thread's recorded owner, not the principal acting: the operator's run on bob's
+        // thread delegates into a thread of bob's. A child id someone else holds is refused.
+        const owner = await store.threadOwner(child.parentThreadId);
+        if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner) throw new Error(`thread ${child.thread_id} belongs to another principal`);
+      },
+      ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
+      remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) },
+    });
+    // The catalog's plugins (the skills plugins with the skills of the config's directories), the
+    // config's providers, models and agents.
+    skills = addConfigured(builder, file, {
+      config: plan.config,
+      env,
+      llm,
+      agent: observed,
+      ...(tracing !== undefined ? { plugins: [observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) })] } : {}),
+    });
+    builder.withThreadRunStore(recorder?.store(store) ?? store);
+    return builder.build();
+  };
+  const built = runtimeOf(plan.app);
   if (!built.ok) {
     await store.close();
     await mcp?.close();
-    throw buildFailure(plan.config ?? 'the agents', built.error);
+    throw buildFailure(plan.app?.file ?? plan.config ?? 'the agents', built.error);
   }
-  const runtime = built.value;
+  // Under `awaken dev` the server holds the current runtime through one forwarding object: a reload
+  // changes what new runs (and runs taken up again) use, runs in flight keep theirs.
+  let live = built.value;
+  const runtime: AgentRuntime = dev === undefined ? live : forwardingRuntime(() => live);
   recorder?.attach(runtime);
   // No line shows a credential: the environment's, the API tokens, the file's, and those config writes name later.
   const secrets = new SecretValues([...secretsOf(env), ...tokens.keys(), ...outbound.secrets]);
@@ -444,7 +407,10 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
   const app = createHttpApp({ runtime, store, registry, mailbox }, {
     version,
-    savedConfig: await savedConfig(store),
+    // Under `awaken dev` the app is the configuration: a reload builds the runtime from it alone.
+    ...(dev === undefined
+      ? { savedConfig: await savedConfig(store) }
+      : { configWritesRefused: `awaken dev serves ${plan.app?.file ?? 'the app'}: change the app (config writes are for awaken serve)` }),
     ...(mcp !== undefined ? { mcpServers: Object.keys(file?.mcp_servers ?? {}) } : {}),
     ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
     processEnv: env,
@@ -478,13 +444,32 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }
   registry.startLeases();
   mailbox.start();
-  logger.info(`model: ${model.note}`);
+  if (model !== undefined) logger.info(`model: ${model.note}`);
+  if (plan.app !== undefined) logger.info(`app: ${plan.app.file} (${plan.app.version}): agents ${plan.app.app.agents.map((a) => a.id).join(', ') || 'none'}`);
+  const watcher =
+    dev === undefined || plan.app === undefined
+      ? undefined
+      : watchApp(plan.app, {
+          logger,
+          check: (loaded) => checkApp(loaded, file === undefined ? undefined : { file: plan.config as string, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) }),
+          build: (loaded) => {
+            const next = runtimeOf(loaded);
+            return next.ok ? next : { ok: false as const, error: buildFailure(loaded.file, next.error).message };
+          },
+          swap: async (loaded, next) => {
+            const before = current;
+            current = loaded;
+            live = next;
+            const released = await registry.releaseParked();
+            return { released, inFlight: registry.liveRuns, before };
+          },
+        });
   for (const w of skills.warnings) logger.warn(`skill skipped: ${w}`);
   if (skills.dirs.length > 0) logger.info(`skills: ${skills.names.join(', ') || 'none'} (from ${skills.dirs.join(', ')})`);
   logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
   logger.info(`inspector: ${server.url}/inspector/${plan.record === undefined ? ' (start with --record DIR to see run timelines)' : ` (timelines of the runs recorded in ${plan.record})`}`);
   logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
-  logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
+  logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined && plan.app === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
   await new Promise<void>((done) => {
     const stop = (): void => done();
     process.once('SIGINT', stop);
@@ -498,6 +483,7 @@ async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.Proce
   }, 15_000);
   hard.unref();
   collector?.close();
+  watcher?.close();
   await registry.shutdown({ graceMs: 10_000 });
   await mailbox.stop();
   await server.close();

@@ -141,7 +141,12 @@ function sectionProblem(agent: AgentSpec, at: number, plugins: ReadonlyMap<strin
  * agent's sections are checked against the plugins it names among `plugins` (and those of `active`,
  * which every agent runs with).
  */
-export function loadServeConfig(path: string, plugins: ReadonlyMap<string, RuntimePlugin> = PLUGIN_CATALOG, active: readonly string[] = []): ServeConfig {
+export function loadServeConfig(
+  path: string,
+  plugins: ReadonlyMap<string, RuntimePlugin> = PLUGIN_CATALOG,
+  active: readonly string[] = [],
+  app?: { readonly agents: readonly string[]; readonly models: readonly string[]; readonly providers: readonly string[] },
+): ServeConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -163,13 +168,17 @@ export function loadServeConfig(path: string, plugins: ReadonlyMap<string, Runti
     throw bad(fieldPath(first?.path ?? []), first !== undefined ? reasonOf(first, sectionReaders(plugins)) : 'invalid');
   }
   const config = parsed.data;
-  const ids = new Set<string>(['demo']);
+  // Beside an app, the app's agents, models and providers are there and the built-in demo is not
+  // (an id both define is refused by the app's check, naming both places).
+  const builtIn = app === undefined ? ['demo'] : [];
+  const ids = new Set<string>(builtIn);
   (config.agents as AgentSpec[]).forEach((a, i) => {
     if (ids.has(a.id)) throw bad(`agents[${i}].id`, `duplicate agent id '${a.id}'${a.id === 'demo' ? ' (the built-in agent is demo)' : ''}`);
     ids.add(a.id);
   });
+  for (const id of app?.agents ?? []) ids.add(id);
   // What the models and agents name must be there (the built-in demo model and provider are).
-  const providers = ['demo', ...Object.keys(config.providers)];
+  const providers = [...builtIn, ...Object.keys(config.providers), ...(app?.providers ?? [])];
   for (const [id, m] of Object.entries(config.models)) {
     if (!providers.includes(m.provider)) throw bad(`models.${id}.provider`, `no provider '${m.provider}' (providers: ${providers.join(', ')})`);
   }
@@ -191,7 +200,7 @@ export function loadServeConfig(path: string, plugins: ReadonlyMap<string, Runti
     if ('base_url' in p) checkUrl(`providers.${id}.base_url`, p.base_url);
   }
   for (const [name, m] of Object.entries(config.mcp_servers ?? {})) if ('url' in m) checkUrl(`mcp_servers.${name}.url`, m.url);
-  const models = ['demo', ...Object.keys(config.models)];
+  const models = [...builtIn, ...Object.keys(config.models), ...(app?.models ?? [])];
   (config.agents as AgentSpec[]).forEach((a, i) => {
     // A remote agent (an endpoint) runs elsewhere: its model is the remote server's business.
     if (a.endpoint === undefined && !models.includes(a.model)) throw bad(`agents[${i}].model`, `no model '${a.model}' (models: ${models.join(', ')})`);

@@ -27,6 +27,8 @@ export const StateErrorSchema = z.discriminatedUnion('code', [
   z.object({ code: z.literal('parallel_merge_conflict'), key: Str }),
   z.object({ code: z.literal('tool_already_registered'), toolId: Str }),
   z.object({ code: z.literal('cancelled') }),
+  /** A plugin's `register` threw (a user's plugin with a bug): the plugin is not installed. */
+  z.object({ code: z.literal('plugin_register_failed'), name: Str, message: Str }),
 ]);
 export type StateError = z.infer<typeof StateErrorSchema>;
 export type StateErrorCode = StateError['code'];
@@ -64,6 +66,8 @@ export function describeStateError(e: StateError): string {
       return `parallel merge conflict on exclusive key: ${e.key}`;
     case 'tool_already_registered':
       return `tool already registered: ${e.toolId}`;
+    case 'plugin_register_failed':
+      return `plugin '${e.name}' failed to register: ${e.message}`;
     case 'cancelled':
       return 'cancelled';
   }

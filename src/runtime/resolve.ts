@@ -26,6 +26,16 @@ import {
   type Summarizer,
 } from './context.ts';
 
+/** A model entry as a config or an app writes one: its provider, provider-side name and limits (book: ModelSpec); unknown fields refused. */
+export const ModelEntrySchema = z
+  .object({
+    provider: z.string().min(1),
+    model_name: z.string().min(1),
+    context_window: z.number().int().positive().optional(),
+    max_output_tokens: z.number().int().positive().optional(),
+  })
+  .strict();
+
 /** A model id's provider and provider-side name (book: ModelEntry). */
 export interface ModelEntry {
   readonly provider: string;
@@ -322,7 +332,12 @@ const isTool = (t: ToolLike): t is Tool => typeof (t as Partial<Tool>).execute =
 /** Ids of the tools a plugin registers (for conflict messages). */
 function toolsOf(plugin: Plugin): string[] {
   const r = new PluginRegistrar(plugin.name);
-  plugin.register(r);
+  try {
+    plugin.register(r);
+  } catch {
+    // A register that throws is the build's error to report (plugin_register_failed), not this list's.
+    return [];
+  }
   return r.tools.map((t) => t.descriptor.id);
 }
 

@@ -6,7 +6,7 @@ import { AgentSpecSchema, WrittenAgentSpecSchema } from '../contract/agent-spec.
 import type { JsonValue } from '../contract/json.ts';
 import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import type { ModelEntry, Registries } from '../runtime/resolve.ts';
+import { ModelEntrySchema, type ModelEntry, type Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { OutboundGuard, OutboundRefusal, operatorOutbound, originOf as originOfUrl } from '../runtime/outbound.ts';
 import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
@@ -25,14 +25,7 @@ import {
 import { hideUrlCredentials, REDACTED, silentLogger, type Logger, type SecretValues } from './log.ts';
 
 /** A model id's provider and provider-side name, and its limits (book: ModelSpec). */
-export const ModelConfigSchema = z
-  .object({
-    provider: z.string().min(1),
-    model_name: z.string().min(1),
-    context_window: z.number().int().positive().optional(),
-    max_output_tokens: z.number().int().positive().optional(),
-  })
-  .strict();
+export const ModelConfigSchema = ModelEntrySchema;
 
 /** A provider the server can build. Secrets never go in the config: `api_key_env` names the variable. */
 export const ProviderConfigSchema = z.discriminatedUnion('kind', [
@@ -146,6 +139,8 @@ export function configRoutes(
     readonly mcpServers?: readonly string[];
     /** Told of a saved document left out at start. */
     readonly logger?: Logger;
+    /** Why writes are refused (409), when they are. */
+    readonly writesRefused?: string;
   } & ConfigGuardOptions,
 ): Hono {
   const { runtime, store } = parts;
@@ -291,7 +286,7 @@ export function configRoutes(
       mcp_servers: [...new Set([...(options.mcpServers ?? []), ...Object.keys(docs['mcp-servers'])])].sort(),
       protocols: ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp'],
       store: store.kind,
-      config_writes: options.adminToken !== undefined && options.adminToken !== '',
+      config_writes: options.adminToken !== undefined && options.adminToken !== '' && options.writesRefused === undefined,
     });
   });
 
@@ -308,8 +303,12 @@ export function configRoutes(
     if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);
     return c.json({ id, value: shown(c, docs[ns][id] as JsonValue) });
   });
+  const writable = (): void => {
+    if (options.writesRefused !== undefined) throw new HttpError(409, 'config_writes_refused', options.writesRefused);
+  };
   app.put('/v1/config/:namespace/:id', async (c) => {
     authorize(c);
+    writable();
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
     if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
@@ -348,6 +347,7 @@ export function configRoutes(
 
   app.delete('/v1/config/:namespace/:id', async (c) => {
     authorize(c);
+    writable();
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
     if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);

@@ -41,6 +41,11 @@ export interface HttpOptions {
   readonly processEnv?: NodeJS.ProcessEnv;
   /** Configuration saved by earlier config writes (`savedConfig(store)`), published at start. */
   readonly savedConfig?: Partial<ConfigDocs>;
+  /**
+   * Why config writes are refused on this server, when they are (`awaken dev`: the app is the
+   * configuration, and a reload builds the runtime from it alone): PUT and DELETE answer 409 with it.
+   */
+  readonly configWritesRefused?: string;
   /** Where a line per request and every failure go (default: nowhere). */
   readonly logger?: Logger;
   /** Whether `X-Forwarded-Host` / `-Proto` name the server's public address (the A2A agent card): only behind a proxy that sets them (default false). */
@@ -417,6 +422,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
       ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
       ...(options.processEnv !== undefined ? { env: options.processEnv } : {}),
       ...(options.savedConfig !== undefined ? { saved: options.savedConfig } : {}),
+      ...(options.configWritesRefused !== undefined ? { writesRefused: options.configWritesRefused } : {}),
       ...(options.version !== undefined ? { version: options.version } : {}),
       ...(options.apiKeyEnvAllow !== undefined ? { apiKeyEnvAllow: options.apiKeyEnvAllow } : {}),
       ...(options.mcpConnectTimeoutMs !== undefined ? { mcpConnectTimeoutMs: options.mcpConnectTimeoutMs } : {}),

@@ -1,3 +1,6 @@
+// Over 500 lines: the registry is one state machine (runs, thread logs, leases, locks) whose parts
+// read and change each other's state; what stands alone is in its own files (live-run, lease-upkeep,
+// parked-release, seq-marks, thread-log, thread-locks).
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
@@ -9,6 +12,7 @@ import { StoreFailure, type Store } from '../runtime/store.ts';
 import { ClusterRelay } from './cluster-relay.ts';
 import { parkedCallsOf, trackEvent, waitingCallOf, type LiveRun, type WaitingCall } from './live-run.ts';
 import { LeaseUpkeep } from './lease-upkeep.ts';
+import { ParkedRelease } from './parked-release.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { asPrincipal, currentPrincipal, mayReach } from './principal.ts';
 import { RunLeases, type LeaseOptions } from './run-leases.ts';
@@ -137,6 +141,7 @@ export class RunRegistry {
   readonly #upkeep: LeaseUpkeep;
   readonly #onQuiet: (() => void) | undefined;
   readonly #observer: RunObserver | undefined;
+  readonly #release: ParkedRelease;
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -165,13 +170,14 @@ export class RunRegistry {
       isLive: (runId) => this.#runs.has(runId),
       appendTerminal: (threadId, runId, termination) => this.#appendTerminal(threadId, runId, termination),
     });
+    this.#release = new ParkedRelease({ store, logger: this.#logger, locks: this.#locks, isLive: (run) => this.#runs.get(run.runId) === run });
   }
 
   /** Listens to the bus: other instances' frames for the followers here, commands for the runs here. */
   async attachBus(): Promise<void> {
     await this.#relay?.attach((command: ControlCommand) => {
       const run = this.#runs.get(command.runId);
-      if (run === undefined || run.status === 'done') return;
+      if (run === undefined || run.status === 'done' || this.#release.isReleasing(run)) return;
       if (command.action === 'cancel') {
         run.stopRequested = true;
         run.handle.cancel();
@@ -470,6 +476,7 @@ export class RunRegistry {
 
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
     trackEvent(run, event, this.#logger);
+    this.#release.noted(run, event);
     const log = this.log(run.threadId);
     if (this.#relay === undefined) {
       const frame = log.next(run.runId, event);
@@ -593,9 +600,15 @@ export class RunRegistry {
     return { ok: true, value: { runId: run.runId } };
   }
 
-  /** A live run by run id or thread id, when the current principal may see it. */
+  /** A live run by run id or thread id, when the current principal may see it (and it is not being let go). */
   #find(runOrThread: string): LiveRun | undefined {
-    return this.#visible(this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current);
+    return this.#held(this.#runs.get(runOrThread) ?? this.#threads.get(runOrThread)?.current);
+  }
+
+  /** The run, when the current principal may see it and it is not being let go (`releaseParked`). */
+  #held(run: LiveRun | undefined): LiveRun | undefined {
+    const visible = this.#visible(run);
+    return visible === undefined || this.#release.isReleasing(visible) ? undefined : visible;
   }
 
   /** The run, unless a principal is acting and the run's thread is not theirs (then it is not there). */
@@ -646,7 +659,7 @@ export class RunRegistry {
 
   /** The run in flight or parked on a thread, and where its frames start in the thread log. */
   currentRun(threadId: string): { readonly runId: string; readonly status: RunStatus; readonly fromSeq: number } | undefined {
-    const run = this.#visible(this.#threads.get(threadId)?.current);
+    const run = this.#held(this.#threads.get(threadId)?.current);
     return run === undefined ? undefined : { runId: run.runId, status: run.status, fromSeq: run.fromSeq };
   }
 
@@ -847,6 +860,24 @@ export class RunRegistry {
     await this.#relay?.settle();
     this.#relay?.close();
     for (const close of [...this.#streams]) close();
+  }
+
+  /**
+   * Lets go every run parked here as a shutdown would, while the server goes on (its runtime was
+   * replaced: `awaken dev` after a reload): each stays waiting in the store, its thread's lease is
+   * released and its handle dropped (nothing it does later is published), so its decision takes it
+   * up again (`adopt`, then the runtime's `revive`) on the runtime current then. A decision that
+   * comes during the release waits for it. Runs executing now are not touched: they go on on the
+   * runtime they started on, and are let go the same way if they park. Returns how many were let go.
+   *
+   * The open streams of a released run's thread stay open, unlike at shutdown: the thread log is
+   * this process's and goes on (same `seq`) when the run is taken up again here, and a stream that
+   * ends now would only have to reconnect to the same place. A run's own stream (`POST /v1/runs`)
+   * ended with its suspension already.
+   */
+  releaseParked(): Promise<number> {
+    if (this.#closing) return Promise.resolve(0);
+    return this.#release.releaseAll([...this.#runs.values()]);
   }
 
   /** Whether the registry is shutting down (no new run starts). */

@@ -200,10 +200,15 @@ export function preRegistered(plugin: Plugin): PreRegisteredPlugin {
 /** Whether the plugin was registered once, when it was made (`preRegistered`). */
 export const isPreRegistered = (plugin: Plugin): plugin is PreRegisteredPlugin => (plugin as Partial<PreRegisteredPlugin>).registration !== undefined;
 
-function registrationOf(plugin: Plugin): PluginRegistration {
+/** A plugin's registration; a `register` that throws is an error of the build, not a crash of the caller. */
+function registrationOf(plugin: Plugin): PluginRegistration | StateError {
   if (isPreRegistered(plugin)) return plugin.registration;
   const r = new PluginRegistrar(plugin.name);
-  plugin.register(r);
+  try {
+    plugin.register(r);
+  } catch (e) {
+    return { code: 'plugin_register_failed', name: plugin.name, message: e instanceof Error ? e.message : String(e) };
+  }
   return r;
 }
 
@@ -248,6 +253,7 @@ export function buildExecutionEnv(plugins: readonly Plugin[], options: EnvOption
   for (const plugin of plugins) {
     if (registered.some((p) => p.name === plugin.name)) return err({ code: 'plugin_already_installed', name: plugin.name });
     const r = registrationOf(plugin);
+    if ('code' in r) return err(r);
     const first = r.errors[0];
     if (first !== undefined) return err(first);
     for (const { key } of r.keys) {

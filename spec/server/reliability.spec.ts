@@ -146,7 +146,8 @@ describe('4. concurrent submits to one thread', () => {
       const old = await fetch(`${server.url}/v1/runs`, userRun('first', { threadId: 'sup' }));
       await until(() => g.started.length === 1);
       const next = fetch(`${server.url}/v1/runs`, userRun('second', { threadId: 'sup' }));
-      await new Promise((r) => setTimeout(r, 10));
+      // The gate opens once the second request has cancelled the first (not after a guess of time).
+      await until(() => g.aborted.length === 1);
       g.open();
       const oldFrames = await readFrames(old, (fs) => fs.some(isFinish));
       expect(dataOf(oldFrames.at(-1) as SseFrame).termination?.type).toBe('cancelled');

@@ -16,12 +16,15 @@ export function gatedTool() {
   let gate = new Promise<void>((r) => (open = r));
   const effects: string[] = [];
   const started: string[] = [];
+  /** The calls whose run was cancelled while they waited (their signal aborted). */
+  const aborted: string[] = [];
   const tool = defineTool({
     id: 'slow',
     description: 'Waits for the gate',
     args: z.object({ tag: z.string() }),
-    execute: async ({ tag }) => {
+    execute: async ({ tag }, ctx) => {
       started.push(tag);
+      ctx.signal.addEventListener('abort', () => aborted.push(tag), { once: true });
       await gate;
       effects.push(tag);
       return ToolResults.success('slow', { tag });
@@ -31,6 +34,7 @@ export function gatedTool() {
     tool,
     effects,
     started,
+    aborted,
     open: () => open(),
     reset: () => {
       gate = new Promise<void>((r) => (open = r));

@@ -11,7 +11,7 @@ import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus } from '../stores/index.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
-import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
+import { addConfigured, configBesideApp, connectConfiguredMcp } from './config-runtime.ts';
 import { DEFAULT_STORE, DEMO_QUESTION, demoAgentModel, storeOf } from './serve-parts.ts';
 import { checkOrigins, LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
@@ -33,7 +33,6 @@ import type { Tool } from '../runtime/tool.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 import type { LoadedApp } from '../app/load.ts';
 import { addApp, pluginsById } from '../app/compose.ts';
-import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { appOption, checkApp } from './app-option.ts';
 import { forwardingRuntime, watchApp } from './app-reloader.ts';
 
@@ -166,20 +165,9 @@ function millisOf(text: string | undefined, flag: string): number | undefined {
  */
 export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.env, app?: LoadedApp): ServePlan {
   const configPath = stringOf(args, 'config');
-  const file =
-    configPath === undefined
-      ? undefined
-      : app === undefined
-        ? loadServeConfig(configPath)
-        : loadServeConfig(configPath, new Map([...PLUGIN_CATALOG, ...pluginsById(app.app)]), [], {
-            agents: app.app.agents.map((a) => a.id),
-            models: Object.keys(app.app.models),
-            providers: Object.keys(app.app.providers),
-          });
-  if (app !== undefined) {
-    checkApp(app, file === undefined ? undefined : { file: configPath as string, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) });
-    if (stringOf(args, 'model') !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
-  }
+  // Beside an app, the file is read with the app's ids and the app checked against it.
+  const file = app !== undefined ? configBesideApp(app, configPath) : configPath === undefined ? undefined : loadServeConfig(configPath);
+  if (app !== undefined && stringOf(args, 'model') !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
   const portFlag = stringOf(args, 'port');
   const portEnv = nonEmpty(env['PORT']);
   const port = portFlag !== undefined ? portOf(portFlag, '--port') : portEnv !== undefined ? portOf(portEnv, 'PORT') : (file?.server.port ?? 3000);

@@ -1,6 +1,6 @@
-import { TimelineFold, timelineOf, transcriptRecords } from '../../src/replay/timeline.ts';
+import { TimelineFold, timelineOf, transcriptRecords, type Timeline } from '../../src/replay/timeline.ts';
 import { byId, el, summaryList } from './dom.ts';
-import { renderReplay, renderTimeline, type ReplayResult } from './render.ts';
+import { renderReplay, renderSegment, renderTimeline, type ReplayResult } from './render.ts';
 
 /**
  * The run inspector's page (docs/inspector.md): threads → runs → a run's timeline, a live view of a
@@ -16,6 +16,7 @@ interface TranscriptEntry {
   readonly name: string;
   readonly thread_id: string;
   readonly run_id: string;
+  readonly segment: number;
   readonly bytes: number;
 }
 interface RunRecord {
@@ -111,21 +112,23 @@ async function selectThread(id: string): Promise<void> {
   byId('runs').replaceChildren(
     ...runIds.map((runId) => {
       const record = stored.items.find((r) => r.run_id === runId);
-      const transcript = recorded.find((t) => t.run_id === runId);
-      const label = [runId, record?.termination?.type ?? record?.status, record !== undefined ? `${record.steps} steps` : '', transcript !== undefined ? 'recorded' : 'no transcript'].filter((x) => x !== undefined && x !== '').join(' · ');
+      // A run let go while parked and taken up again has a transcript per segment, shown in order.
+      const segments = recorded.filter((t) => t.run_id === runId).sort((a, b) => a.segment - b.segment);
+      const kept = segments.length === 0 ? 'no transcript' : segments.length === 1 ? 'recorded' : `recorded in ${segments.length} segments`;
+      const label = [runId, record?.termination?.type ?? record?.status, record !== undefined ? `${record.steps} steps` : '', kept].filter((x) => x !== undefined && x !== '').join(' · ');
       const button = el('button', { type: 'button', 'data-run': runId }, label);
-      button.addEventListener('click', () => void selectRun(runId, record, transcript).catch(fail));
+      button.addEventListener('click', () => void selectRun(runId, record, segments).catch(fail));
       return el('li', {}, button);
     }),
   );
 }
 
-async function selectRun(runId: string, record: RunRecord | undefined, transcript: TranscriptEntry | undefined): Promise<void> {
+async function selectRun(runId: string, record: RunRecord | undefined, segments: readonly TranscriptEntry[]): Promise<void> {
   stopFollowing();
   mark('runs', 'data-run', runId);
   byId('run-title').textContent = `Run ${runId}`;
   const view = byId('run');
-  if (transcript === undefined) {
+  if (segments.length === 0) {
     view.replaceChildren(
       summaryList([
         ['Run', runId],
@@ -137,10 +140,15 @@ async function selectRun(runId: string, record: RunRecord | undefined, transcrip
     );
     return;
   }
-  say(`loading ${transcript.name}…`);
-  const text = await (await api(`/v1/inspector/transcripts/${encodeURIComponent(transcript.name)}`)).text();
-  view.replaceChildren(renderTimeline(timelineOf(transcriptRecords(text))));
-  say(`run ${runId}: ${transcript.name}`);
+  const names = segments.map((t) => t.name).join(', ');
+  say(`loading ${names}…`);
+  const texts = await Promise.all(segments.map(async (t) => (await api(`/v1/inspector/transcripts/${encodeURIComponent(t.name)}`)).text()));
+  const timelines = texts.map((text) => timelineOf(transcriptRecords(text)));
+  view.replaceChildren(
+    // One transcript of a run that started is its whole timeline; anything else is shown segment by segment.
+    ...(timelines.length === 1 && timelines[0]?.resumed !== true ? [renderTimeline(timelines[0] as Timeline)] : timelines.map((t) => renderSegment(t))),
+  );
+  say(`run ${runId}: ${names}`);
   view.querySelector('summary')?.focus();
 }
 

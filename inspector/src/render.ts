@@ -37,6 +37,18 @@ export function renderTimeline(t: Timeline, options: { readonly live?: boolean }
   return root;
 }
 
+/**
+ * One segment of a run (it was let go while parked and taken up again from the store, on the code
+ * current then): a heading that names the segment as its transcript numbers it, the app version that
+ * ran it and whether it was taken up from the store, then its timeline.
+ */
+export function renderSegment(t: Timeline): HTMLElement {
+  const index = t.segment ?? 1;
+  const app = t.app !== undefined ? ` · ${t.app.file} (${t.app.version})` : '';
+  const resumed = t.resumed === true ? ' · taken up again from the store' : '';
+  return el('section', { class: 'segment', 'data-segment': index, 'aria-label': `Segment ${index}` }, el('h3', {}, `Segment ${index}${app}${resumed}`), renderTimeline(t));
+}
+
 function renderStep(step: TimelineStep, start: number | undefined, open: boolean): HTMLElement {
   const inf = step.inference;
   const title = [`Step ${step.index}`, start !== undefined && step.started_at !== undefined ? `+${step.started_at - start} ms` : '', inf.model !== undefined ? `inference ${inf.model} ${ms(inf.duration_ms)}`.trim() : '', step.tools.length > 0 ? plural(step.tools.length, 'tool call') : '', step.state !== undefined ? plural(step.state.patch.length, 'state change') : '']

@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,8 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
 import { launchChromium } from '../support/browser.ts';
+import { parked, served as reloadable } from '../support/segments.ts';
+import { decisionFor } from '../../src/runtime/run-loop.ts';
 
 /**
  * The run inspector in a real browser (docs/inspector.md): `awaken serve --record DIR` with a few
@@ -93,6 +95,13 @@ beforeAll(async () => {
   writeFileSync(join(record, 'corpus~2dtools--run~2d1.jsonl'), servedAs(RUN46, 'corpus-tools'));
   writeFileSync(join(record, 'corpus~2dhandoff--run~2d1.jsonl'), servedAs(join(repo, 'fixtures/runs/40-handoff-overlay.jsonl'), 'corpus-handoff'));
   copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'corpus-approval.jsonl'));
+  // A run that parked on version 1 of an app, was let go at a reload and resumed on version 2: a transcript per segment.
+  const reloaded = reloadable();
+  await parked(reloaded.registry, 'reloaded');
+  await reloaded.reload();
+  await reloaded.registry.decideAnywhere('reloaded', [decisionFor('c1', 'resume', 5, { decisionId: 'd1' })]);
+  for (let i = 0; i < 200 && readdirSync(reloaded.dir).length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+  for (const f of readdirSync(reloaded.dir)) copyFileSync(join(reloaded.dir, f), join(record, f));
   server = await startDemoAndSlow(['--record', record], { AWAKEN_INSPECTOR_ASSETS: assets });
   guarded = await startDemoAndSlow([], { AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'inspector-secret-token' });
   // A run the server serves (and records) itself.
@@ -148,6 +157,22 @@ describe('the run inspector in a real browser', () => {
     await expect.poll(() => run.locator('details.tool').first().locator('> summary').innerText()).toMatch(/^get_weather \[call_\w+\] · succeeded/);
     expect(await run.locator('[data-termination]').getAttribute('data-termination')).toBe('natural_end');
     expect(await run.locator('dl.summary').first().innerText()).toContain('Thread\nserved-1');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('a run taken up again after a reload: its segments in order, each naming the app version that ran it; accessible', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${server.url}/inspector/`);
+    await page.getByRole('button', { name: 'reloaded (2 recorded)' }).click();
+    await page.getByRole('button', { name: /recorded in 2 segments$/ }).click();
+    const segments = page.locator('#run section.segment');
+    await expect.poll(() => segments.count()).toBe(2);
+    expect(await segments.locator('> h3').allInnerTexts()).toEqual(['Segment 1 · app.ts (1)', 'Segment 2 · app.ts (2) · taken up again from the store']);
+    expect(await segments.locator('[data-termination]').evaluateAll((els) => els.map((e) => e.getAttribute('data-termination')))).toEqual(['suspended', 'natural_end']);
+    expect(await segments.nth(1).locator('dl.summary').first().innerText()).toContain('Answer\ndeployed');
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-segments.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
     expect(problems).toEqual([]);
     await page.close();
   });

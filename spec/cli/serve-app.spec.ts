@@ -3,6 +3,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { transcriptIdsOf } from '../../src/replay/served.ts';
+import { app } from '../support/app-module.ts';
 import { cli } from '../support/cli.ts';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
 
@@ -30,40 +32,6 @@ function appFolder(files: Readonly<Record<string, string>>, pkg: object = { type
   return dir;
 }
 
-/** An app: agent `helper` with plugin `counter` (made by a factory), tool `shout`, a scripted model answering `answer`. */
-const app = (answer: string, step = 1): string => `import { defineApp, defineStateKey, defineTool, pluginFactory, scriptedProvider, StateCommand } from 'awaken-ts';
-import { z } from 'zod';
-
-const Calls = defineStateKey<number, number>({ key: 'counter.calls', init: () => 0, apply: (s, u) => s + u, codec: z.number() });
-export const counter = pluginFactory('counter', (config: { step: number }) => ({
-  name: 'counter',
-  register(r) {
-    r.registerKey(Calls);
-    r.registerPhaseHook('after_tool_execute', () => StateCommand.empty().update(Calls, config.step));
-  },
-}));
-
-const shout = defineTool({
-  id: 'shout',
-  description: 'Says the text louder.',
-  args: z.object({ text: z.string() }),
-  execute: ({ text }) => ({ tool_name: 'shout', status: 'success', data: text.toUpperCase() }),
-});
-
-export default defineApp({
-  agents: [{ id: 'helper', model: 'default', system_prompt: 'You help.', plugin_ids: ['counter'] }],
-  tools: [shout],
-  plugins: [counter({ step: ${step} })],
-  models: { default: { provider: 'script', model_name: 'scripted' } },
-  providers: {
-    script: scriptedProvider([
-      { tool_calls: [{ id: 'c1', name: 'shout', arguments: { text: 'hi' } }] },
-      { text: ${JSON.stringify(answer)} },
-    ]),
-  },
-});
-`;
-
 /** The events of one run on `url`, as the SSE stream of `POST /v1/runs` gives them. */
 async function run(url: string, body: object): Promise<{ event_type: string; [k: string]: unknown }[]> {
   const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -85,6 +53,17 @@ function awaken(argv: readonly string[], cwd: string): Promise<{ code: number | 
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('exit', (code) => done({ code, err }));
+  });
+}
+
+/** `awaken ARGV` as a process in `cwd`: its exit code, stdout and stderr. */
+function awakenOut(argv: readonly string[], cwd: string): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], { cwd, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let [out, err] = ['', ''];
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('exit', (code) => done({ code, out, err }));
   });
 }
 
@@ -183,10 +162,14 @@ function startDev(dir: string, env: NodeJS.ProcessEnv = {}): ServeProcess {
     url: '',
     log: () => log,
     stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      // The temporary folder dev recorded into outlives it (its transcripts are the user's): a spec removes it.
+      const record = /timelines of the runs recorded in ([^\s)]+)/.exec(log)?.[1];
+      if (record !== undefined) rmSync(record, { recursive: true, force: true });
     },
   };
   servers.push(dev);
@@ -263,7 +246,9 @@ export default defineApp({
 
     const from = dev.log().length;
     writeFileSync(join(dir, 'app.ts'), version('v2'));
-    expect(await logged(dev, /reloaded app\.ts [^\n]*/, from)).toMatch(/: new runs use it; 1 run\(s\) in flight finish on sha256:[0-9a-f]{12}; 1 waiting run\(s\) resume on it when answered$/);
+    const reloaded = await logged(dev, /reloaded app\.ts [^\n]*/, from);
+    expect(reloaded).toMatch(/: new runs use it; 1 run\(s\) in flight finish on sha256:[0-9a-f]{12}; 1 waiting run\(s\) resume on it when answered$/);
+    const [, v1, v2] = /\((sha256:[0-9a-f]{12}) → (sha256:[0-9a-f]{12})\)/.exec(reloaded) as RegExpExecArray;
     for (;;) {
       const chunk = await body?.read();
       if (chunk === undefined || chunk.done) break;
@@ -284,5 +269,29 @@ export default defineApp({
     expect(JSON.stringify(messages)).toContain('v2:HI');
     expect(JSON.stringify(messages.at(-1))).toContain('v2 done');
     expect(textOf(await run(url, { agentId: 'slow', threadId: 't-new', messages: [{ role: 'user', content: 'go' }] }))).toBe('v2 slow answer');
+
+    // The timeline: a transcript per segment of the waiting run, each naming the version that ran it.
+    const record = /timelines of the runs recorded in ([^\s)]+)/.exec(dev.log())?.[1] as string;
+    const segmentsOf = (): string[] => readdirSync(record).filter((f) => transcriptIdsOf(f)?.runId === runId).sort((a, b) => (transcriptIdsOf(a)?.segment ?? 1) - (transcriptIdsOf(b)?.segment ?? 1));
+    for (let i = 0; i < 100 && segmentsOf().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+    const segments = segmentsOf().map((f) => join(record, f));
+    expect(segments).toHaveLength(2);
+    const headers = segments.map((f) => JSON.parse(readFileSync(f, 'utf8').split('\n')[0] as string) as { app: unknown; segment?: number });
+    expect(headers.map((h) => [h.app, h.segment])).toEqual([
+      [{ file: 'app.ts', version: v1 }, undefined],
+      [{ file: 'app.ts', version: v2 }, 2],
+    ]);
+    expect((await cli('inspect', segments[0] as string)).out.split('\n')[0]).toBe(`run ${runId} · thread t-wait · agent helper · app app.ts (${v1})`);
+    expect((await cli('inspect', segments[1] as string)).out.split('\n')[0]).toBe(`run ${runId} · thread t-wait · agent helper · app app.ts (${v2}) · segment 2, taken up again from the store`);
+    // Each segment replays identical with the app as it is now.
+    const replayed = await awakenOut(['replay', '--app', 'app.ts', ...segments], dir);
+    expect([replayed.code, replayed.err, replayed.out]).toEqual([0, `[1/2] identical ${segments[0] as string}\n[2/2] identical ${segments[1] as string}\n`, [
+      'result     recorded  replayed  termination  file',
+      `identical  11        11        suspended    ${segments[0] as string}`,
+      `identical  9         9         natural_end  ${segments[1] as string}`,
+      '',
+      '2 identical, 0 differ',
+      '',
+    ].join('\n')]);
   });
 });

@@ -39,11 +39,22 @@ describe('TranscriptIndex', () => {
     ]);
   });
 
-  it('an owner counts only in the current format: an older header is nobody’s', () => {
-    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/4').split('\n'))).toEqual({ thread_id: 't', run_id: 'r' });
-    expect(metaOf(recordedAs('t', 'r', 'alice').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', owner: 'alice' });
+  it('an owner counts only from format 5 on: an older header is nobody’s', () => {
+    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/4').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
+    for (const format of ['awaken-transcript/5', 'awaken-transcript/6', 'awaken-transcript/7']) {
+      expect(metaOf(recordedAs('t', 'r', 'alice', format).split('\n'))).toEqual({ thread_id: 't', run_id: 'r', owner: 'alice', segment: 1 });
+    }
     expect(metaOf(['{"type":"env","draw":"now","value":1}'])).toBeUndefined();
     expect(metaOf([])).toBeUndefined();
+  });
+
+  it('a later segment of a run is the one its header names (the name decides nothing); a segment that is not an integer from 2 is the first', () => {
+    const segment = (value: unknown): string => {
+      const [first, ...rest] = recordedAs('t', 'r', 'alice', 'awaken-transcript/7').split('\n');
+      return [JSON.stringify({ ...(JSON.parse(first as string) as object), segment: value }), ...rest].join('\n');
+    };
+    expect(metaOf(segment(3).split('\n'))).toEqual({ thread_id: 't', run_id: 'r', owner: 'alice', segment: 3 });
+    for (const odd of [1, 0, 2.5, '2', null]) expect(metaOf(segment(odd).split('\n'))?.segment).toBe(1);
   });
 
   it('reads a file’s lines once: a file that keeps its size and time is not read again; one that changes either is', () => {

@@ -45,7 +45,7 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
   const lines: string[] = [];
   const start = t.started_at;
   const at = (time: number | undefined): string => (time === undefined || start === undefined ? '' : `+${time - start} ms`);
-  const ids = [`run ${t.run_id ?? '?'}`, `thread ${t.thread_id ?? '?'}`, ...(t.agent_id !== undefined ? [`agent ${t.agent_id}`] : []), ...(t.app !== undefined ? [`app ${t.app.file} (${t.app.version})`] : []), ...(t.parent_run_id !== undefined ? [`delegated by ${t.parent_run_id}`] : [])];
+  const ids = [`run ${t.run_id ?? '?'}`, `thread ${t.thread_id ?? '?'}`, ...(t.agent_id !== undefined ? [`agent ${t.agent_id}`] : []), ...(t.app !== undefined ? [`app ${t.app.file} (${t.app.version})`] : []), ...(t.resumed === true ? [`segment ${t.segment ?? 1}, taken up again from the store`] : t.segment !== undefined ? [`segment ${t.segment}`] : []), ...(t.parent_run_id !== undefined ? [`delegated by ${t.parent_run_id}`] : [])];
   lines.push(ids.join(' · '));
   const termination = t.termination === undefined ? (t.finished ? 'finished' : 'not finished (no run_finish)') : json(t.termination);
   const totals = [`${t.step_count} step${t.step_count === 1 ? '' : 's'}`, ms(durationOf(t.started_at, t.ended_at)), `tokens ${t.usage.input} in, ${t.usage.output} out, ${t.usage.total} total`].filter((x) => x !== '');

@@ -31,6 +31,8 @@ export interface TranscriptEntry {
   readonly name: string;
   readonly thread_id: string;
   readonly run_id: string;
+  /** Which of its run's segments it records, from 1: a run let go while parked and taken up again goes on in the next. */
+  readonly segment: number;
   readonly bytes: number;
   readonly modified_at: number;
 }
@@ -90,7 +92,7 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     for (const t of index.list()) {
       if (threadId !== undefined && t.thread_id !== threadId) continue;
       if (!(await readable(t, threads))) continue;
-      out.push({ name: t.name, thread_id: t.thread_id, run_id: t.run_id, bytes: t.bytes, modified_at: t.modified_at });
+      out.push({ name: t.name, thread_id: t.thread_id, run_id: t.run_id, segment: t.segment, bytes: t.bytes, modified_at: t.modified_at });
     }
     return out.sort((a, b) => b.modified_at - a.modified_at || (a.name < b.name ? -1 : 1));
   };

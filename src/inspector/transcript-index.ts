@@ -2,7 +2,10 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileLines, jsonObjectOf, type JsonObject } from '../replay/lines.ts';
 import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
-import { TRANSCRIPT_FORMAT_5 } from '../replay/migrate.ts';
+import { TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6 } from '../replay/migrate.ts';
+
+/** The formats whose header may name an owner (format 5 on). */
+const OWNED_FORMATS: ReadonlySet<unknown> = new Set([TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT]);
 
 /**
  * What a transcript says of itself — the thread and run it records and the principal that owned the
@@ -14,6 +17,8 @@ export interface TranscriptMeta {
   readonly run_id: string;
   /** Whom it belongs to; absent: recorded without access control, or on a thread nobody owned (the admin's alone). */
   readonly owner?: string;
+  /** Which of its run's recorded segments it is, from 1 (the header's `segment`; a run taken up again from the store has several). */
+  readonly segment: number;
 }
 
 export interface IndexedTranscript extends TranscriptMeta {
@@ -36,6 +41,7 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
   let threadId: string | undefined;
   let runId: string | undefined;
   let owner: string | undefined;
+  let segment = 1;
   let read = 0;
   for (const line of lines) {
     if (header === undefined) {
@@ -44,7 +50,9 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
       const request = header['request'] as JsonObject | undefined;
       if (typeof request?.['thread_id'] === 'string') threadId = request['thread_id'];
       if (typeof request?.['run_id'] === 'string') runId = request['run_id'];
-      if ((header['format'] === TRANSCRIPT_FORMAT || header['format'] === TRANSCRIPT_FORMAT_5) && typeof request?.['owner'] === 'string') owner = request['owner'];
+      if (OWNED_FORMATS.has(header['format']) && typeof request?.['owner'] === 'string') owner = request['owner'];
+      const s = header['segment'];
+      if (typeof s === 'number' && Number.isInteger(s) && s >= 2) segment = s;
       if (threadId !== undefined && runId !== undefined) break;
       continue;
     }
@@ -57,7 +65,7 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
     break;
   }
   if (header === undefined || threadId === undefined || runId === undefined) return undefined;
-  return { thread_id: threadId, run_id: runId, ...(owner !== undefined ? { owner } : {}) };
+  return { thread_id: threadId, run_id: runId, ...(owner !== undefined ? { owner } : {}), segment };
 }
 
 /**

@@ -8,8 +8,9 @@ export const TRANSCRIPT_FORMAT_2 = 'awaken-transcript/2';
 export const TRANSCRIPT_FORMAT_3 = 'awaken-transcript/3';
 export const TRANSCRIPT_FORMAT_4 = 'awaken-transcript/4';
 export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
+export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
 
-const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5] as const;
+const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6] as const;
 type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
@@ -63,7 +64,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1, 2, 3, 4 or 5 transcript in the current format (`awaken-transcript/6`), without
+ * Rewrites a format-1 to 6 transcript in the current format (`awaken-transcript/7`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -92,14 +93,41 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * every plugin a transcript could name was a catalog one, which format 6 writes so — and
  * `config_digest`, which covers them, is recomputed (the old one verified first). Every other line
  * is kept byte for byte.
+ *
+ * Format 6 → 7: the header's tag alone. Format 7 adds what a segment of a run taken up again from the
+ * store writes (`segment`, `request.run_state`, a decision or cancel `after_event` 0); a format-6
+ * transcript is a run's first segment, or the whole run, and has none of them.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
+  if (older === TRANSCRIPT_FORMAT_6) return { text: retagged(text) };
   if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
   const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
   let out = four.text;
   for (const r of FORMAT_5_REWRITES) out = r.rewrite(out);
   return { ...four, text: out };
+}
+
+/**
+ * A format-6 transcript under the current tag: the header's `format` alone changes, every other byte
+ * is kept. What only format 7 writes — a segment's number and run state, a decision or cancel before
+ * any event — is refused first: a format-6 recorder never wrote it.
+ */
+function retagged(text: string): string {
+  const lines = text.split('\n');
+  let header: { segment?: unknown; request?: { run_state?: unknown } };
+  try {
+    header = JSON.parse(lines[0] as string) as typeof header;
+  } catch (e) {
+    throw new MigrationFailure(1, `not JSON: ${(e as Error).message}`);
+  }
+  if (header.segment !== undefined) throw new MigrationFailure(1, 'segment: a format-6 header has none (it is format 7)');
+  if (header.request?.run_state !== undefined) throw new MigrationFailure(1, 'request.run_state: a format-6 header has none (it is format 7)');
+  const early = lines.findIndex((l) => /^\{"type":"(decision|cancel)","after_event":0[,}]/.test(l));
+  if (early >= 0) throw new MigrationFailure(early + 1, 'after_event 0: a format-6 decision or cancel comes after an event');
+  const tag = `{"type":"header","format":"${TRANSCRIPT_FORMAT_6}"`;
+  // `olderFormat` found the tag exactly here.
+  return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
 }
 
 /**
@@ -187,7 +215,7 @@ function toFormat4(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
+  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || format === TRANSCRIPT_FORMAT_6 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
   const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });

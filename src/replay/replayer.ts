@@ -2,13 +2,13 @@
 // sharing its private record queues and line map with `replayTranscript`, which drives them.
 import type { JsonValue } from '../contract/json.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
-import { serialiseEvent } from '../contract/event.ts';
+import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import { ToolCallResumeSchema, ToolResults } from '../contract/tool.ts';
 import type { AgentRunResult } from '../runtime/run-loop.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
-import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
+import { AgentRuntimeBuilder, type RunHandle } from '../runtime/agent-runtime.ts';
 import { DELEGATION_CATEGORY, delegateToolId } from '../runtime/delegation.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
@@ -178,6 +178,16 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const diverge = (d: Omit<PortDivergence, 'atEvent'>): void => {
     divergence ??= { ...d, atEvent: actual.length };
   };
+  /** A record's line (the header's when it has none). */
+  const lineOf = (r: object): number => session.lineOf(r).line ?? 1;
+  if (header.request.run_state === undefined) {
+    // A run that starts emits `run_start` before anything can decide or cancel it.
+    const early = [...session.decisions, ...session.cancels].filter((r) => r.after_event === 0).sort((a, b) => lineOf(a) - lineOf(b))[0];
+    if (early !== undefined) diverge({ port: early.type, message: `a ${early.type} before any event, but only a segment taken up from the store (request.run_state) has one`, line: lineOf(early) });
+  } else if (header.request.messages.length > 0 || header.request.overrides !== undefined) {
+    // Revived, a run reads no input: what the header says it was given would go unchecked.
+    diverge({ port: 'transcript', message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides', line: 1 });
+  }
 
   const builder = new AgentRuntimeBuilder().withEnv(session.env(diverge, header.env)).withAgentSpec(header.agent);
   for (const [id, model] of Object.entries(header.models)) {
@@ -210,17 +220,24 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   for (const plugin of made.plugins) builder.withPlugin(plugin.name, plugin);
   for (const policy of code.stopPolicies) builder.withStopPolicy(policy);
   if (header.circuit_breaker !== undefined) builder.withCircuitBreaker(header.circuit_breaker as never);
-  // A run that loaded a thread from its store loads the same thread from one holding it.
-  if (header.request.history !== undefined || header.request.thread_state !== undefined) {
+  // A run that loaded a thread from its store loads the same thread from one holding it; a segment
+  // taken up from the store finds its run's state there too.
+  const resumed = header.request.run_state;
+  if (header.request.history !== undefined || header.request.thread_state !== undefined || resumed !== undefined) {
     const store = new MemoryThreadRunStore();
     store.threads.set(header.request.thread_id ?? '', { messages: header.request.history ?? [], ...(header.request.thread_state !== undefined ? { threadState: header.request.thread_state } : {}) });
-    builder.withThreadRunStore(store);
+    builder.withThreadRunStore(
+      resumed === undefined
+        ? store
+        : { loadThread: (id) => store.loadThread(id), checkpoint: (c) => store.checkpoint(c), loadRunState: (runId) => Promise.resolve(runId === header.request.run_id ? resumed : undefined) },
+    );
   }
   const built = builder.buildUnchecked();
   if (!built.ok) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
   const runtime = built.value;
 
-  const wait = options.waitForDecisions ?? session.waitsForDecisions;
+  // A segment taken up from the store is parked from its start: it waits for decisions.
+  const wait = resumed !== undefined || (options.waitForDecisions ?? session.waitsForDecisions);
   const controller = new AbortController();
   const decisions = [...session.decisions];
   const cancels = [...session.cancels];
@@ -228,6 +245,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   let threadId = '';
   let parked = false;
   let finished = false;
+  let handle: RunHandle | undefined;
+  /** Where a decision or cancel comes, as a reader counts: after event #n, or before any. */
+  const afterEvent = (count: number): string => (count === 0 ? 'before any event' : `after event #${count - 1}`);
   const deliver = (): void => {
     if (finished) return;
     if (!runtime.isWaiting(threadId)) {
@@ -236,7 +256,10 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     const next = decisions[0];
     if (next === undefined) {
-      diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have`, ...session.lastLine() });
+      // Let go while parked once every recorded event was out (a reload, a shutdown): the recording
+      // ends here, suspended, and so does the replay.
+      if (session.endsSuspended && actual.length === expected.length && handle?.detach() === true) return;
+      diverge({ port: 'decision', message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`, ...session.lastLine() });
       controller.abort();
       return;
     }
@@ -245,7 +268,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       // another point can never be delivered where it was.
       diverge({
         port: 'decision',
-        message: `the run waits for a decision after event #${actual.length - 1}, the next recorded decision came after event #${next.after_event - 1}`,
+        message: `the run waits for a decision ${afterEvent(actual.length)}, the next recorded decision came ${afterEvent(next.after_event)}`,
         ...session.lineOf(next),
       });
       controller.abort();
@@ -253,6 +276,8 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     decisions.shift();
     parked = false;
+    // The calls it waits on say how each keeps its decision (a revived run emitted none of their events).
+    if (handle !== undefined) modes.noteWaiting(handle.waitingOn());
     // A decision writes its id and time exactly where the call it answers keeps them.
     for (const d of next.decisions) {
       const problem = decisionFieldProblem(d.decision, modes.of(d.target_id));
@@ -263,7 +288,14 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     const r = runtime.decide(threadId, next.decisions.map((d) => ({ targetId: d.target_id, decision: decisionOf(d.decision) })));
     if (!r.ok) {
-      diverge({ port: 'decision', message: `the recorded decision after event #${next.after_event - 1} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
+      diverge({ port: 'decision', message: `the recorded decision ${afterEvent(next.after_event)} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
+      controller.abort();
+      return;
+    }
+    // A cancel recorded after this decision with no event between came before the run woke up to it.
+    const cancel = cancels[0];
+    if (cancel !== undefined && cancel.after_event === actual.length && lineOf(cancel) < (decisions[0] !== undefined ? lineOf(decisions[0]) : Infinity)) {
+      cancels.shift();
       controller.abort();
       return;
     }
@@ -275,16 +307,8 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     });
   };
 
-  const started = await runtime.start(
-    {
-      ...(header.request.thread_id !== undefined ? { threadId: header.request.thread_id } : {}),
-      ...(header.request.run_id !== undefined ? { runId: header.request.run_id } : {}),
-      agentId: header.request.agent_id,
-      messages: header.request.messages,
-      ...(header.request.overrides !== undefined ? { overrides: header.request.overrides } : {}),
-    },
-    {
-      emit: (event) => {
+  const sink = {
+      emit: (event: AgentEvent) => {
         actual.push(serialiseEvent(event));
         modes.note(event);
         while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
@@ -297,9 +321,35 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
           setImmediate(deliver);
         }
       },
-    },
-    { signal: controller.signal, waitForDecisions: wait },
-  );
+  };
+  const started =
+    resumed !== undefined
+      ? await runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, { signal: controller.signal })
+      : await runtime.start(
+          {
+            ...(header.request.thread_id !== undefined ? { threadId: header.request.thread_id } : {}),
+            ...(header.request.run_id !== undefined ? { runId: header.request.run_id } : {}),
+            agentId: header.request.agent_id,
+            messages: header.request.messages,
+            ...(header.request.overrides !== undefined ? { overrides: header.request.overrides } : {}),
+          },
+          sink,
+          { signal: controller.signal, waitForDecisions: wait },
+        );
+  if (started.ok) handle = started.value;
+  if (started.ok && resumed !== undefined) {
+    // Parked from its start, and silent until its first decision (or a cancel recorded before any event).
+    threadId = header.request.thread_id ?? '';
+    parked = true;
+    void started.value.parked().then(() => {
+      const cancel = cancels[0];
+      // Cancelled before any event — and before any decision recorded ahead of the cancel.
+      if (cancel?.after_event === 0 && (decisions[0]?.after_event !== 0 || lineOf(cancel) < lineOf(decisions[0]))) {
+        cancels.shift();
+        controller.abort();
+      } else deliver();
+    });
+  }
   if (!started.ok) {
     return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
   }
@@ -313,10 +363,10 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const termination = result?.termination;
   if (!wait && termination?.type === 'suspended' && actual.length < expected.length) {
     // No record answers the suspension, so the run was not started waiting; the recording goes on.
-    diverge({ port: 'decision', message: `the run waits for a decision after event #${actual.length - 1} that the transcript does not have`, line: session.eventLine(actual.length) });
+    diverge({ port: 'decision', message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`, line: session.eventLine(actual.length) });
   }
   const cancel = cancels[0];
-  if (cancel !== undefined) diverge({ port: 'cancel', message: `the run ended after ${actual.length} event(s), before the recorded cancel after event #${cancel.after_event - 1}`, ...session.lineOf(cancel) });
+  if (cancel !== undefined) diverge({ port: 'cancel', message: `the run ended after ${actual.length} event(s), before the recorded cancel ${afterEvent(cancel.after_event)}`, ...session.lineOf(cancel) });
   if (decisions.length > 0) diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for`, ...session.lineOf(decisions[0] as DecisionRecord) });
   const end = result === undefined ? undefined : endRecordOf(result, started.value.messages());
   session.checkEnd(end, options.withoutEndRecord === true, diverge);
@@ -511,6 +561,12 @@ class ReplaySession {
    * suspended waited exactly when it did not end suspended (it was cancelled while parked). A run
    * that never suspends runs the same either way.
    */
+  /** Whether the recorded run ended `suspended`: it was let go while parked (a reload, a shutdown), or never waited. */
+  get endsSuspended(): boolean {
+    const end = this.#end;
+    return end !== undefined && !isCorrupt(end) && end.result.termination.type === 'suspended';
+  }
+
   get waitsForDecisions(): boolean {
     if (this.decisions.length > 0) return true;
     const end = this.#end;

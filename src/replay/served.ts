@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Message } from '../contract/message.ts';
@@ -31,6 +31,9 @@ import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
  * keys stay in the providers, tokens in the HTTP layer).
  */
 interface ServedRun {
+  /** Whose loads are the run's own: a sub-run revived inside its context (to cancel it) loads others. */
+  readonly threadId: string;
+  readonly runId: string;
   readonly log: TranscriptLog;
   readonly modes: SuspensionModes;
   /**
@@ -44,6 +47,8 @@ interface ServedRun {
   readonly tools: readonly ToolDescriptor[];
   history?: readonly Message[];
   threadState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
+  /** The run-scoped state a run taken up from the store was revived from (`request.run_state`). */
+  runState?: { readonly revision: number; readonly extensions: Readonly<Record<string, unknown>> };
 }
 
 /** The longest file name a transcript is written under (in bytes: file systems allow 255 or fewer). */
@@ -102,13 +107,23 @@ export function transcriptFileName(threadId: string, runId: string): string {
   return `${namePart(threadId, MAX_NAME - run.length - '--.jsonl'.length)}--${run}.jsonl`;
 }
 
-/** The thread and run a name `transcriptFileName` wrote gives back (undefined: shortened, or not such a name). */
-export function transcriptIdsOf(name: string): { readonly threadId: string; readonly runId: string } | undefined {
-  const m = /^([a-z0-9_~]+)--([a-z0-9_~]+)\.jsonl$/.exec(name);
+/**
+ * The file of a run's later segment (`segment` ≥ 2: the run was let go while parked and taken up
+ * again from the store): its first segment's name with `--<segment>` before `.jsonl`.
+ */
+export function segmentFileName(threadId: string, runId: string, segment: number): string {
+  const first = transcriptFileName(threadId, runId);
+  return segment <= 1 ? first : `${first.slice(0, -'.jsonl'.length)}--${segment}.jsonl`;
+}
+
+/** The thread, run and (from 2) segment a name `segmentFileName` wrote gives back (undefined: shortened, or not such a name). */
+export function transcriptIdsOf(name: string): { readonly threadId: string; readonly runId: string; readonly segment?: number } | undefined {
+  const m = /^([a-z0-9_~]+)--([a-z0-9_~]+)(?:--([2-9]|[1-9][0-9]+))?\.jsonl$/.exec(name);
   if (m === null) return undefined;
   const threadId = idOfPart(m[1] as string);
   const runId = idOfPart(m[2] as string);
-  return threadId === undefined || runId === undefined ? undefined : { threadId, runId };
+  if (threadId === undefined || runId === undefined) return undefined;
+  return m[3] === undefined ? { threadId, runId } : { threadId, runId, segment: Number(m[3]) };
 }
 
 export interface ServedRecorderOptions {
@@ -140,12 +155,16 @@ interface ObservedRun {
   readonly messages: readonly Message[];
   /** The principal the thread belonged to when the run started (none: no access control, or a thread nobody owns). */
   readonly owner?: string;
+  /** A parked run taken up again from the store (`start` revives it): it goes on in a segment of its own. */
+  readonly resumed?: boolean;
 }
 
 export class ServedRecorder {
   readonly #context = new AsyncLocalStorage<ServedRun>();
   readonly #o: ServedRecorderOptions;
   #runtime: AgentRuntime | undefined;
+  /** Names the files a transcript is written to before it is linked in: one per write, unique in this process. */
+  #partials = 0;
 
   constructor(options: ServedRecorderOptions) {
     this.#o = options;
@@ -199,7 +218,7 @@ export class ServedRecorder {
       loadThread: async (threadId) => {
         const run = context.getStore();
         const thread = await context.exit(() => inner.loadThread(threadId));
-        if (run !== undefined) {
+        if (run !== undefined && threadId === run.threadId) {
           // Written even when empty: the run had a store (its checkpoints draw from the env), and so has its replay.
           run.history = thread?.messages.slice() ?? [];
           if (thread?.threadState !== undefined) run.threadState = thread.threadState;
@@ -207,14 +226,27 @@ export class ServedRecorder {
         return thread;
       },
       checkpoint: (c) => context.exit(() => inner.checkpoint(c)),
-      ...(inner.loadRunState !== undefined ? { loadRunState: (runId: string) => context.exit(() => (inner.loadRunState as NonNullable<ThreadRunStore['loadRunState']>).call(inner, runId)) } : {}),
+      ...(inner.loadRunState !== undefined
+        ? {
+            loadRunState: async (runId: string) => {
+              const run = context.getStore();
+              const state = await context.exit(() => (inner.loadRunState as NonNullable<ThreadRunStore['loadRunState']>).call(inner, runId));
+              // What a revived run is taken up from: its replay revives it from the same.
+              if (run !== undefined && state !== undefined && runId === run.runId) run.runState = state;
+              return state;
+            },
+          }
+        : {}),
     };
   }
 
-  /** The server registry's `RunObserver`: each new run started in its own recording context. */
+  /**
+   * The server registry's `RunObserver`: each run started, and each parked run taken up again from
+   * the store, in its own recording context — a segment of its own, with the code current then.
+   */
   observe(run: ObservedRun, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
     // Read now: an app loaded again while the run goes on is not the code it runs.
-    const served: ServedRun = { log: new TranscriptLog(), modes: new SuspensionModes(), agent: this.#runtime?.resolve(run.agentId), plugins: this.#o.plugins?.(), app: this.#o.app?.(), models: typeof this.#o.models === 'function' ? this.#o.models() : this.#o.models, tools: typeof this.#o.tools === 'function' ? this.#o.tools() : this.#o.tools };
+    const served: ServedRun = { threadId: run.threadId, runId: run.runId, log: new TranscriptLog(), modes: new SuspensionModes(), agent: this.#runtime?.resolve(run.agentId), plugins: this.#o.plugins?.(), app: this.#o.app?.(), models: typeof this.#o.models === 'function' ? this.#o.models() : this.#o.models, tools: typeof this.#o.tools === 'function' ? this.#o.tools() : this.#o.tools };
     const context = this.#context;
     const recording: Sink = {
       emit: (event) => {
@@ -231,23 +263,28 @@ export class ServedRecorder {
         (result) => this.#write(run, served, result, handle.messages()),
         () => undefined,
       );
-      return { ok: true as const, value: this.#watched(handle, served) };
+      return { ok: true as const, value: this.#watched(handle, served, run.resumed === true) };
     });
   }
 
-  /** The handle with its decisions and cancel recorded where they happen. */
-  #watched(handle: RunHandle, served: ServedRun): RunHandle {
+  /**
+   * The handle with its decisions and cancel recorded where they happen (a segment taken up from the
+   * store may be decided or cancelled before it emits anything).
+   */
+  #watched(handle: RunHandle, served: ServedRun, resumed: boolean): RunHandle {
     return new Proxy(handle, {
       get: (target, prop) => {
         if (prop === 'decide') {
           return (decisions: readonly Decision[], messages?: readonly Message[]) => {
+            // How each call keeps its decision: a revived run emitted none of their events in this segment.
+            served.modes.noteWaiting(target.waitingOn());
             served.log.push({ type: 'decision', after_event: served.log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, served.modes.of(d.targetId)) })) });
             return target.decide(decisions, messages);
           };
         }
         if (prop === 'cancel') {
           return () => {
-            if (served.log.eventCount > 0 && !served.log.lines.some((l) => l.startsWith('{"type":"end"'))) served.log.push({ type: 'cancel', after_event: served.log.eventCount });
+            if ((resumed || served.log.eventCount > 0) && !served.log.lines.some((l) => l.startsWith('{"type":"end"'))) served.log.push({ type: 'cancel', after_event: served.log.eventCount });
             target.cancel();
           };
         }
@@ -257,8 +294,13 @@ export class ServedRecorder {
     });
   }
 
+  /**
+   * Writes a segment's transcript under the first name of its run not taken yet (`segmentFileName`):
+   * a run taken up again never overwrites what an earlier segment wrote, and each header says which
+   * segment it is.
+   */
   #write(run: ObservedRun, served: ServedRun, result: AgentRunResult, messages: readonly Message[]): void {
-    const file = join(this.#o.dir, transcriptFileName(run.threadId, run.runId));
+    let file = join(this.#o.dir, transcriptFileName(run.threadId, run.runId));
     try {
       const resolved = served.agent ?? this.#runtime?.resolve(run.agentId);
       if (resolved === undefined || !resolved.ok) throw new Error(`cannot resolve agent ${run.agentId}`);
@@ -275,8 +317,7 @@ export class ServedRecorder {
         }),
         stop_policies: [] as string[],
       };
-      const header = new TranscriptLog();
-      header.push({
+      const header = {
         type: 'header',
         format: TRANSCRIPT_FORMAT,
         config_digest: configDigest(headerBase as never),
@@ -291,12 +332,30 @@ export class ServedRecorder {
           messages: run.messages,
           ...(served.history !== undefined ? { history: served.history } : {}),
           ...(served.threadState !== undefined ? { thread_state: served.threadState } : {}),
+          ...(served.runState !== undefined ? { run_state: served.runState } : {}),
         },
-      });
+      };
       served.log.push(endRecordOf(result, messages));
-      // Whole or not at all: a reader of the directory never sees half a transcript.
-      writeFileSync(`${file}.partial`, `${[...header.lines, ...served.log.lines].join('\n')}\n`);
-      renameSync(`${file}.partial`, file);
+      const body = `${served.log.lines.join('\n')}\n`;
+      for (let segment = 1; ; segment++) {
+        file = join(this.#o.dir, segmentFileName(run.threadId, run.runId, segment));
+        if (existsSync(file)) continue;
+        const head = new TranscriptLog();
+        head.push(segment === 1 ? header : { ...header, segment });
+        // Whole or not at all, and never over an earlier segment: written aside under a name of its
+        // own (another process recording into the directory has others), then linked in under the
+        // name only if nothing holds it (a rename would replace what is there).
+        const partial = join(this.#o.dir, `.${process.pid.toString(36)}-${(++this.#partials).toString(36)}.partial`);
+        writeFileSync(partial, `${head.lines[0] as string}\n${body}`);
+        try {
+          linkSync(partial, file);
+          break;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        } finally {
+          rmSync(partial, { force: true });
+        }
+      }
       this.#o.onWritten?.(file);
     } catch (e) {
       this.#o.onError?.(file, e);

@@ -80,6 +80,10 @@ export interface Timeline {
   agent_id?: string;
   /** The app module and its version that ran the run (a served app's transcript names it). */
   app?: { readonly file: string; readonly version: string };
+  /** Which of the run's recorded segments this is, from 2 (absent: its first, or its only one). */
+  segment?: number;
+  /** A segment of a run taken up again from the store (a reload, a restart): it starts parked, where the one before left it. */
+  resumed?: boolean;
   parent_run_id?: string;
   started_at?: number;
   ended_at?: number;
@@ -184,8 +188,16 @@ export class TimelineFold {
 
   #header(rec: Record<string, Json>): void {
     const agent = rec['agent'] as { id?: string } | undefined;
-    const request = rec['request'] as { thread_id?: string; run_id?: string } | undefined;
+    const request = rec['request'] as { thread_id?: string; run_id?: string; run_state?: { revision?: Json; extensions?: Json }; thread_state?: { extensions?: Json } } | undefined;
     if (agent?.id !== undefined) this.timeline.agent_id = agent.id;
+    if (typeof rec['segment'] === 'number') this.timeline.segment = rec['segment'];
+    const runState = request?.run_state;
+    if (typeof runState === 'object' && runState !== null) {
+      this.timeline.resumed = true;
+      // Its first state diff is against the state it was taken up with, not an empty one.
+      const of = (x: Json | undefined): Record<string, Json> => (typeof x === 'object' && x !== null && !Array.isArray(x) ? x : {});
+      this.#previousState = { revision: runState.revision ?? 0, extensions: { ...of(request?.thread_state?.extensions), ...of(runState.extensions) } };
+    }
     const app = rec['app'] as { file?: unknown; version?: unknown } | undefined;
     if (typeof app?.file === 'string' && typeof app.version === 'string') this.timeline.app = { file: app.file, version: app.version };
     if (request?.thread_id !== undefined) this.timeline.thread_id = request.thread_id;

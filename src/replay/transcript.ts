@@ -11,7 +11,7 @@ import { StreamPartSchema } from '../contract/stream.ts';
 import { ResumeDecisionActionSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/6';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/7';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -44,6 +44,12 @@ export const HeaderSchema = z.object({
    * code to replay it with.
    */
   app: z.object({ file: z.string(), version: z.string() }).optional(),
+  /**
+   * Which of its run's recorded segments this is, from 1 (absent: 1). A run that parks, is let go
+   * (a reload, a shutdown) and is taken up again from the store (`request.run_state`) goes on in a new
+   * segment, with the code current then: a transcript each, numbered in the order they were written.
+   */
+  segment: z.number().int().min(2).optional(),
   env: EnvSetupSchema,
   request: z.object({
     thread_id: z.string().optional(),
@@ -64,6 +70,12 @@ export const HeaderSchema = z.object({
      */
     history: z.array(MessageSchema).optional(),
     thread_state: z.object({ revision: z.number().int(), extensions: z.record(z.string(), JsonValueSchema) }).optional(),
+    /**
+     * The run-scoped state of a run taken up again from its store (a parked run revived after a
+     * reload or a restart): its replay revives the run from it and the thread, instead of starting one.
+     * Such a segment emits nothing before its first decision (its `messages` are empty).
+     */
+    run_state: z.object({ revision: z.number().int(), extensions: z.record(z.string(), JsonValueSchema) }).optional(),
   }),
 });
 export type Header = z.output<typeof HeaderSchema>;
@@ -162,7 +174,7 @@ export type RecordedDecision = z.output<typeof RecordedDecisionSchema>;
 
 export const DecisionRecordSchema = z.object({
   type: z.literal('decision'),
-  after_event: z.number().int().positive(),
+  after_event: z.number().int().nonnegative(),
   decisions: z.array(z.object({ target_id: z.string(), decision: RecordedDecisionSchema })),
 });
 export type DecisionRecord = z.output<typeof DecisionRecordSchema>;
@@ -215,13 +227,29 @@ export class SuspensionModes {
     if (typeof suspensionId === 'string') this.#modes.set(suspensionId, mode as ToolCallResumeMode);
   }
 
+  /**
+   * Takes note of the calls a parked run waits on: a run taken up from the store emitted none of
+   * their `tool_call_done` events in its own segment, its ticket is where their mode is.
+   */
+  noteWaiting(calls: readonly { readonly call: { readonly id: string }; readonly ticket?: { readonly resume_mode: ToolCallResumeMode; readonly suspension: { readonly id: string } } | undefined }[]): void {
+    for (const { call, ticket } of calls) {
+      if (ticket === undefined) continue;
+      this.#modes.set(call.id, ticket.resume_mode);
+      this.#modes.set(ticket.suspension.id, ticket.resume_mode);
+    }
+  }
+
   of(targetId: string): ToolCallResumeMode | undefined {
     return this.#modes.get(targetId);
   }
 }
 
-/** Decisions and cancels come after at least one event (`run_start`): a recorder never writes 0. */
-export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().positive() });
+/**
+ * A decision or a cancel comes after at least one event (`run_start`) of a run that starts; a segment
+ * taken up from the store (`request.run_state`) emits nothing before its first decision, so there
+ * `after_event` may be 0.
+ */
+export const CancelRecordSchema = z.object({ type: z.literal('cancel'), after_event: z.number().int().nonnegative() });
 export type CancelRecord = z.output<typeof CancelRecordSchema>;
 
 export const EventRecordSchema = z.object({ type: z.literal('event'), seq: z.number().int().nonnegative(), event: JsonValueSchema });

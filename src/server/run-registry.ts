@@ -58,12 +58,17 @@ export interface RegistryOptions {
 export type RunStarter = (sink: { emit(event: AgentEvent): void | Promise<void> }) => ReturnType<AgentRuntime['start']>;
 
 /**
- * Sees each new run as it starts (not a parked run revived after a restart): it calls `start`
+ * Sees each new run as it starts, and each parked run taken up again from the store (`resumed`: after
+ * a reload or a restart, `start` revives it and it emits nothing before a decision): it calls `start`
  * itself, and may wrap the sink and the handle it returns.
  */
 export interface RunObserver {
   /** `owner`: the principal the thread belongs to as the run starts (absent: none does). */
-  observe(run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[]; readonly owner?: string }, start: RunStarter, sink: Parameters<RunStarter>[0]): ReturnType<RunStarter>;
+  observe(
+    run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[]; readonly owner?: string; readonly resumed?: boolean },
+    start: RunStarter,
+    sink: Parameters<RunStarter>[0],
+  ): ReturnType<RunStarter>;
 }
 
 /** Why the registry refused to start or steer a run. */
@@ -403,8 +408,12 @@ export class RunRegistry {
         return false;
       }
       const owner = await this.#store.threadOwner(threadId);
+      const revive: RunStarter = (sink) => this.#runtime.revive({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink);
+      const observer = this.#observer;
+      // The agent a revived run resolves to when the store names none: the runtime's first, as at `start`.
+      const agentId = stored.agent_id !== '' ? stored.agent_id : (this.#runtime.agentIds()[0] ?? '');
       const launched = await this.#launch(threadId, runId, stored.agent_id, owner, [], 'waiting', (sink) =>
-        this.#runtime.revive({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink),
+        observer === undefined ? revive(sink) : observer.observe({ threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true }, revive, sink),
       );
       if (!launched.ok) {
         this.#logger.error('parked run could not be revived', { run: runId, thread: threadId, error: launched.error.message });

@@ -306,4 +306,30 @@ describe('RunRegistry#releaseParked: a parked run outlives the code that parked 
     ]);
     await s.registry.shutdown();
   });
+
+  it("A2A tasks/<id>:cancel of a task let go at a reload cancels it (it is not 'finished'); another principal's cancel finds no task and leaves it waiting", async () => {
+    const tokens = new Map([
+      ['alice-token-0123456789', 'alice'],
+      ['bob-token-0123456789', 'bob'],
+    ]);
+    const as = (token: string, body?: unknown): RequestInit => ({ method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+    const s = reloadable({ A: [APPROVE], B: [{ text: 'never asked' }] }, { auth: { tokens } });
+    const parked = await parkOn(s.app, 'own', as('alice-token-0123456789', { threadId: 'own', messages: [{ role: 'user', content: 'ship it' }] }));
+    s.reload();
+    expect(await s.registry.releaseParked()).toBe(1);
+
+    const refused = await s.app.request(`/v1/a2a/tasks/${parked.runId}:cancel`, as('bob-token-0123456789'));
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { error: { details: { reason: string }[] } }).error.details[0]?.reason).toBe('TASK_NOT_FOUND');
+    expect(await s.store.getRun(parked.runId)).toMatchObject({ status: 'waiting' });
+
+    const cancelled = await s.app.request(`/v1/a2a/tasks/${parked.runId}:cancel`, as('alice-token-0123456789'));
+    expect(cancelled.status).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ id: parked.runId, contextId: 'own', status: { state: 'TASK_STATE_CANCELED' } });
+    expect(await s.store.getRun(parked.runId)).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+    // Cancelled once is finished: a second cancel is refused as for any finished task.
+    const again = await s.app.request(`/v1/a2a/tasks/${parked.runId}:cancel`, as('alice-token-0123456789'));
+    expect(again.status).toBe(409);
+    await s.registry.shutdown();
+  });
 });

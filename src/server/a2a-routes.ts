@@ -327,7 +327,10 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     if (!isValidId(taskId)) throw taskNotFound(taskId);
     const live = registry.live(taskId);
     if (live === undefined || live.status === 'done') {
-      if ((await store.getRun(taskId)) === undefined) throw taskNotFound(taskId);
+      const stored = await store.getRun(taskId);
+      if (stored === undefined) throw taskNotFound(taskId);
+      // Waiting in the store and held by no run here (a restart, or a reload let it go): ended there.
+      if (stored.status === 'waiting' && (await registry.cancelAnywhere(taskId)).ok) return snapshot(taskId, undefined);
       throw new A2aError('TASK_NOT_CANCELABLE', `task ${taskId} cannot be canceled: it has finished`, [errorInfo('TASK_NOT_CANCELABLE', { taskId })]);
     }
     const from = registry.log(live.threadId).lastSeq;

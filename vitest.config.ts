@@ -15,6 +15,7 @@ const FAULTS = [
   'spec/cli/serve-skill-limits.spec.ts',
   'spec/bench/allocation.spec.ts',
   'spec/app/load.spec.ts',
+  'spec/cli/dev-reload-memory.spec.ts',
 ];
 export default defineConfig({
   // The package's own name resolves to its sources in the specs (the published entry points are

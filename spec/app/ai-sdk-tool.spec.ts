@@ -278,6 +278,51 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       expect(doneOf(h).map((d) => d.outcome)).toEqual(['succeeded']);
     });
 
+    it('asked at the gate, before the call runs: in a sequential batch the call after one waiting for approval runs; approved, the waiting one runs', async () => {
+      const runs: unknown[] = [];
+      const noted: string[] = [];
+      const note = defineTool({ id: 'note', description: 'Note', args: z.object({ text: z.string() }), execute: ({ text }) => (noted.push(text), ToolResults.success('note', { noted: text })) });
+      const calls = [{ id: 'c1', name: 'deploy', arguments: { target: 'prod' } }, { id: 'c2', name: 'note', arguments: { text: 'deploying' } }];
+      const h = harness([{ tool_calls: calls }, { text: 'ok' }], { tools: [deploy(true, runs), note] });
+      const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
+      if (!started.ok) throw new Error(JSON.stringify(started.error));
+      await waitFor(() => h.runtime.isWaiting(started.value.threadId));
+      expect([runs, noted]).toEqual([[], ['deploying']]);
+      expect(doneOf(h).map((d) => [d.id, d.outcome])).toEqual([
+        ['c1', 'suspended'],
+        ['c2', 'succeeded'],
+      ]);
+      expect(started.value.decide([{ targetId: 'perm_c1', decision: { decision_id: 'd', action: 'resume', updated_at: 0 } }]).ok).toBe(true);
+      expect((await started.value.done).termination).toEqual({ type: 'natural_end' });
+      expect([runs, noted]).toEqual([['prod'], ['deploying']]);
+      expect(checkRunInvariants(h.sink.events)).toEqual([]);
+    });
+
+    it('a wrapper that keeps only the descriptor and execute (no question at the gate): the call still asks, from inside itself, and never runs unapproved', async () => {
+      const runs: unknown[] = [];
+      const gated = deploy(true, runs);
+      expect(gated.askBefore).toBeTypeOf('function');
+      const bare: Tool = { descriptor: gated.descriptor, execute: (args, ctx) => gated.execute(args, ctx) };
+      const { h, handle } = await startParked(bare, { target: 'prod' });
+      expect(runs).toEqual([]);
+      expect(doneOf(h).map((d) => [d.outcome, (d.result as { suspension?: { suspension: { id: string } } }).suspension?.suspension.id])).toEqual([['suspended', 'perm_c1']]);
+      handle.decide([{ targetId: 'perm_c1', decision: { decision_id: 'd', action: 'resume', updated_at: 0 } }]);
+      await handle.done;
+      expect(runs).toEqual(['prod']);
+    });
+
+    it('a needsApproval that throws fails the call with its message; execute never runs', async () => {
+      const runs: unknown[] = [];
+      const h = await runOne(
+        deploy(() => {
+          throw new Error('approval service down');
+        }, runs),
+        { target: 'prod' },
+      );
+      expect(runs).toEqual([]);
+      expect(doneOf(h).map((d) => [d.outcome, (d.result as { message?: string }).message])).toEqual([['failed', 'approval service down']]);
+    });
+
     it('an async function answering true: suspended; approved, it runs (asked once); denied, it does not', async () => {
       for (const action of ['resume', 'cancel'] as const) {
         const runs: unknown[] = [];

@@ -12,9 +12,10 @@ import type { AiSdkToolLike } from './define.ts';
  * it: the tool is read by its shape (`inputSchema`, `execute`, `needsApproval`, `toModelOutput`).
  *
  * An approval is asked the way the permission plugin asks (the same ticket, the same events), so a
- * client that answers awaken's approvals answers these too. The tool asks from inside its own call,
- * not from a gate before it: in a `sequential` batch, the calls after one waiting for approval end
- * interrupted, as after any call that suspends itself.
+ * client that answers awaken's approvals answers these too, and where it does: at the batch's gate,
+ * before the call runs (`Tool.askBefore`), so in a `sequential` batch the calls after one waiting
+ * for approval still run. The call asks again from inside itself only if nothing asked at the gate
+ * (a wrapper that dropped `askBefore`): a call that needs approval never runs without one.
  */
 
 /** A tool's input checked: the parsed value, or why it is not one (the fields at fault). */
@@ -65,13 +66,30 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
     return checked.value;
   };
 
-  const approvalNeeded = async (input: unknown, ctx: ToolCallContext): Promise<boolean> => {
+  const approvalNeeded = async (input: unknown, callId: string): Promise<boolean> => {
     if (typeof needsApproval !== 'function') return needsApproval === true;
-    return Boolean(await needsApproval(input, { toolCallId: ctx.callId, messages: [] }));
+    return Boolean(await needsApproval(input, { toolCallId: callId, messages: [] }));
   };
+  const ticketOf = (callId: string, name: string, args: JsonValue) => SuspendTicketSchema.parse(permissionTicket({ id: callId, name, arguments: args }));
+  /** Calls asked at the gate and let run: not asked again inside (one question per call). */
+  const cleared = new Set<string>();
 
   return {
     descriptor: { id, name: id, description: description ?? '', parameters: schema.parameters },
+    ...(needsApproval === undefined || needsApproval === false
+      ? {}
+      : {
+          askBefore: async (args: JsonValue, call: { readonly id: string; readonly name: string }) => {
+            const checked = await schema.check(args);
+            // Arguments that do not parse fail in `execute`, which says why; nothing to approve.
+            if (!checked.ok) return undefined;
+            if (await approvalNeeded(checked.value, call.id)) return ticketOf(call.id, call.name, args);
+            cleared.add(call.id);
+            // A call let run but never run (interrupted, cancelled) stays here: the oldest go first.
+            if (cleared.size > 1024) cleared.delete(cleared.values().next().value as string);
+            return undefined;
+          },
+        }),
     validateArgs: (args) => {
       const checked = schema.check(args);
       // An asynchronous validator answers in `execute`, which checks the arguments again.
@@ -80,10 +98,11 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
     },
     execute: async (args, ctx) => {
       const input = await parse(args);
-      // A resumed call was approved: a denial cancels the call without running the tool again.
-      if (ctx.resume === undefined && (await approvalNeeded(input, ctx))) {
-        const ticket = SuspendTicketSchema.parse(permissionTicket({ id: ctx.callId, name: ctx.toolName, arguments: args }));
-        return ToolResults.suspended(ctx.toolName, `Tool '${ctx.toolName}' suspended: awaiting approval`, ticket);
+      // A resumed call was approved (a denial cancels it without running the tool); one the gate let
+      // run was not to be asked. Anything else — the gate never asked — asks here.
+      const asked = cleared.delete(ctx.callId);
+      if (ctx.resume === undefined && !asked && (await approvalNeeded(input, ctx.callId))) {
+        return ToolResults.suspended(ctx.toolName, `Tool '${ctx.toolName}' suspended: awaiting approval`, ticketOf(ctx.callId, ctx.toolName, args));
       }
       const output = await outputOf(run, input, ctx);
       const data = jsonOf(output);

@@ -95,8 +95,9 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * is kept byte for byte.
  *
  * Format 6 → 7: the header's tag alone. Format 7 adds what a segment of a run taken up again from the
- * store writes (`segment`, `request.run_state`, a decision or cancel `after_event` 0); a format-6
- * transcript is a run's first segment, or the whole run, and has none of them.
+ * store writes (`segment`, `request.run_state`, a decision or cancel `after_event` 0), and the `ask`
+ * record (a tool's question at the gate); a format-6 transcript is a run's first segment, or the
+ * whole run, and has none of them.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);

@@ -140,6 +140,7 @@ function commandRecord(command: StateCommand): { ops: unknown[]; actions: unknow
 export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
   return {
     descriptor: inner.descriptor,
+    ...(inner.askBefore !== undefined ? { askBefore: recordingAsk(inner, log) } : {}),
     // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
     execute: async (args: JsonValue, ctx: ToolCallContext) => {
       if (insideTool.getStore() === log) return inner.execute(args, ctx);
@@ -166,6 +167,23 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
         throw e;
       }
     },
+  };
+}
+
+/** A tool's question at the gate (`Tool.askBefore`), its answer recorded (`ask`): the ticket, null, or what it threw. */
+export function recordingAsk(inner: Tool, log: TranscriptLog): NonNullable<Tool['askBefore']> {
+  const ask = (inner.askBefore as NonNullable<Tool['askBefore']>).bind(inner);
+  return async (args, call) => {
+    const base = { type: 'ask', call_id: call.id, name: inner.descriptor.id, arguments: args };
+    let ticket: Awaited<ReturnType<typeof ask>>;
+    try {
+      ticket = await ask(args, call);
+    } catch (e) {
+      log.push({ ...base, thrown: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+    log.push({ ...base, ticket: ticket ?? null });
+    return ticket;
   };
 }
 

@@ -41,6 +41,7 @@ import {
   PluginEntrySchema,
   type ReadLine,
   type EndRecord,
+  type AskRecord,
   type ToolRecord,
 } from './transcript.ts';
 
@@ -91,7 +92,7 @@ export interface ReplayOptions extends CodeOptions {
 type Corrupt = { readonly corrupt: string; readonly line: number };
 const isCorrupt = (x: unknown): x is Corrupt => typeof x === 'object' && x !== null && 'corrupt' in x;
 
-const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool', 'decision', 'cancel', 'event', 'end']);
+const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool', 'ask', 'decision', 'cancel', 'event', 'end']);
 const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
 const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":(\{.*\})\}$/;
 
@@ -435,6 +436,8 @@ class ReplaySession {
   readonly #env: (EnvRecord | Corrupt)[] = [];
   readonly #llm: (LlmRecord | Corrupt)[] = [];
   readonly #tools: (ToolRecord | Corrupt)[] = [];
+  /** Tools' questions at the gate, in order (`ask` records). */
+  readonly #asks: (AskRecord | Corrupt)[] = [];
   #end: EndRecord | Corrupt | undefined;
   /** The recorded requests' digest chain (undefined after an unreadable one), their changes, and the replayed run's chain. */
   #previousDigest: string | null | undefined = null;
@@ -466,6 +469,7 @@ class ReplaySession {
           this.#llm.push(corrupt);
         }
         else if (l.type === 'tool') this.#tools.push(corrupt);
+        else if (l.type === 'ask') this.#asks.push(corrupt);
         else if (l.type === 'end') this.#takeEnd(corrupt);
         else this.#env.push(corrupt);
         continue;
@@ -494,6 +498,9 @@ class ReplaySession {
         }
         case 'tool':
           this.#tools.push(r);
+          break;
+        case 'ask':
+          this.#asks.push(r);
           break;
         case 'decision':
           this.decisions.push(r);
@@ -598,6 +605,11 @@ class ReplaySession {
 
   /** Checks what the header says of the environment against what the run drew. */
   finish(setup: Header['env']): void {
+    const unasked = this.#asks[0];
+    if (unasked !== undefined) {
+      const line = this.lineOf(unasked).line ?? this.#last;
+      this.problems.push({ message: `line ${line}: ${this.#asks.length} recorded question(s) at the gate were never asked (an ask record no call made)`, atEvent: this.expectedEvents.length, line });
+    }
     if (setup.kind === 'deterministic' && setup.seed !== undefined && this.#randomDraws === 0) {
       this.problems.push({ message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)', atEvent: this.expectedEvents.length, line: 1 });
     }
@@ -739,8 +751,33 @@ class ReplaySession {
   /** A tool that answers each call with its recorded outcome (matched by call id and name). */
   tool(descriptor: Tool['descriptor'], diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): Tool {
     const records = this.#tools;
+    const asks = this.#asks;
+    // A tool that asked at the gate in the recording asks here, answered from its records.
+    const asked = asks.some((r) => isCorrupt(r) || r.name === descriptor.id);
     return {
       descriptor,
+      ...(asked
+        ? {
+            askBefore: (args: JsonValue, call: { readonly id: string }) => {
+              const i = asks.findIndex((r) => isCorrupt(r) || (r.call_id === call.id && r.name === descriptor.id));
+              const r = i >= 0 ? asks.splice(i, 1)[0] : undefined;
+              if (r === undefined) {
+                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}] was asked about at the gate, the transcript has no ask record for it`, ...this.lastLine() });
+                return undefined;
+              }
+              const at = this.lineOf(r);
+              if (isCorrupt(r)) {
+                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
+                return undefined;
+              }
+              if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
+                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}] is asked about with other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)), ...at });
+              }
+              if ('thrown' in r) throw new Error(r.thrown);
+              return r.ticket ?? undefined;
+            },
+          }
+        : {}),
       execute: async (args, ctx) => {
         const i = records.findIndex((r) => isCorrupt(r) || (r.call_id === ctx.callId && r.name === descriptor.id));
         const r = i >= 0 ? records.splice(i, 1)[0] : undefined;

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentEvent } from '../contract/event.ts';
+import type { JsonValue } from '../contract/json.ts';
 import type { Message } from '../contract/message.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 import type { AgentRuntime, RunHandle } from '../runtime/agent-runtime.ts';
@@ -12,7 +13,7 @@ import type { ModelEntry, RuntimePlugin } from '../runtime/resolve.ts';
 import type { AgentRunResult, Decision } from '../runtime/run-loop.ts';
 import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { Tool } from '../runtime/tool.ts';
-import { recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
+import { recordingAsk, recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
 import { pluginEntryOf } from './plugins.ts';
 import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT, type PluginEntry } from './transcript.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
@@ -194,8 +195,17 @@ export class ServedRecorder {
   }
 
   tool(inner: Tool): Tool {
+    const ask = inner.askBefore;
     return {
       descriptor: inner.descriptor,
+      ...(ask !== undefined
+        ? {
+            askBefore: (args: JsonValue, call: { readonly id: string; readonly name: string }) => {
+              const run = this.#context.getStore();
+              return run === undefined ? ask.call(inner, args, call) : recordingAsk(inner, run.log)(args, call);
+            },
+          }
+        : {}),
       ...(inner.validateArgs !== undefined ? { validateArgs: (args: Parameters<NonNullable<Tool['validateArgs']>>[0]) => inner.validateArgs?.(args) } : {}),
       execute: (args, ctx) => {
         const run = this.#context.getStore();

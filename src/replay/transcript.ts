@@ -8,7 +8,7 @@ import { TerminationReasonSchema, type TerminationReason } from '../contract/lif
 import { MessageSchema, type Message } from '../contract/message.ts';
 import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
 import { StreamPartSchema } from '../contract/stream.ts';
-import { ResumeDecisionActionSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
+import { ResumeDecisionActionSchema, SuspendTicketSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
 export const TRANSCRIPT_FORMAT = 'awaken-transcript/7';
@@ -154,6 +154,15 @@ export const ToolRecordSchema = z.object({
 export type ToolRecord = z.output<typeof ToolRecordSchema>;
 
 /**
+ * The approval a tool asked for at the gate, before a first run of a call (`Tool.askBefore`, the AI
+ * SDK's `needsApproval`): the ticket it suspended the call with, `null` when it let the call run, or
+ * what it threw.
+ */
+const AskBase = { type: z.literal('ask'), call_id: z.string(), name: z.string(), arguments: JsonValueSchema };
+export const AskRecordSchema = z.union([z.object({ ...AskBase, ticket: SuspendTicketSchema.nullable() }).strict(), z.object({ ...AskBase, thrown: z.string() }).strict()]);
+export type AskRecord = z.output<typeof AskRecordSchema>;
+
+/**
  * A decision as a transcript writes it: a `ToolCallResume` whose `decision_id` and `updated_at` are
  * written only where the call keeps them (`keepsWholeDecision`).
  */
@@ -283,7 +292,7 @@ export function endRecordOf(
   });
 }
 
-export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema, EndRecordSchema]);
+export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, AskRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema, EndRecordSchema]);
 export type TranscriptRecord = z.output<typeof RecordSchema>;
 
 const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
@@ -291,6 +300,7 @@ const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
   env: EnvRecordSchema,
   llm: LlmRecordSchema,
   tool: ToolRecordSchema,
+  ask: AskRecordSchema,
   decision: DecisionRecordSchema,
   cancel: CancelRecordSchema,
   event: EventRecordSchema,

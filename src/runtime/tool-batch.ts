@@ -420,7 +420,12 @@ export class ToolBatch {
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
   #gate(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
     const ran = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
-    return ran === undefined ? this.#intercepted(call) : andThenUnlessHalted(ran, () => this.#intercepted(call));
+    const verdict = ran === undefined ? this.#intercepted(call) : andThenUnlessHalted(ran, () => this.#intercepted(call));
+    const tool = this.#host.resolved.tools.get(call.name);
+    if (tool?.askBefore === undefined) return verdict;
+    // What the plugins allowed, the tool may still ask to be approved first (`Tool.askBefore`).
+    const ask = (gate: Gate | Halt): Gate | Halt | Promise<Gate> => (isHalt(gate) || gate.type !== 'allow' ? gate : askedOf(tool, call));
+    return isPromiseLike<Gate | Halt>(verdict) ? Promise.resolve(verdict).then(ask) : ask(verdict);
   }
 
   /** The gate's verdict from the intercepts recorded for the call. */
@@ -495,6 +500,18 @@ function modeOf(host: BatchHost, calls: readonly ToolCall[]): BatchState['mode']
 const invoked = (out: ToolResult | ToolOutput): ToolOutcome => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
 
 const executedInput = (outcome: ToolOutcome): BatchInput => ({ type: 'executed', outcome });
+
+/** The gate's verdict from a tool's own question (`Tool.askBefore`): suspend with its ticket, allow, or fail the call where it threw. */
+function askedOf(tool: Tool, call: ToolCall): Gate | Promise<Gate> {
+  const verdict = (ticket: SuspendTicket | undefined): Gate => (ticket === undefined ? ALLOW : { type: 'suspend', ticket });
+  const failed = (e: unknown): Gate => ({ type: 'set_result', result: ToolResults.error(call.name, e instanceof Error ? e.message : String(e)) });
+  try {
+    const asked = (tool.askBefore as NonNullable<Tool['askBefore']>)(call.arguments, { id: call.id, name: call.name });
+    return isPromiseLike<SuspendTicket | undefined>(asked) ? Promise.resolve(asked).then(verdict, failed) : verdict(asked);
+  } catch (e) {
+    return failed(e);
+  }
+}
 
 const GATED_ALLOW: BatchInput = Object.freeze({ type: 'gated', gate: Object.freeze({ type: 'allow' }) });
 const ALLOW: Gate = (GATED_ALLOW as Extract<BatchInput, { type: 'gated' }>).gate;

@@ -119,4 +119,22 @@ describe('ask records: a tool asking for approval at the gate, recorded and repl
     expect(report.divergence).toBeUndefined();
     expect(report.identical).toBe(true);
   });
+
+  it("a delegate's sub-run asking inside a recorded call is not the run's traffic: no ask record of it, and the run replays identical", async () => {
+    const { transcript } = await recordRun({
+      ...setup(),
+      agent: { id: 'a', model: 'm', system_prompt: 'x', delegates: ['sub'] },
+      delegates: [{ id: 'sub', model: 'ms', description: 'sub agent' }],
+      models: { m: { provider: 'p', model_name: 'pm' }, ms: { provider: 'ps', model_name: 'psm' } },
+      providers: {
+        p: new ScriptedLlm([{ tool_calls: [{ id: 'p1', name: 'agent_run_sub', arguments: { prompt: 'go' } }] }, { text: 'done' }]),
+        ps: new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'deploy', arguments: { target: 'staging' } }] }, { text: 'sub done' }]),
+      },
+      tools: [deploy],
+    });
+    expect(asks(transcript)).toEqual([]);
+    const report = await replayTranscript(transcript);
+    expect(report.divergence).toBeUndefined();
+    expect(report.identical).toBe(true);
+  });
 });

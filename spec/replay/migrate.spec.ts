@@ -177,7 +177,7 @@ describe('older transcript formats → 7', () => {
     expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/7"'));
   });
 
-  it('format 6 → 7: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event', async () => {
+  it('format 6 → 7: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
     const text = v6old('11-suspension-resumed-replay-tool-call.jsonl');
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
@@ -188,6 +188,8 @@ describe('older transcript formats → 7', () => {
     const early = text.replace(/\{"type":"decision","after_event":\d+,/, '{"type":"decision","after_event":0,');
     expect(() => migrateTranscript(early)).toThrow(new MigrationFailure(at, 'after_event 0: a format-6 decision or cancel comes after an event'));
     expect(await replayTranscript(early)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: at } });
+    const asked = [head, '{"type":"ask","call_id":"c1","name":"approve","arguments":{},"ticket":null}', ...rest].join('\n');
+    expect(() => migrateTranscript(asked)).toThrow(new MigrationFailure(2, 'an ask record: format 6 has none (it is format 7)'));
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {

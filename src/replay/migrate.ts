@@ -112,7 +112,7 @@ export function migrate(text: string): Migrated {
 /**
  * A format-6 transcript under the current tag: the header's `format` alone changes, every other byte
  * is kept. What only format 7 writes — a segment's number and run state, a decision or cancel before
- * any event — is refused first: a format-6 recorder never wrote it.
+ * any event, an ask record — is refused first: a format-6 recorder never wrote it.
  */
 function retagged(text: string): string {
   const lines = text.split('\n');
@@ -126,6 +126,8 @@ function retagged(text: string): string {
   if (header.request?.run_state !== undefined) throw new MigrationFailure(1, 'request.run_state: a format-6 header has none (it is format 7)');
   const early = lines.findIndex((l) => /^\{"type":"(decision|cancel)","after_event":0[,}]/.test(l));
   if (early >= 0) throw new MigrationFailure(early + 1, 'after_event 0: a format-6 decision or cancel comes after an event');
+  const ask = lines.findIndex((l) => l.startsWith('{"type":"ask"'));
+  if (ask >= 0) throw new MigrationFailure(ask + 1, 'an ask record: format 6 has none (it is format 7)');
   const tag = `{"type":"header","format":"${TRANSCRIPT_FORMAT_6}"`;
   // `olderFormat` found the tag exactly here.
   return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;

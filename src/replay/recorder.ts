@@ -174,6 +174,8 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
 export function recordingAsk(inner: Tool, log: TranscriptLog): NonNullable<Tool['askBefore']> {
   const ask = (inner.askBefore as NonNullable<Tool['askBefore']>).bind(inner);
   return async (args, call) => {
+    // A delegate's sub-run asking inside a recorded call is not the run's traffic (its call is recorded whole).
+    if (insideTool.getStore() === log) return ask(args, call);
     const base = { type: 'ask', call_id: call.id, name: inner.descriptor.id, arguments: args };
     let ticket: Awaited<ReturnType<typeof ask>>;
     try {

@@ -65,8 +65,9 @@ export interface Tool {
   /**
    * The approval a first run of a call must get before it runs, asked at the batch's gate (where a
    * plugin's `Suspend` intercept is): the ticket to suspend the call with, or undefined to let it
-   * run. Asked only when the plugins allowed the call; a resumed call is not asked again. A throw
-   * fails the call with its message. The AI SDK's `needsApproval` is this.
+   * run. Asked only when the plugins allowed the call: a call a plugin suspended resumes on that
+   * plugin's question, and a resumed call is not asked again. A throw fails the call with its
+   * message. The AI SDK's `needsApproval` is this.
    */
   askBefore?(args: JsonValue, call: { readonly id: string; readonly name: string }): SuspendTicket | undefined | PromiseLike<SuspendTicket | undefined>;
   execute(args: JsonValue, ctx: ToolCallContext): ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;

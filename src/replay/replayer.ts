@@ -309,19 +309,19 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   };
 
   const sink = {
-      emit: (event: AgentEvent) => {
-        actual.push(serialiseEvent(event));
-        modes.note(event);
-        while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
-          cancels.shift();
-          controller.abort();
-        }
-        if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) {
-          threadId = event.thread_id;
-          parked = true;
-          setImmediate(deliver);
-        }
-      },
+    emit: (event: AgentEvent) => {
+      actual.push(serialiseEvent(event));
+      modes.note(event);
+      while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
+        cancels.shift();
+        controller.abort();
+      }
+      if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) {
+        threadId = event.thread_id;
+        parked = true;
+        setImmediate(deliver);
+      }
+    },
   };
   const started =
     resumed !== undefined
@@ -562,18 +562,18 @@ class ReplaySession {
     });
   }
 
-  /**
-   * Whether the run was started waiting for decisions. It is not written, because the records say it
-   * wherever it mattered: a run that got decisions waited for them; a run whose last segment ended
-   * suspended waited exactly when it did not end suspended (it was cancelled while parked). A run
-   * that never suspends runs the same either way.
-   */
   /** Whether the recorded run ended `suspended`: it was let go while parked (a reload, a shutdown), or never waited. */
   get endsSuspended(): boolean {
     const end = this.#end;
     return end !== undefined && !isCorrupt(end) && end.result.termination.type === 'suspended';
   }
 
+  /**
+   * Whether the run was started waiting for decisions. It is not written, because the records say it
+   * wherever it mattered: a run that got decisions waited for them; a run whose last segment ended
+   * suspended waited exactly when it did not end suspended (it was cancelled while parked). A run
+   * that never suspends runs the same either way.
+   */
   get waitsForDecisions(): boolean {
     if (this.decisions.length > 0) return true;
     const end = this.#end;

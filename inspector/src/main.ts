@@ -1,6 +1,10 @@
 import { TimelineFold, timelineOf, transcriptRecords, type Timeline } from '../../src/replay/timeline.ts';
+import { mountChat } from './chat.ts';
 import { byId, el, summaryList } from './dom.ts';
-import { renderReplay, renderSegment, renderTimeline, type ReplayResult } from './render.ts';
+import { openStep, renderReplay, renderSegment, renderTimeline, type ReplayResult } from './render.ts';
+import { exhaustive, hrefOf, parseRoute, type Route } from './route.ts';
+
+const enc = encodeURIComponent;
 
 /**
  * The run inspector's page (docs/inspector.md): threads → runs → a run's timeline, a live view of a
@@ -64,31 +68,104 @@ async function api(path: string, init: RequestInit = {}): Promise<Response> {
 
 const json = async <T>(path: string): Promise<T> => (await (await api(path)).json()) as T;
 
-let transcripts: TranscriptEntry[] = [];
 let recording = false;
 let selectedThread: string | undefined;
+let threadRuns: { readonly records: readonly RunRecord[]; readonly transcripts: readonly TranscriptEntry[] } = { records: [], transcripts: [] };
 let live: AbortController | undefined;
 
-/** The threads of the store and of the recorded transcripts, newest first. */
-async function loadThreads(): Promise<void> {
+// ---- where the page is: a URL per view, thread, run and step ----------------------------------
+
+/** Goes to a route: the address changes, and the change (like a reload, or back and forward) shows it. */
+function go(route: Route): void {
+  const href = hrefOf(route);
+  if (location.hash === href) void showRoute(route).catch(fail);
+  else location.hash = href;
+}
+
+/** The chat's last address: back from the runs, the chat is where it was left. */
+let chatAt: Route = { view: 'chat' };
+async function showRoute(route: Route): Promise<void> {
+  if (route.view === 'chat') chatAt = route;
   errorBox.textContent = '';
-  const [threads, recorded] = await Promise.all([json<{ items: { id: string; title?: string }[] }>('/v1/threads?limit=200'), json<{ recording: boolean; items: TranscriptEntry[] }>('/v1/inspector/transcripts')]);
-  transcripts = recorded.items;
-  recording = recorded.recording;
-  byId('recording-note').textContent = recording ? '' : 'This server does not record runs: start it with --record DIR to see their timelines.';
-  const ids = [...new Set([...threads.items.map((t) => t.id), ...transcripts.map((t) => t.thread_id)])];
+  show(route.view);
+  switch (route.view) {
+    case 'chat':
+      stopFollowing();
+      if (route.thread !== undefined) await chat.openThread(route.thread);
+      return;
+    case 'replay':
+      stopFollowing();
+      await findTranscripts();
+      return;
+    case 'runs':
+      if (route.thread === undefined) return;
+      if (route.thread !== selectedThread || route.run === undefined) await selectThread(route.thread);
+      if (route.run !== undefined) await selectRun(route.run, route.step);
+      return;
+    default:
+      exhaustive(route);
+  }
+}
+
+// ---- finding threads ----------------------------------------------------------------------------
+
+interface ThreadItem {
+  readonly id: string;
+  readonly title?: string;
+  readonly runs: number;
+  readonly recorded: number;
+  readonly last_run?: { readonly run_id: string; readonly agent_id: string; readonly status: string; readonly termination?: string; readonly steps: number };
+}
+interface ThreadPage {
+  readonly items: readonly ThreadItem[];
+  readonly total: number;
+  readonly offset: number;
+  readonly limit: number;
+  readonly has_more: boolean;
+}
+
+const PAGE = 50;
+let threadOffset = 0;
+
+function findQuery(): string {
+  const q = new URLSearchParams({ limit: String(PAGE), offset: String(threadOffset) });
+  const text = byId<HTMLInputElement>('thread-search').value.trim();
+  const agent = byId<HTMLSelectElement>('filter-agent').value;
+  const status = byId<HTMLSelectElement>('filter-status').value;
+  if (text !== '') q.set('q', text);
+  if (agent !== '') q.set('agent_id', agent);
+  if (status !== '') q.set('status', status);
+  if (byId<HTMLInputElement>('filter-errors').checked) q.set('errors', 'true');
+  return q.toString();
+}
+
+/** A page of the threads the caller may read (the store's and the recorded transcripts'), newest first, as the search and filters say. */
+async function loadThreads(): Promise<void> {
+  const page = await json<ThreadPage>(`/v1/inspector/threads?${findQuery()}`);
   const list = byId('threads');
   list.replaceChildren(
-    ...ids.map((id) => {
-      const count = transcripts.filter((t) => t.thread_id === id).length;
-      const button = el('button', { type: 'button', 'data-thread': id }, id, count > 0 ? ` (${count} recorded)` : '');
-      button.addEventListener('click', () => void selectThread(id).catch(fail));
-      return el('li', {}, button);
+    ...page.items.map((t) => {
+      const label = `${t.id}${t.recorded > 0 ? ` (${t.recorded} recorded)` : ''}`;
+      const button = el('button', { type: 'button', 'data-thread': t.id, 'aria-current': String(t.id === selectedThread) }, label);
+      button.addEventListener('click', () => go({ view: 'runs', thread: t.id }));
+      const last = t.last_run;
+      const meta = [t.title, last !== undefined ? `${last.agent_id} · ${last.termination ?? last.status}` : undefined, t.runs > 0 ? `${t.runs} run${t.runs === 1 ? '' : 's'}` : undefined].filter((x) => x !== undefined && x !== '');
+      return el('li', {}, button, meta.length > 0 ? el('span', { class: `meta${last?.termination === 'error' ? ' bad' : ''}` }, meta.join(' · ')) : null);
     }),
   );
-  if (ids.length === 0) list.replaceChildren(el('li', { class: 'note' }, 'No threads yet.'));
-  fillReplayPicker();
-  say(`${ids.length} thread${ids.length === 1 ? '' : 's'}`);
+  if (page.items.length === 0) list.replaceChildren(el('li', { class: 'note' }, page.total === 0 && findQuery() === `limit=${PAGE}&offset=0` ? 'No threads yet.' : 'No thread matches.'));
+  const first = page.total === 0 ? 0 : page.offset + 1;
+  byId('threads-page').textContent = `${first}–${page.offset + page.items.length} of ${page.total}`;
+  byId<HTMLButtonElement>('threads-prev').disabled = page.offset === 0;
+  byId<HTMLButtonElement>('threads-next').disabled = !page.has_more;
+  say(`${page.total} thread${page.total === 1 ? '' : 's'}`);
+}
+
+/** The agents the server runs, for the filter. */
+async function loadAgents(): Promise<void> {
+  const caps = await json<{ agents: readonly string[] }>('/v1/capabilities');
+  const pick = byId<HTMLSelectElement>('filter-agent');
+  pick.replaceChildren(el('option', { value: '' }, 'any'), ...caps.agents.map((a) => el('option', { value: a }, a)));
 }
 
 function mark(listId: string, attr: string, value: string): void {
@@ -100,34 +177,43 @@ async function selectThread(id: string): Promise<void> {
   selectedThread = id;
   mark('threads', 'data-thread', id);
   byId('runs-title').textContent = `Runs of ${id}`;
-  const stored = await json<{ items: RunRecord[] }>(`/v1/runs?thread_id=${encodeURIComponent(id)}&limit=200`).catch((e: unknown) => {
-    if (e instanceof Unauthorized) throw e;
-    return { items: [] as RunRecord[] };
-  });
-  const recorded = transcripts.filter((t) => t.thread_id === id);
-  const runIds = [...new Set([...stored.items.map((r) => r.run_id), ...recorded.map((t) => t.run_id)])];
+  byId('run-title').textContent = 'Run';
+  byId('run').replaceChildren(el('p', { class: 'note' }, 'Pick a run to see its timeline.'));
+  const [stored, recorded] = await Promise.all([
+    json<{ items: RunRecord[] }>(`/v1/runs?thread_id=${enc(id)}&limit=200`).catch((e: unknown) => {
+      if (e instanceof Unauthorized) throw e;
+      return { items: [] as RunRecord[] };
+    }),
+    json<{ recording: boolean; items: TranscriptEntry[] }>(`/v1/inspector/transcripts?thread_id=${enc(id)}`),
+  ]);
+  recording = recorded.recording;
+  byId('recording-note').textContent = recording ? '' : 'This server does not record runs: start it with --record DIR to see their timelines.';
+  threadRuns = { records: stored.items, transcripts: recorded.items };
+  const runIds = [...new Set([...stored.items.map((r) => r.run_id), ...recorded.items.map((t) => t.run_id)])];
   byId('runs-note').textContent = runIds.length === 0 ? 'No runs on this thread yet.' : '';
-  const follow = byId<HTMLButtonElement>('follow');
-  follow.hidden = false;
+  byId<HTMLButtonElement>('follow').hidden = false;
   byId('runs').replaceChildren(
     ...runIds.map((runId) => {
       const record = stored.items.find((r) => r.run_id === runId);
       // A run let go while parked and taken up again has a transcript per segment, shown in order.
-      const segments = recorded.filter((t) => t.run_id === runId).sort((a, b) => a.segment - b.segment);
+      const segments = recorded.items.filter((t) => t.run_id === runId);
       const kept = segments.length === 0 ? 'no transcript' : segments.length === 1 ? 'recorded' : `recorded in ${segments.length} segments`;
       const label = [runId, record?.termination?.type ?? record?.status, record !== undefined ? `${record.steps} steps` : '', kept].filter((x) => x !== undefined && x !== '').join(' · ');
       const button = el('button', { type: 'button', 'data-run': runId }, label);
-      button.addEventListener('click', () => void selectRun(runId, record, segments).catch(fail));
+      button.addEventListener('click', () => go({ view: 'runs', thread: id, run: runId }));
       return el('li', {}, button);
     }),
   );
 }
 
-async function selectRun(runId: string, record: RunRecord | undefined, segments: readonly TranscriptEntry[]): Promise<void> {
+async function selectRun(runId: string, step?: number): Promise<void> {
   stopFollowing();
+  const threadId = selectedThread as string;
   mark('runs', 'data-run', runId);
   byId('run-title').textContent = `Run ${runId}`;
   const view = byId('run');
+  const record = threadRuns.records.find((r) => r.run_id === runId);
+  const segments = threadRuns.transcripts.filter((t) => t.run_id === runId).sort((a, b) => a.segment - b.segment);
   if (segments.length === 0) {
     view.replaceChildren(
       summaryList([
@@ -136,19 +222,22 @@ async function selectRun(runId: string, record: RunRecord | undefined, segments:
         ['Ended', record?.termination?.type ?? ''],
         ['Steps', record !== undefined ? String(record.steps) : ''],
       ]),
-      el('p', { class: 'note' }, recording ? 'This run has no transcript (it was served before recording began).' : 'No transcript: start awaken serve with --record DIR to keep the timeline of every run.'),
+      el('p', { class: 'note' }, record === undefined ? `No run ${runId} on this thread.` : recording ? 'This run has no transcript (it was served before recording began).' : 'No transcript: start awaken serve with --record DIR to keep the timeline of every run.'),
     );
     return;
   }
   const names = segments.map((t) => t.name).join(', ');
   say(`loading ${names}…`);
-  const texts = await Promise.all(segments.map(async (t) => (await api(`/v1/inspector/transcripts/${encodeURIComponent(t.name)}`)).text()));
+  const texts = await Promise.all(segments.map(async (t) => (await api(`/v1/inspector/transcripts/${enc(t.name)}`)).text()));
   const timelines = texts.map((text) => timelineOf(transcriptRecords(text)));
+  // Opening a step puts it in the address, without a new history entry per step looked at.
+  const onStepOpen = (index: number): void => history.replaceState(null, '', hrefOf({ view: 'runs', thread: threadId, run: runId, step: index }));
   view.replaceChildren(
     // One transcript of a run that started is its whole timeline; anything else is shown segment by segment.
-    ...(timelines.length === 1 && timelines[0]?.resumed !== true ? [renderTimeline(timelines[0] as Timeline)] : timelines.map((t) => renderSegment(t))),
+    ...(timelines.length === 1 && timelines[0]?.resumed !== true ? [renderTimeline(timelines[0] as Timeline, { onStepOpen })] : timelines.map((t) => renderSegment(t))),
   );
   say(`run ${runId}: ${names}`);
+  if (step !== undefined && openStep(view, step)) return;
   view.querySelector('summary')?.focus();
 }
 
@@ -228,9 +317,29 @@ async function follow(threadId: string): Promise<void> {
 
 // ---- replay -------------------------------------------------------------------------------------
 
-function fillReplayPicker(): void {
+const PICKED = 50;
+let findSeq = 0;
+
+/** The recorded transcripts whose name, thread or run id holds the search text (the first 50, newest first). */
+async function findTranscripts(): Promise<void> {
+  const seq = ++findSeq;
+  const text = byId<HTMLInputElement>('replay-search').value.trim();
+  const found = await json<{ recording: boolean; items: TranscriptEntry[]; total: number }>(`/v1/inspector/transcripts?limit=${PICKED}${text !== '' ? `&q=${enc(text)}` : ''}`);
+  // An answer to an older search that came late changes nothing.
+  if (seq !== findSeq) return;
   const pick = byId<HTMLSelectElement>('replay-pick');
-  pick.replaceChildren(el('option', { value: '' }, '(none)'), ...transcripts.map((t) => el('option', { value: t.name }, t.name)));
+  const kept = pick.value;
+  pick.replaceChildren(el('option', { value: '' }, '(none)'), ...found.items.map((t) => el('option', { value: t.name }, t.name)));
+  if (found.items.some((t) => t.name === kept)) pick.value = kept;
+  recording = found.recording;
+  byId('recording-note').textContent = recording ? '' : 'This server does not record runs: start it with --record DIR to see their timelines.';
+  byId('replay-count').textContent = !found.recording
+    ? 'This server does not record runs (start it with --record DIR).'
+    : found.total === 0
+      ? text === '' ? 'No recorded transcripts yet.' : 'No recorded transcript matches.'
+      : found.total > found.items.length
+        ? `${found.items.length} of ${found.total} shown, newest first: search to narrow them.`
+        : `${found.total} recorded transcript${found.total === 1 ? '' : 's'}.`;
 }
 
 async function replay(event: SubmitEvent): Promise<void> {
@@ -252,25 +361,72 @@ async function replay(event: SubmitEvent): Promise<void> {
 
 // ---- the page -----------------------------------------------------------------------------------
 
-function show(view: 'runs' | 'replay'): void {
+function show(view: Route['view']): void {
+  byId('chat-view').hidden = view !== 'chat';
   byId('runs-view').hidden = view !== 'runs';
   byId('replay-view').hidden = view !== 'replay';
+  byId('show-chat').setAttribute('aria-pressed', String(view === 'chat'));
   byId('show-runs').setAttribute('aria-pressed', String(view === 'runs'));
   byId('show-replay').setAttribute('aria-pressed', String(view === 'replay'));
 }
 
-byId('show-runs').addEventListener('click', () => show('runs'));
-byId('show-replay').addEventListener('click', () => show('replay'));
+/** Calls `f` once typing has paused, so a search is sent per pause, not per key. */
+function debounced(f: () => void, ms = 200): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = setTimeout(f, ms);
+  };
+}
+
+const chat = mountChat(byId('chat-view'), {
+  api,
+  onThread: (threadId) => {
+    chatAt = { view: 'chat', thread: threadId };
+    history.replaceState(null, '', hrefOf(chatAt));
+  },
+  onRunFinished: () => void loadThreads().catch(fail),
+});
+
+byId('show-chat').addEventListener('click', () => go(chatAt));
+byId('show-runs').addEventListener('click', () => go(selectedThread !== undefined ? { view: 'runs', thread: selectedThread } : { view: 'runs' }));
+byId('show-replay').addEventListener('click', () => go({ view: 'replay' }));
 byId('follow').addEventListener('click', () => {
   if (live !== undefined) stopFollowing();
   else if (selectedThread !== undefined) void follow(selectedThread).catch(fail);
 });
+const refind = (): void => {
+  threadOffset = 0;
+  void loadThreads().catch(fail);
+};
+byId<HTMLFormElement>('find').addEventListener('submit', (e) => {
+  e.preventDefault();
+  refind();
+});
+byId('thread-search').addEventListener('input', debounced(refind));
+for (const id of ['filter-agent', 'filter-status', 'filter-errors']) byId(id).addEventListener('change', refind);
+byId('threads-prev').addEventListener('click', () => {
+  threadOffset = Math.max(0, threadOffset - PAGE);
+  void loadThreads().catch(fail);
+});
+byId('threads-next').addEventListener('click', () => {
+  threadOffset += PAGE;
+  void loadThreads().catch(fail);
+});
+byId('replay-search').addEventListener('input', debounced(() => void findTranscripts().catch(fail)));
 byId<HTMLFormElement>('replay-form').addEventListener('submit', (e) => void replay(e).catch(fail));
+addEventListener('hashchange', () => void showRoute(parseRoute(location.hash)).catch(fail));
+
+/** The page as the address says, once the server answers (again after a token is given). */
+async function start(): Promise<void> {
+  await Promise.all([loadThreads(), loadAgents(), findTranscripts()]);
+  await showRoute(parseRoute(location.hash));
+}
 tokenForm.addEventListener('submit', (e) => {
   e.preventDefault();
   sessionStorage.setItem(TOKEN_KEY, tokenInput.value);
   tokenInput.value = '';
   tokenForm.hidden = true;
-  void loadThreads().catch(fail);
+  void start().catch(fail);
 });
-void loadThreads().catch(fail);
+void start().catch(fail);

@@ -79,6 +79,36 @@ describe('timelineOf', () => {
     expect(live.steps.every((s) => s.inference.requests.length === 0 && s.started_at === undefined)).toBe(true);
   });
 
+  it('every corpus run: each request is the one before it, kept as far as its record says, and its own messages — also after a later request keeps less (a compaction); message_count is its length', () => {
+    const shrunk: string[] = [];
+    for (const file of corpus) {
+      const records = read(file);
+      // The request as its record describes it, rebuilt from scratch: what the shared conversation must give.
+      const expected: unknown[][] = [];
+      let previous: unknown[] = [];
+      for (const r of records as { type: string; request?: { kept?: number; messages?: unknown[] } }[]) {
+        if (r.type !== 'llm' || r.request === undefined) continue;
+        if ((r.request.kept ?? 0) < previous.length) shrunk.push(file);
+        previous = [...previous.slice(0, r.request.kept ?? 0), ...(r.request.messages ?? [])];
+        expected.push(previous);
+      }
+      const requests = timelineOf(records).steps.flatMap((s) => s.inference.requests);
+      expect(requests.map((r) => r.messages), file).toEqual(expected);
+      expect(requests.map((r) => r.message_count), file).toEqual(expected.map((m) => m.length));
+    }
+    // Some keep less than the request before them had (a retry, a compaction): their requests start a conversation of their own.
+    expect(shrunk.length).toBeGreaterThan(0);
+  });
+
+  it('a timeline as data (awaken inspect --json): every request’s messages and every state’s patch are in it', () => {
+    const t = timelineOf(read('46-observability-spans.jsonl'));
+    const data = JSON.parse(JSON.stringify(t)) as { steps: { inference: { requests: { messages: unknown[]; message_count: number }[] } }[]; states: { patch: unknown[] }[] };
+    expect(data.steps[1]?.inference.requests[0]?.messages).toHaveLength(5);
+    expect(data.steps[1]?.inference.requests[0]?.message_count).toBe(5);
+    expect(data.states.map((s) => s.patch)).toEqual(t.states.map((s) => s.patch));
+    expect(data.states[0]?.patch.length).toBeGreaterThan(0);
+  });
+
   it('a transcript with a line that is not JSON is still shown (the rest of it)', () => {
     const text = readFileSync(join(dir, '03-one-tool.jsonl'), 'utf8').split('\n');
     text[5] = '{not json';

@@ -1,7 +1,7 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { Messages, type Message } from '../../src/contract/message.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
-import { StoreFailure, type Store, type StoreError } from '../../src/runtime/store.ts';
+import { StoreFailure, type PageQuery, type Store, type StoreError, type ThreadQuery } from '../../src/runtime/store.ts';
 
 export interface StoreFactory {
   /** A fresh, empty store. */
@@ -61,6 +61,48 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect(page.total).toBe(3);
       expect(page.items.map((t) => t.id)).toEqual(['t2', 't3']);
       expect((await store.listThreads({ offset: 2, limit: 2 })).items.map((t) => t.id)).toEqual(['t1']);
+    });
+
+    it('searches threads: a substring of the id, the title or a run id in any case; a run of an agent, a status, an error; an owner; paged after the search', async () => {
+      await store.createThread({ id: 'Alpha-1', title: 'Quarterly Ünïcode Report', now: 10 });
+      await store.createThread({ id: 'beta-2', title: '100% done_ok', now: 20 });
+      await store.createThread({ id: 'gamma-3', now: 30 });
+      await store.checkpoint(checkpoint({ threadId: 'gamma-3', runId: 'Run-XYZ', agentId: 'writer', messages: [], status: 'done', termination: { type: 'error', value: 'boom' }, updatedAt: 40 }));
+      await store.checkpoint(checkpoint({ threadId: 'beta-2', runId: 'run-b1', agentId: 'writer', messages: [], status: 'done', termination: { type: 'natural_end' }, updatedAt: 25 }));
+      await store.checkpoint(checkpoint({ threadId: 'beta-2', runId: 'run-b2', agentId: 'critic', messages: [], status: 'waiting', updatedAt: 26 }));
+      await store.claimThread('Alpha-1', 'alice');
+      await store.claimThread('beta-2', 'alice');
+      await store.claimThread('gamma-3', 'bob');
+      const ids = async (q: Omit<ThreadQuery, 'offset' | 'limit'>, page: PageQuery = { offset: 0, limit: 10 }) => {
+        const found = await store.listThreads({ ...q, ...page });
+        return { ids: found.items.map((t) => t.id), total: found.total };
+      };
+      const all = await ids({});
+      expect(all.ids).toEqual(['gamma-3', 'beta-2', 'Alpha-1']);
+      // The id, the title (folded beyond ASCII too) or a run's id; `%` and `_` are only themselves.
+      expect(await ids({ text: 'ALPHA' })).toEqual({ ids: ['Alpha-1'], total: 1 });
+      expect(await ids({ text: 'ünïcode rep' })).toEqual({ ids: ['Alpha-1'], total: 1 });
+      expect(await ids({ text: 'xyz' })).toEqual({ ids: ['gamma-3'], total: 1 });
+      expect(await ids({ text: 'RUN-B2' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ text: '100%' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ text: '0%' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ text: '%' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ text: 'e_o' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ text: 'a_1' })).toEqual({ ids: [], total: 0 });
+      expect(await ids({ text: 'nothing' })).toEqual({ ids: [], total: 0 });
+      // A run that is all of the filters at once.
+      expect(await ids({ run: { agentId: 'writer' } })).toEqual({ ids: ['gamma-3', 'beta-2'], total: 2 });
+      expect(await ids({ run: { status: 'waiting' } })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ run: { failed: true } })).toEqual({ ids: ['gamma-3'], total: 1 });
+      expect(await ids({ run: { agentId: 'critic', status: 'done' } })).toEqual({ ids: [], total: 0 });
+      expect(await ids({ run: { agentId: 'writer', failed: true } })).toEqual({ ids: ['gamma-3'], total: 1 });
+      expect(await ids({ run: { failed: false } })).toEqual(all);
+      // An owner's threads only; paged after the search.
+      expect(await ids({ owner: 'alice' })).toEqual({ ids: ['beta-2', 'Alpha-1'], total: 2 });
+      expect(await ids({ owner: 'alice', text: 'run' })).toEqual({ ids: ['beta-2'], total: 1 });
+      expect(await ids({ owner: 'bob', run: { agentId: 'critic' } })).toEqual({ ids: [], total: 0 });
+      expect(await ids({ owner: 'carol' })).toEqual({ ids: [], total: 0 });
+      expect(await ids({ text: 'a' }, { offset: 1, limit: 1 })).toEqual({ ids: ['beta-2'], total: 3 });
     });
 
     it('refuses a duplicate thread and ids that could escape a path or key', async () => {

@@ -2,6 +2,7 @@ import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
+import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
 import { DEFAULT_CONNECTION_LIMITS, listen, type ConnectionLimits, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
@@ -414,7 +415,8 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   app.route('/', inspectorRoutes({ store, ...(plan.record !== undefined ? { recordDir: plan.record } : {}), ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}) }));
   let server: RunningServer;
   try {
-    server = await listen(app, {
+    // Whole answers gzip-compressed for clients that take it; streams go out as they are.
+    server = await listen(withGzip(app), {
       port: plan.port,
       hostname: plan.host,
       ...plan.connections,

@@ -1,12 +1,14 @@
 import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, sep } from 'node:path';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { replayTranscript } from '../replay/replayer.ts';
-import type { Store } from '../runtime/store.ts';
+import { RunStatusSchema, type RunStatus } from '../contract/lifecycle.ts';
+import { foldCase, type Store } from '../runtime/store.ts';
 import { bodyOf, HttpError } from '../server/http-support.ts';
 import { currentPrincipal, mayReach } from '../server/principal.ts';
-import { metaOf, TranscriptIndex, type TranscriptMeta } from './transcript-index.ts';
+import { findThreads } from './threads.ts';
+import { metaOf, TranscriptIndex, type IndexedTranscript, type TranscriptMeta } from './transcript-index.ts';
 
 /**
  * The run inspector (docs/inspector.md, ADR 0033): the page at `/inspector` (static files built with
@@ -62,10 +64,45 @@ const ReplayBodySchema = z
   .strict()
   .refine((b) => (b.transcript === undefined) !== (b.name === undefined), { message: 'give a transcript or the name of a recorded one, not both', path: ['transcript'] });
 
+/** An integer query parameter, clamped to its range, as the API's other lists read theirs; not an integer: 400 naming it. */
+function intParam(c: Context, name: string, fallback: number, min: number, max: number): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d{1,15}$/.test(raw)) throw new HttpError(400, 'invalid_query', `${name} must be an integer`, name);
+  return Math.min(max, Math.max(min, Number(raw)));
+}
+
+/** The longest search text or agent id a query may give (an id is at most 200 characters: ID_PATTERN). */
+const MAX_TEXT = 200;
+
+/** A text query parameter: absent or empty, none; longer than MAX_TEXT, 400 naming it. */
+function textParam(c: Context, name: string): string | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length > MAX_TEXT) throw new HttpError(400, 'invalid_query', `${name} must be at most ${MAX_TEXT} characters`, name);
+  return raw;
+}
+
+/** A text's lines, split as they are read: the header is in the first few of a transcript of megabytes. */
+function* linesOf(text: string): Generator<string> {
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf('\n', start);
+    if (end < 0) {
+      yield text.slice(start);
+      return;
+    }
+    yield text.slice(start, end);
+    start = end + 1;
+  }
+}
+
 export function inspectorRoutes(options: InspectorOptions): Hono {
   const app = new Hono();
   const assets = options.assetsDir ?? defaultAssetsDir();
   const index = options.recordDir !== undefined ? new TranscriptIndex(options.recordDir) : undefined;
+  /** Each indexed transcript as the API lists it (no owner), made once while its file is unchanged. */
+  const entries = new WeakMap<IndexedTranscript, TranscriptEntry>();
 
   /**
    * Whether the caller may read a transcript: without a principal (no tokens, or the admin) any; else
@@ -87,12 +124,15 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     const dir = options.recordDir;
     if (index === undefined || dir === undefined || !existsSync(dir)) return [];
     const out: TranscriptEntry[] = [];
-    // One ownership check per thread, however many of its runs were recorded.
+    // One ownership check per thread, however many of its runs were recorded; none without a principal.
     const threads = new Map<string, boolean>();
+    const everyone = currentPrincipal() === undefined;
     for (const t of index.list()) {
       if (threadId !== undefined && t.thread_id !== threadId) continue;
-      if (!(await readable(t, threads))) continue;
-      out.push({ name: t.name, thread_id: t.thread_id, run_id: t.run_id, segment: t.segment, bytes: t.bytes, modified_at: t.modified_at });
+      if (!everyone && !(await readable(t, threads))) continue;
+      let entry = entries.get(t);
+      if (entry === undefined) entries.set(t, (entry = { name: t.name, thread_id: t.thread_id, run_id: t.run_id, segment: t.segment, bytes: t.bytes, modified_at: t.modified_at }));
+      out.push(entry);
     }
     return out.sort((a, b) => b.modified_at - a.modified_at || (a.name < b.name ? -1 : 1));
   };
@@ -111,7 +151,7 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
       throw missing;
     }
     // Authorised on the text served, not on what a listing read before.
-    const meta = metaOf(text.split('\n'));
+    const meta = metaOf(linesOf(text));
     if (meta === undefined || !(await readable(meta))) throw missing;
     return text;
   };
@@ -134,9 +174,48 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
   });
 
   // ---- its API ----------------------------------------------------------------------------------
+  /**
+   * The recorded transcripts the caller may read, newest first: of one thread (`thread_id`), whose
+   * name, thread or run id holds `q` (any case), paged by `offset` and `limit` — without `limit`, all
+   * of them from `offset`.
+   */
   app.get('/v1/inspector/transcripts', async (c) => {
     const thread = c.req.query('thread_id');
-    return c.json({ recording: options.recordDir !== undefined, items: await transcripts(thread === undefined || thread === '' ? undefined : thread) });
+    const text = textParam(c, 'q');
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = c.req.query('limit') === undefined || c.req.query('limit') === '' ? undefined : intParam(c, 'limit', 50, 1, 200);
+    let all = await transcripts(thread === undefined || thread === '' ? undefined : thread);
+    if (text !== undefined) {
+      const folded = foldCase(text);
+      all = all.filter((t) => foldCase(t.name).includes(folded) || foldCase(t.thread_id).includes(folded) || foldCase(t.run_id).includes(folded));
+    }
+    const items = limit === undefined ? all.slice(offset) : all.slice(offset, offset + limit);
+    return c.json({ recording: options.recordDir !== undefined, items, total: all.length, offset, ...(limit !== undefined ? { limit } : {}), has_more: offset + items.length < all.length });
+  });
+
+  /**
+   * The threads the caller may read — the store's and those only recorded transcripts know — newest
+   * first, with their run counts, recorded transcripts and newest run; searched by `q` (a substring
+   * of the id, title or a run id, any case), narrowed to threads with a run of `agent_id`, in
+   * `status`, or ended in error (`errors=true`), and paged.
+   */
+  app.get('/v1/inspector/threads', async (c) => {
+    const text = textParam(c, 'q');
+    const agentId = textParam(c, 'agent_id');
+    const statusRaw = c.req.query('status');
+    let status: RunStatus | undefined;
+    if (statusRaw !== undefined && statusRaw !== '') {
+      const parsed = RunStatusSchema.safeParse(statusRaw);
+      if (!parsed.success) throw new HttpError(400, 'invalid_query', `status must be one of ${RunStatusSchema.options.join(', ')}`, 'status');
+      status = parsed.data;
+    }
+    const errorsRaw = c.req.query('errors');
+    if (errorsRaw !== undefined && errorsRaw !== '' && errorsRaw !== 'true' && errorsRaw !== 'false') throw new HttpError(400, 'invalid_query', 'errors must be true or false', 'errors');
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const run = { ...(agentId !== undefined ? { agentId } : {}), ...(status !== undefined ? { status } : {}), ...(errorsRaw === 'true' ? { failed: true } : {}) };
+    const page = await findThreads(options.store, currentPrincipal(), await transcripts(), { ...(text !== undefined ? { text } : {}), run, offset, limit });
+    return c.json({ items: page.items, total: page.total, offset, limit, has_more: offset + page.items.length < page.total });
   });
 
   app.get('/v1/inspector/transcripts/:name', async (c) => c.body(await transcriptText(c.req.param('name')), 200, { 'content-type': 'application/x-ndjson; charset=utf-8' }));

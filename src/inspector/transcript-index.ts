@@ -75,7 +75,9 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
  */
 export class TranscriptIndex {
   readonly #dir: string;
-  readonly #known = new Map<string, { readonly size: number; readonly mtimeMs: number; readonly meta: TranscriptMeta | undefined }>();
+  /** Per file name: the size and time it had when read, and what it said (its listing entry, the same object while the file is unchanged). */
+  readonly #known = new Map<string, { readonly size: number; readonly mtimeMs: number; readonly entry: IndexedTranscript | undefined; seen: number }>();
+  #pass = 0;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -83,18 +85,14 @@ export class TranscriptIndex {
 
   /** Every transcript of the directory (a `.jsonl` file whose first line is a header), as its lines describe it. */
   list(): IndexedTranscript[] {
-    const names = new Set<string>();
+    const pass = ++this.#pass;
     const out: IndexedTranscript[] = [];
+    const prefix = join(this.#dir, '/');
     for (const entry of readdirSync(this.#dir, { withFileTypes: true })) {
       if (!entry.isFile() || !entry.name.endsWith('.jsonl')) continue;
-      names.add(entry.name);
-      const path = join(this.#dir, entry.name);
-      let stat;
-      try {
-        stat = statSync(path);
-      } catch {
-        continue; // gone meanwhile
-      }
+      const path = prefix + entry.name;
+      const stat = statSync(path, { throwIfNoEntry: false });
+      if (stat === undefined) continue; // gone meanwhile
       let known = this.#known.get(entry.name);
       if (known === undefined || known.size !== stat.size || known.mtimeMs !== stat.mtimeMs) {
         let meta: TranscriptMeta | undefined;
@@ -103,12 +101,13 @@ export class TranscriptIndex {
         } catch {
           meta = undefined;
         }
-        known = { size: stat.size, mtimeMs: stat.mtimeMs, meta };
+        known = { size: stat.size, mtimeMs: stat.mtimeMs, entry: meta === undefined ? undefined : { name: entry.name, ...meta, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) }, seen: pass };
         this.#known.set(entry.name, known);
       }
-      if (known.meta !== undefined) out.push({ name: entry.name, ...known.meta, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) });
+      known.seen = pass;
+      if (known.entry !== undefined) out.push(known.entry);
     }
-    for (const name of this.#known.keys()) if (!names.has(name)) this.#known.delete(name);
+    for (const [name, known] of this.#known) if (known.seen !== pass) this.#known.delete(name);
     return out;
   }
 }

@@ -42,7 +42,7 @@ export interface TimelineToolCall {
 export interface TimelineInference {
   model?: string;
   /** The full request, when the transcript has it (`llm` records; several when the retry policy tried again). */
-  readonly requests: { readonly model: string; readonly messages: readonly Json[]; readonly tools: readonly string[]; readonly error?: Json; readonly interrupted?: boolean }[];
+  readonly requests: { readonly model: string; readonly messages: readonly Json[]; readonly message_count: number; readonly tools: readonly string[]; readonly error?: Json; readonly interrupted?: boolean }[];
   text: string;
   reasoning: string;
   usage?: Json;
@@ -138,7 +138,13 @@ export class TimelineFold {
   readonly timeline: Timeline;
   #now: number | undefined;
   #previousState: Json = INITIAL_STATE;
-  #previousRequest: Json[] = [];
+  /**
+   * The conversation as the last request had it: a request keeps a prefix of the one before it and adds
+   * to it, so it is appended to in place (a shorter prefix starts a copy). Each request is its length
+   * of it, copied out only when read: a long run's requests share one array instead of each holding
+   * the whole conversation so far.
+   */
+  #conversation: Json[] = [];
   #previousTools: readonly string[] = [];
   readonly #calls = new Map<string, TimelineToolCall>();
 
@@ -328,12 +334,17 @@ export class TimelineFold {
         // After the last step's end (the run's own end): the run's state, on no step.
         const last = t.steps.at(-1);
         const step = last !== undefined && !last.ended ? last : undefined;
+        const before = this.#previousState;
+        let patch: readonly Operation[] | undefined;
         const snapshot: TimelineState = {
           event: t.events - 1,
           step: step?.index ?? last?.index ?? 0,
           revision: (state as { revision?: number } | null)?.revision,
           state,
-          patch: fastJsonPatch.compare(this.#previousState as object, state as object),
+          // Compared when first read: a long run's view reads the patches of the steps it shows.
+          get patch(): readonly Operation[] {
+            return (patch ??= fastJsonPatch.compare(before as object, state as object));
+          },
         };
         this.#previousState = state;
         t.states.push(snapshot);
@@ -366,14 +377,21 @@ export class TimelineFold {
   #llm(rec: Record<string, Json>): void {
     const request = rec['request'] as { model?: string; kept?: number; messages?: Json[]; tools?: { id?: string }[] } | undefined;
     if (request === undefined) return;
-    const messages = [...this.#previousRequest.slice(0, request.kept ?? 0), ...(request.messages ?? [])];
-    this.#previousRequest = messages;
+    const kept = request.kept ?? 0;
+    if (kept < this.#conversation.length) this.#conversation = this.#conversation.slice(0, kept);
+    for (const m of request.messages ?? []) this.#conversation.push(m);
+    const conversation = this.#conversation;
+    const length = conversation.length;
+    let messages: Json[] | undefined;
     // Tools are written only when they differ from the previous request's.
     const tools = request.tools !== undefined ? request.tools.map((d) => d.id ?? '') : this.#previousTools;
     this.#previousTools = tools;
     this.#step().inference.requests.push({
       model: request.model ?? '',
-      messages,
+      get messages(): readonly Json[] {
+        return (messages ??= conversation.slice(0, length));
+      },
+      message_count: length,
       tools,
       ...(rec['error'] !== undefined ? { error: rec['error'] } : {}),
       ...(rec['interrupted'] === true ? { interrupted: true } : {}),

@@ -41,6 +41,59 @@ export interface MessageQuery extends PageQuery {
   readonly visibility?: 'external' | 'all';
 }
 
+/**
+ * Threads, newest first; each field given narrows them (the inspector's search,
+ * `GET /v1/inspector/threads`). Without any, every thread.
+ */
+export interface ThreadQuery extends PageQuery {
+  /** A substring of the thread's id, its title or the id of one of its runs, in any case. */
+  readonly text?: string;
+  /** Only threads with a run that is all of these at once: of this agent, in this status, ended in error (termination `error`). */
+  readonly run?: ThreadRunFilter;
+  /** Only the threads this principal owns (`ThreadOwnerStore`). */
+  readonly owner?: string;
+}
+
+export interface ThreadRunFilter {
+  readonly agentId?: string;
+  readonly status?: RunStatus;
+  readonly failed?: boolean;
+}
+
+/** Whether a run filter asks for anything (an empty one keeps threads without runs too). */
+export const hasRunFilter = (f: ThreadRunFilter | undefined): f is ThreadRunFilter =>
+  f !== undefined && (f.agentId !== undefined || f.status !== undefined || f.failed === true);
+
+/** How a search text and what it is matched against are compared: case folded (Unicode, as JavaScript folds it). */
+export const foldCase = (s: string): string => s.toLowerCase();
+
+/**
+ * A thread search as a predicate over a thread, its runs and its owner: what the stores that keep
+ * their data as objects (memory, files) filter with, and what the SQL stores' queries say.
+ */
+export function threadMatcher(q: ThreadQuery): (thread: ThreadRecord, runs: readonly RunRecord[], owner: string | undefined) => boolean {
+  const text = q.text === undefined || q.text === '' ? undefined : foldCase(q.text);
+  const run = hasRunFilter(q.run) ? q.run : undefined;
+  return (thread, runs, owner) => {
+    if (q.owner !== undefined && owner !== q.owner) return false;
+    if (
+      text !== undefined &&
+      !foldCase(thread.id).includes(text) &&
+      !(thread.title !== undefined && foldCase(thread.title).includes(text)) &&
+      !runs.some((r) => foldCase(r.run_id).includes(text))
+    ) {
+      return false;
+    }
+    return (
+      run === undefined ||
+      runs.some((r) => (run.agentId === undefined || r.agent_id === run.agentId) && (run.status === undefined || r.status === run.status) && (run.failed !== true || r.termination?.type === 'error'))
+    );
+  };
+}
+
+/** A search text as a `LIKE` pattern that matches it as a substring (`\` escapes `%`, `_` and itself). */
+export const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+
 export interface RunQuery extends PageQuery {
   readonly status?: RunStatus;
   readonly threadId?: string;
@@ -71,7 +124,8 @@ export const runEnded = (runId: string): StoreFailure => new StoreFailure({ code
 export interface ThreadStore {
   createThread(thread: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord>;
   getThread(id: string): Promise<ThreadRecord | undefined>;
-  listThreads(query: PageQuery): Promise<Page<ThreadRecord>>;
+  /** Newest first (`updated_at`, then id); a search narrows them (`ThreadQuery`). */
+  listThreads(query: ThreadQuery): Promise<Page<ThreadRecord>>;
   /** Deletes the thread, its messages, state and runs; false when there was none. */
   deleteThread(id: string): Promise<boolean>;
   listMessages(threadId: string, query: MessageQuery): Promise<Page<Message>>;

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { pageOf, StoreFailure, type Page, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { pageOf, StoreFailure, type Page, type RunRecord, type Store } from '../runtime/store.ts';
 
 /**
  * The principal a request acts for (docs/server.md → Access control): set by the authentication
@@ -57,15 +57,10 @@ export function principalStore(store: Store): Store {
       const run = await store.getRun(id);
       return run !== undefined && (await mayReach(store, run.thread_id, 'read')) ? run : undefined;
     },
+    // The owner is a condition of the store's own query: one query, whatever the search.
     listThreads: async (q) => {
       const principal = currentPrincipal();
-      if (principal === undefined) return store.listThreads(q);
-      const records: ThreadRecord[] = [];
-      for (const id of await store.ownedThreads(principal)) {
-        const t = await store.getThread(id);
-        if (t !== undefined) records.push(t);
-      }
-      return pageOf(records.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : 1)), q);
+      return store.listThreads(principal === undefined ? q : { ...q, owner: principal });
     },
     listRuns: async (q) => {
       const principal = currentPrincipal();

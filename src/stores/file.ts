@@ -22,7 +22,9 @@ import {
   visibleMessages,
   type MessageQuery,
   type Page,
-  type PageQuery,
+  type ThreadQuery,
+  hasRunFilter,
+  threadMatcher,
   type RunQuery,
   type RunRecord,
   type LeaseTake,
@@ -77,12 +79,22 @@ export class FileStore implements Store {
     return (await this.#thread(id))?.record;
   }
 
-  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
+  async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
     const ids = await this.#ids('threads');
-    const records: ThreadRecord[] = [];
+    let records: ThreadRecord[] = [];
     for (const id of ids) {
       const t = await this.#thread(id);
       if (t !== undefined) records.push(t.record);
+    }
+    if (q.text !== undefined || q.owner !== undefined || hasRunFilter(q.run)) {
+      const runs = new Map<string, RunRecord[]>();
+      for (const runId of await this.#ids('runs')) {
+        const r = await this.#run(runId);
+        if (r !== undefined) runs.set(r.thread_id, [...(runs.get(r.thread_id) ?? []), r]);
+      }
+      const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
+      const matches = threadMatcher(q);
+      records = records.filter((t) => matches(t, runs.get(t.id) ?? [], Object.hasOwn(owners, t.id) ? owners[t.id] : undefined));
     }
     return pageOf(records.sort(byUpdatedThenId), q);
   }

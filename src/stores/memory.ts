@@ -18,8 +18,10 @@ import {
   visibleMessages,
   type MessageQuery,
   type Page,
-  type PageQuery,
   type RunQuery,
+  type ThreadQuery,
+  hasRunFilter,
+  threadMatcher,
   type RunRecord,
   type LeaseTake,
   type Store,
@@ -62,9 +64,19 @@ export class MemoryStore implements Store {
     return e === undefined ? undefined : copy(e.record);
   }
 
-  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
-    const all = [...this.#threads.values()].map((e) => e.record).sort(byUpdatedThenId);
-    return copy(pageOf(all, q));
+  async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    let all = [...this.#threads.values()].map((e) => e.record);
+    if (q.text !== undefined || q.owner !== undefined || hasRunFilter(q.run)) {
+      const runs = new Map<string, RunRecord[]>();
+      for (const r of this.#runs.values()) {
+        const list = runs.get(r.thread_id);
+        if (list === undefined) runs.set(r.thread_id, [r]);
+        else list.push(r);
+      }
+      const matches = threadMatcher(q);
+      all = all.filter((t) => matches(t, runs.get(t.id) ?? [], this.#owners.get(t.id)));
+    }
+    return copy(pageOf(all.sort(byUpdatedThenId), q));
   }
 
   async deleteThread(id: string): Promise<boolean> {

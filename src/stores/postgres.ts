@@ -9,7 +9,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { appendStart, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 import { leaseOf, runOf, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
@@ -140,12 +140,31 @@ export class PostgresStore implements Store {
     return row === undefined ? undefined : threadOf(row);
   }
 
-  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
+  async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    // The search is one query (threadMatcher says the same over objects); ILIKE folds case as the database's locale does.
+    const p = this.#p;
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    const arg = (v: string | number): string => `$${args.push(v)}`;
+    if (q.owner !== undefined) where.push(`EXISTS (SELECT 1 FROM ${p}_thread_owners o WHERE o.thread_id = t.id AND o.principal = ${arg(q.owner)})`);
+    if (q.text !== undefined && q.text !== '') {
+      const like = arg(likePattern(q.text));
+      where.push(`(t.id ILIKE ${like} ESCAPE '\\' OR t.title ILIKE ${like} ESCAPE '\\' OR EXISTS (SELECT 1 FROM ${p}_runs r WHERE r.thread_id = t.id AND r.run_id ILIKE ${like} ESCAPE '\\'))`);
+    }
+    if (hasRunFilter(q.run)) {
+      const run = ['r.thread_id = t.id'];
+      if (q.run.agentId !== undefined) run.push(`r.agent_id = ${arg(q.run.agentId)}`);
+      if (q.run.status !== undefined) run.push(`r.status = ${arg(q.run.status)}`);
+      if (q.run.failed === true) run.push(`(r.termination::jsonb ->> 'type') = 'error'`);
+      where.push(`EXISTS (SELECT 1 FROM ${p}_runs r WHERE ${run.join(' AND ')})`);
+    }
+    const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+    const filters = [...args];
     const rows = await this.#q<Parameters<typeof threadOf>[0]>(
-      `SELECT id, title, created_at, updated_at, latest_run_id FROM ${this.#p}_threads ORDER BY updated_at DESC, id ASC LIMIT $1 OFFSET $2`,
-      [q.limit, q.offset],
+      `SELECT t.id, t.title, t.created_at, t.updated_at, t.latest_run_id FROM ${p}_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ${arg(q.limit)} OFFSET ${arg(q.offset)}`,
+      args,
     );
-    const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${this.#p}_threads`);
+    const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${p}_threads t${clause}`, filters);
     return { items: rows.map(threadOf), total: Number(count?.n ?? 0) };
   }
 

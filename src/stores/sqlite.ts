@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type PageQuery, type RunQuery, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { appendStart, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, foldCase, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -113,6 +113,8 @@ export class SqliteStore implements Store {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
+    // Case folding as JavaScript does it (SQLite's lower() folds ASCII only): the thread search's titles.
+    this.#db.function('awaken_fold', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? foldCase(s) : null));
     this.#db.exec(SCHEMA);
     this.#db.exec(mailboxSchema('awaken', 'INTEGER'));
     this.#migrate(path);
@@ -150,9 +152,29 @@ export class SqliteStore implements Store {
     return row === undefined ? undefined : threadOf(row);
   }
 
-  async listThreads(q: PageQuery): Promise<Page<ThreadRecord>> {
-    const rows = this.#db.prepare('SELECT * FROM awaken_threads ORDER BY updated_at DESC, id ASC LIMIT ? OFFSET ?').all(q.limit, q.offset) as ThreadRow[];
-    const total = (this.#db.prepare('SELECT count(*) AS n FROM awaken_threads').get() as { n: number }).n;
+  async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    // The search is one query (threadMatcher says the same over objects): thread ids and run ids are
+    // ASCII (ID_PATTERN), which LIKE compares in any case; a title is folded as JavaScript folds it.
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.owner !== undefined) (where.push('EXISTS (SELECT 1 FROM awaken_thread_owners o WHERE o.thread_id = t.id AND o.principal = ?)'), args.push(q.owner));
+    if (q.text !== undefined && q.text !== '') {
+      const like = likePattern(q.text);
+      where.push(`(t.id LIKE ? ESCAPE '\\' OR instr(awaken_fold(t.title), ?) > 0 OR EXISTS (SELECT 1 FROM awaken_runs r WHERE r.thread_id = t.id AND r.run_id LIKE ? ESCAPE '\\'))`);
+      args.push(like, foldCase(q.text), like);
+    }
+    if (hasRunFilter(q.run)) {
+      const run = ['r.thread_id = t.id'];
+      if (q.run.agentId !== undefined) (run.push('r.agent_id = ?'), args.push(q.run.agentId));
+      if (q.run.status !== undefined) (run.push('r.status = ?'), args.push(q.run.status));
+      if (q.run.failed === true) run.push(`json_extract(r.termination, '$.type') = 'error'`);
+      where.push(`EXISTS (SELECT 1 FROM awaken_runs r WHERE ${run.join(' AND ')})`);
+    }
+    const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
+    const rows = this.#db
+      .prepare(`SELECT t.id, t.title, t.created_at, t.updated_at, t.latest_run_id FROM awaken_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as ThreadRow[];
+    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_threads t${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(threadOf), total };
   }
 

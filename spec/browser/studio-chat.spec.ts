@@ -1,0 +1,280 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import axe from 'axe-core';
+import type { Browser, Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.ts';
+import { repo } from '../support/serve-process.ts';
+
+/**
+ * The studio's chat panel (inspector/src/chat.ts) in a real browser, against a real
+ * `awaken dev --app spec/browser/fixtures/studio-chat-app.ts` process (scripted models: no key, no
+ * network; runs recorded by default): pick an agent, send a message, watch the answer stream in
+ * (reasoning folded, the tool call with its arguments), approve the call with its button and see
+ * the result and the final text, follow the run's timeline link and come back to the thread (its
+ * history loaded from the server), answer a tool that asks for a payload, deny a call on a new
+ * thread, and cancel a slow run while its tool reports progress. axe-core finds no serious or
+ * critical violation; the console stays free of errors and warnings (a client's repair warning is
+ * one). A screenshot goes to test-artifacts/browser/studio-chat.png.
+ */
+
+const ARTIFACTS = join(repo, 'test-artifacts/browser');
+const APP = 'spec/browser/fixtures/studio-chat-app.ts';
+let assets = '';
+let dev: { child: ChildProcess; url: string; log(): string; stop(): Promise<void> };
+let guarded: typeof dev | undefined;
+let browser: Browser;
+
+/** `awaken dev --app APP` on a free port, serving the page built into `assets`; resolves once it listens. */
+function startDev(env: NodeJS.ProcessEnv): Promise<typeof dev> {
+  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'dev', '--app', APP, '--store', 'memory', '--port', '0'], {
+    cwd: repo,
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stdout?.resume();
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`awaken dev did not start:\n${log}`)), 20_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1] as string, log: () => log, stop });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`awaken dev exited with ${code}:\n${log}`));
+    });
+  });
+}
+
+async function newPage(): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  return { page, problems };
+}
+
+/** axe-core in the page: the violations of impact serious or critical, by rule and the nodes they hit. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
+  await page.evaluate(axe.source);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/** The runs the server holds for a thread: id and how each ended. */
+async function runsOf(threadId: string): Promise<{ run_id: string; termination?: { type: string } }[]> {
+  const r = await fetch(`${dev.url}/v1/runs?thread_id=${encodeURIComponent(threadId)}&limit=50`);
+  return ((await r.json()) as { items: { run_id: string; termination?: { type: string } }[] }).items;
+}
+
+const threadOf = (page: Page): string => decodeURIComponent(/^#\/chat\/(.+)$/.exec(new URL(page.url()).hash)?.[1] ?? '');
+
+beforeAll(async () => {
+  assets = mkdtempSync(join(tmpdir(), 'awaken-studio-chat-page-'));
+  await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
+  [dev, guarded] = await Promise.all([startDev({ AWAKEN_INSPECTOR_ASSETS: assets }), startDev({ AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'studio-chat-token' })]);
+  browser = await launchChromium();
+  mkdirSync(ARTIFACTS, { recursive: true });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const d of [dev, guarded]) {
+    await d?.stop();
+    // `awaken dev` records into a temporary folder of its own.
+    const record = /timelines of the runs recorded in ([^\s)]+)/.exec(d?.log() ?? '')?.[1];
+    if (record !== undefined && record.startsWith(tmpdir())) rmSync(record, { recursive: true, force: true });
+  }
+  if (assets !== '') rmSync(assets, { recursive: true, force: true });
+});
+
+describe('the studio chat panel against awaken dev', () => {
+  it('picks an agent, streams the answer, approves a tool call with its button, links the timeline, reloads the thread, answers with a payload; accessible', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${dev.url}/inspector/#/chat`);
+    const view = page.locator('#chat-view');
+    await expect.poll(() => view.isVisible()).toBe(true);
+    const agent = page.getByLabel('Agent', { exact: true }).and(page.locator('#chat-agent'));
+    await expect.poll(() => agent.locator('option').allInnerTexts()).toEqual(['concierge', 'worker']);
+    await agent.selectOption('concierge');
+    await page.getByRole('textbox', { name: 'Message' }).fill("Book a table for two at Luigi's");
+    await page.getByRole('button', { name: 'Send' }).click();
+
+    // The call waits for an approval: its arguments, the reasoning folded before it.
+    const book = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+    await expect.poll(() => book.getAttribute('data-state')).toBe('approval-requested');
+    expect(await book.locator('h4').innerText()).toBe('book_table [call_book] · waiting for your answer');
+    expect(JSON.parse(await book.locator('pre.chat-args').innerText())).toEqual({ restaurant: "Luigi's", people: 2 });
+    const reasoning = page.locator('#chat-log details.chat-fold').filter({ hasText: 'Reasoning' });
+    expect(await reasoning.getAttribute('open')).toBeNull();
+    expect(await reasoning.locator('.chat-reasoning').textContent()).toBe('The user wants a table: book it once they approve.');
+    expect(await page.locator('#chat-log .chat-msg.user').innerText()).toContain("Book a table for two at Luigi's");
+    // The thread is in the address, and the server holds it: the run waits.
+    const thread = threadOf(page);
+    expect(thread).toMatch(/^chat-/);
+    await expect.poll(async () => (await runsOf(thread)).map((r) => r.termination?.type)).toEqual(['suspended']);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    expect(await book.locator('.chat-question').innerText()).toBe("Permission required for tool 'book_table'");
+    await book.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => book.getAttribute('data-state')).toBe('output-available');
+    // The button is gone with its question; the focus is on its tool call, not lost to the page.
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string | null } | null } }).document.activeElement?.getAttribute('data-focus'))).toBe('call_book');
+    expect(JSON.parse(await book.locator('pre.chat-output').innerText())).toEqual({ booked: true, restaurant: "Luigi's", people: 2 });
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').allInnerTexts()).toEqual(['Here is where the booking stands.']);
+    const [run] = await runsOf(thread);
+    expect(run?.termination?.type).toBe('natural_end');
+    const runId = run?.run_id as string;
+    await expect.poll(() => page.locator('#chat-status').innerText()).toBe(`Run ${runId} finished.`);
+
+    // The run's timeline, by its link (the run was recorded), then back to the thread: its history from the server.
+    const link = page.getByRole('link', { name: `Timeline of run ${runId}` });
+    expect(await link.getAttribute('href')).toBe(`#/threads/${encodeURIComponent(thread)}/runs/${encodeURIComponent(runId)}`);
+    await link.click();
+    await expect.poll(() => page.locator('#runs-view').isVisible()).toBe(true);
+    await expect.poll(() => page.locator('#run-title').innerText()).toBe(`Run ${runId}`);
+    await expect.poll(() => page.locator('#run [data-termination]').last().getAttribute('data-termination')).toBe('natural_end');
+    await page.goto(`${dev.url}/inspector/#/chat/${encodeURIComponent(thread)}`);
+    await page.reload();
+    await expect.poll(() => page.locator('#chat-log .chat-msg').count()).toBe(3);
+    expect(await page.locator('#chat-log section.chat-tool[data-call-id="call_book"]').getAttribute('data-state')).toBe('output-available');
+    expect(await page.locator('#chat-log .chat-text').allInnerTexts()).toEqual(["Book a table for two at Luigi's", 'Here is where the booking stands.']);
+    await expect.poll(() => page.locator('#chat-agent').inputValue()).toBe('concierge');
+
+    // A tool that takes the answer as its result: its question, the payload form open, a JSON answer.
+    await page.getByRole('textbox', { name: 'Message' }).fill('At what time?');
+    await page.keyboard.press('Enter');
+    const time = page.locator('#chat-log section.chat-tool[data-call-id="call_time"]');
+    await expect.poll(() => time.getAttribute('data-state')).toBe('approval-requested');
+    expect(await time.locator('.chat-question').innerText()).toBe('Which time?');
+    const payload = time.getByRole('textbox', { name: 'Payload for pick_time' });
+    expect(await payload.isVisible()).toBe(true);
+    await payload.fill('{"time": 19:30}');
+    await time.getByRole('button', { name: 'Send answer' }).click();
+    await expect.poll(() => time.locator('[role="alert"]').innerText()).toMatch(/^The payload is not JSON: /);
+    await payload.fill('{"time": "19:30"}');
+    await time.getByRole('button', { name: 'Send answer' }).click();
+    await expect.poll(() => time.getAttribute('data-state')).toBe('output-available');
+    expect(JSON.parse(await time.locator('pre.chat-output').innerText())).toEqual({ time: '19:30' });
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').last().innerText()).toBe('Noted the time.');
+    await expect.poll(async () => (await runsOf(thread)).map((r) => r.termination?.type).sort()).toEqual(['natural_end', 'natural_end']);
+    await page.screenshot({ path: join(ARTIFACTS, 'studio-chat.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('a new thread: denies a call; another: cancels a slow run while its tool reports progress', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${dev.url}/inspector/#/chat`);
+    await expect.poll(() => page.locator('#chat-agent option').count()).toBe(2);
+    await page.getByRole('textbox', { name: 'Message' }).fill('Book a table');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const first = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+    await expect.poll(() => first.getAttribute('data-state')).toBe('approval-requested');
+    const firstThread = threadOf(page);
+
+    // A new thread: nothing of the first one, a new id in the address.
+    await page.getByRole('button', { name: 'New thread' }).click();
+    await expect.poll(() => page.locator('#chat-log .chat-msg').count()).toBe(0);
+    const denied = threadOf(page);
+    expect(denied).not.toBe(firstThread);
+    expect(await page.locator('.chat-thread-id').innerText()).toBe(denied);
+    await page.getByRole('textbox', { name: 'Message' }).fill('Book a table');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const book = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+    await expect.poll(() => book.getAttribute('data-state')).toBe('approval-requested');
+    await book.getByRole('button', { name: 'Deny' }).click();
+    await expect.poll(() => book.getAttribute('data-state')).toBe('output-denied');
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').allInnerTexts()).toEqual(['Here is where the booking stands.']);
+    expect((await runsOf(denied)).map((r) => r.termination?.type)).toEqual(['natural_end']);
+
+    // The slow agent, cancelled while its tool works: the run ends cancelled on the server.
+    await page.getByRole('button', { name: 'New thread' }).click();
+    await expect.poll(() => threadOf(page)).not.toBe(denied);
+    const slow = threadOf(page);
+    await page.locator('#chat-agent').selectOption('worker');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Write the report');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const work = page.locator('#chat-log section.chat-tool[data-call-id="call_work"]');
+    await expect.poll(() => work.locator('.chat-progress').innerText()).toBe(' running · the report: started · 25%');
+    expect(await work.getByRole('progressbar', { name: 'Progress of work' }).getAttribute('value')).toBe('0.25');
+    expect(await page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+    expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('true');
+    // An A2UI surface is shown as its JSON, folded.
+    const surface = page.locator('#chat-log details.chat-fold').filter({ hasText: 'A2UI surface from call_work (JSON, 1 update)' });
+    expect(await surface.getAttribute('open')).toBeNull();
+    expect(JSON.parse(await surface.locator('pre.chat-activity').textContent() ?? '')).toMatchObject([{ activityType: 'a2ui', content: { messages: [{ beginRendering: { surfaceId: 'report' } }] } }]);
+    expect(await seriousViolations(page)).toEqual([]);
+    const started = Date.now();
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
+    expect(await page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
+    expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
+    await expect.poll(async () => (await runsOf(slow)).map((r) => r.termination?.type)).toEqual(['cancelled']);
+    // Well before the tool's 30 s: the cancel reached the run.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const [run] = await runsOf(slow);
+    expect(await page.locator('#chat-status').innerText()).toBe(`Run ${run?.run_id ?? ''} cancelled.`);
+
+    // The first thread, opened again by its address: its history says the call still waits; approved from there, the run ends.
+    await page.goto(`${dev.url}/inspector/#/chat/${encodeURIComponent(firstThread)}`);
+    await page.reload();
+    const waiting = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+    await expect.poll(() => waiting.getAttribute('data-state')).toBe('approval-requested');
+    await waiting.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('#chat-log section.chat-tool[data-call-id="call_book"]').getAttribute('data-state')).toBe('output-available');
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').allInnerTexts()).toEqual(['Here is where the booking stands.']);
+    expect((await runsOf(firstThread)).map((r) => r.termination?.type)).toEqual(['natural_end']);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('with API tokens: once the studio has a token, the chat sends it as a header (never in a URL) on every call, the answers included', async () => {
+    const server = guarded as typeof dev;
+    const { page } = await newPage();
+    const calls: { path: string; authorized: boolean }[] = [];
+    const urls: string[] = [];
+    page.on('request', (r) => {
+      urls.push(r.url());
+      if (new URL(r.url()).pathname.startsWith('/v1/')) calls.push({ path: `${r.method()} ${new URL(r.url()).pathname}`, authorized: r.headers()['authorization'] === 'Bearer studio-chat-token' });
+    });
+    await page.goto(`${server.url}/inspector/#/chat`);
+    await page.getByLabel('API token').fill('studio-chat-token');
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.getByRole('textbox', { name: 'Message' }).fill('Book a table');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const book = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+    await expect.poll(() => book.getAttribute('data-state')).toBe('approval-requested');
+    expect(await page.locator('#chat-agent').inputValue()).toBe('concierge');
+    await book.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').allInnerTexts()).toEqual(['Here is where the booking stands.']);
+    const chats = calls.filter((c) => c.path === 'POST /v1/ai-sdk/chat');
+    expect(chats).toEqual([
+      { path: 'POST /v1/ai-sdk/chat', authorized: true },
+      { path: 'POST /v1/ai-sdk/chat', authorized: true },
+    ]);
+    expect(calls.filter((c) => c.path === 'GET /v1/capabilities').at(-1)?.authorized).toBe(true);
+    expect(urls.filter((u) => u.includes('studio-chat-token'))).toEqual([]);
+    await page.close();
+  });
+});

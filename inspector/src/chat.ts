@@ -31,6 +31,16 @@ export interface ChatPanel {
 }
 
 type Part = UIMessage['parts'][number];
+
+/** A link the stream names is followed only to the web: another scheme (`data:`, `file:`) is shown as text. */
+const webUrl = (url: string): boolean => {
+  try {
+    const { protocol } = new URL(url);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+};
 type ToolPart = Extract<Part, { toolCallId: string }>;
 type DataPart = Extract<Part, { type: `data-${string}` }>;
 
@@ -354,7 +364,7 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       else if (p.type === 'reasoning') node.append(fold(key, p.state === 'streaming' ? 'Reasoning…' : 'Reasoning', false, el('p', { class: 'chat-reasoning' }, p.text)));
       else if (isToolUIPart(p)) node.append(renderTool(m, p, tickets.get(p.toolCallId), progress.get(p.toolCallId)));
       else if (p.type === 'file') node.append(el('p', { class: 'note' }, `A file (${p.mediaType}${p.filename !== undefined ? `: ${p.filename}` : ''})`));
-      else if (p.type === 'source-url') node.append(el('p', { class: 'note' }, 'Source: ', el('a', { href: p.url, rel: 'noreferrer' }, p.title ?? p.url)));
+      else if (p.type === 'source-url') node.append(el('p', { class: 'note' }, 'Source: ', webUrl(p.url) ? el('a', { href: p.url, rel: 'noreferrer' }, p.title ?? p.url) : `${p.title ?? ''} ${p.url}`.trim()));
       else if (p.type === 'data-activity-snapshot' || p.type === 'data-activity-delta') {
         const d = (p as DataPart).data;
         const kind = isObject(d) && typeof d['activityType'] === 'string' ? d['activityType'] : 'activity';
@@ -491,8 +501,10 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
 
   makeChat(newThreadId(), []);
 
+  let opening = 0;
   const panel: ChatPanel = {
     newThread(): void {
+      opening++;
       errorLine.textContent = '';
       makeChat(newThreadId(), []);
       announced = true;
@@ -504,6 +516,8 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       // The thread shown already (back from its run's timeline, say): it stays as it is, with what only its streams showed (reasoning, the timeline links).
       if (threadId === chat.id && (busy(chat.status) || chat.messages.length > 0)) return;
       errorLine.textContent = '';
+      // The last thread asked for is the one shown: a history that comes back after another was asked for is dropped.
+      const mine = ++opening;
       await agentsKnown();
       const history = await deps
         .api(`/v1/ai-sdk/threads/${enc(threadId)}/messages`)
@@ -513,6 +527,7 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
           if (e instanceof Error && /\b404\b/.test(e.message)) return [] as UIMessage[];
           throw e;
         });
+      if (mine !== opening) return;
       const made = makeChat(threadId, history);
       announced = true;
       deps.onThread?.(threadId);

@@ -84,7 +84,13 @@ function go(route: Route): void {
 
 /** The chat's last address: back from the runs, the chat is where it was left. */
 let chatAt: Route = { view: 'chat' };
+/**
+ * Which navigation is current: each one counts up, and an answer that comes back for an older one
+ * (a thread clicked while another's runs were loading) changes nothing.
+ */
+let nav = 0;
 async function showRoute(route: Route): Promise<void> {
+  const mine = ++nav;
   if (route.view === 'chat') chatAt = route;
   errorBox.textContent = '';
   show(route.view);
@@ -99,8 +105,8 @@ async function showRoute(route: Route): Promise<void> {
       return;
     case 'runs':
       if (route.thread === undefined) return;
-      if (route.thread !== selectedThread || route.run === undefined) await selectThread(route.thread);
-      if (route.run !== undefined) await selectRun(route.run, route.step);
+      if (route.thread !== selectedThread || route.run === undefined) await selectThread(route.thread, mine);
+      if (route.run !== undefined && mine === nav) await selectRun(route.run, route.step, mine);
       return;
     default:
       exhaustive(route);
@@ -140,8 +146,12 @@ function findQuery(): string {
 }
 
 /** A page of the threads the caller may read (the store's and the recorded transcripts'), newest first, as the search and filters say. */
+let listSeq = 0;
 async function loadThreads(): Promise<void> {
+  const seq = ++listSeq;
   const page = await json<ThreadPage>(`/v1/inspector/threads?${findQuery()}`);
+  // An answer to an older search or page that came late changes nothing.
+  if (seq !== listSeq) return;
   const list = byId('threads');
   list.replaceChildren(
     ...page.items.map((t) => {
@@ -172,7 +182,7 @@ function mark(listId: string, attr: string, value: string): void {
   for (const b of byId(listId).querySelectorAll('button')) b.setAttribute('aria-current', String(b.getAttribute(attr) === value));
 }
 
-async function selectThread(id: string): Promise<void> {
+async function selectThread(id: string, mine: number): Promise<void> {
   stopFollowing();
   selectedThread = id;
   mark('threads', 'data-thread', id);
@@ -186,6 +196,7 @@ async function selectThread(id: string): Promise<void> {
     }),
     json<{ recording: boolean; items: TranscriptEntry[] }>(`/v1/inspector/transcripts?thread_id=${enc(id)}`),
   ]);
+  if (mine !== nav) return;
   recording = recorded.recording;
   byId('recording-note').textContent = recording ? '' : 'This server does not record runs: start it with --record DIR to see their timelines.';
   threadRuns = { records: stored.items, transcripts: recorded.items };
@@ -206,7 +217,7 @@ async function selectThread(id: string): Promise<void> {
   );
 }
 
-async function selectRun(runId: string, step?: number): Promise<void> {
+async function selectRun(runId: string, step: number | undefined, mine: number): Promise<void> {
   stopFollowing();
   const threadId = selectedThread as string;
   mark('runs', 'data-run', runId);
@@ -229,6 +240,7 @@ async function selectRun(runId: string, step?: number): Promise<void> {
   const names = segments.map((t) => t.name).join(', ');
   say(`loading ${names}…`);
   const texts = await Promise.all(segments.map(async (t) => (await api(`/v1/inspector/transcripts/${enc(t.name)}`)).text()));
+  if (mine !== nav) return;
   const timelines = texts.map((text) => timelineOf(transcriptRecords(text)));
   // Opening a step puts it in the address, without a new history entry per step looked at.
   const onStepOpen = (index: number): void => history.replaceState(null, '', hrefOf({ view: 'runs', thread: threadId, run: runId, step: index }));

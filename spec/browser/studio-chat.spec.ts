@@ -225,14 +225,12 @@ describe('the studio chat panel against awaken dev', () => {
     expect(await surface.getAttribute('open')).toBeNull();
     expect(JSON.parse(await surface.locator('pre.chat-activity').textContent() ?? '')).toMatchObject([{ activityType: 'a2ui', content: { messages: [{ beginRendering: { surfaceId: 'report' } }] } }]);
     expect(await seriousViolations(page)).toEqual([]);
-    const started = Date.now();
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
     expect(await page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
     expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
-    await expect.poll(async () => (await runsOf(slow)).map((r) => r.termination?.type)).toEqual(['cancelled']);
-    // Well before the tool's 30 s: the cancel reached the run.
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Ended cancelled, not by the tool's 30 s: the cancel reached the run.
+    await expect.poll(async () => (await runsOf(slow)).map((r) => r.termination?.type), { timeout: 10_000 }).toEqual(['cancelled']);
     const [run] = await runsOf(slow);
     expect(await page.locator('#chat-status').innerText()).toBe(`Run ${run?.run_id ?? ''} cancelled.`);
 

@@ -1,4 +1,4 @@
-import { foldCase, hasRunFilter, type RunRecord, type Store, type ThreadRecord, type ThreadRunFilter } from '../runtime/store.ts';
+import { foldCase, hasRunFilter, ownedPage, type RunRecord, type Store, type ThreadRecord, type ThreadRunFilter } from '../runtime/store.ts';
 
 /**
  * The inspector's thread list (`GET /v1/inspector/threads`, docs/inspector.md → API): the threads of
@@ -77,10 +77,13 @@ export async function findThreads(store: Store, owner: string | undefined, trans
   // the recorded threads the search keeps, less the store's (one query for them all, not one a thread).
   const candidates = runFilter !== undefined ? [] : [...recorded].filter(([id, r]) => text === undefined || foldCase(id).includes(text) || [...r.runIds].some((run) => foldCase(run).includes(text)));
   const only: ThreadSummary[] = [];
-  if (candidates.length > 0) {
-    const inStore = new Set((await store.listThreads({ ...(owner !== undefined ? { owner } : {}), offset: 0, limit: Number.MAX_SAFE_INTEGER })).items.map((t) => t.id));
-    for (const [id, r] of candidates) if (!inStore.has(id)) only.push({ id, updated_at: r.latest, runs: 0, recorded: r.count });
-  }
+  // A transcript the caller may read is of a thread the caller may reach: it is only the
+  // transcripts' when the store has no thread of its id (a lookup a recorded thread, not a listing
+  // of every thread the store holds).
+  const kept = await Promise.all(candidates.map(async ([id]) => (await store.getThread(id)) !== undefined));
+  candidates.forEach(([id, r], i) => {
+    if (kept[i] !== true) only.push({ id, updated_at: r.latest, runs: 0, recorded: r.count });
+  });
 
   const query = { ...(text !== undefined ? { text: search.text as string } : {}), ...(runFilter !== undefined ? { run: runFilter } : {}), ...(owner !== undefined ? { owner } : {}) };
   let page: (ThreadRecord | ThreadSummary)[];
@@ -94,6 +97,10 @@ export async function findThreads(store: Store, owner: string | undefined, trans
     const found = await store.listThreads({ ...query, offset: 0, limit: search.offset + search.limit });
     page = [...found.items, ...only].sort(newestFirst).slice(search.offset, search.offset + search.limit);
     total = found.total + only.length;
+  }
+  // A store that ignores the owner of its thread query would show every thread: refused, not shown.
+  if (owner !== undefined && !(await ownedPage(store, page.filter((t) => !('runs' in t)), owner))) {
+    throw new Error("the store does not keep to ThreadQuery.owner: its listThreads must list only the owner's threads");
   }
   const items = await Promise.all(page.map((t) => ('runs' in t ? t : summaryOf(store, t, recorded.get(t.id)?.count ?? 0))));
   return { items, total };

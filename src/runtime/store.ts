@@ -91,6 +91,16 @@ export function threadMatcher(q: ThreadQuery): (thread: ThreadRecord, runs: read
   };
 }
 
+/**
+ * Whether every thread of a page a store listed for `owner` is the owner's: a store written before
+ * the owner was part of the thread query ignores it and lists every thread, which its callers refuse
+ * rather than show (one `threadOwner` lookup a thread of the page).
+ */
+export async function ownedPage(store: Pick<Store, 'threadOwner'>, items: readonly { readonly id: string }[], owner: string): Promise<boolean> {
+  const owners = await Promise.all(items.map((t) => store.threadOwner(t.id)));
+  return owners.every((o) => o === owner);
+}
+
 /** A search text as a `LIKE` pattern that matches it as a substring (`\` escapes `%`, `_` and itself). */
 export const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
 

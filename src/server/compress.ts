@@ -93,5 +93,7 @@ export function withGzip(app: Hono, options: GzipOptions = {}): Hono {
   const outer = new Hono();
   outer.use('*', gzip(options));
   outer.all('*', (c) => app.fetch(c.req.raw, c.env));
+  // Reading an answer to compress it can fail (its stream broke): the API's JSON, not a text page.
+  outer.onError((_e, c) => c.json({ error: 'the answer could not be sent', code: 'internal' }, 500));
   return outer;
 }

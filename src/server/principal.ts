@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { pageOf, StoreFailure, type Page, type RunRecord, type Store } from '../runtime/store.ts';
+import { hasRunFilter, ownedPage, pageOf, StoreFailure, threadMatcher, type Page, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 /**
  * The principal a request acts for (docs/server.md → Access control): set by the authentication
@@ -57,10 +57,24 @@ export function principalStore(store: Store): Store {
       const run = await store.getRun(id);
       return run !== undefined && (await mayReach(store, run.thread_id, 'read')) ? run : undefined;
     },
-    // The owner is a condition of the store's own query: one query, whatever the search.
+    // The owner is a condition of the store's own query: one query, whatever the search. What it
+    // answers is checked all the same (a page's owners, one lookup each): a store written before the
+    // owner was part of the query would list every thread, so its page is refused and the owned
+    // threads are read one by one.
     listThreads: async (q) => {
       const principal = currentPrincipal();
-      return store.listThreads(principal === undefined ? q : { ...q, owner: principal });
+      if (principal === undefined) return store.listThreads(q);
+      const page = await store.listThreads({ ...q, owner: principal });
+      if (await ownedPage(store, page.items, principal)) return page;
+      const match = threadMatcher({ ...q, owner: principal });
+      const withRuns = (q.text !== undefined && q.text !== '') || hasRunFilter(q.run);
+      const records: ThreadRecord[] = [];
+      for (const id of await store.ownedThreads(principal)) {
+        const t = await store.getThread(id);
+        const runs = t !== undefined && withRuns ? (await store.listRuns({ threadId: id, offset: 0, limit: 10_000 })).items : [];
+        if (t !== undefined && match(t, runs, principal)) records.push(t);
+      }
+      return pageOf(records.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : 1)), q);
     },
     listRuns: async (q) => {
       const principal = currentPrincipal();

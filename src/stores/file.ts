@@ -87,10 +87,13 @@ export class FileStore implements Store {
       if (t !== undefined) records.push(t.record);
     }
     if (q.text !== undefined || q.owner !== undefined || hasRunFilter(q.run)) {
+      // The runs are read only when the query looks at them (an owner alone does not).
       const runs = new Map<string, RunRecord[]>();
-      for (const runId of await this.#ids('runs')) {
-        const r = await this.#run(runId);
-        if (r !== undefined) runs.set(r.thread_id, [...(runs.get(r.thread_id) ?? []), r]);
+      if ((q.text !== undefined && q.text !== '') || hasRunFilter(q.run)) {
+        for (const runId of await this.#ids('runs')) {
+          const r = await this.#run(runId);
+          if (r !== undefined) runs.set(r.thread_id, [...(runs.get(r.thread_id) ?? []), r]);
+        }
       }
       const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
       const matches = threadMatcher(q);

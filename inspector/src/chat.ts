@@ -259,6 +259,10 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
   function makeChat(threadId: string, messages: UIMessage[]): PanelChat {
     void chat?.stop();
     drawn.clear();
+    // What was folded, drafted or answered belongs to the thread shown: a call id may come again in another.
+    folded.clear();
+    drafts.clear();
+    answeredByPayload.clear();
     log.replaceChildren();
     currentRun = undefined;
     threadName.textContent = threadId;
@@ -273,6 +277,7 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
         return send;
       },
       onData: (part) => {
+        if (chat !== made) return;
         if (part.type === 'data-run-info' && isObject(part.data) && typeof part.data['runId'] === 'string') currentRun = part.data['runId'];
       },
       onFinish: ({ message, isAbort, isError, finishReason }) => {
@@ -469,7 +474,13 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     const target = currentRun ?? chat.id;
     say(`Cancelling run ${currentRun ?? `of ${chat.id}`}…`);
     // The run stops on the server (a run id, or the thread's id for a run whose id has not come yet); the stream is dropped at once.
-    const cancelled = deps.api(`/v1/runs/${enc(target)}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } }).then((r) => r.body?.cancel());
+    const cancelled = deps
+      .api(`/v1/runs/${enc(target)}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } })
+      .then((r) => r.body?.cancel())
+      .catch((e: unknown) => {
+        // A run that ended while the cancel was on its way has nothing left to cancel.
+        if (!(e instanceof Error && /\b404\b/.test(e.message))) throw e;
+      });
     await chat.stop();
     await cancelled;
   }

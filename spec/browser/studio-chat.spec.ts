@@ -247,6 +247,53 @@ describe('the studio chat panel against awaken dev', () => {
     await page.close();
   });
 
+  it('a cancel that finds the run gone (its answer a 404) still stops the stream, and says no error', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${dev.url}/inspector/#/chat`);
+    await page.getByRole('button', { name: 'New thread' }).click();
+    await expect.poll(() => threadOf(page)).not.toBe('');
+    const thread = threadOf(page);
+    await page.locator('#chat-agent').selectOption('worker');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Write the report');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const work = page.locator('#chat-log section.chat-tool[data-call-id="call_work"]');
+    await expect.poll(() => work.locator('.chat-progress').innerText()).toBe(' running · the report: started · 25%');
+    // The server's answer to the cancel is a 404, as for a run that ended while the cancel was on its way.
+    await page.route('**/v1/runs/*/cancel', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: 'run not found', code: 'run_not_found' }) }));
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
+    expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
+    expect(await page.locator('#chat-error').innerText()).toBe('');
+    // The run the page let go is still running on the server: cancelled from here.
+    const [running] = await runsOf(thread);
+    const cancelled = await fetch(`${dev.url}/v1/runs/${encodeURIComponent(running?.run_id ?? thread)}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    expect(cancelled.status).toBe(202);
+    await expect.poll(async () => (await runsOf(thread)).map((r) => r.termination?.type), { timeout: 10_000 }).toEqual(['cancelled']);
+    expect(problems.filter((p) => !p.includes('404'))).toEqual([]);
+    await page.close();
+  });
+
+  it('a payload half written on one thread is not carried to another, where a call has the same id', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${dev.url}/inspector/#/chat`);
+    const ask = async (): Promise<ReturnType<Page['locator']>> => {
+      await page.getByRole('button', { name: 'New thread' }).click();
+      await page.locator('#chat-agent').selectOption('concierge');
+      await page.getByRole('textbox', { name: 'Message' }).fill('Book a table');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const book = page.locator('#chat-log section.chat-tool[data-call-id="call_book"]');
+      await expect.poll(() => book.getAttribute('data-state')).toBe('approval-requested');
+      await book.locator('summary', { hasText: 'Answer with a payload (JSON)' }).click();
+      return book.getByRole('textbox', { name: 'Payload for book_table' });
+    };
+    const first = await ask();
+    await first.fill('{"note": "half written"}');
+    const second = await ask();
+    expect(await second.inputValue()).toBe('{}');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it('with API tokens: once the studio has a token, the chat sends it as a header (never in a URL) on every call, the answers included', async () => {
     const server = guarded as typeof dev;
     const { page } = await newPage();

@@ -1,11 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineStateKey, PhaseRuntime, serialiseEvent, StateCommand } from 'awaken-ts';
+import { defineStateKey, serialiseEvent, StateCommand } from 'awaken-ts';
 import { arbitraries } from 'awaken-ts/testing';
+// The phase engine is machinery: `awaken-ts/unstable`.
+import { PhaseRuntime } from 'awaken-ts/unstable';
 
 describe('package exports', () => {
-  it('runs the README example through the "." export', async () => {
+  it('runs the README phase-engine example: the state API from ".", PhaseRuntime from "./unstable"', async () => {
     const Visits = defineStateKey({
       key: 'demo.visits',
       merge: 'commutative',
@@ -60,10 +62,11 @@ describe('README: running an agent', () => {
     expect(result.ok && result.value).toMatchObject({ response: 'I said hello.', steps: 2, termination: { type: 'natural_end' } });
   });
 
-  it('exposes context management and deferred tools', async () => {
+  it('exposes deferred tools and profiles through ".", context arithmetic through "./unstable"', async () => {
     const pkg = await import('awaken-ts');
-    expect(typeof pkg.truncateMessages).toBe('function');
-    expect(typeof pkg.betaQuantile).toBe('function');
+    const unstable = await import('awaken-ts/unstable');
+    expect(typeof unstable.truncateMessages).toBe('function');
+    expect(typeof unstable.betaQuantile).toBe('function');
     expect(pkg.deferredToolsPlugin().name).toBe('deferred-tools');
     expect(await new pkg.MemoryProfileStore().read('a', 'k')).toBeUndefined();
   });

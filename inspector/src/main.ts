@@ -47,12 +47,18 @@ function fail(e: unknown): void {
   errorBox.textContent = e instanceof Error ? e.message : String(e);
 }
 
-/** A call of the API: the token as a bearer header; a 401 asks for a token; another failure says what the server said. */
+/**
+ * Where the API is: the path the server names in the page's `awaken-base-path` meta tag (an API
+ * mounted in an application of one's own, `/api/awaken`), else the root. Every call goes under it.
+ */
+const basePath = document.querySelector<HTMLMetaElement>('meta[name="awaken-base-path"]')?.content ?? '';
+
+/** A call of the API (`path` from `/v1/…`, under the base path): the token as a bearer header; a 401 asks for a token; another failure says what the server said. */
 async function api(path: string, init: RequestInit = {}): Promise<Response> {
   const token = sessionStorage.getItem(TOKEN_KEY);
   const headers = new Headers(init.headers);
   if (token !== null && token !== '') headers.set('authorization', `Bearer ${token}`);
-  const response = await fetch(path, { ...init, headers });
+  const response = await fetch(`${basePath}${path}`, { ...init, headers });
   if (response.status === 401) {
     tokenForm.hidden = false;
     say('This server needs an API token: enter one above.');

@@ -42,7 +42,7 @@ describe('the package installed by another project', () => {
 
   it('plain node imports every entry point; the judges entry names the optional package it lacks, the otel entry loads on the @opentelemetry/api that ai brings', () => {
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
-      for (const entry of ['awaken-ts', 'awaken-ts/testing', 'awaken-ts/server', 'awaken-ts/stores']) {
+      for (const entry of ['awaken-ts', 'awaken-ts/testing', 'awaken-ts/server', 'awaken-ts/stores', 'awaken-ts/unstable']) {
         const m = await import(entry);
         console.log(entry, Object.keys(m).length > 0);
       }
@@ -51,7 +51,7 @@ describe('the package installed by another project', () => {
     `], { cwd: project, encoding: 'utf8' });
     // ai@6 is installed (the AI SDK judge's library): the next judge's library is what is missing.
     expect(out).toBe(
-      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\njudges: ERR_MODULE_NOT_FOUND Cannot find package '@ag-ui/client' imported from " +
+      "awaken-ts true\nawaken-ts/testing true\nawaken-ts/server true\nawaken-ts/stores true\nawaken-ts/unstable true\njudges: ERR_MODULE_NOT_FOUND Cannot find package '@ag-ui/client' imported from " +
         `${join(packed.dir, 'node_modules/awaken-ts/dist/protocols/ag-ui/judge.js')}\notel loaded\n`,
     );
   });

@@ -11,21 +11,9 @@ import { appOption, checkApp } from './app-option.ts';
 import { agentNamed, appRuntime } from './config-runtime.ts';
 import { EXIT } from './exit.ts';
 import { demoRuntimes } from './run-command.ts';
+import { ACP_USAGE } from './usages.ts';
 
-export const ACP_USAGE = `usage: awaken acp --model scripted:FILE|transcript:FILE
-       awaken acp --app FILE [--agent ID]
-
-Serves the demo agent as an ACP v1 agent over stdio (newline-delimited JSON-RPC; logs on stderr):
-initialize, session/new, session/prompt (session/update notifications, session/request_permission
-for a suspended tool call — "approve" resumes it, anything else cancels it — then the stop reason)
-and session/cancel. A session is one conversation: its prompts run one after another on its thread,
-and its model file runs from its start in each session; session/load replays a session's
-conversation (its user and agent messages, its tool calls) as session updates.
-
-With --app, the agent is your app's (an ES module in TypeScript or JavaScript, loaded without a
-build): its first, or the one --agent names, on the app's models, tools and plugins (no --model
-then); each session is a thread of its own, so a scripted provider runs from its start in each.
-`;
+export { ACP_USAGE };
 
 /** A session's runtime and the store that holds its thread. */
 interface Session {

@@ -19,26 +19,9 @@ import { appOption } from './app-option.ts';
 import { agentNamed, configBesideApp } from './config-runtime.ts';
 import { loadServeConfig } from './serve-config.ts';
 import { loadPluginModule } from './plugin-module.ts';
+import { BENCH_USAGE } from './usages.ts';
 
-export const BENCH_USAGE = `usage: awaken bench --model scripted:FILE [--app FILE] [--config awaken.yaml] [--agent ID] [--plugin FILE]… [--steps 10,100,1000] [--rounds R] [--json]
-
-Benchmarks an agent with its plugins the fair way: on the default Env, against floor-bare and
-floor-phased running the same scripted model and the same tools, interleaved in rounds in one
-process. The script's tool-calling steps are repeated to make N steps, its last text step ends the
-run (a script that suspends or stops early is refused). Prints µs per step, × floor-phased (median
-and min of the per-round ratios), KiB allocated per step, and the plugin hooks that cost most.
-
-  --app FILE      your own agents, tools and plugins (an ES module in TypeScript or JavaScript):
-                  its agent is measured with its tools and plugins, in place of the demo agent
-  --config FILE   agents as \`awaken serve --config\` reads them (default: the built-in demo agent);
-                  beside --app they may name the app's models and plugins
-  --agent ID      the agent to measure (default: demo, or the app's first)
-  --plugin FILE   an ES module exporting a plugin (default export or \`plugin\`): registered under its
-                  name and active for the agent (as if its plugin_ids named it)
-  --steps LIST    the run lengths N (default 10,100,1000)
-  --rounds R      rounds per N (default 15)
-  --json          the report as JSON, for a CI trend file
-`;
+export { BENCH_USAGE };
 
 export const BENCH_COMMAND: CommandSpec = {
   command: 'bench',

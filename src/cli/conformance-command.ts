@@ -5,13 +5,9 @@ import { deserialiseEvent, type AgentEvent } from '../contract/event.ts';
 import { choiceOf, runCli, type CommandSpec, type Io } from './args.ts';
 import { ENCODERS } from './encode-command.ts';
 import { EXIT } from './exit.ts';
+import { CONFORMANCE_USAGE } from './usages.ts';
 
-export const CONFORMANCE_USAGE = `usage: awaken conformance [--protocol ai-sdk-v6|ag-ui|a2a|mcp|acp] [--json]
-
-Encodes every stream of conformance/streams/ and has each protocol's official library judge it
-(all available protocols unless --protocol names one).
-Exit 1 on an unexpected failure, or when an expected failure starts passing.
-`;
+export { CONFORMANCE_USAGE };
 
 const root = fileURLToPath(new URL('../../conformance/', import.meta.url));
 

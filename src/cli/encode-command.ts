@@ -7,16 +7,9 @@ import { encodeAiSdk, frameAiSdk } from '../protocols/ai-sdk-v6/encoder.ts';
 import { encodeMcp, frameMcp } from '../protocols/mcp/encoder.ts';
 import { choiceOf, CliFailure, runCli, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
+import { ENCODE_USAGE } from './usages.ts';
 
-export const ENCODE_USAGE = `usage: awaken encode --protocol ai-sdk-v6|ag-ui|a2a|mcp|acp < events.jsonl
-
-Reads AgentEvent JSONL (one canonical event per line) on stdin and writes what the server sends for
-that run: for ai-sdk-v6 and ag-ui, the SSE response body; for a2a, the SSE body of a
-message:stream response (one data: frame per A2A 1.0 StreamResponse); for mcp, NDJSON of the JSON-RPC messages
-of one tools/call with request id 1 (progress notifications for token 1, then the response); for
-acp, NDJSON of the JSON-RPC messages of one session/prompt with request id 1 in session session-1
-(session/update notifications, session/request_permission requests, then the response).
-`;
+export { ENCODE_USAGE };
 
 /** The encoders: events → the bytes the server sends for that run. */
 export const ENCODERS: Readonly<Partial<Record<string, (events: readonly AgentEvent[]) => string>>> = {

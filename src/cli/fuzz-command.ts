@@ -4,23 +4,9 @@ import { describeKeyLaws } from '../testing/state-laws.ts';
 import { runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 import { loadAppPlugin, loadPluginModule } from './plugin-module.ts';
+import { FUZZ_USAGE } from './usages.ts';
 
-export const FUZZ_USAGE = `usage: awaken fuzz --plugin FILE [--runs N] [--seed S] [--path P] [--json]
-       awaken fuzz --app FILE --plugin NAME [--runs N] [--seed S] [--path P] [--json]
-
-Fuzzes a plugin: its hooks over generated phase inputs and states (the same input gives the same
-commands, whatever order their promises settle in; it writes only the keys it registered; its
-actions converge within the round bound) and the laws of its state keys (commutative keys merge in
-any order, exclusive keys conflict, apply is pure, the codec and persistence round-trip).
-
-FILE is an ES module exporting the plugin (default export or \`plugin\`; a function is called to make
-it) and, optionally, \`fuzz\`: { updates: { "<key name>": <fast-check arbitrary of its updates> } }.
-With --app FILE, --plugin NAME is the app's plugin of that name, and the app's module may export
-\`fuzz\` the same way.
-A failure prints the shrunk counterexample and the seed and path that replay it (--seed S --path P).
-Exit 0 when every check passes, 1 when one fails, 65 when FILE exports no plugin (or the app is
-wrong), 66 when it cannot be read, 64 when the app has no plugin NAME.
-`;
+export { FUZZ_USAGE };
 
 export const FUZZ_COMMAND: CommandSpec = {
   command: 'fuzz',

@@ -2,15 +2,9 @@ import { readFileSync } from 'node:fs';
 import { durationOf, timelineOf, transcriptRecords, type Timeline, type TimelineToolCall } from '../replay/timeline.ts';
 import { CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
+import { INSPECT_USAGE } from './usages.ts';
 
-export const INSPECT_USAGE = `usage: awaken inspect FILE.jsonl [--json] [--state]
-
-Prints a recorded run's timeline (docs/inspector.md): each step's inference (model, duration, tokens,
-the request's size, the answer), each tool call (arguments, progress, output, result, duration),
-suspensions and decisions, the state's changes at each step (--state: every change, not only how
-many), and how the run ended. --json prints the timeline as data. The same view in a browser:
-awaken serve --record DIR, then /inspector.
-`;
+export { INSPECT_USAGE };
 
 export const INSPECT_COMMAND: CommandSpec = {
   command: 'inspect',

@@ -18,32 +18,9 @@ import {
 import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { JudgeUnavailable, loadJudgeWith } from './conformance-command.ts';
 import { EXIT } from './exit.ts';
+import { JUDGE_USAGE } from './usages.ts';
 
-export const JUDGE_USAGE = `usage: awaken judge --protocol P FILE…                   judge captured response bodies
-       awaken judge --protocol P --url URL [scenario]         drive a live server, then judge
-       awaken judge --protocol acp --command CMD [scenario]   drive an agent process (stdio)
-
-Has the protocol's official library judge what a server sent: P is ai-sdk-v6, ag-ui, a2a, mcp or acp.
-A FILE is one response body as it came off the wire (an SSE body; for mcp and acp, the server's
-JSON-RPC messages of one call or prompt as NDJSON); several FILEs are the turns of one conversation,
-in order. With --url (or --command) the official client holds the scenario and records the bodies.
-
-scenario:
-  --message TEXT     the user message (default: "Hello!")
-  --approve, --deny  answer the first approval the server asks for
-  --then TEXT        a second user message, after the first turn (and its approval)
-  --token T          sent as "authorization: Bearer T"
-  --tool NAME        mcp: the tool to call (default: the first listed)
-  --save DIR         write each recorded body to DIR/turn-N.sse (or .ndjson), to judge again later
-
-Prints a table of checks — schema, ordering, closure, terminal, client, multi-turn — and each finding
-with its turn, frame number and a quote of the frame; --json prints the same as JSON.
-A body that looks like another protocol's is named as such (try that --protocol), exit 64; an
---approve or --deny the conversation gave no occasion for is noted under the report.
-Exit 0 when every check passes, 1 when one fails or the server refuses the scenario, 66 when a FILE
-cannot be read, 69 when the server does not answer (or drops the connection: its cause is printed)
-or the judge's library is not installed.
-`;
+export { JUDGE_USAGE };
 
 export const JUDGE_COMMAND: CommandSpec = {
   command: 'judge',

@@ -1,19 +1,21 @@
 import { readFileSync } from 'node:fs';
-import { closest } from './args.ts';
+import { closest, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
-import { acpCommand, ACP_USAGE } from './acp-command.ts';
-import { conformanceCommand, CONFORMANCE_USAGE } from './conformance-command.ts';
-import { devCommand, DEV_USAGE } from './dev-command.ts';
-import { encodeCommand, ENCODE_USAGE } from './encode-command.ts';
-import { benchCommand, BENCH_USAGE } from './bench-command.ts';
-import { fuzzCommand, FUZZ_USAGE } from './fuzz-command.ts';
-import { inspectCommand, INSPECT_USAGE } from './inspect-command.ts';
-import { judgeCommand, JUDGE_USAGE } from './judge-command.ts';
-import { mcpCommand, MCP_USAGE } from './mcp-command.ts';
-import { recordCommand, RECORD_USAGE } from './record-command.ts';
-import { replayCommand, REPLAY_USAGE } from './replay-command.ts';
-import { runCommand, RUN_USAGE, type Io } from './run-command.ts';
-import { serveCommand, SERVE_USAGE } from './serve-command.ts';
+import { SERVE_USAGE } from './serve-usage.ts';
+import {
+  ACP_USAGE,
+  BENCH_USAGE,
+  CONFORMANCE_USAGE,
+  DEV_USAGE,
+  ENCODE_USAGE,
+  FUZZ_USAGE,
+  INSPECT_USAGE,
+  JUDGE_USAGE,
+  MCP_USAGE,
+  RECORD_USAGE,
+  REPLAY_USAGE,
+  RUN_USAGE,
+} from './usages.ts';
 
 const USAGE = `usage: awaken <command>
 
@@ -78,20 +80,24 @@ async function readStdin(): Promise<string> {
 
 type Command = (argv: readonly string[], io: Io, stdin: () => Promise<string>) => Promise<number>;
 
+/**
+ * Each command's module is imported when that command runs, not before: they load the runtime, the
+ * protocols and the server, which `awaken --version` and `awaken --help` never need (docs/adr/0046).
+ */
 const COMMANDS: Readonly<Record<string, Command>> = {
-  run: (argv, io) => runCommand(argv, io),
-  record: (argv, io) => recordCommand(argv, io),
-  replay: (argv, io) => replayCommand(argv, io),
-  inspect: (argv, io) => inspectCommand(argv, io),
-  encode: (argv, io, stdin) => encodeCommand(argv, io, stdin),
-  conformance: (argv, io) => conformanceCommand(argv, io),
-  judge: (argv, io) => judgeCommand(argv, io),
-  fuzz: (argv, io) => fuzzCommand(argv, io),
-  bench: (argv, io) => benchCommand(argv, io),
-  mcp: (argv, io) => mcpCommand(argv, io, version()),
-  acp: (argv, io) => acpCommand(argv, io),
-  serve: (argv, io) => serveCommand(argv, io, version()),
-  dev: (argv, io) => devCommand(argv, io, version()),
+  run: async (argv, io) => (await import('./run-command.ts')).runCommand(argv, io),
+  record: async (argv, io) => (await import('./record-command.ts')).recordCommand(argv, io),
+  replay: async (argv, io) => (await import('./replay-command.ts')).replayCommand(argv, io),
+  inspect: async (argv, io) => (await import('./inspect-command.ts')).inspectCommand(argv, io),
+  encode: async (argv, io, stdin) => (await import('./encode-command.ts')).encodeCommand(argv, io, stdin),
+  conformance: async (argv, io) => (await import('./conformance-command.ts')).conformanceCommand(argv, io),
+  judge: async (argv, io) => (await import('./judge-command.ts')).judgeCommand(argv, io),
+  fuzz: async (argv, io) => (await import('./fuzz-command.ts')).fuzzCommand(argv, io),
+  bench: async (argv, io) => (await import('./bench-command.ts')).benchCommand(argv, io),
+  mcp: async (argv, io) => (await import('./mcp-command.ts')).mcpCommand(argv, io, version()),
+  acp: async (argv, io) => (await import('./acp-command.ts')).acpCommand(argv, io),
+  serve: async (argv, io) => (await import('./serve-command.ts')).serveCommand(argv, io, version()),
+  dev: async (argv, io) => (await import('./dev-command.ts')).devCommand(argv, io, version()),
 };
 
 /** Entry point of the `awaken` command; returns the exit code (docs/cli.md). */

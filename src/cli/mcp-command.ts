@@ -17,26 +17,9 @@ import { demoRuntimes } from './run-command.ts';
 import { demoAgentModel } from './serve-command.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 import { serveOutbound } from './serve-outbound.ts';
+import { MCP_USAGE } from './usages.ts';
 
-export const MCP_USAGE = `usage: awaken mcp [--stdio] --model scripted:FILE|transcript:FILE [--agent demo]
-       awaken mcp [--stdio] --config awaken.yaml [--model M]
-       awaken mcp [--stdio] --app FILE [--config awaken.yaml] [--agent ID]
-
-Serves the agent as an MCP tool (protocol 2025-11-25) over stdio: newline-delimited JSON-RPC on
-stdin/stdout (a line that is not JSON-RPC is answered with -32700 or -32600), logs on stderr. The tool takes {message}; while the run streams it sends progress
-notifications, then the result: the final text, structuredContent {termination, runId, threadId},
-and isError when the run did not complete. Each call runs the model file from its start.
-
-With --config, the agents of an \`awaken serve\` config file (docs/server.md) are the tools, beside
-the demo agent (its model: --model, else the file's server.model, else as awaken serve picks it):
-each described by its description, on the file's providers, models, plugins, skills and MCP
-servers. Each call runs on a thread of its own, so a scripted model runs from its start.
-
-With --app, the agents of your app (an ES module in TypeScript or JavaScript, loaded without a
-build) are the tools, on the app's models, tools and plugins, in place of the demo agent (no
---model then); --agent ID serves that one alone. A --config beside it adds the file's agents, which
-may name the app's models and plugins.
-`;
+export { MCP_USAGE };
 
 /** The demo agent on a file-backed model, as an `AgentHost`: each call builds a fresh runtime. */
 export function demoHost(model: string, agent: string): AgentHost {

@@ -11,14 +11,9 @@ import { decisionsFor } from './run-command.ts';
 import { appOption, checkApp } from './app-option.ts';
 import { agentNamed } from './config-runtime.ts';
 import { modelOf, parseRunArgs, type RunPlan } from './run-plan.ts';
+import { RECORD_USAGE } from './usages.ts';
 
-export const RECORD_USAGE = `usage: awaken record --out FILE -- [run] <awaken run arguments>
-
-Runs like \`awaken run\` with every port recorded, and writes the transcript to FILE
-(docs/transcript-format.md). Replay it with \`awaken replay FILE\`. A run of an app's agent
-(\`-- run --app APP …\`) records the app's file and version, and each plugin a \`pluginFactory\` made
-with its factory and config: replay it with \`awaken replay --app APP FILE\`.
-`;
+export { RECORD_USAGE };
 
 export const RECORD_COMMAND: CommandSpec = { command: 'record', usage: RECORD_USAGE, options: { out: { type: 'string' } }, positionals: { min: 0, max: Infinity, name: 'the run arguments' } };
 

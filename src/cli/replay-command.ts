@@ -6,18 +6,9 @@ import { replayFiles, type ReportFormat } from '../replay/report.ts';
 import { appOption } from './app-option.ts';
 import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
+import { REPLAY_USAGE } from './usages.ts';
 
-export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE… [--format table|pretty|json] [--json]
-
-Replays each transcript and compares the new event stream with the recorded one byte for byte.
---format table (default) lists the files and each divergence; pretty shows where each one left the
-recording side by side, the recorded record or event beside what the replay did now (| changed,
-< only recorded, > only now); json (also --json) prints the reports.
---app FILE: the app the runs came from; its plugins (each made again by its factory from the
-recorded config) and stop policies run beside the built-in plugins.
-Exit 0 iff every file replays identically; 66 when a FILE (or the app) cannot be read, 65 when one
-is no transcript, or names a plugin or stop policy that is neither built in nor in the app.
-`;
+export { REPLAY_USAGE };
 
 const FORMATS: readonly ReportFormat[] = ['table', 'pretty', 'json'];
 

@@ -7,19 +7,9 @@ import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { choiceOf, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
 import { EXIT } from './exit.ts';
+import { RUN_USAGE } from './usages.ts';
 
-export const RUN_USAGE = `usage: awaken run --model scripted:FILE|transcript:FILE [--agent demo] [--format jsonl|pretty] [--decide approve|deny] "message"
-       awaken run --app FILE [--agent ID] [--format jsonl|pretty] [--decide approve|deny] "message"
-
-  --model scripted:FILE     a scripted model (JSON or YAML steps; docs/scripted-models.md)
-  --model transcript:FILE   the model answers of a recorded transcript, in order (docs/transcript-format.md)
-  --app FILE                your own agents, tools, plugins, models and providers (an ES module in
-                            TypeScript or JavaScript, loaded without a build): its agent runs on
-                            its own model, in place of the demo agent (no --model then)
-  --agent ID                the agent to run (default: demo, or the app's first)
-  --format jsonl|pretty     one canonical AgentEvent per line (default), or readable lines
-  --decide approve|deny     answer every suspended tool call; without it a suspension ends the run
-`;
+export { RUN_USAGE };
 
 export const RUN_COMMAND: CommandSpec = {
   command: 'run',

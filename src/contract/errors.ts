@@ -99,6 +99,48 @@ export const BuildErrorSchema = z.discriminatedUnion('code', [
 ]);
 export type BuildError = z.infer<typeof BuildErrorSchema>;
 
+/** One line for a `BuildError`: its code first, then what it names (the id, the plugin, the key). */
+export function describeBuildError(e: BuildError): string {
+  switch (e.code) {
+    case 'state':
+      return `state (${e.error.code}): ${describeStateError(e.error)}`;
+    case 'agent_registry_conflict':
+      return `${e.code}: agent '${e.id}' is registered twice`;
+    case 'tool_registry_conflict':
+      return `${e.code}: tool '${e.id}' is registered twice`;
+    case 'model_registry_conflict':
+      return `${e.code}: model '${e.id}' is registered twice`;
+    case 'provider_registry_conflict':
+      return `${e.code}: provider '${e.id}' is registered twice`;
+    case 'plugin_registry_conflict':
+      return `${e.code}: plugin '${e.id}' is registered twice`;
+    case 'plugin_id_mismatch':
+      return `${e.code}: plugin '${e.name}' is registered under the id '${e.id}' (a plugin's id is its name)`;
+    case 'validation_failed':
+      return `${e.code}: ${e.message}`;
+    case 'discovery_failed':
+      return `${e.code}: ${e.error.source}: ${e.error.message}`;
+    default: {
+      const unknown: never = e;
+      return JSON.stringify(unknown);
+    }
+  }
+}
+
+/**
+ * What `AgentRuntimeBuilder.buildOrThrow` throws: the build error as data (`error`, the value
+ * `build()` would have returned) and as one line naming its code and what it names.
+ */
+export class RuntimeBuildError extends Error {
+  override readonly name = 'RuntimeBuildError';
+  readonly error: BuildError;
+
+  constructor(error: BuildError) {
+    super(describeBuildError(error));
+    this.error = error;
+  }
+}
+
 export const RuntimeErrorSchema = z.discriminatedUnion('code', [
   z.object({ code: z.literal('state'), error: StateErrorSchema }),
   z.object({ code: z.literal('thread_already_running'), threadId: Str }),

@@ -26,6 +26,8 @@ export interface InspectorOptions {
   readonly recordDir?: string;
   /** The page's built files (default: `dist/inspector-page` of the package). */
   readonly assetsDir?: string;
+  /** The path the API is mounted at (`/api/awaken`; default: the root): the page calls the API under it. */
+  readonly basePath?: string;
 }
 
 
@@ -48,6 +50,23 @@ const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-cache',
 };
+
+/** The page's meta tag, read by the page, that names the path the API is under (`''`: the root). */
+export const BASE_META = 'awaken-base-path';
+
+/**
+ * The page's HTML with the API's mount path in a meta tag after its charset: a value the page reads,
+ * not a script, so the policy stays as strict. The path is checked where it is configured; it is
+ * escaped here all the same.
+ */
+export function withBasePath(html: string, basePath: string): string {
+  const escaped = basePath.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const tag = `<meta name="${BASE_META}" content="${escaped}" />`;
+  // After the charset (which must come first), else the head's opening, else the doctype.
+  const at = /<meta charset[^>]*>/i.exec(html) ?? /<head[^>]*>/i.exec(html) ?? /<!doctype[^>]*>/i.exec(html);
+  const end = at === null ? 0 : at.index + at[0].length;
+  return `${html.slice(0, end)}${tag}${html.slice(end)}`;
+}
 
 /** The built page: the package's `dist/inspector-page`, from the sources or from `dist/`. */
 export function defaultAssetsDir(): string | undefined {
@@ -157,7 +176,8 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
   };
 
   // ---- the page ---------------------------------------------------------------------------------
-  app.get('/inspector', (c) => c.redirect('/inspector/', 302));
+  const basePath = options.basePath ?? '';
+  app.get('/inspector', (c) => c.redirect(`${basePath}/inspector/`, 302));
   app.get('/inspector/*', (c) => {
     if (assets === undefined) return c.json({ error: 'the inspector page is not built: run npm run build in the awaken-ts package', code: 'inspector_not_built' }, 503);
     // Decoded once, from the path as sent: a sequence that is not UTF-8 (`%`, `%zz`, `%c0%ae`) is the client's mistake.
@@ -170,7 +190,9 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     const root = resolve(assets);
     const file = normalize(join(root, rel));
     if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) return c.json({ error: `no such file: ${rel}`, code: 'not_found' }, 404);
-    return c.body(readFileSync(file), 200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', ...PAGE_HEADERS });
+    const type = TYPES[extname(file)] ?? 'application/octet-stream';
+    if (extname(file) === '.html') return c.body(withBasePath(readFileSync(file, 'utf8'), basePath), 200, { 'content-type': type, ...PAGE_HEADERS });
+    return c.body(readFileSync(file), 200, { 'content-type': type, ...PAGE_HEADERS });
   });
 
   // ---- its API ----------------------------------------------------------------------------------

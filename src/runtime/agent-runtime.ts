@@ -2,7 +2,7 @@ import type { Tokenizer } from '../core/context/index.ts';
 import type { Summarizer } from './context.ts';
 import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
 import { AgentSpecSchema, applyOverlay } from '../contract/agent-spec.ts';
-import type { BuildError, InferenceExecutionError, ResolveError, RuntimeError } from '../contract/errors.ts';
+import { RuntimeBuildError, type BuildError, type InferenceExecutionError, type ResolveError, type RuntimeError } from '../contract/errors.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { Message } from '../contract/message.ts';
 import { err, ok, type Result } from '../contract/result.ts';
@@ -755,6 +755,16 @@ export class AgentRuntimeBuilder {
     }
     if (failures.length > 0) return err({ code: 'validation_failed', message: failures.join('; ') });
     return built;
+  }
+
+  /**
+   * `build()` for a program that cannot go on without its runtime: the runtime, or a thrown
+   * `RuntimeBuildError` whose `error` is the `BuildError` and whose message is one line naming it.
+   */
+  buildOrThrow(): AgentRuntime {
+    const built = this.build();
+    if (!built.ok) throw new RuntimeBuildError(built.error);
+    return built.value;
   }
 
   /** Builds without resolving the agents (they may fail at their first run). */

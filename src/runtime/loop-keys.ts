@@ -277,15 +277,31 @@ export function orderedContextMessages(state: ContextStoreState | undefined): Co
 
 // ---- tool interception (book: 插件系统内部机制 → 工具拦截优先级) -----------------------------------
 
+/**
+ * What a gate can do to a call (`ToolInterceptAction`): `block` — it does not run and the run ends
+ * `blocked`; `refuse` — it does not run, its result is an error with the reason (the model reads it)
+ * and the run goes on; `suspend` — it waits for a decision; `set_result` — it does not run and this
+ * is its result. The payload is recorded in state: its fields are snake_case.
+ */
 export const ToolInterceptSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('block'), reason: z.string() }),
+  z.object({ type: z.literal('refuse'), reason: z.string() }),
   z.object({ type: z.literal('suspend'), ticket: z.unknown() }),
   z.object({ type: z.literal('set_result'), result: z.unknown() }),
 ]);
+export type ToolIntercept = z.output<typeof ToolInterceptSchema>;
+
+/**
+ * Which intercept wins when several gates answer for one call, strongest first. A refusal outranks
+ * a question: asking a person about a call that is refused anyway would let their approval run it
+ * (an approved call is replayed without its gate, docs/adr/0031-tool-order-state-machine.md). Two
+ * intercepts of the same kind: the first wins and the others are recorded as conflicts.
+ */
+export const INTERCEPT_PRECEDENCE = Object.freeze(['block', 'refuse', 'suspend', 'set_result'] as const) satisfies readonly ToolIntercept['type'][];
 
 export interface InterceptRecord {
   readonly call_id: string;
-  readonly intercept: z.output<typeof ToolInterceptSchema>;
+  readonly intercept: ToolIntercept;
 }
 
 export type InterceptUpdate = { readonly op: 'add'; readonly record: InterceptRecord } | { readonly op: 'clear'; readonly call_id: string };

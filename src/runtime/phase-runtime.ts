@@ -4,6 +4,7 @@ import { err, ok, type Result } from '../contract/result.ts';
 import {
   activeHooks,
   basedOn,
+  commandOf,
   completing,
   deadLettered,
   DEFAULT_MAX_PHASE_ROUNDS,
@@ -309,12 +310,12 @@ export class PhaseRuntime {
    */
   #runHooks(hooks: readonly HookRegistration[], phase: Phase, snapshot: Snapshot, options: PhaseRunOptions): MaybePromise<Result<Gathered[], PhaseError>> {
     const ctx = hookContext(phase, snapshot, options.input);
-    const outcomes: (Outcome | PromiseLike<StateCommand>)[] = [];
+    const outcomes: (Outcome | PromiseLike<StateCommand | void>)[] = [];
     let pending = false;
     for (const h of hooks) {
       try {
         const out = h.hook(ctx);
-        if (isPromiseLike<StateCommand>(out)) {
+        if (isPromiseLike<StateCommand | void>(out)) {
           pending = true;
           outcomes.push(out);
         } else outcomes.push({ ok: true, value: out });
@@ -346,19 +347,20 @@ export class PhaseRuntime {
 
   /**
    * GATHER with a single hook: the same as the general path (its command, based on the snapshot it
-   * saw, committed unless empty), without the partition and merge that only several hooks need.
+   * saw, committed unless empty or absent), without the partition and merge only several hooks need.
    */
   #gatherOne(hook: HookRegistration, phase: Phase, options: PhaseRunOptions): MaybePromise<Result<GatherReport, PhaseError>> {
     const snapshot = this.store.snapshot();
-    let out: MaybePromise<StateCommand>;
+    let out: MaybePromise<StateCommand | void>;
     try {
       out = hook.hook(hookContext(phase, snapshot, options.input));
     } catch (e) {
       return err(hookError(e, phase, hook.pluginId));
     }
-    if (!isPromiseLike<StateCommand>(out)) return this.#commitOne(basedOn(out, snapshot), phase);
+    if (out === undefined) return ONE_HOOK_REPORTS[phase];
+    if (!isPromiseLike<StateCommand | void>(out)) return this.#commitOne(basedOn(out, snapshot), phase);
     return Promise.resolve(out).then(
-      (command) => this.#commitOne(basedOn(command, snapshot), phase),
+      (command) => (command === undefined ? ONE_HOOK_REPORTS[phase] : this.#commitOne(basedOn(command, snapshot), phase)),
       (e: unknown) => err(hookError(e, phase, hook.pluginId)),
     );
   }
@@ -384,7 +386,7 @@ export class PhaseRuntime {
       const fresh = this.store.snapshot();
       let command: StateCommand;
       try {
-        command = basedOn(await hook.hook(hookContext(phase, fresh, options.input)), fresh);
+        command = basedOn(commandOf(await hook.hook(hookContext(phase, fresh, options.input))), fresh);
       } catch (e) {
         return err(hookError(e, phase, hook.pluginId));
       }
@@ -424,7 +426,7 @@ export class PhaseRuntime {
         let command: StateCommand;
         try {
           if (!payload.ok) throw new Error(payload.error);
-          command = await action.registration.handler(hookContext(phase, this.store.snapshot(), options.input), payload.value);
+          command = commandOf(await action.registration.handler(hookContext(phase, this.store.snapshot(), options.input), payload.value));
         } catch (e) {
           this.store.tryCommit(deadLettered(action.envelope, errorText(e)));
           commits++;
@@ -487,8 +489,8 @@ export class PhaseRuntime {
 }
 
 /** A hook's outcome, waited for if it is a promise (rejections become failures, read by index). */
-function settled(o: Outcome | PromiseLike<StateCommand>): Outcome | Promise<Outcome> {
-  if (!isPromiseLike<StateCommand>(o)) return o;
+function settled(o: Outcome | PromiseLike<StateCommand | void>): Outcome | Promise<Outcome> {
+  if (!isPromiseLike<StateCommand | void>(o)) return o;
   return Promise.resolve(o).then(
     (value): Outcome => ({ ok: true, value }),
     (reason: unknown): Outcome => ({ ok: false, reason }),

@@ -1,3 +1,5 @@
+// Over 500 lines: the batch's interpreter (commands, events, gates, tools, publication) and the tool
+// call context it lends are one unit of the loop; the decisions are in src/core/tools/batch.ts.
 import { TOOL_CALL_PROGRESS } from '../contract/progress.ts';
 import type { RunTap } from './tap.ts';
 import { z } from 'zod';
@@ -36,7 +38,7 @@ import {
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
-import { InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState } from './loop-keys.ts';
+import { INTERCEPT_PRECEDENCE, InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState, type ToolIntercept } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import { DELEGATION_CATEGORY } from './delegation.ts';
 import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext, type Tool } from './tool.ts';
@@ -130,19 +132,19 @@ function commandOf(staged: StagedCommand): StateCommand {
 }
 
 
-const PRIORITY = { block: 3, suspend: 2, set_result: 1 } as const;
-
 /**
- * An intercept's rank: block > a refusal > suspend > set_result. A refusal is a `set_result` whose
- * result is an error marked `metadata.rejected` (a narrowing gate's "no, and tell the model"): it
- * outranks a question, since asking a person about a call that is refused anyway would let their
- * approval run it (docs/adr/0031-tool-order-state-machine.md).
+ * An intercept's place in `INTERCEPT_PRECEDENCE` (lower wins). A `set_result` whose result is an
+ * error marked `metadata.rejected` is what a refusal settles to, and ranks as one: plugins that
+ * build that result themselves (the state machine's deny) keep the refusal's precedence.
  */
-function rankOf(i: InterceptRecord['intercept']): number {
-  if (i.type !== 'set_result') return PRIORITY[i.type];
+function rankOf(i: ToolIntercept): number {
+  if (i.type !== 'set_result') return INTERCEPT_PRECEDENCE.indexOf(i.type);
   const r = i.result as { status?: unknown; metadata?: { rejected?: unknown } } | null;
-  return r !== null && typeof r === 'object' && r.status === 'error' && r.metadata?.rejected === true ? 2.5 : PRIORITY.set_result;
+  return INTERCEPT_PRECEDENCE.indexOf(r !== null && typeof r === 'object' && r.status === 'error' && r.metadata?.rejected === true ? 'refuse' : 'set_result');
 }
+
+/** The result of a refused call: an error with the reason, marked `metadata.rejected` (as a blocked call's). */
+export const refusedResult = (toolName: string, reason: string): ToolResult => ({ ...ToolResults.error(toolName, reason), metadata: { rejected: true } });
 
 export { INTERRUPTED, resumedProjection };
 
@@ -437,12 +439,12 @@ export class ToolBatch {
     let winner: InterceptRecord | undefined;
     const conflicts: InterceptRecord[] = [];
     for (const record of records) {
-      if (winner === undefined || rankOf(record.intercept) > rankOf(winner.intercept)) winner = record;
+      if (winner === undefined || rankOf(record.intercept) < rankOf(winner.intercept)) winner = record;
       else if (rankOf(record.intercept) === rankOf(winner.intercept)) conflicts.push(record);
     }
     const cmd = StateCommand.empty().update(ToolIntercepts, { op: 'clear', call_id: call.id });
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
-    const verdict = gateOf((winner as InterceptRecord).intercept);
+    const verdict = gateOf((winner as InterceptRecord).intercept, call);
     const submitted = this.#host.submit(cmd);
     return submitted === undefined ? verdict : andThenUnlessHalted(submitted, () => verdict);
   }
@@ -523,10 +525,12 @@ function failedCall(call: ToolCall, e: unknown): ToolOutcome {
 }
 
 /** The verdict of the winning intercept (an invalid ticket or result blocks the call). */
-function gateOf(w: InterceptRecord['intercept']): Gate {
+function gateOf(w: ToolIntercept, call: ToolCall): Gate {
   switch (w.type) {
     case 'block':
       return { type: 'block', reason: w.reason };
+    case 'refuse':
+      return { type: 'set_result', result: refusedResult(call.name, w.reason) };
     case 'suspend': {
       const ticket = SuspendTicketSchema.safeParse(w.ticket);
       return ticket.success ? { type: 'suspend', ticket: ticket.data } : { type: 'block', reason: `invalid suspend ticket: ${ticket.error.message}` };
@@ -534,6 +538,11 @@ function gateOf(w: InterceptRecord['intercept']): Gate {
     case 'set_result': {
       const result = ToolResultSchema.safeParse(w.result);
       return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
+    }
+    default: {
+      // The schema admits no other kind; one that got here anyway is not let through.
+      const unknown: never = w;
+      return { type: 'block', reason: `unknown intercept: ${JSON.stringify(unknown)}` };
     }
   }
 }

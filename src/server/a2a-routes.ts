@@ -198,7 +198,10 @@ const STATES: Record<string, RunRecord['status']> = { TASK_STATE_SUBMITTED: 'cre
  * task answers its waiting calls; any other message in a context is a new turn (the one rule of
  * `planInbound`: a message id the thread holds starts nothing).
  */
-export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string; readonly trustProxy?: boolean }): Hono {
+export function a2aRoutes(
+  parts: ServerParts,
+  options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string; readonly trustProxy?: boolean; readonly basePath?: string },
+): Hono {
   const { runtime, store, registry } = parts;
   const env = runtime.env;
   const app = new Hono();
@@ -208,7 +211,8 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
     throw e;
   });
 
-  const baseUrl = (c: Context): string => publicOrigin(c, options.trustProxy === true);
+  // The card's addresses are where clients reach the API: under the path it is mounted at.
+  const baseUrl = (c: Context): string => `${publicOrigin(c, options.trustProxy === true)}${options.basePath ?? ''}`;
   const defaultAgent = (): string => (runtime.agentIds().includes('default') ? 'default' : (runtime.agentIds()[0] ?? ''));
 
   /** The card of an agent, with its two interfaces (HTTP+JSON and JSON-RPC). */
@@ -571,7 +575,7 @@ export function a2aRoutes(parts: ServerParts, options: { readonly heartbeatMs: n
       if (method === 'POST' && second.endsWith(':cancel')) return c.json(await cancelTask(second.slice(0, -':cancel'.length)));
       if (method === 'GET' && !second.includes(':')) return c.json(await snapshot(second, historyParam(c.req.query('historyLength'))));
     }
-    throw new A2aError('NO_ROUTE', `no A2A route: ${method} ${c.req.path}`);
+    throw new A2aError('NO_ROUTE', `no A2A route: ${method} ${options.basePath ?? ''}${c.req.path}`);
   });
 
   return app;

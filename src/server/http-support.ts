@@ -66,7 +66,7 @@ export async function readJson(c: Context): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`);
+    throw new HttpError(400, 'invalid_json', `malformed JSON: ${(e as Error).message}`, '(body)');
   }
 }
 

@@ -50,6 +50,12 @@ export interface HttpOptions {
   readonly logger?: Logger;
   /** Whether `X-Forwarded-Host` / `-Proto` name the server's public address (the A2A agent card): only behind a proxy that sets them (default false). */
   readonly trustProxy?: boolean;
+  /**
+   * The path the API is mounted at in an application of one's own (`/api/awaken`; default: the root).
+   * The routes are matched without it (the mounting handler takes it off); every address the API
+   * gives out — the A2A card's interfaces, a not-found answer's path — has it.
+   */
+  readonly basePath?: string;
 }
 
 const RunMessageSchema = z.union([
@@ -136,6 +142,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   const newMessageId = (): string => env.ids.next('message');
   const app = new Hono();
   const logger = options.logger ?? silentLogger;
+  const basePath = options.basePath ?? '';
 
   // One line per request, when its response starts (an SSE stream goes on after it).
   app.use('*', async (c, next) => {
@@ -147,7 +154,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const fields = {
       method: c.req.method,
       route: route === '/*' ? undefined : route,
-      path: c.req.path,
+      path: basePath + c.req.path,
       status,
       ms: env.clock.now() - started,
       thread: c.res.headers.get('x-awaken-thread-id') ?? params['thread_id'] ?? (route.startsWith('/v1/threads/') ? params['id'] : undefined),
@@ -165,7 +172,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     '*',
     bodyLimit({
       maxSize: options.bodyLimit ?? 1024 * 1024,
-      onError: (c) => c.json({ error: `request body larger than ${options.bodyLimit ?? 1024 * 1024} bytes`, code: 'body_too_large' }, 413),
+      onError: (c) => c.json({ error: `request body larger than ${options.bodyLimit ?? 1024 * 1024} bytes`, code: 'body_too_large', field: '(body)' }, 413),
     }),
   );
 
@@ -177,10 +184,10 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     }
     // Nobody reads this answer: its status is what the request line logs (info, not a server error).
     if (clientClosed(c, e)) return new Response(JSON.stringify({ error: 'the client closed the connection before its request was read', code: 'client_closed' }), { status: 499, headers: { 'content-type': 'application/json' } });
-    logger.error('request failed', { method: c.req.method, path: c.req.path, ...errorFields(e) });
+    logger.error('request failed', { method: c.req.method, path: basePath + c.req.path, ...errorFields(e) });
     return c.json({ error: 'internal error', code: 'internal' }, 500);
   });
-  app.notFound((c) => c.json({ error: `no route: ${c.req.method} ${c.req.path}`, code: 'not_found' }, 404));
+  app.notFound((c) => c.json({ error: `no route: ${c.req.method} ${basePath}${c.req.path}`, code: 'not_found' }, 404));
 
   /**
    * Liveness and readiness: `healthy`; `degraded` while the cluster bus is re-establishing its
@@ -413,7 +420,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.route('/', protocolRoutes(parts, { heartbeatMs }));
   app.route(
     '/',
-    a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0', ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}), ...(options.trustProxy === true ? { trustProxy: true } : {}) }),
+    a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0', ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}), ...(options.trustProxy === true ? { trustProxy: true } : {}), basePath }),
   );
   app.route(
     '/',

@@ -8,3 +8,4 @@ export { savedConfig, providerOf, ModelConfigSchema, ProviderConfigSchema, McpSe
 export { mcpServer, type AgentHost, type McpAgentServer } from './mcp-host.ts';
 export { acpAgent } from './acp-host.ts';
 export { createLogger, errorFields, escapeControls, SecretValues, secretsOf, silentLogger, LOG_FORMATS, LOG_LEVELS, type Logger, type LogFields, type LogFormat, type LogLevel, type LoggerOptions } from './log.ts';
+export { createAwaken, AwakenOptionsError, type Awaken, type AwakenOptions } from './embed.ts';

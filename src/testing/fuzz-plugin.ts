@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import { PHASES, type Phase } from '../contract/phase.ts';
+import { commandOf } from '../core/phase/engine.ts';
 import { PluginRegistrar, type PhaseContext, type Plugin } from '../core/phase/plugin.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
@@ -197,14 +198,14 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
       const ctx = context(runtime, input);
       const hooks = hooksOf(runtime);
       // As the engine calls them: every hook of the phase, in registration order, then their promises awaited together.
-      const together = async (): Promise<unknown[]> => (await Promise.all(hooks.map((h) => h.hook(ctx)))).map((c) => commandData(c));
+      const together = async (): Promise<unknown[]> => (await Promise.all(hooks.map((h) => h.hook(ctx)))).map((c) => commandData(commandOf(c)));
       const first = await together();
       const again = await together();
       if (!isDeepStrictEqual(first, again)) return [...where(input, values), `first call → ${show(first)}`, `same input again → ${show(again)}`];
       // Called in an order the scheduler picks, each released when it says (some finish before others start).
       const scheduled = hooks.map((h, i) => s.schedule(Promise.resolve(), `call ${h.pluginId}#${i + 1}`).then(() => h.hook(ctx)));
       await s.waitAll();
-      const shuffled = (await Promise.all(scheduled)).map((c) => commandData(c));
+      const shuffled = (await Promise.all(scheduled)).map((c) => commandData(commandOf(c)));
       if (!isDeepStrictEqual(first, shuffled)) return [...where(input, values), `called together, in registration order → ${show(first)}`, `${s.report().map((r) => r.label).join(', ')} → ${show(shuffled)}`];
       return undefined;
     });
@@ -213,7 +214,7 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
       const runtime = runtimeWith(values);
       const ctx = context(runtime, input);
       for (const h of hooksOf(runtime)) {
-        const foreign = (await h.hook(ctx)).patch.ops.map((op) => op.key).filter((k) => !ownKeys.has(k));
+        const foreign = commandOf(await h.hook(ctx)).patch.ops.map((op) => op.key).filter((k) => !ownKeys.has(k));
         if (foreign.length > 0) return [...where(input, values), `writes ${[...new Set(foreign)].join(', ')}, which it did not register (it registered ${[...ownKeys.keys()].join(', ') || 'no key'})`];
       }
       return undefined;

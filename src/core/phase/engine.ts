@@ -26,8 +26,8 @@ export interface Gathered {
   readonly command: StateCommand;
 }
 
-/** How one hook or handler call ended: its command, or what it threw or rejected with. */
-export type Outcome = { readonly ok: true; readonly value: StateCommand } | { readonly ok: false; readonly reason: unknown };
+/** How one hook or handler call ended: its command (nothing: it changes nothing), or what it threw or rejected with. */
+export type Outcome = { readonly ok: true; readonly value: StateCommand | void } | { readonly ok: false; readonly reason: unknown };
 
 /** A queued action this phase's EXECUTE runs, with its handler's registration. */
 export interface RunnableAction {
@@ -56,6 +56,11 @@ export function hookContext(phase: Phase, snapshot: Snapshot, input: object | un
   return { phase, snapshot, input: (input ?? EMPTY_INPUT) as unknown as PhaseContext['input'] };
 }
 
+/** What a hook or handler answered, as a command: nothing is the empty command (`HookResult`). */
+export function commandOf(answer: StateCommand | void): StateCommand {
+  return answer ?? StateCommand.empty();
+}
+
 /** The command a hook returned, based on the snapshot it saw unless it chose a base itself. */
 export function basedOn(command: StateCommand, snapshot: Snapshot): StateCommand {
   if (command.baseRevision === undefined) command.withBaseRevision(snapshot.revision);
@@ -71,6 +76,7 @@ export function gathered(hooks: readonly HookRegistration[], outcomes: readonly 
   for (let index = 0; index < outcomes.length; index++) {
     const o = outcomes[index] as Outcome;
     if (!o.ok) return err(hookError(o.reason, phase, (hooks[index] as HookRegistration).pluginId));
+    if (o.value === undefined) continue;
     const command = basedOn(o.value, snapshot);
     if (!command.isEmpty()) commands.push({ index, command });
   }

@@ -55,8 +55,13 @@ export interface PhaseContext<P extends Phase = Phase> {
   readonly input: PhaseInputs[P];
 }
 
-export type PhaseHook<P extends Phase = Phase> = (ctx: PhaseContext<P>) => StateCommand | Promise<StateCommand>;
-export type ActionHandler<P> = (ctx: PhaseContext, payload: P) => StateCommand | Promise<StateCommand>;
+/**
+ * What a hook or an action handler returns: the command to commit, or nothing when it changes
+ * nothing (the same as `StateCommand.empty()`), at once or as a promise.
+ */
+export type HookResult = void | StateCommand | Promise<void | StateCommand>;
+export type PhaseHook<P extends Phase = Phase> = (ctx: PhaseContext<P>) => HookResult;
+export type ActionHandler<P> = (ctx: PhaseContext, payload: P) => HookResult;
 /** Effect handlers see the post-commit snapshot and return nothing: they cannot change state. */
 export type EffectHandler<P> = (payload: P, snapshot: Snapshot) => void | Promise<void>;
 export type RequestTransform<R> = (request: R) => R;

@@ -6,7 +6,8 @@ import { withBasePath } from '../../src/inspector/routes.ts';
 import { basePathOf } from '../../src/server/embed.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
 import { silentLogger } from '../../src/server/log.ts';
-import { readUntil, twoAgents } from '../support/embedded.ts';
+import { gzipSync } from 'node:zlib';
+import { BASE, inExpress, readUntil, TOKENS, twoAgents } from '../support/embedded.ts';
 
 /**
  * `createAwaken` in process (docs/embedding.md, ADR 0043): its options checked — an unknown key or a
@@ -49,6 +50,23 @@ describe('createAwaken options', () => {
     expect((await refusal({ app: twoAgents(), store: 'memory', basePath: '/api/../x' }))[0]).toBe('basePath');
     expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: { short: 'alice' } } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: a token is at least 16 characters']);
     expect(await refusal({ app: twoAgents(), store: 'memory', corsOrigins: ['example.com'] })).toEqual(['corsOrigins', "createAwaken: corsOrigins: not an origin: 'example.com' (expected scheme://host[:port], or *)"]);
+  });
+
+  it('refuses an empty token list (tokens read from unset variables would leave every thread open)', async () => {
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: {} } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)']);
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: new Map() } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)']);
+  });
+
+  it('refuses a host beyond this machine without tokens, as awaken serve refuses a public address; insecure or tokens allow it', async () => {
+    expect(await refusal({ app: twoAgents(), store: 'memory', allowedHosts: ['localhost', 'app.example.com', '*'] })).toEqual([
+      'auth',
+      'createAwaken: auth: allowedHosts names app.example.com, * without tokens: anyone reaching it could read and drive every thread; give auth.tokens, or insecure: true',
+    ]);
+    for (const extra of [{ allowedHosts: ['app.example.com'], insecure: true }, { allowedHosts: ['app.example.com'], auth: { tokens: { [TOKENS.alice]: 'alice' } } }, { allowedHosts: ['127.0.0.2', 'LOCALHOST'] }] as const) {
+      const awaken = await createAwaken({ app: twoAgents(), store: 'memory', ...extra });
+      expect(awaken.basePath).toBe('');
+      await awaken.close();
+    }
   });
 
   it('normalises a mount path: a trailing slash dropped, the root as empty', () => {
@@ -112,6 +130,58 @@ describe('the Node handler in node:http', () => {
       await awaken.close();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('behind a body parser', () => {
+  it("keeps to the API's own body limit when the parser took more (a gzip body inflated past it); what is within it runs", async () => {
+    const hosted = await inExpress({ parsed: true, jsonLimit: '10mb' }, { bodyLimit: 2048 });
+    try {
+      const headers = { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' };
+      const big = JSON.stringify({ id: 'big', title: 'x'.repeat(400) + ' '.repeat(100_000) });
+      const zipped = gzipSync(big);
+      expect(zipped.length).toBeLessThan(2048);
+      const r = await fetch(`${hosted.url}/v1/threads`, { method: 'POST', headers: { ...headers, 'content-encoding': 'gzip' }, body: zipped });
+      expect([r.status, await r.json()]).toEqual([413, { error: 'request body larger than 2048 bytes', code: 'body_too_large', field: '(body)' }]);
+      const small = await fetch(`${hosted.url}/v1/threads`, { method: 'POST', headers, body: JSON.stringify({ id: 'small' }) });
+      expect([small.status, ((await small.json()) as { id: string }).id]).toEqual([201, 'small']);
+    } finally {
+      await hosted.stop();
+    }
+  });
+
+  it("decides what is under the mount on the resolved path: a dot segment that leaves it is the host app's (its 404), not awaken's", async () => {
+    const hosted = await inExpress({ parsed: false });
+    try {
+      const { request } = await import('node:http');
+      const status = await new Promise<[number, string]>((done, fail) => {
+        const req = request(`${hosted.origin}${BASE}/../`, { method: 'GET' }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => done([res.statusCode ?? 0, text]));
+        });
+        req.path = `${BASE}/../`;
+        req.on('error', fail);
+        req.end();
+      });
+      // Express's own answer (its router does not resolve dot segments): awaken passed the request on.
+      expect(status[0]).toBe(404);
+      expect(status[1]).toContain('<pre>Cannot GET /api/awaken/../</pre>');
+    } finally {
+      await hosted.stop();
+    }
+  });
+});
+
+describe('behind a proxy (trustProxy)', () => {
+  it("names the proxy's public address and the mount path in the agent card", async () => {
+    const awaken = await createAwaken({ app: twoAgents(), store: 'memory', basePath: BASE, trustProxy: true, auth: { tokens: { [TOKENS.alice]: 'alice' } }, allowedHosts: ['agents.example.com'] });
+    try {
+      const card = (await (await awaken.fetch(new Request(`http://127.0.0.1${BASE}/.well-known/agent-card.json`, { headers: { 'x-forwarded-host': 'agents.example.com', 'x-forwarded-proto': 'https' } }))).json()) as { supportedInterfaces: { url: string }[] };
+      expect(card.supportedInterfaces.map((i) => i.url)).toEqual([`https://agents.example.com${BASE}/v1/a2a/concierge`, `https://agents.example.com${BASE}/v1/a2a/concierge/jsonrpc`]);
+    } finally {
+      await awaken.close();
     }
   });
 });

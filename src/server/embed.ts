@@ -12,7 +12,7 @@ import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import type { Store } from '../runtime/store.ts';
 import { openBus, openStore } from '../stores/index.ts';
-import { checkOrigins } from './access.ts';
+import { checkOrigins, LOOPBACK } from './access.ts';
 import { withGzip } from './compress.ts';
 import { createHttpApp } from './http.ts';
 import { silentLogger, type Logger } from './log.ts';
@@ -52,6 +52,8 @@ export interface AwakenOptions {
   readonly trustProxy?: boolean;
   /** The version the A2A card and the MCP server announce. */
   readonly version?: string;
+  /** Serve a host beyond this machine (`allowedHosts`) without tokens: anyone who reaches it can read and drive every thread. */
+  readonly insecure?: boolean;
 }
 
 /** What `createAwaken` gives: the handlers to mount, and how to stop. */
@@ -105,6 +107,7 @@ const OptionsSchema = z
     gzip: z.boolean().optional(),
     trustProxy: z.boolean().optional(),
     version: z.string().optional(),
+    insecure: z.boolean().optional(),
   })
   .strict();
 
@@ -129,6 +132,8 @@ function checked(options: unknown): AwakenOptions {
 /** The tokens as the API takes them; a short one is refused (a token is a secret: 16 characters at least, as `awaken serve` asks). */
 function tokensOf(tokens: Readonly<Record<string, string>> | ReadonlyMap<string, string>): Map<string, string> {
   const map = new Map(tokens instanceof Map ? tokens : Object.entries(tokens));
+  // An empty list (tokens read from variables that are not set) would leave every thread open.
+  if (map.size === 0) throw new AwakenOptionsError('auth.tokens', 'at least one token is required (without auth, leave auth out)');
   for (const [token, principal] of map) {
     if (typeof token !== 'string' || token.length < 16) throw new AwakenOptionsError('auth.tokens', 'a token is at least 16 characters');
     if (typeof principal !== 'string' || principal === '') throw new AwakenOptionsError('auth.tokens', 'a principal is a non-empty name');
@@ -157,6 +162,12 @@ function storeOf(spelling: string): Store {
   if (typeof opened === 'string') throw new AwakenOptionsError('store', opened);
   return opened;
 }
+
+/** The API's body limit when none is given (as `createHttpApp`'s). */
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** A loopback host name, as the access control reads one (`localhost`, 127.x, ::1). */
+const isLoopbackHost = (host: string): boolean => LOOPBACK.has(host.toLowerCase()) || host.startsWith('127.');
 
 /** Whether a path is the mount path or under it. */
 const underBase = (path: string, base: string): boolean => base === '' || path === base || path.startsWith(`${base}/`);
@@ -197,8 +208,17 @@ function parsedBody(req: NodeRequest): Buffer | undefined {
   return Buffer.from(JSON.stringify(req.body));
 }
 
-/** The Fetch and Node handlers of a Hono app mounted at `base`. */
-export function handlersOf(app: Hono, base: string): Pick<Awaken, 'fetch' | 'node' | 'nodeErrors'> {
+/** The path of a request target as the Fetch handler reads it (dot segments resolved, an absolute form reduced to its path). */
+const pathOf = (target: string): string => {
+  try {
+    return new URL(target, 'http://localhost').pathname;
+  } catch {
+    return target.split('?')[0] ?? '/';
+  }
+};
+
+/** The Fetch and Node handlers of a Hono app mounted at `base`; `bodyLimit`: the API's own limit, kept to for a body a parser already read. */
+export function handlersOf(app: Hono, base: string, bodyLimit: number = DEFAULT_BODY_LIMIT): Pick<Awaken, 'fetch' | 'node' | 'nodeErrors'> {
   const fetch = async (request: Request): Promise<Response> => {
     const pathname = new URL(request.url).pathname;
     if (!underBase(pathname, base)) return outside(request, base);
@@ -212,9 +232,16 @@ export function handlersOf(app: Hono, base: string): Pick<Awaken, 'fetch' | 'nod
   const node = async (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): Promise<void> => {
     const incoming = req as NodeRequest;
     const full = incoming.originalUrl ?? incoming.url ?? '/';
-    const pathname = full.split('?')[0] ?? '/';
+    const pathname = pathOf(full);
     if (!underBase(pathname, base) && next !== undefined) return next();
     const body = parsedBody(incoming);
+    // A parser may have inflated what came compressed, or read more than the API takes: the headers
+    // then no longer say the body's size, so the API's limit is kept to here, on the bytes.
+    if (body !== undefined && body.length > bodyLimit) {
+      res.writeHead(413, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: `request body larger than ${bodyLimit} bytes`, code: 'body_too_large', field: '(body)' }));
+      return;
+    }
     // The listener reads `rawBody` when it is there, and the URL while it makes the request (at once).
     if (body !== undefined) incoming.rawBody = body;
     const mounted = incoming.url;
@@ -227,7 +254,7 @@ export function handlersOf(app: Hono, base: string): Pick<Awaken, 'fetch' | 'nod
     const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
     const known = typeof type === 'string' ? PARSER_ERRORS[type] : undefined;
     const full = (req as NodeRequest).originalUrl ?? req.url ?? '/';
-    if (known === undefined || res.headersSent || !underBase(full.split('?')[0] ?? '/', base)) return next(error);
+    if (known === undefined || res.headersSent || !underBase(pathOf(full), base)) return next(error);
     const message = known.code === 'invalid_json' ? `malformed JSON: ${(error as Error).message}` : known.code === 'body_too_large' ? `request body larger than ${String((error as { limit?: unknown }).limit ?? 'the limit')} bytes` : (error as Error).message;
     res.writeHead(known.status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: message, code: known.code, field: known.field }));
@@ -246,6 +273,11 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   const origins = checkOrigins(given.corsOrigins ?? []);
   if (typeof origins === 'string') throw new AwakenOptionsError('corsOrigins', origins);
   const tokens = given.auth === undefined ? undefined : tokensOf(given.auth.tokens);
+  // As `awaken serve` refuses a public address without tokens: a host beyond this machine reaches every thread.
+  const publicHosts = (given.allowedHosts ?? []).filter((h) => h === '*' || !isLoopbackHost(h));
+  if (tokens === undefined && publicHosts.length > 0 && given.insecure !== true) {
+    throw new AwakenOptionsError('auth', `allowedHosts names ${publicHosts.join(', ')} without tokens: anyone reaching it could read and drive every thread; give auth.tokens, or insecure: true`);
+  }
   const app = checkedApp(given.app);
   const spelling = typeof given.store === 'string' ? given.store : undefined;
   const store = spelling === undefined ? (given.store as Store) : storeOf(spelling);
@@ -278,11 +310,17 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     throw new AwakenOptionsError('store', `the store does not answer: ${e instanceof Error ? e.message : String(e)}`);
   }
   const bus = spelling === undefined ? undefined : openBus(spelling);
+  // A start that fails leaves nothing open: the caller has no close() to call.
+  const failed = async (e: unknown): Promise<never> => {
+    await bus?.close().catch(() => undefined);
+    await closeStore();
+    throw e;
+  };
   // A PostgreSQL store may be shared by other instances (given as an object, without the bus of a
   // spelling): their runs in flight are not this process's to mark.
   if (store.kind !== 'postgres') {
     // One process per store: what a previous process left unfinished is marked at start.
-    const recovered = await recoverRuns(store, runtime.env.clock.now());
+    const recovered = await recoverRuns(store, runtime.env.clock.now()).catch(failed);
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
   }
   const consumer = `${hostname()}:${process.pid}`;
@@ -292,7 +330,7 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     leases: { owner: consumer, ttlMs: 10_000, sweepMs: 5_000 },
     ...(bus !== undefined ? { bus } : {}),
   });
-  await registry.attachBus();
+  await registry.attachBus().catch(failed);
   const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger });
   const api = createHttpApp(
     { runtime, store, registry, mailbox },
@@ -319,5 +357,5 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
       await bus?.close();
       await closeStore();
     })());
-  return { basePath: base, ...handlersOf(given.gzip === false ? api : withGzip(api), base), close };
+  return { basePath: base, ...handlersOf(given.gzip === false ? api : withGzip(api), base, given.bodyLimit ?? DEFAULT_BODY_LIMIT), close };
 }

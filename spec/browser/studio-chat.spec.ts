@@ -227,8 +227,9 @@ describe('the studio chat panel against awaken dev', () => {
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
-    expect(await page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
-    expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
+    // The status is written when the cancel is answered; the button and the log settle when the stream has ended, just after.
+    await expect.poll(() => page.getByRole('button', { name: 'Cancel run' }).isDisabled()).toBe(true);
+    await expect.poll(() => page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
     // Ended cancelled, not by the tool's 30 s: the cancel reached the run.
     await expect.poll(async () => (await runsOf(slow)).map((r) => r.termination?.type), { timeout: 10_000 }).toEqual(['cancelled']);
     const [run] = await runsOf(slow);

@@ -40,6 +40,32 @@ async function readFor(r: Response, ms: number): Promise<{ text: string; ended: 
 }
 const textFor = async (r: Response, ms: number): Promise<string> => (await readFor(r, ms)).text;
 
+/** Reads an SSE response in the background: what arrived so far, waiting for a text to arrive, and stopping. */
+function follow(r: Response) {
+  const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const reading = (async () => {
+    for (;;) {
+      const next = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      if (next.done) return;
+      text += decoder.decode(next.value, { stream: true });
+    }
+  })();
+  return {
+    text: () => text,
+    async until(wanted: string, ms: number): Promise<string> {
+      const deadline = Date.now() + ms;
+      while (!text.includes(wanted) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 10));
+      return text;
+    },
+    async stop(): Promise<void> {
+      await reader.cancel().catch(() => undefined);
+      await reading;
+    },
+  };
+}
+
 describe('a thread id deleted by one principal and created again by another', () => {
   it("the new owner's stream replays nothing of the old thread; the old owner's open stream sees nothing of the new one", async () => {
     const s = testServer([{ text: 'alice secret answer' }, { text: 'bob answer' }], { http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } } });
@@ -91,9 +117,11 @@ describe('the same, with two instances sharing the thread log on PostgreSQL', ()
     const b = await instance('b', []);
     const first = await call(a.url, ALICE, 'POST', '/v1/runs', { threadId: 'shared-pg', messages: [{ role: 'user', content: 'alice secret question' }] });
     expect(await first.text()).toContain('alice secret answer');
-    // Alice follows her thread on B (the shared log), then deletes it on A.
-    const aliceFollows = await call(b.url, ALICE, 'GET', '/v1/threads/shared-pg/stream?since=0');
-    expect(aliceFollows.status).toBe(200);
+    // Alice follows her thread on B (the shared log); once its replay reached her, she deletes it on A.
+    const aliceStream = await call(b.url, ALICE, 'GET', '/v1/threads/shared-pg/stream?since=0');
+    expect(aliceStream.status).toBe(200);
+    const aliceFollows = follow(aliceStream);
+    expect(await aliceFollows.until('alice secret answer', 5000)).toContain('alice secret answer');
     expect((await call(a.url, ALICE, 'DELETE', '/v1/threads/shared-pg')).status).toBe(204);
 
     expect((await call(a.url, BOB, 'POST', '/v1/threads', { id: 'shared-pg' })).status).toBe(201);
@@ -105,9 +133,10 @@ describe('the same, with two instances sharing the thread log on PostgreSQL', ()
     const replayed = await textFor(replay, 1000);
     expect(replayed).not.toContain('alice secret');
     expect(replayed).toContain('bob answer');
-    const aliceSaw = await textFor(aliceFollows, 500);
-    expect(aliceSaw).toContain('alice secret answer');
-    expect(aliceSaw).not.toContain('bob');
+    await new Promise((res) => setTimeout(res, 500));
+    await aliceFollows.stop();
+    expect(aliceFollows.text()).toContain('alice secret answer');
+    expect(aliceFollows.text()).not.toContain('bob');
     await a.s.registry.shutdown();
     await b.s.registry.shutdown();
   });

@@ -38,6 +38,19 @@ export interface TappedInference {
   readonly stopReason?: StopReason;
   readonly error?: InferenceExecutionError;
   readonly cancelled: boolean;
+  /**
+   * The provider as the GenAI semantic conventions name it (`gen_ai.provider.name`: `openai`,
+   * `anthropic`, …), when the registry's provider says which kind it is.
+   */
+  readonly providerName?: string;
+  /** The id the provider gave its answer (`gen_ai.response.id`), when it gave one. */
+  readonly responseId?: string;
+  /** The model the provider said answered (`gen_ai.response.model`), as it said it, when it said. */
+  readonly responseModel?: string;
+  /** Where the provider was reached (`server.address`, `server.port`), for a provider over the network. */
+  readonly server?: { readonly address: string; readonly port?: number };
+  /** What the model answered (content capture: `gen_ai.output.messages`); absent for a failed inference. */
+  readonly output?: { readonly text: string; readonly reasoning?: string; readonly toolCalls: readonly ToolCall[] };
 }
 
 /** The run a tap watches. */

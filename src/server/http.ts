@@ -12,6 +12,7 @@ import { configRoutes, type ConfigDocs, type ConfigGuardOptions } from './config
 import { bodyOf, clientClosed, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
+import { opsMiddleware, opsRoutes, type OpsOptions } from './ops-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
 
 export interface HttpOptions {
@@ -56,6 +57,8 @@ export interface HttpOptions {
    * gives out — the A2A card's interfaces, a not-found answer's path — has it.
    */
   readonly basePath?: string;
+  /** The operating surface: the limit on concurrent requests, the Prometheus metrics (`ops-routes.ts`). */
+  readonly ops?: OpsOptions;
 }
 
 const RunMessageSchema = z.union([
@@ -164,6 +167,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     else logger.info('request', fields);
   });
 
+  // The limit on concurrent requests and the request gauges, before any other work is done.
+  app.use('*', opsMiddleware(parts, options.ops));
   // Host and Origin checks and CORS, before anything else, on every route (preflights included).
   app.use('*', accessControl({ ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}), ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}) }));
   // Who is calling: 401 without a credential when tokens are configured; the principal for the rest.
@@ -206,6 +211,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const status = bus === 'down' ? 'degraded' : 'healthy';
     return c.json({ status, components: { store: 'ok', ...components } }, ready && status !== 'healthy' ? 503 : 200);
   };
+  app.route('/', opsRoutes(parts, options.ops));
   app.get('/health', (c) => health(c, false));
   app.get('/health/ready', (c) => health(c, true));
 

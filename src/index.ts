@@ -247,6 +247,9 @@ export { observabilityPlugin, type ObservabilityOptions } from './plugins/observ
 export {
   InMemorySink,
   type AgentMetrics,
+  type GenAIContent,
+  type GenAIMessage,
+  type GenAIPart,
   type GenAISpan,
   type MetricsSink,
   type ToolSpan,

@@ -95,7 +95,6 @@ describe('observability (book: 启用可观测性)', () => {
       'gen_ai.operation.name': 'chat',
       'gen_ai.provider.name': 'scripted',
       'gen_ai.request.model': 'scripted-main',
-      'gen_ai.response.model': 'scripted-main',
       'gen_ai.usage.input_tokens': 30,
       'gen_ai.usage.output_tokens': 12,
       'gen_ai.response.finish_reasons': ['tool_use'],

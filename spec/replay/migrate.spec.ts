@@ -13,10 +13,12 @@ const threes = readdirSync(join(fixtures, 'runs-format-3')).filter((f) => f.ends
 const fours = readdirSync(join(fixtures, 'runs-format-4')).filter((f) => f.endsWith('.jsonl'));
 const fives = readdirSync(join(fixtures, 'runs-format-5')).filter((f) => f.endsWith('.jsonl'));
 const sixes = readdirSync(join(fixtures, 'runs-format-6')).filter((f) => f.endsWith('.jsonl'));
+const sevens = readdirSync(join(fixtures, 'runs-format-7')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
 const v6old = (file: string): string => readFileSync(join(fixtures, 'runs-format-6', file), 'utf8');
+const v7old = (file: string): string => readFileSync(join(fixtures, 'runs-format-7', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -28,7 +30,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 7', () => {
+describe('older transcript formats → 8', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -60,7 +62,7 @@ describe('older transcript formats → 7', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 7: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 8: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v2old(file)));
@@ -71,7 +73,7 @@ describe('older transcript formats → 7', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
-  it.each(threes)('format 3 → 7: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(threes)('format 3 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v3old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v3old(file)));
@@ -87,15 +89,15 @@ describe('older transcript formats → 7', () => {
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
   });
 
-  it.each(fours)('format 4 → 7: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fours)('format 4 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v4old(file))).toBe(v2(file));
     expect(await replayTranscript(v4old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 4 → 7: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
+  it('format 4 → 8: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/7",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/8",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -107,7 +109,7 @@ describe('older transcript formats → 7', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -116,18 +118,18 @@ describe('older transcript formats → 7', () => {
     expect(stepCounts(migrateTranscript(v4old('15-suspension-left-waiting.jsonl')))).toEqual(stepCounts(v4old('15-suspension-left-waiting.jsonl')).map((n) => n + 1));
   });
 
-  it('format 4 → 7: a header that does not match its config_digest is refused, naming line 1', async () => {
+  it('format 4 → 8: a header that does not match its config_digest is refused, naming line 1', async () => {
     const edited = v4old('03-one-tool.jsonl').replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 } });
   });
 
-  it.each(fives)('format 5 → 7: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fives)('format 5 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v5old(file))).toBe(v2(file));
     expect(await replayTranscript(v5old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 5 → 7: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
+  it('format 5 → 8: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
     const before = v5old('44-skills-activation.jsonl');
     const after = migrateTranscript(before);
     const [a, b] = [before.split('\n'), after.split('\n')];
@@ -140,15 +142,15 @@ describe('older transcript formats → 7', () => {
     expect({ ...is, format: 'awaken-transcript/5', plugins: was['plugins'], config_digest: was['config_digest'] }).toEqual(was);
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
-    expect(migrateTranscript(plain)).toBe(plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/7",'));
+    expect(migrateTranscript(plain)).toBe(plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/8",'));
   });
 
-  it('format 5 → 7: the owner of a served run is kept', () => {
+  it('format 5 → 8: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
-    expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({ format: 'awaken-transcript/7', request: { thread_id: 't', run_id: 'r', owner: 'alice' } });
+    expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({ format: 'awaken-transcript/8', request: { thread_id: 't', run_id: 'r', owner: 'alice' } });
   });
 
-  it('format 5 → 7: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
+  it('format 5 → 8: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
     const edited = v5old('28-blocked-by-gate.jsonl').replace('"plugins":["tool-gate"]', '"plugins":["finish-on"]');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 }, at: { line: 1, record: 'header' } });
@@ -159,25 +161,25 @@ describe('older transcript formats → 7', () => {
     expect(() => migrateTranscript(objects)).toThrow(new MigrationFailure(1, 'plugins[0]: not a plugin id'));
   });
 
-  it.each(sixes)('format 6 → 7: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is', async (file) => {
+  it.each(sixes)('format 6 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is', async (file) => {
     const before = v6old(file);
     expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
     const after = migrateTranscript(before);
     expect(after).toBe(v2(file));
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/7",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/8",'));
     expect(await replayTranscript(before)).toMatchObject({ identical: true });
   });
 
-  it('format 6 → 7: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
+  it('format 6 → 8: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
     const header = JSON.parse(v6old('28-blocked-by-gate.jsonl').split('\n')[0] as string) as Record<string, unknown>;
     const request = header['request'] as Record<string, unknown>;
     const edited: Record<string, unknown> = { ...header, plugins: [{ id: 'tagger', factory: 'tagger', config: { label: 'x', api_key: '<redacted>' } }], app: { file: 'app.ts', version: 'v1' }, request: { thread_id: 't', run_id: 'r', owner: 'alice', ...request } };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
-    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/7"'));
+    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/8"'));
   });
 
-  it('format 6 → 7: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
+  it('format 6 → 8: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
     const text = v6old('11-suspension-resumed-replay-tool-call.jsonl');
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
@@ -192,8 +194,36 @@ describe('older transcript formats → 7', () => {
     expect(() => migrateTranscript(asked)).toThrow(new MigrationFailure(2, 'an ask record: format 6 has none (it is format 7)'));
   });
 
+  it.each(sevens)('format 7 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is', async (file) => {
+    const before = v7old(file);
+    expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
+    const after = migrateTranscript(before);
+    expect(after).toBe(v2(file));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/8",'));
+    expect(await replayTranscript(before)).toMatchObject({ identical: true });
+  });
+
+  it('format 6 or 7 → 8: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
+    const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
+    for (const text of [v7old('01-plain-answer.jsonl'), v6old('03-one-tool.jsonl')]) {
+      const from = text.startsWith('{"type":"header","format":"awaken-transcript/7"') ? 7 : 6;
+      const lines = text.split('\n');
+      const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
+      const described = lines.map((l, i) => (i === at ? l.replace('"parts":[', `"parts":[${part},`) : l)).join('\n');
+      expect(() => migrateTranscript(described)).toThrow(new MigrationFailure(at + 1, `a response_metadata part: format ${from} has none (it is format 8)`));
+      expect(await replayTranscript(described)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: at + 1 } });
+    }
+    // The same words in a message the model was sent are a string's (their quotes escaped), not a part.
+    const text = v7old('01-plain-answer.jsonl');
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
+    const quoting = lines.map((l, i) => (i === at ? l.replace('"text":"', `"text":"${JSON.stringify(part).slice(1, -1)}`) : l)).join('\n');
+    expect(quoting.split('\n')[at]).toContain('\\"type\\":\\"response_metadata\\"');
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/8"'));
+  });
+
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
-    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f)), ...fives.map((f) => v5old(f)), ...sixes.map((f) => v6old(f))].map((t) => t.trimEnd().split('\n'));
+    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f)), ...fives.map((f) => v5old(f)), ...sixes.map((f) => v6old(f)), ...sevens.map((f) => v7old(f))].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>
       Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];

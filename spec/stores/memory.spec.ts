@@ -1,4 +1,7 @@
 import { MemoryStore } from '../../src/stores/memory.ts';
-import { storeConformance } from '../support/store-conformance.ts';
+import { storeConformance, type StoreFactory } from '../support/store-conformance.ts';
+import { metaConformance } from './meta-conformance.ts';
 
-storeConformance('memory', { open: async () => new MemoryStore() });
+const factory: StoreFactory = { open: async () => new MemoryStore() };
+storeConformance('memory', factory);
+metaConformance('memory', factory);

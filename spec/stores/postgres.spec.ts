@@ -1,7 +1,8 @@
 import { afterAll } from 'vitest';
 import { PostgresStore } from '../../src/stores/postgres.ts';
 import { PG_URL } from '../support/postgres.ts';
-import { storeConformance } from '../support/store-conformance.ts';
+import { storeConformance, type StoreFactory } from '../support/store-conformance.ts';
+import { metaConformance } from './meta-conformance.ts';
 
 
 let n = 0;
@@ -16,7 +17,7 @@ afterAll(async () => {
   }
 });
 
-storeConformance('postgres', {
+const factory: StoreFactory = {
   open: async () => {
     const prefix = `t${process.pid}_${++n}`;
     const store = PostgresStore.withPrefix(PG_URL, prefix);
@@ -29,4 +30,6 @@ storeConformance('postgres', {
   reopen: async (old) => {
     return PostgresStore.withPrefix(PG_URL, prefixes.get(old) as string);
   },
-});
+};
+storeConformance('postgres', factory);
+metaConformance('postgres', factory);

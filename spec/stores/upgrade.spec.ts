@@ -31,6 +31,14 @@ async function readsTheFirstRelease(store: Store): Promise<void> {
   expect(await store.loadThreadSeq('t1')).toBe(0);
   await store.saveThreadSeq('t1', 9);
   expect(await store.loadThreadSeq('t1')).toBe(9);
+  // Records from before thread metadata and run totals read without them, and take them after.
+  expect(await store.getThread('t2')).toEqual({ id: 't2', title: 'empty', created_at: expect.any(Number), updated_at: expect.any(Number) });
+  expect(run).not.toHaveProperty('input_tokens');
+  expect(run).not.toHaveProperty('parent_run_id');
+  expect(await store.updateThread('t2', { resource_id: 'doc-1', custom: { k: 'v' } }, 2_000_000_000_000)).toMatchObject({ id: 't2', title: 'empty', resource_id: 'doc-1', custom: { k: 'v' } });
+  await store.checkpoint({ threadId: 't2', runId: 'after-upgrade', agentId: 'a', messages: [], status: 'done', steps: 1, threadState: { revision: 1, extensions: {} }, runState: { revision: 1, extensions: {} }, updatedAt: 2_000_000_000_001, parentRunId: RUN, tokens: { input: 9, output: 4 } });
+  expect(await store.getRun('after-upgrade')).toMatchObject({ parent_run_id: RUN, input_tokens: 9, output_tokens: 4 });
+  expect(await store.getThread('t2')).toMatchObject({ resource_id: 'doc-1', custom: { k: 'v' }, latest_run_id: 'after-upgrade' });
 }
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'awaken-upgrade-'));

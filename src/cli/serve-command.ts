@@ -59,6 +59,7 @@ export const SERVE_COMMAND: CommandSpec = {
     'log-format': { type: 'string' },
     record: { type: 'string' },
     otel: { type: 'string' },
+    'otel-content': { type: 'boolean' },
     app: { type: 'string' },
   },
 };
@@ -93,13 +94,29 @@ export interface ServePlan {
   readonly idleGcMs: number;
   /** Where a transcript of every run served is written (`--record DIR`). */
   readonly record?: string;
-  /** The OTLP/HTTP traces endpoint spans are exported to (`--otel URL`). */
+  /** The OTLP/HTTP traces endpoint spans are exported to (`--otel URL`; else `OTEL_EXPORTER_OTLP_ENDPOINT`). */
   readonly otel?: string;
+  /** Whether spans carry messages, tool arguments and results (`--otel-content`, config `server.otel_content`). */
+  readonly otelContent: boolean;
+  /** Requests handled at once before one more is answered 503 (config `server.max_concurrent_requests`, default 100). */
+  readonly maxConcurrentRequests: number;
+  /** Frames each thread keeps for reconnects (config `server.replay_buffer_capacity`, default 1024). */
+  readonly replayBufferCapacity?: number;
+  /** How long SIGINT/SIGTERM's shutdown may take before the process exits anyway (config `server.shutdown.timeout_secs`, default 15 s). */
+  readonly shutdownMs: number;
   /** Whether the A2A agent card takes the public address from X-Forwarded-Host / -Proto (config `server.trust_proxy`). */
   readonly trustProxy: boolean;
   /** What a connection may cost (config `server.headers_timeout_ms`, `request_timeout_ms`, `max_connections`). */
   readonly connections: ConnectionLimits;
 }
+
+/** Requests `awaken serve` handles at once by default (the original's `max_concurrent_requests`). */
+export const DEFAULT_MAX_CONCURRENT_REQUESTS = 100;
+/** The whole shutdown's bound by default, in seconds; the runs in flight get two thirds of it to end. */
+export const DEFAULT_SHUTDOWN_SECS = 15;
+
+/** How long the runs in flight are given to end at shutdown: two thirds of its bound, the rest for streams, the store and the exporters. */
+export const shutdownGraceMs = (shutdownMs: number): number => Math.floor((shutdownMs * 2) / 3);
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
 
@@ -161,6 +178,10 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     idleGcMs: file?.server.idle_gc_ms ?? 1000,
     ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
     ...(otel !== undefined ? { otel } : {}),
+    otelContent: args.values['otel-content'] === true || (file?.server.otel_content ?? false),
+    maxConcurrentRequests: file?.server.max_concurrent_requests ?? DEFAULT_MAX_CONCURRENT_REQUESTS,
+    ...(file?.server.replay_buffer_capacity !== undefined ? { replayBufferCapacity: file.server.replay_buffer_capacity } : {}),
+    shutdownMs: (file?.server.shutdown?.timeout_secs ?? DEFAULT_SHUTDOWN_SECS) * 1000,
     trustProxy: file?.server.trust_proxy ?? false,
     connections,
   };
@@ -260,8 +281,11 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
         });
   const llm = (l: LlmExecutor): LlmExecutor => recorder?.llm(l) ?? l;
   const store = storeOf(plan.store, plan.storeFrom);
-  // --otel: every agent observed, its spans exported (the packages load only when asked for).
-  const tracing = plan.otel === undefined ? undefined : await openTelemetry(plan.otel, version);
+  // --otel or OTEL_EXPORTER_OTLP_ENDPOINT: every agent observed, its spans exported (the packages load
+  // only when asked for). What it says before the logger exists is said once it does.
+  const early: [level: 'info' | 'warn' | 'error', line: string][] = [];
+  let say: (level: 'info' | 'warn' | 'error', line: string) => void = (level, line) => void early.push([level, line]);
+  const tracing = await openTelemetry({ ...(plan.otel !== undefined ? { url: plan.otel } : {}), version, content: plan.otelContent, env, log: (level, line) => say(level, line) });
   const observed = <A extends { plugin_ids?: readonly string[] | undefined }>(agent: A): A =>
     tracing === undefined || (agent.plugin_ids ?? []).includes(OBSERVABILITY_PLUGIN_ID) ? agent : { ...agent, plugin_ids: [...(agent.plugin_ids ?? []), OBSERVABILITY_PLUGIN_ID] };
   // One Env for every runtime this serve builds (an app loaded again builds a new one): runs, leases
@@ -315,6 +339,8 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   // No line shows a credential: the environment's, the API tokens, the file's, and those config writes name later.
   const secrets = new SecretValues([...secretsOf(env), ...tokens.keys(), ...outbound.secrets]);
   const logger = createLogger({ level: plan.logLevel, format: plan.logFormat, write: io.err, now: () => runtime.env.clock.now(), secrets });
+  say = (level, line) => logger[level](line);
+  for (const [level, line] of early.splice(0)) say(level, line);
   try {
     await store.listThreads({ offset: 0, limit: 1 });
   } catch (e) {
@@ -339,6 +365,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     leases: { owner: consumer, ttlMs: plan.leaseMs ?? 10_000, sweepMs: plan.sweepMs ?? 5_000 },
     ...(bus !== undefined ? { bus } : {}),
     ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
+    ...(plan.replayBufferCapacity !== undefined ? { replayBufferCapacity: plan.replayBufferCapacity } : {}),
     ...(collector !== undefined ? { onQuiet: () => collector.touch() } : {}),
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
@@ -364,6 +391,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
     configGuard: { outbound: outbound.guard, credentialOrigins: outbound.credentialOrigins, ownCredentialEnvs: outbound.ownCredentialEnvs, secrets },
     ...(plan.trustProxy ? { trustProxy: true } : {}),
+    ops: { maxConcurrentRequests: plan.maxConcurrentRequests, ...(tracing?.activeStreams !== undefined ? { onStreams: (delta: number) => tracing.activeStreams?.(delta) } : {}) },
     logger,
   });
   // The run inspector: its page and API, behind the same access control (docs/inspector.md).
@@ -420,16 +448,16 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
-  // Bounded: runs get 10 s to end after their cancel, and the whole shutdown 15 s.
-  logger.info('shutting down: no new runs; cancelling the runs in flight');
+  // Bounded (server.shutdown.timeout_secs): runs get two thirds of it to end after their cancel.
+  logger.info('shutting down: no new runs; cancelling the runs in flight', { timeout_s: plan.shutdownMs / 1000 });
   const hard = setTimeout(() => {
-    logger.error('shutdown took longer than 15 s: exiting');
+    logger.error(`shutdown took longer than ${plan.shutdownMs / 1000} s (server.shutdown.timeout_secs): exiting`);
     process.exit(EXIT.ok);
-  }, 15_000);
+  }, plan.shutdownMs);
   hard.unref();
   collector?.close();
   watcher?.close();
-  await registry.shutdown({ graceMs: 10_000 });
+  await registry.shutdown({ graceMs: shutdownGraceMs(plan.shutdownMs) });
   await mailbox.stop();
   await server.close();
   await bus?.close();

@@ -48,7 +48,7 @@ export const ServeConfigSchema = z
         max_follower_bytes: z.number().int().min(4096).optional(),
         /** Quiet time (ms) after the last run ended or stream closed before a full collection gives memory back; 0: never (default 1000). */
         idle_gc_ms: z.number().int().min(0).optional(),
-        /** An OTLP/HTTP traces endpoint: every agent's spans exported there (`--otel`; docs/observability.md). */
+        /** An OTLP/HTTP traces endpoint: every agent's spans exported there, its metrics to the same base's /v1/metrics (`--otel`; docs/observability.md). */
         otel: z.url({ protocol: /^https?$/ }).optional(),
         log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
         /** Whether X-Forwarded-Host / -Proto name the server's public address (the A2A agent card): only behind a proxy that sets them. */
@@ -58,6 +58,20 @@ export const ServeConfigSchema = z
         request_timeout_ms: z.number().int().min(100).optional(),
         /** Connections held open at once; beyond them a new one is closed at once (default 1000). */
         max_connections: z.number().int().min(1).optional(),
+        /** Requests handled at once; one more is answered 503 `overloaded` (default 100; streams count until their response starts). */
+        max_concurrent_requests: z.number().int().min(1).optional(),
+        /** Frames each thread keeps for a client that reconnects with Last-Event-ID (default 1024). */
+        replay_buffer_capacity: z.number().int().min(1).optional(),
+        /** SIGINT/SIGTERM: how long the whole shutdown may take before the process exits anyway (default 15). */
+        shutdown: z.object({ timeout_secs: z.number().int().min(1).max(3600).optional() }).strict().optional(),
+        /** Whether OpenTelemetry spans carry messages, tool arguments and results (`--otel-content`). */
+        otel_content: z.boolean().optional(),
+        // The original's per-stream channel of frames has no counterpart here: a stream is bounded by
+        // the bytes its client leaves unread. Refused with that said rather than read and ignored.
+        sse_buffer_size: z
+          .unknown()
+          .refine(() => false, { message: 'not read by this server: a stream is bounded by the bytes its client leaves unread (server.max_follower_bytes)' })
+          .optional(),
       })
       .strict()
       .default({}),

@@ -31,8 +31,11 @@ export const SERVE_USAGE = `usage: awaken serve [options]
                      later with awaken replay (the ports' traffic; never a key or a token); the
                      inspector (/inspector) shows their timelines
   --otel URL         export every agent's runs, inferences and tool calls as OpenTelemetry spans
-                     (GenAI conventions) over OTLP/HTTP to URL, e.g. http://127.0.0.1:4318/v1/traces
-                     (needs @opentelemetry/api, -sdk-trace-base and -exporter-trace-otlp-http)
+                     and metrics (GenAI conventions) over OTLP/HTTP: spans to URL, e.g.
+                     http://127.0.0.1:4318/v1/traces, metrics to its /v1/metrics (or as
+                     OTEL_EXPORTER_OTLP_ENDPOINT says; the packages: docs/observability.md)
+  --otel-content     let those spans carry the messages, tool arguments and results (off by
+                     default: they may hold what users wrote; config server.otel_content)
 
 It logs to stderr: one line per request (method, route, status, duration, thread and run), one when
 a run starts and when it ends (how), and every provider or store failure with its cause. API keys,

@@ -2,10 +2,10 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileLines, jsonObjectOf, type JsonObject } from '../replay/lines.ts';
 import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
-import { TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6 } from '../replay/migrate.ts';
+import { TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7 } from '../replay/migrate.ts';
 
 /** The formats whose header may name an owner (format 5 on). */
-const OWNED_FORMATS: ReadonlySet<unknown> = new Set([TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT]);
+const OWNED_FORMATS: ReadonlySet<unknown> = new Set([TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7, TRANSCRIPT_FORMAT]);
 
 /**
  * What a transcript says of itself — the thread and run it records and the principal that owned the

@@ -17,6 +17,14 @@ export interface CatalogEntry {
   readonly keyEnv?: string;
   /** Variables that change the endpoint. */
   readonly baseUrlEnv?: string;
+  /** The endpoint the provider package uses when the variable is not set (where its requests go: `server.address`). */
+  readonly defaultBaseUrl: string;
+  /**
+   * The provider's name in the GenAI semantic conventions (`gen_ai.provider.name`): that of the API
+   * it speaks — Ollama speaks OpenAI's chat API, the conventions name no Ollama — the host telling
+   * which server it is.
+   */
+  readonly providerName: string;
   readonly make: (settings: ProviderSettings) => Promise<(modelId: string) => LanguageModelV3>;
 }
 
@@ -34,30 +42,40 @@ export const CATALOG: Readonly<Record<string, CatalogEntry>> = {
     package: '@ai-sdk/openai@3',
     keyEnv: 'OPENAI_API_KEY',
     baseUrlEnv: 'OPENAI_BASE_URL',
+    defaultBaseUrl: 'https://api.openai.com/v1',
+    providerName: 'openai',
     make: async (s) => (await import('@ai-sdk/openai')).createOpenAI(defined(s)),
   },
   anthropic: {
     package: '@ai-sdk/anthropic@3',
     keyEnv: 'ANTHROPIC_API_KEY',
     baseUrlEnv: 'ANTHROPIC_BASE_URL',
+    defaultBaseUrl: 'https://api.anthropic.com/v1',
+    providerName: 'anthropic',
     make: async (s) => (await import('@ai-sdk/anthropic')).createAnthropic(defined(s)),
   },
   google: {
     package: '@ai-sdk/google@3',
     keyEnv: 'GOOGLE_GENERATIVE_AI_API_KEY',
     baseUrlEnv: 'GOOGLE_GENERATIVE_AI_BASE_URL',
+    defaultBaseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+    providerName: 'gcp.gemini',
     make: async (s) => (await import('@ai-sdk/google')).createGoogleGenerativeAI(defined(s)),
   },
   mistral: {
     package: '@ai-sdk/mistral@3',
     keyEnv: 'MISTRAL_API_KEY',
     baseUrlEnv: 'MISTRAL_BASE_URL',
+    defaultBaseUrl: 'https://api.mistral.ai/v1',
+    providerName: 'mistral_ai',
     make: async (s) => (await import('@ai-sdk/mistral')).createMistral(defined(s)),
   },
   // Ollama speaks the OpenAI chat API on its own port, without a key.
   ollama: {
     package: '@ai-sdk/openai-compatible@2',
     baseUrlEnv: 'OLLAMA_BASE_URL',
+    defaultBaseUrl: 'http://127.0.0.1:11434/v1',
+    providerName: 'openai',
     make: async (s) => {
       const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
       const provider = createOpenAICompatible(defined({ name: 'ollama', baseURL: s.baseURL ?? 'http://127.0.0.1:11434/v1', fetch: s.fetch, includeUsage: true }));
@@ -92,10 +110,12 @@ export async function catalogModel(spec: string, env: NodeJS.ProcessEnv, options
   }
   const apiKey = entry.keyEnv !== undefined ? env[entry.keyEnv] : undefined;
   if (entry.keyEnv !== undefined && (apiKey === undefined || apiKey === '')) throw new CatalogError('missing_key', `${spec} needs its API key in ${entry.keyEnv}`);
-  const baseURL = entry.baseUrlEnv !== undefined && env[entry.baseUrlEnv] !== '' ? env[entry.baseUrlEnv] : undefined;
+  // Always given, so that the package reaches the endpoint the facts name, not one it reads itself
+  // from the process environment.
+  const baseURL = (entry.baseUrlEnv !== undefined && env[entry.baseUrlEnv] !== '' ? env[entry.baseUrlEnv] : undefined) ?? entry.defaultBaseUrl;
   let provider: (modelId: string) => LanguageModelV3;
   try {
-    provider = await entry.make({ ...(apiKey !== undefined ? { apiKey } : {}), ...(baseURL !== undefined ? { baseURL } : {}), ...(options.fetch !== undefined ? { fetch: options.fetch } : {}) });
+    provider = await entry.make({ ...(apiKey !== undefined ? { apiKey } : {}), baseURL, ...(options.fetch !== undefined ? { fetch: options.fetch } : {}) });
   } catch (e) {
     const name = entry.package.replace(/@\d+$/, '');
     if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(name)) {
@@ -103,5 +123,6 @@ export async function catalogModel(spec: string, env: NodeJS.ProcessEnv, options
     }
     throw e;
   }
-  return { llm: aiSdkExecutor(provider(modelId)), name: modelId, note: `${providerId} (${modelId}) through the AI SDK adapter` };
+  const facts = { providerName: entry.providerName, baseURL };
+  return { llm: aiSdkExecutor(provider(modelId), facts), name: modelId, note: `${providerId} (${modelId}) through the AI SDK adapter` };
 }

@@ -9,8 +9,9 @@ export const TRANSCRIPT_FORMAT_3 = 'awaken-transcript/3';
 export const TRANSCRIPT_FORMAT_4 = 'awaken-transcript/4';
 export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
 export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
+export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
 
-const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6] as const;
+const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7] as const;
 type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
@@ -64,7 +65,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1 to 6 transcript in the current format (`awaken-transcript/7`), without
+ * Rewrites a format-1 to 7 transcript in the current format (`awaken-transcript/8`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -98,10 +99,15 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * store writes (`segment`, `request.run_state`, a decision or cancel `after_event` 0), and the `ask`
  * record (a tool's question at the gate); a format-6 transcript is a run's first segment, or the
  * whole run, and has none of them.
+ *
+ * Format 7 → 8: the header's tag alone. Format 8 adds the `response_metadata` part of an `llm`
+ * record's parts (what the provider said of its answer — its id, the model it says answered — and of
+ * itself: its conventions' name, the host and port it was reached at); a format-7 recorder never
+ * wrote one, and its inferences replay without those facts, as they ran.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
-  if (older === TRANSCRIPT_FORMAT_6) return { text: retagged(text) };
+  if (older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6) return { text: retagged(text, older) };
   if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
   const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
   let out = four.text;
@@ -110,12 +116,24 @@ export function migrate(text: string): Migrated {
 }
 
 /**
- * A format-6 transcript under the current tag: the header's `format` alone changes, every other byte
- * is kept. What only format 7 writes — a segment's number and run state, a decision or cancel before
- * any event, an ask record — is refused first: a format-6 recorder never wrote it.
+ * A format-6 or 7 transcript under the current tag: the header's `format` alone changes, every other
+ * byte is kept. What only a later format writes is refused first — a format-6 recorder never wrote a
+ * segment's number and run state, a decision or cancel before any event, an ask record (format 7);
+ * neither wrote a `response_metadata` part (format 8).
  */
-function retagged(text: string): string {
+function retagged(text: string, from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7): string {
   const lines = text.split('\n');
+  // A quote inside a JSON string is escaped: this is a part's own `type`, never a message's text.
+  const described = lines.findIndex((l) => l.startsWith('{"type":"llm"') && l.includes('{"type":"response_metadata"'));
+  if (described >= 0) throw new MigrationFailure(described + 1, `a response_metadata part: format ${from.slice(-1)} has none (it is format 8)`);
+  if (from === TRANSCRIPT_FORMAT_6) refuseFormat7(lines);
+  const tag = `{"type":"header","format":"${from}"`;
+  // `olderFormat` found the tag exactly here.
+  return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
+}
+
+/** What only format 7 writes, refused in a format-6 transcript's lines. */
+function refuseFormat7(lines: readonly string[]): void {
   let header: { segment?: unknown; request?: { run_state?: unknown } };
   try {
     header = JSON.parse(lines[0] as string) as typeof header;
@@ -128,9 +146,6 @@ function retagged(text: string): string {
   if (early >= 0) throw new MigrationFailure(early + 1, 'after_event 0: a format-6 decision or cancel comes after an event');
   const ask = lines.findIndex((l) => l.startsWith('{"type":"ask"'));
   if (ask >= 0) throw new MigrationFailure(ask + 1, 'an ask record: format 6 has none (it is format 7)');
-  const tag = `{"type":"header","format":"${TRANSCRIPT_FORMAT_6}"`;
-  // `olderFormat` found the tag exactly here.
-  return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
 }
 
 /**
@@ -218,7 +233,7 @@ function toFormat4(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || format === TRANSCRIPT_FORMAT_6 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
+  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || format === TRANSCRIPT_FORMAT_6 || format === TRANSCRIPT_FORMAT_7 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
   const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
   const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });

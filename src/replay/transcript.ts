@@ -11,7 +11,7 @@ import { StreamPartSchema } from '../contract/stream.ts';
 import { ResumeDecisionActionSchema, SuspendTicketSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/7';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/8';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */

@@ -1,4 +1,4 @@
-import type { RunTap } from './tap.ts';
+import type { RunTap, TappedInference } from './tap.ts';
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
 import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
 import { isPromiseLike } from './maybe-promise.ts';
@@ -14,7 +14,7 @@ import {
 import { messageText, Messages, type Message, type ToolCall } from '../contract/message.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Phase } from '../contract/phase.ts';
-import { streamText, type StreamPart, type StreamResult } from '../contract/stream.ts';
+import { mergeResponseMetadata, streamText, type ResponseMetadataPart, type StreamPart, type StreamResult } from '../contract/stream.ts';
 import { ToolResults, type ToolCallResume, type ToolDescriptor } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { StreamAccumulator } from '../core/inference/accumulator.ts';
@@ -170,6 +170,8 @@ export class RunLoop implements BatchHost {
   /** The run's steps (`stepsAfter` over what it emits), from every segment: a revived run starts from the count it had. */
   #steps = 0;
   readonly #usage = { prompt: 0, completion: 0, total: 0, seen: false };
+  /** The part of `#usage` the store already counted (its checkpoints report only what came after). */
+  readonly #usageStored = { input: 0, output: 0 };
   #batch: ToolBatch | undefined;
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new OpenCalls();
@@ -184,6 +186,8 @@ export class RunLoop implements BatchHost {
   #sent: Message[] | undefined;
   #sentUpTo = 0;
   #tools: readonly ToolDescriptor[] | undefined;
+  /** What the provider said of the inference being read (`response_metadata` parts, merged), for the tap. */
+  #described: Omit<ResponseMetadataPart, 'type'> | undefined;
   /** The provider stream being read (`#read`): where its parts go, and whether a part is awaited from it (`aborted()` ends it then). */
   #reading:
     | {
@@ -688,17 +692,7 @@ export class RunLoop implements BatchHost {
       const usage = inference.result.usage;
       const ended = this.env.clock.now();
       const duration = Math.max(0, ended - started);
-      this.tap?.inference?.({
-        request,
-        provider: this.resolved.providerId,
-        answeredBy: model,
-        startedAt: started,
-        endedAt: ended,
-        ...(usage !== undefined ? { usage } : {}),
-        ...(inference.result.stopReason !== undefined ? { stopReason: inference.result.stopReason } : {}),
-        ...(inference.error !== undefined ? { error: inference.error.error } : {}),
-        cancelled: inference.cancelled,
-      });
+      this.tap?.inference?.(this.#tapped(request, inference, model, started, ended));
       if (inference.error !== undefined) return inference;
       const wait = this.emit(
         usage === undefined
@@ -707,6 +701,33 @@ export class RunLoop implements BatchHost {
       );
       return wait === undefined ? inference : wait.then(() => inference);
     });
+  }
+
+  /**
+   * The inference as a tap is told of it: besides what the loop saw, what the provider said of its
+   * answer and of itself (`response_metadata`), and the answer, unless the inference failed.
+   */
+  #tapped(request: InferenceRequest, inference: Inference, model: string, started: number, ended: number): TappedInference {
+    const { result, error } = inference;
+    const said = this.#described;
+    this.#described = undefined;
+    const reasoning = result.reasoning;
+    return {
+      request,
+      provider: this.resolved.providerId,
+      answeredBy: model,
+      startedAt: started,
+      endedAt: ended,
+      ...(result.usage !== undefined ? { usage: result.usage } : {}),
+      ...(result.stopReason !== undefined ? { stopReason: result.stopReason } : {}),
+      ...(error !== undefined ? { error: error.error } : {}),
+      cancelled: inference.cancelled,
+      ...(said?.provider_name !== undefined ? { providerName: said.provider_name } : {}),
+      ...(said?.id !== undefined ? { responseId: said.id } : {}),
+      ...(said?.model !== undefined ? { responseModel: said.model } : {}),
+      ...(said?.server !== undefined ? { server: said.server } : {}),
+      ...(error === undefined ? { output: { text: streamText(result), ...(reasoning !== '' ? { reasoning } : {}), toolCalls: result.toolCalls } } : {}),
+    };
   }
 
   /**
@@ -813,6 +834,7 @@ export class RunLoop implements BatchHost {
   /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
   #infer(request: InferenceRequest): Promise<Inference> {
     const acc = new StreamAccumulator();
+    this.#described = undefined;
     const started: { id: string; name: string }[] = [];
     let iterator: AsyncIterator<StreamPart>;
     try {
@@ -932,6 +954,10 @@ export class RunLoop implements BatchHost {
         return this.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
       case 'tool_call_delta':
         return part.args_delta === '' ? undefined : this.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });
+      case 'response_metadata':
+        // Told to the tap alone: no event carries it.
+        if (this.tap?.inference !== undefined) this.#described = mergeResponseMetadata(this.#described, part);
+        return undefined;
       default:
         return undefined;
     }
@@ -1145,14 +1171,20 @@ export class RunLoop implements BatchHost {
       expectedMessageCount: this.#persistedCount,
     };
     if (termination !== undefined) checkpoint.termination = termination;
+    if (this.#p.parentRunId !== undefined) checkpoint.parentRunId = this.#p.parentRunId;
+    // The store adds these to the run's totals: what this loop inferred since its last checkpoint written.
+    const tokens = { input: this.#usage.prompt - this.#usageStored.input, output: this.#usage.completion - this.#usageStored.output };
+    checkpoint.tokens = tokens;
     const written = this.#messages.length;
     const storing = store.checkpoint(checkpoint);
-    if (!isPromiseLike<void>(storing)) return this.#stored(written);
-    return Promise.resolve(storing).then(() => this.#stored(written));
+    if (!isPromiseLike<void>(storing)) return this.#stored(written, tokens);
+    return Promise.resolve(storing).then(() => this.#stored(written, tokens));
   }
 
   /** The store holds the first `written` messages as this run holds them. */
-  #stored(written: number): undefined {
+  #stored(written: number, tokens: RunCheckpoint['tokens']): undefined {
+    this.#usageStored.input += tokens?.input ?? 0;
+    this.#usageStored.output += tokens?.output ?? 0;
     this.#persistedCount = written;
     this.#storedPrefix = written;
     return undefined;

@@ -1,3 +1,4 @@
+import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { PersistedState } from '../core/state/state-ops.ts';
@@ -12,6 +13,39 @@ export interface ThreadRecord {
   readonly created_at: number;
   readonly updated_at: number;
   readonly latest_run_id?: string;
+  /** What the thread is about in the caller's own terms (a user, a document): an id, set by the caller. */
+  readonly resource_id?: string;
+  /** The thread this one was branched or delegated from (never a cycle). */
+  readonly parent_thread_id?: string;
+  /** The caller's own data about the thread (a JSON object of at most `THREAD_CUSTOM_MAX_BYTES`). */
+  readonly custom?: ThreadCustom;
+}
+
+/** A thread's `custom` data: a JSON object. */
+export type ThreadCustom = { readonly [key: string]: JsonValue };
+
+/** The largest `custom` object a thread keeps, in bytes of its JSON (UTF-8). */
+export const THREAD_CUSTOM_MAX_BYTES = 16 * 1024;
+
+/** A thread to create: its id, the time, and what the caller says about it. */
+export interface NewThread {
+  readonly id: string;
+  readonly now: number;
+  readonly title?: string;
+  readonly resource_id?: string;
+  readonly parent_thread_id?: string;
+  readonly custom?: ThreadCustom;
+}
+
+/**
+ * A change to a thread's metadata: a field given replaces it, `null` clears it, a field left out is
+ * kept. The checks (ids, sizes, that the parent exists and makes no cycle) are the caller's.
+ */
+export interface ThreadPatch {
+  readonly title?: string;
+  readonly resource_id?: string | null;
+  readonly parent_thread_id?: string | null;
+  readonly custom?: ThreadCustom;
 }
 
 /** A run as the HTTP API lists it (book: HTTP API → Runs). */
@@ -24,6 +58,12 @@ export interface RunRecord {
   readonly steps: number;
   readonly created_at: number;
   readonly updated_at: number;
+  /** The run that delegated this one (a sub-agent's run); absent for a run started by a caller. */
+  readonly parent_run_id?: string;
+  /** Prompt tokens of every inference of the run, over all its segments; absent while no checkpoint reported any. */
+  readonly input_tokens?: number;
+  /** Completion tokens of every inference of the run, over all its segments; absent while no checkpoint reported any. */
+  readonly output_tokens?: number;
 }
 
 export interface Page<T> {
@@ -132,8 +172,10 @@ export const runEnded = (runId: string): StoreFailure => new StoreFailure({ code
 
 /** Threads and their messages (book: ThreadStore). */
 export interface ThreadStore {
-  createThread(thread: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord>;
+  createThread(thread: NewThread): Promise<ThreadRecord>;
   getThread(id: string): Promise<ThreadRecord | undefined>;
+  /** Applies a metadata change (`ThreadPatch`) and sets `updated_at` to `now`; `undefined` when there is no such thread. */
+  updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined>;
   /** Newest first (`updated_at`, then id); a search narrows them (`ThreadQuery`). */
   listThreads(query: ThreadQuery): Promise<Page<ThreadRecord>>;
   /** Deletes the thread, its messages, state and runs; false when there was none. */
@@ -281,8 +323,13 @@ export function messagesAfter(
   return from === undefined ? take(c.messages) : [...(held as readonly Message[]).slice(0, from), ...take(c.messages.slice(from))];
 }
 
-/** The run record a checkpoint describes. */
-export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], createdAt: number): RunRecord {
+/**
+ * The run record a checkpoint describes, over the record the store held (`previous`): the creation
+ * time and the parent run are kept, the checkpoint's tokens are added to the totals held.
+ */
+export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], createdAt: number, previous?: RunRecord): RunRecord {
+  const parent = previous?.parent_run_id ?? c.parentRunId;
+  const counted = c.tokens !== undefined || previous?.input_tokens !== undefined || previous?.output_tokens !== undefined;
   return {
     run_id: c.runId,
     thread_id: c.threadId,
@@ -292,8 +339,83 @@ export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], crea
     steps: c.steps,
     created_at: createdAt,
     updated_at: c.updatedAt,
+    ...(parent !== undefined ? { parent_run_id: parent } : {}),
+    ...(counted
+      ? { input_tokens: (previous?.input_tokens ?? 0) + tokenCount(c.tokens?.input), output_tokens: (previous?.output_tokens ?? 0) + tokenCount(c.tokens?.output) }
+      : {}),
   };
 }
+
+/** A token count a checkpoint reports, as a store adds it: a non-negative integer (anything else counts 0). */
+export const tokenCount = (n: number | undefined): number => (n !== undefined && Number.isSafeInteger(n) && n > 0 ? n : 0);
+
+/**
+ * How a run ended, as one code: the termination's type, and for `stopped` its stop code after a colon
+ * (`stopped:max_rounds`). Blocked and error terminations carry a message, not a code: their code is
+ * the type alone (the message stays in `termination`).
+ */
+export function terminationCode(t: TerminationReason): string {
+  switch (t.type) {
+    case 'stopped':
+      return `stopped:${t.value.code}`;
+    case 'natural_end':
+    case 'behavior_requested':
+    case 'cancelled':
+    case 'blocked':
+    case 'suspended':
+    case 'error':
+      return t.type;
+    default: {
+      const never: never = t;
+      return never;
+    }
+  }
+}
+
+/**
+ * A thread record with its fields in one order, whichever store wrote it (the SQL stores' columns'
+ * order): its answers read the same from every store.
+ */
+export function threadRecord(t: ThreadRecord): ThreadRecord {
+  return {
+    id: t.id,
+    ...(t.title !== undefined ? { title: t.title } : {}),
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+    ...(t.latest_run_id !== undefined ? { latest_run_id: t.latest_run_id } : {}),
+    ...(t.resource_id !== undefined ? { resource_id: t.resource_id } : {}),
+    ...(t.parent_thread_id !== undefined ? { parent_thread_id: t.parent_thread_id } : {}),
+    ...(t.custom !== undefined ? { custom: t.custom } : {}),
+  };
+}
+
+/** The thread a patch leaves (pure; every store applies it to the record it holds). */
+export function patchedThread(t: ThreadRecord, patch: ThreadPatch, now: number): ThreadRecord {
+  const cleared = (given: string | null | undefined, held: string | undefined): string | undefined => (given === undefined ? held : given === null ? undefined : given);
+  const { resource_id: _r, parent_thread_id: _p, ...kept } = t;
+  const resource = cleared(patch.resource_id, t.resource_id);
+  const parent = cleared(patch.parent_thread_id, t.parent_thread_id);
+  return threadRecord({
+    ...kept,
+    ...(patch.title !== undefined ? { title: patch.title } : {}),
+    updated_at: now,
+    ...(resource !== undefined ? { resource_id: resource } : {}),
+    ...(parent !== undefined ? { parent_thread_id: parent } : {}),
+    ...(patch.custom !== undefined ? { custom: patch.custom } : {}),
+  });
+}
+
+/** A new thread's record: its id, the fields given, created and updated `now`. */
+export const newThreadRecord = (t: NewThread): ThreadRecord =>
+  threadRecord({
+    id: t.id,
+    created_at: t.now,
+    updated_at: t.now,
+    ...(t.title !== undefined ? { title: t.title } : {}),
+    ...(t.resource_id !== undefined ? { resource_id: t.resource_id } : {}),
+    ...(t.parent_thread_id !== undefined ? { parent_thread_id: t.parent_thread_id } : {}),
+    ...(t.custom !== undefined ? { custom: t.custom } : {}),
+  });
 
 export const pageOf = <T>(all: readonly T[], q: PageQuery): Page<T> => ({ items: all.slice(q.offset, q.offset + q.limit), total: all.length });
 

@@ -28,7 +28,7 @@ export interface RunTap {
 /** One inference as the loop saw it: its request, its times on the run's clock, how it ended. */
 export interface TappedInference {
   readonly request: InferenceRequest;
-  /** The model registry's provider id of the agent's model (`gen_ai.provider.name`). */
+  /** The model registry's provider id of the agent's model (its name in the GenAI conventions is `providerName`). */
   readonly provider: string;
   /** The provider-side model that answered (a fallback model when the retry policy took one). */
   readonly answeredBy: string;
@@ -40,7 +40,9 @@ export interface TappedInference {
   readonly cancelled: boolean;
   /**
    * The provider as the GenAI semantic conventions name it (`gen_ai.provider.name`: `openai`,
-   * `anthropic`, …), when the registry's provider says which kind it is.
+   * `anthropic`, …), when the provider that answered says which kind it is. This and the three
+   * fields after it are what the provider's stream said (`response_metadata` parts, which a
+   * transcript records and a replay serves again): none when it failed before any content came.
    */
   readonly providerName?: string;
   /** The id the provider gave its answer (`gen_ai.response.id`), when it gave one. */

@@ -30,6 +30,20 @@ export interface RunCheckpoint {
    * holding a different count refuses with `version_conflict` (optimistic concurrency).
    */
   readonly expectedMessageCount?: number;
+  /** The run that delegated this one (a sub-agent's run): the store keeps the first one named. */
+  readonly parentRunId?: string;
+  /**
+   * Tokens of the inferences that ended since this writer's previous checkpoint of the run (since it
+   * started or took the run up, for its first): the store adds them to the run's totals, so a run
+   * that suspends and is taken up again — here or on another instance — counts every segment once.
+   */
+  readonly tokens?: CheckpointTokens;
+}
+
+/** Tokens a checkpoint reports (`RunCheckpoint.tokens`). */
+export interface CheckpointTokens {
+  readonly input: number;
+  readonly output: number;
 }
 
 export interface ThreadSnapshot {
@@ -96,6 +110,8 @@ class KeptCheckpoint {
   readonly termination?: TerminationReason;
   readonly updatedAt: number;
   readonly expectedMessageCount?: number;
+  readonly parentRunId?: string;
+  readonly tokens?: CheckpointTokens;
   readonly #messages: readonly Message[];
   readonly #count: number;
 
@@ -111,6 +127,8 @@ class KeptCheckpoint {
     if (c.termination !== undefined) this.termination = c.termination;
     this.updatedAt = c.updatedAt;
     if (c.expectedMessageCount !== undefined) this.expectedMessageCount = c.expectedMessageCount;
+    if (c.parentRunId !== undefined) this.parentRunId = c.parentRunId;
+    if (c.tokens !== undefined) this.tokens = c.tokens;
     this.#messages = messages;
     this.#count = count;
   }

@@ -126,8 +126,11 @@ export interface AuthOptions {
   readonly adminToken?: string;
 }
 
-/** Routes open without credentials: health, the public A2A agent card (preflights never carry any). */
-const PUBLIC = new Set(['/health', '/health/ready', '/.well-known/agent-card.json']);
+/**
+ * Routes open without credentials: health and liveness, the public A2A agent card (preflights never
+ * carry any). `/metrics` is not among them: with tokens configured it is the admin token's.
+ */
+const PUBLIC = new Set(['/health', '/health/ready', '/health/live', '/.well-known/agent-card.json']);
 
 /**
  * The inspector page's files (docs/inspector.md): public like a login page — it holds no data, and

@@ -3,12 +3,14 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { AgentSpecSchema, WrittenAgentSpecSchema } from '../contract/agent-spec.ts';
-import type { JsonValue } from '../contract/json.ts';
+import { fieldIssues } from '../contract/issue-line.ts';
+import { JsonObjectSchema, type JsonValue } from '../contract/json.ts';
 import { aiSdkExecutor } from '../providers/ai-sdk.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { ModelEntrySchema, type ModelEntry, type Registries } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { OutboundGuard, OutboundRefusal, operatorOutbound, originOf as originOfUrl } from '../runtime/outbound.ts';
+import { agentRoutes, pageOf } from './config-agents.ts';
 import { bearerCheck, bodyOf, HttpError, type ServerParts } from './http-support.ts';
 import { connectMcpServer, McpHttpServerSchema, type McpToolSource } from '../plugins/mcp-tools.ts';
 import {
@@ -45,6 +47,33 @@ const NAMESPACES = {
 } as const satisfies Record<string, z.ZodType>;
 type Namespace = keyof typeof NAMESPACES;
 
+/** The `id` of a create request (`POST /v1/config/:namespace`); the rest is the namespace's to validate. */
+const CreateIdSchema = z.looseObject({ id: z.string({ error: (issue) => (issue.input === undefined ? 'required' : 'must be a string') }) });
+
+/**
+ * A namespace's schema as JSON Schema (2020-12), for what a writer sends: defaults make fields
+ * optional, and a JSON object field (`sections`, an endpoint's `options`) is an object.
+ */
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: (ctx) => {
+      if ((ctx.zodSchema as unknown) === JsonObjectSchema) ctx.jsonSchema.type = 'object';
+    },
+  }) as Record<string, unknown>;
+}
+
+/** Each namespace's JSON Schema, built when first asked for. */
+const SCHEMAS = new Map<Namespace, Record<string, unknown>>();
+function schemaOf(ns: Namespace): Record<string, unknown> {
+  const known = SCHEMAS.get(ns);
+  if (known !== undefined) return known;
+  const built = jsonSchemaOf(NAMESPACES[ns] as z.ZodType);
+  SCHEMAS.set(ns, built);
+  return built;
+}
+
 /** The names `api_key_env` may take when none are configured: provider keys, not any secret of the process. */
 export const DEFAULT_API_KEY_ENV_ALLOW: readonly string[] = ['*_API_KEY'];
 
@@ -64,10 +93,12 @@ export function providerOf(config: ProviderConfig, env: NodeJS.ProcessEnv, fetch
   const key = variable !== undefined ? (env[variable] ?? '') : undefined;
   if (config.kind === 'anthropic') {
     const anthropic = createAnthropic({ apiKey: key ?? '', ...(config.base_url !== undefined ? { baseURL: config.base_url } : {}), fetch: fetchImpl });
-    return perModel((name) => aiSdkExecutor(anthropic(name)));
+    // The facts name where requests go: the configured URL, else the one the SDK reads itself, else its default.
+    const baseURL = config.base_url ?? env['ANTHROPIC_BASE_URL'] ?? 'https://api.anthropic.com/v1';
+    return perModel((name) => aiSdkExecutor(anthropic(name), { baseURL }));
   }
   const openai = createOpenAICompatible({ name: 'configured', baseURL: config.base_url, ...(key !== undefined ? { apiKey: key } : {}), includeUsage: true, fetch: fetchImpl });
-  return perModel((name) => aiSdkExecutor(openai(name)));
+  return perModel((name) => aiSdkExecutor(openai(name), { providerName: 'openai', baseURL: config.base_url }));
 }
 
 /** An executor choosing the AI SDK model by the request's model name. */
@@ -118,10 +149,12 @@ function mcpFailure(e: unknown): string {
 }
 
 /**
- * `/v1/capabilities` and `/v1/config/*` (book: Config 与 Capabilities): reads are open; writes need
- * `Authorization: Bearer <admin token>` (401 without it, and always when no token is configured),
- * are validated with the namespace's schema, then published — the runtime's registries are replaced
- * only when every agent still resolves — and persisted in the store's profiles.
+ * `/v1/capabilities`, `/v1/config/*` (book: Config 与 Capabilities) and `/v1/agents`: reads are open
+ * (a namespace's documents, its JSON Schema, the agents the runtime runs); writes — create, replace,
+ * delete — need `Authorization: Bearer <admin token>` (401 without it, and always when no token is
+ * configured), are validated with the namespace's schema, then published — the runtime's
+ * registries are replaced only when every agent still resolves — and persisted in the store's
+ * profiles, one write at a time.
  */
 export function configRoutes(
   parts: ServerParts,
@@ -295,24 +328,53 @@ export function configRoutes(
     redactConfig(value, { names: options.adminToken !== undefined && options.adminToken !== '' && bearerCheck(c, options.adminToken) === 'ok' });
   app.get('/v1/config/:namespace', (c) => {
     const ns = namespaceOf(c);
-    return c.json({ namespace: ns, items: Object.entries(docs[ns]).map(([id, v]) => ({ id, value: shown(c, v) })) });
+    const { offset, limit } = pageOf(c);
+    const entries = Object.entries(docs[ns]).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const items = entries.slice(offset, offset + limit).map(([id, v]) => ({ id, value: shown(c, v) }));
+    return c.json({ namespace: ns, items, offset, limit, total: entries.length, has_more: offset + items.length < entries.length });
   });
+  /** What a document of the namespace may be (the schema writes are validated with), as JSON Schema 2020-12. */
+  app.get('/v1/config/:namespace/$schema', (c) => c.json(schemaOf(namespaceOf(c))));
   app.get('/v1/config/:namespace/:id', (c) => {
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
     if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);
     return c.json({ id, value: shown(c, docs[ns][id] as JsonValue) });
   });
+  /**
+   * A create request's id and document, validated with the namespace's schema (the one PUT uses):
+   * the whole body for an agent, the body without `id` for the others. 400 naming the field.
+   */
+  const createBodyOf = async (c: Context, ns: Namespace): Promise<{ readonly id: string; readonly value: Record<string, JsonValue> }> => {
+    const { id, ...rest } = await bodyOf(c, CreateIdSchema);
+    if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
+    const parsed = (NAMESPACES[ns] as z.ZodType).safeParse(ns === 'agents' ? { id, ...rest } : rest);
+    if (!parsed.success) {
+      const [first] = fieldIssues(parsed.error);
+      const field = first === undefined || first.path.length === 0 ? '(body)' : first.path.map(String).join('.');
+      throw new HttpError(400, 'invalid_request', `${field}: ${first?.message ?? 'invalid'}`, field);
+    }
+    return { id, value: parsed.data as Record<string, JsonValue> };
+  };
+  /**
+   * Config writes, one at a time: each decides on the documents the one before it left — a
+   * create's conflict, a document built on another — though it waits on the network (the outbound
+   * guard's checks, an MCP server's connection) before it publishes.
+   */
+  let writing: Promise<unknown> = Promise.resolve();
+  const serially = <T>(work: () => Promise<T>): Promise<T> => {
+    const done = writing.then(work);
+    writing = done.catch(() => undefined);
+    return done;
+  };
   const writable = (): void => {
     if (options.writesRefused !== undefined) throw new HttpError(409, 'config_writes_refused', options.writesRefused);
   };
-  app.put('/v1/config/:namespace/:id', async (c) => {
-    authorize(c);
-    writable();
-    const ns = namespaceOf(c);
-    const id = c.req.param('id') ?? '';
-    if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
-    const value = keepToken(ns, id, (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>);
+  /**
+   * Validates a document for `ns`/`id` as every write does, checks what it would make the server
+   * send, then publishes and saves it: PUT and POST share it, so both take the same documents.
+   */
+  const write = async (ns: Namespace, id: string, value: Record<string, JsonValue>): Promise<Record<string, JsonValue>> => {
     if (ns === 'agents' && value['id'] !== id) throw new HttpError(400, 'invalid_request', 'id: must equal the id in the path', 'id');
     // Credentials first (no network), then every URL against the guard (host names resolved; nothing connects).
     const credential = credentialProblem(ns, value);
@@ -327,7 +389,33 @@ export function configRoutes(
     await change(ns, id, value as JsonValue);
     // An MCP server is connected by the write itself (its tools listed): the answer says so.
     const tools = ns === 'mcp-servers' ? (mcp.get(id)?.source.tools ?? []).map((t) => t.descriptor.id).sort() : undefined;
-    return c.json({ id, value: redactConfig(value, { names: true }), ...(tools !== undefined ? { connected: true, tools } : {}) });
+    return { id, value: redactConfig(value, { names: true }), ...(tools !== undefined ? { connected: true, tools } : {}) };
+  };
+  app.put('/v1/config/:namespace/:id', async (c) => {
+    authorize(c);
+    writable();
+    const ns = namespaceOf(c);
+    const id = c.req.param('id') ?? '';
+    if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid config id', 'id');
+    const value = (await bodyOf(c, NAMESPACES[ns] as z.ZodType)) as Record<string, JsonValue>;
+    return c.json(await serially(() => write(ns, id, keepToken(ns, id, value))));
+  });
+  /**
+   * Creates an entry: the body is the document with its `id` (an agent's own field; beside the
+   * document in the other namespaces), 201 with `Location`, 409 when the id is taken.
+   */
+  app.post('/v1/config/:namespace', async (c) => {
+    authorize(c);
+    writable();
+    const ns = namespaceOf(c);
+    const { id, value } = await createBodyOf(c, ns);
+    const written = await serially(() => {
+      if (Object.hasOwn(docs[ns], id)) throw new HttpError(409, 'config_conflict', `${ns} entry already exists: ${id} (PUT /v1/config/${ns}/${id} replaces it)`, 'id');
+      return write(ns, id, keepToken(ns, id, value));
+    });
+    // Relative to the request's own URL, so it is right under any mount path.
+    c.header('Location', `${ns}/${encodeURIComponent(id)}`);
+    return c.json(written, 201);
   });
   /**
    * A remote agent's `token: "[redacted]"` (what a read shows) keeps the token the agent has, when it
@@ -350,10 +438,13 @@ export function configRoutes(
     writable();
     const ns = namespaceOf(c);
     const id = c.req.param('id') ?? '';
-    if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);
-    await change(ns, id, undefined);
+    await serially(async () => {
+      if (!Object.hasOwn(docs[ns], id)) throw new HttpError(404, 'not_found', `no ${ns} entry: ${id}`);
+      await change(ns, id, undefined);
+    });
     return c.body(null, 204);
   });
+  app.route('/', agentRoutes(runtime));
   return app;
 }
 

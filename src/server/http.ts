@@ -14,6 +14,8 @@ import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { opsMiddleware, opsRoutes, type OpsOptions } from './ops-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
+import { runView } from './stored-runs.ts';
+import { CreateThreadSchema, newThreadMeta, PatchThreadSchema, summariesOf, threadPatch } from './thread-meta.ts';
 
 export interface HttpOptions {
   /** Largest request body accepted, in bytes (default 1 MiB). */
@@ -81,7 +83,6 @@ const CreateRunSchema = z
   .strict();
 
 const InputsSchema = z.object({ messages: MessagesField }).strict();
-const CreateThreadSchema = z.object({ id: z.string().optional(), title: z.string().max(500).optional() }).strict();
 const DecisionSchema = z
   .object({
     toolCallId: z.string().min(1).optional(),
@@ -140,6 +141,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   // Every surface reads and writes threads as the request's principal sees them (no principal: all).
   const parts: ServerParts = { ...given, store: principalStore(given.store) };
   const { runtime, store, registry } = parts;
+  // A thread's parent is checked in the caller's view; its ancestors, in the whole store.
+  const threadStores = { view: store, all: given.store };
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const env = runtime.env;
   const newMessageId = (): string => env.ids.next('message');
@@ -163,7 +166,9 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
       thread: c.res.headers.get('x-awaken-thread-id') ?? params['thread_id'] ?? (route.startsWith('/v1/threads/') ? params['id'] : undefined),
       run: c.res.headers.get('x-awaken-run-id') ?? (route.startsWith('/v1/runs/') ? params['id'] : undefined),
     };
-    if (status >= 500) logger.error('request', fields);
+    // The request limit's refusal is the server protecting itself, not a failure of it.
+    if (status >= 500 && !(status === 503 && c.res.headers.get('retry-after') !== null)) logger.error('request', fields);
+    else if (status >= 500) logger.warn('request', fields);
     else logger.info('request', fields);
   });
 
@@ -221,7 +226,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const body = await bodyOf(c, CreateThreadSchema);
     const id = body.id ?? env.ids.next('thread');
     if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
-    return c.json(await store.createThread({ id, ...(body.title !== undefined ? { title: body.title } : {}), now: env.clock.now() }), 201);
+    const meta = await newThreadMeta(threadStores, id, body);
+    return c.json(await store.createThread({ id, ...meta, now: env.clock.now() }), 201);
   });
 
   app.get('/v1/threads', async (c) => {
@@ -231,6 +237,15 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     return c.json({ items: page.items, offset, limit, total: page.total, has_more: offset + page.items.length < page.total });
   });
 
+  // Before `/v1/threads/:id`, so `summaries` is not taken for a thread id.
+  app.get('/v1/threads/summaries', async (c) => {
+    const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(c, 'limit', 50, 1, 200);
+    const page = await store.listThreads({ offset, limit });
+    const items = await summariesOf(store, page.items);
+    return c.json({ items, offset, limit, total: page.total, has_more: offset + items.length < page.total });
+  });
+
   app.get('/v1/threads/:id', async (c) => {
     const id = idParam(c, 'id', 'thread');
     const thread = await store.getThread(id);
@@ -238,6 +253,20 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const current = await registry.activeRun(id);
     return c.json({ ...thread, ...(current !== undefined ? { active_run_id: current.runId, active_run_status: current.status } : {}) });
   });
+
+  /** A thread's metadata changed: a field given replaces it, `null` clears it; the thread as it is after. */
+  const patchThread = async (c: Context): Promise<Response> => {
+    const id = idParam(c, 'id', 'thread');
+    const body = await bodyOf(c, PatchThreadSchema);
+    // The caller's view of the store: another principal's thread is not there.
+    if ((await store.getThread(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    const patch = await threadPatch(threadStores, id, body);
+    const updated = await store.updateThread(id, patch, env.clock.now());
+    if (updated === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    return c.json(updated);
+  };
+  app.patch('/v1/threads/:id', patchThread);
+  app.patch('/v1/threads/:id/metadata', patchThread);
 
   app.delete('/v1/threads/:id', async (c) => {
     const id = idParam(c, 'id', 'thread');
@@ -364,7 +393,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const page = await store.listRuns({ offset, limit, ...(parsed?.success === true ? { status: parsed.data } : {}), ...(threadId !== undefined ? { threadId } : {}) });
     const items = page.items.map((r) => {
       const live = registry.live(r.run_id);
-      return live !== undefined && live.status !== r.status ? { ...r, status: live.status } : r;
+      return runView(live !== undefined && live.status !== r.status ? { ...r, status: live.status } : r);
     });
     return c.json({ items, total: page.total, has_more: offset + items.length < page.total });
   });
@@ -373,11 +402,11 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const id = idParam(c, 'id', 'run');
     const stored = await store.getRun(id);
     const live = registry.live(id);
-    if (stored === undefined && live === undefined) throw new HttpError(404, 'run_not_found', `run not found: ${id}`);
-    if (stored === undefined && live !== undefined) {
-      return c.json({ run_id: id, thread_id: live.threadId, agent_id: live.agentId, status: live.status, steps: 0, created_at: live.createdAt, updated_at: live.createdAt });
+    if (stored === undefined) {
+      if (live === undefined) throw new HttpError(404, 'run_not_found', `run not found: ${id}`);
+      return c.json(runView({ run_id: id, thread_id: live.threadId, agent_id: live.agentId, status: live.status, steps: 0, created_at: live.createdAt, updated_at: live.createdAt }));
     }
-    return c.json(live !== undefined && stored !== undefined ? { ...stored, status: live.status } : stored);
+    return c.json(runView(live !== undefined ? { ...stored, status: live.status } : stored));
   });
 
   /** New input for a run's thread (book: Run 输入): an active run is cancelled first, then a new run starts. */

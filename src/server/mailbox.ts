@@ -47,6 +47,11 @@ export class Mailbox {
     return this.#config;
   }
 
+  /** Jobs this consumer has claimed whose runs are going (`awaken_mailbox_queue_depth`). */
+  get claimedJobs(): number {
+    return this.#running.size;
+  }
+
   /**
    * Queues a run request. New input on a thread cancels what is going on there first (book: 取消 →
    * 新消息到来时的自动取消): the mailbox generation is bumped (older queued jobs are superseded) and a

@@ -45,6 +45,7 @@ export function principalStore(store: Store): Store {
       return store.listMessages(id, q);
     },
     deleteThread: async (id) => ((await mayReach(store, id, 'read')) ? store.deleteThread(id) : false),
+    updateThread: async (id, patch, now) => ((await mayReach(store, id, 'read')) ? store.updateThread(id, patch, now) : undefined),
     createThread: async (t) => {
       if (!(await mayReach(store, t.id, 'write'))) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
       return store.createThread(t);

@@ -71,6 +71,13 @@ export interface RunObserver {
   ): ReturnType<RunStarter>;
 }
 
+/**
+ * Sees every frame of this instance's runs as it is recorded (`watch`): the operating surface counts
+ * runs, tokens and tool calls from them. `at`: the registry's clock then; `startedAt`: when this
+ * instance took the run up (its start, or its revival).
+ */
+export type RunWatcher = (run: { readonly runId: string; readonly threadId: string; readonly agentId: string; readonly startedAt: number }, event: AgentEvent, at: number) => void;
+
 /** Why the registry refused to start or steer a run. */
 export type RegistryError =
   | { readonly code: 'thread_busy'; readonly message: string; readonly runId: string }
@@ -147,6 +154,7 @@ export class RunRegistry {
   readonly #onQuiet: (() => void) | undefined;
   readonly #observer: RunObserver | undefined;
   readonly #release: ParkedRelease;
+  readonly #watchers = new Set<RunWatcher>();
 
   constructor(runtime: AgentRuntime, store: Store, options: RegistryOptions = {}) {
     this.#runtime = runtime;
@@ -483,8 +491,22 @@ export class RunRegistry {
     return undefined;
   }
 
+  /** Registers what sees every frame of this instance's runs (`RunWatcher`); returns its removal. */
+  watch(watcher: RunWatcher): () => void {
+    this.#watchers.add(watcher);
+    return () => void this.#watchers.delete(watcher);
+  }
+
   #record(run: LiveRun, event: AgentEvent): void | Promise<void> {
     trackEvent(run, event, this.#logger);
+    for (const watcher of this.#watchers) {
+      try {
+        watcher({ runId: run.runId, threadId: run.threadId, agentId: run.agentId, startedAt: run.createdAt }, event, this.#env.clock.now());
+      } catch (e) {
+        // A watcher only counts: the run and its followers go on without it.
+        this.#logger.error('run watcher failed', errorFields(e));
+      }
+    }
     this.#release.noted(run, event);
     const log = this.log(run.threadId);
     if (this.#relay === undefined) {

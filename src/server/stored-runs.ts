@@ -1,5 +1,5 @@
 import type { RunStatus } from '../contract/lifecycle.ts';
-import type { RunRecord, Store } from '../runtime/store.ts';
+import { terminationCode, type RunRecord, type Store } from '../runtime/store.ts';
 import { mayReach } from './principal.ts';
 
 /**
@@ -19,3 +19,23 @@ export async function reachableRun(store: Store, runOrThread: string, status?: R
   const run = await storedRun(store, runOrThread, status);
   return run !== undefined && (await mayReach(store, run.thread_id, 'read')) ? run.run_id : undefined;
 }
+
+/**
+ * A run record as the HTTP API answers it: the record, and the fields every answer has whether the
+ * store knew them or not — `parent_run_id` (null for a run a caller started), the token totals (0
+ * until a checkpoint reported some) and `termination_code` (null while the run has not ended or parked).
+ */
+export interface RunView extends Omit<RunRecord, 'parent_run_id' | 'input_tokens' | 'output_tokens'> {
+  readonly parent_run_id: string | null;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly termination_code: string | null;
+}
+
+export const runView = (r: RunRecord): RunView => ({
+  ...r,
+  parent_run_id: r.parent_run_id ?? null,
+  input_tokens: r.input_tokens ?? 0,
+  output_tokens: r.output_tokens ?? 0,
+  termination_code: r.termination !== undefined ? terminationCode(r.termination) : null,
+});

@@ -11,7 +11,12 @@ import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts'
 import { byUpdatedThenId } from './memory.ts';
 import {
   messagesAfter,
+  patchedThread,
+  threadRecord,
   runEnded,
+  newThreadRecord,
+  type NewThread,
+  type ThreadPatch,
   checkId,
   checkSeq,
   isValidId,
@@ -64,12 +69,23 @@ export class FileStore implements Store {
     this.#root = root;
   }
 
-  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+  async createThread(t: NewThread): Promise<ThreadRecord> {
     checkId('thread', t.id);
     return this.#serial(async () => {
       if ((await this.#thread(t.id)) !== undefined) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
-      const record: ThreadRecord = { id: t.id, ...(t.title !== undefined ? { title: t.title } : {}), created_at: t.now, updated_at: t.now };
+      const record: ThreadRecord = newThreadRecord(t);
       await this.#put('threads', `${t.id}.json`, { record, messages: [] } satisfies ThreadFile);
+      return record;
+    });
+  }
+
+  async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
+    if (!isValidId(id)) return undefined;
+    return this.#serial(async () => {
+      const t = await this.#thread(id);
+      if (t === undefined) return undefined;
+      const record = patchedThread(t.record, patch, now);
+      await this.#put('threads', `${id}.json`, { ...t, record } satisfies ThreadFile);
       return record;
     });
   }
@@ -174,9 +190,9 @@ export class FileStore implements Store {
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
         throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
       }
-      const record: ThreadRecord = { ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId };
+      const record = threadRecord({ ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId });
       await this.#put('threads', `${c.threadId}.json`, { record, messages: messagesAfter(c, t?.messages), state: c.threadState } satisfies ThreadFile);
-      const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt), ...(c.status !== 'done' ? { state: c.runState } : {}) };
+      const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt, previous), ...(c.status !== 'done' ? { state: c.runState } : {}) };
       await this.#put('runs', `${c.runId}.json`, run);
     });
   }

@@ -8,7 +8,12 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
   messagesAfter,
+  patchedThread,
+  threadRecord,
   runEnded,
+  newThreadRecord,
+  type NewThread,
+  type ThreadPatch,
   checkId,
   checkSeq,
   leaseAfterTake,
@@ -51,12 +56,19 @@ export class MemoryStore implements Store {
   readonly #owners = new Map<string, string>();
   readonly #mailbox: MailboxData = emptyMailboxData();
 
-  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+  async createThread(t: NewThread): Promise<ThreadRecord> {
     checkId('thread', t.id);
     if (this.#threads.has(t.id)) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
-    const record: ThreadRecord = { id: t.id, ...(t.title !== undefined ? { title: t.title } : {}), created_at: t.now, updated_at: t.now };
+    const record: ThreadRecord = copy(newThreadRecord(t));
     this.#threads.set(t.id, { record, messages: [] });
     return copy(record);
+  }
+
+  async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
+    const e = this.#threads.get(id);
+    if (e === undefined) return undefined;
+    e.record = patchedThread(e.record, copy(patch), now);
+    return copy(e.record);
   }
 
   async getThread(id: string): Promise<ThreadRecord | undefined> {
@@ -133,13 +145,13 @@ export class MemoryStore implements Store {
       throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
     }
     const previous = this.#runs.get(c.runId);
-    const record: ThreadRecord = {
+    const record = threadRecord({
       ...(e?.record ?? { id: c.threadId, created_at: c.updatedAt }),
       updated_at: c.updatedAt,
       latest_run_id: c.runId,
-    };
+    });
     this.#threads.set(c.threadId, { record, messages: messagesAfter(c, e?.messages, (ms) => copy(ms) as Message[]), state: copy(c.threadState) });
-    this.#runs.set(c.runId, runRecordOf(c, previous?.created_at ?? c.updatedAt));
+    this.#runs.set(c.runId, runRecordOf(c, previous?.created_at ?? c.updatedAt, previous));
     if (c.status === 'done') this.#runStates.delete(c.runId);
     else this.#runStates.set(c.runId, copy(c.runState));
   }

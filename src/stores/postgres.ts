@@ -9,8 +9,8 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
-import { leaseOf, runOf, threadOf } from './sqlite.ts';
+import { appendStart, patchedThread, newThreadRecord, type NewThread, type ThreadPatch, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { leaseOf, RUN_TOTALS_UPDATE, runMetaArgs, runOf, threadColumns, threadMetaArgs, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 
@@ -31,6 +31,13 @@ export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
    CREATE INDEX IF NOT EXISTS ${p}_thread_owners_principal ON ${p}_thread_owners (principal);`,
   // 4: the run-scoped state of unfinished runs (a waiting run is revived from it).
   (p) => `ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS state TEXT`,
+  // 5: thread metadata and run totals; every column nullable, so the rows of earlier releases read as before.
+  (p) => `ALTER TABLE ${p}_threads ADD COLUMN IF NOT EXISTS resource_id TEXT;
+   ALTER TABLE ${p}_threads ADD COLUMN IF NOT EXISTS parent_thread_id TEXT;
+   ALTER TABLE ${p}_threads ADD COLUMN IF NOT EXISTS custom TEXT;
+   ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS parent_run_id TEXT;
+   ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS input_tokens BIGINT;
+   ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS output_tokens BIGINT;`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -124,20 +131,30 @@ export class PostgresStore implements Store {
     return (await this.#pool.query<R>(sql, args)).rows;
   }
 
-  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+  async createThread(t: NewThread): Promise<ThreadRecord> {
     checkId('thread', t.id);
-    const rows = await this.#q(`INSERT INTO ${this.#p}_threads (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO NOTHING RETURNING id`, [
-      t.id,
-      t.title ?? null,
-      t.now,
-    ]);
+    const record: ThreadRecord = newThreadRecord(t);
+    const rows = await this.#q(
+      `INSERT INTO ${this.#p}_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES ($1, $2, $3, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [t.id, t.title ?? null, t.now, ...threadMetaArgs(record)],
+    );
     if (rows.length === 0) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
-    return threadOf({ id: t.id, title: t.title ?? null, created_at: t.now, updated_at: t.now, latest_run_id: null });
+    return record;
   }
 
   async getThread(id: string): Promise<ThreadRecord | undefined> {
-    const [row] = await this.#q<Parameters<typeof threadOf>[0]>(`SELECT id, title, created_at, updated_at, latest_run_id FROM ${this.#p}_threads WHERE id = $1`, [id]);
+    const [row] = await this.#q<Parameters<typeof threadOf>[0]>(`SELECT ${threadColumns()} FROM ${this.#p}_threads WHERE id = $1`, [id]);
     return row === undefined ? undefined : threadOf(row);
+  }
+
+  async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
+    return this.#tx(async (db) => {
+      const [row] = (await db.query<Parameters<typeof threadOf>[0]>(`SELECT ${threadColumns()} FROM ${this.#p}_threads WHERE id = $1 FOR UPDATE`, [id])).rows;
+      if (row === undefined) return undefined;
+      const next = patchedThread(threadOf(row), patch, now);
+      await db.query(`UPDATE ${this.#p}_threads SET title = $2, updated_at = $3, resource_id = $4, parent_thread_id = $5, custom = $6 WHERE id = $1`, [id, next.title ?? null, now, ...threadMetaArgs(next)]);
+      return next;
+    });
   }
 
   async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
@@ -161,7 +178,7 @@ export class PostgresStore implements Store {
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
     const filters = [...args];
     const rows = await this.#q<Parameters<typeof threadOf>[0]>(
-      `SELECT t.id, t.title, t.created_at, t.updated_at, t.latest_run_id FROM ${p}_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ${arg(q.limit)} OFFSET ${arg(q.offset)}`,
+      `SELECT ${threadColumns('t')} FROM ${p}_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ${arg(q.limit)} OFFSET ${arg(q.offset)}`,
       args,
     );
     const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${p}_threads t${clause}`, filters);
@@ -265,9 +282,10 @@ export class PostgresStore implements Store {
         );
       }
       await db.query(
-        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)
-         ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state`,
-        [c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState)],
+        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11)
+         ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
+           ${RUN_TOTALS_UPDATE(`${p}_runs`)}`,
+        [c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState), ...runMetaArgs(c)],
       );
     });
   }

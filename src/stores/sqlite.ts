@@ -10,7 +10,7 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, foldCase, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import { appendStart, patchedThread, newThreadRecord, tokenCount, type NewThread, type ThreadCustom, type ThreadPatch, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, foldCase, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -43,7 +43,27 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
    CREATE INDEX IF NOT EXISTS awaken_thread_owners_principal ON awaken_thread_owners (principal);`,
   // 4: the run-scoped state of unfinished runs (a waiting run is revived from it).
   `ALTER TABLE awaken_runs ADD COLUMN state TEXT;`,
+  // 5: thread metadata and run totals; every column nullable, so the rows of earlier releases read as before.
+  `ALTER TABLE awaken_threads ADD COLUMN resource_id TEXT;
+   ALTER TABLE awaken_threads ADD COLUMN parent_thread_id TEXT;
+   ALTER TABLE awaken_threads ADD COLUMN custom TEXT;
+   ALTER TABLE awaken_runs ADD COLUMN parent_run_id TEXT;
+   ALTER TABLE awaken_runs ADD COLUMN input_tokens INTEGER;
+   ALTER TABLE awaken_runs ADD COLUMN output_tokens INTEGER;`,
 ];
+
+/**
+ * What a checkpoint of a run already stored does to its added columns (SQLite and PostgreSQL say it
+ * alike): the first parent named is kept, the checkpoint's tokens are added to the totals.
+ */
+export const RUN_TOTALS_UPDATE = (table: string): string =>
+  `parent_run_id = COALESCE(${table}.parent_run_id, excluded.parent_run_id),
+   input_tokens = CASE WHEN excluded.input_tokens IS NULL THEN ${table}.input_tokens ELSE COALESCE(${table}.input_tokens, 0) + excluded.input_tokens END,
+   output_tokens = CASE WHEN excluded.output_tokens IS NULL THEN ${table}.output_tokens ELSE COALESCE(${table}.output_tokens, 0) + excluded.output_tokens END`;
+
+/** The columns of a thread record (`threadOf`) in the SQL stores, of the table under `alias` when given. */
+export const threadColumns = (alias?: string): string =>
+  ['id', 'title', 'created_at', 'updated_at', 'latest_run_id', 'resource_id', 'parent_thread_id', 'custom'].map((c) => (alias === undefined ? c : `${alias}.${c}`)).join(', ');
 
 interface LeaseRow {
   thread_id: string;
@@ -66,6 +86,9 @@ interface ThreadRow {
   created_at: number;
   updated_at: number;
   latest_run_id: string | null;
+  resource_id?: string | null;
+  parent_thread_id?: string | null;
+  custom?: string | null;
   state: string | null;
   message_count: number;
 }
@@ -78,6 +101,9 @@ interface RunRow {
   steps: number;
   created_at: number;
   updated_at: number;
+  parent_run_id?: string | null;
+  input_tokens?: number | string | null;
+  output_tokens?: number | string | null;
 }
 
 export const threadOf = (r: Omit<ThreadRow, 'state' | 'message_count'>): ThreadRecord => ({
@@ -86,7 +112,24 @@ export const threadOf = (r: Omit<ThreadRow, 'state' | 'message_count'>): ThreadR
   created_at: Number(r.created_at),
   updated_at: Number(r.updated_at),
   ...(r.latest_run_id !== null ? { latest_run_id: r.latest_run_id } : {}),
+  ...(r.resource_id != null ? { resource_id: r.resource_id } : {}),
+  ...(r.parent_thread_id != null ? { parent_thread_id: r.parent_thread_id } : {}),
+  ...(r.custom != null ? { custom: JSON.parse(r.custom) as ThreadCustom } : {}),
 });
+
+/** A thread's metadata columns as SQL parameters: resource, parent, custom (JSON text). */
+export const threadMetaArgs = (t: Pick<ThreadRecord, 'resource_id' | 'parent_thread_id' | 'custom'>): (string | null)[] => [
+  t.resource_id ?? null,
+  t.parent_thread_id ?? null,
+  t.custom !== undefined ? JSON.stringify(t.custom) : null,
+];
+
+/** A run's added columns as SQL parameters: the parent run, and the checkpoint's tokens (NULL: none reported). */
+export const runMetaArgs = (c: RunCheckpoint): (string | number | null)[] => [
+  c.parentRunId ?? null,
+  c.tokens !== undefined ? tokenCount(c.tokens.input) : null,
+  c.tokens !== undefined ? tokenCount(c.tokens.output) : null,
+];
 
 export const runOf = (r: RunRow): RunRecord => ({
   run_id: r.run_id,
@@ -97,6 +140,8 @@ export const runOf = (r: RunRow): RunRecord => ({
   steps: Number(r.steps),
   created_at: Number(r.created_at),
   updated_at: Number(r.updated_at),
+  ...(r.parent_run_id != null ? { parent_run_id: r.parent_run_id } : {}),
+  ...(r.input_tokens != null || r.output_tokens != null ? { input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0) } : {}),
 });
 
 /**
@@ -140,16 +185,29 @@ export class SqliteStore implements Store {
     return Number(this.#db.pragma('user_version', { simple: true }));
   }
 
-  async createThread(t: { readonly id: string; readonly title?: string; readonly now: number }): Promise<ThreadRecord> {
+  async createThread(t: NewThread): Promise<ThreadRecord> {
     checkId('thread', t.id);
-    const r = this.#db.prepare('INSERT INTO awaken_threads (id, title, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(t.id, t.title ?? null, t.now, t.now);
+    const record: ThreadRecord = newThreadRecord(t);
+    const r = this.#db
+      .prepare('INSERT INTO awaken_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
+      .run(t.id, t.title ?? null, t.now, t.now, ...threadMetaArgs(record));
     if (r.changes === 0) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
-    return threadOf({ id: t.id, title: t.title ?? null, created_at: t.now, updated_at: t.now, latest_run_id: null });
+    return record;
   }
 
   async getThread(id: string): Promise<ThreadRecord | undefined> {
-    const row = this.#db.prepare('SELECT * FROM awaken_threads WHERE id = ?').get(id) as ThreadRow | undefined;
+    const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
     return row === undefined ? undefined : threadOf(row);
+  }
+
+  async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
+    return this.#db.transaction(() => {
+      const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
+      if (row === undefined) return undefined;
+      const next = patchedThread(threadOf(row), patch, now);
+      this.#db.prepare('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?').run(next.title ?? null, now, ...threadMetaArgs(next), id);
+      return next;
+    }).immediate();
   }
 
   async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
@@ -172,7 +230,7 @@ export class SqliteStore implements Store {
     }
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
     const rows = this.#db
-      .prepare(`SELECT t.id, t.title, t.created_at, t.updated_at, t.latest_run_id FROM awaken_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ? OFFSET ?`)
+      .prepare(`SELECT ${threadColumns('t')} FROM awaken_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ? OFFSET ?`)
       .all(...args, q.limit, q.offset) as ThreadRow[];
     const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_threads t${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(threadOf), total };
@@ -271,10 +329,11 @@ export class SqliteStore implements Store {
       }
       this.#db
         .prepare(
-          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state`,
+          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
+             ${RUN_TOTALS_UPDATE('awaken_runs')}`,
         )
-        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState));
+        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState), ...runMetaArgs(c));
     })();
   }
 

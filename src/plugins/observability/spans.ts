@@ -1,4 +1,5 @@
 import type { TerminationReason } from '../../contract/lifecycle.ts';
+import type { JsonValue } from '../../contract/json.ts';
 import type { ToolStatus } from '../../contract/tool.ts';
 
 /**
@@ -24,18 +25,62 @@ export interface SpanContext {
   readonly duration_ms: number;
 }
 
+/**
+ * What a model was sent and answered, in the GenAI conventions' message shape (`gen_ai.input.messages`,
+ * `gen_ai.output.messages`, `gen_ai.system_instructions`): a role and its parts.
+ */
+export type GenAIPart =
+  | { readonly type: 'text'; readonly content: string }
+  | { readonly type: 'reasoning'; readonly content: string }
+  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: JsonValue }
+  | { readonly type: 'tool_call_response'; readonly id: string; readonly response: string }
+  | { readonly type: 'uri'; readonly modality: string; readonly uri: string }
+  | { readonly type: 'blob'; readonly modality: string; readonly mime_type: string; readonly content: string };
+
+export interface GenAIMessage {
+  readonly role: 'user' | 'assistant' | 'tool' | 'system';
+  readonly parts: readonly GenAIPart[];
+  /** Output messages only: why the model stopped (the span's finish reason). */
+  readonly finish_reason?: string;
+}
+
+/** The content of one inference, captured only for a sink that asks for it (`MetricsSink.captureContent`). */
+export interface GenAIContent {
+  /** The history sent, in order, without the system messages. */
+  readonly input_messages: readonly GenAIMessage[];
+  /** The system messages sent, as parts. */
+  readonly system_instructions: readonly GenAIPart[];
+  /** What the model answered; absent for a failed inference. */
+  readonly output_messages?: readonly GenAIMessage[];
+}
+
 /** One inference (`gen_ai.operation.name` `chat`). */
 export interface GenAISpan extends SpanContext {
   readonly operation: 'chat';
-  /** 0-based, one per inference of the run. */
+  /** 0-based, one per inference of the run, counted across its segments (a resumed run goes on counting). */
   readonly step_index: number;
-  /** `gen_ai.provider.name`: the model registry's provider id. */
+  /**
+   * `gen_ai.provider.name`: the provider's well-known name (`openai`, `anthropic`, …) when its
+   * executor says which it is, else the model registry's provider id (`ollama`, `scripted`, …).
+   */
   readonly provider: string;
+  /** The model registry's provider id (the `provider` of the agent's model entry). */
+  readonly provider_id: string;
   /** `gen_ai.request.model`. */
   readonly model: string;
-  /** `gen_ai.response.model`: the model that answered (a fallback model after a retry). */
-  readonly response_model: string;
-  /** `gen_ai.response.finish_reasons`: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence`. */
+  /** The provider-side model the runtime asked last: the request's model, or a fallback model after a retry. */
+  readonly answered_by: string;
+  /** `gen_ai.response.model`: the model the provider said answered, when it said (never a copy of `model`). */
+  readonly response_model?: string;
+  /** `gen_ai.response.id`: the id the provider gave its answer, when it gave one. */
+  readonly response_id?: string;
+  /** `server.address` and `server.port`: where the provider was reached, for one over the network. */
+  readonly server_address?: string;
+  readonly server_port?: number;
+  /**
+   * `gen_ai.response.finish_reasons`: `end_turn`, `tool_use`, `max_tokens`, `stop_sequence` — the
+   * stop reason the stream ended with; empty for an inference that failed or was cancelled.
+   */
   readonly finish_reasons: readonly string[];
   /** `gen_ai.usage.input_tokens` … */
   readonly input_tokens?: number;
@@ -51,6 +96,8 @@ export interface GenAISpan extends SpanContext {
   /** `error.type` and the message, when the inference failed (or `cancelled`). */
   readonly error_type?: string;
   readonly error_message?: string;
+  /** What was sent and answered, for a sink that captures content. */
+  readonly content?: GenAIContent;
 }
 
 /** One tool execution (`gen_ai.operation.name` `execute_tool`). */
@@ -64,18 +111,37 @@ export interface ToolSpan extends SpanContext {
   readonly call_id: string;
   /** `gen_ai.tool.type`. */
   readonly tool_type: 'function';
+  /** `gen_ai.tool.description`: the description the model was given for the tool, when this segment of the run sent it one. */
+  readonly description?: string;
   readonly status: ToolStatus;
   /** `error.type` and the message, for a result that is an error. */
   readonly error_type?: string;
   readonly error_message?: string;
 }
 
-/** A run, once it ended (`gen_ai.operation.name` `invoke_agent`), with its spans and totals. */
+/**
+ * A segment of a run, once it ended (`gen_ai.operation.name` `invoke_agent`): the whole run, or the
+ * part of it up to a suspension, or from a resume on. Every segment of a run has the run's trace; a
+ * later one names the first segment's span (`first_span_id`, an OpenTelemetry span link). Its
+ * `inferences` and `tools` are the segment's; the counts and token totals are the run's so far.
+ */
 export interface AgentMetrics extends SpanContext {
   readonly operation: 'invoke_agent';
   readonly termination: TerminationReason;
+  /** `gen_ai.provider.name` and `gen_ai.request.model` of the run's last inference (`provider` `unknown` and the agent's model id before any). */
+  readonly provider: string;
+  readonly model: string;
+  /** `gen_ai.agent.description`: the agent spec's, when it has one. */
+  readonly agent_description?: string;
+  /** The span of the run's first segment, for every later segment. */
+  readonly first_span_id?: string;
+  /** 0-based: the segments of the run before this one. */
+  readonly segment_index: number;
   readonly inferences: readonly GenAISpan[];
   readonly tools: readonly ToolSpan[];
+  /** The run's inferences and tool executions so far, across its segments. */
+  readonly inference_count: number;
+  readonly tool_count: number;
   readonly input_tokens: number;
   readonly output_tokens: number;
   readonly total_tokens: number;
@@ -85,6 +151,8 @@ export interface AgentMetrics extends SpanContext {
 
 /** Where the plugin reports (book: MetricsSink). A sink that throws is ignored: observing never stops a run. */
 export interface MetricsSink {
+  /** `true`: each `GenAISpan` carries what was sent and answered (`content`); off unless a sink asks (it may hold personal data). */
+  readonly captureContent?: boolean;
   onInference(span: GenAISpan): void;
   onTool(span: ToolSpan): void;
   onRunEnd(metrics: AgentMetrics): void;
@@ -121,9 +189,15 @@ export function totalsOf(inferences: readonly GenAISpan[], tools: readonly ToolS
 
 /** Keeps every span in memory (book: InMemorySink), for development and tests. */
 export class InMemorySink implements MetricsSink {
+  readonly captureContent: boolean;
   readonly #runs: AgentMetrics[] = [];
   readonly #inferences: GenAISpan[] = [];
   readonly #tools: ToolSpan[] = [];
+
+  /** `captureContent`: keep what each inference was sent and answered (`GenAISpan.content`). */
+  constructor(options: { readonly captureContent?: boolean } = {}) {
+    this.captureContent = options.captureContent === true;
+  }
 
   onInference(span: GenAISpan): void {
     this.#inferences.push(span);

@@ -182,7 +182,7 @@ export async function serve(): Promise<string> {
     const otel = spawnSync(bin, ['serve', '--store', 'memory', '--otel', 'http://127.0.0.1:4318/v1/traces'], { cwd: project, encoding: 'utf8' });
     expect({ status: otel.status, stderr: otel.stderr }).toEqual({
       status: 69,
-      stderr: 'awaken serve: OpenTelemetry needs @opentelemetry/api@1, @opentelemetry/sdk-trace-base@2, @opentelemetry/sdk-metrics@2, @opentelemetry/resources@2, @opentelemetry/exporter-trace-otlp-proto, @opentelemetry/exporter-metrics-otlp-proto (optional peer dependencies of awaken-ts): npm install @opentelemetry/api@1 @opentelemetry/sdk-trace-base@2 @opentelemetry/sdk-metrics@2 @opentelemetry/resources@2 @opentelemetry/exporter-trace-otlp-proto @opentelemetry/exporter-metrics-otlp-proto\n',
+      stderr: 'awaken serve: OpenTelemetry needs @opentelemetry/api@1, @opentelemetry/sdk-trace-base@2, @opentelemetry/sdk-metrics@2, @opentelemetry/resources@2, @opentelemetry/exporter-trace-otlp-proto@0.223, @opentelemetry/exporter-metrics-otlp-proto@0.223 (optional peer dependencies of awaken-ts): npm install @opentelemetry/api@1 @opentelemetry/sdk-trace-base@2 @opentelemetry/sdk-metrics@2 @opentelemetry/resources@2 @opentelemetry/exporter-trace-otlp-proto@0.223 @opentelemetry/exporter-metrics-otlp-proto@0.223\n',
     });
   });
 

@@ -8,6 +8,7 @@ import { createHttpApp } from '../../src/server/http.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { listen, type RunningServer } from '../../src/server/node.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
+import { ServerMetrics } from '../../src/server/prometheus.ts';
 import { failTool, echoTool } from '../support/runtime.ts';
 import { gatedTool, json, parseSse, readFrames, testServer } from '../support/server.ts';
 
@@ -347,5 +348,20 @@ describe('docs/server.md → Operating the server', () => {
     await Promise.all(held);
     const alice = await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer alice-token-0123456789' } });
     expect(section).toContain(`with an API\n  token 403 \`${await alice.text()}\``);
+  });
+});
+
+describe('awaken_run_duration_seconds of a run that suspends and is resumed', () => {
+  it('measures each segment from its own run_start: the wait for a decision is not run time', async () => {
+    const metrics = new ServerMetrics({ activeRuns: () => 0 });
+    const run = { runId: 'r1', threadId: 't1', agentId: 'a', startedAt: 0 };
+    metrics.observe(run, { event_type: 'run_start', thread_id: 't1', run_id: 'r1' }, 0);
+    metrics.observe(run, { event_type: 'run_finish', thread_id: 't1', run_id: 'r1', termination: { type: 'suspended' } }, 1_000);
+    // An hour waiting for a person, then the resumed segment runs for two seconds.
+    metrics.observe(run, { event_type: 'run_start', thread_id: 't1', run_id: 'r1' }, 3_601_000);
+    metrics.observe(run, { event_type: 'run_finish', thread_id: 't1', run_id: 'r1', termination: { type: 'natural_end' } }, 3_603_000);
+    const text = await metrics.text();
+    expect(text).toContain('awaken_run_duration_seconds_sum 3\n');
+    expect(text).toContain('awaken_run_duration_seconds_count 2\n');
   });
 });

@@ -10,8 +10,8 @@ export const otelPackages = (protocol: OtlpProtocol): readonly string[] => {
     '@opentelemetry/sdk-trace-base@2',
     '@opentelemetry/sdk-metrics@2',
     '@opentelemetry/resources@2',
-    `@opentelemetry/exporter-trace-otlp-${exporter}`,
-    `@opentelemetry/exporter-metrics-otlp-${exporter}`,
+    `@opentelemetry/exporter-trace-otlp-${exporter}@0.223`,
+    `@opentelemetry/exporter-metrics-otlp-${exporter}@0.223`,
   ];
 };
 

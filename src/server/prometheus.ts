@@ -60,7 +60,7 @@ export class ServerMetrics {
     this.#runs = new Counter({ name: 'awaken_runs_total', help: 'Runs (and segments up to a suspension) ended, by outcome', labelNames: ['outcome'], registers });
     this.#duration = new Histogram({
       name: 'awaken_run_duration_seconds',
-      help: 'From a run being taken up by this instance to its run_finish',
+      help: 'From a run (or a resumed segment of it) starting on this instance to its run_finish',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
       registers,
     });
@@ -74,13 +74,22 @@ export class ServerMetrics {
     for (const status of TOOL_STATUSES) this.#toolCalls.inc({ status }, 0);
   }
 
+  /** When each run's current segment began (its last `run_start`), until its `run_finish`. */
+  readonly #segments = new Map<string, number>();
+
   /** Counts a frame of a run of this instance (see `RunRegistry.watch`). */
   readonly observe: RunWatcher = (run, event: AgentEvent, at) => {
     switch (event.event_type) {
+      case 'run_start':
+        // A resumed run starts again: its duration is this segment's, not the wait for a decision.
+        this.#segments.set(run.runId, at);
+        return;
       case 'run_finish': {
         const outcome = event.termination.type;
+        const began = this.#segments.get(run.runId) ?? run.startedAt;
+        this.#segments.delete(run.runId);
         this.#runs.inc({ outcome });
-        this.#duration.observe(Math.max(0, at - run.startedAt) / 1000);
+        this.#duration.observe(Math.max(0, at - began) / 1000);
         if (outcome === 'error') this.#errors.inc({ class: 'run_error' });
         return;
       }

@@ -35,14 +35,8 @@ import {
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openTelemetry, type Tracing } from '../../src/cli/otel-setup.ts';
-import { AgentSpecSchema } from '../../src/contract/agent-spec.ts';
 import { TerminationReasons } from '../../src/contract/lifecycle.ts';
-import { Messages, type Message } from '../../src/contract/message.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
-import { deterministicEnv } from '../../src/runtime/env.ts';
-import type { RunTap, TappedInference } from '../../src/runtime/tap.ts';
-import { observabilityPlugin } from '../../src/plugins/observability/plugin.ts';
-import type { MetricsSink } from '../../src/plugins/observability/spans.ts';
+import { fedRun, SYSTEM } from '../plugins/fed-run.ts';
 import { otel } from '../plugins/otel-support.ts';
 import { startCollector, type Attrs, type AttrValue, type Collector, type OtlpSpan } from '../support/otlp-collector.ts';
 
@@ -56,58 +50,7 @@ import { startCollector, type Attrs, type AttrValue, type Collector, type OtlpSp
  * encoding loses, renames and retypes nothing.
  */
 
-const SYSTEM = 'You plan trips.';
-const TOOLS = [
-  { id: 'lookup', name: 'lookup', description: 'Looks a city up', parameters: { type: 'object' } },
-  { id: 'book', name: 'book', description: 'Books a room', parameters: { type: 'object' } },
-];
 const RUN_ERROR = TerminationReasons.error('rate limited');
-
-/**
- * The run of spec/plugins/observability-genai.spec.ts, fed straight to the plugin's tap: a first
- * inference with every fact a provider may report and two tool calls (one an error), then an
- * inference that fails, in a delegated run that ends with an error. The same ids and times each
- * time it is fed (a deterministic `Env`), so two sinks fed it export the same spans.
- */
-function fedRun(sink: MetricsSink): void {
-  const env = deterministicEnv({ tick: 5 });
-  const agent = AgentSpecSchema.parse({ id: 'planner', model: 'main', description: 'Plans trips' });
-  const tap = observabilityPlugin(sink).tap?.({ env, threadId: 'thread-9', runId: 'run-9', agent, parentRunId: 'run-0' }) as RunTap;
-  const messages: Message[] = [Messages.system(SYSTEM), Messages.user('Two nights in Lyon')];
-  const base = { provider: 'main-provider', answeredBy: 'gpt-4o', cancelled: false } as const;
-  tap.event?.({ event_type: 'run_start', thread_id: 'thread-9', run_id: 'run-9', parent_run_id: 'run-0' });
-  const first: TappedInference = {
-    ...base,
-    request: { model: 'gpt-4o', messages, tools: TOOLS, overrides: { temperature: 0.2, top_p: 0.9, max_tokens: 512 } },
-    startedAt: env.clock.now(),
-    endedAt: env.clock.now(),
-    usage: { prompt_tokens: 40, completion_tokens: 9, total_tokens: 49, cache_read_tokens: 10, cache_creation_tokens: 5, thinking_tokens: 3 },
-    stopReason: 'ToolUse',
-    providerName: GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
-    responseId: 'chatcmpl-1',
-    responseModel: 'gpt-4o-2024-08-06',
-    server: { address: 'api.openai.com', port: 443 },
-    output: {
-      text: 'Looking.',
-      reasoning: 'Lyon first.',
-      toolCalls: [
-        { id: 'c1', name: 'lookup', arguments: { city: 'Lyon' } },
-        { id: 'c2', name: 'book', arguments: { nights: 2 } },
-      ],
-    },
-  };
-  tap.inference?.(first);
-  const [lookup, book] = first.output?.toolCalls ?? [];
-  if (lookup === undefined || book === undefined) throw new Error('two calls');
-  tap.toolStarted?.(lookup);
-  tap.toolSettled?.(lookup, ToolResults.success('lookup', { city: 'Lyon' }));
-  tap.toolStarted?.(book);
-  tap.toolSettled?.(book, ToolResults.error('book', 'no rooms'));
-  messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Looking.' }], tool_calls: [lookup, book] }, Messages.tool('c1', '{"city":"Lyon"}'), Messages.tool('c2', 'no rooms'));
-  // A failed inference: no provider facts, and the loop still hands over its empty result's stop reason.
-  tap.inference?.({ ...base, request: { model: 'gpt-4o', messages, tools: TOOLS }, startedAt: env.clock.now(), endedAt: env.clock.now(), stopReason: 'EndTurn', error: { code: 'rate_limited', message: 'slow down' } });
-  tap.event?.({ event_type: 'run_finish', thread_id: 'thread-9', run_id: 'run-9', termination: RUN_ERROR });
-}
 
 const open: { collectors: Collector[]; tracing: Tracing[] } = { collectors: [], tracing: [] };
 afterEach(async () => {

@@ -72,6 +72,11 @@ export function layeringViolations(edges: readonly ImportEdge[]): string[] {
     else if (a === b && src.layer !== dst.layer) out.push(`${from} (${src.layer}) imports its sibling ${dst.layer} (${to})`);
     else if (src.layer === 'protocols' && dst.layer === 'protocols' && src.sub !== undefined && dst.sub !== undefined && src.sub !== dst.sub)
       out.push(`${from} imports another protocol (${to})`);
+    // A protocol encodes and decodes over the contract: what a decoder gives (an `InboundRun`, a
+    // `Decision`) is the contract's, so a protocol builds against no runtime at all.
+    else if (src.layer === 'protocols' && dst.layer === 'runtime') out.push(`${from} imports the runtime (${to}): a protocol speaks the contract`);
+    // The cluster bus carries decisions between instances; what a decision is belongs to the contract, not to the loop.
+    else if (from === 'src/runtime/cluster-bus.ts' && to.startsWith('src/runtime/run-loop')) out.push(`${from} imports the loop (${to}): the bus carries contract values`);
   }
   return out;
 }

@@ -4,7 +4,7 @@ import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime
 import { deterministicEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore, type ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import { decisionFor, type Decision } from '../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../contract/decision.ts';
 import { CliFailure, runCli, type Io } from './args.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { appOption, checkApp } from './app-option.ts';

@@ -5,7 +5,7 @@ import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import { ToolCallResumeSchema, ToolResults } from '../contract/tool.ts';
-import type { AgentRunResult } from '../runtime/run-loop.ts';
+import type { AgentRunResult } from '../contract/run-result.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { AgentRuntimeBuilder, type RunHandle } from '../runtime/agent-runtime.ts';

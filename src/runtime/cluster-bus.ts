@@ -1,4 +1,4 @@
-import type { Decision } from './run-loop.ts';
+import type { Decision } from '../contract/decision.ts';
 
 /** One frame of a thread's event log, as instances share it. */
 export interface SharedFrame {

@@ -1,3 +1,5 @@
+import type { AgentRunResult } from '../contract/run-result.ts';
+import type { Decision } from '../contract/decision.ts';
 import type { RunTap, TappedInference } from './tap.ts';
 import { describeStateError, type InferenceExecutionError, type StateError } from '../contract/errors.ts';
 import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
@@ -45,45 +47,6 @@ import type { Result } from '../contract/result.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
 import { emitted, INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
 
-/** The outcome of a run (book: AgentRunResult). */
-export interface AgentRunResult {
-  readonly threadId: string;
-  readonly runId: string;
-  readonly response: string;
-  readonly steps: number;
-  readonly termination: TerminationReason;
-  readonly usage: TokenUsage;
-  /**
-   * Every inference failure the run saw, in order: those its retry policy absorbed (retried, fallen
-   * back from, refused by an open circuit breaker), those counted as failed steps, and one that ended it.
-   */
-  readonly inferenceErrors: readonly InferenceExecutionError[];
-}
-
-/** A decision for a suspended call, addressed by call id or suspension id. */
-export interface Decision {
-  readonly targetId: string;
-  readonly decision: ToolCallResume;
-}
-
-/** A decision, made at `now`; `result` and `reason` only when given. */
-export function decisionFor(
-  targetId: string,
-  action: ToolCallResume['action'],
-  now: number,
-  fields: { readonly result?: JsonValue; readonly reason?: string; readonly decisionId?: string } = {},
-): Decision {
-  return {
-    targetId,
-    decision: {
-      decision_id: fields.decisionId ?? '',
-      action,
-      ...(fields.result !== undefined ? { result: fields.result } : {}),
-      ...(fields.reason !== undefined ? { reason: fields.reason } : {}),
-      updated_at: now,
-    },
-  };
-}
 
 /** What BeforeInference left for one step's request. */
 interface RequestInputs {
@@ -152,6 +115,9 @@ export interface RunParams {
  * snapshot isolation at every phase, a checkpoint at every StepEnd, and exactly one `run_finish`
  * for each `run_start` it emits.
  */
+export type { AgentRunResult } from '../contract/run-result.ts';
+export { decisionFor, type Decision } from '../contract/decision.ts';
+
 export class RunLoop implements BatchHost {
   readonly env: Env;
   /** The agent the run acts as: its own, or what a handoff made active (`#handoff`). */

@@ -15,7 +15,7 @@ import {
   type StreamResponse,
   type TaskState,
 } from '../protocols/a2a/encoder.ts';
-import { decisionFor } from '../runtime/run-loop.ts';
+import { decisionFor } from '../contract/decision.ts';
 import { isValidId, type RunRecord } from '../runtime/store.ts';
 import { bearerCheck, HttpError, logStream, publicOrigin, readJson, type ServerParts } from './http-support.ts';
 import { acceptInbound } from './inbound.ts';

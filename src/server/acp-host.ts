@@ -3,7 +3,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
-import { decisionFor, type Decision } from '../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../contract/decision.ts';
 
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
 export interface InteractiveRun {

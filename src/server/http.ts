@@ -3,7 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { RunStatusSchema } from '../contract/lifecycle.ts';
 import { MessageSchema, Messages, type Message } from '../contract/message.ts';
-import { decisionFor, type Decision } from '../runtime/run-loop.ts';
+import { decisionFor, type Decision } from '../contract/decision.ts';
 import { isValidId, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { accessControl, authentication, type AuthOptions } from './access.ts';

@@ -1,6 +1,6 @@
 import type { Message } from '../contract/message.ts';
-import type { InboundRun } from '../runtime/inbound.ts';
-import type { Decision } from '../runtime/run-loop.ts';
+import type { InboundRun } from '../contract/inbound.ts';
+import type { Decision } from '../contract/decision.ts';
 import { isValidId } from '../runtime/store.ts';
 import type { ServerParts } from './http-support.ts';
 import type { RegistryResult, WaitingCall } from './run-registry.ts';

@@ -7,7 +7,7 @@ import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcod
 import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
 import { finishAiSdk, frameAiSdk, initialAiSdkState, resumedAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
-import type { InboundRun } from '../runtime/inbound.ts';
+import type { InboundRun } from '../contract/inbound.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';

@@ -3,8 +3,8 @@ import { JsonValueSchema, type JsonValue } from '../../contract/json.ts';
 import { Messages, type ContentBlock, type Message } from '../../contract/message.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
-import type { InboundRun } from '../../runtime/inbound.ts';
-import { decisionFor, type Decision } from '../../runtime/run-loop.ts';
+import type { InboundRun } from '../../contract/inbound.ts';
+import { decisionFor, type Decision } from '../../contract/decision.ts';
 
 /**
  * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked, the rest

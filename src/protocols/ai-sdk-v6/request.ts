@@ -3,8 +3,8 @@ import { JsonValueSchema, type JsonValue } from '../../contract/json.ts';
 import { Messages, type ContentBlock, type Message } from '../../contract/message.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
-import type { InboundRun } from '../../runtime/inbound.ts';
-import { decisionFor, type Decision } from '../../runtime/run-loop.ts';
+import type { InboundRun } from '../../contract/inbound.ts';
+import { decisionFor, type Decision } from '../../contract/decision.ts';
 
 /**
  * The body `DefaultChatTransport` posts (`{id, messages, trigger, messageId}`) plus the runtime's own

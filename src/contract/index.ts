@@ -15,3 +15,4 @@ export * from './progress.ts';
 export * from './decision.ts';
 export * from './inbound.ts';
 export * from './run-result.ts';
+export * from './never.ts';

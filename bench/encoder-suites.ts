@@ -46,7 +46,10 @@ export function encoderSuites(): Suite[] {
           name: 'ai JsonToSseTransformStream',
           role: 'baseline',
           fn: async () => {
-            const source = new ReadableStream<UIMessageChunk>({ start: (c) => (chunks.forEach((x) => c.enqueue(x)), c.close()) });
+            const source = new ReadableStream<UIMessageChunk>({ start: (c) => {
+              for (const x of chunks) c.enqueue(x);
+              c.close();
+            } });
             const reader = source.pipeThrough(new JsonToSseTransformStream()).getReader();
             let n = 0;
             for (;;) {

@@ -16,7 +16,9 @@ const dir = resolve(import.meta.dirname, '../fixtures/runs');
 function leaves(v: unknown, path: Path = [], inArray = false, out: { path: Path; value: unknown; inArray: boolean }[] = []) {
   if (Array.isArray(v)) {
     if (v.length === 0) out.push({ path, value: v, inArray });
-    v.forEach((x, i) => leaves(x, [...path, i], true, out));
+    v.forEach((x, i) => {
+      leaves(x, [...path, i], true, out);
+    });
   } else if (v !== null && typeof v === 'object') {
     const keys = Object.keys(v);
     if (keys.length === 0) out.push({ path, value: v, inArray });

@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -36,6 +37,12 @@ import { allocatedBytes, PartStream } from 'awaken-ts/testing';
  *   clock, UUID v7 ids), no store, a sink that drops events.
  * - `awaken + store`: the same with the in-memory thread store, a checkpoint at every step end; each run
  *   starts from an empty store (see `casesFor`).
+ * - `awaken, generator model`: `awaken` on the model as users write one, an `async function*`
+ *   yielding fresh parts per inference, each tool call with a new id (`GeneratorModel`); every run is a fresh `run` call, so at
+ *   N = 10 its per-run set-up weighs as it does for a user. Its ratio to `floor-phased` carries the
+ *   generator's own cost; `floor-phased, generator model` (the same phases consuming the same
+ *   generator) is the floor on that model, and the last ratio column compares each subject with the
+ *   floor on its own model.
  */
 
 const EchoArgs = z.object({ text: z.string() });
@@ -67,6 +74,44 @@ class ScriptModel {
   /** The runtime's port: the same parts as an async iterable (`PartStream`). */
   executor(): LlmExecutor {
     return { name: 'fair', stream: () => new PartStream(this.next()) };
+  }
+}
+
+/**
+ * The model as a user writes one: an `async function*` yielding fresh parts per inference (one
+ * generator and its promises per call, new part objects every time), with the same script as
+ * `ScriptModel` — the k-th call of a run answers with step k — except that every tool call has an
+ * id never seen before, as a provider's are (`ScriptModel` reuses c0…c999 run after run, which
+ * hides what a new id costs wherever a call id becomes a property name).
+ */
+class GeneratorModel {
+  #k = 0;
+  #calls = 0;
+  readonly #steps: number;
+  constructor(steps: number) {
+    this.#steps = steps;
+  }
+  reset(): void {
+    this.#k = 0;
+  }
+  stream(): AsyncIterable<StreamPart> {
+    const k = this.#k++;
+    const last = k >= this.#steps - 1;
+    const calls = last ? 0 : this.#calls++;
+    return (async function* (): AsyncGenerator<StreamPart> {
+      if (last) {
+        yield { type: 'text_delta', delta: 'done' };
+        yield { type: 'finish', stop_reason: 'EndTurn' };
+        return;
+      }
+      const id = `call_${calls}`;
+      yield { type: 'tool_call_start', id, name: 'echo' };
+      yield { type: 'tool_call_delta', id, args_delta: '{"text":"hi"}' };
+      yield { type: 'finish', stop_reason: 'ToolUse' };
+    })();
+  }
+  executor(): LlmExecutor {
+    return { name: 'fair', stream: () => this.stream() };
   }
 }
 
@@ -137,7 +182,51 @@ async function floorPhased(model: ScriptModel): Promise<void> {
   phase('run_end');
 }
 
-function awaken(model: ScriptModel, store: MemoryThreadRunStore | undefined): AgentRuntime {
+/**
+ * `floor-phased` on the user-written model: the same phases, consuming the same generator part by
+ * part (`for await`), so that the model's own cost (its generator, its promises, its fresh parts) is
+ * on both sides when the `awaken` subject on that model is compared with it.
+ */
+async function floorPhasedOnGenerator(model: GeneratorModel): Promise<void> {
+  model.reset();
+  const messages: Message[] = [Messages.user('go')];
+  let state: State = Object.freeze({ revision: 0, phases: 0 });
+  const phase = (name: string): void => {
+    const snapshot = state;
+    const phases = (hooks[0] as (s: State) => number)(snapshot);
+    state = Object.freeze({ revision: snapshot.revision + 1, phases });
+    sink.emit({ phase: name });
+  };
+  phase('run_start');
+  for (;;) {
+    phase('step_start');
+    phase('before_inference');
+    let text = '';
+    let args = '';
+    let id: string | undefined;
+    for await (const part of model.stream()) {
+      sink.emit(part);
+      if (part.type === 'text_delta') text += part.delta;
+      else if (part.type === 'tool_call_start') id = part.id;
+      else if (part.type === 'tool_call_delta') args += part.args_delta;
+    }
+    phase('after_inference');
+    if (id === undefined) {
+      messages.push(Messages.assistant(text));
+      phase('step_end');
+      break;
+    }
+    messages.push(Messages.assistantWithToolCalls(text, [{ id, name: 'echo', arguments: JSON.parse(args) as never }]));
+    phase('before_tool_execute');
+    const result = await echo.execute(EchoArgs.parse(JSON.parse(args)), undefined as never);
+    phase('after_tool_execute');
+    messages.push(Messages.tool(id, JSON.stringify(result)));
+    phase('step_end');
+  }
+  phase('run_end');
+}
+
+function awaken(model: { executor(): LlmExecutor }, store: MemoryThreadRunStore | undefined): AgentRuntime {
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
     .withProvider('fair', model.executor())
@@ -159,10 +248,12 @@ interface Case {
 
 function casesFor(steps: number): Case[] {
   const models = { bare: new ScriptModel(steps), phased: new ScriptModel(steps), awaken: new ScriptModel(steps), stored: new ScriptModel(steps) };
+  const generators = { phased: new GeneratorModel(steps), awaken: new GeneratorModel(steps) };
   const plain = awaken(models.awaken, undefined);
+  const onGenerator = awaken(generators.awaken, undefined);
   const store = new MemoryThreadRunStore();
   const stored = awaken(models.stored, store);
-  const runOf = (rt: AgentRuntime, model: ScriptModel) => async (): Promise<void> => {
+  const runOf = (rt: AgentRuntime, model: { reset(): void }) => async (): Promise<void> => {
     model.reset();
     // Each run starts from an empty store, as a run on a new thread does: one store holding the
     // checkpoints of the bench's every earlier run (10⁵ and more) would charge the growth of its
@@ -179,6 +270,8 @@ function casesFor(steps: number): Case[] {
     { name: 'floor-phased', run: () => floorPhased(models.phased) },
     { name: 'awaken', run: runOf(plain, models.awaken) },
     { name: 'awaken + store', run: runOf(stored, models.stored) },
+    { name: 'floor-phased, generator model', run: () => floorPhasedOnGenerator(generators.phased) },
+    { name: 'awaken, generator model', run: runOf(onGenerator, generators.awaken) },
   ];
 }
 
@@ -297,8 +390,12 @@ interface Row {
   readonly usPerStep: number;
   readonly ratioMedian: number;
   readonly ratioMin: number;
+  /** Median per-round ratio to `floor-phased` on the same model (the generator model's floor for its subject). */
+  readonly ratioSameModel: number;
   readonly bytesPerStep: number | undefined;
 }
+
+const floorOnSameModel = (name: string): string => (name.endsWith('generator model') ? 'floor-phased, generator model' : 'floor-phased');
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -311,6 +408,7 @@ async function main(): Promise<void> {
     for (const c of cases) await timeOf(c, runs, steps); // warm-up
     const times = new Map(cases.map((c) => [c.name, [] as number[]]));
     const ratios = new Map(cases.map((c) => [c.name, [] as number[]]));
+    const sameModel = new Map(cases.map((c) => [c.name, [] as number[]]));
     for (let r = 0; r < rounds; r++) {
       const round = new Map<string, number>();
       // Each round in another order: no case always runs first or after the same one.
@@ -320,18 +418,19 @@ async function main(): Promise<void> {
       for (const [name, t] of round) {
         times.get(name)?.push(t);
         ratios.get(name)?.push(t / floor);
+        sameModel.get(name)?.push(t / (round.get(floorOnSameModel(name)) as number));
       }
     }
     for (const c of cases) {
       const rs = ratios.get(c.name) as number[];
-      rows.push({ steps, name: c.name, usPerStep: median(times.get(c.name) as number[]), ratioMedian: median(rs), ratioMin: Math.min(...rs), bytesPerStep: await allocatedPerStep(c, steps) });
+      rows.push({ steps, name: c.name, usPerStep: median(times.get(c.name) as number[]), ratioMedian: median(rs), ratioMin: Math.min(...rs), ratioSameModel: median(sameModel.get(c.name) as number[]), bytesPerStep: await allocatedPerStep(c, steps) });
     }
     process.stderr.write(`bench:fair: N = ${steps} done\n`);
   }
   const table = [
-    '| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | KiB allocated per step |',
-    '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.steps} | ${r.name} | ${r.usPerStep.toFixed(2)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} | ${r.bytesPerStep === undefined ? '—' : (r.bytesPerStep / 1024).toFixed(1)} |`),
+    '| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | × floor-phased on the same model, median | KiB allocated per step |',
+    '|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.steps} | ${r.name} | ${r.usPerStep.toFixed(2)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} | ${r.ratioSameModel.toFixed(2)} | ${r.bytesPerStep === undefined ? '—' : (r.bytesPerStep / 1024).toFixed(1)} |`),
   ].join('\n');
   const marginal = (name: string): string => {
     const at = (n: number): number => rows.find((r) => r.steps === n && r.name === name)?.usPerStep ?? Number.NaN;
@@ -344,7 +443,7 @@ async function main(): Promise<void> {
     ...streaming.map((r) => `| ${r.name} | ${r.usPerDelta.toFixed(3)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} |`),
   ].join('\n');
   const machine = `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${rounds} rounds, ${new Date().toISOString().slice(0, 10)}`;
-  const md = `# The loop, measured fairly\n\n${machine}. \`npm run bench:fair\`; method in \`bench/fair/loop.ts\`.\n\n${table}\n\nMarginal cost per step, ratio of µs per step: ${['awaken', 'awaken + store', 'floor-phased'].map(marginal).join('; ')}.\n\nStreaming: one inference of ${DELTAS.toLocaleString('en')} text deltas, every event transcoded for an AI SDK client and framed as SSE, beside the same deltas framed synchronously:\n\n${streamTable}\n`;
+  const md = `# The loop, measured fairly\n\n${machine}. \`npm run bench:fair\`; method in \`bench/fair/loop.ts\`.\n\n${table}\n\nMarginal cost per step, ratio of µs per step: ${['awaken', 'awaken + store', 'awaken, generator model', 'floor-phased'].map(marginal).join('; ')}.\n\nStreaming: one inference of ${DELTAS.toLocaleString('en')} text deltas, every event transcoded for an AI SDK client and framed as SSE, beside the same deltas framed synchronously:\n\n${streamTable}\n`;
   const out = join(import.meta.dirname, '../results');
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'loop-fair.md'), md);
@@ -352,4 +451,43 @@ async function main(): Promise<void> {
   process.stdout.write(md);
 }
 
-await main();
+/**
+ * `--profile <case> [--steps N] [--seconds S]`: runs that one case alone, back to back, for `node
+ * --cpu-prof` or `--heap-prof` to see where its time and bytes go; prints µs per step and nothing else.
+ */
+async function profileOne(args: readonly string[]): Promise<void> {
+  const name = args[args.indexOf('--profile') + 1] ?? 'awaken';
+  const steps = Number(args.includes('--steps') ? args[args.indexOf('--steps') + 1] : 10);
+  const seconds = Number(args.includes('--seconds') ? args[args.indexOf('--seconds') + 1] : 10);
+  const c = casesFor(steps).find((x) => x.name === name);
+  if (c === undefined) throw new Error(`no case named ${name}`);
+  // `--heap-samples <file>`: V8's sampling heap profiler, counting objects the GC has since collected
+  // too (what `--heap-prof` leaves out), i.e. where the bytes allocated per step are allocated.
+  const heapOut = args.includes('--heap-samples') ? args[args.indexOf('--heap-samples') + 1] : undefined;
+  for (let i = 0; i < 200; i++) await c.run();
+  const session = heapOut === undefined ? undefined : new Session();
+  const post = (method: string, params?: object): Promise<unknown> =>
+    new Promise((resolve, reject) => session?.post(method, params, (e, r) => (e === null ? resolve(r) : reject(e))));
+  if (session !== undefined) {
+    session.connect();
+    await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
+  const until = Date.now() + seconds * 1_000;
+  let runs = 0;
+  const t0 = process.hrtime.bigint();
+  while (Date.now() < until) {
+    for (let i = 0; i < 100; i++) await c.run();
+    runs += 100;
+  }
+  const us = Number(process.hrtime.bigint() - t0) / 1_000 / (runs * steps);
+  if (session !== undefined && heapOut !== undefined) {
+    const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown };
+    writeFileSync(heapOut, JSON.stringify({ runs, steps, profile }));
+    session.disconnect();
+  }
+  const bytes = heapOut === undefined ? await allocatedPerStep(c, steps) : undefined;
+  process.stdout.write(`${name}, N = ${steps}: ${us.toFixed(2)} µs per step over ${runs} runs${bytes === undefined ? '' : `, ${(bytes / 1024).toFixed(2)} KiB allocated per step`}\n`);
+}
+
+if (process.argv.includes('--profile')) await profileOne(process.argv.slice(2));
+else await main();

@@ -19,8 +19,8 @@ function Part({ part, answer }: { part: UIMessage['parts'][number]; answer: (id:
       {tool.state === 'output-available' && <code className="output">{JSON.stringify(tool.output)}</code>}
       {tool.state === 'approval-requested' && tool.approval !== undefined && (
         <>
-          <button onClick={() => answer(tool.approval?.id ?? '', true)}>Approve</button>
-          <button onClick={() => answer(tool.approval?.id ?? '', false)}>Deny</button>
+          <button type="button" onClick={() => answer(tool.approval?.id ?? '', true)}>Approve</button>
+          <button type="button" onClick={() => answer(tool.approval?.id ?? '', false)}>Deny</button>
         </>
       )}
     </div>
@@ -45,6 +45,7 @@ function Chat() {
         {messages.map((m) => (
           <li key={m.id} data-role={m.role}>
             {m.parts.map((p, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: a message's parts carry no id and are only ever appended, so the position names a part stably
               <Part key={i} part={p} answer={answer} />
             ))}
           </li>

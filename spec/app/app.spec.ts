@@ -32,7 +32,7 @@ describe('pluginFactory', () => {
     const made = counter({ step: 2 });
     expect(counter.factoryName).toBe('counter');
     expect(originOf(made)).toMatchObject({ factory: 'counter', config: { step: 2 } });
-    expect((originOf(made)?.make({ step: 5 }) as unknown as { step: number }).step).toBe(5);
+    expect((originOf(made)!.make({ step: 5 }) as unknown as { step: number }).step).toBe(5);
     expect(originOf(plugin('plain'))).toBeUndefined();
   });
 

@@ -102,7 +102,7 @@ afterAll(async () => {
     await d?.stop();
     // `awaken dev` records into a temporary folder of its own.
     const record = /timelines of the runs recorded in ([^\s)]+)/.exec(d?.log() ?? '')?.[1];
-    if (record !== undefined && record.startsWith(tmpdir())) rmSync(record, { recursive: true, force: true });
+    if (record?.startsWith(tmpdir())) rmSync(record, { recursive: true, force: true });
   }
   if (assets !== '') rmSync(assets, { recursive: true, force: true });
 });

@@ -19,7 +19,7 @@ afterAll(async () => {
     await dev.stop();
     // `awaken dev` records into a temporary folder of its own when --record is not given.
     const record = /timelines of the runs recorded in ([^\s)]+)/.exec(dev.log())?.[1];
-    if (record !== undefined && record.startsWith(tmpdir())) folders.push(record);
+    if (record?.startsWith(tmpdir())) folders.push(record);
   }
   for (const f of folders) rmSync(f, { recursive: true, force: true });
 });

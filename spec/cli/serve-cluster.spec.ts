@@ -31,7 +31,7 @@ function fakeProvider(req: IncomingMessage, res: ServerResponse): void {
     const userText = JSON.stringify(messages.filter((m) => m.role === 'user'));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     if (last?.role === 'tool') {
-      res.end(chunk({ role: 'assistant', content: 'done after the tool' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
+      res.end(`${chunk({ role: 'assistant', content: 'done after the tool' })}${chunk({}, 'stop')}data: [DONE]\n\n`);
     } else if (userText.includes('slow please')) {
       res.write(chunk({ role: 'assistant', content: 'thinking' })); // and never more
     } else if (userText.includes('confirm it')) {
@@ -43,8 +43,8 @@ function fakeProvider(req: IncomingMessage, res: ServerResponse): void {
     } else if (userText.includes('kill me')) {
       killRequests++;
       if (killRequests === 1) res.write(chunk({ role: 'assistant', content: 'almost' }));
-      else res.end(chunk({ role: 'assistant', content: 'taken over' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
-    } else res.end(chunk({ role: 'assistant', content: 'ok' }) + chunk({}, 'stop') + 'data: [DONE]\n\n');
+      else res.end(`${chunk({ role: 'assistant', content: 'taken over' })}${chunk({}, 'stop')}data: [DONE]\n\n`);
+    } else res.end(`${chunk({ role: 'assistant', content: 'ok' })}${chunk({}, 'stop')}data: [DONE]\n\n`);
   });
 }
 

@@ -98,9 +98,22 @@ afterAll(async () => {
   await remote.stop();
 });
 
-const json = async (r: Response | Promise<Response>): Promise<any> => (await r).json();
+// The shapes of the server's answers that these specs read.
+type Child = { agent_id: string; thread_id: string; run_id: string };
+type StreamEvent = {
+  event_type: string;
+  delta?: string;
+  id?: string;
+  result?: { status: string; suspension: { suspension: { parameters: { delegation: { child: Child } } } } };
+};
+type RunView = { status: string; termination?: unknown };
+type Messages = { messages: { role: string; content: { text: string }[] }[] };
+type Tasks = { items: { run_id: string; agent_id: string }[] };
+type Delegated = { agent_id: string; status: string; response: string; run_id?: string };
+
+const json = async <T = unknown>(r: Response | Promise<Response>): Promise<T> => (await r).json() as Promise<T>;
 const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-const events = (sse: string): any[] => parseSse(sse).map((f) => JSON.parse(f.data));
+const events = (sse: string): StreamEvent[] => parseSse(sse).map((f) => JSON.parse(f.data) as StreamEvent);
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
@@ -122,13 +135,13 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     // The researcher's text and question reach the stream as the call's activity, not as the orchestrator's text.
     expect(segment.filter((e) => e.event_type === 'text_delta').map((e) => e.delta).join('')).toBe('Asking the researcher first.');
     const waiting = segment.find((e) => e.event_type === 'tool_call_done' && e.id === 'call_research');
-    expect(waiting.result.status).toBe('pending');
-    expect(waiting.result.suspension.suspension).toMatchObject({ action: 'confirm', message: 'Confirm: publish the facts?' });
-    const child = waiting.result.suspension.suspension.parameters.delegation.child;
+    expect(waiting!.result!.status).toBe('pending');
+    expect(waiting!.result!.suspension.suspension).toMatchObject({ action: 'confirm', message: 'Confirm: publish the facts?' });
+    const child = waiting!.result!.suspension.suspension.parameters.delegation.child;
     expect(child).toMatchObject({ agent_id: 'researcher', backend: 'local', depth: 1 });
     expect(segment.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'suspended' } });
     // The child thread is a thread of the store: the prompt (its waiting call joins it once settled).
-    const childMessages = await json(fetch(`${url}/v1/threads/${child.thread_id}/messages`));
+    const childMessages = await json<Messages>(fetch(`${url}/v1/threads/${child.thread_id}/messages`));
     expect(childMessages.messages.map((m: { role: string; content: { text: string }[] }) => [m.role, m.content[0]?.text])).toEqual([['user', 'check the facts']]);
     expect(await json(fetch(`${url}/v1/runs/${child.run_id}`))).toMatchObject({ status: 'waiting', thread_id: child.thread_id, agent_id: 'researcher' });
 
@@ -141,14 +154,14 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
 
     // The researcher went on and answered; the orchestrator then asked the analyst on the other server, which asks too.
     const parked = await waitFor(async () => {
-      const run = await json(fetch(`${again}/v1/runs/${runId}`));
-      const msgs = await json(fetch(`${again}/v1/threads/front-1/messages`));
-      return run.status === 'waiting' && msgs.messages.some((m: any) => m.role === 'tool' && JSON.stringify(m).includes('Facts checked and published.')) ? run : undefined;
+      const run = await json<RunView>(fetch(`${again}/v1/runs/${runId}`));
+      const msgs = await json<Messages>(fetch(`${again}/v1/threads/front-1/messages`));
+      return run.status === 'waiting' && msgs.messages.some((m) => m.role === 'tool' && JSON.stringify(m).includes('Facts checked and published.')) ? run : undefined;
     }, 'the orchestrator to wait on the analyst');
     expect(parked.status).toBe('waiting');
     expect(await json(fetch(`${again}/v1/runs/${child.run_id}`))).toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
     // On the remote server the task waits for input, for the principal whose token the front server used.
-    const tasks = await json(fetch(`${remote.url}/v1/runs?status=waiting`, { headers: { authorization: `Bearer ${TOKEN}` } }));
+    const tasks = await json<Tasks>(fetch(`${remote.url}/v1/runs?status=waiting`, { headers: { authorization: `Bearer ${TOKEN}` } }));
     expect(tasks.items).toHaveLength(1);
     expect(tasks.items[0]).toMatchObject({ agent_id: 'analyst', status: 'waiting' });
     expect((await fetch(`${remote.url}/v1/runs`)).status).toBe(401);
@@ -156,18 +169,18 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     const answered = await post(`${again}/v1/runs/${runId}/decision`, { toolCallId: 'call_analyst', action: 'resume', payload: { approved: true } });
     expect(answered.status).toBe(202);
     const done = await waitFor(async () => {
-      const run = await json(fetch(`${again}/v1/runs/${runId}`));
+      const run = await json<RunView>(fetch(`${again}/v1/runs/${runId}`));
       return run.status === 'done' ? run : undefined;
     }, 'the orchestrator to finish');
     expect(done.termination).toEqual({ type: 'natural_end' });
-    const thread = await json(fetch(`${again}/v1/threads/front-1/messages`));
-    const tools = thread.messages.filter((m: any) => m.role === 'tool').map((m: any) => JSON.parse(m.content[0].text));
+    const thread = await json<Messages>(fetch(`${again}/v1/threads/front-1/messages`));
+    const tools = thread.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content[0]!.text) as Delegated);
     expect(tools).toEqual([
       { agent_id: 'researcher', status: 'completed', response: 'Facts checked and published.', steps: expect.any(Number), thread_id: child.thread_id, run_id: child.run_id },
       expect.objectContaining({ agent_id: 'analyst', status: 'completed', response: 'Report shared.' }),
     ]);
-    expect(thread.messages.at(-1).content[0].text).toBe('Both delegates are done.');
-    const task = await json(fetch(`${remote.url}/v1/runs/${tools[1].run_id}`, { headers: { authorization: `Bearer ${TOKEN}` } }));
+    expect(thread.messages.at(-1)!.content[0]!.text).toBe('Both delegates are done.');
+    const task = await json(fetch(`${remote.url}/v1/runs/${tools[1]!.run_id}`, { headers: { authorization: `Bearer ${TOKEN}` } }));
     expect(task).toMatchObject({ status: 'done', agent_id: 'analyst', termination: { type: 'natural_end' } });
     // The token reached no log line.
     expect((front as ServeProcess).log()).not.toContain(TOKEN);
@@ -177,16 +190,16 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     const url = (front as ServeProcess).url;
     const r = await post(`${url}/v1/runs`, { threadId: 'front-2', agentId: 'dispatcher', messages: [{ role: 'user', content: 'dispatch' }] });
     expect(events(await r.text()).at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
-    const thread = await json(fetch(`${url}/v1/threads/front-2/messages`));
-    const texts: string[] = thread.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content[0].text);
+    const thread = await json<Messages>(fetch(`${url}/v1/threads/front-2/messages`));
+    const texts: string[] = thread.messages.filter((m) => m.role === 'tool').map((m) => m.content[0]!.text);
     // A failed delegation is a text for the model, not a result object: shown whole when it happens.
-    const results = texts.map((t) => (t.startsWith('{') ? JSON.parse(t) : { agent_id: '?', status: 'failed', response: t }));
-    expect(results.map((t: any) => [t.agent_id, t.status, t.response])).toEqual([
+    const results = texts.map((t): Delegated => (t.startsWith('{') ? (JSON.parse(t) as Delegated) : { agent_id: '?', status: 'failed', response: t }));
+    expect(results.map((t) => [t.agent_id, t.status, t.response])).toEqual([
       ['writer', 'completed', 'Draft written.'],
       ['books', 'completed', 'Books balanced.'],
     ]);
     // Each ran as a task of the remote agent named, for the front server's principal.
-    const tasks = await json(fetch(`${remote.url}/v1/runs?status=done`, { headers: { authorization: `Bearer ${TOKEN}` } }));
-    for (const t of results) expect(tasks.items.find((i: any) => i.run_id === t.run_id)?.agent_id).toBe(t.agent_id === 'writer' ? 'writer' : 'accountant');
+    const tasks = await json<Tasks>(fetch(`${remote.url}/v1/runs?status=done`, { headers: { authorization: `Bearer ${TOKEN}` } }));
+    for (const t of results) expect(tasks.items.find((i) => i.run_id === t.run_id)?.agent_id).toBe(t.agent_id === 'writer' ? 'writer' : 'accountant');
   });
 });

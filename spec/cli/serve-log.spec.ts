@@ -89,7 +89,7 @@ describe('awaken serve logs', () => {
     running.push(chatty);
     await fetch(`${chatty.url}/health`);
     await new Promise((done) => setTimeout(done, 100));
-    expect(chatty.log()).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  request method=GET route=\/health path=\/health status=200 ms=\d+$/m);
-    expect(chatty.log()).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  listening on http:\/\/127\.0\.0\.1:\d+ store=memory policy=reject /m);
+    expect(chatty.log()).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}request method=GET route=\/health path=\/health status=200 ms=\d+$/m);
+    expect(chatty.log()).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening on http:\/\/127\.0\.0\.1:\d+ store=memory policy=reject /m);
   }, 60_000);
 });

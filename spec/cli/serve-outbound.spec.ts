@@ -96,9 +96,11 @@ afterAll(async () => {
 });
 
 const as = (token: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } });
-const put = async (path: string, body: unknown, token = ADMIN): Promise<{ status: number; body: any }> => {
+// A config write's answer: the entry written, or why it was refused.
+type Written = { value?: { endpoint?: { auth?: unknown } }; id?: string; error?: string; code?: string; field?: string };
+const put = async (path: string, body: unknown, token = ADMIN): Promise<{ status: number; body: Written }> => {
   const r = await fetch(`${front.url}/v1/config/${path}`, as(token, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
-  return { status: r.status, body: await r.json() };
+  return { status: r.status, body: (await r.json()) as Written };
 };
 const read = async (path: string, token: string): Promise<string> => (await fetch(`${front.url}/v1/config/${path}`, as(token))).text();
 const remote = (base_url: string, auth: Record<string, string>) => ({ backend: 'a2a', base_url, auth: { type: 'bearer', ...auth }, timeout_ms: 5000 });
@@ -180,7 +182,7 @@ describe('credentials in config reads and log lines', () => {
   it('no principal reads a literal token; only the admin token reads the names of the variables; no log line shows a token a write gave', async () => {
     const written = await put('agents/literal', { id: 'literal', endpoint: remote(`http://127.0.0.1:${port}/literal`, { token: LITERAL }) });
     expect(written.status).toBe(200);
-    expect(written.body.value.endpoint.auth).toEqual({ type: 'bearer', token: '[redacted]' });
+    expect(written.body.value!.endpoint!.auth).toEqual({ type: 'bearer', token: '[redacted]' });
     for (const token of [ALICE, BOB]) {
       const all = JSON.parse(await read('agents', token)) as { items: { id: string; value: { endpoint?: { auth?: unknown } } }[] };
       expect(Object.fromEntries(all.items.filter((i) => i.value.endpoint !== undefined).map((i) => [i.id, i.value.endpoint?.auth]))).toEqual({
@@ -302,7 +304,7 @@ describe('URLs in config writes: one outbound guard', () => {
     writeFileSync(config, 'server: { store: memory, outbound: { config_api_private: true } }\n');
     const open = await startServe(['--config', config], { AWAKEN_ADMIN_TOKEN: ADMIN });
     try {
-      const write = async (url: string): Promise<any> => (await fetch(`${open.url}/v1/config/agents/far`, as(ADMIN, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'far', endpoint: remote(url, { token: 'a-literal-token' }) }) }))).json();
+      const write = async (url: string): Promise<Written> => (await fetch(`${open.url}/v1/config/agents/far`, as(ADMIN, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'far', endpoint: remote(url, { token: 'a-literal-token' }) }) }))).json() as Promise<Written>;
       expect((await write(`http://localhost:${port}/v1/a2a`)).id).toBe('far');
       expect(await write('http://169.254.169.254/v1/a2a')).toEqual({ error: 'endpoint.base_url: 169.254.169.254 is a cloud metadata address: never reached', code: 'outbound_refused', field: 'endpoint.base_url' });
     } finally {

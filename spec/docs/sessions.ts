@@ -92,7 +92,9 @@ export function normalise(text: string): string {
   // Hook lines are ordered by their share, which varies: compared as a set.
   const hooks = lines.map((l, i) => (l.startsWith('<x>%') ? i : -1)).filter((i) => i >= 0);
   const sorted = hooks.map((i) => lines[i] as string).sort();
-  hooks.forEach((i, k) => (lines[i] = sorted[k] as string));
+  hooks.forEach((i, k) => {
+    lines[i] = sorted[k] as string;
+  });
   return lines.join('\n');
 }
 

@@ -31,8 +31,8 @@ describe('docs/plugins/state-machine.md: the emit cooldown is per transition and
   it("the page's example: its write-log machine, writes in four steps in a row inject what it says", async () => {
     const example = /writes of (.*?) in four steps in a row inject (.*?): ```yaml (.*?)```/.exec(flat);
     expect(example).not.toBeNull();
-    const files = [...(example?.[1] as string).matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
-    const injected = (example?.[2] as string).split(', ').map((t) => (t === 'nothing' ? [] : [/^`(.*)`$/.exec(t)?.[1] as string]));
+    const files = [...(example![1] as string).matchAll(/`([^`]+)`/g)].map((m) => m[1] as string);
+    const injected = (example![2] as string).split(', ').map((t) => (t === 'nothing' ? [] : [/^`(.*)`$/.exec(t)?.[1] as string]));
     expect({ files, injected }).toEqual({
       files: ['src/a.rs', 'src/a.rs', 'src/b.rs', 'src/a.rs'],
       injected: [['Wrote src/a.rs'], [], ['Wrote src/b.rs'], ['Wrote src/a.rs']],

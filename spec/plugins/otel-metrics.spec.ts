@@ -74,8 +74,12 @@ describe('otelMetricsSink', () => {
     expect(TOKEN_USAGE_BUCKETS).toEqual([1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]);
     expect(OPERATION_DURATION_BUCKETS).toEqual([0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]);
     // Each is the one before times 4 (tokens) or 2 (seconds).
-    TOKEN_USAGE_BUCKETS.slice(1).forEach((b, i) => expect(b).toBe((TOKEN_USAGE_BUCKETS[i] as number) * 4));
-    OPERATION_DURATION_BUCKETS.slice(1).forEach((b, i) => expect(b).toBeCloseTo((OPERATION_DURATION_BUCKETS[i] as number) * 2, 10));
+    TOKEN_USAGE_BUCKETS.slice(1).forEach((b, i) => {
+      expect(b).toBe((TOKEN_USAGE_BUCKETS[i] as number) * 4);
+    });
+    OPERATION_DURATION_BUCKETS.slice(1).forEach((b, i) => {
+      expect(b).toBeCloseTo((OPERATION_DURATION_BUCKETS[i] as number) * 2, 10);
+    });
   });
 
   it('a failed inference: its duration carries error.type, the response model and the server; token counts the provider did not report are not recorded', async () => {

@@ -29,7 +29,7 @@ describe('docs/plugins/permission.md', () => {
   });
 
   it('the build error it quotes is, whole, the error AgentRuntimeBuilder.build() gives for its agent with a bad first rule', () => {
-    const quoted = (/its message `([^`]+)`/.exec(doc)?.[1] as string).replace(/\s*\n\s*/g, ' ');
+    const quoted = (/its message `([^`]+)`/.exec(doc)![1] as string).replace(/\s*\n\s*/g, ' ');
     const section = agent?.sections.permission as { rules: { tool: string }[] };
     const bad = { ...section, rules: [{ tool: 'Bash(npm *', behavior: 'allow' }, ...section.rules.slice(1)] };
     const built = new AgentRuntimeBuilder()

@@ -126,7 +126,7 @@ continuation:
 
   it('the error docs/plugins/state-machine.md quotes for its section with a bad pattern is the error, whole', () => {
     const doc = readFileSync(join(import.meta.dirname, '../../docs/plugins/state-machine.md'), 'utf8');
-    const section = (/```yaml\n[\s\S]*?      state_machine:\n([\s\S]*?)```/.exec(doc)?.[1] as string).replace(/^ {8}/gm, '');
+    const section = (/```yaml\n[\s\S]*? {6}state_machine:\n([\s\S]*?)```/.exec(doc)![1] as string).replace(/^ {8}/gm, '');
     const quoted = /its error for that\nsection is `([^`]+)`/.exec(doc)?.[1];
     expect(parseStateMachineConfig(section.replace(`'Write(file_path ~ "*")'`, `'Write(file_path ~ "*"'`))).toEqual({ ok: false, error: quoted });
   });

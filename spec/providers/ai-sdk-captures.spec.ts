@@ -24,39 +24,66 @@ interface Expected {
   stop?: StopReason;
 }
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- raw provider chunks
+// The fields of the raw provider chunks that the readers below use.
+type OpenAiPart = { type: 'text'; text: string } | { type: 'thinking'; thinking: { text: string }[] };
+interface OpenAiChunk {
+  choices?: {
+    delta?: {
+      content?: string | OpenAiPart[] | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+      tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+    finish_reason?: string | null;
+  }[];
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+}
+type AnthropicDelta =
+  | { type: 'text_delta'; text: string }
+  | { type: 'thinking_delta'; thinking: string }
+  | { type: 'input_json_delta'; partial_json: string }
+  | { type: 'signature_delta'; signature: string };
+type AnthropicEvent =
+  | {
+      type: 'message_start';
+      message: { usage: { input_tokens?: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number; output_tokens: number } };
+    }
+  | { type: 'content_block_start'; index: number; content_block: { type: string; id: string; name: string } }
+  | { type: 'content_block_delta'; index: number; delta: AnthropicDelta }
+  | { type: 'message_delta'; delta?: { stop_reason?: string | null }; usage?: { output_tokens?: number } }
+  | { type: 'content_block_stop' | 'message_stop' | 'ping' };
 
 function expectedOpenAi(chunks: readonly string[]): Expected {
   const out: Expected = { text: '', reasoning: '', toolCalls: [] };
   const calls = new Map<number, { id: string; name: string; args: string }>();
   for (const line of chunks) {
-    const c = JSON.parse(line) as Json;
-    const choice = (c['choices'] as Json[] | undefined)?.[0];
-    const delta = choice?.['delta'] as Json | undefined;
-    const content = delta?.['content'];
+    const c = JSON.parse(line) as OpenAiChunk;
+    const choice = c.choices?.[0];
+    const delta = choice?.delta;
+    const content = delta?.content;
     if (typeof content === 'string') out.text += content;
     // Mistral sends content as parts: text, and thinking with its own text parts.
     if (Array.isArray(content)) {
-      for (const part of content as Json[]) {
-        if (part['type'] === 'text') out.text += part['text'];
-        if (part['type'] === 'thinking') for (const t of part['thinking'] as Json[]) out.reasoning += t['text'];
+      for (const part of content) {
+        if (part.type === 'text') out.text += part.text;
+        if (part.type === 'thinking') for (const t of part.thinking) out.reasoning += t.text;
       }
     }
-    const r = delta?.['reasoning_content'] ?? delta?.['reasoning'];
+    const r = delta?.reasoning_content ?? delta?.reasoning;
     if (typeof r === 'string') out.reasoning += r;
-    for (const tc of (delta?.['tool_calls'] as Json[] | undefined) ?? []) {
-      const entry = calls.get(tc['index'] as number) ?? { id: '', name: '', args: '' };
-      if (typeof tc['id'] === 'string' && tc['id'] !== '') entry.id = tc['id'];
-      if (typeof tc['function']?.['name'] === 'string' && tc['function']['name'] !== '') entry.name = tc['function']['name'];
-      if (typeof tc['function']?.['arguments'] === 'string') entry.args += tc['function']['arguments'];
-      calls.set(tc['index'] as number, entry);
+    for (const tc of delta?.tool_calls ?? []) {
+      const entry = calls.get(tc.index) ?? { id: '', name: '', args: '' };
+      if (typeof tc.id === 'string' && tc.id !== '') entry.id = tc.id;
+      if (typeof tc.function?.name === 'string' && tc.function.name !== '') entry.name = tc.function.name;
+      if (typeof tc.function?.arguments === 'string') entry.args += tc.function.arguments;
+      calls.set(tc.index, entry);
     }
-    const finish = choice?.['finish_reason'];
+    const finish = choice?.finish_reason;
     if (typeof finish === 'string') out.stop = finish === 'length' ? 'MaxTokens' : finish === 'tool_calls' ? 'ToolUse' : 'EndTurn';
-    const usage = c['usage'] as Json | undefined | null;
+    const usage = c.usage;
     if (usage !== undefined && usage !== null) {
-      out.promptTokens = usage['prompt_tokens'];
-      out.completionTokens = usage['completion_tokens'];
+      out.promptTokens = usage.prompt_tokens;
+      out.completionTokens = usage.completion_tokens;
     }
   }
   out.toolCalls = [...calls.values()].map((c) => ({ id: c.id, name: c.name, arguments: c.args.trim() === '' ? {} : JSON.parse(c.args) }));
@@ -67,25 +94,25 @@ function expectedAnthropic(chunks: readonly string[]): Expected {
   const out: Expected = { text: '', reasoning: '', toolCalls: [] };
   const calls = new Map<number, { id: string; name: string; args: string }>();
   for (const line of chunks) {
-    const e = JSON.parse(line) as Json;
-    if (e['type'] === 'message_start') {
-      const u = e['message']['usage'] as Json;
-      out.promptTokens = (u['input_tokens'] ?? 0) + (u['cache_creation_input_tokens'] ?? 0) + (u['cache_read_input_tokens'] ?? 0);
-      out.completionTokens = u['output_tokens'];
-    } else if (e['type'] === 'content_block_start' && e['content_block']['type'] === 'tool_use') {
-      calls.set(e['index'] as number, { id: e['content_block']['id'], name: e['content_block']['name'], args: '' });
-    } else if (e['type'] === 'content_block_delta') {
-      const d = e['delta'] as Json;
-      if (d['type'] === 'text_delta') out.text += d['text'];
-      else if (d['type'] === 'thinking_delta') out.reasoning += d['thinking'];
-      else if (d['type'] === 'input_json_delta') {
-        const c = calls.get(e['index'] as number);
-        if (c !== undefined) c.args += d['partial_json'];
+    const e = JSON.parse(line) as AnthropicEvent;
+    if (e.type === 'message_start') {
+      const u = e.message.usage;
+      out.promptTokens = (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+      out.completionTokens = u.output_tokens;
+    } else if (e.type === 'content_block_start' && e.content_block.type === 'tool_use') {
+      calls.set(e.index, { id: e.content_block.id, name: e.content_block.name, args: '' });
+    } else if (e.type === 'content_block_delta') {
+      const d = e.delta;
+      if (d.type === 'text_delta') out.text += d.text;
+      else if (d.type === 'thinking_delta') out.reasoning += d.thinking;
+      else if (d.type === 'input_json_delta') {
+        const c = calls.get(e.index);
+        if (c !== undefined) c.args += d.partial_json;
       }
-    } else if (e['type'] === 'message_delta') {
-      const reason = e['delta']?.['stop_reason'];
+    } else if (e.type === 'message_delta') {
+      const reason = e.delta?.stop_reason;
       out.stop = reason === 'max_tokens' ? 'MaxTokens' : reason === 'tool_use' ? 'ToolUse' : reason === 'stop_sequence' ? 'StopSequence' : 'EndTurn';
-      if (typeof e['usage']?.['output_tokens'] === 'number') out.completionTokens = e['usage']['output_tokens'];
+      if (typeof e.usage?.output_tokens === 'number') out.completionTokens = e.usage.output_tokens;
     }
   }
   out.toolCalls = [...calls.values()].map((c) => ({ id: c.id, name: c.name, arguments: c.args.trim() === '' ? {} : JSON.parse(c.args) }));

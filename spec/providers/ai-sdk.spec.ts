@@ -24,7 +24,12 @@ function fakeModel(parts: LanguageModelV3StreamPart[], seen: unknown[] = []): La
     doGenerate: () => Promise.reject(new Error('not used')),
     doStream: (options) => {
       seen.push(options);
-      return Promise.resolve({ stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) });
+      return Promise.resolve({ stream: new ReadableStream({
+          start: (c) => {
+            for (const p of parts) c.enqueue(p);
+            c.close();
+          },
+        }) });
     },
   };
 }

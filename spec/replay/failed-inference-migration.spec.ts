@@ -11,7 +11,7 @@ const text = (file: string): string => readFileSync(join(fixtures, 'runs', file)
 /** A corpus run as format 4 recorded it, before the rewrite (fixtures/runs-format-4 keeps those it changes). */
 const v4 = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 /** The run before the rewrite: its format-4 recording when the rewrite changes it, else the corpus run. */
-const before = (file: string): string => (CHANGED.includes(file) ? v4(file) : text(file));
+const recordedBefore = (file: string): string => (CHANGED.includes(file) ? v4(file) : text(file));
 const eventLines = (t: string): string[] => t.split('\n').filter((l) => l.startsWith('{"type":"event",'));
 const eventTypes = (t: string): string[] => eventLines(t).map((l) => /"event_type":"([a-z_]+)"/.exec(l)?.[1] ?? '');
 
@@ -21,7 +21,7 @@ const CHANGED: readonly string[] = ['21-stop-consecutive-errors.jsonl', '27-infe
 
 describe('migrateFailedInferences: a format-4 transcript as the runtime now runs a failed inference', () => {
   it.each(FAILING)('%s, rewritten, replays identical under the runtime, with the events the corpus now holds', async (file) => {
-    const rewritten = migrateFailedInferences(before(file));
+    const rewritten = migrateFailedInferences(recordedBefore(file));
     const report = await replayTranscript(rewritten);
     expect(report.divergence).toBeUndefined();
     expect(report.firstDifference).toBeUndefined();
@@ -51,7 +51,7 @@ describe('migrateFailedInferences: a format-4 transcript as the runtime now runs
   });
 
   it.each(FAILING)('%s: rewriting it again changes nothing (the rewrite may run twice)', (file) => {
-    const once = migrateFailedInferences(before(file));
+    const once = migrateFailedInferences(recordedBefore(file));
     expect(migrateFailedInferences(once)).toBe(once);
   });
 

@@ -99,7 +99,8 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
     expect(child?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     const parent = await store?.loadThread('t');
     expect(parent?.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(JSON.parse(parentLlm.requests[1]?.messages.at(-1)?.content[0]?.type === 'text' ? (parentLlm.requests[1]?.messages.at(-1)?.content[0] as { text: string }).text : '{}')).toMatchObject({ response: 'Three sources.' });
+    const answered = parentLlm.requests[1]?.messages.at(-1)?.content[0];
+    expect(JSON.parse(answered?.type === 'text' ? answered.text : '{}')).toMatchObject({ response: 'Three sources.' });
   });
 
   it('the call’s activity names the child thread and run as soon as the child starts', async () => {

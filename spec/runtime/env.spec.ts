@@ -125,6 +125,20 @@ describe('Env', () => {
     expect(at(5, 1)).toEqual(['00000000-0005-791e-a3a8-6d32f7bc8146']);
   });
 
+  it('within a millisecond only the counter moves, and its carry into rand_b rewrites the digits before it', () => {
+    // rand_a 0x111, rand_b's high part 0x11111111, and the counter two short of its top.
+    const fill = (b: Uint8Array): void => {
+      for (let i = 0; i < b.length; i++) b[i] = i % 10 < 6 ? 0x11 : i % 10 < 9 ? 0xff : 0xfe;
+    };
+    const next = uuidV7Generator(() => 5, fill);
+    expect(Array.from({ length: 4 }, () => next())).toEqual([
+      '00000000-0005-7111-9111-1111fffffffe',
+      '00000000-0005-7111-9111-1111ffffffff',
+      '00000000-0005-7111-9111-111200000000',
+      '00000000-0005-7111-9111-111200000001',
+    ]);
+  });
+
   it('real ids from the default Env: valid, unique and increasing over a burst', () => {
     const env = realEnv();
     const ids = Array.from({ length: 20_000 }, () => env.ids.next('message'));

@@ -72,6 +72,7 @@ describe('LlmRetryPolicy (book: 配置 LlmRetryPolicy)', () => {
     };
     await expect(drain(retryingExecutor([{ modelName: 'm', executor: midStream }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({ model: 'm', messages: [], tools: [] }))).rejects.toThrow('dropped');
     expect(n).toBe(1);
+    // biome-ignore lint/correctness/useYield: this stream fails before its first part, so it never yields
     const cancelled: LlmExecutor = { name: 'c', stream: () => (async function* () { n++; throw new InferenceFailure({ code: 'cancelled' }); })() };
     await expect(drain(retryingExecutor([{ modelName: 'm', executor: cancelled }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({ model: 'm', messages: [], tools: [] }))).rejects.toThrow('cancelled');
     expect(n).toBe(2);

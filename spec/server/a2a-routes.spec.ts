@@ -61,9 +61,9 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     expect(cancel.status).toBe(404);
     expect((await bodyJson(cancel)).error.details[0].reason).toBe('TASK_NOT_FOUND');
     // A malformed percent-escape in a task id is the client's mistake, never a 500.
-    const escape = await s.app.request('/v1/a2a/tasks/%E0%A4%A');
-    expect(escape.status).toBe(400);
-    expect((await bodyJson(escape)).error.details[0].fieldViolations[0].field).toBe('path');
+    const badEscape = await s.app.request('/v1/a2a/tasks/%E0%A4%A');
+    expect(badEscape.status).toBe(400);
+    expect((await bodyJson(badEscape)).error.details[0].fieldViolations[0].field).toBe('path');
     expect((await s.app.request('/v1/a2a/tasks/%zz:cancel', { method: 'POST', headers: { 'content-type': 'application/json' } })).status).toBe(400);
   });
 

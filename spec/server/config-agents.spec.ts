@@ -53,8 +53,8 @@ async function serve(http: HttpOptions = {}) {
 
 const get = async (url: string, path: string, token?: string) => {
   const r = await fetch(`${url}${path}`, token !== undefined ? { headers: { authorization: `Bearer ${token}` } } : {});
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  return { status: r.status, body: (await r.json()) as any };
+  // An agent, a page of agents or an error.
+  return { status: r.status, body: (await r.json()) as { items?: { id: string }[]; offset?: number; limit?: number; total?: number; has_more?: boolean } };
 };
 
 const WRITER = { id: 'writer', description: 'Writes reports', model: 'm', plugin_ids: ['notes'], delegates: [], tools: ['echo', 'take_note'] };
@@ -89,7 +89,7 @@ describe('GET /v1/agents', () => {
       for (let offset = start; ; offset += limit) {
         const { body } = await get(url, `${path}?offset=${offset}&limit=${limit}`);
         expect({ offset: body.offset, limit: body.limit, total: body.total }).toEqual({ offset, limit, total: all.length });
-        seen.push(...body.items.map((a: { id: string }) => a.id));
+        seen.push(...body.items!.map((a: { id: string }) => a.id));
         if (!body.has_more) return seen;
       }
     };
@@ -108,7 +108,7 @@ describe('GET /v1/agents', () => {
       fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', authorization: 'Bearer t' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     expect((await write('POST', '/v1/config/agents', { id: 'helper', model: 'm', plugin_ids: ['notes'], excluded_tools: ['echo'] })).status).toBe(201);
     const helper = { id: 'helper', description: 'helper', model: 'm', plugin_ids: ['notes'], delegates: [], tools: ['approve', 'take_note'] };
-    expect((await get(url, '/v1/agents')).body.items.map((a: { id: string }) => a.id)).toEqual(['far', 'helper', 'lead', 'reader', 'writer']);
+    expect((await get(url, '/v1/agents')).body.items!.map((a: { id: string }) => a.id)).toEqual(['far', 'helper', 'lead', 'reader', 'writer']);
     expect(await get(url, '/v1/agents/helper')).toEqual({ status: 200, body: helper });
     expect((await write('PUT', '/v1/config/agents/helper', { id: 'helper', model: 'm', description: 'Helps' })).status).toBe(200);
     expect(await get(url, '/v1/agents/helper')).toEqual({ status: 200, body: { ...helper, description: 'Helps', plugin_ids: [], tools: ['approve', 'echo'] } });

@@ -146,7 +146,7 @@ describe('credentials in the config: reads redact them, a read written back keep
     const read = (await bodyJson(app.request('/v1/config/agents/far', { headers: { authorization: 'Bearer t' } }))).value;
     expect(read.endpoint.auth).toEqual({ type: 'bearer', token: '[redacted]' });
     expect((await app.request('/v1/config/agents/far', put({ ...read, description: 'Changed' }, 't'))).status).toBe(200);
-    expect((s.runtime.registries.agents.get('far')?.endpoint?.auth as { token?: string }).token).toBe('the-remote-token-123');
+    expect((s.runtime.registries.agents.get('far')!.endpoint!.auth as { token?: string }).token).toBe('the-remote-token-123');
     const moved = await app.request('/v1/config/agents/far', put({ ...read, endpoint: { ...read.endpoint, base_url: 'http://127.0.0.2:7/v1/a2a' } }, 't'));
     expect({ status: moved.status, body: await bodyJson(moved) }).toEqual({
       status: 400,

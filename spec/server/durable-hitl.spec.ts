@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Message, Task, TaskState } from '@a2a-js/sdk';
+import { Message, type Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { buildResumeArray, HttpAgent } from '@ag-ui/client';
 import { DefaultChatTransport, type UIMessage } from 'ai';

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { Message as A2aMessage, Task, TaskState } from '@a2a-js/sdk';
+import { Message as A2aMessage, type Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { buildResumeArray, HttpAgent } from '@ag-ui/client';
 import { DefaultChatTransport, type UIMessage } from 'ai';

@@ -4,12 +4,12 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import {
-  AgentRuntime,
+  type AgentRuntime,
   AgentRuntimeBuilder,
   defineApp,
   defineStateKey,
   defineTool,
-  PluginRegistrar,
+  type PluginRegistrar,
   Snapshot,
   StateCommand,
   ToolInterceptAction,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';
 import { SuspendTicketSchema, ToolResults, type ToolResult } from '../contract/tool.ts';
 import { permissionTicket } from '../plugins/permission.ts';
-import { isPromiseLike } from '../runtime/maybe-promise.ts';
+import { andThen, andThenOrElse, requireNow } from '../runtime/maybe-promise.ts';
 import { ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
 import type { AiSdkToolLike } from './define.ts';
 
@@ -91,10 +91,9 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
           },
         }),
     validateArgs: (args) => {
-      const checked = schema.check(args);
-      // An asynchronous validator answers in `execute`, which checks the arguments again.
-      if (isPromiseLike<Checked>(checked)) return void Promise.resolve(checked).catch(() => undefined);
-      if (!checked.ok) throw new ToolFailure({ code: 'invalid_arguments', message: checked.message });
+      // A validator that answers now fails the call here; an asynchronous one answers in `execute`,
+      // which checks the arguments again, so what it says later is let go (a rejection included).
+      andThenOrElse(andThen(schema.check(args), throwUnlessValid), letGo, letGo);
     },
     execute: async (args, ctx) => {
       const input = await parse(args);
@@ -121,12 +120,15 @@ async function outputOf(run: (input: unknown, options: object) => unknown, input
   try {
     const out = run(input, { toolCallId: ctx.callId, messages: [], abortSignal: ctx.signal });
     if (!isAsyncIterable(out)) return await out;
-    let last: { readonly value: unknown } | undefined;
+    // Each value is held until the next one comes: only then is it known not to be the last.
+    let held = false;
+    let last: unknown;
     for await (const value of out) {
-      if (last !== undefined) await ctx.streamOutput(`${JSON.stringify(jsonOf(last.value))}\n`);
-      last = { value };
+      if (held) await ctx.streamOutput(`${JSON.stringify(jsonOf(last))}\n`);
+      last = value;
+      held = true;
     }
-    return last?.value;
+    return last;
   } catch (e) {
     if (e instanceof ToolFailure) throw e;
     throw new ToolFailure({ code: 'execution_failed', message: e instanceof Error ? e.message : String(e) });
@@ -148,6 +150,13 @@ function jsonOf(output: unknown): JsonValue {
 }
 
 const jsonText = (value: unknown): string => JSON.stringify(value) ?? 'null';
+
+/** Arguments a validator refused fail the call, with what it said. */
+function throwUnlessValid(checked: Checked): void {
+  if (!checked.ok) throw new ToolFailure({ code: 'invalid_arguments', message: checked.message });
+}
+
+const letGo = (): void => undefined;
 
 /** The result of a call whose output `toModelOutput` turned into `out`: the model reads `out`, the client gets `data`. */
 function modelResult(name: string, data: JsonValue, out: ModelOutput): ToolResult {
@@ -192,8 +201,7 @@ function schemaOf(s: unknown): InputSchema {
 
 /** `jsonSchema(schema, {validate})`: the JSON Schema as given; its `validate` when it has one (else any input passes, as in the AI SDK). */
 function jsonSchemaOf(o: Record<PropertyKey, unknown>): InputSchema {
-  const parameters = o['jsonSchema'];
-  if (isPromiseLike(parameters)) throw new Error('inputSchema: a JSON Schema given as a promise is not supported');
+  const parameters = requireNow(o['jsonSchema'], 'inputSchema: a JSON Schema given as a promise is not supported');
   const validate = o['validate'];
   if (typeof validate !== 'function') return { parameters: parameters as JsonValue, check: (value) => ({ ok: true, value }) };
   type Validation = { readonly success: boolean; readonly value?: unknown; readonly error?: unknown };
@@ -201,8 +209,7 @@ function jsonSchemaOf(o: Record<PropertyKey, unknown>): InputSchema {
   return {
     parameters: parameters as JsonValue,
     check: (value) => {
-      const r = (validate as (v: unknown) => Validation | PromiseLike<Validation>).call(o, value);
-      return isPromiseLike<Validation>(r) ? Promise.resolve(r).then(checked) : checked(r);
+      return andThen((validate as (v: unknown) => Validation | PromiseLike<Validation>).call(o, value), checked);
     },
   };
 }
@@ -219,8 +226,7 @@ function standardSchemaOf(o: Record<PropertyKey, unknown>): InputSchema {
   return {
     parameters,
     check: (value) => {
-      const r = standard.validate(value) as Outcome | PromiseLike<Outcome>;
-      return isPromiseLike<Outcome>(r) ? Promise.resolve(r).then(checked) : checked(r);
+      return andThen(standard.validate(value) as Outcome | PromiseLike<Outcome>, checked);
     },
   };
 }
@@ -236,6 +242,6 @@ function issuesText(issues: readonly Issue[]): string {
 function messageOf(error: unknown): string {
   const e = error as { readonly issues?: unknown; readonly cause?: unknown } | null | undefined;
   const issues = Array.isArray(e?.issues) ? e.issues : Array.isArray(e?.cause) ? e.cause : undefined;
-  if (issues !== undefined && issues.every((i) => typeof (i as Issue | null)?.message === 'string')) return issuesText(issues as Issue[]);
+  if (issues?.every((i) => typeof (i as Issue | null)?.message === 'string')) return issuesText(issues as Issue[]);
   return error instanceof Error ? error.message : String(error);
 }

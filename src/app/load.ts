@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { register } from 'node:module';
 import { dirname, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -165,7 +165,7 @@ export function appVersion(file: string): string {
       // A lock file changes with every install, not with the app's code.
       if (name === 'node_modules' || name.startsWith('.') || name === 'package-lock.json') continue;
       const path = join(dir, name);
-      let stat;
+      let stat: Stats;
       try {
         stat = statSync(path);
       } catch {

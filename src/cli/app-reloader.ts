@@ -1,4 +1,4 @@
-import { readdirSync, watch, type FSWatcher } from 'node:fs';
+import { type Dirent, readdirSync, watch, type FSWatcher } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { AppLoadError, appVersion, loadApp, type LoadedApp } from '../app/load.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
@@ -28,7 +28,7 @@ const WATCHED = new Set(['.ts', '.mts', '.tsx', '.js', '.mjs', '.jsx', '.json', 
 function foldersOf(root: string): string[] {
   const out = [root];
   for (let i = 0; i < out.length && out.length < 1000; i++) {
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(out[i] as string, { withFileTypes: true });
     } catch {

@@ -11,7 +11,7 @@ import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { realEnv } from '../runtime/env.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import type { Tool } from '../runtime/tool.ts';
-import { benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
+import { type AgentBenchReport, benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
 import { buildFailure, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import { EXIT } from './exit.ts';
@@ -113,7 +113,7 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
       if (!built.ok) throw buildFailure(configFile ?? loaded?.file ?? 'the agents', built.error);
       return built.value;
     };
-    let report;
+    let report: AgentBenchReport;
     try {
       report = await benchAgent({ script, tools, runtime, agentId, steps, rounds: Number(roundsText), progress: (line) => io.err(`${line}\n`) });
     } catch (e) {

@@ -32,6 +32,7 @@ export const JUDGE_COMMAND: CommandSpec = {
     message: { type: 'string' },
     approve: { type: 'boolean' },
     deny: { type: 'boolean' },
+    // biome-ignore lint/suspicious/noThenProperty: the --then option (a string of text to send next), never a thenable's method
     then: { type: 'string' },
     token: { type: 'string' },
     tool: { type: 'string' },
@@ -80,6 +81,7 @@ const JUDGES: Readonly<Record<Protocol, () => Promise<Judge>>> = {
     const [{ judgeAcpTurns }, { driveAcp }] = await Promise.all([import('../protocols/acp/judge.ts'), import('../protocols/acp/drive.ts')]);
     return {
       turns: (b, ids) => judgeAcpTurns(b, ids),
+      // biome-ignore lint/suspicious/noThenProperty: ACP's `then` option is the text sent after the first turn, a string, never a thenable's method
       drive: (s) => driveAcp({ command: s.command ?? '', message: s.message, ...(s.decision !== undefined ? { decision: s.decision } : {}), ...(s.then !== undefined ? { then: s.then } : {}) }),
     };
   },
@@ -158,7 +160,9 @@ export async function judgeCommand(argv: readonly string[], io: Io): Promise<num
       if (save !== undefined) {
         mkdirSync(save, { recursive: true });
         const ext = protocol === 'mcp' || protocol === 'acp' ? 'ndjson' : 'sse';
-        capture.bodies.forEach((b, i) => writeFileSync(join(save, `turn-${i + 1}.${ext}`), b));
+        capture.bodies.forEach((b, i) => {
+          writeFileSync(join(save, `turn-${i + 1}.${ext}`), b);
+        });
       }
       refuseOtherProtocol(capture.bodies, protocol, (i) => `${url ?? command ?? ''} (turn ${i + 1})`);
       if (decision !== undefined && capture.asked === false) notes.push(`--${decision} went unused: the server asked for no approval in this conversation`);

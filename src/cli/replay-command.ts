@@ -7,6 +7,7 @@ import { appOption } from './app-option.ts';
 import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 import { REPLAY_USAGE } from './usages.ts';
+import { unreachable } from '../contract/never.ts';
 
 export { REPLAY_USAGE };
 
@@ -70,10 +71,8 @@ function notBuiltIn(missing: MissingCode): string {
       return `plugin '${missing.id}'${missing.factory !== undefined ? ` (factory '${missing.factory}')` : ''} is not built in`;
     case 'stop_policy':
       return `custom stop policy '${missing.id}' is not built in`;
-    default: {
-      const never: never = missing;
-      return String(never);
-    }
+    default:
+      return unreachable(missing);
   }
 }
 
@@ -84,7 +83,7 @@ const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, s
 export async function replayCommand(argv: readonly string[], io: Io): Promise<number> {
   return runCli(REPLAY_COMMAND, argv, io, async (args) => {
     const format = choiceOf(args, 'format', FORMATS);
-    if (format !== undefined && args.values['json'] === true && format !== 'json') throw new UsageError('--json and --format ' + format + ' say two things: give one');
+    if (format !== undefined && args.values['json'] === true && format !== 'json') throw new UsageError(`--json and --format ${format} say two things: give one`);
     const appFile = stringOf(args, 'app');
     const loaded = appFile === undefined ? undefined : await appOption(appFile);
     // Every file is checked before any is replayed: what is no transcript, or names code that is not

@@ -11,6 +11,7 @@ import { appOption, checkApp } from './app-option.ts';
 import { agentNamed, appRuntime } from './config-runtime.ts';
 import { EXIT } from './exit.ts';
 import { modelFactoryOf, modelOf, parseRunArgs, RUN_COMMAND, RUN_USAGE, type RunPlan } from './run-plan.ts';
+import { unreachable } from '../contract/never.ts';
 
 export { RUN_USAGE, type Io };
 
@@ -128,7 +129,21 @@ function pretty(e: AgentEvent): string {
       return `finish    ${e.termination.type}${'value' in e.termination ? ` ${JSON.stringify(e.termination.value)}` : ''}`;
     case 'step_start':
       return 'step';
-    default:
+    case 'run_start':
+    case 'error':
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_stream_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_snapshot':
+    case 'activity_delta':
+    case 'step_end':
+    case 'inference_complete':
+    case 'state_snapshot':
+    case 'state_delta':
       return `${e.event_type}`;
+    default:
+      return unreachable(e);
   }
 }

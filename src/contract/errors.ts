@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PhaseSchema } from './phase.ts';
+import { unreachable } from './never.ts';
 
 /**
  * The error families of the book's 错误 section, each a discriminated union keyed by `code`.
@@ -70,6 +71,8 @@ export function describeStateError(e: StateError): string {
       return `plugin '${e.name}' failed to register: ${e.message}`;
     case 'cancelled':
       return 'cancelled';
+    default:
+      return unreachable(e);
   }
 }
 

@@ -103,7 +103,7 @@ const s = JSON.stringify as (v: unknown) => string;
 function usage(u: TokenUsage): string {
   let out = '';
   const add = (k: string, v: number | undefined): void => {
-    if (v !== undefined) out += (out === '' ? '' : ',') + `"${k}":${s(v)}`;
+    if (v !== undefined) out += `${out === '' ? '' : ','}"${k}":${s(v)}`;
   };
   add('prompt_tokens', u.prompt_tokens);
   add('completion_tokens', u.completion_tokens);
@@ -126,6 +126,8 @@ function termination(t: TerminationReason): string {
       return `{"type":"${t.type}","value":${s(t.value)}}`;
     case 'stopped':
       return `{"type":"stopped","value":{"code":${s(t.value.code)}${t.value.detail !== undefined ? `,"detail":${s(t.value.detail)}` : ''}}}`;
+    default:
+      return unreachable(t);
   }
 }
 
@@ -145,7 +147,7 @@ export function serialiseToolResult(r: ToolResult): string {
   let out = `{"tool_name":${s(r.tool_name)},"status":"${r.status}","data":${s(r.data)},"message":${r.message == null ? 'null' : s(r.message)}`;
   if (r.suspension !== undefined) out += `,"suspension":${ticket(r.suspension)}`;
   if (r.metadata !== undefined && Object.keys(r.metadata).length > 0) out += `,"metadata":${s(r.metadata)}`;
-  return out + '}';
+  return `${out}}`;
 }
 
 /** The one function that turns an `AgentEvent` into its exact wire bytes. */

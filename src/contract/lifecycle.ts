@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { unreachable } from './never.ts';
 
 export const StoppedReasonSchema = z.object({ code: z.string(), detail: z.string().optional() });
 export type StoppedReason = z.infer<typeof StoppedReasonSchema>;
@@ -77,6 +78,8 @@ export function toRunStatus(reason: TerminationReason): { status: RunStatus; don
       return { status: 'done', doneReason: `error:${reason.value}` };
     case 'stopped':
       return { status: 'done', doneReason: `stopped:${reason.value.code}` };
+    default:
+      return unreachable(reason);
   }
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { JsonObjectSchema, JsonValueSchema, type JsonValue } from './json.ts';
+import { unreachable } from './never.ts';
 
 /** Tool identity and schema exposed to the model (book: Tool Trait → ToolDescriptor). */
 export const ToolDescriptorSchema = z.object({
@@ -127,6 +128,8 @@ export function outcomeOf(result: ToolResult): ToolCallOutcome {
       return 'failed';
     case 'pending':
       return 'suspended';
+    default:
+      return unreachable(result.status);
   }
 }
 

@@ -5,6 +5,7 @@ import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import { AddContextMessage, ToolInterceptAction } from '../runtime/builtin-plugins.ts';
 import type { ToolIntercept } from '../runtime/loop-keys.ts';
+import { andThen } from '../runtime/maybe-promise.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 
 /**
@@ -91,13 +92,13 @@ export function definePlugin(definition: PluginDefinition): RuntimePlugin {
           const cmd = countsCalls === undefined ? StateCommand.empty() : StateCommand.empty().update(countsCalls, 1);
           if (gateTool === undefined) return cmd;
           const verdict = gateTool(call, contextOf(ctx, counter));
-          return isPromise(verdict) ? verdict.then((v) => gated(cmd, call, v)) : gated(cmd, call, verdict);
+          return andThen(verdict, (v) => gated(cmd, call, v));
         });
       }
       if (addToPrompt !== undefined) {
         r.registerPhaseHook('before_inference', (ctx) => {
           const text = addToPrompt(contextOf(ctx, counter));
-          return isPromise(text) ? text.then((t) => prompted(name, t)) : prompted(name, text);
+          return andThen(text, (t) => prompted(name, t));
         });
       }
     },
@@ -148,8 +149,6 @@ function prompted(name: string, text: string | void): StateCommand | undefined {
   if (text === undefined || text === '') return undefined;
   return StateCommand.empty().scheduleAction(AddContextMessage, { key: `${name}.prompt`, role: 'system', content: text, target: 'system' });
 }
-
-const isPromise = <T>(v: MaybeAsync<T>): v is Promise<T> => typeof (v as Partial<Promise<T>> | undefined)?.then === 'function';
 
 /** The definition as `definePlugin` needs it, or the field that is not (a user's JavaScript is not type-checked). */
 function checked(definition: PluginDefinition): void {

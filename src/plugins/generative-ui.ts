@@ -6,6 +6,7 @@ import { AddContextMessage } from '../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { perAgentSpec } from './per-spec.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * Generative UI with A2UI v0.8 (book: 使用 Generative UI（A2UI））: the `render_a2ui` tool carries
@@ -123,6 +124,8 @@ function checkMessage(m: JsonValue): string | undefined {
     }
     case 'deleteSurface':
       return undefined;
+    default:
+      return unreachable(type);
   }
 }
 

@@ -10,6 +10,7 @@ import { defineStateKey } from '../core/state/state-key.ts';
 import { ExcludeTool, ToolInterceptAction } from '../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { perAgentSpec } from './per-spec.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * The permission plugin (book: 权限; core-spec §8.4–8.6). Every tool call is allowed, denied, or
@@ -130,6 +131,8 @@ function reduceRules(rules: Readonly<Record<string, PermissionRule>>, action: Pe
       return {};
     case 'set_default':
       return rules;
+    default:
+      return unreachable(action);
   }
 }
 

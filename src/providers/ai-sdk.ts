@@ -12,6 +12,7 @@ import { messageText, type Message } from '../contract/message.ts';
 import type { ResponseMetadataPart, ServerAddress, StopReason, StreamPart } from '../contract/stream.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
+import { unreachable } from '../contract/never.ts';
 
 /** Our messages as an AI SDK v3 prompt; tool results name the tool of the call they answer. */
 export function toPrompt(messages: readonly Message[]): LanguageModelV3Message[] {
@@ -40,6 +41,8 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Message[]
         out.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: toolNames.get(id) ?? '', output: { type: 'text', value: text } }] });
         break;
       }
+      default:
+        unreachable(m.role);
     }
   }
   return out;
@@ -269,8 +272,25 @@ export function aiSdkExecutor(model: LanguageModelV3, facts: AiSdkProviderFacts 
               }
               case 'error':
                 throw new InferenceFailure(inferenceErrorOf(part.error));
-              default:
+              case 'file':
+              case 'source':
+              case 'text-end':
+              case 'text-start':
+              case 'reasoning-start':
+              case 'reasoning-end':
+              case 'tool-input-end':
+              case 'tool-approval-request':
+              case 'tool-result':
+              case 'stream-start':
+              case 'raw':
                 break;
+              default: {
+                // A part of a provider package newer than these types: ignored, as the parts above
+                // are; the binding still makes a part added to the types a compile error here.
+                const unknown: never = part;
+                void unknown;
+                break;
+              }
             }
           }
         } catch (e) {

@@ -4,6 +4,7 @@ import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import type { PluginEntry } from './transcript.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * The plugins of a transcript's header: what a recorder writes for each plugin a run ran with, and
@@ -99,10 +100,8 @@ export function missingMessage(missing: MissingCode): string {
       return missing.factory !== undefined ? `plugin '${missing.id}' (factory '${missing.factory}') is not in the app` : `plugin '${missing.id}' is neither built in nor in the app`;
     case 'stop_policy':
       return `custom stop policy '${missing.id}' is neither given nor in the app`;
-    default: {
-      const never: never = missing;
-      return String(never);
-    }
+    default:
+      return unreachable(missing);
   }
 }
 

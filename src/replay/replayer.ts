@@ -1,6 +1,7 @@
 // One file past 500 lines: the replaying ports (env, llm, tool) are methods of `ReplaySession`,
 // sharing its private record queues and line map with `replayTranscript`, which drives them.
 import type { JsonValue } from '../contract/json.ts';
+import { unreachable } from '../contract/never.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
@@ -243,23 +244,17 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const decisions = [...session.decisions];
   const cancels = [...session.cancels];
   const modes = new SuspensionModes();
-  let threadId = '';
-  let parked = false;
   let finished = false;
-  let handle: RunHandle | undefined;
   /** Where a decision or cancel comes, as a reader counts: after event #n, or before any. */
   const afterEvent = (count: number): string => (count === 0 ? 'before any event' : `after event #${count - 1}`);
-  const deliver = (): void => {
+  /** Gives the parked run its next recorded decision, or lets it go, or says why it cannot. */
+  const deliver = (handle: RunHandle): void => {
     if (finished) return;
-    if (!runtime.isWaiting(threadId)) {
-      if (parked) setImmediate(deliver);
-      return;
-    }
     const next = decisions[0];
     if (next === undefined) {
       // Let go while parked once every recorded event was out (a reload, a shutdown): the recording
       // ends here, suspended, and so does the replay.
-      if (session.endsSuspended && actual.length === expected.length && handle?.detach() === true) return;
+      if (session.endsSuspended && actual.length === expected.length && handle.detach()) return;
       diverge({ port: 'decision', message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`, ...session.lastLine() });
       controller.abort();
       return;
@@ -276,9 +271,8 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       return;
     }
     decisions.shift();
-    parked = false;
     // The calls it waits on say how each keeps its decision (a revived run emitted none of their events).
-    if (handle !== undefined) modes.noteWaiting(handle.waitingOn());
+    modes.noteWaiting(handle.waitingOn());
     // A decision writes its id and time exactly where the call it answers keeps them.
     for (const d of next.decisions) {
       const problem = decisionFieldProblem(d.decision, modes.of(d.target_id));
@@ -287,7 +281,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       controller.abort();
       return;
     }
-    const r = runtime.decide(threadId, next.decisions.map((d) => ({ targetId: d.target_id, decision: decisionOf(d.decision) })));
+    const r = handle.decide(next.decisions.map((d) => ({ targetId: d.target_id, decision: decisionOf(d.decision) })));
     if (!r.ok) {
       diverge({ port: 'decision', message: `the recorded decision ${afterEvent(next.after_event)} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
       controller.abort();
@@ -302,9 +296,18 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     // A decision that leaves the run waiting (it answered only some calls, or none) emits nothing: the
     // next recorded decision is due at the same point, and without one the replay stops, never hangs.
-    const at = actual.length;
-    setImmediate(() => {
-      if (!finished && actual.length === at && runtime.isWaiting(threadId)) deliver();
+    // One that resumes it emits events first, and its next `run_finish` brings the next decision.
+    whenParked(actual.length);
+  };
+
+  /**
+   * Delivers once the run has parked with no event since the `at`-th (it parks just after its
+   * `run_finish{suspended}`, and after taking a decision that leaves calls waiting). The handle is
+   * awaited: a run's first segment may end before `start` has handed it back.
+   */
+  const whenParked = (at: number): void => {
+    void starting.then(async (s) => {
+      if (s.ok && (await s.value.parked()) && actual.length === at) deliver(s.value);
     });
   };
 
@@ -316,17 +319,13 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
         cancels.shift();
         controller.abort();
       }
-      if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) {
-        threadId = event.thread_id;
-        parked = true;
-        setImmediate(deliver);
-      }
+      if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) whenParked(actual.length);
     },
   };
-  const started =
+  const starting =
     resumed !== undefined
-      ? await runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, { signal: controller.signal })
-      : await runtime.start(
+      ? runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, { signal: controller.signal })
+      : runtime.start(
           {
             ...(header.request.thread_id !== undefined ? { threadId: header.request.thread_id } : {}),
             ...(header.request.run_id !== undefined ? { runId: header.request.run_id } : {}),
@@ -337,18 +336,17 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
           sink,
           { signal: controller.signal, waitForDecisions: wait },
         );
-  if (started.ok) handle = started.value;
+  const started = await starting;
   if (started.ok && resumed !== undefined) {
     // Parked from its start, and silent until its first decision (or a cancel recorded before any event).
-    threadId = header.request.thread_id ?? '';
-    parked = true;
-    void started.value.parked().then(() => {
+    const revived = started.value;
+    void revived.parked().then((parked) => {
       const cancel = cancels[0];
       // Cancelled before any event — and before any decision recorded ahead of the cancel.
       if (cancel?.after_event === 0 && (decisions[0]?.after_event !== 0 || lineOf(cancel) < lineOf(decisions[0]))) {
         cancels.shift();
         controller.abort();
-      } else deliver();
+      } else if (parked) deliver(revived);
     });
   }
   if (!started.ok) {
@@ -514,6 +512,8 @@ class ReplaySession {
         case 'header':
           this.#env.push({ corrupt: 'a second header', line: l.line });
           break;
+        default:
+          unreachable(r, 'transcript record');
       }
     }
   }
@@ -579,7 +579,7 @@ class ReplaySession {
     const end = this.#end;
     if (end === undefined || isCorrupt(end)) return false;
     const finish = this.expectedEvents.findLast((e) => e.startsWith('{"event_type":"run_finish"'));
-    return finish !== undefined && finish.includes('"termination":{"type":"suspended"') && end.result.termination.type !== 'suspended';
+    return finish?.includes('"termination":{"type":"suspended"') === true && end.result.termination.type !== 'suspended';
   }
 
   lineOf(record: object): At {

@@ -89,11 +89,11 @@ export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<
       out += `\n  the ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}\n\n`;
       const recorded = r.divergence.line === undefined ? undefined : texts.get(r.file)?.split('\n')[r.divergence.line - 1];
       const rows = divergenceRows(r.divergence, recorded);
-      out += renderRows(rows, width).map((l) => `  ${l}`).join('\n') + '\n';
+      out += `${renderRows(rows, width).map((l) => `  ${l}`).join('\n')}\n`;
     }
     if (r.firstDifference !== undefined) {
       out += `\n  first differing event: #${r.firstDifference.index}\n\n`;
-      out += renderRows(eventRows(r.firstDifference), width).map((l) => `  ${l}`).join('\n') + '\n';
+      out += `${renderRows(eventRows(r.firstDifference), width).map((l) => `  ${l}`).join('\n')}\n`;
     }
     out += '\n';
   }

@@ -75,8 +75,8 @@ function namePart(id: string, max: number): string {
   if (out.length <= max) return out;
   let cut = max - 34;
   // Not inside an escape: the kept start reads back as a prefix of the id.
-  const escape = out.lastIndexOf('~', cut - 1);
-  if (escape >= 0 && escape + (out[escape + 1] === 'u' ? 6 : 3) > cut) cut = escape;
+  const escapeAt = out.lastIndexOf('~', cut - 1);
+  if (escapeAt >= 0 && escapeAt + (out[escapeAt + 1] === 'u' ? 6 : 3) > cut) cut = escapeAt;
   return `${out.slice(0, cut)}~~${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
 }
 

@@ -157,7 +157,8 @@ export class TimelineFold {
     const rec = r as Record<string, Json>;
     switch (rec['type']) {
       case 'header':
-        return this.#header(rec);
+        this.#header(rec);
+        return;
       case 'env':
         if (rec['draw'] === 'now' && typeof rec['value'] === 'number') this.#now = rec['value'];
         return;
@@ -165,9 +166,11 @@ export class TimelineFold {
         if (typeof rec['event'] === 'object' && rec['event'] !== null && !Array.isArray(rec['event'])) this.#event(rec['event']);
         return;
       case 'llm':
-        return this.#llm(rec);
+        this.#llm(rec);
+        return;
       case 'tool':
-        return this.#tool(rec);
+        this.#tool(rec);
+        return;
       case 'decision':
         this.timeline.decisions.push({ after_event: Number(rec['after_event']), decisions: rec['decisions'] ?? null });
         for (const d of Array.isArray(rec['decisions']) ? rec['decisions'] : []) {

@@ -193,8 +193,11 @@ class RemoteRun {
         }
       } else {
         const sent = await this.#client.sendMessage({ message: this.#message(), tenant: '', configuration: { returnImmediately: true } } as never, { signal: both });
-        last = 'id' in (sent as object) && 'status' in (sent as object) ? (sent as Task) : undefined;
-        if (last !== undefined) await this.#seeTask(last);
+        // The answer is a task, or a message: no task, which is refused below.
+        if ('id' in (sent as object) && 'status' in (sent as object)) {
+          last = sent as Task;
+          await this.#seeTask(last);
+        }
       }
       while (!this.#settled(last)) {
         if (this.#taskId === undefined) return { status: 'failed', child: this.#child(), message: `the A2A agent at ${this.#url} answered without a task`, steps: 0 };

@@ -6,6 +6,7 @@ import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Suspension, SuspendTicket, ToolCallResume, ToolResult } from '../contract/tool.ts';
 import type { Env } from './env.ts';
 import { ToolFailure, type ProgressStatus, type Tool, type ToolCallContext } from './tool.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * Delegation (book: 多智能体模式 → 通过 AgentSpec.delegates 进行 agent 委托; 远程 A2A agent): for each
@@ -133,6 +134,8 @@ export function outcomeOfTermination(termination: TerminationReason, child: Dele
       return { status: 'failed', child, message: termination.value, response, steps };
     case 'suspended':
       return { status: 'failed', child, message: 'the sub-run suspended without a call to decide', response, steps };
+    default:
+      return unreachable(termination);
   }
 }
 
@@ -258,8 +261,12 @@ export function delegateTool(spec: AgentSpec, description: string, host: Delegat
               },
             };
           }
-          default:
+          case 'cancelled':
+          case 'failed':
+          case 'timeout':
             return errorOf(outcome);
+          default:
+            return unreachable(outcome);
         }
       } finally {
         host.leave(ctx.runId);
@@ -282,6 +289,8 @@ function messageOf(agentId: string, o: DelegateOutcome): string {
       return `delegation to ${agentId} timed out`;
     case 'failed':
       return `delegation to ${agentId} failed: ${o.message}`;
+    default:
+      return unreachable(o);
   }
 }
 
@@ -318,7 +327,22 @@ async function follow(view: DelegationView, event: AgentEvent, show: () => Promi
     case 'step_end':
       view.steps += 1;
       return undefined;
-    default:
+    case 'run_finish':
+    case 'error':
+    case 'reasoning_delta':
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_stream_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_snapshot':
+    case 'activity_delta':
+    case 'step_start':
+    case 'inference_complete':
+    case 'state_snapshot':
+    case 'state_delta':
       return undefined;
+    default:
+      return unreachable(event);
   }
 }

@@ -78,11 +78,17 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
   };
   return () => {
     const ms = now();
+    // The common case, a further id in the same millisecond, changes only c: the buffer already
+    // holds the time, a and b, so only c's eight digits are written again.
+    if (ms <= lastMs && c !== 0xffffffff) {
+      c++;
+      hexAt(text, 28, c, 8);
+      return text.latin1Slice(0, 36);
+    }
     if (ms > lastMs) {
       lastMs = ms;
       reseed();
-    } else if (c !== 0xffffffff) c++;
-    else {
+    } else {
       c = 0;
       if (b !== 0x3fffffff) b++;
       else if (a !== 0xfff) (b = 0), a++;
@@ -102,7 +108,7 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
     hexAt(text, 19, 0x8 | (b >>> 28), 1);
     hexAt(text, 20, (b >>> 16) & 0xfff, 3);
     hexAt(text, 24, b & 0xffff, 4);
-    hexAt(text, 28, c >>> 0, 8);
+    hexAt(text, 28, c, 8);
     return text.latin1Slice(0, 36);
   };
 }
@@ -121,7 +127,8 @@ export function realEnv(): Env {
         return last;
       },
     },
-    ids: { next: () => nextId() },
+    // The generator itself (it takes no kind): no wrapper call per id.
+    ids: { next: nextId },
     random: () => Math.random(),
     sleep: (ms, signal) =>
       new Promise<void>((resolve, reject) => {

@@ -1,4 +1,5 @@
 import type { InferenceExecutionError, ToolError } from '../contract/errors.ts';
+import { unreachable } from '../contract/never.ts';
 
 export function describeInferenceError(e: InferenceExecutionError): string {
   switch (e.code) {
@@ -10,6 +11,8 @@ export function describeInferenceError(e: InferenceExecutionError): string {
       return `timeout: ${e.message}`;
     case 'cancelled':
       return 'cancelled';
+    default:
+      return unreachable(e);
   }
 }
 
@@ -26,5 +29,7 @@ export function describeToolError(e: ToolError): string {
       return `Not found: ${e.message}`;
     case 'internal':
       return `Internal error: ${e.message}`;
+    default:
+      return unreachable(e);
   }
 }

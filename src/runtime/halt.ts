@@ -2,7 +2,7 @@ import { describeStateError, type StateError } from '../contract/errors.ts';
 import { TerminationReasons, type TerminationReason } from '../contract/lifecycle.ts';
 import type { Result } from '../contract/result.ts';
 import { describePhaseError, type PhaseError } from '../core/phase/phase-error.ts';
-import { isPromiseLike } from './maybe-promise.ts';
+import { andThen } from './maybe-promise.ts';
 
 /**
  * Why the loop stops a run before its natural end, by its own doing: the run was cancelled, or the
@@ -44,6 +44,10 @@ export function haltOfPhase(r: Result<unknown, PhaseError>): Halt | undefined {
  */
 export function andThenUnlessHalted<T = Halt | undefined>(first: Halting, next: () => T | Promise<T>): T | Halt | Promise<T | Halt> {
   if (first === undefined) return next();
-  if (isPromiseLike<Halt | undefined>(first)) return first.then((h) => (h === undefined ? next() : h));
-  return first;
+  return andThen(first, nextUnlessHalted<T>, next);
+}
+
+/** `next()` once a part went on, its halt otherwise (named once: a halt that is here costs no closure). */
+function nextUnlessHalted<T>(h: Halt | undefined, next: () => T | Promise<T>): T | Halt | Promise<T | Halt> {
+  return h === undefined ? next() : h;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { unreachable } from '../contract/never.ts';
 import { AgentOverlaySchema, type AgentOverlay } from '../contract/agent-spec.ts';
 import { InferenceOverrideSchema, mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
 import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
@@ -84,6 +85,8 @@ export const RunLifecycle = defineStateKey<RunLifecycleState, RunLifecycleUpdate
         return moveRun(s, 'running', u.at);
       case 'done':
         return moveRun(s, 'done', u.at, u.reason);
+      default:
+        return unreachable(u, 'run lifecycle update');
     }
   },
   codec: RunLifecycleSchema as z.ZodType<RunLifecycleState>,
@@ -194,6 +197,8 @@ export const ToolFilter = defineStateKey<ToolFilterState, ToolFilterUpdate>({
         return { ...s, includeOnly: [...s.includeOnly, u.ids] };
       case 'clear':
         return { excluded: [], includeOnly: [] };
+      default:
+        return unreachable(u, 'tool filter update');
     }
   },
   codec: z.object({ excluded: z.array(z.string()), includeOnly: z.array(z.array(z.string())) }) as z.ZodType<ToolFilterState>,

@@ -3,27 +3,86 @@
  * phase engine, the tool batch and the run loop stay synchronous while every hook, handler, tool and
  * sink is, and only pay for promises when one of them is not (docs/adr/0005): an `await` on a value
  * that is already here still costs a turn of the microtask queue and a promise, a few dozen times
- * per step. Everything that may get either goes through `andThen` or `drive`; nothing else in `src`
- * asks whether a value is a promise (spec/runtime/one-dispatch.spec.ts counts it).
+ * per step. Everything that may get either goes through `andThen`, `andThenOrElse`, `andFinally`,
+ * `all`, `drive` or `eachInOrder` (and a value a user hands in whole that cannot wait, through
+ * `requireNow`); nothing else in `src` asks whether a value is a promise
+ * (spec/runtime/one-dispatch.spec.ts counts it).
+ *
+ * On a hot path a continuation is named once (a module function, a static method) and what it needs
+ * is passed after it (`andThen(value, f, a, b)` calls `f(value, a, b)`), so a value that is here
+ * costs no closure; the closure is made only when the value is a promise.
  */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** Whether `value` is a thenable. Only this module asks; `isPromiseLike` is exported for values a user hands in whole (a schema, a config), never for a step's result. */
-export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
+/** The question itself, private: callers say what to do with a value (`andThen`, `drive`, …), not what it is. */
+function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
-/** `f(value)`, now if `value` is here, later if it is a promise. */
-export function andThen<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>): MaybePromise<U> {
-  return isPromiseLike<T>(value) ? Promise.resolve(value).then(f) : f(value);
+/**
+ * A value a user hands in whole — a schema, a configuration — that must be here now: itself, or an
+ * `Error` with `refusal` thrown when it is a thenable. Not for a step's result (that is `andThen`'s).
+ */
+export function requireNow<T>(value: T | PromiseLike<T>, refusal: string): T {
+  if (isPromiseLike<T>(value)) throw new Error(refusal);
+  return value;
+}
+
+/** `f(value)` (with `a`, `b` passed on), now if `value` is here, later if it is a promise. */
+export function andThen<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>): MaybePromise<U>;
+export function andThen<T, U, A, B = undefined>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a: A, b?: B): MaybePromise<U>;
+export function andThen<T, U, A, B>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a?: A, b?: B): MaybePromise<U> {
+  if (!isPromiseLike<T>(value)) return f(value, a as A, b as B);
+  return Promise.resolve(value).then(a === undefined && b === undefined ? (f as (t: T) => MaybePromise<U>) : (t) => f(t, a as A, b as B));
 }
 
 /**
- * `f(value)` now if `value` is here, later if it is a promise, and `onError(e)` when that promise
- * rejects or `f` throws later (a throw of `f` now is the caller's).
+ * `f(value)` now if `value` is here, later if it is a promise, and `onError(e)` instead when that
+ * promise rejects; `a`, `b` are passed on to both. A throw of `f` is not `onError`'s: now it is the
+ * caller's, later it rejects the promise returned.
  */
-export function andThenOrElse<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>, onError: (e: unknown) => MaybePromise<U>): MaybePromise<U> {
-  return isPromiseLike<T>(value) ? Promise.resolve(value).then(f, onError) : f(value);
+export function andThenOrElse<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>, onError: (e: unknown) => MaybePromise<U>): MaybePromise<U>;
+export function andThenOrElse<T, U, A, B = undefined>(
+  value: MaybePromise<T> | PromiseLike<T>,
+  f: (t: T, a: A, b: B) => MaybePromise<U>,
+  onError: (e: unknown, a: A, b: B) => MaybePromise<U>,
+  a: A,
+  b?: B,
+): MaybePromise<U>;
+export function andThenOrElse<T, U, A, B>(
+  value: MaybePromise<T> | PromiseLike<T>,
+  f: (t: T, a: A, b: B) => MaybePromise<U>,
+  onError: (e: unknown, a: A, b: B) => MaybePromise<U>,
+  a?: A,
+  b?: B,
+): MaybePromise<U> {
+  if (!isPromiseLike<T>(value)) return f(value, a as A, b as B);
+  if (a === undefined && b === undefined) return Promise.resolve(value).then(f as (t: T) => MaybePromise<U>, onError as (e: unknown) => MaybePromise<U>);
+  return Promise.resolve(value).then(
+    (t) => f(t, a as A, b as B),
+    (e: unknown) => onError(e, a as A, b as B),
+  );
+}
+
+/**
+ * `value`, after `f(a)` ran: now if `value` is here, when it settles if it is a promise (then as
+ * `Promise.prototype.finally`: a rejection passes through).
+ */
+export function andFinally<T, A>(value: MaybePromise<T>, f: (a: A) => void, a: A): MaybePromise<T> {
+  if (!isPromiseLike<T>(value)) {
+    f(a);
+    return value;
+  }
+  return Promise.resolve(value).finally(() => f(a));
+}
+
+/**
+ * Every value, in order: the array itself when all are here (no copy), else a promise of them all
+ * (`Promise.all`: the first rejection rejects it).
+ */
+export function all<T>(values: readonly MaybePromise<T>[]): MaybePromise<readonly T[]> {
+  for (const v of values) if (isPromiseLike<T>(v)) return Promise.all(values);
+  return values as readonly T[];
 }
 
 /**
@@ -47,6 +106,7 @@ async function driveLater<T>(pending: PromiseLike<T>, turn: (value: T) => MaybeP
   for (;;) {
     if (done(v)) return v;
     const next = turn(v);
+    // An `await` on a value that is here would cost a turn of the queue for nothing.
     v = isPromiseLike<T>(next) ? ((await next) as T) : next;
   }
 }
@@ -54,12 +114,15 @@ async function driveLater<T>(pending: PromiseLike<T>, turn: (value: T) => MaybeP
 /**
  * Runs `each(item)` for every item in order, each after the previous one settled: synchronously
  * while every call answers at once; stops at the first answer that is not `undefined` and returns
- * it (`undefined` when every call went on).
+ * it (`undefined` when every call went on). `context` is passed on to `each` (so a hot path names
+ * `each` once instead of making a closure per call).
  */
-export function eachInOrder<T, R>(items: readonly T[], each: (item: T, index: number) => MaybePromise<R | undefined>, from = 0): MaybePromise<R | undefined> {
+export function eachInOrder<T, R>(items: readonly T[], each: (item: T, index: number) => MaybePromise<R | undefined>, from?: number): MaybePromise<R | undefined>;
+export function eachInOrder<T, R, C>(items: readonly T[], each: (item: T, index: number, context: C) => MaybePromise<R | undefined>, from: number, context: C): MaybePromise<R | undefined>;
+export function eachInOrder<T, R, C>(items: readonly T[], each: (item: T, index: number, context: C) => MaybePromise<R | undefined>, from = 0, context?: C): MaybePromise<R | undefined> {
   for (let i = from; i < items.length; i++) {
-    const r = each(items[i] as T, i);
-    if (isPromiseLike<R | undefined>(r)) return Promise.resolve(r).then((v) => (v === undefined ? eachInOrder(items, each, i + 1) : v));
+    const r = each(items[i] as T, i, context as C);
+    if (isPromiseLike<R | undefined>(r)) return Promise.resolve(r).then((v) => (v === undefined ? eachInOrder(items, each, i + 1, context as C) : v));
     if (r !== undefined) return r;
   }
   return undefined;

@@ -33,12 +33,12 @@ import {
   type Outcome,
 } from '../core/phase/engine.ts';
 import { errorText, StateFailure, type PhaseError } from '../core/phase/phase-error.ts';
-import { buildExecutionEnv, type EnvOptions, type ExecutionEnv, type HookRegistration, type Plugin } from '../core/phase/plugin.ts';
+import { buildExecutionEnv, type EnvOptions, type ExecutionEnv, type HookRegistration, type PhaseContext, type Plugin } from '../core/phase/plugin.ts';
 import type { EffectRecord, EffectReport, PhaseRunReport } from '../core/phase/report.ts';
 import { FailedScheduledActions, PendingScheduledActions, RUNTIME_QUEUE_PLUGIN } from '../core/phase/runtime-keys.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { mergeAllCommands, type StateCommand } from '../core/state/state-command.ts';
-import { andThen, isPromiseLike, type MaybePromise } from './maybe-promise.ts';
+import { all, andFinally, andThen, andThenOrElse, type MaybePromise } from './maybe-promise.ts';
 import { StateStore } from './state-store.ts';
 
 export { DEFAULT_MAX_PHASE_ROUNDS } from '../core/phase/engine.ts';
@@ -268,20 +268,16 @@ export class PhaseRuntime {
       this.#release();
       return Promise.reject(e);
     }
-    if (!isPromiseLike<T>(out)) {
-      this.#release();
-      return Promise.resolve(out);
-    }
-    return Promise.resolve(out).finally(() => this.#release());
+    return Promise.resolve(this.#settleNow(out));
   }
 
   /** Releases the lock now for a synchronous result, or when the promise settles. */
   #settleNow<T>(out: MaybePromise<T>): MaybePromise<T> {
-    if (!isPromiseLike<T>(out)) {
-      this.#release();
-      return out;
-    }
-    return Promise.resolve(out).finally(() => this.#release());
+    return andFinally(out, PhaseRuntime.#releaseOf, this);
+  }
+
+  static #releaseOf(runtime: PhaseRuntime): void {
+    runtime.#release();
   }
 
   #release(): void {
@@ -310,21 +306,15 @@ export class PhaseRuntime {
    */
   #runHooks(hooks: readonly HookRegistration[], phase: Phase, snapshot: Snapshot, options: PhaseRunOptions): MaybePromise<Result<Gathered[], PhaseError>> {
     const ctx = hookContext(phase, snapshot, options.input);
-    const outcomes: (Outcome | PromiseLike<StateCommand | void>)[] = [];
-    let pending = false;
+    const outcomes: MaybePromise<Outcome>[] = [];
     for (const h of hooks) {
       try {
-        const out = h.hook(ctx);
-        if (isPromiseLike<StateCommand | void>(out)) {
-          pending = true;
-          outcomes.push(out);
-        } else outcomes.push({ ok: true, value: out });
+        outcomes.push(andThenOrElse(h.hook(ctx), answered, threw));
       } catch (reason) {
         outcomes.push({ ok: false, reason });
       }
     }
-    if (!pending) return gathered(hooks, outcomes as Outcome[], phase, snapshot);
-    return Promise.all(outcomes.map(settled)).then((all) => gathered(hooks, all, phase, snapshot));
+    return andThen(all(outcomes), gatheredIn, hooks, ctx);
   }
 
   #gather(hooks: readonly HookRegistration[], phase: Phase, options: PhaseRunOptions): MaybePromise<Result<GatherReport, PhaseError>> {
@@ -357,13 +347,12 @@ export class PhaseRuntime {
     } catch (e) {
       return err(hookError(e, phase, hook.pluginId));
     }
-    if (out === undefined) return ONE_HOOK_REPORTS[phase];
-    if (!isPromiseLike<StateCommand | void>(out)) return this.#commitOne(basedOn(out, snapshot), phase);
-    return Promise.resolve(out).then(
-      (command) => (command === undefined ? ONE_HOOK_REPORTS[phase] : this.#commitOne(basedOn(command, snapshot), phase)),
-      (e: unknown) => err(hookError(e, phase, hook.pluginId)),
-    );
+    return andThenOrElse(out, this.#oneAnswered, oneThrew, snapshot, hook);
   }
+
+  /** A single hook's answer: nothing to commit, or its command based on the snapshot it saw (bound once: the hot path). */
+  readonly #oneAnswered = (command: StateCommand | void, snapshot: Snapshot, hook: HookRegistration): MaybePromise<Result<GatherReport, PhaseError>> =>
+    command === undefined ? ONE_HOOK_REPORTS[hook.phase] : this.#commitOne(basedOn(command, snapshot), hook.phase);
 
   #commitOne(command: StateCommand, phase: Phase): MaybePromise<Result<GatherReport, PhaseError>> {
     if (command.isEmpty()) return ONE_HOOK_REPORTS[phase];
@@ -488,14 +477,18 @@ export class PhaseRuntime {
   }
 }
 
-/** A hook's outcome, waited for if it is a promise (rejections become failures, read by index). */
-function settled(o: Outcome | PromiseLike<StateCommand | void>): Outcome | Promise<Outcome> {
-  if (!isPromiseLike<StateCommand | void>(o)) return o;
-  return Promise.resolve(o).then(
-    (value): Outcome => ({ ok: true, value }),
-    (reason: unknown): Outcome => ({ ok: false, reason }),
-  );
-}
+/** A hook's answer as an outcome (read by index). */
+const answered = (value: StateCommand | void): Outcome => ({ ok: true, value });
+
+/** A hook's rejection as an outcome: a failure, read by index. */
+const threw = (reason: unknown): Outcome => ({ ok: false, reason });
+
+/** The commands of hooks that all answered on one snapshot (`ctx`'s). */
+const gatheredIn = (outcomes: readonly Outcome[], hooks: readonly HookRegistration[], ctx: PhaseContext): Result<Gathered[], PhaseError> =>
+  gathered(hooks, outcomes, ctx.phase, ctx.snapshot);
+
+/** A single hook's throw or rejection as the phase's error. */
+const oneThrew = (e: unknown, _: Snapshot, hook: HookRegistration): Result<GatherReport, PhaseError> => err(hookError(e, hook.phase, hook.pluginId));
 
 function isCancelled(options: PhaseRunOptions): boolean {
   return options.signal?.aborted === true;

@@ -25,6 +25,7 @@ import {
   type ResolvedContext,
   type Summarizer,
 } from './context.ts';
+import { unreachable } from '../contract/never.ts';
 
 /** A model entry as a config or an app writes one: its provider, provider-side name and limits (book: ModelSpec); unknown fields refused. */
 export const ModelEntrySchema = z
@@ -363,5 +364,7 @@ export function describeResolveError(e: ResolveError): string {
       return `tool id '${e.toolId}' registered by both ${e.sourceA} and ${e.sourceB}`;
     case 'env_build':
       return `execution environment: ${e.error.code}`;
+    default:
+      return unreachable(e);
   }
 }

@@ -8,6 +8,7 @@ import {
   commitFailure,
   committed,
   decodePersisted,
+  exportAll,
   exportByScope,
   exportState,
   installFailure,
@@ -39,7 +40,9 @@ export class StateStore {
   #plugins: Map<string, readonly string[]>;
   #shared = false;
   readonly #commitHooks: CommitHook[] = [];
-  #exported: { readonly snapshot: Snapshot; readonly result: Result<PersistedState, StateError> } | undefined;
+  /** The last export and the snapshot it is of (two fields, not a record per export: the loop exports every step). */
+  #exportedOf: Snapshot | undefined;
+  #exported: Result<PersistedState, StateError> | undefined;
 
   /** A store over a copy of `keys`, at revision 0 with nothing in it. (`beginRun` passes `from`: the store a new run begins from.) */
   constructor(keys: ReadonlyMap<string, RegisteredKey> = NO_KEYS, from?: StateStore) {
@@ -189,9 +192,10 @@ export class StateStore {
   /** Every persistent key that has a value, in all scopes, with the current revision; keys sorted. */
   exportPersisted(): Result<PersistedState, StateError> {
     // Snapshots are immutable, so the export of one can be reused until the next commit or restore.
-    if (this.#exported?.snapshot === this.#snapshot) return this.#exported.result;
-    const result = exportState(this.#keys, this.#snapshot, () => true);
-    this.#exported = { snapshot: this.#snapshot, result };
+    if (this.#exportedOf === this.#snapshot && this.#exported !== undefined) return this.#exported;
+    const result = exportAll(this.#keys, this.#snapshot);
+    this.#exportedOf = this.#snapshot;
+    this.#exported = result;
     return result;
   }
 

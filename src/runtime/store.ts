@@ -5,6 +5,7 @@ import type { PersistedState } from '../core/state/state-ops.ts';
 import type { MailboxStore } from './mailbox-store.ts';
 import type { ProfileStore } from './profile-store.ts';
 import type { RunCheckpoint, ThreadRunStore } from './thread-run-store.ts';
+import { unreachable } from '../contract/never.ts';
 
 /** A thread as the HTTP API lists it (book: HTTP API → Threads). Times in ms since the epoch. */
 export interface ThreadRecord {
@@ -209,9 +210,10 @@ export interface ThreadSeqStore {
 }
 
 /**
- * A thread's lease (issue: the server under faults): the run that holds the thread and the instance
- * that runs it, until `until` unless renewed. An instance that dies stops renewing; once the lease
- * has expired any instance may take it over, end the run as interrupted and free the thread.
+ * A thread's lease, so that servers sharing a store survive one of them dying: the run that holds
+ * the thread and the instance that runs it, until `until` unless renewed. An instance that dies
+ * stops renewing; once the lease has expired any instance may take it over, end the run as
+ * interrupted and free the thread.
  */
 export interface ThreadLease {
   readonly thread_id: string;
@@ -365,10 +367,8 @@ export function terminationCode(t: TerminationReason): string {
     case 'suspended':
     case 'error':
       return t.type;
-    default: {
-      const never: never = t;
-      return never;
-    }
+    default:
+      return unreachable(t);
   }
 }
 

@@ -10,7 +10,8 @@ import { ToolCallSchema, type Message, type ToolCall } from '../contract/message
 import { SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
 import { andThenUnlessHalted, failed, isHalt, type Halt, type Halting } from './halt.ts';
-import { isPromiseLike } from './maybe-promise.ts';
+import { andThen, andThenOrElse, drive, eachInOrder } from './maybe-promise.ts';
+import { unreachable } from '../contract/never.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
@@ -154,6 +155,14 @@ export const toolMessageText = (result: ToolResult): string => result.message ??
 const COMMITTED: BatchInput = Object.freeze({ type: 'committed' });
 const RUN: BatchInput = Object.freeze({ type: 'run' });
 
+/** A step that asks for no after-tool phase. */
+const NO_CALLS: readonly number[] = Object.freeze([]);
+
+/** What the batch's machine is driven through: the next step, or its end (`undefined`: done; a halt). */
+type Driven = BatchStep | Halt | undefined;
+
+const isOver = (driven: Driven): boolean => driven === undefined || isHalt(driven);
+
 /**
  * One batch of tool calls, interpreted: the pure machine of `src/core/tools/batch.ts` decides (which
  * call is gated or run next, how each settles, what is reported), and this class does what each step
@@ -161,9 +170,6 @@ const RUN: BatchInput = Object.freeze({ type: 'run' });
  * events, then runs the BeforeToolExecute phase of a call, a tool, or the parallel tools, and feeds
  * the outcome back. While everything on the way answers at once, no promise is made.
  */
-/** A step that asks for no after-tool phase. */
-const NO_CALLS: readonly number[] = Object.freeze([]);
-
 export class ToolBatch {
   readonly #host: BatchHost;
   readonly #calls: readonly ToolCall[];
@@ -266,7 +272,7 @@ export class ToolBatch {
    * when it suspended.)
    */
   publish(newId: () => string): Message[] | Halt | Promise<Message[] | Halt> {
-    const committed = this.#commitStaged(0);
+    const committed = this.#commitStaged();
     return committed === undefined ? this.#messagesOf(newId) : andThenUnlessHalted(committed, () => this.#messagesOf(newId));
   }
 
@@ -278,49 +284,62 @@ export class ToolBatch {
    * A tool sees the state as it was before the step that marks it running was committed.
    */
   #drive(first: BatchStep): Halting {
-    let step = first;
-    for (;;) {
-      this.#state = step.state;
-      const next = step.next;
-      const snapshot = next.type === 'execute' ? this.#preview() : next.type === 'execute_all' ? this.#host.phase.store.snapshot() : undefined;
-      if (isHalt(snapshot)) return snapshot;
-      const applied = this.#apply(step, 0);
-      if (applied !== undefined) return andThenUnlessHalted(applied, () => this.#proceed(next, snapshot));
-      const input = this.#perform(next, snapshot);
-      if (input === undefined || isHalt(input)) return input;
-      if (isPromiseLike<BatchInput | Halt>(input)) return input.then((i) => (isHalt(i) ? i : this.#drive(advance(this.#state, i))));
-      step = advance(this.#state, input);
-    }
+    return drive<Driven>(first, this.#turn, isOver) as Halting;
   }
 
-  #proceed(next: BatchNext, snapshot: Snapshot | undefined): Halting {
-    const input = this.#perform(next, snapshot);
-    if (input === undefined || isHalt(input)) return input;
-    if (isPromiseLike<BatchInput | Halt>(input)) return input.then((i) => (isHalt(i) ? i : this.#drive(advance(this.#state, i))));
-    return this.#drive(advance(this.#state, input));
+  /** One step of the machine: its commands and events, then the input that answers what it asks, advanced to the next step. */
+  readonly #turn = (driven: Driven): Driven | Promise<Driven> => {
+    const step = driven as BatchStep;
+    this.#state = step.state;
+    const next = step.next;
+    const snapshot = next.type === 'execute' ? this.#preview() : next.type === 'execute_all' ? this.#host.phase.store.snapshot() : undefined;
+    if (isHalt(snapshot)) return snapshot;
+    const applied = this.#apply(step);
+    // `undefined` is a step applied at once: no closure for what follows.
+    if (applied !== undefined) return andThenUnlessHalted(applied, () => this.#proceed(next, snapshot));
+    return this.#proceed(next, snapshot);
+  };
+
+  /** The step after `next` is answered: `undefined` when the machine is done, a halt when a gate halted. */
+  #proceed(next: BatchNext, snapshot: Snapshot | undefined): Driven | Promise<Driven> {
+    return andThen(this.#perform(next, snapshot), ToolBatch.#advanced, this);
+  }
+
+  static #advanced(input: BatchInput | Halt | undefined, batch: ToolBatch): Driven {
+    return input === undefined || isHalt(input) ? input : advance(batch.#state, input);
   }
 
   /**
    * A step's commands, then its events, then the AfterToolExecute phases it asks for (calls that
-   * settled pending), from the `from`-th on; a promise only when a commit, the sink or a hook is asynchronous.
+   * settled pending), in that order; a promise only when a commit, the sink or a hook is asynchronous.
    */
-  #apply(step: BatchStep, from: number): Halting {
-    const { commands, events, afterTool = NO_CALLS } = step;
-    const emitted = commands.length + events.length;
-    const total = emitted + afterTool.length;
-    for (let i = from; i < total; i++) {
-      if (i < commands.length) {
-        const submitted = this.#host.submit(this.#commandOf(commands[i] as BatchCommand));
-        if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#apply(step, i + 1));
-      } else if (i < emitted) {
-        const emitting = this.#host.emit(events[i - commands.length] as AgentEvent);
-        if (emitting !== undefined) return emitting.then(() => this.#apply(step, i + 1));
-      } else {
-        const ran = this.#afterToolPhase(this.#state.calls[afterTool[i - emitted] as number] as BatchCall);
-        if (ran !== undefined) return andThenUnlessHalted(ran, () => this.#apply(step, i + 1));
-      }
-    }
-    return undefined;
+  #apply(step: BatchStep): Halting {
+    const submitted = eachInOrder(step.commands, ToolBatch.#submitOne, 0, this);
+    if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#emitAll(step));
+    return this.#emitAll(step);
+  }
+
+  #emitAll(step: BatchStep): Halting {
+    const emitting = eachInOrder(step.events, ToolBatch.#emitOne, 0, this);
+    if (emitting !== undefined) return andThenUnlessHalted(emitting, () => this.#afterAll(step));
+    return this.#afterAll(step);
+  }
+
+  #afterAll(step: BatchStep): Halting {
+    return eachInOrder(step.afterTool ?? NO_CALLS, ToolBatch.#afterOne, 0, this);
+  }
+
+  static #submitOne(command: BatchCommand, _: number, batch: ToolBatch): Halting {
+    return batch.#host.submit(batch.#commandOf(command));
+  }
+
+  /** An event delivered; the sink's promise, when it has one, settles to `undefined`: go on. */
+  static #emitOne(event: AgentEvent, _: number, batch: ToolBatch): Halting {
+    return andThen(batch.#host.emit(event), wentOn);
+  }
+
+  static #afterOne(index: number, _: number, batch: ToolBatch): Halting {
+    return batch.#afterToolPhase(batch.#state.calls[index] as BatchCall);
   }
 
   /** The input that answers what the machine needs next; `undefined` when it is done; a halt when a gate's phase or commit halted. */
@@ -332,19 +351,17 @@ export class ToolBatch {
         return COMMITTED;
       case 'invalid':
         return failed(`tool batch: ${next.reason}`);
-      case 'gate': {
-        const gate = this.#gate((this.#state.calls[next.index] as BatchCall).call);
-        return isPromiseLike<Gate | Halt>(gate) ? gate.then(gatedOrHalt) : gatedOrHalt(gate);
-      }
-      case 'execute': {
-        const out = this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume);
-        return isPromiseLike<ToolOutcome>(out) ? Promise.resolve(out).then(executedInput) : executedInput(out);
-      }
+      case 'gate':
+        return andThen(this.#gate((this.#state.calls[next.index] as BatchCall).call), gatedOrHalt);
+      case 'execute':
+        return andThen(this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume), executedInput);
       case 'execute_all': {
         const calls = this.#state.calls;
         const outcomes = next.indices.map((i) => this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot as Snapshot, undefined));
         return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
       }
+      default:
+        return unreachable(next, 'batch step');
     }
   }
 
@@ -368,25 +385,20 @@ export class ToolBatch {
           .update(ToolCallStates, { op: 'put', state: this.#stateOf(call, command.resumeInput) })
           .update(ToolBatchKey, data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data });
       }
+      default:
+        return unreachable(command, 'batch command');
     }
   }
 
-  /** From call `from` on, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
-  #commitStaged(from: number): Halting {
-    const calls = this.#state.calls;
-    for (let i = from; i < calls.length; i++) {
-      const call = calls[i] as BatchCall;
-      const submitted = call.command === undefined ? undefined : this.#host.submit(call.command);
-      if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#afterTool(i));
-      const ran = this.#afterToolPhase(call);
-      if (ran !== undefined) return andThenUnlessHalted(ran, () => this.#commitStaged(i + 1));
-    }
-    return undefined;
+  /** Call by call, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
+  #commitStaged(): Halting {
+    return eachInOrder(this.#state.calls, ToolBatch.#publishOne, 0, this);
   }
 
-  #afterTool(i: number): Halting {
-    const ran = this.#afterToolPhase(this.#state.calls[i] as BatchCall);
-    return ran === undefined ? this.#commitStaged(i + 1) : andThenUnlessHalted(ran, () => this.#commitStaged(i + 1));
+  static #publishOne(call: BatchCall, _: number, batch: ToolBatch): Halting {
+    const submitted = call.command === undefined ? undefined : batch.#host.submit(call.command);
+    if (submitted !== undefined) return andThenUnlessHalted(submitted, () => batch.#afterToolPhase(call));
+    return batch.#afterToolPhase(call);
   }
 
   #afterToolPhase(call: BatchCall): Halting {
@@ -425,9 +437,7 @@ export class ToolBatch {
     const verdict = ran === undefined ? this.#intercepted(call) : andThenUnlessHalted(ran, () => this.#intercepted(call));
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool?.askBefore === undefined) return verdict;
-    // What the plugins allowed, the tool may still ask to be approved first (`Tool.askBefore`).
-    const ask = (gate: Gate | Halt): Gate | Halt | Promise<Gate> => (isHalt(gate) || gate.type !== 'allow' ? gate : askedOf(tool, call));
-    return isPromiseLike<Gate | Halt>(verdict) ? Promise.resolve(verdict).then(ask) : ask(verdict);
+    return andThen(verdict, askedUnlessDecided, tool, call);
   }
 
   /** The gate's verdict from the intercepts recorded for the call. */
@@ -464,8 +474,7 @@ export class ToolBatch {
     const tap = this.#host.tap;
     if (tap !== undefined) {
       tap.toolStarted?.(call);
-      const outcome = runTool(tool, call, args, ctx);
-      return isPromiseLike<ToolOutcome>(outcome) ? Promise.resolve(outcome).then((o) => settled(tap, call, o)) : settled(tap, call, outcome);
+      return andThen(runTool(tool, call, args, ctx), settled, tap, call);
     }
     return runTool(tool, call, args, ctx);
   }
@@ -475,14 +484,13 @@ export class ToolBatch {
 function runTool(tool: Tool, call: ToolCall, args: JsonValue, ctx: ToolCallContext): ToolOutcome | Promise<ToolOutcome> {
   try {
     tool.validateArgs?.(args);
-    const out = tool.execute(args, ctx);
-    return isPromiseLike<Awaited<typeof out>>(out) ? Promise.resolve(out).then(invoked, (e: unknown) => failedCall(call, e)) : invoked(out);
+    return andThenOrElse(tool.execute(args, ctx), invoked, failedCall, call);
   } catch (e) {
-    return failedCall(call, e);
+    return failedCall(e, call);
   }
 }
 
-function settled(tap: RunTap, call: ToolCall, outcome: ToolOutcome): ToolOutcome {
+function settled(outcome: ToolOutcome, tap: RunTap, call: ToolCall): ToolOutcome {
   tap.toolSettled?.(call, outcome.result);
   return outcome;
 }
@@ -501,6 +509,12 @@ function modeOf(host: BatchHost, calls: readonly ToolCall[]): BatchState['mode']
 
 const invoked = (out: ToolResult | ToolOutput): ToolOutcome => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
 
+/** What an event's delivery settles to: the batch goes on, whatever the sink's promise held. */
+const wentOn = (): undefined => undefined;
+
+/** What the plugins allowed, the tool may still ask to be approved first (`Tool.askBefore`). */
+const askedUnlessDecided = (gate: Gate | Halt, tool: Tool, call: ToolCall): Gate | Halt | Promise<Gate> => (isHalt(gate) || gate.type !== 'allow' ? gate : askedOf(tool, call));
+
 const executedInput = (outcome: ToolOutcome): BatchInput => ({ type: 'executed', outcome });
 
 /** The gate's verdict from a tool's own question (`Tool.askBefore`): suspend with its ticket, allow, or fail the call where it threw. */
@@ -509,7 +523,7 @@ function askedOf(tool: Tool, call: ToolCall): Gate | Promise<Gate> {
   const failed = (e: unknown): Gate => ({ type: 'set_result', result: ToolResults.error(call.name, e instanceof Error ? e.message : String(e)) });
   try {
     const asked = (tool.askBefore as NonNullable<Tool['askBefore']>)(call.arguments, { id: call.id, name: call.name });
-    return isPromiseLike<SuspendTicket | undefined>(asked) ? Promise.resolve(asked).then(verdict, failed) : verdict(asked);
+    return andThenOrElse(asked, verdict, failed);
   } catch (e) {
     return failed(e);
   }
@@ -519,7 +533,7 @@ const GATED_ALLOW: BatchInput = Object.freeze({ type: 'gated', gate: Object.free
 const ALLOW: Gate = (GATED_ALLOW as Extract<BatchInput, { type: 'gated' }>).gate;
 const gatedOrHalt = (gate: Gate | Halt): BatchInput | Halt => (isHalt(gate) ? gate : gate === ALLOW ? GATED_ALLOW : { type: 'gated', gate });
 
-function failedCall(call: ToolCall, e: unknown): ToolOutcome {
+function failedCall(e: unknown, call: ToolCall): ToolOutcome {
   if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
   return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
 }
@@ -539,11 +553,8 @@ function gateOf(w: ToolIntercept, call: ToolCall): Gate {
       const result = ToolResultSchema.safeParse(w.result);
       return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
     }
-    default: {
-      // The schema admits no other kind; one that got here anyway is not let through.
-      const unknown: never = w;
-      return { type: 'block', reason: `unknown intercept: ${JSON.stringify(unknown)}` };
-    }
+    default:
+      return unreachable(w, 'intercept');
   }
 }
 

@@ -142,8 +142,9 @@ export function literalSecretsOf(doc: unknown): string[] {
     if (depth > 16) return;
     if (typeof v === 'string') {
       if (credentialKey(key) && v !== '' && v !== REDACTED) out.push(v);
-    } else if (Array.isArray(v)) v.forEach((x) => walk(x, '', depth + 1));
-    else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) walk(x, k, depth + 1);
+    } else if (Array.isArray(v)) {
+      for (const x of v) walk(x, '', depth + 1);
+    } else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) walk(x, k, depth + 1);
   };
   walk(doc, '', 0);
   return out;

@@ -254,7 +254,10 @@ export function handlersOf(app: Hono, base: string, bodyLimit: number = DEFAULT_
     const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
     const known = typeof type === 'string' ? PARSER_ERRORS[type] : undefined;
     const full = (req as NodeRequest).originalUrl ?? req.url ?? '/';
-    if (known === undefined || res.headersSent || !underBase(pathOf(full), base)) return next(error);
+    if (known === undefined || res.headersSent || !underBase(pathOf(full), base)) {
+      next(error);
+      return;
+    }
     const message = known.code === 'invalid_json' ? `malformed JSON: ${(error as Error).message}` : known.code === 'body_too_large' ? `request body larger than ${String((error as { limit?: unknown }).limit ?? 'the limit')} bytes` : (error as Error).message;
     res.writeHead(known.status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: message, code: known.code, field: known.field }));
@@ -283,7 +286,8 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   const store = spelling === undefined ? (given.store as Store) : storeOf(spelling);
   const closeStore = async (): Promise<void> => {
     // A store given is the caller's to close; one opened from a spelling is closed here.
-    if (spelling !== undefined) await store.close().catch(() => undefined);
+    if (spelling === undefined) return;
+    await store.close().catch(() => undefined);
   };
   const logger = given.logger ?? silentLogger;
   const builder = new AgentRuntimeBuilder().withEnv(realEnv());

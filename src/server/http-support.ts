@@ -6,6 +6,7 @@ import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { Store } from '../runtime/store.ts';
 import type { Mailbox } from './mailbox.ts';
 import type { LogItem, RegistryError, RunRegistry } from './run-registry.ts';
+import { unreachable } from '../contract/never.ts';
 
 export interface ServerParts {
   readonly runtime: AgentRuntime;
@@ -225,7 +226,10 @@ export function logStream(registry: RunRegistry, threadId: string, since: number
             overSince = undefined;
             return;
           }
-          if (unread > 4 * maxBytes) return overflow();
+          if (unread > 4 * maxBytes) {
+            overflow();
+            return;
+          }
           if (overSince === undefined) {
             overSince = registry.now();
             // Looked at again when the grace is over, whether or not more is written meanwhile.
@@ -327,6 +331,8 @@ export function registryError(e: RegistryError): HttpError {
       return new HttpError(400, e.code, e.message);
     case 'shutting_down':
       return new HttpError(503, e.code, e.message);
+    default:
+      return unreachable(e);
   }
 }
 

@@ -4,6 +4,7 @@ import type { Decision } from '../contract/decision.ts';
 import { isValidId } from '../runtime/store.ts';
 import type { ServerParts } from './http-support.ts';
 import type { RegistryResult, WaitingCall } from './run-registry.ts';
+import { unreachable } from '../contract/never.ts';
 
 /** What the server knows of a thread when a protocol request arrives. */
 export interface ThreadView {
@@ -120,5 +121,7 @@ export async function acceptInbound(
       if (!started.ok) return started;
       return { ok: true, value: { runId: started.value.runId, since: started.value.fromSeq } };
     }
+    default:
+      return unreachable(plan);
   }
 }

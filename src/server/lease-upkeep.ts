@@ -22,9 +22,10 @@ export interface UpkeepHost {
 }
 
 /**
- * The thread leases of an instance over time (issue: the server under faults, finding 1): its own
- * renewed every third of their length — a run whose lease was taken from it is stopped — and the
- * leases nobody renews any more swept: their runs ended for their followers, their threads freed.
+ * The thread leases of an instance over time, so that a server that dies mid-run does not hold
+ * its threads for ever: its own renewed every third of their length — a run whose lease was taken
+ * from it is stopped — and the leases nobody renews any more swept: their runs ended for their
+ * followers, their threads freed.
  */
 export class LeaseUpkeep {
   readonly #host: UpkeepHost;

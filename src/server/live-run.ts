@@ -7,6 +7,7 @@ import type { RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
 import { ToolCallStates } from '../runtime/loop-keys.ts';
 import { ToolBatchKey } from '../runtime/tool-batch.ts';
 import type { Logger } from './log.ts';
+import { unreachable } from '../contract/never.ts';
 
 // A run as the registry holds it while it is in flight or parked on this instance, and what it learns
 // of the run from the run's own events (`trackEvent`) or, for a run parked elsewhere, from the store.
@@ -99,8 +100,22 @@ export function trackEvent(run: LiveRun, event: AgentEvent, logger: Logger): voi
     case 'tool_call_resumed':
       run.waiting.delete(event.target_id);
       break;
-    default:
+    case 'text_delta':
+    case 'reasoning_delta':
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_stream_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_snapshot':
+    case 'activity_delta':
+    case 'step_end':
+    case 'inference_complete':
+    case 'state_snapshot':
+    case 'state_delta':
       break;
+    default:
+      unreachable(event);
   }
 }
 

@@ -3,6 +3,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { ToolCallOutcome } from '../contract/tool.ts';
 import type { RunWatcher } from './run-registry.ts';
+import { unreachable } from '../contract/never.ts';
 
 /** The content type of the Prometheus text exposition format `GET /metrics` answers in. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -102,8 +103,25 @@ export class ServerMetrics {
       case 'tool_call_done':
         this.#toolCalls.inc({ status: event.outcome });
         return;
-      default:
+      case 'error':
+      case 'text_delta':
+      case 'reasoning_delta':
+      case 'tool_call_start':
+      case 'tool_call_delta':
+      case 'tool_call_ready':
+      case 'tool_call_stream_delta':
+      case 'reasoning_encrypted_value':
+      case 'messages_snapshot':
+      case 'activity_snapshot':
+      case 'activity_delta':
+      case 'tool_call_resumed':
+      case 'step_start':
+      case 'step_end':
+      case 'state_snapshot':
+      case 'state_delta':
         return;
+      default:
+        return unreachable(event);
     }
   };
 

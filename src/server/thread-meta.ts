@@ -75,7 +75,7 @@ export async function newThreadMeta(stores: ThreadStores, threadId: string, body
   checkIdField('resource_id', body.resource_id);
   checkIdField('parent_thread_id', body.parent_thread_id);
   const custom = checkCustom(body.custom);
-  if (body.parent_thread_id !== undefined) await checkParent(stores, threadId, body.parent_thread_id);
+  if (typeof body.parent_thread_id === 'string') await checkParent(stores, threadId, body.parent_thread_id);
   return {
     ...(body.title !== undefined ? { title: body.title } : {}),
     ...(body.resource_id !== undefined ? { resource_id: body.resource_id } : {}),

@@ -394,7 +394,7 @@ export class PostgresStore implements Store {
   ): Promise<T> {
     const p = this.#p;
     return this.#tx(async (db) => {
-      if (lockKey !== undefined) await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}:${lockKey}`]);
+      if (typeof lockKey === 'string') await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}:${lockKey}`]);
       const rows = await load(db);
       const ids = await mailboxes(db);
       const gens = ids.length === 0 ? [] : (await db.query<{ mailbox_id: string; generation: number }>(`SELECT mailbox_id, generation FROM ${p}_mailbox_generations WHERE mailbox_id = ANY($1::text[]) FOR UPDATE`, [ids])).rows;

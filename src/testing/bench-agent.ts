@@ -4,6 +4,7 @@ import type { JsonValue } from '../contract/json.ts';
 import { Messages, type Message, type ToolCall } from '../contract/message.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { Phase } from '../contract/phase.ts';
+import { andThenOrElse } from '../runtime/maybe-promise.ts';
 import type { PhaseHook, Plugin } from '../core/phase/plugin.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { AgentEvent } from '../contract/event.ts';
@@ -230,10 +231,18 @@ function timed(plugin: Plugin, costs: Map<string, { plugin: string; phase: Phase
         c.ms += performance.now() - t0;
         costs.set(id, c);
       };
-      const out = hook(ctx);
-      if (out instanceof Promise) return out.finally(done);
-      done();
-      return out;
+      // A hook that answers at once is timed at once; one that answers later, when it settles.
+      return andThenOrElse(
+        hook(ctx),
+        (out) => {
+          done();
+          return out;
+        },
+        (e) => {
+          done();
+          throw e;
+        },
+      );
     };
   };
   const configKeys = (plugin as { readonly configKeys?: unknown }).configKeys;

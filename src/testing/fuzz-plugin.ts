@@ -11,6 +11,7 @@ import { PhaseRuntime } from '../runtime/phase-runtime.ts';
 import { agentSpec, id, message, tokenUsage, toolCall, toolDescriptor, toolResult } from './arbitraries.ts';
 import { interceptRegistrar } from './registrar.ts';
 import { checkStateKeyLaws, seedable, seedOf, show, type KeyLawReport } from './state-laws.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * `fuzzPlugin(plugin)`: the plugin's hooks over generated phase inputs and states, checking what
@@ -89,8 +90,12 @@ export function phaseInput(phase: Phase): fc.Arbitrary<object> {
       return fc.record({ ...run, messages, toolCall: toolCall() });
     case 'after_tool_execute':
       return fc.record({ ...run, messages, toolCall: toolCall(), toolResult: fc.option(toolResult(), { nil: undefined }) });
-    default:
+    case 'step_start':
+    case 'step_end':
+    case 'run_end':
       return fc.record({ ...run, messages });
+    default:
+      return unreachable(phase);
   }
 }
 

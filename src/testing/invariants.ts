@@ -1,4 +1,5 @@
 import type { AgentEvent } from '../contract/event.ts';
+import { unreachable } from '../contract/never.ts';
 
 /**
  * The stream invariants every run must keep (checked by the spec on every run and usable on any
@@ -48,8 +49,23 @@ export function checkRunInvariants(events: readonly AgentEvent[]): string[] {
       case 'tool_call_done':
         openCalls.delete(e.id);
         break;
-      default:
+      case 'error':
+      case 'text_delta':
+      case 'reasoning_delta':
+      case 'tool_call_delta':
+      case 'tool_call_ready':
+      case 'tool_call_stream_delta':
+      case 'reasoning_encrypted_value':
+      case 'messages_snapshot':
+      case 'activity_snapshot':
+      case 'activity_delta':
+      case 'tool_call_resumed':
+      case 'inference_complete':
+      case 'state_snapshot':
+      case 'state_delta':
         break;
+      default:
+        unreachable(e);
     }
   });
   return out;

@@ -206,7 +206,7 @@ describe('artifact compaction (core-spec §5.5)', () => {
 
   it('counts characters as code points, never splitting a surrogate pair', () => {
     const text = '😀'.repeat(20);
-    expect(compactArtifact(text, cfg).startsWith('😀'.repeat(5) + '\n\n')).toBe(true);
+    expect(compactArtifact(text, cfg).startsWith(`${'😀'.repeat(5)}\n\n`)).toBe(true);
   });
 
   it('rewrites tool results only; user, assistant and system text never change', () => {

@@ -21,7 +21,9 @@ const history = fc.array(fc.boolean(), { maxLength: 40 });
 /** One tool observed over `uses` (true: used that turn). */
 function run(uses: readonly boolean[], omega: number, n0: number, p: number): DiscBetaEntry {
   let entries: Record<string, DiscBetaEntry> = { t: newDiscBetaEntry(p, n0, 400, 2) };
-  uses.forEach((used, turn) => (entries = observeTurn(entries, omega, turn, new Set(used ? ['t'] : []))));
+  uses.forEach((used, turn) => {
+    entries = observeTurn(entries, omega, turn, new Set(used ? ['t'] : []));
+  });
   return entries['t'] as DiscBetaEntry;
 }
 

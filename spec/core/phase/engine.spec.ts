@@ -168,7 +168,7 @@ describe('submit as data', () => {
         expect(command.patch.ops).toHaveLength(1);
         const pushes = batch.ops.slice(1).map((op) => (op.kind === 'update' ? (op.update as { envelope: ActionEnvelope }).envelope : undefined));
         expect(pushes.map((e) => e?.id)).toEqual(ns.map((_, i) => firstId + i));
-        expect(pushes.map((e) => (e?.action.payload as { n: number }).n)).toEqual(ns);
+        expect(pushes.map((e) => (e!.action.payload as { n: number }).n)).toEqual(ns);
       }),
     );
   });

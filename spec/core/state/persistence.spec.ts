@@ -183,6 +183,7 @@ describe('persistence of awkward key names', () => {
     s.commit(new MutationBatch().update(Odd, 'p').update(RunA, 1));
     const both = s.exportByScope();
     expect(both.ok && Object.keys(both.value.thread.extensions)).toEqual(['__proto__']);
+    // biome-ignore lint/suspicious/noProto: a key named __proto__ is the data this checks survives the round trip
     expect(both.ok && both.value.thread.extensions['__proto__']).toBe('p');
     expect(both.ok && both.value.run.extensions).toEqual({ 'run.a': 1 });
   });

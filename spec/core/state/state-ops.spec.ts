@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import { Snapshot } from '../../../src/core/state/snapshot.ts';
-import { keyOptions } from '../../../src/core/state/state-key.ts';
-import { commitBatch, strategyIn, type KeyRegistry } from '../../../src/core/state/state-ops.ts';
+import { z } from 'zod';
+import { defineStateKey, keyOptions } from '../../../src/core/state/state-key.ts';
+import { commitBatch, exportAll, exportByScope, exportState, strategyIn, type KeyRegistry, type RegisteredKey } from '../../../src/core/state/state-ops.ts';
 import { StateStore } from '../../../src/runtime/state-store.ts';
 import { counterKey, logKey } from '../../support/keys.ts';
 
@@ -52,5 +53,44 @@ describe('commitBatch', () => {
     expect(strategyIn(registry, Count.key)).toBe('commutative');
     expect(strategyIn(registry, Log.key)).toBe('exclusive');
     expect(strategyIn(registry, 'unknown')).toBe('exclusive');
+  });
+});
+
+describe('exporting a snapshot', () => {
+  /** A key whose encoding fails for the value 13, to see the first failure come out the same way. */
+  const keyOf = (name: string) =>
+    defineStateKey<number, number>({
+      key: name,
+      init: () => 0,
+      apply: (_s, u) => u,
+      codec: z.number(),
+      encode: (v) => {
+        if (v === 13) throw new Error(`cannot encode ${name}`);
+        return v * 2;
+      },
+    });
+
+  it('property: every key at once, and by scope in one pass, are the filtered exports — the same keys, values, order and first failure', () => {
+    const entry = fc.record({ persistent: fc.boolean(), thread: fc.boolean(), value: fc.option(fc.integer({ min: 10, max: 15 }), { nil: undefined }) });
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e', '__proto__', 'z.y'), entry, { maxKeys: 7 }), fc.nat({ max: 9 }), (entries, revision) => {
+        const keys = new Map<string, RegisteredKey>();
+        const values = new Map<string, unknown>();
+        for (const [name, e] of Object.entries(entries)) {
+          keys.set(name, { key: keyOf(name) as never, options: keyOptions({ persistent: e.persistent, scope: e.thread ? 'thread' : 'run' }), owner: undefined });
+          if (e.value !== undefined) values.set(name, e.value);
+        }
+        const snapshot = new Snapshot(revision, values);
+        const all = exportAll(keys, snapshot);
+        expect(all).toEqual(exportState(keys, snapshot, () => true));
+        if (all.ok) expect(Object.keys(all.value.extensions)).toEqual(Object.keys((exportState(keys, snapshot, () => true) as { value: { extensions: object } }).value.extensions));
+        const thread = exportState(keys, snapshot, (o) => o.scope === 'thread');
+        const run = exportState(keys, snapshot, (o) => o.scope !== 'thread');
+        const byScope = exportByScope(keys, snapshot);
+        if (!all.ok) expect(byScope).toEqual(all);
+        else expect(byScope).toEqual({ ok: true, value: { thread: (thread as { value: unknown }).value, run: (run as { value: unknown }).value } });
+      }),
+      { numRuns: 300 },
+    );
   });
 });

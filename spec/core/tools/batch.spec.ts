@@ -246,7 +246,9 @@ describe('the pipeline over generated batches', () => {
         const selfSuspended = m === 'sequential' ? plan.findIndex(([v, o]) => v === 'allow' && o === 'suspend') : -1;
         const stops = [blocked, selfSuspended].filter((i) => i >= 0);
         const stop = stops.length === 0 ? -1 : Math.min(...stops);
-        t.state.calls.forEach((c, i) => expect(c.result?.message === INTERRUPTED).toBe(stop >= 0 && i > stop));
+        t.state.calls.forEach((c, i) => {
+          expect(c.result?.message === INTERRUPTED).toBe(stop >= 0 && i > stop);
+        });
         expect(t.state.blockedReason !== undefined).toBe(stop >= 0 && stop === blocked);
         // The after-tool hooks see a pending result exactly for the calls whose tool ran and answered it.
         const ran = (i: number): boolean => (m === 'sequential' ? stop < 0 || i <= stop : blocked < 0 || i < blocked);

@@ -49,7 +49,11 @@ const forest = (depth: fc.Arbitrary<number>) =>
       const parentChoices = levels.slice(1).map((level, k) => fc.array(fc.constantFrom(...levels[k]!), { minLength: level.length, maxLength: level.length }));
       return fc.tuple(fc.constant(levels), fc.tuple(...parentChoices)).map(([lv, choice]) => {
         const parents = new Map<number, number>();
-        lv.slice(1).forEach((level, k) => level.forEach((id, j) => parents.set(id, choice[k]![j]!)));
+        lv.slice(1).forEach((level, k) => {
+          level.forEach((id, j) => {
+            parents.set(id, choice[k]![j]!);
+          });
+        });
         return { depth: d, levels: lv, parents };
       });
     }),

@@ -246,7 +246,9 @@ describe('GATHER properties', () => {
         for (const { h, i } of nonEmpty) {
           if (h.logs.some((l) => claimed.has(l))) deferred.push(i);
           else {
-            h.logs.forEach((l) => claimed.add(l));
+            h.logs.forEach((l) => {
+              claimed.add(l);
+            });
             batch.push(i);
           }
         }

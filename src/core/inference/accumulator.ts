@@ -2,6 +2,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { ContentBlock, ToolCall } from '../../contract/message.ts';
 import type { StopReason, StreamPart, StreamResult } from '../../contract/stream.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
+import { unreachable } from '../../contract/never.ts';
 
 interface PendingCall {
   readonly id: string;
@@ -58,6 +59,11 @@ export class StreamAccumulator {
         this.#stopReason = part.stop_reason;
         if (part.has_incomplete_tool_calls === true) this.#incomplete = true;
         return;
+      case 'response_metadata':
+        // No content: what the provider said of itself is the loop's to read, for the tap.
+        return;
+      default:
+        unreachable(part);
     }
   }
 

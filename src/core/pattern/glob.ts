@@ -51,8 +51,8 @@ function skipGlobstars(glob: readonly number[], index: number): number {
   return i;
 }
 
-/** Reads an escaped character at `index` (unescape): the character and the index it ends at, or undefined for a trailing `\`. */
-function unescape(glob: readonly number[], index: number): { c: number; index: number } | undefined {
+/** Reads an escaped character at `index`: the character and the index it ends at, or undefined for a trailing `\`. */
+function readEscaped(glob: readonly number[], index: number): { c: number; index: number } | undefined {
   const c = glob[index] as number;
   if (c !== BACKSLASH) return { c, index };
   const next = index + 1;
@@ -182,14 +182,14 @@ export function globMatch(globText: string, pathText: string): boolean {
         let first = true;
         let isMatch = false;
         while (state.globIndex < glob.length && (first || glob[state.globIndex] !== CLOSE_BRACKET)) {
-          const low = unescape(glob, state.globIndex);
+          const low = readEscaped(glob, state.globIndex);
           if (low === undefined) return false;
           state.globIndex = low.index + 1;
           let high = low.c;
           // A '-' not followed by ']' reads the end of a range.
           if (state.globIndex + 1 < glob.length && glob[state.globIndex] === DASH && glob[state.globIndex + 1] !== CLOSE_BRACKET) {
             state.globIndex += 1;
-            const h = unescape(glob, state.globIndex);
+            const h = readEscaped(glob, state.globIndex);
             if (h === undefined) return false;
             state.globIndex = h.index + 1;
             high = h.c;
@@ -223,7 +223,7 @@ export function globMatch(globText: string, pathText: string): boolean {
         continue;
       } else if (inPath) {
         // A literal (escapes included); also '?', '[' and '{' past the end of the path never get here.
-        const lit = unescape(glob, state.globIndex);
+        const lit = readEscaped(glob, state.globIndex);
         if (lit === undefined) return false;
         state.globIndex = lit.index;
         const isMatch = lit.c === SLASH ? isSeparator(path[state.pathIndex]) : path[state.pathIndex] === lit.c;

@@ -2,6 +2,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import { wildcardMatch } from './glob.ts';
 import { compileRegex, type RegexTest } from './regex.ts';
 import { opPrecision, type FieldCondition, type MatchOp, type PathSegment, type Specificity, type ToolCallPattern } from './types.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /** A compiled pattern: the specificity of the match, or undefined when the call does not match. */
 export type PatternMatcher = (toolId: string, args: JsonValue) => Specificity | undefined;
@@ -22,6 +23,8 @@ export function resolvePath(value: JsonValue, path: readonly PathSegment[]): Jso
       return Array.isArray(value) ? value.flatMap((v: JsonValue) => resolvePath(v, tail)) : [];
     case 'wildcard':
       return isObject(value) ? sortedKeys(value).flatMap((k) => resolvePath(value[k] as JsonValue, tail)) : [];
+    default:
+      return unreachable(head);
   }
 }
 
@@ -67,6 +70,8 @@ export function compileOp(op: MatchOp, pattern: string): (value: string) => bool
       const test: RegexTest = re.ok ? re.test : () => op === 'not_regex';
       return op === 'regex' ? test : (v) => !test(v);
     }
+    default:
+      return unreachable(op);
   }
 }
 

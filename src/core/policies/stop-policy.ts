@@ -1,4 +1,5 @@
 import type { StopConditionSpec } from '../../contract/lifecycle.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /** What the stop policies see after each inference (core-spec §7, `StopPolicyStats`). */
 export interface StopPolicyStats {
@@ -109,6 +110,8 @@ export function policyFromSpec(spec: StopConditionSpec): StopPolicy {
       return contentMatchPolicy(spec.pattern);
     case 'loop_detection':
       return loopDetectionPolicy(spec.window);
+    default:
+      return unreachable(spec);
   }
 }
 

@@ -106,6 +106,20 @@ export class Snapshot {
     visitSorted(snapshot.#layout, snapshot.#slots, visit);
   }
 
+  /**
+   * Internal: `forEachSorted` with the visitor's state passed in, for a visitor that is one function
+   * for every call (an export on every step then allocates no closure); stops when `visit` returns true.
+   */
+  static visitSortedWith<C>(snapshot: Snapshot, context: C, visit: (context: C, name: string, value: unknown) => boolean): void {
+    const layout = snapshot.#layout;
+    const slots = snapshot.#slots;
+    for (const slot of layout.sortedSlots()) {
+      if (slot >= slots.length) continue;
+      const value = slots[slot];
+      if (value !== ABSENT && visit(context, layout.nameAt(slot), value)) return;
+    }
+  }
+
   /** Internal: a copy of the snapshot's slots to write into (the store's commits). */
   static draft(snapshot: Snapshot): SnapshotDraft {
     return new SnapshotDraft(snapshot.#layout, snapshot.#slots.slice());

@@ -130,19 +130,38 @@ export function exportInto(
   snapshot: Snapshot,
   into: (options: StateKeyOptions) => Record<string, JsonValue> | undefined,
 ): StateError | undefined {
-  let failure: StateError | undefined;
-  Snapshot.forEachSorted(snapshot, (name, value) => {
-    const reg = registry.get(name);
-    if (failure !== undefined || reg === undefined || !reg.options.persistent) return;
-    const target = into(reg.options);
-    if (target === undefined) return;
-    try {
-      defineOwn(target, name, reg.key.encode(value));
-    } catch (e) {
-      failure = { code: 'key_encode', key: name, message: messageOf(e) };
-    }
-  });
-  return failure;
+  const pass: ExportRun = { registry, all: undefined, thread: undefined, run: undefined, into, failure: undefined };
+  Snapshot.visitSortedWith(snapshot, pass, exportOne);
+  return pass.failure;
+}
+
+/**
+ * One export pass: where each persistent key's encoded value goes — `all` (every key), or `thread`
+ * and `run` by scope, or what `into` picks — and the first failure. One object per pass, visited by
+ * one module-level function: a pass allocates no closure (the loop exports its state every step).
+ */
+interface ExportRun {
+  readonly registry: KeyRegistry;
+  readonly all: Record<string, JsonValue> | undefined;
+  readonly thread: Record<string, JsonValue> | undefined;
+  readonly run: Record<string, JsonValue> | undefined;
+  readonly into: ((options: StateKeyOptions) => Record<string, JsonValue> | undefined) | undefined;
+  failure: StateError | undefined;
+}
+
+/** Visits one present key of an export pass; true (stop) at the first failure. */
+function exportOne(pass: ExportRun, name: string, value: unknown): boolean {
+  const reg = pass.registry.get(name);
+  if (reg === undefined || !reg.options.persistent) return false;
+  const target = pass.all ?? (pass.into !== undefined ? pass.into(reg.options) : reg.options.scope === 'thread' ? pass.thread : pass.run);
+  if (target === undefined) return false;
+  try {
+    defineOwn(target, name, reg.key.encode(value));
+    return false;
+  } catch (e) {
+    pass.failure = { code: 'key_encode', key: name, message: messageOf(e) };
+    return true;
+  }
 }
 
 /** The persistent keys `filter` accepts, with the snapshot's revision; keys sorted. */
@@ -152,11 +171,21 @@ export function exportState(registry: KeyRegistry, snapshot: Snapshot, filter: (
   return failure !== undefined ? err(failure) : ok({ revision: snapshot.revision, extensions });
 }
 
+/** Every persistent key, with the snapshot's revision; keys sorted (`exportState` accepting all, without its closures). */
+export function exportAll(registry: KeyRegistry, snapshot: Snapshot): Result<PersistedState, StateError> {
+  const extensions: Record<string, JsonValue> = {};
+  const pass: ExportRun = { registry, all: extensions, thread: undefined, run: undefined, into: undefined, failure: undefined };
+  Snapshot.visitSortedWith(snapshot, pass, exportOne);
+  return pass.failure !== undefined ? err(pass.failure) : ok({ revision: snapshot.revision, extensions });
+}
+
 /** Thread-scoped and run-scoped persistent keys in one pass (as a checkpoint needs both). */
 export function exportByScope(registry: KeyRegistry, snapshot: Snapshot): Result<{ readonly thread: PersistedState; readonly run: PersistedState }, StateError> {
   const thread: Record<string, JsonValue> = {};
   const run: Record<string, JsonValue> = {};
-  const failure = exportInto(registry, snapshot, (o) => (o.scope === 'thread' ? thread : run));
+  const pass: ExportRun = { registry, all: undefined, thread, run, into: undefined, failure: undefined };
+  Snapshot.visitSortedWith(snapshot, pass, exportOne);
+  const failure = pass.failure;
   if (failure !== undefined) return err(failure);
   return ok({ thread: { revision: snapshot.revision, extensions: thread }, run: { revision: snapshot.revision, extensions: run } });
 }

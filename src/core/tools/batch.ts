@@ -7,6 +7,7 @@ import type { ToolCall } from '../../contract/message.ts';
 import { outcomeOf, ToolResults, type SuspendTicket, type ToolCallResume, type ToolCallResumeMode, type ToolResult } from '../../contract/tool.ts';
 import type { MergeStrategy } from '../state/state-key.ts';
 import { mergeParallelCommands, type StateCommand } from '../state/state-command.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /**
  * A tool batch as a state machine (seed 003's single pipeline): `advance(state, input)` returns the
@@ -193,6 +194,8 @@ export function advance(state: BatchState, input: BatchInput): BatchStep {
       return invalid(state, input);
     case 'resume':
       return stage.at === 'idle' ? resumeFrom(state, 0, input.decisions, input.silent) : invalid(state, input);
+    default:
+      return unreachable(input);
   }
 }
 
@@ -248,6 +251,8 @@ function gated(state: BatchState, index: number, allowed: readonly number[], gat
       calls[index] = running;
       return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments } };
     }
+    default:
+      return unreachable(gate);
   }
 }
 
@@ -364,6 +369,8 @@ export function resumedProjection(result: ToolResult): JsonValue {
       return result.message !== null ? { error: result.message } : result.data;
     case 'pending':
       return null;
+    default:
+      return unreachable(result.status);
   }
 }
 

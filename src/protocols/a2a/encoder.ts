@@ -3,6 +3,7 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import { runMealy } from '../../core/mealy.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /**
  * A2A 1.0, `message:stream` (HTTP+JSON binding): one `StreamResponse` per SSE frame. Task id = run
@@ -82,6 +83,8 @@ export function taskStateOf(t: TerminationReason): TaskState {
       return 'TASK_STATE_FAILED';
     case 'blocked':
       return 'TASK_STATE_REJECTED';
+    default:
+      return unreachable(t);
   }
 }
 
@@ -179,8 +182,21 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
     case 'error':
       s = end(s, 'TASK_STATE_FAILED', because(s, event.message), out);
       break;
-    default:
+    case 'reasoning_delta':
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_stream_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_delta':
+    case 'step_start':
+    case 'step_end':
+    case 'inference_complete':
+    case 'state_snapshot':
+    case 'state_delta':
       break;
+    default:
+      unreachable(event);
   }
   return [s, out];
 }

@@ -4,6 +4,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /**
  * ACP v1: one `session/prompt` turn. While the run streams the agent sends `session/update`
@@ -54,6 +55,8 @@ export function stopReasonOf(t: TerminationReason): AcpStopReason | undefined {
       return undefined;
     case 'stopped':
       return t.value.code === 'max_rounds' ? 'max_turn_requests' : t.value.code === 'token_budget' ? 'max_tokens' : 'end_turn';
+    default:
+      return unreachable(t);
   }
 }
 
@@ -168,8 +171,18 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       out.push({ kind: 'error', error: { code: ACP_INTERNAL_ERROR, message: event.message } });
       s = { ...s, finished: true };
       break;
-    default:
+    case 'tool_call_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_delta':
+    case 'step_start':
+    case 'step_end':
+    case 'inference_complete':
+    case 'state_snapshot':
+    case 'state_delta':
       break;
+    default:
+      unreachable(event);
   }
   return [s, out];
 }
@@ -205,6 +218,8 @@ export function frameAcp(messages: readonly AcpMessage[], sessionId = 'session-1
       case 'error':
         out += `${JSON.stringify({ jsonrpc: '2.0', id: requestId, error: m.error })}\n`;
         break;
+      default:
+        unreachable(m);
     }
   }
   return out;

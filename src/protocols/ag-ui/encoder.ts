@@ -4,6 +4,7 @@ import { MessageSchema } from '../../contract/message.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
 import { runMealy } from '../../core/mealy.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /** One AG-UI 1.0 event (a JSON object with a SCREAMING_SNAKE `type`, camelCase fields). */
 export type AgUiEvent = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -175,6 +176,8 @@ function agUiMessage(value: JsonValue, index: number): JsonValue | undefined {
     case 'system':
     case 'user':
       return { id, role: m.role, content };
+    default:
+      return unreachable(m.role);
   }
 }
 
@@ -445,6 +448,8 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       out.push(runError(s, event.message, event.code));
       s = { ...s, finished: true };
       break;
+    default:
+      unreachable(event);
   }
   return [s, out];
 }

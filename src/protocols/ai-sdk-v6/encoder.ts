@@ -3,6 +3,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /** One chunk of the AI SDK v6 UI message stream (a JSON object with a `type`). */
 export type UiChunk = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -66,6 +67,8 @@ export function finishReasonOf(t: TerminationReason): 'stop' | 'tool-calls' | 'e
     case 'behavior_requested':
     case 'cancelled':
       return 'stop';
+    default:
+      return unreachable(t);
   }
 }
 
@@ -248,6 +251,8 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       out.push({ type: 'error', errorText: event.message });
       s = { ...s, finished: true };
       break;
+    default:
+      unreachable(event);
   }
   return [s, out];
 }

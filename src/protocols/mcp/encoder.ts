@@ -2,6 +2,7 @@ import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
+import { unreachable } from '../../contract/never.ts';
 
 /**
  * MCP (protocol 2025-11-25): an agent is a tool taking `{message}`. While its run streams, the server
@@ -62,6 +63,8 @@ export function failureOf(t: TerminationReason): string | undefined {
     case 'behavior_requested':
     case 'stopped':
       return undefined;
+    default:
+      return unreachable(t);
   }
 }
 
@@ -92,8 +95,20 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
       return [{ ...state, finished: true }, { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) }];
     case 'error':
       return [{ ...state, finished: true }, { progress: [], result: resultOf(state, { type: 'error', value: event.message }, `agent run failed: ${event.message}`) }];
-    default:
+    case 'reasoning_delta':
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_stream_delta':
+    case 'reasoning_encrypted_value':
+    case 'messages_snapshot':
+    case 'activity_delta':
+    case 'tool_call_resumed':
+    case 'step_end':
+    case 'state_snapshot':
+    case 'state_delta':
       return [state, NOTHING];
+    default:
+      return unreachable(event);
   }
 }
 

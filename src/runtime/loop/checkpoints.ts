@@ -1,0 +1,104 @@
+import type { TerminationReason } from '../../contract/lifecycle.ts';
+import type { Message } from '../../contract/message.ts';
+import { failed, type Halting } from '../halt.ts';
+import { RunLifecycle } from '../loop-keys.ts';
+import { andThen } from '../maybe-promise.ts';
+import type { PhaseRuntime } from '../phase-runtime.ts';
+import type { RunCheckpoint, ThreadRunStore } from '../thread-run-store.ts';
+import type { Env } from '../env.ts';
+
+/** What a checkpoint reads of its run at the moment it is written. */
+export interface CheckpointFacts {
+  readonly agentId: string;
+  readonly messages: readonly Message[];
+  readonly steps: number;
+  /** Tokens the run's inferences reported so far. */
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * A run's writes to its thread's store (a checkpoint at every step's end, at a suspension and at
+ * the end): what the store already holds of the run's messages (optimistic concurrency, and the
+ * part a rewound or compacted history replaces) and of its tokens (the store adds what came after).
+ */
+export class Checkpoints {
+  readonly #store: ThreadRunStore | undefined;
+  readonly #env: Env;
+  readonly #phase: PhaseRuntime;
+  readonly #threadId: string;
+  readonly #runId: string;
+  readonly #parentRunId: string | undefined;
+  /** Messages the store holds for this thread as far as this run knows. */
+  #persistedCount: number;
+  /** Leading messages the store holds as this run holds them (the rest it replaces at the next checkpoint). */
+  #storedPrefix: number;
+  /** The tokens the store already counted. */
+  #inputStored = 0;
+  #outputStored = 0;
+
+  constructor(options: {
+    readonly store: ThreadRunStore | undefined;
+    readonly env: Env;
+    readonly phase: PhaseRuntime;
+    readonly threadId: string;
+    readonly runId: string;
+    readonly parentRunId: string | undefined;
+    readonly persistedCount: number;
+    readonly storedPrefix: number;
+  }) {
+    this.#store = options.store;
+    this.#env = options.env;
+    this.#phase = options.phase;
+    this.#threadId = options.threadId;
+    this.#runId = options.runId;
+    this.#parentRunId = options.parentRunId;
+    this.#persistedCount = options.persistedCount;
+    this.#storedPrefix = options.storedPrefix;
+  }
+
+  /** The history was rewritten from its start (a compaction): the next checkpoint replaces all of it. */
+  rewritten(): void {
+    this.#storedPrefix = 0;
+  }
+
+  /** Writes the run: `undefined` once written (or without a store), a halt when the state cannot be exported. */
+  write(termination: TerminationReason | undefined, facts: CheckpointFacts): Halting {
+    const store = this.#store;
+    if (store === undefined) return undefined;
+    const state = this.#phase.store.exportByScope();
+    if (!state.ok) return failed('state could not be exported for the checkpoint');
+    const lifecycle = this.#phase.store.snapshot().get(RunLifecycle);
+    const checkpoint: Writable<RunCheckpoint> = {
+      threadId: this.#threadId,
+      runId: this.#runId,
+      agentId: facts.agentId,
+      messages: facts.messages,
+      appendFrom: this.#storedPrefix,
+      status: lifecycle?.status ?? 'running',
+      steps: facts.steps,
+      threadState: state.value.thread,
+      runState: state.value.run,
+      updatedAt: this.#env.clock.now(),
+      expectedMessageCount: this.#persistedCount,
+    };
+    if (termination !== undefined) checkpoint.termination = termination;
+    if (this.#parentRunId !== undefined) checkpoint.parentRunId = this.#parentRunId;
+    // The store adds these to the run's totals: what the run inferred since its last checkpoint written.
+    const tokens = { input: facts.inputTokens - this.#inputStored, output: facts.outputTokens - this.#outputStored };
+    checkpoint.tokens = tokens;
+    const written = facts.messages.length;
+    return andThen(store.checkpoint(checkpoint), () => this.#stored(written, tokens));
+  }
+
+  /** The store holds the first `written` messages as this run holds them, and the tokens reported. */
+  #stored(written: number, tokens: { readonly input: number; readonly output: number }): undefined {
+    this.#inputStored += tokens.input;
+    this.#outputStored += tokens.output;
+    this.#persistedCount = written;
+    this.#storedPrefix = written;
+    return undefined;
+  }
+}

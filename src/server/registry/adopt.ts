@@ -1,0 +1,108 @@
+import type { AgentRuntime } from '../../runtime/agent-runtime.ts';
+import type { Store } from '../../runtime/store.ts';
+import { parkedCallsOf, type WaitingCall } from '../live-run.ts';
+import type { Logger } from '../log.ts';
+import { mayReach } from '../principal.ts';
+import type { RunLeases } from '../run-leases.ts';
+import { storedRun } from '../stored-runs.ts';
+import type { ThreadLocks } from '../thread-locks.ts';
+import type { RunLauncher } from './launch.ts';
+import type { LiveRuns } from './live-runs.ts';
+import type { RunObserver, RunStarter } from './types.ts';
+
+/** What taking up a parked run needs of the registry it serves. */
+export interface AdoptionHost {
+  readonly runtime: AgentRuntime;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly leases: RunLeases;
+  readonly locks: ThreadLocks;
+  readonly runs: LiveRuns;
+  readonly launcher: RunLauncher;
+  readonly observer: RunObserver | undefined;
+  /** Whether the registry is shutting down (nothing is taken up then). */
+  closing(): boolean;
+}
+
+/** The calls a parked run waits on, and where. */
+export interface ParkedRun {
+  readonly runId: string;
+  readonly threadId: string;
+  readonly calls: readonly WaitingCall[];
+}
+
+/**
+ * Runs parked in the store that no live instance holds (their process died, shut down, or let them
+ * go at a reload): read as the store holds them, and taken up here when a decision comes for one.
+ */
+export class RunAdoption {
+  readonly #host: AdoptionHost;
+
+  constructor(host: AdoptionHost) {
+    this.#host = host;
+  }
+
+  /**
+   * Takes up a run waiting for a decision in the store that no live instance holds as this
+   * instance's parked run, so a decision can reach it (durable HITL): the thread's lease is taken for
+   * it (taken over when its holder's has expired), the runtime revives it from its stored state, and
+   * nothing is emitted until a decision resumes it. True when the run (by run id or thread id) is
+   * parked here afterwards; false when there is none, or another instance holds it alive.
+   */
+  async adopt(runOrThread: string): Promise<boolean> {
+    const { runtime, store, logger, leases, locks, runs, launcher } = this.#host;
+    const here = runs.find(runOrThread);
+    if (here !== undefined || this.#host.closing()) return here?.status === 'waiting';
+    const stored = await storedRun(store, runOrThread, 'waiting');
+    if (stored === undefined || !(await mayReach(store, stored.thread_id, 'write'))) return false;
+    const threadId = stored.thread_id;
+    return locks.exclusive(threadId, async () => {
+      const current = runs.current(threadId);
+      if (current !== undefined) return current.runId === stored.run_id && current.status === 'waiting';
+      const runId = stored.run_id;
+      let taken = await leases.take(threadId, runId);
+      if (!taken.ok && taken.holder.run_id === runId && leases.isExpired(taken.holder) && (await leases.takeOver(taken.holder))) taken = { ok: true };
+      if (!taken.ok) return false;
+      // Taken: no one else can revive or end it now; it may have ended in between.
+      if ((await store.getRun(runId))?.status !== 'waiting') {
+        await leases.release(threadId, runId);
+        return false;
+      }
+      const owner = await store.threadOwner(threadId);
+      const revive: RunStarter = (sink) => runtime.revive({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink);
+      const observer = this.#host.observer;
+      // The agent a revived run resolves to when the store names none: the runtime's first, as at `start`.
+      const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
+      const launched = await launcher.launch(threadId, runId, stored.agent_id, owner, [], 'waiting', (sink) =>
+        observer === undefined ? revive(sink) : observer.observe({ threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true }, revive, sink),
+      );
+      if (!launched.ok) {
+        logger.error('parked run could not be revived', { run: runId, thread: threadId, error: launched.error.message });
+        return false;
+      }
+      logger.info('parked run revived', { run: runId, thread: threadId, calls: launched.value.run.waiting.size });
+      return true;
+    });
+  }
+
+  /** The parked run of a thread or a run id here and the calls it waits on; `undefined` when none waits. */
+  waiting(runOrThread: string): ParkedRun | undefined {
+    const run = this.#host.runs.find(runOrThread);
+    if (run === undefined || run.status !== 'waiting') return undefined;
+    return { runId: run.runId, threadId: run.threadId, calls: [...run.waiting.values()] };
+  }
+
+  /**
+   * The calls a run (by run id or thread id) waits on, wherever it is parked: here, else as the store
+   * holds it (the thread's committed batch), without taking it up.
+   */
+  async waitingAnywhere(runOrThread: string): Promise<ParkedRun | undefined> {
+    const { store, runs } = this.#host;
+    const local = this.waiting(runOrThread);
+    if (local !== undefined || runs.find(runOrThread) !== undefined) return local;
+    const stored = await storedRun(store, runOrThread, 'waiting');
+    if (stored === undefined || !(await mayReach(store, stored.thread_id, 'read'))) return undefined;
+    const thread = await store.loadThread(stored.thread_id);
+    return { runId: stored.run_id, threadId: stored.thread_id, calls: parkedCallsOf(thread?.threadState) };
+  }
+}

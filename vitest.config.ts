@@ -46,8 +46,28 @@ export default defineConfig({
         },
       },
       // The same PostgreSQL set-up (a no-op once the specs' has run: it finds the server in the environment).
-      { extends: true, test: { name: 'faults', include: FAULTS, globalSetup: ['spec/support/postgres-setup.ts'], execArgv: ['--expose-gc'], maxWorkers: 1, sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: 'browser', include: ['spec/browser/**/*.spec.ts'], testTimeout: 120_000, hookTimeout: 120_000, maxWorkers: 1, sequence: { groupOrder: 2 } } },
+      {
+        extends: true,
+        test: {
+          name: 'faults',
+          include: FAULTS,
+          globalSetup: ['spec/support/postgres-setup.ts'],
+          execArgv: ['--expose-gc'],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['spec/browser/**/*.spec.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
     coverage: {
       provider: 'v8',

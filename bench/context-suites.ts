@@ -1,7 +1,15 @@
 import { Messages, type Message } from '../src/contract/message.ts';
 import type { ToolDescriptor } from '../src/contract/tool.ts';
 import { byteHeuristicTokenizer, truncateMessages } from '../src/core/context/index.ts';
-import { DeferredToolsConfigSchema, newDiscBetaEntry, observeTurn, parseToolQuery, searchTools, toolsToDefer, type DiscBetaEntry } from '../src/core/deferral/index.ts';
+import {
+  DeferredToolsConfigSchema,
+  newDiscBetaEntry,
+  observeTurn,
+  parseToolQuery,
+  searchTools,
+  toolsToDefer,
+  type DiscBetaEntry,
+} from '../src/core/deferral/index.ts';
 import type { Suite } from './harness.ts';
 
 /** A conversation of `n` messages: user / assistant turns, every fifth turn a tool call with its result. */
@@ -100,7 +108,11 @@ function toolSearchSuite(): Suite {
     units: { name: 'tool', count: 1000 },
     cases: [
       { name: 'awaken searchTools', role: 'subject', fn: () => searchTools(registry, query, 5) },
-      { name: 'baseline includes', role: 'baseline', fn: () => registry.filter((t) => `${t.id} ${t.name} ${t.description}`.toLowerCase().includes('weather')).slice(0, 5) },
+      {
+        name: 'baseline includes',
+        role: 'baseline',
+        fn: () => registry.filter((t) => `${t.id} ${t.name} ${t.description}`.toLowerCase().includes('weather')).slice(0, 5),
+      },
     ],
   };
 }

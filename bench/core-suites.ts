@@ -11,9 +11,12 @@ const counter = (key: string): StateKey<number, number> =>
   defineStateKey({ key, merge: 'commutative', init: () => 0, apply: (v: number, u: number) => v + u, codec: z.number() });
 
 const KEYS = Array.from({ length: 100 }, (_, i) => counter(`k${i}`));
-const keyPlugin: Plugin = { name: 'keys', register: (r) => {
+const keyPlugin: Plugin = {
+  name: 'keys',
+  register: (r) => {
     for (const k of KEYS) r.registerKey(k);
-  } };
+  },
+};
 
 /** A runtime whose store already holds all 100 keys, like the baselines' plain objects. */
 function runtime(plugins: Plugin[]): PhaseRuntime {

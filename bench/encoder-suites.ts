@@ -18,7 +18,13 @@ function stream(): AgentEvent[] {
     events.push({ event_type: 'tool_call_start', id: `c${s}`, name: 'echo' });
     events.push({ event_type: 'tool_call_delta', id: `c${s}`, args_delta: '{"text":"x"}' });
     events.push({ event_type: 'tool_call_ready', id: `c${s}`, name: 'echo', arguments: { text: 'x' } });
-    events.push({ event_type: 'tool_call_done', id: `c${s}`, message_id: `m${s}`, result: { tool_name: 'echo', status: 'success', data: { echoed: 'x' }, message: null }, outcome: 'succeeded' });
+    events.push({
+      event_type: 'tool_call_done',
+      id: `c${s}`,
+      message_id: `m${s}`,
+      result: { tool_name: 'echo', status: 'success', data: { echoed: 'x' }, message: null },
+      outcome: 'succeeded',
+    });
     events.push({ event_type: 'step_end' });
   }
   events.push({ event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } });
@@ -46,10 +52,12 @@ export function encoderSuites(): Suite[] {
           name: 'ai JsonToSseTransformStream',
           role: 'baseline',
           fn: async () => {
-            const source = new ReadableStream<UIMessageChunk>({ start: (c) => {
-              for (const x of chunks) c.enqueue(x);
-              c.close();
-            } });
+            const source = new ReadableStream<UIMessageChunk>({
+              start: (c) => {
+                for (const x of chunks) c.enqueue(x);
+                c.close();
+              },
+            });
             const reader = source.pipeThrough(new JsonToSseTransformStream()).getReader();
             let n = 0;
             for (;;) {
@@ -62,7 +70,7 @@ export function encoderSuites(): Suite[] {
         },
       ],
     },
-      {
+    {
       name: 'encode-ag-ui-10k',
       description: `AG-UI: ${events.length} events → ${agUi.length} AG-UI events → SSE, beside @ag-ui/encoder EventEncoder.encodeSSE framing the same events`,
       units: { name: 'event', count: events.length },
@@ -80,7 +88,7 @@ export function encoderSuites(): Suite[] {
         },
       ],
     },
-      {
+    {
       name: 'encode-mcp-10k',
       description: `MCP: ${events.length} events → ${mcp.progress.length} progress notifications + 1 result → NDJSON, beside a hand-written floor (JSON.stringify of the same messages; the SDK has no standalone encoder)`,
       units: { name: 'event', count: events.length },
@@ -91,13 +99,14 @@ export function encoderSuites(): Suite[] {
           role: 'baseline',
           fn: () => {
             let out = '';
-            for (const p of mcp.progress) out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, ...p } })}\n`;
+            for (const p of mcp.progress)
+              out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, ...p } })}\n`;
             return `${out}${JSON.stringify({ jsonrpc: '2.0', id: 1, result: mcp.result })}\n`;
           },
         },
       ],
     },
-      {
+    {
       name: 'encode-acp-10k',
       description: `ACP: ${events.length} events → session/update notifications + 1 response → NDJSON, beside the same framing of pre-transcoded messages (the SDK has no standalone encoder)`,
       units: { name: 'event', count: events.length },
@@ -106,7 +115,7 @@ export function encoderSuites(): Suite[] {
         { name: 'floor: frame the messages', role: 'baseline', fn: () => frameAcp(acp) },
       ],
     },
-      {
+    {
       name: 'encode-a2a-10k',
       description: `A2A: ${events.length} events → ${a2a.length} StreamResponse frames → SSE, beside @a2a-js/sdk StreamResponse.toJSON + the same SSE framing of the decoded frames`,
       units: { name: 'event', count: events.length },

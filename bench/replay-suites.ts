@@ -14,8 +14,16 @@ const LONG_RUN_STEPS = 400;
 
 /** A run of `steps` steps, each an echo tool call, then a text answer, recorded. */
 async function longTranscript(steps: number): Promise<string> {
-  const echo = defineTool({ id: 'echo', description: 'echo', args: z.object({ text: z.string() }), execute: ({ text }) => ToolResults.success('echo', { echoed: text }) });
-  const script: ScriptStep[] = [...Array.from({ length: steps }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })), { text: 'done' }];
+  const echo = defineTool({
+    id: 'echo',
+    description: 'echo',
+    args: z.object({ text: z.string() }),
+    execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+  });
+  const script: ScriptStep[] = [
+    ...Array.from({ length: steps }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })),
+    { text: 'done' },
+  ];
   const { transcript } = await recordRun({
     agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: steps + 2 },
     models: { m: { provider: 'p', model_name: 'pm' } },
@@ -77,7 +85,9 @@ function longRunSuite(): Suite {
     setup: async () => {
       text = await longTranscript(LONG_RUN_STEPS);
       long.count = text.match(/^\{"type":"event"/gm)?.length ?? 0;
-      process.stdout.write(`replay-long-run: ${long.count} events, ${Math.round(Buffer.byteLength(text) / 1024)} KiB (${Math.round(Buffer.byteLength(text) / LONG_RUN_STEPS)} bytes per step)\n`);
+      process.stdout.write(
+        `replay-long-run: ${long.count} events, ${Math.round(Buffer.byteLength(text) / 1024)} KiB (${Math.round(Buffer.byteLength(text) / LONG_RUN_STEPS)} bytes per step)\n`,
+      );
     },
     cases: [
       {
@@ -88,9 +98,13 @@ function longRunSuite(): Suite {
           if (!r.identical) throw new Error('long run replay differs');
         },
       },
-      { name: 'JSON.parse of every line', role: 'baseline', fn: () => {
-        for (const l of text.split('\n')) if (l !== '') JSON.parse(l);
-      } },
+      {
+        name: 'JSON.parse of every line',
+        role: 'baseline',
+        fn: () => {
+          for (const l of text.split('\n')) if (l !== '') JSON.parse(l);
+        },
+      },
     ],
   };
 }

@@ -18,7 +18,14 @@ const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 
 const pick = (name: string): boolean => only === undefined || only === name;
-const suites: Suite[] = [...(pick('core') ? coreSuites() : []), ...(pick('loop') ? loopSuites() : []), ...(pick('replay') ? replaySuites() : []), ...(pick('encoders') ? encoderSuites() : []), ...(pick('context') ? contextSuites() : []), ...(pick('server') ? serverSuites() : [])];
+const suites: Suite[] = [
+  ...(pick('core') ? coreSuites() : []),
+  ...(pick('loop') ? loopSuites() : []),
+  ...(pick('replay') ? replaySuites() : []),
+  ...(pick('encoders') ? encoderSuites() : []),
+  ...(pick('context') ? contextSuites() : []),
+  ...(pick('server') ? serverSuites() : []),
+];
 const rows: TaskStats[] = [];
 // A terminal gets one status line, rewritten per suite; a log or a pipe gets a plain line each.
 const tty = process.stdout.isTTY === true && process.stderr.isTTY === true;

@@ -39,7 +39,12 @@ function fanOutSuite(n: number): Suite {
         fn: () => {
           const log = new ThreadLog(1024);
           let bytes = 0;
-          for (let s = 0; s < n; s++) log.subscribe(undefined, (item) => void (bytes += encoder.encode(sseOf(item)).length), () => ({ kind: 'resync', seq: 0, messages: [] }));
+          for (let s = 0; s < n; s++)
+            log.subscribe(
+              undefined,
+              (item) => void (bytes += encoder.encode(sseOf(item)).length),
+              () => ({ kind: 'resync', seq: 0, messages: [] }),
+            );
           for (const e of events) log.append('run', e);
           return bytes;
         },
@@ -79,7 +84,12 @@ function runtimeOn(store: Store | MemoryThreadRunStore): AgentRuntime {
   return built.value;
 }
 
-const ECHO = defineTool({ id: 'echo', description: 'echo', args: z.object({ text: z.string() }), execute: ({ text }) => ToolResults.success('echo', { echoed: text }) });
+const ECHO = defineTool({
+  id: 'echo',
+  description: 'echo',
+  args: z.object({ text: z.string() }),
+  execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+});
 
 /** 100 threads, one two-step run each, through the registry on a store; baseline: runtime.run on the in-memory loop store. */
 function runsSuite(kind: 'memory' | 'sqlite'): Suite {
@@ -108,7 +118,9 @@ function runsSuite(kind: 'memory' | 'sqlite'): Suite {
         role: 'baseline',
         fn: async () => {
           round++;
-          await Promise.all(Array.from({ length: 100 }, (_, i) => plain.run({ threadId: `b${round}-${i}`, messages: [Messages.user('go')] }, new VecEventSink())));
+          await Promise.all(
+            Array.from({ length: 100 }, (_, i) => plain.run({ threadId: `b${round}-${i}`, messages: [Messages.user('go')] }, new VecEventSink())),
+          );
         },
       },
     ],
@@ -132,7 +144,13 @@ const chatty = (deltas: number): LlmExecutor => ({
  */
 function httpFanOutSuite(n: number): Suite {
   const store = new MemoryStore();
-  const built = new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('m', chatty(FRAMES)).withModel('m', { provider: 'm', model_name: 'm' }).withThreadRunStore(store).withAgentSpec({ id: 'a', model: 'm' }).build();
+  const built = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('m', chatty(FRAMES))
+    .withModel('m', { provider: 'm', model_name: 'm' })
+    .withThreadRunStore(store)
+    .withAgentSpec({ id: 'a', model: 'm' })
+    .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   const registry = new RunRegistry(built.value, store);
   const app = createHttpApp({ runtime: built.value, store, registry });

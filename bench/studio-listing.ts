@@ -27,7 +27,10 @@ async function seedStore(): Promise<void> {
   for (let i = 0; i < THREADS; i++) {
     const threadId = `thread-${String(i).padStart(4, '0')}`;
     if (i % 5 === 0) await store.createThread({ id: threadId, title: `Customer ${i} follow-up`, now: T + i * 10 });
-    for (const [k, at] of [[0, T + i * 10 + 1], [1, T + i * 10 + 2]] as const) {
+    for (const [k, at] of [
+      [0, T + i * 10 + 1],
+      [1, T + i * 10 + 2],
+    ] as const) {
       const failed = k === 1 && i % 7 === 0;
       await store.checkpoint({
         threadId,
@@ -51,7 +54,12 @@ function seedRecord(): void {
   mkdirSync(record, { recursive: true });
   const lines = (thread: string, run: string): string =>
     [
-      JSON.stringify({ type: 'header', format: 'awaken-transcript/7', request: { thread_id: thread, run_id: run }, agent: { id: 'helper', model: 'main', system_prompt: 'You help.' } }),
+      JSON.stringify({
+        type: 'header',
+        format: 'awaken-transcript/7',
+        request: { thread_id: thread, run_id: run },
+        agent: { id: 'helper', model: 'main', system_prompt: 'You help.' },
+      }),
       JSON.stringify({ type: 'env', draw: 'now', value: T }),
       JSON.stringify({ type: 'event', event: { event_type: 'run_start', thread_id: thread, run_id: run } }),
       JSON.stringify({ type: 'event', event: { event_type: 'text_delta', delta: 'Here is what I found about your order.' } }),
@@ -150,7 +158,9 @@ try {
     }
     const m = median(runs);
     if (m > BOUND_MS) over = true;
-    console.log(`${name.padEnd(40)} ${m.toFixed(1).padStart(10)} ${String(last.total).padStart(7)} ${String(last.bytes).padStart(11)}${m > BOUND_MS ? `  OVER ${BOUND_MS} ms` : ''}`);
+    console.log(
+      `${name.padEnd(40)} ${m.toFixed(1).padStart(10)} ${String(last.total).padStart(7)} ${String(last.bytes).padStart(11)}${m > BOUND_MS ? `  OVER ${BOUND_MS} ms` : ''}`,
+    );
   }
 } finally {
   await server.stop();

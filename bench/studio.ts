@@ -58,7 +58,13 @@ export function syntheticTranscript(steps: number, threadId: string, runId: stri
     event({ event_type: 'text_delta', delta: said });
     const calls = last ? [] : [{ id: `c${i}a`, name: 'report', arguments: { steps: 1 } }, ...(fails ? [{ id: `c${i}b`, name: 'fail', arguments: {} }] : [])];
     for (const c of calls) event({ event_type: 'tool_call_start', id: c.id, name: c.name });
-    put({ type: 'llm', seq: ++llmSeq, digest: `sha256:${'0'.repeat(64)}`, request: { model: 'scripted-main', kept, messages: pendingMessages, ...(i === 1 ? { tools: [] } : {}) }, parts: [] });
+    put({
+      type: 'llm',
+      seq: ++llmSeq,
+      digest: `sha256:${'0'.repeat(64)}`,
+      request: { model: 'scripted-main', kept, messages: pendingMessages, ...(i === 1 ? { tools: [] } : {}) },
+      parts: [],
+    });
     kept += pendingMessages.length;
     for (const c of calls) event({ event_type: 'tool_call_ready', id: c.id, name: c.name, arguments: c.arguments });
     now();
@@ -72,12 +78,21 @@ export function syntheticTranscript(steps: number, threadId: string, runId: stri
     for (const c of calls) {
       now();
       const ok = c.name === 'report';
-      const result = ok ? { tool_name: 'report', status: 'success', data: { steps: 1 }, message: null } : { tool_name: 'fail', status: 'error', data: null, message: 'the tool reported a failure' };
+      const result = ok
+        ? { tool_name: 'report', status: 'success', data: { steps: 1 }, message: null }
+        : { tool_name: 'fail', status: 'error', data: null, message: 'the tool reported a failure' };
       put({ type: 'tool', call_id: c.id, name: c.name, arguments: c.arguments, activity: [], result });
       now();
       event({ event_type: 'tool_call_done', id: c.id, message_id: assistant, result, outcome: ok ? 'succeeded' : 'failed' });
       results.push({ id: nextMessage(), role: 'tool', content: text(ok ? '{"steps":1}' : 'the tool reported a failure'), tool_call_id: c.id });
-      states[c.id] = { call_id: c.id, tool_name: c.name, arguments: c.arguments, status: ok ? 'succeeded' : 'failed', updated_at: clock, resume_mode: 'replay_tool_call' };
+      states[c.id] = {
+        call_id: c.id,
+        tool_name: c.name,
+        arguments: c.arguments,
+        status: ok ? 'succeeded' : 'failed',
+        updated_at: clock,
+        resume_mode: 'replay_tool_call',
+      };
     }
     pendingMessages = [{ id: assistant, role: 'assistant', content: text(said), ...(calls.length > 0 ? { tool_calls: calls } : {}) }, ...results];
     now();
@@ -87,7 +102,14 @@ export function syntheticTranscript(steps: number, threadId: string, runId: stri
         revision: i * 2,
         extensions: {
           '__runtime.run_lifecycle': { run_id: runId, status: 'running', updated_at: clock, step_count: i },
-          '__runtime.stop_condition_stats': { stepCount: i, totalInputTokens: tokensIn, totalOutputTokens: tokensOut, consecutiveErrors: 0, lastToolNames: calls.map((c) => c.name), lastResponseText: said },
+          '__runtime.stop_condition_stats': {
+            stepCount: i,
+            totalInputTokens: tokensIn,
+            totalOutputTokens: tokensOut,
+            consecutiveErrors: 0,
+            lastToolNames: calls.map((c) => c.name),
+            lastResponseText: said,
+          },
           '__runtime.tool_call_states': states,
           notes: { checked: i, failures: Math.floor(i / 7) },
         },
@@ -97,8 +119,23 @@ export function syntheticTranscript(steps: number, threadId: string, runId: stri
   }
   now();
   const response = `Done after ${steps} steps.`;
-  event({ event_type: 'run_finish', thread_id: threadId, run_id: runId, result: { response, status: 'done', status_reason: 'natural' }, termination: { type: 'natural_end' } });
-  put({ type: 'end', result: { response, steps, termination: { type: 'natural_end' }, usage: { prompt_tokens: tokensIn, completion_tokens: tokensOut, total_tokens: tokensIn + tokensOut }, inference_errors: [] } });
+  event({
+    event_type: 'run_finish',
+    thread_id: threadId,
+    run_id: runId,
+    result: { response, status: 'done', status_reason: 'natural' },
+    termination: { type: 'natural_end' },
+  });
+  put({
+    type: 'end',
+    result: {
+      response,
+      steps,
+      termination: { type: 'natural_end' },
+      usage: { prompt_tokens: tokensIn, completion_tokens: tokensOut, total_tokens: tokensIn + tokensOut },
+      inference_errors: [],
+    },
+  });
   return `${lines.join('\n')}\n`;
 }
 
@@ -167,7 +204,16 @@ async function main(): Promise<void> {
       }
       const nodes = (await page.evaluate(`document.querySelectorAll('#run *').length`)) as number;
       if (problems.length > 0) throw new Error(`page errors: ${problems.join('; ')}`);
-      rows.push({ steps: c.steps, bytes: sizes.get(c.steps) ?? 0, times, median: median(times), fetch: median(fetches), page: median(times.map((t, k) => t - (fetches[k] ?? 0))), target: c.targetMs, nodes });
+      rows.push({
+        steps: c.steps,
+        bytes: sizes.get(c.steps) ?? 0,
+        times,
+        median: median(times),
+        fetch: median(fetches),
+        page: median(times.map((t, k) => t - (fetches[k] ?? 0))),
+        target: c.targetMs,
+        nodes,
+      });
       await page.close();
     }
   } finally {
@@ -177,9 +223,14 @@ async function main(): Promise<void> {
   const lines = [
     '| steps | transcript | runs (ms) | median | target | | median download | median page work | DOM nodes in the run view |',
     '|---:|---:|---|---:|---:|---|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.steps} | ${(r.bytes / 1e6).toFixed(1)} MB | ${r.times.map((t) => t.toFixed(0)).join(', ')} | ${r.median.toFixed(0)} ms | ${r.target} ms | ${r.median <= r.target ? 'ok' : 'OVER'} | ${r.fetch.toFixed(0)} ms | ${r.page.toFixed(0)} ms | ${r.nodes} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.steps} | ${(r.bytes / 1e6).toFixed(1)} MB | ${r.times.map((t) => t.toFixed(0)).join(', ')} | ${r.median.toFixed(0)} ms | ${r.target} ms | ${r.median <= r.target ? 'ok' : 'OVER'} | ${r.fetch.toFixed(0)} ms | ${r.page.toFixed(0)} ms | ${r.nodes} |`,
+    ),
   ];
-  process.stdout.write(`inspector: a run's timeline, from a click on the run to the timeline on screen (headless Chromium, median of ${runs})\n\n${lines.join('\n')}\n`);
+  process.stdout.write(
+    `inspector: a run's timeline, from a click on the run to the timeline on screen (headless Chromium, median of ${runs})\n\n${lines.join('\n')}\n`,
+  );
   if (rows.some((r) => r.median > r.target)) process.exitCode = 1;
 }
 

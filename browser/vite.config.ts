@@ -12,6 +12,12 @@ export default defineConfig({
   build: {
     outDir: resolve(import.meta.dirname, 'dist'),
     emptyOutDir: true,
-    rollupOptions: { input: { chat: resolve(import.meta.dirname, 'chat.html'), agui: resolve(import.meta.dirname, 'agui.html'), a2ui: resolve(import.meta.dirname, 'a2ui.html') } },
+    rollupOptions: {
+      input: {
+        chat: resolve(import.meta.dirname, 'chat.html'),
+        agui: resolve(import.meta.dirname, 'agui.html'),
+        a2ui: resolve(import.meta.dirname, 'a2ui.html'),
+      },
+    },
   },
 });

@@ -39,7 +39,12 @@ async function failedRun(): Promise<AgentEvent[]> {
       throw new InferenceFailure({ code: 'rate_limited', message: 'too many requests' });
     },
   };
-  const built = new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('p', llm).withModel('m', { provider: 'p', model_name: 'm' }).withAgentSpec({ id: 'a', model: 'm' }).build();
+  const built = new AgentRuntimeBuilder()
+    .withEnv(deterministicEnv())
+    .withProvider('p', llm)
+    .withModel('m', { provider: 'p', model_name: 'm' })
+    .withAgentSpec({ id: 'a', model: 'm' })
+    .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   const sink = new VecEventSink();
   await built.value.run({ messages: [Messages.user('weather in Paris?')] }, sink);

@@ -8,7 +8,9 @@ import { script, scriptTools } from '../spec/support/scripts.ts';
 
 /** The conformance streams every encoder is judged on, by file name. */
 const dir = resolve(import.meta.dirname, 'streams');
-export const streams: readonly string[] = readdirSync(dir).filter((f) => f.endsWith('.events.jsonl')).sort();
+export const streams: readonly string[] = readdirSync(dir)
+  .filter((f) => f.endsWith('.events.jsonl'))
+  .sort();
 
 export const eventsOf = (file: string): AgentEvent[] =>
   readFileSync(join(dir, file), 'utf8')
@@ -25,7 +27,10 @@ export const goldenOf = (protocol: string, file: string): string => readFileSync
 /** A provider failure, at some step of a script. */
 const failure = fc.record({
   at: fc.nat({ max: 6 }),
-  error: fc.record({ code: fc.constantFrom('provider' as const, 'rate_limited' as const, 'timeout' as const), message: fc.constantFrom('down', 'slow down', 'no answer') }),
+  error: fc.record({
+    code: fc.constantFrom('provider' as const, 'rate_limited' as const, 'timeout' as const),
+    message: fc.constantFrom('down', 'slow down', 'no answer'),
+  }),
 });
 
 /**

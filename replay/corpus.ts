@@ -17,8 +17,18 @@ import { HandoffState, requestHandoff } from '../src/plugins/handoff.ts';
 
 /** The tools of the corpus: one per kind of outcome. */
 export const CORPUS_TOOLS: readonly Tool[] = [
-  defineTool({ id: 'echo', description: 'Echo the text back', args: z.object({ text: z.string() }), execute: ({ text }) => ToolResults.success('echo', { echoed: text }) }),
-  defineTool({ id: 'fail', description: 'Returns a tool error result', args: z.object({}), execute: () => ToolResults.error('fail', 'the tool reported a failure') }),
+  defineTool({
+    id: 'echo',
+    description: 'Echo the text back',
+    args: z.object({ text: z.string() }),
+    execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+  }),
+  defineTool({
+    id: 'fail',
+    description: 'Returns a tool error result',
+    args: z.object({}),
+    execute: () => ToolResults.error('fail', 'the tool reported a failure'),
+  }),
   defineTool({
     id: 'explode',
     description: 'Throws a ToolError',
@@ -68,12 +78,19 @@ const forecastTool = defineTool({
 /** A long conversation to truncate or compact: alternating user and assistant turns. */
 const longConversation = (turns: number): Message[] =>
   Array.from({ length: turns }, (_, i) =>
-    i % 2 === 0 ? Messages.user(`question ${i}: ${'tell me more about the corpus '.repeat(12)}`) : Messages.assistant(`answer ${i}: ${'the corpus holds recorded runs '.repeat(12)}`),
+    i % 2 === 0
+      ? Messages.user(`question ${i}: ${'tell me more about the corpus '.repeat(12)}`)
+      : Messages.assistant(`answer ${i}: ${'the corpus holds recorded runs '.repeat(12)}`),
   );
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({ id, name, arguments: args as never });
-const approve = (result: unknown = { approved: true }) => (ids: readonly string[]): Decision[] =>
-  ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, result: result as never, updated_at: 1_700_000_000_000 } }));
+const approve =
+  (result: unknown = { approved: true }) =>
+  (ids: readonly string[]): Decision[] =>
+    ids.map((id) => ({
+      targetId: id,
+      decision: { decision_id: `d-${id}`, action: 'resume' as const, result: result as never, updated_at: 1_700_000_000_000 },
+    }));
 const deny = (ids: readonly string[]): Decision[] =>
   ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'cancel' as const, reason: 'denied', updated_at: 1_700_000_000_000 } }));
 
@@ -109,8 +126,18 @@ const base = (s: Scenario): RecordingSetup => {
 
 /** Read and Write (stateless: Read finds every file empty), for the state-machine scenarios. */
 const fileTools: readonly Tool[] = [
-  defineTool({ id: 'Read', description: 'Read a file', args: z.object({ file_path: z.string() }), execute: ({ file_path }) => ToolResults.success('Read', { file_path, content: '' }) }),
-  defineTool({ id: 'Write', description: 'Write a file', args: z.object({ file_path: z.string(), content: z.string() }), execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }) }),
+  defineTool({
+    id: 'Read',
+    description: 'Read a file',
+    args: z.object({ file_path: z.string() }),
+    execute: ({ file_path }) => ToolResults.success('Read', { file_path, content: '' }),
+  }),
+  defineTool({
+    id: 'Write',
+    description: 'Write a file',
+    args: z.object({ file_path: z.string(), content: z.string() }),
+    execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }),
+  }),
 ];
 
 /** The delegate of the delegation scenarios: it answers on the spare model. */
@@ -150,7 +177,11 @@ const readBeforeWrite = (maxContinuations: number) => ({
 });
 
 const twoEchoes = [{ tool_calls: [call('c1', 'echo', { text: 'a' }), call('c2', 'echo', { text: 'b' })] }, { text: 'both echoed' }];
-const loopStep = (i: number): ScriptStep => ({ text: 'thinking…', tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })], usage: { prompt_tokens: 40, completion_tokens: 10 } });
+const loopStep = (i: number): ScriptStep => ({
+  text: 'thinking…',
+  tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })],
+  usage: { prompt_tokens: 40, completion_tokens: 10 },
+});
 
 /** Every scenario of `fixtures/runs/`, by file name. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -179,20 +210,33 @@ export const SCENARIOS: readonly Scenario[] = [
     script: [{ tool_calls: [call('c1', 'confirm', { action: 'deploy', mode: 'pass_decision_to_tool' })] }, { text: 'Passed the decision.' }],
     extra: { decide: approve({ action: 'deploy to staging' }) },
   },
-  { name: 'suspension-cancelled-by-decision', script: [{ tool_calls: [call('c1', 'confirm', { action: 'delete' })] }, { text: 'Not deleted.' }], extra: { decide: deny } },
+  {
+    name: 'suspension-cancelled-by-decision',
+    script: [{ tool_calls: [call('c1', 'confirm', { action: 'delete' })] }, { text: 'Not deleted.' }],
+    extra: { decide: deny },
+  },
   { name: 'suspension-left-waiting', script: [{ tool_calls: [call('c1', 'confirm', { action: 'delete' })] }] },
   { name: 'cancellation-mid-stream', script: [{ text: ['partial ', 'answer ', 'never finished'] }], extra: { cancelAfterEvent: 3 } },
   { name: 'cancellation-before-first-step', script: [{ text: 'never' }], extra: { cancelAfterEvent: 1 } },
   { name: 'stop-max-rounds', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { max_rounds: 2 } },
   { name: 'stop-token-budget', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { stop_conditions: [{ type: 'token_budget', max_total: 80 }] } },
-  { name: 'stop-timeout', script: [loopStep(1), loopStep(2), loopStep(3), loopStep(4)], agent: { stop_conditions: [{ type: 'timeout', seconds: 10 }] }, tick: 1000 },
+  {
+    name: 'stop-timeout',
+    script: [loopStep(1), loopStep(2), loopStep(3), loopStep(4)],
+    agent: { stop_conditions: [{ type: 'timeout', seconds: 10 }] },
+    tick: 1000,
+  },
   {
     name: 'stop-consecutive-errors',
     script: [{ error: 'overloaded' }, { error: { code: 'rate_limited', message: 'slow down' } }, { error: 'overloaded' }],
     agent: { stop_conditions: [{ type: 'consecutive_errors', max: 3 }] },
   },
   { name: 'stop-on-tool', script: [{ tool_calls: [call('c1', 'explode')] }], agent: { stop_conditions: [{ type: 'stop_on_tool', tool_name: 'explode' }] } },
-  { name: 'stop-content-match', script: [{ text: 'FINAL: 42', tool_calls: [call('c1', 'echo', { text: 'x' })] }], agent: { stop_conditions: [{ type: 'content_match', pattern: '^FINAL:' }] } },
+  {
+    name: 'stop-content-match',
+    script: [{ text: 'FINAL: 42', tool_calls: [call('c1', 'echo', { text: 'x' })] }],
+    agent: { stop_conditions: [{ type: 'content_match', pattern: '^FINAL:' }] },
+  },
   { name: 'stop-loop-detection', script: [loopStep(1), loopStep(2), loopStep(3)], agent: { stop_conditions: [{ type: 'loop_detection', window: 2 }] } },
   {
     name: 'retry-with-fallback-model',
@@ -208,14 +252,24 @@ export const SCENARIOS: readonly Scenario[] = [
     extra: { circuitBreaker: { failure_threshold: 2, cooldown_ms: 60_000, half_open_max: 1 } },
   },
   { name: 'inference-error', script: [{ error: { code: 'timeout', message: 'no answer in time' } }] },
-  { name: 'blocked-by-gate', script: [{ tool_calls: [call('c1', 'echo', { text: 'ok' }), call('c2', 'explode'), call('c3', 'echo', { text: 'never' })] }], agent: { plugin_ids: ['tool-gate'], sections: { tool_gate: { deny: ['explode'] } } }, extra: { plugins: ['tool-gate'] } },
+  {
+    name: 'blocked-by-gate',
+    script: [{ tool_calls: [call('c1', 'echo', { text: 'ok' }), call('c2', 'explode'), call('c3', 'echo', { text: 'never' })] }],
+    agent: { plugin_ids: ['tool-gate'], sections: { tool_gate: { deny: ['explode'] } } },
+    extra: { plugins: ['tool-gate'] },
+  },
   {
     name: 'gate-ask-resumed',
     script: [{ tool_calls: [call('c1', 'echo', { text: 'ask first' })] }, { text: 'Allowed and echoed.' }],
     agent: { plugin_ids: ['tool-gate'], sections: { tool_gate: { ask: ['echo'] } } },
     extra: { plugins: ['tool-gate'], decide: approve() },
   },
-  { name: 'behavior-requested', script: [{ text: 'All done. <END>', tool_calls: [call('c1', 'echo', { text: 'x' })] }], agent: { plugin_ids: ['finish-on'], sections: { finish_on: { phrase: '<END>' } } }, extra: { plugins: ['finish-on'] } },
+  {
+    name: 'behavior-requested',
+    script: [{ text: 'All done. <END>', tool_calls: [call('c1', 'echo', { text: 'x' })] }],
+    agent: { plugin_ids: ['finish-on'], sections: { finish_on: { phrase: '<END>' } } },
+    extra: { plugins: ['finish-on'] },
+  },
   {
     name: 'context-truncation',
     script: [{ text: 'Answered from the recent turns.' }],
@@ -270,7 +324,18 @@ export const SCENARIOS: readonly Scenario[] = [
     script: [...[1, 2, 3].map((i): ScriptStep => ({ tool_calls: [call(`c${i}`, 'echo', { text: `${i}` })] })), { text: 'Reminded twice.' }],
     agent: {
       plugin_ids: ['reminder'],
-      sections: { reminder: { rules: [{ name: 'echoed', tool: 'echo', output: { status: 'success' }, message: { target: 'suffix_system', content: 'You echoed; say what came back.', cooldown_turns: 2 } }] } },
+      sections: {
+        reminder: {
+          rules: [
+            {
+              name: 'echoed',
+              tool: 'echo',
+              output: { status: 'success' },
+              message: { target: 'suffix_system', content: 'You echoed; say what came back.', cooldown_turns: 2 },
+            },
+          ],
+        },
+      },
     },
     extra: { plugins: ['reminder'] },
   },
@@ -287,7 +352,12 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'state-machine-continuation',
-    script: [{ tool_calls: [call('c1', 'Read', { file_path: 'src/a.rs' })] }, { text: 'I read it.' }, { tool_calls: [call('c2', 'Write', { file_path: 'src/a.rs', content: 'x' })] }, { text: 'Now it is written.' }],
+    script: [
+      { tool_calls: [call('c1', 'Read', { file_path: 'src/a.rs' })] },
+      { text: 'I read it.' },
+      { tool_calls: [call('c2', 'Write', { file_path: 'src/a.rs', content: 'x' })] },
+      { text: 'Now it is written.' },
+    ],
     agent: { plugin_ids: ['state_machine'], sections: { state_machine: readBeforeWrite(3) } },
     extra: { plugins: ['state_machine'], tools: [...CORPUS_TOOLS, ...fileTools] },
   },
@@ -303,7 +373,10 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'delegation-local',
-    script: [{ text: 'Asking the researcher.', tool_calls: [call('c1', 'agent_run_researcher', { prompt: 'find two sources' })] }, { text: 'The researcher found two sources.' }],
+    script: [
+      { text: 'Asking the researcher.', tool_calls: [call('c1', 'agent_run_researcher', { prompt: 'find two sources' })] },
+      { text: 'The researcher found two sources.' },
+    ],
     fallbackScript: [{ tool_calls: [call('k1', 'echo', { text: 'source search' })] }, { text: ['Two ', 'sources.'] }],
     agent: { delegates: ['researcher'] },
     extra: { delegates: [RESEARCHER] },
@@ -323,7 +396,16 @@ export const SCENARIOS: readonly Scenario[] = [
         tool_calls: [
           call('c1', 'render_a2ui', {
             messages: [
-              { surfaceUpdate: { surfaceId: 'order', components: [{ id: 'root', component: { Column: { children: { explicitList: ['title', 'name'] } } } }, { id: 'title', component: { Text: { text: { literalString: 'Order' } } } }, { id: 'name', component: { TextField: { label: { literalString: 'Name' }, text: { path: '/order/name' } } } }] } },
+              {
+                surfaceUpdate: {
+                  surfaceId: 'order',
+                  components: [
+                    { id: 'root', component: { Column: { children: { explicitList: ['title', 'name'] } } } },
+                    { id: 'title', component: { Text: { text: { literalString: 'Order' } } } },
+                    { id: 'name', component: { TextField: { label: { literalString: 'Name' }, text: { path: '/order/name' } } } },
+                  ],
+                },
+              },
               { dataModelUpdate: { surfaceId: 'order', path: '/order', contents: [{ key: 'name', valueString: 'Ada' }] } },
               { beginRendering: { surfaceId: 'order', root: 'root' } },
             ],
@@ -349,7 +431,8 @@ export const SCENARIOS: readonly Scenario[] = [
         skills: {
           embedded: [
             {
-              skill_md: '---\nname: release-notes\ndescription: Writes release notes from a change list\nallowed-tools: echo\n---\nGroup the changes by kind; one line each.\n',
+              skill_md:
+                '---\nname: release-notes\ndescription: Writes release notes from a change list\nallowed-tools: echo\n---\nGroup the changes by kind; one line each.\n',
               resources: { 'templates/entry.md': '- <kind>: <what changed>' },
             },
           ],
@@ -360,7 +443,10 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: 'delegation-remote-a2a',
-    script: [{ text: 'Asking the analyst on the other server.', tool_calls: [call('c1', 'agent_run_analyst', { prompt: 'summarise the quarter' })] }, { text: 'The analyst says: revenue grew.' }],
+    script: [
+      { text: 'Asking the analyst on the other server.', tool_calls: [call('c1', 'agent_run_analyst', { prompt: 'summarise the quarter' })] },
+      { text: 'The analyst says: revenue grew.' },
+    ],
     remote: [{ text: ['Revenue ', 'grew ', 'this quarter.'] }],
     agent: { delegates: ['analyst'] },
   },
@@ -369,7 +455,11 @@ export const SCENARIOS: readonly Scenario[] = [
     // times) are in the transcript, so a replay reports the same spans. The clock ticks 5 ms a reading.
     name: 'observability-spans',
     script: [
-      { text: 'Checking two things.', tool_calls: [call('c1', 'report', { steps: 2 }), call('c2', 'fail')], usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 } },
+      {
+        text: 'Checking two things.',
+        tool_calls: [call('c1', 'report', { steps: 2 }), call('c2', 'fail')],
+        usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 },
+      },
       { text: 'One worked, one failed.', usage: { prompt_tokens: 55, completion_tokens: 8, total_tokens: 63 } },
     ],
     agent: { plugin_ids: ['observability'] },
@@ -389,7 +479,11 @@ export async function recordScenario(s: Scenario): Promise<Recording> {
   const peer = await startA2aPeer(s.remote);
   try {
     const setup = base(s);
-    const remote = { id: 'analyst', description: 'The analyst of another server', endpoint: { backend: 'a2a', base_url: `${peer.url}/v1/a2a`, target: 'analyst', timeout_ms: 30_000, options: { poll_interval_ms: 20 } } };
+    const remote = {
+      id: 'analyst',
+      description: 'The analyst of another server',
+      endpoint: { backend: 'a2a', base_url: `${peer.url}/v1/a2a`, target: 'analyst', timeout_ms: 30_000, options: { poll_interval_ms: 20 } },
+    };
     return await recordRun({ ...setup, delegates: [...(setup.delegates ?? []), remote] });
   } finally {
     await peer.close();

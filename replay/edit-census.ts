@@ -37,7 +37,11 @@ const editsOf = (value: unknown, inArray: boolean): Edit[] => {
     });
     if (value.length > 1) out.push((p, k) => (p[k] = ((p[k] as string).startsWith('Q') ? 'R' : 'Q') + (p[k] as string).slice(1)));
   }
-  if (typeof value === 'number') out.push((p, k) => (p[k] = (p[k] as number) + 1), (p, k) => (p[k] = (p[k] as number) - 1));
+  if (typeof value === 'number')
+    out.push(
+      (p, k) => (p[k] = (p[k] as number) + 1),
+      (p, k) => (p[k] = (p[k] as number) - 1),
+    );
   if (typeof value === 'boolean') out.push((p, k) => (p[k] = !(p[k] as boolean)));
   if (inArray) out.push((p, k) => (p as unknown as unknown[]).splice(k as number, 1));
   return out;
@@ -45,7 +49,9 @@ const editsOf = (value: unknown, inArray: boolean): Edit[] => {
 
 let total = 0;
 const missed = new Map<string, number>();
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort()) {
+for (const file of readdirSync(dir)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort()) {
   const lines = readFileSync(join(dir, file), 'utf8').trimEnd().split('\n');
   for (const [i, line] of lines.entries()) {
     const record = JSON.parse(line) as Record<string, unknown>;

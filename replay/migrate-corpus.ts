@@ -23,7 +23,9 @@ const fail = (file: string, report: Awaited<ReturnType<typeof replayTranscript>>
 };
 const pending: [string, string][] = [];
 let eventsChanged = 0;
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort()) {
+for (const file of readdirSync(dir)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort()) {
   const before = readFileSync(join(dir, file), 'utf8');
   const older = olderFormat(before);
   if (older === undefined) continue;

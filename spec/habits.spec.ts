@@ -129,40 +129,56 @@ function offendersIn(body: string): string[] {
 
 describe('the switch guard check', () => {
   it('flags a switch over a tag with no default', () => {
-    expect(offendersIn("export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n  }\n}\n")).toEqual(['m.ts:4']);
+    expect(
+      offendersIn(
+        "export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n  }\n}\n",
+      ),
+    ).toEqual(['m.ts:4']);
   });
 
   it('flags a default that handles members instead of guarding', () => {
-    expect(offendersIn("export function f(e: Event): string {\n  switch (e.type) {\n    case 'text': return e.text;\n    default: return '';\n  }\n}\n")).toEqual(['m.ts:4']);
+    expect(
+      offendersIn("export function f(e: Event): string {\n  switch (e.type) {\n    case 'text': return e.text;\n    default: return '';\n  }\n}\n"),
+    ).toEqual(['m.ts:4']);
   });
 
   it('flags a default that calls a function which does not take `never`', () => {
-    const loose = "function fail(value: unknown): never { throw new Error(String(value)); }\nexport function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: return fail(e);\n  }\n}\n";
+    const loose =
+      "function fail(value: unknown): never { throw new Error(String(value)); }\nexport function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: return fail(e);\n  }\n}\n";
     expect(offendersIn(loose)).toEqual(['m.ts:5']);
   });
 
   it('flags a default that is not last, and a default that guards after other work', () => {
-    const notLast = "export function f(e: Event): string {\n  switch (e.type) {\n    default: return unreachable(e);\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n  }\n}\n";
-    const more = "export function g(k: 'a' | 'b'): number {\n  switch (k) {\n    case 'a': return 1;\n    case 'b': return 2;\n    default: void 0; return unreachable(k);\n  }\n}\n";
+    const notLast =
+      "export function f(e: Event): string {\n  switch (e.type) {\n    default: return unreachable(e);\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n  }\n}\n";
+    const more =
+      "export function g(k: 'a' | 'b'): number {\n  switch (k) {\n    case 'a': return 1;\n    case 'b': return 2;\n    default: void 0; return unreachable(k);\n  }\n}\n";
     expect(offendersIn(notLast + more)).toEqual(['m.ts:4', 'm.ts:12']);
   });
 
   it('accepts `return unreachable(x)`, a bare `unreachable(x);`, a braced default and a local guard taking `never`', () => {
-    const returned = "export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: return unreachable(e);\n  }\n}\n";
-    const bare = "export function g(k: 'a' | 'b' | undefined): void {\n  switch (k) {\n    case 'a': case 'b': case undefined: break;\n    default: unreachable(k);\n  }\n}\n";
-    const braced = "export function h(n: 1 | 2): void {\n  switch (n) {\n    case 1: break;\n    case 2: break;\n    default: {\n      unreachable(n);\n    }\n  }\n}\n";
-    const local = "function unknownEvent(e: never): never { throw new TypeError(String(e)); }\nexport function l(e: Event): string {\n  switch (e.type) {\n    case 'start': case 'end': return e.type;\n    case 'text': return e.text;\n    default: return unknownEvent(e);\n  }\n}\n";
+    const returned =
+      "export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: return unreachable(e);\n  }\n}\n";
+    const bare =
+      "export function g(k: 'a' | 'b' | undefined): void {\n  switch (k) {\n    case 'a': case 'b': case undefined: break;\n    default: unreachable(k);\n  }\n}\n";
+    const braced =
+      'export function h(n: 1 | 2): void {\n  switch (n) {\n    case 1: break;\n    case 2: break;\n    default: {\n      unreachable(n);\n    }\n  }\n}\n';
+    const local =
+      "function unknownEvent(e: never): never { throw new TypeError(String(e)); }\nexport function l(e: Event): string {\n  switch (e.type) {\n    case 'start': case 'end': return e.type;\n    case 'text': return e.text;\n    default: return unknownEvent(e);\n  }\n}\n";
     expect(offendersIn(returned + bare + braced + local)).toEqual([]);
   });
 
-  it("accepts a default that binds the value as `never` and then answers it, and flags a binding that answers nothing", () => {
-    const answered = "export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: {\n      const unknown: never = e;\n      return JSON.stringify(unknown);\n    }\n  }\n}\n";
-    const bare = "export function g(e: Event): void {\n  switch (e.type) {\n    case 'start': case 'text': case 'end': break;\n    default: { const unknown: never = e; }\n  }\n}\n";
+  it('accepts a default that binds the value as `never` and then answers it, and flags a binding that answers nothing', () => {
+    const answered =
+      "export function f(e: Event): string {\n  switch (e.type) {\n    case 'start': return 's';\n    case 'text': return e.text;\n    case 'end': return 'e';\n    default: {\n      const unknown: never = e;\n      return JSON.stringify(unknown);\n    }\n  }\n}\n";
+    const bare =
+      "export function g(e: Event): void {\n  switch (e.type) {\n    case 'start': case 'text': case 'end': break;\n    default: { const unknown: never = e; }\n  }\n}\n";
     expect(offendersIn(answered + bare)).toEqual(['m.ts:15']);
   });
 
   it('leaves alone a switch over a type that is not a literal union (string, number, `true`, `typeof`)', () => {
-    const open = "export function f(s: string, n: number, x: Event, u: unknown): number {\n  switch (s) { case 'a': return 1; }\n  switch (n) { case 1: return 2; default: return 3; }\n  switch (true) { case x.type === 'end': return 4; }\n  switch (typeof u) { case 'string': return 5; }\n  return 0;\n}\n";
+    const open =
+      "export function f(s: string, n: number, x: Event, u: unknown): number {\n  switch (s) { case 'a': return 1; }\n  switch (n) { case 1: return 2; default: return 3; }\n  switch (true) { case x.type === 'end': return 4; }\n  switch (typeof u) { case 'string': return 5; }\n  return 0;\n}\n";
     expect(offendersIn(open)).toEqual([]);
   });
 });
@@ -211,6 +227,11 @@ describe('src/ keeps the habits', () => {
   }, 120_000);
 
   it('no comment names an issue or a task', () => {
-    expect(trackerReferences(files.map((f) => program.getSourceFile(f) as ts.SourceFile), repo)).toEqual([]);
+    expect(
+      trackerReferences(
+        files.map((f) => program.getSourceFile(f) as ts.SourceFile),
+        repo,
+      ),
+    ).toEqual([]);
   });
 });

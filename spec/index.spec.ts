@@ -34,9 +34,22 @@ describe('package exports', () => {
 
   it('exposes the four jobs\' tools through "./testing" and "./judges": the fuzz kit, the agent bench, record and replay, the judges and their drivers', async () => {
     const testing = await import('awaken-ts/testing');
-    expect([testing.checkStateKeyLaws, testing.fuzzPlugin, testing.benchAgent, testing.recordRun, testing.replayTranscript].map((f) => typeof f)).toEqual(Array(5).fill('function'));
+    expect([testing.checkStateKeyLaws, testing.fuzzPlugin, testing.benchAgent, testing.recordRun, testing.replayTranscript].map((f) => typeof f)).toEqual(
+      Array(5).fill('function'),
+    );
     const judges = await import('awaken-ts/judges');
-    expect([judges.judgeAiSdkTurns, judges.judgeAgUiTurns, judges.judgeA2aTurns, judges.judgeMcpTurns, judges.judgeAcpTurns, judges.driveAiSdk, judges.driveAcp, judges.renderReport].map((f) => typeof f)).toEqual(Array(8).fill('function'));
+    expect(
+      [
+        judges.judgeAiSdkTurns,
+        judges.judgeAgUiTurns,
+        judges.judgeA2aTurns,
+        judges.judgeMcpTurns,
+        judges.judgeAcpTurns,
+        judges.driveAiSdk,
+        judges.driveAcp,
+        judges.renderReport,
+      ].map((f) => typeof f),
+    ).toEqual(Array(8).fill('function'));
   });
 });
 

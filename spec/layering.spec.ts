@@ -12,9 +12,7 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
   });
 
   it('the pure core reads no clock, draws no randomness or id, uses no timer and does no I/O', () => {
-    const offenders = listSources(join(repo, 'src/core')).flatMap((file) =>
-      nondeterminismIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`),
-    );
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) => nondeterminismIn(readFileSync(file, 'utf8')).map((why) => `${file}: ${why}`));
     expect(offenders).toEqual([]);
   });
 
@@ -38,7 +36,9 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
 
   it('no instance of the pure core keeps state between calls: mutable fields only in the listed builders and folds (state lives in src/runtime)', () => {
     const allowed = new Set(CORE_ACCUMULATORS.keys());
-    const offenders = listSources(join(repo, 'src/core')).flatMap((file) => instanceStateIn(readFileSync(file, 'utf8'), allowed).map((why) => `${file}: ${why}`));
+    const offenders = listSources(join(repo, 'src/core')).flatMap((file) =>
+      instanceStateIn(readFileSync(file, 'utf8'), allowed).map((why) => `${file}: ${why}`),
+    );
     expect(offenders).toEqual([]);
   });
 
@@ -123,7 +123,8 @@ describe('layering (ARCHITECTURE.md → Layering)', () => {
     });
 
     it('reads static, type-only, re-export and dynamic imports', () => {
-      const text = "import { a } from './a.ts';\nimport type { B } from \"../b.ts\";\nexport * from './c.ts';\nconst d = await import('./d.ts');\nimport 'side';";
+      const text =
+        "import { a } from './a.ts';\nimport type { B } from \"../b.ts\";\nexport * from './c.ts';\nconst d = await import('./d.ts');\nimport 'side';";
       expect(importsOf(text).sort()).toEqual(['../b.ts', './a.ts', './c.ts', './d.ts', 'side']);
     });
 

@@ -125,7 +125,16 @@ export {
   type HookResult,
   type RequestTransform,
 } from './core/phase/plugin.ts';
-export { ask, block, definePlugin, PluginDefinitionError, refuse, type DefinedPluginContext, type PluginDefinition, type ToolVerdict } from './plugins/define-plugin.ts';
+export {
+  ask,
+  block,
+  definePlugin,
+  PluginDefinitionError,
+  refuse,
+  type DefinedPluginContext,
+  type PluginDefinition,
+  type ToolVerdict,
+} from './plugins/define-plugin.ts';
 export { StateFailure, type PhaseError } from './core/phase/phase-error.ts';
 
 // The loop's actions a plugin schedules

@@ -20,5 +20,15 @@ export * from './plugins/observability/plugin.ts';
 export * from './plugins/observability/spans.ts';
 export * from './plugins/define-plugin.ts';
 export type { RunTap, TapRun, TappedInference } from './runtime/tap.ts';
-export { defineApp, pluginFactory, originOf, PluginConfigError, type AppDefinition, type AiSdkToolLike, type LanguageModelLike, type PluginFactory, type PluginOrigin } from './app/define.ts';
+export {
+  defineApp,
+  pluginFactory,
+  originOf,
+  PluginConfigError,
+  type AppDefinition,
+  type AiSdkToolLike,
+  type LanguageModelLike,
+  type PluginFactory,
+  type PluginOrigin,
+} from './app/define.ts';
 export { scriptedProvider } from './app/scripted-provider.ts';

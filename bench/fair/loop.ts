@@ -62,7 +62,10 @@ class ScriptModel {
       { type: 'tool_call_delta', id: CALL_IDS[k] as string, args_delta: '{"text":"hi"}' },
       { type: 'finish', stop_reason: 'ToolUse' },
     ]);
-    this.#text = [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+    this.#text = [
+      { type: 'text_delta', delta: 'done' },
+      { type: 'finish', stop_reason: 'EndTurn' },
+    ];
   }
   reset(): void {
     this.#k = 0;
@@ -263,7 +266,8 @@ function casesFor(steps: number): Case[] {
       store.checkpoints.length = 0;
     }
     const r = await rt.run({ messages: [Messages.user('go')] }, noEvents);
-    if (!r.ok || r.value.termination.type !== 'natural_end' || r.value.steps !== steps) throw new Error(`the run did not take ${steps} steps: ${JSON.stringify(r)}`);
+    if (!r.ok || r.value.termination.type !== 'natural_end' || r.value.steps !== steps)
+      throw new Error(`the run did not take ${steps} steps: ${JSON.stringify(r)}`);
   };
   return [
     { name: 'floor-bare', run: () => floorBare(models.bare) },
@@ -278,7 +282,10 @@ function casesFor(steps: number): Case[] {
 // ---- streaming: µs per text delta through the loop and the AI SDK encoder ---------------------------
 
 const DELTAS = 1_000;
-const DELTA_PARTS: StreamPart[] = [...Array.from({ length: DELTAS }, (_, i): StreamPart => ({ type: 'text_delta', delta: `w${i % 10} ` })), { type: 'finish', stop_reason: 'EndTurn' }];
+const DELTA_PARTS: StreamPart[] = [
+  ...Array.from({ length: DELTAS }, (_, i): StreamPart => ({ type: 'text_delta', delta: `w${i % 10} ` })),
+  { type: 'finish', stop_reason: 'EndTurn' },
+];
 
 /** One inference of DELTAS text deltas, each event transcoded to UI message chunks and framed as SSE. */
 function streamingRuntime(): AgentRuntime {
@@ -423,14 +430,25 @@ async function main(): Promise<void> {
     }
     for (const c of cases) {
       const rs = ratios.get(c.name) as number[];
-      rows.push({ steps, name: c.name, usPerStep: median(times.get(c.name) as number[]), ratioMedian: median(rs), ratioMin: Math.min(...rs), ratioSameModel: median(sameModel.get(c.name) as number[]), bytesPerStep: await allocatedPerStep(c, steps) });
+      rows.push({
+        steps,
+        name: c.name,
+        usPerStep: median(times.get(c.name) as number[]),
+        ratioMedian: median(rs),
+        ratioMin: Math.min(...rs),
+        ratioSameModel: median(sameModel.get(c.name) as number[]),
+        bytesPerStep: await allocatedPerStep(c, steps),
+      });
     }
     process.stderr.write(`bench:fair: N = ${steps} done\n`);
   }
   const table = [
     '| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | × floor-phased on the same model, median | KiB allocated per step |',
     '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.steps} | ${r.name} | ${r.usPerStep.toFixed(2)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} | ${r.ratioSameModel.toFixed(2)} | ${r.bytesPerStep === undefined ? '—' : (r.bytesPerStep / 1024).toFixed(1)} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.steps} | ${r.name} | ${r.usPerStep.toFixed(2)} | ${r.ratioMedian.toFixed(2)} | ${r.ratioMin.toFixed(2)} | ${r.ratioSameModel.toFixed(2)} | ${r.bytesPerStep === undefined ? '—' : (r.bytesPerStep / 1024).toFixed(1)} |`,
+    ),
   ].join('\n');
   const marginal = (name: string): string => {
     const at = (n: number): number => rows.find((r) => r.steps === n && r.name === name)?.usPerStep ?? Number.NaN;
@@ -486,7 +504,9 @@ async function profileOne(args: readonly string[]): Promise<void> {
     session.disconnect();
   }
   const bytes = heapOut === undefined ? await allocatedPerStep(c, steps) : undefined;
-  process.stdout.write(`${name}, N = ${steps}: ${us.toFixed(2)} µs per step over ${runs} runs${bytes === undefined ? '' : `, ${(bytes / 1024).toFixed(2)} KiB allocated per step`}\n`);
+  process.stdout.write(
+    `${name}, N = ${steps}: ${us.toFixed(2)} µs per step over ${runs} runs${bytes === undefined ? '' : `, ${(bytes / 1024).toFixed(2)} KiB allocated per step`}\n`,
+  );
 }
 
 if (process.argv.includes('--profile')) await profileOne(process.argv.slice(2));

@@ -34,7 +34,23 @@ const THEME: Types.Theme = {
     TextField: parts,
     Video: none,
   },
-  elements: { a: none, audio: none, body: none, button: none, h1: none, h2: none, h3: none, h4: none, h5: none, iframe: none, input: none, p: none, pre: none, textarea: none, video: none },
+  elements: {
+    a: none,
+    audio: none,
+    body: none,
+    button: none,
+    h1: none,
+    h2: none,
+    h3: none,
+    h4: none,
+    h5: none,
+    iframe: none,
+    input: none,
+    p: none,
+    pre: none,
+    textarea: none,
+    video: none,
+  },
   markdown: { p: [], h1: [], h2: [], h3: [], h4: [], h5: [], ul: [], ol: [], li: [], a: [], strong: [], em: [] },
 };
 
@@ -47,7 +63,9 @@ function render(): void {
   const surfaces = processor.getSurfaces();
   for (const el of [...host.querySelectorAll('a2ui-surface')]) if (!surfaces.has((el as HTMLElement).dataset['surfaceId'] ?? '')) el.remove();
   for (const [id, surface] of surfaces) {
-    let el = host.querySelector(`a2ui-surface[data-surface-id="${CSS.escape(id)}"]`) as (HTMLElement & { surfaceId: string; surface: unknown; processor: unknown }) | null;
+    let el = host.querySelector(`a2ui-surface[data-surface-id="${CSS.escape(id)}"]`) as
+      | (HTMLElement & { surfaceId: string; surface: unknown; processor: unknown })
+      | null;
     if (el === null) {
       el = document.createElement('a2ui-surface') as HTMLElement & { surfaceId: string; surface: unknown; processor: unknown };
       el.dataset['surfaceId'] = id;

@@ -38,10 +38,18 @@ function render(): void {
       div.className = 'interrupt';
       div.dataset['toolCallId'] = i.toolCallId ?? '';
       div.textContent = i.message ?? i.reason;
-      for (const [label, approved] of [['Approve', true], ['Deny', false]] as const) {
+      for (const [label, approved] of [
+        ['Approve', true],
+        ['Deny', false],
+      ] as const) {
         const b = document.createElement('button');
         b.textContent = label;
-        b.onclick = () => void run({ resume: buildResumeArray(agent.pendingInterrupts, { [i.id]: approved ? { status: 'resolved', payload: { approved: true } } : { status: 'cancelled' } }) });
+        b.onclick = () =>
+          void run({
+            resume: buildResumeArray(agent.pendingInterrupts, {
+              [i.id]: approved ? { status: 'resolved', payload: { approved: true } } : { status: 'cancelled' },
+            }),
+          });
         div.append(b);
       }
       return div;

@@ -19,8 +19,12 @@ function Part({ part, answer }: { part: UIMessage['parts'][number]; answer: (id:
       {tool.state === 'output-available' && <code className="output">{JSON.stringify(tool.output)}</code>}
       {tool.state === 'approval-requested' && tool.approval !== undefined && (
         <>
-          <button type="button" onClick={() => answer(tool.approval?.id ?? '', true)}>Approve</button>
-          <button type="button" onClick={() => answer(tool.approval?.id ?? '', false)}>Deny</button>
+          <button type="button" onClick={() => answer(tool.approval?.id ?? '', true)}>
+            Approve
+          </button>
+          <button type="button" onClick={() => answer(tool.approval?.id ?? '', false)}>
+            Deny
+          </button>
         </>
       )}
     </div>

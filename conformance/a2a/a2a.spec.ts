@@ -41,7 +41,9 @@ describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
     const v = await judgeA2a(frameA2a(encodeA2a(eventsOf('run-tool-activity-and-stream-output.events.jsonl'))));
     expect(v.problems).toEqual([]);
     // As the SDK's codec decoded them (proto oneofs as {$case, value}).
-    type Decoded = { payload?: { $case?: string; value?: { status?: { message?: { parts?: { content?: { $case?: string; value?: { toolProgress?: unknown } } }[] } } } } };
+    type Decoded = {
+      payload?: { $case?: string; value?: { status?: { message?: { parts?: { content?: { $case?: string; value?: { toolProgress?: unknown } } }[] } } } };
+    };
     const reports = v.frames.flatMap((f) => {
       const d = f as Decoded;
       const parts = d.payload?.$case === 'statusUpdate' ? (d.payload.value?.status?.message?.parts ?? []) : [];
@@ -88,8 +90,23 @@ describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
   it.each([
     ['a v0.3 lowercase state', [task, { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'completed' } } }]],
     ['a v0.3 kind discriminator', [task, { kind: 'status-update', taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' }, final: true }]],
-    ['a non-canonical default value', [task, { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ text: 'x' }] }, append: false } }, done]],
-    ['a lowercase role', [task, { statusUpdate: { taskId: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'm', role: 'agent', parts: [{ text: 'x' }] } } } }]],
+    [
+      'a non-canonical default value',
+      [task, { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ text: 'x' }] }, append: false } }, done],
+    ],
+    [
+      'a lowercase role',
+      [
+        task,
+        {
+          statusUpdate: {
+            taskId: 't',
+            contextId: 'c',
+            status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'm', role: 'agent', parts: [{ text: 'x' }] } },
+          },
+        },
+      ],
+    ],
     ['a first frame that is not the task', [done]],
     ['a frame after the final state', [task, done, done]],
     ['no final state', [task]],

@@ -26,7 +26,9 @@ describe('A2A agent card from an AgentSpec, judged by @a2a-js/sdk', () => {
 
   it('a client that prefers JSON-RPC gets the JSON-RPC interface', async () => {
     const card = agentCardOf(spec, 'http://127.0.0.1:3000', '0.1.0');
-    const client = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['JSONRPC'] })).createFromAgentCard(AgentCard.fromJSON(card));
+    const client = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { preferredTransports: ['JSONRPC'] }),
+    ).createFromAgentCard(AgentCard.fromJSON(card));
     expect(client.transport.constructor.name).toMatch(/JsonRpc/);
   });
 

@@ -10,8 +10,7 @@ function expectSameContent(events: readonly AgentEvent[], v: AcpVerdict): void {
   // The turn: every run up to the first terminal that is not a suspension.
   const end = events.findIndex((e) => e.event_type === 'error' || (e.event_type === 'run_finish' && e.termination.type !== 'suspended'));
   const turn = end < 0 ? events : events.slice(0, end + 1);
-  const chunks = (kind: string): string =>
-    v.updates.map((u) => (u.sessionUpdate === kind ? ((u['content'] as { text?: string }).text ?? '') : '')).join('');
+  const chunks = (kind: string): string => v.updates.map((u) => (u.sessionUpdate === kind ? ((u['content'] as { text?: string }).text ?? '') : '')).join('');
   expect(chunks('agent_message_chunk')).toBe(turn.map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join(''));
   expect(chunks('agent_thought_chunk')).toBe(turn.map((e) => (e.event_type === 'reasoning_delta' ? e.delta : '')).join(''));
   // Every tool call is announced once, then ends completed / failed, or asks for permission.
@@ -90,7 +89,12 @@ describe('ACP session/prompt encoder, judged by the ACP v1 JSON Schema and @agen
   const update = (u: unknown): string => JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId: 's', update: u } });
   const respond = (result: unknown, id: unknown = 1): string => JSON.stringify({ jsonrpc: '2.0', id, result });
   const permission = (kind: string): string =>
-    JSON.stringify({ jsonrpc: '2.0', id: 'p', method: 'session/request_permission', params: { sessionId: 's', toolCall: { toolCallId: 'c' }, options: [{ optionId: 'o', name: 'O', kind }] } });
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'p',
+      method: 'session/request_permission',
+      params: { sessionId: 's', toolCall: { toolCallId: 'c' }, options: [{ optionId: 'o', name: 'O', kind }] },
+    });
   const end = respond({ stopReason: 'end_turn' });
   it.each([
     ['a bad stop reason', [respond({ stopReason: 'done' })]],

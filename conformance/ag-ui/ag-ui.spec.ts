@@ -118,7 +118,10 @@ describe('AG-UI 1.0 encoder, judged by @ag-ui/client and @ag-ui/core/schemas', (
   });
 
   it('RUN_STARTED and RUN_FINISHED carry the run id the client chose; a resumed run announces none of its calls again', () => {
-    const state = requestAgUiState({ clientRunId: 'client-2', resumed: { runId: 'r', calls: [{ callId: 'c1', name: 'confirm_action', arguments: { action: 'x' } }] } });
+    const state = requestAgUiState({
+      clientRunId: 'client-2',
+      resumed: { runId: 'r', calls: [{ callId: 'c1', name: 'confirm_action', arguments: { action: 'x' } }] },
+    });
     const events: AgentEvent[] = [
       { event_type: 'run_start', thread_id: 't', run_id: 'r' },
       { event_type: 'tool_call_resumed', target_id: 'c1', result: { confirmed: 'x' } },
@@ -190,17 +193,103 @@ describe('AG-UI 1.0 encoder, judged by @ag-ui/client and @ag-ui/core/schemas', (
   });
 
   it.each([
-    ['CONTENT before START', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'x' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['an event after RUN_FINISHED', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }, { type: 'STEP_STARTED', stepName: 's' }]],
-    ['RUN_FINISHED with an open text message', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['RUN_FINISHED with an open tool call', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'TOOL_CALL_START', toolCallId: 'c', toolCallName: 'x' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['RUN_FINISHED with open reasoning', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'REASONING_START', messageId: 'm' }, { type: 'REASONING_MESSAGE_START', messageId: 'm', role: 'reasoning' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['an interrupt outcome with no interrupts', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r', outcome: { type: 'interrupt', interrupts: [] } }]],
-    ['an unknown event type', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'TEXT_MESSAGE_DELTA', messageId: 'm', delta: 'x' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['an unknown key', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r', extra: 1 }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['a bad role', 'data', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'robot' }, { type: 'TEXT_MESSAGE_END', messageId: 'm' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['CRLF framing', 'crlf', [{ type: 'RUN_STARTED', threadId: 't', runId: 'r' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
-    ['a first event that is not RUN_STARTED', 'data', [{ type: 'STEP_STARTED', stepName: 's' }, { type: 'RUN_FINISHED', threadId: 't', runId: 'r' }]],
+    [
+      'CONTENT before START',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'x' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'an event after RUN_FINISHED',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+        { type: 'STEP_STARTED', stepName: 's' },
+      ],
+    ],
+    [
+      'RUN_FINISHED with an open text message',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'RUN_FINISHED with an open tool call',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'TOOL_CALL_START', toolCallId: 'c', toolCallName: 'x' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'RUN_FINISHED with open reasoning',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'REASONING_START', messageId: 'm' },
+        { type: 'REASONING_MESSAGE_START', messageId: 'm', role: 'reasoning' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'an interrupt outcome with no interrupts',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r', outcome: { type: 'interrupt', interrupts: [] } },
+      ],
+    ],
+    [
+      'an unknown event type',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'TEXT_MESSAGE_DELTA', messageId: 'm', delta: 'x' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'an unknown key',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r', extra: 1 },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'a bad role',
+      'data',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'robot' },
+        { type: 'TEXT_MESSAGE_END', messageId: 'm' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'CRLF framing',
+      'crlf',
+      [
+        { type: 'RUN_STARTED', threadId: 't', runId: 'r' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
+    [
+      'a first event that is not RUN_STARTED',
+      'data',
+      [
+        { type: 'STEP_STARTED', stepName: 's' },
+        { type: 'RUN_FINISHED', threadId: 't', runId: 'r' },
+      ],
+    ],
   ] as const)('the judge rejects %s (it is live)', async (_name, framing, events) => {
     const body = events.map((e) => `data: ${JSON.stringify(e)}${framing === 'crlf' ? '\r\n\r\n' : '\n\n'}`).join('');
     const v = await judgeAgUi(body);

@@ -28,7 +28,10 @@ describe('AG-UI RunAgentInput decoding, fed by the official HttpAgent', () => {
     agent.messages.push({ id: 'u1', role: 'user', content: 'delete it' });
     await agent.runAgent({ runId: 'run-1' });
     expect(agent.pendingInterrupts.map((i) => i.id)).toEqual(['confirm-c1']);
-    await agent.runAgent({ runId: 'run-2', resume: buildResumeArray(agent.pendingInterrupts, { 'confirm-c1': { status: 'resolved', payload: { approved: true } } }) });
+    await agent.runAgent({
+      runId: 'run-2',
+      resume: buildResumeArray(agent.pendingInterrupts, { 'confirm-c1': { status: 'resolved', payload: { approved: true } } }),
+    });
 
     expect(bodies).toHaveLength(2);
     for (const b of bodies) expect(OfficialInput.safeParse(b).success).toBe(true);
@@ -70,7 +73,14 @@ describe('AG-UI RunAgentInput decoding, fed by the official HttpAgent', () => {
         runId: 'r',
         messages: [
           { id: '1', role: 'developer', content: 'be brief' },
-          { id: '2', role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image', source: { type: 'url', value: 'https://x/y.png' } }] },
+          {
+            id: '2',
+            role: 'user',
+            content: [
+              { type: 'text', text: 'look' },
+              { type: 'image', source: { type: 'url', value: 'https://x/y.png' } },
+            ],
+          },
           { id: '3', role: 'assistant', content: 'old answer' },
           { id: '4', role: 'tool', content: '{}', toolCallId: 'c' },
         ],
@@ -80,7 +90,13 @@ describe('AG-UI RunAgentInput decoding, fed by the official HttpAgent', () => {
     );
     expect(r.ok && r.value.messages.map((m) => [m.message.role, m.message.content])).toEqual([
       ['system', [{ type: 'text', text: 'be brief' }]],
-      ['user', [{ type: 'text', text: 'look' }, { type: 'image', source: { kind: 'url', url: 'https://x/y.png' } }]],
+      [
+        'user',
+        [
+          { type: 'text', text: 'look' },
+          { type: 'image', source: { kind: 'url', url: 'https://x/y.png' } },
+        ],
+      ],
     ]);
     expect(r.ok && r.value.state).toEqual({ n: 1 });
   });

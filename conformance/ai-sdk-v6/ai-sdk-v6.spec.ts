@@ -10,7 +10,8 @@ import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 function expectSameContent(events: readonly AgentEvent[], v: Verdict): void {
   // A failed run shows its error to the client (useChat's `error`); an `error` event is the end of the stream.
   const last = events.find((e) => e.event_type === 'error') ?? events.at(-1);
-  const failure = last?.event_type === 'error' ? last.message : last?.event_type === 'run_finish' && last.termination.type === 'error' ? last.termination.value : undefined;
+  const failure =
+    last?.event_type === 'error' ? last.message : last?.event_type === 'run_finish' && last.termination.type === 'error' ? last.termination.value : undefined;
   if (failure !== undefined) {
     expect(v.streamError).toBe(failure);
     return;
@@ -28,7 +29,8 @@ function expectSameContent(events: readonly AgentEvent[], v: Verdict): void {
   for (const e of events) {
     if (e.event_type === 'tool_call_start') final.set(e.id, final.get(e.id) ?? 'input-streaming');
     if (e.event_type === 'tool_call_ready') final.set(e.id, 'input-available');
-    if (e.event_type === 'tool_call_done') final.set(e.id, e.outcome === 'succeeded' ? 'output-available' : e.outcome === 'failed' ? 'output-error' : 'approval-requested');
+    if (e.event_type === 'tool_call_done')
+      final.set(e.id, e.outcome === 'succeeded' ? 'output-available' : e.outcome === 'failed' ? 'output-error' : 'approval-requested');
     if (e.event_type === 'tool_call_resumed') {
       const r = e.result as { error?: unknown; approved?: unknown } | null;
       final.set(e.target_id, typeof r?.error === 'string' ? 'output-error' : r?.approved === false ? 'output-denied' : 'output-available');

@@ -19,7 +19,9 @@ describe('AI SDK v6 request decoding, fed by the official AbstractChat + Default
       fetch: async (_url, init) => {
         if (bodies.length >= 2) throw new Error('the chat sent a third request');
         bodies.push(JSON.parse(String(init?.body)));
-        return new Response(bodies.length === 1 ? suspended : finished, { headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' } });
+        return new Response(bodies.length === 1 ? suspended : finished, {
+          headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' },
+        });
       },
     });
     const chat = new HeadlessChat('thread-1', transport);
@@ -37,7 +39,10 @@ describe('AI SDK v6 request decoding, fed by the official AbstractChat + Default
     expect(first.ok && first.value.decisions).toEqual([]);
     const second = decodeAiSdkRequest(bodies[1], NOW);
     expect(second.ok && second.value.decisions).toEqual([
-      { targetId: 'confirm-c1', decision: { decision_id: '', action: 'resume', result: { approved: true, reason: 'go ahead' }, reason: 'go ahead', updated_at: NOW } },
+      {
+        targetId: 'confirm-c1',
+        decision: { decision_id: '', action: 'resume', result: { approved: true, reason: 'go ahead' }, reason: 'go ahead', updated_at: NOW },
+      },
     ]);
   });
 
@@ -73,7 +78,15 @@ describe('AI SDK v6 request decoding, fed by the official AbstractChat + Default
       {
         threadId: 't',
         agentId: 'a',
-        messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'image/png', url: 'data:image/png;base64,AAAA' }, { type: 'text', text: 'what is it' }] }],
+        messages: [
+          {
+            role: 'user',
+            parts: [
+              { type: 'file', mediaType: 'image/png', url: 'data:image/png;base64,AAAA' },
+              { type: 'text', text: 'what is it' },
+            ],
+          },
+        ],
         state: { k: 1 },
       },
       NOW,
@@ -81,7 +94,17 @@ describe('AI SDK v6 request decoding, fed by the official AbstractChat + Default
     expect(r.ok && r.value).toEqual({
       threadId: 't',
       agentId: 'a',
-      messages: [{ message: { role: 'user', content: [{ type: 'image', source: { kind: 'base64', media_type: 'image/png', data: 'AAAA' } }, { type: 'text', text: 'what is it' }] } }],
+      messages: [
+        {
+          message: {
+            role: 'user',
+            content: [
+              { type: 'image', source: { kind: 'base64', media_type: 'image/png', data: 'AAAA' } },
+              { type: 'text', text: 'what is it' },
+            ],
+          },
+        },
+      ],
       decisions: [],
       state: { k: 1 },
     });

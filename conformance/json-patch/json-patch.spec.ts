@@ -38,7 +38,11 @@ function outcome(c: Case): 'pass' | 'fail' {
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v !== null && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
   }
   return v;
 }
@@ -63,14 +67,18 @@ describe('fast-json-patch against json-patch-test-suite', () => {
 
   it('property: applying compare(a, b) to a gives b', () => {
     fc.assert(
-      fc.property(jsonValue().filter((v) => typeof v === 'object' && v !== null), jsonValue().filter((v) => typeof v === 'object' && v !== null), (a, b) => {
-        fc.pre(Array.isArray(a) === Array.isArray(b));
-        // fast-json-patch refuses to touch "__proto__" (its prototype-pollution guard): a known gap, docs/adr/0003.
-        fc.pre(!JSON.stringify([a, b]).includes('"__proto__"'));
-        const patch = fjp.compare(a as object, b as object);
-        const applied = fjp.applyPatch(structuredClone(a), patch, true, false).newDocument;
-        expect(sortKeys(applied)).toEqual(sortKeys(b));
-      }),
+      fc.property(
+        jsonValue().filter((v) => typeof v === 'object' && v !== null),
+        jsonValue().filter((v) => typeof v === 'object' && v !== null),
+        (a, b) => {
+          fc.pre(Array.isArray(a) === Array.isArray(b));
+          // fast-json-patch refuses to touch "__proto__" (its prototype-pollution guard): a known gap, docs/adr/0003.
+          fc.pre(!JSON.stringify([a, b]).includes('"__proto__"'));
+          const patch = fjp.compare(a as object, b as object);
+          const applied = fjp.applyPatch(structuredClone(a), patch, true, false).newDocument;
+          expect(sortKeys(applied)).toEqual(sortKeys(b));
+        },
+      ),
       { numRuns: 200 },
     );
   });

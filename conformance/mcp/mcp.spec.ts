@@ -13,7 +13,9 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
   const text = run.map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join('');
   const terminal = run.at(-1);
   const failed =
-    end < 0 || terminal?.event_type === 'error' || (terminal?.event_type === 'run_finish' && ['error', 'cancelled', 'blocked', 'suspended'].includes(terminal.termination.type));
+    end < 0 ||
+    terminal?.event_type === 'error' ||
+    (terminal?.event_type === 'run_finish' && ['error', 'cancelled', 'blocked', 'suspended'].includes(terminal.termination.type));
   const result = v.result;
   expect(result).toBeDefined();
   expect(result?.isError).toBe(failed);
@@ -24,7 +26,9 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
     expect(result?.structuredContent).toEqual({ termination: terminal.termination, runId: terminal.run_id, threadId: terminal.thread_id });
   }
   // One progress report per start, step, tool call ready/done, inference and tool progress report of the run.
-  const reported = run.filter((e) => ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type) || toolProgressOf(e) !== undefined).length;
+  const reported = run.filter(
+    (e) => ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type) || toolProgressOf(e) !== undefined,
+  ).length;
   expect(v.progress.map((p) => p.progress)).toEqual(Array.from({ length: reported }, (_, i) => i + 1));
   // A tool's own progress reaches the client as its words: `tool <name>: <message> (<percent>)`.
   const tools = run.flatMap((e) => {

@@ -167,7 +167,8 @@ function progressOf(message: UIMessage): Map<string, { status: string; message?:
 }
 
 /** Only what the server reads goes back to it: the data parts (state snapshots, run info) stay in the page. */
-const forServer = (messages: readonly UIMessage[]): UIMessage[] => messages.map((m) => ({ ...m, parts: m.parts.filter((p) => !p.type.startsWith('data-') && p.type !== 'reasoning') }));
+const forServer = (messages: readonly UIMessage[]): UIMessage[] =>
+  messages.map((m) => ({ ...m, parts: m.parts.filter((p) => !p.type.startsWith('data-') && p.type !== 'reasoning') }));
 
 const STATE_LABEL: Record<ToolPart['state'], string> = {
   'input-streaming': 'receiving its arguments…',
@@ -251,7 +252,16 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     if (last?.role !== 'assistant') return false;
     const lastStep = last.parts.map((p) => p.type).lastIndexOf('step-start');
     const calls = last.parts.slice(lastStep + 1).filter(isToolUIPart);
-    return calls.some((p) => p.state === 'approval-responded' || answeredByPayload.has(p.toolCallId)) && calls.every((p) => p.state === 'approval-responded' || p.state === 'output-denied' || p.state === 'output-error' || (p.state === 'output-available' && p.preliminary !== true));
+    return (
+      calls.some((p) => p.state === 'approval-responded' || answeredByPayload.has(p.toolCallId)) &&
+      calls.every(
+        (p) =>
+          p.state === 'approval-responded' ||
+          p.state === 'output-denied' ||
+          p.state === 'output-error' ||
+          (p.state === 'output-available' && p.preliminary !== true),
+      )
+    );
   };
   /** Calls answered with a payload and not sent yet. */
   const answeredByPayload = new Set<string>();
@@ -329,7 +339,8 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       if (old === undefined || old.message !== m || old.settled !== settled) {
         node = renderMessage(m, settled);
         const active = document.activeElement;
-        if (old !== undefined && active instanceof HTMLElement && old.node.contains(active)) refocus = active.closest<HTMLElement>('[data-focus]')?.dataset['focus'] ?? '';
+        if (old !== undefined && active instanceof HTMLElement && old.node.contains(active))
+          refocus = active.closest<HTMLElement>('[data-focus]')?.dataset['focus'] ?? '';
         old?.node.remove();
         drawn.set(m.id, { message: m, node, settled });
       }
@@ -366,10 +377,19 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     m.parts.forEach((p, i) => {
       const key = `${m.id}:${i}`;
       if (p.type === 'text') node.append(el('p', { class: 'chat-text' }, p.text));
-      else if (p.type === 'reasoning') node.append(fold(key, p.state === 'streaming' ? 'Reasoning…' : 'Reasoning', false, el('p', { class: 'chat-reasoning' }, p.text)));
+      else if (p.type === 'reasoning')
+        node.append(fold(key, p.state === 'streaming' ? 'Reasoning…' : 'Reasoning', false, el('p', { class: 'chat-reasoning' }, p.text)));
       else if (isToolUIPart(p)) node.append(renderTool(m, p, tickets.get(p.toolCallId), progress.get(p.toolCallId)));
       else if (p.type === 'file') node.append(el('p', { class: 'note' }, `A file (${p.mediaType}${p.filename !== undefined ? `: ${p.filename}` : ''})`));
-      else if (p.type === 'source-url') node.append(el('p', { class: 'note' }, 'Source: ', webUrl(p.url) ? el('a', { href: p.url, rel: 'noreferrer' }, p.title ?? p.url) : `${p.title ?? ''} ${p.url}`.trim()));
+      else if (p.type === 'source-url')
+        node.append(
+          el(
+            'p',
+            { class: 'note' },
+            'Source: ',
+            webUrl(p.url) ? el('a', { href: p.url, rel: 'noreferrer' }, p.title ?? p.url) : `${p.title ?? ''} ${p.url}`.trim(),
+          ),
+        );
       else if (p.type === 'data-activity-snapshot' || p.type === 'data-activity-delta') {
         const d = (p as DataPart).data;
         const kind = isObject(d) && typeof d['activityType'] === 'string' ? d['activityType'] : 'activity';
@@ -382,7 +402,14 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     for (const [id, items] of activity) {
       const [kind, from] = id.split(' ');
       const what = kind === 'a2ui' ? `A2UI surface from ${from ?? ''}` : `${kind ?? ''} ${from ?? ''}`;
-      node.append(fold(`${m.id}:activity:${id}`, `${what.trim()} (JSON, ${items.length} update${items.length === 1 ? '' : 's'})`, false, el('pre', { class: 'chat-activity' }, pretty(items))));
+      node.append(
+        fold(
+          `${m.id}:activity:${id}`,
+          `${what.trim()} (JSON, ${items.length} update${items.length === 1 ? '' : 's'})`,
+          false,
+          el('pre', { class: 'chat-activity' }, pretty(items)),
+        ),
+      );
     }
     const run = m.role === 'assistant' ? runOf(m) : undefined;
     if (run !== undefined && settled) {
@@ -391,23 +418,51 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     return node;
   }
 
-  function renderTool(m: UIMessage, p: ToolPart, ticket: Ticket | undefined, progress: { status: string; message?: string; progress?: number } | undefined): HTMLElement {
+  function renderTool(
+    m: UIMessage,
+    p: ToolPart,
+    ticket: Ticket | undefined,
+    progress: { status: string; message?: string; progress?: number } | undefined,
+  ): HTMLElement {
     const name = getToolName(p);
     const title = `${name} [${p.toolCallId}]`;
     const live = p.state === 'output-available' && p.preliminary === true;
     const section = el(
       'section',
-      { class: `chat-tool ${p.state}`, 'data-call-id': p.toolCallId, 'data-state': p.state, 'data-focus': p.toolCallId, tabindex: -1, 'aria-label': `Tool call ${title}` },
+      {
+        class: `chat-tool ${p.state}`,
+        'data-call-id': p.toolCallId,
+        'data-state': p.state,
+        'data-focus': p.toolCallId,
+        tabindex: -1,
+        'aria-label': `Tool call ${title}`,
+      },
       el('h4', {}, title, ' · ', el('span', { class: 'chat-tool-state' }, live ? 'working…' : STATE_LABEL[p.state])),
     );
-    if (p.input !== undefined && !(isObject(p.input) && Object.keys(p.input).length === 0 && p.state === 'input-streaming')) section.append(el('div', { class: 'chat-label' }, 'Arguments'), el('pre', { class: 'chat-args' }, pretty(p.input)));
+    if (p.input !== undefined && !(isObject(p.input) && Object.keys(p.input).length === 0 && p.state === 'input-streaming'))
+      section.append(el('div', { class: 'chat-label' }, 'Arguments'), el('pre', { class: 'chat-args' }, pretty(p.input)));
     if (progress !== undefined) {
-      const label = [progress.status, progress.message, progress.progress !== undefined ? `${Math.round(progress.progress * 100)}%` : undefined].filter((x) => x !== undefined && x !== '').join(' · ');
-      section.append(el('p', { class: 'chat-progress' }, progress.progress !== undefined ? el('progress', { max: 1, value: progress.progress, 'aria-label': `Progress of ${name}` }) : null, ' ', label));
+      const label = [progress.status, progress.message, progress.progress !== undefined ? `${Math.round(progress.progress * 100)}%` : undefined]
+        .filter((x) => x !== undefined && x !== '')
+        .join(' · ');
+      section.append(
+        el(
+          'p',
+          { class: 'chat-progress' },
+          progress.progress !== undefined ? el('progress', { max: 1, value: progress.progress, 'aria-label': `Progress of ${name}` }) : null,
+          ' ',
+          label,
+        ),
+      );
     }
-    if (p.state === 'output-available') section.append(el('div', { class: 'chat-label' }, live ? 'Output so far' : 'Result'), el('pre', { class: 'chat-output' }, typeof p.output === 'string' ? p.output : pretty(p.output)));
+    if (p.state === 'output-available')
+      section.append(
+        el('div', { class: 'chat-label' }, live ? 'Output so far' : 'Result'),
+        el('pre', { class: 'chat-output' }, typeof p.output === 'string' ? p.output : pretty(p.output)),
+      );
     if (p.state === 'output-error') section.append(el('p', { class: 'chat-bad' }, p.errorText));
-    if (p.state === 'output-denied') section.append(el('p', { class: 'chat-bad' }, 'Denied', p.approval?.reason !== undefined ? `: ${p.approval.reason}` : '.'));
+    if (p.state === 'output-denied')
+      section.append(el('p', { class: 'chat-bad' }, 'Denied', p.approval?.reason !== undefined ? `: ${p.approval.reason}` : '.'));
     if (p.state === 'approval-responded') section.append(el('p', { class: 'note' }, p.approval.approved ? 'Approved.' : 'Denied.'));
     if (p.state === 'approval-requested') section.append(renderAsk(m, p, name, ticket));
     return section;
@@ -449,7 +504,16 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       { class: 'chat-ask', role: 'group', 'aria-label': `Answer ${name} [${p.toolCallId}]` },
       ticket?.message !== undefined ? el('p', { class: 'chat-question' }, ticket.message) : null,
       el('div', { class: 'chat-actions' }, approve, deny),
-      fold(`${m.id}:payload:${p.toolCallId}`, 'Answer with a payload (JSON)', ticket?.takesPayload === true, ...schema, el('label', { for: areaId }, `Payload for ${name}`), area, give, problem),
+      fold(
+        `${m.id}:payload:${p.toolCallId}`,
+        'Answer with a payload (JSON)',
+        ticket?.takesPayload === true,
+        ...schema,
+        el('label', { for: areaId }, `Payload for ${name}`),
+        area,
+        give,
+        problem,
+      ),
     );
   }
 
@@ -542,7 +606,9 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       const made = makeChat(threadId, history);
       announced = true;
       deps.onThread?.(threadId);
-      say(history.length === 0 ? `Thread ${threadId} has no messages yet.` : `Thread ${threadId}: ${history.length} message${history.length === 1 ? '' : 's'}.`);
+      say(
+        history.length === 0 ? `Thread ${threadId} has no messages yet.` : `Thread ${threadId}: ${history.length} message${history.length === 1 ? '' : 's'}.`,
+      );
       // The agent that ran the thread last, and its run in flight (streamed from its start).
       const runs = await deps
         .api(`/v1/runs?thread_id=${enc(threadId)}&limit=200`)
@@ -550,7 +616,9 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
         .catch(() => []);
       const last = [...runs].sort((a, b) => (a.created_at ?? 0) - (b.created_at ?? 0)).at(-1);
       if (last?.agent_id !== undefined && [...agentPick.options].some((o) => o.value === last.agent_id)) agentPick.value = last.agent_id;
-      const thread = (await (await deps.api(`/v1/threads/${enc(threadId)}`).catch(() => undefined))?.json().catch(() => undefined)) as { active_run_status?: string } | undefined;
+      const thread = (await (await deps.api(`/v1/threads/${enc(threadId)}`).catch(() => undefined))?.json().catch(() => undefined)) as
+        | { active_run_status?: string }
+        | undefined;
       if (thread?.active_run_status === 'running' && chat === made) await made.resumeStream();
     },
   };

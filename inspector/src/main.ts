@@ -165,11 +165,16 @@ async function loadThreads(): Promise<void> {
       const button = el('button', { type: 'button', 'data-thread': t.id, 'aria-current': String(t.id === selectedThread) }, label);
       button.addEventListener('click', () => go({ view: 'runs', thread: t.id }));
       const last = t.last_run;
-      const meta = [t.title, last !== undefined ? `${last.agent_id} · ${last.termination ?? last.status}` : undefined, t.runs > 0 ? `${t.runs} run${t.runs === 1 ? '' : 's'}` : undefined].filter((x) => x !== undefined && x !== '');
+      const meta = [
+        t.title,
+        last !== undefined ? `${last.agent_id} · ${last.termination ?? last.status}` : undefined,
+        t.runs > 0 ? `${t.runs} run${t.runs === 1 ? '' : 's'}` : undefined,
+      ].filter((x) => x !== undefined && x !== '');
       return el('li', {}, button, meta.length > 0 ? el('span', { class: `meta${last?.termination === 'error' ? ' bad' : ''}` }, meta.join(' · ')) : null);
     }),
   );
-  if (page.items.length === 0) list.replaceChildren(el('li', { class: 'note' }, page.total === 0 && findQuery() === `limit=${PAGE}&offset=0` ? 'No threads yet.' : 'No thread matches.'));
+  if (page.items.length === 0)
+    list.replaceChildren(el('li', { class: 'note' }, page.total === 0 && findQuery() === `limit=${PAGE}&offset=0` ? 'No threads yet.' : 'No thread matches.'));
   const first = page.total === 0 ? 0 : page.offset + 1;
   byId('threads-page').textContent = `${first}–${page.offset + page.items.length} of ${page.total}`;
   byId<HTMLButtonElement>('threads-prev').disabled = page.offset === 0;
@@ -215,7 +220,9 @@ async function selectThread(id: string, mine: number): Promise<void> {
       // A run let go while parked and taken up again has a transcript per segment, shown in order.
       const segments = recorded.items.filter((t) => t.run_id === runId);
       const kept = segments.length === 0 ? 'no transcript' : segments.length === 1 ? 'recorded' : `recorded in ${segments.length} segments`;
-      const label = [runId, record?.termination?.type ?? record?.status, record !== undefined ? `${record.steps} steps` : '', kept].filter((x) => x !== undefined && x !== '').join(' · ');
+      const label = [runId, record?.termination?.type ?? record?.status, record !== undefined ? `${record.steps} steps` : '', kept]
+        .filter((x) => x !== undefined && x !== '')
+        .join(' · ');
       const button = el('button', { type: 'button', 'data-run': runId }, label);
       button.addEventListener('click', () => go({ view: 'runs', thread: id, run: runId }));
       return el('li', {}, button);
@@ -239,7 +246,15 @@ async function selectRun(runId: string, step: number | undefined, mine: number):
         ['Ended', record?.termination?.type ?? ''],
         ['Steps', record !== undefined ? String(record.steps) : ''],
       ]),
-      el('p', { class: 'note' }, record === undefined ? `No run ${runId} on this thread.` : recording ? 'This run has no transcript (it was served before recording began).' : 'No transcript: start awaken serve with --record DIR to keep the timeline of every run.'),
+      el(
+        'p',
+        { class: 'note' },
+        record === undefined
+          ? `No run ${runId} on this thread.`
+          : recording
+            ? 'This run has no transcript (it was served before recording began).'
+            : 'No transcript: start awaken serve with --record DIR to keep the timeline of every run.',
+      ),
     );
     return;
   }
@@ -252,7 +267,9 @@ async function selectRun(runId: string, step: number | undefined, mine: number):
   const onStepOpen = (index: number): void => history.replaceState(null, '', hrefOf({ view: 'runs', thread: threadId, run: runId, step: index }));
   view.replaceChildren(
     // One transcript of a run that started is its whole timeline; anything else is shown segment by segment.
-    ...(timelines.length === 1 && timelines[0]?.resumed !== true ? [renderTimeline(timelines[0] as Timeline, { onStepOpen })] : timelines.map((t) => renderSegment(t))),
+    ...(timelines.length === 1 && timelines[0]?.resumed !== true
+      ? [renderTimeline(timelines[0] as Timeline, { onStepOpen })]
+      : timelines.map((t) => renderSegment(t))),
   );
   say(`run ${runId}: ${names}`);
   if (step !== undefined && openStep(view, step)) return;
@@ -289,7 +306,10 @@ async function follow(threadId: string): Promise<void> {
   view.replaceChildren(el('p', { class: 'note' }, 'Waiting for the next run on this thread…'));
   while (!controller.signal.aborted) {
     try {
-      const response = await api(`/v1/threads/${encodeURIComponent(threadId)}/stream`, { signal: controller.signal, headers: lastId !== undefined ? { 'last-event-id': lastId } : {} });
+      const response = await api(`/v1/threads/${encodeURIComponent(threadId)}/stream`, {
+        signal: controller.signal,
+        headers: lastId !== undefined ? { 'last-event-id': lastId } : {},
+      });
       say(`following ${threadId}${lastId !== undefined ? ` (reconnected after frame ${lastId})` : ''}`);
       const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       const decoder = new TextDecoder();
@@ -319,7 +339,10 @@ async function follow(threadId: string): Promise<void> {
           const event = JSON.parse(data.join('\n')) as { event_type?: string };
           if (event.event_type === 'run_start' || fold === undefined) fold = new TimelineFold();
           fold.record({ type: 'event', event });
-          if (event.event_type === 'run_finish') say(`following ${threadId}: run ${fold.timeline.run_id ?? ''} finished (${(fold.timeline.termination as { type?: string } | undefined)?.type ?? ''})`);
+          if (event.event_type === 'run_finish')
+            say(
+              `following ${threadId}: run ${fold.timeline.run_id ?? ''} finished (${(fold.timeline.termination as { type?: string } | undefined)?.type ?? ''})`,
+            );
           render();
         }
       }
@@ -342,7 +365,9 @@ let findSeq = 0;
 async function findTranscripts(): Promise<void> {
   const seq = ++findSeq;
   const text = byId<HTMLInputElement>('replay-search').value.trim();
-  const found = await json<{ recording: boolean; items: TranscriptEntry[]; total: number }>(`/v1/inspector/transcripts?limit=${PICKED}${text !== '' ? `&q=${enc(text)}` : ''}`);
+  const found = await json<{ recording: boolean; items: TranscriptEntry[]; total: number }>(
+    `/v1/inspector/transcripts?limit=${PICKED}${text !== '' ? `&q=${enc(text)}` : ''}`,
+  );
   // An answer to an older search that came late changes nothing.
   if (seq !== findSeq) return;
   const pick = byId<HTMLSelectElement>('replay-pick');
@@ -354,7 +379,9 @@ async function findTranscripts(): Promise<void> {
   byId('replay-count').textContent = !found.recording
     ? 'This server does not record runs (start it with --record DIR).'
     : found.total === 0
-      ? text === '' ? 'No recorded transcripts yet.' : 'No recorded transcript matches.'
+      ? text === ''
+        ? 'No recorded transcripts yet.'
+        : 'No recorded transcript matches.'
       : found.total > found.items.length
         ? `${found.items.length} of ${found.total} shown, newest first: search to narrow them.`
         : `${found.total} recorded transcript${found.total === 1 ? '' : 's'}.`;
@@ -372,7 +399,9 @@ async function replay(event: SubmitEvent): Promise<void> {
   const body = file !== undefined ? { transcript: await file.text() } : { name };
   const source = file !== undefined ? file.name : name;
   say(`replaying ${source}…`);
-  const result = (await (await api('/v1/inspector/replay', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as ReplayResult;
+  const result = (await (
+    await api('/v1/inspector/replay', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  ).json()) as ReplayResult;
   byId('replay-result').replaceChildren(renderReplay(result, source));
   say(`replayed ${source}: ${result.report.identical ? 'identical' : 'diverged'}`);
 }
@@ -431,7 +460,10 @@ byId('threads-next').addEventListener('click', () => {
   threadOffset += PAGE;
   void loadThreads().catch(fail);
 });
-byId('replay-search').addEventListener('input', debounced(() => void findTranscripts().catch(fail)));
+byId('replay-search').addEventListener(
+  'input',
+  debounced(() => void findTranscripts().catch(fail)),
+);
 byId<HTMLFormElement>('replay-form').addEventListener('submit', (e) => void replay(e).catch(fail));
 addEventListener('hashchange', () => void showRoute(parseRoute(location.hash)).catch(fail));
 

@@ -42,7 +42,11 @@ function build(details: HTMLDetailsElement): void {
 }
 
 /** A `<details>` whose body `fill` appends when it is first opened (at once when it starts open). */
-function lazyDetails(attrs: Record<string, string | number | boolean | undefined>, summary: HTMLElement, fill: (details: HTMLDetailsElement) => void): HTMLDetailsElement {
+function lazyDetails(
+  attrs: Record<string, string | number | boolean | undefined>,
+  summary: HTMLElement,
+  fill: (details: HTMLDetailsElement) => void,
+): HTMLDetailsElement {
   const details = el('details', attrs, summary);
   if (details.open) fill(details);
   else unbuilt.set(details, () => fill(details));
@@ -72,7 +76,8 @@ function buildOnOpen(container: HTMLElement): void {
 /** A run's timeline: its summary, its waterfall, then a section per step, then its decisions. */
 export function renderTimeline(t: Timeline, options: TimelineOptions = {}): HTMLElement {
   const root = el('div', { class: 'timeline', 'data-run-id': t.run_id ?? '' });
-  const termination = t.termination === undefined ? (options.live === true ? 'running' : 'not finished') : (t.termination as { type?: string }).type ?? 'finished';
+  const termination =
+    t.termination === undefined ? (options.live === true ? 'running' : 'not finished') : ((t.termination as { type?: string }).type ?? 'finished');
   root.append(
     summaryList([
       ['Run', t.run_id ?? ''],
@@ -80,7 +85,10 @@ export function renderTimeline(t: Timeline, options: TimelineOptions = {}): HTML
       ['Agent', t.agent_id ?? ''],
       ['App', t.app !== undefined ? `${t.app.file} (${t.app.version})` : ''],
       ['Delegated by', t.parent_run_id ?? ''],
-      ['Ended', el('span', { class: termination === 'natural_end' ? 'ok' : termination === 'running' ? '' : 'bad', 'data-termination': termination }, termination)],
+      [
+        'Ended',
+        el('span', { class: termination === 'natural_end' ? 'ok' : termination === 'running' ? '' : 'bad', 'data-termination': termination }, termination),
+      ],
       ['Steps', String(t.step_count)],
       ['Duration', ms(durationOf(t.started_at, t.ended_at))],
       ['Tokens', `${t.usage.input} in · ${t.usage.output} out · ${t.usage.total} total`],
@@ -99,17 +107,23 @@ export function renderTimeline(t: Timeline, options: TimelineOptions = {}): HTML
     root.classList.toggle('show-runtime', on);
     runtime.setAttribute('aria-pressed', String(on));
   });
-  root.append(el('div', { class: 'run-tools' }, runtime, el('span', { class: 'note' }, 'State diffs leave out the runtime’s own keys (__runtime…) unless shown.')));
+  root.append(
+    el('div', { class: 'run-tools' }, runtime, el('span', { class: 'note' }, 'State diffs leave out the runtime’s own keys (__runtime…) unless shown.')),
+  );
   const steps = el('ol', { class: 'steps', 'aria-label': 'Steps' });
   const last = t.steps.at(-1);
   // Steps go on the page a chunk at a time: the next when the list's end comes near the screen, or
   // when a step further on is asked for (a bar of the waterfall, a link to it).
   let shown = 0;
   const more = el('button', { type: 'button', class: 'steps-more' });
-  const observer = typeof IntersectionObserver === 'function' ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && showMore(), { rootMargin: '600px' }) : undefined;
+  const observer =
+    typeof IntersectionObserver === 'function'
+      ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && showMore(), { rootMargin: '600px' })
+      : undefined;
   const showMore = (upTo = shown + STEP_CHUNK): void => {
     const frag = document.createDocumentFragment();
-    for (const step of t.steps.slice(shown, Math.max(upTo, shown))) frag.append(el('li', {}, renderStep(step, t.started_at, step.index === 1 || (step === last && options.live === true))));
+    for (const step of t.steps.slice(shown, Math.max(upTo, shown)))
+      frag.append(el('li', {}, renderStep(step, t.started_at, step.index === 1 || (step === last && options.live === true))));
     steps.append(frag);
     shown = Math.min(Math.max(upTo, shown), t.steps.length);
     if (shown >= t.steps.length) {
@@ -189,7 +203,12 @@ export function renderSegment(t: Timeline, options: TimelineOptions = {}): HTMLE
   const index = t.segment ?? 1;
   const app = t.app !== undefined ? ` · ${t.app.file} (${t.app.version})` : '';
   const resumed = t.resumed === true ? ' · taken up again from the store' : '';
-  return el('section', { class: 'segment', 'data-segment': index, 'aria-label': `Segment ${index}` }, el('h3', {}, `Segment ${index}${app}${resumed}`), renderTimeline(t, options));
+  return el(
+    'section',
+    { class: 'segment', 'data-segment': index, 'aria-label': `Segment ${index}` },
+    el('h3', {}, `Segment ${index}${app}${resumed}`),
+    renderTimeline(t, options),
+  );
 }
 
 function badge(kind: 'failed' | 'waiting' | 'running' | 'error', text: string): HTMLElement {
@@ -198,7 +217,13 @@ function badge(kind: 'failed' | 'waiting' | 'running' | 'error', text: string): 
 
 function renderStep(step: TimelineStep, start: number | undefined, open: boolean): HTMLElement {
   const inf = step.inference;
-  const title = [`Step ${step.index}`, start !== undefined && step.started_at !== undefined ? `+${step.started_at - start} ms` : '', inf.model !== undefined ? `inference ${inf.model} ${ms(inf.duration_ms)}`.trim() : '', step.tools.length > 0 ? plural(step.tools.length, 'tool call') : '', step.state !== undefined ? plural(step.state.patch.length, 'state change') : '']
+  const title = [
+    `Step ${step.index}`,
+    start !== undefined && step.started_at !== undefined ? `+${step.started_at - start} ms` : '',
+    inf.model !== undefined ? `inference ${inf.model} ${ms(inf.duration_ms)}`.trim() : '',
+    step.tools.length > 0 ? plural(step.tools.length, 'tool call') : '',
+    step.state !== undefined ? plural(step.state.patch.length, 'state change') : '',
+  ]
     .filter((x) => x !== '')
     .join(' · ');
   const bad = step.tools.filter(failed).length;
@@ -245,7 +270,13 @@ function renderInference(inf: TimelineInference): HTMLElement[] {
     ]),
   ];
   for (const [i, r] of inf.requests.entries()) {
-    const summary = el('summary', {}, `Request${inf.requests.length > 1 ? ` (attempt ${i + 1})` : ''}: ${plural(r.message_count, 'message')}, ${plural(r.tools.length, 'tool')}`, r.error !== undefined ? ' — ' : '', r.error !== undefined ? badge('failed', 'failed') : null);
+    const summary = el(
+      'summary',
+      {},
+      `Request${inf.requests.length > 1 ? ` (attempt ${i + 1})` : ''}: ${plural(r.message_count, 'message')}, ${plural(r.tools.length, 'tool')}`,
+      r.error !== undefined ? ' — ' : '',
+      r.error !== undefined ? badge('failed', 'failed') : null,
+    );
     out.push(
       lazyDetails({ class: 'request' }, summary, (details) => {
         details.append(renderMessages(r.messages), el('p', { class: 'note' }, `Tools offered: ${r.tools.join(', ') || 'none'}`));
@@ -307,7 +338,15 @@ function chatMessage(m: unknown, names: Map<string, string>): HTMLLIElement {
       const name = typeof call['name'] === 'string' ? call['name'] : '?';
       const id = typeof call['id'] === 'string' ? call['id'] : '';
       if (id !== '') names.set(id, name);
-      list.append(el('li', {}, el('span', { class: 'req-call' }, `calls ${name}`), id !== '' ? el('span', { class: 'note' }, ` [${id}]`) : null, el('pre', {}, pretty(call['arguments'] ?? null))));
+      list.append(
+        el(
+          'li',
+          {},
+          el('span', { class: 'req-call' }, `calls ${name}`),
+          id !== '' ? el('span', { class: 'note' }, ` [${id}]`) : null,
+          el('pre', {}, pretty(call['arguments'] ?? null)),
+        ),
+      );
     }
     li.append(list);
   }
@@ -327,7 +366,8 @@ function renderTool(call: TimelineToolCall): HTMLElement {
   );
   const details = el('details', { class: status !== 'ok' ? `tool ${status}` : 'tool', 'data-call-id': call.call_id, 'data-status': status }, summary);
   // A suspended call's arguments are in its ticket, below, with what it waits for.
-  if (!suspended(call) || JSON.stringify(ticketArguments(call)) !== JSON.stringify(call.arguments ?? null)) details.append(el('h4', {}, 'Arguments'), el('pre', {}, pretty(call.arguments)));
+  if (!suspended(call) || JSON.stringify(ticketArguments(call)) !== JSON.stringify(call.arguments ?? null))
+    details.append(el('h4', {}, 'Arguments'), el('pre', {}, pretty(call.arguments)));
   if (call.progress.length > 0) {
     const list = el('ul', { class: 'progress', 'aria-label': `Progress of ${call.name}` });
     for (const p of call.progress) {
@@ -343,7 +383,10 @@ function renderTool(call: TimelineToolCall): HTMLElement {
   if (call.failure !== undefined) details.append(el('p', { class: 'bad' }, `Failed: ${call.failure}`));
   // A suspended call's result is its ticket (shown above), not a result.
   if (result !== undefined && !(suspended(call) && result.status === 'pending')) {
-    details.append(el('h4', {}, 'Result'), el('pre', { class: result.status === 'error' ? 'bad' : '' }, result.status === 'error' ? `error: ${result.message ?? ''}` : pretty(result.data ?? null)));
+    details.append(
+      el('h4', {}, 'Result'),
+      el('pre', { class: result.status === 'error' ? 'bad' : '' }, result.status === 'error' ? `error: ${result.message ?? ''}` : pretty(result.data ?? null)),
+    );
   }
   if (call.resumed_result !== undefined) details.append(el('h4', {}, 'Result after the decision'), el('pre', {}, pretty(call.resumed_result)));
   return details;
@@ -385,7 +428,9 @@ function renderTicket(call: TimelineToolCall): HTMLElement[] {
 function renderDecision(decision: Json): HTMLElement[] {
   if (!isObject(decision)) return [el('h4', {}, 'Decision'), el('pre', {}, pretty(decision))];
   const shown = (x: Json | undefined): boolean => x !== undefined && x !== null && x !== '';
-  const rest = Object.fromEntries(Object.entries(decision).filter(([k, v]) => !['action', 'reason', 'decision_id', 'result', 'updated_at'].includes(k) && shown(v)));
+  const rest = Object.fromEntries(
+    Object.entries(decision).filter(([k, v]) => !['action', 'reason', 'decision_id', 'result', 'updated_at'].includes(k) && shown(v)),
+  );
   const parts: (HTMLElement | null)[] = [
     el('h4', {}, 'Decision'),
     summaryList([
@@ -412,21 +457,38 @@ export function withoutRuntime(v: unknown): unknown {
 }
 
 function renderState(step: number, revision: number | undefined, patch: readonly Operation[], state: unknown): HTMLElement {
-  const table = el('table', { class: 'patch' }, el('caption', {}, `Changes to the state in step ${step} (JSON Patch against the step before)`), el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'op'), el('th', { scope: 'col' }, 'path'), el('th', { scope: 'col' }, 'value'))));
+  const table = el(
+    'table',
+    { class: 'patch' },
+    el('caption', {}, `Changes to the state in step ${step} (JSON Patch against the step before)`),
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'op'), el('th', { scope: 'col' }, 'path'), el('th', { scope: 'col' }, 'value'))),
+  );
   const body = el('tbody', {});
   let runtime = 0;
   for (const op of patch) {
     const internal = isRuntimePath(op.path);
     if (internal) runtime++;
-    body.append(el('tr', { 'data-op': op.op, class: internal ? 'runtime' : undefined }, el('td', {}, op.op), el('td', {}, op.path), el('td', {}, 'value' in op ? JSON.stringify(op.value) : '')));
+    body.append(
+      el(
+        'tr',
+        { 'data-op': op.op, class: internal ? 'runtime' : undefined },
+        el('td', {}, op.op),
+        el('td', {}, op.path),
+        el('td', {}, 'value' in op ? JSON.stringify(op.value) : ''),
+      ),
+    );
   }
   table.append(body);
-  const whole = lazyDetails({}, el('summary', {}, 'The whole state'), (d) => d.append(el('pre', { class: 'app-only' }, pretty(withoutRuntime(state))), el('pre', { class: 'runtime' }, pretty(state))));
+  const whole = lazyDetails({}, el('summary', {}, 'The whole state'), (d) =>
+    d.append(el('pre', { class: 'app-only' }, pretty(withoutRuntime(state))), el('pre', { class: 'runtime' }, pretty(state))),
+  );
   return el(
     'details',
     { class: 'state', 'data-step': step },
     el('summary', {}, `State after step ${step}: ${plural(patch.length, 'change')}${revision !== undefined ? ` (revision ${revision})` : ''}`),
-    runtime > 0 ? el('p', { class: 'note app-only runtime-note' }, `${plural(runtime, 'change')} to runtime keys not shown (Show runtime keys, above, shows them).`) : null,
+    runtime > 0
+      ? el('p', { class: 'note app-only runtime-note' }, `${plural(runtime, 'change')} to runtime keys not shown (Show runtime keys, above, shows them).`)
+      : null,
     runtime < patch.length || runtime === 0 ? table : el('div', { class: 'runtime' }, table),
     whole,
   );
@@ -438,7 +500,13 @@ export interface ReplayResult {
     readonly expectedEvents: number;
     readonly actualEvents: number;
     readonly termination?: { readonly type: string };
-    readonly divergence?: { readonly port: string; readonly message: string; readonly diff?: readonly string[]; readonly atEvent: number; readonly line?: number };
+    readonly divergence?: {
+      readonly port: string;
+      readonly message: string;
+      readonly diff?: readonly string[];
+      readonly atEvent: number;
+      readonly line?: number;
+    };
     readonly firstDifference?: { readonly index: number; readonly expected?: string; readonly actual?: string; readonly diff: readonly string[] };
     readonly at?: { readonly line: number; readonly record: string };
   };
@@ -449,12 +517,29 @@ export interface ReplayResult {
 export function renderReplay(result: ReplayResult, source: string): HTMLElement {
   const r = result.report;
   if (r.identical) {
-    return el('div', { class: 'identical', 'data-verdict': 'identical' }, el('p', {}, el('strong', { class: 'ok' }, 'Identical'), ` — ${source}: ${r.actualEvents} of ${r.expectedEvents} events replayed byte for byte; the run ended ${r.termination?.type ?? ''}.`));
+    return el(
+      'div',
+      { class: 'identical', 'data-verdict': 'identical' },
+      el(
+        'p',
+        {},
+        el('strong', { class: 'ok' }, 'Identical'),
+        ` — ${source}: ${r.actualEvents} of ${r.expectedEvents} events replayed byte for byte; the run ended ${r.termination?.type ?? ''}.`,
+      ),
+    );
   }
   const box = el('div', { class: 'divergence', 'data-verdict': 'diverged' });
-  box.append(el('p', {}, el('strong', { class: 'bad' }, 'Diverged'), ` — ${source}${r.at !== undefined ? `, line ${r.at.line} (${r.at.record} record)` : ''}.`));
+  box.append(
+    el('p', {}, el('strong', { class: 'bad' }, 'Diverged'), ` — ${source}${r.at !== undefined ? `, line ${r.at.line} (${r.at.record} record)` : ''}.`),
+  );
   if (r.divergence !== undefined) {
-    box.append(el('p', { 'data-port': r.divergence.port }, `The ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}`));
+    box.append(
+      el(
+        'p',
+        { 'data-port': r.divergence.port },
+        `The ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}`,
+      ),
+    );
     box.append(sideBySide(divergenceRows(r.divergence, result.recorded_line), `Where the ${r.divergence.port} port left the recording`));
   }
   if (r.firstDifference !== undefined) {
@@ -465,7 +550,12 @@ export function renderReplay(result: ReplayResult, source: string): HTMLElement 
 }
 
 function sideBySide(rows: readonly Row[], caption: string): HTMLTableElement {
-  const table = el('table', { class: 'side-by-side' }, el('caption', {}, caption), el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Recorded'), el('th', { scope: 'col' }, 'Now'))));
+  const table = el(
+    'table',
+    { class: 'side-by-side' },
+    el('caption', {}, caption),
+    el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Recorded'), el('th', { scope: 'col' }, 'Now'))),
+  );
   const body = el('tbody', {});
   for (const row of rows) {
     const left = 'left' in row ? row.left : '';

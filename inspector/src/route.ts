@@ -29,7 +29,9 @@ export function parseRoute(hash: string): Route {
   if (head !== 'threads' || thread === undefined) return { view: 'runs' };
   if (runsWord !== 'runs' || run === undefined) return runsWord === undefined ? { view: 'runs', thread } : { view: 'runs' };
   if (stepsWord === undefined) return { view: 'runs', thread, run };
-  return stepsWord === 'steps' && step !== undefined && /^\d{1,9}$/.test(step) ? { view: 'runs', thread, run, step: Number(step) } : { view: 'runs', thread, run };
+  return stepsWord === 'steps' && step !== undefined && /^\d{1,9}$/.test(step)
+    ? { view: 'runs', thread, run, step: Number(step) }
+    : { view: 'runs', thread, run };
 }
 
 const enc = encodeURIComponent;

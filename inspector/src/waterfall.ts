@@ -31,7 +31,8 @@ export interface WaterfallRow {
 
 const CHUNK = 100;
 
-export const failed = (call: TimelineToolCall): boolean => call.outcome === 'failed' || call.failure !== undefined || (call.result as { status?: string } | undefined)?.status === 'error';
+export const failed = (call: TimelineToolCall): boolean =>
+  call.outcome === 'failed' || call.failure !== undefined || (call.result as { status?: string } | undefined)?.status === 'error';
 export const suspended = (call: TimelineToolCall): boolean => call.outcome === 'suspended' || call.suspension !== undefined;
 /** Suspended and not settled in this timeline: no decision, not resumed. */
 export const waiting = (call: TimelineToolCall): boolean => suspended(call) && call.decision === undefined && call.resumed !== true;
@@ -83,14 +84,34 @@ export function waterfallOf(t: Timeline): { readonly rows: WaterfallRow[]; reado
     const bad = step.tools.filter(failed).length;
     const parked = step.tools.filter(waiting).length;
     const stepStatus: RowStatus = bad > 0 || step.errors.length > 0 ? 'failed' : parked > 0 ? 'waiting' : step.ended ? 'ok' : 'running';
-    const stepNotes = [bad > 0 ? `${bad} failed` : '', parked > 0 ? 'waiting' : '', step.errors.length > 0 ? `${step.errors.length} error${step.errors.length === 1 ? '' : 's'}` : '', !step.ended ? 'running' : ''].filter((x) => x !== '');
-    rows.push({ kind: 'step', step: step.index, ...named(`step ${step.index}`, [ms(stepDuration), ...stepNotes]), status: stepStatus, ...slot(step.started_at, step.ended_at), ...(stepDuration !== undefined ? { duration: stepDuration } : {}) });
+    const stepNotes = [
+      bad > 0 ? `${bad} failed` : '',
+      parked > 0 ? 'waiting' : '',
+      step.errors.length > 0 ? `${step.errors.length} error${step.errors.length === 1 ? '' : 's'}` : '',
+      !step.ended ? 'running' : '',
+    ].filter((x) => x !== '');
+    rows.push({
+      kind: 'step',
+      step: step.index,
+      ...named(`step ${step.index}`, [ms(stepDuration), ...stepNotes]),
+      status: stepStatus,
+      ...slot(step.started_at, step.ended_at),
+      ...(stepDuration !== undefined ? { duration: stepDuration } : {}),
+    });
     rows.push(...inferenceRow(step, slot));
     for (const call of step.tools) {
       const status = callStatus(call);
       const duration = call.started_at !== undefined && call.ended_at !== undefined ? Math.max(call.ended_at - call.started_at, 0) : undefined;
       const note = status === 'ok' ? '' : status;
-      rows.push({ kind: 'tool', step: step.index, call_id: call.call_id, ...named(`tool ${call.name}`, [ms(duration), note]), status, ...slot(call.started_at, call.ended_at ?? (status === 'waiting' ? call.started_at : undefined)), ...(duration !== undefined ? { duration } : {}) });
+      rows.push({
+        kind: 'tool',
+        step: step.index,
+        call_id: call.call_id,
+        ...named(`tool ${call.name}`, [ms(duration), note]),
+        status,
+        ...slot(call.started_at, call.ended_at ?? (status === 'waiting' ? call.started_at : undefined)),
+        ...(duration !== undefined ? { duration } : {}),
+      });
     }
   }
   return timed ? { rows, span: end - origin } : { rows };
@@ -105,7 +126,16 @@ function inferenceRow(step: TimelineStep, slot: (from: number | undefined, to: n
   const from = inf.started_at;
   const to = from !== undefined && inf.duration_ms !== undefined ? from + inf.duration_ms : undefined;
   const notes = [lastFailed ? 'failed' : '', inf.requests.length > 1 ? `${inf.requests.length} attempts` : ''].filter((x) => x !== '');
-  return [{ kind: 'inference', step: step.index, ...named(`inference ${model}`.trim(), [ms(inf.duration_ms), ...notes]), status, ...slot(from, to), ...(inf.duration_ms !== undefined ? { duration: inf.duration_ms } : {}) }];
+  return [
+    {
+      kind: 'inference',
+      step: step.index,
+      ...named(`inference ${model}`.trim(), [ms(inf.duration_ms), ...notes]),
+      status,
+      ...slot(from, to),
+      ...(inf.duration_ms !== undefined ? { duration: inf.duration_ms } : {}),
+    },
+  ];
 }
 
 function named(label: string, notes: readonly string[]): { label: string; notes: string[]; name: string } {
@@ -127,7 +157,19 @@ export function renderWaterfall(t: Timeline, select: (step: number, callId?: str
     'section',
     { class: 'waterfall', 'aria-label': 'Waterfall' },
     el('h3', {}, 'Waterfall'),
-    el('p', { class: 'note' }, [`${t.steps.length} step${t.steps.length === 1 ? '' : 's'}`, `${calls.length} tool call${calls.length === 1 ? '' : 's'}`, bad > 0 ? `${bad} failed` : '', parked > 0 ? `${parked} waiting` : '', span !== undefined ? `${span} ms on the run's clock` : 'no time passed on the run’s clock (or no times: events alone): steps in order'].filter((x) => x !== '').join(' · ')),
+    el(
+      'p',
+      { class: 'note' },
+      [
+        `${t.steps.length} step${t.steps.length === 1 ? '' : 's'}`,
+        `${calls.length} tool call${calls.length === 1 ? '' : 's'}`,
+        bad > 0 ? `${bad} failed` : '',
+        parked > 0 ? `${parked} waiting` : '',
+        span !== undefined ? `${span} ms on the run's clock` : 'no time passed on the run’s clock (or no times: events alone): steps in order',
+      ]
+        .filter((x) => x !== '')
+        .join(' · '),
+    ),
   );
   if (rows.length === 0) return section;
   if (span !== undefined) {
@@ -163,7 +205,10 @@ export function renderWaterfall(t: Timeline, select: (step: number, callId?: str
     } else more.textContent = `Show ${Math.min(CHUNK, rows.length - shown)} more rows (${rows.length - shown} not shown)`;
   };
   more.addEventListener('click', showMore);
-  const observer = typeof IntersectionObserver === 'function' && rows.length > CHUNK ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && showMore(), { root: scroller, rootMargin: '200px' }) : undefined;
+  const observer =
+    typeof IntersectionObserver === 'function' && rows.length > CHUNK
+      ? new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && showMore(), { root: scroller, rootMargin: '200px' })
+      : undefined;
   showMore();
   if (shown < rows.length) {
     scroller.append(more);
@@ -178,10 +223,19 @@ function rowElement(r: WaterfallRow): HTMLLIElement {
   bar.style.width = pct(r.width);
   const marked = r.status === 'failed' || r.status === 'waiting' || r.status === 'running';
   const meta = el('span', { class: 'wf-meta' });
-  for (const [i, note] of r.notes.entries()) meta.append(i > 0 ? ' ' : '', marked && i === r.notes.length - 1 && note.endsWith(r.status) ? el('span', { class: `badge ${r.status}` }, note) : note);
+  for (const [i, note] of r.notes.entries())
+    meta.append(i > 0 ? ' ' : '', marked && i === r.notes.length - 1 && note.endsWith(r.status) ? el('span', { class: `badge ${r.status}` }, note) : note);
   // Its name is the words it shows, with commas (`tool fail, 10 ms, failed`): read from its text,
   // the row's grid cells would come out as `tool fail , 10 ms , failed`. The spaces between the
   // cells keep the words it shows apart for whoever reads them as text.
-  const button = el('button', { type: 'button', class: 'wf-bar-button', 'aria-label': r.name, 'data-step': r.step, 'data-call-id': r.call_id }, el('span', { class: 'wf-label' }, r.label), ' ', el('span', { class: 'wf-track' }, bar), ' ', meta);
+  const button = el(
+    'button',
+    { type: 'button', class: 'wf-bar-button', 'aria-label': r.name, 'data-step': r.step, 'data-call-id': r.call_id },
+    el('span', { class: 'wf-label' }, r.label),
+    ' ',
+    el('span', { class: 'wf-track' }, bar),
+    ' ',
+    meta,
+  );
   return el('li', { class: `wf-row wf-${r.kind}${r.status !== 'ok' ? ` ${r.status}` : ''}`, 'data-kind': r.kind, 'data-status': r.status }, button);
 }

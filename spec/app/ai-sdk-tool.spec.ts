@@ -51,7 +51,9 @@ const jsonWeather = (ai: Ai) =>
   ai.jsonSchema<{ city: string; days?: number }>(WEATHER_JSON_SCHEMA, {
     validate: (v) => {
       const o = v as { city?: unknown };
-      return typeof o === 'object' && o !== null && typeof o.city === 'string' ? { success: true, value: o as { city: string } } : { success: false, error: new Error('city: expected a string') };
+      return typeof o === 'object' && o !== null && typeof o.city === 'string'
+        ? { success: true, value: o as { city: string } }
+        : { success: false, error: new Error('city: expected a string') };
     },
   });
 
@@ -131,7 +133,13 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
         ai.tool({
           inputSchema: weatherArgs,
           execute: async (input, options) => {
-            seen.push({ input, toolCallId: options.toolCallId, messages: options.messages, signal: options.abortSignal instanceof AbortSignal, aborted: options.abortSignal?.aborted });
+            seen.push({
+              input,
+              toolCallId: options.toolCallId,
+              messages: options.messages,
+              signal: options.abortSignal instanceof AbortSignal,
+              aborted: options.abortSignal?.aborted,
+            });
             return { city: input.city, temperature_c: 10 };
           },
         }),
@@ -209,7 +217,12 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       expect(runs).toEqual([]);
 
       // The same call, asked about by the permission plugin (its default is ask).
-      const gated = defineTool({ id: 'deploy', description: 'Deploy', args: deployArgs, execute: ({ target }) => ToolResults.success('deploy', { deployed: target }) });
+      const gated = defineTool({
+        id: 'deploy',
+        description: 'Deploy',
+        args: deployArgs,
+        execute: ({ target }) => ToolResults.success('deploy', { deployed: target }),
+      });
       const g = harness(oneCall('deploy', { target: 'prod' }), { tools: [gated], plugins: [permissionPlugin] });
       const started = await g.runtime.start({ messages: [Messages.user('go')] }, g.sink);
       if (!started.ok) throw new Error('start');
@@ -231,7 +244,18 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       // (Only the state snapshots differ: the plugin's own state keys are in the gated run's.)
       const wire = (events: readonly AgentEvent[]) => encodeAiSdk(events).filter((c) => !c.type.startsWith('data-state-'));
       expect(wire(h.sink.events)).toEqual(wire(g.sink.events));
-      expect(wire(h.sink.events).map((c) => c.type)).toEqual(['start', 'data-run-info', 'start-step', 'tool-input-start', 'tool-input-delta', 'tool-input-available', 'data-inference-complete', 'tool-approval-request', 'finish-step', 'finish']);
+      expect(wire(h.sink.events).map((c) => c.type)).toEqual([
+        'start',
+        'data-run-info',
+        'start-step',
+        'tool-input-start',
+        'tool-input-delta',
+        'tool-input-available',
+        'data-inference-complete',
+        'tool-approval-request',
+        'finish-step',
+        'finish',
+      ]);
       expect(encodeAiSdk(h.sink.events).filter((c) => c.type.startsWith('tool-'))).toEqual([
         { type: 'tool-input-start', toolCallId: 'c1', toolName: 'deploy' },
         { type: 'tool-input-delta', toolCallId: 'c1', inputTextDelta: '{"target":"prod"}' },
@@ -281,8 +305,16 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
     it('asked at the gate, before the call runs: in a sequential batch the call after one waiting for approval runs; approved, the waiting one runs', async () => {
       const runs: unknown[] = [];
       const noted: string[] = [];
-      const note = defineTool({ id: 'note', description: 'Note', args: z.object({ text: z.string() }), execute: ({ text }) => (noted.push(text), ToolResults.success('note', { noted: text })) });
-      const calls = [{ id: 'c1', name: 'deploy', arguments: { target: 'prod' } }, { id: 'c2', name: 'note', arguments: { text: 'deploying' } }];
+      const note = defineTool({
+        id: 'note',
+        description: 'Note',
+        args: z.object({ text: z.string() }),
+        execute: ({ text }) => (noted.push(text), ToolResults.success('note', { noted: text })),
+      });
+      const calls = [
+        { id: 'c1', name: 'deploy', arguments: { target: 'prod' } },
+        { id: 'c2', name: 'note', arguments: { text: 'deploying' } },
+      ];
       const h = harness([{ tool_calls: calls }, { text: 'ok' }], { tools: [deploy(true, runs), note] });
       const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
       if (!started.ok) throw new Error(JSON.stringify(started.error));
@@ -305,7 +337,9 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       const bare: Tool = { descriptor: gated.descriptor, execute: (args, ctx) => gated.execute(args, ctx) };
       const { h, handle } = await startParked(bare, { target: 'prod' });
       expect(runs).toEqual([]);
-      expect(doneOf(h).map((d) => [d.outcome, (d.result as { suspension?: { suspension: { id: string } } }).suspension?.suspension.id])).toEqual([['suspended', 'perm_c1']]);
+      expect(doneOf(h).map((d) => [d.outcome, (d.result as { suspension?: { suspension: { id: string } } }).suspension?.suspension.id])).toEqual([
+        ['suspended', 'perm_c1'],
+      ]);
       handle.decide([{ targetId: 'perm_c1', decision: { decision_id: 'd', action: 'resume', updated_at: 0 } }]);
       await handle.done;
       expect(runs).toEqual(['prod']);
@@ -360,7 +394,12 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       { event_type: 'tool_call_stream_delta', id: 'c1', name: 'forecast', delta: '{"status":"loading"}\n' },
       { event_type: 'tool_call_stream_delta', id: 'c1', name: 'forecast', delta: '{"status":"halfway","progress":0.5}\n' },
     ]);
-    expect(doneOf(h)[0]?.result).toEqual({ tool_name: 'forecast', status: 'success', data: { status: 'done', city: 'Oslo', temperature_c: 10 }, message: null });
+    expect(doneOf(h)[0]?.result).toEqual({
+      tool_name: 'forecast',
+      status: 'success',
+      data: { status: 'done', city: 'Oslo', temperature_c: 10 },
+      message: null,
+    });
     expect(encodeAiSdk(h.sink.events).filter((c) => c.type === 'tool-output-available')).toEqual([
       { type: 'tool-output-available', toolCallId: 'c1', output: '{"status":"loading"}\n', preliminary: true },
       { type: 'tool-output-available', toolCallId: 'c1', output: '{"status":"loading"}\n{"status":"halfway","progress":0.5}\n', preliminary: true },
@@ -376,7 +415,18 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       ['json', { type: 'json', value: { t: 10 } }, 'success', '{"t":10}'],
       ['error-text', { type: 'error-text', value: 'the station is down' }, 'error', 'the station is down'],
       ['error-json', { type: 'error-json', value: { down: true } }, 'error', '{"down":true}'],
-      ['content', { type: 'content', value: [{ type: 'text', text: 'Oslo:' }, { type: 'text', text: '10 °C' }] }, 'success', 'Oslo:\n10 °C'],
+      [
+        'content',
+        {
+          type: 'content',
+          value: [
+            { type: 'text', text: 'Oslo:' },
+            { type: 'text', text: '10 °C' },
+          ],
+        },
+        'success',
+        'Oslo:\n10 °C',
+      ],
       ['execution-denied', { type: 'execution-denied', reason: 'no station' }, 'error', 'Tool execution denied: no station'],
     ] as const)('%s', async (_type, modelOutput, status, seen) => {
       const got: unknown[] = [];
@@ -396,7 +446,9 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
       expect(toolMessageIn(h, 1)).toBe(seen);
       expect(doneOf(h)[0]?.result).toEqual({ tool_name: 'weather', status, data: output, message: seen });
       const chunk = encodeAiSdk(h.sink.events).find((c) => c.type === 'tool-output-available' || c.type === 'tool-output-error');
-      expect(chunk).toEqual(status === 'success' ? { type: 'tool-output-available', toolCallId: 'c1', output } : { type: 'tool-output-error', toolCallId: 'c1', errorText: seen });
+      expect(chunk).toEqual(
+        status === 'success' ? { type: 'tool-output-available', toolCallId: 'c1', output } : { type: 'tool-output-error', toolCallId: 'c1', errorText: seen },
+      );
     });
   });
 
@@ -426,13 +478,21 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
 describe('what aiSdkTool refuses to read', () => {
   const refused: readonly (readonly [string, unknown, string])[] = [
     ['an inputSchema of no kind it knows', { inputSchema: 42, execute: () => 1 }, 'inputSchema: not a zod schema, a Standard Schema or jsonSchema()'],
-    ['a JSON Schema given as a promise', { inputSchema: ai6.jsonSchema(Promise.resolve({ type: 'object' as const })), execute: () => 1 }, 'inputSchema: a JSON Schema given as a promise is not supported'],
+    [
+      'a JSON Schema given as a promise',
+      { inputSchema: ai6.jsonSchema(Promise.resolve({ type: 'object' as const })), execute: () => 1 },
+      'inputSchema: a JSON Schema given as a promise is not supported',
+    ],
     [
       'a Standard Schema with no JSON Schema',
       { inputSchema: { '~standard': { version: 1, vendor: 'valibot', validate: (value: unknown) => ({ value }) } }, execute: () => 1 },
       "inputSchema: a valibot schema with no JSON Schema of its own is not supported (use zod 4 or the AI SDK's jsonSchema())",
     ],
-    ['a description made by a function (ai@7 context)', { description: () => 'd', inputSchema: z.object({}), execute: () => 1 }, 'description: a description made by a function is not supported (give a string)'],
+    [
+      'a description made by a function (ai@7 context)',
+      { description: () => 'd', inputSchema: z.object({}), execute: () => 1 },
+      'description: a description made by a function is not supported (give a string)',
+    ],
   ];
   it.each(refused)('%s', (_what, t, message) => {
     let got: string | undefined;
@@ -513,7 +573,10 @@ describe.each(FLAVOURS)("%s's own chat (AbstractChat + DefaultChatTransport) aga
       expect(part('c3')).toMatchObject({ type: 'tool-deploy', state: 'output-denied' });
       expect(text()).toContain('Left it.');
       expect(runs).toEqual(['prod']);
-      const told = s.llm.requests.at(-1)?.messages.filter((m) => m.role === 'tool').map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+      const told = s.llm.requests
+        .at(-1)
+        ?.messages.filter((m) => m.role === 'tool')
+        .map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
       expect(told?.at(-1)).toBe('Tool call cancelled: not today');
     } finally {
       await s.registry.shutdown({ graceMs: 1_000 });

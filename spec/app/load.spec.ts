@@ -25,7 +25,11 @@ function folder(files: Readonly<Record<string, string>>): string {
 
 /** `script` run by a Node process of its own (the loader's hooks are process-wide), from the sources through tsx; its stdout. */
 const node = (script: string, cwd: string): string =>
-  execFileSync(process.execPath, ['--expose-gc', '--import', pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href, '--input-type=module', '-e', script], { cwd, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  execFileSync(
+    process.execPath,
+    ['--expose-gc', '--import', pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href, '--input-type=module', '-e', script],
+    { cwd, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } },
+  );
 
 const app = (answer: string): string => `import { defineApp, scriptedProvider } from 'awaken-ts';
 import { z } from 'zod';
@@ -53,7 +57,7 @@ const prompts = [first, second].map((l) => l.app.agents[0].system_prompt);
 globalThis.gc(); globalThis.gc();
 const before = process.memoryUsage().rss;
 for (let i = 0; i < 100; i++) {
-  writeFileSync('app.ts', ${JSON.stringify(app('').replace("+ \"\"", '+ String(__N__)'))}.replace('__N__', String(i)));
+  writeFileSync('app.ts', ${JSON.stringify(app('').replace('+ ""', '+ String(__N__)'))}.replace('__N__', String(i)));
   await loadApp('app.ts');
 }
 globalThis.gc(); globalThis.gc();

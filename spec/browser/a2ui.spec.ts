@@ -26,7 +26,13 @@ let origin = '';
 beforeAll(async () => {
   const dist = mkdtempSync(join(tmpdir(), 'awaken-a2ui-'));
   // A production build, as a user ships it (Lit warns of its dev mode otherwise).
-  await build({ configFile: join(repo, 'browser/vite.config.ts'), mode: 'production', resolve: { conditions: ['module', 'browser', 'production'] }, build: { outDir: dist, emptyOutDir: true }, logLevel: 'error' });
+  await build({
+    configFile: join(repo, 'browser/vite.config.ts'),
+    mode: 'production',
+    resolve: { conditions: ['module', 'browser', 'production'] },
+    build: { outDir: dist, emptyOutDir: true },
+    logLevel: 'error',
+  });
   statics = createServer((req, res) => {
     const path = normalize(join(dist, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
     if (!path.startsWith(dist) || !existsSync(path)) return void res.writeHead(404).end();

@@ -123,7 +123,11 @@ describe('a real browser, cross-origin', () => {
     await page.locator('.interrupt[data-tool-call-id="call_delete_tag"]').getByRole('button', { name: 'Deny' }).click();
     await page.getByText('Understood, I left the tag alone.').waitFor();
     expect(await page.locator('.interrupt').count()).toBe(0);
-    expect(await page.locator('[data-tool]').evaluateAll((els) => els.map((e) => e.getAttribute('data-tool')))).toEqual(['get_weather', 'confirm_action', 'confirm_action']);
+    expect(await page.locator('[data-tool]').evaluateAll((els) => els.map((e) => e.getAttribute('data-tool')))).toEqual([
+      'get_weather',
+      'confirm_action',
+      'confirm_action',
+    ]);
     expect(await page.locator('#error').textContent()).toBe('');
     await page.screenshot({ path: join(ARTIFACTS, 'ag-ui.png'), fullPage: true });
     expect(console).toEqual([]);

@@ -14,7 +14,12 @@ let h: Hosted;
 let browser: Browser;
 beforeAll(async () => {
   h = await inExpress({ parsed: true });
-  const create = (token: string, id: string) => fetch(`${h.url}/v1/threads`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ id }) });
+  const create = (token: string, id: string) =>
+    fetch(`${h.url}/v1/threads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id }),
+    });
   await create(TOKENS.alice, 'alice-desk');
   await create(TOKENS.bob, 'bob-desk');
   browser = await launchChromium();

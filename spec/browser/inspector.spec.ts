@@ -82,8 +82,12 @@ async function newPage(): Promise<{ page: Page; problems: string[]; urls: string
 async function seriousViolations(page: Page): Promise<string[]> {
   // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
   await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 beforeAll(async () => {
@@ -105,7 +109,11 @@ beforeAll(async () => {
   server = await startDemoAndSlow(['--record', record], { AWAKEN_INSPECTOR_ASSETS: assets });
   guarded = await startDemoAndSlow([], { AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'inspector-secret-token' });
   // A run the server serves (and records) itself.
-  const served = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'served-1', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
+  const served = await fetch(`${server.url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ threadId: 'served-1', messages: [{ role: 'user', content: 'weather in Oslo?' }] }),
+  });
   await served.text();
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -128,7 +136,9 @@ describe('the run inspector in a real browser', () => {
     expect(await run.locator('dl.summary').first().innerText()).toContain('85 in · 20 out · 105 total');
     // The first step is open: its inference, and its tool calls.
     const step1 = run.locator('details.step[data-step="1"]');
-    expect(await step1.locator('> summary .step-title').innerText()).toMatch(/^Step 1 · \+5 ms · inference scripted-main 5 ms · 2 tool calls · \d+ state changes$/);
+    expect(await step1.locator('> summary .step-title').innerText()).toMatch(
+      /^Step 1 · \+5 ms · inference scripted-main 5 ms · 2 tool calls · \d+ state changes$/,
+    );
     expect(await step1.locator('pre.answer').innerText()).toBe('Checking two things.');
     // A tool call, by keyboard: focus its summary, Enter opens it.
     const tool = step1.locator('details.tool[data-call-id="c1"]');
@@ -171,7 +181,10 @@ describe('the run inspector in a real browser', () => {
     const segments = page.locator('#run section.segment');
     await expect.poll(() => segments.count()).toBe(2);
     expect(await segments.locator('> h3').allInnerTexts()).toEqual(['Segment 1 · app.ts (1)', 'Segment 2 · app.ts (2) · taken up again from the store']);
-    expect(await segments.locator('[data-termination]').evaluateAll((els) => els.map((e) => e.getAttribute('data-termination')))).toEqual(['suspended', 'natural_end']);
+    expect(await segments.locator('[data-termination]').evaluateAll((els) => els.map((e) => e.getAttribute('data-termination')))).toEqual([
+      'suspended',
+      'natural_end',
+    ]);
     expect(await segments.nth(1).locator('dl.summary').first().innerText()).toContain('Answer\ndeployed');
     await page.screenshot({ path: join(ARTIFACTS, 'inspector-segments.png'), fullPage: true });
     expect(await seriousViolations(page)).toEqual([]);
@@ -180,7 +193,11 @@ describe('the run inspector in a real browser', () => {
   });
 
   it('a thread id with `:` (user:42): its run is listed as recorded under user:42 and shows its timeline', async () => {
-    const served = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'user:42', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
+    const served = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'user:42', messages: [{ role: 'user', content: 'weather in Oslo?' }] }),
+    });
     await served.text();
     const runId = served.headers.get('x-awaken-run-id') as string;
     const { page, problems } = await newPage();
@@ -212,16 +229,33 @@ describe('the run inspector in a real browser', () => {
     await page.getByRole('button', { name: /^live-1/ }).click();
     await page.getByRole('button', { name: 'Follow this thread live' }).click();
     await expect.poll(() => page.locator('#status').innerText()).toContain('following live-1');
-    const started = fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'live-1', agentId: 'slow', messages: [{ role: 'user', content: 'take your time' }] }) }).then((r) => r.text());
+    const started = fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'live-1', agentId: 'slow', messages: [{ role: 'user', content: 'take your time' }] }),
+    }).then((r) => r.text());
     const run = page.locator('#run');
     await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination'), { timeout: 10_000 }).toBe('running');
-    await expect.poll(async () => (await run.locator('pre.answer').innerText().catch(() => '')).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(
+        async () =>
+          (
+            await run
+              .locator('pre.answer')
+              .innerText()
+              .catch(() => '')
+          ).length,
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThan(0);
     // The connection drops mid-run (every socket between the page and the server cut); the page
     // reconnects from the last frame it had, and what it missed comes in the backlog.
     proxy.cut();
     await started;
     await expect.poll(() => run.locator('[data-termination]').getAttribute('data-termination'), { timeout: 15_000 }).toBe('natural_end');
-    expect(await run.locator('pre.answer').innerText()).toBe('This answer takes its time: one piece every tenth of a second, twenty pieces in all, so you can cancel.');
+    expect(await run.locator('pre.answer').innerText()).toBe(
+      'This answer takes its time: one piece every tenth of a second, twenty pieces in all, so you can cancel.',
+    );
     expect(resumedFrom.length).toBeGreaterThan(0);
     expect(await page.locator('#status').innerText()).toMatch(/run .* finished \(natural_end\)/);
     await page.screenshot({ path: join(ARTIFACTS, 'inspector-live.png'), fullPage: true });
@@ -260,7 +294,11 @@ describe('the run inspector in a real browser', () => {
   });
 
   it('with API tokens: the page asks for one, sends it as a header (never in a URL), and reads the threads', async () => {
-    await fetch(`${guarded.url}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer inspector-secret-token' }, body: JSON.stringify({ id: 'mine-1' }) });
+    await fetch(`${guarded.url}/v1/threads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer inspector-secret-token' },
+      body: JSON.stringify({ id: 'mine-1' }),
+    });
     const { page, urls } = await newPage();
     const authorized: string[] = [];
     page.on('request', (r) => {

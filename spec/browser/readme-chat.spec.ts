@@ -34,7 +34,12 @@ interface Started {
 /** A README command as a process (its stdout and stderr as one terminal shows them). */
 function start(command: string): Started {
   // Its own process group: `npx` starts Vite as a child, and stopping stops both.
-  const child = spawn('bash', ['-c', `exec ${command} 2>&1`], { cwd: repo, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const child = spawn('bash', ['-c', `exec ${command} 2>&1`], {
+    cwd: repo,
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+    detached: true,
+  });
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   return { child, output: () => out };
@@ -65,7 +70,8 @@ let viteUrl = '';
 let browser: Browser;
 
 beforeAll(async () => {
-  if (commands.join('\n') !== 'npx awaken serve --model scripted:fixtures/scripts/demo-conversation.yaml\nnpx vite browser') throw new Error(`the README's commands changed: ${commands.join(' / ')}`);
+  if (commands.join('\n') !== 'npx awaken serve --model scripted:fixtures/scripts/demo-conversation.yaml\nnpx vite browser')
+    throw new Error(`the README's commands changed: ${commands.join(' / ')}`);
   api = start(`${commands[0]?.replace('npx awaken', `${process.execPath} ${join(repo, 'src/cli/awaken.js')}`)} --port 0`);
   apiUrl = await until(() => /listening on (http:\/\/\S+)/.exec(api?.output() ?? '')?.[1], 'awaken serve', 30_000);
   const port = await freePort();
@@ -82,7 +88,7 @@ afterAll(async () => {
   await stop(api);
 });
 
-describe("README: opening the useChat demo page", () => {
+describe('README: opening the useChat demo page', () => {
   it('names the page at Vite’s default port and the ?api= that points it at another server', () => {
     expect(section?.[0]).toContain('open\n`http://localhost:5173/chat.html`');
     expect(section?.[2]).toContain('`chat.html?api=http://127.0.0.1:8080` names another\nserver');
@@ -99,7 +105,10 @@ describe("README: opening the useChat demo page", () => {
     await page.getByText('It is sunny in Oslo, 10 °C.').waitFor();
     await page.fill('#input', 'delete the branch');
     await page.click('#send');
-    await page.locator('li', { has: page.locator('[data-tool="confirm_action"][data-state="approval-requested"]') }).getByRole('button', { name: 'Approve' }).click();
+    await page
+      .locator('li', { has: page.locator('[data-tool="confirm_action"][data-state="approval-requested"]') })
+      .getByRole('button', { name: 'Approve' })
+      .click();
     await page.getByText('Done: the branch is deleted.').waitFor();
     expect(problems).toEqual([]);
     await page.close();

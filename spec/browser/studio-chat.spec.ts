@@ -76,8 +76,12 @@ async function newPage(): Promise<{ page: Page; problems: string[] }> {
 async function seriousViolations(page: Page): Promise<string[]> {
   // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
   await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 /** The runs the server holds for a thread: id and how each ended. */
@@ -91,7 +95,10 @@ const threadOf = (page: Page): string => decodeURIComponent(/^#\/chat\/(.+)$/.ex
 beforeAll(async () => {
   assets = mkdtempSync(join(tmpdir(), 'awaken-studio-chat-page-'));
   await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
-  [dev, guarded] = await Promise.all([startDev({ AWAKEN_INSPECTOR_ASSETS: assets }), startDev({ AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'studio-chat-token' })]);
+  [dev, guarded] = await Promise.all([
+    startDev({ AWAKEN_INSPECTOR_ASSETS: assets }),
+    startDev({ AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'studio-chat-token' }),
+  ]);
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
 }, 60_000);
@@ -138,7 +145,13 @@ describe('the studio chat panel against awaken dev', () => {
     await book.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => book.getAttribute('data-state')).toBe('output-available');
     // The button is gone with its question; the focus is on its tool call, not lost to the page.
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string | null } | null } }).document.activeElement?.getAttribute('data-focus'))).toBe('call_book');
+    expect(
+      await page.evaluate(() =>
+        (globalThis as unknown as { document: { activeElement: { getAttribute(name: string): string | null } | null } }).document.activeElement?.getAttribute(
+          'data-focus',
+        ),
+      ),
+    ).toBe('call_book');
     expect(JSON.parse(await book.locator('pre.chat-output').innerText())).toEqual({ booked: true, restaurant: "Luigi's", people: 2 });
     await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').allInnerTexts()).toEqual(['Here is where the booking stands.']);
     const [run] = await runsOf(thread);
@@ -223,7 +236,9 @@ describe('the studio chat panel against awaken dev', () => {
     // An A2UI surface is shown as its JSON, folded.
     const surface = page.locator('#chat-log details.chat-fold').filter({ hasText: 'A2UI surface from call_work (JSON, 1 update)' });
     expect(await surface.getAttribute('open')).toBeNull();
-    expect(JSON.parse(await surface.locator('pre.chat-activity').textContent() ?? '')).toMatchObject([{ activityType: 'a2ui', content: { messages: [{ beginRendering: { surfaceId: 'report' } }] } }]);
+    expect(JSON.parse((await surface.locator('pre.chat-activity').textContent()) ?? '')).toMatchObject([
+      { activityType: 'a2ui', content: { messages: [{ beginRendering: { surfaceId: 'report' } }] } },
+    ]);
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
@@ -260,14 +275,19 @@ describe('the studio chat panel against awaken dev', () => {
     const work = page.locator('#chat-log section.chat-tool[data-call-id="call_work"]');
     await expect.poll(() => work.locator('.chat-progress').innerText()).toBe(' running · the report: started · 25%');
     // The server's answer to the cancel is a 404, as for a run that ended while the cancel was on its way.
-    await page.route('**/v1/runs/*/cancel', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: 'run not found', code: 'run_not_found' }) }));
+    await page.route('**/v1/runs/*/cancel', (route) =>
+      route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: 'run not found', code: 'run_not_found' }) }),
+    );
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
     expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
     expect(await page.locator('#chat-error').innerText()).toBe('');
     // The run the page let go is still running on the server: cancelled from here.
     const [running] = await runsOf(thread);
-    const cancelled = await fetch(`${dev.url}/v1/runs/${encodeURIComponent(running?.run_id ?? thread)}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    const cancelled = await fetch(`${dev.url}/v1/runs/${encodeURIComponent(running?.run_id ?? thread)}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(cancelled.status).toBe(202);
     await expect.poll(async () => (await runsOf(thread)).map((r) => r.termination?.type), { timeout: 10_000 }).toEqual(['cancelled']);
     expect(problems.filter((p) => !p.includes('404'))).toEqual([]);
@@ -302,7 +322,8 @@ describe('the studio chat panel against awaken dev', () => {
     const urls: string[] = [];
     page.on('request', (r) => {
       urls.push(r.url());
-      if (new URL(r.url()).pathname.startsWith('/v1/')) calls.push({ path: `${r.method()} ${new URL(r.url()).pathname}`, authorized: r.headers()['authorization'] === 'Bearer studio-chat-token' });
+      if (new URL(r.url()).pathname.startsWith('/v1/'))
+        calls.push({ path: `${r.method()} ${new URL(r.url()).pathname}`, authorized: r.headers()['authorization'] === 'Bearer studio-chat-token' });
     });
     await page.goto(`${server.url}/inspector/#/chat`);
     await page.getByLabel('API token').fill('studio-chat-token');

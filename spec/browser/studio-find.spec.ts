@@ -42,11 +42,16 @@ async function newPage(): Promise<{ page: Page; problems: string[] }> {
 
 async function seriousViolations(page: Page): Promise<string[]> {
   await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
-const threadButtons = (page: Page): Promise<string[]> => page.locator('#threads button[data-thread]').evaluateAll((els) => els.map((e) => e.getAttribute('data-thread') as string));
+const threadButtons = (page: Page): Promise<string[]> =>
+  page.locator('#threads button[data-thread]').evaluateAll((els) => els.map((e) => e.getAttribute('data-thread') as string));
 
 beforeAll(async () => {
   const assets = mkdtempSync(join(tmpdir(), 'awaken-studio-page-'));
@@ -147,7 +152,9 @@ describe('finding things in the studio', () => {
     await expect.poll(() => new URL(page.url()).hash).toBe('#/threads/t-0042');
     await page.getByRole('button', { name: new RegExp(`^${slowRun} · `) }).click();
     await expect.poll(() => new URL(page.url()).hash).toBe(`#/threads/t-0042/runs/${slowRun}`);
-    await expect.poll(() => run.locator('pre.answer').first().innerText()).toBe('This answer takes its time: one piece every tenth of a second, twenty pieces in all, so you can cancel.');
+    await expect
+      .poll(() => run.locator('pre.answer').first().innerText())
+      .toBe('This answer takes its time: one piece every tenth of a second, twenty pieces in all, so you can cancel.');
     await page.goBack();
     await page.goBack();
     await expect.poll(() => page.locator('#run-title').innerText()).toBe(`Run ${demoRun}`);

@@ -47,8 +47,12 @@ async function newPage(url: string): Promise<{ page: Page; problems: string[] }>
 
 async function seriousViolations(page: Page): Promise<string[]> {
   await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as { violations: { id: string; impact: string; nodes: { target: string[] }[] }[] };
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 async function openRun(page: Page, thread: string): Promise<void> {
@@ -72,7 +76,10 @@ beforeAll(async () => {
   writeFileSync(join(record, 'waiting.jsonl'), servedAs('15-suspension-left-waiting.jsonl', 'studio-waiting'));
   writeFileSync(join(record, 'decided.jsonl'), servedAs('11-suspension-resumed-replay-tool-call.jsonl', 'studio-decided'));
   // A decision sent without an id (its \`decision_id\` is empty): the view leaves the field out.
-  writeFileSync(join(record, 'anonymous.jsonl'), servedAs('11-suspension-resumed-replay-tool-call.jsonl', 'studio-anonymous').replaceAll('"decision_id":"d-c1"', '"decision_id":""'));
+  writeFileSync(
+    join(record, 'anonymous.jsonl'),
+    servedAs('11-suspension-resumed-replay-tool-call.jsonl', 'studio-anonymous').replaceAll('"decision_id":"d-c1"', '"decision_id":""'),
+  );
   server = await startDemoAndSlow(['--record', record], { AWAKEN_INSPECTOR_ASSETS: assets });
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -91,7 +98,14 @@ describe("a run's view in the inspector", () => {
     const waterfall = page.getByRole('region', { name: 'Waterfall' });
     // Its bars, by their names: what they are, how long they took, how they ended.
     const names = await waterfall.locator('button.wf-bar-button').evaluateAll((bs) => bs.map((b) => b.getAttribute('aria-label')));
-    expect(names).toEqual(['step 1, 70 ms, 1 failed', 'inference scripted-main, 5 ms', 'tool report, 30 ms', 'tool fail, 10 ms, failed', 'step 2, 20 ms', 'inference scripted-main, 5 ms']);
+    expect(names).toEqual([
+      'step 1, 70 ms, 1 failed',
+      'inference scripted-main, 5 ms',
+      'tool report, 30 ms',
+      'tool fail, 10 ms, failed',
+      'step 2, 20 ms',
+      'inference scripted-main, 5 ms',
+    ]);
     const failedBar = waterfall.getByRole('button', { name: 'tool fail, 10 ms, failed' });
     const row = failedBar.locator('xpath=..');
     expect(await row.getAttribute('class')).toContain('failed');
@@ -165,14 +179,17 @@ describe("a run's view in the inspector", () => {
     const step1 = page.locator('#run details.step[data-step="1"]');
     const state = step1.locator('details.state');
     await state.locator('> summary').click();
-    const visiblePaths = (): Promise<string[]> => state.locator('tr[data-op]').evaluateAll((rows) => rows.filter((r) => r.getClientRects().length > 0).map((r) => r.children[1]?.textContent ?? ''));
+    const visiblePaths = (): Promise<string[]> =>
+      state.locator('tr[data-op]').evaluateAll((rows) => rows.filter((r) => r.getClientRects().length > 0).map((r) => r.children[1]?.textContent ?? ''));
     expect(await visiblePaths()).toEqual(['/revision']);
     expect(await state.locator('.runtime-note').innerText()).toMatch(/^\d+ changes to runtime keys not shown/);
     const toggle = page.getByRole('button', { name: 'Show runtime keys' });
     expect(await toggle.getAttribute('aria-pressed')).toBe('false');
     await toggle.click();
     expect(await toggle.getAttribute('aria-pressed')).toBe('true');
-    expect(await visiblePaths()).toEqual(expect.arrayContaining(['/revision', '/extensions/__runtime.tool_call_states', '/extensions/__runtime.run_lifecycle']));
+    expect(await visiblePaths()).toEqual(
+      expect.arrayContaining(['/revision', '/extensions/__runtime.tool_call_states', '/extensions/__runtime.run_lifecycle']),
+    );
     expect(await state.locator('.runtime-note').isVisible()).toBe(false);
     await toggle.click();
     expect(await visiblePaths()).toEqual(['/revision']);
@@ -208,7 +225,10 @@ describe("a run's view in the inspector", () => {
 async function startHarness(files: Record<string, string>): Promise<{ server: Server; url: string }> {
   const src = mkdtempSync(join(tmpdir(), 'awaken-studio-harness-'));
   const out = join(src, 'dist');
-  writeFileSync(join(src, 'index.html'), '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>harness</title></head><body><main id="view"></main><script type="module" src="./harness.ts"></script></body></html>');
+  writeFileSync(
+    join(src, 'index.html'),
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>harness</title></head><body><main id="view"></main><script type="module" src="./harness.ts"></script></body></html>',
+  );
   writeFileSync(
     join(src, 'harness.ts'),
     [
@@ -238,14 +258,19 @@ async function startHarness(files: Record<string, string>): Promise<{ server: Se
 describe('renderTimeline and openStep on a page of their own', () => {
   it('a 5,000-step run: its steps go on the page as needed; openStep opens one far down (scrolled to, its body built) and says false for one that is not there; onStepOpen hears the user', async () => {
     const long = syntheticTranscript(5000, 'long', 'run-long');
-    const segments = [readFileSync(join(repo, 'fixtures/runs/46-observability-spans.jsonl'), 'utf8'), readFileSync(join(repo, 'fixtures/runs/15-suspension-left-waiting.jsonl'), 'utf8')];
+    const segments = [
+      readFileSync(join(repo, 'fixtures/runs/46-observability-spans.jsonl'), 'utf8'),
+      readFileSync(join(repo, 'fixtures/runs/15-suspension-left-waiting.jsonl'), 'utf8'),
+    ];
     harness = await startHarness({ 'long.jsonl': long, 'one.jsonl': segments[0] as string, 'two.jsonl': segments[1] as string });
     const { page, problems } = await newPage(harness.url);
     await page.evaluate(`show('long.jsonl')`);
     const steps = page.locator('#view details.step');
     // Not 5,000 summaries, and no step's body but the first's.
     expect(await steps.count()).toBeLessThan(500);
-    expect(await page.locator('#view details.step h3').evaluateAll((hs) => new Set(hs.map((h) => h.closest('details.step')?.getAttribute('data-step'))).size)).toBe(1);
+    expect(
+      await page.locator('#view details.step h3').evaluateAll((hs) => new Set(hs.map((h) => h.closest('details.step')?.getAttribute('data-step'))).size),
+    ).toBe(1);
     expect(await page.evaluate(`document.querySelectorAll('#view *').length`)).toBeLessThan(5000);
     expect(await page.evaluate(`openStep(document.getElementById('view'), 4321)`)).toBe(true);
     const far = page.locator('#view details.step[data-step="4321"]');

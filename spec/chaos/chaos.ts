@@ -14,7 +14,7 @@ export const SCALE = Math.max(1, Number(process.env['AWAKEN_CHAOS_SCALE'] ?? 1))
 /** A seeded PRNG (mulberry32): each scenario gets its own stream from the seed and its name. */
 export function rngOf(name: string): () => number {
   let state = SEED >>> 0;
-  for (const c of name) state = (state ^ c.charCodeAt(0)) * 2654435761 >>> 0;
+  for (const c of name) state = ((state ^ c.charCodeAt(0)) * 2654435761) >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
     let t = state;
@@ -26,7 +26,9 @@ export function rngOf(name: string): () => number {
 
 /** Prints a scenario's figures on one line (and appends it to the report file when one is named). */
 export function report(scenario: string, figures: Record<string, number | string>): void {
-  const line = `chaos ${scenario}: ${Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(' ')} (seed ${SEED}, scale ${SCALE})\n`;
+  const line = `chaos ${scenario}: ${Object.entries(figures)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')} (seed ${SEED}, scale ${SCALE})\n`;
   process.stdout.write(line);
   const file = process.env['AWAKEN_CHAOS_REPORT'];
   if (file !== undefined && file !== '') appendFileSync(file, line);

@@ -34,7 +34,11 @@ describe('two instances on PostgreSQL', () => {
         const r = await fetch(`${a.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: `run ${i}` }] }));
         const runId = r.headers.get('x-awaken-run-id') as string;
         // A follower on the survivor, from the start of the thread.
-        const follower = readFrames(await fetch(`${b.url}/v1/threads/${thread}/stream?since=0`), (fs) => fs.some((f) => data(f).event_type === 'run_finish' && data(f).run_id === runId), 15_000);
+        const follower = readFrames(
+          await fetch(`${b.url}/v1/threads/${thread}/stream?since=0`),
+          (fs) => fs.some((f) => data(f).event_type === 'run_finish' && data(f).run_id === runId),
+          15_000,
+        );
         const until = Date.now() + 50 + Math.floor(rng() * 300);
         await readFrames(r, () => Date.now() >= until, 2_000).catch(() => []);
         await killHard(a);
@@ -82,10 +86,18 @@ describe('two instances on PostgreSQL', () => {
     const b = await startServe(args);
     try {
       const n = 100 * SCALE;
-      const responses = await Promise.all(Array.from({ length: n }, (_, i) => fetch(`${(i % 2 === 0 ? a : b).url}/v1/runs`, json({ threadId: 'race', messages: [{ role: 'user', content: `start ${i}` }] }))));
+      const responses = await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          fetch(`${(i % 2 === 0 ? a : b).url}/v1/runs`, json({ threadId: 'race', messages: [{ role: 'user', content: `start ${i}` }] })),
+        ),
+      );
       const statuses = responses.map((r) => r.status);
       await Promise.all(responses.map((r) => r.text()));
-      report('concurrent starts / postgres, two instances', { tried: n, ran: statuses.filter((s) => s === 200).length, refused: statuses.filter((s) => s === 409).length });
+      report('concurrent starts / postgres, two instances', {
+        tried: n,
+        ran: statuses.filter((s) => s === 200).length,
+        refused: statuses.filter((s) => s === 409).length,
+      });
       expect(statuses.filter((s) => s === 200)).toHaveLength(1);
       expect(statuses.filter((s) => s === 409)).toHaveLength(n - 1);
     } finally {

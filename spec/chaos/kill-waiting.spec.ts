@@ -22,7 +22,9 @@ function askerConfig(): string {
   const dir = mkdtempSync(join(tmpdir(), 'awaken-chaos-'));
   writeFileSync(
     join(dir, 'ask.json'),
-    JSON.stringify([{ text: ['checking; ', 'still checking; ', 'asking; '], delay_ms: 40, tool_calls: [{ id: 'c', name: 'confirm_action', arguments: { action: 'ship' } }] }]),
+    JSON.stringify([
+      { text: ['checking; ', 'still checking; ', 'asking; '], delay_ms: 40, tool_calls: [{ id: 'c', name: 'confirm_action', arguments: { action: 'ship' } }] },
+    ]),
   );
   // Two rounds: once the decision is taken the run answers once more and ends (after a restart the
   // script starts again, so that answer asks again; the round limit stops it before that call runs).
@@ -58,7 +60,17 @@ interface Figures {
 async function killWaitingLoop(name: string, args: readonly string[], retryWithinMs = 0): Promise<Figures> {
   const rng = rngOf(name);
   const serveArgs = [...args, '--config', askerConfig()];
-  const f: Figures = { tried: 0, parkedWhenKilled: 0, decidedAfterRestart: 0, interrupted: 0, stuck: 0, lost: 0, duplicated: 0, decideMaxMs: 0, waitedForLease: 0 };
+  const f: Figures = {
+    tried: 0,
+    parkedWhenKilled: 0,
+    decidedAfterRestart: 0,
+    interrupted: 0,
+    stuck: 0,
+    lost: 0,
+    duplicated: 0,
+    decideMaxMs: 0,
+    waitedForLease: 0,
+  };
   let s = await startServe(serveArgs);
   try {
     for (let i = 0; i < KILLS; i++) {
@@ -111,14 +123,17 @@ async function killWaitingLoop(name: string, args: readonly string[], retryWithi
       f.decideMaxMs = Math.max(f.decideMaxMs, Date.now() - restarted);
       if (Date.now() - restarted > 500) f.waitedForLease++;
       let run = await status();
-      for (const until = Date.now() + 5_000; run?.status !== 'done' && Date.now() < until; run = await status()) await new Promise((res) => setTimeout(res, 25));
+      for (const until = Date.now() + 5_000; run?.status !== 'done' && Date.now() < until; run = await status())
+        await new Promise((res) => setTimeout(res, 25));
       if (run?.status !== 'done' || run.termination?.type === 'error') {
         f.stuck++;
         console.error(`kill-waiting ${name} #${i}: run ${runId} after its decision: ${JSON.stringify(run)}\n${s.log().slice(-3_000)}`);
         continue;
       }
       // The confirmed call's result is in the thread exactly once, after the question.
-      const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as { messages: { id: string; role: string; content: { text?: string }[] }[] };
+      const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
+        messages: { id: string; role: string; content: { text?: string }[] }[];
+      };
       const results = page.messages.filter((m) => m.role === 'tool' && m.content.some((c) => (c.text ?? '').includes('"confirmed":"ship"')));
       if (results.length === 0) f.lost++;
       f.duplicated += Math.max(0, results.length - 1) + page.messages.length - new Set(page.messages.map((m) => m.id)).size;
@@ -155,7 +170,11 @@ describe('kill -9 of awaken serve while its runs wait for a decision, then a res
     const prefix = `chw${process.pid}`;
     try {
       // A lease longer than a restart, even on a loaded machine (6 s): the decision reaches the new process while the dead one's lease still runs.
-      const f = await killWaitingLoop('kill-waiting-postgres', ['--store', pgUrlWithPrefix(prefix), '--lease-ms', '6000', '--sweep-ms', '100'], 6_000 + 100 + 1_000);
+      const f = await killWaitingLoop(
+        'kill-waiting-postgres',
+        ['--store', pgUrlWithPrefix(prefix), '--lease-ms', '6000', '--sweep-ms', '100'],
+        6_000 + 100 + 1_000,
+      );
       report('kill -9 waiting / postgres', { ...f });
       expectSound(f);
       expect(f.waitedForLease).toBeGreaterThan(0);

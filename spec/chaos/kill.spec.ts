@@ -39,7 +39,19 @@ async function killLoop(name: string, args: readonly string[], freeWithinMs = 0)
   const rng = rngOf(name);
   const script = slowScript(10, 40);
   const serveArgs = [...args, '--model', `scripted:${script}`];
-  const f: Figures = { tried: 0, killedMidRun: 0, interrupted: 0, finishedBeforeKill: 0, neverStored: 0, lost: 0, duplicated: 0, stuck: 0, reusedIds: 0, resynced: 0, recoveryMaxMs: 0 };
+  const f: Figures = {
+    tried: 0,
+    killedMidRun: 0,
+    interrupted: 0,
+    finishedBeforeKill: 0,
+    neverStored: 0,
+    lost: 0,
+    duplicated: 0,
+    stuck: 0,
+    reusedIds: 0,
+    resynced: 0,
+    recoveryMaxMs: 0,
+  };
   const completed: { thread: string; text: string }[] = [];
   let s = await startServe(serveArgs);
   try {
@@ -105,7 +117,9 @@ async function killLoop(name: string, args: readonly string[], freeWithinMs = 0)
     }
     // Every completed run's question and answer, exactly once.
     for (const thread of ['k0', 'k1', 'k2']) {
-      const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=200`)).json()) as { messages: { id: string; role: string; content: { text?: string }[] }[] };
+      const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=200`)).json()) as {
+        messages: { id: string; role: string; content: { text?: string }[] }[];
+      };
       const ids = page.messages.map((m) => m.id);
       f.duplicated += ids.length - new Set(ids).size;
       const texts = page.messages.map((m) => m.content.map((c) => c.text ?? '').join(''));

@@ -10,12 +10,38 @@ import { report, SCALE, SEED } from './chaos.ts';
  * Every answer is a 4xx or a 2xx — never a 5xx, never a crash — and the server stays healthy.
  */
 const ROUTES = [
-  '/v1/runs', '/v1/runs/r1', '/v1/runs/r1/inputs', '/v1/runs/r1/decision', '/v1/runs/r1/cancel',
-  '/v1/threads', '/v1/threads/t1', '/v1/threads/t1/messages', '/v1/threads/t1/stream', '/v1/threads/t1/mailbox',
-  '/v1/ai-sdk/chat', '/v1/ai-sdk/chat/t1/stream', '/v1/ai-sdk/threads/t1/messages',
-  '/v1/ag-ui/run', '/v1/ag-ui/threads/t1/runs', '/v1/ag-ui/agents/agent/runs', '/v1/ag-ui/threads/t1/interrupt', '/v1/ag-ui/threads/t1/messages',
-  '/v1/a2a/message:send', '/v1/a2a/message:stream', '/v1/a2a/tasks', '/v1/a2a/tasks/x', '/v1/a2a/tasks/x:cancel', '/v1/a2a/tasks/x:subscribe', '/v1/a2a/jsonrpc',
-  '/v1/mcp', '/v1/capabilities', '/v1/config/agents', '/v1/config/agents/x', '/.well-known/agent-card.json', '/health', '/health/ready',
+  '/v1/runs',
+  '/v1/runs/r1',
+  '/v1/runs/r1/inputs',
+  '/v1/runs/r1/decision',
+  '/v1/runs/r1/cancel',
+  '/v1/threads',
+  '/v1/threads/t1',
+  '/v1/threads/t1/messages',
+  '/v1/threads/t1/stream',
+  '/v1/threads/t1/mailbox',
+  '/v1/ai-sdk/chat',
+  '/v1/ai-sdk/chat/t1/stream',
+  '/v1/ai-sdk/threads/t1/messages',
+  '/v1/ag-ui/run',
+  '/v1/ag-ui/threads/t1/runs',
+  '/v1/ag-ui/agents/agent/runs',
+  '/v1/ag-ui/threads/t1/interrupt',
+  '/v1/ag-ui/threads/t1/messages',
+  '/v1/a2a/message:send',
+  '/v1/a2a/message:stream',
+  '/v1/a2a/tasks',
+  '/v1/a2a/tasks/x',
+  '/v1/a2a/tasks/x:cancel',
+  '/v1/a2a/tasks/x:subscribe',
+  '/v1/a2a/jsonrpc',
+  '/v1/mcp',
+  '/v1/capabilities',
+  '/v1/config/agents',
+  '/v1/config/agents/x',
+  '/.well-known/agent-card.json',
+  '/health',
+  '/health/ready',
 ];
 const id = fc.oneof(
   fc.constantFrom('%', '%zz', '%2e%2e', '..%2f..%2fetc', '%00', '__proto__', 'a'.repeat(300), '.hidden', 'x%20y', '%E0%A4%A', '😀', 'constructor'),
@@ -24,7 +50,13 @@ const id = fc.oneof(
 const path = fc.oneof(
   fc.constantFrom(...ROUTES),
   fc.tuple(fc.constantFrom(...ROUTES), id).map(([r, x]) => r.replace(/\b(r1|t1|x|agent)\b/, x)),
-  fc.tuple(fc.constantFrom(...ROUTES), fc.constantFrom('since', 'cursor', 'offset', 'limit', 'status', 'thread_id', 'pageSize', 'pageToken', 'historyLength', 'visibility'), fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('-1', '1e999', 'NaN', '99999999999999999999', '%zz'))).map(([r, k, v]) => `${r}?${k}=${encodeURIComponent(v).replace('%25zz', '%zz')}`),
+  fc
+    .tuple(
+      fc.constantFrom(...ROUTES),
+      fc.constantFrom('since', 'cursor', 'offset', 'limit', 'status', 'thread_id', 'pageSize', 'pageToken', 'historyLength', 'visibility'),
+      fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('-1', '1e999', 'NaN', '99999999999999999999', '%zz')),
+    )
+    .map(([r, k, v]) => `${r}?${k}=${encodeURIComponent(v).replace('%25zz', '%zz')}`),
 );
 const body = fc.oneof(
   fc.json(),
@@ -35,7 +67,16 @@ const body = fc.oneof(
   fc.jsonValue().map((v) => JSON.stringify({ message: { messageId: v, role: 'ROLE_USER', parts: v } })),
   fc.constantFrom('{', '[', 'null', '"', '{"messages":[{"role":"user","content":"x"}],"threadId":"../../x"}', '\u0000'),
 );
-const type = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/a2a+json', '', 'application/json;;;');
+const type = fc.constantFrom(
+  'application/json',
+  'application/json; charset=utf-8',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/a2a+json',
+  '',
+  'application/json;;;',
+);
 const headers = fc.record(
   {
     'last-event-id': fc.oneof(fc.string({ maxLength: 10 }), fc.constantFrom('-1', '1e3', '999999999999999999')),
@@ -58,7 +99,12 @@ describe('generated malformed requests on every route', () => {
           const abort = new AbortController();
           const timer = setTimeout(() => abort.abort(), 200);
           try {
-            const r = await fetch(`${server.url}${p}`, { method, headers: { ...h, ...(t === '' ? {} : { 'content-type': t }) }, ...(method === 'GET' || method === 'HEAD' ? {} : { body: b }), signal: abort.signal });
+            const r = await fetch(`${server.url}${p}`, {
+              method,
+              headers: { ...h, ...(t === '' ? {} : { 'content-type': t }) },
+              ...(method === 'GET' || method === 'HEAD' ? {} : { body: b }),
+              signal: abort.signal,
+            });
             statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
             if (r.status >= 500) fivexx++;
             await r.body?.cancel();
@@ -73,7 +119,14 @@ describe('generated malformed requests on every route', () => {
         { numRuns: 10_000 * SCALE, seed: SEED },
       );
       expect((await fetch(`${server.url}/health`)).status).toBe(200);
-      report('malformed requests', { tried: 10_000 * SCALE, fivexx, statuses: [...statuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => `${k}:${v}`).join(',') });
+      report('malformed requests', {
+        tried: 10_000 * SCALE,
+        fivexx,
+        statuses: [...statuses]
+          .sort((a, b) => a[0] - b[0])
+          .map(([k, v]) => `${k}:${v}`)
+          .join(','),
+      });
     } finally {
       await server.close();
     }

@@ -38,7 +38,8 @@ function bigSteps(fill: string) {
  * baseline + 50 MB).
  */
 async function followersThatNeverRead(base: string, measure: () => number | Promise<number>, settleMs: number) {
-  const post = (path: string, body: unknown) => fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   for (let t = 0; t < RUNS; t++) expect((await post('/v1/threads', { id: `slow-${t}` })).status).toBe(201);
   // The same runs on the same threads without followers: their replay rings and the heap V8 grew
   // for them are in the baseline, which the followers' cost is measured against.
@@ -69,7 +70,14 @@ async function followersThatNeverRead(base: string, measure: () => number | Prom
       await new Promise((r) => setTimeout(r, 250));
       after = await measure();
     }
-    const figures = { followers: FOLLOWERS, runs: RUNS, baselineMB: Math.round(baseline / MB), peakOverMB: Math.round((peak - baseline) / MB), afterOverMB: Math.round((after - baseline) / MB), afterMs: Date.now() - closedAt };
+    const figures = {
+      followers: FOLLOWERS,
+      runs: RUNS,
+      baselineMB: Math.round(baseline / MB),
+      peakOverMB: Math.round((peak - baseline) / MB),
+      afterOverMB: Math.round((after - baseline) / MB),
+      afterMs: Date.now() - closedAt,
+    };
     return { baseline, peak, after, figures };
   } finally {
     for (const socket of sockets) socket.destroy();

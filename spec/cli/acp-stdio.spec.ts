@@ -29,7 +29,10 @@ async function prompt(child: ChildProcess, text: string, answer: string): Promis
     })
     .onNotification(acp.methods.client.session.update, ({ params }) => void updates.push(params.update as Turn['updates'][number]))
     .connectWith(stream, async (agent) => {
-      const init = await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } });
+      const init = await agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+      });
       expect(init.protocolVersion).toBe(acp.PROTOCOL_VERSION);
       const session = await agent.request(acp.methods.agent.session.new, { cwd: '/', mcpServers: [] });
       cancel = () => agent.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId });
@@ -41,7 +44,10 @@ async function prompt(child: ChildProcess, text: string, answer: string): Promis
 describe('awaken acp (stdio), driven by the official ACP client', () => {
   let child: ChildProcess | undefined;
   const start = (script: string): ChildProcess => {
-    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', '--model', `scripted:${script}`], { cwd: repo, stdio: ['pipe', 'pipe', 'inherit'] });
+    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', '--model', `scripted:${script}`], {
+      cwd: repo,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     return child;
   };
   afterEach(() => {

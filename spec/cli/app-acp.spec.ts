@@ -40,7 +40,10 @@ async function prompt(child: ChildProcess, text: string, answer: string): Promis
     })
     .onNotification(acp.methods.client.session.update, ({ params }) => void updates.push(params.update as (typeof updates)[number]))
     .connectWith(stream, async (agent) => {
-      await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } });
+      await agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+      });
       const session = await agent.request(acp.methods.agent.session.new, { cwd: '/', mcpServers: [] });
       return (await agent.request(acp.methods.agent.session.prompt, { sessionId: session.sessionId, prompt: [{ type: 'text', text }] })).stopReason;
     });
@@ -56,7 +59,11 @@ async function prompt(child: ChildProcess, text: string, answer: string): Promis
 describe('awaken acp --app', () => {
   let child: ChildProcess | undefined;
   const start = (args: readonly string[], cwd: string = repo): ChildProcess => {
-    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', ...args], { cwd, stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } });
+    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', ...args], {
+      cwd,
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+    });
     return child;
   };
   afterEach(() => {
@@ -65,16 +72,26 @@ describe('awaken acp --app', () => {
     child = undefined;
   });
 
-  it("serves the first agent of a .ts app outside the repository: its tool runs, the turn ends with end_turn", async () => {
+  it('serves the first agent of a .ts app outside the repository: its tool runs, the turn ends with end_turn', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-app-acp-'));
     folders.push(dir);
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
     copyFileSync(join(repo, APP), join(dir, 'app.ts'));
-    expect(await prompt(start(['--app', 'app.ts'], dir), 'say hi', 'approve')).toEqual({ stopReason: 'end_turn', text: 'Done: HI.', permissions: 0, tools: [['c1', 'completed']] });
+    expect(await prompt(start(['--app', 'app.ts'], dir), 'say hi', 'approve')).toEqual({
+      stopReason: 'end_turn',
+      text: 'Done: HI.',
+      permissions: 0,
+      tools: [['c1', 'completed']],
+    });
   });
 
   it("--agent: the app's agent whose AI SDK tool asks for approval; approving runs it", async () => {
-    expect(await prompt(start(['--app', APP, '--agent', 'careful']), 'delete old', 'approve')).toEqual({ stopReason: 'end_turn', text: 'Deleted old.', permissions: 1, tools: [['c1', 'completed']] });
+    expect(await prompt(start(['--app', APP, '--agent', 'careful']), 'delete old', 'approve')).toEqual({
+      stopReason: 'end_turn',
+      text: 'Deleted old.',
+      permissions: 1,
+      tools: [['c1', 'completed']],
+    });
   });
 
   it('refuses --model beside --app, an agent the app does not have, a wrong app (65) and a missing one (66), each in one line', async () => {
@@ -83,14 +100,26 @@ describe('awaken acp --app', () => {
       out: '',
       err: "awaken acp: --model sets the demo agent's model; with --app the app's models answer; see awaken acp --help\n",
     });
-    expect(await cli('acp', '--app', APP, '--agent', 'ghost')).toEqual({ code: EXIT.usage, out: '', err: `awaken acp: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n` });
-    expect(await cli('acp', '--app', 'spec/cli/fixtures/apps/tool-twice.ts')).toEqual({ code: EXIT.data, out: '', err: "awaken acp: spec/cli/fixtures/apps/tool-twice.ts: tools[1]: tool 'shout' is named twice (tools[0])\n" });
+    expect(await cli('acp', '--app', APP, '--agent', 'ghost')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: `awaken acp: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n`,
+    });
+    expect(await cli('acp', '--app', 'spec/cli/fixtures/apps/tool-twice.ts')).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: "awaken acp: spec/cli/fixtures/apps/tool-twice.ts: tools[1]: tool 'shout' is named twice (tools[0])\n",
+    });
     expect(await cli('acp', '--app', 'gone.ts')).toEqual({ code: EXIT.noInput, out: '', err: 'awaken acp: cannot read gone.ts: no such file\n' });
     expect(await cli('acp', '--model', 'scripted:fixtures/scripts/demo-weather.yaml', '--agent', 'helper')).toEqual({
       code: EXIT.usage,
       out: '',
       err: 'awaken acp: --agent names an agent of the app: give --app FILE (without it the agent is demo); see awaken acp --help\n',
     });
-    expect(await cli('acp')).toEqual({ code: EXIT.usage, out: '', err: 'awaken acp: --model is required (scripted:FILE or transcript:FILE), or --app FILE; see awaken acp --help\n' });
+    expect(await cli('acp')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: 'awaken acp: --model is required (scripted:FILE or transcript:FILE), or --app FILE; see awaken acp --help\n',
+    });
   });
 });

@@ -39,7 +39,11 @@ describe('awaken bench --app', () => {
   });
 
   it("an agent the app does not have is one line naming the app's agents (its first is measured without --agent: below)", async () => {
-    expect(await cli('bench', '--app', APP, '--agent', 'nobody', '--model', LOOP)).toEqual({ code: EXIT.usage, out: '', err: `awaken bench: no agent 'nobody' in ${APP} (its agents: helper, careful, greeter)\n` });
+    expect(await cli('bench', '--app', APP, '--agent', 'nobody', '--model', LOOP)).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: `awaken bench: no agent 'nobody' in ${APP} (its agents: helper, careful, greeter)\n`,
+    });
   });
 
   it("with --config: the file's agent runs on the app's model with the app's plugin; an id both define is refused, naming both", async () => {
@@ -50,7 +54,11 @@ describe('awaken bench --app', () => {
     expect(reportOf(r.out).hooks.map((h) => h.plugin)).toEqual(['counter']);
     const clash = join(dir, 'clash.yaml');
     writeFileSync(clash, 'agents:\n  - { id: helper, model: default }\n');
-    expect(await cli('bench', '--app', APP, '--config', clash, '--model', LOOP)).toEqual({ code: EXIT.data, out: '', err: `awaken bench: ${clash}: agents[0].id: 'helper' is also defined in ${APP} (agents[0])\n` });
+    expect(await cli('bench', '--app', APP, '--config', clash, '--model', LOOP)).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken bench: ${clash}: agents[0].id: 'helper' is also defined in ${APP} (agents[0])\n`,
+    });
     const unknown = join(dir, 'unknown.yaml');
     writeFileSync(unknown, 'agents:\n  - { id: third, model: default, plugin_ids: [tally] }\n');
     expect(await cli('bench', '--app', APP, '--config', unknown, '--agent', 'third', '--model', LOOP)).toEqual({
@@ -66,14 +74,22 @@ describe('awaken bench --app', () => {
       out: '',
       err: "awaken bench: spec/cli/fixtures/apps/tool-twice.ts: tools[1]: tool 'shout' is named twice (tools[0])\n",
     });
-    expect(await cli('bench', '--app', 'gone.ts', '--model', LOOP)).toEqual({ code: EXIT.noInput, out: '', err: 'awaken bench: cannot read gone.ts: no such file\n' });
+    expect(await cli('bench', '--app', 'gone.ts', '--model', LOOP)).toEqual({
+      code: EXIT.noInput,
+      out: '',
+      err: 'awaken bench: cannot read gone.ts: no such file\n',
+    });
   });
 
   it('as a process: a .ts app in a folder outside the repository (the bench starts itself again with the flags it needs)', { timeout: 120_000 }, () => {
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
     copyFileSync(join(repo, APP), join(dir, 'app.ts'));
     copyFileSync(join(repo, LOOP.slice('scripted:'.length)), join(dir, 'loop.yaml'));
-    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'bench', '--app', 'app.ts', '--model', 'scripted:loop.yaml', '--steps', '3', '--rounds', '1'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(
+      process.execPath,
+      [join(repo, 'src/cli/awaken.js'), 'bench', '--app', 'app.ts', '--model', 'scripted:loop.yaml', '--steps', '3', '--rounds', '1'],
+      { cwd: dir, encoding: 'utf8', timeout: 120_000 },
+    );
     // The figures vary from run to run: each number is N here.
     expect({ code: r.status, err: r.stderr, out: r.stdout.replace(/\d+(\.\d+)?/g, 'N') }).toEqual({
       code: EXIT.ok,

@@ -25,7 +25,13 @@ afterAll(async () => {
 
 /** `awaken mcp ARGS…` in `cwd`, connected; what it writes to stderr is collected. */
 async function connect(args: readonly string[], cwd: string = repo): Promise<{ client: Client; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', ...args], cwd, stderr: 'pipe', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } as Record<string, string> });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(repo, 'src/cli/awaken.js'), 'mcp', ...args],
+    cwd,
+    stderr: 'pipe',
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } as Record<string, string>,
+  });
   let stderr = '';
   transport.stderr?.on('data', (d: Buffer) => void (stderr += d.toString()));
   const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
@@ -82,12 +88,24 @@ describe('awaken mcp --app', () => {
       out: '',
       err: "awaken mcp: --model sets the demo agent's model; with --app the app's models answer; see awaken mcp --help\n",
     });
-    expect(await cli('mcp', '--app', APP, '--agent', 'ghost')).toEqual({ code: EXIT.usage, out: '', err: `awaken mcp: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n` });
-    expect(await cli('mcp', '--app', 'spec/cli/fixtures/apps/unknown-model.ts')).toEqual({ code: EXIT.data, out: '', err: "awaken mcp: spec/cli/fixtures/apps/unknown-model.ts: agents[0].model: no model 'gpt-4o' (models: default)\n" });
+    expect(await cli('mcp', '--app', APP, '--agent', 'ghost')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: `awaken mcp: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n`,
+    });
+    expect(await cli('mcp', '--app', 'spec/cli/fixtures/apps/unknown-model.ts')).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: "awaken mcp: spec/cli/fixtures/apps/unknown-model.ts: agents[0].model: no model 'gpt-4o' (models: default)\n",
+    });
     expect(await cli('mcp', '--app', 'gone.ts')).toEqual({ code: EXIT.noInput, out: '', err: 'awaken mcp: cannot read gone.ts: no such file\n' });
     const clash = join(mkdtempSync(join(tmpdir(), 'awaken-app-mcp-clash-')), 'clash.yaml');
     folders.push(join(clash, '..'));
     writeFileSync(clash, 'models:\n  default: { provider: script, model_name: other }\n');
-    expect(await cli('mcp', '--app', APP, '--config', clash)).toEqual({ code: EXIT.data, out: '', err: `awaken mcp: ${clash}: models.default: 'default' is also defined in ${APP} (models.default)\n` });
+    expect(await cli('mcp', '--app', APP, '--config', clash)).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken mcp: ${clash}: models.default: 'default' is also defined in ${APP} (models.default)\n`,
+    });
   });
 });

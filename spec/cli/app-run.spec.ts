@@ -34,7 +34,12 @@ function outside(name: string): string {
 
 /** `awaken ARGV…` as a process in `cwd`. */
 function awaken(argv: readonly string[], cwd: string = repo): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], { cwd, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+    timeout: 60_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -81,7 +86,17 @@ describe('awaken run --app', () => {
     expect(await cli('run', '--app', APP, '--agent', 'greeter', '--format', 'pretty', 'hello')).toEqual({
       code: EXIT.ok,
       err: '',
-      out: ['run_start', 'step', 'text      "Hello from the greeter."', 'inference_complete', 'state_snapshot', 'step_end', 'state_snapshot', 'finish    natural_end', ''].join('\n'),
+      out: [
+        'run_start',
+        'step',
+        'text      "Hello from the greeter."',
+        'inference_complete',
+        'state_snapshot',
+        'step_end',
+        'state_snapshot',
+        'finish    natural_end',
+        '',
+      ].join('\n'),
     });
     const asked = [
       'run_start',
@@ -97,11 +112,35 @@ describe('awaken run --app', () => {
       'finish    suspended',
     ];
     const answered = (resumed: string): string =>
-      [...asked, 'run_start', `resumed   [c1] ${resumed}`, 'step', 'text      "Deleted old."', 'inference_complete', 'state_snapshot', 'step_end', 'state_snapshot', 'finish    natural_end', ''].join('\n');
-    expect(await cli('run', '--app', APP, '--agent', 'careful', '--format', 'pretty', 'delete old')).toEqual({ code: EXIT.ok, err: '', out: `${asked.join('\n')}\n` });
+      [
+        ...asked,
+        'run_start',
+        `resumed   [c1] ${resumed}`,
+        'step',
+        'text      "Deleted old."',
+        'inference_complete',
+        'state_snapshot',
+        'step_end',
+        'state_snapshot',
+        'finish    natural_end',
+        '',
+      ].join('\n');
+    expect(await cli('run', '--app', APP, '--agent', 'careful', '--format', 'pretty', 'delete old')).toEqual({
+      code: EXIT.ok,
+      err: '',
+      out: `${asked.join('\n')}\n`,
+    });
     // Approved, the tool runs (its output is the resumed call's result); denied, it does not.
-    expect(await cli('run', '--app', APP, '--agent', 'careful', '--decide', 'approve', '--format', 'pretty', 'delete old')).toEqual({ code: EXIT.ok, err: '', out: answered('{"deleted":"old"}') });
-    expect(await cli('run', '--app', APP, '--agent', 'careful', '--decide', 'deny', '--format', 'pretty', 'delete old')).toEqual({ code: EXIT.ok, err: '', out: answered('{"approved":false,"reason":"denied"}') });
+    expect(await cli('run', '--app', APP, '--agent', 'careful', '--decide', 'approve', '--format', 'pretty', 'delete old')).toEqual({
+      code: EXIT.ok,
+      err: '',
+      out: answered('{"deleted":"old"}'),
+    });
+    expect(await cli('run', '--app', APP, '--agent', 'careful', '--decide', 'deny', '--format', 'pretty', 'delete old')).toEqual({
+      code: EXIT.ok,
+      err: '',
+      out: answered('{"approved":false,"reason":"denied"}'),
+    });
   });
 
   it('refuses --model beside --app, an agent the app does not have, and a run with neither --model nor --app', async () => {
@@ -110,18 +149,34 @@ describe('awaken run --app', () => {
       out: '',
       err: "awaken run: --model sets the demo agent's model; with --app the app's models answer; see awaken run --help\n",
     });
-    expect(await cli('run', '--app', APP, '--agent', 'ghost', 'hi')).toEqual({ code: EXIT.usage, out: '', err: `awaken run: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n` });
-    expect(await cli('run', 'hi')).toEqual({ code: EXIT.usage, out: '', err: 'awaken run: --model is required (scripted:FILE or transcript:FILE), or --app FILE; see awaken run --help\n' });
+    expect(await cli('run', '--app', APP, '--agent', 'ghost', 'hi')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: `awaken run: no agent 'ghost' in ${APP} (its agents: helper, careful, greeter)\n`,
+    });
+    expect(await cli('run', 'hi')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: 'awaken run: --model is required (scripted:FILE or transcript:FILE), or --app FILE; see awaken run --help\n',
+    });
   });
 
   it('a wrong app is one line naming the file and the line or field, exit 65; a missing one exit 66', async () => {
-    expect(await cli('run', '--app', fixture('throws.ts'), 'hi')).toEqual({ code: EXIT.data, out: '', err: `awaken run: ${fixture('throws.ts')}:5: cannot load: AWAKEN_SPEC_UNSET_KEY is not set\n` });
+    expect(await cli('run', '--app', fixture('throws.ts'), 'hi')).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken run: ${fixture('throws.ts')}:5: cannot load: AWAKEN_SPEC_UNSET_KEY is not set\n`,
+    });
     expect(await cli('run', '--app', fixture('nothing.ts'), 'hi')).toEqual({
       code: EXIT.data,
       out: '',
       err: `awaken run: ${fixture('nothing.ts')}: exports no app (export default defineApp({ agents, tools, plugins, models, providers }))\n`,
     });
-    expect(await cli('run', '--app', fixture('tool-twice.ts'), 'hi')).toEqual({ code: EXIT.data, out: '', err: `awaken run: ${fixture('tool-twice.ts')}: tools[1]: tool 'shout' is named twice (tools[0])\n` });
+    expect(await cli('run', '--app', fixture('tool-twice.ts'), 'hi')).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken run: ${fixture('tool-twice.ts')}: tools[1]: tool 'shout' is named twice (tools[0])\n`,
+    });
     expect(await cli('run', '--app', fixture('unknown-model.ts'), 'hi')).toEqual({
       code: EXIT.data,
       out: '',
@@ -132,7 +187,11 @@ describe('awaken run --app', () => {
       out: '',
       err: `awaken run: ${fixture('unknown-plugin.ts')}: agents[0].plugin_ids[0]: no plugin 'tally' (the app's: none; built in: tool-gate, finish-on, deferred-tools, permission, reminder, state_machine, agent_handoff, generative-ui, skills-discovery, skills-active-instructions, observability)\n`,
     });
-    expect(await cli('run', '--app', fixture('gone.ts'), 'hi')).toEqual({ code: EXIT.noInput, out: '', err: `awaken run: cannot read ${fixture('gone.ts')}: no such file\n` });
+    expect(await cli('run', '--app', fixture('gone.ts'), 'hi')).toEqual({
+      code: EXIT.noInput,
+      out: '',
+      err: `awaken run: cannot read ${fixture('gone.ts')}: no such file\n`,
+    });
   });
 
   it('as a process: a .ts app in a folder outside the repository, importing awaken-ts, ai and zod it does not have', () => {

@@ -21,7 +21,16 @@ const awaken = (args: string[]) => {
   const r = spawnSync(process.execPath, [bin, ...args], { cwd: repo, encoding: 'utf8' });
   return { code: r.status, out: r.stdout, err: r.stderr };
 };
-const EXAMPLE = ['--config', 'examples/bench/awaken.yaml', '--agent', 'weather', '--plugin', 'examples/fuzz/visit-log.mjs', '--model', 'scripted:examples/bench/weather-loop.yaml'];
+const EXAMPLE = [
+  '--config',
+  'examples/bench/awaken.yaml',
+  '--agent',
+  'weather',
+  '--plugin',
+  'examples/fuzz/visit-log.mjs',
+  '--model',
+  'scripted:examples/bench/weather-loop.yaml',
+];
 
 describe('awaken bench', () => {
   it('measures the agent and both floors at each N, with the allocation column and the plugin hooks by cost (--json for a trend file)', () => {
@@ -51,7 +60,9 @@ describe('awaken bench', () => {
   it('prints the table, the marginal cost and the hooks', () => {
     const r = awaken(['bench', ...EXAMPLE, '--steps', '5', '--rounds', '1']);
     expect(r.code, r.err).toBe(EXIT.ok);
-    expect(r.out).toContain('agent weather: 1 rounds, interleaved with the floors in one process\n\n| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | KiB allocated per step |');
+    expect(r.out).toContain(
+      'agent weather: 1 rounds, interleaved with the floors in one process\n\n| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | KiB allocated per step |',
+    );
     expect(r.out).toMatch(/^\| 5 \| agent \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$/m);
     expect(r.out).toMatch(/^ +[\d.]+% {2}visit_log · after_tool_execute {2}\(\d+ calls, [\d.]+ µs each\)$/m);
     expect(r.err).toBe('awaken bench: N = 5 done\n');
@@ -60,8 +71,15 @@ describe('awaken bench', () => {
   it('makes N steps from the script: its tool steps repeated with fresh call ids, its text step last', () => {
     const plan = scenario(
       [
-        [{ type: 'tool_call_start', id: 'a', name: 'echo' }, { type: 'tool_call_delta', id: 'a', args_delta: '{}' }, { type: 'finish', stop_reason: 'ToolUse' }],
-        [{ type: 'text_delta', delta: 'ok' }, { type: 'finish', stop_reason: 'EndTurn' }],
+        [
+          { type: 'tool_call_start', id: 'a', name: 'echo' },
+          { type: 'tool_call_delta', id: 'a', args_delta: '{}' },
+          { type: 'finish', stop_reason: 'ToolUse' },
+        ],
+        [
+          { type: 'text_delta', delta: 'ok' },
+          { type: 'finish', stop_reason: 'EndTurn' },
+        ],
       ],
       3,
     );
@@ -79,13 +97,20 @@ describe('awaken bench', () => {
       const code = await main(['bench', ...argv], { out: (t) => (out += t), err: (t) => (err += t) }, () => Promise.resolve(''));
       return { code, out, err };
     };
-    expect(await run(['--model', 'openai:gpt-4o'])).toMatchObject({ code: EXIT.usage, err: 'awaken bench: --model scripted:FILE is required (a bench runs on a scripted model); see awaken bench --help\n' });
+    expect(await run(['--model', 'openai:gpt-4o'])).toMatchObject({
+      code: EXIT.usage,
+      err: 'awaken bench: --model scripted:FILE is required (a bench runs on a scripted model); see awaken bench --help\n',
+    });
     expect((await run(['--model', 'scripted:x.yaml', '--steps', '10,many'])).err).toContain("--steps takes run lengths like 10,100,1000, not 'many'");
-    expect((await run(['--model', 'scripted:examples/bench/weather-loop.yaml', '--agent', 'nobody'])).err).toBe('awaken bench: no agent \'nobody\' (agents: demo)\n');
+    expect((await run(['--model', 'scripted:examples/bench/weather-loop.yaml', '--agent', 'nobody'])).err).toBe(
+      "awaken bench: no agent 'nobody' (agents: demo)\n",
+    );
     const waits = join(mkdtempSync(join(tmpdir(), 'awaken-bench-')), 'confirm.yaml');
     writeFileSync(waits, '- tool_calls: [{ id: c, name: confirm_action, arguments: { action: go } }]\n- text: [ "done" ]\n');
     const r = await run(['--model', `scripted:${waits}`, '--steps', '3', '--rounds', '1']);
     expect(r.code).toBe(EXIT.data);
-    expect(r.err).toMatch(/^awaken bench: the agent's run ended \{"type":"suspended"\} after 1 steps, not naturally after 3: a bench script must not suspend or stop early\n$/);
+    expect(r.err).toMatch(
+      /^awaken bench: the agent's run ended \{"type":"suspended"\} after 1 steps, not naturally after 3: a bench script must not suspend or stop early\n$/,
+    );
   });
 });

@@ -11,8 +11,17 @@ const bin = join(repo, 'src/cli/awaken.js');
 const SUBCOMMANDS = ['run', 'record', 'replay', 'encode', 'conformance', 'mcp', 'acp', 'serve', 'dev'] as const;
 
 /** `awaken …` as a real process (no provider key); its exit code and what it wrote. */
-function awaken(args: readonly string[], options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {}): { code: number | null; out: string; err: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: repo, encoding: 'utf8', input: options.input ?? '', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...options.env }, timeout: 60_000 });
+function awaken(
+  args: readonly string[],
+  options: { readonly input?: string; readonly env?: NodeJS.ProcessEnv } = {},
+): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    cwd: repo,
+    encoding: 'utf8',
+    input: options.input ?? '',
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...options.env },
+    timeout: 60_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -31,13 +40,25 @@ describe('the awaken command as a process: every mistake is one line and the doc
   });
 
   it('an unknown option: one line with a "did you mean", exit 64, nothing run', () => {
-    expect(awaken(['run', '--modle=scripted:x.yaml', 'hi'])).toEqual({ code: EXIT.usage, out: '', err: 'awaken run: unknown option --modle (did you mean --model?); see awaken run --help\n' });
-    expect(awaken(['conformance', '--protocl', 'ag-ui'])).toEqual({ code: EXIT.usage, out: '', err: 'awaken conformance: unknown option --protocl (did you mean --protocol?); see awaken conformance --help\n' });
+    expect(awaken(['run', '--modle=scripted:x.yaml', 'hi'])).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: 'awaken run: unknown option --modle (did you mean --model?); see awaken run --help\n',
+    });
+    expect(awaken(['conformance', '--protocl', 'ag-ui'])).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: 'awaken conformance: unknown option --protocl (did you mean --protocol?); see awaken conformance --help\n',
+    });
   });
 
   it('an unknown subcommand: one line with a "did you mean", exit 64', () => {
     const r = awaken(['serv']);
-    expect(r).toEqual({ code: EXIT.usage, out: '', err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, dev, version, help; see awaken help\n" });
+    expect(r).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, dev, version, help; see awaken help\n",
+    });
   });
 
   it('awaken judge: a server that does not answer is one line, exit 69; a broken capture is a table, exit 1', async () => {
@@ -54,7 +75,9 @@ describe('the awaken command as a process: every mistake is one line and the doc
     writeFileSync(capture, 'data: {"type":"start"}\n\ndata: {"type":"text-delta","id":"t","delta":"x"}\n\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n');
     const r = awaken(['judge', '--protocol', 'ai-sdk-v6', capture]);
     expect(r.code).toBe(EXIT.failed);
-    expect(r.out).toContain('ordering · frame 2: text-delta for text part t, which was never started (or is already ended)\n  > data: {"type":"text-delta","id":"t","delta":"x"}');
+    expect(r.out).toContain(
+      'ordering · frame 2: text-delta for text part t, which was never started (or is already ended)\n  > data: {"type":"text-delta","id":"t","delta":"x"}',
+    );
   });
 
   it('--flag=value and --flag value mean the same', () => {
@@ -71,19 +94,32 @@ describe('the awaken command as a process: every mistake is one line and the doc
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
     const port = (taken.address() as { port: number }).port;
     const r = await new Promise<{ code: number | null; err: string }>((done) => {
-      const child = spawn(process.execPath, [bin, 'serve', '--store', 'memory', '--port', String(port)], { cwd: repo, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } });
+      const child = spawn(process.execPath, [bin, 'serve', '--store', 'memory', '--port', String(port)], {
+        cwd: repo,
+        env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+      });
       let err = '';
       child.stderr.on('data', (d: Buffer) => void (err += d.toString()));
       child.on('exit', (code) => done({ code, err }));
     });
-    expect(r).toEqual({ code: EXIT.unavailable, err: `awaken serve: port ${port} on 127.0.0.1 is in use (another awaken serve?): choose another with --port or PORT\n` });
+    expect(r).toEqual({
+      code: EXIT.unavailable,
+      err: `awaken serve: port ${port} on 127.0.0.1 is in use (another awaken serve?): choose another with --port or PORT\n`,
+    });
   }, 30_000);
 
   it('a closed stdout (awaken run … | head -1): a quiet exit 0, no EPIPE trace', () => {
     // Enough events to fill the pipe after head has gone.
     const dir = mkdtempSync(join(tmpdir(), 'awaken-epipe-'));
     writeFileSync(join(dir, 'long.json'), JSON.stringify([{ text: Array.from({ length: 4000 }, (_, i) => `delta number ${i} of a long answer; `) }]));
-    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${bin}" run --model scripted:${join(dir, 'long.json')} hi | head -1 >/dev/null; echo "status \${PIPESTATUS[0]}" >&2`], { cwd: repo, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      'bash',
+      [
+        '-c',
+        `set -o pipefail; "${process.execPath}" "${bin}" run --model scripted:${join(dir, 'long.json')} hi | head -1 >/dev/null; echo "status \${PIPESTATUS[0]}" >&2`,
+      ],
+      { cwd: repo, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(r.stderr).toBe('status 0\n');
   });
 
@@ -91,14 +127,28 @@ describe('the awaken command as a process: every mistake is one line and the doc
     const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
     const file = join(dir, 'awaken.yaml');
     writeFileSync(file, 'server:\n  port: "eighty"\n');
-    expect(awaken(['serve', '--config', file])).toEqual({ code: EXIT.data, out: '', err: `awaken serve: ${file}: server.port: Invalid input: expected number, received string\n` });
+    expect(awaken(['serve', '--config', file])).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken serve: ${file}: server.port: Invalid input: expected number, received string\n`,
+    });
     writeFileSync(file, 'models:\n  small: { provider: local, model_name: tiny }\nagents:\n  - { id: helper, model: small }\n  - { id: other, model: big }\n');
     expect(awaken(['serve', '--config', file]).err).toBe(`awaken serve: ${file}: models.small.provider: no provider 'local' (providers: demo)\n`);
-    writeFileSync(file, 'providers:\n  local: { kind: openai-compatible, base_url: "http://127.0.0.1:1/v1" }\nmodels:\n  small: { provider: local, model_name: tiny }\nagents:\n  - { id: helper, model: small }\n  - { id: other, model: big }\n');
+    writeFileSync(
+      file,
+      'providers:\n  local: { kind: openai-compatible, base_url: "http://127.0.0.1:1/v1" }\nmodels:\n  small: { provider: local, model_name: tiny }\nagents:\n  - { id: helper, model: small }\n  - { id: other, model: big }\n',
+    );
     expect(awaken(['serve', '--config', file]).err).toBe(`awaken serve: ${file}: agents[1].model: no model 'big' (models: demo, small)\n`);
     writeFileSync(file, 'server:\n  cors: { origins: [1, 2\n');
-    expect(awaken(['serve', '--config', file])).toMatchObject({ code: EXIT.data, err: expect.stringMatching(new RegExp(`^awaken serve: ${file}:\\d+:\\d+: not valid YAML: [^\\n]+\\n$`)) });
-    expect(awaken(['serve', '--config', join(dir, 'none.yaml')])).toEqual({ code: EXIT.noInput, out: '', err: `awaken serve: cannot read the config file ${join(dir, 'none.yaml')}: no such file\n` });
+    expect(awaken(['serve', '--config', file])).toMatchObject({
+      code: EXIT.data,
+      err: expect.stringMatching(new RegExp(`^awaken serve: ${file}:\\d+:\\d+: not valid YAML: [^\\n]+\\n$`)),
+    });
+    expect(awaken(['serve', '--config', join(dir, 'none.yaml')])).toEqual({
+      code: EXIT.noInput,
+      out: '',
+      err: `awaken serve: cannot read the config file ${join(dir, 'none.yaml')}: no such file\n`,
+    });
   });
 
   it('a SQLite path in a missing directory: one line, exit 66, and no directory made', () => {
@@ -129,7 +179,11 @@ describe('the awaken command as a process: every mistake is one line and the doc
     expect(rep.code).toBe(1);
     expect(rep.out).toContain(`${bad}:${at + 1} (a decision record)`);
     expect(rep.out).toContain('lacks decision_id: the call keeps the decision whole');
-    for (const older of ['runs-format-1/11-suspension-resumed-replay-tool-call.jsonl', 'runs-format-2/11-suspension-resumed-replay-tool-call.jsonl', 'runs-format-3/12-suspension-resumed-use-decision-as-tool-result.jsonl']) {
+    for (const older of [
+      'runs-format-1/11-suspension-resumed-replay-tool-call.jsonl',
+      'runs-format-2/11-suspension-resumed-replay-tool-call.jsonl',
+      'runs-format-3/12-suspension-resumed-use-decision-as-tool-result.jsonl',
+    ]) {
       expect(awaken(['replay', join('fixtures', older)])).toMatchObject({ code: 0, out: expect.stringContaining('1 identical, 0 differ') });
     }
   });

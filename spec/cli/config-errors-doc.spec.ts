@@ -20,7 +20,9 @@ const yamlOf = (doc: string): string => /```yaml\n([\s\S]*?)```/.exec(read(doc))
 
 /** The one line of `doc` that starts with `prefix` (exactly one must). */
 function documented(doc: string, prefix: string): string {
-  const lines = read(doc).split('\n').filter((l) => l.startsWith(prefix));
+  const lines = read(doc)
+    .split('\n')
+    .filter((l) => l.startsWith(prefix));
   expect(lines, `${doc}: one line starting with ${prefix}`).toHaveLength(1);
   return lines[0] as string;
 }
@@ -32,7 +34,12 @@ function awaken(args: readonly string[], config?: string): { code: number | null
     cwd = mkdtempSync(join(tmpdir(), 'awaken-doc-config-'));
     writeFileSync(join(cwd, 'awaken.yaml'), config);
   }
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+    timeout: 60_000,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -49,14 +56,38 @@ describe('the config errors the docs show are printed as shown: one line, exit 6
       'providers:\n  local: { kind: openai-compatible, base_url: "http://127.0.0.1:1/v1" }\nmodels:\n  small: { provider: local, model_name: tiny }\nagents:\n  - { id: helper, model: small }\n  - { id: other, model: big }\n',
     ],
     ['docs/server.md', 'agents[0].bogus_field', 'agents:\n  - id: helper\n    model: demo\n    bogus_field: 1\n'],
-    ['docs/server.md', 'agents[0].permission', 'agents:\n  - id: helper\n    model: demo\n    plugin_ids: [permission]\n    permission: { default_behavior: deny }\n'],
+    [
+      'docs/server.md',
+      'agents[0].permission',
+      'agents:\n  - id: helper\n    model: demo\n    plugin_ids: [permission]\n    permission: { default_behavior: deny }\n',
+    ],
     ['docs/server.md', 'agents[0].sections.reminder', 'agents:\n  - id: helper\n    model: demo\n    sections:\n      reminder: { rules: [] }\n'],
-    ['docs/server.md', 'agents[0].sections.permision', 'agents:\n  - id: helper\n    model: demo\n    plugin_ids: [permission]\n    sections:\n      permision: { default_behavior: deny }\n'],
+    [
+      'docs/server.md',
+      'agents[0].sections.permision',
+      'agents:\n  - id: helper\n    model: demo\n    plugin_ids: [permission]\n    sections:\n      permision: { default_behavior: deny }\n',
+    ],
     // The doc's own agents, each with the one mistake the doc describes.
-    ['docs/plugins/permission.md', 'agents[0].sections.permission.rules[0].tool', models + yamlOf('docs/plugins/permission.md').replace('{ tool: Read, behavior: allow }', '{ tool: "Bash(npm *", behavior: allow }')],
-    ['docs/plugins/reminder.md', 'agents[0].sections.reminder.rules[0].message.target', models + yamlOf('docs/plugins/reminder.md').replace('target: suffix_system', 'target: suffix')],
-    ['docs/delegation.md', 'agents[0].delegates[1]', models.replace('default', 'main') + yamlOf('docs/delegation.md').replace('delegates: [researcher, analyst]', 'delegates: [researcher, x]')],
-    ['docs/plugins/state-machine.md', 'agents[0].sections.state_machine.machines[0].transitions[1].on', yamlOf('docs/plugins/state-machine.md').replace(`'Write(file_path ~ "*")'`, `'Write(file_path ~ "*"'`)],
+    [
+      'docs/plugins/permission.md',
+      'agents[0].sections.permission.rules[0].tool',
+      models + yamlOf('docs/plugins/permission.md').replace('{ tool: Read, behavior: allow }', '{ tool: "Bash(npm *", behavior: allow }'),
+    ],
+    [
+      'docs/plugins/reminder.md',
+      'agents[0].sections.reminder.rules[0].message.target',
+      models + yamlOf('docs/plugins/reminder.md').replace('target: suffix_system', 'target: suffix'),
+    ],
+    [
+      'docs/delegation.md',
+      'agents[0].delegates[1]',
+      models.replace('default', 'main') + yamlOf('docs/delegation.md').replace('delegates: [researcher, analyst]', 'delegates: [researcher, x]'),
+    ],
+    [
+      'docs/plugins/state-machine.md',
+      'agents[0].sections.state_machine.machines[0].transitions[1].on',
+      yamlOf('docs/plugins/state-machine.md').replace(`'Write(file_path ~ "*")'`, `'Write(file_path ~ "*"'`),
+    ],
   ];
 
   it.each(SERVE_CASES)('%s: awaken serve … %s', (doc, field, config) => {
@@ -89,7 +120,9 @@ describe('docs/delegation.md: its YAML, exactly as written, configures the deleg
 
   it('the orchestrator runs with the delegation settings the doc gives it', async () => {
     const written = (parseYaml(yamlOf('docs/delegation.md')) as { agents: { sections: { delegation: unknown } }[] }).agents[0]?.sections.delegation;
-    const agent = (await (await fetch(`${server.url}/v1/config/agents/orchestrator`)).json()) as { value: { delegates: string[]; sections: Record<string, unknown> } };
+    const agent = (await (await fetch(`${server.url}/v1/config/agents/orchestrator`)).json()) as {
+      value: { delegates: string[]; sections: Record<string, unknown> };
+    };
     expect(agent.value.delegates).toEqual(['researcher', 'analyst']);
     expect(agent.value.sections).toEqual({ delegation: written });
     expect(written).toEqual({ max_depth: 2, max_fan_out: 3 });

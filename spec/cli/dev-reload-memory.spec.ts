@@ -69,7 +69,8 @@ async function until<T>(d: Dev, what: string, found: () => T | undefined): Promi
     const value = found();
     if (value !== undefined) return value;
     if (/reload failed: /.test(d.log())) throw new Error(`a reload failed while waiting for ${what}:\n${d.log()}`);
-    if (d.child.exitCode !== null || d.child.signalCode !== null) throw new Error(`awaken dev ended (${d.child.exitCode ?? d.child.signalCode}) while waiting for ${what}:\n${d.log()}`);
+    if (d.child.exitCode !== null || d.child.signalCode !== null)
+      throw new Error(`awaken dev ended (${d.child.exitCode ?? d.child.signalCode}) while waiting for ${what}:\n${d.log()}`);
     await new Promise((r) => setTimeout(r, 25));
   }
   throw new Error(`no ${what} within 10 s:\n${d.log()}`);
@@ -80,14 +81,21 @@ const reloadsOf = (log: string): [string, string][] => [...log.matchAll(RELOADED
 
 /** The answer of one chat run on `url` (`POST /v1/runs`, its SSE stream read to the end). */
 async function answer(url: string, threadId: string): Promise<string> {
-  const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'helper', threadId, messages: [{ role: 'user', content: 'say hi' }] }) });
+  const res = await fetch(`${url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ agentId: 'helper', threadId, messages: [{ role: 'user', content: 'say hi' }] }),
+  });
   expect(res.status).toBe(200);
   const events = (await res.text())
     .split('\n')
     .filter((l) => l.startsWith('data: '))
     .map((l) => JSON.parse(l.slice(6)) as { event_type: string; [k: string]: unknown });
   expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
-  return events.filter((e) => e.event_type === 'text_delta').map((e) => e['delta'] as string).join('');
+  return events
+    .filter((e) => e.event_type === 'text_delta')
+    .map((e) => e['delta'] as string)
+    .join('');
 }
 
 /** The process's resident set in kB (VmRSS of /proc/<pid>/status). */

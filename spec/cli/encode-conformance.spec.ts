@@ -56,12 +56,18 @@ describe('awaken encode', () => {
     const r = await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"step_end"}\n\n{"event_type":"text_delta"}\n');
     expect(r).toMatchObject({ code: 65, err: 'awaken encode: line 3: delta: Invalid input: expected string, received undefined\n' });
     expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], 'nope\n')).toMatchObject({ code: 65, err: expect.stringContaining('line 1:') });
-    expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"bogus"}\n')).toMatchObject({ code: 65, err: expect.stringContaining('line 1: event_type:') });
+    expect(await cli(['encode', '--protocol', 'ai-sdk-v6'], '{"event_type":"bogus"}\n')).toMatchObject({
+      code: 65,
+      err: expect.stringContaining('line 1: event_type:'),
+    });
   });
 
   it('refuses a missing or unknown protocol, exit 64 (usage)', async () => {
     expect(await cli(['encode'])).toMatchObject({ code: 64, err: expect.stringContaining('--protocol is required') });
-    expect(await cli(['encode', '--protocol', 'grpc'])).toMatchObject({ code: 64, err: expect.stringContaining("--protocol must be one of ai-sdk-v6, ag-ui, mcp, acp, a2a, not 'grpc'") });
+    expect(await cli(['encode', '--protocol', 'grpc'])).toMatchObject({
+      code: 64,
+      err: expect.stringContaining("--protocol must be one of ai-sdk-v6, ag-ui, mcp, acp, a2a, not 'grpc'"),
+    });
   });
 });
 
@@ -81,14 +87,18 @@ describe('awaken conformance', () => {
     const ag = JSON.parse((await cli(['conformance', '--protocol', 'ag-ui', '--json'])).out) as { results: { protocol: string; passed: boolean }[] };
     expect(ag.results.length).toBe(parsed.results.length);
     expect(ag.results.every((x) => x.protocol === 'ag-ui' && x.passed)).toBe(true);
-    expect(await cli(['conformance', '--protocol', 'grpc'])).toMatchObject({ code: 64, err: expect.stringContaining("--protocol must be one of") });
+    expect(await cli(['conformance', '--protocol', 'grpc'])).toMatchObject({ code: 64, err: expect.stringContaining('--protocol must be one of') });
   });
 
   it('fails when an expected failure starts passing, naming it', async () => {
     let out = '';
-    const code = await conformanceCommand(['--protocol', 'ag-ui'], { out: (t) => (out += t), err: () => undefined }, {
-      expectedFailures: ['ag-ui/run-one-tool.events.jsonl'],
-    });
+    const code = await conformanceCommand(
+      ['--protocol', 'ag-ui'],
+      { out: (t) => (out += t), err: () => undefined },
+      {
+        expectedFailures: ['ag-ui/run-one-tool.events.jsonl'],
+      },
+    );
     expect(code).toBe(1);
     expect(out).toContain('unexpected pass: ag-ui/run-one-tool.events.jsonl');
     expect(out).toMatch(/ag-ui\s+\d+\s+0\s+1/);

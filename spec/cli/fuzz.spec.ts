@@ -19,24 +19,37 @@ const awaken = (args: string[]) => {
 };
 
 describe('awaken fuzz --plugin', () => {
-  it('loads a plugin written in TypeScript from a folder outside any project: awaken-ts, zod and fast-check are the CLI\'s own', () => {
+  it("loads a plugin written in TypeScript from a folder outside any project: awaken-ts, zod and fast-check are the CLI's own", () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-fuzz-ts-'));
     writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
-    const plugin = readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8').replace('export default {', 'export default <{ name: string; register: (r: any) => void }>{');
+    const plugin = readFileSync(join(repo, 'examples/fuzz/visit-log.mjs'), 'utf8').replace(
+      'export default {',
+      'export default <{ name: string; register: (r: any) => void }>{',
+    );
     writeFileSync(join(dir, 'visit-log.ts'), plugin);
     const r = spawnSync(process.execPath, [bin, 'fuzz', '--plugin', 'visit-log.ts', '--runs', '30'], { cwd: dir, encoding: 'utf8' });
-    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.ok, err: '', out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n' });
+    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({
+      code: EXIT.ok,
+      err: '',
+      out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n',
+    });
   });
 
   it('passes a well-made plugin: every law of its key holds, and its hooks are deterministic, own their keys and converge', () => {
     const r = awaken(['fuzz', '--plugin', 'examples/fuzz/visit-log.mjs', '--runs', '30']);
-    expect(r).toEqual({ code: EXIT.ok, err: '', out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n' });
+    expect(r).toEqual({
+      code: EXIT.ok,
+      err: '',
+      out: 'plugin visit_log: passed — hooks in after_tool_execute\nvisit_log.tools: every law holds (commutative, pure, codec, persistence)\n',
+    });
   });
 
   it('catches a "commutative" list: the counterexample as updates, the seed and the path; the path replays it alone', () => {
     const r = awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', '--seed', '42']);
     expect(r.code).toBe(EXIT.failed);
-    expect(r.out).toContain('plugin history: FAILED — hooks in after_tool_execute\nhistory.calls: 1 law(s) broken (commutative, pure, codec, persistence)\n  ✗ commutative: parallel batches give the same value in every order and grouping\n      start:      []\n      batch 1:    update(');
+    expect(r.out).toContain(
+      'plugin history: FAILED — hooks in after_tool_execute\nhistory.calls: 1 law(s) broken (commutative, pure, codec, persistence)\n  ✗ commutative: parallel batches give the same value in every order and grouping\n      start:      []\n      batch 1:    update(',
+    );
     const replay = /replay the first: awaken fuzz --plugin examples\/fuzz\/broken-history\.mjs --seed=42 --path '([^']+)'/.exec(r.out);
     expect(replay?.[1]).toMatch(/^key=history\.calls@commutative@[\d:]+$/);
     const again = awaken(['fuzz', '--plugin', 'examples/fuzz/broken-history.mjs', '--seed', '42', '--path', replay?.[1] ?? '']);
@@ -64,17 +77,31 @@ describe('awaken fuzz --plugin', () => {
   it('--json prints the report', () => {
     const r = awaken(['fuzz', '--plugin', 'examples/fuzz/visit-log.mjs', '--runs', '5', '--json']);
     expect(r.code).toBe(EXIT.ok);
-    expect(JSON.parse(r.out)).toMatchObject({ plugin: 'visit_log', phases: ['after_tool_execute'], unchecked: [], failures: [], passed: true, keys: [{ key: 'visit_log.tools', passed: true }] });
+    expect(JSON.parse(r.out)).toMatchObject({
+      plugin: 'visit_log',
+      phases: ['after_tool_execute'],
+      unchecked: [],
+      failures: [],
+      passed: true,
+      keys: [{ key: 'visit_log.tools', passed: true }],
+    });
   });
 
   it('says what is wrong with the input: no --plugin, a file that is not there, a module without a plugin, a bad number', () => {
     expect(awaken(['fuzz'])).toEqual({ code: EXIT.usage, out: '', err: 'awaken fuzz: --plugin FILE is required; see awaken fuzz --help\n' });
-    expect(awaken(['fuzz', '--plugin', 'examples/fuzz/none.mjs'])).toEqual({ code: EXIT.noInput, out: '', err: 'awaken fuzz: cannot read examples/fuzz/none.mjs: ENOENT\n' });
+    expect(awaken(['fuzz', '--plugin', 'examples/fuzz/none.mjs'])).toEqual({
+      code: EXIT.noInput,
+      out: '',
+      err: 'awaken fuzz: cannot read examples/fuzz/none.mjs: ENOENT\n',
+    });
     const empty = join(mkdtempSync(join(tmpdir(), 'awaken-fuzz-')), 'empty.mjs');
     writeFileSync(empty, 'export const nothing = 1;\n');
     const r = awaken(['fuzz', '--plugin', empty]);
     expect(r.code).toBe(EXIT.data);
     expect(r.err).toContain('exports no plugin');
-    expect(awaken(['fuzz', '--plugin', 'examples/fuzz/visit-log.mjs', '--runs', 'many'])).toMatchObject({ code: EXIT.usage, err: "awaken fuzz: --runs must be an integer, not 'many'; see awaken fuzz --help\n" });
+    expect(awaken(['fuzz', '--plugin', 'examples/fuzz/visit-log.mjs', '--runs', 'many'])).toMatchObject({
+      code: EXIT.usage,
+      err: "awaken fuzz: --runs must be an integer, not 'many'; see awaken fuzz --help\n",
+    });
   });
 });

@@ -29,16 +29,21 @@ const TABLE = (schema: string, client: string): string =>
   ].join('\n');
 
 const PROTOCOLS = ['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'] as const;
-const golden = (protocol: string): string[] => readdirSync(join(repo, 'conformance/golden', protocol)).map((f) => join(repo, 'conformance/golden', protocol, f));
+const golden = (protocol: string): string[] =>
+  readdirSync(join(repo, 'conformance/golden', protocol)).map((f) => join(repo, 'conformance/golden', protocol, f));
 
 describe('a body of another protocol', () => {
   it('every golden body is taken for its own protocol, never for another’s (a body of one JSON-RPC error, which any JSON-RPC protocol may send, for none)', () => {
     for (const protocol of PROTOCOLS) {
       for (const file of golden(protocol)) {
         const body = readFileSync(file, 'utf8');
-        const onlyAnError = body.trim().split('\n').every((l) => /^\{"jsonrpc":"2\.0","id":[^,]+,"error":/.test(l));
+        const onlyAnError = body
+          .trim()
+          .split('\n')
+          .every((l) => /^\{"jsonrpc":"2\.0","id":[^,]+,"error":/.test(l));
         expect(otherProtocolOf(body, protocol), file).toBeUndefined();
-        for (const other of PROTOCOLS.filter((p) => p !== protocol)) expect(otherProtocolOf(body, other), `${file} as ${other}`).toBe(onlyAnError ? undefined : protocol);
+        for (const other of PROTOCOLS.filter((p) => p !== protocol))
+          expect(otherProtocolOf(body, other), `${file} as ${other}`).toBe(onlyAnError ? undefined : protocol);
       }
     }
   });
@@ -52,10 +57,17 @@ describe('a body of another protocol', () => {
     expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.usage, out: '', err: `${line}\n` });
   });
 
-  it.each(PROTOCOLS.flatMap((own) => PROTOCOLS.filter((p) => p !== own).map((told) => [own, told] as const)))('a %s body judged as %s: one line naming the protocol it looks like, exit 64', async (own, told) => {
-    const file = golden(own)[0] as string;
-    expect(await cli('judge', '--protocol', told, file)).toEqual({ code: EXIT.usage, out: '', err: `awaken judge: ${file}: this looks like ${own}, not ${told}; try --protocol ${own}\n` });
-  });
+  it.each(PROTOCOLS.flatMap((own) => PROTOCOLS.filter((p) => p !== own).map((told) => [own, told] as const)))(
+    'a %s body judged as %s: one line naming the protocol it looks like, exit 64',
+    async (own, told) => {
+      const file = golden(own)[0] as string;
+      expect(await cli('judge', '--protocol', told, file)).toEqual({
+        code: EXIT.usage,
+        out: '',
+        err: `awaken judge: ${file}: this looks like ${own}, not ${told}; try --protocol ${own}\n`,
+      });
+    },
+  );
 });
 
 describe('a body of the right protocol with a frame its schema rejects', () => {
@@ -91,13 +103,19 @@ describe('--approve in a conversation that asks for no approval', () => {
   it('the report says the answer went unused (a note, not a finding: the server did nothing wrong)', async () => {
     const r = await cli('judge', '--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Tokyo?', '--approve');
     expect({ code: r.code, err: r.err }).toEqual({ code: EXIT.ok, err: '' });
-    const documented = readFileSync(join(repo, 'docs/judge.md'), 'utf8').split('\n').find((l) => l.startsWith('note: '));
+    const documented = readFileSync(join(repo, 'docs/judge.md'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('note: '));
     expect(documented).toBe('note: --approve went unused: the server asked for no approval in this conversation');
     expect(r.out).toBe(`ai-sdk-v6: 1 turn, 24 frames — PASS\n\n${TABLE('pass           0', 'pass           0')}\n\n${documented}\n`);
-    const json = JSON.parse((await cli('judge', '--json', '--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Tokyo?', '--deny')).out) as { passed: boolean; notes: string[] };
+    const json = JSON.parse(
+      (await cli('judge', '--json', '--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Tokyo?', '--deny')).out,
+    ) as { passed: boolean; notes: string[] };
     expect(json).toMatchObject({ passed: true, notes: ['--deny went unused: the server asked for no approval in this conversation'] });
     // Without --approve nothing is said.
-    expect((await cli('judge', '--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Tokyo?')).out).not.toContain('note:');
+    expect((await cli('judge', '--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Tokyo?')).out).not.toContain(
+      'note:',
+    );
   });
 });
 
@@ -115,7 +133,11 @@ describe('a server that drops the connection', () => {
 
   it('before it answers: the cause, exit 69', async () => {
     const url = await serve((req) => req.socket.destroy());
-    expect(await cli('judge', '--protocol', 'ai-sdk-v6', '--url', url)).toEqual({ code: EXIT.unavailable, out: '', err: `awaken judge: the conversation with ${url} failed: fetch failed: other side closed (UND_ERR_SOCKET)\n` });
+    expect(await cli('judge', '--protocol', 'ai-sdk-v6', '--url', url)).toEqual({
+      code: EXIT.unavailable,
+      out: '',
+      err: `awaken judge: the conversation with ${url} failed: fetch failed: other side closed (UND_ERR_SOCKET)\n`,
+    });
   });
 
   it('in the middle of its answer: the cause, exit 69', async () => {
@@ -124,6 +146,10 @@ describe('a server that drops the connection', () => {
       res.write('data: {"type":"start"}\n\ndata: {"type":"text-start","id":"t"}\n\n');
       setTimeout(() => req.socket.destroy(), 20);
     });
-    expect(await cli('judge', '--protocol', 'ai-sdk-v6', '--url', url)).toEqual({ code: EXIT.unavailable, out: '', err: `awaken judge: the conversation with ${url} failed: terminated: other side closed (UND_ERR_SOCKET)\n` });
+    expect(await cli('judge', '--protocol', 'ai-sdk-v6', '--url', url)).toEqual({
+      code: EXIT.unavailable,
+      out: '',
+      err: `awaken judge: the conversation with ${url} failed: terminated: other side closed (UND_ERR_SOCKET)\n`,
+    });
   });
 });

@@ -56,14 +56,28 @@ describe('awaken judge against awaken serve (real process, real socket)', () => 
     ['mcp', '/v1/mcp', 2],
   ])('%s: a tool call, then a second message whose approval is answered — every check passes', async (protocol, path, turns) => {
     const save = mkdtempSync(join(tmpdir(), 'awaken-judge-save-'));
-    const { code, report } = await judge(['--protocol', protocol, '--url', `${server.url}${path}`, '--message', 'weather in Oslo?', '--then', 'delete the branch', '--approve', '--save', save]);
+    const { code, report } = await judge([
+      '--protocol',
+      protocol,
+      '--url',
+      `${server.url}${path}`,
+      '--message',
+      'weather in Oslo?',
+      '--then',
+      'delete the branch',
+      '--approve',
+      '--save',
+      save,
+    ]);
     expect(findingsOf(report)).toEqual([]);
     expect(code).toBe(0);
     // The approval answered is a turn of its own, except in MCP (no approvals in a tools/call).
     expect(report.turns.length).toBe(turns);
     expect(report.turns.every((n) => n > 0)).toBe(true);
     // What was recorded judges the same from the files.
-    const files = readdirSync(save).sort().map((f) => join(save, f));
+    const files = readdirSync(save)
+      .sort()
+      .map((f) => join(save, f));
     expect(files.length).toBe(turns);
     const again = await judge(['--protocol', protocol, ...files]);
     expect(again.code).toBe(0);
@@ -72,13 +86,27 @@ describe('awaken judge against awaken serve (real process, real socket)', () => 
 
   it('ai-sdk-v6: the approval denied is judged too, and the bodies hold the answer the chat showed', async () => {
     const save = mkdtempSync(join(tmpdir(), 'awaken-judge-save-'));
-    const { code } = await judge(['--protocol', 'ai-sdk-v6', '--url', `${server.url}/v1/ai-sdk/chat`, '--message', 'weather in Oslo?', '--then', 'delete the branch', '--deny', '--save', save]);
+    const { code } = await judge([
+      '--protocol',
+      'ai-sdk-v6',
+      '--url',
+      `${server.url}/v1/ai-sdk/chat`,
+      '--message',
+      'weather in Oslo?',
+      '--then',
+      'delete the branch',
+      '--deny',
+      '--save',
+      save,
+    ]);
     expect(code).toBe(0);
     expect(readFileSync(join(save, 'turn-3.sse'), 'utf8')).toContain('tool-output-denied');
   });
 
   it('with API tokens: without --token the server refuses (exit 1, the status named); with it, every check passes', async () => {
-    const guarded = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml'], { AWAKEN_API_TOKEN: 'judge-secret' });
+    const guarded = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml'], {
+      AWAKEN_API_TOKEN: 'judge-secret',
+    });
     try {
       const refused = await cli(['judge', '--protocol', 'ag-ui', '--url', `${guarded.url}/v1/ag-ui/run`, '--message', 'weather in Oslo?']);
       expect(refused.code).toBe(1);
@@ -91,7 +119,17 @@ describe('awaken judge against awaken serve (real process, real socket)', () => 
   });
 
   it('acp: awaken acp as a process, the permission approved within the turn — every check passes', async () => {
-    const { code, report } = await judge(['--protocol', 'acp', '--command', `"${process.execPath}" src/cli/awaken.js acp --model scripted:fixtures/scripts/demo-conversation.yaml`, '--message', 'weather in Oslo?', '--then', 'delete the branch', '--approve']);
+    const { code, report } = await judge([
+      '--protocol',
+      'acp',
+      '--command',
+      `"${process.execPath}" src/cli/awaken.js acp --model scripted:fixtures/scripts/demo-conversation.yaml`,
+      '--message',
+      'weather in Oslo?',
+      '--then',
+      'delete the branch',
+      '--approve',
+    ]);
     expect(findingsOf(report)).toEqual([]);
     expect(code).toBe(0);
     expect(report.turns.length).toBe(2);
@@ -99,7 +137,9 @@ describe('awaken judge against awaken serve (real process, real socket)', () => 
 });
 
 /** A foreign server on a free port: the handler answers every POST. */
-async function serve(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>): Promise<{ url: string; close: () => Promise<void> }> {
+async function serve(
+  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void | Promise<void>,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
@@ -140,7 +180,14 @@ describe('awaken judge against foreign servers made with the protocols’ own he
       expect(ok.code).toBe(0);
       const ko = await judge(['--protocol', 'ai-sdk-v6', '--url', `${bad.url}/api/chat`, '--message', 'hi']);
       expect(ko.code).toBe(1);
-      expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'ordering', turn: 1, frame: 3, message: 'text-delta for text part t1, which was never started (or is already ended)' }));
+      expect(findingsOf(ko.report)).toContainEqual(
+        expect.objectContaining({
+          check: 'ordering',
+          turn: 1,
+          frame: 3,
+          message: 'text-delta for text part t1, which was never started (or is already ended)',
+        }),
+      );
     } finally {
       await good.close();
       await bad.close();
@@ -174,7 +221,9 @@ describe('awaken judge against foreign servers made with the protocols’ own he
       expect(ok.code).toBe(0);
       const ko = await judge(['--protocol', 'ag-ui', '--url', bad.url, '--message', 'hi']);
       expect(ko.code).toBe(1);
-      expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'text message m1 opened here is never ended (the run finishes)' }));
+      expect(findingsOf(ko.report)).toContainEqual(
+        expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'text message m1 opened here is never ended (the run finishes)' }),
+      );
     } finally {
       await good.close();
       await bad.close();
@@ -187,8 +236,21 @@ describe('awaken judge against foreign servers made with the protocols’ own he
         execute: async (ctx, bus) => {
           const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
           bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_WORKING' } })));
-          bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'Hello ' }] } })));
-          bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'from elsewhere.' }] }, append: true, lastChunk: !broken })));
+          bus.publish(
+            AgentEvent.artifactUpdate(
+              TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'Hello ' }] } }),
+            ),
+          );
+          bus.publish(
+            AgentEvent.artifactUpdate(
+              TaskArtifactUpdateEvent.fromJSON({
+                ...ids,
+                artifact: { artifactId: 'answer', name: 'answer', parts: [{ text: 'from elsewhere.' }] },
+                append: true,
+                lastChunk: !broken,
+              }),
+            ),
+          );
           bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_COMPLETED' } })));
           bus.finished();
         },
@@ -232,7 +294,9 @@ describe('awaken judge against foreign servers made with the protocols’ own he
       expect(ok.code).toBe(0);
       const ko = await judge(['--protocol', 'a2a', '--url', bad.url, '--message', 'hi']);
       expect(ko.code).toBe(1);
-      expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'artifact answer streamed from here has no last chunk before the task ends' }));
+      expect(findingsOf(ko.report)).toContainEqual(
+        expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'artifact answer streamed from here has no last chunk before the task ends' }),
+      );
     } finally {
       await good.close();
       await bad.close();
@@ -246,7 +310,8 @@ describe('awaken judge against foreign servers made with the protocols’ own he
         server.registerTool('lookup', { description: 'looks something up', inputSchema: { query: z.string() } }, async ({ query }, extra) => {
           const token = extra._meta?.progressToken;
           if (token !== undefined) {
-            for (const p of broken ? [2, 1] : [1, 2]) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, total: 2 } });
+            for (const p of broken ? [2, 1] : [1, 2])
+              await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, total: 2 } });
           }
           return { content: [{ type: 'text', text: `found ${query}` }] };
         });
@@ -263,7 +328,9 @@ describe('awaken judge against foreign servers made with the protocols’ own he
       expect(ok.code).toBe(0);
       const ko = await judge(['--protocol', 'mcp', '--url', `${bad.url}/mcp`, '--message', 'oslo']);
       expect(ko.code).toBe(1);
-      expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'ordering', turn: 1, frame: 2, message: 'progress 1 does not increase (was 2)' }));
+      expect(findingsOf(ko.report)).toContainEqual(
+        expect.objectContaining({ check: 'ordering', turn: 1, frame: 2, message: 'progress 1 does not increase (was 2)' }),
+      );
     } finally {
       await good.close();
       await bad.close();
@@ -277,6 +344,13 @@ describe('awaken judge against foreign servers made with the protocols’ own he
     expect(ok.code).toBe(0);
     const ko = await judge(['--protocol', 'acp', '--command', `FOREIGN_ACP_BROKEN=1 ${agent}`, '--message', 'hi']);
     expect(ko.code).toBe(1);
-    expect(findingsOf(ko.report)).toContainEqual(expect.objectContaining({ check: 'closure', turn: 1, frame: 2, message: 'tool call call-1 announced here is still in_progress when the turn ends (end_turn)' }));
+    expect(findingsOf(ko.report)).toContainEqual(
+      expect.objectContaining({
+        check: 'closure',
+        turn: 1,
+        frame: 2,
+        message: 'tool call call-1 announced here is still in_progress when the turn ends (end_turn)',
+      }),
+    );
   });
 });

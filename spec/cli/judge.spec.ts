@@ -26,12 +26,16 @@ async function cli(argv: string[]): Promise<{ code: number; out: string; err: st
 }
 
 const encoded = (protocol: string, stream: string): string => {
-  const events = readFileSync(join(repo, 'conformance/streams', `${stream}.events.jsonl`), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent);
+  const events = readFileSync(join(repo, 'conformance/streams', `${stream}.events.jsonl`), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map(deserialiseEvent);
   return (ENCODERS[protocol] as (e: typeof events) => string)(events);
 };
 
 const SSE = new Set(['ai-sdk-v6', 'ag-ui', 'a2a']);
-const split = (protocol: string, body: string): string[] => (SSE.has(protocol) ? body.split('\n\n').filter((f) => f !== '') : body.split('\n').filter((f) => f !== ''));
+const split = (protocol: string, body: string): string[] =>
+  SSE.has(protocol) ? body.split('\n\n').filter((f) => f !== '') : body.split('\n').filter((f) => f !== '');
 const joined = (protocol: string, frames: readonly string[]): string => frames.map((f) => `${f}${SSE.has(protocol) ? '\n\n' : '\n'}`).join('');
 
 let files = 0;
@@ -49,7 +53,15 @@ async function judge(protocol: string, bodies: readonly string[]): Promise<{ cod
 const findingsOf = (report: JudgeReport) => report.checks.flatMap((c) => c.findings);
 
 describe('awaken judge FILE…', () => {
-  const STREAMS = ['run-one-tool', 'run-gate-ask-resumed', 'run-reasoning', 'edge-cancel-with-open-blocks', 'run-inference-error', 'run-suspension-left-waiting', 'run-parallel-tools-parallel-streaming'];
+  const STREAMS = [
+    'run-one-tool',
+    'run-gate-ask-resumed',
+    'run-reasoning',
+    'edge-cancel-with-open-blocks',
+    'run-inference-error',
+    'run-suspension-left-waiting',
+    'run-parallel-tools-parallel-streaming',
+  ];
   it.each(['ai-sdk-v6', 'ag-ui', 'a2a', 'mcp', 'acp'])('passes every check on the %s encoding of the conformance streams', async (protocol) => {
     for (const stream of STREAMS) {
       const { code, report } = await judge(protocol, [encoded(protocol, stream)]);
@@ -62,7 +74,18 @@ describe('awaken judge FILE…', () => {
   it('prints a table of checks, and each finding with its frame and a quote', async () => {
     const frames = split('ai-sdk-v6', encoded('ai-sdk-v6', 'run-one-tool'));
     const end = frames.findIndex((f) => f.includes('"text-end"'));
-    const r = await cli(['judge', '--protocol', 'ai-sdk-v6', file('ai-sdk-v6', joined('ai-sdk-v6', frames.filter((_, i) => i !== end)))]);
+    const r = await cli([
+      'judge',
+      '--protocol',
+      'ai-sdk-v6',
+      file(
+        'ai-sdk-v6',
+        joined(
+          'ai-sdk-v6',
+          frames.filter((_, i) => i !== end),
+        ),
+      ),
+    ]);
     expect(r.code).toBe(1);
     const start = frames.findIndex((f) => f.includes('"text-start"')) + 1;
     expect(r.out).toContain('ai-sdk-v6: 1 turn');
@@ -81,7 +104,11 @@ describe('awaken judge FILE…', () => {
   }
 
   /** The frames of a conformance stream, mutated: `drop` removes the frame matching it, `dup` doubles it. */
-  function mutate(protocol: string, stream: string, edit: { drop?: string; dup?: string; replace?: [string, string, string] }): { frames: string[]; body: string } {
+  function mutate(
+    protocol: string,
+    stream: string,
+    edit: { drop?: string; dup?: string; replace?: [string, string, string] },
+  ): { frames: string[]; body: string } {
     let frames = split(protocol, encoded(protocol, stream));
     if (edit.drop !== undefined) {
       const i = frames.findIndex((f) => f.includes(edit.drop as string));
@@ -99,32 +126,195 @@ describe('awaken judge FILE…', () => {
     }
     return { frames, body: joined(protocol, frames) };
   }
-  const at = (frames: readonly string[], needle: string, nth = 0): number => frames.map((f, i) => [f, i] as const).filter(([f]) => f.includes(needle))[nth]![1] + 1;
+  const at = (frames: readonly string[], needle: string, nth = 0): number =>
+    frames.map((f, i) => [f, i] as const).filter(([f]) => f.includes(needle))[nth]![1] + 1;
 
   const BROKEN: Broken[] = [
     // AI SDK v6
-    { protocol: 'ai-sdk-v6', name: 'an unclosed text part', check: 'closure', message: /text part txt_0 opened here is never ended/, make: () => { const m = mutate('ai-sdk-v6', 'run-one-tool', { drop: '"text-end"' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"text-start"') }; } },
-    { protocol: 'ai-sdk-v6', name: 'two terminal frames', check: 'ordering', message: /finish after the terminal chunk/, make: () => { const m = mutate('ai-sdk-v6', 'run-one-tool', { dup: '"type":"finish"' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"type":"finish"', 1) }; } },
-    { protocol: 'ai-sdk-v6', name: 'a delta for a part never started', check: 'ordering', message: /text-delta for text part txt_0, which was never started/, make: () => { const m = mutate('ai-sdk-v6', 'run-one-tool', { drop: '"text-start"' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"text-delta"') }; } },
-    { protocol: 'ai-sdk-v6', name: 'a tool renamed on resume', check: 'multi-turn', message: /tool call c1 is other here but was echo in turn 1/, make: () => { const m = mutate('ai-sdk-v6', 'run-one-tool', { replace: ['"tool-input-available"', '"toolName":"echo"', '"toolName":"other"'] }); return { bodies: [encoded('ai-sdk-v6', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"tool-input-available"') }; } },
+    {
+      protocol: 'ai-sdk-v6',
+      name: 'an unclosed text part',
+      check: 'closure',
+      message: /text part txt_0 opened here is never ended/,
+      make: () => {
+        const m = mutate('ai-sdk-v6', 'run-one-tool', { drop: '"text-end"' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"text-start"') };
+      },
+    },
+    {
+      protocol: 'ai-sdk-v6',
+      name: 'two terminal frames',
+      check: 'ordering',
+      message: /finish after the terminal chunk/,
+      make: () => {
+        const m = mutate('ai-sdk-v6', 'run-one-tool', { dup: '"type":"finish"' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"type":"finish"', 1) };
+      },
+    },
+    {
+      protocol: 'ai-sdk-v6',
+      name: 'a delta for a part never started',
+      check: 'ordering',
+      message: /text-delta for text part txt_0, which was never started/,
+      make: () => {
+        const m = mutate('ai-sdk-v6', 'run-one-tool', { drop: '"text-start"' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"text-delta"') };
+      },
+    },
+    {
+      protocol: 'ai-sdk-v6',
+      name: 'a tool renamed on resume',
+      check: 'multi-turn',
+      message: /tool call c1 is other here but was echo in turn 1/,
+      make: () => {
+        const m = mutate('ai-sdk-v6', 'run-one-tool', { replace: ['"tool-input-available"', '"toolName":"echo"', '"toolName":"other"'] });
+        return { bodies: [encoded('ai-sdk-v6', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"tool-input-available"') };
+      },
+    },
     // AG-UI
-    { protocol: 'ag-ui', name: 'an unclosed text message', check: 'closure', message: /text message message-4 opened here is never ended/, make: () => { const m = mutate('ag-ui', 'run-one-tool', { drop: 'TEXT_MESSAGE_END' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TEXT_MESSAGE_START') }; } },
-    { protocol: 'ag-ui', name: 'two terminal frames', check: 'ordering', message: /RUN_FINISHED after the run ended/, make: () => { const m = mutate('ag-ui', 'run-one-tool', { dup: 'RUN_FINISHED' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'RUN_FINISHED', 1) }; } },
-    { protocol: 'ag-ui', name: 'args for a tool call never started', check: 'ordering', message: /TOOL_CALL_ARGS for tool call c1, which was never started/, make: () => { const m = mutate('ag-ui', 'run-one-tool', { drop: 'TOOL_CALL_START' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TOOL_CALL_ARGS') }; } },
-    { protocol: 'ag-ui', name: 'a tool renamed on resume', check: 'multi-turn', message: /tool call c1 is other here but was echo in turn 1/, make: () => { const m = mutate('ag-ui', 'run-one-tool', { replace: ['TOOL_CALL_START', '"toolCallName":"echo"', '"toolCallName":"other"'] }); return { bodies: [encoded('ag-ui', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, 'TOOL_CALL_START') }; } },
+    {
+      protocol: 'ag-ui',
+      name: 'an unclosed text message',
+      check: 'closure',
+      message: /text message message-4 opened here is never ended/,
+      make: () => {
+        const m = mutate('ag-ui', 'run-one-tool', { drop: 'TEXT_MESSAGE_END' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TEXT_MESSAGE_START') };
+      },
+    },
+    {
+      protocol: 'ag-ui',
+      name: 'two terminal frames',
+      check: 'ordering',
+      message: /RUN_FINISHED after the run ended/,
+      make: () => {
+        const m = mutate('ag-ui', 'run-one-tool', { dup: 'RUN_FINISHED' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'RUN_FINISHED', 1) };
+      },
+    },
+    {
+      protocol: 'ag-ui',
+      name: 'args for a tool call never started',
+      check: 'ordering',
+      message: /TOOL_CALL_ARGS for tool call c1, which was never started/,
+      make: () => {
+        const m = mutate('ag-ui', 'run-one-tool', { drop: 'TOOL_CALL_START' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TOOL_CALL_ARGS') };
+      },
+    },
+    {
+      protocol: 'ag-ui',
+      name: 'a tool renamed on resume',
+      check: 'multi-turn',
+      message: /tool call c1 is other here but was echo in turn 1/,
+      make: () => {
+        const m = mutate('ag-ui', 'run-one-tool', { replace: ['TOOL_CALL_START', '"toolCallName":"echo"', '"toolCallName":"other"'] });
+        return { bodies: [encoded('ag-ui', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, 'TOOL_CALL_START') };
+      },
+    },
     // A2A
-    { protocol: 'a2a', name: 'an artifact never closed', check: 'closure', message: /artifact response streamed from here has no last chunk/, make: () => { const m = mutate('a2a', 'run-one-tool', { drop: '"lastChunk":true' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'artifactUpdate') }; } },
-    { protocol: 'a2a', name: 'two terminal frames', check: 'terminal', message: /a second final state/, make: () => { const m = mutate('a2a', 'run-one-tool', { dup: 'TASK_STATE_COMPLETED' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TASK_STATE_COMPLETED', 1) }; } },
-    { protocol: 'a2a', name: 'a chunk appended to an artifact never started', check: 'ordering', message: /an appended chunk of artifact response, which was never started/, make: () => { const m = mutate('a2a', 'run-one-tool', { drop: 'The echo said ping.' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'artifactUpdate') }; } },
-    { protocol: 'a2a', name: 'a tool renamed on resume', check: 'multi-turn', message: /tool call c1 is other here but was echo in turn 1/, make: () => { const m = mutate('a2a', 'run-one-tool', { replace: ['"toolCall"', '"name":"echo"', '"name":"other"'] }); return { bodies: [encoded('a2a', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"toolCall"') }; } },
+    {
+      protocol: 'a2a',
+      name: 'an artifact never closed',
+      check: 'closure',
+      message: /artifact response streamed from here has no last chunk/,
+      make: () => {
+        const m = mutate('a2a', 'run-one-tool', { drop: '"lastChunk":true' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'artifactUpdate') };
+      },
+    },
+    {
+      protocol: 'a2a',
+      name: 'two terminal frames',
+      check: 'terminal',
+      message: /a second final state/,
+      make: () => {
+        const m = mutate('a2a', 'run-one-tool', { dup: 'TASK_STATE_COMPLETED' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'TASK_STATE_COMPLETED', 1) };
+      },
+    },
+    {
+      protocol: 'a2a',
+      name: 'a chunk appended to an artifact never started',
+      check: 'ordering',
+      message: /an appended chunk of artifact response, which was never started/,
+      make: () => {
+        const m = mutate('a2a', 'run-one-tool', { drop: 'The echo said ping.' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'artifactUpdate') };
+      },
+    },
+    {
+      protocol: 'a2a',
+      name: 'a tool renamed on resume',
+      check: 'multi-turn',
+      message: /tool call c1 is other here but was echo in turn 1/,
+      make: () => {
+        const m = mutate('a2a', 'run-one-tool', { replace: ['"toolCall"', '"name":"echo"', '"name":"other"'] });
+        return { bodies: [encoded('a2a', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"toolCall"') };
+      },
+    },
     // MCP (no blocks and no renames: one call, one response)
-    { protocol: 'mcp', name: 'two terminal frames', check: 'terminal', message: /a second response/, make: () => { const m = mutate('mcp', 'run-one-tool', { dup: '"result"' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"result"', 1) }; } },
-    { protocol: 'mcp', name: 'progress for another call', check: 'ordering', message: /progress for token 7, not 1/, make: () => { const m = mutate('mcp', 'run-one-tool', { replace: ['"progress":3', '"progressToken":1', '"progressToken":7'] }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"progress":3') }; } },
+    {
+      protocol: 'mcp',
+      name: 'two terminal frames',
+      check: 'terminal',
+      message: /a second response/,
+      make: () => {
+        const m = mutate('mcp', 'run-one-tool', { dup: '"result"' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"result"', 1) };
+      },
+    },
+    {
+      protocol: 'mcp',
+      name: 'progress for another call',
+      check: 'ordering',
+      message: /progress for token 7, not 1/,
+      make: () => {
+        const m = mutate('mcp', 'run-one-tool', { replace: ['"progress":3', '"progressToken":1', '"progressToken":7'] });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"progress":3') };
+      },
+    },
     // ACP
-    { protocol: 'acp', name: 'a tool call left running', check: 'closure', message: /tool call c1 announced here is still in_progress when the turn ends/, make: () => { const m = mutate('acp', 'run-one-tool', { replace: ['"status":"completed"', '"status":"completed"', '"status":"in_progress"'] }); return { bodies: [m.body], turn: 1, frame: at(m.frames, '"sessionUpdate":"tool_call"') }; } },
-    { protocol: 'acp', name: 'two terminal frames', check: 'terminal', message: /a second response/, make: () => { const m = mutate('acp', 'run-one-tool', { dup: 'stopReason' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'stopReason', 1) }; } },
-    { protocol: 'acp', name: 'an update for a tool call never announced', check: 'ordering', message: /tool_call_update for tool call c1, which was never announced/, make: () => { const m = mutate('acp', 'run-one-tool', { drop: '"sessionUpdate":"tool_call"' }); return { bodies: [m.body], turn: 1, frame: at(m.frames, 'tool_call_update') }; } },
-    { protocol: 'acp', name: 'a tool renamed on resume', check: 'multi-turn', message: /tool call c1 is other here but was echo in turn 1/, make: () => { const m = mutate('acp', 'run-one-tool', { replace: ['"sessionUpdate":"tool_call"', '"title":"echo"', '"title":"other"'] }); return { bodies: [encoded('acp', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"sessionUpdate":"tool_call"') }; } },
+    {
+      protocol: 'acp',
+      name: 'a tool call left running',
+      check: 'closure',
+      message: /tool call c1 announced here is still in_progress when the turn ends/,
+      make: () => {
+        const m = mutate('acp', 'run-one-tool', { replace: ['"status":"completed"', '"status":"completed"', '"status":"in_progress"'] });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, '"sessionUpdate":"tool_call"') };
+      },
+    },
+    {
+      protocol: 'acp',
+      name: 'two terminal frames',
+      check: 'terminal',
+      message: /a second response/,
+      make: () => {
+        const m = mutate('acp', 'run-one-tool', { dup: 'stopReason' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'stopReason', 1) };
+      },
+    },
+    {
+      protocol: 'acp',
+      name: 'an update for a tool call never announced',
+      check: 'ordering',
+      message: /tool_call_update for tool call c1, which was never announced/,
+      make: () => {
+        const m = mutate('acp', 'run-one-tool', { drop: '"sessionUpdate":"tool_call"' });
+        return { bodies: [m.body], turn: 1, frame: at(m.frames, 'tool_call_update') };
+      },
+    },
+    {
+      protocol: 'acp',
+      name: 'a tool renamed on resume',
+      check: 'multi-turn',
+      message: /tool call c1 is other here but was echo in turn 1/,
+      make: () => {
+        const m = mutate('acp', 'run-one-tool', { replace: ['"sessionUpdate":"tool_call"', '"title":"echo"', '"title":"other"'] });
+        return { bodies: [encoded('acp', 'run-one-tool'), m.body], turn: 2, frame: at(m.frames, '"sessionUpdate":"tool_call"') };
+      },
+    },
   ];
 
   it.each(BROKEN.map((b) => [b.protocol, b.name, b] as const))('%s: %s exits 1 and names the frame', async (_p, _n, b) => {
@@ -139,7 +329,9 @@ describe('awaken judge FILE…', () => {
   });
 
   it('says which input is wrong: no source, two sources, a missing file, acp over a URL', async () => {
-    expect((await cli(['judge', '--protocol', 'ag-ui'])).err).toMatch(/^awaken judge: give FILEs, --url or --command \(one of them\); see awaken judge --help\n$/);
+    expect((await cli(['judge', '--protocol', 'ag-ui'])).err).toMatch(
+      /^awaken judge: give FILEs, --url or --command \(one of them\); see awaken judge --help\n$/,
+    );
     expect((await cli(['judge', '--protocol', 'ag-ui'])).code).toBe(64);
     expect((await cli(['judge', '--protocol', 'ag-ui', '--url', 'http://x', 'f'])).code).toBe(64);
     expect((await cli(['judge', '--protocol', 'acp', '--url', 'http://x'])).err).toContain('acp runs over stdio: start the agent with --command');

@@ -21,7 +21,10 @@ const bin = join(repo, 'src/cli/awaken.js');
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'awaken-mcp-config-'));
-  writeFileSync(join(dir, 'adder.yaml'), ['- tool_calls: [ { id: call_add, name: mcp__calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'));
+  writeFileSync(
+    join(dir, 'adder.yaml'),
+    ['- tool_calls: [ { id: call_add, name: mcp__calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'),
+  );
   writeFileSync(join(dir, 'greeter.yaml'), '- text: Hello from the greeter.\n');
   writeFileSync(
     join(dir, 'awaken.yaml'),
@@ -62,7 +65,13 @@ describe('awaken mcp --config awaken.yaml, driven by the official MCP client ove
   let client: Client;
   let stderr = '';
   beforeAll(async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp', '--config', 'awaken.yaml'], cwd: dir, stderr: 'pipe', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } as Record<string, string> });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, 'mcp', '--config', 'awaken.yaml'],
+      cwd: dir,
+      stderr: 'pipe',
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } as Record<string, string>,
+    });
     transport.stderr?.on('data', (d: Buffer) => void (stderr += d.toString()));
     client = new Client({ name: 'awaken-spec', version: '0.0.0' });
     await client.connect(transport);
@@ -100,6 +109,10 @@ describe('awaken mcp --config: a mistake in the file', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'agents:\n  - { id: helper, model: demo, bogus_field: 1 }\n');
     const r = spawnSync(process.execPath, [bin, 'mcp', '--config', bad], { cwd: repo, encoding: 'utf8', input: '', timeout: 60_000 });
-    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.data, out: '', err: `awaken mcp: ${bad}: agents[0].bogus_field: unknown field\n` });
+    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({
+      code: EXIT.data,
+      out: '',
+      err: `awaken mcp: ${bad}: agents[0].bogus_field: unknown field\n`,
+    });
   });
 });

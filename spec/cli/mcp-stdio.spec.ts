@@ -9,7 +9,12 @@ const repo = resolve(import.meta.dirname, '../..');
 
 /** `awaken mcp` as a child process, driven by the SDK's own client over stdio. */
 async function connect(model: string, flags: readonly string[] = []): Promise<{ client: Client; frames: JSONRPCMessage[] }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', ...flags, '--model', model], cwd: repo, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(repo, 'src/cli/awaken.js'), 'mcp', ...flags, '--model', model],
+    cwd: repo,
+    stderr: 'pipe',
+  });
   const frames: JSONRPCMessage[] = [];
   const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
   await client.connect(transport);
@@ -38,7 +43,9 @@ describe('awaken mcp (stdio), driven by the official MCP client', () => {
     const tools = await client.listTools();
     expect(tools.tools.map((t) => [t.name, t.inputSchema.required])).toEqual([['demo', ['message']]]);
     const progress: Progress[] = [];
-    const result = await client.callTool({ name: 'demo', arguments: { message: 'weather in Tokyo?' } }, CallToolResultSchema, { onprogress: (p) => void progress.push(p) });
+    const result = await client.callTool({ name: 'demo', arguments: { message: 'weather in Tokyo?' } }, CallToolResultSchema, {
+      onprogress: (p) => void progress.push(p),
+    });
     expect(result.isError).toBe(false);
     expect(result.content).toEqual([{ type: 'text', text: 'It is cloudy in Tokyo.' }]);
     expect(result.structuredContent).toMatchObject({ termination: { type: 'natural_end' } });
@@ -48,10 +55,14 @@ describe('awaken mcp (stdio), driven by the official MCP client', () => {
     const sent = frames.flatMap((f) => ('method' in f && f.method === 'notifications/progress' ? [f.params as unknown as Progress] : []));
     const resultAt = frames.findIndex((f) => 'result' in f && JSON.stringify(f.result).includes('cloudy in Tokyo'));
     expect(frames.findLastIndex((f) => 'method' in f && f.method === 'notifications/progress')).toBeLessThan(resultAt);
-    expect(sent.map((p) => p.message)).toEqual(expect.arrayContaining(['starting agent run', 'step 1', 'calling tool: get_weather', 'tool get_weather succeeded', 'step 2']));
+    expect(sent.map((p) => p.message)).toEqual(
+      expect.arrayContaining(['starting agent run', 'step 1', 'calling tool: get_weather', 'tool get_weather succeeded', 'step 2']),
+    );
     expect(sent.map((p) => p.progress)).toEqual(sent.map((_, i) => i + 1));
     expect(sent.slice(0, progress.length).map((p) => p.message)).toEqual(progress.map((p) => p.message));
-    expect(progress.map((p) => p.message)).toEqual(expect.arrayContaining(['starting agent run', 'step 1', 'calling tool: get_weather', 'tool get_weather succeeded']));
+    expect(progress.map((p) => p.message)).toEqual(
+      expect.arrayContaining(['starting agent run', 'step 1', 'calling tool: get_weather', 'tool get_weather succeeded']),
+    );
     for (const f of frames) expect(JSONRPCMessageSchema.safeParse(f).success).toBe(true);
   });
 
@@ -75,7 +86,10 @@ describe('awaken mcp (stdio), driven by the official MCP client', () => {
   });
 
   it('a line that is not JSON-RPC is answered (-32700, -32600), and the session goes on', async () => {
-    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', 'scripted:fixtures/scripts/demo-weather.yaml'], { cwd: repo, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', 'scripted:fixtures/scripts/demo-weather.yaml'], {
+      cwd: repo,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     close = async () => {
       child.stdin.end();
       await new Promise((r) => child.once('exit', r));

@@ -21,9 +21,17 @@ function spans() {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const tracer = provider.getTracer('scope-a', '2');
-  const first = tracer.startSpan('first', { kind: SpanKind.SERVER, startTime: T, attributes: { s: 'x', i: 42, neg: -7, d: 1.5, b: true, list: ['a', 'b'], nums: [1, 2] } });
+  const first = tracer.startSpan('first', {
+    kind: SpanKind.SERVER,
+    startTime: T,
+    attributes: { s: 'x', i: 42, neg: -7, d: 1.5, b: true, list: ['a', 'b'], nums: [1, 2] },
+  });
   first.end(T + 1_000);
-  const second = tracer.startSpan('second', { kind: SpanKind.CLIENT, startTime: T + 2_000, links: [{ context: first.spanContext(), attributes: { 'link.kind': 'previous segment' } }] });
+  const second = tracer.startSpan('second', {
+    kind: SpanKind.CLIENT,
+    startTime: T + 2_000,
+    links: [{ context: first.spanContext(), attributes: { 'link.kind': 'previous segment' } }],
+  });
   second.setStatus({ code: SpanStatusCode.ERROR, message: 'went wrong' });
   second.end(T + 3_000);
   return { finished: exporter.getFinishedSpans(), first: first.spanContext(), second: second.spanContext() };
@@ -51,7 +59,16 @@ describe('otlp-collector decoding', () => {
     const json = decodeExport('/v1/traces', 'application/json', JsonTraceSerializer.serializeRequest(finished) as Uint8Array);
     expect(proto).toEqual(json);
     const [a, b] = proto.spans;
-    expect(a).toMatchObject({ name: 'first', kind: 2, traceId: first.traceId, spanId: first.spanId, parentSpanId: '', startTimeUnixNano: BigInt(T) * 1_000_000n, endTimeUnixNano: BigInt(T + 1_000) * 1_000_000n, scope: 'scope-a' });
+    expect(a).toMatchObject({
+      name: 'first',
+      kind: 2,
+      traceId: first.traceId,
+      spanId: first.spanId,
+      parentSpanId: '',
+      startTimeUnixNano: BigInt(T) * 1_000_000n,
+      endTimeUnixNano: BigInt(T + 1_000) * 1_000_000n,
+      scope: 'scope-a',
+    });
     expect(a?.attributes).toEqual({ s: 'x', i: 42, neg: -7, d: 1.5, b: true, list: ['a', 'b'], nums: [1, 2] });
     expect(a?.resource).toMatchObject({ 'service.name': 'decoder', 'service.version': '1' });
     expect(b).toMatchObject({ name: 'second', kind: 3, spanId: second.spanId, status: { code: 2, message: 'went wrong' } });

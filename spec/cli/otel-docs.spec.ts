@@ -43,7 +43,12 @@ function blocks(text: string, lang: string): string[] {
 /** The rows of the first table of `text` after its header and separator, as cells. */
 function tableRows(text: string): string[][] {
   const rows = text.split('\n').filter((l) => l.startsWith('|'));
-  return rows.slice(2).map((r) => r.slice(1, -1).split(' | ').map((c) => c.trim()));
+  return rows.slice(2).map((r) =>
+    r
+      .slice(1, -1)
+      .split(' | ')
+      .map((c) => c.trim()),
+  );
 }
 
 const serveSection = section('### From `awaken serve`');
@@ -99,7 +104,11 @@ describe('docs/observability.md → OpenTelemetry from awaken serve', () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const lines: string[] = [];
-    const tracing = await openTelemetry({ version: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_EXPORTER_OTLP_TIMEOUT: '100', OTEL_METRIC_EXPORT_INTERVAL: '150' }, log: (level, line) => lines.push(`${level} ${line}`) });
+    const tracing = await openTelemetry({
+      version: '1',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_EXPORTER_OTLP_TIMEOUT: '100', OTEL_METRIC_EXPORT_INTERVAL: '150' },
+      log: (level, line) => lines.push(`${level} ${line}`),
+    });
     if (tracing === undefined) throw new Error('no tracing');
     tracing.activeStreams?.(1);
     const back = await (async () => {
@@ -122,7 +131,11 @@ describe('docs/observability.md → Metrics', () => {
     expect(rows.map((r) => r[0]?.replaceAll('`', '')).sort()).toEqual(exported.map((m) => m.name).sort());
     for (const [name, instrument, , attributes] of rows) {
       const m = exported.find((x) => `\`${x.name}\`` === name);
-      expect(instrument, String(name)).toMatch(new RegExp(`^${m?.kind === 'histogram' ? 'histogram' : m?.monotonic === true ? 'counter' : 'up-down counter'}, \`${m?.unit.replace(/[{}]/g, '\\$&')}\`$`));
+      expect(instrument, String(name)).toMatch(
+        new RegExp(
+          `^${m?.kind === 'histogram' ? 'histogram' : m?.monotonic === true ? 'counter' : 'up-down counter'}, \`${m?.unit.replace(/[{}]/g, '\\$&')}\`$`,
+        ),
+      );
       const keys = new Set([...(m?.histogram ?? []), ...(m?.points ?? [])].flatMap((p) => Object.keys(p.attributes)));
       for (const k of keys) expect(attributes, `${name} ${k}`).toContain(`\`${k}\``);
     }
@@ -130,19 +143,27 @@ describe('docs/observability.md → Metrics', () => {
 
   it('its bucket boundaries are those the collector receives', () => {
     const [buckets] = blocks(metricsSection, 'text');
-    const documented = (buckets ?? '').trim().split('\n').map((l) => {
-      const [name, ...bounds] = l.split(/,?\s+/);
-      return [name, bounds.map(Number)];
-    });
+    const documented = (buckets ?? '')
+      .trim()
+      .split('\n')
+      .map((l) => {
+        const [name, ...bounds] = l.split(/,?\s+/);
+        return [name, bounds.map(Number)];
+      });
     expect(documented).toEqual(exported.filter((m) => m.kind === 'histogram').map((m) => [m.name, m.histogram[0]?.explicitBounds]));
   });
 
   it('its JSON example is what the collector receives for gen_ai.client.token.usage, times left out', () => {
     const [example] = blocks(metricsSection, 'json');
-    const body = collector.requests.find((r) => r.path === '/v1/metrics')?.json as { resourceMetrics: { scopeMetrics: { scope: { name: string }; metrics: { name: string; histogram: { dataPoints: Record<string, unknown>[] } }[] }[] }[] };
+    const body = collector.requests.find((r) => r.path === '/v1/metrics')?.json as {
+      resourceMetrics: { scopeMetrics: { scope: { name: string }; metrics: { name: string; histogram: { dataPoints: Record<string, unknown>[] } }[] }[] }[];
+    };
     const scope = body.resourceMetrics[0]?.scopeMetrics.find((s) => s.scope.name === 'awaken-ts');
     const usage = scope?.metrics.find((m) => m.name === 'gen_ai.client.token.usage');
-    const withoutTimes = { ...usage, histogram: { ...usage?.histogram, dataPoints: usage?.histogram.dataPoints.map(({ startTimeUnixNano: _s, timeUnixNano: _t, ...p }) => p) } };
+    const withoutTimes = {
+      ...usage,
+      histogram: { ...usage?.histogram, dataPoints: usage?.histogram.dataPoints.map(({ startTimeUnixNano: _s, timeUnixNano: _t, ...p }) => p) },
+    };
     expect(JSON.parse(example ?? '')).toEqual(withoutTimes);
   });
 });

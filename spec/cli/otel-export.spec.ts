@@ -67,19 +67,32 @@ describe.each(['http/protobuf', 'http/json'] as const)('OTLP over %s', (protocol
     }
 
     const spans = c.spans();
-    expect(spans.map((s) => s.name).sort()).toEqual(['chat scripted-main', 'chat scripted-main', 'execute_tool fail', 'execute_tool report', 'invoke_agent corpus']);
+    expect(spans.map((s) => s.name).sort()).toEqual([
+      'chat scripted-main',
+      'chat scripted-main',
+      'execute_tool fail',
+      'execute_tool report',
+      'invoke_agent corpus',
+    ]);
     const root = spans.find((s) => s.name === 'invoke_agent corpus');
     expect(root?.parentSpanId).toBe('');
     for (const s of spans.filter((x) => x !== root)) expect([s.traceId, s.parentSpanId]).toEqual([root?.traceId, root?.spanId]);
     expect(spans.find((s) => s.name === 'execute_tool fail')?.status).toEqual({ code: 2, message: 'the tool reported a failure' });
-    expect(spans.filter((s) => s.name.startsWith('chat ')).map((s) => [s.attributes['gen_ai.usage.input_tokens'], s.attributes['gen_ai.usage.output_tokens']])).toEqual([
+    expect(
+      spans.filter((s) => s.name.startsWith('chat ')).map((s) => [s.attributes['gen_ai.usage.input_tokens'], s.attributes['gen_ai.usage.output_tokens']]),
+    ).toEqual([
       [30, 12],
       [55, 8],
     ]);
 
     const metrics = c.metrics();
     for (const x of [...spans, ...metrics]) {
-      expect(x.resource).toMatchObject({ 'service.name': 'checkout-agents', 'service.version': '9.9.9', 'deployment.environment.name': 'staging', team: 'ai platform' });
+      expect(x.resource).toMatchObject({
+        'service.name': 'checkout-agents',
+        'service.version': '9.9.9',
+        'deployment.environment.name': 'staging',
+        team: 'ai platform',
+      });
       expect(x.scope).toBe('awaken-ts');
     }
     const usage = byName(metrics, 'gen_ai.client.token.usage');
@@ -88,7 +101,12 @@ describe.each(['http/protobuf', 'http/json'] as const)('OTLP over %s', (protocol
       ['input', 2, 85, TOKEN_USAGE_BUCKETS],
       ['output', 2, 20, TOKEN_USAGE_BUCKETS],
     ]);
-    expect(usage?.histogram[0]?.attributes).toEqual({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'scripted', 'gen_ai.request.model': 'scripted-main', 'gen_ai.token.type': 'input' });
+    expect(usage?.histogram[0]?.attributes).toEqual({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'scripted',
+      'gen_ai.request.model': 'scripted-main',
+      'gen_ai.token.type': 'input',
+    });
     expect(usage?.histogram[0]?.bucketCounts).toEqual([0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     const duration = byName(metrics, 'gen_ai.client.operation.duration');
     expect(duration).toMatchObject({ kind: 'histogram', unit: 's' });
@@ -98,7 +116,9 @@ describe.each(['http/protobuf', 'http/json'] as const)('OTLP over %s', (protocol
       ['report', 'success', 1],
       ['fail', 'error', 1],
     ]);
-    expect(byName(metrics, 'awaken.runs')?.points.map((p) => [p.attributes, p.value])).toEqual([[{ 'gen_ai.agent.id': 'corpus', 'awaken.run.outcome': 'natural_end' }, 1]]);
+    expect(byName(metrics, 'awaken.runs')?.points.map((p) => [p.attributes, p.value])).toEqual([
+      [{ 'gen_ai.agent.id': 'corpus', 'awaken.run.outcome': 'natural_end' }, 1],
+    ]);
   });
 });
 
@@ -128,7 +148,10 @@ describe('openTelemetry', () => {
       await runAndShutdown(tracing);
       const chats = c.spans().filter((s) => s.name.startsWith('chat '));
       expect(chats).toHaveLength(2);
-      for (const s of chats) expect(['gen_ai.input.messages', 'gen_ai.output.messages'].map((k) => typeof s.attributes[k])).toEqual(content ? ['string', 'string'] : ['undefined', 'undefined']);
+      for (const s of chats)
+        expect(['gen_ai.input.messages', 'gen_ai.output.messages'].map((k) => typeof s.attributes[k])).toEqual(
+          content ? ['string', 'string'] : ['undefined', 'undefined'],
+        );
     }
   });
 
@@ -163,7 +186,10 @@ describe('openTelemetry', () => {
     const refused = await openTelemetry({ version: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: c.url }, log: (level, line) => lines.push(`${level} ${line}`) });
     if (refused === undefined) throw new Error('no tracing');
     await runAndShutdown(refused);
-    expect(lines.slice(1).sort()).toEqual([`warn OpenTelemetry metrics not exported to ${c.url}/v1/metrics: HTTP 401 Unauthorized`, `warn OpenTelemetry traces not exported to ${c.url}/v1/traces: HTTP 401 Unauthorized`]);
+    expect(lines.slice(1).sort()).toEqual([
+      `warn OpenTelemetry metrics not exported to ${c.url}/v1/metrics: HTTP 401 Unauthorized`,
+      `warn OpenTelemetry traces not exported to ${c.url}/v1/traces: HTTP 401 Unauthorized`,
+    ]);
     expect(c.requests).toEqual([]);
     const keyed = await openTelemetry({ version: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: c.url, OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=s3cret' } });
     if (keyed === undefined) throw new Error('no tracing');
@@ -174,10 +200,17 @@ describe('openTelemetry', () => {
   it('an unreachable collector at shutdown: the traces and metrics not exported are logged, and shutdown still ends', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     const lines: string[] = [];
-    const tracing = await openTelemetry({ version: '1', env: { OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_EXPORTER_OTLP_TIMEOUT: '100' }, log: (level, line) => lines.push(`${level} ${line}`) });
+    const tracing = await openTelemetry({
+      version: '1',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_EXPORTER_OTLP_TIMEOUT: '100' },
+      log: (level, line) => lines.push(`${level} ${line}`),
+    });
     if (tracing === undefined) throw new Error('no tracing');
     await runAndShutdown(tracing);
-    expect(lines.slice(1).sort()).toEqual([`warn OpenTelemetry metrics not exported to ${url}/v1/metrics: ECONNREFUSED`, `warn OpenTelemetry traces not exported to ${url}/v1/traces: ECONNREFUSED`]);
+    expect(lines.slice(1).sort()).toEqual([
+      `warn OpenTelemetry metrics not exported to ${url}/v1/metrics: ECONNREFUSED`,
+      `warn OpenTelemetry traces not exported to ${url}/v1/traces: ECONNREFUSED`,
+    ]);
   });
 });
 

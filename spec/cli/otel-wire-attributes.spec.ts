@@ -63,7 +63,13 @@ async function overTheWire(protocol: 'http/protobuf' | 'http/json'): Promise<Otl
   const c = await startCollector();
   open.collectors.push(c);
   const lines: string[] = [];
-  const tracing = await openTelemetry({ url: `${c.url}/v1/traces`, version: '1.2.3', content: true, env: { OTEL_EXPORTER_OTLP_PROTOCOL: protocol }, log: (level, line) => lines.push(`${level} ${line}`) });
+  const tracing = await openTelemetry({
+    url: `${c.url}/v1/traces`,
+    version: '1.2.3',
+    content: true,
+    env: { OTEL_EXPORTER_OTLP_PROTOCOL: protocol },
+    log: (level, line) => lines.push(`${level} ${line}`),
+  });
   if (tracing === undefined) throw new Error('no tracing');
   open.tracing.push(tracing);
   fedRun(tracing.sink);
@@ -86,7 +92,10 @@ function inMemory(): ReadableSpan[] {
 const OTLP_KIND = { INTERNAL: 1, CLIENT: 3 } as const;
 
 const ofKind = (spans: readonly OtlpSpan[], op: string): OtlpSpan[] => spans.filter((s) => s.attributes[ATTR_GEN_AI_OPERATION_NAME] === op);
-const genAiNames = (attributes: object): string[] => Object.keys(attributes).filter((k) => k.startsWith('gen_ai.')).sort();
+const genAiNames = (attributes: object): string[] =>
+  Object.keys(attributes)
+    .filter((k) => k.startsWith('gen_ai.'))
+    .sort();
 const CONTENT: readonly string[] = [ATTR_GEN_AI_INPUT_MESSAGES, ATTR_GEN_AI_OUTPUT_MESSAGES, ATTR_GEN_AI_SYSTEM_INSTRUCTIONS];
 /** A span's attributes with the content ones (JSON strings) parsed, to be compared as the conventions' message shapes. */
 const readable = (attributes: Attrs): Record<string, unknown> =>
@@ -130,7 +139,13 @@ describe.each(['http/protobuf', 'http/json'] as const)('GenAI span attributes ov
       [ATTR_GEN_AI_REQUEST_MAX_TOKENS]: 512,
       [ATTR_GEN_AI_SYSTEM_INSTRUCTIONS]: [{ type: 'text', content: SYSTEM }],
       [ATTR_GEN_AI_INPUT_MESSAGES]: [ASKED],
-      [ATTR_GEN_AI_OUTPUT_MESSAGES]: [{ role: 'assistant', parts: [{ type: 'reasoning', content: 'Lyon first.' }, { type: 'text', content: 'Looking.' }, ...CALLS], finish_reason: 'tool_use' }],
+      [ATTR_GEN_AI_OUTPUT_MESSAGES]: [
+        {
+          role: 'assistant',
+          parts: [{ type: 'reasoning', content: 'Lyon first.' }, { type: 'text', content: 'Looking.' }, ...CALLS],
+          finish_reason: 'tool_use',
+        },
+      ],
     });
     // The model that answered is reported as such, not as a copy of the one asked.
     expect(chat?.attributes[ATTR_GEN_AI_RESPONSE_MODEL]).not.toBe(chat?.attributes[ATTR_GEN_AI_REQUEST_MODEL]);
@@ -159,11 +174,29 @@ describe.each(['http/protobuf', 'http/json'] as const)('GenAI span attributes ov
     expect(failed?.status).toEqual({ code: SpanStatusCode.ERROR, message: 'slow down' });
 
     const [lookup, book] = ofKind(wire, GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL);
-    const tool = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL, [ATTR_GEN_AI_TOOL_TYPE]: 'function', ...RUN, 'awaken.step_index': 0 };
+    const tool = {
+      [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
+      [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+      ...RUN,
+      'awaken.step_index': 0,
+    };
     expect([lookup?.kind, book?.kind]).toEqual([OTLP_KIND.INTERNAL, OTLP_KIND.INTERNAL]);
-    expect(lookup?.attributes).toEqual({ ...tool, [ATTR_GEN_AI_TOOL_NAME]: 'lookup', [ATTR_GEN_AI_TOOL_CALL_ID]: 'c1', [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Looks a city up', 'awaken.tool.status': 'success' });
+    expect(lookup?.attributes).toEqual({
+      ...tool,
+      [ATTR_GEN_AI_TOOL_NAME]: 'lookup',
+      [ATTR_GEN_AI_TOOL_CALL_ID]: 'c1',
+      [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Looks a city up',
+      'awaken.tool.status': 'success',
+    });
     expect(lookup?.status).toEqual({ code: SpanStatusCode.UNSET, message: '' });
-    expect(book?.attributes).toEqual({ ...tool, [ATTR_GEN_AI_TOOL_NAME]: 'book', [ATTR_GEN_AI_TOOL_CALL_ID]: 'c2', [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Books a room', 'awaken.tool.status': 'error', [ATTR_ERROR_TYPE]: 'tool_error' });
+    expect(book?.attributes).toEqual({
+      ...tool,
+      [ATTR_GEN_AI_TOOL_NAME]: 'book',
+      [ATTR_GEN_AI_TOOL_CALL_ID]: 'c2',
+      [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Books a room',
+      'awaken.tool.status': 'error',
+      [ATTR_ERROR_TYPE]: 'tool_error',
+    });
     expect(book?.status).toEqual({ code: SpanStatusCode.ERROR, message: 'no rooms' });
 
     const [agent] = ofKind(wire, GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT);
@@ -197,7 +230,16 @@ describe.each(['http/protobuf', 'http/json'] as const)('GenAI span attributes ov
       expect(genAiNames(w?.attributes ?? {}), m.name).toEqual(genAiNames(m.attributes));
       expect(w?.attributes, m.name).toEqual(m.attributes);
       expect(
-        { name: w?.name, kind: w?.kind, status: w?.status, traceId: w?.traceId, parent: w?.parentSpanId, start: w?.startTimeUnixNano, end: w?.endTimeUnixNano, links: w?.links.length },
+        {
+          name: w?.name,
+          kind: w?.kind,
+          status: w?.status,
+          traceId: w?.traceId,
+          parent: w?.parentSpanId,
+          start: w?.startTimeUnixNano,
+          end: w?.endTimeUnixNano,
+          links: w?.links.length,
+        },
         m.name,
       ).toEqual({
         name: m.name,

@@ -15,7 +15,12 @@ function io(withProgress: boolean): { out: string[]; err: string[]; progress: st
   const out: string[] = [];
   const err: string[] = [];
   const progress: string[] = [];
-  return { out, err, progress, io: { out: (t) => void out.push(t), err: (t) => void err.push(t), ...(withProgress ? { progress: (l: string) => void progress.push(l) } : {}) } };
+  return {
+    out,
+    err,
+    progress,
+    io: { out: (t) => void out.push(t), err: (t) => void err.push(t), ...(withProgress ? { progress: (l: string) => void progress.push(l) } : {}) },
+  };
 }
 
 describe('progress: a status line for a terminal, plain lines otherwise', () => {

@@ -32,10 +32,17 @@ describe('awaken record / awaken replay', () => {
     expect(rep.out).toContain('first differing event: #');
     expect(rep.out).toContain('- delta: "It was "');
     expect(rep.out).toContain('1 identical, 1 differ');
-    const line = readFileSync(bad, 'utf8').split('\n').findIndex((l) => l.includes('"delta":"It was "')) + 1;
+    const line =
+      readFileSync(bad, 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('"delta":"It was "')) + 1;
     expect(rep.out).toContain(`${bad}:${line} (an event record)`);
     const json = await cli('replay', '--json', bad);
-    expect(JSON.parse(json.out)[0]).toMatchObject({ identical: false, firstDifference: { diff: ['- delta: "It was "', '+ delta: "It is "'] }, at: { line, record: 'event' } });
+    expect(JSON.parse(json.out)[0]).toMatchObject({
+      identical: false,
+      firstDifference: { diff: ['- delta: "It was "', '+ delta: "It is "'] },
+      at: { line, record: 'event' },
+    });
     // How the replayed run ended is for callers of replayTranscript; the report stays about where it diverged.
     expect(JSON.parse(json.out)[0]).not.toHaveProperty('end');
   });
@@ -46,7 +53,12 @@ describe('awaken record / awaken replay', () => {
     const original = (await cli('run', '--model', `scripted:${weather}`, 'weather?')).out;
     const again = await cli('run', '--model', `transcript:${file}`, 'weather?');
     expect(again.code).toBe(0);
-    const text = (out: string) => out.trim().split('\n').map(deserialiseEvent).filter((e) => e.event_type === 'text_delta');
+    const text = (out: string) =>
+      out
+        .trim()
+        .split('\n')
+        .map(deserialiseEvent)
+        .filter((e) => e.event_type === 'text_delta');
     expect(text(again.out)).toEqual(text(original));
     expect(await cli('run', '--model', `transcript:${confirm}`, 'x')).toMatchObject({ code: 65, err: expect.stringContaining('holds no recorded inference') });
     // A transcript of an older format answers too.
@@ -58,14 +70,24 @@ describe('awaken record / awaken replay', () => {
   });
 
   it('usage errors', async () => {
-    expect(await cli('record', '--', 'run', '--model', `scripted:${weather}`, 'x')).toMatchObject({ code: 64, err: expect.stringContaining('--out FILE is required') });
-    expect(await cli('record', '--out', join(dir, 'x.jsonl'), 'run')).toMatchObject({ code: 64, err: expect.stringContaining("expected '-- <awaken run arguments>'") });
+    expect(await cli('record', '--', 'run', '--model', `scripted:${weather}`, 'x')).toMatchObject({
+      code: 64,
+      err: expect.stringContaining('--out FILE is required'),
+    });
+    expect(await cli('record', '--out', join(dir, 'x.jsonl'), 'run')).toMatchObject({
+      code: 64,
+      err: expect.stringContaining("expected '-- <awaken run arguments>'"),
+    });
     const plain = await cli('record', '--out', join(dir, 'plain.jsonl'), '--', '--model', `scripted:${weather}`, 'weather?');
     expect(plain.code).toBe(0);
     expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', '--model', 'gpt:4', 'x')).toMatchObject({ code: 64 });
     expect(await cli('record', '--out', join(dir, 'x.jsonl'), '--', 'run', 'x')).toMatchObject({ code: 64 });
     expect(await cli('replay')).toMatchObject({ code: 64 });
     expect(await cli('replay', '--bogus', 'f')).toMatchObject({ code: 64 });
-    expect(await cli('replay', join(dir, 'missing.jsonl'))).toEqual({ code: 66, out: '', err: `awaken replay: cannot read ${join(dir, 'missing.jsonl')}: no such file\n` });
+    expect(await cli('replay', join(dir, 'missing.jsonl'))).toEqual({
+      code: 66,
+      out: '',
+      err: `awaken replay: cannot read ${join(dir, 'missing.jsonl')}: no such file\n`,
+    });
   });
 });

@@ -35,7 +35,11 @@ describe('awaken replay of a file that is no transcript', () => {
 
   it('one missing among several: the same line, nothing replayed', async () => {
     const missing = join(dir, 'gone.jsonl');
-    expect(await cli('replay', join(repo, 'fixtures/runs/01-plain-answer.jsonl'), missing)).toEqual({ code: EXIT.noInput, out: '', err: `awaken replay: cannot read ${missing}: no such file\n` });
+    expect(await cli('replay', join(repo, 'fixtures/runs/01-plain-answer.jsonl'), missing)).toEqual({
+      code: EXIT.noInput,
+      out: '',
+      err: `awaken replay: cannot read ${missing}: no such file\n`,
+    });
   });
 
   it.each([
@@ -60,7 +64,8 @@ describe('awaken replay --format pretty', () => {
     const r = await cli('replay', '--format', 'pretty', file);
     expect({ code: r.code, err: r.err }).toEqual({ code: EXIT.failed, err: '' });
     const row = r.out.split('\n').find((l) => l.includes(' | '));
-    const now = '"content": "<available_skills>\\n- release-notes: Writes release notes from a change list\\n</available_skills>\\nActivate a skill with the `skill` tool when it fits the task; read its files with `load_skill_resource`."';
+    const now =
+      '"content": "<available_skills>\\n- release-notes: Writes release notes from a change list\\n</available_skills>\\nActivate a skill with the `skill` tool when it fits the task; read its files with `load_skill_resource`."';
     // The recorded column (61 characters here) from a little before the edit: the edited value in view.
     expect(row).toBe(`  … the task; read its EDITED files with \`load_skill_resource\`… |             ${now}`);
   });

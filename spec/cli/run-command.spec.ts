@@ -33,7 +33,9 @@ describe('awaken run', () => {
     const approve = await cli('run', '--model', `scripted:${confirm}`, '--decide', 'approve', 'delete it');
     const approved = approve.out.trimEnd().split('\n').map(deserialiseEvent);
     expect(checkRunInvariants(approved)).toEqual([]);
-    expect(approved.find((e) => e.event_type === 'tool_call_resumed')).toMatchObject({ result: { confirmed: 'delete the branch', decision: { approved: true } } });
+    expect(approved.find((e) => e.event_type === 'tool_call_resumed')).toMatchObject({
+      result: { confirmed: 'delete the branch', decision: { approved: true } },
+    });
     const deny = await cli('run', '--model', `scripted:${confirm}`, '--decide', 'deny', '--format', 'pretty', 'delete it');
     expect(deny.out).toContain('resumed   [call_1] {"approved":false,"reason":"denied"}');
     const none = await cli('run', '--model', `scripted:${confirm}`, '--format', 'pretty', 'delete it');
@@ -42,21 +44,45 @@ describe('awaken run', () => {
 
   it('reports bad usage and bad scripts with an exit code and a message', async () => {
     expect(await cli('run', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('--model is required') });
-    expect(await cli('run', '--model', 'openai:gpt', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('only scripted:FILE and transcript:FILE models') });
+    expect(await cli('run', '--model', 'openai:gpt', 'hi')).toMatchObject({
+      code: 64,
+      err: expect.stringContaining('only scripted:FILE and transcript:FILE models'),
+    });
     expect(await cli('run', '--model', `scripted:${weather}`, '--format', 'xml', 'hi')).toMatchObject({ code: 64 });
     expect(await cli('run', '--model', `scripted:${weather}`, '--decide', 'maybe', 'hi')).toMatchObject({ code: 64 });
-    expect(await cli('run', '--model', `scripted:${weather}`, '--bogus', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining('unknown option --bogus') });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--bogus', 'hi')).toMatchObject({
+      code: 64,
+      err: expect.stringContaining('unknown option --bogus'),
+    });
     expect(await cli('run', '--model')).toMatchObject({ code: 64, err: expect.stringContaining('--model needs a value') });
-    expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({ code: 64, err: expect.stringContaining("no agent 'ghost'") });
+    expect(await cli('run', '--model', `scripted:${weather}`, '--agent', 'ghost', 'hi')).toMatchObject({
+      code: 64,
+      err: expect.stringContaining("no agent 'ghost'"),
+    });
     const dir = mkdtempSync(join(tmpdir(), 'awaken-'));
     writeFileSync(join(dir, 'bad.yaml'), '- text: 3\n  colour: red\n');
     // One line naming the step and the field (docs/scripted-models.md), never a dump of the schema's issues.
-    expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'bad.yaml')}: [0].text: Invalid input: expected string or list of strings; [0].colour: unknown field\n` });
+    expect(await cli('run', '--model', `scripted:${join(dir, 'bad.yaml')}`, 'hi')).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken run: cannot read script ${join(dir, 'bad.yaml')}: [0].text: Invalid input: expected string or list of strings; [0].colour: unknown field\n`,
+    });
     writeFileSync(join(dir, 'steps.json'), JSON.stringify({ steps: [{ text: 'a' }, { tool_calls: [{ id: 'c', name: 'echo', argumnts: {} }] }] }));
-    expect(await cli('run', '--model', `scripted:${join(dir, 'steps.json')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'steps.json')}: steps[1].tool_calls[0].argumnts: unknown field\n` });
+    expect(await cli('run', '--model', `scripted:${join(dir, 'steps.json')}`, 'hi')).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken run: cannot read script ${join(dir, 'steps.json')}: steps[1].tool_calls[0].argumnts: unknown field\n`,
+    });
     writeFileSync(join(dir, 'neither.yaml'), 'text: hello\n');
-    expect(await cli('run', '--model', `scripted:${join(dir, 'neither.yaml')}`, 'hi')).toEqual({ code: 65, out: '', err: `awaken run: cannot read script ${join(dir, 'neither.yaml')}: a list of steps, or {steps: [...]}\n` });
-    expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({ code: 66, err: expect.stringContaining('cannot read /nonexistent.json') });
+    expect(await cli('run', '--model', `scripted:${join(dir, 'neither.yaml')}`, 'hi')).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken run: cannot read script ${join(dir, 'neither.yaml')}: a list of steps, or {steps: [...]}\n`,
+    });
+    expect(await cli('run', '--model', 'scripted:/nonexistent.json', 'hi')).toMatchObject({
+      code: 66,
+      err: expect.stringContaining('cannot read /nonexistent.json'),
+    });
   });
 
   it('other commands: version, help (which lists serve), unknown', async () => {
@@ -67,7 +93,9 @@ describe('awaken run', () => {
   });
 
   it('works through the installed bin', () => {
-    const out = execFileSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'run', '--model', `scripted:${weather}`, '--format', 'pretty', 'weather?'], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'run', '--model', `scripted:${weather}`, '--format', 'pretty', 'weather?'], {
+      encoding: 'utf8',
+    });
     expect(out).toContain('finish    natural_end');
   });
 });

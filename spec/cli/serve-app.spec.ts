@@ -44,12 +44,19 @@ async function run(url: string, body: object): Promise<{ event_type: string; [k:
 }
 
 const textOf = (events: readonly { event_type: string; [k: string]: unknown }[]): string =>
-  events.filter((e) => e.event_type === 'text_delta').map((e) => e['delta'] as string).join('');
+  events
+    .filter((e) => e.event_type === 'text_delta')
+    .map((e) => e['delta'] as string)
+    .join('');
 
 /** `awaken ARGV` as a process in `cwd`: its exit code and stderr. */
 function awaken(argv: readonly string[], cwd: string): Promise<{ code: number | null; err: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], { cwd, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], {
+      cwd,
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('exit', (code) => done({ code, err }));
@@ -59,7 +66,11 @@ function awaken(argv: readonly string[], cwd: string): Promise<{ code: number | 
 /** `awaken ARGV` as a process in `cwd`: its exit code, stdout and stderr. */
 function awakenOut(argv: readonly string[], cwd: string): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], { cwd, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), ...argv], {
+      cwd,
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let [out, err] = ['', ''];
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -84,7 +95,10 @@ describe('awaken serve --app', () => {
       files = readdirSync(record).filter((f) => f.endsWith('.jsonl'));
       if (files.length === 0) await new Promise((r) => setTimeout(r, 50));
     }
-    const header = JSON.parse((readFileSync(join(record, files[0] as string), 'utf8').split('\n')[0]) as string) as { plugins: unknown; app: { file: string; version: string } };
+    const header = JSON.parse(readFileSync(join(record, files[0] as string), 'utf8').split('\n')[0] as string) as {
+      plugins: unknown;
+      app: { file: string; version: string };
+    };
     expect(header.plugins).toEqual([{ id: 'counter', factory: 'counter', config: { step: 1 } }]);
     expect(header.app).toEqual({ file: 'app.ts', version: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
     // The timeline names the app and the version that ran the run.
@@ -102,15 +116,20 @@ describe('awaken serve --app', () => {
     servers.push(server);
     expect(textOf(await run(server.url, { agentId: 'second', messages: [{ role: 'user', content: 'hi' }] }))).toBe('from the app');
     await server.stop();
-    expect(await awaken(['serve', '--app', 'app.ts', '--config', 'clash.yaml'], dir)).toEqual({ code: 65, err: "awaken serve: clash.yaml: agents[0].id: 'helper' is also defined in app.ts (agents[0])\n" });
+    expect(await awaken(['serve', '--app', 'app.ts', '--config', 'clash.yaml'], dir)).toEqual({
+      code: 65,
+      err: "awaken serve: clash.yaml: agents[0].id: 'helper' is also defined in app.ts (agents[0])\n",
+    });
   });
 
   it('an app that cannot be used is one line naming the file and the line or field, exit 65 (66 when missing)', async () => {
     const dir = appFolder({
       'throws.ts': "import { defineApp } from 'awaken-ts';\n\nthrow new Error('no database configured');\nexport default defineApp({});\n",
       'empty.ts': 'export const nothing = 1;\n',
-      'twice.ts': "import { defineApp, defineTool } from 'awaken-ts';\nimport { z } from 'zod';\nconst t = defineTool({ id: 'x', description: 'x', args: z.object({}), execute: () => ({ tool_name: 'x', status: 'success', data: null }) });\nexport default defineApp({ agents: [{ id: 'a', model: 'm' }], tools: [t, t], models: { m: { provider: 'p', model_name: 'n' } } });\n",
-      'model.ts': "import { defineApp, scriptedProvider } from 'awaken-ts';\nexport default defineApp({ agents: [{ id: 'a', model: 'gpt' }], models: { m: { provider: 'p', model_name: 'n' } }, providers: { p: scriptedProvider([{ text: 'x' }]) } });\n",
+      'twice.ts':
+        "import { defineApp, defineTool } from 'awaken-ts';\nimport { z } from 'zod';\nconst t = defineTool({ id: 'x', description: 'x', args: z.object({}), execute: () => ({ tool_name: 'x', status: 'success', data: null }) });\nexport default defineApp({ agents: [{ id: 'a', model: 'm' }], tools: [t, t], models: { m: { provider: 'p', model_name: 'n' } } });\n",
+      'model.ts':
+        "import { defineApp, scriptedProvider } from 'awaken-ts';\nexport default defineApp({ agents: [{ id: 'a', model: 'gpt' }], models: { m: { provider: 'p', model_name: 'n' } }, providers: { p: scriptedProvider([{ text: 'x' }]) } });\n",
       'unknown.ts': "import { defineApp } from 'awaken-ts';\nexport default defineApp({ agents: [], tool: [] } as never);\n",
     });
     const cases: [string, number, string][] = [
@@ -132,9 +151,15 @@ describe('awaken serve --app', () => {
       'node_modules/awaken-ts/index.js': 'export {};\n',
     });
     const other = await awaken(['serve', '--app', 'app.ts'], dir);
-    expect(other).toEqual({ code: 65, err: `awaken serve: app.ts: cannot load: imports awaken-ts 0.0.1 (${join(dir, 'node_modules/awaken-ts')}) but this awaken is ${version} (${repo}): install the same version beside the app, or run the app with its own awaken (npx awaken)\n` });
+    expect(other).toEqual({
+      code: 65,
+      err: `awaken serve: app.ts: cannot load: imports awaken-ts 0.0.1 (${join(dir, 'node_modules/awaken-ts')}) but this awaken is ${version} (${repo}): install the same version beside the app, or run the app with its own awaken (npx awaken)\n`,
+    });
     const cjs = appFolder({ 'app.ts': app('x') }, {});
-    expect(await awaken(['serve', '--app', 'app.ts'], cjs)).toEqual({ code: 65, err: 'awaken serve: app.ts: a CommonJS module: an app is an ES module (add "type": "module" to its package.json, or name it .mts)\n' });
+    expect(await awaken(['serve', '--app', 'app.ts'], cjs)).toEqual({
+      code: 65,
+      err: 'awaken serve: app.ts: a CommonJS module: an app is an ES module (add "type": "module" to its package.json, or name it .mts)\n',
+    });
   });
 });
 
@@ -177,10 +202,17 @@ function startDev(dir: string, env: NodeJS.ProcessEnv = {}): ServeProcess {
 }
 
 describe('awaken dev --app', () => {
-  it('needs --app; with --app, --model (the demo agent\'s) is refused', async () => {
-    expect(await cli('dev')).toEqual({ code: 64, out: '', err: 'awaken dev: --app FILE is required (the module of your agents: docs/your-own-agent.md); see awaken dev --help\n' });
+  it("needs --app; with --app, --model (the demo agent's) is refused", async () => {
+    expect(await cli('dev')).toEqual({
+      code: 64,
+      out: '',
+      err: 'awaken dev: --app FILE is required (the module of your agents: docs/your-own-agent.md); see awaken dev --help\n',
+    });
     const dir = appFolder({ 'app.ts': app('x') });
-    expect(await awaken(['serve', '--app', 'app.ts', '--model', 'openai:gpt-4o-mini'], dir)).toEqual({ code: 64, err: "awaken serve: --model sets the demo agent's model; with --app the app's models answer; see awaken serve --help\n" });
+    expect(await awaken(['serve', '--app', 'app.ts', '--model', 'openai:gpt-4o-mini'], dir)).toEqual({
+      code: 64,
+      err: "awaken serve: --model sets the demo agent's model; with --app the app's models answer; see awaken serve --help\n",
+    });
   });
 
   it('loads an edited app for new runs; a broken edit keeps the last good version serving and says where', async () => {
@@ -189,8 +221,15 @@ describe('awaken dev --app', () => {
     const url = (await logged(dev, /listening on http:\/\/[^\s"]+/, 0)).slice('listening on '.length);
     expect(textOf(await run(url, { messages: [{ role: 'user', content: 'a' }] }))).toBe('first version');
     // The app is the configuration: a config write would be lost at the next reload, so it is refused.
-    const write = await fetch(`${url}/v1/config/models/other`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token-0123456789' }, body: JSON.stringify({ provider: 'script', model_name: 'x' }) });
-    expect([write.status, await write.json()]).toEqual([409, { error: 'awaken dev serves app.ts: change the app (config writes are for awaken serve)', code: 'config_writes_refused' }]);
+    const write = await fetch(`${url}/v1/config/models/other`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token-0123456789' },
+      body: JSON.stringify({ provider: 'script', model_name: 'x' }),
+    });
+    expect([write.status, await write.json()]).toEqual([
+      409,
+      { error: 'awaken dev serves app.ts: change the app (config writes are for awaken serve)', code: 'config_writes_refused' },
+    ]);
 
     let from = dev.log().length;
     // An editor's atomic save: a new file renamed over the old one (later edits must still be seen).
@@ -208,7 +247,9 @@ describe('awaken dev --app', () => {
 
     from = dev.log().length;
     writeFileSync(join(dir, 'app.ts'), app('fourth version').replace("model: 'default'", "model: 'nope'"));
-    expect(await logged(dev, /reload failed: [^\n]*/, from)).toMatch(/^reload failed: app\.ts: agents\[0\]\.model: no model 'nope' \(models: default\); still serving sha256:[0-9a-f]{12}$/);
+    expect(await logged(dev, /reload failed: [^\n]*/, from)).toMatch(
+      /^reload failed: app\.ts: agents\[0\]\.model: no model 'nope' \(models: default\); still serving sha256:[0-9a-f]{12}$/,
+    );
     expect(textOf(await run(url, { messages: [{ role: 'user', content: 'd' }] }))).toBe('second version');
   });
 
@@ -238,7 +279,11 @@ export default defineApp({
     expect(waiting.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'suspended' } });
     const runId = waiting.at(-1)?.['run_id'] as string;
     // The run in flight: streaming its answer slowly when the app changes.
-    const slow = fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'slow', threadId: 't-slow', messages: [{ role: 'user', content: 'go' }] }) });
+    const slow = fetch(`${url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ agentId: 'slow', threadId: 't-slow', messages: [{ role: 'user', content: 'go' }] }),
+    });
     const body = (await slow).body?.getReader();
     let slowText = '';
     const decoder = new TextDecoder();
@@ -254,10 +299,17 @@ export default defineApp({
       if (chunk === undefined || chunk.done) break;
       slowText += decoder.decode(chunk.value);
     }
-    const slowEvents = slowText.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { event_type: string });
+    const slowEvents = slowText
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as { event_type: string });
     expect(textOf(slowEvents)).toBe('v1 slow answer');
 
-    const decided = await fetch(`${url}/v1/runs/${runId}/decision`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ toolCallId: 'c1', action: 'resume' }) });
+    const decided = await fetch(`${url}/v1/runs/${runId}/decision`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ toolCallId: 'c1', action: 'resume' }),
+    });
     expect(decided.status).toBe(202);
     let messages: { role: string; content: unknown }[] = [];
     for (let i = 0; i < 200; i++) {
@@ -272,7 +324,10 @@ export default defineApp({
 
     // The timeline: a transcript per segment of the waiting run, each naming the version that ran it.
     const record = /timelines of the runs recorded in ([^\s)]+)/.exec(dev.log())?.[1] as string;
-    const segmentsOf = (): string[] => readdirSync(record).filter((f) => transcriptIdsOf(f)?.runId === runId).sort((a, b) => (transcriptIdsOf(a)?.segment ?? 1) - (transcriptIdsOf(b)?.segment ?? 1));
+    const segmentsOf = (): string[] =>
+      readdirSync(record)
+        .filter((f) => transcriptIdsOf(f)?.runId === runId)
+        .sort((a, b) => (transcriptIdsOf(a)?.segment ?? 1) - (transcriptIdsOf(b)?.segment ?? 1));
     for (let i = 0; i < 100 && segmentsOf().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
     const segments = segmentsOf().map((f) => join(record, f));
     expect(segments).toHaveLength(2);
@@ -282,16 +337,22 @@ export default defineApp({
       [{ file: 'app.ts', version: v2 }, 2],
     ]);
     expect((await cli('inspect', segments[0] as string)).out.split('\n')[0]).toBe(`run ${runId} · thread t-wait · agent helper · app app.ts (${v1})`);
-    expect((await cli('inspect', segments[1] as string)).out.split('\n')[0]).toBe(`run ${runId} · thread t-wait · agent helper · app app.ts (${v2}) · segment 2, taken up again from the store`);
+    expect((await cli('inspect', segments[1] as string)).out.split('\n')[0]).toBe(
+      `run ${runId} · thread t-wait · agent helper · app app.ts (${v2}) · segment 2, taken up again from the store`,
+    );
     // Each segment replays identical with the app as it is now.
     const replayed = await awakenOut(['replay', '--app', 'app.ts', ...segments], dir);
-    expect([replayed.code, replayed.err, replayed.out]).toEqual([0, `[1/2] identical ${segments[0] as string}\n[2/2] identical ${segments[1] as string}\n`, [
-      'result     recorded  replayed  termination  file',
-      `identical  11        11        suspended    ${segments[0] as string}`,
-      `identical  9         9         natural_end  ${segments[1] as string}`,
-      '',
-      '2 identical, 0 differ',
-      '',
-    ].join('\n')]);
+    expect([replayed.code, replayed.err, replayed.out]).toEqual([
+      0,
+      `[1/2] identical ${segments[0] as string}\n[2/2] identical ${segments[1] as string}\n`,
+      [
+        'result     recorded  replayed  termination  file',
+        `identical  11        11        suspended    ${segments[0] as string}`,
+        `identical  9         9         natural_end  ${segments[1] as string}`,
+        '',
+        '2 identical, 0 differ',
+        '',
+      ].join('\n'),
+    ]);
   });
 });

@@ -9,7 +9,12 @@ import { repo, startServe } from '../support/serve-process.ts';
 /** `awaken serve` with API tokens, and its refusal to expose an open server (issue: the server under faults, finding 5). */
 const bin = join(repo, 'src/cli/awaken.js');
 const serve = (args: readonly string[], env: NodeJS.ProcessEnv = {}) => {
-  const r = spawnSync(process.execPath, [bin, 'serve', '--store', 'memory', '--port', '0', ...args], { cwd: repo, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', AWAKEN_API_TOKEN: '', ...env }, timeout: 30_000 });
+  const r = spawnSync(process.execPath, [bin, 'serve', '--store', 'memory', '--port', '0', ...args], {
+    cwd: repo,
+    encoding: 'utf8',
+    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', AWAKEN_API_TOKEN: '', ...env },
+    timeout: 30_000,
+  });
   return { code: r.status, err: r.stderr };
 };
 
@@ -31,12 +36,19 @@ describe('awaken serve and API tokens', () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-auth-'));
     const config = join(dir, 'awaken.yaml');
     writeFileSync(config, 'server:\n  store: memory\n  auth:\n    tokens:\n      - { principal: alice, token_env: ALICE_SECRET }\n');
-    const s = await startServe(['--host', '0.0.0.0', '--config', config], { AWAKEN_API_TOKEN: 'default-token-012345', ALICE_SECRET: 'alice-secret-0123456789' });
+    const s = await startServe(['--host', '0.0.0.0', '--config', config], {
+      AWAKEN_API_TOKEN: 'default-token-012345',
+      ALICE_SECRET: 'alice-secret-0123456789',
+    });
     try {
       const as = (token?: string): RequestInit => (token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
       expect((await fetch(`${s.url}/v1/threads`, as())).status).toBe(401);
       expect((await fetch(`${s.url}/health`)).status).toBe(200);
-      const run = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer alice-secret-0123456789' }, body: JSON.stringify({ threadId: 'mine', messages: [{ role: 'user', content: 'weather?' }] }) });
+      const run = await fetch(`${s.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer alice-secret-0123456789' },
+        body: JSON.stringify({ threadId: 'mine', messages: [{ role: 'user', content: 'weather?' }] }),
+      });
       expect(run.status).toBe(200);
       await run.text();
       const items = async (token: string) => ((await (await fetch(`${s.url}/v1/threads`, as(token))).json()) as { items: { id: string }[] }).items;
@@ -50,6 +62,9 @@ describe('awaken serve and API tokens', () => {
       await s.stop();
     }
     writeFileSync(config, 'server:\n  auth:\n    tokens:\n      - { principal: bob, token_env: BOB_SECRET }\n');
-    expect(serve(['--config', config], { BOB_SECRET: '' })).toEqual({ code: EXIT.data, err: `awaken serve: ${config}: server.auth.tokens[0].token_env: BOB_SECRET is not set\n` });
+    expect(serve(['--config', config], { BOB_SECRET: '' })).toEqual({
+      code: EXIT.data,
+      err: `awaken serve: ${config}: server.auth.tokens[0].token_env: BOB_SECRET is not set\n`,
+    });
   }, 60_000);
 });

@@ -36,7 +36,10 @@ function fakeProvider(req: IncomingMessage, res: ServerResponse): void {
       res.write(chunk({ role: 'assistant', content: 'thinking' })); // and never more
     } else if (userText.includes('confirm it')) {
       res.end(
-        chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_c1', type: 'function', function: { name: 'confirm_action', arguments: '{"action":"deploy"}' } }] }) +
+        chunk({
+          role: 'assistant',
+          tool_calls: [{ index: 0, id: 'call_c1', type: 'function', function: { name: 'confirm_action', arguments: '{"action":"deploy"}' } }],
+        }) +
           chunk({}, 'tool_calls') +
           'data: [DONE]\n\n',
       );
@@ -54,11 +57,15 @@ interface Instance {
 }
 
 function startInstance(providerPort: number): Promise<Instance> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--port', '0', '--store', store, '--lease-ms', '1500', '--sweep-ms', '200'], {
-    cwd: repo,
-    env: { ...process.env, OPENAI_API_KEY: 'test', OPENAI_BASE_URL: `http://127.0.0.1:${providerPort}/v1`, OPENAI_MODEL: 'fake', ANTHROPIC_API_KEY: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(repo, 'src/cli/awaken.js'), 'serve', '--port', '0', '--store', store, '--lease-ms', '1500', '--sweep-ms', '200'],
+    {
+      cwd: repo,
+      env: { ...process.env, OPENAI_API_KEY: 'test', OPENAI_BASE_URL: `http://127.0.0.1:${providerPort}/v1`, OPENAI_MODEL: 'fake', ANTHROPIC_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let log = '';
   return new Promise((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`no start:\n${log}`)), 20_000);
@@ -150,7 +157,10 @@ describe('two instances on one PostgreSQL database', () => {
     await onA.text();
     const seen = await readFrames(await watcher, (fs) => fs.filter((f) => data(f).event_type === 'run_finish').length === 2, 15_000);
     expect(seen.map((f) => Number(f.id))).toEqual(seen.map((_, i) => i + 1));
-    expect(seen.filter((f) => data(f).event_type === 'run_start').map((f) => data(f).run_id)).toEqual([onB.headers.get('x-awaken-run-id'), onA.headers.get('x-awaken-run-id')]);
+    expect(seen.filter((f) => data(f).event_type === 'run_start').map((f) => data(f).run_id)).toEqual([
+      onB.headers.get('x-awaken-run-id'),
+      onA.headers.get('x-awaken-run-id'),
+    ]);
   }, 60_000);
 
   it('when the instance holding a job is killed, the other claims it after the lease and finishes it', async () => {

@@ -112,7 +112,8 @@ type Tasks = { items: { run_id: string; agent_id: string }[] };
 type Delegated = { agent_id: string; status: string; response: string; run_id?: string };
 
 const json = async <T = unknown>(r: Response | Promise<Response>): Promise<T> => (await r).json() as Promise<T>;
-const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (url: string, body: unknown): Promise<Response> =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const events = (sse: string): StreamEvent[] => parseSse(sse).map((f) => JSON.parse(f.data) as StreamEvent);
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, ms = 20_000): Promise<T> {
@@ -133,7 +134,12 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     const runId = first.headers.get('x-awaken-run-id') as string;
     const segment = events(await first.text());
     // The researcher's text and question reach the stream as the call's activity, not as the orchestrator's text.
-    expect(segment.filter((e) => e.event_type === 'text_delta').map((e) => e.delta).join('')).toBe('Asking the researcher first.');
+    expect(
+      segment
+        .filter((e) => e.event_type === 'text_delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe('Asking the researcher first.');
     const waiting = segment.find((e) => e.event_type === 'tool_call_done' && e.id === 'call_research');
     expect(waiting!.result!.status).toBe('pending');
     expect(waiting!.result!.suspension.suspension).toMatchObject({ action: 'confirm', message: 'Confirm: publish the facts?' });
@@ -142,7 +148,9 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     expect(segment.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'suspended' } });
     // The child thread is a thread of the store: the prompt (its waiting call joins it once settled).
     const childMessages = await json<Messages>(fetch(`${url}/v1/threads/${child.thread_id}/messages`));
-    expect(childMessages.messages.map((m: { role: string; content: { text: string }[] }) => [m.role, m.content[0]?.text])).toEqual([['user', 'check the facts']]);
+    expect(childMessages.messages.map((m: { role: string; content: { text: string }[] }) => [m.role, m.content[0]?.text])).toEqual([
+      ['user', 'check the facts'],
+    ]);
     expect(await json(fetch(`${url}/v1/runs/${child.run_id}`))).toMatchObject({ status: 'waiting', thread_id: child.thread_id, agent_id: 'researcher' });
 
     // The front server dies and comes back on the same store.
@@ -156,7 +164,9 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     const parked = await waitFor(async () => {
       const run = await json<RunView>(fetch(`${again}/v1/runs/${runId}`));
       const msgs = await json<Messages>(fetch(`${again}/v1/threads/front-1/messages`));
-      return run.status === 'waiting' && msgs.messages.some((m) => m.role === 'tool' && JSON.stringify(m).includes('Facts checked and published.')) ? run : undefined;
+      return run.status === 'waiting' && msgs.messages.some((m) => m.role === 'tool' && JSON.stringify(m).includes('Facts checked and published.'))
+        ? run
+        : undefined;
     }, 'the orchestrator to wait on the analyst');
     expect(parked.status).toBe('waiting');
     expect(await json(fetch(`${again}/v1/runs/${child.run_id}`))).toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
@@ -176,7 +186,14 @@ describe('delegation in awaken serve: a local child thread, a remote agent over 
     const thread = await json<Messages>(fetch(`${again}/v1/threads/front-1/messages`));
     const tools = thread.messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content[0]!.text) as Delegated);
     expect(tools).toEqual([
-      { agent_id: 'researcher', status: 'completed', response: 'Facts checked and published.', steps: expect.any(Number), thread_id: child.thread_id, run_id: child.run_id },
+      {
+        agent_id: 'researcher',
+        status: 'completed',
+        response: 'Facts checked and published.',
+        steps: expect.any(Number),
+        thread_id: child.thread_id,
+        run_id: child.run_id,
+      },
       expect.objectContaining({ agent_id: 'analyst', status: 'completed', response: 'Report shared.' }),
     ]);
     expect(thread.messages.at(-1)!.content[0]!.text).toBe('Both delegates are done.');

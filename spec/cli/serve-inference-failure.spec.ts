@@ -20,7 +20,17 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'script.yaml'), '- error: { code: timeout, message: no answer in time }\n');
   writeFileSync(
     join(dir, 'awaken.yaml'),
-    ['server:', '  store: memory', 'providers:', `  down: { kind: scripted, file: ${join(dir, 'script.yaml')} }`, 'models:', '  down: { provider: down, model_name: down }', 'agents:', '  - id: failing', '    model: down'].join('\n'),
+    [
+      'server:',
+      '  store: memory',
+      'providers:',
+      `  down: { kind: scripted, file: ${join(dir, 'script.yaml')} }`,
+      'models:',
+      '  down: { provider: down, model_name: down }',
+      'agents:',
+      '  - id: failing',
+      '    model: down',
+    ].join('\n'),
   );
   server = await startServe(['--config', join(dir, 'awaken.yaml')]);
 });
@@ -28,7 +38,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-const post = (path: string, body: unknown): Promise<Response> => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown): Promise<Response> =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const dataOf = (sse: string): Record<string, unknown>[] =>
   sse
     .split('\n\n')
@@ -40,11 +51,16 @@ describe('a run whose provider failed, over awaken serve', () => {
     const events = dataOf(await (await post('/v1/runs', { threadId: 'failing-1', agentId: 'failing', messages: [{ role: 'user', content: 'hi' }] })).text());
     expect(events.map((e) => e['event_type'])).toEqual(['run_start', 'step_start', 'error', 'state_snapshot', 'step_end', 'state_snapshot', 'run_finish']);
     expect(events[2]).toEqual({ event_type: 'error', message: MESSAGE, code: 'timeout' });
-    expect(events.at(-1)).toMatchObject({ result: { response: '', status: 'done', status_reason: `error:${MESSAGE}` }, termination: { type: 'error', value: MESSAGE } });
+    expect(events.at(-1)).toMatchObject({
+      result: { response: '', status: 'done', status_reason: `error:${MESSAGE}` },
+      termination: { type: 'error', value: MESSAGE },
+    });
   });
 
   it('AI SDK v6: the stream ends with the error chunk, as ai reads it', async () => {
-    const body = await (await post('/v1/ai-sdk/chat', { id: 'failing-2', agentId: 'failing', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })).text();
+    const body = await (
+      await post('/v1/ai-sdk/chat', { id: 'failing-2', agentId: 'failing', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] })
+    ).text();
     const v = await judgeAiSdk(body);
     expect(v.problems).toEqual([]);
     expect(v.streamError).toBe(MESSAGE);
@@ -52,7 +68,15 @@ describe('a run whose provider failed, over awaken serve', () => {
   });
 
   it('AG-UI: the stream ends with RUN_ERROR, its message and code, as @ag-ui/client reads it', async () => {
-    const input = { threadId: 'failing-3', runId: 'r-3', state: {}, tools: [], context: [], forwardedProps: {}, messages: [{ id: 'u1', role: 'user', content: 'hi' }] };
+    const input = {
+      threadId: 'failing-3',
+      runId: 'r-3',
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      messages: [{ id: 'u1', role: 'user', content: 'hi' }],
+    };
     const v = await judgeAgUi(await (await post('/v1/ag-ui/agents/failing/runs', input)).text());
     expect(v.problems).toEqual([]);
     expect(v.runError).toBe(MESSAGE);

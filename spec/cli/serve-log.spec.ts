@@ -21,7 +21,11 @@ interface Line {
   readonly [field: string]: unknown;
 }
 
-const linesOf = (log: string): Line[] => log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line);
+const linesOf = (log: string): Line[] =>
+  log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Line);
 
 describe('awaken serve logs', () => {
   it('--log-format json: a line per request, per run start and end, the provider failure with its cause, and no secret anywhere', async () => {
@@ -49,16 +53,29 @@ describe('awaken serve logs', () => {
     const events = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; termination?: { type: string } });
     expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'error' } });
     expect((await fetch(`${s.url}/v1/threads/nope/messages`)).status).toBe(404);
-    await fetch(`${s.url}/v1/config/providers/x`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}x`, 'content-type': 'application/json' }, body: '{}' });
+    await fetch(`${s.url}/v1/config/providers/x`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${ADMIN}x`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     await new Promise((done) => setTimeout(done, 200));
 
     const lines = linesOf(s.log());
     // Every line is JSON: nothing else is written to stderr in this format.
-    expect(s.log().split('\n').filter((l) => l !== '' && !l.startsWith('{'))).toEqual([]);
+    expect(
+      s
+        .log()
+        .split('\n')
+        .filter((l) => l !== '' && !l.startsWith('{')),
+    ).toEqual([]);
     const run = lines.find((l) => l.msg === 'request' && l['route'] === '/v1/runs');
     expect(run).toMatchObject({ level: 'info', method: 'POST', path: '/v1/runs', status: 200, thread: 'log-thread', run: expect.any(String) });
     expect(typeof run?.['ms']).toBe('number');
-    expect(lines.find((l) => l.msg === 'request' && l['path'] === '/v1/threads/nope/messages')).toMatchObject({ status: 404, route: '/v1/threads/:id/messages', thread: 'nope' });
+    expect(lines.find((l) => l.msg === 'request' && l['path'] === '/v1/threads/nope/messages')).toMatchObject({
+      status: 404,
+      route: '/v1/threads/:id/messages',
+      thread: 'nope',
+    });
     expect(lines.find((l) => l.msg === 'run started')).toMatchObject({ level: 'info', run: run?.['run'], thread: 'log-thread', agent: 'down' });
     const failed = lines.find((l) => l.msg === 'run failed');
     expect(failed).toMatchObject({ level: 'error', run: run?.['run'], thread: 'log-thread', termination: 'error' });
@@ -72,12 +89,20 @@ describe('awaken serve logs', () => {
     await new Promise<void>((r) => free.listen(0, '127.0.0.1', () => r()));
     const port = (free.address() as { port: number }).port;
     await new Promise((r) => free.close(r));
-    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--log-level', 'warn', '--port', String(port)], { cwd: repo, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } });
+    const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--log-level', 'warn', '--port', String(port)], {
+      cwd: repo,
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+    });
     let quiet = '';
     child.stderr.on('data', (d: Buffer) => void (quiet += d.toString()));
     try {
       let up = false;
-      for (let i = 0; i < 200 && !up; i++) up = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false) || (await new Promise((r) => setTimeout(r, 50)), false);
+      for (let i = 0; i < 200 && !up; i++)
+        up =
+          (await fetch(`http://127.0.0.1:${port}/health`).then(
+            (r) => r.ok,
+            () => false,
+          )) || (await new Promise((r) => setTimeout(r, 50)), false);
       expect(up).toBe(true);
       await fetch(`http://127.0.0.1:${port}/v1/threads`);
       await new Promise((done) => setTimeout(done, 100));

@@ -16,7 +16,10 @@ let server: ServeProcess;
 let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'awaken-serve-mcp-'));
-  writeFileSync(join(dir, 'script.yaml'), ['- tool_calls: [ { id: call_add, name: mcp__calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'));
+  writeFileSync(
+    join(dir, 'script.yaml'),
+    ['- tool_calls: [ { id: call_add, name: mcp__calc__add, arguments: { a: 20, b: 22 } } ]', '- text: The sum is 42.'].join('\n'),
+  );
   writeFileSync(
     join(dir, 'awaken.yaml'),
     [
@@ -36,9 +39,17 @@ afterAll(async () => {
 
 describe('MCP servers in awaken serve --config', () => {
   it('a stdio server’s tools are the agents’ tools: a call reaches it and comes back with its metadata', async () => {
-    const r = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'm1', agentId: 'adder', messages: [{ role: 'user', content: 'add 20 and 22' }] }) });
+    const r = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'm1', agentId: 'adder', messages: [{ role: 'user', content: 'add 20 and 22' }] }),
+    });
     const events = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; id?: string; result?: unknown });
-    expect(events.find((e) => e.event_type === 'tool_call_done' && e.id === 'call_add')?.result).toMatchObject({ status: 'success', data: { text: '42', structured: { sum: 42 } }, metadata: { mcp: { server: 'calc', tool: 'add' } } });
+    expect(events.find((e) => e.event_type === 'tool_call_done' && e.id === 'call_add')?.result).toMatchObject({
+      status: 'success',
+      data: { text: '42', structured: { sum: 42 } },
+      metadata: { mcp: { server: 'calc', tool: 'add' } },
+    });
     expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
   });
 

@@ -55,17 +55,31 @@ describe('docs/cli.md → Operating `awaken serve`', () => {
 
   it('gives each key its default: the documented file plans what no file plans', () => {
     const text = blockAfter('docs/cli.md', 'The keys, each with its default');
-    expect(Object.keys((parseYaml(text) as { server: object }).server)).toEqual(['max_concurrent_requests', 'replay_buffer_capacity', 'shutdown', 'otel_content']);
+    expect(Object.keys((parseYaml(text) as { server: object }).server)).toEqual([
+      'max_concurrent_requests',
+      'replay_buffer_capacity',
+      'shutdown',
+      'otel_content',
+    ]);
     const documented = parseServeArgs(['--config', configFile(text)], {});
     const none = parseServeArgs([], {});
     if (documented === 'help' || none === 'help') throw new Error('help');
-    expect({ max: documented.maxConcurrentRequests, ring: documented.replayBufferCapacity, shutdownMs: documented.shutdownMs, content: documented.otelContent }).toEqual({
+    expect({
+      max: documented.maxConcurrentRequests,
+      ring: documented.replayBufferCapacity,
+      shutdownMs: documented.shutdownMs,
+      content: documented.otelContent,
+    }).toEqual({
       max: 100,
       ring: 1024,
       shutdownMs: 15_000,
       content: false,
     });
-    expect({ max: none.maxConcurrentRequests, shutdownMs: none.shutdownMs, content: none.otelContent }).toEqual({ max: 100, shutdownMs: 15_000, content: false });
+    expect({ max: none.maxConcurrentRequests, shutdownMs: none.shutdownMs, content: none.otelContent }).toEqual({
+      max: 100,
+      shutdownMs: 15_000,
+      content: false,
+    });
     // The ring's default is the registry's own (RegistryOptions.replayBufferCapacity, 1024).
     expect(none.replayBufferCapacity).toBeUndefined();
     // The runs in flight get two thirds of the bound: 10 s of the default 15.
@@ -103,10 +117,18 @@ describe('docs/cli.md → Operating `awaken serve`', () => {
       const field = /^awaken serve: \.\/awaken\.yaml: ([\w.]+): /.exec(line)?.[1] as string;
       const cwd = mkdtempSync(join(tmpdir(), 'awaken-ops-doc-'));
       writeFileSync(join(cwd, 'awaken.yaml'), configs[field] as string);
-      const r = spawnSync(process.execPath, [bin, 'serve', '--config', './awaken.yaml', '--store', 'memory', '--port', '0'], { cwd, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' } });
+      const r = spawnSync(process.execPath, [bin, 'serve', '--config', './awaken.yaml', '--store', 'memory', '--port', '0'], {
+        cwd,
+        encoding: 'utf8',
+        env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+      });
       expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.data, out: '', err: `${line}\n` });
     }
-    expect(read('docs/server.md').split('\n').map((l) => l.trim())).toContain(lines[2]);
+    expect(
+      read('docs/server.md')
+        .split('\n')
+        .map((l) => l.trim()),
+    ).toContain(lines[2]);
   });
 });
 
@@ -139,7 +161,9 @@ describe('each operating key is honoured by a real server', () => {
       const body = JSON.stringify({ id: 'slow-body' });
       let answer = '';
       socket.on('data', (d: Buffer) => (answer += d.toString()));
-      socket.write(`POST /v1/threads HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 3)}`);
+      socket.write(
+        `POST /v1/threads HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 3)}`,
+      );
       let inFlight = 0;
       for (let i = 0; i < 200 && inFlight !== 1; i++) {
         inFlight = samples(await (await fetch(`${s.url}/metrics`)).text()).get('awaken_http_requests_in_flight') ?? 0;
@@ -192,7 +216,11 @@ describe('otel_content and --otel-content on a real server', () => {
       try {
         const r = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: 'weather in Tokyo?' }] }));
         await r.text();
-        await expect.poll(() => collector.spans().filter((x) => x.name.startsWith('chat ') && x.attributes['gen_ai.conversation.id'] === thread).length, { timeout: 15_000 }).toBeGreaterThan(0);
+        await expect
+          .poll(() => collector.spans().filter((x) => x.name.startsWith('chat ') && x.attributes['gen_ai.conversation.id'] === thread).length, {
+            timeout: 15_000,
+          })
+          .toBeGreaterThan(0);
         return collector.spans().find((x) => x.name.startsWith('chat ') && x.attributes['gen_ai.conversation.id'] === thread);
       } finally {
         await s.stop();
@@ -200,7 +228,9 @@ describe('otel_content and --otel-content on a real server', () => {
     };
     try {
       expect((await chatSpan(['--otel-content'], 'with-flag'))?.attributes['gen_ai.input.messages']).toContain('weather in Tokyo?');
-      expect((await chatSpan(['--config', configFile('server:\n  otel_content: true\n')], 'with-key'))?.attributes['gen_ai.input.messages']).toContain('weather in Tokyo?');
+      expect((await chatSpan(['--config', configFile('server:\n  otel_content: true\n')], 'with-key'))?.attributes['gen_ai.input.messages']).toContain(
+        'weather in Tokyo?',
+      );
       expect((await chatSpan([], 'without'))?.attributes['gen_ai.input.messages']).toBeUndefined();
     } finally {
       await collector.close();

@@ -18,7 +18,9 @@ let server: ServeProcess;
 
 beforeAll(async () => {
   collector = await startCollector();
-  server = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-weather.yaml', '--otel', `${collector.url}/v1/traces`], { OTEL_METRIC_EXPORT_INTERVAL: '500' });
+  server = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-weather.yaml', '--otel', `${collector.url}/v1/traces`], {
+    OTEL_METRIC_EXPORT_INTERVAL: '500',
+  });
 });
 afterAll(async () => {
   await server?.stop();
@@ -27,7 +29,11 @@ afterAll(async () => {
 
 describe('awaken serve --otel', () => {
   it('exports a run as invoke_agent with its chat and execute_tool spans (GenAI attributes, one trace, parents by id), and its metrics, to the collector', async () => {
-    const r = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'otel-1', messages: [{ role: 'user', content: 'weather in Tokyo?' }] }) });
+    const r = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'otel-1', messages: [{ role: 'user', content: 'weather in Tokyo?' }] }),
+    });
     expect(await r.text()).toContain('cloudy in Tokyo');
     await expect.poll(() => collector.spans().length, { timeout: 15_000 }).toBe(4);
     const received = collector.spans();
@@ -54,17 +60,31 @@ describe('awaken serve --otel', () => {
     expect(usage?.unit).toBe('{token}');
     expect(usage?.histogram.map((p) => p.attributes['gen_ai.token.type']).sort()).toEqual(['input', 'output']);
     // The run's event stream opened and closed: awaken.streams.active went to 1 and back to 0.
-    const streams = () => collector.metrics().filter((m) => m.name === 'awaken.streams.active').flatMap((m) => m.points.map((p) => p.value));
+    const streams = () =>
+      collector
+        .metrics()
+        .filter((m) => m.name === 'awaken.streams.active')
+        .flatMap((m) => m.points.map((p) => p.value));
     await expect.poll(() => streams().at(-1), { timeout: 15_000 }).toBe(0);
-    expect(new Set(collector.requests.map((q) => `${q.path} ${q.contentType}`))).toEqual(new Set(['/v1/traces application/x-protobuf', '/v1/metrics application/x-protobuf']));
+    expect(new Set(collector.requests.map((q) => `${q.path} ${q.contentType}`))).toEqual(
+      new Set(['/v1/traces application/x-protobuf', '/v1/metrics application/x-protobuf']),
+    );
     expect(server.log()).toContain(`exporting OpenTelemetry traces to ${collector.url}/v1/traces and metrics to ${collector.url}/v1/metrics (http/protobuf)`);
   });
 
   it('OTEL_EXPORTER_OTLP_ENDPOINT without --otel: exported as JSON when OTEL_EXPORTER_OTLP_PROTOCOL says so, under OTEL_SERVICE_NAME', async () => {
     const c = await startCollector();
-    const s = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-weather.yaml'], { OTEL_EXPORTER_OTLP_ENDPOINT: c.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'weather-desk' });
+    const s = await startServe(['--store', 'memory', '--model', 'scripted:fixtures/scripts/demo-weather.yaml'], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: c.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'weather-desk',
+    });
     try {
-      const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'otel-env', messages: [{ role: 'user', content: 'weather in Tokyo?' }] }) });
+      const r = await fetch(`${s.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: 'otel-env', messages: [{ role: 'user', content: 'weather in Tokyo?' }] }),
+      });
       expect(await r.text()).toContain('cloudy in Tokyo');
       await expect.poll(() => c.spans().length, { timeout: 15_000 }).toBe(4);
       expect(c.requests.every((q) => q.contentType.startsWith('application/json'))).toBe(true);
@@ -76,16 +96,26 @@ describe('awaken serve --otel', () => {
   });
 
   it('refuses OTEL_EXPORTER_OTLP_PROTOCOL=grpc with one line (exit 64)', () => {
-    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--port', '0', '--otel', 'http://127.0.0.1:4318/v1/traces'], {
-      cwd: repo,
-      encoding: 'utf8',
-      env: { ...process.env, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+    const r = spawnSync(
+      process.execPath,
+      [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--port', '0', '--otel', 'http://127.0.0.1:4318/v1/traces'],
+      {
+        cwd: repo,
+        encoding: 'utf8',
+        env: { ...process.env, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      },
+    );
+    expect({ status: r.status, stderr: r.stderr.trim() }).toEqual({
+      status: 64,
+      stderr: expect.stringContaining('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: use http/protobuf (the default) or http/json'),
     });
-    expect({ status: r.status, stderr: r.stderr.trim() }).toEqual({ status: 64, stderr: expect.stringContaining('OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported: use http/protobuf (the default) or http/json') });
   });
 
   it('refuses a URL it cannot use, naming the flag or the config field', () => {
-    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--port', '0', '--otel', 'not a url'], { cwd: repo, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--store', 'memory', '--port', '0', '--otel', 'not a url'], {
+      cwd: repo,
+      encoding: 'utf8',
+    });
     expect({ status: r.status, stderr: r.stderr.trim() }).toEqual({ status: 64, stderr: expect.stringContaining('--otel: not a URL: "not a url"') });
     const config = join(mkdtempSync(join(tmpdir(), 'awaken-otel-config-')), 'awaken.yaml');
     writeFileSync(config, 'server:\n  store: memory\n  otel: ftp://collector/v1/traces\n');

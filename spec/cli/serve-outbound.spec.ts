@@ -95,41 +95,78 @@ afterAll(async () => {
   await new Promise<void>((r) => sink.close(() => r()));
 });
 
-const as = (token: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } });
+const as = (token: string, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
+});
 // A config write's answer: the entry written, or why it was refused.
 type Written = { value?: { endpoint?: { auth?: unknown } }; id?: string; error?: string; code?: string; field?: string };
 const put = async (path: string, body: unknown, token = ADMIN): Promise<{ status: number; body: Written }> => {
-  const r = await fetch(`${front.url}/v1/config/${path}`, as(token, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+  const r = await fetch(
+    `${front.url}/v1/config/${path}`,
+    as(token, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  );
   return { status: r.status, body: (await r.json()) as Written };
 };
 const read = async (path: string, token: string): Promise<string> => (await fetch(`${front.url}/v1/config/${path}`, as(token))).text();
 const remote = (base_url: string, auth: Record<string, string>) => ({ backend: 'a2a', base_url, auth: { type: 'bearer', ...auth }, timeout_ms: 5000 });
 const sinkText = (): string => JSON.stringify(seen);
-const HINT = "config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
+const HINT =
+  "config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
 
 describe('credentials in config writes (a remote agent’s token_env, a provider’s api_key_env)', () => {
   it('a write may not point a credential at a host the operator did not configure it for; runs of alice and bob send the key only where the config file sends it', async () => {
     const elsewhere = `http://localhost:${port}/v1/a2a`;
-    const refused = (_variable: string, error: string) => ({ status: 400, body: { error: `endpoint.auth.token_env: ${error}`, code: 'invalid_request', field: 'endpoint.auth.token_env' } });
-    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'AWAKEN_ADMIN_TOKEN' }) })).toEqual(refused('AWAKEN_ADMIN_TOKEN', "'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent"));
-    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'ALICE_API_TOKEN' }) })).toEqual(refused('ALICE_API_TOKEN', "'ALICE_API_TOKEN' holds a credential of this server: it is never sent"));
-    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'DATABASE_URL' }) })).toEqual(refused('DATABASE_URL', "'DATABASE_URL' is not an allowed key variable (allowed: *_API_KEY)"));
+    const refused = (_variable: string, error: string) => ({
+      status: 400,
+      body: { error: `endpoint.auth.token_env: ${error}`, code: 'invalid_request', field: 'endpoint.auth.token_env' },
+    });
+    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'AWAKEN_ADMIN_TOKEN' }) })).toEqual(
+      refused('AWAKEN_ADMIN_TOKEN', "'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent"),
+    );
+    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'ALICE_API_TOKEN' }) })).toEqual(
+      refused('ALICE_API_TOKEN', "'ALICE_API_TOKEN' holds a credential of this server: it is never sent"),
+    );
+    expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'DATABASE_URL' }) })).toEqual(
+      refused('DATABASE_URL', "'DATABASE_URL' is not an allowed key variable (allowed: *_API_KEY)"),
+    );
     expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'OTHER_API_KEY' }) })).toEqual(
       refused('OTHER_API_KEY', `'OTHER_API_KEY' is sent only to the origins the server's config names for it (none), not to http://localhost:${port}`),
     );
     expect(await put('agents/bound', { id: 'bound', endpoint: remote(elsewhere, { token_env: 'SINK_API_KEY' }) })).toEqual(
-      refused('SINK_API_KEY', `'SINK_API_KEY' is sent only to the origins the server's config names for it (http://127.0.0.1:${port}), not to http://localhost:${port}`),
+      refused(
+        'SINK_API_KEY',
+        `'SINK_API_KEY' is sent only to the origins the server's config names for it (http://127.0.0.1:${port}), not to http://localhost:${port}`,
+      ),
     );
     expect(await put('providers/elsewhere', { kind: 'openai-compatible', base_url: `http://127.0.0.1:${port}/v1`, api_key_env: 'ANTHROPIC_API_KEY' })).toEqual({
       status: 400,
-      body: { error: `api_key_env: 'ANTHROPIC_API_KEY' is sent only to the origins the server's config names for it (https://api.anthropic.com), not to http://127.0.0.1:${port}`, code: 'invalid_request', field: 'api_key_env' },
+      body: {
+        error: `api_key_env: 'ANTHROPIC_API_KEY' is sent only to the origins the server's config names for it (https://api.anthropic.com), not to http://127.0.0.1:${port}`,
+        code: 'invalid_request',
+        field: 'api_key_env',
+      },
     });
     // Where the config file sends it, a write may send it too.
-    expect((await put('agents/bound', { id: 'bound', description: 'Rewritten', endpoint: remote(`http://127.0.0.1:${port}/v1/a2a`, { token_env: 'SINK_API_KEY' }) })).status).toBe(200);
+    expect(
+      (await put('agents/bound', { id: 'bound', description: 'Rewritten', endpoint: remote(`http://127.0.0.1:${port}/v1/a2a`, { token_env: 'SINK_API_KEY' }) }))
+        .status,
+    ).toBe(200);
 
     for (const token of [ALICE, BOB]) {
-      const r = await fetch(`${front.url}/v1/runs`, as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'boss', messages: [{ role: 'user', content: 'report' }] }) }));
-      expect(parseSse(await r.text()).map((f) => JSON.parse(f.data)).at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
+      const r = await fetch(
+        `${front.url}/v1/runs`,
+        as(token, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ agentId: 'boss', messages: [{ role: 'user', content: 'report' }] }),
+        }),
+      );
+      expect(
+        parseSse(await r.text())
+          .map((f) => JSON.parse(f.data))
+          .at(-1),
+      ).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
     }
     // The sink heard each run ask for the card, with the key the operator gave it, at the origin the operator named.
     expect(seen.length).toBeGreaterThanOrEqual(2);
@@ -147,9 +184,17 @@ describe('credentials in config writes (a remote agent’s token_env, a provider
     // As a user meets it (never a synchronous spawn: this process goes on serving its sockets meanwhile)…
     const admin = agent('{ backend: a2a, base_url: "https://reports.example/v1/a2a", auth: { type: bearer, token_env: AWAKEN_ADMIN_TOKEN } }');
     const run = await new Promise<{ code: number | null; err: string }>((done) => {
-      const child = execFile(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', admin, '--port', '0'], { cwd: repo, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, timeout: 30_000 }, (_e, _out, err) => done({ code: child.exitCode, err }));
+      const child = execFile(
+        process.execPath,
+        [join(repo, 'src/cli/awaken.js'), 'serve', '--config', admin, '--port', '0'],
+        { cwd: repo, encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, timeout: 30_000 },
+        (_e, _out, err) => done({ code: child.exitCode, err }),
+      );
     });
-    expect(run).toEqual({ code: EXIT.data, err: `awaken serve: ${admin}: agents[0].endpoint.auth.token_env: 'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent\n` });
+    expect(run).toEqual({
+      code: EXIT.data,
+      err: `awaken serve: ${admin}: agents[0].endpoint.auth.token_env: 'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent\n`,
+    });
     // …and each other line as the loader words it (the command prints it after "awaken serve: ").
     const refusal = (path: string): { exit: number; message: string } | undefined => {
       try {
@@ -161,9 +206,13 @@ describe('credentials in config writes (a remote agent’s token_env, a provider
     };
     expect(refusal(agent('{ backend: a2a, base_url: "https://reports.example/v1/a2a", auth: { type: bearer, token_env: REPORTS_TOKEN } }'))).toEqual({
       exit: EXIT.data,
-      message: "agents[0].endpoint.auth.token_env: 'REPORTS_TOKEN' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)",
+      message:
+        "agents[0].endpoint.auth.token_env: 'REPORTS_TOKEN' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)",
     });
-    expect(refusal(agent('{ backend: a2a, base_url: "http://169.254.169.254/v1/a2a" }'))).toEqual({ exit: EXIT.data, message: 'agents[0].endpoint.base_url: 169.254.169.254 is a cloud metadata address: never reached' });
+    expect(refusal(agent('{ backend: a2a, base_url: "http://169.254.169.254/v1/a2a" }'))).toEqual({
+      exit: EXIT.data,
+      message: 'agents[0].endpoint.base_url: 169.254.169.254 is a cloud metadata address: never reached',
+    });
     expect(refusal(file('server: { store: memory }\nmcp_servers: { meta: { url: "http://[::ffff:169.254.169.254]/mcp" } }\n'))).toEqual({
       exit: EXIT.data,
       message: 'mcp_servers.meta.url: [::ffff:a9fe:a9fe] is a cloud metadata address: never reached',
@@ -172,9 +221,14 @@ describe('credentials in config writes (a remote agent’s token_env, a provider
       exit: EXIT.data,
       message: 'providers.meta.base_url: [fe80::1] is a link-local address: never reached',
     });
-    expect(refusal(file('server: { store: memory, outbound: { allow_private: true } }\n'))).toEqual({ exit: EXIT.data, message: 'server.outbound.allow_private: unknown field' });
+    expect(refusal(file('server: { store: memory, outbound: { allow_private: true } }\n'))).toEqual({
+      exit: EXIT.data,
+      message: 'server.outbound.allow_private: unknown field',
+    });
     // Loopback and private addresses are the operator's to name in the file.
-    expect(refusal(file('server: { store: memory }\nproviders: { local: { kind: openai-compatible, base_url: "http://127.0.0.1:11434/v1" } }\n'))).toBeUndefined();
+    expect(
+      refusal(file('server: { store: memory }\nproviders: { local: { kind: openai-compatible, base_url: "http://127.0.0.1:11434/v1" } }\n')),
+    ).toBeUndefined();
   }, 60_000);
 });
 
@@ -221,7 +275,11 @@ describe('URLs in config writes: one outbound guard', () => {
       ['http://10.1.2.3/mcp', `10.1.2.3 is a private address: ${HINT}`],
     ];
     for (const [url, reason] of cases) {
-      expect({ url, ...(await put('mcp-servers/probe', { url })) }).toEqual({ url, status: 400, body: { error: `url: ${reason}`, code: 'outbound_refused', field: 'url' } });
+      expect({ url, ...(await put('mcp-servers/probe', { url })) }).toEqual({
+        url,
+        status: 400,
+        body: { error: `url: ${reason}`, code: 'outbound_refused', field: 'url' },
+      });
     }
     expect(await put('agents/meta', { id: 'meta', endpoint: remote('http://169.254.169.254/v1/a2a', { token: 'x-literal-token' }) })).toEqual({
       status: 400,
@@ -237,7 +295,10 @@ describe('URLs in config writes: one outbound guard', () => {
   it('an MCP server the guard lets through is connected at once — the answer says so — and a failure never echoes what the target answered', async () => {
     const before = seen.length;
     const r = await put('mcp-servers/probe', { url: `http://127.0.0.1:${port}/mcp` });
-    expect(r).toEqual({ status: 400, body: { error: `cannot reach MCP server 'probe' at http://127.0.0.1:${port}/mcp: it did not answer as an MCP server`, code: 'config_rejected' } });
+    expect(r).toEqual({
+      status: 400,
+      body: { error: `cannot reach MCP server 'probe' at http://127.0.0.1:${port}/mcp: it did not answer as an MCP server`, code: 'config_rejected' },
+    });
     expect(seen.length).toBeGreaterThan(before);
     expect(JSON.stringify(r.body)).not.toContain('SINK-BODY-MARKER');
     expect(JSON.stringify(r.body)).not.toContain('redis_version');
@@ -276,15 +337,26 @@ describe('URLs in config writes: one outbound guard', () => {
     const open = await startServe(['--config', config], { AWAKEN_ADMIN_TOKEN: ADMIN, ANTHROPIC_API_KEY: ANTHROPIC_KEY, SINK_API_KEY: SINK_KEY });
     try {
       const write = async (path: string, body: unknown): Promise<{ status: number; body: unknown }> => {
-        const r = await fetch(`${open.url}/v1/config/${path}`, as(ADMIN, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+        const r = await fetch(
+          `${open.url}/v1/config/${path}`,
+          as(ADMIN, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+        );
         return { status: r.status, body: await r.json() };
       };
       // Without api_key_env the SDK reads ANTHROPIC_API_KEY itself: a write is held to where that key goes.
       expect(await write('providers/evil', { kind: 'anthropic', base_url: `http://127.0.0.1:${farPort}/v1` })).toEqual({
         status: 400,
-        body: { error: `base_url: 'ANTHROPIC_API_KEY' is sent only to the origins the server's config names for it (https://api.anthropic.com), not to http://127.0.0.1:${farPort}`, code: 'invalid_request', field: 'base_url' },
+        body: {
+          error: `base_url: 'ANTHROPIC_API_KEY' is sent only to the origins the server's config names for it (https://api.anthropic.com), not to http://127.0.0.1:${farPort}`,
+          code: 'invalid_request',
+          field: 'base_url',
+        },
       });
-      const r = await fetch(`${open.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'hopped', messages: [{ role: 'user', content: 'hi' }] }) });
+      const r = await fetch(`${open.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ agentId: 'hopped', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       await r.text();
       // The configured host got its key; the redirect was followed, without it.
       expect(hopped.length).toBeGreaterThanOrEqual(1);
@@ -304,9 +376,23 @@ describe('URLs in config writes: one outbound guard', () => {
     writeFileSync(config, 'server: { store: memory, outbound: { config_api_private: true } }\n');
     const open = await startServe(['--config', config], { AWAKEN_ADMIN_TOKEN: ADMIN });
     try {
-      const write = async (url: string): Promise<Written> => (await fetch(`${open.url}/v1/config/agents/far`, as(ADMIN, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'far', endpoint: remote(url, { token: 'a-literal-token' }) }) }))).json() as Promise<Written>;
+      const write = async (url: string): Promise<Written> =>
+        (
+          await fetch(
+            `${open.url}/v1/config/agents/far`,
+            as(ADMIN, {
+              method: 'PUT',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ id: 'far', endpoint: remote(url, { token: 'a-literal-token' }) }),
+            }),
+          )
+        ).json() as Promise<Written>;
       expect((await write(`http://localhost:${port}/v1/a2a`)).id).toBe('far');
-      expect(await write('http://169.254.169.254/v1/a2a')).toEqual({ error: 'endpoint.base_url: 169.254.169.254 is a cloud metadata address: never reached', code: 'outbound_refused', field: 'endpoint.base_url' });
+      expect(await write('http://169.254.169.254/v1/a2a')).toEqual({
+        error: 'endpoint.base_url: 169.254.169.254 is a cloud metadata address: never reached',
+        code: 'outbound_refused',
+        field: 'endpoint.base_url',
+      });
     } finally {
       await open.stop();
     }

@@ -37,13 +37,24 @@ const configFile = (permission: string[]): string => {
 const dir = mkdtempSync(join(tmpdir(), 'awaken-permission-record-'));
 let server: ServeProcess;
 beforeAll(async () => {
-  server = await startServe(['--config', configFile(['default_behavior: ask', 'rules:', '  - { tool: \'get_weather(city ~ "Mor*")\', behavior: deny }', '  - { tool: get_weather, behavior: allow }']), '--record', dir]);
+  server = await startServe([
+    '--config',
+    configFile([
+      'default_behavior: ask',
+      'rules:',
+      '  - { tool: \'get_weather(city ~ "Mor*")\', behavior: deny }',
+      '  - { tool: get_weather, behavior: allow }',
+    ]),
+    '--record',
+    dir,
+  ]);
 });
 afterAll(async () => {
   await server.stop();
 });
 
-const post = (path: string, body: unknown): Promise<Response> => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown): Promise<Response> =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const runIdOf = (sse: string): string => /"event_type":"run_start","thread_id":"[^"]*","run_id":"([^"]+)"/.exec(sse)?.[1] ?? '';
 
 describe('the permission plugin in awaken serve', () => {
@@ -79,7 +90,11 @@ describe('the permission plugin in awaken serve', () => {
 
   it('a rule that does not parse keeps the server from starting: one line naming the file, the agent, the section and the entry, exit 65', () => {
     const bad = configFile(['rules:', '  - { tool: get_weather, behavior: allow }', '  - { tool: "Bash(npm *", behavior: allow }']);
-    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', bad, '--port', '0'], { cwd: repo, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', bad, '--port', '0'], {
+      cwd: repo,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({
       code: 65,
       out: '',

@@ -75,7 +75,13 @@ describe('awaken serve --record DIR', () => {
     const other = await startDemoAndSlow(['--record', gone]);
     try {
       rmSync(gone, { recursive: true });
-      const sse = await (await fetch(`${other.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 't', messages: [{ role: 'user', content: 'weather in Oslo?' }] }) })).text();
+      const sse = await (
+        await fetch(`${other.url}/v1/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ threadId: 't', messages: [{ role: 'user', content: 'weather in Oslo?' }] }),
+        })
+      ).text();
       expect(sse).toContain('"natural_end"');
       await expect.poll(() => other.log(), { timeout: 10_000 }).toContain('transcript not written');
       expect(existsSync(gone)).toBe(false);

@@ -45,7 +45,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-const post = (path: string, body: unknown): Promise<Response> => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown): Promise<Response> =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('the reminder plugin in awaken serve', () => {
   it('a rule on a pending output fires when the tool waits for a person; the next inference carries its message', async () => {

@@ -17,12 +17,9 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'awaken-scripted-threads-'));
   writeFileSync(
     join(dir, 'reader.yaml'),
-    [
-      '- tool_calls: [{ id: call_read, name: Read, arguments: { file_path: notes.txt } }]',
-      '- text: step two',
-      '- text: step three',
-      '- text: step four',
-    ].join('\n'),
+    ['- tool_calls: [{ id: call_read, name: Read, arguments: { file_path: notes.txt } }]', '- text: step two', '- text: step three', '- text: step four'].join(
+      '\n',
+    ),
   );
   writeFileSync(
     join(dir, 'awaken.yaml'),
@@ -86,15 +83,40 @@ describe('awaken serve --model scripted:FILE runs the script from its start in e
     expect(first).toEqual({ status: 200, texts: 'step two', calls: ['Read'], termination: natural });
     expect(second).toEqual({ status: 200, texts: 'step two', calls: ['Read'], termination: natural });
     // Each thread goes on with its own next step.
-    expect(await run({ agentId: 'demo', threadId: 'thread-b', messages: [message('m-2', 'and then?')] })).toEqual({ status: 200, texts: 'step three', calls: [], termination: natural });
-    expect(await run({ agentId: 'demo', threadId: 'thread-a', messages: [message('m-3', 'and then?')] })).toEqual({ status: 200, texts: 'step three', calls: [], termination: natural });
+    expect(await run({ agentId: 'demo', threadId: 'thread-b', messages: [message('m-2', 'and then?')] })).toEqual({
+      status: 200,
+      texts: 'step three',
+      calls: [],
+      termination: natural,
+    });
+    expect(await run({ agentId: 'demo', threadId: 'thread-a', messages: [message('m-3', 'and then?')] })).toEqual({
+      status: 200,
+      texts: 'step three',
+      calls: [],
+      termination: natural,
+    });
   });
 
   it('a message a plugin places at the head of the conversation neither restarts the script nor skips a step', async () => {
     const natural = { type: 'natural_end' };
     // The Read fires the machine's emit: the next inference carries "You read notes.txt." first.
-    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-1', 'read the notes')] })).toEqual({ status: 200, texts: 'step two', calls: ['Read'], termination: natural });
-    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-2', 'and then?')] })).toEqual({ status: 200, texts: 'step three', calls: [], termination: natural });
-    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-3', 'and then?')] })).toEqual({ status: 200, texts: 'step four', calls: [], termination: natural });
+    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-1', 'read the notes')] })).toEqual({
+      status: 200,
+      texts: 'step two',
+      calls: ['Read'],
+      termination: natural,
+    });
+    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-2', 'and then?')] })).toEqual({
+      status: 200,
+      texts: 'step three',
+      calls: [],
+      termination: natural,
+    });
+    expect(await run({ agentId: 'reader', threadId: 'thread-r', messages: [message('r-3', 'and then?')] })).toEqual({
+      status: 200,
+      texts: 'step four',
+      calls: [],
+      termination: natural,
+    });
   });
 });

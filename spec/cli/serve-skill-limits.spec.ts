@@ -70,7 +70,11 @@ describe('skill resources in awaken serve are capped', () => {
     expect(before).toBeGreaterThan(0);
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(server.child.pid as number))), 20);
-    const r = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'big', agentId: 'reader', messages: [{ role: 'user', content: 'read the big file' }] }) });
+    const r = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'big', agentId: 'reader', messages: [{ role: 'user', content: 'read the big file' }] }),
+    });
     const events = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; id?: string; result?: unknown; termination?: unknown });
     clearInterval(sampler);
     peak = Math.max(peak, rssOf(server.child.pid as number));
@@ -84,11 +88,29 @@ describe('skill resources in awaken serve are capped', () => {
     expect(result('big1')).toEqual(tooBig('data/big.bin'));
     expect(result('big2')).toEqual(tooBig('data/big.bin'));
     expect(result('big3')).toEqual(tooBig('data/big.bin'));
-    for (const id of ['n1', 'n2', 'n3']) expect(result(id), id).toEqual({ tool_name: 'load_skill_resource', status: 'success', data: { skill_id: 'huge', path: 'notes.md', content: 'Small notes.' }, message: null });
-    expect(result('n4')).toEqual({ tool_name: 'load_skill_resource', status: 'error', data: null, message: 'this run has read 3 skill resources, as many as a run may read (skills.max_resource_reads)' });
+    for (const id of ['n1', 'n2', 'n3'])
+      expect(result(id), id).toEqual({
+        tool_name: 'load_skill_resource',
+        status: 'success',
+        data: { skill_id: 'huge', path: 'notes.md', content: 'Small notes.' },
+        message: null,
+      });
+    expect(result('n4')).toEqual({
+      tool_name: 'load_skill_resource',
+      status: 'error',
+      data: null,
+      message: 'this run has read 3 skill resources, as many as a run may read (skills.max_resource_reads)',
+    });
     // docs/plugins/skills.md quotes both as the model reads them.
     const doc = readFileSync(join(repo, 'docs/plugins/skills.md'), 'utf8');
-    expect(doc).toContain(['  ```text', `  ${tooBig('data/big.bin').message}`, '  this run has read 3 skill resources, as many as a run may read (skills.max_resource_reads)', '  ```'].join('\n'));
+    expect(doc).toContain(
+      [
+        '  ```text',
+        `  ${tooBig('data/big.bin').message}`,
+        '  this run has read 3 skill resources, as many as a run may read (skills.max_resource_reads)',
+        '  ```',
+      ].join('\n'),
+    );
     expect(events.at(-1)).toMatchObject({ event_type: 'run_finish', termination: { type: 'natural_end' } });
     // Unbounded, one 60 MB read took the server from ~114 MB to ~1 GB, three to 2.5 GB.
     expect(peak - before).toBeLessThan(150 * 1024 * 1024);
@@ -108,7 +130,11 @@ describe('the skills caps in the config file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-skill-limits-config-'));
     const file = join(dir, 'awaken.yaml');
     writeFileSync(file, 'skills: { max_resource_reads: 0 }\n');
-    expect(await cli('serve', '--config', file)).toEqual({ code: 65, out: '', err: `awaken serve: ${file}: skills.max_resource_reads: Too small: expected number to be >=1\n` });
+    expect(await cli('serve', '--config', file)).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken serve: ${file}: skills.max_resource_reads: Too small: expected number to be >=1\n`,
+    });
     writeFileSync(file, 'skills: { max_resource_size: 10 }\n');
     expect(await cli('serve', '--config', file)).toEqual({ code: 65, out: '', err: `awaken serve: ${file}: skills.max_resource_size: unknown field\n` });
   });

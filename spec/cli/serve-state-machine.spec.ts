@@ -25,7 +25,7 @@ afterAll(async () => {
 
 describe('the state machine in awaken serve (docs/plugins/state-machine.md)', () => {
   it('refuses the Write before the Read with the configured reason; the rest of the run proceeds and ends naturally', async () => {
-    const body = (/curl -N localhost:3000\/v1\/runs -H 'content-type: application\/json' \\\n\s+-d '([^']+)'/.exec(doc)?.[1]) as string;
+    const body = /curl -N localhost:3000\/v1\/runs -H 'content-type: application\/json' \\\n\s+-d '([^']+)'/.exec(doc)?.[1] as string;
     const sse = await (await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
     const done = sse
       .split('\n')
@@ -38,6 +38,8 @@ describe('the state machine in awaken serve (docs/plugins/state-machine.md)', ()
     ]);
     expect(done[0]?.result.message).toBe('Read src/a.rs before writing.');
     expect(sse).toContain('"natural_end"');
-    expect(((await (await fetch(`${server.url}/v1/capabilities`)).json()) as { plugins: string[] }).plugins).toEqual(expect.arrayContaining(['permission', 'reminder', 'state_machine']));
+    expect(((await (await fetch(`${server.url}/v1/capabilities`)).json()) as { plugins: string[] }).plugins).toEqual(
+      expect.arrayContaining(['permission', 'reminder', 'state_machine']),
+    );
   });
 });

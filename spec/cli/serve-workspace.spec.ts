@@ -17,11 +17,28 @@ let serve: ServeProcess;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'awaken-workspace-'));
-  writeFileSync(join(dir, 'writer.yaml'), ['- tool_calls:', '    - { id: w1, name: Write, arguments: { file_path: /notes.txt, content: "bob: the vault code is 4711" } }', '- text: saved', ''].join('\n'));
-  writeFileSync(join(dir, 'reader.yaml'), ['- tool_calls:', '    - { id: r1, name: Read, arguments: { file_path: /notes.txt } }', '- text: read', ''].join('\n'));
-  writeFileSync(join(dir, 'planner.yaml'), ['- tool_calls:', '    - { id: d1, name: agent_run_scribe, arguments: { prompt: write the plan } }', '- text: planned', ''].join('\n'));
-  writeFileSync(join(dir, 'scribe.yaml'), ['- tool_calls:', '    - { id: s1, name: Write, arguments: { file_path: /plan.txt, content: "the plan" } }', '- text: written', ''].join('\n'));
-  writeFileSync(join(dir, 'plan-reader.yaml'), ['- tool_calls:', '    - { id: p1, name: Read, arguments: { file_path: /plan.txt } }', '- text: read', ''].join('\n'));
+  writeFileSync(
+    join(dir, 'writer.yaml'),
+    ['- tool_calls:', '    - { id: w1, name: Write, arguments: { file_path: /notes.txt, content: "bob: the vault code is 4711" } }', '- text: saved', ''].join(
+      '\n',
+    ),
+  );
+  writeFileSync(
+    join(dir, 'reader.yaml'),
+    ['- tool_calls:', '    - { id: r1, name: Read, arguments: { file_path: /notes.txt } }', '- text: read', ''].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'planner.yaml'),
+    ['- tool_calls:', '    - { id: d1, name: agent_run_scribe, arguments: { prompt: write the plan } }', '- text: planned', ''].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'scribe.yaml'),
+    ['- tool_calls:', '    - { id: s1, name: Write, arguments: { file_path: /plan.txt, content: "the plan" } }', '- text: written', ''].join('\n'),
+  );
+  writeFileSync(
+    join(dir, 'plan-reader.yaml'),
+    ['- tool_calls:', '    - { id: p1, name: Read, arguments: { file_path: /plan.txt } }', '- text: read', ''].join('\n'),
+  );
   writeFileSync(
     join(dir, 'awaken.yaml'),
     [
@@ -68,7 +85,9 @@ async function run(token: string, agentId: string, threadId: string): Promise<un
   });
   expect(r.status).toBe(200);
   await r.text();
-  const messages = (await (await fetch(`${serve.url}/v1/threads/${threadId}/messages?visibility=all`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+  const messages = (await (
+    await fetch(`${serve.url}/v1/threads/${threadId}/messages?visibility=all`, { headers: { authorization: `Bearer ${token}` } })
+  ).json()) as {
     messages: { role: string; content: { text?: string }[] }[];
   };
   const tool = messages.messages.findLast((m) => m.role === 'tool');
@@ -82,14 +101,22 @@ describe('the Read / Write workspace of awaken serve, two principals', () => {
     // Bob's workspace goes on across his threads (delegates and later conversations share it).
     expect(await run(BOB, 'reader', 'bob-later')).toEqual({ file_path: '/notes.txt', exists: true, content: 'bob: the vault code is 4711' });
     // The operator's run on bob's thread works in bob's workspace; on a thread of its own, in its own.
-    const created = await fetch(`${serve.url}/v1/threads`, { method: 'POST', headers: { authorization: `Bearer ${BOB}`, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'bob-empty' }) });
+    const created = await fetch(`${serve.url}/v1/threads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${BOB}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'bob-empty' }),
+    });
     expect(created.status).toBe(201);
     expect(await run(ADMIN, 'reader', 'bob-empty')).toEqual({ file_path: '/notes.txt', exists: true, content: 'bob: the vault code is 4711' });
     expect(await run(ADMIN, 'reader', 'operators-own')).toEqual({ file_path: '/notes.txt', exists: false, content: '' });
   }, 60_000);
 
   it("a delegate's thread belongs to its parent thread's owner, whoever runs the parent; so does the workspace it writes", async () => {
-    const created = await fetch(`${serve.url}/v1/threads`, { method: 'POST', headers: { authorization: `Bearer ${BOB}`, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'bob-plan' }) });
+    const created = await fetch(`${serve.url}/v1/threads`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${BOB}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'bob-plan' }),
+    });
     expect(created.status).toBe(201);
     // The operator runs bob's planner; its scribe writes the plan in a child thread.
     const delegated = (await run(ADMIN, 'planner', 'bob-plan')) as { status: string; thread_id: string };

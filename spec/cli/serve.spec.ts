@@ -24,7 +24,10 @@ describe('awaken serve', () => {
   it('rejects bad arguments with one line naming the mistake, exit 64', async () => {
     const cases: [string[], string][] = [
       [['--port', 'x'], "awaken serve: --port must be a port number 0..65535, not 'x'; see awaken serve --help\n"],
-      [['--store', 'redis://x'], "awaken serve: --store: unknown store 'redis://x': use memory, sqlite:PATH, file:DIR or postgres://…; see awaken serve --help\n"],
+      [
+        ['--store', 'redis://x'],
+        "awaken serve: --store: unknown store 'redis://x': use memory, sqlite:PATH, file:DIR or postgres://…; see awaken serve --help\n",
+      ],
       [['--policy', 'maybe'], "awaken serve: --policy must be reject or supersede, not 'maybe'; see awaken serve --help\n"],
       [['--polcy', 'reject'], 'awaken serve: unknown option --polcy (did you mean --policy?); see awaken serve --help\n'],
       [['--log-level', 'loud'], "awaken serve: --log-level must be one of debug, info, warn, error, silent, not 'loud'; see awaken serve --help\n"],
@@ -61,12 +64,16 @@ describe('awaken serve', () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-config-'));
     const file = join(dir, 'awaken.yaml');
     writeFileSync(file, 'providers:\n  p: { kind: anthropic, api_key_env: DATABASE_URL }\n');
-    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'DATABASE_URL' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)`);
+    expect(() => parseServeArgs(['--config', file], {})).toThrow(
+      `${file}: providers.p.api_key_env: 'DATABASE_URL' is not an allowed key variable (allowed: *_API_KEY; server.api_key_env_allow sets the patterns)`,
+    );
     writeFileSync(file, 'server:\n  api_key_env_allow: [DATABASE_*]\nproviders:\n  p: { kind: anthropic, api_key_env: DATABASE_URL }\n');
     expect(parseServeArgs(['--config', file], {})).toMatchObject({ file: { server: { api_key_env_allow: ['DATABASE_*'] } } });
     // The server's own credentials are never sent, whatever the patterns allow.
     writeFileSync(file, 'server:\n  api_key_env_allow: [AWAKEN_*]\nproviders:\n  p: { kind: anthropic, api_key_env: AWAKEN_ADMIN_TOKEN }\n');
-    expect(() => parseServeArgs(['--config', file], {})).toThrow(`${file}: providers.p.api_key_env: 'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent`);
+    expect(() => parseServeArgs(['--config', file], {})).toThrow(
+      `${file}: providers.p.api_key_env: 'AWAKEN_ADMIN_TOKEN' holds a credential of this server: it is never sent`,
+    );
     writeFileSync(file, 'server:\n  api_key_env_allow: ["A.B"]\n');
     expect(() => parseServeArgs(['--config', file], {})).toThrow('server.api_key_env_allow[0]: a variable name pattern');
   });
@@ -76,10 +83,24 @@ describe('awaken serve', () => {
     const file = join(dir, 'awaken.yaml');
     writeFileSync(file, 'server:\n  port: 4100\n  policy: supersede\n  store: memory\n  log: { level: warn, format: json }\n');
     expect(parseServeArgs(['--config', file], {})).toMatchObject({ port: 4100, policy: 'supersede', store: 'memory', logLevel: 'warn', logFormat: 'json' });
-    expect(parseServeArgs(['--config', file, '--port', '4200', '--log-format=pretty'], {})).toMatchObject({ port: 4200, policy: 'supersede', logFormat: 'pretty' });
-    writeFileSync(join(dir, 'browser.yaml'), 'server:\n  model: scripted:demo.yaml\n  cors: { origins: ["https://app.example/"] }\n  allowed_hosts: [api.example]\n  max_follower_bytes: 65536\n');
-    expect(parseServeArgs(['--config', join(dir, 'browser.yaml')], {})).toMatchObject({ model: `scripted:${join(dir, 'demo.yaml')}`, corsOrigins: ['https://app.example'], allowedHosts: ['api.example'], maxFollowerBytes: 65536 });
-    expect(parseServeArgs(['--config', join(dir, 'browser.yaml'), '--cors-origin', 'http://x.example'], {})).toMatchObject({ corsOrigins: ['http://x.example'] });
+    expect(parseServeArgs(['--config', file, '--port', '4200', '--log-format=pretty'], {})).toMatchObject({
+      port: 4200,
+      policy: 'supersede',
+      logFormat: 'pretty',
+    });
+    writeFileSync(
+      join(dir, 'browser.yaml'),
+      'server:\n  model: scripted:demo.yaml\n  cors: { origins: ["https://app.example/"] }\n  allowed_hosts: [api.example]\n  max_follower_bytes: 65536\n',
+    );
+    expect(parseServeArgs(['--config', join(dir, 'browser.yaml')], {})).toMatchObject({
+      model: `scripted:${join(dir, 'demo.yaml')}`,
+      corsOrigins: ['https://app.example'],
+      allowedHosts: ['api.example'],
+      maxFollowerBytes: 65536,
+    });
+    expect(parseServeArgs(['--config', join(dir, 'browser.yaml'), '--cors-origin', 'http://x.example'], {})).toMatchObject({
+      corsOrigins: ['http://x.example'],
+    });
 
     const provider = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -107,7 +128,11 @@ describe('awaken serve', () => {
     children.push(s.child);
     const caps = await bodyJson(fetch(`${s.url}/v1/capabilities`));
     expect(caps.agents).toEqual(['demo', 'helper']);
-    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'helper', messages: [{ role: 'user', content: 'hi' }] }) });
+    const r = await fetch(`${s.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ agentId: 'helper', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     const frames = parseSse(await r.text());
     expect(frames.some((f) => f.data.includes('configured answer'))).toBe(true);
   }, 60_000);
@@ -140,13 +165,23 @@ describe('awaken serve', () => {
     children.push(s.child);
     expect(s.log()).toContain('scripted:fixtures/scripts/demo-weather.yaml, run from its start in each thread');
     for (const thread of ['a', 'b']) {
-      const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: thread, messages: [{ role: 'user', content: 'weather?' }] }) });
-      const text = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; delta?: string }).map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join('');
+      const r = await fetch(`${s.url}/v1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: thread, messages: [{ role: 'user', content: 'weather?' }] }),
+      });
+      const text = parseSse(await r.text())
+        .map((f) => JSON.parse(f.data) as { event_type: string; delta?: string })
+        .map((e) => (e.event_type === 'text_delta' ? e.delta : ''))
+        .join('');
       expect(text).toBe('It is cloudy in Tokyo.');
     }
     let err = '';
     const bad = await main(['serve', '--model', 'scripted:/no/such/file.yaml'], { out: () => undefined, err: (t) => void (err += t) });
-    expect({ bad, err }).toEqual({ bad: 66, err: "awaken serve: cannot read /no/such/file.yaml: ENOENT: no such file or directory, open '/no/such/file.yaml'\n" });
+    expect({ bad, err }).toEqual({
+      bad: 66,
+      err: "awaken serve: cannot read /no/such/file.yaml: ENOENT: no such file or directory, open '/no/such/file.yaml'\n",
+    });
   });
 
   it('--model openai:MODEL serves the demo agent from the OpenAI Responses API (a recorded stream, replayed by a local endpoint)', async () => {
@@ -163,15 +198,25 @@ describe('awaken serve', () => {
     const s = await startServe(['--store', 'memory', '--model', 'openai:gpt-4o-mini'], { OPENAI_API_KEY: 'sk-local-test', OPENAI_BASE_URL: base });
     children.push(s.child);
     expect(s.log()).toContain('model: openai (gpt-4o-mini) through the AI SDK adapter');
-    const r = await fetch(`${s.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) });
-    const text = parseSse(await r.text()).map((f) => JSON.parse(f.data) as { event_type: string; delta?: string }).map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join('');
+    const r = await fetch(`${s.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const text = parseSse(await r.text())
+      .map((f) => JSON.parse(f.data) as { event_type: string; delta?: string })
+      .map((e) => (e.event_type === 'text_delta' ? e.delta : ''))
+      .join('');
     expect(text).toContain('Got it');
     expect(seen).toEqual(['POST /v1/responses Bearer sk-local-test']);
     const err = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
       let out = '';
       return serveCommand(['--store', 'memory', ...argv], { out: () => undefined, err: (t) => void (out += t) }, '0.0.0', env).then((code) => ({ code, out }));
     };
-    expect(await err(['--model', 'mistral:mistral-small-latest'])).toEqual({ code: 69, out: 'awaken serve: mistral:mistral-small-latest needs its API key in MISTRAL_API_KEY\n' });
+    expect(await err(['--model', 'mistral:mistral-small-latest'])).toEqual({
+      code: 69,
+      out: 'awaken serve: mistral:mistral-small-latest needs its API key in MISTRAL_API_KEY\n',
+    });
     expect(await err(['--model', 'cohere:command-r'])).toEqual({
       code: 64,
       out: "awaken serve: --model: 'cohere:command-r' names no provider: use openai:MODEL, anthropic:MODEL, google:MODEL, mistral:MODEL, ollama:MODEL, scripted:FILE or transcript:FILE; see awaken serve --help\n",
@@ -185,7 +230,10 @@ describe('awaken serve', () => {
       requests++;
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (requests === 1) res.end(toSse(toolChunks, 'openai-compatible'));
-      else res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'It is' }, finish_reason: null }] })}\n\n`);
+      else
+        res.write(
+          `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'It is' }, finish_reason: null }] })}\n\n`,
+        );
     });
     servers.push(provider);
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', () => r()));
@@ -196,7 +244,11 @@ describe('awaken serve', () => {
 
     const first = await startServe(['--store', store], env);
     children.push(first.child);
-    const r = await fetch(`${first.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'k9', messages: [{ role: 'user', content: 'weather?' }] }) });
+    const r = await fetch(`${first.url}/v1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'k9', messages: [{ role: 'user', content: 'weather?' }] }),
+    });
     const runId = r.headers.get('x-awaken-run-id') as string;
     // Wait until the second inference streams its first text: step 1 (call + result) is committed.
     await readFrames(r, (fs) => fs.some((f) => f.data.includes('"text_delta"')), 15_000);

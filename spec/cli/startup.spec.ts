@@ -25,7 +25,14 @@ function loadedBy(args: readonly string[]): { code: number | null; out: string; 
     env: { ...process.env, AWAKEN_MODULE_LOG: log },
     timeout: 60_000,
   });
-  return { code: r.status, out: r.stdout, err: r.stderr, modules: readFileSync(log, 'utf8').split('\n').filter((u) => u !== '') };
+  return {
+    code: r.status,
+    out: r.stdout,
+    err: r.stderr,
+    modules: readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((u) => u !== ''),
+  };
 }
 
 /**
@@ -70,7 +77,7 @@ describe('awaken starts without loading what its command does not need', () => {
     expect(summary(r.modules)).toEqual(LIGHT);
   });
 
-  it.each([['--help'], ['-h'], ['help']])('awaken %s prints every command\'s usage and loads only the light modules', async (flag) => {
+  it.each([['--help'], ['-h'], ['help']])("awaken %s prints every command's usage and loads only the light modules", async (flag) => {
     const r = loadedBy([flag]);
     expect({ code: r.code, out: r.out, err: r.err }).toEqual(await printedBy([flag]));
     expect(r.out.startsWith('usage: awaken <command>\n')).toBe(true);
@@ -80,7 +87,9 @@ describe('awaken starts without loading what its command does not need', () => {
   it('an unknown command is answered from the light modules too', async () => {
     const r = loadedBy(['serv']);
     expect({ code: r.code, out: r.out, err: r.err }).toEqual(await printedBy(['serv']));
-    expect(r.err).toBe("awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, dev, version, help; see awaken help\n");
+    expect(r.err).toBe(
+      "awaken: unknown command 'serv' (did you mean serve?); commands: run, record, replay, inspect, encode, conformance, judge, fuzz, bench, mcp, acp, serve, dev, version, help; see awaken help\n",
+    );
     expect(summary(r.modules)).toEqual(LIGHT);
   });
 

@@ -49,7 +49,11 @@ function clientFactory(binding: 'HTTP+JSON' | 'JSONRPC', wire: Wire): ClientFact
 const user = (text: string, extra: Record<string, unknown> = {}): Message =>
   Message.fromJSON({ messageId: `m-${Math.random().toString(36).slice(2)}`, role: 'ROLE_USER', parts: [{ text }], ...extra });
 const stateOf = (t: Task): string => TaskState[t.status?.state ?? 0] ?? '?';
-const textOf = (t: Task): string => (t.artifacts ?? []).flatMap((a) => a.parts).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+const textOf = (t: Task): string =>
+  (t.artifacts ?? [])
+    .flatMap((a) => a.parts)
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .join('');
 
 /** Every body must be canonical A2A 1.0 JSON: the SDK codec gives it back unchanged. */
 function expectCanonical(wire: Wire): void {
@@ -87,7 +91,12 @@ describe.each(['HTTP+JSON', 'JSONRPC'] as const)('@a2a-js/sdk client over %s aga
     const frames: StreamFrame[] = [];
     for await (const f of client.sendMessageStream({ message: user('delete the branch', { contextId: context }), tenant: '' } as never)) frames.push(f);
     expect(frames.every((f) => f.payload?.$case !== undefined)).toBe(true);
-    expect(frames.map(frameState).filter((s) => s !== undefined).every((s) => s !== 'UNRECOGNIZED')).toBe(true);
+    expect(
+      frames
+        .map(frameState)
+        .filter((s) => s !== undefined)
+        .every((s) => s !== 'UNRECOGNIZED'),
+    ).toBe(true);
     const last = frames.at(-1)?.payload;
     expect(last?.$case).toBe('statusUpdate');
     const waiting = last?.$case === 'statusUpdate' ? last.value : undefined;
@@ -95,7 +104,10 @@ describe.each(['HTTP+JSON', 'JSONRPC'] as const)('@a2a-js/sdk client over %s aga
     const ask = waiting?.status?.message?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
     expect(ask).toContain('Confirm: delete the branch?');
 
-    const answered = (await client.sendMessage({ message: Message.fromJSON({ messageId: 'yes-1', role: 'ROLE_USER', taskId: waiting?.taskId, contextId: context, parts: [{ data: { approved: true } }] }), tenant: '' } as never)) as Task;
+    const answered = (await client.sendMessage({
+      message: Message.fromJSON({ messageId: 'yes-1', role: 'ROLE_USER', taskId: waiting?.taskId, contextId: context, parts: [{ data: { approved: true } }] }),
+      tenant: '',
+    } as never)) as Task;
     expect(answered.id).toBe(waiting?.taskId);
     expect(stateOf(answered)).toBe('TASK_STATE_COMPLETED');
     expect(textOf(answered)).toBe('Done: the branch is deleted.');

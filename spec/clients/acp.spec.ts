@@ -22,7 +22,12 @@ const ajv = new Ajv2020({ strict: false, validateFormats: false });
 ajv.addSchema({ ...schema, $id: 'acp' });
 const validator = (name: string) => ajv.getSchema(`acp#/$defs/${name}`) as ((v: unknown) => boolean) & { errors?: unknown };
 const FOR_METHOD: Record<string, string> = { 'session/update': 'SessionNotification', 'session/request_permission': 'RequestPermissionRequest' };
-const FOR_RESPONSE: Record<string, string> = { initialize: 'InitializeResponse', 'session/new': 'NewSessionResponse', 'session/prompt': 'PromptResponse', 'session/load': 'LoadSessionResponse' };
+const FOR_RESPONSE: Record<string, string> = {
+  initialize: 'InitializeResponse',
+  'session/new': 'NewSessionResponse',
+  'session/prompt': 'PromptResponse',
+  'session/load': 'LoadSessionResponse',
+};
 
 let child: ChildProcess | undefined;
 afterEach(() => {
@@ -36,7 +41,10 @@ const textOf = (updates: readonly Update[], kind: string): string =>
 
 describe('@agentclientprotocol/sdk client against awaken acp', () => {
   it('one session keeps its thread over three prompts (approve, reject); another is cancelled while asking', async () => {
-    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml'], { cwd: repo, stdio: ['pipe', 'pipe', 'inherit'] });
+    child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'acp', '--model', 'scripted:fixtures/scripts/demo-conversation.yaml'], {
+      cwd: repo,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     // Every line the agent writes, checked against the schema: requests and notifications by method,
     // responses by the request they answer.
     const sentMethods = new Map<string | number, string>();
@@ -49,7 +57,8 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
         const line = pending.slice(0, at);
         pending = pending.slice(at + 1);
         const m = JSON.parse(line) as { id?: string | number; method?: string; params?: unknown; result?: unknown; error?: unknown };
-        const name = m.method !== undefined ? FOR_METHOD[m.method] : m.id !== undefined && m.error === undefined ? FOR_RESPONSE[sentMethods.get(m.id) ?? ''] : undefined;
+        const name =
+          m.method !== undefined ? FOR_METHOD[m.method] : m.id !== undefined && m.error === undefined ? FOR_RESPONSE[sentMethods.get(m.id) ?? ''] : undefined;
         if (m.method !== undefined && name === undefined) problems.push(`unexpected method ${m.method}`);
         if (name !== undefined) {
           const validate = validator(name);
@@ -61,7 +70,10 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
     child.stdout?.on('end', () => tap.end());
     const outgoing = new PassThrough();
     outgoing.on('data', (d: Buffer) => {
-      for (const line of d.toString('utf8').split('\n').filter((l) => l !== '')) {
+      for (const line of d
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== '')) {
         const m = JSON.parse(line) as { id?: string | number; method?: string };
         if (m.id !== undefined && m.method !== undefined) sentMethods.set(m.id, m.method);
       }
@@ -79,7 +91,13 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
         .client({ name: 'awaken-clients' })
         .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
           permissions.push({ sessionId: params.sessionId, toolCallId: params.toolCall.toolCallId });
-          if (answer !== 'cancel') return { outcome: { outcome: 'selected', optionId: answer === 'approve' ? 'approve' : (params.options.find((o) => o.kind.startsWith('reject'))?.optionId ?? 'deny') } };
+          if (answer !== 'cancel')
+            return {
+              outcome: {
+                outcome: 'selected',
+                optionId: answer === 'approve' ? 'approve' : (params.options.find((o) => o.kind.startsWith('reject'))?.optionId ?? 'deny'),
+              },
+            };
           await cancel();
           return { outcome: { outcome: 'cancelled' } };
         })
@@ -87,10 +105,14 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
           updates.set(params.sessionId, [...(updates.get(params.sessionId) ?? []), params.update as Update]);
         })
         .connectWith(stream, async (agent) => {
-          const init = await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } });
+          const init = await agent.request(acp.methods.agent.initialize, {
+            protocolVersion: acp.PROTOCOL_VERSION,
+            clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+          });
           expect(init.agentCapabilities?.loadSession).toBe(true);
           const { sessionId } = await agent.request(acp.methods.agent.session.new, { cwd: '/', mcpServers: [] });
-          const prompt = async (text: string): Promise<string> => (await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }] })).stopReason;
+          const prompt = async (text: string): Promise<string> =>
+            (await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }] })).stopReason;
 
           expect(await prompt('weather in Oslo?')).toBe('end_turn');
           expect(textOf(updates.get(sessionId) ?? [], 'agent_message_chunk')).toBe('It is sunny in Oslo, 10 °C.');
@@ -100,7 +122,9 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
           expect(await prompt('delete the tag')).toBe('end_turn');
           expect(permissions.map((p) => p.toolCallId)).toEqual(['call_delete_branch', 'call_delete_tag']);
           const turns = updates.get(sessionId) ?? [];
-          expect(textOf(turns, 'agent_message_chunk')).toBe('It is sunny in Oslo, 10 °C.Let me confirm that first.Done: the branch is deleted.Understood, I left the tag alone.');
+          expect(textOf(turns, 'agent_message_chunk')).toBe(
+            'It is sunny in Oslo, 10 °C.Let me confirm that first.Done: the branch is deleted.Understood, I left the tag alone.',
+          );
           const finals = new Map(turns.filter((u) => u.sessionUpdate === 'tool_call_update').map((u) => [u['toolCallId'], u['status']] as const));
           expect(Object.fromEntries(finals)).toEqual({ call_weather: 'completed', call_delete_branch: 'completed', call_delete_tag: 'failed' });
 
@@ -122,7 +146,9 @@ describe('@agentclientprotocol/sdk client against awaken acp', () => {
           cancel = () => agent.notify(acp.methods.agent.session.cancel, { sessionId: other.sessionId });
           answer = 'cancel';
           await agent.request(acp.methods.agent.session.prompt, { sessionId: other.sessionId, prompt: [{ type: 'text', text: 'weather in Oslo?' }] });
-          const stop = (await agent.request(acp.methods.agent.session.prompt, { sessionId: other.sessionId, prompt: [{ type: 'text', text: 'delete the branch' }] })).stopReason;
+          const stop = (
+            await agent.request(acp.methods.agent.session.prompt, { sessionId: other.sessionId, prompt: [{ type: 'text', text: 'delete the branch' }] })
+          ).stopReason;
           expect(stop).toBe('cancelled');
         });
       expect(problems).toEqual([]);

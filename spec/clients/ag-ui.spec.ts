@@ -29,7 +29,10 @@ describe('@ag-ui/client HttpAgent against awaken serve', () => {
 
     agent.messages.push({ id: 'u1', role: 'user', content: 'weather in Oslo?' });
     await agent.runAgent({ runId: 'client-1' });
-    expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'call_weather', content: JSON.stringify({ city: 'Oslo', condition: 'sunny', temperature_c: 10 }) });
+    expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({
+      toolCallId: 'call_weather',
+      content: JSON.stringify({ city: 'Oslo', condition: 'sunny', temperature_c: 10 }),
+    });
     expect(lastAssistantText(agent.messages)).toBe('It is sunny in Oslo, 10 °C.');
     expect(agent.messages.some((m) => m.role === 'reasoning')).toBe(true);
     // The state is the agent's state keys, one root for snapshots and deltas.
@@ -41,7 +44,10 @@ describe('@ag-ui/client HttpAgent against awaken serve', () => {
     // One call, under its name, in the message that made it.
     const holder = (id: string): string | undefined => agent.messages.find((m) => 'toolCalls' in m && (m.toolCalls ?? []).some((c) => c.id === id))?.id;
     const before = holder('call_delete_branch');
-    await agent.runAgent({ runId: 'client-3', resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
+    await agent.runAgent({
+      runId: 'client-3',
+      resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }),
+    });
     expect(agent.pendingInterrupts).toEqual([]);
     expect(callsOf(agent.messages).filter(([id]) => id === 'call_delete_branch')).toEqual([['call_delete_branch', 'confirm_action']]);
     expect(holder('call_delete_branch')).toBe(before);

@@ -62,7 +62,12 @@ async function readAgain(ai: AiModule, body: ReadableStream<Uint8Array>, message
         controller.close();
       },
     });
-    for await (const m of ai.readUIMessageStream({ stream: stream as never, terminateOnError: true, ...(message !== undefined ? { message: structuredClone(message) } : {}) })) final = m as UIMessage;
+    for await (const m of ai.readUIMessageStream({
+      stream: stream as never,
+      terminateOnError: true,
+      ...(message !== undefined ? { message: structuredClone(message) } : {}),
+    }))
+      final = m as UIMessage;
     if (final === undefined) return { chunks: types, problem: 'no message' };
     await ai.validateUIMessages({ messages: [final] });
     if (!text.endsWith('data: [DONE]\n\n')) return { chunks: types, problem: 'no [DONE]' };
@@ -75,7 +80,10 @@ async function readAgain(ai: AiModule, body: ReadableStream<Uint8Array>, message
 }
 
 const partsOf = (m: UIMessage | undefined): Part[] => (m?.parts ?? []) as Part[];
-const textOf = (m: UIMessage | undefined): string => partsOf(m).flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : [])).join('');
+const textOf = (m: UIMessage | undefined): string =>
+  partsOf(m)
+    .flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : []))
+    .join('');
 
 let server: ServeProcess;
 beforeAll(async () => {
@@ -116,12 +124,20 @@ describe.each([
     expect(ask?.state).toBe('approval-requested');
     // A chat reloaded from the server's history shows the same pending approval.
     const history = (await (await fetch(`${server.url}/v1/ai-sdk/threads/${thread}/messages`)).json()) as UIMessage[];
-    expect(history.flatMap((m) => partsOf(m)).find((p) => p.toolCallId === ask?.toolCallId)).toMatchObject({ type: 'tool-confirm_action', state: 'approval-requested', approval: { id: ask?.approval?.id } });
+    expect(history.flatMap((m) => partsOf(m)).find((p) => p.toolCallId === ask?.toolCallId)).toMatchObject({
+      type: 'tool-confirm_action',
+      state: 'approval-requested',
+      approval: { id: ask?.approval?.id },
+    });
     await chat.addToolApprovalResponse({ id: ask?.approval?.id ?? '', approved: true });
     await expect.poll(() => chat.status, { timeout: 10_000 }).toBe('ready');
     expect(chat.error).toBeUndefined();
     // The resumed call keeps its name: one part, tool-confirm_action, now with its output.
-    expect(partsOf(chat.lastMessage).filter((p) => p.toolCallId === 'call_delete_branch').map((p) => [p.type, p.state])).toEqual([['tool-confirm_action', 'output-available']]);
+    expect(
+      partsOf(chat.lastMessage)
+        .filter((p) => p.toolCallId === 'call_delete_branch')
+        .map((p) => [p.type, p.state]),
+    ).toEqual([['tool-confirm_action', 'output-available']]);
     expect(textOf(chat.lastMessage)).toContain('Done: the branch is deleted.');
 
     await chat.sendMessage({ text: 'delete the tag' });
@@ -130,7 +146,11 @@ describe.each([
     await chat.addToolApprovalResponse({ id: second?.approval?.id ?? '', approved: false, reason: 'keep it' });
     await expect.poll(() => chat.status, { timeout: 10_000 }).toBe('ready');
     expect(chat.error).toBeUndefined();
-    expect(partsOf(chat.lastMessage).filter((p) => p.toolCallId === 'call_delete_tag').map((p) => [p.type, p.state])).toEqual([['tool-confirm_action', 'output-denied']]);
+    expect(
+      partsOf(chat.lastMessage)
+        .filter((p) => p.toolCallId === 'call_delete_tag')
+        .map((p) => [p.type, p.state]),
+    ).toEqual([['tool-confirm_action', 'output-denied']]);
     expect(textOf(chat.lastMessage)).toContain('Understood, I left the tag alone.');
 
     // regenerate() sends the history without the last answer: a new answer replaces it, no 4xx.
@@ -144,8 +164,14 @@ describe.each([
     expect(read.map((r) => r.problem)).toEqual(read.map(() => undefined));
     // Three calls, each announced once: a resumed call is not announced again.
     expect(read.flatMap((r) => r.chunks).filter((t) => t === 'tool-input-available').length).toBe(3);
-    const stored = (await (await fetch(`${server.url}/v1/threads/${thread}/messages?limit=200`)).json()) as { messages: { role: string; content: { text?: string }[] }[] };
-    expect(stored.messages.filter((m) => m.role === 'user').map((m) => m.content.map((b) => b.text).join(''))).toEqual(['weather in Oslo?', 'delete the branch', 'delete the tag']);
+    const stored = (await (await fetch(`${server.url}/v1/threads/${thread}/messages?limit=200`)).json()) as {
+      messages: { role: string; content: { text?: string }[] }[];
+    };
+    expect(stored.messages.filter((m) => m.role === 'user').map((m) => m.content.map((b) => b.text).join(''))).toEqual([
+      'weather in Oslo?',
+      'delete the branch',
+      'delete the tag',
+    ]);
   });
 });
 

@@ -51,12 +51,18 @@ describe('CopilotKit runtime v2 → HttpAgent → awaken serve', () => {
     client.messages.push({ id: 'u2', role: 'user', content: 'delete the branch' });
     await client.runAgent({ runId: 'ck-2' });
     expect(client.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['call_delete_branch']);
-    await client.runAgent({ runId: 'ck-3', resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
+    await client.runAgent({
+      runId: 'ck-3',
+      resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }),
+    });
     expect(lastAssistantText(client.messages)).toBe('Done: the branch is deleted.');
 
     client.messages.push({ id: 'u3', role: 'user', content: 'delete the tag' });
     await client.runAgent({ runId: 'ck-4' });
-    await client.runAgent({ runId: 'ck-5', resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'cancelled' } }) });
+    await client.runAgent({
+      runId: 'ck-5',
+      resume: buildResumeArray(client.pendingInterrupts, { [client.pendingInterrupts[0]?.id ?? '']: { status: 'cancelled' } }),
+    });
     expect(lastAssistantText(client.messages)).toBe('Understood, I left the tag alone.');
     expect(callsOf(client.messages)).toEqual([
       ['call_weather', 'get_weather'],
@@ -71,7 +77,10 @@ describe('CopilotKit runtime v2 → HttpAgent → awaken serve', () => {
       body: JSON.stringify({ threadId: 'ck-conversation', runId: 'ck-connect', messages: [], state: {}, tools: [], context: [], forwardedProps: {} }),
     });
     expect(connect.status).toBe(200);
-    const body = (await connect.text()).split('\n\n').filter((f) => f.startsWith('data: ')).join('\n\n');
+    const body = (await connect.text())
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: '))
+      .join('\n\n');
     const verdict = await judgeAgUi(`${body}\n\n`);
     expect(verdict.problems).toEqual([]);
     expect(callsOf(verdict.messages)).toEqual([

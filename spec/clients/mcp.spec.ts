@@ -48,19 +48,25 @@ describe('@modelcontextprotocol/sdk Client over Streamable HTTP against awaken s
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['demo', 'slow']);
       const progress: Progress[] = [];
-      const result = await client.callTool({ name: 'demo', arguments: { message: 'weather in Oslo?' } }, CallToolResultSchema, { onprogress: (p) => void progress.push(p) });
+      const result = await client.callTool({ name: 'demo', arguments: { message: 'weather in Oslo?' } }, CallToolResultSchema, {
+        onprogress: (p) => void progress.push(p),
+      });
       expect(result).toMatchObject({ isError: false, content: [{ type: 'text', text: 'It is sunny in Oslo, 10 °C.' }] });
       expect(progress.length).toBeGreaterThanOrEqual(3);
       expect(progress.map((p) => p.progress)).toEqual([...progress.map((p) => p.progress)].sort((a, b) => a - b));
 
       const controller = new AbortController();
       setTimeout(() => controller.abort('the user stopped it'), 400);
-      await expect(client.callTool({ name: 'slow', arguments: { message: 'take your time' } }, CallToolResultSchema, { signal: controller.signal })).rejects.toThrow();
+      await expect(
+        client.callTool({ name: 'slow', arguments: { message: 'take your time' } }, CallToolResultSchema, { signal: controller.signal }),
+      ).rejects.toThrow();
       // The run behind the call is cancelled, not left running.
       await expect
         .poll(
           async () => {
-            const runs = (await (await fetch(`${chat.url}/v1/runs?limit=200`)).json()) as { items: { agent_id: string; status: string; termination?: { type: string } }[] };
+            const runs = (await (await fetch(`${chat.url}/v1/runs?limit=200`)).json()) as {
+              items: { agent_id: string; status: string; termination?: { type: string } }[];
+            };
             return runs.items.find((r) => r.agent_id === 'slow')?.termination?.type;
           },
           { timeout: 10_000 },
@@ -83,7 +89,17 @@ describe('MCP Inspector CLI (@modelcontextprotocol/inspector 2.12.0 --cli, on No
   it('tools/list and tools/call against /v1/mcp', async () => {
     const listed = (await inspector([`${chat.url}/v1/mcp`, '--transport', 'http', '--method', 'tools/list'])) as { tools: { name: string }[] };
     expect(listed.tools.map((t) => t.name)).toEqual(['demo', 'slow']);
-    const called = await inspector([`${chat.url}/v1/mcp`, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'demo', '--tool-arg', 'message=weather in Oslo?']);
+    const called = await inspector([
+      `${chat.url}/v1/mcp`,
+      '--transport',
+      'http',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'demo',
+      '--tool-arg',
+      'message=weather in Oslo?',
+    ]);
     expect(called).toMatchObject({ isError: false, content: [{ type: 'text', text: 'It is sunny in Oslo, 10 °C.' }] });
   });
 
@@ -108,26 +124,50 @@ describe('the official MCP conformance tool (@modelcontextprotocol/conformance 0
     const out = mkdtempSync(join(tmpdir(), 'awaken-mcp-conformance-'));
     const baseline = join(repo, 'conformance/mcp/fixtures/expected-failures.yml');
     // Exit 0 only when every failure is in the baseline and no baseline entry passes.
-    const { stdout } = await run(NODE22, [CONFORMANCE, 'server', '--url', `${fixtures.url}/v1/mcp`, '--expected-failures', baseline, '-o', out], { cwd: repo, env: { ...process.env, HOME: home }, timeout: 120_000 });
+    const { stdout } = await run(NODE22, [CONFORMANCE, 'server', '--url', `${fixtures.url}/v1/mcp`, '--expected-failures', baseline, '-o', out], {
+      cwd: repo,
+      env: { ...process.env, HOME: home },
+      timeout: 120_000,
+    });
     expect(stdout).toContain('Baseline check passed');
     const checks = new Map<string, { id: string; status: string; details?: Record<string, unknown> }[]>();
     for (const dir of readdirSync(out)) {
       const scenario = dir.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T.*$/, '');
       checks.set(scenario, JSON.parse(readFileSync(join(out, dir, 'checks.json'), 'utf8')));
     }
-    const must = ['server-initialize', 'ping', 'tools-list', 'tools-call-simple-text', 'tools-call-error', 'tools-call-with-progress', 'server-sse-multiple-streams', 'dns-rebinding-protection'];
+    const must = [
+      'server-initialize',
+      'ping',
+      'tools-list',
+      'tools-call-simple-text',
+      'tools-call-error',
+      'tools-call-with-progress',
+      'server-sse-multiple-streams',
+      'dns-rebinding-protection',
+    ];
     for (const scenario of must) {
       const list = checks.get(scenario) ?? [];
       expect(list.length, scenario).toBeGreaterThan(0);
-      expect(list.filter((c) => c.status !== 'INFO').map((c) => `${scenario}: ${c.id} ${c.status}`)).toEqual(list.filter((c) => c.status !== 'INFO').map((c) => `${scenario}: ${c.id} SUCCESS`));
+      expect(list.filter((c) => c.status !== 'INFO').map((c) => `${scenario}: ${c.id} ${c.status}`)).toEqual(
+        list.filter((c) => c.status !== 'INFO').map((c) => `${scenario}: ${c.id} SUCCESS`),
+      );
     }
     // Not passed by accident: each tool call reached its agent and returned what its script says.
     const detail = (scenario: string): Record<string, unknown> => checks.get(scenario)?.[0]?.details ?? {};
-    expect(detail('tools-call-simple-text')['result']).toMatchObject({ isError: false, content: [{ type: 'text', text: 'This is a simple text response for testing.' }] });
-    expect(detail('tools-call-error')['result']).toMatchObject({ isError: true, content: [{ type: 'text', text: expect.stringContaining("refuses every request, for testing") }] });
+    expect(detail('tools-call-simple-text')['result']).toMatchObject({
+      isError: false,
+      content: [{ type: 'text', text: 'This is a simple text response for testing.' }],
+    });
+    expect(detail('tools-call-error')['result']).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: expect.stringContaining('refuses every request, for testing') }],
+    });
     expect(detail('tools-call-with-progress')['progressCount']).toBeGreaterThanOrEqual(3);
     // Every other scenario is in the baseline, which names the capability for each.
-    const listed = readFileSync(baseline, 'utf8').split('\n').filter((l) => l.startsWith('  - ')).map((l) => l.slice(4));
+    const listed = readFileSync(baseline, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('  - '))
+      .map((l) => l.slice(4));
     expect([...checks.keys()].filter((s) => !must.includes(s)).sort()).toEqual([...listed].sort());
     expect([...checks.values()].flat().filter((c) => c.status === 'WARNING')).toEqual([]);
   });

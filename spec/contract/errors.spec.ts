@@ -32,8 +32,6 @@ describe('StateError', () => {
   it('keeps the 0.6 display strings', () => {
     expect(describeStateError({ code: 'revision_conflict', expected: 1, actual: 2 })).toBe('revision conflict: expected 1, actual 2');
     expect(describeStateError({ code: 'parallel_merge_conflict', key: 'k' })).toBe('parallel merge conflict on exclusive key: k');
-    expect(describeStateError({ code: 'phase_run_loop_exceeded', phase: 'run_start', maxRounds: 16 })).toBe(
-      'phase run_start did not converge after 16 rounds',
-    );
+    expect(describeStateError({ code: 'phase_run_loop_exceeded', phase: 'run_start', maxRounds: 16 })).toBe('phase run_start did not converge after 16 rounds');
   });
 });

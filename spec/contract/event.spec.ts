@@ -88,7 +88,13 @@ describe('AgentEvent', () => {
   });
 
   it('writes fields in canonical order whatever order the object was built in', () => {
-    const scrambled = { outcome: 'failed', result: { message: 'bad', data: null, status: 'error', tool_name: 't' }, message_id: 'm', id: 'c', event_type: 'tool_call_done' } as unknown as AgentEvent;
+    const scrambled = {
+      outcome: 'failed',
+      result: { message: 'bad', data: null, status: 'error', tool_name: 't' },
+      message_id: 'm',
+      id: 'c',
+      event_type: 'tool_call_done',
+    } as unknown as AgentEvent;
     expect(serialiseEvent(scrambled)).toBe(
       '{"event_type":"tool_call_done","id":"c","message_id":"m","result":{"tool_name":"t","status":"error","data":null,"message":"bad"},"outcome":"failed"}',
     );
@@ -105,9 +111,7 @@ describe('AgentEvent', () => {
   });
 
   it('marks run_finish and error as terminal, nothing else', () => {
-    const terminal = AGENT_EVENT_TYPES.filter((t) =>
-      isTerminalEvent(fc.sample(arb.agentEventOf(t), { numRuns: 1, seed: 1 })[0] as AgentEvent),
-    );
+    const terminal = AGENT_EVENT_TYPES.filter((t) => isTerminalEvent(fc.sample(arb.agentEventOf(t), { numRuns: 1, seed: 1 })[0] as AgentEvent));
     expect(terminal.sort()).toEqual(['error', 'run_finish']);
   });
 

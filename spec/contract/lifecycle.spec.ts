@@ -19,9 +19,7 @@ import * as arb from '../../src/testing/arbitraries.ts';
 describe('TerminationReason', () => {
   it('writes unit variants without a value key and payload variants with one', () => {
     expect(JSON.stringify(TerminationReasonSchema.parse(TerminationReasons.naturalEnd()))).toBe('{"type":"natural_end"}');
-    expect(JSON.stringify(TerminationReasonSchema.parse(TerminationReasons.stopped('c', 'd')))).toBe(
-      '{"type":"stopped","value":{"code":"c","detail":"d"}}',
-    );
+    expect(JSON.stringify(TerminationReasonSchema.parse(TerminationReasons.stopped('c', 'd')))).toBe('{"type":"stopped","value":{"code":"c","detail":"d"}}');
     expect(JSON.stringify(TerminationReasonSchema.parse(TerminationReasons.blocked('no')))).toBe('{"type":"blocked","value":"no"}');
   });
 

@@ -18,13 +18,7 @@ import {
   UnknownKeyPolicySchema,
 } from '../../src/contract/errors.ts';
 import { fromSchema } from '../support/from-schema.ts';
-import {
-  SuspendTicketSchema,
-  ToolCallOutcomeSchema,
-  ToolCallResumeSchema,
-  ToolDescriptorSchema,
-  ToolResultSchema,
-} from '../../src/contract/tool.ts';
+import { SuspendTicketSchema, ToolCallOutcomeSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema } from '../../src/contract/tool.ts';
 import { TokenUsageSchema } from '../../src/contract/usage.ts';
 import { fromWire, toWire } from '../../src/contract/wire.ts';
 import * as arb from '../../src/testing/arbitraries.ts';
@@ -45,7 +39,14 @@ const cases: [string, z.ZodType, fc.Arbitrary<unknown>][] = [
   ['Message', MessageSchema, arb.message()],
   ['ContentBlock', ContentBlockSchema, arb.contentBlock()],
   ['AgentSpec', AgentSpecSchema, arb.agentSpec()],
-  ['ContextWindowPolicy', ContextWindowPolicySchema, arb.agentSpec().map((a) => a.context_policy).filter((p) => p !== undefined)],
+  [
+    'ContextWindowPolicy',
+    ContextWindowPolicySchema,
+    arb
+      .agentSpec()
+      .map((a) => a.context_policy)
+      .filter((p) => p !== undefined),
+  ],
   ['InferenceOverride', InferenceOverrideSchema, arb.inferenceOverride()],
   ['ReasoningEffort', ReasoningEffortSchema, arb.reasoningEffort()],
   ['RunStatus', RunStatusSchema, fc.constantFrom('created', 'running', 'waiting', 'done')],

@@ -31,7 +31,8 @@ function blocksOf(markdown: string): Block[] {
   fences.forEach((f, i) => {
     if (f.lang === 'text') return;
     const file = /^\/\/ ([\w.-]+\.ts)\n/.exec(f.body)?.[1];
-    if (f.lang !== 'ts' || file === undefined) throw new Error(`every code block is a \`\`\`ts file (its first line // NAME.ts) or its \`\`\`text output, not: ${f.body.split('\n')[0] ?? ''}`);
+    if (f.lang !== 'ts' || file === undefined)
+      throw new Error(`every code block is a \`\`\`ts file (its first line // NAME.ts) or its \`\`\`text output, not: ${f.body.split('\n')[0] ?? ''}`);
     const next = fences[i + 1];
     blocks.push({ file, code: f.body, ...(next?.lang === 'text' ? { output: next.body } : {}) });
   });
@@ -60,9 +61,16 @@ describe('docs/embedding.md', () => {
     ]);
   });
 
-  it.each(blocks.filter((b) => b.output !== undefined).map((b) => [b.file, b.output as string]))('%s prints what the page shows, whole', async (file, output) => {
-    const { stdout, stderr } = await run(process.execPath, ['--conditions', 'awaken-source', '--import', 'tsx', join(dir, file)], { cwd: dir, env: { ...process.env, PORT: '0' }, timeout: 60_000 });
-    expect(stderr).toBe('');
-    expect(stdout).toBe(output);
-  });
+  it.each(blocks.filter((b) => b.output !== undefined).map((b) => [b.file, b.output as string]))(
+    '%s prints what the page shows, whole',
+    async (file, output) => {
+      const { stdout, stderr } = await run(process.execPath, ['--conditions', 'awaken-source', '--import', 'tsx', join(dir, file)], {
+        cwd: dir,
+        env: { ...process.env, PORT: '0' },
+        timeout: 60_000,
+      });
+      expect(stderr).toBe('');
+      expect(stdout).toBe(output);
+    },
+  );
 });

@@ -59,7 +59,10 @@ describe('docs/plugins/handoff.md → Try it', () => {
   });
 
   it('with agent_handoff in billing’s plugin_ids too, billing is offered transfer_to_agent (it can hand back)', async () => {
-    const both = yaml.replace('    system_prompt: You answer billing questions.\n', '    system_prompt: You answer billing questions.\n    plugin_ids: [agent_handoff]\n');
+    const both = yaml.replace(
+      '    system_prompt: You answer billing questions.\n',
+      '    system_prompt: You answer billing questions.\n    plugin_ids: [agent_handoff]\n',
+    );
     expect(both).not.toBe(yaml);
     const { tools } = await session(both);
     expect(tools[1]).toContain('transfer_to_agent');

@@ -33,7 +33,11 @@ function blocksOf(markdown: string): Block[] {
   for (let i = 0; i < lines.length; i++) {
     const fence = /^```(\w*)$/.exec(lines[i] as string);
     if (fence === null) continue;
-    const after = lines.slice(0, i).reverse().find((l) => l.trim() !== '') ?? '';
+    const after =
+      lines
+        .slice(0, i)
+        .reverse()
+        .find((l) => l.trim() !== '') ?? '';
     const body: string[] = [];
     for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i] as string);
     blocks.push({ lang: fence[1] as string, body: `${body.join('\n')}\n`, after });
@@ -68,8 +72,8 @@ describe('docs/plugins.md', () => {
     expect(blocks.map((b) => `${b.lang}: ${b.after}`)).toEqual([
       'ts: scripted (`ScriptedLlm`, docs/scripted-models.md), so the program runs as it is, without a key:',
       'text: It prints:',
-      'text: (here a count of `\'calls\'`, and a plugin named `audit-log` registered as `withPlugin(\'audit\', …)`):',
-      'ts: the reason as the call\'s result, and the run goes on.',
+      "text: (here a count of `'calls'`, and a plugin named `audit-log` registered as `withPlugin('audit', …)`):",
+      "ts: the reason as the call's result, and the run goes on.",
       "ts: Register it with the builder and name it in the agent's `plugin_ids`:",
     ]);
   });
@@ -100,7 +104,10 @@ describe('docs/plugins.md', () => {
     };
     const auditLog = definePlugin({ name: 'audit-log' });
     const builder = () => new AgentRuntimeBuilder().withPlugin('audit', auditLog);
-    const lines = [thrown(() => definePlugin({ name: 'counter', countPerThread: 'calls' } as unknown as PluginDefinition)), thrown(() => builder().buildOrThrow())];
+    const lines = [
+      thrown(() => definePlugin({ name: 'counter', countPerThread: 'calls' } as unknown as PluginDefinition)),
+      thrown(() => builder().buildOrThrow()),
+    ];
     expect(`${lines.join('\n')}\n`).toBe(errors.body);
     const shown = /`build\(\)`\s+returns it instead, as `(\{[^`]*\})`/.exec(page)?.[1] ?? '';
     const asJson = shown.replace(/'/g, '"').replace(/([{,]\s*)(\w+):/g, '$1"$2":');

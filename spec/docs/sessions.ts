@@ -186,7 +186,13 @@ export async function runSessions(markdown: string, options: { readonly env?: No
           const at = lines.indexOf('^C');
           return at < 0 ? [server.command.expected, ''] : [lines.slice(0, at).join('\n'), lines.slice(at + 1).join('\n')];
         })();
-        outcomes.push({ section, command: server.command.command, expected: normalise([before, after].filter((t) => t !== '').join('\n')), actual: normalise(out), raw: out });
+        outcomes.push({
+          section,
+          command: server.command.command,
+          expected: normalise([before, after].filter((t) => t !== '').join('\n')),
+          actual: normalise(out),
+          raw: out,
+        });
       }
     }
   }

@@ -41,10 +41,10 @@ describe('docs/plugins/state-machine.md: the emit cooldown is per transition and
     expect(yaml).toContain('name: write-log');
     const parsed = parseStateMachineConfig(yaml.replace(/^ {2}/gm, ''));
     if (!parsed.ok) throw new Error(parsed.error);
-    const h = harness(
-      [...files.map((f, i) => ({ tool_calls: [call(`w${i}`, 'Write', { file_path: f, content: 'x' })] })), { text: 'done' }],
-      { tools: workspaceTools(), plugins: [stateMachinePlugin(parsed.value)] },
-    );
+    const h = harness([...files.map((f, i) => ({ tool_calls: [call(`w${i}`, 'Write', { file_path: f, content: 'x' })] })), { text: 'done' }], {
+      tools: workspaceTools(),
+      plugins: [stateMachinePlugin(parsed.value)],
+    });
     const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('edit both')] }, h.sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
     // Request k + 1 follows the write of step k.

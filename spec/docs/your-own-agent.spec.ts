@@ -52,7 +52,7 @@ function stepsOf(markdown: string): Step[] {
     for (i++; i < lines.length && lines[i] !== '```'; i++) body.push(lines[i] as string);
     const lang = fence[1] as string;
     const named = /^(?:\/\/|#) ([\w.-]+\.(?:ts|mjs|js|yaml|json))$/.exec(body[0] ?? '');
-    if (lang === 'console') steps.push({ kind: 'console', section, commands: (sessionsOf(['```console', ...body, '```'].join('\n'))[0]?.commands ?? []) });
+    if (lang === 'console') steps.push({ kind: 'console', section, commands: sessionsOf(['```console', ...body, '```'].join('\n'))[0]?.commands ?? [] });
     else if (lang === 'log') steps.push({ kind: 'log', section, expected: body.join('\n') });
     else if (lang === 'sh') steps.push({ kind: 'sh', section, commands: body.map((l) => l.replace(/\s+#\s.*$/, '').trim()).filter((l) => l !== '') });
     else if (lang === 'diff') {
@@ -65,7 +65,11 @@ function stepsOf(markdown: string): Step[] {
         else if (/^[ +-]/.test(l)) (hunks.at(-1) as string[]).push(l);
         else throw new Error(`${section}: a diff line starts with ' ', '-', '+' or '@@': ${l}`);
       }
-      const side = (hunk: readonly string[], keep: string): string => hunk.filter((l) => l[0] === ' ' || l[0] === keep).map((l) => l.slice(1)).join('\n');
+      const side = (hunk: readonly string[], keep: string): string =>
+        hunk
+          .filter((l) => l[0] === ' ' || l[0] === keep)
+          .map((l) => l.slice(1))
+          .join('\n');
       steps.push({ kind: 'diff', section, file, hunks: hunks.filter((h) => h.length > 0).map((h) => ({ before: side(h, '-'), after: side(h, '+') })) });
     } else if (named !== null) steps.push({ kind: 'file', section, name: named[1] as string, body: `${body.join('\n')}\n` });
   }
@@ -194,7 +198,8 @@ async function walk(steps: readonly Step[], cwd: string): Promise<Outcome[]> {
           let text = readFileSync(path, 'utf8');
           for (const { before, after } of step.hunks) {
             const at = text.indexOf(before);
-            if (at < 0 || text.indexOf(before, at + 1) >= 0) throw new Error(`${step.section}: the edit's lines are not in ${step.file} exactly once:\n${before}`);
+            if (at < 0 || text.indexOf(before, at + 1) >= 0)
+              throw new Error(`${step.section}: the edit's lines are not in ${step.file} exactly once:\n${before}`);
             text = text.slice(0, at) + after + text.slice(at + before.length);
           }
           // Saved in place, as an editor saves; a server that watches gets the change past its 150 ms debounce.
@@ -219,7 +224,9 @@ async function walk(steps: readonly Step[], cwd: string): Promise<Outcome[]> {
               encoding: 'utf8',
               timeout: 180_000,
               maxBuffer: 16 * 1024 * 1024,
-            }).catch((e: { stdout?: string; code?: number; killed?: boolean }) => ({ stdout: `${e.stdout ?? ''}${e.killed === true ? '\n(did not end)' : ''}\n(exit ${String(e.code)})` }));
+            }).catch((e: { stdout?: string; code?: number; killed?: boolean }) => ({
+              stdout: `${e.stdout ?? ''}${e.killed === true ? '\n(did not end)' : ''}\n(exit ${String(e.code)})`,
+            }));
             const raw = server !== undefined ? r.stdout.replaceAll(`127.0.0.1:${server.port}`, '127.0.0.1:3000') : r.stdout;
             outcomes.push({ section: step.section, what: c.command, expected: normalise(c.expected), actual: normalise(raw), raw });
           }
@@ -303,7 +310,8 @@ beforeAll(async () => {
   packed = await packedProject();
   // The folder as the install left it (a kept root has the last run's files).
   for (const name of readdirSync(packed.dir)) {
-    if (!['package.json', 'package-lock.json', 'node_modules', packed.filename].includes(name)) rmSync(join(packed.dir, name), { recursive: true, force: true });
+    if (!['package.json', 'package-lock.json', 'node_modules', packed.filename].includes(name))
+      rmSync(join(packed.dir, name), { recursive: true, force: true });
   }
   outcomes = await walk(steps, packed.dir);
   if (process.env['AWAKEN_WRITE_PAGE'] === '1') writeFileSync(join(repo, 'docs/your-own-agent.md'), written(page, outcomes));
@@ -314,15 +322,24 @@ describe('docs/your-own-agent.md, on the packed package', () => {
     const shown = steps.filter((s) => s.kind === 'sh').flatMap((s) => s.commands);
     expect(shown).toEqual(['npm init -y', 'npm pkg set type=module', `npm install ./${packed.filename} ai@6 zod`]);
     // The set-up ran the same, with exact versions (ai@6 → 6.0.326, zod → awaken's own 4.6.7) and the specs' compiler beside them.
-    expect(packed.commands).toEqual(['npm init -y', 'npm pkg set type=module', `npm install --no-audit --no-fund ./${packed.filename} typescript@5.9.3 @types/node@20 ai@6.0.326 zod@4.6.7`]);
+    expect(packed.commands).toEqual([
+      'npm init -y',
+      'npm pkg set type=module',
+      `npm install --no-audit --no-fund ./${packed.filename} typescript@5.9.3 @types/node@20 ai@6.0.326 zod@4.6.7`,
+    ]);
     expect(JSON.parse(readFileSync(join(packed.dir, 'package.json'), 'utf8'))).toMatchObject({ name: 'my-agent', type: 'module' });
   });
 
   it("the page's app.ts, as its last edit leaves it, type-checks with tsc (strict, as tsc --init sets up a project)", async () => {
     const dir = besideProject(packed, 'typed');
     writeFileSync(join(dir, 'app.ts'), readFileSync(join(packed.dir, 'app.ts'), 'utf8'));
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', target: 'ES2022', strict: true, skipLibCheck: true, noEmit: true }, files: ['app.ts'] }));
-    const r = await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' }).catch((e: { stdout: string; code: number }) => ({ stdout: `${e.stdout}(exit ${e.code})` }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', target: 'ES2022', strict: true, skipLibCheck: true, noEmit: true }, files: ['app.ts'] }),
+    );
+    const r = await run(process.execPath, [join(dir, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: dir, encoding: 'utf8' }).catch(
+      (e: { stdout: string; code: number }) => ({ stdout: `${e.stdout}(exit ${e.code})` }),
+    );
     expect(r.stdout).toBe('');
   }, 120_000);
 
@@ -390,11 +407,16 @@ describe('docs/your-own-agent.md: what awaken dev does with an edit', () => {
     const asked = printed('node chat.mjs dinner "book a table for two at Luigi\'s"');
     expect(asked.raw).toBe('tool-book_table {"restaurant":"Luigi\'s","people":2} → approval-requested\n');
     const reload = outcomes[outcomes.indexOf(logAfter(asked.what)) + 1] as Outcome;
-    const released = /parked run released: .* run=(\S+) thread=dinner\n.* INFO {2}reloaded app\.ts \(sha256:\w+ → sha256:\w+\): new runs use it; 0 run\(s\) in flight finish on sha256:\w+; 1 waiting run\(s\) resume on it when answered\n$/.exec(reload.raw);
+    const released =
+      /parked run released: .* run=(\S+) thread=dinner\n.* INFO {2}reloaded app\.ts \(sha256:\w+ → sha256:\w+\): new runs use it; 0 run\(s\) in flight finish on sha256:\w+; 1 waiting run\(s\) resume on it when answered\n$/.exec(
+        reload.raw,
+      );
     expect(released, reload.raw).not.toBeNull();
     const approved = printed('node chat.mjs dinner --approve');
     // The new code's output: the booking has its time.
-    expect(approved.raw).toBe('tool-book_table {"restaurant":"Luigi\'s","people":2} → output-available {"booked":true,"restaurant":"Luigi\'s","people":2,"time":"19:30"}\nassistant: Booked a table for 2 at Luigi\'s.\n');
+    expect(approved.raw).toBe(
+      'tool-book_table {"restaurant":"Luigi\'s","people":2} → output-available {"booked":true,"restaurant":"Luigi\'s","people":2,"time":"19:30"}\nassistant: Booked a table for 2 at Luigi\'s.\n',
+    );
     expect(logAfter(approved.what).raw).toContain(`parked run revived run=${released?.[1] ?? ''} thread=dinner calls=1`);
   });
 
@@ -402,41 +424,60 @@ describe('docs/your-own-agent.md: what awaken dev does with an edit', () => {
     const broken = outcomes.filter((o) => o.what === 'log' && o.raw.includes('reload failed'));
     expect(broken.length).toBe(2);
     const serving = /reloaded app\.ts \(sha256:\w+ → (sha256:\w+)\)/.exec(outcomes.map((o) => o.raw).join(''))?.[1];
-    for (const o of broken) expect(o.raw).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ERROR reload failed: app\\.ts:\\d+: cannot load: [^\\n]+; still serving ${serving ?? ''}\\n$`));
+    for (const o of broken)
+      expect(o.raw).toMatch(
+        new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ERROR reload failed: app\\.ts:\\d+: cannot load: [^\\n]+; still serving ${serving ?? ''}\\n$`),
+      );
     // The module that throws: named at the line of the throw, with its message.
     const throwing = steps.find((s) => s.kind === 'diff' && s.hunks.some((h) => h.after.includes('throw new Error'))) as Step;
-    const line = asEdited('app.ts', steps[steps.indexOf(throwing) + 1] as Step).split('\n').findIndex((l) => l.includes('throw new Error')) + 1;
+    const line =
+      asEdited('app.ts', steps[steps.indexOf(throwing) + 1] as Step)
+        .split('\n')
+        .findIndex((l) => l.includes('throw new Error')) + 1;
     expect(broken[1]?.raw).toContain(` ERROR reload failed: app.ts:${line}: cannot load: WEATHER_KEY is not set; still serving `);
     // The syntax error: the line where the parser stops, the edited line or the next.
     const syntax = Number(/app\.ts:(\d+)/.exec(broken[0]?.raw ?? '')?.[1]);
     const edited = steps.find((s) => s.kind === 'diff' && s.hunks.some((h) => h.after.endsWith('temperature_c: 10 },'))) as Step;
-    const at = asEdited('app.ts', steps[steps.indexOf(edited) + 1] as Step).split('\n').findIndex((l) => l.endsWith('temperature_c: 10 },')) + 1;
+    const at =
+      asEdited('app.ts', steps[steps.indexOf(edited) + 1] as Step)
+        .split('\n')
+        .findIndex((l) => l.endsWith('temperature_c: 10 },')) + 1;
     expect([at, at + 1]).toContain(syntax);
     // Served meanwhile by the last good version.
-    expect(printed('node chat.mjs lunch "weather in Oslo?"').raw).toBe('tool-get_weather {"city":"Oslo"} → output-available {"city":"Oslo","condition":"sunny","temperature_c":10}\nassistant: It is sunny in Oslo, 10 °C.\n');
+    expect(printed('node chat.mjs lunch "weather in Oslo?"').raw).toBe(
+      'tool-get_weather {"city":"Oslo"} → output-available {"city":"Oslo","condition":"sunny","temperature_c":10}\nassistant: It is sunny in Oslo, 10 °C.\n',
+    );
   });
 });
 
 describe('docs/your-own-agent.md: the replay of a changed plugin', () => {
   it('names the line of the transcript where the run left it, and the first event that differs', () => {
     const replay = outcomes.find((o) => o.what === 'npx awaken replay --app app.ts runs/*.jsonl; echo "exit $?"');
-    const at = /^(runs\/\S+\.jsonl):(\d+) \(an env record\):\n {2}env \(after event #6\): env draw #\d+: the run asked for now, the recording has (\{.*\})\n {2}first differing event: #6\n/m.exec(replay?.raw ?? '');
+    const at =
+      /^(runs\/\S+\.jsonl):(\d+) \(an env record\):\n {2}env \(after event #6\): env draw #\d+: the run asked for now, the recording has (\{.*\})\n {2}first differing event: #6\n/m.exec(
+        replay?.raw ?? '',
+      );
     expect(at, replay?.raw).not.toBeNull();
     const lines = readFileSync(join(packed.dir, at?.[1] as string), 'utf8').split('\n');
     // That line is the record the report quotes: the draw the changed run did not ask for.
     expect(JSON.parse(lines[Number(at?.[2]) - 1] as string)).toEqual(JSON.parse(at?.[3] as string));
     // Event #6 as recorded: get_weather's call done, which the changed guard now holds for approval.
-    const sixth = lines.map((l) => (l === '' ? undefined : (JSON.parse(l) as { type: string; seq?: number; event?: { event_type: string; id: string; outcome: string } }))).find((r) => r?.type === 'event' && r.seq === 6);
+    const sixth = lines
+      .map((l) => (l === '' ? undefined : (JSON.parse(l) as { type: string; seq?: number; event?: { event_type: string; id: string; outcome: string } })))
+      .find((r) => r?.type === 'event' && r.seq === 6);
     expect(sixth?.event).toMatchObject({ event_type: 'tool_call_done', id: 'call_weather', outcome: 'succeeded' });
     expect(replay?.raw).toMatch(/\n1 identical, 1 differ\nexit 1\n$/);
   });
 });
 
-describe('awaken dev, editing the app under a run (the page\'s app, on the packed package)', () => {
+describe("awaken dev, editing the app under a run (the page's app, on the packed package)", () => {
   // get_weather saying which version ran it; v1's slow enough to save the file and reload while it runs.
   const GET_WEATHER = "  execute: async ({ city }) => ({ city, condition: 'sunny', temperature_c: 10 }),";
   const slow = (version: string, ms: number): string =>
-    fileOf('app.ts').replace(GET_WEATHER, `  execute: async ({ city }) => { await new Promise((r) => setTimeout(r, ${ms})); return { city, condition: 'sunny', temperature_c: 10, version: '${version}' }; },`);
+    fileOf('app.ts').replace(
+      GET_WEATHER,
+      `  execute: async ({ city }) => { await new Promise((r) => setTimeout(r, ${ms})); return { city, condition: 'sunny', temperature_c: 10, version: '${version}' }; },`,
+    );
 
   it('a run in flight when the module is saved finishes on the old code; the next run uses the new code', async () => {
     expect(fileOf('app.ts')).toContain(GET_WEATHER);
@@ -446,14 +487,24 @@ describe('awaken dev, editing the app under a run (the page\'s app, on the packe
     const server = await startServer('npx awaken dev --app app.ts --store memory', dir, userEnv());
     try {
       const ask = (thread: string) =>
-        fetch(`http://127.0.0.1:${server.port}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: thread, messages: [{ role: 'user', content: 'weather in Oslo?' }] }) });
+        fetch(`http://127.0.0.1:${server.port}/v1/runs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ threadId: thread, messages: [{ role: 'user', content: 'weather in Oslo?' }] }),
+        });
       const first = eventsOf(await ask('in-flight'));
       // Into the tool call: the run is in flight, in v1's get_weather (read on by hand: a for-await that breaks would close the stream).
       for (let e = await first.next(); !e.done && e.value.event_type !== 'tool_call_ready'; e = await first.next());
       writeFileSync(join(dir, 'app.ts'), slow('v2', 0));
       await expect.poll(() => server.output(), { timeout: 15_000 }).toMatch(/reloaded app\.ts/);
-      const reload = server.output().split('\n').find((l) => l.includes('reloaded app.ts')) ?? '';
-      expect(reload).toMatch(/ INFO {2}reloaded app\.ts \((sha256:[0-9a-f]{12}) → sha256:[0-9a-f]{12}\): new runs use it; 1 run\(s\) in flight finish on \1; 0 waiting run\(s\) resume on it when answered$/);
+      const reload =
+        server
+          .output()
+          .split('\n')
+          .find((l) => l.includes('reloaded app.ts')) ?? '';
+      expect(reload).toMatch(
+        / INFO {2}reloaded app\.ts \((sha256:[0-9a-f]{12}) → sha256:[0-9a-f]{12}\): new runs use it; 1 run\(s\) in flight finish on \1; 0 waiting run\(s\) resume on it when answered$/,
+      );
       const rest: { event_type: string; [k: string]: unknown }[] = [];
       for await (const e of first) rest.push(e);
       const done = (events: typeof rest) => events.find((e) => e.event_type === 'tool_call_done') as { result: { data: { version: string } } } | undefined;

@@ -16,7 +16,12 @@ let server: ServeProcess;
 beforeAll(async () => {
   const conf = mkdtempSync(join(tmpdir(), 'awaken-colon-'));
   writeFileSync(join(conf, 'script.json'), JSON.stringify([{ text: 'hello, user 42' }]));
-  writeFileSync(join(conf, 'awaken.yaml'), ['server:', '  store: memory', '  model: scripted:script.json', '  auth:', '    tokens:', '      - { principal: alice, token_env: ALICE_SECRET }', ''].join('\n'));
+  writeFileSync(
+    join(conf, 'awaken.yaml'),
+    ['server:', '  store: memory', '  model: scripted:script.json', '  auth:', '    tokens:', '      - { principal: alice, token_env: ALICE_SECRET }', ''].join(
+      '\n',
+    ),
+  );
   server = await startServe(['--config', join(conf, 'awaken.yaml'), '--record', mkdtempSync(join(tmpdir(), 'awaken-colon-record-'))], { ALICE_SECRET: ALICE });
 });
 afterAll(async () => {
@@ -27,7 +32,11 @@ const get = (path: string): Promise<Response> => fetch(`${server.url}${path}`, {
 
 describe('the inspector and a thread id with `:`', () => {
   it('lists the transcript under user:42, joins it with the thread’s stored run, serves it, and its timeline is user:42’s', async () => {
-    const r = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'user:42', messages: [{ role: 'user', content: 'hi' }] }) });
+    const r = await fetch(`${server.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ALICE}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'user:42', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(r.status).toBe(200);
     await r.text();
     const runId = r.headers.get('x-awaken-run-id') as string;
@@ -39,7 +48,9 @@ describe('the inspector and a thread id with `:`', () => {
     const threads = (await (await get('/v1/threads')).json()) as { items: { id: string }[] };
     expect(threads.items.map((t) => t.id)).toEqual(['user:42']);
     const stored = (await (await get(`/v1/runs?thread_id=${encodeURIComponent('user:42')}`)).json()) as { items: { run_id: string }[] };
-    const recorded = ((await (await get(`/v1/inspector/transcripts?thread_id=${encodeURIComponent('user:42')}`)).json()) as { items: { name: string; run_id: string }[] }).items;
+    const recorded = (
+      (await (await get(`/v1/inspector/transcripts?thread_id=${encodeURIComponent('user:42')}`)).json()) as { items: { name: string; run_id: string }[] }
+    ).items;
     expect(stored.items.map((s) => [s.run_id, recorded.find((t) => t.run_id === s.run_id)?.name])).toEqual([[runId, all.items[0]?.name]]);
 
     const text = await (await get(`/v1/inspector/transcripts/${encodeURIComponent(all.items[0]?.name as string)}`)).text();

@@ -45,7 +45,12 @@ describe('gzip on awaken serve', () => {
     writeFileSync(join(conf, 'script.json'), JSON.stringify([{ text: answer }, { text: 'short' }, { text: 'again' }]));
     writeFileSync(join(conf, 'awaken.yaml'), ['server:', '  store: memory', '  model: scripted:script.json', ''].join('\n'));
     server = await startServe(['--config', join(conf, 'awaken.yaml'), '--record', record]);
-    const r = await raw(`${server.url}/v1/runs`, { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, 'POST', JSON.stringify({ threadId: 'zipped', messages: [{ role: 'user', content: 'talk' }] }));
+    const r = await raw(
+      `${server.url}/v1/runs`,
+      { 'content-type': 'application/json', 'accept-encoding': 'gzip' },
+      'POST',
+      JSON.stringify({ threadId: 'zipped', messages: [{ role: 'user', content: 'talk' }] }),
+    );
     expect(r.status).toBe(200);
     runId = r.headers['x-awaken-run-id'] as string;
     for (let waited = 0; readdirSync(record).filter((f) => f.endsWith('.jsonl')).length === 0; waited += 50) {
@@ -92,7 +97,12 @@ describe('gzip on awaken serve', () => {
   });
 
   it('an SSE stream is not compressed and streams frame by frame: the frames come while the stream is still open', async () => {
-    const run = await raw(`${server.url}/v1/runs`, { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, 'POST', JSON.stringify({ threadId: 'zipped', messages: [{ role: 'user', content: 'more' }] }));
+    const run = await raw(
+      `${server.url}/v1/runs`,
+      { 'content-type': 'application/json', 'accept-encoding': 'gzip' },
+      'POST',
+      JSON.stringify({ threadId: 'zipped', messages: [{ role: 'user', content: 'more' }] }),
+    );
     expect(run.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(run.headers['content-encoding']).toBeUndefined();
     expect(run.body.toString('utf8')).toContain('data: ');

@@ -13,7 +13,8 @@ import { testServer } from '../support/server.ts';
  * they answer is measured by `npm run bench:studio` (bench/studio-listing.ts), not here.
  */
 const T = Date.UTC(2026, 0, 1);
-const header = (thread: string, run: string): string => `${JSON.stringify({ type: 'header', format: 'awaken-transcript/7', request: { thread_id: thread, run_id: run } })}\n`;
+const header = (thread: string, run: string): string =>
+  `${JSON.stringify({ type: 'header', format: 'awaken-transcript/7', request: { thread_id: thread, run_id: run } })}\n`;
 
 function world() {
   const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), 'awaken-bounds-db-')), 'store.db'));

@@ -4,7 +4,11 @@ import { hrefOf, parseRoute, type Route } from '../../inspector/src/route.ts';
 
 /** The studio's addresses (docs/inspector.md → Links): every view, thread, run and step has one, and reading it back gives the same place. */
 
-const id = fc.string({ minLength: 1, maxLength: 24, unit: fc.oneof(fc.constantFrom('/', ':', '#', '%', '?', ' ', '.', 'é', '😀'), fc.string({ minLength: 1, maxLength: 1 })) });
+const id = fc.string({
+  minLength: 1,
+  maxLength: 24,
+  unit: fc.oneof(fc.constantFrom('/', ':', '#', '%', '?', ' ', '.', 'é', '😀'), fc.string({ minLength: 1, maxLength: 1 })),
+});
 const route: fc.Arbitrary<Route> = fc.oneof(
   fc.constant<Route>({ view: 'chat' }),
   id.map((thread): Route => ({ view: 'chat', thread })),
@@ -17,9 +21,12 @@ const route: fc.Arbitrary<Route> = fc.oneof(
 
 describe('studio addresses', () => {
   it('read back, an address is the place it was made for, whatever the ids hold', () => {
-    fc.assert(fc.property(route, (r) => {
+    fc.assert(
+      fc.property(route, (r) => {
         expect(parseRoute(hrefOf(r))).toEqual(r);
-      }), { numRuns: 2_000 });
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it('an address is one fragment: its ids are percent-encoded, so none adds a path segment', () => {

@@ -38,8 +38,12 @@ function recordedAs(thread: string, run: string, owner?: string): string {
   return [JSON.stringify(header), ...rest].join('\n');
 }
 
-const as = (token: string | undefined, init: RequestInit = {}): RequestInit => ({ ...init, headers: { ...(init.headers as Record<string, string>), ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) } });
-const post = (body: unknown, token?: string): RequestInit => as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const as = (token: string | undefined, init: RequestInit = {}): RequestInit => ({
+  ...init,
+  headers: { ...(init.headers as Record<string, string>), ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) },
+});
+const post = (body: unknown, token?: string): RequestInit =>
+  as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('inspector routes', () => {
   it('serves the page’s files under a content security policy (public, like a login page); refuses a path out of them', async () => {
@@ -82,10 +86,15 @@ describe('inspector routes', () => {
   it('replays a sent transcript or a recorded one: identical, or where it left the recording with the recorded line', async () => {
     const { app, record } = setup();
     copyFileSync(RUN46, join(record, 'thread-1--run-1.jsonl'));
-    const same = (await (await app.request('/v1/inspector/replay', post({ name: 'thread-1--run-1.jsonl' }))).json()) as { report: { identical: boolean; expectedEvents: number } };
+    const same = (await (await app.request('/v1/inspector/replay', post({ name: 'thread-1--run-1.jsonl' }))).json()) as {
+      report: { identical: boolean; expectedEvents: number };
+    };
     expect(same.report).toMatchObject({ identical: true, expectedEvents: 27 });
     const text = readFileSync(RUN46, 'utf8').replace('"delta":"Checking two things."', '"delta":"Checking 2 things."');
-    const r = (await (await app.request('/v1/inspector/replay', post({ transcript: text }))).json()) as { report: { identical: boolean; at: { line: number; record: string }; firstDifference: { expected: string } }; recorded_line: string };
+    const r = (await (await app.request('/v1/inspector/replay', post({ transcript: text }))).json()) as {
+      report: { identical: boolean; at: { line: number; record: string }; firstDifference: { expected: string } };
+      recorded_line: string;
+    };
     expect(r.report.identical).toBe(false);
     expect(r.report.at.record).toBe('event');
     expect(r.recorded_line).toContain('"delta":"Checking 2 things."');
@@ -100,7 +109,9 @@ describe('inspector routes', () => {
     const badName = await app.request('/v1/inspector/replay', post({ name: '../etc/passwd' }));
     expect(badName.status).toBe(400);
     expect(await badName.json()).toMatchObject({ field: 'name' });
-    const garbage = (await (await app.request('/v1/inspector/replay', post({ transcript: 'not a transcript' }))).json()) as { report: { identical: boolean; divergence: { port: string } } };
+    const garbage = (await (await app.request('/v1/inspector/replay', post({ transcript: 'not a transcript' }))).json()) as {
+      report: { identical: boolean; divergence: { port: string } };
+    };
     expect(garbage.report).toMatchObject({ identical: false, divergence: { port: 'transcript' } });
     expect((await app.request('/v1/inspector/transcripts/nothing--here.jsonl')).status).toBe(404);
   });

@@ -37,9 +37,11 @@ const THREE_STEPS = [
   { text: 'Shipped.' },
 ];
 
-const post = (url: string, path: string, body: unknown): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (url: string, path: string, body: unknown): Promise<Response> =>
+  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const record = async (url: string, runId: string): Promise<RunRecord> => (await (await fetch(`${url}/v1/runs/${runId}`)).json()) as RunRecord;
-const listed = async (url: string, threadId: string): Promise<RunRecord[]> => ((await (await fetch(`${url}/v1/runs?thread_id=${encodeURIComponent(threadId)}`)).json()) as { items: RunRecord[] }).items;
+const listed = async (url: string, threadId: string): Promise<RunRecord[]> =>
+  ((await (await fetch(`${url}/v1/runs?thread_id=${encodeURIComponent(threadId)}`)).json()) as { items: RunRecord[] }).items;
 const done = (url: string, runId: string): Promise<unknown> => expect.poll(async () => (await record(url, runId)).status, { timeout: 10_000 }).toBe('done');
 
 /** A run started and read to its suspension; its id. */
@@ -55,7 +57,11 @@ async function transcript(url: string, threadId: string, runId: string): Promise
   await expect
     .poll(
       async () => {
-        const items = ((await (await fetch(`${url}/v1/inspector/transcripts?thread_id=${encodeURIComponent(threadId)}`)).json()) as { items: { name: string; run_id: string }[] }).items;
+        const items = (
+          (await (await fetch(`${url}/v1/inspector/transcripts?thread_id=${encodeURIComponent(threadId)}`)).json()) as {
+            items: { name: string; run_id: string }[];
+          }
+        ).items;
         name = items.find((t) => t.run_id === runId)?.name;
         return name;
       },
@@ -68,7 +74,14 @@ async function transcript(url: string, threadId: string, runId: string): Promise
 describe('a run that suspends and resumes: one step count on every surface', () => {
   it('2 steps while it waits, 3 once it ends: the run record, the run list, the transcript’s end record, its step_start events and the timeline', async () => {
     const store = join(mkdtempSync(join(tmpdir(), 'awaken-steps-db-')), 'awaken.sqlite');
-    const file = config({ 'three.json': THREE_STEPS }, ['providers:', '  s: { kind: scripted, file: three.json }', 'models:', '  m: { provider: s, model_name: m }', 'agents:', '  - { id: asker, model: m, system_prompt: "Ask first." }']);
+    const file = config({ 'three.json': THREE_STEPS }, [
+      'providers:',
+      '  s: { kind: scripted, file: three.json }',
+      'models:',
+      '  m: { provider: s, model_name: m }',
+      'agents:',
+      '  - { id: asker, model: m, system_prompt: "Ask first." }',
+    ]);
     const dir = mkdtempSync(join(tmpdir(), 'awaken-steps-record-'));
     let server: ServeProcess = await startServe(['--config', file, '--store', `sqlite:${store}`, '--record', dir]);
     try {
@@ -101,7 +114,10 @@ describe('a run that suspends and resumes: one step count on every surface', () 
 
   it('a delegation’s result and its final activity count the sub-run’s steps across its suspension, as the sub-run’s own record does', async () => {
     const file = config(
-      { 'parent.json': [{ tool_calls: [{ id: 'd1', name: 'agent_run_child', arguments: { prompt: 'do it' } }] }, { text: 'Parent done.' }], 'child.json': THREE_STEPS },
+      {
+        'parent.json': [{ tool_calls: [{ id: 'd1', name: 'agent_run_child', arguments: { prompt: 'do it' } }] }, { text: 'Parent done.' }],
+        'child.json': THREE_STEPS,
+      },
       [
         'providers:',
         '  p: { kind: scripted, file: parent.json }',
@@ -119,7 +135,11 @@ describe('a run that suspends and resumes: one step count on every surface', () 
       const runId = await suspend(server.url, 'parent-thread', 'parent');
       expect((await record(server.url, runId)).steps).toBe(1);
       expect((await post(server.url, `/v1/runs/${runId}/decision`, { toolCallId: 'd1', action: 'resume', payload: { approved: true } })).status).toBe(202);
-      const frames = await readFrames(await fetch(`${server.url}/v1/threads/parent-thread/stream?since=0`), (f) => f.some((x) => x.data.includes('"natural_end"')), 10_000);
+      const frames = await readFrames(
+        await fetch(`${server.url}/v1/threads/parent-thread/stream?since=0`),
+        (f) => f.some((x) => x.data.includes('"natural_end"')),
+        10_000,
+      );
       const events = frames.map((f) => JSON.parse(f.data) as { event_type: string; activity_type?: string; content?: unknown });
       const views = events.filter((e) => e.activity_type === 'agent-delegation').map((e) => e.content as { status: string; steps: number; run_id: string });
       const final = views.at(-1) as { status: string; steps: number; run_id: string };

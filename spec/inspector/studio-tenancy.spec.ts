@@ -23,7 +23,8 @@ describe('finding things with two principals, over awaken serve', () => {
   let alicesFile: string;
   const headers = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
   const get = (token: string, path: string): Promise<Response> => fetch(`${server.url}${path}`, { headers: headers(token) });
-  const post = (token: string, path: string, body: unknown): Promise<Response> => fetch(`${server.url}${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) });
+  const post = (token: string, path: string, body: unknown): Promise<Response> =>
+    fetch(`${server.url}${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) });
   const threadIds = async (token: string, query: string): Promise<string[]> => {
     const r = await get(token, `/v1/inspector/threads?${query}`);
     expect(r.status, query).toBe(200);
@@ -41,7 +42,16 @@ describe('finding things with two principals, over awaken serve', () => {
     writeFileSync(join(conf, 'script.json'), JSON.stringify([{ text: 'the code is 4711' }, { text: 'noted' }, { text: 'again' }, { text: 'more' }]));
     writeFileSync(
       join(conf, 'awaken.yaml'),
-      ['server:', `  store: sqlite:${join(conf, 'store.db')}`, '  model: scripted:script.json', '  auth:', '    tokens:', '      - { principal: alice, token_env: ALICE_SECRET }', '      - { principal: bob, token_env: BOB_SECRET }', ''].join('\n'),
+      [
+        'server:',
+        `  store: sqlite:${join(conf, 'store.db')}`,
+        '  model: scripted:script.json',
+        '  auth:',
+        '    tokens:',
+        '      - { principal: alice, token_env: ALICE_SECRET }',
+        '      - { principal: bob, token_env: BOB_SECRET }',
+        '',
+      ].join('\n'),
     );
     server = await startServe(['--config', join(conf, 'awaken.yaml'), '--record', record], { ALICE_SECRET: ALICE, BOB_SECRET: BOB, AWAKEN_ADMIN_TOKEN: ADMIN });
     expect((await post(ALICE, '/v1/threads', { id: 'alice-launch', title: 'Launch Codes' })).status).toBe(201);
@@ -70,8 +80,10 @@ describe('finding things with two principals, over awaken serve', () => {
 
   it('the thread search: Bob never finds Alice’s thread — not by its id, its title or her run id, nor by a filter; Alice does', async () => {
     expect(await threadIds(BOB, '')).toEqual(['bob-notes']);
-    for (const q of [`q=${alicesRun}`, `q=${alicesRun.toUpperCase()}`, 'q=launch%20codes', 'q=alice', 'q=-launch']) expect(await threadIds(BOB, q), q).toEqual([]);
-    for (const filter of ['agent_id=agent', 'agent_id=default', 'status=done', 'errors=false']) expect(await threadIds(BOB, filter), filter).not.toContain('alice-launch');
+    for (const q of [`q=${alicesRun}`, `q=${alicesRun.toUpperCase()}`, 'q=launch%20codes', 'q=alice', 'q=-launch'])
+      expect(await threadIds(BOB, q), q).toEqual([]);
+    for (const filter of ['agent_id=agent', 'agent_id=default', 'status=done', 'errors=false'])
+      expect(await threadIds(BOB, filter), filter).not.toContain('alice-launch');
     const bobs = (await (await get(BOB, '/v1/inspector/threads')).json()) as { items: { recorded: number; last_run: { run_id: string } }[]; total: number };
     expect(bobs.total).toBe(1);
     expect(bobs.items[0]?.last_run.run_id).toBe(bobsRun);
@@ -101,7 +113,10 @@ describe('finding things with two principals, over awaken serve', () => {
     const chat = await post(BOB, '/v1/ai-sdk/chat', { id: 'alice-launch', messages: [{ id: 'x1', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }] });
     expect(chat.status).toBe(404);
     await chat.text();
-    const byThreadId = await post(BOB, '/v1/ai-sdk/chat', { threadId: 'alice-launch', messages: [{ id: 'x2', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }] });
+    const byThreadId = await post(BOB, '/v1/ai-sdk/chat', {
+      threadId: 'alice-launch',
+      messages: [{ id: 'x2', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }],
+    });
     expect(byThreadId.status).toBe(404);
     await byThreadId.text();
     // Alice's thread is as she left it: her one run, no message of Bob's.

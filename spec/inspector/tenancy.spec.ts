@@ -36,8 +36,10 @@ interface Listed {
 
 function client(url: string) {
   const headers = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
-  const get = (token: string, path: string, init: RequestInit = {}): Promise<Response> => fetch(`${url}${path}`, { ...init, headers: { ...headers(token), ...(init.headers as Record<string, string>) } });
-  const post = (token: string, path: string, body: unknown): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) });
+  const get = (token: string, path: string, init: RequestInit = {}): Promise<Response> =>
+    fetch(`${url}${path}`, { ...init, headers: { ...headers(token), ...(init.headers as Record<string, string>) } });
+  const post = (token: string, path: string, body: unknown): Promise<Response> =>
+    fetch(`${url}${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) });
   return {
     get,
     post,
@@ -70,7 +72,16 @@ describe('the inspector with API tokens, over awaken serve', () => {
     writeFileSync(join(conf, 'script.json'), JSON.stringify([{ text: 'noted' }, { text: 'noted again' }, { text: 'noted once more' }]));
     writeFileSync(
       join(conf, 'awaken.yaml'),
-      ['server:', '  store: memory', '  model: scripted:script.json', '  auth:', '    tokens:', '      - { principal: alice, token_env: ALICE_SECRET }', '      - { principal: bob, token_env: BOB_SECRET }', ''].join('\n'),
+      [
+        'server:',
+        '  store: memory',
+        '  model: scripted:script.json',
+        '  auth:',
+        '    tokens:',
+        '      - { principal: alice, token_env: ALICE_SECRET }',
+        '      - { principal: bob, token_env: BOB_SECRET }',
+        '',
+      ].join('\n'),
     );
     server = await startServe(['--config', join(conf, 'awaken.yaml'), '--record', dir], { ALICE_SECRET: ALICE, BOB_SECRET: BOB, AWAKEN_ADMIN_TOKEN: ADMIN });
   }, 30_000);
@@ -90,7 +101,12 @@ describe('the inspector with API tokens, over awaken serve', () => {
     copyFileSync(join(dir, alicesFile), join(dir, `team_alpha--${alices}.jsonl`));
 
     const bobSees = await c.list(BOB);
-    expect(bobSees.map((t) => [t.thread_id, t.run_id]).sort()).toEqual([['team_alpha', bobs[0]], ['x', bobs[1]]].sort());
+    expect(bobSees.map((t) => [t.thread_id, t.run_id]).sort()).toEqual(
+      [
+        ['team_alpha', bobs[0]],
+        ['x', bobs[1]],
+      ].sort(),
+    );
     expect(await c.list(BOB, '?thread_id=team_alpha')).toEqual([expect.objectContaining({ thread_id: 'team_alpha', run_id: bobs[0] })]);
     expect(await c.list(BOB, `?thread_id=${encodeURIComponent('team:alpha')}`)).toEqual([]);
     for (const name of [alicesFile, `x--secret--${alices}.jsonl`, `team_alpha--${alices}.jsonl`]) {
@@ -109,7 +125,9 @@ describe('the inspector with API tokens, over awaken serve', () => {
     const own = await c.get(ALICE, `/v1/inspector/transcripts/${encodeURIComponent(alicesFile)}`);
     expect(own.status).toBe(200);
     expect(await own.text()).toContain('the launch code is 4711');
-    expect(((await (await c.post(ALICE, '/v1/inspector/replay', { name: alicesFile })).json()) as { report: { identical: boolean } }).report.identical).toBe(true);
+    expect(((await (await c.post(ALICE, '/v1/inspector/replay', { name: alicesFile })).json()) as { report: { identical: boolean } }).report.identical).toBe(
+      true,
+    );
     // Written under a name that gives the thread back (`:` and `-` escaped), which no other thread id has.
     expect(alicesFile).toBe(`team~3aalpha--${alices.replace(/-/g, '~2d')}.jsonl`);
   });
@@ -140,7 +158,8 @@ describe('the inspector with API tokens, over awaken serve', () => {
     expect((await c.post(ALICE, '/v1/inspector/replay', { name: bobsFile })).status).toBe(404);
     // Following the thread from its first frame: Alice's own run (its frames, or a resync with her
     // thread's messages), nothing of Bob's before it.
-    const mine = (x: { readonly event?: string; readonly data: string }): boolean => x.event === 'resync' || (x.data.includes('"run_finish"') && x.data.includes(alices));
+    const mine = (x: { readonly event?: string; readonly data: string }): boolean =>
+      x.event === 'resync' || (x.data.includes('"run_finish"') && x.data.includes(alices));
     const frames = await readFrames(await c.get(ALICE, '/v1/threads/reuse/stream?since=0'), (f) => f.some(mine), 5_000);
     expect(frames.some(mine)).toBe(true);
     expect(frames.filter((x) => x.data.includes(bobs) || x.data.includes('9000'))).toEqual([]);
@@ -200,7 +219,18 @@ describe('thread ids the HTTP routes and the stores refuse, recorded through the
     if (!built.ok) throw new Error(JSON.stringify(built.error));
     recorder.attach(built.value);
     registry = new RunRegistry(built.value, store, { observer: recorder });
-    const app = createHttpApp({ runtime: built.value, store, registry }, { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) }, adminToken: ADMIN });
+    const app = createHttpApp(
+      { runtime: built.value, store, registry },
+      {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+        adminToken: ADMIN,
+      },
+    );
     app.route('/', inspectorRoutes({ store, recordDir: dir }));
     server = await listen(app, { port: 0 });
   });

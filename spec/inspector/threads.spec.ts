@@ -30,13 +30,22 @@ function world(options: { readonly auth?: boolean } = {}) {
   const s = testServer([], { store, ...(options.auth === true ? { http: { auth: { tokens } } } : {}) });
   s.app.route('/', inspectorRoutes({ store, recordDir: record }));
   /** A run record on a thread (the thread made or moved on to `at`). */
-  const run = (threadId: string, runId: string, at: number, fields: { agentId?: string; status?: RunRecord['status']; termination?: TerminationReason; steps?: number } = {}) =>
+  const run = (
+    threadId: string,
+    runId: string,
+    at: number,
+    fields: { agentId?: string; status?: RunRecord['status']; termination?: TerminationReason; steps?: number } = {},
+  ) =>
     store.checkpoint({
       threadId,
       runId,
       agentId: fields.agentId ?? 'agent',
       status: fields.status ?? 'done',
-      ...(fields.termination !== undefined ? { termination: fields.termination } : fields.status === undefined ? { termination: { type: 'natural_end' } as const } : {}),
+      ...(fields.termination !== undefined
+        ? { termination: fields.termination }
+        : fields.status === undefined
+          ? { termination: { type: 'natural_end' } as const }
+          : {}),
       steps: fields.steps ?? 1,
       messages: [],
       threadState: { revision: 1, extensions: {} },
@@ -99,8 +108,18 @@ describe('GET /v1/inspector/threads', () => {
       return { ids: body.items.map((t) => t['id']), total: body.total, has_more: body['has_more'] };
     };
     expect((await ids('')).ids).toEqual(all);
-    for (const [offset, limit] of [[0, 4], [4, 4], [8, 4], [2, 3], [9, 2]] as const) {
-      expect(await ids(`offset=${offset}&limit=${limit}`), `${offset}+${limit}`).toEqual({ ids: all.slice(offset, offset + limit), total: 9, has_more: offset + limit < 9 });
+    for (const [offset, limit] of [
+      [0, 4],
+      [4, 4],
+      [8, 4],
+      [2, 3],
+      [9, 2],
+    ] as const) {
+      expect(await ids(`offset=${offset}&limit=${limit}`), `${offset}+${limit}`).toEqual({
+        ids: all.slice(offset, offset + limit),
+        total: 9,
+        has_more: offset + limit < 9,
+      });
     }
     // Only store threads (a search no transcript thread matches): paged by the store itself.
     expect(await ids('q=-run&agent_id=agent&offset=1&limit=2')).toEqual({ ids: ['s4', 's3'], total: 6, has_more: true });

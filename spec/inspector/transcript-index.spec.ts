@@ -20,7 +20,11 @@ function recordedAs(thread: string, run: string, owner?: string, format = 'awake
   return [JSON.stringify(header), ...rest].join('\n');
 }
 
-const listOf = (index: TranscriptIndex) => index.list().map((t) => [t.name, t.thread_id, t.run_id, t.owner ?? null]).sort();
+const listOf = (index: TranscriptIndex) =>
+  index
+    .list()
+    .map((t) => [t.name, t.thread_id, t.run_id, t.owner ?? null])
+    .sort();
 
 describe('TranscriptIndex', () => {
   it('lists the .jsonl files whose first line is a header, by what their lines say; nothing else', () => {

@@ -11,7 +11,8 @@ import { testServer } from '../support/server.ts';
  * without `limit` every one from `offset`, as before. 10,000 transcripts list in well under 200 ms
  * once their headers are known (each file's header is read once, kept by name, size and time).
  */
-const header = (thread: string, run: string): string => `${JSON.stringify({ type: 'header', format: 'awaken-transcript/7', request: { thread_id: thread, run_id: run } })}\n`;
+const header = (thread: string, run: string): string =>
+  `${JSON.stringify({ type: 'header', format: 'awaken-transcript/7', request: { thread_id: thread, run_id: run } })}\n`;
 const T = Date.UTC(2026, 0, 1);
 
 function world() {
@@ -24,7 +25,10 @@ function world() {
   };
   const get = async (query: string) => {
     const r = await app.request(`/v1/inspector/transcripts${query}`);
-    return { status: r.status, body: (await r.json()) as { items: { name: string }[]; total: number; has_more: boolean; offset: number; limit?: number; field?: string } };
+    return {
+      status: r.status,
+      body: (await r.json()) as { items: { name: string }[]; total: number; has_more: boolean; offset: number; limit?: number; field?: string },
+    };
   };
   return { put, get };
 }

@@ -36,7 +36,11 @@ function readRoot(): { readonly exports: readonly RootExport[]; readonly unnamed
       for (const element of statement.exportClause.elements) {
         exports.push({ name: element.name.text, typeOnly: statement.isTypeOnly || element.isTypeOnly, group });
       }
-    } else if (ts.isExportDeclaration(statement) || ts.isExportAssignment(statement) || ts.canHaveModifiers(statement) && (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) {
+    } else if (
+      ts.isExportDeclaration(statement) ||
+      ts.isExportAssignment(statement) ||
+      (ts.canHaveModifiers(statement) && (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword))
+    ) {
       unnamed.push(statement.getText(file).split('\n')[0] as string);
     }
   }
@@ -56,14 +60,16 @@ function readDocs(): { readonly lines: readonly DocLine[]; readonly subpaths: re
   const lines: DocLine[] = [];
   const subpaths: string[] = [];
   let heading = '';
-  readFileSync(join(repo, 'docs/api.md'), 'utf8').split('\n').forEach((text, i) => {
-    const h = /^###? (.+)$/.exec(text);
-    if (h !== null) heading = h[1] as string;
-    const entry = /^- `([A-Za-z_$][\w$]*)`( \*\(type\)\*)? — \S/.exec(text);
-    if (entry !== null) lines.push({ name: entry[1] as string, typeOnly: entry[2] !== undefined, heading, line: i + 1 });
-    const subpath = /^- `awaken-ts\/([\w-]+)` — \S/.exec(text);
-    if (subpath !== null) subpaths.push(`./${subpath[1] as string}`);
-  });
+  readFileSync(join(repo, 'docs/api.md'), 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      const h = /^###? (.+)$/.exec(text);
+      if (h !== null) heading = h[1] as string;
+      const entry = /^- `([A-Za-z_$][\w$]*)`( \*\(type\)\*)? — \S/.exec(text);
+      if (entry !== null) lines.push({ name: entry[1] as string, typeOnly: entry[2] !== undefined, heading, line: i + 1 });
+      const subpath = /^- `awaken-ts\/([\w-]+)` — \S/.exec(text);
+      if (subpath !== null) subpaths.push(`./${subpath[1] as string}`);
+    });
   return { lines, subpaths };
 }
 
@@ -78,7 +84,10 @@ describe('the root entry, awaken-ts', () => {
   });
 
   it('exports at runtime exactly the names its declarations export as values', () => {
-    const values = exports.filter((e) => !e.typeOnly).map((e) => e.name).sort();
+    const values = exports
+      .filter((e) => !e.typeOnly)
+      .map((e) => e.name)
+      .sort();
     expect(Object.keys(root).sort()).toEqual(values);
   });
 
@@ -89,7 +98,18 @@ describe('the root entry, awaken-ts', () => {
   });
 
   it('keeps the machinery out: the loop, the tool batch, the phase runtime and snapshot internals are under awaken-ts/unstable', () => {
-    const machinery = ['RunLoop', 'ToolBatch', 'PhaseRuntime', 'SnapshotDraft', 'KeyLayout', 'StateStore', 'MutationBatch', 'commitBatch', 'buildExecutionEnv', 'resolveAgent'];
+    const machinery = [
+      'RunLoop',
+      'ToolBatch',
+      'PhaseRuntime',
+      'SnapshotDraft',
+      'KeyLayout',
+      'StateStore',
+      'MutationBatch',
+      'commitBatch',
+      'buildExecutionEnv',
+      'resolveAgent',
+    ];
     expect(machinery.filter((name) => name in root || exports.some((e) => e.name === name))).toEqual([]);
     expect(machinery.filter((name) => !(name in unstable))).toEqual([]);
   });
@@ -114,7 +134,8 @@ describe('docs/api.md', () => {
       if (e === undefined) return [];
       const wrong: string[] = [];
       if (e.group !== l.heading) wrong.push(`docs/api.md:${l.line} ${l.name} is under "${l.heading}", src/index.ts groups it under "${e.group}"`);
-      if (e.typeOnly !== l.typeOnly) wrong.push(`docs/api.md:${l.line} ${l.name} ${e.typeOnly ? 'is type-only: mark it *(type)*' : 'is a value: it is not *(type)*'}`);
+      if (e.typeOnly !== l.typeOnly)
+        wrong.push(`docs/api.md:${l.line} ${l.name} ${e.typeOnly ? 'is type-only: mark it *(type)*' : 'is a value: it is not *(type)*'}`);
       return wrong;
     });
     expect(misplaced).toEqual([]);
@@ -128,7 +149,7 @@ describe('docs/api.md', () => {
 });
 
 describe('awaken-ts/unstable', () => {
-  it("holds every root value as the same binding (one library, two entries)", () => {
+  it('holds every root value as the same binding (one library, two entries)', () => {
     expect(Object.keys(root).filter((name) => (unstable as Record<string, unknown>)[name] !== (root as Record<string, unknown>)[name])).toEqual([]);
   });
 

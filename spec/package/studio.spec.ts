@@ -23,7 +23,11 @@ beforeAll(async () => {
   project = besideProject(packed, 'studio');
   writeFileSync(join(project, 'weather.yaml'), readFileSync(join(repo, 'fixtures/scripts/demo-weather.yaml'), 'utf8'));
   const bin = join(project, 'node_modules/.bin/awaken');
-  const started = spawn(bin, ['serve', '--store', 'memory', '--model', 'scripted:weather.yaml', '--record', 'runs', '--port', '0'], { cwd: project, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, AWAKEN_INSPECTOR_ASSETS: '' } });
+  const started = spawn(bin, ['serve', '--store', 'memory', '--model', 'scripted:weather.yaml', '--record', 'runs', '--port', '0'], {
+    cwd: project,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, AWAKEN_INSPECTOR_ASSETS: '' },
+  });
   child = started;
   let log = '';
   url = await new Promise<string>((resolveUrl, reject) => {

@@ -78,7 +78,11 @@ describe('deferred tools through the loop (book: 使用延迟加载工具)', () 
     // Used at turn 1, idle at turns 2 and 3 (defer_after = 2): deferred again from turn 4 on.
     expect(tools[2]).toContain('get_weather');
     expect(tools[3]).toContain('get_weather');
-    expect(tools.slice(4)).toEqual([['ToolSearch', 'echo'], ['ToolSearch', 'echo'], ['ToolSearch', 'echo']]);
+    expect(tools.slice(4)).toEqual([
+      ['ToolSearch', 'echo'],
+      ['ToolSearch', 'echo'],
+      ['ToolSearch', 'echo'],
+    ]);
     // In the event stream: ToolSearch's result promotes, the snapshots go eager, then deferred.
     const promotedAt = events.findIndex((e) => e.event_type === 'tool_call_done' && e.id === 's');
     const snapshots = modesOf(events.slice(promotedAt), 'get_weather');
@@ -141,9 +145,9 @@ describe('deferred tools through the loop (book: 使用延迟加载工具)', () 
     const second = build([{ text: 'hi' }], config, { profiles });
     const events = await run(second, 'b');
     const snap = events.find((e) => e.event_type === 'state_snapshot');
-    const entry = (snap?.event_type === 'state_snapshot' ? (snap.snapshot as { extensions: Record<string, { tools: Record<string, { alpha: number }> }> }) : undefined)?.extensions[
-      'deferred_tools.disc_beta'
-    ]?.tools['get_weather'];
+    const entry = (
+      snap?.event_type === 'state_snapshot' ? (snap.snapshot as { extensions: Record<string, { tools: Record<string, { alpha: number }> }> }) : undefined
+    )?.extensions['deferred_tools.disc_beta']?.tools['get_weather'];
     // α = p·n0 with the learned p (then one turn's decay and miss): 0.6 never applies learned priors.
     expect(entry?.alpha).toBeCloseTo((1 / 3) * 5 * 0.95, 9);
   });

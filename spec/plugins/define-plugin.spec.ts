@@ -9,7 +9,9 @@ import { echoTool, harness, waitFor } from '../support/runtime.ts';
 const go: Message[] = [{ role: 'user', content: [{ type: 'text', text: 'go' }] }];
 const echo = (id: string, text = id) => ({ id, name: 'echo', arguments: { text } });
 const done = (events: readonly AgentEvent[]) =>
-  events.filter((e): e is Extract<AgentEvent, { event_type: 'tool_call_done' }> => e.event_type === 'tool_call_done').map((e) => [e.id, e.outcome, e.result.message]);
+  events
+    .filter((e): e is Extract<AgentEvent, { event_type: 'tool_call_done' }> => e.event_type === 'tool_call_done')
+    .map((e) => [e.id, e.outcome, e.result.message]);
 const systemTexts = (messages: readonly Message[]) =>
   messages.filter((m) => m.role === 'system').map((m) => m.content.map((c) => (c.type === 'text' ? c.text : '')).join(''));
 
@@ -56,12 +58,20 @@ describe('definePlugin: a tool gate', () => {
     const suspended = h.sink.events.find((e) => e.event_type === 'tool_call_done' && e.id === 'c1');
     expect(suspended).toMatchObject({
       outcome: 'suspended',
-      result: { suspension: { suspension: { id: 'ask-c1', action: 'tool:echo', message: 'May I echo?' }, pending: { id: 'c1', name: 'echo', arguments: { text: 'ask' } }, resume_mode: 'replay_tool_call' } },
+      result: {
+        suspension: {
+          suspension: { id: 'ask-c1', action: 'tool:echo', message: 'May I echo?' },
+          pending: { id: 'c1', name: 'echo', arguments: { text: 'ask' } },
+          resume_mode: 'replay_tool_call',
+        },
+      },
     });
     expect(started.value.decide([{ targetId: 'ask-c1', decision: { decision_id: 'd1', action: 'resume', updated_at: 0 } }]).ok).toBe(true);
     const result = await started.value.done;
     expect(result.termination).toEqual({ type: 'natural_end' });
-    expect(h.sink.events.filter((e) => e.event_type === 'tool_call_resumed')).toEqual([{ event_type: 'tool_call_resumed', target_id: 'c1', result: { echoed: 'ask' } }]);
+    expect(h.sink.events.filter((e) => e.event_type === 'tool_call_resumed')).toEqual([
+      { event_type: 'tool_call_resumed', target_id: 'c1', result: { echoed: 'ask' } },
+    ]);
   });
 
   it('may be async', async () => {
@@ -78,10 +88,17 @@ describe('definePlugin: a tool gate', () => {
 describe('definePlugin: a prompt addition', () => {
   it('adds its text as a system message of each inference, after the system prompt; nothing or an empty text adds nothing', async () => {
     let n = 0;
-    const prompt = definePlugin({ name: 'prompt', addToPrompt: async (ctx) => (++n === 2 ? '' : `${ctx.agentId} in ${ctx.threadId === '' ? '?' : 'a thread'}, inference ${n}`) });
+    const prompt = definePlugin({
+      name: 'prompt',
+      addToPrompt: async (ctx) => (++n === 2 ? '' : `${ctx.agentId} in ${ctx.threadId === '' ? '?' : 'a thread'}, inference ${n}`),
+    });
     const h = harness([{ tool_calls: [echo('c1')] }, { tool_calls: [echo('c2')] }, { text: 'ok' }], { plugins: [prompt], tools: [echoTool] });
     await h.runtime.run({ messages: go }, h.sink);
-    expect(h.llm.requests.map((r) => systemTexts(r.messages))).toEqual([['be brief', 'agent in a thread, inference 1'], ['be brief'], ['be brief', 'agent in a thread, inference 3']]);
+    expect(h.llm.requests.map((r) => systemTexts(r.messages))).toEqual([
+      ['be brief', 'agent in a thread, inference 1'],
+      ['be brief'],
+      ['be brief', 'agent in a thread, inference 3'],
+    ]);
   });
 });
 
@@ -97,7 +114,10 @@ describe('definePlugin: a count per thread', () => {
       },
       addToPrompt: (ctx) => `calls so far: ${ctx.count}`,
     });
-    const h = harness([{ tool_calls: [echo('c1')] }, { text: 'one' }, { tool_calls: [echo('c2'), echo('c3')] }, { text: 'two' }], { plugins: [counted], tools: [echoTool] });
+    const h = harness([{ tool_calls: [echo('c1')] }, { text: 'one' }, { tool_calls: [echo('c2'), echo('c3')] }, { text: 'two' }], {
+      plugins: [counted],
+      tools: [echoTool],
+    });
     const first = await h.runtime.run({ messages: go }, h.sink);
     const threadId = first.ok ? first.value.threadId : '';
     await h.runtime.run({ threadId, messages: go }, h.sink);

@@ -56,8 +56,19 @@ export function fedRun(sink: MetricsSink): void {
   tap.toolSettled?.(lookup, ToolResults.success('lookup', { city: 'Lyon' }));
   tap.toolStarted?.(book);
   tap.toolSettled?.(book, ToolResults.error('book', 'no rooms'));
-  messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Looking.' }], tool_calls: [lookup, book] }, Messages.tool('c1', '{"city":"Lyon"}'), Messages.tool('c2', 'no rooms'));
+  messages.push(
+    { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }], tool_calls: [lookup, book] },
+    Messages.tool('c1', '{"city":"Lyon"}'),
+    Messages.tool('c2', 'no rooms'),
+  );
   // A failed inference: the loop still hands over the stop reason of its empty result.
-  tap.inference?.({ ...base, request: { model: 'gpt-4o', messages, tools: TOOLS }, startedAt: env.clock.now(), endedAt: env.clock.now(), stopReason: 'EndTurn', error: { code: 'rate_limited', message: 'slow down' } });
+  tap.inference?.({
+    ...base,
+    request: { model: 'gpt-4o', messages, tools: TOOLS },
+    startedAt: env.clock.now(),
+    endedAt: env.clock.now(),
+    stopReason: 'EndTurn',
+    error: { code: 'rate_limited', message: 'slow down' },
+  });
   tap.event?.({ event_type: 'run_finish', thread_id: 'thread-9', run_id: 'run-9', termination: TerminationReasons.error('rate limited') });
 }

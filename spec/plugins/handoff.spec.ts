@@ -22,7 +22,10 @@ const handTo = defineTool({
   id: 'hand_to',
   description: 'Hand the conversation to another agent',
   args: z.object({ agent: z.string() }),
-  execute: ({ agent }) => ({ result: ToolResults.success('hand_to', { agent }), command: StateCommand.empty().update(HandoffState, agent === 'clear' ? clearHandoff() : requestHandoff(agent)) }),
+  execute: ({ agent }) => ({
+    result: ToolResults.success('hand_to', { agent }),
+    command: StateCommand.empty().update(HandoffState, agent === 'clear' ? clearHandoff() : requestHandoff(agent)),
+  }),
 });
 
 function setup(
@@ -126,7 +129,9 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
     expect(r.ok && r.value).toMatchObject({ response: 'Back at the desk.', termination: { type: 'natural_end' } });
     // Step 1 as the desk, step 2 as the writer (its plugin only), step 3 as the desk again.
     expect(seen).toEqual(['desk_tags', 'writer_tags', 'desk_tags']);
-    const snapshots = sink.events.flatMap((e) => (e.event_type === 'state_snapshot' ? [(e.snapshot as { extensions: Record<string, unknown> }).extensions] : []));
+    const snapshots = sink.events.flatMap((e) =>
+      e.event_type === 'state_snapshot' ? [(e.snapshot as { extensions: Record<string, unknown> }).extensions] : [],
+    );
     const counts = snapshots.map((x) => [x['desk_tags.count'], x['writer_tags.count']]);
     // The desk's key is gone while the writer acts, and starts again from its init when the desk is back.
     expect(counts.slice(0, 3)).toEqual([
@@ -166,7 +171,12 @@ describe('agent handoff (book: 使用 Agent Handoff; core-spec §11.1)', () => {
   });
 
   it('overlays from the agent’s handoff section (as awaken serve --config gives them); a name declared twice keeps the agent from being built', async () => {
-    const h = setup([call('c1', 'critic'), { text: 'never' }], [{ text: 'Criticised.' }], {}, { handoff: { overlays: { critic: { system_prompt: 'You criticise.', model_id: 'm2' } } } });
+    const h = setup(
+      [call('c1', 'critic'), { text: 'never' }],
+      [{ text: 'Criticised.' }],
+      {},
+      { handoff: { overlays: { critic: { system_prompt: 'You criticise.', model_id: 'm2' } } } },
+    );
     const r = await h.runtime.run({ messages: [Messages.user('review')] }, new VecEventSink());
     expect(r.ok && r.value.response).toBe('Criticised.');
     expect(textOf(systemOf(h.b, 0))).toContain('You criticise.');

@@ -16,7 +16,8 @@ const open = async (...args: Parameters<typeof connectMcp>) => {
   opened.push(s);
   return s;
 };
-const doneOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
+const doneOf = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
 
 describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
   it('tool ids are mcp__<server>__<tool>, each part cleaned as 0.6’s to_tool_id does (its vectors)', () => {
@@ -30,25 +31,52 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
 
   it('over stdio, against the SDK’s own McpServer: tools as <server>__<tool>, results with their metadata, progress forwarded, errors as tool errors', async () => {
     const calc = await open('calc', { command: process.execPath, args: [join(repo, 'spec/plugins/fixtures/mcp-calc-server.mjs')], cwd: repo });
-    expect(calc.tools.map((t) => t.descriptor.id)).toEqual(['mcp__calc__add', 'mcp__calc__countdown', 'mcp__calc__broken', 'mcp__calc__grow', 'mcp__calc__crash', 'mcp__calc__pid']);
+    expect(calc.tools.map((t) => t.descriptor.id)).toEqual([
+      'mcp__calc__add',
+      'mcp__calc__countdown',
+      'mcp__calc__broken',
+      'mcp__calc__grow',
+      'mcp__calc__crash',
+      'mcp__calc__pid',
+    ]);
     expect(calc.tools[0]?.descriptor.parameters).toMatchObject({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } });
     const call = (id: string, name: string, args: object) => ({ tool_calls: [{ id, name, arguments: args }] });
-    const h = harness([call('c1', 'mcp__calc__add', { a: 2, b: 3 }), call('c2', 'mcp__calc__countdown', { from: 3 }), call('c3', 'mcp__calc__broken', {}), { text: 'done' }], { tools: calc.tools });
+    const h = harness(
+      [call('c1', 'mcp__calc__add', { a: 2, b: 3 }), call('c2', 'mcp__calc__countdown', { from: 3 }), call('c3', 'mcp__calc__broken', {}), { text: 'done' }],
+      { tools: calc.tools },
+    );
     const r = await h.runtime.run({ messages: [Messages.user('compute')] }, h.sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
     const done = doneOf(h.sink.events);
-    expect(done[0]?.result).toMatchObject({ status: 'success', data: { text: '5', structured: { sum: 5 } }, metadata: { mcp: { server: 'calc', tool: 'add' } } });
+    expect(done[0]?.result).toMatchObject({
+      status: 'success',
+      data: { text: '5', structured: { sum: 5 } },
+      metadata: { mcp: { server: 'calc', tool: 'add' } },
+    });
     expect(done[1]?.result).toMatchObject({ status: 'success', data: { text: 'lift-off' } });
     expect(done[2]?.result).toMatchObject({ status: 'error', message: 'it broke', metadata: { mcp: { server: 'calc', tool: 'broken' } } });
     const progress = h.sink.events.filter((e) => e.event_type === 'activity_snapshot' && e.activity_type === 'tool-call-progress' && e.message_id === 'c2');
     expect(progress.map((e) => (e as { content: { message?: string } }).content.message)).toEqual(expect.arrayContaining(['tick 1', 'tick 2', 'tick 3']));
-    expect((await calc.refresh()).map((t) => t.descriptor.id)).toEqual(['mcp__calc__add', 'mcp__calc__countdown', 'mcp__calc__broken', 'mcp__calc__grow', 'mcp__calc__crash', 'mcp__calc__pid']);
+    expect((await calc.refresh()).map((t) => t.descriptor.id)).toEqual([
+      'mcp__calc__add',
+      'mcp__calc__countdown',
+      'mcp__calc__broken',
+      'mcp__calc__grow',
+      'mcp__calc__crash',
+      'mcp__calc__pid',
+    ]);
   });
 
   it('awaken mcp itself, over stdio: the agent is a tool, its run the call', async () => {
-    const awaken = await open('awaken', { command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', 'scripted:spec/cli/fixtures/weather-paced.yaml'], cwd: repo }, { timeoutMs: 20_000 });
+    const awaken = await open(
+      'awaken',
+      { command: process.execPath, args: [join(repo, 'src/cli/awaken.js'), 'mcp', '--model', 'scripted:spec/cli/fixtures/weather-paced.yaml'], cwd: repo },
+      { timeoutMs: 20_000 },
+    );
     expect(awaken.tools.map((t) => t.descriptor.id)).toEqual(['mcp__awaken__demo']);
-    const h = harness([{ tool_calls: [{ id: 'd1', name: 'mcp__awaken__demo', arguments: { message: 'weather in Tokyo?' } }] }, { text: 'relayed' }], { tools: awaken.tools });
+    const h = harness([{ tool_calls: [{ id: 'd1', name: 'mcp__awaken__demo', arguments: { message: 'weather in Tokyo?' } }] }, { text: 'relayed' }], {
+      tools: awaken.tools,
+    });
     await h.runtime.run({ messages: [Messages.user('ask the other agent')] }, h.sink);
     const done = doneOf(h.sink.events)[0];
     expect(done?.result).toMatchObject({ status: 'success', data: { text: 'It is cloudy in Tokyo.' }, metadata: { mcp: { server: 'awaken', tool: 'demo' } } });
@@ -58,7 +86,9 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
 
   it('a server that never answers is given up on within the timeout; a command that is not there fails', async () => {
     const started = Date.now();
-    await expect(connectMcp('mute', { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'] }, { timeoutMs: 500 })).rejects.toThrow(/MCP server mute did not answer within 500 ms/);
+    await expect(connectMcp('mute', { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'] }, { timeoutMs: 500 })).rejects.toThrow(
+      /MCP server mute did not answer within 500 ms/,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
     await expect(connectMcp('none', { command: join(repo, 'no-such-command') }, { timeoutMs: 2_000 })).rejects.toThrow();
   });
@@ -78,9 +108,9 @@ describe('MCP tools as runtime tools (book: 使用 MCP Tools)', () => {
 
   it('a server process that dies: the call under way fails, the next call connects again (a new process) and works', async () => {
     const calc = await open('calc', calcServer);
-    const pid = ((await byId(calc, "mcp__calc__pid").execute({}, ctx())) as unknown as { data: { text: string } }).data.text;
+    const pid = ((await byId(calc, 'mcp__calc__pid').execute({}, ctx())) as unknown as { data: { text: string } }).data.text;
     await expect(Promise.resolve(byId(calc, 'mcp__calc__crash').execute({}, ctx()))).rejects.toThrow(/^Execution failed: MCP server calc: /);
-    const again = (await byId(calc, "mcp__calc__pid").execute({}, ctx())) as unknown as { status: string; data: { text: string } };
+    const again = (await byId(calc, 'mcp__calc__pid').execute({}, ctx())) as unknown as { status: string; data: { text: string } };
     expect(again.status).toBe('success');
     expect(again.data.text).not.toBe(pid);
     expect(await byId(calc, 'mcp__calc__add').execute({ a: 1, b: 2 }, ctx())).toMatchObject({ data: { text: '3' } });

@@ -45,7 +45,6 @@ import { ofKind, otel, runtimeOf } from './otel-support.ts';
  * observability-trace.spec.ts.)
  */
 
-
 /** The conventions' Required and Conditionally Required attributes of each span, as awaken sets them (the doc's level column). */
 const REQUIRED: Readonly<Record<string, Readonly<Record<string, 'Required' | 'Conditionally Required'>>>> = {
   [GEN_AI_OPERATION_NAME_VALUE_CHAT]: {
@@ -120,7 +119,12 @@ describe('GenAI semantic conventions: chat, execute_tool, invoke_agent', () => {
 
     const [lookup, book] = ofKind(spans, GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL);
     expect(lookup?.name).toBe('execute_tool lookup');
-    expect(lookup?.attributes).toMatchObject({ [ATTR_GEN_AI_TOOL_NAME]: 'lookup', [ATTR_GEN_AI_TOOL_CALL_ID]: 'c1', [ATTR_GEN_AI_TOOL_TYPE]: 'function', [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Looks a city up' });
+    expect(lookup?.attributes).toMatchObject({
+      [ATTR_GEN_AI_TOOL_NAME]: 'lookup',
+      [ATTR_GEN_AI_TOOL_CALL_ID]: 'c1',
+      [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+      [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Looks a city up',
+    });
     expect(lookup?.attributes).not.toHaveProperty(ATTR_ERROR_TYPE);
     expect(book?.attributes).toMatchObject({ [ATTR_GEN_AI_TOOL_DESCRIPTION]: 'Books a room', [ATTR_ERROR_TYPE]: 'tool_error' });
 
@@ -138,7 +142,10 @@ describe('GenAI semantic conventions: chat, execute_tool, invoke_agent', () => {
     // Every Required and Conditionally Required attribute of each kind is on it (this run gives each a reason).
     for (const [op, required] of Object.entries(REQUIRED)) {
       const exported = new Set(ofKind(spans, op).flatMap((s) => Object.keys(s.attributes)));
-      expect([...Object.keys(required)].filter((name) => !exported.has(name)), op).toEqual([]);
+      expect(
+        [...Object.keys(required)].filter((name) => !exported.has(name)),
+        op,
+      ).toEqual([]);
     }
   });
 
@@ -152,7 +159,11 @@ describe('GenAI semantic conventions: chat, execute_tool, invoke_agent', () => {
     expect(chat?.attributes[ATTR_GEN_AI_PROVIDER_NAME]).toBe('scripted');
     expect(chat?.attributes[ATTR_GEN_AI_REQUEST_MODEL]).toBe('scripted-model');
     expect(chat?.attributes).not.toHaveProperty(ATTR_GEN_AI_RESPONSE_MODEL);
-    expect(agent?.attributes).toMatchObject({ [ATTR_GEN_AI_PROVIDER_NAME]: 'scripted', [ATTR_GEN_AI_REQUEST_MODEL]: 'scripted-model', [ATTR_GEN_AI_AGENT_NAME]: 'agent' });
+    expect(agent?.attributes).toMatchObject({
+      [ATTR_GEN_AI_PROVIDER_NAME]: 'scripted',
+      [ATTR_GEN_AI_REQUEST_MODEL]: 'scripted-model',
+      [ATTR_GEN_AI_AGENT_NAME]: 'agent',
+    });
     expect(agent?.attributes).not.toHaveProperty(ATTR_GEN_AI_AGENT_DESCRIPTION);
   });
 
@@ -167,7 +178,8 @@ describe('GenAI semantic conventions: chat, execute_tool, invoke_agent', () => {
       // awaken.segment_index and the rest: the whole set, both ways.
       expect([...table.keys()].sort(), op).toEqual(exported);
       for (const [name, level] of Object.entries(REQUIRED[op] ?? {})) expect(table.get(name), `${op} ${name}`).toBe(level);
-      for (const [name, level] of table) if (level === 'Required' || level === 'Conditionally Required') expect(REQUIRED[op]?.[name], `${op} ${name}`).toBe(level);
+      for (const [name, level] of table)
+        if (level === 'Required' || level === 'Conditionally Required') expect(REQUIRED[op]?.[name], `${op} ${name}`).toBe(level);
     }
   });
 });
@@ -215,13 +227,19 @@ describe('content capture (opt-in)', () => {
     fedRun(sink);
     for (const s of exporter.getFinishedSpans()) {
       const content: readonly string[] = [ATTR_GEN_AI_INPUT_MESSAGES, ATTR_GEN_AI_OUTPUT_MESSAGES, ATTR_GEN_AI_SYSTEM_INSTRUCTIONS];
-      expect(Object.keys(s.attributes).filter((k) => content.includes(k)), s.name).toEqual([]);
+      expect(
+        Object.keys(s.attributes).filter((k) => content.includes(k)),
+        s.name,
+      ).toEqual([]);
     }
     const quiet = new InMemorySink();
     fedRun(quiet);
     expect(quiet.metrics().inferences.map((s) => s.content)).toEqual([undefined, undefined]);
     const asking = new InMemorySink({ captureContent: true });
     fedRun(asking);
-    expect(asking.metrics().inferences.map((s) => s.content?.system_instructions)).toEqual([[{ type: 'text', content: SYSTEM }], [{ type: 'text', content: SYSTEM }]]);
+    expect(asking.metrics().inferences.map((s) => s.content?.system_instructions)).toEqual([
+      [{ type: 'text', content: SYSTEM }],
+      [{ type: 'text', content: SYSTEM }],
+    ]);
   });
 });

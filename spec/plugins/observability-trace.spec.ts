@@ -1,7 +1,11 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GEN_AI_OPERATION_NAME_VALUE_CHAT, GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL, GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT } from '@opentelemetry/semantic-conventions/incubating';
+import {
+  GEN_AI_OPERATION_NAME_VALUE_CHAT,
+  GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
+  GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT,
+} from '@opentelemetry/semantic-conventions/incubating';
 import { describe, expect, it, vi } from 'vitest';
 import { Messages } from '../../src/contract/message.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
@@ -29,11 +33,16 @@ import { ofKind, otel, runtimeOf, shape } from './otel-support.ts';
  */
 
 const SUSPENDING: readonly ScriptStep[] = [
-  { text: 'asking', tool_calls: [{ id: 'a1', name: 'approve', arguments: { what: 'the trip' } }], usage: { prompt_tokens: 20, completion_tokens: 4, total_tokens: 24 } },
+  {
+    text: 'asking',
+    tool_calls: [{ id: 'a1', name: 'approve', arguments: { what: 'the trip' } }],
+    usage: { prompt_tokens: 20, completion_tokens: 4, total_tokens: 24 },
+  },
   { text: 'booked', usage: { prompt_tokens: 30, completion_tokens: 6, total_tokens: 36 } },
 ];
 
-const approve = (handle: RunHandle) => handle.decide([{ targetId: 'a1', decision: { decision_id: 'd1', action: 'resume', result: { ok: true }, updated_at: 0 } }]);
+const approve = (handle: RunHandle) =>
+  handle.decide([{ targetId: 'a1', decision: { decision_id: 'd1', action: 'resume', result: { ok: true }, updated_at: 0 } }]);
 
 /** The run in one process: it parks, the decision resumes it, it ends. */
 async function inProcess(sink: MetricsSink) {
@@ -50,7 +59,9 @@ async function inProcess(sink: MetricsSink) {
 async function acrossRestart(first: MetricsSink, second: MetricsSink) {
   const env = deterministicEnv({ tick: 5 });
   const store = new MemoryThreadRunStore();
-  const parked = await runtimeOf(SUSPENDING, first, store, env).runtime.run({ threadId: 'th', messages: [Messages.user('book it')] }, new VecEventSink(), { waitForDecisions: false });
+  const parked = await runtimeOf(SUSPENDING, first, store, env).runtime.run({ threadId: 'th', messages: [Messages.user('book it')] }, new VecEventSink(), {
+    waitForDecisions: false,
+  });
   if (!parked.ok) throw new Error('run');
   expect(parked.value.termination.type).toBe('suspended');
   // The model's first answer was read in the first process: the new one has the rest of the script.
@@ -70,8 +81,15 @@ describe('one trace per run across suspensions', () => {
     const [first, second] = ofKind(spans, GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT);
     expect(first?.attributes).toMatchObject({ 'awaken.termination': 'suspended', 'awaken.segment_index': 0, 'gen_ai.usage.input_tokens': 20 });
     expect(first?.links).toEqual([]);
-    expect(second?.attributes).toMatchObject({ 'awaken.termination': 'natural_end', 'awaken.segment_index': 1, 'gen_ai.usage.input_tokens': 50, 'gen_ai.usage.output_tokens': 10 });
-    expect(second?.links.map((l) => l.context)).toEqual([expect.objectContaining({ traceId: first?.spanContext().traceId, spanId: first?.spanContext().spanId })]);
+    expect(second?.attributes).toMatchObject({
+      'awaken.termination': 'natural_end',
+      'awaken.segment_index': 1,
+      'gen_ai.usage.input_tokens': 50,
+      'gen_ai.usage.output_tokens': 10,
+    });
+    expect(second?.links.map((l) => l.context)).toEqual([
+      expect.objectContaining({ traceId: first?.spanContext().traceId, spanId: first?.spanContext().spanId }),
+    ]);
     expect(ofKind(spans, GEN_AI_OPERATION_NAME_VALUE_CHAT).map((s) => [s.attributes['awaken.step_index'], s.parentSpanContext?.spanId])).toEqual([
       [0, first?.spanContext().spanId],
       [1, second?.spanContext().spanId],
@@ -90,7 +108,16 @@ describe('one trace per run across suspensions', () => {
     const [first, second] = sink.metrics().runs;
     expect(first).toMatchObject({ segment_index: 0, inference_count: 1, tool_count: 1, input_tokens: 20, output_tokens: 4, total_tokens: 24 });
     expect(first?.first_span_id).toBeUndefined();
-    expect(second).toMatchObject({ segment_index: 1, first_span_id: first?.span_id, trace_id: first?.trace_id, inference_count: 2, tool_count: 2, input_tokens: 50, output_tokens: 10, total_tokens: 60 });
+    expect(second).toMatchObject({
+      segment_index: 1,
+      first_span_id: first?.span_id,
+      trace_id: first?.trace_id,
+      inference_count: 2,
+      tool_count: 2,
+      input_tokens: 50,
+      output_tokens: 10,
+      total_tokens: 60,
+    });
     expect(second?.inferences.map((s) => s.step_index)).toEqual([1]);
   });
 
@@ -113,7 +140,9 @@ describe('one trace per run across suspensions', () => {
     const env = deterministicEnv({ tick: 5 });
     const store = new MemoryThreadRunStore();
     const sink = new InMemorySink();
-    const parked = await runtimeOf(SUSPENDING, sink, store, env).runtime.run({ threadId: 'th', messages: [Messages.user('book it')] }, new VecEventSink(), { waitForDecisions: false });
+    const parked = await runtimeOf(SUSPENDING, sink, store, env).runtime.run({ threadId: 'th', messages: [Messages.user('book it')] }, new VecEventSink(), {
+      waitForDecisions: false,
+    });
     if (!parked.ok) throw new Error('run');
     const state = await store.loadRunState(parked.value.runId);
     const [run] = sink.metrics().runs;
@@ -136,7 +165,9 @@ describe('one trace per run across suspensions', () => {
       const { runtime } = runtimeOf(script, new InMemorySink(), new MemoryThreadRunStore(), deterministicEnv());
       const r = await runtime.run({ threadId: 'th', messages: [Messages.user('hi')] }, events, { waitForDecisions: false });
       if (!r.ok) throw new Error('run');
-      return events.events.flatMap((e) => (e.event_type === 'state_snapshot' ? [Object.keys(Object(Object(e.snapshot)['extensions'])).includes('observability.run_carry')] : []));
+      return events.events.flatMap((e) =>
+        e.event_type === 'state_snapshot' ? [Object.keys(Object(Object(e.snapshot)['extensions'])).includes('observability.run_carry')] : [],
+      );
     };
     expect(await carried([{ text: 'fine' }, { text: 'again' }])).toEqual([false, false]);
     expect(await carried(SUSPENDING)).toEqual([true, true]);
@@ -146,12 +177,19 @@ describe('one trace per run across suspensions', () => {
     /** Ids as a deterministic env draws them, the run's and thread's the same in both runtimes, the others told apart. */
     const envOf = (name: string): Env => {
       const env = deterministicEnv({ tick: 5 });
-      return { ...env, ids: { ...env.ids, next: (kind: string) => (kind === 'run' || kind === 'thread' ? env.ids.next(kind) : `${name}-${env.ids.next(kind)}`) } };
+      return {
+        ...env,
+        ids: { ...env.ids, next: (kind: string) => (kind === 'run' || kind === 'thread' ? env.ids.next(kind) : `${name}-${env.ids.next(kind)}`) },
+      };
     };
     const sink = new InMemorySink();
     const shared = observabilityPlugin(sink);
     const parkedIn = async (env: Env, store: MemoryThreadRunStore): Promise<string> => {
-      const parked = await runtimeOf(SUSPENDING, sink, store, env, shared).runtime.run({ threadId: 'th', messages: [Messages.user('book it')] }, new VecEventSink(), { waitForDecisions: false });
+      const parked = await runtimeOf(SUSPENDING, sink, store, env, shared).runtime.run(
+        { threadId: 'th', messages: [Messages.user('book it')] },
+        new VecEventSink(),
+        { waitForDecisions: false },
+      );
       if (!parked.ok) throw new Error('run');
       return parked.value.runId;
     };
@@ -182,7 +220,12 @@ describe('one trace per run across suspensions', () => {
   it('a recorded segment taken up from the store (request.run_state) replays to the same spans, in the run’s trace', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-otel-segments-'));
     const store = new MemoryStore();
-    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'scripted', model_name: 'scripted-model' } }, tools: [approvalTool.descriptor], app: () => ({ file: 'app.ts', version: '1' }) });
+    const recorder = new ServedRecorder({
+      dir,
+      models: { m: { provider: 'scripted', model_name: 'scripted-model' } },
+      tools: [approvalTool.descriptor],
+      app: () => ({ file: 'app.ts', version: '1' }),
+    });
     const env = recorder.env(deterministicEnv({ tick: 5 }));
     const llm = recorder.llm(new ScriptedLlm(SUSPENDING));
     const runtimeWith = (sink: MetricsSink): AgentRuntime => {

@@ -61,7 +61,14 @@ describe('observability (book: 启用可观测性)', () => {
       ['fail', 'c2', 'error', 0, 'the tool reported a failure'],
     ]);
     const [run] = m.runs;
-    expect(run).toMatchObject({ operation: 'invoke_agent', trace_id: 'trace-1', span_id: 'span-1', agent_id: 'corpus', termination: { type: 'natural_end' }, input_tokens: 85 });
+    expect(run).toMatchObject({
+      operation: 'invoke_agent',
+      trace_id: 'trace-1',
+      span_id: 'span-1',
+      agent_id: 'corpus',
+      termination: { type: 'natural_end' },
+      input_tokens: 85,
+    });
     for (const s of [...m.inferences, ...m.tools]) {
       expect(s).toMatchObject({ trace_id: 'trace-1', parent_span_id: 'span-1', run_id: run?.run_id });
       expect(s.started_at_ms).toBeGreaterThanOrEqual(run?.started_at_ms ?? Infinity);
@@ -100,10 +107,20 @@ describe('observability (book: 启用可观测性)', () => {
       'gen_ai.response.finish_reasons': ['tool_use'],
       'gen_ai.conversation.id': 'thread-1',
     });
-    expect(children[1]?.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'report', 'gen_ai.tool.call.id': 'c1', 'gen_ai.tool.type': 'function' });
+    expect(children[1]?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'report',
+      'gen_ai.tool.call.id': 'c1',
+      'gen_ai.tool.type': 'function',
+    });
     expect(children[2]?.status).toEqual({ code: SpanStatusCode.ERROR, message: 'the tool reported a failure' });
     expect(children[2]?.attributes['error.type']).toBe('tool_error');
-    expect(root?.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.id': 'corpus', 'gen_ai.usage.input_tokens': 85, 'awaken.termination': 'natural_end' });
+    expect(root?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.id': 'corpus',
+      'gen_ai.usage.input_tokens': 85,
+      'awaken.termination': 'natural_end',
+    });
     // Times are the run's clock (epoch ms from the deterministic start), not the machine's.
     const ms = (t: readonly [number, number]): number => t[0] * 1000 + t[1] / 1e6;
     expect(ms(root?.startTime as [number, number])).toBeGreaterThanOrEqual(1_700_000_000_000);

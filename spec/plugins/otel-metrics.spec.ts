@@ -1,6 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AggregationTemporality, DataPointType, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  DataPointType,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { observabilityPlugin } from '../../src/plugins/observability/plugin.ts';
@@ -46,17 +55,37 @@ describe('otelMetricsSink', () => {
     expect(usage?.dataPointType).toBe(DataPointType.HISTOGRAM);
     // The scripted provider names no response model: gen_ai.response.model is left out.
     const chat = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'scripted', 'gen_ai.request.model': 'scripted-main' };
-    expect(points<Histogram>(usage).map((p) => ({ attributes: p.attributes, count: p.value.count, sum: p.value.sum, boundaries: p.value.buckets.boundaries, counts: p.value.buckets.counts }))).toEqual([
-      { attributes: { ...chat, 'gen_ai.token.type': 'input' }, count: 2, sum: 85, boundaries: TOKEN_USAGE_BUCKETS, counts: [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
-      { attributes: { ...chat, 'gen_ai.token.type': 'output' }, count: 2, sum: 20, boundaries: TOKEN_USAGE_BUCKETS, counts: [0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+    expect(
+      points<Histogram>(usage).map((p) => ({
+        attributes: p.attributes,
+        count: p.value.count,
+        sum: p.value.sum,
+        boundaries: p.value.buckets.boundaries,
+        counts: p.value.buckets.counts,
+      })),
+    ).toEqual([
+      {
+        attributes: { ...chat, 'gen_ai.token.type': 'input' },
+        count: 2,
+        sum: 85,
+        boundaries: TOKEN_USAGE_BUCKETS,
+        counts: [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      },
+      {
+        attributes: { ...chat, 'gen_ai.token.type': 'output' },
+        count: 2,
+        sum: 20,
+        boundaries: TOKEN_USAGE_BUCKETS,
+        counts: [0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      },
     ]);
 
     const duration = metrics.get(METRIC.operationDuration);
     expect(duration?.descriptor).toMatchObject({ name: 'gen_ai.client.operation.duration', unit: 's' });
     // The replay's clock ticks 5 ms a reading: each inference took 5 ms.
-    expect(points<Histogram>(duration).map((p) => ({ attributes: p.attributes, count: p.value.count, sum: p.value.sum, boundaries: p.value.buckets.boundaries }))).toEqual([
-      { attributes: chat, count: 2, sum: 0.01, boundaries: OPERATION_DURATION_BUCKETS },
-    ]);
+    expect(
+      points<Histogram>(duration).map((p) => ({ attributes: p.attributes, count: p.value.count, sum: p.value.sum, boundaries: p.value.buckets.boundaries })),
+    ).toEqual([{ attributes: chat, count: 2, sum: 0.01, boundaries: OPERATION_DURATION_BUCKETS }]);
 
     const tools = metrics.get(METRIC.toolCalls);
     expect(tools?.descriptor).toMatchObject({ name: 'awaken.tool.calls', unit: '{call}' });
@@ -85,9 +114,26 @@ describe('otelMetricsSink', () => {
   it('a failed inference: its duration carries error.type, the response model and the server; token counts the provider did not report are not recorded', async () => {
     const { sink, collect, shutdown } = meter();
     const failed: GenAISpan = {
-      run_id: 'r', thread_id: 't', agent_id: 'a', trace_id: 'x', span_id: 's', started_at_ms: 1000, ended_at_ms: 3500, duration_ms: 2500,
-      operation: 'chat', step_index: 0, provider: 'openai', provider_id: 'main', model: 'gpt-4o', answered_by: 'gpt-4o', response_model: 'gpt-4o-2024-08-06', server_address: 'api.openai.com', server_port: 443,
-      finish_reasons: [], error_type: 'rate_limited', error_message: 'slow down',
+      run_id: 'r',
+      thread_id: 't',
+      agent_id: 'a',
+      trace_id: 'x',
+      span_id: 's',
+      started_at_ms: 1000,
+      ended_at_ms: 3500,
+      duration_ms: 2500,
+      operation: 'chat',
+      step_index: 0,
+      provider: 'openai',
+      provider_id: 'main',
+      model: 'gpt-4o',
+      answered_by: 'gpt-4o',
+      response_model: 'gpt-4o-2024-08-06',
+      server_address: 'api.openai.com',
+      server_port: 443,
+      finish_reasons: [],
+      error_type: 'rate_limited',
+      error_message: 'slow down',
     };
     sink.onInference(failed);
     const metrics = await collect();
@@ -121,37 +167,69 @@ describe('otelMetricsSink', () => {
 });
 
 const tool = (i: number): ToolSpan => ({
-  run_id: 'r', thread_id: 't', agent_id: 'a', trace_id: 'x', span_id: `s${i}`, started_at_ms: 0, ended_at_ms: 1, duration_ms: 1,
-  operation: 'execute_tool', step_index: 0, name: `t${i}`, call_id: `c${i}`, tool_type: 'function', status: 'success',
+  run_id: 'r',
+  thread_id: 't',
+  agent_id: 'a',
+  trace_id: 'x',
+  span_id: `s${i}`,
+  started_at_ms: 0,
+  ended_at_ms: 1,
+  duration_ms: 1,
+  operation: 'execute_tool',
+  step_index: 0,
+  name: `t${i}`,
+  call_id: `c${i}`,
+  tool_type: 'function',
+  status: 'success',
 });
 
 describe('combinedSink', () => {
   it('every sink hears every report in order, whichever of them throw; the first error is thrown after all have heard', () => {
     fc.assert(
-      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }), fc.array(fc.constantFrom('inference', 'tool', 'run'), { maxLength: 8 }), (throwing, reports) => {
-        const heard = throwing.map(() => new InMemorySink());
-        const sinks: MetricsSink[] = heard.map((h, i) => ({
-          onInference: (s) => (h.onInference(s), throwing[i] === true ? fail(i) : undefined),
-          onTool: (s) => (h.onTool(s), throwing[i] === true ? fail(i) : undefined),
-          onRunEnd: (m) => (h.onRunEnd(m), throwing[i] === true ? fail(i) : undefined),
-        }));
-        const combined = combinedSink(...sinks);
-        const firstThrowing = throwing.indexOf(true);
-        reports.forEach((r, n) => {
-          const tell = (): void =>
-            r === 'inference' ? combined.onInference({ ...tool(n), operation: 'chat', provider: 'p', provider_id: 'p', model: 'm', answered_by: 'm', finish_reasons: [] } as GenAISpan) : r === 'tool' ? combined.onTool(tool(n)) : combined.onRunEnd({ ...tool(n), operation: 'invoke_agent' } as unknown as AgentMetrics);
-          if (firstThrowing < 0) tell();
-          else expect(tell).toThrow(`sink ${firstThrowing}`);
-        });
-        const expected = { inferences: reports.filter((r) => r === 'inference').length, tools: reports.filter((r) => r === 'tool').length, runs: reports.filter((r) => r === 'run').length };
-        for (const h of heard) {
-          const m = h.metrics();
-          expect({ inferences: m.inference_count, tools: m.tool_count, runs: m.runs.length }).toEqual(expected);
-        }
-        // The same order for each sink.
-        const order = (h: InMemorySink) => [...h.metrics().inferences, ...h.metrics().tools, ...h.metrics().runs].map((s) => s.span_id).join();
-        expect(new Set(heard.map(order)).size).toBe(1);
-      }),
+      fc.property(
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.constantFrom('inference', 'tool', 'run'), { maxLength: 8 }),
+        (throwing, reports) => {
+          const heard = throwing.map(() => new InMemorySink());
+          const sinks: MetricsSink[] = heard.map((h, i) => ({
+            onInference: (s) => (h.onInference(s), throwing[i] === true ? fail(i) : undefined),
+            onTool: (s) => (h.onTool(s), throwing[i] === true ? fail(i) : undefined),
+            onRunEnd: (m) => (h.onRunEnd(m), throwing[i] === true ? fail(i) : undefined),
+          }));
+          const combined = combinedSink(...sinks);
+          const firstThrowing = throwing.indexOf(true);
+          reports.forEach((r, n) => {
+            const tell = (): void =>
+              r === 'inference'
+                ? combined.onInference({
+                    ...tool(n),
+                    operation: 'chat',
+                    provider: 'p',
+                    provider_id: 'p',
+                    model: 'm',
+                    answered_by: 'm',
+                    finish_reasons: [],
+                  } as GenAISpan)
+                : r === 'tool'
+                  ? combined.onTool(tool(n))
+                  : combined.onRunEnd({ ...tool(n), operation: 'invoke_agent' } as unknown as AgentMetrics);
+            if (firstThrowing < 0) tell();
+            else expect(tell).toThrow(`sink ${firstThrowing}`);
+          });
+          const expected = {
+            inferences: reports.filter((r) => r === 'inference').length,
+            tools: reports.filter((r) => r === 'tool').length,
+            runs: reports.filter((r) => r === 'run').length,
+          };
+          for (const h of heard) {
+            const m = h.metrics();
+            expect({ inferences: m.inference_count, tools: m.tool_count, runs: m.runs.length }).toEqual(expected);
+          }
+          // The same order for each sink.
+          const order = (h: InMemorySink) => [...h.metrics().inferences, ...h.metrics().tools, ...h.metrics().runs].map((s) => s.span_id).join();
+          expect(new Set(heard.map(order)).size).toBe(1);
+        },
+      ),
     );
   });
 });

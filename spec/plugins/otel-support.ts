@@ -24,7 +24,13 @@ const operation = (s: ReadableSpan): unknown => s.attributes[ATTR_GEN_AI_OPERATI
 export const ofKind = (spans: readonly ReadableSpan[], op: string): ReadableSpan[] => spans.filter((s) => operation(s) === op);
 
 /** A runtime whose agent names the observability plugin (made for `sink` unless given), with the approval and echo tools. */
-export function runtimeOf(script: readonly ScriptStep[], sink: MetricsSink, store: MemoryThreadRunStore, env: Env, plugin = observabilityPlugin(sink)): { runtime: AgentRuntime; llm: ScriptedLlm } {
+export function runtimeOf(
+  script: readonly ScriptStep[],
+  sink: MetricsSink,
+  store: MemoryThreadRunStore,
+  env: Env,
+  plugin = observabilityPlugin(sink),
+): { runtime: AgentRuntime; llm: ScriptedLlm } {
   const llm = new ScriptedLlm(script);
   const built = new AgentRuntimeBuilder()
     .withEnv(env)
@@ -51,4 +57,3 @@ export const shape = (s: ReadableSpan) => ({
   start: s.startTime,
   end: s.endTime,
 });
-

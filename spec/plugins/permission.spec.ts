@@ -30,15 +30,37 @@ const act = (json: unknown): PermissionAction => PermissionActionSchema.parse(js
 const policyOf = (...actions: unknown[]): PermissionPolicyValue => actions.map(act).reduce((v, a) => PermissionPolicy.apply(v, a), PermissionPolicy.init());
 const overridesOf = (...actions: unknown[]): PermissionRules => actions.map(act).reduce((v, a) => PermissionOverrides.apply(v, a), PermissionOverrides.init());
 const behaviorOf = (rules: PermissionConfigInput['rules'], tool: string, args: unknown, defaultBehavior?: 'allow' | 'ask' | 'deny') =>
-  evaluatePermission(effectiveRuleset(config({ rules, ...(defaultBehavior ? { default_behavior: defaultBehavior } : {}) }), undefined, undefined), tool, args as never).behavior;
+  evaluatePermission(
+    effectiveRuleset(config({ rules, ...(defaultBehavior ? { default_behavior: defaultBehavior } : {}) }), undefined, undefined),
+    tool,
+    args as never,
+  ).behavior;
 
 describe('rules and precedence (vectors of awaken-ext-permission rules.rs and tests/permission_tests.rs)', () => {
   it('deny beats allow beats ask, whatever their specificity', () => {
-    expect(behaviorOf([{ tool: 'Bash', behavior: 'allow' }, { tool: 'Bash(rm *)', behavior: 'deny' }], 'Bash', { command: 'rm -rf /' })).toBe('deny');
+    expect(
+      behaviorOf(
+        [
+          { tool: 'Bash', behavior: 'allow' },
+          { tool: 'Bash(rm *)', behavior: 'deny' },
+        ],
+        'Bash',
+        { command: 'rm -rf /' },
+      ),
+    ).toBe('deny');
     expect(behaviorOf([{ tool: 'Bash', behavior: 'allow' }], 'Bash', { command: 'ls' })).toBe('allow');
     expect(behaviorOf([], 'Bash', {})).toBe('ask');
     expect(behaviorOf([], 'Bash', {}, 'deny')).toBe('deny');
-    expect(behaviorOf([{ tool: 'Bash(command ~ "npm *")', behavior: 'ask' }, { tool: 'Bash', behavior: 'allow' }], 'Bash', { command: 'npm i' })).toBe('allow');
+    expect(
+      behaviorOf(
+        [
+          { tool: 'Bash(command ~ "npm *")', behavior: 'ask' },
+          { tool: 'Bash', behavior: 'allow' },
+        ],
+        'Bash',
+        { command: 'npm i' },
+      ),
+    ).toBe('allow');
   });
 
   it('dangerous commands, MCP globs and field conditions', () => {
@@ -59,16 +81,32 @@ describe('rules and precedence (vectors of awaken-ext-permission rules.rs and te
   });
 
   it('within a tier the more specific rule decides; an exact tie goes to the smaller key, whatever the insertion order', () => {
-    const rs = effectiveRuleset(config({ rules: [{ tool: 'Bash', behavior: 'allow' }, { tool: 'Bash(npm *)', behavior: 'allow' }] }), undefined, undefined);
+    const rs = effectiveRuleset(
+      config({
+        rules: [
+          { tool: 'Bash', behavior: 'allow' },
+          { tool: 'Bash(npm *)', behavior: 'allow' },
+        ],
+      }),
+      undefined,
+      undefined,
+    );
     expect(evaluatePermission(rs, 'Bash', { command: 'npm install' }).matched?.key).toBe('pattern:Bash(npm *)');
     const tie = (order: string[]) =>
-      evaluatePermission(effectiveRuleset(config(), policyOf(...order.map((t) => ({ type: 'set_rule', pattern: t, behavior: 'deny' }))), undefined), 'T', { a: 'x', b: 'y' }).matched?.key;
+      evaluatePermission(effectiveRuleset(config(), policyOf(...order.map((t) => ({ type: 'set_rule', pattern: t, behavior: 'deny' }))), undefined), 'T', {
+        a: 'x',
+        b: 'y',
+      }).matched?.key;
     expect(tie(['T(a = "x")', 'T(b = "y")'])).toBe('pattern:T(a = "x")');
     expect(tie(['T(b = "y")', 'T(a = "x")'])).toBe('pattern:T(a = "x")');
   });
 
   it('the policy, then the run overrides, replace a rule of the same key; overrides carry no default', () => {
-    const rs = effectiveRuleset(config(), policyOf({ type: 'deny_tool', tool_id: 'Bash' }, { type: 'set_default', behavior: 'deny' }), overridesOf({ type: 'allow_tool', tool_id: 'Bash' }));
+    const rs = effectiveRuleset(
+      config(),
+      policyOf({ type: 'deny_tool', tool_id: 'Bash' }, { type: 'set_default', behavior: 'deny' }),
+      overridesOf({ type: 'allow_tool', tool_id: 'Bash' }),
+    );
     expect(rs.rules['tool:Bash']).toMatchObject({ behavior: 'allow', source: 'skill' });
     expect(rs.default_behavior).toBe('deny');
     const pattern = effectiveRuleset(
@@ -77,7 +115,11 @@ describe('rules and precedence (vectors of awaken-ext-permission rules.rs and te
       overridesOf({ type: 'set_rule', pattern: 'Edit(file_path~"src/**")', behavior: 'allow' }),
     );
     expect(evaluatePermission(pattern, 'Edit', { file_path: 'src/main.rs' }).behavior).toBe('allow');
-    const cleared = effectiveRuleset(config(), policyOf({ type: 'deny_tool', tool_id: 'rm' }), overridesOf({ type: 'allow_tool', tool_id: 'rm' }, { type: 'clear_tools' }));
+    const cleared = effectiveRuleset(
+      config(),
+      policyOf({ type: 'deny_tool', tool_id: 'rm' }),
+      overridesOf({ type: 'allow_tool', tool_id: 'rm' }, { type: 'clear_tools' }),
+    );
     expect(cleared.rules['tool:rm']?.behavior).toBe('deny');
     expect(effectiveRuleset(config({ default_behavior: 'allow' }), policyOf(), overridesOf()).default_behavior).toBe('allow');
   });
@@ -88,21 +130,39 @@ describe('rules and precedence (vectors of awaken-ext-permission rules.rs and te
     expect(policyOf({ type: 'set_tool', tool_id: 'Bash', behavior: 'allow' }, { type: 'remove_tool', tool_id: 'Bash' }).rules).toEqual({});
     expect(policyOf({ type: 'set_rule', pattern: 'Bash( npm * )', behavior: 'allow' }, { type: 'remove_rule', pattern: 'Bash(npm *)' }).rules).toEqual({});
     expect(policyOf({ type: 'allow_tool', tool_id: 'a' }, { type: 'deny_tool', tool_id: 'b' }, { type: 'clear_tools' }).rules).toEqual({});
-    expect(policyOf({ type: 'deny_tool', tool_id: 'b' }).rules['tool:b']).toEqual({ subject: { kind: 'tool', tool_id: 'b' }, behavior: 'deny', scope: 'thread', source: 'runtime' });
+    expect(policyOf({ type: 'deny_tool', tool_id: 'b' }).rules['tool:b']).toEqual({
+      subject: { kind: 'tool', tool_id: 'b' },
+      behavior: 'deny',
+      scope: 'thread',
+      source: 'runtime',
+    });
   });
 
   it('a pattern that does not parse is refused where it enters, naming it: in an action and in the config', () => {
     const bad = PermissionActionSchema.safeParse({ type: 'set_rule', pattern: 'Bash(npm *', behavior: 'allow' });
     expect(bad.success).toBe(false);
     expect(bad.error?.issues[0]).toMatchObject({ path: ['pattern'], message: `"Bash(npm *": parse error at 10: expected ')', found end of input` });
-    const cfg = PermissionConfigSchema.safeParse({ rules: [{ tool: 'Bash', behavior: 'allow' }, { tool: 'T(f =~ "[")', behavior: 'deny' }] });
+    const cfg = PermissionConfigSchema.safeParse({
+      rules: [
+        { tool: 'Bash', behavior: 'allow' },
+        { tool: 'T(f =~ "[")', behavior: 'deny' },
+      ],
+    });
     expect(cfg.error?.issues[0]?.path).toEqual(['rules', 1, 'tool']);
     expect(cfg.error?.issues[0]?.message).toMatch(/invalid regex/);
   });
 
   it('unconditionally denied tools: exact, and glob or regex patterns without argument conditions, expanded over the agent tools', () => {
     const rs = effectiveRuleset(
-      config({ rules: [{ tool: 'Bash', behavior: 'deny' }, { tool: 'mcp__db__*', behavior: 'deny' }, { tool: '/mcp__(gh|gl)__.*/', behavior: 'deny' }, { tool: 'Edit(/etc/*)', behavior: 'deny' }, { tool: 'Read', behavior: 'allow' }] }),
+      config({
+        rules: [
+          { tool: 'Bash', behavior: 'deny' },
+          { tool: 'mcp__db__*', behavior: 'deny' },
+          { tool: '/mcp__(gh|gl)__.*/', behavior: 'deny' },
+          { tool: 'Edit(/etc/*)', behavior: 'deny' },
+          { tool: 'Read', behavior: 'allow' },
+        ],
+      }),
       policyOf({ type: 'deny_tool', tool_id: 'rm' }),
       undefined,
     );
@@ -115,7 +175,8 @@ describe('rules and precedence (vectors of awaken-ext-permission rules.rs and te
 const runWith = (script: Parameters<typeof harness>[0], permission: PermissionConfigInput | undefined, plugins = [permissionPlugin]) =>
   harness(script, { tools: [echoTool], plugins, spec: { sections: permission === undefined ? {} : { permission: permission as never } } });
 
-const doneOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
+const doneOf = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
 
 describe('the permission plugin in a run', () => {
   const call = [{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'hi' } }] }, { text: 'done' }];
@@ -188,7 +249,11 @@ describe('the permission plugin in a run', () => {
         { tool_calls: [{ id: 'c2', name: 'echo', arguments: { text: 'b' } }] },
         { text: 'second' },
       ];
-      const h = harness(script, { tools: [echoTool, grant], plugins: [permissionPlugin], spec: { sections: { permission: { rules: [{ tool: 'grant', behavior: 'allow' }] } } } });
+      const h = harness(script, {
+        tools: [echoTool, grant],
+        plugins: [permissionPlugin],
+        spec: { sections: { permission: { rules: [{ tool: 'grant', behavior: 'allow' }] } } },
+      });
       const first = await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
       expect(first.ok && first.value.termination).toEqual({ type: 'natural_end' });
       const second = await h.runtime.run({ threadId: 't', messages: [Messages.user('again')] }, new VecEventSink(), { waitForDecisions: false });
@@ -201,7 +266,12 @@ describe('the permission plugin in a run', () => {
   it('an entry that does not parse keeps the agent from being built, naming the section and the entry', () => {
     // The build error, whole: one line naming the agent, the section, the entry and the parse error.
     expect(() => runWith([{ text: 'x' }], { rules: [{ tool: 'Bash(', behavior: 'allow' }] })).toThrow(
-      new Error(JSON.stringify({ code: 'validation_failed', message: `agent 'agent': invalid config section 'permission' of plugin 'permission': rules.0.tool: "Bash(": parse error at 5: empty primary pattern` })),
+      new Error(
+        JSON.stringify({
+          code: 'validation_failed',
+          message: `agent 'agent': invalid config section 'permission' of plugin 'permission': rules.0.tool: "Bash(": parse error at 5: empty primary pattern`,
+        }),
+      ),
     );
   });
 
@@ -215,12 +285,18 @@ describe('the permission plugin in a run', () => {
 
 describe('fuzzPlugin', () => {
   it('passes: deterministic, writes only its keys, converges; the laws of both keys hold', async () => {
-    const action = fc.oneof(
-      fc.record({ type: fc.constant('set_default'), behavior: fc.constantFrom('allow', 'ask', 'deny') }),
-      fc.record({ type: fc.constantFrom('allow_tool', 'deny_tool', 'remove_tool'), tool_id: fc.constantFrom('echo', 'Bash', 'x') }),
-      fc.record({ type: fc.constant('set_rule'), pattern: fc.constantFrom('Bash(npm *)', 'mcp__*', 'echo(text ~ "h*")'), behavior: fc.constantFrom('allow', 'ask', 'deny') }),
-      fc.constant({ type: 'clear_tools' }),
-    ).map((a) => act(a));
+    const action = fc
+      .oneof(
+        fc.record({ type: fc.constant('set_default'), behavior: fc.constantFrom('allow', 'ask', 'deny') }),
+        fc.record({ type: fc.constantFrom('allow_tool', 'deny_tool', 'remove_tool'), tool_id: fc.constantFrom('echo', 'Bash', 'x') }),
+        fc.record({
+          type: fc.constant('set_rule'),
+          pattern: fc.constantFrom('Bash(npm *)', 'mcp__*', 'echo(text ~ "h*")'),
+          behavior: fc.constantFrom('allow', 'ask', 'deny'),
+        }),
+        fc.constant({ type: 'clear_tools' }),
+      )
+      .map((a) => act(a));
     const report = await fuzzPlugin(permissionPlugin, { updates: { permission_policy: action, permission_overrides: action }, numRuns: 40, seed: 7 });
     expect(report.failures).toEqual([]);
     expect(report.phases).toEqual(['before_inference', 'before_tool_execute']);

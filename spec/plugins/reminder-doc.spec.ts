@@ -15,7 +15,8 @@ describe('docs/plugins/reminder.md', () => {
     expect(agent?.plugin_ids).toEqual(['reminder']);
     expect(() => harness([], { plugins: [reminderPlugin()], spec: { sections: agent?.sections as never } })).not.toThrow();
     const rules = compileReminderRules(ReminderConfigSchema.parse(agent?.sections.reminder));
-    const fired = (tool: string, args: unknown, result: ReturnType<typeof ToolResults.success>) => rules.filter((r) => r.matches(tool, args as never) !== undefined && r.output(result)).map((r) => r.message.key);
+    const fired = (tool: string, args: unknown, result: ReturnType<typeof ToolResults.success>) =>
+      rules.filter((r) => r.matches(tool, args as never) !== undefined && r.output(result)).map((r) => r.message.key);
     expect(fired('Bash', { command: 'rm -rf build' }, ToolResults.success('Bash', ''))).toEqual(['reminder.deletion-warning']);
     expect(fired('Read', { path: '/root' }, ToolResults.error('Read', 'EACCES: permission denied'))).toEqual(['reminder.rule-1-*']);
     expect(fired('http_get', { url: 'x' }, ToolResults.success('http_get', { status: 429 }))).toEqual(['reminder.rule-2-http_get']);

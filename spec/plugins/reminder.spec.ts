@@ -9,7 +9,8 @@ import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
 import { approvalTool, echoTool, failTool, harness, waitFor } from '../support/runtime.ts';
 
-const rule = (entry: Partial<ReminderRuleEntry> & { tool: string }) => compileReminderRules(ReminderConfigSchema.parse({ rules: [{ message: { target: 'system', content: 'x' }, ...entry }] }))[0]!;
+const rule = (entry: Partial<ReminderRuleEntry> & { tool: string }) =>
+  compileReminderRules(ReminderConfigSchema.parse({ rules: [{ message: { target: 'system', content: 'x' }, ...entry }] }))[0]!;
 const fires = (entry: Partial<ReminderRuleEntry> & { tool: string }, tool: string, args: JsonValue, result: ToolResult): boolean => {
   const r = rule(entry);
   return r.matches(tool, args) !== undefined && r.output(result);
@@ -28,24 +29,55 @@ describe('rules (vectors of awaken-ext-reminder tests/reminder_tests.rs)', () =>
   it('the output: status, text glob, data fields (null data never matches fields)', () => {
     const success = ToolResults.success('t', 'ok');
     const error = ToolResults.error('t', 'err');
-    const pending = ToolResults.suspended('t', 'wait', { suspension: { id: 's', action: 'a' }, pending: { id: 'c', name: 't', arguments: {} }, resume_mode: 'replay_tool_call' });
-    expect([fires({ tool: '*', output: { status: 'success' } }, 't', {}, success), fires({ tool: '*', output: { status: 'success' } }, 't', {}, error)]).toEqual([true, false]);
-    expect([fires({ tool: '*', output: { status: 'error' } }, 't', {}, error), fires({ tool: '*', output: { status: 'error' } }, 't', {}, success)]).toEqual([true, false]);
-    expect([fires({ tool: '*', output: { status: 'pending' } }, 't', {}, pending), fires({ tool: '*', output: { status: 'pending' } }, 't', {}, success)]).toEqual([true, false]);
+    const pending = ToolResults.suspended('t', 'wait', {
+      suspension: { id: 's', action: 'a' },
+      pending: { id: 'c', name: 't', arguments: {} },
+      resume_mode: 'replay_tool_call',
+    });
+    expect([
+      fires({ tool: '*', output: { status: 'success' } }, 't', {}, success),
+      fires({ tool: '*', output: { status: 'success' } }, 't', {}, error),
+    ]).toEqual([true, false]);
+    expect([fires({ tool: '*', output: { status: 'error' } }, 't', {}, error), fires({ tool: '*', output: { status: 'error' } }, 't', {}, success)]).toEqual([
+      true,
+      false,
+    ]);
+    expect([
+      fires({ tool: '*', output: { status: 'pending' } }, 't', {}, pending),
+      fires({ tool: '*', output: { status: 'pending' } }, 't', {}, success),
+    ]).toEqual([true, false]);
     expect(fires({ tool: '*', output: { content: '*error*' } }, 't', {}, ToolResults.success('t', 'some error occurred'))).toBe(true);
     expect(fires({ tool: '*', output: { content: '*error*' } }, 't', {}, ToolResults.success('t', 'all good'))).toBe(false);
     const code = { tool: '*', output: { content: { fields: [{ path: 'code', op: 'exact' as const, value: '200' }] } } };
     expect(fires(code, 't', {}, ToolResults.success('t', { code: 200 }))).toBe(true);
     expect(fires(code, 't', {}, ToolResults.success('t', { code: 500 }))).toBe(false);
     expect(fires(code, 't', {}, error)).toBe(false);
-    expect(fires({ tool: '*', output: { content: { fields: [{ path: 'error.code', value: '4*' }] } } }, 't', {}, ToolResults.success('t', { error: { code: 403 } }))).toBe(true);
-    expect(fires({ tool: '*', output: { content: { fields: [{ path: 'msg', op: 'regex', value: '(?i)^warning' }] } } }, 't', {}, ToolResults.success('t', { msg: 'WARNING: disk' }))).toBe(true);
-    expect(fires({ tool: 'Bash(command ~ "rm *")', output: { status: 'success', content: 'deleted' } }, 'Bash', { command: 'rm -rf /tmp/t' }, ToolResults.success('Bash', 'deleted'))).toBe(true);
+    expect(
+      fires({ tool: '*', output: { content: { fields: [{ path: 'error.code', value: '4*' }] } } }, 't', {}, ToolResults.success('t', { error: { code: 403 } })),
+    ).toBe(true);
+    expect(
+      fires(
+        { tool: '*', output: { content: { fields: [{ path: 'msg', op: 'regex', value: '(?i)^warning' }] } } },
+        't',
+        {},
+        ToolResults.success('t', { msg: 'WARNING: disk' }),
+      ),
+    ).toBe(true);
+    expect(
+      fires(
+        { tool: 'Bash(command ~ "rm *")', output: { status: 'success', content: 'deleted' } },
+        'Bash',
+        { command: 'rm -rf /tmp/t' },
+        ToolResults.success('Bash', 'deleted'),
+      ),
+    ).toBe(true);
     expect(fires({ tool: 'Bash', output: { status: 'error' } }, 'Bash', {}, ToolResults.success('Bash', 'ok'))).toBe(false);
   });
 
   it('an error result is matched by its message too (0.6 sees only the data, null for an error)', () => {
-    expect(fires({ tool: '*', output: { status: 'error', content: '*permission denied*' } }, 't', {}, ToolResults.error('t', 'open: permission denied'))).toBe(true);
+    expect(fires({ tool: '*', output: { status: 'error', content: '*permission denied*' } }, 't', {}, ToolResults.error('t', 'open: permission denied'))).toBe(
+      true,
+    );
     expect(fires({ tool: '*', output: { status: 'error', content: '*permission denied*' } }, 't', {}, ToolResults.error('t', 'not found'))).toBe(false);
   });
 
@@ -59,7 +91,15 @@ describe('rules (vectors of awaken-ext-reminder tests/reminder_tests.rs)', () =>
       }),
     );
     expect(rules.map((r) => r.name)).toEqual(['rule-0-*', 'deletion-warning']);
-    expect(rules[1]?.message).toEqual({ key: 'reminder.deletion-warning', role: 'system', content: 'Just deleted', target: 'suffix_system', cooldown_turns: 2, priority: 0, persistent: false });
+    expect(rules[1]?.message).toEqual({
+      key: 'reminder.deletion-warning',
+      role: 'system',
+      content: 'Just deleted',
+      target: 'suffix_system',
+      cooldown_turns: 2,
+      priority: 0,
+      persistent: false,
+    });
   });
 
   it('a bad rule is refused, naming the field: pattern, output, target, op, regex', () => {
@@ -70,9 +110,15 @@ describe('rules (vectors of awaken-ext-reminder tests/reminder_tests.rs)', () =>
     expect(issue([{ tool: 'Bash(', message: { target: 'system', content: 'x' } }])).toBe('rules.0.tool: "Bash(": parse error at 5: empty primary pattern');
     expect(issue([{ tool: 'Bash', output: 'some', message: { target: 'system', content: 'x' } }])).toMatch(/^rules\.0\.output: /);
     expect(issue([{ tool: 'Bash', message: { target: 'nowhere', content: 'x' } }])).toMatch(/^rules\.0\.message\.target: /);
-    expect(issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a', op: 'like', value: 'x' }] } }, message: { target: 'system', content: 'x' } }])).toMatch(/^rules\.0\.output\.content\.fields\.0\.op: /);
-    expect(issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a', op: 'regex', value: '(' }] } }, message: { target: 'system', content: 'x' } }])).toMatch(/^rules\.0\.output\.content\.fields\.0\.value: invalid regex/);
-    expect(issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a[0]', value: 'x' }] } }, message: { target: 'system', content: 'x' } }])).toMatch(/^rules\.0\.output\.content\.fields\.0\.path: /);
+    expect(
+      issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a', op: 'like', value: 'x' }] } }, message: { target: 'system', content: 'x' } }]),
+    ).toMatch(/^rules\.0\.output\.content\.fields\.0\.op: /);
+    expect(
+      issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a', op: 'regex', value: '(' }] } }, message: { target: 'system', content: 'x' } }]),
+    ).toMatch(/^rules\.0\.output\.content\.fields\.0\.value: invalid regex/);
+    expect(issue([{ tool: 'Bash', output: { content: { fields: [{ path: 'a[0]', value: 'x' }] } }, message: { target: 'system', content: 'x' } }])).toMatch(
+      /^rules\.0\.output\.content\.fields\.0\.path: /,
+    );
   });
 });
 
@@ -84,7 +130,15 @@ describe('the reminder plugin in a run', () => {
     const h = harness([...script, { text: 'done' }], {
       tools: [echoTool],
       plugins: [reminderPlugin()],
-      spec: { sections: { reminder: { rules: [{ name: 'echoed', tool: 'echo', output: { status: 'success' }, message: { target: 'system', content: 'REMIND: echo ran', cooldown_turns: 2 } }] } } },
+      spec: {
+        sections: {
+          reminder: {
+            rules: [
+              { name: 'echoed', tool: 'echo', output: { status: 'success' }, message: { target: 'system', content: 'REMIND: echo ran', cooldown_turns: 2 } },
+            ],
+          },
+        },
+      },
     });
     const r = await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
@@ -152,7 +206,14 @@ describe('the reminder plugin in a run', () => {
         r.registerPhaseHook('before_tool_execute', (ctx) =>
           StateCommand.empty().scheduleAction(ToolInterceptAction, {
             call_id: ctx.input.toolCall.id,
-            intercept: { type: 'suspend', ticket: { suspension: { id: 'ask-c1', action: 'confirm' }, pending: { id: 'ask-c1', name: 'echo', arguments: {} }, resume_mode: 'replay_tool_call' } },
+            intercept: {
+              type: 'suspend',
+              ticket: {
+                suspension: { id: 'ask-c1', action: 'confirm' },
+                pending: { id: 'ask-c1', name: 'echo', arguments: {} },
+                resume_mode: 'replay_tool_call',
+              },
+            },
           }),
         ),
     };
@@ -169,9 +230,9 @@ describe('the reminder plugin in a run', () => {
   });
 
   it('a bad rule keeps the agent from being built, naming the entry', () => {
-    expect(() => harness([], { plugins: [reminderPlugin()], spec: { sections: { reminder: { rules: [{ tool: 'x', message: { target: 'up', content: 'x' } }] } } } })).toThrow(
-      /invalid config section 'reminder' of plugin 'reminder'.*message.*target/s,
-    );
+    expect(() =>
+      harness([], { plugins: [reminderPlugin()], spec: { sections: { reminder: { rules: [{ tool: 'x', message: { target: 'up', content: 'x' } }] } } } }),
+    ).toThrow(/invalid config section 'reminder' of plugin 'reminder'.*message.*target/s);
   });
 });
 

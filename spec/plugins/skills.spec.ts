@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { permissionPlugin } from '../../src/plugins/permission.ts';
-import { configuredSkills, DEFAULT_SKILL_RESOURCE_LIMITS, discoverSkills, embeddedSkill, parseSkillMd, skillRegistry, skillsSubsystem, type Skill } from '../../src/plugins/skills/index.ts';
+import {
+  configuredSkills,
+  DEFAULT_SKILL_RESOURCE_LIMITS,
+  discoverSkills,
+  embeddedSkill,
+  parseSkillMd,
+  skillRegistry,
+  skillsSubsystem,
+  type Skill,
+} from '../../src/plugins/skills/index.ts';
 import { VecEventSink } from '../../src/runtime/event-sink.ts';
 import { fuzzPlugin } from '../../src/testing/fuzz-plugin.ts';
 import { echoTool, harness } from '../support/runtime.ts';
@@ -98,7 +107,10 @@ describe('SKILL.md and discovery (book: 使用 Skills 子系统)', () => {
   });
 
   it('embedded skills (compiled in) work the same; a registry refuses a name twice', () => {
-    const builtin = embeddedSkill('---\nname: builtin-skill\ndescription: A compiled-in skill\nallowed-tools: read_file\n---\nBuiltin Skill\n\nFollow these instructions when active.\n', { 'assets/a.txt': 'A' });
+    const builtin = embeddedSkill(
+      '---\nname: builtin-skill\ndescription: A compiled-in skill\nallowed-tools: read_file\n---\nBuiltin Skill\n\nFollow these instructions when active.\n',
+      { 'assets/a.txt': 'A' },
+    );
     if (!builtin.ok) throw new Error(builtin.error);
     expect(builtin.value.resource('assets/a.txt')).toEqual({ ok: true, value: 'A' });
     expect(builtin.value.resource('../x').ok).toBe(false);
@@ -114,7 +126,13 @@ describe('the skills subsystem in a run', () => {
     const registry = registryOf(discoverSkills(skillsDir()).skills);
     const { discovery, activeInstructions } = skillsSubsystem(registry);
     const h = harness(
-      [call('l1', 'list_skills', {}), call('a1', 'skill', { skill: 'my-skill' }), call('r1', 'load_skill_resource', { skill: 'my-skill', path: 'references/guide.md' }), call('r2', 'load_skill_resource', { skill: 'my-skill', path: '../echoer/SKILL.md' }), { text: 'done' }],
+      [
+        call('l1', 'list_skills', {}),
+        call('a1', 'skill', { skill: 'my-skill' }),
+        call('r1', 'load_skill_resource', { skill: 'my-skill', path: 'references/guide.md' }),
+        call('r2', 'load_skill_resource', { skill: 'my-skill', path: '../echoer/SKILL.md' }),
+        { text: 'done' },
+      ],
       { tools: [echoTool], plugins: [discovery, activeInstructions] },
     );
     const r = await h.runtime.run({ messages: [Messages.user('analyse this')] }, h.sink);
@@ -152,7 +170,11 @@ describe('the skills subsystem in a run', () => {
     const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
     // Without the skill, echo is denied (default deny).
-    const h3 = harness([call('e1', 'echo', { text: 'hi' }), { text: 'x' }], { tools: [echoTool], plugins: [discovery, activeInstructions, permissionPlugin], spec: { sections: sections as never } });
+    const h3 = harness([call('e1', 'echo', { text: 'hi' }), { text: 'x' }], {
+      tools: [echoTool],
+      plugins: [discovery, activeInstructions, permissionPlugin],
+      spec: { sections: sections as never },
+    });
     const r3 = await h3.runtime.run({ messages: [Messages.user('go')] }, h3.sink);
     expect(r3.ok && r3.value.termination).toEqual({ type: 'blocked', value: "Tool 'echo' denied by permission rules" });
   });
@@ -181,14 +203,31 @@ describe('the skills subsystem in a run', () => {
     const registry = registryOf(discoverSkills(root).skills);
     const { discovery } = skillsSubsystem(registry, { maxResourceBytes: 30, maxResourceReads: 2 });
     const read = (id: string, path: string) => ({ id, name: 'load_skill_resource', arguments: { skill: 'my-skill', path } });
-    const script = [{ tool_calls: [read('b1', 'references/big.md'), read('g1', 'references/guide.md'), read('g2', 'references/guide.md'), read('g3', 'references/guide.md')] }, { text: 'ok' }];
+    const script = [
+      {
+        tool_calls: [read('b1', 'references/big.md'), read('g1', 'references/guide.md'), read('g2', 'references/guide.md'), read('g3', 'references/guide.md')],
+      },
+      { text: 'ok' },
+    ];
     const h = harness(script, { tools: [echoTool], plugins: [discovery] });
     await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
-    const done = new Map((h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map((d) => [d.id, d.result]));
-    expect(done.get('b1')).toEqual({ tool_name: 'load_skill_resource', status: 'error', data: null, message: "'references/big.md' of skill 'my-skill' is 40 bytes, more than a resource read may return (30 bytes: skills.max_resource_bytes)" });
+    const done = new Map(
+      (h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map((d) => [d.id, d.result]),
+    );
+    expect(done.get('b1')).toEqual({
+      tool_name: 'load_skill_resource',
+      status: 'error',
+      data: null,
+      message: "'references/big.md' of skill 'my-skill' is 40 bytes, more than a resource read may return (30 bytes: skills.max_resource_bytes)",
+    });
     expect(done.get('g1')).toMatchObject({ status: 'success', data: { content: 'Load CSV files first.' } });
     expect(done.get('g2')).toMatchObject({ status: 'success' });
-    expect(done.get('g3')).toEqual({ tool_name: 'load_skill_resource', status: 'error', data: null, message: 'this run has read 2 skill resources, as many as a run may read (skills.max_resource_reads)' });
+    expect(done.get('g3')).toEqual({
+      tool_name: 'load_skill_resource',
+      status: 'error',
+      data: null,
+      message: 'this run has read 2 skill resources, as many as a run may read (skills.max_resource_reads)',
+    });
     // The count is the run's: the next run of the same runtime reads again.
     const again = harness([{ tool_calls: [read('g4', 'references/guide.md')] }, { text: 'ok' }], { tools: [echoTool], plugins: [discovery] });
     await again.runtime.run({ messages: [Messages.user('go')] }, again.sink);
@@ -204,7 +243,9 @@ describe('the skills subsystem in a run', () => {
     const results = async (sections: object, script: object[]) => {
       const h = harness([...script, { text: 'ok' }] as never, { tools: [echoTool], plugins: [discovery], spec: { sections: sections as never } });
       await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
-      return (h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map((d) => d.result.message ?? d.result.status);
+      return (h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[]).map(
+        (d) => d.result.message ?? d.result.status,
+      );
     };
     // 200,000 × 'é' is 400,000 bytes of UTF-8: over the default; the server's count (1) applies.
     expect(await results({ skills: embedded }, [read('a', 'a.md'), read('b1', 'b.md'), read('b2', 'b.md')])).toEqual([
@@ -213,8 +254,18 @@ describe('the skills subsystem in a run', () => {
       'this run has read 1 skill resources, as many as a run may read (skills.max_resource_reads)',
     ]);
     // The agent's section wins over the server's.
-    expect(await results({ skills: { ...embedded, max_resource_bytes: 500_000, max_resource_reads: 3 } }, [read('a', 'a.md'), read('b1', 'b.md'), read('b2', 'b.md')])).toEqual(['success', 'success', 'success']);
-    expect(() => harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { max_resource_reads: 0 } } as never } })).toThrow(new Error('{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': max_resource_reads: Too small: expected number to be >=1"}'));
+    expect(
+      await results({ skills: { ...embedded, max_resource_bytes: 500_000, max_resource_reads: 3 } }, [
+        read('a', 'a.md'),
+        read('b1', 'b.md'),
+        read('b2', 'b.md'),
+      ]),
+    ).toEqual(['success', 'success', 'success']);
+    expect(() => harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { max_resource_reads: 0 } } as never } })).toThrow(
+      new Error(
+        '{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': max_resource_reads: Too small: expected number to be >=1"}',
+      ),
+    );
   });
 
   it('configured skills: a server’s skills and those an agent embeds in its skills section (an embedded one of the same name wins); a bad one stops the build naming it', async () => {
@@ -231,7 +282,11 @@ describe('the skills subsystem in a run', () => {
     expect(JSON.stringify(h.llm.requests[1]?.messages)).toContain('Echo twice.');
     expect(() =>
       harness([], { tools: [echoTool], plugins: [discovery], spec: { sections: { skills: { embedded: [{ skill_md: 'no front matter' }] } } as never } }),
-    ).toThrow(new Error('{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': embedded.0.skill_md: no front matter: SKILL.md starts with a --- line, the YAML fields, and another --- line"}'));
+    ).toThrow(
+      new Error(
+        '{"code":"validation_failed","message":"agent \'agent\': invalid config section \'skills\' of plugin \'skills-discovery\': embedded.0.skill_md: no front matter: SKILL.md starts with a --- line, the YAML fields, and another --- line"}',
+      ),
+    );
     // Without a section, the server's skills alone.
     const plain = harness([{ text: 'x' }], { tools: [echoTool], plugins: [discovery] });
     await plain.runtime.run({ messages: [Messages.user('go')] }, new VecEventSink());

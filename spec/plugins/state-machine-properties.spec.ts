@@ -39,22 +39,29 @@ interface Call {
 }
 
 const state = fc.constantFrom(...STATES);
-const machine: fc.Arbitrary<Machine> = fc.record({
-  scope: fc.constantFrom('thread' as const, 'run' as const),
-  initial: state,
-  onUnmatched: fc.option(state, { nil: null }),
-  transitions: fc.array(
-    fc.record({
-      on: fc.constantFrom<Tool>('Read', 'Write'),
-      from: fc.uniqueArray(state, { minLength: 1, maxLength: 3 }),
-      to: state,
-      when: fc.constantFrom('success' as const, 'error' as const, 'any' as const),
-      action: fc.constantFrom('deny' as const, 'warn' as const),
-    }),
-    { minLength: 1, maxLength: 4 },
-  ),
-}).map((m) => ({ ...m, onUnmatched: m.onUnmatched !== null && [m.initial, ...m.transitions.flatMap((t) => [...t.from, t.to])].includes(m.onUnmatched) ? m.onUnmatched : null }));
-const calls = fc.array(fc.record({ tool: fc.constantFrom<Tool>('Read', 'Write'), path: fc.constantFrom('a' as const, 'b' as const), fail: fc.boolean() }), { maxLength: 6 });
+const machine: fc.Arbitrary<Machine> = fc
+  .record({
+    scope: fc.constantFrom('thread' as const, 'run' as const),
+    initial: state,
+    onUnmatched: fc.option(state, { nil: null }),
+    transitions: fc.array(
+      fc.record({
+        on: fc.constantFrom<Tool>('Read', 'Write'),
+        from: fc.uniqueArray(state, { minLength: 1, maxLength: 3 }),
+        to: state,
+        when: fc.constantFrom('success' as const, 'error' as const, 'any' as const),
+        action: fc.constantFrom('deny' as const, 'warn' as const),
+      }),
+      { minLength: 1, maxLength: 4 },
+    ),
+  })
+  .map((m) => ({
+    ...m,
+    onUnmatched: m.onUnmatched !== null && [m.initial, ...m.transitions.flatMap((t) => [...t.from, t.to])].includes(m.onUnmatched) ? m.onUnmatched : null,
+  }));
+const calls = fc.array(fc.record({ tool: fc.constantFrom<Tool>('Read', 'Write'), path: fc.constantFrom('a' as const, 'b' as const), fail: fc.boolean() }), {
+  maxLength: 6,
+});
 
 const configOf = (m: Machine): StateMachineConfigInput => ({
   machines: [
@@ -101,7 +108,10 @@ function tools(executed: string[]) {
   );
 }
 
-const script = (prefix: string, cs: readonly Call[]) => [...cs.map((c, i) => ({ tool_calls: [{ id: `${prefix}${i}`, name: c.tool, arguments: { file_path: c.path, fail: c.fail } }] })), { text: 'done' }];
+const script = (prefix: string, cs: readonly Call[]) => [
+  ...cs.map((c, i) => ({ tool_calls: [{ id: `${prefix}${i}`, name: c.tool, arguments: { file_path: c.path, fail: c.fail } }] })),
+  { text: 'done' },
+];
 
 async function twoRuns(m: Machine, first: readonly Call[], second: readonly Call[]) {
   const executed: string[] = [];
@@ -110,7 +120,8 @@ async function twoRuns(m: Machine, first: readonly Call[], second: readonly Call
   const afterFirst = structuredClone(h.store.checkpoints.at(-1));
   await h.runtime.run({ threadId: 't', messages: [Messages.user('two')] }, new VecEventSink());
   const key = m.scope === 'thread' ? 'tool_fsm_thread_state' : 'tool_fsm_run_state';
-  const mapIn = (cp: typeof afterFirst) => ((m.scope === 'thread' ? cp?.threadState.extensions : cp?.runState?.extensions)?.[key] as Record<string, Record<string, string>> | undefined)?.['m'] ?? {};
+  const mapIn = (cp: typeof afterFirst) =>
+    ((m.scope === 'thread' ? cp?.threadState.extensions : cp?.runState?.extensions)?.[key] as Record<string, Record<string, string>> | undefined)?.['m'] ?? {};
   return { executed, first: mapIn(afterFirst), second: mapIn(h.store.checkpoints.at(-1)) };
 }
 
@@ -136,7 +147,18 @@ describe('state machine properties (through the runtime)', () => {
 describe('fuzzPlugin', () => {
   it('passes: deterministic, writes only its keys, converges; the laws of its keys hold', async () => {
     const cfg = StateMachineConfigSchema.parse({
-      machines: [{ name: 'rbw', key: '{file_path}', initial: 'unread', terminal: ['written'], transitions: [{ on: 'Read(file_path ~ "*")', from: 'unread', to: 'read' }, { on: 'Write', from: 'read', to: 'written', emit: { target: 'system', content: 'wrote {file_path}' }, on_violation: { action: 'ask' } }] }],
+      machines: [
+        {
+          name: 'rbw',
+          key: '{file_path}',
+          initial: 'unread',
+          terminal: ['written'],
+          transitions: [
+            { on: 'Read(file_path ~ "*")', from: 'unread', to: 'read' },
+            { on: 'Write', from: 'read', to: 'written', emit: { target: 'system', content: 'wrote {file_path}' }, on_violation: { action: 'ask' } },
+          ],
+        },
+      ],
       continuation: { max_continuations: 3 },
     });
     const instance = fc.record({ machine: fc.constantFrom('rbw', 'other'), key: fc.string({ maxLength: 3 }), state: fc.constantFrom('unread', 'read') });
@@ -147,7 +169,18 @@ describe('fuzzPlugin', () => {
         tool_fsm_thread_state: instance,
         tool_fsm_run_state: instance,
         tool_fsm_metrics: fc.record({ metric: fc.constantFrom('transitions', 'denials', 'asks', 'warnings', 'continuations'), by: fc.nat(3) }),
-        tool_fsm_violation_log: fc.record({ call_id: fc.string({ maxLength: 3 }), tool: fc.constant('Write'), machine: fc.constant('rbw'), key: fc.string({ maxLength: 3 }), state: fc.constant('unread'), action: fc.constantFrom('deny', 'ask', 'warn'), reason: fc.string({ maxLength: 5 }) }, { noNullPrototype: true }),
+        tool_fsm_violation_log: fc.record(
+          {
+            call_id: fc.string({ maxLength: 3 }),
+            tool: fc.constant('Write'),
+            machine: fc.constant('rbw'),
+            key: fc.string({ maxLength: 3 }),
+            state: fc.constant('unread'),
+            action: fc.constantFrom('deny', 'ask', 'warn'),
+            reason: fc.string({ maxLength: 5 }),
+          },
+          { noNullPrototype: true },
+        ),
       },
     });
     expect(report.failures).toEqual([]);

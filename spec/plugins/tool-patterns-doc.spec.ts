@@ -19,7 +19,10 @@ describe('docs/plugins/tool-patterns.md', () => {
     const rows = section.split('\n').filter((l) => l.startsWith('| `'));
     expect(rows.length).toBeGreaterThanOrEqual(12);
     for (const row of rows) {
-      const [pattern, tool, args, expected] = row.slice(1, -1).split(/(?<!\\)\|/).map(cell) as [string, string, string, string];
+      const [pattern, tool, args, expected] = row
+        .slice(1, -1)
+        .split(/(?<!\\)\|/)
+        .map(cell) as [string, string, string, string];
       const parsed = parsePattern(pattern);
       if (!parsed.ok) throw new Error(`${pattern}: ${describeParseError(parsed.error)}`);
       expect([pattern, compilePattern(parsed.value)(tool, JSON.parse(args)) !== undefined]).toEqual([pattern, expected === 'yes']);
@@ -42,7 +45,11 @@ describe('docs/plugins/tool-patterns.md', () => {
     const spec = parseAgentSpec(yaml, 'yaml');
     if (!spec.ok) throw new Error(JSON.stringify(spec.error));
     const tool = (id: string) => defineTool({ id, description: id, args: z.object({}), execute: () => ToolResults.success(id, null) });
-    const b = new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('scripted', new ScriptedLlm([])).withModel('default', { provider: 'scripted', model_name: 'scripted' }).withAgentSpec(spec.value);
+    const b = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('scripted', new ScriptedLlm([]))
+      .withModel('default', { provider: 'scripted', model_name: 'scripted' })
+      .withAgentSpec(spec.value);
     for (const id of ['mcp__github__read_issue', 'mcp__github__delete_repo', 'mcp__github__merge_*', 'mcp__gitlab__issue', 'get_weather']) b.withTool(tool(id));
     const rt = b.build();
     if (!rt.ok) throw new Error(JSON.stringify(rt.error));

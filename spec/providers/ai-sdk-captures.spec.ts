@@ -13,7 +13,10 @@ import { cassetteServer } from '../support/cassettes.ts';
 // over HTTP by msw to the unchanged AI SDK provider packages, through aiSdkExecutor. The expected
 // content is computed from the raw chunks by the small, independent readers below.
 const root = resolve(import.meta.dirname, '../../fixtures/provider');
-const files = (kind: string): string[] => readdirSync(join(root, kind)).filter((f) => f.endsWith('.chunks.jsonl')).sort();
+const files = (kind: string): string[] =>
+  readdirSync(join(root, kind))
+    .filter((f) => f.endsWith('.chunks.jsonl'))
+    .sort();
 
 interface Expected {
   text: string;

@@ -24,12 +24,14 @@ function fakeModel(parts: LanguageModelV3StreamPart[], seen: unknown[] = []): La
     doGenerate: () => Promise.reject(new Error('not used')),
     doStream: (options) => {
       seen.push(options);
-      return Promise.resolve({ stream: new ReadableStream({
+      return Promise.resolve({
+        stream: new ReadableStream({
           start: (c) => {
             for (const p of parts) c.enqueue(p);
             c.close();
           },
-        }) });
+        }),
+      });
     },
   };
 }
@@ -81,7 +83,9 @@ describe('aiSdkExecutor: AI SDK v3 stream parts → executor parts', () => {
   });
 
   it('an error part and a failing doStream become typed inference failures', async () => {
-    await expect(collectStream(aiSdkExecutor(fakeModel([{ type: 'error', error: new Error('boom') }])).stream(req))).rejects.toMatchObject({ error: { code: 'provider', message: 'boom' } });
+    await expect(collectStream(aiSdkExecutor(fakeModel([{ type: 'error', error: new Error('boom') }])).stream(req))).rejects.toMatchObject({
+      error: { code: 'provider', message: 'boom' },
+    });
     const failing: LanguageModelV3 = { ...fakeModel([]), doStream: () => Promise.reject(Object.assign(new Error('slow down'), { statusCode: 429 })) };
     await expect(collectStream(aiSdkExecutor(failing).stream(req))).rejects.toBeInstanceOf(InferenceFailure);
     expect(inferenceErrorOf(Object.assign(new Error('t'), { statusCode: 504 }))).toEqual({ code: 'timeout', message: 't' });
@@ -92,7 +96,12 @@ describe('aiSdkExecutor: AI SDK v3 stream parts → executor parts', () => {
   it('maps finish reasons and absent usage counts', () => {
     expect(stopReasonOf({ unified: 'stop', raw: 'stop_sequence' })).toBe('StopSequence');
     expect(stopReasonOf({ unified: 'content-filter', raw: 'refusal' })).toBe('EndTurn');
-    expect(usageOf({ inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: undefined, text: undefined, reasoning: undefined } })).toEqual({});
+    expect(
+      usageOf({
+        inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+      }),
+    ).toEqual({});
   });
 
   it('builds the prompt and the call options: tools by id, overrides, tool results named by their call', () => {
@@ -106,11 +115,22 @@ describe('aiSdkExecutor: AI SDK v3 stream parts → executor parts', () => {
     expect(toPrompt(messages)).toEqual([
       { role: 'system', content: 'sys' },
       { role: 'user', content: [{ type: 'text', text: 'q' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'let me look' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'let me look' },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'get_weather', input: { city: 'Oslo' } },
+        ],
+      },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'get_weather', output: { type: 'text', value: '{"ok":true}' } }] },
     ]);
     const options = toCallOptions({ model: 'm', messages, tools: [getWeather.descriptor], overrides: { max_tokens: 9, temperature: 0.5, top_p: 0.9 } });
-    expect(options).toMatchObject({ maxOutputTokens: 9, temperature: 0.5, topP: 0.9, tools: [{ type: 'function', name: 'get_weather', description: getWeather.descriptor.description }] });
+    expect(options).toMatchObject({
+      maxOutputTokens: 9,
+      temperature: 0.5,
+      topP: 0.9,
+      tools: [{ type: 'function', name: 'get_weather', description: getWeather.descriptor.description }],
+    });
     void seen;
   });
 });
@@ -123,7 +143,7 @@ describe('wire cassettes', () => {
     expect(toSse(['{"type":"ping"}'], 'anthropic')).toBe('event: ping\ndata: {"type":"ping"}\n\n');
     expect(fromSse(toSse(chunks, 'openai-compatible'))).toEqual(chunks);
     expect(fromSse('data: {"x":\r\ndata: 1}\r\n\r\n')).toEqual(['{"x":\n1}']);
-    expect(await (cassetteResponse(chunks, 'openai-compatible', 3)).text()).toBe(toSse(chunks, 'openai-compatible'));
+    expect(await cassetteResponse(chunks, 'openai-compatible', 3).text()).toBe(toSse(chunks, 'openai-compatible'));
     expect(chunksOf(cassetteText(chunks))).toEqual(chunks);
   });
 
@@ -150,8 +170,17 @@ describe('wire cassettes', () => {
       const recorded = await recordCassette(await fetch(`${base}/v1/chat/completions`, { method: 'POST' }));
       expect(recorded).toEqual(served);
       await expect(recordCassette(await fetch(`${base}/fail`))).rejects.toThrow('HTTP 500');
-      const model = createOpenAICompatible({ name: 'cassette', baseURL: 'http://x/v1', apiKey: 'k', fetch: cassetteFetch(recorded, 'openai-compatible'), includeUsage: true })('m');
-      expect(await collectStream(aiSdkExecutor(model).stream(req))).toMatchObject({ content: [{ type: 'text', text: 'It is sunny in Oslo, 10 °C.' }], stopReason: 'EndTurn' });
+      const model = createOpenAICompatible({
+        name: 'cassette',
+        baseURL: 'http://x/v1',
+        apiKey: 'k',
+        fetch: cassetteFetch(recorded, 'openai-compatible'),
+        includeUsage: true,
+      })('m');
+      expect(await collectStream(aiSdkExecutor(model).stream(req))).toMatchObject({
+        content: [{ type: 'text', text: 'It is sunny in Oslo, 10 °C.' }],
+        stopReason: 'EndTurn',
+      });
     });
   });
 });
@@ -181,7 +210,10 @@ describe('the agent loop on a real provider package, over a project-made cassett
     const r = await built.value.run({ messages: [Messages.user('Weather in Oslo?')] }, sink);
     expect(r.ok && r.value).toMatchObject({ response: 'It is sunny in Oslo, 10 °C.', usage: { prompt_tokens: 130, completion_tokens: 18 } });
     expect(checkRunInvariants(sink.events)).toEqual([]);
-    expect(sink.events.filter((e) => e.event_type === 'tool_call_delta').map((e) => (e as { args_delta: string }).args_delta)).toEqual(['{"city"', ': "Oslo"}']);
+    expect(sink.events.filter((e) => e.event_type === 'tool_call_delta').map((e) => (e as { args_delta: string }).args_delta)).toEqual([
+      '{"city"',
+      ': "Oslo"}',
+    ]);
     const second = server.requests[1] as { tools: { function: { name: string } }[]; messages: { role: string; content: unknown }[] };
     expect(second.tools.map((t) => t.function.name)).toEqual(['get_weather']);
     expect(second.messages.at(-1)).toMatchObject({ role: 'tool' });

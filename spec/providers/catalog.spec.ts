@@ -74,12 +74,21 @@ describe('providers by name: provider:model through the AI SDK adapter', () => {
     const o = await collectStream((await catalogModel('ollama:qwen2.5', {}, { fetch: ollama.fetch })).llm.stream(request));
     expect(textOf(o)).toBe('Hello World');
     expect(ollama.calls[0]?.url).toBe('http://127.0.0.1:11434/v1/chat/completions');
-    expect(await catalogModel('ollama:qwen2.5', { OLLAMA_BASE_URL: 'http://box:11434/v1' }, { fetch: ollama.fetch }).then((m) => collectStream(m.llm.stream(request))).then(textOf)).toBe('Hello World');
+    expect(
+      await catalogModel('ollama:qwen2.5', { OLLAMA_BASE_URL: 'http://box:11434/v1' }, { fetch: ollama.fetch })
+        .then((m) => collectStream(m.llm.stream(request)))
+        .then(textOf),
+    ).toBe('Hello World');
     expect(ollama.calls[1]?.url).toBe('http://box:11434/v1/chat/completions');
   });
 
   it('an unknown provider and a missing key are typed errors naming what to do', async () => {
-    await expect(catalogModel('cohere:command-r', KEYS)).rejects.toThrow(new CatalogError('unknown_provider', "'cohere:command-r' names no provider: use openai:MODEL, anthropic:MODEL, google:MODEL, mistral:MODEL, ollama:MODEL, scripted:FILE or transcript:FILE"));
+    await expect(catalogModel('cohere:command-r', KEYS)).rejects.toThrow(
+      new CatalogError(
+        'unknown_provider',
+        "'cohere:command-r' names no provider: use openai:MODEL, anthropic:MODEL, google:MODEL, mistral:MODEL, ollama:MODEL, scripted:FILE or transcript:FILE",
+      ),
+    );
     await expect(catalogModel('openai:', KEYS)).rejects.toMatchObject({ reason: 'unknown_provider' });
     await expect(catalogModel('mistral:mistral-small-latest', {})).rejects.toThrow('mistral:mistral-small-latest needs its API key in MISTRAL_API_KEY');
   });

@@ -7,7 +7,11 @@ import { perConversation } from '../../src/providers/per-conversation.ts';
 const ask = (first: string, later: number) => ({
   model: 'm',
   tools: [],
-  messages: [Messages.system('sys'), Messages.user('q', { id: first }), ...Array.from({ length: later }, (_, i) => Messages.assistant(`a${i}`, { id: `${first}-a${i}` }))],
+  messages: [
+    Messages.system('sys'),
+    Messages.user('q', { id: first }),
+    ...Array.from({ length: later }, (_, i) => Messages.assistant(`a${i}`, { id: `${first}-a${i}` })),
+  ],
 });
 const text = async (llm: ReturnType<typeof perConversation>, req: ReturnType<typeof ask>): Promise<string> =>
   (await collectStream(llm.stream(req))).content.map((b) => (b.type === 'text' ? b.text : '')).join('');

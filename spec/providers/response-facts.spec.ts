@@ -115,10 +115,18 @@ describe('catalog providers: the answer and the provider reach the tap', () => {
   it('google without a responseId: the provider and where it was reached are still told', async () => {
     const anonymous = chunks('provider/google/google-text.chunks.jsonl').map((c) => c.replace(/,"responseId":"[^"]*"/, ''));
     expect(anonymous.join('\n')).not.toContain('responseId');
-    wire.set('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse', { chunks: anonymous, format: 'openai-compatible' });
+    wire.set('https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse', {
+      chunks: anonymous,
+      format: 'openai-compatible',
+    });
     const { llm } = await catalogModel('google:gemini-2.0-flash', KEYS);
     const [i] = await tapped(llm, 'gemini-2.0-flash');
-    expect(facts(i)).toEqual({ providerName: GEN_AI_PROVIDER_NAME_VALUE_GCP_GEMINI, responseId: undefined, responseModel: undefined, server: { address: 'generativelanguage.googleapis.com', port: 443 } });
+    expect(facts(i)).toEqual({
+      providerName: GEN_AI_PROVIDER_NAME_VALUE_GCP_GEMINI,
+      responseId: undefined,
+      responseModel: undefined,
+      server: { address: 'generativelanguage.googleapis.com', port: 443 },
+    });
   });
 
   it('mistral: the chunk id and model, and the tool calls it answered with', async () => {
@@ -126,15 +134,28 @@ describe('catalog providers: the answer and the provider reach the tap', () => {
     const { llm } = await catalogModel('mistral:mistral-small-latest', { ...KEYS, MISTRAL_BASE_URL: 'http://mistral.test/v1' });
     const first = JSON.parse(chunks('provider/mistral/mistral-tool-call.chunks.jsonl')[0] as string) as { id: string; model: string };
     const [i] = await tapped(llm, 'mistral-small-latest');
-    expect(facts(i)).toEqual({ providerName: GEN_AI_PROVIDER_NAME_VALUE_MISTRAL_AI, responseId: first.id, responseModel: first.model, server: { address: 'mistral.test', port: 80 } });
+    expect(facts(i)).toEqual({
+      providerName: GEN_AI_PROVIDER_NAME_VALUE_MISTRAL_AI,
+      responseId: first.id,
+      responseModel: first.model,
+      server: { address: 'mistral.test', port: 80 },
+    });
     expect(i?.output?.toolCalls.length).toBeGreaterThan(0);
   });
 
   it('ollama: the OpenAI chat API it speaks names it (the conventions have no Ollama), its own host and port', async () => {
-    wire.set('http://127.0.0.1:11434/v1/chat/completions', { chunks: chunks('cassettes/openai-compatible-weather-answer.chunks.jsonl'), format: 'openai-compatible' });
+    wire.set('http://127.0.0.1:11434/v1/chat/completions', {
+      chunks: chunks('cassettes/openai-compatible-weather-answer.chunks.jsonl'),
+      format: 'openai-compatible',
+    });
     const { llm } = await catalogModel('ollama:qwen2.5', {});
     const [i] = await tapped(llm, 'qwen2.5');
-    expect(facts(i)).toEqual({ providerName: GEN_AI_PROVIDER_NAME_VALUE_OPENAI, responseId: 'chatcmpl-awaken-2', responseModel: 'awaken-fake', server: { address: '127.0.0.1', port: 11434 } });
+    expect(facts(i)).toEqual({
+      providerName: GEN_AI_PROVIDER_NAME_VALUE_OPENAI,
+      responseId: 'chatcmpl-awaken-2',
+      responseModel: 'awaken-fake',
+      server: { address: '127.0.0.1', port: 11434 },
+    });
     expect(i?.output).toEqual({ text: 'It is sunny in Oslo, 10 °C.', toolCalls: [] });
   });
 
@@ -153,7 +174,10 @@ describe('catalog providers: the answer and the provider reach the tap', () => {
 
   it('every catalog provider has a conventions name and a default endpoint that parses', () => {
     for (const [id, entry] of Object.entries(CATALOG)) {
-      expect([GEN_AI_PROVIDER_NAME_VALUE_OPENAI, GEN_AI_PROVIDER_NAME_VALUE_ANTHROPIC, GEN_AI_PROVIDER_NAME_VALUE_GCP_GEMINI, GEN_AI_PROVIDER_NAME_VALUE_MISTRAL_AI], id).toContain(entry.providerName);
+      expect(
+        [GEN_AI_PROVIDER_NAME_VALUE_OPENAI, GEN_AI_PROVIDER_NAME_VALUE_ANTHROPIC, GEN_AI_PROVIDER_NAME_VALUE_GCP_GEMINI, GEN_AI_PROVIDER_NAME_VALUE_MISTRAL_AI],
+        id,
+      ).toContain(entry.providerName);
       expect(serverOf(entry.defaultBaseUrl), id).toBeDefined();
     }
   });
@@ -183,13 +207,18 @@ describe('aiSdkExecutor: what a model says of itself, and what it is told', () =
     });
     const model = createOpenAICompatible({ name: 'configured', baseURL: 'http://compat.test:9000/v1', apiKey: 'k', includeUsage: true })('gpt-4o-mini');
     const [given] = await tapped(aiSdkExecutor(model, { providerName: 'openai', baseURL: 'http://compat.test:9000/v1' }), 'gpt-4o-mini');
-    expect(facts(given)).toEqual({ providerName: 'openai', responseId: 'chatcmpl-awaken-2', responseModel: 'fake-model-0001', server: { address: 'compat.test', port: 9000 } });
+    expect(facts(given)).toEqual({
+      providerName: 'openai',
+      responseId: 'chatcmpl-awaken-2',
+      responseModel: 'fake-model-0001',
+      server: { address: 'compat.test', port: 9000 },
+    });
     // Told nothing, its family (`configured.chat`) names no provider and its URL is its own: the answer's facts alone.
     const [bare] = await tapped(aiSdkExecutor(model), 'gpt-4o-mini');
     expect(facts(bare)).toEqual({ providerName: undefined, responseId: 'chatcmpl-awaken-2', responseModel: 'fake-model-0001', server: undefined });
   });
 
-  it("a model of a known family is named by it (`openai.responses` → openai) without being told", async () => {
+  it('a model of a known family is named by it (`openai.responses` → openai) without being told', async () => {
     wire.set('http://openai.test/v1/responses', { chunks: chunks('provider/openai/openai-phase.1.chunks.jsonl'), format: 'openai-compatible' });
     const [i] = await tapped(aiSdkExecutor(createOpenAI({ apiKey: 'k', baseURL: 'http://openai.test/v1' })('gpt-4o-mini')), 'gpt-4o-mini');
     expect(facts(i)).toMatchObject({ providerName: 'openai', responseModel: 'gpt-5.3-codex', server: undefined });
@@ -206,7 +235,10 @@ describe('aiSdkExecutor: what a model says of itself, and what it is told', () =
 
   it('a failure after the provider described its answer but before any content is still retried; the answer that came is the one told', async () => {
     const text = chunks('provider/anthropic/anthropic-text.chunks.jsonl');
-    const overloaded = [(text[0] as string).replace('msg_01QC4g3HwBThD4BaNtBckFDJ', 'msg_overloaded'), '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'];
+    const overloaded = [
+      (text[0] as string).replace('msg_01QC4g3HwBThD4BaNtBckFDJ', 'msg_overloaded'),
+      '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    ];
     wire.set('https://anthropic.test/v1/messages', [
       { chunks: overloaded, format: 'anthropic' },
       { chunks: text, format: 'anthropic' },
@@ -221,29 +253,39 @@ describe('aiSdkExecutor: what a model says of itself, and what it is told', () =
 
   it('a failure after the provider answered: its facts are told, its answer is not', async () => {
     // message_start, the text block's start, a ping, its first text; then the error.
-    const broken = [...chunks('provider/anthropic/anthropic-text.chunks.jsonl').slice(0, 4), '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'];
+    const broken = [
+      ...chunks('provider/anthropic/anthropic-text.chunks.jsonl').slice(0, 4),
+      '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    ];
     wire.set('https://anthropic.test/v1/messages', { chunks: broken, format: 'anthropic' });
     const { llm } = await catalogModel('anthropic:claude-sonnet-4-5', { ...KEYS, ANTHROPIC_BASE_URL: 'https://anthropic.test/v1' });
     const [i] = await tapped(llm, 'claude-sonnet-4-5');
     expect(i?.error).toBeDefined();
     expect(i?.output).toBeUndefined();
-    expect(facts(i)).toEqual({ providerName: 'anthropic', responseId: 'msg_01QC4g3HwBThD4BaNtBckFDJ', responseModel: 'claude-sonnet-4-5-20250929', server: { address: 'anthropic.test', port: 443 } });
+    expect(facts(i)).toEqual({
+      providerName: 'anthropic',
+      responseId: 'msg_01QC4g3HwBThD4BaNtBckFDJ',
+      responseModel: 'claude-sonnet-4-5-20250929',
+      server: { address: 'anthropic.test', port: 443 },
+    });
   });
 });
 
 describe('providerNameOf and serverOf', () => {
   it('names the families the conventions name, and no other', () => {
-    expect(['openai.chat', 'openai.responses', 'anthropic.messages', 'google.generative-ai', 'google.vertex.chat', 'mistral.chat', 'azure.chat', 'ollama.chat', 'configured.chat'].map(providerNameOf)).toEqual([
-      'openai',
-      'openai',
-      'anthropic',
-      'gcp.gemini',
-      'gcp.vertex_ai',
-      'mistral_ai',
-      'azure.ai.openai',
-      undefined,
-      undefined,
-    ]);
+    expect(
+      [
+        'openai.chat',
+        'openai.responses',
+        'anthropic.messages',
+        'google.generative-ai',
+        'google.vertex.chat',
+        'mistral.chat',
+        'azure.chat',
+        'ollama.chat',
+        'configured.chat',
+      ].map(providerNameOf),
+    ).toEqual(['openai', 'openai', 'anthropic', 'gcp.gemini', 'gcp.vertex_ai', 'mistral_ai', 'azure.ai.openai', undefined, undefined]);
   });
 
   it('the host and port of a base URL: its own port, else the scheme default; an IPv6 host without brackets; nothing of a URL that does not parse', () => {

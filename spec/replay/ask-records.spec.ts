@@ -52,7 +52,10 @@ function setup(): RecordingSetup {
 }
 
 const lines = (t: string): string[] => t.trimEnd().split('\n');
-const asks = (t: string): Record<string, unknown>[] => lines(t).filter((l) => l.startsWith('{"type":"ask"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+const asks = (t: string): Record<string, unknown>[] =>
+  lines(t)
+    .filter((l) => l.startsWith('{"type":"ask"'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 /** The transcript with its `n`th ask line replaced (undefined: removed). */
 const withAsk = (t: string, n: number, replace: (r: Record<string, unknown>) => Record<string, unknown> | undefined): string => {
   const all = lines(t);
@@ -76,20 +79,36 @@ describe('ask records: a tool asking for approval at the gate, recorded and repl
 
   it("an ask record edited (the answer, the arguments), removed or added is reported at the record's line", async () => {
     const { transcript } = await recordRun(setup());
-    const lineOf = (text: string, n: number): number => lines(text).map((l, i) => (l.startsWith('{"type":"ask"') ? i + 1 : -1)).filter((i) => i > 0)[n] as number;
+    const lineOf = (text: string, n: number): number =>
+      lines(text)
+        .map((l, i) => (l.startsWith('{"type":"ask"') ? i + 1 : -1))
+        .filter((i) => i > 0)[n] as number;
     // c2 let run, edited to ask: it suspends where the recording ran it.
     const asked = withAsk(transcript, 1, (r) => ({ ...r, ticket: (asks(transcript)[0] as { ticket: unknown }).ticket }));
     expect(await replayTranscript(asked)).toMatchObject({ identical: false });
     // c1's question, with other arguments: named at its line.
     const args = withAsk(transcript, 0, (r) => ({ ...r, arguments: { target: 'dev' } }));
-    expect(await replayTranscript(args)).toMatchObject({ identical: false, divergence: { port: 'tool', message: 'tool call deploy [c1] is asked about with other arguments than recorded', line: lineOf(transcript, 0) } });
+    expect(await replayTranscript(args)).toMatchObject({
+      identical: false,
+      divergence: { port: 'tool', message: 'tool call deploy [c1] is asked about with other arguments than recorded', line: lineOf(transcript, 0) },
+    });
     // c2's question removed: the replay asks, the transcript has no answer.
     const removed = withAsk(transcript, 1, () => undefined);
-    expect(await replayTranscript(removed)).toMatchObject({ identical: false, divergence: { port: 'tool', message: 'tool call deploy [c2] was asked about at the gate, the transcript has no ask record for it' } });
+    expect(await replayTranscript(removed)).toMatchObject({
+      identical: false,
+      divergence: { port: 'tool', message: 'tool call deploy [c2] was asked about at the gate, the transcript has no ask record for it' },
+    });
     // A question no call made: reported, not skipped.
     const all = lines(transcript);
     const extra = `${[...all.slice(0, -1), JSON.stringify({ type: 'ask', call_id: 'c9', name: 'deploy', arguments: { target: 'x' }, ticket: null }), ...all.slice(-1)].join('\n')}\n`;
-    expect(await replayTranscript(extra)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: all.length, message: `line ${all.length}: 1 recorded question(s) at the gate were never asked (an ask record no call made)` } });
+    expect(await replayTranscript(extra)).toMatchObject({
+      identical: false,
+      divergence: {
+        port: 'transcript',
+        line: all.length,
+        message: `line ${all.length}: 1 recorded question(s) at the gate were never asked (an ask record no call made)`,
+      },
+    });
     // An answer that is neither a ticket nor null nor a throw is no record.
     const neither = withAsk(transcript, 1, (r) => {
       const { ticket: _t, ...rest } = r;

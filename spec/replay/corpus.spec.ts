@@ -8,9 +8,13 @@ import { recordScenario, SCENARIOS } from '../../replay/corpus.ts';
 import { readTranscript } from '../../src/replay/transcript.ts';
 
 const dir = resolve(import.meta.dirname, '../../fixtures/runs');
-const files = readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort();
 const eventsOf = (file: string) =>
-  readTranscript(readFileSync(join(dir, file), 'utf8')).flatMap((l) => (l.ok && l.record.type === 'event' ? [deserialiseEvent(JSON.stringify(l.record.event))] : []));
+  readTranscript(readFileSync(join(dir, file), 'utf8')).flatMap((l) =>
+    l.ok && l.record.type === 'event' ? [deserialiseEvent(JSON.stringify(l.record.event))] : [],
+  );
 
 /** Variants the runtime never emits itself (0.6 neither): they exist for protocol pass-through. (`error` it emits for a failed inference that ends the run: ADR 0036.) */
 const NOT_EMITTED_BY_THE_RUNTIME = ['messages_snapshot', 'state_delta'];

@@ -97,7 +97,11 @@ describe('a replay that catches every edit', () => {
         const record = JSON.parse(line) as { type: string };
         if (record.type !== 'decision') continue;
         for (const { path, value } of leaves(record)) {
-          const changed = applied(record, path, { kind: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'flip' : 'char', at: 0, code: 88 - 32 });
+          const changed = applied(record, path, {
+            kind: typeof value === 'number' ? 'number' : typeof value === 'boolean' ? 'flip' : 'char',
+            at: 0,
+            code: 88 - 32,
+          });
           if (changed === undefined) continue;
           edited++;
           const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(changed) : l)).join('\n')}\n`);
@@ -131,11 +135,16 @@ describe('a replay that catches every edit', () => {
     const record = JSON.parse(lines[i] as string) as { decisions: { target_id: string; decision: Record<string, unknown> }[] };
     expect(record.decisions[0]?.decision).toEqual({ action: 'resume', result: { answer: 'from the user' } });
     const withFields = structuredClone(record);
-    (withFields.decisions[0] as { decision: Record<string, unknown> }).decision = { decision_id: 'd-c1', action: 'resume', result: { answer: 'from the user' }, updated_at: 1700000000000 };
+    (withFields.decisions[0] as { decision: Record<string, unknown> }).decision = {
+      decision_id: 'd-c1',
+      action: 'resume',
+      result: { answer: 'from the user' },
+      updated_at: 1700000000000,
+    };
     const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(withFields) : l)).join('\n')}\n`);
     expect(report).toMatchObject({ identical: false, divergence: { port: 'decision', line: i + 1 }, at: { line: i + 1, record: 'decision' } });
     expect(report.divergence?.message).toBe(
-      'the decision for c1 writes decision_id, updated_at: the call resumes in use_decision_as_tool_result mode and keeps only the decision\'s result, so a transcript does not write them',
+      "the decision for c1 writes decision_id, updated_at: the call resumes in use_decision_as_tool_result mode and keeps only the decision's result, so a transcript does not write them",
     );
 
     // A call resumed as a replayed tool call keeps the whole decision: it is written whole.
@@ -162,7 +171,11 @@ describe('a replay that catches every edit', () => {
       const report = await replayTranscript(`${[JSON.stringify(header), ...lines.slice(1)].join('\n')}\n`);
       expect(report.identical).toBe(false);
       expect(report.firstDifference).toBeUndefined();
-      expect(report.divergence).toMatchObject({ port: 'end', message: `the run ended with another message #${message} (${message === 3 ? 'assistant' : 'user'}) than recorded`, line: lines.length });
+      expect(report.divergence).toMatchObject({
+        port: 'end',
+        message: `the run ended with another message #${message} (${message === 3 ? 'assistant' : 'user'}) than recorded`,
+        line: lines.length,
+      });
       expect(report.at).toEqual({ line: lines.length, record: 'end' });
     }
   });
@@ -174,7 +187,10 @@ describe('a replay that catches every edit', () => {
     record.event.delta = `${record.event.delta}!`;
     const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(record) : l)).join('\n')}\n`);
     expect(report.firstDifference?.index).toBe(record.seq);
-    expect(report.firstDifference?.diff).toEqual([`- delta: ${JSON.stringify(record.event.delta)}`, `+ delta: ${JSON.stringify(record.event.delta.slice(0, -1))}`]);
+    expect(report.firstDifference?.diff).toEqual([
+      `- delta: ${JSON.stringify(record.event.delta)}`,
+      `+ delta: ${JSON.stringify(record.event.delta.slice(0, -1))}`,
+    ]);
     expect(report.at).toEqual({ line: i + 1, record: 'event' });
   });
 });

@@ -5,7 +5,9 @@ import { migrateFailedInferences } from '../../src/replay/failed-inference-migra
 import { replayTranscript } from '../../src/replay/replayer.ts';
 
 const fixtures = resolve(import.meta.dirname, '../../fixtures');
-const corpus = readdirSync(join(fixtures, 'runs')).filter((f) => f.endsWith('.jsonl')).sort();
+const corpus = readdirSync(join(fixtures, 'runs'))
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort();
 /** A corpus run as the corpus holds it now (already rewritten). */
 const text = (file: string): string => readFileSync(join(fixtures, 'runs', file), 'utf8');
 /** A corpus run as format 4 recorded it, before the rewrite (fixtures/runs-format-4 keeps those it changes). */
@@ -16,7 +18,12 @@ const eventLines = (t: string): string[] => t.split('\n').filter((l) => l.starts
 const eventTypes = (t: string): string[] => eventLines(t).map((l) => /"event_type":"([a-z_]+)"/.exec(l)?.[1] ?? '');
 
 /** The corpus runs whose provider failed: one stopped by a policy, two answered by a fallback after retries, one failed. */
-const FAILING = ['21-stop-consecutive-errors.jsonl', '25-retry-with-fallback-model.jsonl', '26-circuit-breaker-open.jsonl', '27-inference-error.jsonl'] as const;
+const FAILING = [
+  '21-stop-consecutive-errors.jsonl',
+  '25-retry-with-fallback-model.jsonl',
+  '26-circuit-breaker-open.jsonl',
+  '27-inference-error.jsonl',
+] as const;
 const CHANGED: readonly string[] = ['21-stop-consecutive-errors.jsonl', '27-inference-error.jsonl'];
 
 describe('migrateFailedInferences: a format-4 transcript as the runtime now runs a failed inference', () => {
@@ -76,7 +83,10 @@ describe('migrateFailedInferences: a format-4 transcript as the runtime now runs
       '',
     ];
     const after = migrateFailedInferences(lines.join('\n')).split('\n');
-    expect(after.filter((l) => l.startsWith('{"type":"decision"') || l.startsWith('{"type":"cancel"'))).toEqual(['{"type":"decision","after_event":6,"decisions":[]}', '{"type":"cancel","after_event":2}']);
+    expect(after.filter((l) => l.startsWith('{"type":"decision"') || l.startsWith('{"type":"cancel"'))).toEqual([
+      '{"type":"decision","after_event":6,"decisions":[]}',
+      '{"type":"cancel","after_event":2}',
+    ]);
     expect(eventTypes(after.join('\n'))).toEqual(['run_start', 'step_start', 'step_end', 'step_start', 'inference_complete', 'run_finish']);
     expect(after.at(-1)).toBe('');
   });

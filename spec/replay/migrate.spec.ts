@@ -83,7 +83,9 @@ describe('older transcript formats → 8', () => {
   it('format 3 → 4: a resume decision for a call suspended in use_decision_as_tool_result mode loses its id and time; other decisions are kept whole', () => {
     const used = migrateTranscript(v3old('12-suspension-resumed-use-decision-as-tool-result.jsonl'));
     expect(decisionLine(v3old('12-suspension-resumed-use-decision-as-tool-result.jsonl'))).toContain('"decision_id":"d-c1"');
-    expect(decisionLine(used)).toBe('{"type":"decision","after_event":11,"decisions":[{"target_id":"c1","decision":{"action":"resume","result":{"answer":"from the user"}}}]}');
+    expect(decisionLine(used)).toBe(
+      '{"type":"decision","after_event":11,"decisions":[{"target_id":"c1","decision":{"action":"resume","result":{"answer":"from the user"}}}]}',
+    );
     const replayed = migrateTranscript(v3old('11-suspension-resumed-replay-tool-call.jsonl'));
     expect(decisionLine(replayed)).toBe(decisionLine(v3old('11-suspension-resumed-replay-tool-call.jsonl')));
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
@@ -115,7 +117,9 @@ describe('older transcript formats → 8', () => {
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
     }
     // A run left waiting: its one step counted as it parked.
-    expect(stepCounts(migrateTranscript(v4old('15-suspension-left-waiting.jsonl')))).toEqual(stepCounts(v4old('15-suspension-left-waiting.jsonl')).map((n) => n + 1));
+    expect(stepCounts(migrateTranscript(v4old('15-suspension-left-waiting.jsonl')))).toEqual(
+      stepCounts(v4old('15-suspension-left-waiting.jsonl')).map((n) => n + 1),
+    );
   });
 
   it('format 4 → 8: a header that does not match its config_digest is refused, naming line 1', async () => {
@@ -142,12 +146,17 @@ describe('older transcript formats → 8', () => {
     expect({ ...is, format: 'awaken-transcript/5', plugins: was['plugins'], config_digest: was['config_digest'] }).toEqual(was);
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
-    expect(migrateTranscript(plain)).toBe(plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/8",'));
+    expect(migrateTranscript(plain)).toBe(
+      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/8",'),
+    );
   });
 
   it('format 5 → 8: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
-    expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({ format: 'awaken-transcript/8', request: { thread_id: 't', run_id: 'r', owner: 'alice' } });
+    expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({
+      format: 'awaken-transcript/8',
+      request: { thread_id: 't', run_id: 'r', owner: 'alice' },
+    });
   });
 
   it('format 5 → 8: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
@@ -161,19 +170,27 @@ describe('older transcript formats → 8', () => {
     expect(() => migrateTranscript(objects)).toThrow(new MigrationFailure(1, 'plugins[0]: not a plugin id'));
   });
 
-  it.each(sixes)('format 6 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is', async (file) => {
-    const before = v6old(file);
-    expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
-    const after = migrateTranscript(before);
-    expect(after).toBe(v2(file));
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/8",'));
-    expect(await replayTranscript(before)).toMatchObject({ identical: true });
-  });
+  it.each(sixes)(
+    'format 6 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    async (file) => {
+      const before = v6old(file);
+      expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
+      const after = migrateTranscript(before);
+      expect(after).toBe(v2(file));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/8",'));
+      expect(await replayTranscript(before)).toMatchObject({ identical: true });
+    },
+  );
 
   it('format 6 → 8: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
     const header = JSON.parse(v6old('28-blocked-by-gate.jsonl').split('\n')[0] as string) as Record<string, unknown>;
     const request = header['request'] as Record<string, unknown>;
-    const edited: Record<string, unknown> = { ...header, plugins: [{ id: 'tagger', factory: 'tagger', config: { label: 'x', api_key: '<redacted>' } }], app: { file: 'app.ts', version: 'v1' }, request: { thread_id: 't', run_id: 'r', owner: 'alice', ...request } };
+    const edited: Record<string, unknown> = {
+      ...header,
+      plugins: [{ id: 'tagger', factory: 'tagger', config: { label: 'x', api_key: '<redacted>' } }],
+      app: { file: 'app.ts', version: 'v1' },
+      request: { thread_id: 't', run_id: 'r', owner: 'alice', ...request },
+    };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
     expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/8"'));
@@ -184,8 +201,12 @@ describe('older transcript formats → 8', () => {
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
     const withHeader = (h: object): string => [JSON.stringify(h), ...rest].join('\n');
-    expect(() => migrateTranscript(withHeader({ ...header, segment: 2 }))).toThrow(new MigrationFailure(1, 'segment: a format-6 header has none (it is format 7)'));
-    expect(() => migrateTranscript(withHeader({ ...header, request: { ...header.request, run_state: { revision: 1, extensions: {} } } }))).toThrow(new MigrationFailure(1, 'request.run_state: a format-6 header has none (it is format 7)'));
+    expect(() => migrateTranscript(withHeader({ ...header, segment: 2 }))).toThrow(
+      new MigrationFailure(1, 'segment: a format-6 header has none (it is format 7)'),
+    );
+    expect(() => migrateTranscript(withHeader({ ...header, request: { ...header.request, run_state: { revision: 1, extensions: {} } } }))).toThrow(
+      new MigrationFailure(1, 'request.run_state: a format-6 header has none (it is format 7)'),
+    );
     const at = rest.findIndex((l) => l.startsWith('{"type":"decision"')) + 2;
     const early = text.replace(/\{"type":"decision","after_event":\d+,/, '{"type":"decision","after_event":0,');
     expect(() => migrateTranscript(early)).toThrow(new MigrationFailure(at, 'after_event 0: a format-6 decision or cancel comes after an event'));
@@ -194,14 +215,17 @@ describe('older transcript formats → 8', () => {
     expect(() => migrateTranscript(asked)).toThrow(new MigrationFailure(2, 'an ask record: format 6 has none (it is format 7)'));
   });
 
-  it.each(sevens)('format 7 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is', async (file) => {
-    const before = v7old(file);
-    expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
-    const after = migrateTranscript(before);
-    expect(after).toBe(v2(file));
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/8",'));
-    expect(await replayTranscript(before)).toMatchObject({ identical: true });
-  });
+  it.each(sevens)(
+    'format 7 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    async (file) => {
+      const before = v7old(file);
+      expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
+      const after = migrateTranscript(before);
+      expect(after).toBe(v2(file));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/8",'));
+      expect(await replayTranscript(before)).toMatchObject({ identical: true });
+    },
+  );
 
   it('format 6 or 7 → 8: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
@@ -223,26 +247,44 @@ describe('older transcript formats → 8', () => {
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
-    const olders = [...olds.map((f) => v1(f)), ...twos.map((f) => v2old(f)), ...threes.map((f) => v3old(f)), ...fours.map((f) => v4old(f)), ...fives.map((f) => v5old(f)), ...sixes.map((f) => v6old(f)), ...sevens.map((f) => v7old(f))].map((t) => t.trimEnd().split('\n'));
+    const olders = [
+      ...olds.map((f) => v1(f)),
+      ...twos.map((f) => v2old(f)),
+      ...threes.map((f) => v3old(f)),
+      ...fours.map((f) => v4old(f)),
+      ...fives.map((f) => v5old(f)),
+      ...sixes.map((f) => v6old(f)),
+      ...sevens.map((f) => v7old(f)),
+    ].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>
-      Array.isArray(v) ? v.flatMap((x, i) => leaves(x, [...path, i])) : v !== null && typeof v === 'object' ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k])) : [path];
+      Array.isArray(v)
+        ? v.flatMap((x, i) => leaves(x, [...path, i]))
+        : v !== null && typeof v === 'object'
+          ? Object.entries(v).flatMap(([k, x]) => leaves(x, [...path, k]))
+          : [path];
     await fc.assert(
-      fc.asyncProperty(fc.nat({ max: olders.length - 1 }), fc.nat(), fc.nat(), fc.constantFrom<unknown>('x', -1, true, null, [], {}), async (t, line, leaf, value) => {
-        const lines = olders[t] as string[];
-        const i = line % lines.length;
-        const record = JSON.parse(lines[i] as string) as Record<string, unknown>;
-        const paths = leaves(record);
-        const path = paths[leaf % paths.length] as Path;
-        let parent = record as Record<string | number, unknown>;
-        for (const k of path.slice(0, -1)) parent = parent[k] as Record<string | number, unknown>;
-        const key = path.at(-1);
-        fc.pre(key !== undefined && JSON.stringify(parent[key]) !== JSON.stringify(value));
-        parent[key as string | number] = value;
-        const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(record) : l)).join('\n')}\n`);
-        expect(typeof report.identical).toBe('boolean');
-        if (!report.identical) expect(report.divergence ?? report.firstDifference).toBeDefined();
-      }),
+      fc.asyncProperty(
+        fc.nat({ max: olders.length - 1 }),
+        fc.nat(),
+        fc.nat(),
+        fc.constantFrom<unknown>('x', -1, true, null, [], {}),
+        async (t, line, leaf, value) => {
+          const lines = olders[t] as string[];
+          const i = line % lines.length;
+          const record = JSON.parse(lines[i] as string) as Record<string, unknown>;
+          const paths = leaves(record);
+          const path = paths[leaf % paths.length] as Path;
+          let parent = record as Record<string | number, unknown>;
+          for (const k of path.slice(0, -1)) parent = parent[k] as Record<string | number, unknown>;
+          const key = path.at(-1);
+          fc.pre(key !== undefined && JSON.stringify(parent[key]) !== JSON.stringify(value));
+          parent[key as string | number] = value;
+          const report = await replayTranscript(`${lines.map((l, j) => (j === i ? JSON.stringify(record) : l)).join('\n')}\n`);
+          expect(typeof report.identical).toBe('boolean');
+          if (!report.identical) expect(report.divergence ?? report.firstDifference).toBeDefined();
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -251,9 +293,16 @@ describe('older transcript formats → 8', () => {
     const text = v1('11-suspension-resumed-replay-tool-call.jsonl');
     const at = (needle: string): number => text.split('\n').findIndex((l) => l.includes(needle)) + 1;
     const decisions = text.replace(/"decisions":\[.*\]\}$/m, '"decisions":-1}');
-    expect(await replayTranscript(decisions)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: at('"type":"decision"') }, at: { record: 'decision' } });
+    expect(await replayTranscript(decisions)).toMatchObject({
+      identical: false,
+      divergence: { port: 'transcript', line: at('"type":"decision"') },
+      at: { record: 'decision' },
+    });
     const bare = text.replace(/^\{"type":"env".*$/m, 'null');
-    expect(await replayTranscript(bare)).toMatchObject({ identical: false, divergence: { port: 'transcript', message: expect.stringContaining('line 2: not a record'), line: 2 } });
+    expect(await replayTranscript(bare)).toMatchObject({
+      identical: false,
+      divergence: { port: 'transcript', message: expect.stringContaining('line 2: not a record'), line: 2 },
+    });
   });
 
   it('a format-3 transcript without its end record is a divergence at its end', async () => {

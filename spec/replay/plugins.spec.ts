@@ -95,13 +95,27 @@ describe('credentials in a plugin config', () => {
   });
 
   it('a replay fills each redacted credential from the current config at the same path when it has one; every other value is the recorded one', () => {
-    const recorded: JsonValue = { label: 'a', apiKey: '<redacted>', note: '<redacted>', auth: { token: '<redacted>', password: '<redacted>' }, list: [{ secret: '<redacted>' }] };
+    const recorded: JsonValue = {
+      label: 'a',
+      apiKey: '<redacted>',
+      note: '<redacted>',
+      auth: { token: '<redacted>', password: '<redacted>' },
+      list: [{ secret: '<redacted>' }],
+    };
     const current: JsonValue = { label: 'b', apiKey: 'sk-now', note: 'other', auth: { token: { id: 1 } }, list: [{ secret: 's' }] };
-    expect(fillRedacted(recorded, current)).toEqual({ label: 'a', apiKey: 'sk-now', note: '<redacted>', auth: { token: { id: 1 }, password: '<redacted>' }, list: [{ secret: 's' }] });
+    expect(fillRedacted(recorded, current)).toEqual({
+      label: 'a',
+      apiKey: 'sk-now',
+      note: '<redacted>',
+      auth: { token: { id: 1 }, password: '<redacted>' },
+      list: [{ secret: 's' }],
+    });
     expect(fillRedacted(recorded, undefined)).toEqual(recorded);
     // A URL's user and password come back from the current config when the URL is the same but for them.
     expect(fillRedacted({ hook: 'https://<redacted>@h.example/x' }, { hook: 'https://u:p@h.example/x' })).toEqual({ hook: 'https://u:p@h.example/x' });
-    expect(fillRedacted({ hook: 'https://<redacted>@h.example/x' }, { hook: 'https://u:p@other.example/x' })).toEqual({ hook: 'https://<redacted>@h.example/x' });
+    expect(fillRedacted({ hook: 'https://<redacted>@h.example/x' }, { hook: 'https://u:p@other.example/x' })).toEqual({
+      hook: 'https://<redacted>@h.example/x',
+    });
   });
 });
 
@@ -109,7 +123,11 @@ describe('recordRun with app plugins', () => {
   it('the header lists a catalog plugin as {id}, a factory-made one as {id, factory, config} with its credentials redacted, any other as {id}; and the app that ran', async () => {
     const { transcript } = await recordRun(setup({ app: { file: 'app.ts', version: '1.2.3' } }));
     const header = headerOf(transcript);
-    expect(header['plugins']).toEqual([{ id: 'reminder' }, { id: 'tagger', factory: 'tagger', config: { label: 'a', apiKey: '<redacted>', note: 'n' } }, { id: 'plain' }]);
+    expect(header['plugins']).toEqual([
+      { id: 'reminder' },
+      { id: 'tagger', factory: 'tagger', config: { label: 'a', apiKey: '<redacted>', note: 'n' } },
+      { id: 'plain' },
+    ]);
     expect(header['app']).toEqual({ file: 'app.ts', version: '1.2.3' });
     expect(transcript).not.toContain('sk-then');
     const { transcript: without } = await recordRun(setup());
@@ -177,7 +195,10 @@ describe('replayTranscript with an app', () => {
       missing: { kind: 'plugin', id: 'tagger', factory: 'tagger' },
     });
     const noPlain = await replayTranscript(transcript, { app: { plugins: [tagger()({ label: 'a', apiKey: 'k', note: 'n' })] } });
-    expect(noPlain).toMatchObject({ divergence: { message: "plugin 'plain' is neither built in nor in the app", line: 1 }, missing: { kind: 'plugin', id: 'plain' } });
+    expect(noPlain).toMatchObject({
+      divergence: { message: "plugin 'plain' is neither built in nor in the app", line: 1 },
+      missing: { kind: 'plugin', id: 'plain' },
+    });
     expect(noPlain.missing).toEqual({ kind: 'plugin', id: 'plain' });
     // Without an app, the first plugin that is not built in is the one named.
     expect((await replayTranscript(transcript)).divergence?.message).toBe("plugin 'tagger' (factory 'tagger') is not in the app");
@@ -185,18 +206,35 @@ describe('replayTranscript with an app', () => {
 
   it('missingCode says the same before any replay, from the header alone; nothing when the app has everything', async () => {
     const { transcript } = await recordRun(setup({ stopPolicies: [never] }));
-    expect(missingCode(transcript, {})).toEqual({ kind: 'plugin', id: 'tagger', factory: 'tagger', message: "plugin 'tagger' (factory 'tagger') is not in the app" });
+    expect(missingCode(transcript, {})).toEqual({
+      kind: 'plugin',
+      id: 'tagger',
+      factory: 'tagger',
+      message: "plugin 'tagger' (factory 'tagger') is not in the app",
+    });
     const plugins = [tagger()({ label: 'a', apiKey: 'k', note: 'n' })];
-    expect(missingCode(transcript, { app: { plugins } })).toEqual({ kind: 'plugin', id: 'plain', message: "plugin 'plain' is neither built in nor in the app" });
-    expect(missingCode(transcript, { app: { plugins: [...plugins, plain] } })).toEqual({ kind: 'stop_policy', id: 'never', message: "custom stop policy 'never' is neither given nor in the app" });
+    expect(missingCode(transcript, { app: { plugins } })).toEqual({
+      kind: 'plugin',
+      id: 'plain',
+      message: "plugin 'plain' is neither built in nor in the app",
+    });
+    expect(missingCode(transcript, { app: { plugins: [...plugins, plain] } })).toEqual({
+      kind: 'stop_policy',
+      id: 'never',
+      message: "custom stop policy 'never' is neither given nor in the app",
+    });
     expect(missingCode(transcript, { app: { plugins: [...plugins, plain], stopPolicies: [never] } })).toBeUndefined();
     // An older transcript names its plugins by id; what is no transcript has nothing missing (the replay says what it is).
-    expect(missingCode('{"type":"header","format":"awaken-transcript/5","plugins":["reminder","mine"],"stop_policies":[]}\n', {})).toEqual({ kind: 'plugin', id: 'mine', message: "plugin 'mine' is neither built in nor in the app" });
+    expect(missingCode('{"type":"header","format":"awaken-transcript/5","plugins":["reminder","mine"],"stop_policies":[]}\n', {})).toEqual({
+      kind: 'plugin',
+      id: 'mine',
+      message: "plugin 'mine' is neither built in nor in the app",
+    });
     expect(missingCode('not json\n', {})).toBeUndefined();
     expect(missingCode('', {})).toBeUndefined();
   });
 
-  it("a factory that makes a plugin of another name, or refuses the recorded config, is a divergence at line 1", async () => {
+  it('a factory that makes a plugin of another name, or refuses the recorded config, is a divergence at line 1', async () => {
     const { transcript } = await recordRun(setup());
     const renamed = pluginFactory('tagger', (config: TaggerConfig) => taggerPlugin(config.label, 'other'));
     const made = renamed({ label: 'a', apiKey: 'k', note: 'n' });
@@ -215,7 +253,12 @@ describe('replayTranscript with an app', () => {
     }
     expect(refusal).not.toBe('');
     const app = { plugins: [strict({ label: 1 }), plain] };
-    expect((await replayTranscript(transcript, { app })).divergence).toEqual({ port: 'transcript', message: `plugin 'tagger' (factory 'tagger') refuses the recorded config: ${refusal}`, atEvent: 0, line: 1 });
+    expect((await replayTranscript(transcript, { app })).divergence).toEqual({
+      port: 'transcript',
+      message: `plugin 'tagger' (factory 'tagger') refuses the recorded config: ${refusal}`,
+      atEvent: 0,
+      line: 1,
+    });
   });
 });
 
@@ -226,7 +269,11 @@ describe('docs/transcript-format.md → Plugins', () => {
     const counter = pluginFactory('counter', (config: { limit: number; api_key: string }) => ({ name: 'counter', register: () => void config }));
     const mine: RuntimePlugin = { name: 'mine', register: () => undefined };
     const { transcript } = await recordRun(
-      setup({ agent: { id: 'a', model: 'm', system_prompt: 'be brief', plugin_ids: ['tool-gate', 'counter', 'mine'] }, plugins: ['tool-gate', counter({ limit: 3, api_key: 'k' }), mine], stopPolicies: [never] }),
+      setup({
+        agent: { id: 'a', model: 'm', system_prompt: 'be brief', plugin_ids: ['tool-gate', 'counter', 'mine'] },
+        plugins: ['tool-gate', counter({ limit: 3, api_key: 'k' }), mine],
+        stopPolicies: [never],
+      }),
     );
     const entries = headerOf(transcript)['plugins'] as unknown[];
     expect(entries).toHaveLength(3);
@@ -236,7 +283,11 @@ describe('docs/transcript-format.md → Plugins', () => {
       await replayTranscript(transcript, { app: { plugins: [counter({ limit: 1, api_key: 'k' })], stopPolicies: [never] } }),
       await replayTranscript(transcript, { app: { plugins: [counter({ limit: 1, api_key: 'k' }), mine] } }),
     ].map((r) => r.divergence?.message);
-    expect(lines).toEqual(["plugin 'counter' (factory 'counter') is not in the app", "plugin 'mine' is neither built in nor in the app", "custom stop policy 'never' is neither given nor in the app"]);
+    expect(lines).toEqual([
+      "plugin 'counter' (factory 'counter') is not in the app",
+      "plugin 'mine' is neither built in nor in the app",
+      "custom stop policy 'never' is neither given nor in the app",
+    ]);
     for (const line of lines) expect(doc).toContain(`\`${line}\``);
   });
 });

@@ -19,7 +19,10 @@ function setup(steps: readonly ScriptStep[], mode: Mode, cancelAfterEvent: numbe
     request: { messages: [Messages.user('go')] },
     ...(cancelAfterEvent !== undefined ? { cancelAfterEvent } : {}),
     // `susp` suspends again when re-run, so only two rounds are answered; then the run is cancelled.
-    decide: (ids, round) => (round < 2 ? ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, result: { ok: true }, updated_at: 0 } })) : undefined),
+    decide: (ids, round) =>
+      round < 2
+        ? ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, result: { ok: true }, updated_at: 0 } }))
+        : undefined,
   };
 }
 
@@ -40,9 +43,7 @@ describe('record → replay', () => {
   });
 
   it('property: flipping one byte of a recorded LLM response, tool result or Env draw makes replay fail and say where', async () => {
-    const flips = script.chain((steps) =>
-      fc.tuple(fc.constant(steps), mode, fc.nat(), fc.nat(), fc.integer({ min: 1, max: 94 })),
-    );
+    const flips = script.chain((steps) => fc.tuple(fc.constant(steps), mode, fc.nat(), fc.nat(), fc.integer({ min: 1, max: 94 })));
     await fc.assert(
       fc.asyncProperty(flips, async ([steps, m, pickLine, pickChar, delta]) => {
         const { transcript } = await recordRun(setup(steps, m, undefined, 3));

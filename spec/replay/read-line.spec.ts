@@ -21,7 +21,9 @@ const envLine = fc.oneof(
   number.map((ms) => JSON.stringify({ type: 'env', draw: 'sleep', ms })),
 );
 /** Hand-written spellings a writer could use for the same values: only the canonical ones are records. */
-const spelled = fc.tuple(fc.constantFrom('now', 'random'), fc.constantFrom('1', '1.0', '1e3', '1E3', '-0', '0.5', '05', '1e+21', '-1', '1.5e-7', '2.50')).map(([draw, n]) => `{"type":"env","draw":"${draw}","value":${n}}`);
+const spelled = fc
+  .tuple(fc.constantFrom('now', 'random'), fc.constantFrom('1', '1.0', '1e3', '1E3', '-0', '0.5', '05', '1e+21', '-1', '1.5e-7', '2.50'))
+  .map(([draw, n]) => `{"type":"env","draw":"${draw}","value":${n}}`);
 
 describe('reading a transcript line', () => {
   it('property: an env line reads as the general rule reads it (same record, same verdict), canonical spellings only', () => {

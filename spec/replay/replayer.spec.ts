@@ -42,7 +42,10 @@ describe('replay divergence reports', () => {
 
   it('points at the first differing event with both lines and a readable diff', async () => {
     const { transcript } = await recordRun(setup(toolScript));
-    const changed = transcript.replace('"result":{"tool_name":"echo","status":"success","data":{"echoed":"x"}', '"result":{"tool_name":"echo","status":"success","data":{"echoed":"y"}');
+    const changed = transcript.replace(
+      '"result":{"tool_name":"echo","status":"success","data":{"echoed":"x"}',
+      '"result":{"tool_name":"echo","status":"success","data":{"echoed":"y"}',
+    );
     const report = await replayTranscript(changed);
     expect(report.identical).toBe(false);
     expect(report.firstDifference).toMatchObject({ index: 6, diff: ['- result.data.echoed: "x"', '+ result.data.echoed: "y"'] });
@@ -63,10 +66,15 @@ describe('replay divergence reports', () => {
 
   it('a decision the run waits for that the transcript does not have is a divergence, never a hang', async () => {
     const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: 'd', action: 'resume' as const, updated_at: 0 } }));
-    const { transcript } = await recordRun(setup([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'w' } }] }, { text: 'ok' }], { decide: approve }));
+    const { transcript } = await recordRun(
+      setup([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'w' } }] }, { text: 'ok' }], { decide: approve }),
+    );
     expect((await replayTranscript(transcript)).identical).toBe(true);
     const noDecision = edit(transcript, (rs) => {
-      rs.splice(rs.findIndex((r) => r['type'] === 'decision'), 1);
+      rs.splice(
+        rs.findIndex((r) => r['type'] === 'decision'),
+        1,
+      );
     });
     // Without any record answering a suspension the run is not started waiting: it finishes suspended
     // where the recording went on, and the report says what is missing.
@@ -84,9 +92,23 @@ describe('replay divergence reports', () => {
 
   it('a tool call with other arguments, an unknown tool call, and corrupt lines are reported', async () => {
     const { transcript } = await recordRun(setup(toolScript));
-    const args = await replayTranscript(transcript.replace(/"type":"tool","call_id":"c1","name":"echo","arguments":\{"text":"x"\}/, '"type":"tool","call_id":"c1","name":"echo","arguments":{"text":"z"}'));
+    const args = await replayTranscript(
+      transcript.replace(
+        /"type":"tool","call_id":"c1","name":"echo","arguments":\{"text":"x"\}/,
+        '"type":"tool","call_id":"c1","name":"echo","arguments":{"text":"z"}',
+      ),
+    );
     expect(args.divergence).toMatchObject({ port: 'tool', message: 'tool call echo [c1] has other arguments than recorded' });
-    const noTool = await replayTranscript(edit(transcript, (rs) => void rs.splice(rs.findIndex((r) => r['type'] === 'tool'), 1)));
+    const noTool = await replayTranscript(
+      edit(
+        transcript,
+        (rs) =>
+          void rs.splice(
+            rs.findIndex((r) => r['type'] === 'tool'),
+            1,
+          ),
+      ),
+    );
     expect(noTool.divergence).toMatchObject({ port: 'tool', message: 'tool call echo [c1] is not in the transcript' });
     const l = lines(transcript);
     const envAt = l.findIndex((x) => x.startsWith('{"type":"env"'));
@@ -100,7 +122,9 @@ describe('replay divergence reports', () => {
     const { transcript } = await recordRun(setup(toolScript));
     const changed = transcript.replace('"draw":"id","kind":"message","value":"message-1"', '"draw":"id","kind":"message","value":"message-9"');
     const report = await replayTranscript(changed);
-    expect(report.divergence?.message).toMatch(/env draw #\d+ \(id\(message\)\): the recording says "message-9", the deterministic env of the header gives "message-1"/);
+    expect(report.divergence?.message).toMatch(
+      /env draw #\d+ \(id\(message\)\): the recording says "message-9", the deterministic env of the header gives "message-1"/,
+    );
   });
 
   it('a clock that goes backwards is a divergence (recordings of a real env)', async () => {
@@ -120,7 +144,9 @@ describe('replay divergence reports', () => {
     expect(await replayTranscript('{"type":"event","seq":0,"event":{}}\n')).toMatchObject({ divergence: { port: 'transcript' } });
     expect(await replayTranscript('not json\n')).toMatchObject({ divergence: { port: 'transcript', message: expect.stringContaining('not a header') } });
     const { transcript } = await recordRun(setup(toolScript, { plugins: ['tool-gate'] }));
-    expect(await replayTranscript(transcript.replace('"plugins":[{"id":"tool-gate"}]', '"plugins":[{"id":"nope"}]'))).toMatchObject({ divergence: { message: "plugin 'nope' is neither built in nor in the app" } });
+    expect(await replayTranscript(transcript.replace('"plugins":[{"id":"tool-gate"}]', '"plugins":[{"id":"nope"}]'))).toMatchObject({
+      divergence: { message: "plugin 'nope' is neither built in nor in the app" },
+    });
   });
 });
 
@@ -132,7 +158,7 @@ describe('every record field is verified (an edit that changes no event is still
     return lines(t).findIndex((l) => l.startsWith(`{"type":"${type}"`) && ++seen === n) + 1;
   };
 
-  it("an edited text_delta is the first difference, at its own index, and the diff names only its text", async () => {
+  it('an edited text_delta is the first difference, at its own index, and the diff names only its text', async () => {
     const { transcript: t } = await recordRun(setup([{ text: ['Hel', 'lo', ' there'] }]));
     const events = lines(t).filter((l) => l.startsWith('{"type":"event"'));
     const index = events.findIndex((l) => l.includes('"delta":"lo"'));
@@ -161,7 +187,10 @@ describe('every record field is verified (an edit that changes no event is still
     });
     const a = await replayTranscript(body);
     expect(a.identical).toBe(false);
-    expect(a.divergence).toMatchObject({ port: 'transcript', message: `line ${lineOf(t, 'llm')}: the recorded request of inference #1 does not match its digest` });
+    expect(a.divergence).toMatchObject({
+      port: 'transcript',
+      message: `line ${lineOf(t, 'llm')}: the recorded request of inference #1 does not match its digest`,
+    });
     const seq = edit(t, (rs) => {
       const r = rs.filter((x) => x['type'] === 'llm')[1] as { seq: number };
       r.seq = 7;
@@ -177,7 +206,10 @@ describe('every record field is verified (an edit that changes no event is still
       const tools = rs[0]?.['tools'] as { description: string }[];
       (tools[0] as { description: string }).description = 'edited';
     });
-    expect(await replayTranscript(tool)).toMatchObject({ identical: false, divergence: { port: 'llm', message: 'request #1 no longer matches the recording: tools changed' } });
+    expect(await replayTranscript(tool)).toMatchObject({
+      identical: false,
+      divergence: { port: 'llm', message: 'request #1 no longer matches the recording: tools changed' },
+    });
     // A model entry no request names: only the digest shows it.
     const model = edit(t, (rs) => {
       const models = rs[0]?.['models'] as Record<string, unknown>;
@@ -185,7 +217,10 @@ describe('every record field is verified (an edit that changes no event is still
     });
     const a = await replayTranscript(model);
     expect(a.identical).toBe(false);
-    expect(a.divergence).toMatchObject({ port: 'transcript', message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)' });
+    expect(a.divergence).toMatchObject({
+      port: 'transcript',
+      message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)',
+    });
   });
 
   it('a decision record that resumes nothing (its decisions removed) is a divergence, never a hang', async () => {
@@ -203,7 +238,8 @@ describe('every record field is verified (an edit that changes no event is still
   });
 
   it("a tool record's decision and its result's tool name are checked against the call", async () => {
-    const approve = (ids: readonly string[]) => ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, updated_at: 5 } }));
+    const approve = (ids: readonly string[]) =>
+      ids.map((id) => ({ targetId: id, decision: { decision_id: `d-${id}`, action: 'resume' as const, updated_at: 5 } }));
     const { transcript: t } = await recordRun(setup(approvalScript, { decide: approve }));
     expect((await replayTranscript(t)).identical).toBe(true);
     const resumed = lines(t).findLastIndex((l) => l.startsWith('{"type":"tool"'));
@@ -211,13 +247,21 @@ describe('every record field is verified (an edit that changes no event is still
     const first = edit(t, (rs) => {
       delete (rs[resumed] as { resume?: unknown }).resume;
     });
-    expect((await replayTranscript(first)).divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1] is a resume, the recording has a first run', line: resumed + 1 });
+    expect((await replayTranscript(first)).divergence).toMatchObject({
+      port: 'tool',
+      message: 'tool call approve [c1] is a resume, the recording has a first run',
+      line: resumed + 1,
+    });
     const other = edit(t, (rs) => {
       (rs[resumed] as { resume: { updated_at: number } }).resume.updated_at = 6;
     });
     const a = await replayTranscript(other);
     expect(a.identical).toBe(false);
-    expect(a.divergence).toMatchObject({ port: 'tool', message: 'tool call approve [c1] resumes under another decision than recorded', diff: ['- updated_at: 6', '+ updated_at: 5'] });
+    expect(a.divergence).toMatchObject({
+      port: 'tool',
+      message: 'tool call approve [c1] resumes under another decision than recorded',
+      diff: ['- updated_at: 6', '+ updated_at: 5'],
+    });
     expect(a.at).toEqual({ line: resumed + 1, record: 'tool' });
     const named = edit(t, (rs) => {
       const r = rs.findLast((x) => x['type'] === 'tool') as { result: { tool_name: string } };
@@ -236,7 +280,10 @@ describe('every record field is verified (an edit that changes no event is still
     });
     expect(await replayTranscript(seeded)).toMatchObject({
       identical: false,
-      divergence: { port: 'transcript', message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)' },
+      divergence: {
+        port: 'transcript',
+        message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)',
+      },
       at: { line: 1, record: 'header' },
     });
     const interrupted = edit(t, (rs) => {
@@ -252,11 +299,18 @@ describe('every record field is verified (an edit that changes no event is still
 
 describe('transcript size', () => {
   it("grows with the run, not with its square: an inference's record holds what its request adds", async () => {
-    const echoes = (n: number): ScriptStep[] => [...Array.from({ length: n }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })), { text: 'done' }];
+    const echoes = (n: number): ScriptStep[] => [
+      ...Array.from({ length: n }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })),
+      { text: 'done' },
+    ];
     const largestLlmLine = async (n: number): Promise<number> => {
       const { transcript } = await recordRun(setup(echoes(n), { agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: n + 2 } }));
       expect((await replayTranscript(transcript)).identical).toBe(true);
-      return Math.max(...lines(transcript).filter((l) => l.startsWith('{"type":"llm"')).map((l) => l.length));
+      return Math.max(
+        ...lines(transcript)
+          .filter((l) => l.startsWith('{"type":"llm"'))
+          .map((l) => l.length),
+      );
     };
     const short = await largestLlmLine(10);
     const long = await largestLlmLine(120);

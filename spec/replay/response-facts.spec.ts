@@ -18,7 +18,8 @@ import { cassetteServer } from '../support/cassettes.ts';
 // the one asked, then replayed from its transcript alone: what the provider said of its answers and
 // of itself is in the transcript, and the replay's tap is told exactly what the recorded run's was.
 const dir = resolve(import.meta.dirname, '../../fixtures/cassettes');
-const renamed = (file: string): string[] => chunksOf(readFileSync(join(dir, file), 'utf8')).map((c) => c.replace('"model":"awaken-fake"', '"model":"fake-model-0001"'));
+const renamed = (file: string): string[] =>
+  chunksOf(readFileSync(join(dir, file), 'utf8')).map((c) => c.replace('"model":"awaken-fake"', '"model":"fake-model-0001"'));
 const answers = [renamed('openai-compatible-weather-tool.chunks.jsonl'), renamed('openai-compatible-weather-answer.chunks.jsonl')];
 let turn = 0;
 const server = cassetteServer('http://compat.test:8000/v1/chat/completions', () => answers[turn++] ?? [], 'openai-compatible');
@@ -26,7 +27,11 @@ beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
 afterAll(() => server.close());
 
 /** A plugin whose tap keeps every inference it is told of. */
-const watching = (into: TappedInference[]): RuntimePlugin => ({ name: 'watch', register: () => undefined, tap: () => ({ inference: (i) => void into.push(i) }) });
+const watching = (into: TappedInference[]): RuntimePlugin => ({
+  name: 'watch',
+  register: () => undefined,
+  tap: () => ({ inference: (i) => void into.push(i) }),
+});
 /** A tapped inference without its request (the request's signal is the run's own object). */
 const told = (i: TappedInference): Omit<TappedInference, 'request'> & { model: string } => {
   const { request, ...rest } = i;
@@ -55,8 +60,24 @@ describe('response facts across a recording and its replay', () => {
       .filter((l) => l.startsWith('{"type":"llm"'))
       .map((l) => LlmRecordSchema.parse(JSON.parse(l)));
     expect(llm.map((r) => r.parts.filter((p) => p.type === 'response_metadata'))).toEqual([
-      [{ type: 'response_metadata', id: 'chatcmpl-awaken-1', model: 'fake-model-0001', provider_name: 'openai', server: { address: 'compat.test', port: 8000 } }],
-      [{ type: 'response_metadata', id: 'chatcmpl-awaken-2', model: 'fake-model-0001', provider_name: 'openai', server: { address: 'compat.test', port: 8000 } }],
+      [
+        {
+          type: 'response_metadata',
+          id: 'chatcmpl-awaken-1',
+          model: 'fake-model-0001',
+          provider_name: 'openai',
+          server: { address: 'compat.test', port: 8000 },
+        },
+      ],
+      [
+        {
+          type: 'response_metadata',
+          id: 'chatcmpl-awaken-2',
+          model: 'fake-model-0001',
+          provider_name: 'openai',
+          server: { address: 'compat.test', port: 8000 },
+        },
+      ],
     ]);
     expect(recorded.map((i) => [i.request.model, i.responseModel, i.responseId])).toEqual([
       ['gpt-4o-mini', 'fake-model-0001', 'chatcmpl-awaken-1'],

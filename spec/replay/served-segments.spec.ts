@@ -24,7 +24,10 @@ import { parked, SCRIPT, served } from '../support/segments.ts';
  * each replays identical on its own.
  */
 
-const files = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
+const files = (dir: string): string[] =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort();
 const headerOf = (text: string): Record<string, unknown> => JSON.parse(text.split('\n')[0] as string) as Record<string, unknown>;
 
 /** A run parked on version 1, let go at a reload and steered by `steer` on version 2: its second segment once written. */
@@ -64,14 +67,23 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
     expect(headerOf(first)['segment']).toBeUndefined();
     expect((headerOf(first)['request'] as Record<string, unknown>)['run_state']).toBeUndefined();
     expect(headerOf(second)).toMatchObject({ app: { file: 'app.ts', version: '2' }, segment: 2, request: { thread_id: 't1', run_id: runId, messages: [] } });
-    expect((headerOf(second)['request'] as { run_state?: { extensions: Record<string, unknown> } }).run_state?.extensions['__runtime.run_lifecycle']).toMatchObject({ status: 'waiting', run_id: runId });
+    expect(
+      (headerOf(second)['request'] as { run_state?: { extensions: Record<string, unknown> } }).run_state?.extensions['__runtime.run_lifecycle'],
+    ).toMatchObject({ status: 'waiting', run_id: runId });
 
     // The first segment ended where the run was let go; the second ran the decision on version 2's code.
     expect(JSON.parse(first.trimEnd().split('\n').at(-1) as string)).toMatchObject({ type: 'end', result: { termination: { type: 'suspended' } } });
     const decision = second.split('\n').find((l) => l.startsWith('{"type":"decision"'));
-    expect(JSON.parse(decision as string)).toEqual({ type: 'decision', after_event: 0, decisions: [{ target_id: 'c1', decision: { decision_id: 'd1', action: 'resume', updated_at: 5 } }] });
+    expect(JSON.parse(decision as string)).toEqual({
+      type: 'decision',
+      after_event: 0,
+      decisions: [{ target_id: 'c1', decision: { decision_id: 'd1', action: 'resume', updated_at: 5 } }],
+    });
     expect(second).toContain('"by":"2"');
-    expect(JSON.parse(second.trimEnd().split('\n').at(-1) as string)).toMatchObject({ type: 'end', result: { response: 'deployed', termination: { type: 'natural_end' } } });
+    expect(JSON.parse(second.trimEnd().split('\n').at(-1) as string)).toMatchObject({
+      type: 'end',
+      result: { response: 'deployed', termination: { type: 'natural_end' } },
+    });
 
     for (const text of [first, second]) await expectIdentical(text);
     // The timeline of each names the version that ran it.
@@ -101,7 +113,9 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
     expect(bobs).toMatchObject({ ok: false, error: { code: 'run_not_found' } });
     expect(await asPrincipal('bob', () => registry.adopt(runId))).toBe(false);
     expect(files(dir)).toEqual([transcriptFileName('own', runId)]);
-    expect(await asPrincipal('alice', () => registry.decideAnywhere('own', [decisionFor('c1', 'resume', 5, { decisionId: 'd1' })]))).toMatchObject({ ok: true });
+    expect(await asPrincipal('alice', () => registry.decideAnywhere('own', [decisionFor('c1', 'resume', 5, { decisionId: 'd1' })]))).toMatchObject({
+      ok: true,
+    });
     await vi.waitFor(() => expect(files(dir)).toHaveLength(2));
     const owners = files(dir).map((f) => (headerOf(readFileSync(join(dir, f), 'utf8'))['request'] as { owner?: string }).owner);
     expect(owners).toEqual(['alice', 'alice']);
@@ -122,7 +136,13 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
       expect(registry.decide('t1', [decisionFor('c1', 'resume', 5, { decisionId: 'd1' })]).ok).toBe(true);
       expect(registry.cancel('t1').ok).toBe(true);
     });
-    expect(text.split('\n').filter((l) => /^\{"type":"(decision|cancel)"/.test(l)).map((l) => JSON.parse(l) as { type: string; after_event: number }).map((r) => [r.type, r.after_event])).toEqual([
+    expect(
+      text
+        .split('\n')
+        .filter((l) => /^\{"type":"(decision|cancel)"/.test(l))
+        .map((l) => JSON.parse(l) as { type: string; after_event: number })
+        .map((r) => [r.type, r.after_event]),
+    ).toEqual([
       ['decision', 0],
       ['cancel', 0],
     ]);
@@ -139,16 +159,30 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
       withRequest({ thread_id, run_id, agent_id, messages: [{ role: 'user', content: [{ type: 'text', text: 'rm -rf' }] }], history, thread_state, run_state }),
       withRequest({ thread_id, run_id, agent_id, messages: [], overrides: { temperature: 0.9 }, history, thread_state, run_state }),
     ]) {
-      expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1, message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides' } });
+      expect(await replayTranscript(edited)).toMatchObject({
+        identical: false,
+        divergence: {
+          port: 'transcript',
+          line: 1,
+          message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides',
+        },
+      });
     }
     // The first segment, with a cancel before its first event: reported where the cancel is.
-    const first = readFileSync(join(dir, transcriptFileName('t1', runId)), 'utf8').trimEnd().split('\n');
+    const first = readFileSync(join(dir, transcriptFileName('t1', runId)), 'utf8')
+      .trimEnd()
+      .split('\n');
     const cancelled = [...first.slice(0, 1), '{"type":"cancel","after_event":0}', ...first.slice(1)].join('\n');
-    expect(await replayTranscript(cancelled)).toMatchObject({ identical: false, divergence: { port: 'cancel', line: 2, message: 'a cancel before any event, but only a segment taken up from the store (request.run_state) has one' } });
+    expect(await replayTranscript(cancelled)).toMatchObject({
+      identical: false,
+      divergence: { port: 'cancel', line: 2, message: 'a cancel before any event, but only a segment taken up from the store (request.run_state) has one' },
+    });
   });
 
   it('a run let go twice has three segments; a file already holding a name is never written over', async () => {
-    const { dir, registry, reload } = served({ script: [SCRIPT[0] as ScriptStep, { tool_calls: [{ id: 'c2', name: 'approve', arguments: { what: 'again' } }] }, { text: 'both done' }] });
+    const { dir, registry, reload } = served({
+      script: [SCRIPT[0] as ScriptStep, { tool_calls: [{ id: 'c2', name: 'approve', arguments: { what: 'again' } }] }, { text: 'both done' }],
+    });
     const runId = await parked(registry);
     // Someone's file under the third segment's name: the third segment takes the next name.
     writeFileSync(join(dir, segmentFileName('t1', runId, 3)), 'not mine\n');
@@ -161,16 +195,28 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
     await vi.waitFor(() => expect(files(dir)).toHaveLength(4));
     expect(readFileSync(join(dir, segmentFileName('t1', runId, 3)), 'utf8')).toBe('not mine\n');
     const names = [transcriptFileName('t1', runId), segmentFileName('t1', runId, 2), segmentFileName('t1', runId, 4)];
-    expect(names.map((n) => transcriptIdsOf(n))).toEqual([{ threadId: 't1', runId }, { threadId: 't1', runId, segment: 2 }, { threadId: 't1', runId, segment: 4 }]);
+    expect(names.map((n) => transcriptIdsOf(n))).toEqual([
+      { threadId: 't1', runId },
+      { threadId: 't1', runId, segment: 2 },
+      { threadId: 't1', runId, segment: 4 },
+    ]);
     const texts = names.map((n) => readFileSync(join(dir, n), 'utf8'));
-    expect(texts.map((t) => [headerOf(t)['segment'], (headerOf(t)['app'] as { version: string }).version])).toEqual([[undefined, '1'], [2, '2'], [4, '3']]);
+    expect(texts.map((t) => [headerOf(t)['segment'], (headerOf(t)['app'] as { version: string }).version])).toEqual([
+      [undefined, '1'],
+      [2, '2'],
+      [4, '3'],
+    ]);
     for (const text of texts) await expectIdentical(text);
     expect(JSON.parse(texts[2]?.trimEnd().split('\n').at(-1) as string)).toMatchObject({ result: { response: 'both done' } });
   });
 
   it("a parent cancelled while its delegate waits: the child's thread and state, loaded to end it, are not written as the parent's, and the parent's transcript replays identical", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-segments-delegate-'));
-    const recorder = new ServedRecorder({ dir, models: { 'm-o': { provider: 'o', model_name: 'mo' }, 'm-r': { provider: 'r', model_name: 'mr' } }, tools: [approvalTool.descriptor] });
+    const recorder = new ServedRecorder({
+      dir,
+      models: { 'm-o': { provider: 'o', model_name: 'mo' }, 'm-r': { provider: 'r', model_name: 'mr' } },
+      tools: [approvalTool.descriptor],
+    });
     const subEnv = deterministicEnv();
     const built = new AgentRuntimeBuilder()
       .withEnv(recorder.env(deterministicEnv()))

@@ -26,7 +26,11 @@ import { echoTool } from '../support/runtime.ts';
  * name is for people reading the directory; the inspector reads a transcript's thread and owner
  * from its header.
  */
-const id = fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }), fc.constantFrom('user:42', 'team:alpha', 'team_alpha', 'x--secret', '..%2F..%2Fetc', '..', '.', 'A', 'a', 'Ä', 'ä', '--', '~', '~7e'));
+const id = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 40 }),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
+  fc.constantFrom('user:42', 'team:alpha', 'team_alpha', 'x--secret', '..%2F..%2Fetc', '..', '.', 'A', 'a', 'Ä', 'ä', '--', '~', '~7e'),
+);
 const anyLength = fc.oneof(id, fc.string({ minLength: 100, maxLength: 400 }), fc.constant('t'.repeat(300)));
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -98,7 +102,11 @@ describe('ServedRecorder: the plugins and the app of a served run', () => {
   const extra: RuntimePlugin = { name: 'extra', register: () => undefined };
 
   /** One served run whose tool waits for `release`: what the app is when the run ends is not what it was when it started. */
-  async function servedRun(options: Partial<ServedRecorderOptions>, pluginIds: readonly string[], whileRunning: (recorder: ServedRecorder) => void = () => undefined): Promise<string> {
+  async function servedRun(
+    options: Partial<ServedRecorderOptions>,
+    pluginIds: readonly string[],
+    whileRunning: (recorder: ServedRecorder) => void = () => undefined,
+  ): Promise<string> {
     const dir = mkdtempSync(join(tmpdir(), 'awaken-served-plugins-'));
     const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [echoTool.descriptor, gate.descriptor], ...options });
     let release = (): void => undefined;
@@ -135,19 +143,30 @@ describe('ServedRecorder: the plugins and the app of a served run', () => {
   const headerOf = (t: string): Record<string, unknown> => JSON.parse(t.split('\n')[0] as string) as Record<string, unknown>;
 
   it("the agent's plugins that are in the catalog or the app's, app ones with their origin, and the app — as they were when the run started", async () => {
-    let plugins = new Map<string, RuntimePlugin>([['tagger', tagger({ label: 'first', token: 'tok-1' })], ['plain', plain]]);
+    let plugins = new Map<string, RuntimePlugin>([
+      ['tagger', tagger({ label: 'first', token: 'tok-1' })],
+      ['plain', plain],
+    ]);
     let app: { file: string; version: string } | undefined = { file: 'app.ts', version: '1' };
     const text = await servedRun({ plugins: () => plugins, app: () => app }, ['reminder', 'tagger', 'plain'], (recorder) => {
       // The app loaded again mid-run: the run goes on with the code it started with.
       plugins = new Map([['tagger', tagger({ label: 'second', token: 'tok-2' })]]);
       app = { file: 'app.ts', version: '2' };
-      const reloaded = new AgentRuntimeBuilder().withProvider('p', new ScriptedLlm([])).withModel('m', { provider: 'p', model_name: 'pm' }).withAgentSpec({ id: 'a', model: 'm', system_prompt: 'reloaded' }).build();
+      const reloaded = new AgentRuntimeBuilder()
+        .withProvider('p', new ScriptedLlm([]))
+        .withModel('m', { provider: 'p', model_name: 'pm' })
+        .withAgentSpec({ id: 'a', model: 'm', system_prompt: 'reloaded' })
+        .build();
       if (!reloaded.ok) throw new Error(JSON.stringify(reloaded.error));
       recorder.attach(reloaded.value);
     });
     const header = headerOf(text);
     expect(header['agent']).toMatchObject({ system_prompt: 'be brief', plugin_ids: ['reminder', 'tagger', 'plain'] });
-    expect(header['plugins']).toEqual([{ id: 'reminder' }, { id: 'tagger', factory: 'tagger', config: { label: 'first', token: '<redacted>' } }, { id: 'plain' }]);
+    expect(header['plugins']).toEqual([
+      { id: 'reminder' },
+      { id: 'tagger', factory: 'tagger', config: { label: 'first', token: '<redacted>' } },
+      { id: 'plain' },
+    ]);
     expect(header['app']).toEqual({ file: 'app.ts', version: '1' });
     expect(text).not.toContain('tok-1');
     const report = await replayTranscript(text, { app: { plugins: [tagger({ label: 'second', token: 'tok-2' }), plain] } });
@@ -155,7 +174,7 @@ describe('ServedRecorder: the plugins and the app of a served run', () => {
     expect(report.identical).toBe(true);
   });
 
-  it('a plugin the agent names that is neither in the catalog nor among the app\'s is not listed; without those options, the catalog plugins alone and no app (as before)', async () => {
+  it("a plugin the agent names that is neither in the catalog nor among the app's is not listed; without those options, the catalog plugins alone and no app (as before)", async () => {
     const mine = headerOf(await servedRun({ plugins: () => new Map([['plain', plain]]) }, ['reminder', 'plain', 'extra']));
     expect(mine['plugins']).toEqual([{ id: 'reminder' }, { id: 'plain' }]);
     expect(mine['app']).toBeUndefined();

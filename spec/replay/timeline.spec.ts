@@ -8,15 +8,29 @@ import { INITIAL_STATE, timelineOf, transcriptRecords } from '../../src/replay/t
 
 const dir = resolve(import.meta.dirname, '../../fixtures/runs');
 const read = (file: string) => transcriptRecords(readFileSync(join(dir, file), 'utf8'));
-const corpus = readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
+const corpus = readdirSync(dir)
+  .filter((f) => f.endsWith('.jsonl'))
+  .sort();
 
 describe('timelineOf', () => {
   it('a run with two tool calls: steps, the inference’s request and answer, tools with arguments, results, progress, output and times, the state diff, totals', () => {
     const t = timelineOf(read('46-observability-spans.jsonl'));
-    expect(t).toMatchObject({ thread_id: 'thread-1', run_id: 'run-1', agent_id: 'corpus', termination: { type: 'natural_end' }, response: 'One worked, one failed.', usage: { input: 85, output: 20, total: 105 }, finished: true });
+    expect(t).toMatchObject({
+      thread_id: 'thread-1',
+      run_id: 'run-1',
+      agent_id: 'corpus',
+      termination: { type: 'natural_end' },
+      response: 'One worked, one failed.',
+      usage: { input: 85, output: 20, total: 105 },
+      finished: true,
+    });
     expect(t.steps).toHaveLength(2);
     const [first, second] = t.steps;
-    expect(first?.inference).toMatchObject({ model: 'scripted-main', text: 'Checking two things.', usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 } });
+    expect(first?.inference).toMatchObject({
+      model: 'scripted-main',
+      text: 'Checking two things.',
+      usage: { prompt_tokens: 30, completion_tokens: 12, total_tokens: 42 },
+    });
     expect(first?.inference.requests[0]?.messages.map((m) => (m as { role: string }).role)).toEqual(['system', 'user']);
     expect(first?.inference.requests[0]?.tools).toContain('report');
     // The second request is rebuilt whole: the first one's messages, then the assistant turn and both results.
@@ -74,7 +88,9 @@ describe('timelineOf', () => {
     const records = read('46-observability-spans.jsonl');
     const full = timelineOf(records);
     const live = timelineOf(records.filter((r) => (r as { type: string }).type === 'event'));
-    expect(live.steps.map((s) => [s.index, s.inference.text, s.tools.map((c) => [c.call_id, c.outcome])])).toEqual(full.steps.map((s) => [s.index, s.inference.text, s.tools.map((c) => [c.call_id, c.outcome])]));
+    expect(live.steps.map((s) => [s.index, s.inference.text, s.tools.map((c) => [c.call_id, c.outcome])])).toEqual(
+      full.steps.map((s) => [s.index, s.inference.text, s.tools.map((c) => [c.call_id, c.outcome])]),
+    );
     expect(live.states.map((s) => s.patch)).toEqual(full.states.map((s) => s.patch));
     expect(live.steps.every((s) => s.inference.requests.length === 0 && s.started_at === undefined)).toBe(true);
   });
@@ -93,8 +109,14 @@ describe('timelineOf', () => {
         expected.push(previous);
       }
       const requests = timelineOf(records).steps.flatMap((s) => s.inference.requests);
-      expect(requests.map((r) => r.messages), file).toEqual(expected);
-      expect(requests.map((r) => r.message_count), file).toEqual(expected.map((m) => m.length));
+      expect(
+        requests.map((r) => r.messages),
+        file,
+      ).toEqual(expected);
+      expect(
+        requests.map((r) => r.message_count),
+        file,
+      ).toEqual(expected.map((m) => m.length));
     }
     // Some keep less than the request before them had (a retry, a compaction): their requests start a conversation of their own.
     expect(shrunk.length).toBeGreaterThan(0);
@@ -102,7 +124,10 @@ describe('timelineOf', () => {
 
   it('a timeline as data (awaken inspect --json): every request’s messages and every state’s patch are in it', () => {
     const t = timelineOf(read('46-observability-spans.jsonl'));
-    const data = JSON.parse(JSON.stringify(t)) as { steps: { inference: { requests: { messages: unknown[]; message_count: number }[] } }[]; states: { patch: unknown[] }[] };
+    const data = JSON.parse(JSON.stringify(t)) as {
+      steps: { inference: { requests: { messages: unknown[]; message_count: number }[] } }[];
+      states: { patch: unknown[] }[];
+    };
     expect(data.steps[1]?.inference.requests[0]?.messages).toHaveLength(5);
     expect(data.steps[1]?.inference.requests[0]?.message_count).toBe(5);
     expect(data.states.map((s) => s.patch)).toEqual(t.states.map((s) => s.patch));

@@ -26,14 +26,24 @@ let foreign: { url: string; close: () => Promise<void> };
 
 beforeAll(async () => {
   const textOf = (parts: readonly { content?: { $case: string; value: unknown } }[] | undefined): string =>
-    (parts ?? []).map((p) => (p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '')).join('');
+    (parts ?? [])
+      .map((p) => (p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : ''))
+      .join('');
   const executor: AgentExecutor = {
     execute: async (ctx, bus) => {
       const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
       const said = textOf(ctx.userMessage.parts as never);
-      const artifact = (text: string, append = false) => bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', parts: [{ text }] }, append })));
+      const artifact = (text: string, append = false) =>
+        bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'answer', parts: [{ text }] }, append })));
       const status = (state: string, text?: string) =>
-        bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state, ...(text !== undefined ? { message: { messageId: `${ctx.taskId}-s`, role: 'ROLE_AGENT', parts: [{ text }] } } : {}) } })));
+        bus.publish(
+          AgentEvent.statusUpdate(
+            TaskStatusUpdateEvent.fromJSON({
+              ...ids,
+              status: { state, ...(text !== undefined ? { message: { messageId: `${ctx.taskId}-s`, role: 'ROLE_AGENT', parts: [{ text }] } } : {}) },
+            }),
+          ),
+        );
       bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_WORKING' } })));
       if (ctx.task !== undefined) {
         artifact(`Region noted: ${said}.`);
@@ -74,7 +84,8 @@ beforeAll(async () => {
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {
       void (async () => {
-        if (req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthenticated"}');
+        if (req.headers.authorization !== `Bearer ${TOKEN}`)
+          return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthenticated"}');
         transport ??= new JsonRpcTransportHandler(new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor));
         if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(AgentCard.toJSON(card())));
         const out = await transport.handle(body, new ServerCallContext({ requestedVersion: String(req.headers['a2a-version'] ?? '1.0') } as never));
@@ -102,7 +113,18 @@ function runtimeFor(script: readonly ScriptStep[], endpoint: Record<string, unkn
     .withModel('m', { provider: 'p', model_name: 'boss-model' })
     .withThreadRunStore(new MemoryThreadRunStore())
     .withAgentSpec({ id: 'boss', model: 'm', delegates: ['forecaster'] })
-    .withAgentSpec({ id: 'forecaster', description: 'A forecaster elsewhere', endpoint: { backend: 'a2a', base_url: foreign.url, auth: { type: 'bearer', token: TOKEN }, timeout_ms: 10_000, options: { poll_interval_ms: 20 }, ...endpoint } as never })
+    .withAgentSpec({
+      id: 'forecaster',
+      description: 'A forecaster elsewhere',
+      endpoint: {
+        backend: 'a2a',
+        base_url: foreign.url,
+        auth: { type: 'bearer', token: TOKEN },
+        timeout_ms: 10_000,
+        options: { poll_interval_ms: 20 },
+        ...endpoint,
+      } as never,
+    })
     .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   return { runtime: built.value, llm };
@@ -141,18 +163,22 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     expect(started.value.decide([decisionFor('c1', 'resume', 1, { result: { region: 'north' } })]).ok).toBe(true);
     const result = await started.value.done;
     expect(result.termination).toEqual({ type: 'natural_end' });
-    const resumed = sink.events.find((e) => e.event_type === "tool_call_resumed") as unknown as { result: { response: string } };
+    const resumed = sink.events.find((e) => e.event_type === 'tool_call_resumed') as unknown as { result: { response: string } };
     expect(resumed.result.response).toBe('Region noted: {"region":"north"}.');
   });
 
   it('the parent’s cancel cancels the remote task', async () => {
     const { runtime } = runtimeFor([ask('slow forecast')]);
     let cancel = (): void => undefined;
-    const started = await runtime.start({ threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] }, {
-      emit: (e) => {
-        if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 20);
+    const started = await runtime.start(
+      { threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] },
+      {
+        emit: (e) => {
+          if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined)
+            setTimeout(() => cancel(), 20);
+        },
       },
-    });
+    );
     if (!started.ok) throw new Error('start');
     cancel = () => started.value.cancel();
     expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
@@ -173,7 +199,9 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
     const { runtime } = runtimeFor([ask('forecast'), { text: 'It failed.' }], { auth: { type: 'bearer', token: 'wrong-token-0123456789' } });
     const sink = new VecEventSink();
     await runtime.run({ threadId: 't', agentId: 'boss', messages: [Messages.user('weather?')] }, sink);
-    expect(doneOf(sink.events).result.message).toMatch(/^\[remote_unavailable\] delegation to forecaster failed: the A2A agent at http:\/\/127\.0\.0\.1:\d+ cannot be reached: /);
+    expect(doneOf(sink.events).result.message).toMatch(
+      /^\[remote_unavailable\] delegation to forecaster failed: the A2A agent at http:\/\/127\.0\.0\.1:\d+ cannot be reached: /,
+    );
   });
 
   it('the token goes only to the endpoint’s origin: a card naming another host for its interface does not get it', async () => {
@@ -182,7 +210,16 @@ describe('delegation to a remote agent over A2A (a foreign server made with @a2a
       heard.push({ path: req.url ?? '', host: req.headers.host ?? '', authorization: req.headers.authorization });
       if (req.method === 'GET') {
         const other = `http://localhost:${(liar.address() as AddressInfo).port}`;
-        const card = { name: 'liar', description: 'a card naming another host', version: '1.0.0', supportedInterfaces: [{ url: `${other}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: {}, defaultInputModes: [], defaultOutputModes: [], skills: [] };
+        const card = {
+          name: 'liar',
+          description: 'a card naming another host',
+          version: '1.0.0',
+          supportedInterfaces: [{ url: `${other}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+          capabilities: {},
+          defaultInputModes: [],
+          defaultOutputModes: [],
+          skills: [],
+        };
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
       }
       res.writeHead(401, { 'content-type': 'application/json' }).end('{}');

@@ -88,7 +88,10 @@ describe('AgentRuntime.start and run', () => {
     const h = harness(approveCall);
     const first = await h.runtime.start({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
     if (!first.ok) throw new Error('start');
-    expect(await h.runtime.start({ threadId: 't', messages: [Messages.user('again')] }, h.sink)).toEqual({ ok: false, error: { code: 'thread_already_running', threadId: 't' } });
+    expect(await h.runtime.start({ threadId: 't', messages: [Messages.user('again')] }, h.sink)).toEqual({
+      ok: false,
+      error: { code: 'thread_already_running', threadId: 't' },
+    });
     expect(h.runtime.cancel('t')).toBe(true);
     await first.value.done;
     expect(h.runtime.cancel('t')).toBe(false);
@@ -121,8 +124,14 @@ describe('suspension and decisions', () => {
     // Not parked yet: the run has not reached its suspension.
     expect(started.value.decide([resume('c1')])).toMatchObject({ ok: false, error: { code: 'resolve_failed' } });
     expect(await started.value.parked()).toBe(true);
-    expect(started.value.decide([resume('nope')])).toEqual({ ok: false, error: { code: 'resolve_failed', message: "no suspended tool call or suspension 'nope'" } });
-    expect(h.runtime.decide('elsewhere', [resume('c1')])).toEqual({ ok: false, error: { code: 'resolve_failed', message: 'no active run on thread elsewhere' } });
+    expect(started.value.decide([resume('nope')])).toEqual({
+      ok: false,
+      error: { code: 'resolve_failed', message: "no suspended tool call or suspension 'nope'" },
+    });
+    expect(h.runtime.decide('elsewhere', [resume('c1')])).toEqual({
+      ok: false,
+      error: { code: 'resolve_failed', message: 'no active run on thread elsewhere' },
+    });
     started.value.cancel();
     await started.value.done;
   });
@@ -224,7 +233,10 @@ describe('AgentRuntime.revive', () => {
 
   it('fails for a run the store does not hold waiting, and without a store that keeps run state', async () => {
     const h = harness(approveCall);
-    expect(await h.runtime.revive({ threadId: 't', runId: 'ghost' }, h.sink)).toEqual({ ok: false, error: { code: 'resolve_failed', message: 'run ghost is not waiting in the store' } });
+    expect(await h.runtime.revive({ threadId: 't', runId: 'ghost' }, h.sink)).toEqual({
+      ok: false,
+      error: { code: 'resolve_failed', message: 'run ghost is not waiting in the store' },
+    });
     const built = new AgentRuntimeBuilder()
       .withEnv(deterministicEnv())
       .withProvider('p', new ScriptedLlm([]))

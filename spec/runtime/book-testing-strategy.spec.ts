@@ -80,7 +80,13 @@ describe('2. unit-testing a plugin', () => {
 });
 
 describe('3. unit-testing a StateKey', () => {
-  const HitCounter = defineStateKey({ key: 'test.hit_counter', merge: 'commutative', init: () => 0, apply: (v: number, u: number) => v + u, codec: z.number() });
+  const HitCounter = defineStateKey({
+    key: 'test.hit_counter',
+    merge: 'commutative',
+    init: () => 0,
+    apply: (v: number, u: number) => v + u,
+    codec: z.number(),
+  });
   it('apply_increments_counter', () => {
     expect(HitCounter.apply(HitCounter.apply(HitCounter.init(), 5), 3)).toBe(8);
   });
@@ -88,7 +94,12 @@ describe('3. unit-testing a StateKey', () => {
     expect(HitCounter.apply(HitCounter.init(), 0)).toBe(0);
   });
   it('apply_merge_replaces_entries (exclusive)', () => {
-    const AuditLog = defineStateKey({ key: 'audit', init: () => ({ entries: [] as string[] }), apply: (_v: { entries: string[] }, u: { entries: string[] }) => u, codec: z.object({ entries: z.array(z.string()) }) });
+    const AuditLog = defineStateKey({
+      key: 'audit',
+      init: () => ({ entries: [] as string[] }),
+      apply: (_v: { entries: string[] }, u: { entries: string[] }) => u,
+      codec: z.object({ entries: z.array(z.string()) }),
+    });
     expect(AuditLog.apply({ entries: ['old'] }, { entries: ['new'] })).toEqual({ entries: ['new'] });
     const store = new StateStore();
     store.registerKeys([{ key: AuditLog }]);
@@ -98,10 +109,18 @@ describe('3. unit-testing a StateKey', () => {
 });
 
 describe('4. integration test with a scripted LLM', () => {
-  const GetWeatherTool = defineTool({ id: 'get_weather', description: 'weather', args: z.object({ city: z.string() }), execute: ({ city }) => ToolResults.success('get_weather', { city, weather: 'sunny' }) });
+  const GetWeatherTool = defineTool({
+    id: 'get_weather',
+    description: 'weather',
+    args: z.object({ city: z.string() }),
+    execute: ({ city }) => ToolResults.success('get_weather', { city, weather: 'sunny' }),
+  });
 
   it('tool_call_flow_end_to_end', async () => {
-    const llm = new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'get_weather', arguments: { city: 'Tokyo' } }] }, { text: 'The weather in Tokyo is sunny.' }]);
+    const llm = new ScriptedLlm([
+      { tool_calls: [{ id: 'c1', name: 'get_weather', arguments: { city: 'Tokyo' } }] },
+      { text: 'The weather in Tokyo is sunny.' },
+    ]);
     const built = new AgentRuntimeBuilder()
       .withEnv(deterministicEnv())
       .withProvider('scripted', llm)
@@ -118,7 +137,10 @@ describe('4. integration test with a scripted LLM', () => {
 
   it('falls back to "Done." once the script is exhausted; MockLlmExecutor answers text only', async () => {
     const scripted = new ScriptedLlm([]);
-    expect(await collectStream(scripted.stream({ model: 'm', messages: [], tools: [] }))).toMatchObject({ content: [{ type: 'text', text: 'Done.' }], stopReason: 'EndTurn' });
+    expect(await collectStream(scripted.stream({ model: 'm', messages: [], tools: [] }))).toMatchObject({
+      content: [{ type: 'text', text: 'Done.' }],
+      stopReason: 'EndTurn',
+    });
     const mock = new MockLlmExecutor(['Hello!']);
     expect(await collectStream(mock.stream({ model: 'm', messages: [], tools: [] }))).toMatchObject({ content: [{ type: 'text', text: 'Hello!' }] });
   });
@@ -155,7 +177,17 @@ describe('custom StopPolicy (book: 配置停止策略 → StopPolicy Trait)', ()
     };
     const built = new AgentRuntimeBuilder()
       .withEnv(deterministicEnv())
-      .withProvider('scripted', new ScriptedLlm([{ tool_calls: [{ id: 'a', name: 'greet', arguments: { name: 'x' } }, { id: 'b', name: 'greet', arguments: { name: 'y' } }] }]))
+      .withProvider(
+        'scripted',
+        new ScriptedLlm([
+          {
+            tool_calls: [
+              { id: 'a', name: 'greet', arguments: { name: 'x' } },
+              { id: 'b', name: 'greet', arguments: { name: 'y' } },
+            ],
+          },
+        ]),
+      )
       .withModel('model', { provider: 'scripted', model_name: 'model' })
       .withAgentSpec({ id: 'test', model: 'model' })
       .withTool(GreetTool)

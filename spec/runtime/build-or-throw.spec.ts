@@ -46,7 +46,10 @@ describe('AgentRuntimeBuilder.buildOrThrow', () => {
 
   it('describes the build errors no builder call above makes, each on one line', () => {
     const more: [BuildError, string][] = [
-      [{ code: 'state', error: { code: 'plugin_register_failed', name: 'x', message: 'boom' } }, "state (plugin_register_failed): plugin 'x' failed to register: boom"],
+      [
+        { code: 'state', error: { code: 'plugin_register_failed', name: 'x', message: 'boom' } },
+        "state (plugin_register_failed): plugin 'x' failed to register: boom",
+      ],
       [{ code: 'discovery_failed', error: { source: 'mcp:files', message: 'no answer' } }, 'discovery_failed: mcp:files: no answer'],
     ];
     for (const [error, line] of more) expect(describeBuildError(error)).toBe(line);

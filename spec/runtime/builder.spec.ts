@@ -14,10 +14,7 @@ import { defineTool } from '../../src/runtime/tool.ts';
 import { echoTool } from '../support/runtime.ts';
 
 const base = () =>
-  new AgentRuntimeBuilder()
-    .withEnv(deterministicEnv())
-    .withProvider('p', new ScriptedLlm([]))
-    .withModel('m', { provider: 'p', model_name: 'real-m' });
+  new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('p', new ScriptedLlm([])).withModel('m', { provider: 'p', model_name: 'real-m' });
 
 const toolPlugin = (name: string, toolId: string): RuntimePlugin => ({
   name,
@@ -26,11 +23,19 @@ const toolPlugin = (name: string, toolId: string): RuntimePlugin => ({
 
 describe('AgentRuntimeBuilder (book: 智能体解析 → AgentRuntimeBuilder)', () => {
   it.each([
-    ['agent', (b: AgentRuntimeBuilder) => b.withAgentSpec({ id: 'a', model: 'm' }).withAgentSpec({ id: 'a', model: 'm' }), { code: 'agent_registry_conflict', id: 'a' }],
+    [
+      'agent',
+      (b: AgentRuntimeBuilder) => b.withAgentSpec({ id: 'a', model: 'm' }).withAgentSpec({ id: 'a', model: 'm' }),
+      { code: 'agent_registry_conflict', id: 'a' },
+    ],
     ['tool', (b: AgentRuntimeBuilder) => b.withTool(echoTool).withTool(echoTool), { code: 'tool_registry_conflict', id: 'echo' }],
     ['provider', (b: AgentRuntimeBuilder) => b.withProvider('p', new ScriptedLlm([])), { code: 'provider_registry_conflict', id: 'p' }],
     ['model', (b: AgentRuntimeBuilder) => b.withModel('m', { provider: 'p', model_name: 'x' }), { code: 'model_registry_conflict', id: 'm' }],
-    ['plugin', (b: AgentRuntimeBuilder) => b.withPlugin('x', toolPlugin('x', 't')).withPlugin('x', toolPlugin('x', 't')), { code: 'plugin_registry_conflict', id: 'x' }],
+    [
+      'plugin',
+      (b: AgentRuntimeBuilder) => b.withPlugin('x', toolPlugin('x', 't')).withPlugin('x', toolPlugin('x', 't')),
+      { code: 'plugin_registry_conflict', id: 'x' },
+    ],
   ])('collects a duplicate %s id and reports it at build()', (_what, add, error) => {
     expect(add(base()).build()).toEqual({ ok: false, error });
     expect(add(base()).buildUnchecked()).toEqual({ ok: false, error });
@@ -45,7 +50,10 @@ describe('AgentRuntimeBuilder (book: 智能体解析 → AgentRuntimeBuilder)', 
     const built = b().build();
     expect(built.ok).toBe(false);
     if (built.ok) return;
-    expect(built.error).toEqual({ code: 'validation_failed', message: "agent 'no-model': model 'ghost' not found; agent 'no-plugin': plugin 'missing' not found" });
+    expect(built.error).toEqual({
+      code: 'validation_failed',
+      message: "agent 'no-model': model 'ghost' not found; agent 'no-plugin': plugin 'missing' not found",
+    });
     expect(b().buildUnchecked().ok).toBe(true);
   });
 
@@ -68,7 +76,9 @@ describe('resolve pipeline', () => {
   };
 
   it('looks up agent, model and provider', () => {
-    const rt = runtime((b) => b.withAgentSpec({ id: 'a', model: 'm' }).withAgentSpec({ id: 'b', model: 'm2' }).withModel('m2', { provider: 'nope', model_name: 'x' }));
+    const rt = runtime((b) =>
+      b.withAgentSpec({ id: 'a', model: 'm' }).withAgentSpec({ id: 'b', model: 'm2' }).withModel('m2', { provider: 'nope', model_name: 'x' }),
+    );
     expect(rt.resolve('a')).toMatchObject({ ok: true, value: { modelId: 'm', modelName: 'real-m' } });
     expect(rt.resolve('zz')).toEqual({ ok: false, error: { code: 'agent_not_found', agentId: 'zz' } });
     expect(rt.resolve('b')).toEqual({ ok: false, error: { code: 'provider_not_found', providerId: 'nope' } });
@@ -165,7 +175,10 @@ describe('resolve pipeline', () => {
     const rt = runtime((b) => b.withAgentSpec({ id: 'a', model: 'm' }).withTool(echoTool));
     expect(await rt.run({ agentId: 'zz', messages: [] }, new VecEventSink())).toEqual({ ok: false, error: { code: 'agent_not_found', agentId: 'zz' } });
     const first = await rt.start({ threadId: 't', messages: [Messages.user('x')] }, new VecEventSink());
-    expect(await rt.run({ threadId: 't', messages: [Messages.user('y')] }, new VecEventSink())).toEqual({ ok: false, error: { code: 'thread_already_running', threadId: 't' } });
+    expect(await rt.run({ threadId: 't', messages: [Messages.user('y')] }, new VecEventSink())).toEqual({
+      ok: false,
+      error: { code: 'thread_already_running', threadId: 't' },
+    });
     if (first.ok) await first.value.done;
   });
 });
@@ -238,7 +251,7 @@ describe('a plugin has one identity: the id it is registered under is its name (
     expect(audit.tapped.at(-1)).toBe('run_finish');
   });
 
-  it('an id that is not the plugin\'s name is refused at build, naming both (its hooks would never run under a filter by that id)', () => {
+  it("an id that is not the plugin's name is refused at build, naming both (its hooks would never run under a filter by that id)", () => {
     const audit = watched('audit-log');
     const error = { code: 'plugin_id_mismatch', id: 'audit', name: 'audit-log' };
     expect(withAgent('audit', audit.plugin).build()).toEqual({ ok: false, error });

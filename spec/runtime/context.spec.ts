@@ -46,7 +46,9 @@ const activities = (events: readonly AgentEvent[], type: string) =>
 
 const longHistory = (n: number, size = 400, tag = 'h'): Message[] =>
   Array.from({ length: n }, (_, i) =>
-    i % 2 === 0 ? Messages.user(`${tag}q${i} ${'x'.repeat(size)}`, { id: `${tag}${i}` }) : Messages.assistant(`${tag}a${i} ${'y'.repeat(size)}`, { id: `${tag}${i}` }),
+    i % 2 === 0
+      ? Messages.user(`${tag}q${i} ${'x'.repeat(size)}`, { id: `${tag}${i}` })
+      : Messages.assistant(`${tag}a${i} ${'y'.repeat(size)}`, { id: `${tag}${i}` }),
   );
 
 describe('resolve injects the context plugins only with a context policy', () => {
@@ -111,7 +113,11 @@ describe('auto-compaction through the loop (scripted summarizer)', () => {
 
   it('summarises the old part, sends the summary instead, keeps every stored message', async () => {
     const seen: { transcript: string; previous: string | undefined }[] = [];
-    const h = build({ script: [{ text: 'ok' }], spec: { context_policy: policy, sections: { compaction: { min_gain_tokens: 100 } } }, summarizer: summarizerOf(['the user asked twenty questions'], seen) });
+    const h = build({
+      script: [{ text: 'ok' }],
+      spec: { context_policy: policy, sections: { compaction: { min_gain_tokens: 100 } } },
+      summarizer: summarizerOf(['the user asked twenty questions'], seen),
+    });
     const input = [...longHistory(20), Messages.user('latest', { id: 'last' })];
     const { events } = await run(h, input);
     const compaction = activities(events, 'context_compaction');
@@ -147,7 +153,11 @@ describe('auto-compaction through the loop (scripted summarizer)', () => {
 
   it('skips a summary that saves too little, and reports a failed summarizer; neither loses a message', async () => {
     const big = 'z'.repeat(20_000);
-    const h = build({ script: [{ text: 'a' }, { text: 'b' }], spec: { context_policy: policy, sections: { compaction: { min_gain_tokens: 100 } } }, summarizer: summarizerOf([big]) });
+    const h = build({
+      script: [{ text: 'a' }, { text: 'b' }],
+      spec: { context_policy: policy, sections: { compaction: { min_gain_tokens: 100 } } },
+      summarizer: summarizerOf([big]),
+    });
     const input = [...longHistory(20), Messages.user('latest')];
     const first = await run(h, input);
     expect(activities(first.events, 'context_compaction').map((c) => c['status'])).toEqual(['started', 'skipped']);

@@ -139,29 +139,33 @@ describe('DecisionChannel (property)', () => {
   it('delivers decisions pushed in any interleaving with waits exactly once, in the order pushed', async () => {
     const step = fc.oneof(fc.record({ push: fc.integer({ min: 0, max: 3 }) }), fc.record({ wait: fc.integer({ min: 0, max: 4 }) }));
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { maxLength: 25 }), fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 25 }), async (producer: Step[], consumerWaits) => {
-        const channel = new DecisionChannel(new AbortController().signal);
-        const pushed: string[] = [];
-        const got: string[] = [];
-        const consumer = (async () => {
-          for (let i = 0; ; i++) {
-            const taken = await channel.next();
-            if (taken === 'detached' || taken === undefined) return taken;
-            got.push(...taken.map((x) => x.targetId));
-            const w = consumerWaits[i % Math.max(1, consumerWaits.length)];
-            if (w !== undefined) await pause(w);
+      fc.asyncProperty(
+        fc.array(step, { maxLength: 25 }),
+        fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 25 }),
+        async (producer: Step[], consumerWaits) => {
+          const channel = new DecisionChannel(new AbortController().signal);
+          const pushed: string[] = [];
+          const got: string[] = [];
+          const consumer = (async () => {
+            for (let i = 0; ; i++) {
+              const taken = await channel.next();
+              if (taken === 'detached' || taken === undefined) return taken;
+              got.push(...taken.map((x) => x.targetId));
+              const w = consumerWaits[i % Math.max(1, consumerWaits.length)];
+              if (w !== undefined) await pause(w);
+            }
+          })();
+          for (const s of producer) {
+            if ('push' in s) {
+              const batch = Array.from({ length: s.push }, () => `d${pushed.length + 1}`).map((id) => (pushed.push(id), id));
+              channel.push(batch.map(d));
+            } else await pause(s.wait);
           }
-        })();
-        for (const s of producer) {
-          if ('push' in s) {
-            const batch = Array.from({ length: s.push }, () => `d${pushed.length + 1}`).map((id) => (pushed.push(id), id));
-            channel.push(batch.map(d));
-          } else await pause(s.wait);
-        }
-        channel.detach();
-        expect(await consumer).toBe('detached');
-        expect(got).toEqual(pushed);
-      }),
+          channel.detach();
+          expect(await consumer).toBe('detached');
+          expect(got).toEqual(pushed);
+        },
+      ),
       { numRuns: 150 },
     );
   });

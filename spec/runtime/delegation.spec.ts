@@ -39,15 +39,27 @@ function prefixed(env: ReturnType<typeof deterministicEnv>, prefix: string): Ret
   return { ...env, ids: { next: (kind) => `${prefix}${env.ids.next(kind)}` } };
 }
 
-const of = <T extends AgentEvent['event_type']>(events: readonly AgentEvent[], type: T): AgentEventOf<T>[] => events.filter((e): e is AgentEventOf<T> => e.event_type === type);
-const delegationViews = (events: readonly AgentEvent[]) => of(events, 'activity_snapshot').filter((e) => e.activity_type === 'agent-delegation').map((e) => e.content as Record<string, unknown>);
+const of = <T extends AgentEvent['event_type']>(events: readonly AgentEvent[], type: T): AgentEventOf<T>[] =>
+  events.filter((e): e is AgentEventOf<T> => e.event_type === type);
+const delegationViews = (events: readonly AgentEvent[]) =>
+  of(events, 'activity_snapshot')
+    .filter((e) => e.activity_type === 'agent-delegation')
+    .map((e) => e.content as Record<string, unknown>);
 
 const ORCHESTRATOR: AgentSpecInput = { id: 'orchestrator', model: 'm-orchestrator', system_prompt: 'You coordinate.', delegates: ['researcher'] };
-const RESEARCHER: AgentSpecInput = { id: 'researcher', model: 'm-researcher', system_prompt: 'You research sources.\nBe thorough.', allowed_tools: ['echo', 'approve'] };
+const RESEARCHER: AgentSpecInput = {
+  id: 'researcher',
+  model: 'm-researcher',
+  system_prompt: 'You research sources.\nBe thorough.',
+  allowed_tools: ['echo', 'approve'],
+};
 
 describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 agent 委托)', () => {
   it('offers agent_run_<id> described by the delegate, and refuses a delegate that is not registered', () => {
-    const { runtime } = build({ agents: [ORCHESTRATOR, RESEARCHER, { id: 'writer', model: 'm-orchestrator', description: 'Writes the final text', delegates: [] }], models: { orchestrator: new ScriptedLlm([]), researcher: new ScriptedLlm([]) } });
+    const { runtime } = build({
+      agents: [ORCHESTRATOR, RESEARCHER, { id: 'writer', model: 'm-orchestrator', description: 'Writes the final text', delegates: [] }],
+      models: { orchestrator: new ScriptedLlm([]), researcher: new ScriptedLlm([]) },
+    });
     const r = runtime.resolve('orchestrator');
     expect(r.ok && r.value.tools.get('agent_run_researcher')?.descriptor).toEqual({
       id: 'agent_run_researcher',
@@ -56,7 +68,11 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
       parameters: { type: 'object', properties: { prompt: { type: 'string', description: 'The task for the researcher agent' } }, required: ['prompt'] },
       category: 'delegation',
     });
-    const broken = new AgentRuntimeBuilder().withProvider('p', new ScriptedLlm([])).withModel('m', { provider: 'p', model_name: 'x' }).withAgentSpec({ id: 'a', model: 'm', delegates: ['ghost'] }).build();
+    const broken = new AgentRuntimeBuilder()
+      .withProvider('p', new ScriptedLlm([]))
+      .withModel('m', { provider: 'p', model_name: 'x' })
+      .withAgentSpec({ id: 'a', model: 'm', delegates: ['ghost'] })
+      .build();
     expect(broken).toEqual({ ok: false, error: { code: 'validation_failed', message: "agent 'a': agent 'a' delegates to 'ghost', which is not registered" } });
   });
 
@@ -77,8 +93,15 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
       message: null,
     });
     // The child's text reached the parent stream as the call's output only.
-    expect(of(sink.events, 'tool_call_stream_delta').map((e) => [e.id, e.delta])).toEqual([['c1', 'Three '], ['c1', 'sources.']]);
-    expect(of(sink.events, 'text_delta').map((e) => e.delta).join('')).toBe('Here is what the researcher found.');
+    expect(of(sink.events, 'tool_call_stream_delta').map((e) => [e.id, e.delta])).toEqual([
+      ['c1', 'Three '],
+      ['c1', 'sources.'],
+    ]);
+    expect(
+      of(sink.events, 'text_delta')
+        .map((e) => e.delta)
+        .join(''),
+    ).toBe('Here is what the researcher found.');
     // Its progress: the activity of the call, ending completed, with the child's tool call.
     const views = delegationViews(sink.events);
     expect(views.at(-1)).toEqual({
@@ -106,11 +129,24 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
   it('the call’s activity names the child thread and run as soon as the child starts', async () => {
     const childLlm = new ScriptedLlm([{ text: 'ok' }]);
     const seen: AgentEvent[] = [];
-    const { runtime } = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'x'), { text: 'done' }]), researcher: childLlm } });
+    const { runtime } = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'x'), { text: 'done' }]), researcher: childLlm },
+    });
     const sink = { emit: (e: AgentEvent) => void seen.push(e) };
     await runtime.run({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('go')] }, sink);
     const views = delegationViews(seen);
-    expect(views[0]).toEqual({ schema: 'agent-delegation.v1', agent_id: 'researcher', status: 'running', parent_run_id: 'run-1', parent_call_id: 'c1', thread_id: 'sub-thread-1', run_id: 'sub-run-1', steps: 0, tool_calls: [] });
+    expect(views[0]).toEqual({
+      schema: 'agent-delegation.v1',
+      agent_id: 'researcher',
+      status: 'running',
+      parent_run_id: 'run-1',
+      parent_call_id: 'c1',
+      thread_id: 'sub-thread-1',
+      run_id: 'sub-run-1',
+      steps: 0,
+      tool_calls: [],
+    });
     expect(views.at(-1)).toMatchObject({ status: 'completed', steps: 1 });
   });
 
@@ -119,8 +155,15 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
     ['no store (the child stays parked in memory)', false],
   ] as const)('a suspension inside the child suspends the parent’s call; the decision goes on to the child — %s', async (_name, withStore) => {
     const parentLlm = new ScriptedLlm([call('c1', 'researcher', 'publish it'), { text: 'Published, says the researcher.' }]);
-    const childLlm = new ScriptedLlm([{ tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'publication' } }] }, { text: 'Approved and published.' }]);
-    const { runtime, store } = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: parentLlm, researcher: childLlm }, store: withStore ? undefined : false });
+    const childLlm = new ScriptedLlm([
+      { tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'publication' } }] },
+      { text: 'Approved and published.' },
+    ]);
+    const { runtime, store } = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: { orchestrator: parentLlm, researcher: childLlm },
+      store: withStore ? undefined : false,
+    });
     const sink = new VecEventSink();
     const started = await runtime.start({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('publish')] }, sink);
     if (!started.ok) throw new Error('start');
@@ -129,8 +172,11 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
     // The parent's call asks the child's question, and knows which sub-run waits.
     expect(waiting?.call.name).toBe('agent_run_researcher');
     expect(waiting?.ticket?.suspension).toMatchObject({ id: 'delegate:sub-run-1:k1', action: 'confirm', message: 'approve publication?' });
-    expect(delegationOf(waiting?.ticket)).toEqual({ child: { agent_id: 'researcher', backend: 'local', thread_id: 'sub-thread-1', run_id: 'sub-run-1', depth: 1 }, targetId: 'k1' });
-    if (withStore) expect((await store?.loadRunState('sub-run-1'))).toBeDefined();
+    expect(delegationOf(waiting?.ticket)).toEqual({
+      child: { agent_id: 'researcher', backend: 'local', thread_id: 'sub-thread-1', run_id: 'sub-run-1', depth: 1 },
+      targetId: 'k1',
+    });
+    if (withStore) expect(await store?.loadRunState('sub-run-1')).toBeDefined();
     expect(runtime.isWaiting('sub-thread-1')).toBe(!withStore);
 
     expect(started.value.decide([decisionFor('delegate:sub-run-1:k1', 'resume', 1, { result: 'yes' })]).ok).toBe(true);
@@ -147,7 +193,14 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
 
   it('after a restart: a new runtime on the same store revives the parent, and its decision revives the child', async () => {
     const store = new MemoryThreadRunStore();
-    const first = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'publish it')]), researcher: new ScriptedLlm([{ tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'it' } }] }]) }, store });
+    const first = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: {
+        orchestrator: new ScriptedLlm([call('c1', 'researcher', 'publish it')]),
+        researcher: new ScriptedLlm([{ tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'it' } }] }]),
+      },
+      store,
+    });
     const started = await first.runtime.start({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('publish')] }, new VecEventSink());
     if (!started.ok) throw new Error('start');
     expect(await started.value.parked()).toBe(true);
@@ -156,7 +209,11 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
 
     // The process is gone; another one on the same store takes the parked run up.
     const childLlm = new ScriptedLlm([{ text: 'Done after the restart.' }]);
-    const second = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: new ScriptedLlm([{ text: 'All published.' }]), researcher: childLlm }, store });
+    const second = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: { orchestrator: new ScriptedLlm([{ text: 'All published.' }]), researcher: childLlm },
+      store,
+    });
     const sink = new VecEventSink();
     const revived = await second.runtime.revive({ threadId: 't', runId: 'run-1', agentId: 'orchestrator' }, sink);
     if (!revived.ok) throw new Error(JSON.stringify(revived.error));
@@ -169,15 +226,22 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
 
   it('cancelling the parent cancels the child while it runs', async () => {
     const childLlm = new ScriptedLlm([{ text: ['a', 'b', 'c', 'd'], delay_ms: 2000 }]);
-    const { runtime, store } = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'slow work')]), researcher: childLlm } });
+    const { runtime, store } = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'slow work')]), researcher: childLlm },
+    });
     const seen: AgentEvent[] = [];
     let cancel = (): void => undefined;
-    const started = await runtime.start({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('go')] }, {
-      emit: (e) => {
-        seen.push(e);
-        if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined) setTimeout(() => cancel(), 10);
+    const started = await runtime.start(
+      { threadId: 't', agentId: 'orchestrator', messages: [Messages.user('go')] },
+      {
+        emit: (e) => {
+          seen.push(e);
+          if (e.event_type === 'activity_snapshot' && e.activity_type === 'agent-delegation' && (e.content as { run_id?: string }).run_id !== undefined)
+            setTimeout(() => cancel(), 10);
+        },
       },
-    });
+    );
     if (!started.ok) throw new Error('start');
     cancel = () => started.value.cancel();
     const t0 = Date.now();
@@ -189,7 +253,13 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
   });
 
   it('a parent that ends while its child waits takes the child along (cancelled in the store)', async () => {
-    const { runtime, store } = build({ agents: [ORCHESTRATOR, RESEARCHER], models: { orchestrator: new ScriptedLlm([call('c1', 'researcher', 'x')]), researcher: new ScriptedLlm([{ tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'x' } }] }]) } });
+    const { runtime, store } = build({
+      agents: [ORCHESTRATOR, RESEARCHER],
+      models: {
+        orchestrator: new ScriptedLlm([call('c1', 'researcher', 'x')]),
+        researcher: new ScriptedLlm([{ tool_calls: [{ id: 'k1', name: 'approve', arguments: { what: 'x' } }] }]),
+      },
+    });
     const started = await runtime.start({ threadId: 't', agentId: 'orchestrator', messages: [Messages.user('go')] }, new VecEventSink());
     if (!started.ok) throw new Error('start');
     expect(await started.value.parked()).toBe(true);
@@ -201,8 +271,18 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
   });
 
   it('past delegation.max_depth the call is refused with a reason the model reads', async () => {
-    const llm = new ScriptedLlm([call('d1', 'self', 'level 1'), call('d2', 'self', 'level 2'), call('d3', 'self', 'level 3'), { text: 'refused at 3' }, { text: 'two' }, { text: 'one' }]);
-    const { runtime } = build({ agents: [{ id: 'self', model: 'm-self', delegates: ['self'], sections: { delegation: { max_depth: 2 } } }], models: { self: llm } });
+    const llm = new ScriptedLlm([
+      call('d1', 'self', 'level 1'),
+      call('d2', 'self', 'level 2'),
+      call('d3', 'self', 'level 3'),
+      { text: 'refused at 3' },
+      { text: 'two' },
+      { text: 'one' },
+    ]);
+    const { runtime } = build({
+      agents: [{ id: 'self', model: 'm-self', delegates: ['self'], sections: { delegation: { max_depth: 2 } } }],
+      models: { self: llm },
+    });
     const sink = new VecEventSink();
     const r = await runtime.run({ threadId: 't', agentId: 'self', messages: [Messages.user('recurse')] }, sink);
     expect(r.ok && r.value.response).toBe('one');
@@ -230,7 +310,10 @@ describe('delegation to local agents (book: 通过 AgentSpec.delegates 进行 ag
       { text: 'merged' },
     ]);
     const { runtime } = build({
-      agents: [{ id: 'boss', model: 'm-boss', delegates: ['worker'], sections: { delegation: { max_fan_out: 2 } } }, { id: 'worker', model: 'm-worker' }],
+      agents: [
+        { id: 'boss', model: 'm-boss', delegates: ['worker'], sections: { delegation: { max_fan_out: 2 } } },
+        { id: 'worker', model: 'm-worker' },
+      ],
       models: { boss: parent, worker: slow('part done') },
     });
     const sink = new VecEventSink();

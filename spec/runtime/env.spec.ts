@@ -77,7 +77,7 @@ describe('Env', () => {
     ids.push(next());
     expect(fills).toBeGreaterThan(1);
     for (const id of ids) expect(id).toMatch(UUID_V7);
-    for (let i = 1; i < ids.length; i++) expect(ids[i - 1] as string < (ids[i] as string), `${i}`).toBe(true);
+    for (let i = 1; i < ids.length; i++) expect((ids[i - 1] as string) < (ids[i] as string), `${i}`).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     // The timestamp never goes back; after the step back it stays on the last time seen.
     expect(msOf(ids[5_050] as string)).toBe(1_700_000_001_000);
@@ -86,28 +86,32 @@ describe('Env', () => {
 
   it('property: for any clock readings, ids are valid v7, strictly increasing, and carry the latest time read (or later, on a counter overflow)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 1, maxLength: 300 }), fc.uint8Array({ minLength: 16, maxLength: 16 }), (moves, seed) => {
-        let now = 1_700_000_000_000;
-        let k = 0;
-        const next = uuidV7Generator(
-          () => now,
-          (buffer) => {
-            for (let i = 0; i < buffer.length; i++) buffer[i] = (seed[(i + k) % 16] as number) ^ (i & 0xff);
-            k++;
-          },
-        );
-        let latest = 0;
-        let previous = '';
-        for (const move of moves) {
-          now += move;
-          latest = Math.max(latest, now);
-          const id = next();
-          expect(id).toMatch(UUID_V7);
-          expect(id > previous).toBe(true);
-          expect(msOf(id)).toBeGreaterThanOrEqual(latest);
-          previous = id;
-        }
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: -3, max: 3 }), { minLength: 1, maxLength: 300 }),
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        (moves, seed) => {
+          let now = 1_700_000_000_000;
+          let k = 0;
+          const next = uuidV7Generator(
+            () => now,
+            (buffer) => {
+              for (let i = 0; i < buffer.length; i++) buffer[i] = (seed[(i + k) % 16] as number) ^ (i & 0xff);
+              k++;
+            },
+          );
+          let latest = 0;
+          let previous = '';
+          for (const move of moves) {
+            now += move;
+            latest = Math.max(latest, now);
+            const id = next();
+            expect(id).toMatch(UUID_V7);
+            expect(id > previous).toBe(true);
+            expect(msOf(id)).toBeGreaterThanOrEqual(latest);
+            previous = id;
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -120,7 +124,11 @@ describe('Env', () => {
       const next = uuidV7Generator(() => ms, fill);
       return Array.from({ length: n }, () => next());
     };
-    expect(at(1_700_000_000_123, 3)).toEqual(['018bcfe5-687b-791e-a3a8-6d32f7bc8146', '018bcfe5-687b-791e-a3a8-6d32f7bc8147', '018bcfe5-687b-791e-a3a8-6d32f7bc8148']);
+    expect(at(1_700_000_000_123, 3)).toEqual([
+      '018bcfe5-687b-791e-a3a8-6d32f7bc8146',
+      '018bcfe5-687b-791e-a3a8-6d32f7bc8147',
+      '018bcfe5-687b-791e-a3a8-6d32f7bc8148',
+    ]);
     expect(at(0xffffffffffff, 1)).toEqual(['ffffffff-ffff-791e-a3a8-6d32f7bc8146']);
     expect(at(5, 1)).toEqual(['00000000-0005-791e-a3a8-6d32f7bc8146']);
   });

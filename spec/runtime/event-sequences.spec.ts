@@ -13,7 +13,12 @@ import { approvalTool, echoTool, failTool, harness, throwTool, types, waitFor } 
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}) => ({ id, name, arguments: args as never });
 
-const dangerTool = defineTool({ id: 'danger', description: 'blocked by the gate', args: z.object({}).loose(), execute: () => ToolResults.success('danger', 'ran') });
+const dangerTool = defineTool({
+  id: 'danger',
+  description: 'blocked by the gate',
+  args: z.object({}).loose(),
+  execute: () => ToolResults.success('danger', 'ran'),
+});
 const askTool = defineTool({ id: 'ask', description: 'suspended by the gate', args: z.object({}).loose(), execute: () => ToolResults.success('ask', 'ran') });
 
 /** A gate: blocks `danger`, suspends `ask` with a ticket (book: 工具拦截优先级). */
@@ -22,13 +27,18 @@ const gatePlugin: RuntimePlugin = {
   register: (r) =>
     r.registerPhaseHook('before_tool_execute', (ctx) => {
       const tc = ctx.input['toolCall'] as ToolCall;
-      if (tc.name === 'danger') return StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: tc.id, intercept: { type: 'block', reason: 'danger is denied' } });
+      if (tc.name === 'danger')
+        return StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: tc.id, intercept: { type: 'block', reason: 'danger is denied' } });
       if (tc.name === 'ask')
         return StateCommand.empty().scheduleAction(ToolInterceptAction, {
           call_id: tc.id,
           intercept: {
             type: 'suspend',
-            ticket: { suspension: { id: `perm-${tc.id}`, action: 'tool:ask' }, pending: { id: tc.id, name: 'ask', arguments: tc.arguments }, resume_mode: 'replay_tool_call' },
+            ticket: {
+              suspension: { id: `perm-${tc.id}`, action: 'tool:ask' },
+              pending: { id: tc.id, name: 'ask', arguments: tc.arguments },
+              resume_mode: 'replay_tool_call',
+            },
           },
         });
       return StateCommand.empty();
@@ -37,7 +47,10 @@ const gatePlugin: RuntimePlugin = {
 
 const tools = [echoTool, failTool, throwTool, approvalTool, dangerTool, askTool];
 
-async function run(script: Parameters<typeof harness>[0], opts: { plugins?: RuntimePlugin[]; abortOn?: (e: AgentEvent) => boolean; abortFirst?: boolean; wait?: boolean } = {}) {
+async function run(
+  script: Parameters<typeof harness>[0],
+  opts: { plugins?: RuntimePlugin[]; abortOn?: (e: AgentEvent) => boolean; abortFirst?: boolean; wait?: boolean } = {},
+) {
   const h = harness(script, { tools, ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}) });
   const controller = new AbortController();
   if (opts.abortFirst === true) controller.abort();
@@ -53,7 +66,8 @@ async function run(script: Parameters<typeof harness>[0], opts: { plugins?: Runt
   return { h, result: r.value, events: h.sink.events };
 }
 
-const done = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
+const done = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
 const finish = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish') as Extract<AgentEvent, { event_type: 'run_finish' }>[];
 
 describe('exact event sequences (core-spec §3.10, with the publication barrier of seed 003)', () => {
@@ -131,7 +145,10 @@ describe('exact event sequences (core-spec §3.10, with the publication barrier 
 
   it('invalid arguments and an unknown tool fail the call, naming the problem', async () => {
     const { events } = await run([{ tool_calls: [call('c1', 'echo', { text: 3 }), call('c2', 'nope')] }, { text: 'ok' }]);
-    expect(done(events).map((d) => d.result.message)).toEqual(['Invalid arguments: text: Invalid input: expected string, received number', "tool 'nope' not found"]);
+    expect(done(events).map((d) => d.result.message)).toEqual([
+      'Invalid arguments: text: Invalid input: expected string, received number',
+      "tool 'nope' not found",
+    ]);
   });
 
   it('suspension: tool_call_done{suspended}, step_end, then exactly one run_finish{suspended}', async () => {
@@ -159,7 +176,10 @@ describe('exact event sequences (core-spec §3.10, with the publication barrier 
     const started = await h.runtime.start({ messages: [Messages.user('go')] }, h.sink);
     if (!started.ok) throw new Error('start');
     await waitFor(() => h.runtime.isWaiting(started.value.threadId));
-    expect(started.value.decide([{ targetId: 's-c1', decision: { decision_id: 'd1', action: 'resume', result: 'yes', updated_at: 1 } }])).toEqual({ ok: true, value: undefined });
+    expect(started.value.decide([{ targetId: 's-c1', decision: { decision_id: 'd1', action: 'resume', result: 'yes', updated_at: 1 } }])).toEqual({
+      ok: true,
+      value: undefined,
+    });
     const result = await started.value.done;
     const events = h.sink.events;
     expect(checkRunInvariants(events)).toEqual([]);
@@ -182,14 +202,25 @@ describe('exact event sequences (core-spec §3.10, with the publication barrier 
 
   it('cancellation mid-stream: the partial text is streamed, the step ends, run_finish{cancelled}', async () => {
     const { events, result } = await run([{ text: ['Hel', 'lo', ' world'] }], { abortOn: (e) => e.event_type === 'text_delta' });
-    expect(types(events)).toEqual(['run_start', 'step_start', 'text_delta', 'inference_complete', 'state_snapshot', 'step_end', 'state_snapshot', 'run_finish']);
+    expect(types(events)).toEqual([
+      'run_start',
+      'step_start',
+      'text_delta',
+      'inference_complete',
+      'state_snapshot',
+      'step_end',
+      'state_snapshot',
+      'run_finish',
+    ]);
     expect(finish(events)[0]?.termination).toEqual({ type: 'cancelled' });
     expect(result.response).toBe('');
   });
 
   it('cancellation mid-stream after a tool call started closes that call as interrupted', async () => {
     const { events } = await run([{ tool_calls: [call('c1', 'echo', { text: 'x' })] }], { abortOn: (e) => e.event_type === 'tool_call_start' });
-    expect(done(events)).toEqual([expect.objectContaining({ id: 'c1', outcome: 'failed', result: expect.objectContaining({ message: '[Tool execution was interrupted]' }) })]);
+    expect(done(events)).toEqual([
+      expect.objectContaining({ id: 'c1', outcome: 'failed', result: expect.objectContaining({ message: '[Tool execution was interrupted]' }) }),
+    ]);
   });
 
   it('cancellation before the first step: run_start then run_finish{cancelled} (0.6 emits nothing)', async () => {
@@ -222,4 +253,3 @@ describe('exact event sequences (core-spec §3.10, with the publication barrier 
     expect(result.termination).toEqual({ type: 'suspended' });
   });
 });
-

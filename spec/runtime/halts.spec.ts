@@ -19,7 +19,16 @@ import { z } from 'zod';
  * every phase: the run ends with that termination, one `run_finish`, every announced call closed.
  */
 
-const PHASES_OF_A_RUN: readonly Phase[] = ['run_start', 'step_start', 'before_inference', 'after_inference', 'before_tool_execute', 'after_tool_execute', 'step_end', 'run_end'];
+const PHASES_OF_A_RUN: readonly Phase[] = [
+  'run_start',
+  'step_start',
+  'before_inference',
+  'after_inference',
+  'before_tool_execute',
+  'after_tool_execute',
+  'step_end',
+  'run_end',
+];
 
 const script = [{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'done' }];
 
@@ -41,13 +50,19 @@ const once = (phase: Phase, act: () => StateCommand | Promise<StateCommand>): Ru
 const finishes = (events: readonly AgentEvent[]) => events.filter((e): e is Extract<AgentEvent, { event_type: 'run_finish' }> => e.event_type === 'run_finish');
 
 describe('a hook that fails ends the run with an error naming it, in every phase', () => {
-  it.each(PHASES_OF_A_RUN.flatMap((phase) => (['throws', 'rejects'] as const).flatMap((how) => (['once', 'always'] as const).map((times) => [phase, how, times] as const))))(
-    '%s: the hook %s (%s)',
-    async (phase, how, times) => {
-    const failing = hookAt(phase, () => {
-      if (how === 'throws') throw new Error(`broke in ${phase}`);
-      return Promise.reject(new Error(`broke in ${phase}`));
-    }, times);
+  it.each(
+    PHASES_OF_A_RUN.flatMap((phase) =>
+      (['throws', 'rejects'] as const).flatMap((how) => (['once', 'always'] as const).map((times) => [phase, how, times] as const)),
+    ),
+  )('%s: the hook %s (%s)', async (phase, how, times) => {
+    const failing = hookAt(
+      phase,
+      () => {
+        if (how === 'throws') throw new Error(`broke in ${phase}`);
+        return Promise.reject(new Error(`broke in ${phase}`));
+      },
+      times,
+    );
     const h = harness(script, { plugins: [failing] });
     const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
     expect(r.ok).toBe(true);
@@ -56,20 +71,22 @@ describe('a hook that fails ends the run with an error naming it, in every phase
     expect(r.value.termination).toEqual(expected);
     expect(finishes(h.sink.events).map((e) => e.termination)).toEqual([expected]);
     expect(checkRunInvariants(h.sink.events)).toEqual([]);
-    },
-  );
+  });
 });
 
 describe('a refused commit ends the run with an error naming the key', () => {
   const Unregistered = defineStateKey({ key: 'nobody.registered', init: () => 0, apply: (_v: number, u: number) => u, codec: z.number() });
 
-  it.each(PHASES_OF_A_RUN.flatMap((phase) => (['once', 'always'] as const).map((times) => [phase, times] as const)))('%s: a hook writes a key no plugin registered (%s)', async (phase, times) => {
-    const h = harness(script, { plugins: [hookAt(phase, () => StateCommand.empty().update(Unregistered, 1), times)] });
-    const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
-    expect(r.ok && r.value.termination).toEqual({ type: 'error', value: expect.stringContaining('nobody.registered') });
-    expect(finishes(h.sink.events)).toHaveLength(1);
-    expect(checkRunInvariants(h.sink.events)).toEqual([]);
-  });
+  it.each(PHASES_OF_A_RUN.flatMap((phase) => (['once', 'always'] as const).map((times) => [phase, times] as const)))(
+    '%s: a hook writes a key no plugin registered (%s)',
+    async (phase, times) => {
+      const h = harness(script, { plugins: [hookAt(phase, () => StateCommand.empty().update(Unregistered, 1), times)] });
+      const r = await h.runtime.run({ threadId: 't', messages: [Messages.user('go')] }, h.sink);
+      expect(r.ok && r.value.termination).toEqual({ type: 'error', value: expect.stringContaining('nobody.registered') });
+      expect(finishes(h.sink.events)).toHaveLength(1);
+      expect(checkRunInvariants(h.sink.events)).toEqual([]);
+    },
+  );
 });
 
 describe('a cancellation inside a phase ends the run cancelled', () => {

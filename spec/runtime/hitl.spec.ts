@@ -34,7 +34,10 @@ async function suspendAndDecide(mode: ToolCallResumeMode, decision: { action: 'r
   if (!started.ok) throw new Error('start');
   await waitFor(() => h.runtime.isWaiting(started.value.threadId));
   const sent = h.runtime.decide(started.value.threadId, [
-    { targetId: 'c1', decision: { decision_id: 'd', action: decision.action, ...(decision.result !== undefined ? { result: decision.result as never } : {}), updated_at: 0 } },
+    {
+      targetId: 'c1',
+      decision: { decision_id: 'd', action: decision.action, ...(decision.result !== undefined ? { result: decision.result as never } : {}), updated_at: 0 },
+    },
   ]);
   expect(sent.ok).toBe(true);
   const result = await started.value.done;
@@ -82,13 +85,24 @@ describe('resume modes (book: HITL 与 Mailbox → ToolCallResumeMode)', () => {
     expect(resumed).toEqual({ event_type: 'tool_call_resumed', target_id: 'c1', result: { approved: false } });
     expect(toolMessage?.content).toEqual([{ type: 'text', text: 'Tool call cancelled: cancelled by decision' }]);
     expect(result.termination).toEqual({ type: 'natural_end' });
-    const states = h.store.checkpoints.at(-1)?.threadState.extensions['__runtime.tool_call_states'] as Record<string, { status: string; resume_input?: unknown }>;
+    const states = h.store.checkpoints.at(-1)?.threadState.extensions['__runtime.tool_call_states'] as Record<
+      string,
+      { status: string; resume_input?: unknown }
+    >;
     expect(states['c1']).toMatchObject({ status: 'cancelled', resume_input: { action: 'cancel' } });
   });
 });
 
 describe('decisions', () => {
-  const twoApprovals = [{ tool_calls: [{ id: 'a', name: 'approve', arguments: { what: 'x' } }, { id: 'b', name: 'approve', arguments: { what: 'y' } }] }, { text: 'fin' }];
+  const twoApprovals = [
+    {
+      tool_calls: [
+        { id: 'a', name: 'approve', arguments: { what: 'x' } },
+        { id: 'b', name: 'approve', arguments: { what: 'y' } },
+      ],
+    },
+    { text: 'fin' },
+  ];
 
   it('Immediate (default) replays each decision at once and re-suspends while others wait', async () => {
     const h = harness(twoApprovals, { spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } });
@@ -138,7 +152,10 @@ describe('decisions', () => {
     if (!started.ok) throw new Error('start');
     expect(started.value.decide([{ targetId: 'a', decision: { decision_id: '', action: 'resume', updated_at: 0 } }]).ok).toBe(false);
     await waitFor(() => h.runtime.isWaiting('thread-1'));
-    expect(started.value.decide([{ targetId: 'zzz', decision: { decision_id: '', action: 'resume', updated_at: 0 } }])).toMatchObject({ ok: false, error: { code: 'resolve_failed' } });
+    expect(started.value.decide([{ targetId: 'zzz', decision: { decision_id: '', action: 'resume', updated_at: 0 } }])).toMatchObject({
+      ok: false,
+      error: { code: 'resolve_failed' },
+    });
     started.value.cancel();
     const result = await started.value.done;
     expect(result.termination).toEqual({ type: 'cancelled' });
@@ -199,10 +216,10 @@ describe('input sent with decisions (a chat answers an approval and writes a mes
     const started = await h.runtime.start({ threadId: 't', messages: [Messages.user('ship it', { id: 'u1' })] }, h.sink);
     if (!started.ok) throw new Error('start');
     expect(await started.value.parked()).toBe(true);
-    const sent = started.value.decide([{ targetId: 's-c1', decision: { decision_id: 'd', action: 'resume', result: { approved: true }, updated_at: 0 } }], [
-      Messages.user('also tell me when', { id: 'u2' }),
-      Messages.user('ship it', { id: 'u1' }),
-    ]);
+    const sent = started.value.decide(
+      [{ targetId: 's-c1', decision: { decision_id: 'd', action: 'resume', result: { approved: true }, updated_at: 0 } }],
+      [Messages.user('also tell me when', { id: 'u2' }), Messages.user('ship it', { id: 'u1' })],
+    );
     expect(sent.ok).toBe(true);
     const result = await started.value.done;
     expect(result.termination.type).toBe('natural_end');

@@ -19,7 +19,8 @@ import { harness, types } from '../support/runtime.ts';
  */
 
 const go = [Messages.user('go')];
-const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
+const finishOf = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
 
 /** A provider that streams `parts`, then fails with `failure`. */
 const failingAfter = (parts: readonly StreamPart[], failure: InferenceFailure): LlmExecutor => ({
@@ -62,7 +63,19 @@ describe('an inference whose provider failed', () => {
     const sink = new VecEventSink();
     const r = await built.value.run({ messages: go }, sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'error', value: 'provider error: stream broke' });
-    expect(types(sink.events)).toEqual(['run_start', 'step_start', 'text_delta', 'tool_call_start', 'tool_call_delta', 'tool_call_done', 'error', 'state_snapshot', 'step_end', 'state_snapshot', 'run_finish']);
+    expect(types(sink.events)).toEqual([
+      'run_start',
+      'step_start',
+      'text_delta',
+      'tool_call_start',
+      'tool_call_delta',
+      'tool_call_done',
+      'error',
+      'state_snapshot',
+      'step_end',
+      'state_snapshot',
+      'run_finish',
+    ]);
     expect(sink.events[5]).toMatchObject({ id: 'c1', outcome: 'failed', result: { message: INTERRUPTED } });
     expect(sink.events[6]).toEqual({ event_type: 'error', message: 'provider error: stream broke', code: 'provider' });
     // A plugin watching the run is still told of the failed inference.

@@ -20,7 +20,8 @@ import { deterministicEnv } from '../../src/runtime/env.ts';
 import type { InferenceRequest, LlmExecutor } from '../../src/runtime/llm.ts';
 
 const go = [Messages.user('go')];
-const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
+const finishOf = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
 
 describe('stop policies in the loop', () => {
   it('max_rounds stops after the n-th inference, keeps its text, runs none of its tools; the detail is kept', async () => {
@@ -32,7 +33,11 @@ describe('stop policies in the loop', () => {
       { spec: { max_rounds: 2 } },
     );
     const r = await h.runtime.run({ messages: go }, h.sink);
-    expect(r.ok && r.value).toMatchObject({ steps: 2, response: 'second answer', termination: { type: 'stopped', value: { code: 'max_rounds', detail: 'reached 2 rounds' } } });
+    expect(r.ok && r.value).toMatchObject({
+      steps: 2,
+      response: 'second answer',
+      termination: { type: 'stopped', value: { code: 'max_rounds', detail: 'reached 2 rounds' } },
+    });
     const dones = h.sink.events.filter((e) => e.event_type === 'tool_call_done') as Extract<AgentEvent, { event_type: 'tool_call_done' }>[];
     expect(dones.map((d) => [d.id, d.outcome, d.result.message])).toEqual([
       ['c1', 'succeeded', null],
@@ -69,7 +74,9 @@ describe('stop policies in the loop', () => {
   });
 
   it('stop_on_tool stops before the tool runs; token_budget and content_match stop on usage and text', async () => {
-    const a = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], { spec: { stop_conditions: [{ type: 'stop_on_tool', tool_name: 'echo' }] } });
+    const a = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], {
+      spec: { stop_conditions: [{ type: 'stop_on_tool', tool_name: 'echo' }] },
+    });
     const ra = await a.runtime.run({ messages: go }, a.sink);
     expect(ra.ok && ra.value.termination).toMatchObject({ type: 'stopped', value: { code: 'stop_on_tool' } });
     expect(a.sink.events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ outcome: 'failed', result: { message: NOT_EXECUTED } });
@@ -77,7 +84,10 @@ describe('stop policies in the loop', () => {
       spec: { stop_conditions: [{ type: 'token_budget', max_total: 10 }] },
     });
     const rb = await b.runtime.run({ messages: go }, b.sink);
-    expect(rb.ok && rb.value).toMatchObject({ termination: { value: { code: 'token_budget' } }, usage: { prompt_tokens: 8, completion_tokens: 5, total_tokens: 13 } });
+    expect(rb.ok && rb.value).toMatchObject({
+      termination: { value: { code: 'token_budget' } },
+      usage: { prompt_tokens: 8, completion_tokens: 5, total_tokens: 13 },
+    });
     const c = harness([{ text: 'FINAL ANSWER', tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 't' } }] }], {
       spec: { stop_conditions: [{ type: 'content_match', pattern: 'FINAL' }] },
     });
@@ -197,7 +207,12 @@ describe('tool state, snapshots and execution modes (book: 工具执行模式)',
     },
   });
   const script = (tag: string) => [
-    { tool_calls: [{ id: 'a', name: 'bump', arguments: { tag } }, { id: 'b', name: 'bump', arguments: { tag } }] },
+    {
+      tool_calls: [
+        { id: 'a', name: 'bump', arguments: { tag } },
+        { id: 'b', name: 'bump', arguments: { tag } },
+      ],
+    },
     { text: 'done' },
   ];
 
@@ -247,7 +262,17 @@ describe('tool state, snapshots and execution modes (book: 工具执行模式)',
         event_type: 'activity_snapshot',
         message_id: 'c9',
         activity_type: 'tool-call-progress',
-        content: { schema: 'tool-call-progress.v1', node_id: 'tool_call:c9', call_id: 'c9', tool_name: 'rep', status: 'running', progress: 0.5, message: 'half', run_id: 'run-1', thread_id: 'thread-1' },
+        content: {
+          schema: 'tool-call-progress.v1',
+          node_id: 'tool_call:c9',
+          call_id: 'c9',
+          tool_name: 'rep',
+          status: 'running',
+          progress: 0.5,
+          message: 'half',
+          run_id: 'run-1',
+          thread_id: 'thread-1',
+        },
         replace: true,
       },
     ]);
@@ -255,7 +280,14 @@ describe('tool state, snapshots and execution modes (book: 工具执行模式)',
   });
 
   it('an unexpected exception in a tool fails the call as an internal error', async () => {
-    const broken = defineTool({ id: 'broken', description: 'x', args: z.object({}), execute: () => { throw new TypeError('oops'); } });
+    const broken = defineTool({
+      id: 'broken',
+      description: 'x',
+      args: z.object({}),
+      execute: () => {
+        throw new TypeError('oops');
+      },
+    });
     const h = harness([{ tool_calls: [{ id: 'c', name: 'broken', arguments: {} }] }, { text: 'ok' }], { tools: [broken] });
     await h.runtime.run({ messages: go }, h.sink);
     expect(h.sink.events.find((e) => e.event_type === 'tool_call_done')).toMatchObject({ outcome: 'failed', result: { message: 'Internal error: oops' } });
@@ -318,8 +350,15 @@ function echoCallsThenText(calls: number, seen: (request: InferenceRequest) => v
     seen(request);
     const parts: StreamPart[] =
       k++ < calls
-        ? [{ type: 'tool_call_start', id: `c${k}`, name: 'echo' }, { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' }, { type: 'finish', stop_reason: 'ToolUse' }]
-        : [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+        ? [
+            { type: 'tool_call_start', id: `c${k}`, name: 'echo' },
+            { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' },
+            { type: 'finish', stop_reason: 'ToolUse' },
+          ]
+        : [
+            { type: 'text_delta', delta: 'done' },
+            { type: 'finish', stop_reason: 'EndTurn' },
+          ];
     return (async function* () {
       yield* parts;
     })();
@@ -327,13 +366,15 @@ function echoCallsThenText(calls: number, seen: (request: InferenceRequest) => v
 }
 
 describe('a provider that ignores the run signal', () => {
-
   it('a cancel ends the run while the provider never answers its next part', async () => {
     const runtime = runtimeOver(() => ({
       [Symbol.asyncIterator]: () => {
         let sent = false;
         return {
-          next: () => (sent ? new Promise<IteratorResult<StreamPart>>(() => undefined) : ((sent = true), Promise.resolve({ done: false as const, value: { type: 'text_delta' as const, delta: 'Hel' } }))),
+          next: () =>
+            sent
+              ? new Promise<IteratorResult<StreamPart>>(() => undefined)
+              : ((sent = true), Promise.resolve({ done: false as const, value: { type: 'text_delta' as const, delta: 'Hel' } })),
         };
       },
     }));

@@ -43,7 +43,10 @@ describe('ContinueRun: a plugin keeps a run going past a natural end', () => {
   it('asked in a step that does not end naturally, it is dropped at that step’s end: the next answer ends the run', async () => {
     const always: RuntimePlugin = {
       name: 'ask-on-tools',
-      register: (r) => r.registerPhaseHook('after_inference', (ctx) => (ctx.input.inference.ok && ctx.input.inference.toolNames.length > 0 ? StateCommand.empty().scheduleAction(ContinueRun, 'tools') : StateCommand.empty())),
+      register: (r) =>
+        r.registerPhaseHook('after_inference', (ctx) =>
+          ctx.input.inference.ok && ctx.input.inference.toolNames.length > 0 ? StateCommand.empty().scheduleAction(ContinueRun, 'tools') : StateCommand.empty(),
+        ),
     };
     const h = harness([{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'done' }, { text: 'never' }], { plugins: [always] });
     const r = await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
@@ -54,14 +57,24 @@ describe('ContinueRun: a plugin keeps a run going past a natural end', () => {
 describe('intercept ranks: block > a refusal > suspend > set_result', () => {
   const gate = (name: string, intercept: unknown): RuntimePlugin => ({
     name,
-    register: (r) => r.registerPhaseHook('before_tool_execute', (ctx) => StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: ctx.input.toolCall.id, intercept: intercept as never })),
+    register: (r) =>
+      r.registerPhaseHook('before_tool_execute', (ctx) =>
+        StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: ctx.input.toolCall.id, intercept: intercept as never }),
+      ),
   });
-  const ticket = { suspension: { id: 's1', action: 'confirm' }, pending: { id: 'c1', name: 'echo', arguments: { text: 'x' } }, resume_mode: 'replay_tool_call' };
+  const ticket = {
+    suspension: { id: 's1', action: 'confirm' },
+    pending: { id: 'c1', name: 'echo', arguments: { text: 'x' } },
+    resume_mode: 'replay_tool_call',
+  };
   const script = [{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'after' }];
 
   it('a refusal (an error result marked rejected) outranks a suspension: the call does not run, the model is told, the run goes on', async () => {
     const refusal = { ...ToolResults.error('echo', 'Read it first.'), metadata: { rejected: true } };
-    const h = harness(script, { tools: [echoTool], plugins: [gate('asks', { type: 'suspend', ticket }), gate('refuses', { type: 'set_result', result: refusal })] });
+    const h = harness(script, {
+      tools: [echoTool],
+      plugins: [gate('asks', { type: 'suspend', ticket }), gate('refuses', { type: 'set_result', result: refusal })],
+    });
     const r = await h.runtime.run({ messages: [Messages.user('go')] }, h.sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'natural_end' });
     const done = h.sink.events.find((e) => e.event_type === 'tool_call_done');
@@ -69,7 +82,10 @@ describe('intercept ranks: block > a refusal > suspend > set_result', () => {
   });
 
   it('a plain set_result does not: the suspension wins', async () => {
-    const h = harness(script, { tools: [echoTool], plugins: [gate('asks', { type: 'suspend', ticket }), gate('answers', { type: 'set_result', result: ToolResults.success('echo', 'cached') })] });
+    const h = harness(script, {
+      tools: [echoTool],
+      plugins: [gate('asks', { type: 'suspend', ticket }), gate('answers', { type: 'set_result', result: ToolResults.success('echo', 'cached') })],
+    });
     const r = await h.runtime.run({ messages: [Messages.user('go')] }, h.sink, { waitForDecisions: false });
     expect(r.ok && r.value.termination.type).toBe('suspended');
   });

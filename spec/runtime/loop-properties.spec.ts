@@ -33,12 +33,17 @@ const bytes = (events: readonly AgentEvent[]): string[] => events.map(serialiseE
 describe('loop properties over random scripts', () => {
   it('the stream invariants hold in every mode, with or without a cancel point', async () => {
     await fc.assert(
-      fc.asyncProperty(script, fc.constantFrom<Mode>('sequential', 'parallel_streaming', 'parallel_batch_approval'), fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }), async (steps, mode, cancelAt) => {
-        const events = await runScript(steps, mode, cancelAt);
-        expect(checkRunInvariants(events)).toEqual([]);
-        const finishes = events.filter((e) => e.event_type === 'run_finish');
-        expect(finishes).toHaveLength(1);
-      }),
+      fc.asyncProperty(
+        script,
+        fc.constantFrom<Mode>('sequential', 'parallel_streaming', 'parallel_batch_approval'),
+        fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
+        async (steps, mode, cancelAt) => {
+          const events = await runScript(steps, mode, cancelAt);
+          expect(checkRunInvariants(events)).toEqual([]);
+          const finishes = events.filter((e) => e.event_type === 'run_finish');
+          expect(finishes).toHaveLength(1);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -51,24 +51,42 @@ describe('drive', () => {
   it('returns the value itself, not a promise, when every turn answers now', () => {
     fc.assert(
       fc.property(fc.nat(200), (n) => {
-        const out = drive(0, (v) => v + 1, (v) => v >= n);
+        const out = drive(
+          0,
+          (v) => v + 1,
+          (v) => v >= n,
+        );
         expect(out).toBe(n);
       }),
     );
   });
 
   it('runs 100 000 turns that answer now without growing the stack', () => {
-    expect(drive(0, (v) => v + 1, (v) => v >= 100_000)).toBe(100_000);
+    expect(
+      drive(
+        0,
+        (v) => v + 1,
+        (v) => v >= 100_000,
+      ),
+    ).toBe(100_000);
   });
 
   it('runs 100 000 turns after a first one that waited without growing the stack', async () => {
-    const out = drive(0, (v) => (v === 0 ? later(1, 1) : v + 1), (v) => v >= 100_000);
+    const out = drive(
+      0,
+      (v) => (v === 0 ? later(1, 1) : v + 1),
+      (v) => v >= 100_000,
+    );
     expect(isPromise(out)).toBe(true);
     expect(await out).toBe(100_000);
   });
 
   it('passes a turn that rejects on as the rejection of its run', async () => {
-    const out = drive(0, (v) => (v === 2 ? Promise.reject(new Error('turn 2')) : v + 1), (v) => v >= 5);
+    const out = drive(
+      0,
+      (v) => (v === 2 ? Promise.reject(new Error('turn 2')) : v + 1),
+      (v) => v >= 5,
+    );
     await expect(out).rejects.toThrow('turn 2');
   });
 });
@@ -179,7 +197,11 @@ describe('andThenOrElse', () => {
     await fc.assert(
       fc.asyncProperty(fc.integer(), timing, async (x, t) => {
         let errors = 0;
-        const out = andThenOrElse(nowOrLater(x, t), (v: number) => v + 1, () => ++errors);
+        const out = andThenOrElse(
+          nowOrLater(x, t),
+          (v: number) => v + 1,
+          () => ++errors,
+        );
         expect(isPromise(out)).toBe(t !== null);
         expect(await out).toBe(x + 1);
         expect(errors).toBe(0);

@@ -63,7 +63,8 @@ function askers(source: string, fileName = 'planted.ts'): Finding[] {
     if (ts.isBinaryExpression(node)) {
       const op = node.operatorToken.kind;
       if (op === ts.SyntaxKind.InstanceOfKeyword && ts.isIdentifier(node.right) && node.right.text === 'Promise') at(node, 'instanceof Promise');
-      const equality = op === ts.SyntaxKind.EqualsEqualsEqualsToken || op === ts.SyntaxKind.EqualsEqualsToken || op === ts.SyntaxKind.ExclamationEqualsEqualsToken;
+      const equality =
+        op === ts.SyntaxKind.EqualsEqualsEqualsToken || op === ts.SyntaxKind.EqualsEqualsToken || op === ts.SyntaxKind.ExclamationEqualsEqualsToken;
       const isFunctionText = (e: ts.Expression): boolean => ts.isStringLiteralLike(e) && e.text === 'function';
       if (equality && ((isTypeofThen(node.left) && isFunctionText(node.right)) || (isTypeofThen(node.right) && isFunctionText(node.left)))) {
         at(node, "typeof … .then === 'function'");
@@ -100,9 +101,7 @@ describe('the sync-or-promise question is asked in one place', () => {
   });
 
   it('no module but src/runtime/maybe-promise.ts asks: no isPromiseLike or isThenable call, instanceof Promise, typeof x.then test, or `if (x !== undefined) await …`', () => {
-    const offenders = files
-      .filter((f) => f.name !== THE_ONE)
-      .flatMap((f) => askers(f.text, f.name).map((a) => `${f.name}:${a.line}: ${a.kind}`));
+    const offenders = files.filter((f) => f.name !== THE_ONE).flatMap((f) => askers(f.text, f.name).map((a) => `${f.name}:${a.line}: ${a.kind}`));
     expect(offenders).toEqual([]);
   });
 

@@ -7,7 +7,8 @@ import { addressBytes, addressClass, NEVER_REACHED } from '../../src/runtime/add
 import { OutboundGuard, OutboundRefusal, type Resolver } from '../../src/runtime/outbound.ts';
 
 const v4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((b) => b.join('.'));
-const hex16 = (b: readonly number[]): string => Array.from({ length: 8 }, (_, i) => (((b[2 * i] as number) << 8) | (b[2 * i + 1] as number)).toString(16)).join(':');
+const hex16 = (b: readonly number[]): string =>
+  Array.from({ length: 8 }, (_, i) => (((b[2 * i] as number) << 8) | (b[2 * i + 1] as number)).toString(16)).join(':');
 /** How the WHATWG URL parser writes an IPv6 host (compressed, lower case, in brackets). */
 const urlHost = (ip: string): string => new URL(`http://[${ip}]/`).hostname;
 
@@ -68,7 +69,12 @@ describe('address classes (the outbound guard’s view of an IP address)', () =>
     fc.assert(
       fc.property(v4, (a) => {
         const kind = addressClass(a);
-        return addressClass(`::ffff:${a}`) === kind && addressClass(urlHost(`::ffff:${a}`)) === kind && addressClass(`[::ffff:${a}]`) === kind && addressClass(`64:ff9b::${a}`) === kind;
+        return (
+          addressClass(`::ffff:${a}`) === kind &&
+          addressClass(urlHost(`::ffff:${a}`)) === kind &&
+          addressClass(`[::ffff:${a}]`) === kind &&
+          addressClass(`64:ff9b::${a}`) === kind
+        );
       }),
     );
   });
@@ -86,21 +92,33 @@ describe('address classes (the outbound guard’s view of an IP address)', () =>
 
   it('IPv6 bytes read the same from the full and the compressed spelling (property)', () => {
     const bytes = fc.array(fc.nat(255), { minLength: 16, maxLength: 16 });
-    fc.assert(fc.property(bytes, (b) => Buffer.from(addressBytes(hex16(b)) ?? []).equals(Buffer.from(b)) && Buffer.from(addressBytes(urlHost(hex16(b))) ?? []).equals(Buffer.from(b))));
+    fc.assert(
+      fc.property(
+        bytes,
+        (b) => Buffer.from(addressBytes(hex16(b)) ?? []).equals(Buffer.from(b)) && Buffer.from(addressBytes(urlHost(hex16(b))) ?? []).equals(Buffer.from(b)),
+      ),
+    );
   });
 });
 
 /** A resolver answering from a table (a name resolving to the metadata address needs no DNS server). */
-const table = (answers: Record<string, string | (() => string)>): Resolver => async (host) => {
-  const a = answers[host];
-  if (a === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-  const address = typeof a === 'function' ? a() : a;
-  return [{ address, family: address.includes(':') ? 6 : 4 }];
-};
+const table =
+  (answers: Record<string, string | (() => string)>): Resolver =>
+  async (host) => {
+    const a = answers[host];
+    if (a === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    const address = typeof a === 'function' ? a() : a;
+    return [{ address, family: address.includes(':') ? 6 : 4 }];
+  };
 
 describe('OutboundGuard.check: the verdict on a URL a configuration names', () => {
   const hint = ': reached only for URLs of the config file';
-  const guard = new OutboundGuard({ privateAddresses: 'trusted', trusted: ['http://127.0.0.1:8080/v1'], privateHint: hint, resolve: table({ 'metadata.test': '169.254.169.254', 'db.test': '10.0.0.5', 'public.test': '93.184.216.34', 'v6meta.test': '::ffff:a9fe:a9fe' }) });
+  const guard = new OutboundGuard({
+    privateAddresses: 'trusted',
+    trusted: ['http://127.0.0.1:8080/v1'],
+    privateHint: hint,
+    resolve: table({ 'metadata.test': '169.254.169.254', 'db.test': '10.0.0.5', 'public.test': '93.184.216.34', 'v6meta.test': '::ffff:a9fe:a9fe' }),
+  });
 
   it.each([
     ['http://169.254.169.254/latest/meta-data', '169.254.169.254 is a cloud metadata address: never reached'],
@@ -164,8 +182,16 @@ describe('OutboundGuard.fetch over a socket', () => {
 
   it('sends the method, headers and body, and answers a Response (JSON, a stream read as it comes, gzip decoded)', async () => {
     const guard = new OutboundGuard();
-    const r = await guard.fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer t' }, body: '{"a":1}' });
-    expect({ status: r.status, json: await r.json(), url: r.url }).toEqual({ status: 200, json: { method: 'POST', body: '{"a":1}' }, url: `http://127.0.0.1:${port}/echo` });
+    const r = await guard.fetch(`http://127.0.0.1:${port}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+      body: '{"a":1}',
+    });
+    expect({ status: r.status, json: await r.json(), url: r.url }).toEqual({
+      status: 200,
+      json: { method: 'POST', body: '{"a":1}' },
+      url: `http://127.0.0.1:${port}/echo`,
+    });
     expect(seen.at(-1)?.headers).toMatchObject({ authorization: 'Bearer t', 'content-type': 'application/json' });
     const stream = await guard.fetch(`http://127.0.0.1:${port}/stream`);
     const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
@@ -182,23 +208,39 @@ describe('OutboundGuard.fetch over a socket', () => {
     const before = connections;
     const e = await rebinding.fetch(`http://rebind.test:${port}/secret`).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(OutboundRefusal);
-    expect((e as Error).message).toBe(`outbound request to http://rebind.test:${port}/secret refused: rebind.test resolves to 169.254.169.254, a cloud metadata address: never reached`);
+    expect((e as Error).message).toBe(
+      `outbound request to http://rebind.test:${port}/secret refused: rebind.test resolves to 169.254.169.254, a cloud metadata address: never reached`,
+    );
     expect(connections).toBe(before);
   });
 
   it('a loopback origin the operator did not configure is refused before connecting; redirects are checked at every hop', async () => {
     const before = { connections, seen: seen.length };
     const strict = new OutboundGuard({ privateAddresses: 'trusted', privateHint: ' (not configured)' });
-    await expect(strict.fetch(`http://127.0.0.1:${port}/x`)).rejects.toThrow(`outbound request to http://127.0.0.1:${port}/x refused: 127.0.0.1 is a loopback address (not configured)`);
-    await expect(strict.fetch(`http://localhost:${port}/x`)).rejects.toThrow(/^outbound request to http:\/\/localhost:\d+\/x refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address \(not configured\)$/);
+    await expect(strict.fetch(`http://127.0.0.1:${port}/x`)).rejects.toThrow(
+      `outbound request to http://127.0.0.1:${port}/x refused: 127.0.0.1 is a loopback address (not configured)`,
+    );
+    await expect(strict.fetch(`http://localhost:${port}/x`)).rejects.toThrow(
+      /^outbound request to http:\/\/localhost:\d+\/x refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address \(not configured\)$/,
+    );
     expect({ connections, seen: seen.length }).toEqual(before);
     const guard = new OutboundGuard();
-    await expect(guard.fetch(`http://127.0.0.1:${port}/to-metadata`)).rejects.toThrow('outbound request to http://169.254.169.254/latest refused: 169.254.169.254 is a cloud metadata address: never reached');
+    await expect(guard.fetch(`http://127.0.0.1:${port}/to-metadata`)).rejects.toThrow(
+      'outbound request to http://169.254.169.254/latest refused: 169.254.169.254 is a cloud metadata address: never reached',
+    );
   });
 
   it('a redirect to another origin does not carry the credential there, in whatever header it travels; what describes the request goes on', async () => {
-    const keys = { authorization: 'Bearer secret-value-123', 'x-api-key': 'secret-value-456', 'x-goog-api-key': 'secret-value-789', 'api-key': 'secret-value-abc', cookie: 'session=secret-value-def' };
-    const r = await new OutboundGuard().fetch(`http://127.0.0.1:${port}/to-other-origin`, { headers: { ...keys, accept: 'application/json', 'user-agent': 'awaken-spec' } });
+    const keys = {
+      authorization: 'Bearer secret-value-123',
+      'x-api-key': 'secret-value-456',
+      'x-goog-api-key': 'secret-value-789',
+      'api-key': 'secret-value-abc',
+      cookie: 'session=secret-value-def',
+    };
+    const r = await new OutboundGuard().fetch(`http://127.0.0.1:${port}/to-other-origin`, {
+      headers: { ...keys, accept: 'application/json', 'user-agent': 'awaken-spec' },
+    });
     expect(r.status).toBe(200);
     expect(seen.at(-2)).toMatchObject({ url: '/to-other-origin', headers: keys });
     expect(seen.at(-1)?.url).toBe('/landed');

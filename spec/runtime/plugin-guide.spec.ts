@@ -1,12 +1,7 @@
 // The worked plugin of docs/plugins.md, as written there (the first spec checks that every line of it
 // and of its registration is here).
 import { z } from 'zod';
-import {
-  defineStateKey,
-  StateCommand,
-  ToolInterceptAction,
-  type RuntimePlugin,
-} from 'awaken-ts';
+import { defineStateKey, StateCommand, ToolInterceptAction, type RuntimePlugin } from 'awaken-ts';
 
 /** Calls seen in this run (run-scoped: a new run starts at 0). */
 const CallsSeen = defineStateKey<number, number>({
@@ -53,7 +48,8 @@ describe('docs/plugins.md: the worked plugin', () => {
   it('is the code this spec runs, line for line, and so is its registration', () => {
     const source = readFileSync(import.meta.filename, 'utf8');
     expect(snippet.length).toBeGreaterThan(20);
-    for (const line of snippet.filter((l) => l.trim() !== '')) expect(source.includes(line.replace('export const toolBudget', 'const toolBudget')), line).toBe(true);
+    for (const line of snippet.filter((l) => l.trim() !== ''))
+      expect(source.includes(line.replace('export const toolBudget', 'const toolBudget')), line).toBe(true);
     expect(registration.filter((l) => l.trim() !== '' && !l.trim().startsWith('// …')).length).toBe(4);
     for (const line of registration.filter((l) => l.trim() !== '' && !l.trim().startsWith('// …'))) expect(source.includes(line), line).toBe(true);
   });
@@ -87,9 +83,19 @@ describe('docs/plugins.md: the worked plugin', () => {
       ['c2', 'succeeded'],
       ['c3', 'failed'],
     ]);
-    expect(done[3]?.result).toEqual({ tool_name: 'echo', status: 'error', data: null, message: 'tool budget of 3 calls used up', metadata: { rejected: true } });
+    expect(done[3]?.result).toEqual({
+      tool_name: 'echo',
+      status: 'error',
+      data: null,
+      message: 'tool budget of 3 calls used up',
+      metadata: { rejected: true },
+    });
     // What the model read for the refused call, at the inference after it.
-    expect(llm.requests[4]?.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'c3', content: [{ type: 'text', text: 'tool budget of 3 calls used up' }] });
+    expect(llm.requests[4]?.messages.at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'c3',
+      content: [{ type: 'text', text: 'tool budget of 3 calls used up' }],
+    });
     expect(logged).toEqual([expect.stringMatching(/^run \S+: 4 tool calls$/)]);
   });
 });

@@ -70,11 +70,34 @@ describe('LlmRetryPolicy (book: 配置 LlmRetryPolicy)', () => {
           throw new InferenceFailure({ code: 'provider', message: 'dropped' });
         })(),
     };
-    await expect(drain(retryingExecutor([{ modelName: 'm', executor: midStream }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({ model: 'm', messages: [], tools: [] }))).rejects.toThrow('dropped');
+    await expect(
+      drain(
+        retryingExecutor([{ modelName: 'm', executor: midStream }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({
+          model: 'm',
+          messages: [],
+          tools: [],
+        }),
+      ),
+    ).rejects.toThrow('dropped');
     expect(n).toBe(1);
-    // biome-ignore lint/correctness/useYield: this stream fails before its first part, so it never yields
-    const cancelled: LlmExecutor = { name: 'c', stream: () => (async function* () { n++; throw new InferenceFailure({ code: 'cancelled' }); })() };
-    await expect(drain(retryingExecutor([{ modelName: 'm', executor: cancelled }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({ model: 'm', messages: [], tools: [] }))).rejects.toThrow('cancelled');
+    const cancelled: LlmExecutor = {
+      name: 'c',
+      stream: () =>
+        // biome-ignore lint/correctness/useYield: this stream fails before its first part, so it never yields
+        (async function* () {
+          n++;
+          throw new InferenceFailure({ code: 'cancelled' });
+        })(),
+    };
+    await expect(
+      drain(
+        retryingExecutor([{ modelName: 'm', executor: cancelled }], { max_retries: 3, fallback_models: [], backoff_base_ms: 0 }, env).stream({
+          model: 'm',
+          messages: [],
+          tools: [],
+        }),
+      ),
+    ).rejects.toThrow('cancelled');
     expect(n).toBe(2);
   });
 
@@ -173,52 +196,58 @@ describe('CircuitBreaker (book: CircuitBreakerConfig; core-spec §11.4)', () => 
       fc.integer({ min: 0, max: 20 }).map((ms): Op => ({ kind: 'wait', ms })),
     );
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 15 }), fc.integer({ min: 1, max: 3 }), fc.array(op, { maxLength: 60 }), (threshold, cooldown, halfMax, ops) => {
-        const env = deterministicEnv({ start: 0 });
-        const cb = new CircuitBreaker(env.clock, { failure_threshold: threshold, cooldown_ms: cooldown, half_open_max: halfMax });
-        let status: 'closed' | 'open' | 'half_open' = 'closed';
-        let failures = 0;
-        let last = 0;
-        let probes = 0;
-        let now = 0;
-        for (const o of ops) {
-          if (o.kind === 'wait') {
-            env.advance(o.ms);
-            now += o.ms;
-          } else if (o.kind === 'ok') {
-            cb.recordSuccess('m');
-            if (failures > 0 || status !== 'closed') {
-              status = 'closed';
-              failures = 0;
-              probes = 0;
-            }
-          } else if (o.kind === 'fail') {
-            cb.recordFailure('m');
-            failures++;
-            last = now;
-            if (status === 'half_open' || failures >= threshold) {
-              status = 'open';
-              probes = 0;
-            }
-          } else {
-            let expected: boolean;
-            if (status === 'closed') expected = true;
-            else if (status === 'open') {
-              expected = now - last >= cooldown;
-              if (expected) {
-                status = 'half_open';
-                probes = 1;
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 15 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(op, { maxLength: 60 }),
+        (threshold, cooldown, halfMax, ops) => {
+          const env = deterministicEnv({ start: 0 });
+          const cb = new CircuitBreaker(env.clock, { failure_threshold: threshold, cooldown_ms: cooldown, half_open_max: halfMax });
+          let status: 'closed' | 'open' | 'half_open' = 'closed';
+          let failures = 0;
+          let last = 0;
+          let probes = 0;
+          let now = 0;
+          for (const o of ops) {
+            if (o.kind === 'wait') {
+              env.advance(o.ms);
+              now += o.ms;
+            } else if (o.kind === 'ok') {
+              cb.recordSuccess('m');
+              if (failures > 0 || status !== 'closed') {
+                status = 'closed';
+                failures = 0;
+                probes = 0;
+              }
+            } else if (o.kind === 'fail') {
+              cb.recordFailure('m');
+              failures++;
+              last = now;
+              if (status === 'half_open' || failures >= threshold) {
+                status = 'open';
+                probes = 0;
               }
             } else {
-              expected = probes < halfMax;
-              if (expected) probes++;
+              let expected: boolean;
+              if (status === 'closed') expected = true;
+              else if (status === 'open') {
+                expected = now - last >= cooldown;
+                if (expected) {
+                  status = 'half_open';
+                  probes = 1;
+                }
+              } else {
+                expected = probes < halfMax;
+                if (expected) probes++;
+              }
+              expect(cb.check('m')).toBe(expected);
             }
-            expect(cb.check('m')).toBe(expected);
+            expect(cb.status('m')).toBe(status);
+            expect(cb.isClosed('m')).toBe(status === 'closed');
           }
-          expect(cb.status('m')).toBe(status);
-          expect(cb.isClosed('m')).toBe(status === 'closed');
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -264,7 +293,9 @@ describe('CircuitBreaker (book: CircuitBreakerConfig; core-spec §11.4)', () => 
           const outcomes: string[] = [];
           for (let r = 0; r < runs; r++) {
             try {
-              outcomes.push(`ok:${(await drain(exec.stream({ model: 'm0', messages: [], tools: [] }))).map((p) => (p.type === 'text_delta' ? p.delta : '')).join('')}`);
+              outcomes.push(
+                `ok:${(await drain(exec.stream({ model: 'm0', messages: [], tools: [] }))).map((p) => (p.type === 'text_delta' ? p.delta : '')).join('')}`,
+              );
             } catch (e) {
               outcomes.push(`failed:${e instanceof InferenceFailure ? (e.error.code === 'provider' ? e.error.message : e.error.code) : String(e)}`);
             }

@@ -50,7 +50,10 @@ function modal(mode: ToolCallResumeMode): Tool {
         });
       }
       const v = ctx.state(Counter) ?? 0;
-      return { result: ToolResults.success(mode, { ranWith: args as never, decision: ctx.resume.decision.result ?? null, saw: v }), command: StateCommand.empty().update(Counter, v + 1) };
+      return {
+        result: ToolResults.success(mode, { ranWith: args as never, decision: ctx.resume.decision.result ?? null, saw: v }),
+        command: StateCommand.empty().update(Counter, v + 1),
+      };
     },
   });
 }
@@ -112,8 +115,7 @@ async function decideUntilDone(handle: RunHandle, actions: readonly ('resume' | 
   throw new Error('the run neither ended nor asked for another decision');
 }
 
-const firstSuspension = (events: readonly AgentEvent[]): number =>
-  events.findIndex((e) => e.event_type === 'run_finish' && e.termination.type === 'suspended');
+const firstSuspension = (events: readonly AgentEvent[]): number => events.findIndex((e) => e.event_type === 'run_finish' && e.termination.type === 'suspended');
 
 async function uninterrupted(s: Scenario) {
   const env = deterministicEnv();
@@ -243,7 +245,9 @@ describe('reviving a parked run in a new runtime (durable HITL)', () => {
     const env = deterministicEnv();
     const llm = new ScriptedLlm(scriptOf(s));
     const store = new MemoryThreadRunStore();
-    const parked = await runtimeOf(env, llm, store, s).run({ threadId: 'th', messages: [Messages.user('go')] }, new VecEventSink(), { waitForDecisions: false });
+    const parked = await runtimeOf(env, llm, store, s).run({ threadId: 'th', messages: [Messages.user('go')] }, new VecEventSink(), {
+      waitForDecisions: false,
+    });
     if (!parked.ok) throw new Error('run');
     const sink = new VecEventSink();
     const revived = await runtimeOf(env, llm, store, s).revive({ threadId: 'th', runId: parked.value.runId }, sink);

@@ -20,7 +20,8 @@ function failingSink(type: AgentEvent['event_type'], n = 1): EventSink & { reado
   };
 }
 
-const finishOf = (events: readonly AgentEvent[]) => events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
+const finishOf = (events: readonly AgentEvent[]) =>
+  events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
 
 describe('the run loop interprets the step machine (src/runtime/run-loop.ts)', () => {
   it('a sink failing inside a step: the step is closed, its end run again from its start, the run ends with the failure, one run_finish', async () => {

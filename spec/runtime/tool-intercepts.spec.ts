@@ -17,10 +17,17 @@ const call = { id: 'c1', name: 'echo', arguments: { text: 'hi' } };
 /** A plugin that answers `intercept` for every call. */
 const intercepting = (name: string, intercept: ToolIntercept): RuntimePlugin => ({
   name,
-  register: (r) => void r.registerPhaseHook('before_tool_execute', (ctx) => StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: ctx.input.toolCall.id, intercept })),
+  register: (r) =>
+    void r.registerPhaseHook('before_tool_execute', (ctx) =>
+      StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: ctx.input.toolCall.id, intercept }),
+    ),
 });
 
-const ticket = { suspension: { id: 's1', action: 'confirm', message: 'ok?' }, pending: { id: 'c1', name: 'echo', arguments: { text: 'hi' } }, resume_mode: 'replay_tool_call' };
+const ticket = {
+  suspension: { id: 's1', action: 'confirm', message: 'ok?' },
+  pending: { id: 'c1', name: 'echo', arguments: { text: 'hi' } },
+  resume_mode: 'replay_tool_call',
+};
 const INTERCEPTS: Record<ToolIntercept['type'], ToolIntercept> = {
   block: { type: 'block', reason: 'blocked here' },
   refuse: { type: 'refuse', reason: 'refused here' },
@@ -41,7 +48,11 @@ describe('a refusal: { type: "refuse", reason }', () => {
     const { h, result, done } = await runWith([intercepting('gate', INTERCEPTS.refuse)]);
     expect(result.termination).toEqual({ type: 'natural_end' });
     expect(result.response).toBe('after');
-    expect(done).toMatchObject({ id: 'c1', outcome: 'failed', result: { tool_name: 'echo', status: 'error', data: null, message: 'refused here', metadata: { rejected: true } } });
+    expect(done).toMatchObject({
+      id: 'c1',
+      outcome: 'failed',
+      result: { tool_name: 'echo', status: 'error', data: null, message: 'refused here', metadata: { rejected: true } },
+    });
     expect(h.llm.requests[1]?.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'refused here' }] });
     expect(h.sink.events.some((e) => e.event_type === 'tool_call_done' && e.result.status === 'success')).toBe(false);
   });
@@ -54,7 +65,13 @@ describe('a refusal: { type: "refuse", reason }', () => {
     expect(encodeAiSdk(refused.h.sink.events)).toEqual(encodeAiSdk(legacy.h.sink.events));
     // What a client sees of it: an output error with the reason (AI SDK), the reason as the call's result (AG-UI).
     expect(encodeAiSdk(refused.h.sink.events)).toContainEqual({ type: 'tool-output-error', toolCallId: 'c1', errorText: 'refused here' });
-    expect(encodeAgUi(refused.h.sink.events)).toContainEqual({ type: 'TOOL_CALL_RESULT', messageId: 'message-2', toolCallId: 'c1', content: 'refused here', role: 'tool' });
+    expect(encodeAgUi(refused.h.sink.events)).toContainEqual({
+      type: 'TOOL_CALL_RESULT',
+      messageId: 'message-2',
+      toolCallId: 'c1',
+      content: 'refused here',
+      role: 'tool',
+    });
   });
 });
 

@@ -6,7 +6,19 @@ import { bodyJson, json, testServer } from '../support/server.ts';
 
 /** CORS and Host checks of the whole HTTP API (what a browser page on another origin meets). */
 
-const ROUTES = ['/v1/ai-sdk/chat', '/v1/ag-ui/run', '/v1/runs', '/v1/threads/t1/stream', '/v1/threads/t1/messages', '/v1/mcp', '/v1/a2a/message:send', '/v1/a2a/jsonrpc', '/.well-known/agent-card.json', '/health', '/v1/config/agents'];
+const ROUTES = [
+  '/v1/ai-sdk/chat',
+  '/v1/ag-ui/run',
+  '/v1/runs',
+  '/v1/threads/t1/stream',
+  '/v1/threads/t1/messages',
+  '/v1/mcp',
+  '/v1/a2a/message:send',
+  '/v1/a2a/jsonrpc',
+  '/.well-known/agent-card.json',
+  '/health',
+  '/v1/config/agents',
+];
 
 const preflight = (origin: string, headers = 'content-type'): RequestInit => ({
   method: 'OPTIONS',
@@ -27,7 +39,10 @@ describe('CORS on every route a browser calls', () => {
   it('a configured origin is allowed; any other is refused with a 403 naming the origin, preflight or not', async () => {
     const s = testServer([{ text: 'hi' }], { http: { corsOrigins: ['https://app.example'] } });
     expect((await s.app.request('/v1/ai-sdk/chat', preflight('https://app.example'))).headers.get('access-control-allow-origin')).toBe('https://app.example');
-    for (const init of [preflight('https://evil.example'), { ...json({ id: 'x', messages: [] }), headers: { 'content-type': 'application/json', origin: 'https://evil.example' } }]) {
+    for (const init of [
+      preflight('https://evil.example'),
+      { ...json({ id: 'x', messages: [] }), headers: { 'content-type': 'application/json', origin: 'https://evil.example' } },
+    ]) {
       const r = await s.app.request('/v1/ai-sdk/chat', init);
       expect(r.status).toBe(403);
       expect(r.headers.get('access-control-allow-origin')).toBeNull();
@@ -38,7 +53,10 @@ describe('CORS on every route a browser calls', () => {
 
   it('a configured public origin asking for the private network (Chromium) is told yes in the preflight', async () => {
     const s = testServer([], { http: { corsOrigins: ['https://app.example'] } });
-    const r = await s.app.request('/v1/ai-sdk/chat', { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' } });
+    const r = await s.app.request('/v1/ai-sdk/chat', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' },
+    });
     expect(r.status).toBe(204);
     expect(r.headers.get('access-control-allow-private-network')).toBe('true');
     const plain = await s.app.request('/v1/ai-sdk/chat', preflight('https://app.example'));
@@ -60,7 +78,10 @@ describe('CORS on every route a browser calls', () => {
     const s = testServer([{ text: 'streamed' }]);
     const server = await listen(s.app, { port: 0 });
     try {
-      const r = await fetch(`${server.url}/v1/ai-sdk/chat`, { ...json({ id: 'cors-1', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }), headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' } });
+      const r = await fetch(`${server.url}/v1/ai-sdk/chat`, {
+        ...json({ id: 'cors-1', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }),
+        headers: { 'content-type': 'application/json', origin: 'http://localhost:5173' },
+      });
       expect(r.status).toBe(200);
       expect(r.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
       expect(r.headers.get('access-control-expose-headers')).toContain('x-awaken-run-id');
@@ -92,9 +113,14 @@ describe('Host checks (DNS rebinding) on every route', () => {
 
 describe('awaken serve: --cors-origin, --allowed-host, --model', () => {
   it('repeatable flags, normalised origins, and a clear error for a value that is not an origin', () => {
-    const plan = parseServeArgs(['--cors-origin', 'https://app.example/', '--cors-origin=http://localhost:5173', '--allowed-host', 'api.example', '--model', 'scripted:x.yaml'], {});
+    const plan = parseServeArgs(
+      ['--cors-origin', 'https://app.example/', '--cors-origin=http://localhost:5173', '--allowed-host', 'api.example', '--model', 'scripted:x.yaml'],
+      {},
+    );
     expect(plan).toMatchObject({ corsOrigins: ['https://app.example', 'http://localhost:5173'], allowedHosts: ['api.example'], model: 'scripted:x.yaml' });
-    expect(() => parseServeArgs(['--cors-origin', 'app.example'], {})).toThrow("--cors-origin: not an origin: 'app.example' (expected scheme://host[:port], or *)");
+    expect(() => parseServeArgs(['--cors-origin', 'app.example'], {})).toThrow(
+      "--cors-origin: not an origin: 'app.example' (expected scheme://host[:port], or *)",
+    );
     expect(checkOrigins(['ftp://x'])).toBe("not an origin: 'ftp://x' (expected scheme://host[:port], or *)");
     expect(() => parseServeArgs(['--model'], {})).toThrow('--model needs a value');
   });

@@ -49,10 +49,17 @@ const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; termin
 describe('the cluster bus after its connections are terminated', () => {
   it('reports degraded, reconnects, catches followers up with what was appended meanwhile, and carries cancels again', async () => {
     const g = gatedTool();
-    const a = await instance([{ text: ['while', ' B was deaf'] }, { tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'never' }], [g.tool]);
+    const a = await instance(
+      [{ text: ['while', ' B was deaf'] }, { tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'never' }],
+      [g.tool],
+    );
     const b = await instance([]);
     expect((await b.app.request('/v1/threads', json({ id: 'cf' }))).status).toBe(201);
-    const follower = readFrames(await b.app.request('/v1/threads/cf/stream?since=0'), (fs) => fs.filter((f) => data(f).event_type === 'run_finish').length >= 2, 30_000);
+    const follower = readFrames(
+      await b.app.request('/v1/threads/cf/stream?since=0'),
+      (fs) => fs.filter((f) => data(f).event_type === 'run_finish').length >= 2,
+      30_000,
+    );
     expect((await bodyJson(b.app.request('/health/ready'))).status).toBe('healthy');
 
     const started = Date.now();

@@ -109,13 +109,18 @@ describe('the cluster relay', () => {
     expect(seqs(got)).toEqual([2, 3, 4, 5, 6]);
   });
 
-  it('a follower whose reader may no longer read the thread (its id now names another principal\'s) stops for good', async () => {
+  it("a follower whose reader may no longer read the thread (its id now names another principal's) stops for good", async () => {
     const bus = fakeBus();
     const relay = new ClusterRelay(bus, createLogger({ level: 'silent', now: () => 0, write: () => undefined }));
     await relay.attach(() => undefined);
     let allowed = true;
     const got: LogItem[] = [];
-    await relay.follow('t', 0, (i) => got.push(i), () => Promise.resolve(allowed));
+    await relay.follow(
+      't',
+      0,
+      (i) => got.push(i),
+      () => Promise.resolve(allowed),
+    );
     await bus.append('t', [frame(1)]);
     await settle();
     expect(seqs(got)).toEqual([1]);

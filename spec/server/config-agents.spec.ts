@@ -25,7 +25,8 @@ afterEach(async () => {
 /** A plugin that brings a tool of its own. */
 const notesPlugin: RuntimePlugin = {
   name: 'notes',
-  register: (r) => r.registerTool(defineTool({ id: 'take_note', description: 'Takes a note', args: z.object({}), execute: () => ToolResults.success('take_note', null) })),
+  register: (r) =>
+    r.registerTool(defineTool({ id: 'take_note', description: 'Takes a note', args: z.object({}), execute: () => ToolResults.success('take_note', null) })),
 };
 
 /** A server of four agents: two local ones with their own tools, one delegating, one remote. */
@@ -42,7 +43,10 @@ async function serve(http: HttpOptions = {}) {
     .withAgentSpec({ id: 'writer', model: 'm', description: 'Writes reports', plugin_ids: ['notes'], excluded_tools: ['approve'] })
     .withAgentSpec({ id: 'reader', model: 'm', system_prompt: 'Reads files.\nCarefully.', allowed_tools: ['echo'] })
     .withAgentSpec({ id: 'lead', model: 'm', system_prompt: 'Leads.', allowed_tools: ['agent_run_*'], delegates: ['writer', 'far'] })
-    .withAgentSpec({ id: 'far', endpoint: { backend: 'a2a', base_url: 'https://user:pw-secret@reports.example/v1/a2a', auth: { type: 'bearer', token: 'remote-secret' } } })
+    .withAgentSpec({
+      id: 'far',
+      endpoint: { backend: 'a2a', base_url: 'https://user:pw-secret@reports.example/v1/a2a', auth: { type: 'bearer', token: 'remote-secret' } },
+    })
     .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   const registry = new RunRegistry(built.value, store);
@@ -60,7 +64,14 @@ const get = async (url: string, path: string, token?: string) => {
 const WRITER = { id: 'writer', description: 'Writes reports', model: 'm', plugin_ids: ['notes'], delegates: [], tools: ['echo', 'take_note'] };
 const READER = { id: 'reader', description: 'Reads files.', model: 'm', plugin_ids: [], delegates: [], tools: ['echo'] };
 const LEAD = { id: 'lead', description: 'Leads.', model: 'm', plugin_ids: [], delegates: ['writer', 'far'], tools: ['agent_run_far', 'agent_run_writer'] };
-const FAR = { id: 'far', description: 'far', model: '', plugin_ids: [], delegates: [], remote: { backend: 'a2a', base_url: 'https://user:[redacted]@reports.example/v1/a2a' } };
+const FAR = {
+  id: 'far',
+  description: 'far',
+  model: '',
+  plugin_ids: [],
+  delegates: [],
+  remote: { backend: 'a2a', base_url: 'https://user:[redacted]@reports.example/v1/a2a' },
+};
 
 describe('GET /v1/agents', () => {
   it('lists every agent the server runs, sorted by id, with its model, plugins and the tools it is offered; no prompt, no credential', async () => {
@@ -74,10 +85,16 @@ describe('GET /v1/agents', () => {
 
   it('pages with offset and limit; a bad one is a 400 naming it; an unknown agent is a 404', async () => {
     const url = await serve();
-    expect(await get(url, '/v1/agents?offset=1&limit=2')).toEqual({ status: 200, body: { items: [LEAD, READER], offset: 1, limit: 2, total: 4, has_more: true } });
+    expect(await get(url, '/v1/agents?offset=1&limit=2')).toEqual({
+      status: 200,
+      body: { items: [LEAD, READER], offset: 1, limit: 2, total: 4, has_more: true },
+    });
     expect(await get(url, '/v1/agents?offset=3&limit=2')).toEqual({ status: 200, body: { items: [WRITER], offset: 3, limit: 2, total: 4, has_more: false } });
     expect(await get(url, '/v1/agents?limit=ten')).toEqual({ status: 400, body: { error: 'limit must be an integer', code: 'invalid_query', field: 'limit' } });
-    expect(await get(url, '/v1/agents?offset=-')).toEqual({ status: 400, body: { error: 'offset must be an integer', code: 'invalid_query', field: 'offset' } });
+    expect(await get(url, '/v1/agents?offset=-')).toEqual({
+      status: 400,
+      body: { error: 'offset must be an integer', code: 'invalid_query', field: 'offset' },
+    });
     expect(await get(url, '/v1/agents/ghost')).toEqual({ status: 404, body: { error: 'agent not found: ghost', code: 'agent_not_found' } });
   });
 
@@ -105,7 +122,11 @@ describe('GET /v1/agents', () => {
   it('an agent created, changed or deleted through the config API is listed as the runtime runs it, at once', async () => {
     const url = await serve();
     const write = (method: string, path: string, body?: unknown) =>
-      fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', authorization: 'Bearer t' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      fetch(`${url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer t' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
     expect((await write('POST', '/v1/config/agents', { id: 'helper', model: 'm', plugin_ids: ['notes'], excluded_tools: ['echo'] })).status).toBe(201);
     const helper = { id: 'helper', description: 'helper', model: 'm', plugin_ids: ['notes'], delegates: [], tools: ['approve', 'take_note'] };
     expect((await get(url, '/v1/agents')).body.items!.map((a: { id: string }) => a.id)).toEqual(['far', 'helper', 'lead', 'reader', 'writer']);
@@ -117,7 +138,14 @@ describe('GET /v1/agents', () => {
   });
 
   it('with API tokens it is a read like the config reads: a credential is needed, and two principals see the same agents', async () => {
-    const url = await serve({ auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } });
+    const url = await serve({
+      auth: {
+        tokens: new Map([
+          [ALICE, 'alice'],
+          [BOB, 'bob'],
+        ]),
+      },
+    });
     const refused = { status: 401, body: { error: 'authentication required: Authorization: Bearer <token>', code: 'unauthorized', field: 'authorization' } };
     expect(await get(url, '/v1/agents')).toEqual(refused);
     expect(await get(url, '/v1/agents/writer')).toEqual(refused);

@@ -40,9 +40,18 @@ function exchangesOf(section: string): Exchange[] {
     const [request = '', ...requestRest] = sent;
     const [status = '', ...answerRest] = got;
     const [method = '', path = ''] = request.split(' ');
-    const headerOf = (rows: readonly string[]) => Object.fromEntries(rows.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]));
+    const headerOf = (rows: readonly string[]) =>
+      Object.fromEntries(rows.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]));
     const body = requestRest.find((l) => l.startsWith('{'));
-    return { method, path, headers: headerOf(requestRest), ...(body !== undefined ? { body } : {}), status, answerHeaders: headerOf(answerRest), answer: answerRest.find((l) => l.startsWith('{')) ?? '' };
+    return {
+      method,
+      path,
+      headers: headerOf(requestRest),
+      ...(body !== undefined ? { body } : {}),
+      status,
+      answerHeaders: headerOf(answerRest),
+      answer: answerRest.find((l) => l.startsWith('{')) ?? '',
+    };
   });
 }
 

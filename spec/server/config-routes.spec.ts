@@ -19,7 +19,14 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
   it('lists capabilities and reads the config namespaces', async () => {
     const s = testServer([]);
     const caps = await bodyJson(s.app.request('/v1/capabilities'));
-    expect(caps).toMatchObject({ agents: ['agent'], models: ['m'], providers: ['scripted'], tools: ['approve', 'echo'], store: 'memory', config_writes: false });
+    expect(caps).toMatchObject({
+      agents: ['agent'],
+      models: ['m'],
+      providers: ['scripted'],
+      tools: ['approve', 'echo'],
+      store: 'memory',
+      config_writes: false,
+    });
     const agents = await bodyJson(s.app.request('/v1/config/agents'));
     expect(agents.items.map((i: { id: string }) => i.id)).toEqual(['agent']);
     expect((await bodyJson(s.app.request('/v1/config/models/m'))).value).toMatchObject({ provider: 'scripted', model_name: 'scripted-model' });
@@ -46,7 +53,10 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
     // The answer docs/server.md → Config and capabilities shows, whole.
     const documented = /`(\{"error":"bogus_field: unknown field"[^`]*)`/.exec(readFileSync(join(import.meta.dirname, '../../docs/server.md'), 'utf8'))?.[1];
     expect(await bodyJson(bogus)).toEqual(JSON.parse(documented ?? 'null'));
-    const nested = await app.request('/v1/config/agents/x', put({ id: 'x', model: 'm', endpoint: { backend: 'a2a', base_url: 'https://reports.example.com/v1/a2a', tokn: 'x' } }, 'sekrit'));
+    const nested = await app.request(
+      '/v1/config/agents/x',
+      put({ id: 'x', model: 'm', endpoint: { backend: 'a2a', base_url: 'https://reports.example.com/v1/a2a', tokn: 'x' } }, 'sekrit'),
+    );
     expect(await bodyJson(nested)).toEqual({ error: 'endpoint.tokn: unknown field', code: 'invalid_request', field: 'endpoint.tokn' });
     expect((await app.request('/v1/config/agents/x')).status).toBe(404);
   });
@@ -69,7 +79,14 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
     expect(JSON.parse(parseSse(await run.text()).at(-1)?.data ?? '{}')).toMatchObject({ termination: { type: 'natural_end' } });
     expect(s.llm.requests[0]?.messages[0]).toMatchObject({ role: 'system', content: [{ type: 'text', text: 'I help.' }] });
     // A provider that a model then uses; deleting the model an agent needs is refused.
-    expect((await app.request('/v1/config/providers/local', put({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_API_KEY' }, 't'))).status).toBe(200);
+    expect(
+      (
+        await app.request(
+          '/v1/config/providers/local',
+          put({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_API_KEY' }, 't'),
+        )
+      ).status,
+    ).toBe(200);
     expect((await app.request('/v1/config/models/local-m', put({ provider: 'local', model_name: 'x' }, 't'))).status).toBe(200);
     expect((await app.request('/v1/config/models/m', { method: 'DELETE', headers: { authorization: 'Bearer t' } })).status).toBe(400);
     expect((await bodyJson(app.request('/v1/capabilities'))).agents).toEqual(['agent', 'helper']);
@@ -78,7 +95,11 @@ describe('config and capabilities (book: Config 与 Capabilities)', () => {
     const restarted = testServer([], { store });
     const again = createHttpApp({ runtime: restarted.runtime, store, registry: restarted.registry }, { savedConfig: saved, adminToken: 't', configGuard });
     expect((await bodyJson(again.request('/v1/capabilities'))).agents).toEqual(['agent', 'helper']);
-    expect((await bodyJson(again.request('/v1/config/providers/local', { headers: { authorization: 'Bearer t' } }))).value).toEqual({ kind: 'openai-compatible', base_url: 'http://127.0.0.1:9/v1', api_key_env: 'LOCAL_API_KEY' });
+    expect((await bodyJson(again.request('/v1/config/providers/local', { headers: { authorization: 'Bearer t' } }))).value).toEqual({
+      kind: 'openai-compatible',
+      base_url: 'http://127.0.0.1:9/v1',
+      api_key_env: 'LOCAL_API_KEY',
+    });
     // Saved documents are held to today's rules: without the pairing, the provider is left out, and said so.
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', format: 'json', write: (l) => void lines.push(l), now: () => 0 });
@@ -107,7 +128,10 @@ describe('mcp-servers: configured MCP servers become tools', () => {
     const remoteServer = await listen(remote.app, { port: 0 });
     try {
       const local = testServer([{ tool_calls: [{ id: 'c1', name: 'mcp__remote__agent', arguments: { message: 'hello' } }] }, { text: 'relayed' }]);
-      const app = createHttpApp({ runtime: local.runtime, store: local.store, registry: local.registry }, { adminToken: 't', configGuard: { outbound: new OutboundGuard() } });
+      const app = createHttpApp(
+        { runtime: local.runtime, store: local.store, registry: local.registry },
+        { adminToken: 't', configGuard: { outbound: new OutboundGuard() } },
+      );
       const unreachable = await app.request('/v1/config/mcp-servers/down', put({ url: 'http://127.0.0.1:9/v1/mcp' }, 't'));
       expect({ status: unreachable.status, body: await bodyJson(unreachable) }).toEqual({
         status: 400,
@@ -115,7 +139,10 @@ describe('mcp-servers: configured MCP servers become tools', () => {
       });
       // A server that is not an MCP one: said in the server's words, nothing of its answer repeated.
       const notMcp = await app.request('/v1/config/mcp-servers/nope', put({ url: `${remoteServer.url}/v1/nope` }, 't'));
-      expect(await bodyJson(notMcp)).toEqual({ error: `cannot reach MCP server 'nope' at ${remoteServer.url}/v1/nope: it answered HTTP 404, not as an MCP server`, code: 'config_rejected' });
+      expect(await bodyJson(notMcp)).toEqual({
+        error: `cannot reach MCP server 'nope' at ${remoteServer.url}/v1/nope: it answered HTTP 404, not as an MCP server`,
+        code: 'config_rejected',
+      });
       // The write connects to the server at once, and its answer says so, with the tools it found.
       const written = await app.request('/v1/config/mcp-servers/remote', put({ url: `${remoteServer.url}/v1/mcp` }, 't'));
       expect(await bodyJson(written)).toEqual({ id: 'remote', value: { url: `${remoteServer.url}/v1/mcp` }, connected: true, tools: ['mcp__remote__agent'] });
@@ -141,7 +168,10 @@ describe('credentials in the config: reads redact them, a read written back keep
 
   it('a literal token reads as [redacted] for everyone; written back as read, it keeps the token for the same origin only', async () => {
     const s = testServer([]);
-    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry }, { adminToken: 't', configGuard: { outbound: new OutboundGuard() } });
+    const app = createHttpApp(
+      { runtime: s.runtime, store: s.store, registry: s.registry },
+      { adminToken: 't', configGuard: { outbound: new OutboundGuard() } },
+    );
     expect((await app.request('/v1/config/agents/far', put(agent('http://127.0.0.1:7/v1/a2a', 'the-remote-token-123'), 't'))).status).toBe(200);
     const read = (await bodyJson(app.request('/v1/config/agents/far', { headers: { authorization: 'Bearer t' } }))).value;
     expect(read.endpoint.auth).toEqual({ type: 'bearer', token: '[redacted]' });
@@ -150,19 +180,30 @@ describe('credentials in the config: reads redact them, a read written back keep
     const moved = await app.request('/v1/config/agents/far', put({ ...read, endpoint: { ...read.endpoint, base_url: 'http://127.0.0.2:7/v1/a2a' } }, 't'));
     expect({ status: moved.status, body: await bodyJson(moved) }).toEqual({
       status: 400,
-      body: { error: "endpoint.auth.token: '[redacted]' stands for the token agent 'far' has, and it has none for http://127.0.0.2:7/v1/a2a", code: 'invalid_request', field: 'endpoint.auth.token' },
+      body: {
+        error: "endpoint.auth.token: '[redacted]' stands for the token agent 'far' has, and it has none for http://127.0.0.2:7/v1/a2a",
+        code: 'invalid_request',
+        field: 'endpoint.auth.token',
+      },
     });
   });
 
   it('a credential variable goes only to the origins the operator pairs it with (the words of docs/server.md)', async () => {
     const s = testServer([]);
-    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry }, { adminToken: 't', configGuard: { credentialOrigins: { REPORTS_API_KEY: ['https://reports.example/v1/a2a'] } } });
-    const far = { id: 'far', endpoint: { backend: 'a2a', base_url: 'https://elsewhere.example/v1/a2a', auth: { type: 'bearer', token_env: 'REPORTS_API_KEY' } } };
+    const app = createHttpApp(
+      { runtime: s.runtime, store: s.store, registry: s.registry },
+      { adminToken: 't', configGuard: { credentialOrigins: { REPORTS_API_KEY: ['https://reports.example/v1/a2a'] } } },
+    );
+    const far = {
+      id: 'far',
+      endpoint: { backend: 'a2a', base_url: 'https://elsewhere.example/v1/a2a', auth: { type: 'bearer', token_env: 'REPORTS_API_KEY' } },
+    };
     const r = await app.request('/v1/config/agents/far', put(far, 't'));
     expect({ status: r.status, body: await bodyJson(r) }).toEqual({
       status: 400,
       body: {
-        error: "endpoint.auth.token_env: 'REPORTS_API_KEY' is sent only to the origins the server's config names for it (https://reports.example), not to https://elsewhere.example",
+        error:
+          "endpoint.auth.token_env: 'REPORTS_API_KEY' is sent only to the origins the server's config names for it (https://reports.example), not to https://elsewhere.example",
         code: 'invalid_request',
         field: 'endpoint.auth.token_env',
       },
@@ -177,7 +218,11 @@ describe('credentials in the config: reads redact them, a read written back keep
     );
     const value = { kind: 'openai-compatible', base_url: 'http://user:pw-secret-1@127.0.0.1:9/v1?api_key=q-secret-2&x=1', api_key_env: 'LOCAL_API_KEY' };
     expect((await app.request('/v1/config/providers/local', put(value, 't'))).status).toBe(200);
-    expect((await bodyJson(app.request('/v1/config/providers/local'))).value).toEqual({ kind: 'openai-compatible', base_url: 'http://user:[redacted]@127.0.0.1:9/v1?api_key=[redacted]&x=1', api_key_env: '[redacted]' });
+    expect((await bodyJson(app.request('/v1/config/providers/local'))).value).toEqual({
+      kind: 'openai-compatible',
+      base_url: 'http://user:[redacted]@127.0.0.1:9/v1?api_key=[redacted]&x=1',
+      api_key_env: '[redacted]',
+    });
     expect((await bodyJson(app.request('/v1/config/providers/local', { headers: { authorization: 'Bearer t' } }))).value.api_key_env).toBe('LOCAL_API_KEY');
   });
 });

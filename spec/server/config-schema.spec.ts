@@ -45,7 +45,14 @@ const DOCS = {
     bad: [{ kind: 'openai-compatible' }, { kind: 'azure', base_url: 'http://127.0.0.1:9/v1' }, { kind: 'anthropic', base_url: 'not a url' }],
   },
   agents: {
-    good: { id: 'helper', model: 'local-x', system_prompt: 'I help.', plugin_ids: [], context_policy: { max_context_tokens: 4000 }, sections: { retry: { max_retries: 1 } } },
+    good: {
+      id: 'helper',
+      model: 'local-x',
+      system_prompt: 'I help.',
+      plugin_ids: [],
+      context_policy: { max_context_tokens: 4000 },
+      sections: { retry: { max_retries: 1 } },
+    },
     bad: [
       { id: 'helper', model: 'local-x', bogus_field: 1 },
       { id: 'helper', model: 'local-x', max_rounds: -1 },
@@ -104,6 +111,9 @@ describe('GET /v1/config/:namespace/$schema', () => {
     // Fields with defaults are what a writer may leave out: only `id` is required of an agent.
     expect((await bodyJson(fetch(`${url}/v1/config/agents/$schema`))).required).toEqual(['id']);
     const unknown = await fetch(`${url}/v1/config/nope/$schema`);
-    expect({ status: unknown.status, body: await unknown.json() }).toEqual({ status: 404, body: { error: 'unknown config namespace: nope (agents, models, providers, mcp-servers)', code: 'not_found' } });
+    expect({ status: unknown.status, body: await unknown.json() }).toEqual({
+      status: 404,
+      body: { error: 'unknown config namespace: nope (agents, models, providers, mcp-servers)', code: 'not_found' },
+    });
   });
 });

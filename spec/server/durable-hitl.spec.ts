@@ -109,7 +109,11 @@ describe('a run waiting for a decision survives its process', () => {
     expect(await store.getLease('k')).toBeUndefined();
     expect(await bodyJson(b.app.request('/v1/threads/k'))).toMatchObject({ active_run_id: runId, active_run_status: 'waiting' });
 
-    const follower = readFrames(await b.app.request('/v1/threads/k/stream'), (fs) => fs.some((f) => data(f).event_type === 'run_finish' && data(f).termination?.type === 'natural_end'), 5_000);
+    const follower = readFrames(
+      await b.app.request('/v1/threads/k/stream'),
+      (fs) => fs.some((f) => data(f).event_type === 'run_finish' && data(f).termination?.type === 'natural_end'),
+      5_000,
+    );
     expect((await b.app.request(`/v1/runs/${runId}/decision`, json({ toolCallId: 'c1', action: 'resume' }))).status).toBe(202);
     const events = (await follower).map(data);
     expect(events.filter((e) => e.event_type === 'run_start').map((e) => e.run_id)).toEqual([runId]);
@@ -153,7 +157,10 @@ describe('a run waiting for a decision survives its process', () => {
     expect(await store.getRun(runId)).toMatchObject({ status: 'running' });
     (b.runtime.env as DeterministicEnv).advance(TTL + 1);
     expect(await b.registry.sweepLeases()).toEqual([runId]);
-    expect(await store.getRun(runId)).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' } });
+    expect(await store.getRun(runId)).toMatchObject({
+      status: 'done',
+      termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' },
+    });
     release();
     await a.registry.shutdown({ graceMs: 1_000 });
   });
@@ -213,7 +220,10 @@ describe('a waiting run after a restart, with API tokens', () => {
       expect((await b.app.request(`/v1/runs/${runId}/decision`, as('bob-token-0123456789', { toolCallId: 'c1', action: 'resume' }))).status).toBe(404);
       expect((await b.app.request(`/v1/runs/${runId}/cancel`, as('bob-token-0123456789', {}))).status).toBe(404);
       expect(await store.getRun(runId)).toMatchObject({ status: 'waiting' });
-      expect(await bodyJson(b.app.request('/v1/threads/own', as('alice-token-0123456789')))).toMatchObject({ active_run_id: runId, active_run_status: 'waiting' });
+      expect(await bodyJson(b.app.request('/v1/threads/own', as('alice-token-0123456789')))).toMatchObject({
+        active_run_id: runId,
+        active_run_status: 'waiting',
+      });
       expect((await b.app.request(`/v1/runs/${runId}/decision`, as('alice-token-0123456789', { toolCallId: 'c1', action: 'resume' }))).status).toBe(202);
       await expect.poll(async () => (await store.getRun(runId))?.status).toBe('done');
     } finally {
@@ -240,7 +250,10 @@ describe('the official clients answer an approval across a server restart', () =
     const path = sqliteFile();
     const a = testServer(APPROVE, { store: new SqliteStore(path) });
     let server = await listen(a.app, { port: 0 });
-    const chat = new HeadlessChat('chat-r', new DefaultChatTransport<UIMessage>({ api: 'http://awaken.invalid/v1/ai-sdk/chat', fetch: relay(() => server.url) }));
+    const chat = new HeadlessChat(
+      'chat-r',
+      new DefaultChatTransport<UIMessage>({ api: 'http://awaken.invalid/v1/ai-sdk/chat', fetch: relay(() => server.url) }),
+    );
     await chat.sendMessage({ text: 'deploy it' });
     const part = chat.lastMessage?.parts.find((p) => p.type.startsWith('tool-')) as { state?: string; approval?: { id: string } } | undefined;
     expect(part?.state).toBe('approval-requested');
@@ -273,7 +286,10 @@ describe('the official clients answer an approval across a server restart', () =
     server = await listen(b.app, { port: 0 });
     try {
       agent.url = `${server.url}/v1/ag-ui/run`;
-      await agent.runAgent({ runId: 'client-run-2', resume: buildResumeArray(agent.pendingInterrupts, { 's-c1': { status: 'resolved', payload: { approved: true } } }) });
+      await agent.runAgent({
+        runId: 'client-run-2',
+        resume: buildResumeArray(agent.pendingInterrupts, { 's-c1': { status: 'resolved', payload: { approved: true } } }),
+      });
       expect(agent.pendingInterrupts).toEqual([]);
       const last = agent.messages.at(-1) as { role: string; content?: unknown };
       expect(last).toMatchObject({ role: 'assistant', content: 'Shipped after the restart.' });
@@ -286,7 +302,9 @@ describe('the official clients answer an approval across a server restart', () =
     const a2a = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const path = sqliteFile();
     const a = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'pay' } }] }], { store: new SqliteStore(path) });
-    const first = await bodyJson(a.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay the bill' }] } })));
+    const first = await bodyJson(
+      a.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay the bill' }] } })),
+    );
     expect(first.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     const { id: taskId, contextId } = first.task as { id: string; contextId: string };
     await a.registry.shutdown({ graceMs: 1_000 });
@@ -297,8 +315,18 @@ describe('the official clients answer an approval across a server restart', () =
       const shown = await bodyJson(b.app.request(`/v1/a2a/tasks/${taskId}`));
       expect(shown.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
       expect(JSON.stringify(shown.status.message)).toContain('s-c1');
-      const second = await bodyJson(b.app.request('/v1/a2a/message:send', a2a({ message: { messageId: 'u2', role: 'ROLE_USER', taskId, contextId, parts: [{ data: { approved: true } }] } })));
-      expect(second.task).toMatchObject({ id: taskId, contextId, status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ parts: [{ text: 'Paid after the restart.' }] }] });
+      const second = await bodyJson(
+        b.app.request(
+          '/v1/a2a/message:send',
+          a2a({ message: { messageId: 'u2', role: 'ROLE_USER', taskId, contextId, parts: [{ data: { approved: true } }] } }),
+        ),
+      );
+      expect(second.task).toMatchObject({
+        id: taskId,
+        contextId,
+        status: { state: 'TASK_STATE_COMPLETED' },
+        artifacts: [{ parts: [{ text: 'Paid after the restart.' }] }],
+      });
     } finally {
       await b.registry.shutdown();
       await b.store.close();
@@ -315,7 +343,10 @@ describe('the A2A SDK client answers an input-required task across a restart, ov
       const a = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'pay' } }] }], { store: new SqliteStore(path) });
       let server = await listen(a.app, { port: 0 });
       const before: Client = await factory.createFromUrl(server.url);
-      const first = (await before.sendMessage({ message: Message.fromJSON({ messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay the bill' }] }), tenant: '' } as never)) as Task;
+      const first = (await before.sendMessage({
+        message: Message.fromJSON({ messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay the bill' }] }),
+        tenant: '',
+      } as never)) as Task;
       expect(TaskState[first.status?.state ?? 0]).toBe('TASK_STATE_INPUT_REQUIRED');
       await stopProcess(a, server);
 
@@ -326,10 +357,19 @@ describe('the A2A SDK client answers an input-required task across a restart, ov
         const shown = await after.getTask({ id: first.id, tenant: '' } as never);
         expect(TaskState[shown.status?.state ?? 0]).toBe('TASK_STATE_INPUT_REQUIRED');
         expect(JSON.stringify(Message.toJSON(shown.status?.message as Message))).toContain('s-c1');
-        const answer = Message.fromJSON({ messageId: 'u2', role: 'ROLE_USER', taskId: first.id, contextId: first.contextId, parts: [{ data: { approved: true } }] });
+        const answer = Message.fromJSON({
+          messageId: 'u2',
+          role: 'ROLE_USER',
+          taskId: first.id,
+          contextId: first.contextId,
+          parts: [{ data: { approved: true } }],
+        });
         const done = (await after.sendMessage({ message: answer, tenant: '' } as never)) as Task;
         expect({ id: done.id, state: TaskState[done.status?.state ?? 0] }).toEqual({ id: first.id, state: 'TASK_STATE_COMPLETED' });
-        const text = (done.artifacts ?? []).flatMap((x) => x.parts).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+        const text = (done.artifacts ?? [])
+          .flatMap((x) => x.parts)
+          .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+          .join('');
         expect(text).toBe('Paid after the restart.');
       } finally {
         await stopProcess(b, server);
@@ -345,7 +385,11 @@ describe('two instances on PostgreSQL', () => {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
     await dropPrefix(prefix);
   });
-  async function instance(name: string, script: Parameters<typeof testServer>[0], wrap: (store: Store) => Store = (x) => x): Promise<TestServer & { readonly bus: PostgresBus }> {
+  async function instance(
+    name: string,
+    script: Parameters<typeof testServer>[0],
+    wrap: (store: Store) => Store = (x) => x,
+  ): Promise<TestServer & { readonly bus: PostgresBus }> {
     const store = PostgresStore.withPrefix(PG_URL, prefix);
     const bus = new PostgresBus(PG_URL, { prefix });
     opened.push(store, bus);
@@ -375,14 +419,17 @@ describe('two instances on PostgreSQL', () => {
     // C sweeps; the test holds its release of the lease it took over, so B sees a new holder meanwhile.
     let open: () => void = () => undefined;
     const gate = new Promise<void>((r) => (open = r));
-    const c = await instance('c2', [], (store) =>
-      new Proxy(store, {
-        get(target, key) {
-          if (key === 'releaseLease') return async (threadId: string, runId: string) => (await gate, target.releaseLease(threadId, runId));
-          const v = Reflect.get(target, key, target) as unknown;
-          return typeof v === 'function' ? (v as (...xs: unknown[]) => unknown).bind(target) : v;
-        },
-      }),
+    const c = await instance(
+      'c2',
+      [],
+      (store) =>
+        new Proxy(store, {
+          get(target, key) {
+            if (key === 'releaseLease') return async (threadId: string, runId: string) => (await gate, target.releaseLease(threadId, runId));
+            const v = Reflect.get(target, key, target) as unknown;
+            return typeof v === 'function' ? (v as (...xs: unknown[]) => unknown).bind(target) : v;
+          },
+        }),
     );
     const { runId } = await parkOn(a, 'dh3');
     await a.bus.close(); // A is gone: it neither hears the bus nor renews its lease

@@ -61,7 +61,10 @@ describe.each(Object.entries(stores))('the thread sequence after a restart: %s',
   it('a crash mid-run: the next run starts above every frame handed out, and a client holding one of them gets a resync first', async () => {
     const where = make();
     const g = gatedTool();
-    const a = testServer([{ text: ['before the tool'], tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'never' }], { store: where.open(), tools: [g.tool] });
+    const a = testServer([{ text: ['before the tool'], tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'never' }], {
+      store: where.open(),
+      tools: [g.tool],
+    });
     const r = await a.app.request('/v1/runs', userRun('go', 'crash'));
     const seen = await readFrames(r, (fs) => fs.some((f) => f.data.includes('tool_call_start')));
     const held = Math.max(...ids(seen));
@@ -83,5 +86,7 @@ describe.each(Object.entries(stores))('the thread sequence after a restart: %s',
 
 async function readFramesText(s: ReturnType<typeof testServer>, path: string): Promise<{ text: string }> {
   const frames = await readFrames(await s.app.request(path), (fs) => fs.length >= 1, 2000);
-  return { text: frames.map((f) => `${f.id !== undefined ? `id: ${f.id}\n` : ''}${f.event !== undefined ? `event: ${f.event}\n` : ''}data: ${f.data}\n\n`).join('') };
+  return {
+    text: frames.map((f) => `${f.id !== undefined ? `id: ${f.id}\n` : ''}${f.event !== undefined ? `event: ${f.event}\n` : ''}data: ${f.data}\n\n`).join(''),
+  };
 }

@@ -34,7 +34,11 @@ describe.each([
   afterAll(async () => {
     await h.stop();
   });
-  const post = (body: string): RequestInit => ({ method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' }, body });
+  const post = (body: string): RequestInit => ({
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' },
+    body,
+  });
   const mounted = async (path: string, init: RequestInit): Promise<[number, unknown]> => {
     const r = await fetch(`${h.url}${path}`, init);
     expect(r.headers.get('content-type')).toMatch(/^application\/json/);
@@ -44,7 +48,10 @@ describe.each([
   it('malformed JSON: the 400 awaken serve gives', async () => {
     const body = '{"messages": [';
     expect(await mounted('/v1/runs', post(body))).toEqual(await served('/v1/runs', post(body)));
-    expect(await mounted('/v1/runs', post(body))).toEqual([400, { error: 'malformed JSON: Unexpected end of JSON input', code: 'invalid_json', field: '(body)' }]);
+    expect(await mounted('/v1/runs', post(body))).toEqual([
+      400,
+      { error: 'malformed JSON: Unexpected end of JSON input', code: 'invalid_json', field: '(body)' },
+    ]);
   });
 
   it('a field the API does not know: the 400 naming it', async () => {
@@ -70,16 +77,31 @@ describe('express.json() with its own, smaller limit before the mount', () => {
   });
 
   it("refuses what the parser refused in the API's JSON (awaken.nodeErrors), naming the parser's limit", async () => {
-    const r = await fetch(`${h.url}/v1/runs`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(2000) }] }) });
+    const r = await fetch(`${h.url}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(2000) }] }),
+    });
     expect([r.status, await jsonOf(r)]).toEqual([413, { error: 'request body larger than 1024 bytes', code: 'body_too_large', field: '(body)' }]);
   });
 
   it('refuses a charset or a content encoding the parser does not take in the API’s JSON, naming the header', async () => {
-    const send = (headers: Record<string, string>) => fetch(`${h.url}/v1/threads`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json', ...headers }, body: '{}' });
+    const send = (headers: Record<string, string>) =>
+      fetch(`${h.url}/v1/threads`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
     const charset = await send({ 'content-type': 'application/json; charset=latin1' });
-    expect([charset.status, await jsonOf(charset)]).toEqual([415, { error: 'unsupported charset "LATIN1"', code: 'unsupported_media_type', field: 'content-type' }]);
+    expect([charset.status, await jsonOf(charset)]).toEqual([
+      415,
+      { error: 'unsupported charset "LATIN1"', code: 'unsupported_media_type', field: 'content-type' },
+    ]);
     const encoding = await send({ 'content-encoding': 'compress' });
-    expect([encoding.status, await jsonOf(encoding)]).toEqual([415, { error: 'unsupported content encoding "compress"', code: 'unsupported_media_type', field: 'content-encoding' }]);
+    expect([encoding.status, await jsonOf(encoding)]).toEqual([
+      415,
+      { error: 'unsupported content encoding "compress"', code: 'unsupported_media_type', field: 'content-encoding' },
+    ]);
   });
 
   it("leaves the host's errors elsewhere to the host", async () => {
@@ -98,7 +120,11 @@ describe('a parser that keeps the raw bytes (express.json with verify → req.ra
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     try {
-      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${BASE}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"id":"kept-raw","title":"caf\\u00e9"}' });
+      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${BASE}/v1/threads`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"id":"kept-raw","title":"caf\\u00e9"}',
+      });
       expect([r.status, await jsonOf(r)]).toMatchObject([201, { id: 'kept-raw', title: 'café' }]);
     } finally {
       await awaken.close();

@@ -30,14 +30,23 @@ async function refusal(options: unknown): Promise<[string, string]> {
 describe('createAwaken options', () => {
   it('refuses an unknown option, naming it', async () => {
     expect(await refusal({ app: twoAgents(), store: 'memory', mountPath: '/api' })).toEqual(['mountPath', 'createAwaken: mountPath: unknown field']);
-    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: {}, admin: 'x' } })).toEqual(['auth.admin', 'createAwaken: auth.admin: unknown field']);
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: {}, admin: 'x' } })).toEqual([
+      'auth.admin',
+      'createAwaken: auth.admin: unknown field',
+    ]);
   });
 
   it('refuses a missing app or store, and a store spelling it does not know', async () => {
     expect(await refusal({ store: 'memory' })).toEqual(['app', 'createAwaken: app: an app is required: defineApp({ agents, … })']);
-    expect(await refusal({ app: twoAgents() })).toEqual(['store', 'createAwaken: store: a store spelling (memory, sqlite:PATH, file:DIR, postgres://…) or a store is required']);
+    expect(await refusal({ app: twoAgents() })).toEqual([
+      'store',
+      'createAwaken: store: a store spelling (memory, sqlite:PATH, file:DIR, postgres://…) or a store is required',
+    ]);
     expect(await refusal({ app: twoAgents(), store: 'postgres://[bad' })).toEqual(['store', 'createAwaken: store: Invalid URL']);
-    expect(await refusal({ app: twoAgents(), store: 'redis://x' })).toEqual(['store', "createAwaken: store: unknown store 'redis://x': use memory, sqlite:PATH, file:DIR or postgres://…"]);
+    expect(await refusal({ app: twoAgents(), store: 'redis://x' })).toEqual([
+      'store',
+      "createAwaken: store: unknown store 'redis://x': use memory, sqlite:PATH, file:DIR or postgres://…",
+    ]);
   });
 
   it('refuses an app field that is wrong, naming it under app', async () => {
@@ -46,15 +55,30 @@ describe('createAwaken options', () => {
   });
 
   it('refuses a mount path that is not one, a short token, an origin that is not one', async () => {
-    expect(await refusal({ app: twoAgents(), store: 'memory', basePath: 'api' })).toEqual(['basePath', "createAwaken: basePath: 'api' is not a mount path: /segment[/segment…] of letters, digits and . _ ~ -"]);
+    expect(await refusal({ app: twoAgents(), store: 'memory', basePath: 'api' })).toEqual([
+      'basePath',
+      "createAwaken: basePath: 'api' is not a mount path: /segment[/segment…] of letters, digits and . _ ~ -",
+    ]);
     expect((await refusal({ app: twoAgents(), store: 'memory', basePath: '/api/../x' }))[0]).toBe('basePath');
-    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: { short: 'alice' } } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: a token is at least 16 characters']);
-    expect(await refusal({ app: twoAgents(), store: 'memory', corsOrigins: ['example.com'] })).toEqual(['corsOrigins', "createAwaken: corsOrigins: not an origin: 'example.com' (expected scheme://host[:port], or *)"]);
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: { short: 'alice' } } })).toEqual([
+      'auth.tokens',
+      'createAwaken: auth.tokens: a token is at least 16 characters',
+    ]);
+    expect(await refusal({ app: twoAgents(), store: 'memory', corsOrigins: ['example.com'] })).toEqual([
+      'corsOrigins',
+      "createAwaken: corsOrigins: not an origin: 'example.com' (expected scheme://host[:port], or *)",
+    ]);
   });
 
   it('refuses an empty token list (tokens read from unset variables would leave every thread open)', async () => {
-    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: {} } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)']);
-    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: new Map() } })).toEqual(['auth.tokens', 'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)']);
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: {} } })).toEqual([
+      'auth.tokens',
+      'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)',
+    ]);
+    expect(await refusal({ app: twoAgents(), store: 'memory', auth: { tokens: new Map() } })).toEqual([
+      'auth.tokens',
+      'createAwaken: auth.tokens: at least one token is required (without auth, leave auth out)',
+    ]);
   });
 
   it('refuses a host beyond this machine without tokens, as awaken serve refuses a public address; insecure or tokens allow it', async () => {
@@ -62,7 +86,11 @@ describe('createAwaken options', () => {
       'auth',
       'createAwaken: auth: allowedHosts names app.example.com, * without tokens: anyone reaching it could read and drive every thread; give auth.tokens, or insecure: true',
     ]);
-    for (const extra of [{ allowedHosts: ['app.example.com'], insecure: true }, { allowedHosts: ['app.example.com'], auth: { tokens: { [TOKENS.alice]: 'alice' } } }, { allowedHosts: ['127.0.0.2', 'LOCALHOST'] }] as const) {
+    for (const extra of [
+      { allowedHosts: ['app.example.com'], insecure: true },
+      { allowedHosts: ['app.example.com'], auth: { tokens: { [TOKENS.alice]: 'alice' } } },
+      { allowedHosts: ['127.0.0.2', 'LOCALHOST'] },
+    ] as const) {
       const awaken = await createAwaken({ app: twoAgents(), store: 'memory', ...extra });
       expect(awaken.basePath).toBe('');
       await awaken.close();
@@ -70,7 +98,13 @@ describe('createAwaken options', () => {
   });
 
   it('normalises a mount path: a trailing slash dropped, the root as empty', () => {
-    expect([basePathOf(undefined), basePathOf(''), basePathOf('/'), basePathOf('/api/awaken/'), basePathOf('/v1.2/a_b~c-d')]).toEqual(['', '', '', '/api/awaken', '/v1.2/a_b~c-d']);
+    expect([basePathOf(undefined), basePathOf(''), basePathOf('/'), basePathOf('/api/awaken/'), basePathOf('/v1.2/a_b~c-d')]).toEqual([
+      '',
+      '',
+      '',
+      '/api/awaken',
+      '/v1.2/a_b~c-d',
+    ]);
   });
 });
 
@@ -82,21 +116,38 @@ describe('the Fetch handler', () => {
       const health = await awaken.fetch(new Request('http://localhost/api/awaken/health'));
       expect([health.status, await health.json()]).toEqual([200, { status: 'healthy', components: { store: 'ok', runtime: 'ok' } }]);
       const outside = await awaken.fetch(new Request('http://localhost/health'));
-      expect([outside.status, await outside.json()]).toEqual([404, { error: 'no route: GET /health (this handler serves under /api/awaken)', code: 'not_found' }]);
+      expect([outside.status, await outside.json()]).toEqual([
+        404,
+        { error: 'no route: GET /health (this handler serves under /api/awaken)', code: 'not_found' },
+      ]);
       const prefix = await awaken.fetch(new Request('http://localhost/api/awakened/health'));
       expect(prefix.status).toBe(404);
       // A route the A2A binding does not have names the path as it was asked for, mount and all.
       const a2a = await awaken.fetch(new Request('http://localhost/api/awaken/v1/a2a/concierge/nothing'));
-      expect([a2a.status, ((await a2a.json()) as { error: { message: string } }).error.message]).toEqual([404, 'no A2A route: GET /api/awaken/v1/a2a/concierge/nothing']);
+      expect([a2a.status, ((await a2a.json()) as { error: { message: string } }).error.message]).toEqual([
+        404,
+        'no A2A route: GET /api/awaken/v1/a2a/concierge/nothing',
+      ]);
       const mcp = await awaken.fetch(
         new Request('http://localhost/api/awaken/v1/mcp', {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '1' } } }),
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '1' } },
+          }),
         }),
       );
       expect([mcp.status, /"serverInfo":\{"name":"awaken-mcp"/.test(await mcp.text())]).toEqual([200, true]);
-      const run = await awaken.fetch(new Request('http://localhost/api/awaken/v1/threads', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 't-1' }) }));
+      const run = await awaken.fetch(
+        new Request('http://localhost/api/awaken/v1/threads', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ id: 't-1' }),
+        }),
+      );
       expect([run.status, ((await run.json()) as { id: string }).id]).toEqual([201, 't-1']);
     } finally {
       await awaken.close();
@@ -107,7 +158,9 @@ describe('the Fetch handler', () => {
     const awaken = await createAwaken({ app: twoAgents(), store: 'memory' });
     try {
       expect(awaken.basePath).toBe('');
-      const card = (await (await awaken.fetch(new Request('http://localhost/.well-known/agent-card.json'))).json()) as { supportedInterfaces: { url: string }[] };
+      const card = (await (await awaken.fetch(new Request('http://localhost/.well-known/agent-card.json'))).json()) as {
+        supportedInterfaces: { url: string }[];
+      };
       expect(card.supportedInterfaces.map((i) => i.url)).toEqual(['http://localhost/v1/a2a/concierge', 'http://localhost/v1/a2a/concierge/jsonrpc']);
     } finally {
       await awaken.close();
@@ -122,10 +175,17 @@ describe('the Node handler in node:http', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const created = await fetch(`${url}/agents/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'plain-node' }) });
+      const created = await fetch(`${url}/agents/v1/threads`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'plain-node' }),
+      });
       expect([created.status, ((await created.json()) as { id: string }).id]).toEqual([201, 'plain-node']);
       const outside = await fetch(`${url}/v1/threads`);
-      expect([outside.status, await outside.json()]).toEqual([404, { error: 'no route: GET /v1/threads (this handler serves under /agents)', code: 'not_found' }]);
+      expect([outside.status, await outside.json()]).toEqual([
+        404,
+        { error: 'no route: GET /v1/threads (this handler serves under /agents)', code: 'not_found' },
+      ]);
     } finally {
       await awaken.close();
       server.closeAllConnections();
@@ -176,10 +236,26 @@ describe('behind a body parser', () => {
 
 describe('behind a proxy (trustProxy)', () => {
   it("names the proxy's public address and the mount path in the agent card", async () => {
-    const awaken = await createAwaken({ app: twoAgents(), store: 'memory', basePath: BASE, trustProxy: true, auth: { tokens: { [TOKENS.alice]: 'alice' } }, allowedHosts: ['agents.example.com'] });
+    const awaken = await createAwaken({
+      app: twoAgents(),
+      store: 'memory',
+      basePath: BASE,
+      trustProxy: true,
+      auth: { tokens: { [TOKENS.alice]: 'alice' } },
+      allowedHosts: ['agents.example.com'],
+    });
     try {
-      const card = (await (await awaken.fetch(new Request(`http://127.0.0.1${BASE}/.well-known/agent-card.json`, { headers: { 'x-forwarded-host': 'agents.example.com', 'x-forwarded-proto': 'https' } }))).json()) as { supportedInterfaces: { url: string }[] };
-      expect(card.supportedInterfaces.map((i) => i.url)).toEqual([`https://agents.example.com${BASE}/v1/a2a/concierge`, `https://agents.example.com${BASE}/v1/a2a/concierge/jsonrpc`]);
+      const card = (await (
+        await awaken.fetch(
+          new Request(`http://127.0.0.1${BASE}/.well-known/agent-card.json`, {
+            headers: { 'x-forwarded-host': 'agents.example.com', 'x-forwarded-proto': 'https' },
+          }),
+        )
+      ).json()) as { supportedInterfaces: { url: string }[] };
+      expect(card.supportedInterfaces.map((i) => i.url)).toEqual([
+        `https://agents.example.com${BASE}/v1/a2a/concierge`,
+        `https://agents.example.com${BASE}/v1/a2a/concierge/jsonrpc`,
+      ]);
     } finally {
       await awaken.close();
     }
@@ -190,14 +266,23 @@ describe('start-up on a store of its own', () => {
   it('marks a run a previous process left unfinished as interrupted, and says so', async () => {
     const store = new MemoryStore();
     const before = await createAwaken({ app: twoAgents(), store });
-    const r = await before.fetch(new Request('http://localhost/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'slow', threadId: 'left', messages: [{ role: 'user', content: 'go' }] }) }));
+    const r = await before.fetch(
+      new Request('http://localhost/v1/runs', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ agentId: 'slow', threadId: 'left', messages: [{ role: 'user', content: 'go' }] }),
+      }),
+    );
     const runId = r.headers.get('x-awaken-run-id') as string;
     await readUntil(r, (t) => t.includes('"text_delta"'));
     // As if that process had died: another starts on the store while the run is unfinished in it.
     const warned: string[] = [];
     const after = await createAwaken({ app: twoAgents(), store, logger: { ...silentLogger, warn: (m) => void warned.push(m) } });
     try {
-      expect(await store.getRun(runId)).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted: the server stopped while the run was running' } });
+      expect(await store.getRun(runId)).toMatchObject({
+        status: 'done',
+        termination: { type: 'error', value: 'interrupted: the server stopped while the run was running' },
+      });
       expect(warned).toEqual(['marked 1 run(s) left unfinished by a previous process as interrupted']);
     } finally {
       await after.close();
@@ -212,7 +297,13 @@ describe('close()', () => {
     const awaken = await createAwaken({ app: twoAgents(), store });
     await awaken.close();
     await awaken.close();
-    const r = await awaken.fetch(new Request('http://localhost/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) }));
+    const r = await awaken.fetch(
+      new Request('http://localhost/v1/runs', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+      }),
+    );
     expect([r.status, ((await r.json()) as { code: string }).code]).toEqual([503, 'shutting_down']);
     expect((await store.listThreads({ offset: 0, limit: 1 })).total).toBe(0);
   });
@@ -220,7 +311,9 @@ describe('close()', () => {
 
 describe("the studio page's mount path", () => {
   it('is a meta tag after the charset (nothing inline for the policy to allow), escaped', () => {
-    expect(withBasePath('<!doctype html><html><head><meta charset="utf-8" /><title>x</title>', '/api/awaken')).toBe('<!doctype html><html><head><meta charset="utf-8" /><meta name="awaken-base-path" content="/api/awaken" /><title>x</title>');
+    expect(withBasePath('<!doctype html><html><head><meta charset="utf-8" /><title>x</title>', '/api/awaken')).toBe(
+      '<!doctype html><html><head><meta charset="utf-8" /><meta name="awaken-base-path" content="/api/awaken" /><title>x</title>',
+    );
     expect(withBasePath('<!doctype html><title>x</title>', '')).toBe('<!doctype html><meta name="awaken-base-path" content="" /><title>x</title>');
     expect(withBasePath('<head>', '/"><script>')).toBe('<head><meta name="awaken-base-path" content="/&quot;&gt;&lt;script&gt;" />');
   });

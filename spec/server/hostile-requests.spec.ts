@@ -19,7 +19,10 @@ const configDir = mkdtempSync(join(tmpdir(), 'awaken-hostile-'));
 beforeAll(async () => {
   writeFileSync(join(configDir, 'plain.yaml'), 'server: { store: memory }\n');
   writeFileSync(join(configDir, 'proxied.yaml'), 'server: { store: memory, trust_proxy: true }\n');
-  [server, trusting] = await Promise.all([startServe(['--config', join(configDir, 'plain.yaml'), '--log-format', 'json']), startServe(['--config', join(configDir, 'proxied.yaml')])]);
+  [server, trusting] = await Promise.all([
+    startServe(['--config', join(configDir, 'plain.yaml'), '--log-format', 'json']),
+    startServe(['--config', join(configDir, 'proxied.yaml')]),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([server?.stop(), trusting?.stop()]);
@@ -27,7 +30,8 @@ afterAll(async () => {
 
 /** `depth` arrays one inside the other around `1`. */
 const nested = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
-const post = (path: string, body: string): Promise<Response> => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const post = (path: string, body: string): Promise<Response> =>
+  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 /** The server's JSON log lines so far. */
 const logLines = (): Record<string, unknown>[] =>
   server
@@ -52,12 +56,18 @@ describe('a JSON body nested deeper than 128 levels', () => {
         details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: '(body)', description: TOO_DEEP }] }],
       },
     });
-    const rpc = await post('/v1/a2a/jsonrpc', `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"data":${nested(5000)}}]}}}`);
+    const rpc = await post(
+      '/v1/a2a/jsonrpc',
+      `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"data":${nested(5000)}}]}}}`,
+    );
     expect(await rpc.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${TOO_DEEP}` } });
     const rest: [string, string][] = [
       ['/v1/runs', `{"messages":[{"role":"user","content":[{"type":"text","text":"x"}],"metadata":${nested(5000)}}]}`],
       ['/v1/ai-sdk/chat', `{"id":"t1","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"hi"}],"metadata":${nested(200)}}]}`],
-      ['/v1/ag-ui/run', `{"threadId":"t2","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}],"tools":[],"context":[],"state":${nested(129)},"forwardedProps":{}}`],
+      [
+        '/v1/ag-ui/run',
+        `{"threadId":"t2","runId":"r","messages":[{"id":"u","role":"user","content":"hi"}],"tools":[],"context":[],"state":${nested(129)},"forwardedProps":{}}`,
+      ],
       ['/v1/threads', `{"id":${nested(100_000)}}`],
       ['/v1/inspector/replay', `{"transcript":${nested(300)}}`],
     ];
@@ -73,7 +83,11 @@ describe('a JSON body nested deeper than 128 levels', () => {
 
   it('a body exactly 128 levels deep is read', async () => {
     // Four levels of envelope ({message: {parts: [{data: …}]}}) around the data part.
-    const at = (depth: number) => post('/v1/a2a/message:send', `{"message":{"messageId":"d${depth}","role":"ROLE_USER","parts":[{"data":${nested(depth)}}]},"configuration":{"returnImmediately":true}}`);
+    const at = (depth: number) =>
+      post(
+        '/v1/a2a/message:send',
+        `{"message":{"messageId":"d${depth}","role":"ROLE_USER","parts":[{"data":${nested(depth)}}]},"configuration":{"returnImmediately":true}}`,
+      );
     expect((await at(124)).status).toBe(200);
     expect((await at(125)).status).toBe(400);
   });
@@ -131,7 +145,10 @@ describe('the public agent card behind a proxy', () => {
   });
 
   it('with server.trust_proxy: true the card is the proxy’s (its first host, http or https only)', async () => {
-    const card = await cardAt(`${trusting.url}/.well-known/agent-card.json`, { 'x-forwarded-host': 'api.example, proxy.internal', 'x-forwarded-proto': 'https' });
+    const card = await cardAt(`${trusting.url}/.well-known/agent-card.json`, {
+      'x-forwarded-host': 'api.example, proxy.internal',
+      'x-forwarded-proto': 'https',
+    });
     expect(urlsOf(card)).toEqual(['https://api.example/v1/a2a/demo', 'https://api.example/v1/a2a/demo/jsonrpc', 'https://api.example']);
     const odd = await cardAt(`${trusting.url}/.well-known/agent-card.json`, { 'x-forwarded-host': 'a b/c', 'x-forwarded-proto': 'javascript' });
     expect(urlsOf(odd)).toEqual([`${trusting.url}/v1/a2a/demo`, `${trusting.url}/v1/a2a/demo/jsonrpc`, trusting.url]);
@@ -140,6 +157,10 @@ describe('the public agent card behind a proxy', () => {
   it('server.trust_proxy must be a boolean: one line naming it', async () => {
     const file = join(configDir, 'bad.yaml');
     writeFileSync(file, 'server: { trust_proxy: "yes" }\n');
-    expect(await cli('serve', '--config', file)).toEqual({ code: 65, out: '', err: `awaken serve: ${file}: server.trust_proxy: Invalid input: expected boolean, received string\n` });
+    expect(await cli('serve', '--config', file)).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken serve: ${file}: server.trust_proxy: Invalid input: expected boolean, received string\n`,
+    });
   });
 });

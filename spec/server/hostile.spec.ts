@@ -25,7 +25,9 @@ describe('requests a page on another site could send without a preflight', () =>
     const s = testServer([]);
     expect((await s.app.request('/v1/runs/r1/cancel', { method: 'POST', headers: { 'content-type': 'application/json' } })).status).toBe(404);
     expect((await s.app.request('/v1/runs/r1/cancel', { method: 'POST', headers: { 'x-awaken-request': '1' } })).status).toBe(404);
-    expect((await s.app.request('/v1/runs/r1/cancel', { method: 'POST', headers: { 'content-type': 'application/vnd.api+json; charset=utf-8' } })).status).toBe(404);
+    expect((await s.app.request('/v1/runs/r1/cancel', { method: 'POST', headers: { 'content-type': 'application/vnd.api+json; charset=utf-8' } })).status).toBe(
+      404,
+    );
   });
 });
 
@@ -47,9 +49,13 @@ describe('following a thread', () => {
 });
 
 describe('what an admin can make the server do', () => {
-  const put = (body: unknown): RequestInit => ({ method: 'PUT', headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token' }, body: JSON.stringify(body) });
+  const put = (body: unknown): RequestInit => ({
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer admin-token' },
+    body: JSON.stringify(body),
+  });
 
-  it('a provider\'s api_key_env must match the allow-list (default *_API_KEY): the admin token cannot be sent to any URL', async () => {
+  it("a provider's api_key_env must match the allow-list (default *_API_KEY): the admin token cannot be sent to any URL", async () => {
     const s = testServer([], { http: { adminToken: 'admin-token' } });
     for (const name of ['AWAKEN_ADMIN_TOKEN', 'PATH', 'DATABASE_URL', 'X_API_KEY_OR_NOT', 'lower_api_key']) {
       const r = await s.app.request('/v1/config/providers/evil', put({ kind: 'openai-compatible', base_url: 'http://evil.example/v1', api_key_env: name }));
@@ -58,7 +64,9 @@ describe('what an admin can make the server do', () => {
     }
     expect((await s.app.request('/v1/config/providers/ok', put({ kind: 'anthropic', api_key_env: 'ANTHROPIC_API_KEY' }))).status).toBe(200);
     // A variable the allow-list admits goes only where the operator pairs it (spec/cli/serve-outbound.spec.ts).
-    const custom = testServer([], { http: { adminToken: 'admin-token', apiKeyEnvAllow: ['LOCAL_*'], configGuard: { credentialOrigins: { LOCAL_KEY: ['https://api.anthropic.com'] } } } });
+    const custom = testServer([], {
+      http: { adminToken: 'admin-token', apiKeyEnvAllow: ['LOCAL_*'], configGuard: { credentialOrigins: { LOCAL_KEY: ['https://api.anthropic.com'] } } },
+    });
     expect((await custom.app.request('/v1/config/providers/l', put({ kind: 'anthropic', api_key_env: 'LOCAL_KEY' }))).status).toBe(200);
     expect((await custom.app.request('/v1/config/providers/m', put({ kind: 'anthropic', api_key_env: 'OPENAI_API_KEY' }))).status).toBe(400);
   });

@@ -4,13 +4,21 @@ import type { JsonValue } from '../../src/contract/json.ts';
 import { MAX_JSON_DEPTH, nestsDeeper } from '../../src/server/http-support.ts';
 
 /** How deep arrays and objects nest in a value: 0 for a scalar, 1 for `[]` or `{}`. */
-const depthOf = (v: JsonValue): number => (typeof v !== 'object' || v === null ? 0 : 1 + Math.max(0, ...(Array.isArray(v) ? v : Object.values(v)).map(depthOf)));
+const depthOf = (v: JsonValue): number =>
+  typeof v !== 'object' || v === null ? 0 : 1 + Math.max(0, ...(Array.isArray(v) ? v : Object.values(v)).map(depthOf));
 
 describe('the depth bound of JSON bodies', () => {
   it('nestsDeeper(JSON text of v, d) exactly when v nests deeper than d, however it is spaced, brackets and quotes in strings included', () => {
     const text = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', ' ', '\u00e9') });
     const value = fc.letrec<{ v: JsonValue }>((tie) => ({
-      v: fc.oneof({ depthSize: 'small', withCrossShrink: true }, fc.constant(null), fc.integer(), text, fc.array(tie('v'), { maxLength: 3 }), fc.dictionary(text, tie('v'), { maxKeys: 3 })),
+      v: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.constant(null),
+        fc.integer(),
+        text,
+        fc.array(tie('v'), { maxLength: 3 }),
+        fc.dictionary(text, tie('v'), { maxKeys: 3 }),
+      ),
     })).v;
     fc.assert(
       fc.property(value, fc.integer({ min: 0, max: 8 }), fc.boolean(), (v, d, spaced) => {

@@ -106,7 +106,10 @@ describe('run registry over HTTP', () => {
 
   it('supersede: the old run ends cancelled (never error), the new one runs', async () => {
     const g = gatedTool();
-    const s = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'old' } }] }, { text: 'new answer' }], { tools: [g.tool], registry: { policy: 'supersede' } });
+    const s = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'old' } }] }, { text: 'new answer' }], {
+      tools: [g.tool],
+      registry: { policy: 'supersede' },
+    });
     const first = await s.app.request('/v1/runs', userRun('go', { threadId: 'sup' }));
     while (g.started.length === 0) await new Promise((r) => setTimeout(r, 1));
     const secondP = s.app.request('/v1/runs', userRun('instead', { threadId: 'sup' }));
@@ -135,7 +138,10 @@ describe('run registry over HTTP', () => {
     const decided = await s.app.request(`/v1/runs/${runId}/decision`, json({ toolCallId: 'c1', action: 'resume', payload: { ok: true } }));
     expect(decided.status).toBe(202);
     // The run resumes in the background; the thread stream from the start holds both segments.
-    const all = await readFrames(await s.app.request('/v1/threads/hitl/stream?since=0'), (fs) => fs.filter((f) => JSON.parse(f.data).event_type === 'run_finish').length === 2);
+    const all = await readFrames(
+      await s.app.request('/v1/threads/hitl/stream?since=0'),
+      (fs) => fs.filter((f) => JSON.parse(f.data).event_type === 'run_finish').length === 2,
+    );
     const ids = all.map((f) => Number(f.id));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
     const starts = all.filter((f) => JSON.parse(f.data).event_type === 'run_start').map((f) => JSON.parse(f.data).run_id);

@@ -77,16 +77,19 @@ describe('fullCollection', () => {
     const script = [
       "const { fullCollection } = await import('./src/server/idle-collector.ts');",
       "const { runInNewContext } = await import('node:vm');",
-      "const before = typeof globalThis.gc;",
-      "const gc = fullCollection();",
-      "let garbage = { big: new Array(1_000_000).fill(0) };",
-      "const ref = new WeakRef(garbage);",
-      "garbage = undefined;",
-      "await new Promise((r) => setImmediate(r));",
-      "gc();",
+      'const before = typeof globalThis.gc;',
+      'const gc = fullCollection();',
+      'let garbage = { big: new Array(1_000_000).fill(0) };',
+      'const ref = new WeakRef(garbage);',
+      'garbage = undefined;',
+      'await new Promise((r) => setImmediate(r));',
+      'gc();',
       "console.log(JSON.stringify({ before, gc: typeof gc, freed: ref.deref() === undefined, other: runInNewContext('typeof gc') }));",
     ].join('\n');
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: repo, env: { ...process.env, NODE_OPTIONS: '' } }).toString();
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: repo,
+      env: { ...process.env, NODE_OPTIONS: '' },
+    }).toString();
     expect(JSON.parse(out.trim().split('\n').at(-1) as string)).toEqual({ before: 'undefined', gc: 'function', freed: true, other: 'undefined' });
   });
 });

@@ -9,11 +9,22 @@ import type { WaitingCall } from '../../src/server/run-registry.ts';
 
 const id = fc.constantFrom('u1', 'u2', 'u3', 'a1', 'a2', 't1', 'x');
 const callId = fc.constantFrom('c1', 'c2', 'c3', 'c4');
-const stored = fc.uniqueArray(id, { maxLength: 5 }).map((ids) => ids.map((i): Message => (i.startsWith('u') ? Messages.user(i, { id: i }) : Messages.assistant(i, { id: i }))));
-const waitingCalls = fc.uniqueArray(callId, { maxLength: 3 }).map((ids) =>
-  ids.map((c): WaitingCall => ({ callId: c, name: `tool_${c}`, arguments: {}, messageId: 'm', suspension: { id: `s-${c}`, action: 'confirm' } })),
-);
-const candidate = fc.record({ target: fc.oneof(callId, callId.map((c) => `s-${c}`)), action: fc.constantFrom('resume' as const, 'cancel' as const), n: fc.nat(9) });
+const stored = fc
+  .uniqueArray(id, { maxLength: 5 })
+  .map((ids) => ids.map((i): Message => (i.startsWith('u') ? Messages.user(i, { id: i }) : Messages.assistant(i, { id: i }))));
+const waitingCalls = fc
+  .uniqueArray(callId, { maxLength: 3 })
+  .map((ids) =>
+    ids.map((c): WaitingCall => ({ callId: c, name: `tool_${c}`, arguments: {}, messageId: 'm', suspension: { id: `s-${c}`, action: 'confirm' } })),
+  );
+const candidate = fc.record({
+  target: fc.oneof(
+    callId,
+    callId.map((c) => `s-${c}`),
+  ),
+  action: fc.constantFrom('resume' as const, 'cancel' as const),
+  n: fc.nat(9),
+});
 const inboundMessage = fc.record({ id: fc.option(id, { nil: undefined }), text: fc.string({ maxLength: 4 }) });
 
 const counter = () => {
@@ -24,27 +35,37 @@ const counter = () => {
 describe('planInbound (the client’s history is history)', () => {
   it('property: a decision is delivered only for a call the thread waits on, the last answer per call winning', () => {
     fc.assert(
-      fc.property(stored, waitingCalls, fc.array(candidate, { maxLength: 6 }), fc.array(inboundMessage, { maxLength: 4 }), (history, calls, candidates, inbound) => {
-        const decisions: Decision[] = candidates.map((c) => decisionFor(c.target, c.action, 0, { result: c.n }));
-        const view: ThreadView = { stored: history, ...(calls.length > 0 ? { waiting: { runId: 'r', calls } } : {}) };
-        const plan = planInbound({ messages: inbound.map((m) => ({ ...(m.id !== undefined ? { id: m.id } : {}), message: Messages.user(m.text) })), decisions }, view, counter());
-        const callOf = (target: string): string | undefined => calls.find((c) => c.callId === target || c.suspension?.id === target)?.callId;
-        const expected = new Map<string, Decision>();
-        for (const d of decisions) {
-          const call = callOf(d.targetId);
-          if (call === undefined) continue;
-          expected.delete(call);
-          expected.set(call, d);
-        }
-        if (expected.size === 0) {
-          expect(plan.kind).not.toBe('resume');
-          return;
-        }
-        expect(plan.kind).toBe('resume');
-        if (plan.kind !== 'resume') return;
-        expect(plan.decisions).toEqual([...expected.values()]);
-        expect(plan.runId).toBe('r');
-      }),
+      fc.property(
+        stored,
+        waitingCalls,
+        fc.array(candidate, { maxLength: 6 }),
+        fc.array(inboundMessage, { maxLength: 4 }),
+        (history, calls, candidates, inbound) => {
+          const decisions: Decision[] = candidates.map((c) => decisionFor(c.target, c.action, 0, { result: c.n }));
+          const view: ThreadView = { stored: history, ...(calls.length > 0 ? { waiting: { runId: 'r', calls } } : {}) };
+          const plan = planInbound(
+            { messages: inbound.map((m) => ({ ...(m.id !== undefined ? { id: m.id } : {}), message: Messages.user(m.text) })), decisions },
+            view,
+            counter(),
+          );
+          const callOf = (target: string): string | undefined => calls.find((c) => c.callId === target || c.suspension?.id === target)?.callId;
+          const expected = new Map<string, Decision>();
+          for (const d of decisions) {
+            const call = callOf(d.targetId);
+            if (call === undefined) continue;
+            expected.delete(call);
+            expected.set(call, d);
+          }
+          if (expected.size === 0) {
+            expect(plan.kind).not.toBe('resume');
+            return;
+          }
+          expect(plan.kind).toBe('resume');
+          if (plan.kind !== 'resume') return;
+          expect(plan.decisions).toEqual([...expected.values()]);
+          expect(plan.runId).toBe('r');
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -52,7 +73,11 @@ describe('planInbound (the client’s history is history)', () => {
   it('property: new messages are exactly those the thread does not hold, once each, in order; none gets a stored id', () => {
     fc.assert(
       fc.property(stored, fc.array(inboundMessage, { maxLength: 6 }), (history, inbound) => {
-        const plan = planInbound({ messages: inbound.map((m) => ({ ...(m.id !== undefined ? { id: m.id } : {}), message: Messages.user(m.text) })), decisions: [] }, { stored: history }, counter());
+        const plan = planInbound(
+          { messages: inbound.map((m) => ({ ...(m.id !== undefined ? { id: m.id } : {}), message: Messages.user(m.text) })), decisions: [] },
+          { stored: history },
+          counter(),
+        );
         const held = new Set(history.map((m) => m.id));
         const seen = new Set<string>();
         const expected = inbound.filter((m) => {
@@ -79,10 +104,17 @@ describe('planInbound (the client’s history is history)', () => {
     fc.assert(
       fc.property(stored, fc.array(candidate, { maxLength: 4 }), fc.boolean(), (history, candidates, waitsOnOther) => {
         const decisions = candidates.map((c) => decisionFor(c.target, c.action, 0));
-        const view: ThreadView = { stored: history, ...(waitsOnOther ? { waiting: { runId: 'r', calls: [{ callId: 'other', name: 'o', arguments: {}, messageId: 'm' }] } } : {}) };
+        const view: ThreadView = {
+          stored: history,
+          ...(waitsOnOther ? { waiting: { runId: 'r', calls: [{ callId: 'other', name: 'o', arguments: {}, messageId: 'm' }] } } : {}),
+        };
         const last = history.at(-1);
         const plan = planInbound(
-          { messages: history.filter((m) => m.role === 'user').map((m) => ({ id: m.id as string, message: m })), decisions, ...(last?.id !== undefined ? { regenerateFrom: last.id } : {}) },
+          {
+            messages: history.filter((m) => m.role === 'user').map((m) => ({ id: m.id as string, message: m })),
+            decisions,
+            ...(last?.id !== undefined ? { regenerateFrom: last.id } : {}),
+          },
           view,
           counter(),
         );
@@ -96,7 +128,13 @@ describe('planInbound (the client’s history is history)', () => {
   it('a decision with new messages resumes and carries them; a message without a usable id gets a fresh one', () => {
     const calls: WaitingCall[] = [{ callId: 'c1', name: 'approve', arguments: {}, messageId: 'm', suspension: { id: 's-c1', action: 'confirm' } }];
     const plan = planInbound(
-      { messages: [{ id: 'u1', message: Messages.user('old') }, { id: '../bad', message: Messages.user('new') }], decisions: [decisionFor('s-c1', 'resume', 0, { result: { approved: true } })] },
+      {
+        messages: [
+          { id: 'u1', message: Messages.user('old') },
+          { id: '../bad', message: Messages.user('new') },
+        ],
+        decisions: [decisionFor('s-c1', 'resume', 0, { result: { approved: true } })],
+      },
       { stored: [Messages.user('old', { id: 'u1' })], waiting: { runId: 'r1', calls } },
       counter(),
     );
@@ -112,7 +150,12 @@ describe('planInbound (the client’s history is history)', () => {
 
   it('regenerates only from a stored user message', () => {
     const history = [Messages.user('q', { id: 'u1' }), Messages.assistant('a', { id: 'a1' })];
-    expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'u1' }, { stored: history }, counter())).toEqual({ kind: 'start', messages: [], discardPause: true, rewindTo: 'u1' });
+    expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'u1' }, { stored: history }, counter())).toEqual({
+      kind: 'start',
+      messages: [],
+      discardPause: true,
+      rewindTo: 'u1',
+    });
     expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'a1' }, { stored: history }, counter())).toEqual({ kind: 'nothing' });
     expect(planInbound({ messages: [], decisions: [], regenerateFrom: 'zz' }, { stored: history }, counter())).toEqual({ kind: 'nothing' });
   });

@@ -41,7 +41,17 @@ function setup(sleep?: Env['sleep']) {
     return run;
   };
   const stored = (runId: string, threadId: string, status: RunCheckpoint['status']) =>
-    store.checkpoint({ threadId, runId, agentId: 'agent', messages: [], status, steps: 1, threadState: { revision: 1, extensions: {} }, runState: { revision: 1, extensions: {} }, updatedAt: 0 });
+    store.checkpoint({
+      threadId,
+      runId,
+      agentId: 'agent',
+      messages: [],
+      status,
+      steps: 1,
+      threadState: { revision: 1, extensions: {} },
+      runState: { revision: 1, extensions: {} },
+      updatedAt: 0,
+    });
   return { env, store, mine, other, runs, terminals, upkeep, live, stored };
 }
 

@@ -54,9 +54,19 @@ describe('a run whose instance died', () => {
     const follower = readFrames(await b.app.request('/v1/threads/t/stream'), (fs) => fs.some((f) => data(f).event_type === 'run_finish'), 5_000);
     clockB.advance(TTL + 1);
     expect(await b.registry.sweepLeases()).toEqual([runA]);
-    expect(await store.getRun(runA)).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' } });
+    expect(await store.getRun(runA)).toMatchObject({
+      status: 'done',
+      termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' },
+    });
     const seen = await follower;
-    expect(seen.map(data)).toEqual([{ event_type: 'run_finish', thread_id: 't', run_id: runA, termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' } }]);
+    expect(seen.map(data)).toEqual([
+      {
+        event_type: 'run_finish',
+        thread_id: 't',
+        run_id: runA,
+        termination: { type: 'error', value: 'interrupted: its instance stopped renewing the thread lease' },
+      },
+    ]);
     expect((await bodyJson(b.app.request('/v1/threads/t'))).active_run_id).toBeUndefined();
 
     const next = await b.app.request('/v1/runs', go('t', 'again'));
@@ -110,12 +120,12 @@ describe('a run whose instance died', () => {
     expect(await store.getRun(runA)).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
     const frames = (await r.text()).split('\n\n').filter((x) => x.startsWith('id:'));
     expect(frames.length).toBeGreaterThan(0);
-    expect((await store.getLease('s'))).toBeUndefined();
+    expect(await store.getLease('s')).toBeUndefined();
   });
 });
 
 describe('one instance, one thread at a time', () => {
-  it('a start that arrives while this instance is sweeping the thread\'s dead run waits for the sweep, then runs (not refused by the lease the sweep holds)', async () => {
+  it("a start that arrives while this instance is sweeping the thread's dead run waits for the sweep, then runs (not refused by the lease the sweep holds)", async () => {
     const store = new MemoryStore();
     let open: () => void = () => undefined;
     const gate = new Promise<void>((r) => (open = r));
@@ -128,7 +138,12 @@ describe('one instance, one thread at a time', () => {
       },
     });
     const g = gatedTool();
-    const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }], { store, tools: [g.tool], env: namedEnv('a'), registry: { leases: { owner: 'A', ttlMs: TTL } } });
+    const a = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }], {
+      store,
+      tools: [g.tool],
+      env: namedEnv('a'),
+      registry: { leases: { owner: 'A', ttlMs: TTL } },
+    });
     const b = testServer([{ text: 'b done' }], { store: held, env: namedEnv('b'), registry: { leases: { owner: 'B', ttlMs: TTL } } });
     const runA = await startGated(a, g, 'ex');
     (b.runtime.env as DeterministicEnv).advance(TTL + 1);
@@ -183,7 +198,11 @@ describe('concurrent starts on one thread across two instances (reject)', () => 
   it('of 100 starts on two instances sharing a SQLite file, exactly one runs', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'awaken-lease-')), 'awaken.db');
     const g = gatedTool();
-    const mk = (owner: string) => testServer(Array.from({ length: 100 }, () => ({ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: owner } }] })), { store: new SqliteStore(path), tools: [g.tool], env: namedEnv(owner), registry: { leases: { owner } } });
+    const mk = (owner: string) =>
+      testServer(
+        Array.from({ length: 100 }, () => ({ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: owner } }] })),
+        { store: new SqliteStore(path), tools: [g.tool], env: namedEnv(owner), registry: { leases: { owner } } },
+      );
     const a = mk('A');
     const b = mk('B');
     const responses = await Promise.all(Array.from({ length: 100 }, (_, i) => (i % 2 === 0 ? a : b).app.request('/v1/runs', go('race'))));

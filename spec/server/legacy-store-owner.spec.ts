@@ -31,15 +31,30 @@ describe('a store that ignores the owner of a thread query', () => {
   it("never shows one principal's threads to another: the thread list falls back to the owned ones, the studio's search refuses", async () => {
     const store = new OwnerBlindStore();
     const s = testServer([], { store });
-    const app = createHttpApp({ runtime: s.runtime, store, registry: s.registry }, { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } });
+    const app = createHttpApp(
+      { runtime: s.runtime, store, registry: s.registry },
+      {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+      },
+    );
     app.route('/', inspectorRoutes({ store }));
     const server = await listen(app, { port: 0 });
     open = server;
     const call = (token: string, method: string, path: string, body?: unknown): Promise<Response> =>
-      fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
     expect((await call(ALICE, 'POST', '/v1/threads', { id: 'alice-1', title: 'Alice payroll' })).status).toBe(201);
     expect((await call(BOB, 'POST', '/v1/threads', { id: 'bob-1', title: 'Bob notes' })).status).toBe(201);
-    const ids = async (token: string, path: string): Promise<string[]> => ((await (await call(token, 'GET', path)).json()) as { items: { id: string }[] }).items.map((t) => t.id);
+    const ids = async (token: string, path: string): Promise<string[]> =>
+      ((await (await call(token, 'GET', path)).json()) as { items: { id: string }[] }).items.map((t) => t.id);
     expect(await ids(BOB, '/v1/threads')).toEqual(['bob-1']);
     expect(await ids(ALICE, '/v1/threads')).toEqual(['alice-1']);
     const found = await call(BOB, 'GET', '/v1/inspector/threads?q=payroll');

@@ -40,7 +40,11 @@ describe('trackEvent', () => {
   it('follows a run through a suspension and its resume: status, the calls it waits on, the step that made them', () => {
     const run = liveRun();
     const logger = recordingLogger();
-    const ticket = { suspension: { id: 's1', action: 'confirm', message: 'ok?' }, pending: { id: 'c1', name: 'approve', arguments: { what: 'x' } }, resume_mode: 'replay_tool_call' as const };
+    const ticket = {
+      suspension: { id: 's1', action: 'confirm', message: 'ok?' },
+      pending: { id: 'c1', name: 'approve', arguments: { what: 'x' } },
+      resume_mode: 'replay_tool_call' as const,
+    };
     const events: AgentEvent[] = [
       { event_type: 'run_start', thread_id: 't', run_id: 'r' },
       { event_type: 'step_start', message_id: 'm1' },
@@ -54,7 +58,9 @@ describe('trackEvent', () => {
     expect(run.status).toBe('waiting');
     expect(run.terminalSeen).toBe(true);
     expect(run.calls.size).toBe(0);
-    expect([...run.waiting.values()]).toEqual([{ callId: 'c1', name: 'approve', arguments: { what: 'x' }, messageId: 'm1', suspension: { id: 's1', action: 'confirm', message: 'ok?' } }]);
+    expect([...run.waiting.values()]).toEqual([
+      { callId: 'c1', name: 'approve', arguments: { what: 'x' }, messageId: 'm1', suspension: { id: 's1', action: 'confirm', message: 'ok?' } },
+    ]);
 
     trackEvent(run, { event_type: 'run_start', thread_id: 't', run_id: 'r' }, logger);
     expect(run.status).toBe('running');
@@ -69,15 +75,18 @@ describe('trackEvent', () => {
 
 describe('parkedCallsOf', () => {
   it('reads from a stored thread state exactly the calls the live batch waits on, in model order', async () => {
-    const h = harness([
-      {
-        tool_calls: [
-          { id: 'c0', name: 'approve', arguments: { what: 'first' } },
-          { id: 'c1', name: 'echo', arguments: { text: 'x' } },
-          { id: 'c2', name: 'approve', arguments: { what: 'second' } },
-        ],
-      },
-    ], { spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } });
+    const h = harness(
+      [
+        {
+          tool_calls: [
+            { id: 'c0', name: 'approve', arguments: { what: 'first' } },
+            { id: 'c1', name: 'echo', arguments: { text: 'x' } },
+            { id: 'c2', name: 'approve', arguments: { what: 'second' } },
+          ],
+        },
+      ],
+      { spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } },
+    );
     const started = await h.runtime.start({ threadId: 't', messages: [Messages.user('go')] }, new VecEventSink());
     if (!started.ok) throw new Error('start');
     expect(await started.value.parked()).toBe(true);
@@ -85,7 +94,11 @@ describe('parkedCallsOf', () => {
     const stored = parkedCallsOf(h.store.checkpoints.at(-1)?.threadState);
     expect(stored.map((c) => c.callId)).toEqual(['c0', 'c2']);
     expect(stored).toEqual(live);
-    expect(stored[0]).toMatchObject({ name: 'approve', arguments: { what: 'first' }, suspension: { id: 's-c0', action: 'confirm', message: 'approve first?' } });
+    expect(stored[0]).toMatchObject({
+      name: 'approve',
+      arguments: { what: 'first' },
+      suspension: { id: 's-c0', action: 'confirm', message: 'approve first?' },
+    });
     started.value.cancel();
     await started.value.done;
   });

@@ -42,7 +42,8 @@ describe('the server log', () => {
       input_tokens: 12,
     });
     const line = lines[0] ?? '';
-    for (const secret of ['abc.def', 'k-123456789', 'session=1', 'whatever-it-is', 'tok-123456', 'hunter2secret', 'sk-live-1234567890', 'sk-other-token']) expect(line).not.toContain(secret);
+    for (const secret of ['abc.def', 'k-123456789', 'session=1', 'whatever-it-is', 'tok-123456', 'hunter2secret', 'sk-live-1234567890', 'sk-other-token'])
+      expect(line).not.toContain(secret);
     expect(JSON.parse(line)).toMatchObject({ store: 'postgres://app:[redacted]@db.internal/awaken', input_tokens: 12, api_key: '[redacted]' });
   });
 
@@ -50,15 +51,22 @@ describe('the server log', () => {
     const secret = fc.stringMatching(/^[A-Za-z0-9]{8,40}$/).map((s) => `sk-${s}`);
     const text = fc.string({ maxLength: 20 });
     fc.assert(
-      fc.property(secret, text, text, fc.constantFrom<LogFormat>('json', 'pretty'), fc.constantFrom('msg', 'field', 'nested', 'array'), (s, before, after, format, where) => {
-        const { lines, log } = capture('debug', format, [s]);
-        const placed = `${before}${s}${after}`;
-        if (where === 'msg') log.info(placed);
-        else if (where === 'field') log.warn('x', { detail: placed });
-        else if (where === 'nested') log.error('x', { error: { message: placed } });
-        else log.debug('x', { list: [placed, 1] });
-        return lines.length === 1 && !(lines[0] ?? '').includes(s);
-      }),
+      fc.property(
+        secret,
+        text,
+        text,
+        fc.constantFrom<LogFormat>('json', 'pretty'),
+        fc.constantFrom('msg', 'field', 'nested', 'array'),
+        (s, before, after, format, where) => {
+          const { lines, log } = capture('debug', format, [s]);
+          const placed = `${before}${s}${after}`;
+          if (where === 'msg') log.info(placed);
+          else if (where === 'field') log.warn('x', { detail: placed });
+          else if (where === 'nested') log.error('x', { error: { message: placed } });
+          else log.debug('x', { list: [placed, 1] });
+          return lines.length === 1 && !(lines[0] ?? '').includes(s);
+        },
+      ),
     );
   });
 
@@ -88,7 +96,9 @@ describe('the server log', () => {
   });
 
   it('the secrets of an environment: variables named like keys, tokens, secrets and passwords', () => {
-    expect(secretsOf({ OPENAI_API_KEY: 'sk-abcdef', AWAKEN_ADMIN_TOKEN: 'admin-123456', PGPASSWORD: 'pw-secret', HOME: '/root', SHORT_KEY: 'abc' }).sort()).toEqual(['admin-123456', 'pw-secret', 'sk-abcdef']);
+    expect(
+      secretsOf({ OPENAI_API_KEY: 'sk-abcdef', AWAKEN_ADMIN_TOKEN: 'admin-123456', PGPASSWORD: 'pw-secret', HOME: '/root', SHORT_KEY: 'abc' }).sort(),
+    ).toEqual(['admin-123456', 'pw-secret', 'sk-abcdef']);
   });
 
   it('an error is told with its code and the chain of causes', () => {

@@ -40,13 +40,25 @@ async function world(script: readonly ScriptStep[]) {
   });
   const s = testServer(script, { tools: [whoami] });
   const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
-  const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry, mailbox }, { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } });
+  const app = createHttpApp(
+    { runtime: s.runtime, store: s.store, registry: s.registry, mailbox },
+    {
+      auth: {
+        tokens: new Map([
+          [ALICE, 'alice'],
+          [BOB, 'bob'],
+        ]),
+      },
+    },
+  );
   const server = await listen(app, { port: 0 });
   open = server;
   const call = (token: string, method: string, path: string, body?: unknown): Promise<Response> =>
     fetch(`${server.url}${path}`, { method, headers: headers(token), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   const texts = async (token: string, thread: string): Promise<string[]> =>
-    ((await bodyJson(call(token, 'GET', `/v1/threads/${thread}/messages`))).messages as { content: { text?: string }[] }[]).map((m) => m.content.map((b) => b.text ?? '').join(''));
+    ((await bodyJson(call(token, 'GET', `/v1/threads/${thread}/messages`))).messages as { content: { text?: string }[] }[]).map((m) =>
+      m.content.map((b) => b.text ?? '').join(''),
+    );
   const dispatch = async (): Promise<void> => {
     await mailbox.dispatchOnce();
     await mailbox.drain();

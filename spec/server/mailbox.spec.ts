@@ -24,7 +24,8 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
       get(target, name, receiver) {
         if (name === 'claim') {
           return (...args: unknown[]) => {
-            if (failures-- > 0) return Promise.reject(new Error('claim failed', { cause: Object.assign(new Error('connection terminated'), { code: '57P01' }) }));
+            if (failures-- > 0)
+              return Promise.reject(new Error('claim failed', { cause: Object.assign(new Error('connection terminated'), { code: '57P01' }) }));
             return (target.claim as (...a: unknown[]) => unknown).apply(target, args);
           };
         }
@@ -44,7 +45,14 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
     }
     const told = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => String(l['msg']).startsWith('mailbox'));
     expect(told).toEqual([
-      { time: '1970-01-01T00:00:00.000Z', level: 'error', msg: 'mailbox store failure', task: 'dispatch', error: 'claim failed', cause: 'connection terminated (57P01)' },
+      {
+        time: '1970-01-01T00:00:00.000Z',
+        level: 'error',
+        msg: 'mailbox store failure',
+        task: 'dispatch',
+        error: 'claim failed',
+        cause: 'connection terminated (57P01)',
+      },
       { time: '1970-01-01T00:00:00.000Z', level: 'info', msg: 'mailbox store recovered', task: 'dispatch' },
     ]);
   });
@@ -93,7 +101,9 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
     expect((await s.store.loadJob(job.job_id))?.status).toBe('dead_letter');
     expect(s.llm.requests).toHaveLength(0);
     // Bob's own submission there is his to make; alice's is refused at once.
-    await expect(asPrincipal('alice', () => mailbox.submit({ threadId: 'owned', agentId: 'agent', messages: [Messages.user('again', { id: 'u2' })] }))).rejects.toThrow('thread not found: owned');
+    await expect(
+      asPrincipal('alice', () => mailbox.submit({ threadId: 'owned', agentId: 'agent', messages: [Messages.user('again', { id: 'u2' })] })),
+    ).rejects.toThrow('thread not found: owned');
   });
 
   it('a job that cannot start is retried with backoff, then dead-lettered', async () => {
@@ -104,7 +114,10 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
     const paused = await s.registry.start({ threadId: 'mb3', messages: [Messages.user('go', { id: 'g' })] });
     if (!paused.ok) throw new Error('start');
     await until(() => s.registry.currentRun('mb3')?.status === 'waiting');
-    const job = await s.store.enqueue({ job_id: 'blocked', mailbox_id: 'mb3', agent_id: 'agent', messages: [Messages.user('more')], origin: 'user', max_attempts: 2 }, env.clock.now());
+    const job = await s.store.enqueue(
+      { job_id: 'blocked', mailbox_id: 'mb3', agent_id: 'agent', messages: [Messages.user('more')], origin: 'user', max_attempts: 2 },
+      env.clock.now(),
+    );
     await mailbox.dispatchOnce();
     await mailbox.drain();
     const after1 = await s.store.loadJob(job.job_id);

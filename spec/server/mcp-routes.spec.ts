@@ -37,9 +37,18 @@ describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
 
   it('refuses a foreign Host or Origin (DNS rebinding) and an unknown session', async () => {
     const s = testServer([]);
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     const post = (headers: Record<string, string>) =>
-      s.app.request('http://127.0.0.1/v1/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+      s.app.request('http://127.0.0.1/v1/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(init),
+      });
     expect((await post({ host: 'evil.example' })).status).toBe(403);
     expect((await post({ host: '127.0.0.1:3000', origin: 'http://evil.example' })).status).toBe(403);
     expect((await post({ host: '127.0.0.1:3000', origin: 'http://localhost:5173' })).status).toBe(200);
@@ -53,10 +62,15 @@ describe('MCP Streamable HTTP, judged by @modelcontextprotocol/sdk', () => {
     const server = await listen(s.app, { port: 0 });
     try {
       const deep = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":${'['.repeat(5000)}${']'.repeat(5000)}}`;
-      const post = (body: string) => fetch(`${server.url}/v1/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });
+      const post = (body: string) =>
+        fetch(`${server.url}/v1/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body });
       const refused = await post(deep);
       expect(refused.status).toBe(400);
-      expect(await refused.json()).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: the JSON body nests deeper than 128 levels' }, id: null });
+      expect(await refused.json()).toEqual({
+        jsonrpc: '2.0',
+        error: { code: -32700, message: 'Parse error: the JSON body nests deeper than 128 levels' },
+        id: null,
+      });
       const broken = await post('{"jsonrpc":');
       expect(broken.status).toBe(400);
       expect(await broken.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32700 }, id: null });
@@ -70,10 +84,20 @@ describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {
   /** A session opened by hand, so the test sees the wire. */
   async function session(url: string): Promise<(body: unknown, headers?: Record<string, string>) => Promise<Response>> {
     const base = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-    const init = await fetch(url, { method: 'POST', headers: base, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
+    const init = await fetch(url, {
+      method: 'POST',
+      headers: base,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
     const id = init.headers.get('mcp-session-id') ?? '';
     await init.text();
-    const post = (body: unknown, headers: Record<string, string> = {}) => fetch(url, { method: 'POST', headers: { ...base, 'mcp-session-id': id, ...headers }, body: JSON.stringify(body) });
+    const post = (body: unknown, headers: Record<string, string> = {}) =>
+      fetch(url, { method: 'POST', headers: { ...base, 'mcp-session-id': id, ...headers }, body: JSON.stringify(body) });
     await (await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).text();
     return post;
   }
@@ -99,7 +123,12 @@ describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {
     try {
       const url = `${server.url}/v1/mcp`;
       const post = await session(url);
-      const call = await post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'agent', arguments: { message: 'slow' }, _meta: { progressToken: 'p' } } });
+      const call = await post({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'agent', arguments: { message: 'slow' }, _meta: { progressToken: 'p' } },
+      });
       const reader = (call.body as ReadableStream<Uint8Array>).getReader();
       const decoder = new TextDecoder();
       let text = '';
@@ -123,7 +152,9 @@ describe('MCP Streamable HTTP transport: priming, retry, cancellation', () => {
       expect(text).not.toContain('"result"');
       const runs = (await (await fetch(`${server.url}/v1/runs`)).json()) as { items: { status: string; termination?: { type: string } }[] };
       expect(runs.items[0]?.termination?.type).toBe('cancelled');
-      const resume = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': call.headers.get('mcp-session-id') ?? '', 'last-event-id': lastEventId } });
+      const resume = await fetch(url, {
+        headers: { accept: 'text/event-stream', 'mcp-session-id': call.headers.get('mcp-session-id') ?? '', 'last-event-id': lastEventId },
+      });
       expect(resume.status).toBe(204);
     } finally {
       g.open();

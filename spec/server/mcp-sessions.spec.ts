@@ -26,7 +26,12 @@ async function session(url: string, token: string) {
   const init = await fetch(url, {
     method: 'POST',
     headers: { ...BASE, ...auth },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
   });
   expect(init.status).toBe(200);
   const id = init.headers.get('mcp-session-id') ?? '';
@@ -38,7 +43,17 @@ async function session(url: string, token: string) {
 
 describe('MCP sessions belong to the principal that opened them', () => {
   it("another principal with a session's id gets 404 on POST, GET stream, replay and DELETE; the owner goes on", async () => {
-    const s = testServer([{ text: 'for alice only' }, { text: 'again for alice' }], { http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) }, adminToken: ADMIN } });
+    const s = testServer([{ text: 'for alice only' }, { text: 'again for alice' }], {
+      http: {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+        adminToken: ADMIN,
+      },
+    });
     const server = await listen(s.app, { port: 0 });
     open = server;
     const url = `${server.url}/v1/mcp`;
@@ -55,7 +70,14 @@ describe('MCP sessions belong to the principal that opened them', () => {
       expect(await r.json(), what).toEqual(UNKNOWN);
     };
     for (const token of [BOB, ADMIN]) {
-      await refused(await as(token, { method: 'POST', headers: BASE, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'agent', arguments: { message: 'hijack' } } }) }), 'call');
+      await refused(
+        await as(token, {
+          method: 'POST',
+          headers: BASE,
+          body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'agent', arguments: { message: 'hijack' } } }),
+        }),
+        'call',
+      );
       await refused(await as(token, { method: 'POST', headers: BASE, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list' }) }), 'list');
       await refused(await as(token, { method: 'GET', headers: { accept: 'text/event-stream', 'last-event-id': primed } }), 'replay');
       await refused(await as(token, { method: 'GET', headers: { accept: 'text/event-stream' } }), 'stream');
@@ -67,8 +89,18 @@ describe('MCP sessions belong to the principal that opened them', () => {
     // The session is alice's still, whole.
     const again = await (await alice.post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'agent', arguments: { message: 'again' } } })).text();
     expect(again).toContain('again for alice');
-    const closed = await fetch(url, { method: 'DELETE', headers: { authorization: `Bearer ${ALICE}`, 'mcp-session-id': alice.id, 'mcp-protocol-version': '2025-11-25' } });
+    const closed = await fetch(url, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ALICE}`, 'mcp-session-id': alice.id, 'mcp-protocol-version': '2025-11-25' },
+    });
     expect(closed.status).toBe(200);
-    await refused(await fetch(url, { method: 'POST', headers: { ...BASE, authorization: `Bearer ${ALICE}`, 'mcp-session-id': alice.id }, body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }) }), 'after delete');
+    await refused(
+      await fetch(url, {
+        method: 'POST',
+        headers: { ...BASE, authorization: `Bearer ${ALICE}`, 'mcp-session-id': alice.id },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+      }),
+      'after delete',
+    );
   });
 });

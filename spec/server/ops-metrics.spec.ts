@@ -309,7 +309,10 @@ describe('/metrics with access control', () => {
       body: { error: 'authentication required: Authorization: Bearer <token>', code: 'unauthorized', field: 'authorization' },
     });
     const alice = await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer alice-token-0123456789' } });
-    expect({ status: alice.status, body: await alice.json() }).toEqual({ status: 403, body: { error: '/metrics needs the admin token', code: 'forbidden', field: 'authorization' } });
+    expect({ status: alice.status, body: await alice.json() }).toEqual({
+      status: 403,
+      body: { error: '/metrics needs the admin token', code: 'forbidden', field: 'authorization' },
+    });
     const m = await scrape(server.url, { authorization: `Bearer ${admin}` });
     expect(m.get('awaken_active_runs')).toBe(0);
   });
@@ -335,7 +338,10 @@ describe('docs/server.md → Operating the server', () => {
 
   it('shows the answer to one request more than the default 100, and to an API token on /metrics, whole', async () => {
     const store = new GatedStore();
-    const s = testServer([], { store, http: { ops: { maxConcurrentRequests: 100 }, auth: { tokens: new Map([['alice-token-0123456789', 'alice']]) }, adminToken: 'admin-token-0123456789' } });
+    const s = testServer([], {
+      store,
+      http: { ops: { maxConcurrentRequests: 100 }, auth: { tokens: new Map([['alice-token-0123456789', 'alice']]) }, adminToken: 'admin-token-0123456789' },
+    });
     server = await listen(s.app, { port: 0 });
     const base = server.url;
     const auth = { authorization: 'Bearer admin-token-0123456789' };

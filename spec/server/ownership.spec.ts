@@ -16,13 +16,22 @@ const as = (token: string | undefined, init: RequestInit = {}): RequestInit => (
   ...init,
   headers: { ...(init.headers as Record<string, string> | undefined), ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) },
 });
-const post = (token: string | undefined, body: unknown): RequestInit => as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (token: string | undefined, body: unknown): RequestInit =>
+  as(token, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const empty = (token: string | undefined): RequestInit => as(token, { method: 'POST', headers: { 'content-type': 'application/json' } });
 
 /** Alice's thread `a1` waits on an approval; `a2` is finished. */
 async function world() {
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'done' }, { text: 'second' }], {
-    http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) }, adminToken: ADMIN },
+    http: {
+      auth: {
+        tokens: new Map([
+          [ALICE, 'alice'],
+          [BOB, 'bob'],
+        ]),
+      },
+      adminToken: ADMIN,
+    },
   });
   const first = await s.app.request('/v1/runs', post(ALICE, { threadId: 'a1', messages: [{ role: 'user', content: 'ship it' }] }));
   expect(first.status).toBe(200);
@@ -32,7 +41,7 @@ async function world() {
 }
 
 describe('with API tokens configured', () => {
-  it('every route but health and the public agent card needs a token: 401 in the route\'s shape, with WWW-Authenticate', async () => {
+  it("every route but health and the public agent card needs a token: 401 in the route's shape, with WWW-Authenticate", async () => {
     const { s } = await world();
     for (const [path, init] of [
       ['/v1/threads', {}],
@@ -96,11 +105,25 @@ describe('with API tokens configured', () => {
 
   it('AI SDK and AG-UI: another principal cannot post to, reattach to, read or interrupt the thread', async () => {
     const { s } = await world();
-    const chat = await s.app.request('/v1/ai-sdk/chat', post(BOB, { id: 'a1', messages: [{ id: 'x1', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }] }));
+    const chat = await s.app.request(
+      '/v1/ai-sdk/chat',
+      post(BOB, { id: 'a1', messages: [{ id: 'x1', role: 'user', parts: [{ type: 'text', text: 'hijack' }] }] }),
+    );
     expect(chat.status).toBe(404);
     expect((await s.app.request('/v1/ai-sdk/threads/a1/messages', as(BOB))).status).toBe(404);
     expect((await s.app.request('/v1/ai-sdk/chat/a1/stream', as(BOB))).status).toBe(204);
-    const agui = await s.app.request('/v1/ag-ui/run', post(BOB, { threadId: 'a1', runId: 'r', messages: [{ id: 'x2', role: 'user', content: 'hijack' }], tools: [], context: [], state: {}, forwardedProps: {} }));
+    const agui = await s.app.request(
+      '/v1/ag-ui/run',
+      post(BOB, {
+        threadId: 'a1',
+        runId: 'r',
+        messages: [{ id: 'x2', role: 'user', content: 'hijack' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: {},
+      }),
+    );
     expect(agui.status).toBe(404);
     expect((await s.app.request('/v1/ag-ui/threads/a1/messages', as(BOB))).status).toBe(404);
     expect((await s.app.request('/v1/ag-ui/threads/a1/interrupt', as(BOB, empty(undefined)))).status).toBe(404);
@@ -115,40 +138,68 @@ describe('with API tokens configured', () => {
     expect((await bobSees('/v1/runs/a1/decision', post(undefined, { toolCallId: 'c1', action: 'resume' }))).status).toBe(404);
     expect((await bobSees('/v1/runs/a1/inputs', post(undefined, { messages: [{ role: 'user', content: 'mine now' }] }))).status).toBe(404);
     expect(await bodyJson(bobSees('/v1/runs?thread_id=a1'))).toEqual({ items: [], total: 0, has_more: false });
-    expect(await bodyJson(bobSees('/v1/threads', post(undefined, { id: 'a1', title: 'mine' })))).toEqual({ error: 'thread already exists: a1', code: 'already_exists' });
+    expect(await bodyJson(bobSees('/v1/threads', post(undefined, { id: 'a1', title: 'mine' })))).toEqual({
+      error: 'thread already exists: a1',
+      code: 'already_exists',
+    });
     // AI SDK and AG-UI: the other reattach path, the thread in the path, an agent's runs on the thread.
     expect((await bobSees('/v1/ai-sdk/threads/a1/stream')).status).toBe(204);
-    const agUi = (id: string) => ({ threadId: 'a1', runId: 'r', messages: [{ id, role: 'user', content: 'hijack' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const agUi = (id: string) => ({
+      threadId: 'a1',
+      runId: 'r',
+      messages: [{ id, role: 'user', content: 'hijack' }],
+      tools: [],
+      context: [],
+      state: {},
+      forwardedProps: {},
+    });
     expect((await bobSees('/v1/ag-ui/threads/a1/runs', post(undefined, agUi('x3')))).status).toBe(404);
     expect((await bobSees('/v1/ag-ui/agents/agent/runs', post(undefined, agUi('x4')))).status).toBe(404);
     // A2A: the thread as a context, the task under an agent's path, the JSON-RPC subscribe and reply.
-    const inContext = await bobSees('/v1/a2a/message:send', post(undefined, { message: { messageId: 'u3', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } }));
+    const inContext = await bobSees(
+      '/v1/a2a/message:send',
+      post(undefined, { message: { messageId: 'u3', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } }),
+    );
     // The context is somebody else's: not found, as an unknown one is (not "busy", which would say it exists).
     expect(inContext.status).toBe(404);
-    expect(await inContext.json()).toMatchObject({ error: { code: 404, status: 'NOT_FOUND', message: 'thread not found: a1', details: [{ reason: 'CONTEXT_NOT_FOUND', metadata: { contextId: 'a1' } }] } });
+    expect(await inContext.json()).toMatchObject({
+      error: { code: 404, status: 'NOT_FOUND', message: 'thread not found: a1', details: [{ reason: 'CONTEXT_NOT_FOUND', metadata: { contextId: 'a1' } }] },
+    });
     const rpc = async (method: string, params: unknown) => bodyJson(s.app.request('/v1/a2a/jsonrpc', post(BOB, { jsonrpc: '2.0', id: 1, method, params })));
-    expect((await rpc('SendMessage', { message: { messageId: 'u4', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } })).error).toMatchObject({ code: -32001, message: 'thread not found: a1' });
-    expect((await rpc('SendMessage', { message: { messageId: 'u5', role: 'ROLE_USER', taskId: runId, parts: [{ data: { approved: true } }] } })).error.code).toBe(-32001);
+    expect((await rpc('SendMessage', { message: { messageId: 'u4', role: 'ROLE_USER', contextId: 'a1', parts: [{ text: 'hijack' }] } })).error).toMatchObject({
+      code: -32001,
+      message: 'thread not found: a1',
+    });
+    expect(
+      (await rpc('SendMessage', { message: { messageId: 'u5', role: 'ROLE_USER', taskId: runId, parts: [{ data: { approved: true } }] } })).error.code,
+    ).toBe(-32001);
     expect((await rpc('SubscribeToTask', { id: runId })).error.code).toBe(-32001);
     expect((await rpc('ListTasks', { contextId: 'a1' })).result.totalSize).toBe(0);
     expect((await bodyJson(bobSees('/v1/a2a/tasks?contextId=a1'))).totalSize).toBe(0);
     expect((await bobSees(`/v1/a2a/agent/tasks/${runId}`)).status).toBe(404);
     // Alice's thread is as she left it: her one message, her run still waiting, no other model call.
-    expect((await bodyJson(s.app.request('/v1/threads/a1/messages', as(ALICE)))).messages.map((m: { content: { text: string }[] }) => m.content[0]?.text)).toEqual(['ship it']);
+    expect(
+      (await bodyJson(s.app.request('/v1/threads/a1/messages', as(ALICE)))).messages.map((m: { content: { text: string }[] }) => m.content[0]?.text),
+    ).toEqual(['ship it']);
     expect(await bodyJson(s.app.request('/v1/threads/a1', as(ALICE)))).toMatchObject({ id: 'a1', active_run_id: runId, active_run_status: 'waiting' });
     expect(s.llm.requests).toHaveLength(1);
   });
 
   it('A2A, both bindings: another principal cannot get, list, subscribe to, cancel or write to the task', async () => {
     const { s } = await world();
-    const sent = await bodyJson(s.app.request('/v1/a2a/message:send', post(ALICE, { message: { messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay' }] } })));
+    const sent = await bodyJson(
+      s.app.request('/v1/a2a/message:send', post(ALICE, { message: { messageId: 'u1', role: 'ROLE_USER', parts: [{ text: 'pay' }] } })),
+    );
     const taskId = sent.task.id as string;
     const contextId = sent.task.contextId as string;
     expect((await s.app.request(`/v1/a2a/tasks/${taskId}`, as(BOB))).status).toBe(404);
     expect((await bodyJson(s.app.request('/v1/a2a/tasks', as(BOB)))).totalSize).toBe(0);
     expect((await s.app.request(`/v1/a2a/tasks/${taskId}:subscribe`, as(BOB, empty(undefined)))).status).toBe(404);
     expect((await s.app.request(`/v1/a2a/tasks/${taskId}:cancel`, as(BOB, empty(undefined)))).status).toBe(404);
-    const write = await s.app.request('/v1/a2a/message:send', post(BOB, { message: { messageId: 'u2', role: 'ROLE_USER', taskId, contextId, parts: [{ data: { approved: true } }] } }));
+    const write = await s.app.request(
+      '/v1/a2a/message:send',
+      post(BOB, { message: { messageId: 'u2', role: 'ROLE_USER', taskId, contextId, parts: [{ data: { approved: true } }] } }),
+    );
     expect(write.status).toBe(404);
     const rpc = async (method: string, params: unknown) => bodyJson(s.app.request('/v1/a2a/jsonrpc', post(BOB, { jsonrpc: '2.0', id: 1, method, params })));
     expect((await rpc('GetTask', { id: taskId })).error.code).toBe(-32001);
@@ -163,7 +214,9 @@ describe('with API tokens configured', () => {
     try {
       const connect = async (token: string) => {
         const client = new Client({ name: 'spec', version: '1' });
-        await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${server.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+        );
         return client;
       };
       const bob = await connect(BOB);

@@ -53,7 +53,10 @@ describe('AG-UI route: HttpAgent', () => {
       agent.messages.push({ id: 'u1', role: 'user', content: 'ship it' });
       await agent.runAgent({ runId: 'client-run-1' });
       expect(agent.pendingInterrupts.map((i) => i.id)).toEqual(['s-c1']);
-      await agent.runAgent({ runId: 'client-run-2', resume: buildResumeArray(agent.pendingInterrupts, { 's-c1': { status: 'resolved', payload: { approved: true } } }) });
+      await agent.runAgent({
+        runId: 'client-run-2',
+        resume: buildResumeArray(agent.pendingInterrupts, { 's-c1': { status: 'resolved', payload: { approved: true } } }),
+      });
       expect(agent.pendingInterrupts).toEqual([]);
       const last = agent.messages.at(-1) as { role: string; content?: unknown };
       expect(last.role).toBe('assistant');
@@ -72,7 +75,10 @@ describe('secondary protocol routes', () => {
     try {
       const transport = new DefaultChatTransport<UIMessage>({ api: `${server.url}/v1/ai-sdk/chat` });
       expect(await transport.reconnectToStream({ chatId: 'r1' })).toBeNull();
-      const first = await fetch(`${server.url}/v1/ai-sdk/chat`, json({ id: 'r1', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] }] }));
+      const first = await fetch(
+        `${server.url}/v1/ai-sdk/chat`,
+        json({ id: 'r1', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] }] }),
+      );
       const stream = await transport.reconnectToStream({ chatId: 'r1' });
       expect(stream).not.toBeNull();
       g.open();
@@ -98,7 +104,8 @@ describe('secondary protocol routes', () => {
   it('AG-UI: thread and agent routes, interrupt, messages', async () => {
     const g = gatedTool();
     const s = testServer([{ tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'by agent route' }], { tools: [g.tool] });
-    const input = (threadId: string) => json({ threadId, runId: 'r', messages: [{ id: `u-${threadId}`, role: 'user', content: 'go' }], tools: [], context: [], state: {}, forwardedProps: {} });
+    const input = (threadId: string) =>
+      json({ threadId, runId: 'r', messages: [{ id: `u-${threadId}`, role: 'user', content: 'go' }], tools: [], context: [], state: {}, forwardedProps: {} });
     const running = await s.app.request('/v1/ag-ui/threads/ag-t/runs', input('ag-t'));
     expect(running.status).toBe(200);
     expect((await s.app.request('/v1/ag-ui/threads/other/runs', input('ag-t'))).status).toBe(400);
@@ -113,12 +120,15 @@ describe('secondary protocol routes', () => {
     expect(await byAgent.text()).toContain('by agent route');
     expect((await s.app.request('/v1/ag-ui/agents/nobody/runs', input('ag-3'))).status).toBe(404);
     const messages = await bodyJson(s.app.request('/v1/ag-ui/threads/ag-2/messages'));
-    expect(messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([['user', 'go'], ['assistant', 'by agent route']]);
+    expect(messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+      ['user', 'go'],
+      ['assistant', 'by agent route'],
+    ]);
     expect((await s.app.request('/v1/ag-ui/threads/none/messages')).status).toBe(404);
   });
 });
 
-describe("the history a client sends back is history (one rule below every protocol route)", () => {
+describe('the history a client sends back is history (one rule below every protocol route)', () => {
   const partsOf = (m: UIMessage | undefined) => (m?.parts ?? []) as { type: string; state?: string; toolCallId?: string; approval?: { id: string } }[];
 
   it('AI SDK: a second and third message after a tool turn, an approval, and regenerate() — no 4xx, no renamed part', async () => {
@@ -169,7 +179,11 @@ describe("the history a client sends back is history (one rule below every proto
     await first.text();
     const history = [
       { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ship' }] },
-      { id: 'a1', role: 'assistant', parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-responded', input: { what: 'ship' }, approval: { id: 's-c1', approved: true } }] },
+      {
+        id: 'a1',
+        role: 'assistant',
+        parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-responded', input: { what: 'ship' }, approval: { id: 's-c1', approved: true } }],
+      },
       { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'and tell me when' }] },
     ];
     const second = await s.app.request('/v1/ai-sdk/chat', json({ id: 'both', messages: history }));
@@ -203,7 +217,10 @@ describe("the history a client sends back is history (one rule below every proto
       agent.messages.push({ id: 'u2', role: 'user', content: 'ship it' });
       await agent.runAgent({ runId: 'client-b' });
       expect(agent.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['c2']);
-      await agent.runAgent({ runId: 'client-c', resume: buildResumeArray(agent.pendingInterrupts, { 's-c2': { status: 'resolved', payload: { approved: true } } }) });
+      await agent.runAgent({
+        runId: 'client-c',
+        resume: buildResumeArray(agent.pendingInterrupts, { 's-c2': { status: 'resolved', payload: { approved: true } } }),
+      });
       const calls = agent.messages.flatMap((m) => ('toolCalls' in m ? (m.toolCalls ?? []) : []));
       expect(calls.map((c) => [c.id, c.function.name])).toEqual([
         ['c1', 'echo'],
@@ -215,9 +232,20 @@ describe("the history a client sends back is history (one rule below every proto
       agent.messages.push({ id: 'u3', role: 'user', content: 'again' });
       await agent.runAgent({ runId: 'client-d' });
       expect(agent.pendingInterrupts.map((i) => i.toolCallId)).toEqual(['c3']);
-      const input = { threadId: 'ag-hist', runId: 'client-e', state: {}, tools: [], context: [], forwardedProps: {}, messages: [...agent.messages, { id: 't3', role: 'tool', toolCallId: 'c3', content: '{"approved":true}' }] };
+      const input = {
+        threadId: 'ag-hist',
+        runId: 'client-e',
+        state: {},
+        tools: [],
+        context: [],
+        forwardedProps: {},
+        messages: [...agent.messages, { id: 't3', role: 'tool', toolCallId: 'c3', content: '{"approved":true}' }],
+      };
       const answered = await fetch(`${server.url}/v1/ag-ui/run`, json(input));
-      const events = (await answered.text()).split('\n\n').filter((f) => f !== '').map((f) => JSON.parse(f.slice(6)) as { type: string; toolCallId?: string; runId?: string });
+      const events = (await answered.text())
+        .split('\n\n')
+        .filter((f) => f !== '')
+        .map((f) => JSON.parse(f.slice(6)) as { type: string; toolCallId?: string; runId?: string });
       expect(events.map((e) => e.type)).toContain('TOOL_CALL_RESULT');
       expect(events.filter((e) => e.type === 'TOOL_CALL_START')).toEqual([]);
       expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', runId: 'client-e', outcome: { type: 'success' } });
@@ -231,7 +259,14 @@ describe("the history a client sends back is history (one rule below every proto
     const s = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Something else, then.' }]);
     const first = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'ship' }] }];
     await (await s.app.request('/v1/ai-sdk/chat', json({ id: 'paused', messages: first }))).text();
-    const asking = [...first, { id: 'a1', role: 'assistant', parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-requested', input: { what: 'ship' }, approval: { id: 's-c1' } }] }];
+    const asking = [
+      ...first,
+      {
+        id: 'a1',
+        role: 'assistant',
+        parts: [{ type: 'tool-approve', toolCallId: 'c1', state: 'approval-requested', input: { what: 'ship' }, approval: { id: 's-c1' } }],
+      },
+    ];
     const next = [...asking, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'never mind' }] }];
     const refused = await s.app.request('/v1/ai-sdk/chat', json({ id: 'paused', messages: next }));
     expect(refused.status).toBe(409);
@@ -241,9 +276,13 @@ describe("the history a client sends back is history (one rule below every proto
     expect(await through.text()).toContain('Something else, then.');
     // AG-UI says it in forwardedProps.
     const t = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Other.' }]);
-    const input = (runId: string, messages: unknown[], forwardedProps: unknown = {}) => json({ threadId: 'ag-paused', runId, messages, state: {}, tools: [], context: [], forwardedProps });
+    const input = (runId: string, messages: unknown[], forwardedProps: unknown = {}) =>
+      json({ threadId: 'ag-paused', runId, messages, state: {}, tools: [], context: [], forwardedProps });
     await (await t.app.request('/v1/ag-ui/run', input('r1', [{ id: 'u1', role: 'user', content: 'ship' }]))).text();
-    const again = [{ id: 'u1', role: 'user', content: 'ship' }, { id: 'u2', role: 'user', content: 'never mind' }];
+    const again = [
+      { id: 'u1', role: 'user', content: 'ship' },
+      { id: 'u2', role: 'user', content: 'never mind' },
+    ];
     expect((await t.app.request('/v1/ag-ui/run', input('r2', again))).status).toBe(409);
     expect(await (await t.app.request('/v1/ag-ui/run', input('r3', again, { discardPause: true }))).text()).toContain('Other.');
   });

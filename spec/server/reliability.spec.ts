@@ -94,7 +94,10 @@ describe('2. reconnect with Last-Event-ID', () => {
 describe('3. behind the buffer', () => {
   it('a resync frame with the current messages, then the live tail', async () => {
     const g = gatedTool();
-    const s = testServer([{ text: ['1', '2', '3', '4', '5'], tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'q' } }] }, { text: 'after' }], { tools: [g.tool], registry: { replayBufferCapacity: 4 } });
+    const s = testServer([{ text: ['1', '2', '3', '4', '5'], tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'q' } }] }, { text: 'after' }], {
+      tools: [g.tool],
+      registry: { replayBufferCapacity: 4 },
+    });
     const server = await serve(s);
     try {
       const r = await fetch(`${server.url}/v1/runs`, userRun('go', { threadId: 'behind' }));
@@ -140,7 +143,10 @@ describe('4. concurrent submits to one thread', () => {
 
   it('supersede: the old run ends cancelled, the new one completes', async () => {
     const g = gatedTool();
-    const s = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'old' } }] }, { text: 'new' }], { tools: [g.tool], registry: { policy: 'supersede' } });
+    const s = testServer([{ tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'old' } }] }, { text: 'new' }], {
+      tools: [g.tool],
+      registry: { policy: 'supersede' },
+    });
     const server = await serve(s);
     try {
       const old = await fetch(`${server.url}/v1/runs`, userRun('first', { threadId: 'sup' }));
@@ -208,7 +214,18 @@ describe('8. malformed requests', () => {
   it('1,000 generated malformed requests: no 5xx, no crash, still healthy', async () => {
     const s = testServer([]);
     const server = await serve(s);
-    const path = fc.constantFrom('/v1/runs', '/v1/threads', '/v1/runs/r1/inputs', '/v1/runs/r1/decision', '/v1/runs/r1/cancel', '/v1/threads/t1/messages', '/v1/ai-sdk/chat', '/v1/ag-ui/run', '/v1/threads/%2e%2e/messages', '/v1/runs/..%2f..%2fetc');
+    const path = fc.constantFrom(
+      '/v1/runs',
+      '/v1/threads',
+      '/v1/runs/r1/inputs',
+      '/v1/runs/r1/decision',
+      '/v1/runs/r1/cancel',
+      '/v1/threads/t1/messages',
+      '/v1/ai-sdk/chat',
+      '/v1/ag-ui/run',
+      '/v1/threads/%2e%2e/messages',
+      '/v1/runs/..%2f..%2fetc',
+    );
     const body = fc.oneof(
       fc.json(),
       fc.string(),

@@ -30,7 +30,7 @@ describe('RunLeases', () => {
     expect(await b.get('t')).toBeUndefined();
   });
 
-  it('carries a cancel request on a lease to its holder\'s next renewal; bounds its timings', async () => {
+  it("carries a cancel request on a lease to its holder's next renewal; bounds its timings", async () => {
     const env = deterministicEnv();
     const store = new MemoryStore();
     const a = new RunLeases(store, env, { owner: 'A', ttlMs: 1, sweepMs: 1 });

@@ -95,16 +95,33 @@ describe('run records over HTTP', () => {
     const r = await call(server.url, undefined, 'POST', '/v1/runs', { threadId: 'hitl', messages: [{ role: 'user', content: 'ship it' }] });
     const runId = r.headers.get('x-awaken-run-id') as string;
     await r.text();
-    expect(await runWhen(server.url, undefined, runId, 'waiting')).toMatchObject({ status: 'waiting', input_tokens: 50, output_tokens: 5, termination_code: 'suspended' });
+    expect(await runWhen(server.url, undefined, runId, 'waiting')).toMatchObject({
+      status: 'waiting',
+      input_tokens: 50,
+      output_tokens: 5,
+      termination_code: 'suspended',
+    });
     expect((await call(server.url, undefined, 'POST', `/v1/runs/${runId}/decision`, { toolCallId: 'c1', action: 'resume', payload: true })).status).toBe(202);
-    expect(await runWhen(server.url, undefined, runId, 'done')).toMatchObject({ status: 'done', input_tokens: 120, output_tokens: 14, termination_code: 'natural_end', parent_run_id: null });
+    expect(await runWhen(server.url, undefined, runId, 'done')).toMatchObject({
+      status: 'done',
+      input_tokens: 120,
+      output_tokens: 14,
+      termination_code: 'natural_end',
+      parent_run_id: null,
+    });
     await store.close();
   });
 
-  it('a run parked on one process and resumed by the next after a restart counts both processes\' tokens once', async () => {
+  it("a run parked on one process and resumed by the next after a restart counts both processes' tokens once", async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'awaken-run-records-')), 'awaken.db');
-    const a = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }], usage: usage(300, 30) }], { store: new SqliteStore(path) });
-    const r = await a.app.request('/v1/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'parked', messages: [{ role: 'user', content: 'ship it' }] }) });
+    const a = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }], usage: usage(300, 30) }], {
+      store: new SqliteStore(path),
+    });
+    const r = await a.app.request('/v1/runs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 'parked', messages: [{ role: 'user', content: 'ship it' }] }),
+    });
     const runId = r.headers.get('x-awaken-run-id') as string;
     await r.text();
     await a.registry.shutdown({ graceMs: 1_000 });
@@ -117,7 +134,12 @@ describe('run records over HTTP', () => {
     open.push(server);
     expect(await runWhen(server.url, undefined, runId, 'waiting')).toMatchObject({ input_tokens: 300, output_tokens: 30 });
     expect((await call(server.url, undefined, 'POST', `/v1/runs/${runId}/decision`, { toolCallId: 'c1', action: 'resume' })).status).toBe(202);
-    expect(await runWhen(server.url, undefined, runId, 'done')).toMatchObject({ status: 'done', input_tokens: 345, output_tokens: 34, termination_code: 'natural_end' });
+    expect(await runWhen(server.url, undefined, runId, 'done')).toMatchObject({
+      status: 'done',
+      input_tokens: 345,
+      output_tokens: 34,
+      termination_code: 'natural_end',
+    });
     await b.registry.shutdown();
     await store.close();
   });
@@ -125,7 +147,10 @@ describe('run records over HTTP', () => {
   it('a sub-agent run names the run that delegated it', async () => {
     const orchestrator: AgentSpecInput = { id: 'orchestrator', model: 'm-o', system_prompt: 'You coordinate.', delegates: ['researcher'] };
     const researcher: AgentSpecInput = { id: 'researcher', model: 'm-r', system_prompt: 'You research.', allowed_tools: ['echo'] };
-    const parentSteps: ScriptStep[] = [{ tool_calls: [{ id: 'd1', name: delegateToolId('researcher'), arguments: { prompt: 'tides' } }], usage: usage(10, 1) }, { text: 'found' }];
+    const parentSteps: ScriptStep[] = [
+      { tool_calls: [{ id: 'd1', name: delegateToolId('researcher'), arguments: { prompt: 'tides' } }], usage: usage(10, 1) },
+      { text: 'found' },
+    ];
     const store = new MemoryStore();
     const built = new AgentRuntimeBuilder()
       .withEnv(deterministicEnv())
@@ -143,19 +168,38 @@ describe('run records over HTTP', () => {
     const app = createHttpApp({ runtime: built.value, store, registry: new RunRegistry(built.value, store) });
     const server = await listen(app, { port: 0 });
     open.push(server);
-    const r = await call(server.url, undefined, 'POST', '/v1/runs', { threadId: 'main', agentId: 'orchestrator', messages: [{ role: 'user', content: 'research tides' }] });
+    const r = await call(server.url, undefined, 'POST', '/v1/runs', {
+      threadId: 'main',
+      agentId: 'orchestrator',
+      messages: [{ role: 'user', content: 'research tides' }],
+    });
     const parentId = r.headers.get('x-awaken-run-id') as string;
     await r.text();
     await runWhen(server.url, undefined, parentId, 'done');
-    const runs = (await (await call(server.url, undefined, 'GET', '/v1/runs')).json()) as { items: { run_id: string; agent_id: string; parent_run_id: string | null }[] };
+    const runs = (await (await call(server.url, undefined, 'GET', '/v1/runs')).json()) as {
+      items: { run_id: string; agent_id: string; parent_run_id: string | null }[];
+    };
     const child = runs.items.find((x) => x.agent_id === 'researcher');
     expect(child).toMatchObject({ parent_run_id: parentId, input_tokens: 40, output_tokens: 4, termination_code: 'natural_end' });
     expect(await (await call(server.url, undefined, 'GET', `/v1/runs/${child?.run_id}`)).json()).toMatchObject({ parent_run_id: parentId });
-    expect(await (await call(server.url, undefined, 'GET', `/v1/runs/${parentId}`)).json()).toMatchObject({ parent_run_id: null, input_tokens: 10, output_tokens: 1 });
+    expect(await (await call(server.url, undefined, 'GET', `/v1/runs/${parentId}`)).json()).toMatchObject({
+      parent_run_id: null,
+      input_tokens: 10,
+      output_tokens: 1,
+    });
   });
 
-  it('two principals over a socket: bob gets 404 for alice\'s run and does not see it listed; alice sees its totals', async () => {
-    const s = testServer([{ text: 'secret', usage: usage(11, 2) }], { http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } } });
+  it("two principals over a socket: bob gets 404 for alice's run and does not see it listed; alice sees its totals", async () => {
+    const s = testServer([{ text: 'secret', usage: usage(11, 2) }], {
+      http: {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+      },
+    });
     const server = await listen(s.app, { port: 0 });
     open.push(server);
     const r = await call(server.url, ALICE, 'POST', '/v1/runs', { threadId: 'alice-t', messages: [{ role: 'user', content: 'hi' }] });
@@ -180,19 +224,43 @@ describe('runView', () => {
     expect(code(TerminationReasons.blocked('not allowed'))).toBe('blocked');
     expect(code(TerminationReasons.error('provider down'))).toBe('error');
     expect(code(TerminationReasons.stopped('max_rounds', 'after 5'))).toBe('stopped:max_rounds');
-    expect(runView({ ...base, status: 'running' })).toEqual({ ...base, status: 'running', parent_run_id: null, input_tokens: 0, output_tokens: 0, termination_code: null });
+    expect(runView({ ...base, status: 'running' })).toEqual({
+      ...base,
+      status: 'running',
+      parent_run_id: null,
+      input_tokens: 0,
+      output_tokens: 0,
+      termination_code: null,
+    });
   });
 
   it('keeps every field of the record and adds only the four, whatever the record holds', () => {
     fc.assert(
-      fc.property(fc.option(fc.string({ minLength: 1 }), { nil: undefined }), fc.option(fc.nat(), { nil: undefined }), fc.option(fc.nat(), { nil: undefined }), (parent, input, output) => {
-        const record = { run_id: 'r', thread_id: 't', agent_id: 'a', status: 'running' as const, steps: 0, created_at: 1, updated_at: 1, ...(parent !== undefined ? { parent_run_id: parent } : {}), ...(input !== undefined ? { input_tokens: input, output_tokens: output ?? 0 } : {}) };
-        const view = runView(record);
-        expect(view).toMatchObject(record);
-        expect(view.parent_run_id).toBe(parent ?? null);
-        expect(view.input_tokens).toBe(input ?? 0);
-        expect(Object.keys(view).sort()).toEqual([...new Set([...Object.keys(record), 'parent_run_id', 'input_tokens', 'output_tokens', 'termination_code'])].sort());
-      }),
+      fc.property(
+        fc.option(fc.string({ minLength: 1 }), { nil: undefined }),
+        fc.option(fc.nat(), { nil: undefined }),
+        fc.option(fc.nat(), { nil: undefined }),
+        (parent, input, output) => {
+          const record = {
+            run_id: 'r',
+            thread_id: 't',
+            agent_id: 'a',
+            status: 'running' as const,
+            steps: 0,
+            created_at: 1,
+            updated_at: 1,
+            ...(parent !== undefined ? { parent_run_id: parent } : {}),
+            ...(input !== undefined ? { input_tokens: input, output_tokens: output ?? 0 } : {}),
+          };
+          const view = runView(record);
+          expect(view).toMatchObject(record);
+          expect(view.parent_run_id).toBe(parent ?? null);
+          expect(view.input_tokens).toBe(input ?? 0);
+          expect(Object.keys(view).sort()).toEqual(
+            [...new Set([...Object.keys(record), 'parent_run_id', 'input_tokens', 'output_tokens', 'termination_code'])].sort(),
+          );
+        },
+      ),
     );
   });
 });

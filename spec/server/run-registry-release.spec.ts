@@ -52,7 +52,13 @@ function slowOf(version: Version, gate?: { started: string[]; opened: Promise<vo
   });
 }
 
-function runtimeOf(version: Version, script: readonly ScriptStep[], store: Store | undefined, env: Env, gate?: { started: string[]; opened: Promise<void> }): { runtime: AgentRuntime; llm: ScriptedLlm } {
+function runtimeOf(
+  version: Version,
+  script: readonly ScriptStep[],
+  store: Store | undefined,
+  env: Env,
+  gate?: { started: string[]; opened: Promise<void> },
+): { runtime: AgentRuntime; llm: ScriptedLlm } {
   const llm = new ScriptedLlm(script);
   const builder = new AgentRuntimeBuilder().withEnv(env);
   if (store !== undefined) builder.withThreadRunStore(store);
@@ -86,7 +92,11 @@ function recordingLogger(): Logger & { readonly lines: string[] } {
 }
 
 /** Two versions of one app on one store and one Env, served through a forwarding runtime. */
-function reloadable(scripts: { readonly A: readonly ScriptStep[]; readonly B: readonly ScriptStep[] }, http?: HttpOptions, options: { readonly storelessA?: boolean } = {}) {
+function reloadable(
+  scripts: { readonly A: readonly ScriptStep[]; readonly B: readonly ScriptStep[] },
+  http?: HttpOptions,
+  options: { readonly storelessA?: boolean } = {},
+) {
   const store = new MemoryStore();
   const env = deterministicEnv();
   let open: () => void = () => undefined;
@@ -101,7 +111,8 @@ function reloadable(scripts: { readonly A: readonly ScriptStep[]; readonly B: re
 }
 
 const go = (threadId: string, text = 'deploy it') => json({ threadId, messages: [{ role: 'user', content: text }] });
-const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; target_id?: string; result?: unknown; termination?: { type: string } };
+const data = (f: SseFrame) =>
+  JSON.parse(f.data) as { event_type: string; run_id?: string; target_id?: string; result?: unknown; termination?: { type: string } };
 const APPROVE = { tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'deploy' } }] };
 const SLOW = { tool_calls: [{ id: 's1', name: 'slow', arguments: { tag: 'long' } }] };
 
@@ -116,17 +127,24 @@ async function parkOn(app: ReturnType<typeof createHttpApp>, threadId: string, i
 
 /** What the tools answered in these frames: a call done (`null`: suspended), or a suspended call resumed. */
 const toolResults = (frames: readonly SseFrame[]): unknown[] =>
-  frames.map(data).flatMap((e) => (e.event_type === 'tool_call_done' ? [(e.result as { data?: unknown }).data ?? null] : e.event_type === 'tool_call_resumed' ? [e.result] : []));
+  frames
+    .map(data)
+    .flatMap((e) =>
+      e.event_type === 'tool_call_done' ? [(e.result as { data?: unknown }).data ?? null] : e.event_type === 'tool_call_resumed' ? [e.result] : [],
+    );
 
 /** The stored thread's messages: each role, with a tool message's answer parsed. */
 async function storedMessages(app: ReturnType<typeof createHttpApp>, threadId: string, init?: RequestInit): Promise<{ role: string; answer: unknown }[]> {
-  const messages = (await bodyJson(app.request(`/v1/threads/${threadId}/messages`, init))).messages as { role: string; content: { type: string; text?: string }[] }[];
+  const messages = (await bodyJson(app.request(`/v1/threads/${threadId}/messages`, init))).messages as {
+    role: string;
+    content: { type: string; text?: string }[];
+  }[];
   const text = (m: (typeof messages)[number]) => m.content.map((b) => b.text ?? '').join('');
   return messages.map((m) => ({ role: m.role, answer: m.role === 'tool' ? JSON.parse(text(m)) : text(m) }));
 }
 
 describe('RunRegistry#releaseParked: a parked run outlives the code that parked it', () => {
-  it("a run parked on the old runtime resumes on the new one when its decision comes; a run going at the swap finishes on the old", async () => {
+  it('a run parked on the old runtime resumes on the new one when its decision comes; a run going at the swap finishes on the old', async () => {
     const s = reloadable({ A: [APPROVE, SLOW, { text: 'A finished the long job.' }], B: [{ text: 'B deployed it.' }] });
     const parked = await parkOn(s.app, 'p');
     const going = await s.app.request('/v1/runs', go('r', 'do the long job'));
@@ -150,7 +168,9 @@ describe('RunRegistry#releaseParked: a parked run outlives the code that parked 
     expect(s.registry.liveRuns).toBe(1);
     expect(await s.registry.lastSeq('p')).toBe(parked.lastSeq);
     expect(await bodyJson(s.app.request('/v1/threads/p'))).toMatchObject({ active_run_id: parked.runId, active_run_status: 'waiting' });
-    expect(s.logger.lines).toContain(`info parked run released: it resumes on the runtime current when its decision comes ${JSON.stringify({ run: parked.runId, thread: 'p' })}`);
+    expect(s.logger.lines).toContain(
+      `info parked run released: it resumes on the runtime current when its decision comes ${JSON.stringify({ run: parked.runId, thread: 'p' })}`,
+    );
 
     const decided = await s.app.request(`/v1/runs/${parked.runId}/decision`, json({ toolCallId: 'c1', action: 'resume' }));
     expect(decided.status).toBe(202);
@@ -198,7 +218,9 @@ describe('RunRegistry#releaseParked: a parked run outlives the code that parked 
     const parked = await parkOn(s.app, 'm');
     s.reload();
     expect(await s.registry.releaseParked()).toBe(0);
-    expect(s.logger.lines).toContain(`warn parked run kept on its runtime: the store does not hold it waiting ${JSON.stringify({ run: parked.runId, thread: 'm' })}`);
+    expect(s.logger.lines).toContain(
+      `warn parked run kept on its runtime: the store does not hold it waiting ${JSON.stringify({ run: parked.runId, thread: 'm' })}`,
+    );
     expect(s.registry.waiting(parked.runId)?.calls.map((c) => c.callId)).toEqual(['c1']);
     const follower = readFrames(await s.app.request('/v1/threads/m/stream'), (fs) => fs.some((f) => data(f).termination?.type === 'natural_end'), 5_000);
     expect((await s.app.request(`/v1/runs/${parked.runId}/decision`, json({ toolCallId: 'c1', action: 'resume' }))).status).toBe(202);
@@ -312,7 +334,11 @@ describe('RunRegistry#releaseParked: a parked run outlives the code that parked 
       ['alice-token-0123456789', 'alice'],
       ['bob-token-0123456789', 'bob'],
     ]);
-    const as = (token: string, body?: unknown): RequestInit => ({ method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
+    const as = (token: string, body?: unknown): RequestInit => ({
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body ?? {}),
+    });
     const s = reloadable({ A: [APPROVE], B: [{ text: 'never asked' }] }, { auth: { tokens } });
     const parked = await parkOn(s.app, 'own', as('alice-token-0123456789', { threadId: 'own', messages: [{ role: 'user', content: 'ship it' }] }));
     s.reload();

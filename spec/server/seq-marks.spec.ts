@@ -22,7 +22,7 @@ describe('SeqMarks', () => {
     expect(await store.loadThreadSeq('t')).toBe(52);
   });
 
-  it('writes a thread\'s marks in order, and a failed write is logged, not thrown', async () => {
+  it("writes a thread's marks in order, and a failed write is logged, not thrown", async () => {
     const store = new MemoryStore();
     const written: number[] = [];
     const errors: string[] = [];

@@ -11,7 +11,8 @@ function failing(method: keyof Store): Store {
   const store = new MemoryStore();
   return new Proxy(store, {
     get(target, name, receiver) {
-      if (name === method) return () => Promise.reject(new Error('store gone', { cause: Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }) }));
+      if (name === method)
+        return () => Promise.reject(new Error('store gone', { cause: Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }) }));
       const v = Reflect.get(target, name, receiver) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
@@ -29,7 +30,19 @@ describe('the HTTP app tells its logger', () => {
   it('a line per request: method, route pattern, path, status, duration and the thread', async () => {
     const { app, lines } = logged();
     expect((await app.request('/v1/threads/t-404')).status).toBe(404);
-    expect(lines()).toEqual([{ time: '1970-01-01T00:00:00.000Z', level: 'info', msg: 'request', method: 'GET', route: '/v1/threads/:id', path: '/v1/threads/t-404', status: 404, ms: 0, thread: 't-404' }]);
+    expect(lines()).toEqual([
+      {
+        time: '1970-01-01T00:00:00.000Z',
+        level: 'info',
+        msg: 'request',
+        method: 'GET',
+        route: '/v1/threads/:id',
+        path: '/v1/threads/t-404',
+        status: 404,
+        ms: 0,
+        thread: 't-404',
+      },
+    ]);
   });
 
   it('a store failing under /health: the failure with its cause, and the request (a 5xx, so at error level)', async () => {
@@ -64,14 +77,17 @@ describe('a request line over a socket', () => {
       await server.close();
     }
     expect(out.join('')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
-    expect(out).toEqual(['00:00:00.000 INFO  request method=GET route=/v1/threads/:id path="/v1/threads/\\u001b[31mred\\u001b[0m\\u009b2J" status=400 ms=0 thread="\\u001b[31mred\\u001b[0m\\u009b2J"\n']);
+    expect(out).toEqual([
+      '00:00:00.000 INFO  request method=GET route=/v1/threads/:id path="/v1/threads/\\u001b[31mred\\u001b[0m\\u009b2J" status=400 ms=0 thread="\\u001b[31mred\\u001b[0m\\u009b2J"\n',
+    ]);
   });
 });
 
 describe('bearerCheck', () => {
   it('missing, wrong (of any length) or ok', async () => {
     const app = new Hono().get('/', (c) => c.text(bearerCheck(c, 'right-token')));
-    const ask = async (authorization?: string): Promise<string> => (await app.request('/', authorization !== undefined ? { headers: { authorization } } : {})).text();
+    const ask = async (authorization?: string): Promise<string> =>
+      (await app.request('/', authorization !== undefined ? { headers: { authorization } } : {})).text();
     expect(await ask()).toBe('missing');
     expect(await ask('Basic right-token')).toBe('missing');
     expect(await ask('Bearer wrong-token')).toBe('wrong');

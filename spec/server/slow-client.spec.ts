@@ -76,10 +76,13 @@ describe('a follower that stops reading', () => {
       const socket = connect(Number(url.port), url.hostname);
       await new Promise<void>((r) => socket.once('connect', () => r()));
       const body = JSON.stringify({ id: 'chat', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'go' }] }] });
-      socket.write(`POST /v1/ai-sdk/chat HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(
+        `POST /v1/ai-sdk/chat HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       socket.pause();
       const closed = new Promise<void>((r) => socket.once('close', () => r()));
-      for (let i = 0; i < 2000 && (s.registry.currentRun('chat') !== undefined || s.registry.log('chat').lastSeq === 0); i++) await new Promise((r) => setTimeout(r, 5));
+      for (let i = 0; i < 2000 && (s.registry.currentRun('chat') !== undefined || s.registry.log('chat').lastSeq === 0); i++)
+        await new Promise((r) => setTimeout(r, 5));
       expect(s.registry.log('chat').lastSeq).toBeGreaterThan(200);
       expect(s.registry.log('chat').subscribers).toBe(0);
       socket.resume();
@@ -104,14 +107,21 @@ describe('a follower that stops reading', () => {
     }
   });
 
-  it('what it has not read waits as the frames\' text, not as bytes: at most 64 KiB of it is encoded ahead', async () => {
+  it("what it has not read waits as the frames' text, not as bytes: at most 64 KiB of it is encoded ahead", async () => {
     const gc = (globalThis as { gc?: () => void }).gc;
     expect(gc).toBeTypeOf('function');
     const piece = 'x'.repeat(4096);
     // 200 frames of 4 KB for a follower that reads nothing, under a bound that does not drop it.
-    const s = testServer([{ text: Array.from({ length: 200 }, () => piece) }, { text: Array.from({ length: 200 }, () => piece) }, { text: Array.from({ length: 200 }, () => piece) }], {
-      registry: { maxFollowerBytes: 64 * 1024 * 1024 },
-    });
+    const s = testServer(
+      [
+        { text: Array.from({ length: 200 }, () => piece) },
+        { text: Array.from({ length: 200 }, () => piece) },
+        { text: Array.from({ length: 200 }, () => piece) },
+      ],
+      {
+        registry: { maxFollowerBytes: 64 * 1024 * 1024 },
+      },
+    );
     const settled = async (): Promise<number> => {
       (gc as () => void)();
       await new Promise((r) => setTimeout(r, 20));

@@ -27,7 +27,8 @@ afterAll(async () => {
 
 const port = (): number => Number(new URL(server.url).port);
 /** When `closed` resolved, or `Infinity` if it did not within `ms` (a connection the server kept). */
-const closedWithin = (closed: Promise<number>, ms: number): Promise<number> => Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(Infinity), ms))]);
+const closedWithin = (closed: Promise<number>, ms: number): Promise<number> =>
+  Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(Infinity), ms))]);
 /** A raw connection, with what the server sent on it and when it was closed. */
 function open(): Promise<{ socket: Socket; received: () => string; closed: Promise<number> }> {
   return new Promise((resolve, reject) => {
@@ -81,10 +82,16 @@ describe('the connection settings', () => {
       .split('\n')
       .find((l) => l.includes('server.headers_timeout_ms: 5000'))
       ?.trim();
-    expect(documented).toBe('awaken serve: ./awaken.yaml: server.headers_timeout_ms: 5000 is longer than server.request_timeout_ms (2000), which the headers are part of');
+    expect(documented).toBe(
+      'awaken serve: ./awaken.yaml: server.headers_timeout_ms: 5000 is longer than server.request_timeout_ms (2000), which the headers are part of',
+    );
     expect(await cli('serve', '--config', file)).toEqual({ code: 65, out: '', err: `${documented?.replace('./awaken.yaml', file)}\n` });
     writeFileSync(file, 'server: { max_connections: 0 }\n');
-    expect(await cli('serve', '--config', file)).toEqual({ code: 65, out: '', err: `awaken serve: ${file}: server.max_connections: Too small: expected number to be >=1\n` });
+    expect(await cli('serve', '--config', file)).toEqual({
+      code: 65,
+      out: '',
+      err: `awaken serve: ${file}: server.max_connections: Too small: expected number to be >=1\n`,
+    });
     // A request bound alone shorter than the default headers' bound takes the headers' with it.
     writeFileSync(file, 'server: { request_timeout_ms: 2000 }\n');
     expect(parseServeArgs(['--config', file], {})).toMatchObject({ connections: { headersTimeoutMs: 2000, requestTimeoutMs: 2000 } });

@@ -24,7 +24,12 @@ async function instance(name: string, script: Parameters<typeof testServer>[0], 
   const store = PostgresStore.withPrefix(PG_URL, prefix);
   const bus = new PostgresBus(PG_URL, { prefix });
   opened.push(store, bus);
-  const s = testServer(script, { store, env: namedEnv(name), ...(tools !== undefined ? { tools } : {}), registry: { bus, leases: { owner: name, ttlMs: TTL } } });
+  const s = testServer(script, {
+    store,
+    env: namedEnv(name),
+    ...(tools !== undefined ? { tools } : {}),
+    registry: { bus, leases: { owner: name, ttlMs: TTL } },
+  });
   await s.registry.attachBus();
   return { ...s, bus };
 }
@@ -32,9 +37,13 @@ async function instance(name: string, script: Parameters<typeof testServer>[0], 
 const eventOf = (data: string) => JSON.parse(data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
 
 describe('an instance cut off past its lease, on a shared log', () => {
-  it('after the sweep\'s terminal frame, nothing of the swept run reaches the shared log: one terminal frame, nothing after it', async () => {
+  it("after the sweep's terminal frame, nothing of the swept run reaches the shared log: one terminal frame, nothing after it", async () => {
     const g = gatedTool();
-    const a = await instance('a', [{ text: 'before the tool', tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }, { text: 'after the tool' }], [g.tool]);
+    const a = await instance(
+      'a',
+      [{ text: 'before the tool', tool_calls: [{ id: 'c', name: 'slow', arguments: { tag: 'a' } }] }, { text: 'after the tool' }],
+      [g.tool],
+    );
     const b = await instance('b', [{ text: 'b done' }]);
     const started = await a.app.request('/v1/runs', json({ threadId: 'split', messages: [{ role: 'user', content: 'go' }] }));
     const runA = started.headers.get('x-awaken-run-id') as string;

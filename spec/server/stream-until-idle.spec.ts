@@ -55,7 +55,9 @@ describe('GET /v1/threads/:id/stream?until=idle', () => {
     const started = await post('/v1/runs', { threadId: 'busy-1', agentId: 'slow', messages: [{ role: 'user', content: 'take your time' }] });
     const runStream = started.text();
     // The slow agent takes two seconds: the run is in flight when the stream is asked for.
-    await expect.poll(async () => ((await (await fetch(`${server.url}/v1/threads/busy-1`)).json()) as { active_run_status?: string }).active_run_status).toBe('running');
+    await expect
+      .poll(async () => ((await (await fetch(`${server.url}/v1/threads/busy-1`)).json()) as { active_run_status?: string }).active_run_status)
+      .toBe('running');
     const followed = await whole('/v1/threads/busy-1/stream?since=0&until=idle');
     const run = await runStream;
     expect(followed.text).toBe(run);

@@ -43,7 +43,9 @@ function exchangesOf(section: string): Exchange[] {
     const [request = '', ...requestRest] = sent;
     const [status = '', ...answerRest] = got;
     const [method = '', path = ''] = request.split(' ');
-    const headers = Object.fromEntries(requestRest.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]));
+    const headers = Object.fromEntries(
+      requestRest.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]),
+    );
     const body = requestRest.find((l) => l.startsWith('{'));
     return { method, path, headers, ...(body !== undefined ? { body } : {}), status, answer: answerRest.find((l) => l.startsWith('{')) ?? '' };
   });
@@ -63,7 +65,11 @@ beforeAll(async () => {
     { env: deterministicEnv({ start: Date.UTC(2026, 0, 1) }) },
   );
   server = await listen(s.app, { port: 0 });
-  const run = await fetch(`${server.url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ threadId: 'notes', messages: [{ role: 'user', content: 'note this' }] }) });
+  const run = await fetch(`${server.url}/v1/runs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ threadId: 'notes', messages: [{ role: 'user', content: 'note this' }] }),
+  });
   await run.text();
 });
 afterAll(async () => {
@@ -86,13 +92,21 @@ describe(`${DOC} → ${HEADING.slice(3)}`, () => {
   it('each exchange answers what the page shows, whole, in order', async () => {
     for (const e of exchanges) {
       const r = await fetch(`${server.url}${e.path}`, { method: e.method, headers: e.headers, ...(e.body !== undefined ? { body: e.body } : {}) });
-      expect({ request: `${e.method} ${e.path}`, status: `${r.status} ${r.statusText}`, body: await r.text() }).toEqual({ request: `${e.method} ${e.path}`, status: e.status, body: e.answer });
+      expect({ request: `${e.method} ${e.path}`, status: `${r.status} ${r.statusText}`, body: await r.text() }).toEqual({
+        request: `${e.method} ${e.path}`,
+        status: e.status,
+        body: e.answer,
+      });
     }
   });
 
   it('the refusal of a custom over 16 KiB is the line the page shows, for the body it describes', async () => {
     const shown = /A `custom` over 16 KiB[^\n]*\n\n```\n(.*)\n```\n/.exec(section)?.[1];
-    const r = await fetch(`${server.url}/v1/threads`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'big', custom: { blob: 'x'.repeat(16_384) } }) });
+    const r = await fetch(`${server.url}/v1/threads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'big', custom: { blob: 'x'.repeat(16_384) } }),
+    });
     expect({ status: r.status, body: await r.text() }).toEqual({ status: 413, body: shown });
   });
 });

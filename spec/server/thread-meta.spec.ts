@@ -37,14 +37,42 @@ async function serve(options: Parameters<typeof testServer>[1] = {}, script: Par
   return { s, url: server.url };
 }
 
-const twoPrincipals = { http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } } };
+const twoPrincipals = {
+  http: {
+    auth: {
+      tokens: new Map([
+        [ALICE, 'alice'],
+        [BOB, 'bob'],
+      ]),
+    },
+  },
+};
 
 describe('thread metadata', () => {
   it('POST /v1/threads takes resource_id, parent_thread_id and custom; GET /v1/threads/:id and the list return them', async () => {
     const { url } = await serve({ store: new SqliteStore(':memory:') });
     expect((await answer(call(url, undefined, 'POST', '/v1/threads', { id: 'root', title: 'Root' }))).status).toBe(201);
-    const created = await answer(call(url, undefined, 'POST', '/v1/threads', { id: 'child', title: 'Child', resource_id: 'doc-7', parent_thread_id: 'root', custom: { tags: ['a'], n: 1 } }));
-    expect(created).toEqual({ status: 201, body: { id: 'child', title: 'Child', resource_id: 'doc-7', parent_thread_id: 'root', custom: { tags: ['a'], n: 1 }, created_at: expect.any(Number), updated_at: expect.any(Number) } });
+    const created = await answer(
+      call(url, undefined, 'POST', '/v1/threads', {
+        id: 'child',
+        title: 'Child',
+        resource_id: 'doc-7',
+        parent_thread_id: 'root',
+        custom: { tags: ['a'], n: 1 },
+      }),
+    );
+    expect(created).toEqual({
+      status: 201,
+      body: {
+        id: 'child',
+        title: 'Child',
+        resource_id: 'doc-7',
+        parent_thread_id: 'root',
+        custom: { tags: ['a'], n: 1 },
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+      },
+    });
     expect(await answer(call(url, undefined, 'GET', '/v1/threads/child'))).toEqual({ status: 200, body: created.body });
     const list = await answer(call(url, undefined, 'GET', '/v1/threads'));
     expect(list.body['items']).toContainEqual(created.body);
@@ -53,16 +81,25 @@ describe('thread metadata', () => {
   it('POST /v1/threads refuses a missing parent, bad ids, a custom that is not an object and one over 16 KiB, naming the field', async () => {
     const { url } = await serve();
     const refused = async (body: unknown) => answer(call(url, undefined, 'POST', '/v1/threads', body));
-    expect(await refused({ id: 'x', parent_thread_id: 'ghost' })).toEqual({ status: 400, body: { error: 'parent thread not found: ghost', code: 'parent_thread_not_found', field: 'parent_thread_id' } });
+    expect(await refused({ id: 'x', parent_thread_id: 'ghost' })).toEqual({
+      status: 400,
+      body: { error: 'parent thread not found: ghost', code: 'parent_thread_not_found', field: 'parent_thread_id' },
+    });
     expect(await refused({ id: 'x', parent_thread_id: 'x' })).toMatchObject({ status: 400, body: { code: 'thread_cycle', field: 'parent_thread_id' } });
-    expect(await refused({ id: 'x', resource_id: '../etc' })).toEqual({ status: 400, body: { error: 'invalid resource id', code: 'invalid_id', field: 'resource_id' } });
+    expect(await refused({ id: 'x', resource_id: '../etc' })).toEqual({
+      status: 400,
+      body: { error: 'invalid resource id', code: 'invalid_id', field: 'resource_id' },
+    });
     expect(await refused({ id: 'x', parent_thread_id: 'a/b' })).toMatchObject({ status: 400, body: { code: 'invalid_id', field: 'parent_thread_id' } });
     expect(await refused({ id: 'x', custom: [1, 2] })).toMatchObject({ status: 400, body: { code: 'invalid_request', field: 'custom' } });
     expect(await refused({ id: 'x', custom: 'text' })).toMatchObject({ status: 400, body: { code: 'invalid_request', field: 'custom' } });
     expect(await refused({ id: 'x', title: 't'.repeat(501) })).toMatchObject({ status: 400, body: { field: 'title' } });
     expect(await refused({ id: 'x', owner: 'me' })).toMatchObject({ status: 400, body: { field: 'owner' } });
     const big = await refused({ id: 'x', custom: { blob: 'x'.repeat(16 * 1024) } });
-    expect(big).toEqual({ status: 413, body: { error: `custom is ${16 * 1024 + 11} bytes of JSON; at most 16384 are kept`, code: 'custom_too_large', field: 'custom' } });
+    expect(big).toEqual({
+      status: 413,
+      body: { error: `custom is ${16 * 1024 + 11} bytes of JSON; at most 16384 are kept`, code: 'custom_too_large', field: 'custom' },
+    });
     // Exactly 16 KiB is kept.
     expect((await refused({ id: 'x', custom: { blob: 'x'.repeat(16 * 1024 - 11) } })).status).toBe(201);
     expect((await answer(call(url, undefined, 'GET', '/v1/threads/ghost'))).status).toBe(404);
@@ -75,9 +112,27 @@ describe('thread metadata', () => {
     await call(url, undefined, 'POST', '/v1/threads', { id: 'p2' });
     await call(url, undefined, 'POST', '/v1/threads', { id: 't', title: 'old', resource_id: 'r1', parent_thread_id: 'p1', custom: { a: 1 } });
     const first = await answer(call(url, undefined, 'PATCH', '/v1/threads/t', { title: 'new', custom: { b: 2 } }));
-    expect(first).toEqual({ status: 200, body: { id: 't', title: 'new', resource_id: 'r1', parent_thread_id: 'p1', custom: { b: 2 }, created_at: expect.any(Number), updated_at: expect.any(Number) } });
+    expect(first).toEqual({
+      status: 200,
+      body: {
+        id: 't',
+        title: 'new',
+        resource_id: 'r1',
+        parent_thread_id: 'p1',
+        custom: { b: 2 },
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+      },
+    });
     const second = await answer(call(url, undefined, 'PATCH', '/v1/threads/t/metadata', { resource_id: null, parent_thread_id: 'p2' }));
-    expect(second.body).toEqual({ id: 't', title: 'new', parent_thread_id: 'p2', custom: { b: 2 }, created_at: expect.any(Number), updated_at: expect.any(Number) });
+    expect(second.body).toEqual({
+      id: 't',
+      title: 'new',
+      parent_thread_id: 'p2',
+      custom: { b: 2 },
+      created_at: expect.any(Number),
+      updated_at: expect.any(Number),
+    });
     const third = await answer(call(url, undefined, 'PATCH', '/v1/threads/t', { parent_thread_id: null, resource_id: 'r9' }));
     expect(third.body).toEqual({ id: 't', title: 'new', resource_id: 'r9', custom: { b: 2 }, created_at: expect.any(Number), updated_at: expect.any(Number) });
     expect(first.body['updated_at']).toBeGreaterThan(first.body['created_at'] as number);
@@ -98,7 +153,10 @@ describe('thread metadata', () => {
       body: { error: 'thread c cannot be the parent of a: it would be its own ancestor', code: 'thread_cycle', field: 'parent_thread_id' },
     });
     expect(await patch('a', { parent_thread_id: 'a' })).toMatchObject({ status: 400, body: { code: 'thread_cycle', field: 'parent_thread_id' } });
-    expect(await patch('a', { parent_thread_id: 'ghost' })).toMatchObject({ status: 400, body: { code: 'parent_thread_not_found', field: 'parent_thread_id' } });
+    expect(await patch('a', { parent_thread_id: 'ghost' })).toMatchObject({
+      status: 400,
+      body: { code: 'parent_thread_not_found', field: 'parent_thread_id' },
+    });
     expect(await patch('a', { resource_id: 'bad id' })).toMatchObject({ status: 400, body: { code: 'invalid_id', field: 'resource_id' } });
     expect(await patch('a', { resource_id: 5 })).toMatchObject({ status: 400, body: { code: 'invalid_request', field: 'resource_id' } });
     expect(await patch('a', { custom: null })).toMatchObject({ status: 400, body: { code: 'invalid_request', field: 'custom' } });
@@ -107,7 +165,11 @@ describe('thread metadata', () => {
     expect(await patch('a', { custom: { blob: 'x'.repeat(20_000) } })).toMatchObject({ status: 413, body: { code: 'custom_too_large', field: 'custom' } });
     expect(await patch('bad%20id', { title: 'x' })).toMatchObject({ status: 400, body: { code: 'invalid_id', field: 'id' } });
     // Nothing refused changed anything.
-    expect((await answer(call(url, undefined, 'GET', '/v1/threads/a'))).body).toEqual({ id: 'a', created_at: expect.any(Number), updated_at: expect.any(Number) });
+    expect((await answer(call(url, undefined, 'GET', '/v1/threads/a'))).body).toEqual({
+      id: 'a',
+      created_at: expect.any(Number),
+      updated_at: expect.any(Number),
+    });
     // A chain without the thread in it is a parent like any other.
     expect(await patch('c', { parent_thread_id: 'a' })).toMatchObject({ status: 200, body: { parent_thread_id: 'a' } });
   });
@@ -136,19 +198,27 @@ describe('thread metadata', () => {
     const page = await answer(call(url, undefined, 'GET', '/v1/threads/summaries?offset=1&limit=1'));
     expect(page.body).toMatchObject({ offset: 1, limit: 1, total: 2, has_more: false });
     expect((page.body['items'] as { id: string }[]).map((t) => t.id)).toEqual((threads.body['items'] as { id: string }[]).map((t) => t.id));
-    expect(await answer(call(url, undefined, 'GET', '/v1/threads/summaries?limit=ten'))).toMatchObject({ status: 400, body: { code: 'invalid_query', field: 'limit' } });
+    expect(await answer(call(url, undefined, 'GET', '/v1/threads/summaries?limit=ten'))).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_query', field: 'limit' },
+    });
   });
 });
 
 describe('thread metadata, two principals over a socket', () => {
-  it('bob cannot read, PATCH or see in summaries alice\'s thread; alice\'s thread as his parent is refused as if it did not exist', async () => {
+  it("bob cannot read, PATCH or see in summaries alice's thread; alice's thread as his parent is refused as if it did not exist", async () => {
     const { url } = await serve(twoPrincipals);
-    expect((await call(url, ALICE, 'POST', '/v1/threads', { id: 'alice-t', title: 'alice secret', resource_id: 'alice-doc', custom: { k: 'secret' } })).status).toBe(201);
+    expect(
+      (await call(url, ALICE, 'POST', '/v1/threads', { id: 'alice-t', title: 'alice secret', resource_id: 'alice-doc', custom: { k: 'secret' } })).status,
+    ).toBe(201);
     expect((await call(url, BOB, 'POST', '/v1/threads', { id: 'bob-t', title: 'bob' })).status).toBe(201);
 
     expect(await answer(call(url, BOB, 'GET', '/v1/threads/alice-t'))).toMatchObject({ status: 404, body: { code: 'thread_not_found' } });
     for (const path of ['/v1/threads/alice-t', '/v1/threads/alice-t/metadata']) {
-      expect(await answer(call(url, BOB, 'PATCH', path, { title: 'taken' }))).toEqual({ status: 404, body: { error: 'thread not found: alice-t', code: 'thread_not_found' } });
+      expect(await answer(call(url, BOB, 'PATCH', path, { title: 'taken' }))).toEqual({
+        status: 404,
+        body: { error: 'thread not found: alice-t', code: 'thread_not_found' },
+      });
     }
     // A refusal of a field says nothing about whether the thread exists: the thread is looked up first.
     expect(await answer(call(url, BOB, 'PATCH', '/v1/threads/alice-t', { parent_thread_id: 'bob-t' }))).toMatchObject({ status: 404 });
@@ -176,9 +246,19 @@ describe('thread metadata, two principals over a socket', () => {
     expect((await call(url, ALICE, 'POST', '/v1/threads', { id: 'alice-child', parent_thread_id: 'alice-t' })).status).toBe(201);
   });
 
-  it('a cycle through a thread of another principal (a link the admin made) is refused all the same, naming only the caller\'s threads', async () => {
+  it("a cycle through a thread of another principal (a link the admin made) is refused all the same, naming only the caller's threads", async () => {
     const ADMIN = 'admin-token-0123456789';
-    const { url } = await serve({ http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) }, adminToken: ADMIN } });
+    const { url } = await serve({
+      http: {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+        adminToken: ADMIN,
+      },
+    });
     expect((await call(url, ALICE, 'POST', '/v1/threads', { id: 'a1' })).status).toBe(201);
     expect((await call(url, BOB, 'POST', '/v1/threads', { id: 'b1' })).status).toBe(201);
     expect((await call(url, ADMIN, 'PATCH', '/v1/threads/b1', { parent_thread_id: 'a1' })).status).toBe(200);
@@ -191,7 +271,7 @@ describe('thread metadata, two principals over a socket', () => {
     });
   });
 
-  it('summaries of runs: bob does not see the agent of alice\'s run, nor her thread', async () => {
+  it("summaries of runs: bob does not see the agent of alice's run, nor her thread", async () => {
     const { url } = await serve(twoPrincipals, [{ text: 'for alice' }, { text: 'for bob' }]);
     await (await call(url, ALICE, 'POST', '/v1/runs', { threadId: 'alice-run', messages: [{ role: 'user', content: 'a' }] })).text();
     await (await call(url, BOB, 'POST', '/v1/runs', { threadId: 'bob-run', messages: [{ role: 'user', content: 'b' }] })).text();

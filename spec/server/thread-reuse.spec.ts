@@ -21,7 +21,11 @@ afterEach(async () => {
 });
 
 const call = (url: string, token: string, method: string, path: string, body?: unknown): Promise<Response> =>
-  fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
 
 /** Reads an SSE response for a while (or to its end): its text, and whether it ended. */
 async function readFor(r: Response, ms: number): Promise<{ text: string; ended: boolean }> {
@@ -68,10 +72,22 @@ function follow(r: Response) {
 
 describe('a thread id deleted by one principal and created again by another', () => {
   it("the new owner's stream replays nothing of the old thread; the old owner's open stream sees nothing of the new one", async () => {
-    const s = testServer([{ text: 'alice secret answer' }, { text: 'bob answer' }], { http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } } });
+    const s = testServer([{ text: 'alice secret answer' }, { text: 'bob answer' }], {
+      http: {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+      },
+    });
     const server = await listen(s.app, { port: 0 });
     open.push(server);
-    const first = await call(server.url, ALICE, 'POST', '/v1/runs', { threadId: 'shared-name', messages: [{ role: 'user', content: 'alice secret question' }] });
+    const first = await call(server.url, ALICE, 'POST', '/v1/runs', {
+      threadId: 'shared-name',
+      messages: [{ role: 'user', content: 'alice secret question' }],
+    });
     expect(first.status).toBe(200);
     expect(await first.text()).toContain('alice secret answer');
     // Alice keeps following her thread, then deletes it.
@@ -105,14 +121,26 @@ describe('the same, with two instances sharing the thread log on PostgreSQL', ()
     const store = PostgresStore.withPrefix(PG_URL, prefix);
     const bus = new PostgresBus(PG_URL, { prefix });
     closers.push(store, bus);
-    const s = testServer(script, { store, env: namedEnv(name), registry: { bus, leases: { owner: name } }, http: { auth: { tokens: new Map([[ALICE, 'alice'], [BOB, 'bob']]) } } });
+    const s = testServer(script, {
+      store,
+      env: namedEnv(name),
+      registry: { bus, leases: { owner: name } },
+      http: {
+        auth: {
+          tokens: new Map([
+            [ALICE, 'alice'],
+            [BOB, 'bob'],
+          ]),
+        },
+      },
+    });
     await s.registry.attachBus();
     const server = await listen(s.app, { port: 0 });
     open.push(server);
     return { s, url: server.url };
   }
 
-  it("the shared log replays nothing of the deleted thread; a stream open on another instance sees nothing of the new one", async () => {
+  it('the shared log replays nothing of the deleted thread; a stream open on another instance sees nothing of the new one', async () => {
     const a = await instance('a', [{ text: 'alice secret answer' }, { text: 'bob answer' }]);
     const b = await instance('b', []);
     const first = await call(a.url, ALICE, 'POST', '/v1/runs', { threadId: 'shared-pg', messages: [{ role: 'user', content: 'alice secret question' }] });

@@ -36,18 +36,71 @@ export function metaConformance(name: string, factory: MetaStoreFactory): void {
       for (const s of opened) await s.close().catch(() => undefined);
     });
 
-    it('adds each checkpoint\'s tokens to the run\'s totals, over a suspension and a take-up by another writer; keeps the first parent named', async () => {
+    it("adds each checkpoint's tokens to the run's totals, over a suspension and a take-up by another writer; keeps the first parent named", async () => {
       const user = Messages.user('hi', { id: 'u1' });
       await store.checkpoint(checkpoint({ threadId: 'th', runId: 'child', parentRunId: 'parent-1', messages: [user], updatedAt: 10 }));
-      expect(await store.getRun('child')).toEqual({ run_id: 'child', thread_id: 'th', agent_id: 'agent', status: 'running', steps: 1, created_at: 10, updated_at: 10, parent_run_id: 'parent-1' });
-      await store.checkpoint(checkpoint({ threadId: 'th', runId: 'child', parentRunId: 'parent-1', messages: [user], tokens: { input: 120, output: 30 }, updatedAt: 11, expectedMessageCount: 1 }));
-      await store.checkpoint(checkpoint({ threadId: 'th', runId: 'child', messages: [user], status: 'waiting', termination: { type: 'suspended' }, tokens: { input: 80, output: 5 }, updatedAt: 12, expectedMessageCount: 1 }));
+      expect(await store.getRun('child')).toEqual({
+        run_id: 'child',
+        thread_id: 'th',
+        agent_id: 'agent',
+        status: 'running',
+        steps: 1,
+        created_at: 10,
+        updated_at: 10,
+        parent_run_id: 'parent-1',
+      });
+      await store.checkpoint(
+        checkpoint({
+          threadId: 'th',
+          runId: 'child',
+          parentRunId: 'parent-1',
+          messages: [user],
+          tokens: { input: 120, output: 30 },
+          updatedAt: 11,
+          expectedMessageCount: 1,
+        }),
+      );
+      await store.checkpoint(
+        checkpoint({
+          threadId: 'th',
+          runId: 'child',
+          messages: [user],
+          status: 'waiting',
+          termination: { type: 'suspended' },
+          tokens: { input: 80, output: 5 },
+          updatedAt: 12,
+          expectedMessageCount: 1,
+        }),
+      );
       expect(await store.getRun('child')).toMatchObject({ status: 'waiting', input_tokens: 200, output_tokens: 35, parent_run_id: 'parent-1' });
       // Taken up after a restart: the new writer reports only its own inferences.
       const later = factory.reopen === undefined ? store : await factory.reopen(store);
       if (later !== store) opened.push(later);
-      await later.checkpoint(checkpoint({ threadId: 'th', runId: 'child', parentRunId: 'someone-else', messages: [user], status: 'running', tokens: { input: 0, output: 0 }, updatedAt: 13, expectedMessageCount: 1 }));
-      await later.checkpoint(checkpoint({ threadId: 'th', runId: 'child', messages: [user], status: 'done', termination: { type: 'stopped', value: { code: 'max_rounds' } }, steps: 3, tokens: { input: 50, output: 15 }, updatedAt: 14, expectedMessageCount: 1 }));
+      await later.checkpoint(
+        checkpoint({
+          threadId: 'th',
+          runId: 'child',
+          parentRunId: 'someone-else',
+          messages: [user],
+          status: 'running',
+          tokens: { input: 0, output: 0 },
+          updatedAt: 13,
+          expectedMessageCount: 1,
+        }),
+      );
+      await later.checkpoint(
+        checkpoint({
+          threadId: 'th',
+          runId: 'child',
+          messages: [user],
+          status: 'done',
+          termination: { type: 'stopped', value: { code: 'max_rounds' } },
+          steps: 3,
+          tokens: { input: 50, output: 15 },
+          updatedAt: 14,
+          expectedMessageCount: 1,
+        }),
+      );
       expect(await later.getRun('child')).toEqual({
         run_id: 'child',
         thread_id: 'th',
@@ -61,7 +114,11 @@ export function metaConformance(name: string, factory: MetaStoreFactory): void {
         input_tokens: 250,
         output_tokens: 50,
       });
-      expect((await later.listRuns({ offset: 0, limit: 5, threadId: 'th' })).items[0]).toMatchObject({ input_tokens: 250, output_tokens: 50, parent_run_id: 'parent-1' });
+      expect((await later.listRuns({ offset: 0, limit: 5, threadId: 'th' })).items[0]).toMatchObject({
+        input_tokens: 250,
+        output_tokens: 50,
+        parent_run_id: 'parent-1',
+      });
     });
 
     it('a run without tokens reported has no totals; a finish outside a checkpoint keeps the totals and the parent', async () => {
@@ -87,9 +144,30 @@ export function metaConformance(name: string, factory: MetaStoreFactory): void {
 
     it('patches a thread: a field given replaces, null clears, a field left out stays; updated_at moves; a checkpoint keeps the metadata', async () => {
       await store.createThread({ id: 't', title: 'old', resource_id: 'r1', parent_thread_id: 'p1', custom: { a: 1 }, now: 10 });
-      expect(await store.updateThread('t', { custom: { b: [2] } }, 20)).toEqual({ id: 't', title: 'old', resource_id: 'r1', parent_thread_id: 'p1', custom: { b: [2] }, created_at: 10, updated_at: 20 });
-      expect(await store.updateThread('t', { title: 'new', resource_id: null, parent_thread_id: 'p2' }, 30)).toEqual({ id: 't', title: 'new', parent_thread_id: 'p2', custom: { b: [2] }, created_at: 10, updated_at: 30 });
-      expect(await store.updateThread('t', { parent_thread_id: null }, 40)).toEqual({ id: 't', title: 'new', custom: { b: [2] }, created_at: 10, updated_at: 40 });
+      expect(await store.updateThread('t', { custom: { b: [2] } }, 20)).toEqual({
+        id: 't',
+        title: 'old',
+        resource_id: 'r1',
+        parent_thread_id: 'p1',
+        custom: { b: [2] },
+        created_at: 10,
+        updated_at: 20,
+      });
+      expect(await store.updateThread('t', { title: 'new', resource_id: null, parent_thread_id: 'p2' }, 30)).toEqual({
+        id: 't',
+        title: 'new',
+        parent_thread_id: 'p2',
+        custom: { b: [2] },
+        created_at: 10,
+        updated_at: 30,
+      });
+      expect(await store.updateThread('t', { parent_thread_id: null }, 40)).toEqual({
+        id: 't',
+        title: 'new',
+        custom: { b: [2] },
+        created_at: 10,
+        updated_at: 40,
+      });
       await store.checkpoint(checkpoint({ threadId: 't', runId: 'r', updatedAt: 50 }));
       expect(await store.getThread('t')).toEqual({ id: 't', title: 'new', custom: { b: [2] }, created_at: 10, updated_at: 50, latest_run_id: 'r' });
       expect(await store.updateThread('missing', { title: 'x' }, 60)).toBeUndefined();

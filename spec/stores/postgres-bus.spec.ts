@@ -27,20 +27,33 @@ describe('eight instances starting together', () => {
 });
 
 describe('frames of a run that has ended', () => {
-  const finish = (threadId: string, runId: string, type: string) => JSON.stringify({ event_type: 'run_finish', thread_id: threadId, run_id: runId, termination: { type } });
+  const finish = (threadId: string, runId: string, type: string) =>
+    JSON.stringify({ event_type: 'run_finish', thread_id: threadId, run_id: runId, termination: { type } });
   const delta = (runId: string, text: string) => JSON.stringify({ event_type: 'text_delta', run_id: runId, delta: text });
 
   it('are dropped once its final terminal frame is in the log; a suspension is not final; another run goes on', async () => {
     const a = new PostgresBus(PG_URL, { prefix });
     const b = new PostgresBus(PG_URL, { prefix });
     opened.push(a, b);
-    await a.append('e1', [{ seq: 1, runId: 'r1', data: delta('r1', 'x') }, { seq: 2, runId: 'r1', data: finish('e1', 'r1', 'suspended') }]);
+    await a.append('e1', [
+      { seq: 1, runId: 'r1', data: delta('r1', 'x') },
+      { seq: 2, runId: 'r1', data: finish('e1', 'r1', 'suspended') },
+    ]);
     await a.append('e1', [{ seq: 3, runId: 'r1', data: delta('r1', 'resumed') }]);
     // Another instance ends r1 (a sweep); the first one's late frames of r1 are dropped, in a batch with another run's too.
     await b.append('e1', [{ seq: 4, runId: 'r1', data: finish('e1', 'r1', 'error') }]);
-    await a.append('e1', [{ seq: 5, runId: 'r1', data: delta('r1', 'late') }, { seq: 6, runId: 'r1', data: finish('e1', 'r1', 'natural_end') }]);
+    await a.append('e1', [
+      { seq: 5, runId: 'r1', data: delta('r1', 'late') },
+      { seq: 6, runId: 'r1', data: finish('e1', 'r1', 'natural_end') },
+    ]);
     await a.append('e1', [{ seq: 5, runId: 'r2', data: delta('r2', 'next run') }]);
-    expect((await b.read('e1', 0, 100)).map((f) => [f.seq, f.runId])).toEqual([[1, 'r1'], [2, 'r1'], [3, 'r1'], [4, 'r1'], [5, 'r2']]);
+    expect((await b.read('e1', 0, 100)).map((f) => [f.seq, f.runId])).toEqual([
+      [1, 'r1'],
+      [2, 'r1'],
+      [3, 'r1'],
+      [4, 'r1'],
+      [5, 'r2'],
+    ]);
   });
 
   it('two instances racing, one ending the run (after the last frame) and one appending to it: one terminal frame, nothing of the run after it', async () => {

@@ -4,7 +4,6 @@ import { PG_URL } from '../support/postgres.ts';
 import { storeConformance, type StoreFactory } from '../support/store-conformance.ts';
 import { metaConformance } from './meta-conformance.ts';
 
-
 let n = 0;
 const prefixes = new WeakMap<object, string>();
 const used: string[] = [];

@@ -35,8 +35,25 @@ async function readsTheFirstRelease(store: Store): Promise<void> {
   expect(await store.getThread('t2')).toEqual({ id: 't2', title: 'empty', created_at: expect.any(Number), updated_at: expect.any(Number) });
   expect(run).not.toHaveProperty('input_tokens');
   expect(run).not.toHaveProperty('parent_run_id');
-  expect(await store.updateThread('t2', { resource_id: 'doc-1', custom: { k: 'v' } }, 2_000_000_000_000)).toMatchObject({ id: 't2', title: 'empty', resource_id: 'doc-1', custom: { k: 'v' } });
-  await store.checkpoint({ threadId: 't2', runId: 'after-upgrade', agentId: 'a', messages: [], status: 'done', steps: 1, threadState: { revision: 1, extensions: {} }, runState: { revision: 1, extensions: {} }, updatedAt: 2_000_000_000_001, parentRunId: RUN, tokens: { input: 9, output: 4 } });
+  expect(await store.updateThread('t2', { resource_id: 'doc-1', custom: { k: 'v' } }, 2_000_000_000_000)).toMatchObject({
+    id: 't2',
+    title: 'empty',
+    resource_id: 'doc-1',
+    custom: { k: 'v' },
+  });
+  await store.checkpoint({
+    threadId: 't2',
+    runId: 'after-upgrade',
+    agentId: 'a',
+    messages: [],
+    status: 'done',
+    steps: 1,
+    threadState: { revision: 1, extensions: {} },
+    runState: { revision: 1, extensions: {} },
+    updatedAt: 2_000_000_000_001,
+    parentRunId: RUN,
+    tokens: { input: 9, output: 4 },
+  });
   expect(await store.getRun('after-upgrade')).toMatchObject({ parent_run_id: RUN, input_tokens: 9, output_tokens: 4 });
   expect(await store.getThread('t2')).toMatchObject({ resource_id: 'doc-1', custom: { k: 'v' }, latest_run_id: 'after-upgrade' });
 }
@@ -66,7 +83,9 @@ describe('a store written by the first release, after the upgrade', () => {
     const db = new Database(path);
     db.pragma(`user_version = ${SQLITE_MIGRATIONS.length + 1}`);
     db.close();
-    expect(() => new SqliteStore(path)).toThrow(new RegExp(`store version ${SQLITE_MIGRATIONS.length + 1}; this release reads up to ${SQLITE_MIGRATIONS.length}`));
+    expect(() => new SqliteStore(path)).toThrow(
+      new RegExp(`store version ${SQLITE_MIGRATIONS.length + 1}; this release reads up to ${SQLITE_MIGRATIONS.length}`),
+    );
   });
 
   it('file: reads every record and marks the directory with the current version at the first write', async () => {
@@ -100,7 +119,7 @@ describe('a store written by the first release, after the upgrade', () => {
       await cleanup.close();
     });
 
-    it('migrates the first release\'s tables under the advisory lock and reads every record; a newer schema is refused', async () => {
+    it("migrates the first release's tables under the advisory lock and reads every record; a newer schema is refused", async () => {
       // The first release's tables and rows (pg_dump --inserts), under this spec's own prefix.
       const dump = readFileSync(join(V0, 'postgres.sql'), 'utf8').replaceAll('awaken_', `${prefix}_`);
       const c = new pg.Client({ connectionString: PG_URL });

@@ -1,7 +1,10 @@
 /** An app module's text, for specs that run `awaken` on a user's app in a folder of its own. */
 
 /** An app: agent `helper` with plugin `counter` (made by a factory), tool `shout`, a scripted model answering `answer`. */
-export const app = (answer: string, step = 1): string => `import { defineApp, defineStateKey, defineTool, pluginFactory, scriptedProvider, StateCommand } from 'awaken-ts';
+export const app = (
+  answer: string,
+  step = 1,
+): string => `import { defineApp, defineStateKey, defineTool, pluginFactory, scriptedProvider, StateCommand } from 'awaken-ts';
 import { z } from 'zod';
 
 const Calls = defineStateKey<number, number>({ key: 'counter.calls', init: () => 0, apply: (s, u) => s + u, codec: z.number() });

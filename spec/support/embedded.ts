@@ -35,7 +35,10 @@ export const twoAgents = () =>
     ],
     tools: [getWeather, confirmAction],
     models: { concierge: { provider: 'conversation', model_name: 'conversation' }, slow: { provider: 'slow', model_name: 'slow' } },
-    providers: { conversation: scriptedProvider(join(repo, 'fixtures/scripts/demo-conversation.yaml')), slow: scriptedProvider(join(repo, 'fixtures/scripts/slow-answer.yaml')) },
+    providers: {
+      conversation: scriptedProvider(join(repo, 'fixtures/scripts/demo-conversation.yaml')),
+      slow: scriptedProvider(join(repo, 'fixtures/scripts/slow-answer.yaml')),
+    },
   });
 
 export interface Hosted {
@@ -137,7 +140,10 @@ export async function readUntil(r: Response, done: (text: string) => boolean): P
 
 type Part = { type: string; state?: string; toolCallId?: string; text?: string; output?: unknown; approval?: { id: string } };
 const partsOf = (m: UIMessage | undefined): Part[] => (m?.parts ?? []) as Part[];
-const chatText = (m: UIMessage | undefined): string => partsOf(m).flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : [])).join('');
+const chatText = (m: UIMessage | undefined): string =>
+  partsOf(m)
+    .flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : []))
+    .join('');
 
 /** An A2A client of a principal, from the card at `url`, over one binding. */
 function a2aClient(url: string, token: string, binding: 'HTTP+JSON' | 'JSONRPC') {
@@ -148,7 +154,11 @@ function a2aClient(url: string, token: string, binding: 'HTTP+JSON' | 'JSONRPC')
 const a2aUser = (text: string, extra: Record<string, unknown> = {}): A2aMessage =>
   A2aMessage.fromJSON({ messageId: `m-${Math.random().toString(36).slice(2)}`, role: 'ROLE_USER', parts: [{ text }], ...extra });
 const taskState = (t: Task): string => TaskState[t.status?.state ?? 0] ?? '?';
-const taskText = (t: Task): string => (t.artifacts ?? []).flatMap((a) => a.parts).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+const taskText = (t: Task): string =>
+  (t.artifacts ?? [])
+    .flatMap((a) => a.parts)
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .join('');
 
 /**
  * What every host must give a user of the embedded API, run through the real clients: the AI SDK
@@ -163,7 +173,10 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
   afterAll(async () => {
     await h.stop();
   });
-  const as = (token: string, init: RequestInit = {}): RequestInit => ({ ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) } });
+  const as = (token: string, init: RequestInit = {}): RequestInit => ({
+    ...init,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) },
+  });
 
   describe(`awaken mounted at ${BASE} in ${host}`, () => {
     it("answers under the mount path, and the host's own routes go on answering", async () => {
@@ -177,10 +190,16 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
     });
 
     it('the AI SDK chat (AbstractChat + DefaultChatTransport): a tool call, an approval, a denial', async () => {
-      const chat = new HeadlessChat('embedded-chat', new DefaultChatTransport<UIMessage>({ api: `${h.url}/v1/ai-sdk/chat`, fetch: asPrincipal(TOKENS.alice), body: { agentId: 'concierge' } }));
+      const chat = new HeadlessChat(
+        'embedded-chat',
+        new DefaultChatTransport<UIMessage>({ api: `${h.url}/v1/ai-sdk/chat`, fetch: asPrincipal(TOKENS.alice), body: { agentId: 'concierge' } }),
+      );
       await chat.sendMessage({ text: 'weather in Oslo?' });
       expect(chat.error).toBeUndefined();
-      expect(partsOf(chat.lastMessage).find((p) => p.type === 'tool-get_weather')).toMatchObject({ state: 'output-available', output: { city: 'Oslo', condition: 'sunny', temperature_c: 10 } });
+      expect(partsOf(chat.lastMessage).find((p) => p.type === 'tool-get_weather')).toMatchObject({
+        state: 'output-available',
+        output: { city: 'Oslo', condition: 'sunny', temperature_c: 10 },
+      });
       expect(chatText(chat.lastMessage)).toBe('It is sunny in Oslo, 10 °C.');
       await chat.sendMessage({ text: 'delete the branch' });
       const ask = partsOf(chat.lastMessage).find((p) => p.type === 'tool-confirm_action');
@@ -201,14 +220,21 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
     });
 
     it('the AG-UI HttpAgent: a tool call, then an interrupt resumed', async () => {
-      const agent = new HttpAgent({ url: `${h.url}/v1/ag-ui/agents/concierge/runs`, threadId: 'embedded-agui', headers: { authorization: `Bearer ${TOKENS.bob}` } });
+      const agent = new HttpAgent({
+        url: `${h.url}/v1/ag-ui/agents/concierge/runs`,
+        threadId: 'embedded-agui',
+        headers: { authorization: `Bearer ${TOKENS.bob}` },
+      });
       agent.messages.push({ id: 'u1', role: 'user', content: 'weather in Oslo?' });
       await agent.runAgent({ runId: 'agui-1' });
       expect(lastAssistantText(agent.messages)).toBe('It is sunny in Oslo, 10 °C.');
       agent.messages.push({ id: 'u2', role: 'user', content: 'delete the branch' });
       await agent.runAgent({ runId: 'agui-2' });
       expect(agent.pendingInterrupts).toMatchObject([{ toolCallId: 'call_delete_branch' }]);
-      await agent.runAgent({ runId: 'agui-3', resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }) });
+      await agent.runAgent({
+        runId: 'agui-3',
+        resume: buildResumeArray(agent.pendingInterrupts, { [agent.pendingInterrupts[0]?.id ?? '']: { status: 'resolved', payload: { approved: true } } }),
+      });
       expect(agent.pendingInterrupts).toEqual([]);
       expect(lastAssistantText(agent.messages)).toBe('Done: the branch is deleted.');
       // bob's thread: alice cannot read it.
@@ -231,13 +257,28 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
         await expect(bob.getTask({ id: waiting.id, tenant: '' } as never)).rejects.toMatchObject({ name: 'TaskNotFoundError' });
         await expect(bob.cancelTask({ id: waiting.id, tenant: '' } as never)).rejects.toMatchObject({ name: 'TaskNotFoundError' });
         expect((await bob.listTasks({ contextId: context, tenant: '' } as never)).tasks).toEqual([]);
-        const answered = (await client.sendMessage({ message: A2aMessage.fromJSON({ messageId: `yes-${context}`, role: 'ROLE_USER', taskId: waiting.id, contextId: context, parts: [{ data: { approved: true } }] }), tenant: '' } as never)) as Task;
+        const answered = (await client.sendMessage({
+          message: A2aMessage.fromJSON({
+            messageId: `yes-${context}`,
+            role: 'ROLE_USER',
+            taskId: waiting.id,
+            contextId: context,
+            parts: [{ data: { approved: true } }],
+          }),
+          tenant: '',
+        } as never)) as Task;
         expect([answered.id, taskState(answered), taskText(answered)]).toEqual([waiting.id, 'TASK_STATE_COMPLETED', 'Done: the branch is deleted.']);
       });
     });
 
     it("two principals: bob cannot read, list, cancel or decide alice's thread and run", async () => {
-      const started = await fetch(`${h.url}/v1/runs`, as(TOKENS.alice, { method: 'POST', body: JSON.stringify({ agentId: 'slow', threadId: 'alice-slow', messages: [{ role: 'user', content: 'take your time' }] }) }));
+      const started = await fetch(
+        `${h.url}/v1/runs`,
+        as(TOKENS.alice, {
+          method: 'POST',
+          body: JSON.stringify({ agentId: 'slow', threadId: 'alice-slow', messages: [{ role: 'user', content: 'take your time' }] }),
+        }),
+      );
       expect(started.status).toBe(200);
       const runId = started.headers.get('x-awaken-run-id') as string;
       const following = readUntil(started, (t) => t.includes('"run_finish"'));
@@ -261,7 +302,10 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
 
     it('a stream streams through the host (its first frame long before the run ends); a client that leaves cancels nothing', async () => {
       const t0 = Date.now();
-      const r = await fetch(`${h.url}/v1/runs`, as(TOKENS.alice, { method: 'POST', body: JSON.stringify({ agentId: 'slow', threadId: 'left-early', messages: [{ role: 'user', content: 'go' }] }) }));
+      const r = await fetch(
+        `${h.url}/v1/runs`,
+        as(TOKENS.alice, { method: 'POST', body: JSON.stringify({ agentId: 'slow', threadId: 'left-early', messages: [{ role: 'user', content: 'go' }] }) }),
+      );
       const runId = r.headers.get('x-awaken-run-id') as string;
       const head = await readUntil(r, (t) => t.includes('"text_delta"'));
       // The answer takes two seconds: its first piece arrives while it is still being written.
@@ -269,7 +313,10 @@ export function embeddedSuite(host: string, start: () => Promise<Hosted>): void 
       expect(head).toContain('"run_start"');
       // The client went away after the first piece: the run is not cancelled, it ends on its own.
       await expect
-        .poll(async () => ((await jsonOf(await fetch(`${h.url}/v1/runs/${runId}`, as(TOKENS.alice)))) as { status: string; termination?: { type: string } }), { timeout: 10_000, interval: 100 })
+        .poll(async () => (await jsonOf(await fetch(`${h.url}/v1/runs/${runId}`, as(TOKENS.alice)))) as { status: string; termination?: { type: string } }, {
+          timeout: 10_000,
+          interval: 100,
+        })
         .toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
     });
 

@@ -55,7 +55,9 @@ export function layeringViolations(edges: readonly ImportEdge[]): string[] {
     if (!to.startsWith('src/')) {
       const pattern = from.startsWith('src/core/pattern/') && PATTERN_PACKAGES.includes(to);
       if ((src.layer === 'core' || src.layer === 'contract') && !CORE_PACKAGES.includes(to) && !pattern) {
-        out.push(`${from} imports package ${to}: ${src.layer} may import only ${CORE_PACKAGES.join(', ')}${src.layer === 'core' ? ` (and, in src/core/pattern/, ${PATTERN_PACKAGES.join(', ')})` : ''}`);
+        out.push(
+          `${from} imports package ${to}: ${src.layer} may import only ${CORE_PACKAGES.join(', ')}${src.layer === 'core' ? ` (and, in src/core/pattern/, ${PATTERN_PACKAGES.join(', ')})` : ''}`,
+        );
       }
       continue;
     }
@@ -76,7 +78,8 @@ export function layeringViolations(edges: readonly ImportEdge[]): string[] {
     // `Decision`) is the contract's, so a protocol builds against no runtime at all.
     else if (src.layer === 'protocols' && dst.layer === 'runtime') out.push(`${from} imports the runtime (${to}): a protocol speaks the contract`);
     // The cluster bus carries decisions between instances; what a decision is belongs to the contract, not to the loop.
-    else if (from === 'src/runtime/cluster-bus.ts' && to.startsWith('src/runtime/run-loop')) out.push(`${from} imports the loop (${to}): the bus carries contract values`);
+    else if (from === 'src/runtime/cluster-bus.ts' && to.startsWith('src/runtime/run-loop'))
+      out.push(`${from} imports the loop (${to}): the bus carries contract values`);
   }
   return out;
 }
@@ -125,7 +128,8 @@ export function moduleStateIn(text: string): string[] {
         const mods = ts.canHaveModifiers(member) ? (ts.getModifiers(member) ?? []) : [];
         const isStatic = mods.some((m) => m.kind === ts.SyntaxKind.StaticKeyword);
         const isReadonly = mods.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword);
-        if (ts.isPropertyDeclaration(member) && isStatic && !isReadonly) out.push(`static field '${member.name.getText(sf)}' of ${statement.name?.getText(sf) ?? 'a class'} is not readonly`);
+        if (ts.isPropertyDeclaration(member) && isStatic && !isReadonly)
+          out.push(`static field '${member.name.getText(sf)}' of ${statement.name?.getText(sf) ?? 'a class'} is not readonly`);
       }
     }
   }

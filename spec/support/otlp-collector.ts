@@ -106,7 +106,9 @@ export async function startCollector(options: CollectorOptions = {}): Promise<Co
         const decoded = decodeExport(path, contentType, body);
         const json = contentType.startsWith('application/json') ? (JSON.parse(body.toString('utf8')) as unknown) : undefined;
         requests.push({ path, contentType, headers: req.headers, ...(json !== undefined ? { json } : {}), ...decoded });
-        res.writeHead(200, { 'content-type': contentType.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' }).end(contentType.startsWith('application/json') ? '{}' : '');
+        res
+          .writeHead(200, { 'content-type': contentType.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' })
+          .end(contentType.startsWith('application/json') ? '{}' : '');
       } catch (e) {
         res.writeHead(400, { 'content-type': 'text/plain' }).end(String(e));
       }
@@ -317,7 +319,13 @@ function metricsOfProto(body: Uint8Array): OtlpMetric[] {
           const points = all(fieldsOf(histogram.bytes), 1).map((p) => {
             const pf = fieldsOf(p.bytes);
             const s = one(pf, 5);
-            return { attributes: attrsOfProto(pf, 9), count: Number(u64(pf, 4)), sum: s === undefined ? undefined : f64(s.bytes), bucketCounts: fixed64s(pf, 6).map(Number), explicitBounds: doubles(pf, 7) };
+            return {
+              attributes: attrsOfProto(pf, 9),
+              count: Number(u64(pf, 4)),
+              sum: s === undefined ? undefined : f64(s.bytes),
+              bucketCounts: fixed64s(pf, 6).map(Number),
+              explicitBounds: doubles(pf, 7),
+            };
           });
           out.push({ ...base, kind: 'histogram', histogram: points, points: [] });
         } else if (sum !== undefined || gauge !== undefined) {
@@ -328,7 +336,13 @@ function metricsOfProto(body: Uint8Array): OtlpMetric[] {
             const d = one(pf, 4);
             return { attributes: attrsOfProto(pf, 7), value: d !== undefined ? f64(d.bytes) : Number(BigInt.asIntN(64, u64(pf, 6))) };
           });
-          out.push({ ...base, kind: sum !== undefined ? 'sum' : 'gauge', ...(sum !== undefined ? { monotonic: u64(sf2, 3) !== 0n } : {}), histogram: [], points });
+          out.push({
+            ...base,
+            kind: sum !== undefined ? 'sum' : 'gauge',
+            ...(sum !== undefined ? { monotonic: u64(sf2, 3) !== 0n } : {}),
+            histogram: [],
+            points,
+          });
         } else out.push({ ...base, kind: 'other', histogram: [], points: [] });
       }
     }
@@ -386,7 +400,11 @@ function spansOfJson(body: { resourceSpans?: (JsonResource & { scopeSpans?: Json
           startTimeUnixNano: BigInt(String(s['startTimeUnixNano'] ?? '0')),
           endTimeUnixNano: BigInt(String(s['endTimeUnixNano'] ?? '0')),
           attributes: attrsOfJson(s['attributes'] as JsonKeyValue[] | undefined),
-          links: ((s['links'] ?? []) as { traceId: string; spanId: string; attributes?: JsonKeyValue[] }[]).map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: attrsOfJson(l.attributes) })),
+          links: ((s['links'] ?? []) as { traceId: string; spanId: string; attributes?: JsonKeyValue[] }[]).map((l) => ({
+            traceId: l.traceId,
+            spanId: l.spanId,
+            attributes: attrsOfJson(l.attributes),
+          })),
           status: { code: jsonInt(status.code), message: status.message ?? '' },
           scope: ss.scope?.name ?? '',
           resource,
@@ -413,7 +431,13 @@ function metricsOfJson(body: { resourceMetrics?: (JsonResource & { scopeMetrics?
     const resource = attrsOfJson(rm.resource?.attributes);
     for (const sm of rm.scopeMetrics ?? []) {
       for (const m of sm.metrics ?? []) {
-        const base = { name: String(m['name'] ?? ''), description: String(m['description'] ?? ''), unit: String(m['unit'] ?? ''), scope: sm.scope?.name ?? '', resource };
+        const base = {
+          name: String(m['name'] ?? ''),
+          description: String(m['description'] ?? ''),
+          unit: String(m['unit'] ?? ''),
+          scope: sm.scope?.name ?? '',
+          resource,
+        };
         const histogram = m['histogram'] as { dataPoints?: JsonPoint[] } | undefined;
         const sum = m['sum'] as { dataPoints?: JsonPoint[]; isMonotonic?: boolean } | undefined;
         const gauge = m['gauge'] as { dataPoints?: JsonPoint[] } | undefined;
@@ -427,8 +451,17 @@ function metricsOfJson(body: { resourceMetrics?: (JsonResource & { scopeMetrics?
           }));
           out.push({ ...base, kind: 'histogram', histogram: points, points: [] });
         } else if (sum !== undefined || gauge !== undefined) {
-          const points = ((sum ?? gauge)?.dataPoints ?? []).map((p) => ({ attributes: attrsOfJson(p.attributes), value: p.asDouble !== undefined ? p.asDouble : jsonInt(p.asInt) }));
-          out.push({ ...base, kind: sum !== undefined ? 'sum' : 'gauge', ...(sum !== undefined ? { monotonic: sum.isMonotonic === true } : {}), histogram: [], points });
+          const points = ((sum ?? gauge)?.dataPoints ?? []).map((p) => ({
+            attributes: attrsOfJson(p.attributes),
+            value: p.asDouble !== undefined ? p.asDouble : jsonInt(p.asInt),
+          }));
+          out.push({
+            ...base,
+            kind: sum !== undefined ? 'sum' : 'gauge',
+            ...(sum !== undefined ? { monotonic: sum.isMonotonic === true } : {}),
+            histogram: [],
+            points,
+          });
         } else out.push({ ...base, kind: 'other', histogram: [], points: [] });
       }
     }

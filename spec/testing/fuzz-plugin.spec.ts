@@ -18,12 +18,20 @@ const toolBudget = (max: number): Plugin => ({
       const seen = ctx.snapshot.getOrDefault(CallsSeen);
       const cmd = StateCommand.empty().update(CallsSeen, 1);
       if (seen < max) return cmd;
-      return cmd.scheduleAction(ToolInterceptAction, { call_id: ctx.input.toolCall.id, intercept: { type: 'block', reason: `tool budget of ${max} calls used up` } });
+      return cmd.scheduleAction(ToolInterceptAction, {
+        call_id: ctx.input.toolCall.id,
+        intercept: { type: 'block', reason: `tool budget of ${max} calls used up` },
+      });
     });
   },
 });
 
-const Notes = defineStateKey<readonly string[], string>({ key: 'notes.list', init: () => [], apply: (v, u) => [...v, u], codec: z.array(z.string()) as z.ZodType<readonly string[]> });
+const Notes = defineStateKey<readonly string[], string>({
+  key: 'notes.list',
+  init: () => [],
+  apply: (v, u) => [...v, u],
+  codec: z.array(z.string()) as z.ZodType<readonly string[]>,
+});
 
 describe('fuzzPlugin', () => {
   it("passes a well-made plugin (docs/plugins.md's tool budget), and checks the laws of the keys it is given updates for", async () => {
@@ -38,7 +46,10 @@ describe('fuzzPlugin', () => {
 
   it('a hook that counts its calls is not deterministic: the same input gives another command the second time', async () => {
     let calls = 0;
-    const counting: Plugin = { name: 'counting', register: (r) => void r.registerKey(CallsSeen).registerPhaseHook('step_start', () => StateCommand.empty().update(CallsSeen, ++calls)) };
+    const counting: Plugin = {
+      name: 'counting',
+      register: (r) => void r.registerKey(CallsSeen).registerPhaseHook('step_start', () => StateCommand.empty().update(CallsSeen, ++calls)),
+    };
     const report = await fuzzPlugin(counting, { numRuns: 10, seed: 1 });
     const f = report.failures.find((x) => x.check === 'deterministic');
     expect(f?.phase).toBe('step_start');
@@ -66,12 +77,18 @@ describe('fuzzPlugin', () => {
     const report = await fuzzPlugin(racy, { numRuns: 30, seed: 3 });
     const f = report.failures.find((x) => x.check === 'deterministic');
     // Called together (as the engine does), both read the last writer; called one by one, each its own.
-    expect(f?.counterexample.at(-2)).toBe('called together, in registration order → [{"ops":[{"kind":"update","key":"notes.list","update":"b"}],"actions":[],"effects":[]},{"ops":[{"kind":"update","key":"notes.list","update":"b"}],"actions":[],"effects":[]}]');
+    expect(f?.counterexample.at(-2)).toBe(
+      'called together, in registration order → [{"ops":[{"kind":"update","key":"notes.list","update":"b"}],"actions":[],"effects":[]},{"ops":[{"kind":"update","key":"notes.list","update":"b"}],"actions":[],"effects":[]}]',
+    );
     expect(f?.counterexample.at(-1)).toMatch(/^call racy#\d, call racy#\d → \[\{"ops":\[\{"kind":"update","key":"notes.list","update":"a"\}\]/);
   });
 
   it('a hook that writes a key it did not register is named with the key', async () => {
-    const meddling: Plugin = { name: 'meddling', register: (r) => void r.registerKey(CallsSeen).registerPhaseHook('step_end', () => StateCommand.empty().update(StopDecisionKey, { code: 'x', detail: 'y' })) };
+    const meddling: Plugin = {
+      name: 'meddling',
+      register: (r) =>
+        void r.registerKey(CallsSeen).registerPhaseHook('step_end', () => StateCommand.empty().update(StopDecisionKey, { code: 'x', detail: 'y' })),
+    };
     const f = (await fuzzPlugin(meddling, { numRuns: 5 })).failures.find((x) => x.check === 'own-keys');
     expect(f?.counterexample.at(-1)).toBe('writes __runtime.stop_decision, which it did not register (it registered tool_budget.calls)');
   });
@@ -90,7 +107,10 @@ describe('fuzzPlugin', () => {
   });
 
   it("a broken key's law fails through the plugin, with a path that replays it alone", async () => {
-    const noting: Plugin = { name: 'noting', register: (r) => void r.registerKey({ ...Notes, merge: 'commutative' }).registerPhaseHook('step_end', () => StateCommand.empty()) };
+    const noting: Plugin = {
+      name: 'noting',
+      register: (r) => void r.registerKey({ ...Notes, merge: 'commutative' }).registerPhaseHook('step_end', () => StateCommand.empty()),
+    };
     const report = await fuzzPlugin(noting, { updates: { 'notes.list': fc.string({ maxLength: 2 }) }, numRuns: 50, seed: 5 });
     expect(report.passed).toBe(false);
     const law = report.keys[0]?.failures.find((x) => x.law === 'commutative');
@@ -98,7 +118,11 @@ describe('fuzzPlugin', () => {
     const text = describePluginFuzz(report, describeKeyLaws);
     expect(text).toContain('plugin noting: FAILED — hooks in step_end');
     expect(text).toContain('✗ commutative: parallel batches give the same value in every order and grouping');
-    const again = await fuzzPlugin(noting, { updates: { 'notes.list': fc.string({ maxLength: 2 }) }, seed: 5, ...(law?.path !== undefined ? { path: law.path } : {}) });
+    const again = await fuzzPlugin(noting, {
+      updates: { 'notes.list': fc.string({ maxLength: 2 }) },
+      seed: 5,
+      ...(law?.path !== undefined ? { path: law.path } : {}),
+    });
     expect(again.keys[0]?.checked).toEqual(['commutative']);
     expect(again.keys[0]?.failures[0]?.counterexample).toEqual(law?.counterexample);
   });

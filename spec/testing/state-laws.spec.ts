@@ -7,7 +7,13 @@ import { counterKey, logKey, registerKey, setKey } from '../support/keys.ts';
 
 /** A "commutative" list push: the order of parallel writers shows in the value (the classic bug). */
 const pushKey = (): StateKey<readonly string[], string> =>
-  defineStateKey({ key: 'broken.push', merge: 'commutative', init: () => [] as readonly string[], apply: (v: readonly string[], u: string) => [...v, u], codec: z.array(z.string()) as z.ZodType<readonly string[]> });
+  defineStateKey({
+    key: 'broken.push',
+    merge: 'commutative',
+    init: () => [] as readonly string[],
+    apply: (v: readonly string[], u: string) => [...v, u],
+    codec: z.array(z.string()) as z.ZodType<readonly string[]>,
+  });
 
 describe('checkStateKeyLaws', () => {
   it('every law holds for well-made keys, commutative and exclusive, in both scopes', () => {
@@ -36,7 +42,9 @@ describe('checkStateKeyLaws', () => {
     expect(lines.at(-1)).toMatch(/^merged in order 2, 1(, committed after position 1)?(, one commit)? → /);
     expect(first).not.toBe(second);
     expect([...(first ?? '')].sort()).toEqual([...(second ?? '')].sort());
-    expect(describeKeyLaws(report)).toContain('✗ commutative: parallel batches give the same value in every order and grouping\n      start:      []\n      batch 1:    update(');
+    expect(describeKeyLaws(report)).toContain(
+      '✗ commutative: parallel batches give the same value in every order and grouping\n      start:      []\n      batch 1:    update(',
+    );
     expect(describeKeyLaws(report)).toContain(`reproduce: seed 7, path "${f?.path ?? ''}"`);
     // The seed and path give the same counterexample again.
     const again = checkStateKeyLaws(pushKey(), { update: fc.string({ maxLength: 3 }), seed: 7, ...(f?.path !== undefined ? { path: f.path } : {}) });
@@ -46,24 +54,47 @@ describe('checkStateKeyLaws', () => {
   });
 
   it('an apply that changes the value it is given breaks purity', () => {
-    const mutating = defineStateKey({ key: 'broken.mutates', merge: 'commutative', init: () => ({ n: 0 }), apply: (v: { n: number }, u: number) => ((v.n += u), v), codec: z.object({ n: z.number() }) });
+    const mutating = defineStateKey({
+      key: 'broken.mutates',
+      merge: 'commutative',
+      init: () => ({ n: 0 }),
+      apply: (v: { n: number }, u: number) => ((v.n += u), v),
+      codec: z.object({ n: z.number() }),
+    });
     const f = checkStateKeyLaws(mutating, { update: fc.integer({ min: 1, max: 3 }) }).failures.find((x) => x.law === 'pure');
     expect(f?.counterexample[0]).toBe('start:  {"n":0}');
     expect(f?.counterexample[1]).toMatch(/^update\(1\) changes the value it is given: Cannot assign to read only property 'n'/);
   });
 
   it('a codec that cannot read what encode writes, and one that reads it differently, break the codec law', () => {
-    const rejects = defineStateKey({ key: 'broken.codec', init: () => 0, apply: (v: number, u: number) => v + u, codec: z.number().max(3), merge: 'exclusive' });
+    const rejects = defineStateKey({
+      key: 'broken.codec',
+      init: () => 0,
+      apply: (v: number, u: number) => v + u,
+      codec: z.number().max(3),
+      merge: 'exclusive',
+    });
     const r = checkStateKeyLaws(rejects, { update: fc.integer({ min: 0, max: 3 }) }).failures.find((x) => x.law === 'codec');
     expect(r?.counterexample.at(-1)).toMatch(/^reaches 4, which the codec rejects/);
-    const lossy = defineStateKey({ key: 'broken.lossy', init: () => 0, apply: (v: number, u: number) => v + u, codec: z.number().transform((n) => Math.min(n, 2)) as unknown as z.ZodType<number> });
+    const lossy = defineStateKey({
+      key: 'broken.lossy',
+      init: () => 0,
+      apply: (v: number, u: number) => v + u,
+      codec: z.number().transform((n) => Math.min(n, 2)) as unknown as z.ZodType<number>,
+    });
     const l = checkStateKeyLaws(lossy, { update: fc.integer({ min: 0, max: 3 }) }).failures.find((x) => x.law === 'codec');
     expect(l?.counterexample.slice(-2)).toEqual(['reaches 3', 'decoded back as 2']);
   });
 
   it('an encode the codec cannot restore breaks persistence for its scope', () => {
     // encode writes a Set as an object; the codec wants an array.
-    const sets = defineStateKey({ key: 'broken.set', init: () => new Set<string>(), apply: (v: Set<string>, u: string) => new Set([...v, u]), codec: z.array(z.string()).transform((a) => new Set(a)) as unknown as z.ZodType<Set<string>>, encode: (v) => Object.fromEntries([...v].map((x) => [x, true])) });
+    const sets = defineStateKey({
+      key: 'broken.set',
+      init: () => new Set<string>(),
+      apply: (v: Set<string>, u: string) => new Set([...v, u]),
+      codec: z.array(z.string()).transform((a) => new Set(a)) as unknown as z.ZodType<Set<string>>,
+      encode: (v) => Object.fromEntries([...v].map((x) => [x, true])),
+    });
     const report = checkStateKeyLaws(sets, { update: fc.constantFrom('a', 'b'), options: { scope: 'thread' } });
     expect(report.failures.map((f) => f.law)).toEqual(['codec', 'persistence']);
     expect(report.failures[1]?.counterexample.at(-1)).toMatch(/^exported as \{.*\}, which does not restore: \{"code":"key_decode","key":"broken.set"/);

@@ -77,7 +77,12 @@ describe('state keys', () => {
   it('defineStateKey infers the value and the update from init and apply', () => {
     const Visits = defineStateKey({ key: 'demo.visits', init: () => 0, apply: (n: number, by: number) => n + by, codec: z.number() });
     expectTypeOf(Visits).toEqualTypeOf<StateKey<number, number>>();
-    const Names = defineStateKey({ key: 'demo.names', init: (): readonly string[] => [], apply: (xs, x: string) => [...xs, x], codec: z.array(z.string()).readonly() });
+    const Names = defineStateKey({
+      key: 'demo.names',
+      init: (): readonly string[] => [],
+      apply: (xs, x: string) => [...xs, x],
+      codec: z.array(z.string()).readonly(),
+    });
     expectTypeOf(Names).toEqualTypeOf<StateKey<readonly string[], string>>();
   });
 
@@ -93,14 +98,16 @@ describe('state keys', () => {
 describe('building and running', () => {
   it('AgentRuntimeBuilder.build() answers a Result: the runtime, or a BuildError', () => {
     expectTypeOf(new AgentRuntimeBuilder().build()).toEqualTypeOf<Result<AgentRuntime, BuildError>>();
-    expectTypeOf<Result<AgentRuntime, BuildError>>().toEqualTypeOf<{ readonly ok: true; readonly value: AgentRuntime } | { readonly ok: false; readonly error: BuildError }>();
+    expectTypeOf<Result<AgentRuntime, BuildError>>().toEqualTypeOf<
+      { readonly ok: true; readonly value: AgentRuntime } | { readonly ok: false; readonly error: BuildError }
+    >();
     expectTypeOf<AgentRuntime['run']>().returns.toEqualTypeOf<Promise<Result<AgentRunResult, RuntimeError>>>();
     expectTypeOf<AgentRunResult>().toHaveProperty('response').toEqualTypeOf<string>();
     expectTypeOf<AgentRuntimeBuilder['withModel']>().parameters.toEqualTypeOf<[id: string, entry: ModelEntry]>();
     expectTypeOf<AgentRuntimeBuilder['withPlugin']>().parameters.toEqualTypeOf<[id: string, plugin: RuntimePlugin]>();
   });
 
-  it("defineApp takes an AppDefinition and gives back exactly what it was given (the CLI reads it)", () => {
+  it('defineApp takes an AppDefinition and gives back exactly what it was given (the CLI reads it)', () => {
     expectTypeOf(defineApp).parameter(0).toExtend<AppDefinition>();
     const app = defineApp({ agents: [{ id: 'a', model: 'm' }], models: { m: { provider: 'p', model_name: 'n' } } });
     expectTypeOf(app.agents[0].id).toEqualTypeOf<'a'>();

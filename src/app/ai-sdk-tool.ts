@@ -55,7 +55,8 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
   if (typeof run !== 'function') throw new Error(NO_EXECUTE);
   const description: unknown = t.description;
   // ai@7 lets a description be made from the call's context, which awaken has no counterpart of.
-  if (description !== undefined && typeof description !== 'string') throw new Error('description: a description made by a function is not supported (give a string)');
+  if (description !== undefined && typeof description !== 'string')
+    throw new Error('description: a description made by a function is not supported (give a string)');
   const schema = schemaOf(t.inputSchema);
   const needsApproval = t.needsApproval as boolean | ((input: unknown, options: object) => unknown) | undefined;
   const toModelOutput = t.toModelOutput as ((options: object) => unknown) | undefined;
@@ -182,7 +183,10 @@ function modelResult(name: string, data: JsonValue, out: ModelOutput): ToolResul
 
 function unknownOutput(out: never): never {
   const type = (out as { type?: unknown } | null)?.type;
-  throw new ToolFailure({ code: 'execution_failed', message: `toModelOutput returned an output of type '${String(type)}', which is not one a model can be sent` });
+  throw new ToolFailure({
+    code: 'execution_failed',
+    message: `toModelOutput returned an output of type '${String(type)}', which is not one a model can be sent`,
+  });
 }
 
 // ---- input schemas ------------------------------------------------------------------------------
@@ -216,11 +220,18 @@ function jsonSchemaOf(o: Record<PropertyKey, unknown>): InputSchema {
 
 /** A Standard Schema: validated by `~standard.validate`; its JSON Schema by zod's converter (a zod 4 schema) or its own. */
 function standardSchemaOf(o: Record<PropertyKey, unknown>): InputSchema {
-  const standard = o['~standard'] as { readonly vendor?: unknown; readonly validate: (v: unknown) => unknown; readonly jsonSchema?: { readonly input?: unknown } };
+  const standard = o['~standard'] as {
+    readonly vendor?: unknown;
+    readonly validate: (v: unknown) => unknown;
+    readonly jsonSchema?: { readonly input?: unknown };
+  };
   let parameters: JsonValue;
   if ('_zod' in o) parameters = z.toJSONSchema(o as unknown as z.ZodType, { io: 'input', unrepresentable: 'any' }) as JsonValue;
   else if (typeof standard.jsonSchema?.input === 'function') parameters = (standard.jsonSchema.input as (o: object) => JsonValue)({ target: 'draft-2020-12' });
-  else throw new Error(`inputSchema: a ${String(standard.vendor)} schema with no JSON Schema of its own is not supported (use zod 4 or the AI SDK's jsonSchema())`);
+  else
+    throw new Error(
+      `inputSchema: a ${String(standard.vendor)} schema with no JSON Schema of its own is not supported (use zod 4 or the AI SDK's jsonSchema())`,
+    );
   type Outcome = { readonly value?: unknown; readonly issues?: readonly Issue[] };
   const checked = (r: Outcome): Checked => (r.issues !== undefined ? { ok: false, message: issuesText(r.issues) } : { ok: true, value: r.value });
   return {

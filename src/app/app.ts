@@ -32,10 +32,12 @@ export class AppFieldError extends Error {
 const FIELDS = ['agents', 'tools', 'plugins', 'models', 'providers', 'stopPolicies'] as const;
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null;
-const isTool = (x: unknown): x is Tool => isObject(x) && isObject(x['descriptor']) && typeof (x['descriptor'] as Record<string, unknown>)['id'] === 'string' && typeof x['execute'] === 'function';
+const isTool = (x: unknown): x is Tool =>
+  isObject(x) && isObject(x['descriptor']) && typeof (x['descriptor'] as Record<string, unknown>)['id'] === 'string' && typeof x['execute'] === 'function';
 const isPlugin = (x: unknown): x is RuntimePlugin => isObject(x) && typeof x['name'] === 'string' && x['name'] !== '' && typeof x['register'] === 'function';
 const isExecutor = (x: unknown): x is LlmExecutor => isObject(x) && typeof x['stream'] === 'function';
-const isLanguageModel = (x: unknown): x is LanguageModelLike => isObject(x) && typeof x['specificationVersion'] === 'string' && typeof x['doStream'] === 'function';
+const isLanguageModel = (x: unknown): x is LanguageModelLike =>
+  isObject(x) && typeof x['specificationVersion'] === 'string' && typeof x['doStream'] === 'function';
 
 /** The app a module exports: its default export, else its `app` export; undefined when it has neither. */
 export function appExportOf(module: Readonly<Record<string, unknown>>): unknown {
@@ -54,7 +56,8 @@ export function appOf(definition: unknown): App {
     if (!(FIELDS as readonly string[]).includes(key)) throw new AppFieldError(key, `unknown field (an app has ${FIELDS.join(', ')})`);
   }
   const def = definition as AppDefinition;
-  if (!isDefinedApp(definition) && FIELDS.every((f) => def[f] === undefined)) throw new AppFieldError('(export)', 'not an app: export default defineApp({ agents, tools, plugins, models, providers })');
+  if (!isDefinedApp(definition) && FIELDS.every((f) => def[f] === undefined))
+    throw new AppFieldError('(export)', 'not an app: export default defineApp({ agents, tools, plugins, models, providers })');
   return {
     agents: agentsOf(def.agents),
     tools: toolsOf(def.tools),
@@ -103,7 +106,11 @@ function toolsOf(x: unknown): Tool[] {
   };
   if (Array.isArray(x)) {
     return x.map((t, i) => {
-      if (!isTool(t)) throw new AppFieldError(`tools[${i}]`, 'not a tool (defineTool({ id, description, args, execute }); an AI SDK tool() goes in a record: tools: { id: tool({...}) })');
+      if (!isTool(t))
+        throw new AppFieldError(
+          `tools[${i}]`,
+          'not a tool (defineTool({ id, description, args, execute }); an AI SDK tool() goes in a record: tools: { id: tool({...}) })',
+        );
       return named(`tools[${i}]`, t);
     });
   }
@@ -158,10 +165,14 @@ function providersOf(x: unknown): Record<string, LlmExecutor> {
     Object.entries(recordOf('providers', x)).map(([id, p]) => {
       if (isExecutor(p)) return [id, p];
       if (isLanguageModel(p)) {
-        if (p.specificationVersion !== 'v3') throw new AppFieldError(`providers.${id}`, `an AI SDK model of specification ${p.specificationVersion} (this awaken speaks v3: ai@6 providers)`);
+        if (p.specificationVersion !== 'v3')
+          throw new AppFieldError(`providers.${id}`, `an AI SDK model of specification ${p.specificationVersion} (this awaken speaks v3: ai@6 providers)`);
         return [id, aiSdkExecutor(p as never)];
       }
-      throw new AppFieldError(`providers.${id}`, 'not a provider (an LlmExecutor such as scriptedProvider(...), or an AI SDK model such as openai("gpt-4o-mini"))');
+      throw new AppFieldError(
+        `providers.${id}`,
+        'not a provider (an LlmExecutor such as scriptedProvider(...), or an AI SDK model such as openai("gpt-4o-mini"))',
+      );
     }),
   );
 }
@@ -169,7 +180,8 @@ function providersOf(x: unknown): Record<string, LlmExecutor> {
 function stopPoliciesOf(x: unknown): StopPolicy[] {
   const seen = new Set<string>();
   return arrayOf('stopPolicies', x).map((p, i) => {
-    if (!isObject(p) || typeof p['id'] !== 'string' || typeof p['evaluate'] !== 'function') throw new AppFieldError(`stopPolicies[${i}]`, 'not a stop policy ({ id, evaluate(stats) })');
+    if (!isObject(p) || typeof p['id'] !== 'string' || typeof p['evaluate'] !== 'function')
+      throw new AppFieldError(`stopPolicies[${i}]`, 'not a stop policy ({ id, evaluate(stats) })');
     if (seen.has(p['id'])) throw new AppFieldError(`stopPolicies[${i}]`, `stop policy '${p['id']}' is named twice`);
     seen.add(p['id']);
     return p as unknown as StopPolicy;

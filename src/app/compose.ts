@@ -25,19 +25,26 @@ export function appProblem(loaded: LoadedApp, config?: ConfigIds, extraPlugins: 
   const both = (kind: string, ids: readonly string[], mine: readonly string[], field: (i: number) => string): string | undefined => {
     for (const [i, id] of mine.entries()) {
       const j = ids.indexOf(id);
-      if (j >= 0 && config !== undefined) return `${config.file}: ${kind}${kind === 'agents' ? `[${j}].id` : `.${id}`}: '${id}' is also defined in ${file} (${field(i)})`;
+      if (j >= 0 && config !== undefined)
+        return `${config.file}: ${kind}${kind === 'agents' ? `[${j}].id` : `.${id}`}: '${id}' is also defined in ${file} (${field(i)})`;
     }
     return undefined;
   };
   if (config !== undefined) {
     const clash =
-      both('agents', config.agents, app.agents.map((a) => a.id), (i) => `agents[${i}]`) ??
+      both(
+        'agents',
+        config.agents,
+        app.agents.map((a) => a.id),
+        (i) => `agents[${i}]`,
+      ) ??
       both('models', Object.keys(config.models), Object.keys(app.models), (i) => `models.${Object.keys(app.models)[i] as string}`) ??
       both('providers', config.providers, Object.keys(app.providers), (i) => `providers.${Object.keys(app.providers)[i] as string}`);
     if (clash !== undefined) return clash;
   }
   for (const [i, p] of app.plugins.entries()) {
-    if (PLUGIN_CATALOG.has(p.name) || extraPlugins.includes(p.name)) return `${file}: plugins[${i}]: '${p.name}' is the name of a built-in plugin: choose another`;
+    if (PLUGIN_CATALOG.has(p.name) || extraPlugins.includes(p.name))
+      return `${file}: plugins[${i}]: '${p.name}' is the name of a built-in plugin: choose another`;
   }
   const providers = [...Object.keys(app.providers), ...(config?.providers ?? [])];
   for (const [id, m] of Object.entries(app.models)) {
@@ -46,9 +53,11 @@ export function appProblem(loaded: LoadedApp, config?: ConfigIds, extraPlugins: 
   const models = [...Object.keys(app.models), ...Object.keys(config?.models ?? {})];
   const plugins = [...PLUGIN_CATALOG.keys(), ...extraPlugins, ...app.plugins.map((p) => p.name)];
   for (const [i, a] of app.agents.entries()) {
-    if (a.endpoint === undefined && !models.includes(a.model)) return `${file}: agents[${i}].model: no model '${a.model}' (models: ${models.join(', ') || 'none'})`;
+    if (a.endpoint === undefined && !models.includes(a.model))
+      return `${file}: agents[${i}].model: no model '${a.model}' (models: ${models.join(', ') || 'none'})`;
     for (const [j, id] of a.plugin_ids.entries()) {
-      if (!plugins.includes(id)) return `${file}: agents[${i}].plugin_ids[${j}]: no plugin '${id}' (the app's: ${app.plugins.map((p) => p.name).join(', ') || 'none'}; built in: ${[...PLUGIN_CATALOG.keys()].join(', ')})`;
+      if (!plugins.includes(id))
+        return `${file}: agents[${i}].plugin_ids[${j}]: no plugin '${id}' (the app's: ${app.plugins.map((p) => p.name).join(', ') || 'none'}; built in: ${[...PLUGIN_CATALOG.keys()].join(', ')})`;
     }
   }
   if (app.agents.length === 0 && (config === undefined || config.agents.length === 0)) return `${file}: agents: the app declares no agent`;

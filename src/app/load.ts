@@ -212,7 +212,10 @@ const displayPath = (path: string): string => {
 function reasonOf(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
   const lines = message.split('\n').filter((l) => l.trim() !== '');
-  const first = /^Transform failed with \d+ errors?:?$/.test(lines[0]?.trim() ?? '') && lines[1] !== undefined ? lines[1].replace(/^.*?:\d+:\d+: (?:ERROR|error): /, '') : (lines[0] ?? message);
+  const first =
+    /^Transform failed with \d+ errors?:?$/.test(lines[0]?.trim() ?? '') && lines[1] !== undefined
+      ? lines[1].replace(/^.*?:\d+:\d+: (?:ERROR|error): /, '')
+      : (lines[0] ?? message);
   return first.replace(/file:\/\/\S+?\?awaken-app=\d+/g, (u) => displayPath(fileURLToPath(u.replace(/\?.*$/, '')))).trim();
 }
 
@@ -229,7 +232,10 @@ export async function loadApp(file: string): Promise<LoadedApp> {
   if (statSync(absolute).isDirectory()) throw new AppLoadError('missing', `cannot read ${file}: a directory (name the app's module file)`);
   const ext = extname(absolute);
   if (ext === '.cts' || ext === '.cjs' || ((ext === '.ts' || ext === '.js' || ext === '.tsx') && packageType(absolute) !== 'module')) {
-    throw new AppLoadError('bad', `${shown}: a CommonJS module: an app is an ES module (add "type": "module" to its package.json, or name it ${ext === '.js' || ext === '.cjs' ? '.mjs' : '.mts'})`);
+    throw new AppLoadError(
+      'bad',
+      `${shown}: a CommonJS module: an app is an ES module (add "type": "module" to its package.json, or name it ${ext === '.js' || ext === '.cjs' ? '.mjs' : '.mts'})`,
+    );
   }
   const version = appVersion(absolute);
   let module: Record<string, unknown>;
@@ -239,7 +245,8 @@ export async function loadApp(file: string): Promise<LoadedApp> {
     throw new AppLoadError('bad', `${placeOf(e, absolute, shown)}: cannot load: ${reasonOf(e)}`);
   }
   const exported = appExportOf(module);
-  if (exported === undefined) throw new AppLoadError('bad', `${shown}: exports no app (export default defineApp({ agents, tools, plugins, models, providers }))`);
+  if (exported === undefined)
+    throw new AppLoadError('bad', `${shown}: exports no app (export default defineApp({ agents, tools, plugins, models, providers }))`);
   try {
     return { app: appOf(exported), file: shown, version, module };
   } catch (e) {

@@ -40,7 +40,11 @@ function sessionsHost(agentId: string, open: () => Session): InteractiveHost {
     async start(sessionId, message, emit, signal) {
       const session = sessions.get(sessionId);
       if (session === undefined) throw new Error(`unknown session ${sessionId}`);
-      const started = await session.runtime.start({ agentId, threadId: sessionId, messages: [Messages.user(message)] }, { emit }, { signal, waitForDecisions: true });
+      const started = await session.runtime.start(
+        { agentId, threadId: sessionId, messages: [Messages.user(message)] },
+        { emit },
+        { signal, waitForDecisions: true },
+      );
       if (!started.ok) throw new Error(started.error.code);
       return started.value;
     },
@@ -71,7 +75,11 @@ export function appAcpHost(loaded: LoadedApp, agent: string | undefined): Intera
   return sessionsHost(agentId, () => session);
 }
 
-export const ACP_COMMAND: CommandSpec = { command: 'acp', usage: ACP_USAGE, options: { model: { type: 'string' }, app: { type: 'string' }, agent: { type: 'string' } } };
+export const ACP_COMMAND: CommandSpec = {
+  command: 'acp',
+  usage: ACP_USAGE,
+  options: { model: { type: 'string' }, app: { type: 'string' }, agent: { type: 'string' } },
+};
 
 /** `awaken acp`: the demo agent (or an app's) as an ACP agent on stdio, until stdin closes. */
 export async function acpCommand(argv: readonly string[], io: Io): Promise<number> {

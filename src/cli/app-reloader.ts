@@ -46,7 +46,10 @@ export interface ReloadHooks {
   /** A runtime of the app, or why none can be built (one line). */
   readonly build: (loaded: LoadedApp) => { readonly ok: true; readonly value: AgentRuntime } | { readonly ok: false; readonly error: string };
   /** Makes the app and its runtime current: how many parked runs were let go (they resume on it), how many runs are in flight. */
-  readonly swap: (loaded: LoadedApp, runtime: AgentRuntime) => Promise<{ readonly released: number; readonly inFlight: number; readonly before: LoadedApp | undefined }>;
+  readonly swap: (
+    loaded: LoadedApp,
+    runtime: AgentRuntime,
+  ) => Promise<{ readonly released: number; readonly inFlight: number; readonly before: LoadedApp | undefined }>;
 }
 
 /**
@@ -110,7 +113,9 @@ export function watchApp(first: LoadedApp, hooks: ReloadHooks): { close(): void 
     clearTimeout(timer);
     timer = setTimeout(() => {
       watchFolders();
-      running = running.then(reload).catch((e: unknown) => hooks.logger.error(`reload failed: ${e instanceof Error ? e.message : String(e)}; still serving ${version}`));
+      running = running
+        .then(reload)
+        .catch((e: unknown) => hooks.logger.error(`reload failed: ${e instanceof Error ? e.message : String(e)}; still serving ${version}`));
     }, 150);
   };
   watchFolders();

@@ -58,7 +58,8 @@ function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row.push(Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    for (let j = 1; j <= b.length; j++)
+      row.push(Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)));
     prev = row;
   }
   return prev[b.length] as number;
@@ -164,6 +165,7 @@ export const stringsOf = (args: ParsedArgs, name: string): string[] => {
 export function choiceOf<T extends string>(args: ParsedArgs, name: string, choices: readonly T[]): T | undefined {
   const v = stringOf(args, name);
   if (v === undefined) return undefined;
-  if (!(choices as readonly string[]).includes(v)) throw new UsageError(`--${name} must be ${choices.length === 2 ? choices.join(' or ') : `one of ${choices.join(', ')}`}, not '${v}'`);
+  if (!(choices as readonly string[]).includes(v))
+    throw new UsageError(`--${name} must be ${choices.length === 2 ? choices.join(' or ') : `one of ${choices.join(', ')}`}, not '${v}'`);
   return v as T;
 }

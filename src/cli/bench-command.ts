@@ -26,7 +26,16 @@ export { BENCH_USAGE };
 export const BENCH_COMMAND: CommandSpec = {
   command: 'bench',
   usage: BENCH_USAGE,
-  options: { model: { type: 'string' }, app: { type: 'string' }, config: { type: 'string' }, agent: { type: 'string' }, plugin: { type: 'string', multiple: true }, steps: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    model: { type: 'string' },
+    app: { type: 'string' },
+    config: { type: 'string' },
+    agent: { type: 'string' },
+    plugin: { type: 'string', multiple: true },
+    steps: { type: 'string' },
+    rounds: { type: 'string' },
+    json: { type: 'boolean' },
+  },
 };
 
 /** The node flags the allocation column needs: a young generation no batch fills, and a collector to call. */
@@ -48,7 +57,10 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
 
     // The process that runs the bench needs V8 flags; `awaken bench` started without them starts itself again with them.
     if ((globalThis as { gc?: unknown }).gc === undefined && process.argv[2] === 'bench' && process.env['AWAKEN_BENCH_CHILD'] !== '1') {
-      const child = spawnSync(process.execPath, [...BENCH_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, AWAKEN_BENCH_CHILD: '1' } });
+      const child = spawnSync(process.execPath, [...BENCH_FLAGS, ...process.execArgv, ...process.argv.slice(1)], {
+        stdio: 'inherit',
+        env: { ...process.env, AWAKEN_BENCH_CHILD: '1' },
+      });
       return child.status ?? EXIT.internal;
     }
     if ((globalThis as { gc?: unknown }).gc === undefined) {
@@ -76,11 +88,16 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
     const own = loaded === undefined ? [] : loaded.app.plugins;
     const known = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...own.map((p) => [p.name, p] as const), ...plugins.map((p) => [p.name, p] as const)]);
     const configFile = stringOf(args, 'config');
-    const config = loaded !== undefined ? configBesideApp(loaded, configFile, plugins) : configFile !== undefined ? loadServeConfig(configFile, known, extra) : undefined;
+    const config =
+      loaded !== undefined ? configBesideApp(loaded, configFile, plugins) : configFile !== undefined ? loadServeConfig(configFile, known, extra) : undefined;
     const configured = (config?.agents ?? []) as AgentSpec[];
     const spec =
       loaded !== undefined
-        ? agentNamed([...loaded.app.agents, ...configured], stringOf(args, 'agent'), configFile === undefined ? loaded.file : `${loaded.file} and ${configFile}`)
+        ? agentNamed(
+            [...loaded.app.agents, ...configured],
+            stringOf(args, 'agent'),
+            configFile === undefined ? loaded.file : `${loaded.file} and ${configFile}`,
+          )
         : (() => {
             const agentId = stringOf(args, 'agent') ?? 'demo';
             const agents = [demoAgent('demo') as AgentSpec, ...configured];
@@ -93,7 +110,11 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
     const at = configured.indexOf(spec);
     if (at >= 0) {
       (spec.plugin_ids ?? []).forEach((id, j) => {
-        if (!known.has(id)) throw new CliFailure(`${configFile ?? ''}: agents[${at}].plugin_ids[${j}]: no plugin '${id}' (${loaded !== undefined ? `the app's: ${own.map((p) => p.name).join(', ') || 'none'}; load another` : 'load it'} with --plugin FILE)`, EXIT.data);
+        if (!known.has(id))
+          throw new CliFailure(
+            `${configFile ?? ''}: agents[${at}].plugin_ids[${j}]: no plugin '${id}' (${loaded !== undefined ? `the app's: ${own.map((p) => p.name).join(', ') || 'none'}; load another` : 'load it'} with --plugin FILE)`,
+            EXIT.data,
+          );
       });
     }
     const agentId = spec.id;
@@ -105,7 +126,12 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
         .withProvider('bench', llm)
         .withModel('bench', { provider: 'bench', model_name: 'bench' })
         // A plugin given with --plugin is active for the agent, as if its plugin_ids named it.
-        .withAgentSpec({ ...spec, model: 'bench', max_rounds: maxRounds, plugin_ids: [...new Set([...(spec.plugin_ids ?? []), ...plugins.map((p) => p.name)])] });
+        .withAgentSpec({
+          ...spec,
+          model: 'bench',
+          max_rounds: maxRounds,
+          plugin_ids: [...new Set([...(spec.plugin_ids ?? []), ...plugins.map((p) => p.name)])],
+        });
       for (const tool of tools.values()) builder.withTool(tool);
       for (const [id, p] of PLUGIN_CATALOG) builder.withPlugin(id, wrap(p) as RuntimePlugin);
       for (const p of [...own, ...plugins]) builder.withPlugin(p.name, wrap(p) as RuntimePlugin);

@@ -73,7 +73,12 @@ export function addConfigured(
  * The MCP servers a config file names, connected (undefined when it names none); one that cannot be
  * reached stops the start, naming it. Their URLs are reached through `fetch` (the serve's guard).
  */
-export async function connectConfiguredMcp(file: ServeConfig | undefined, config: string | undefined, version: string, fetch: typeof globalThis.fetch): Promise<McpToolRegistryManager | undefined> {
+export async function connectConfiguredMcp(
+  file: ServeConfig | undefined,
+  config: string | undefined,
+  version: string,
+  fetch: typeof globalThis.fetch,
+): Promise<McpToolRegistryManager | undefined> {
   if (file?.mcp_servers === undefined || Object.keys(file.mcp_servers).length === 0) return undefined;
   try {
     return await McpToolRegistryManager.connect(file.mcp_servers as Record<string, McpServerConfig>, { version, onError: () => undefined, fetch });
@@ -120,7 +125,16 @@ export function configBesideApp(loaded: LoadedApp, path: string | undefined, ext
   const { app } = loaded;
   const plugins = new Map<string, RuntimePlugin>([...PLUGIN_CATALOG, ...pluginsById(app), ...extra.map((p) => [p.name, p] as const)]);
   const names = extra.map((p) => p.name);
-  const file = path === undefined ? undefined : loadServeConfig(path, plugins, names, { agents: app.agents.map((a) => a.id), models: Object.keys(app.models), providers: Object.keys(app.providers) });
-  checkApp(loaded, path === undefined || file === undefined ? undefined : { file: path, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) }, names);
+  const file =
+    path === undefined
+      ? undefined
+      : loadServeConfig(path, plugins, names, { agents: app.agents.map((a) => a.id), models: Object.keys(app.models), providers: Object.keys(app.providers) });
+  checkApp(
+    loaded,
+    path === undefined || file === undefined
+      ? undefined
+      : { file: path, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) },
+    names,
+  );
   return file;
 }

@@ -77,11 +77,17 @@ export async function loadJudgeWith<J>(protocol: string, load: () => Promise<J>)
     const code = (e as { code?: string }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw e;
     const packages = JUDGE_PACKAGES[protocol] ?? [];
-    throw new JudgeUnavailable(`the ${protocol} judge needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`);
+    throw new JudgeUnavailable(
+      `the ${protocol} judge needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`,
+    );
   }
 }
 
-export const CONFORMANCE_COMMAND: CommandSpec = { command: 'conformance', usage: CONFORMANCE_USAGE, options: { protocol: { type: 'string' }, json: { type: 'boolean' } } };
+export const CONFORMANCE_COMMAND: CommandSpec = {
+  command: 'conformance',
+  usage: CONFORMANCE_USAGE,
+  options: { protocol: { type: 'string' }, json: { type: 'boolean' } },
+};
 
 /** Runs the suite: every stream through every available encoder and its official judge. */
 export async function conformanceCommand(argv: readonly string[], io: Io, options: { readonly expectedFailures?: readonly string[] } = {}): Promise<number> {
@@ -93,13 +99,20 @@ export async function conformanceCommand(argv: readonly string[], io: Io, option
 
 async function judgeAll(protocols: readonly string[], json: boolean, io: Io, options: { readonly expectedFailures?: readonly string[] }): Promise<number> {
   const expected = new Set(
-    options.expectedFailures ?? (JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id),
+    options.expectedFailures ??
+      (JSON.parse(readFileSync(join(root, 'expected-failures.json'), 'utf8')) as { entries: { id: string }[] }).entries.map((e) => e.id),
   );
   // Each stream is read once and judged by every protocol.
   const streams = readdirSync(join(root, 'streams'))
     .filter((f) => f.endsWith('.events.jsonl'))
     .sort()
-    .map((name) => ({ name, events: readFileSync(join(root, 'streams', name), 'utf8').split('\n').filter((l) => l !== '').map(deserialiseEvent) }));
+    .map((name) => ({
+      name,
+      events: readFileSync(join(root, 'streams', name), 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map(deserialiseEvent),
+    }));
   const results: CaseResult[] = [];
   for (const protocol of protocols) {
     let judge: Judge;
@@ -129,7 +142,8 @@ async function judgeAll(protocols: readonly string[], json: boolean, io: Io, opt
       const xfail = [...expected].filter((id) => id.startsWith(`${protocol}/`)).length;
       io.out(`${protocol.padEnd(9)}  ${String(passed).padStart(6)}  ${String(mine.length - passed).padStart(6)}  ${String(xfail).padStart(17)}\n`);
     }
-    for (const r of unexpected) io.out(`\nunexpected ${r.passed ? 'pass' : 'failure'}: ${r.protocol}/${r.stream}\n${r.problems.map((p) => `  ${p}`).join('\n')}\n`);
+    for (const r of unexpected)
+      io.out(`\nunexpected ${r.passed ? 'pass' : 'failure'}: ${r.protocol}/${r.stream}\n${r.problems.map((p) => `  ${p}`).join('\n')}\n`);
   }
   return unexpected.length === 0 ? EXIT.ok : EXIT.failed;
 }

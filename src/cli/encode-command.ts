@@ -29,7 +29,8 @@ export function parseEventLines(text: string): { events: AgentEvent[] } | { erro
     if (line.trim() === '') continue;
     const r = decodeWire(AgentEventSchema, line);
     if (!r.ok) {
-      const why = r.error.code === 'invalid_json' ? r.error.message : r.error.issues.map((x) => `${x.path === '' ? '(event)' : x.path}: ${x.message}`).join('; ');
+      const why =
+        r.error.code === 'invalid_json' ? r.error.message : r.error.issues.map((x) => `${x.path === '' ? '(event)' : x.path}: ${x.message}`).join('; ');
       return { error: `line ${i + 1}: ${why}` };
     }
     events.push(r.value as AgentEvent);

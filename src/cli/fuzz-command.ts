@@ -11,9 +11,15 @@ export { FUZZ_USAGE };
 export const FUZZ_COMMAND: CommandSpec = {
   command: 'fuzz',
   usage: FUZZ_USAGE,
-  options: { plugin: { type: 'string' }, app: { type: 'string' }, runs: { type: 'string' }, seed: { type: 'string' }, path: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    plugin: { type: 'string' },
+    app: { type: 'string' },
+    runs: { type: 'string' },
+    seed: { type: 'string' },
+    path: { type: 'string' },
+    json: { type: 'boolean' },
+  },
 };
-
 
 const integer = (args: Parameters<typeof stringOf>[0], name: string): number | undefined => {
   const v = stringOf(args, name);
@@ -45,7 +51,10 @@ export async function fuzzCommand(argv: readonly string[], io: Io): Promise<numb
       io.out(describePluginFuzz(report, describeKeyLaws));
       const failed = [...report.failures, ...report.keys.flatMap((k) => k.failures)].find((f) => f.path !== undefined);
       // `--seed=S` reads the same whatever the sign of S, in any option parser.
-      if (failed !== undefined) io.out(`\nreplay the first: awaken fuzz ${app !== undefined ? `--app ${app} ` : ''}--plugin ${file} --seed=${failed.seed} --path '${failed.path ?? ''}'\n`);
+      if (failed !== undefined)
+        io.out(
+          `\nreplay the first: awaken fuzz ${app !== undefined ? `--app ${app} ` : ''}--plugin ${file} --seed=${failed.seed} --path '${failed.path ?? ''}'\n`,
+        );
     }
     return report.passed ? EXIT.ok : EXIT.failed;
   });

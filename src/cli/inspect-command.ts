@@ -39,10 +39,21 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
   const lines: string[] = [];
   const start = t.started_at;
   const at = (time: number | undefined): string => (time === undefined || start === undefined ? '' : `+${time - start} ms`);
-  const ids = [`run ${t.run_id ?? '?'}`, `thread ${t.thread_id ?? '?'}`, ...(t.agent_id !== undefined ? [`agent ${t.agent_id}`] : []), ...(t.app !== undefined ? [`app ${t.app.file} (${t.app.version})`] : []), ...(t.resumed === true ? [`segment ${t.segment ?? 1}, taken up again from the store`] : t.segment !== undefined ? [`segment ${t.segment}`] : []), ...(t.parent_run_id !== undefined ? [`delegated by ${t.parent_run_id}`] : [])];
+  const ids = [
+    `run ${t.run_id ?? '?'}`,
+    `thread ${t.thread_id ?? '?'}`,
+    ...(t.agent_id !== undefined ? [`agent ${t.agent_id}`] : []),
+    ...(t.app !== undefined ? [`app ${t.app.file} (${t.app.version})`] : []),
+    ...(t.resumed === true ? [`segment ${t.segment ?? 1}, taken up again from the store`] : t.segment !== undefined ? [`segment ${t.segment}`] : []),
+    ...(t.parent_run_id !== undefined ? [`delegated by ${t.parent_run_id}`] : []),
+  ];
   lines.push(ids.join(' · '));
   const termination = t.termination === undefined ? (t.finished ? 'finished' : 'not finished (no run_finish)') : json(t.termination);
-  const totals = [`${t.step_count} step${t.step_count === 1 ? '' : 's'}`, ms(durationOf(t.started_at, t.ended_at)), `tokens ${t.usage.input} in, ${t.usage.output} out, ${t.usage.total} total`].filter((x) => x !== '');
+  const totals = [
+    `${t.step_count} step${t.step_count === 1 ? '' : 's'}`,
+    ms(durationOf(t.started_at, t.ended_at)),
+    `tokens ${t.usage.input} in, ${t.usage.output} out, ${t.usage.total} total`,
+  ].filter((x) => x !== '');
   lines.push(`  ${termination} · ${totals.join(' · ')}`);
   if (t.response !== undefined) lines.push(`  answer: ${json(t.response)}`);
   if (t.cancelled_after_event !== undefined) lines.push(`  cancelled after event #${t.cancelled_after_event}`);
@@ -57,7 +68,9 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
         inf.model ?? request?.model ?? '',
         ms(inf.duration_ms),
         usage !== undefined ? `tokens ${usage.prompt_tokens ?? '?'} → ${usage.completion_tokens ?? '?'}` : '',
-        request !== undefined ? `(request: ${request.messages.length} messages, ${request.tools.length} tools${inf.requests.length > 1 ? `, ${inf.requests.length} attempts` : ''})` : '',
+        request !== undefined
+          ? `(request: ${request.messages.length} messages, ${request.tools.length} tools${inf.requests.length > 1 ? `, ${inf.requests.length} attempts` : ''})`
+          : '',
       ].filter((x) => x !== '');
       lines.push(`  inference  ${parts.join('  ')}`);
       for (const r of inf.requests) if (r.error !== undefined) lines.push(`    failed     ${json(r.error)}`);
@@ -70,7 +83,8 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
     if (step.state !== undefined) {
       const p = step.state.patch;
       lines.push(`  state  revision ${step.state.revision ?? '?'}: ${p.length} change${p.length === 1 ? '' : 's'}`);
-      if (options.state === true) for (const op of p) lines.push(`    ${op.op === 'add' ? '+' : op.op === 'remove' ? '-' : '~'} ${op.path}${'value' in op ? `  ${json(op.value)}` : ''}`);
+      if (options.state === true)
+        for (const op of p) lines.push(`    ${op.op === 'add' ? '+' : op.op === 'remove' ? '-' : '~'} ${op.path}${'value' in op ? `  ${json(op.value)}` : ''}`);
     }
   }
   for (const d of t.decisions) lines.push('', `decision after event #${d.after_event}: ${json(d.decisions)}`);
@@ -78,17 +92,28 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
 }
 
 function toolLines(call: TimelineToolCall): string[] {
-  const head = [`  tool  ${call.name} [${call.call_id}]`, ms(durationOf(call.started_at, call.ended_at)), call.outcome ?? 'not finished', call.resumed === true ? '(resumed)' : ''].filter((x) => x !== '');
+  const head = [
+    `  tool  ${call.name} [${call.call_id}]`,
+    ms(durationOf(call.started_at, call.ended_at)),
+    call.outcome ?? 'not finished',
+    call.resumed === true ? '(resumed)' : '',
+  ].filter((x) => x !== '');
   const out = [head.join('  ')];
   out.push(`    arguments  ${json(call.arguments)}`);
-  if (call.progress.length > 0) out.push(`    progress   ${call.progress.map((p) => [p.status, p.message, p.progress !== undefined ? `${Math.round(p.progress * 100)}%` : undefined].filter((x) => x !== undefined).join(' ')).join(' · ')}`);
+  if (call.progress.length > 0)
+    out.push(
+      `    progress   ${call.progress.map((p) => [p.status, p.message, p.progress !== undefined ? `${Math.round(p.progress * 100)}%` : undefined].filter((x) => x !== undefined).join(' ')).join(' · ')}`,
+    );
   for (const a of call.activity) out.push(`    activity   ${a.type}  ${json(a.content)}`);
   if (call.stream !== '') out.push(`    output     ${json(call.stream)}`);
   if (call.suspension !== undefined) out.push(`    suspended  ${json(call.suspension)}`);
   if (call.decision !== undefined) out.push(`    decision   ${json(call.decision)}`);
   if (call.failure !== undefined) out.push(`    failed     ${call.failure}`);
   const result = call.result as { status?: string; data?: unknown; message?: string | null } | undefined;
-  if (result !== undefined) out.push(`    result     ${result.status === 'error' ? `error: ${result.message ?? ''}` : result.status === 'pending' ? 'pending (suspended)' : json(result.data ?? null)}`);
+  if (result !== undefined)
+    out.push(
+      `    result     ${result.status === 'error' ? `error: ${result.message ?? ''}` : result.status === 'pending' ? 'pending (suspended)' : json(result.data ?? null)}`,
+    );
   if (call.resumed_result !== undefined) out.push(`    resumed    ${json(call.resumed_result)}`);
   return out;
 }

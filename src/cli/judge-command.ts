@@ -81,8 +81,14 @@ const JUDGES: Readonly<Record<Protocol, () => Promise<Judge>>> = {
     const [{ judgeAcpTurns }, { driveAcp }] = await Promise.all([import('../protocols/acp/judge.ts'), import('../protocols/acp/drive.ts')]);
     return {
       turns: (b, ids) => judgeAcpTurns(b, ids),
-      // biome-ignore lint/suspicious/noThenProperty: ACP's `then` option is the text sent after the first turn, a string, never a thenable's method
-      drive: (s) => driveAcp({ command: s.command ?? '', message: s.message, ...(s.decision !== undefined ? { decision: s.decision } : {}), ...(s.then !== undefined ? { then: s.then } : {}) }),
+      drive: (s) =>
+        driveAcp({
+          command: s.command ?? '',
+          message: s.message,
+          ...(s.decision !== undefined ? { decision: s.decision } : {}),
+          // biome-ignore lint/suspicious/noThenProperty: ACP's `then` option is the text sent after the first turn, a string, never a thenable's method
+          ...(s.then !== undefined ? { then: s.then } : {}),
+        }),
     };
   },
 };

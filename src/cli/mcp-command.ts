@@ -37,7 +37,12 @@ export function demoHost(model: string, agent: string): AgentHost {
  * The agents of a config file as an `AgentHost`, on one runtime built as `awaken serve` builds it
  * (in memory): each call a run on a new thread. `close` stops the file's MCP servers.
  */
-export async function configHost(path: string, model: string | undefined, env: NodeJS.ProcessEnv, version: string): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
+export async function configHost(
+  path: string,
+  model: string | undefined,
+  env: NodeJS.ProcessEnv,
+  version: string,
+): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
   const file = loadServeConfig(path);
   const demo = await demoAgentModel(model ?? file.server.model, env, model !== undefined ? '--model' : `${path}: server.model`);
   const builder = new AgentRuntimeBuilder()
@@ -103,9 +108,18 @@ function runtimeHost(runtime: AgentRuntime, only?: string): AgentHost {
  * built as `awaken serve --app` builds it (in memory, without the demo agent): each call a run on a
  * new thread. `agent` serves that one alone. `close` stops the file's MCP servers.
  */
-export async function appHost(loaded: LoadedApp, agent: string | undefined, path: string | undefined, env: NodeJS.ProcessEnv, version: string): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
+export async function appHost(
+  loaded: LoadedApp,
+  agent: string | undefined,
+  path: string | undefined,
+  env: NodeJS.ProcessEnv,
+  version: string,
+): Promise<{ readonly host: AgentHost; close(): Promise<void> }> {
   const file = configBesideApp(loaded, path);
-  const only = agent === undefined ? undefined : agentNamed([...loaded.app.agents, ...((file?.agents ?? []) as AgentSpec[])], agent, path === undefined ? loaded.file : `${loaded.file} and ${path}`).id;
+  const only =
+    agent === undefined
+      ? undefined
+      : agentNamed([...loaded.app.agents, ...((file?.agents ?? []) as AgentSpec[])], agent, path === undefined ? loaded.file : `${loaded.file} and ${path}`).id;
   return hostOn(addApp(new AgentRuntimeBuilder().withEnv(realEnv()), loaded.app), file, path, env, version, path ?? loaded.file, only);
 }
 
@@ -123,8 +137,10 @@ export async function mcpCommand(argv: readonly string[], io: Io, version: strin
     const app = stringOf(args, 'app');
     const agent = stringOf(args, 'agent');
     if (app !== undefined && model !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
-    if (app === undefined && config !== undefined && agent !== undefined) throw new UsageError('--agent names the demo agent\'s tool; with --config every agent of the file is a tool');
-    if (app === undefined && config === undefined && model === undefined) throw new UsageError('--model is required (scripted:FILE or transcript:FILE), or --config awaken.yaml, or --app FILE');
+    if (app === undefined && config !== undefined && agent !== undefined)
+      throw new UsageError("--agent names the demo agent's tool; with --config every agent of the file is a tool");
+    if (app === undefined && config === undefined && model === undefined)
+      throw new UsageError('--model is required (scripted:FILE or transcript:FILE), or --config awaken.yaml, or --app FILE');
     const served =
       app !== undefined
         ? await appHost(await appOption(app), agent, config, env, version)

@@ -77,7 +77,11 @@ export function otlpSettings(options: OtelOptions): OtlpSettings | undefined {
   const protocol = protocolOf(read('OTEL_EXPORTER_OTLP_PROTOCOL'));
   const flagUrl = options.url === undefined ? undefined : httpUrl('--otel', options.url, 'an OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces');
   const baseUrl = base === undefined ? undefined : httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', base, 'an OTLP/HTTP base endpoint, e.g. http://127.0.0.1:4318');
-  const tracesUrl = flagUrl ?? (tracesVar !== undefined ? httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', tracesVar, 'an OTLP/HTTP traces endpoint') : under(baseUrl as string, TRACES_PATH));
+  const tracesUrl =
+    flagUrl ??
+    (tracesVar !== undefined
+      ? httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', tracesVar, 'an OTLP/HTTP traces endpoint')
+      : under(baseUrl as string, TRACES_PATH));
   const metricsVar = read('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
   const metricsUrl =
     metricsVar !== undefined
@@ -118,7 +122,8 @@ function httpUrl(name: string, value: string, what: string): string {
   } catch {
     throw new CliFailure(`${name}: not a URL: ${JSON.stringify(value)} (${what})`, EXIT.usage);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliFailure(`${name}: not an http(s) URL: ${JSON.stringify(value)} (${what})`, EXIT.usage);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new CliFailure(`${name}: not an http(s) URL: ${JSON.stringify(value)} (${what})`, EXIT.usage);
   return parsed.href;
 }
 
@@ -243,9 +248,25 @@ export async function openTelemetry(options: OtelOptions): Promise<Tracing | und
     const code = (e as { code?: string }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw e;
     const packages = otelPackages(settings.protocol);
-    throw new CliFailure(`OpenTelemetry needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`, EXIT.unavailable);
+    throw new CliFailure(
+      `OpenTelemetry needs ${packages.join(', ')} (optional peer dependencies of awaken-ts): npm install ${packages.join(' ')}`,
+      EXIT.unavailable,
+    );
   }
-  const { BasicTracerProvider, BatchSpanProcessor, MeterProvider, PeriodicExportingMetricReader, defaultResource, resourceFromAttributes, OTLPTraceExporter, OTLPMetricExporter, AwakenIdGenerator, otelSink, combinedSink, otelMetricsSink } = loaded;
+  const {
+    BasicTracerProvider,
+    BatchSpanProcessor,
+    MeterProvider,
+    PeriodicExportingMetricReader,
+    defaultResource,
+    resourceFromAttributes,
+    OTLPTraceExporter,
+    OTLPMetricExporter,
+    AwakenIdGenerator,
+    otelSink,
+    combinedSink,
+    otelMetricsSink,
+  } = loaded;
   const resource = defaultResource().merge(resourceFromAttributes(settings.resource));
   const common = { headers: { ...settings.headers }, ...(settings.timeoutMillis !== undefined ? { timeoutMillis: settings.timeoutMillis } : {}) };
 

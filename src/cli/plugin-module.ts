@@ -6,7 +6,8 @@ import { appOption } from './app-option.ts';
 import { CliFailure } from './args.ts';
 import { EXIT } from './exit.ts';
 
-const isPlugin = (x: unknown): x is Plugin => typeof x === 'object' && x !== null && typeof (x as Plugin).name === 'string' && typeof (x as Plugin).register === 'function';
+const isPlugin = (x: unknown): x is Plugin =>
+  typeof x === 'object' && x !== null && typeof (x as Plugin).name === 'string' && typeof (x as Plugin).register === 'function';
 
 /**
  * A user's plugin module (`awaken fuzz --plugin`, `awaken bench --plugin`): its default export or
@@ -25,7 +26,8 @@ export async function loadPluginModule(file: string): Promise<{ readonly plugin:
   }
   let plugin: unknown = module['default'] ?? module['plugin'];
   if (typeof plugin === 'function') plugin = (plugin as () => unknown)();
-  if (!isPlugin(plugin)) throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`: { name, register(registrar) }, or a function making one)`, EXIT.data);
+  if (!isPlugin(plugin))
+    throw new CliFailure(`${file} exports no plugin (a default export or \`plugin\`: { name, register(registrar) }, or a function making one)`, EXIT.data);
   return { plugin, module };
 }
 
@@ -37,6 +39,7 @@ export async function loadPluginModule(file: string): Promise<{ readonly plugin:
 export async function loadAppPlugin(file: string, name: string): Promise<{ readonly plugin: Plugin; readonly module: Record<string, unknown> }> {
   const loaded = await appOption(file);
   const plugin = loaded.app.plugins.find((p) => p.name === name);
-  if (plugin === undefined) throw new CliFailure(`no plugin '${name}' in ${loaded.file} (its plugins: ${loaded.app.plugins.map((p) => p.name).join(', ') || 'none'})`, EXIT.usage);
+  if (plugin === undefined)
+    throw new CliFailure(`no plugin '${name}' in ${loaded.file} (its plugins: ${loaded.app.plugins.map((p) => p.name).join(', ') || 'none'})`, EXIT.usage);
   return { plugin, module: loaded.module };
 }

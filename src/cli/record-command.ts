@@ -15,7 +15,12 @@ import { RECORD_USAGE } from './usages.ts';
 
 export { RECORD_USAGE };
 
-export const RECORD_COMMAND: CommandSpec = { command: 'record', usage: RECORD_USAGE, options: { out: { type: 'string' } }, positionals: { min: 0, max: Infinity, name: 'the run arguments' } };
+export const RECORD_COMMAND: CommandSpec = {
+  command: 'record',
+  usage: RECORD_USAGE,
+  options: { out: { type: 'string' } },
+  positionals: { min: 0, max: Infinity, name: 'the run arguments' },
+};
 
 /** `awaken record --out FILE -- run …`. */
 export async function recordCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -93,6 +98,8 @@ async function record(plan: RunPlan, out: string, io: Io): Promise<number> {
   } catch (e) {
     throw new CliFailure(`cannot write ${out}: ${e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
   }
-  io.out(`recorded ${recording.transcript.split('\n').length - 1} lines to ${out}: ${recording.result.termination.type} after ${recording.result.steps} step(s)\n`);
+  io.out(
+    `recorded ${recording.transcript.split('\n').length - 1} lines to ${out}: ${recording.result.termination.type} after ${recording.result.steps} step(s)\n`,
+  );
   return EXIT.ok;
 }

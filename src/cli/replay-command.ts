@@ -37,7 +37,10 @@ function unreplayable(file: string): CliFailure | { readonly first: string; read
     }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return new CliFailure(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+    return new CliFailure(
+      `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : e instanceof Error ? e.message : String(e)}`,
+      EXIT.noInput,
+    );
   }
   if (first === undefined) return new CliFailure(`${file}: not a transcript: the file is empty`, EXIT.data);
   let header: unknown;
@@ -47,7 +50,8 @@ function unreplayable(file: string): CliFailure | { readonly first: string; read
     return new CliFailure(`${file}:1: not a transcript: not JSON: ${e instanceof Error ? e.message : String(e)}`, EXIT.data);
   }
   const { type, format } = typeof header === 'object' && header !== null ? (header as { type?: unknown; format?: unknown }) : {};
-  if (type !== 'header' || typeof format !== 'string' || !format.startsWith('awaken-transcript/')) return new CliFailure(`${file}:1: not a transcript: the first line is no transcript header`, EXIT.data);
+  if (type !== 'header' || typeof format !== 'string' || !format.startsWith('awaken-transcript/'))
+    return new CliFailure(`${file}:1: not a transcript: the first line is no transcript header`, EXIT.data);
   return { first, header: header as { app?: unknown } };
 }
 
@@ -61,7 +65,10 @@ function codeMissing(file: string, first: string, header: { readonly app?: unkno
   if (missing === undefined) return undefined;
   if (loaded !== undefined) return new CliFailure(`${file}:1: ${missing.message} ${loaded.file}`, EXIT.data);
   const recordedWith = (header.app as { file?: unknown } | undefined)?.file;
-  const hint = typeof recordedWith === 'string' ? `replay it with --app ${recordedWith} (the app it was recorded with)` : 'replay it with --app FILE (the app that has it)';
+  const hint =
+    typeof recordedWith === 'string'
+      ? `replay it with --app ${recordedWith} (the app it was recorded with)`
+      : 'replay it with --app FILE (the app that has it)';
   return new CliFailure(`${file}:1: ${notBuiltIn(missing)}: ${hint}`, EXIT.data);
 }
 
@@ -83,7 +90,8 @@ const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, s
 export async function replayCommand(argv: readonly string[], io: Io): Promise<number> {
   return runCli(REPLAY_COMMAND, argv, io, async (args) => {
     const format = choiceOf(args, 'format', FORMATS);
-    if (format !== undefined && args.values['json'] === true && format !== 'json') throw new UsageError(`--json and --format ${format} say two things: give one`);
+    if (format !== undefined && args.values['json'] === true && format !== 'json')
+      throw new UsageError(`--json and --format ${format} say two things: give one`);
     const appFile = stringOf(args, 'app');
     const loaded = appFile === undefined ? undefined : await appOption(appFile);
     // Every file is checked before any is replayed: what is no transcript, or names code that is not

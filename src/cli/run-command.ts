@@ -105,7 +105,11 @@ async function runPlan(plan: RunPlan, io: Io): Promise<number> {
     },
     { waitForDecisions: decide !== undefined },
   );
-  if (!started.ok) throw new CliFailure(started.error.code === 'agent_not_found' ? `no agent '${agent}' (the demo agent is 'demo')` : `the run did not start: ${started.error.code}`, EXIT.usage);
+  if (!started.ok)
+    throw new CliFailure(
+      started.error.code === 'agent_not_found' ? `no agent '${agent}' (the demo agent is 'demo')` : `the run did not start: ${started.error.code}`,
+      EXIT.usage,
+    );
   const result = await started.value.done;
   finished = true;
   return result.termination.type === 'error' ? EXIT.failed : EXIT.ok;

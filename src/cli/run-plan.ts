@@ -57,7 +57,10 @@ export function modelFactoryOf(model: string): (turnsTaken?: number) => LlmExecu
   const [kind, ...pathParts] = model.split(':');
   const file = pathParts.join(':');
   if ((kind !== 'scripted' && kind !== 'transcript') || file === '') {
-    throw new CliFailure(`only scripted:FILE and transcript:FILE models are available here, not '${model}' (awaken serve --model also takes provider:model)`, EXIT.usage);
+    throw new CliFailure(
+      `only scripted:FILE and transcript:FILE models are available here, not '${model}' (awaken serve --model also takes provider:model)`,
+      EXIT.usage,
+    );
   }
   let text: string;
   try {

@@ -140,7 +140,8 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
   const configPath = stringOf(args, 'config');
   // Beside an app, the file is read with the app's ids and the app checked against it.
   const file = app !== undefined ? configBesideApp(app, configPath) : configPath === undefined ? undefined : loadServeConfig(configPath);
-  if (app !== undefined && stringOf(args, 'model') !== undefined) throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
+  if (app !== undefined && stringOf(args, 'model') !== undefined)
+    throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
   const portFlag = stringOf(args, 'port');
   const portEnv = nonEmpty(env['PORT']);
   const port = portFlag !== undefined ? portOf(portFlag, '--port') : portEnv !== undefined ? portOf(portEnv, 'PORT') : (file?.server.port ?? 3000);
@@ -193,7 +194,10 @@ function connectionLimitsOf(file: ServeConfig | undefined, configPath: string): 
   const requestTimeoutMs = server?.request_timeout_ms ?? DEFAULT_CONNECTION_LIMITS.requestTimeoutMs;
   const headersTimeoutMs = server?.headers_timeout_ms ?? Math.min(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, requestTimeoutMs);
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new CliFailure(`${configPath}: server.headers_timeout_ms: ${headersTimeoutMs} is longer than server.request_timeout_ms (${requestTimeoutMs}), which the headers are part of`, EXIT.data);
+    throw new CliFailure(
+      `${configPath}: server.headers_timeout_ms: ${headersTimeoutMs} is longer than server.request_timeout_ms (${requestTimeoutMs}), which the headers are part of`,
+      EXIT.data,
+    );
   }
   return { headersTimeoutMs, requestTimeoutMs, maxConnections: server?.max_connections ?? DEFAULT_CONNECTION_LIMITS.maxConnections };
 }
@@ -233,7 +237,10 @@ export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJ
   (plan.file?.server.auth?.tokens ?? []).forEach((t, i) => {
     const value = env[t.token_env];
     if (value === undefined || value.length < 16) {
-      throw new CliFailure(`${plan.config ?? ''}: server.auth.tokens[${i}].token_env: ${t.token_env} is ${value === undefined || value === '' ? 'not set' : 'shorter than 16 characters'}`, EXIT.data);
+      throw new CliFailure(
+        `${plan.config ?? ''}: server.auth.tokens[${i}].token_env: ${t.token_env} is ${value === undefined || value === '' ? 'not set' : 'shorter than 16 characters'}`,
+        EXIT.data,
+      );
     }
     tokens.set(value, t.principal);
   });
@@ -249,7 +256,9 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   const file = plan.file;
   const tokens = apiTokensOf(plan, env);
   if (!LOOPBACK.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
-    throw new UsageError(`refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`);
+    throw new UsageError(
+      `refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`,
+    );
   }
   // Every URL the configuration names is reached through one guard (docs/server.md → Outbound settings).
   const outbound = serveOutbound(file, env);
@@ -285,9 +294,17 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   // only when asked for). What it says before the logger exists is said once it does.
   const early: [level: 'info' | 'warn' | 'error', line: string][] = [];
   let say: (level: 'info' | 'warn' | 'error', line: string) => void = (level, line) => void early.push([level, line]);
-  const tracing = await openTelemetry({ ...(plan.otel !== undefined ? { url: plan.otel } : {}), version, content: plan.otelContent, env, log: (level, line) => say(level, line) });
+  const tracing = await openTelemetry({
+    ...(plan.otel !== undefined ? { url: plan.otel } : {}),
+    version,
+    content: plan.otelContent,
+    env,
+    log: (level, line) => say(level, line),
+  });
   const observed = <A extends { plugin_ids?: readonly string[] | undefined }>(agent: A): A =>
-    tracing === undefined || (agent.plugin_ids ?? []).includes(OBSERVABILITY_PLUGIN_ID) ? agent : { ...agent, plugin_ids: [...(agent.plugin_ids ?? []), OBSERVABILITY_PLUGIN_ID] };
+    tracing === undefined || (agent.plugin_ids ?? []).includes(OBSERVABILITY_PLUGIN_ID)
+      ? agent
+      : { ...agent, plugin_ids: [...(agent.plugin_ids ?? []), OBSERVABILITY_PLUGIN_ID] };
   // One Env for every runtime this serve builds (an app loaded again builds a new one): runs, leases
   // and the registry keep one clock and one source of ids.
   const sharedEnv = recorder?.env(realEnv()) ?? realEnv();
@@ -298,7 +315,11 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   /** A runtime of the demo agent or of `app`, with everything the config declares. */
   const runtimeOf = (app: LoadedApp | undefined): Result<AgentRuntime, BuildError> => {
     const builder = new AgentRuntimeBuilder().withEnv(sharedEnv);
-    if (model !== undefined) builder.withProvider('demo', llm(model.llm)).withModel('demo', { provider: 'demo', model_name: model.name }).withAgentSpec(observed(demoAgent('demo')));
+    if (model !== undefined)
+      builder
+        .withProvider('demo', llm(model.llm))
+        .withModel('demo', { provider: 'demo', model_name: model.name })
+        .withAgentSpec(observed(demoAgent('demo')));
     for (const tool of builtInTools) builder.withTool(recorder?.tool(tool) ?? tool);
     if (app !== undefined) addApp(builder, app.app, { llm, agent: observed, ...(recorder !== undefined ? { tool: (t: Tool) => recorder.tool(t) } : {}) });
     for (const tool of mcpTools) builder.withTool(recorder?.tool(tool) ?? tool);
@@ -308,7 +329,8 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
         // The parent thread's recorded owner, not the principal acting: the operator's run on bob's
         // thread delegates into a thread of bob's. A child id someone else holds is refused.
         const owner = await store.threadOwner(child.parentThreadId);
-        if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner) throw new Error(`thread ${child.thread_id} belongs to another principal`);
+        if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner)
+          throw new Error(`thread ${child.thread_id} belongs to another principal`);
       },
       ...(recorder !== undefined ? { wrap: (tool) => recorder.tool(tool) } : {}),
       remote: { a2a: (endpoint, e) => a2aBackend(endpoint, e, { fetch: outbound.guard.fetch }) },
@@ -320,7 +342,9 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
       env,
       llm,
       agent: observed,
-      ...(tracing !== undefined ? { plugins: [observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) })] } : {}),
+      ...(tracing !== undefined
+        ? { plugins: [observabilityPlugin(tracing.sink, { onSinkError: (e) => logger.warn('a span was not exported', errorFields(e)) })] }
+        : {}),
     });
     builder.withThreadRunStore(recorder?.store(store) ?? store);
     return builder.build();
@@ -346,7 +370,10 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   } catch (e) {
     await store.close().catch(() => undefined);
     const { error, cause } = errorFields(e);
-    throw new CliFailure(`the store ${hideUrlPasswords(plan.store)} does not answer: ${String(error)}${cause !== undefined ? ` (${String(cause)})` : ''}`, EXIT.unavailable);
+    throw new CliFailure(
+      `the store ${hideUrlPasswords(plan.store)} does not answer: ${String(error)}${cause !== undefined ? ` (${String(cause)})` : ''}`,
+      EXIT.unavailable,
+    );
   }
   const bus = openBus(plan.store);
   if (bus === undefined) {
@@ -357,7 +384,17 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   const consumer = `${hostname()}:${process.pid}`;
   // A quiet server gives back what a burst left (runs, clients that stopped reading and left).
   const gc = plan.idleGcMs > 0 ? fullCollection() : undefined;
-  const collector = gc === undefined ? undefined : new IdleCollector(() => { gc(); setTimeout(gc, 200).unref(); }, () => registry.liveRuns > 0, { delayMs: plan.idleGcMs, minSpacingMs: Math.max(5 * plan.idleGcMs, 2_000) });
+  const collector =
+    gc === undefined
+      ? undefined
+      : new IdleCollector(
+          () => {
+            gc();
+            setTimeout(gc, 200).unref();
+          },
+          () => registry.liveRuns > 0,
+          { delayMs: plan.idleGcMs, minSpacingMs: Math.max(5 * plan.idleGcMs, 2_000) },
+        );
   const registry: RunRegistry = new RunRegistry(runtime, store, {
     policy: plan.policy,
     logger,
@@ -373,29 +410,45 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
   const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
     logger,
-    config: { ...(plan.leaseMs !== undefined ? { lease_ms: plan.leaseMs, lease_renewal_interval_ms: Math.max(5, Math.floor(plan.leaseMs / 3)) } : {}), ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}) },
+    config: {
+      ...(plan.leaseMs !== undefined ? { lease_ms: plan.leaseMs, lease_renewal_interval_ms: Math.max(5, Math.floor(plan.leaseMs / 3)) } : {}),
+      ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
+    },
   });
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
-  const app = createHttpApp({ runtime, store, registry, mailbox }, {
-    version,
-    // Under `awaken dev` the app is the configuration: a reload builds the runtime from it alone.
-    ...(dev === undefined
-      ? { savedConfig: await savedConfig(store) }
-      : { configWritesRefused: `awaken dev serves ${plan.app?.file ?? 'the app'}: change the app (config writes are for awaken serve)` }),
-    ...(mcp !== undefined ? { mcpServers: Object.keys(file?.mcp_servers ?? {}) } : {}),
-    ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
-    processEnv: env,
-    allowedHosts: allowedHostsOf(plan),
-    corsOrigins: plan.corsOrigins,
-    ...(tokens.size > 0 ? { auth: { tokens } } : {}),
-    ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
-    configGuard: { outbound: outbound.guard, credentialOrigins: outbound.credentialOrigins, ownCredentialEnvs: outbound.ownCredentialEnvs, secrets },
-    ...(plan.trustProxy ? { trustProxy: true } : {}),
-    ops: { maxConcurrentRequests: plan.maxConcurrentRequests, ...(tracing?.activeStreams !== undefined ? { onStreams: (delta: number) => tracing.activeStreams?.(delta) } : {}) },
-    logger,
-  });
+  const app = createHttpApp(
+    { runtime, store, registry, mailbox },
+    {
+      version,
+      // Under `awaken dev` the app is the configuration: a reload builds the runtime from it alone.
+      ...(dev === undefined
+        ? { savedConfig: await savedConfig(store) }
+        : { configWritesRefused: `awaken dev serves ${plan.app?.file ?? 'the app'}: change the app (config writes are for awaken serve)` }),
+      ...(mcp !== undefined ? { mcpServers: Object.keys(file?.mcp_servers ?? {}) } : {}),
+      ...(adminToken !== undefined && adminToken !== '' ? { adminToken } : {}),
+      processEnv: env,
+      allowedHosts: allowedHostsOf(plan),
+      corsOrigins: plan.corsOrigins,
+      ...(tokens.size > 0 ? { auth: { tokens } } : {}),
+      ...(plan.file?.server.api_key_env_allow !== undefined ? { apiKeyEnvAllow: plan.file.server.api_key_env_allow } : {}),
+      configGuard: { outbound: outbound.guard, credentialOrigins: outbound.credentialOrigins, ownCredentialEnvs: outbound.ownCredentialEnvs, secrets },
+      ...(plan.trustProxy ? { trustProxy: true } : {}),
+      ops: {
+        maxConcurrentRequests: plan.maxConcurrentRequests,
+        ...(tracing?.activeStreams !== undefined ? { onStreams: (delta: number) => tracing.activeStreams?.(delta) } : {}),
+      },
+      logger,
+    },
+  );
   // The run inspector: its page and API, behind the same access control (docs/inspector.md).
-  app.route('/', inspectorRoutes({ store, ...(plan.record !== undefined ? { recordDir: plan.record } : {}), ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}) }));
+  app.route(
+    '/',
+    inspectorRoutes({
+      store,
+      ...(plan.record !== undefined ? { recordDir: plan.record } : {}),
+      ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}),
+    }),
+  );
   let server: RunningServer;
   try {
     // Whole answers gzip-compressed for clients that take it; streams go out as they are.
@@ -424,7 +477,13 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
       ? undefined
       : watchApp(plan.app, {
           logger,
-          check: (loaded) => checkApp(loaded, file === undefined ? undefined : { file: plan.config as string, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) }),
+          check: (loaded) =>
+            checkApp(
+              loaded,
+              file === undefined
+                ? undefined
+                : { file: plan.config as string, agents: file.agents.map((a) => a.id as string), models: file.models, providers: Object.keys(file.providers) },
+            ),
           build: (loaded) => {
             const next = runtimeOf(loaded);
             return next.ok ? next : { ok: false as const, error: buildFailure(loaded.file, next.error).message };
@@ -439,10 +498,23 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
         });
   for (const w of skills.warnings) logger.warn(`skill skipped: ${w}`);
   if (skills.dirs.length > 0) logger.info(`skills: ${skills.names.join(', ') || 'none'} (from ${skills.dirs.join(', ')})`);
-  logger.info(`listening on ${server.url}`, { store: store.kind, policy: plan.policy, consumer, shared: bus !== undefined, auth: tokens.size > 0 ? `${tokens.size} API token(s)` : "open", version });
-  logger.info(`inspector: ${server.url}/inspector/${plan.record === undefined ? ' (start with --record DIR to see run timelines)' : ` (timelines of the runs recorded in ${plan.record})`}`);
-  logger.info(`browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`);
-  logger.info(`try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined && plan.app === undefined ? DEMO_QUESTION : 'hello'}"}]}'`);
+  logger.info(`listening on ${server.url}`, {
+    store: store.kind,
+    policy: plan.policy,
+    consumer,
+    shared: bus !== undefined,
+    auth: tokens.size > 0 ? `${tokens.size} API token(s)` : 'open',
+    version,
+  });
+  logger.info(
+    `inspector: ${server.url}/inspector/${plan.record === undefined ? ' (start with --record DIR to see run timelines)' : ` (timelines of the runs recorded in ${plan.record})`}`,
+  );
+  logger.info(
+    `browsers: pages on localhost, 127.0.0.1 and [::1]${plan.corsOrigins.length > 0 ? ` and ${plan.corsOrigins.join(', ')}` : ''} may call the API (--cors-origin adds more)`,
+  );
+  logger.info(
+    `try  curl -N ${server.url}/v1/runs -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"${plan.model === undefined && plan.app === undefined ? DEMO_QUESTION : 'hello'}"}]}'`,
+  );
   await new Promise<void>((done) => {
     const stop = (): void => done();
     process.once('SIGINT', stop);

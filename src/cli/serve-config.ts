@@ -32,16 +32,33 @@ export const ServeConfigSchema = z
         lease_ms: z.number().int().min(10).optional(),
         sweep_ms: z.number().int().min(10).optional(),
         /** The demo agent's model, as `--model`: `provider:model`, `scripted:FILE` or `transcript:FILE`. */
-        model: z.string().regex(/^[a-z][a-z0-9-]*:.+/, 'provider:model (openai:gpt-4o-mini), scripted:FILE or transcript:FILE').optional(),
-        cors: z.object({ origins: z.array(z.string().min(1)).default([]) }).strict().optional(),
+        model: z
+          .string()
+          .regex(/^[a-z][a-z0-9-]*:.+/, 'provider:model (openai:gpt-4o-mini), scripted:FILE or transcript:FILE')
+          .optional(),
+        cors: z
+          .object({ origins: z.array(z.string().min(1)).default([]) })
+          .strict()
+          .optional(),
         allowed_hosts: z.array(z.string().min(1)).optional(),
         /** API tokens, each read from an environment variable and standing for a principal (docs/server.md → Access control). */
         auth: z
-          .object({ tokens: z.array(z.object({ principal: z.string().min(1).max(200), token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }).strict()).min(1) })
+          .object({
+            tokens: z
+              .array(
+                z
+                  .object({ principal: z.string().min(1).max(200), token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') })
+                  .strict(),
+              )
+              .min(1),
+          })
           .strict()
           .optional(),
         /** Patterns every `*_env` field that sends a credential (a provider's `api_key_env`, a remote agent's `endpoint.auth.token_env`) must match (default `*_API_KEY`), here and in config writes. */
-        api_key_env_allow: z.array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *')).min(1).optional(),
+        api_key_env_allow: z
+          .array(z.string().regex(/^[A-Za-z0-9_*]+$/, 'a variable name pattern: letters, digits, _ and *'))
+          .min(1)
+          .optional(),
         /** What URLs written through the config API may reach: `config_api_private` lets them reach loopback and private addresses (docs/server.md → Outbound settings). */
         outbound: z.object({ config_api_private: z.boolean().optional() }).strict().optional(),
         /** Bytes a stream's client may leave unread before it is dropped (default 1 MiB). */
@@ -50,7 +67,10 @@ export const ServeConfigSchema = z
         idle_gc_ms: z.number().int().min(0).optional(),
         /** An OTLP/HTTP traces endpoint: every agent's spans exported there, its metrics to the same base's /v1/metrics (`--otel`; docs/observability.md). */
         otel: z.url({ protocol: /^https?$/ }).optional(),
-        log: z.object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() }).strict().optional(),
+        log: z
+          .object({ level: z.enum(LOG_LEVELS).optional(), format: z.enum(LOG_FORMATS).optional() })
+          .strict()
+          .optional(),
         /** Whether X-Forwarded-Host / -Proto name the server's public address (the A2A agent card): only behind a proxy that sets them. */
         trust_proxy: z.boolean().optional(),
         /** How long a connection may take to send a request's headers (default 10000), and the whole request (default 60000). */
@@ -63,7 +83,10 @@ export const ServeConfigSchema = z
         /** Frames each thread keeps for a client that reconnects with Last-Event-ID (default 1024). */
         replay_buffer_capacity: z.number().int().min(1).optional(),
         /** SIGINT/SIGTERM: how long the whole shutdown may take before the process exits anyway (default 15). */
-        shutdown: z.object({ timeout_secs: z.number().int().min(1).max(3600).optional() }).strict().optional(),
+        shutdown: z
+          .object({ timeout_secs: z.number().int().min(1).max(3600).optional() })
+          .strict()
+          .optional(),
         /** Whether OpenTelemetry spans carry messages, tool arguments and results (`--otel-content`). */
         otel_content: z.boolean().optional(),
         // The original's per-stream channel of frames has no counterpart here: a stream is bounded by
@@ -124,9 +147,21 @@ function reasonOf(issue: FieldIssue, sections: ReadonlyMap<string, unknown>): st
  * file; a section none of the agent's plugins reads would be ignored, so it is refused too (unless
  * the agent names a plugin not in `plugins`, whose sections are not known here).
  */
-function sectionProblem(agent: AgentSpec, at: number, plugins: ReadonlyMap<string, RuntimePlugin>, active: readonly string[]): { readonly field: string; readonly reason: string } | undefined {
+function sectionProblem(
+  agent: AgentSpec,
+  at: number,
+  plugins: ReadonlyMap<string, RuntimePlugin>,
+  active: readonly string[],
+): { readonly field: string; readonly reason: string } | undefined {
   const ids = [...new Set([...agent.plugin_ids, ...active])];
-  const own = sectionReaders(new Map(ids.flatMap((id) => { const p = plugins.get(id); return p !== undefined ? [[id, p] as const] : []; })));
+  const own = sectionReaders(
+    new Map(
+      ids.flatMap((id) => {
+        const p = plugins.get(id);
+        return p !== undefined ? [[id, p] as const] : [];
+      }),
+    ),
+  );
   const everyPluginKnown = ids.every((id) => plugins.has(id));
   const all = sectionReaders(plugins);
   for (const [section, value] of Object.entries(agent.sections)) {
@@ -142,7 +177,10 @@ function sectionProblem(agent: AgentSpec, at: number, plugins: ReadonlyMap<strin
     const guess = closest(section, [...all.keys()]);
     return {
       field: fieldPath(['agents', at, 'sections', section]),
-      reason: elsewhere !== undefined ? `no plugin of this agent reads it (name ${elsewhere.plugin} in plugin_ids)` : `no plugin reads it${guess !== undefined ? ` (did you mean ${guess}?)` : ''}`,
+      reason:
+        elsewhere !== undefined
+          ? `no plugin of this agent reads it (name ${elsewhere.plugin} in plugin_ids)`
+          : `no plugin reads it${guess !== undefined ? ` (did you mean ${guess}?)` : ''}`,
     };
   }
   return undefined;
@@ -166,7 +204,10 @@ export function loadServeConfig(
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as { code?: string }).code;
-    throw new CliFailure(`cannot read the config file ${path}${code === 'ENOENT' ? ': no such file' : `: ${e instanceof Error ? e.message : String(e)}`}`, EXIT.noInput);
+    throw new CliFailure(
+      `cannot read the config file ${path}${code === 'ENOENT' ? ': no such file' : `: ${e instanceof Error ? e.message : String(e)}`}`,
+      EXIT.noInput,
+    );
   }
   const bad = (field: string, reason: string): CliFailure => new CliFailure(`${path}: ${field}: ${reason}`, EXIT.data);
   let data: unknown;
@@ -174,7 +215,10 @@ export function loadServeConfig(
     data = parseYaml(text) ?? {};
   } catch (e) {
     const pos = (e as { linePos?: readonly { line: number; col: number }[] }).linePos?.[0];
-    throw new CliFailure(`${path}${pos !== undefined ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${((e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`, EXIT.data);
+    throw new CliFailure(
+      `${path}${pos !== undefined ? `:${pos.line}:${pos.col}` : ''}: not valid YAML: ${((e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`,
+      EXIT.data,
+    );
   }
   const parsed = ServeConfigSchema.safeParse(data);
   if (!parsed.success) {
@@ -218,7 +262,8 @@ export function loadServeConfig(
   (config.agents as AgentSpec[]).forEach((a, i) => {
     // A remote agent (an endpoint) runs elsewhere: its model is the remote server's business.
     if (a.endpoint === undefined && !models.includes(a.model)) throw bad(`agents[${i}].model`, `no model '${a.model}' (models: ${models.join(', ')})`);
-    if (a.endpoint !== undefined && a.endpoint.backend !== 'a2a') throw bad(`agents[${i}].endpoint.backend`, `'${a.endpoint.backend}' is not a backend this server reaches (a2a)`);
+    if (a.endpoint !== undefined && a.endpoint.backend !== 'a2a')
+      throw bad(`agents[${i}].endpoint.backend`, `'${a.endpoint.backend}' is not a backend this server reaches (a2a)`);
     const auth = a.endpoint?.auth;
     if (auth !== undefined && (auth.type !== 'bearer' || (typeof auth['token'] !== 'string' && typeof auth['token_env'] !== 'string'))) {
       throw bad(`agents[${i}].endpoint.auth`, 'a bearer with token_env (the variable holding the token) or token');
@@ -238,12 +283,24 @@ export function loadServeConfig(
   const model = config.server.model;
   return {
     ...config,
-    server: { ...config.server, ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}) },
+    server: {
+      ...config.server,
+      ...(model !== undefined ? { model: model.replace(/^(scripted|transcript):(.+)$/, (_m, kind: string, file: string) => `${kind}:${here(file)}`) } : {}),
+    },
     providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
-    ...(config.skills !== undefined ? { skills: { ...config.skills, ...(config.skills.dirs !== undefined ? { dirs: config.skills.dirs.map(here) } : {}) } } : {}),
+    ...(config.skills !== undefined
+      ? { skills: { ...config.skills, ...(config.skills.dirs !== undefined ? { dirs: config.skills.dirs.map(here) } : {}) } }
+      : {}),
     // A stdio server starts in the config file's directory unless it names its own.
     ...(config.mcp_servers !== undefined
-      ? { mcp_servers: Object.fromEntries(Object.entries(config.mcp_servers).map(([n, c]) => [n, 'command' in c ? { ...c, cwd: c.cwd !== undefined ? here(c.cwd) : dirname(resolve(path)) } : c])) }
+      ? {
+          mcp_servers: Object.fromEntries(
+            Object.entries(config.mcp_servers).map(([n, c]) => [
+              n,
+              'command' in c ? { ...c, cwd: c.cwd !== undefined ? here(c.cwd) : dirname(resolve(path)) } : c,
+            ]),
+          ),
+        }
       : {}),
   };
 }

@@ -31,7 +31,12 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
   const anthropic = env['ANTHROPIC_API_KEY'];
   if (openai !== undefined && openai !== '') {
     const name = env['OPENAI_MODEL'] ?? 'gpt-4o-mini';
-    const provider = createOpenAICompatible({ name: 'openai', baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1', apiKey: openai, includeUsage: true });
+    const provider = createOpenAICompatible({
+      name: 'openai',
+      baseURL: env['OPENAI_BASE_URL'] ?? 'https://api.openai.com/v1',
+      apiKey: openai,
+      includeUsage: true,
+    });
     return { llm: aiSdkExecutor(provider(name)), name, note: `OpenAI (${name}) through the AI SDK adapter` };
   }
   if (anthropic !== undefined && anthropic !== '') {
@@ -45,7 +50,13 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
     const last = body.messages?.at(-1)?.role;
     return cassetteResponse(last === 'tool' ? answer : tool, 'openai-compatible');
   };
-  const provider = createOpenAICompatible({ name: 'recorded', baseURL: 'http://recorded.invalid/v1', apiKey: 'none', fetch: recordedFetch, includeUsage: true });
+  const provider = createOpenAICompatible({
+    name: 'recorded',
+    baseURL: 'http://recorded.invalid/v1',
+    apiKey: 'none',
+    fetch: recordedFetch,
+    includeUsage: true,
+  });
   return {
     llm: aiSdkExecutor(provider('recorded-weather')),
     name: 'recorded-weather',
@@ -54,18 +65,27 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
 }
 
 /** The demo agent's model named `provider:model` (`openai:gpt-4o-mini`): its package and key must be there. */
-async function namedModel(spec: string, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
+async function namedModel(
+  spec: string,
+  env: NodeJS.ProcessEnv,
+  where: string,
+): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
   try {
     return await catalogModel(spec, env);
   } catch (e) {
     if (!(e instanceof CatalogError)) throw e;
-    if (e.reason === 'unknown_provider') throw where === '--model' ? new UsageError(`--model: ${e.message}`) : new CliFailure(`${where}: ${e.message}`, EXIT.data);
+    if (e.reason === 'unknown_provider')
+      throw where === '--model' ? new UsageError(`--model: ${e.message}`) : new CliFailure(`${where}: ${e.message}`, EXIT.data);
     throw new CliFailure(e.message, EXIT.unavailable);
   }
 }
 
 /** The demo agent's model: `model` (`provider:model`, or a file run from its start in each thread; `where` names the option or field it came from), else `demoModel`. */
-export async function demoAgentModel(model: string | undefined, env: NodeJS.ProcessEnv, where: string): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
+export async function demoAgentModel(
+  model: string | undefined,
+  env: NodeJS.ProcessEnv,
+  where: string,
+): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
   return model === undefined ? demoModel(env) : isCatalogModel(model) ? await namedModel(model, env, where) : fileModel(model);
 }
 
@@ -96,4 +116,3 @@ export function storeOf(spec: string, where: string): Store {
   if (/^(memory|sqlite:|file:)/.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.noInput);
   throw new UsageError(`${where}: ${store}`);
 }
-

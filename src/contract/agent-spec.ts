@@ -81,13 +81,15 @@ export type AgentSpecInput = z.input<typeof AgentSpecSchema>;
 export function displayDescription(spec: Pick<AgentSpec, 'id' | 'description' | 'system_prompt'>): string {
   const own = spec.description?.trim();
   if (own !== undefined && own !== '') return own;
-  const line = spec.system_prompt.split('\n').map((l) => l.trim()).find((l) => l !== '');
+  const line = spec.system_prompt
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l !== '');
   return line !== undefined ? [...line].slice(0, 100).join('') : spec.id;
 }
 
 /** `AgentSpec::new(id)` with every default filled in. */
-export const newAgentSpec = (id: string, fields: Omit<AgentSpecInput, 'id'> = {}): AgentSpec =>
-  AgentSpecSchema.parse({ ...fields, id });
+export const newAgentSpec = (id: string, fields: Omit<AgentSpecInput, 'id'> = {}): AgentSpec => AgentSpecSchema.parse({ ...fields, id });
 
 /** The book's `AgentSpec` builder methods, as pure functions returning a new spec. */
 export const AgentSpecs = {
@@ -115,8 +117,7 @@ export interface PluginConfigKey<C> {
   readonly defaults: () => C;
 }
 
-export const definePluginConfigKey = <C>(key: string, schema: z.ZodType<C>, defaults: () => C): PluginConfigKey<C> =>
-  Object.freeze({ key, schema, defaults });
+export const definePluginConfigKey = <C>(key: string, schema: z.ZodType<C>, defaults: () => C): PluginConfigKey<C> => Object.freeze({ key, schema, defaults });
 
 /** Typed access to a section: missing → `defaults()`, present but invalid → `key_decode`. */
 export function readPluginConfig<C>(spec: AgentSpec, configKey: PluginConfigKey<C>): Result<C, StateError> {
@@ -161,4 +162,3 @@ export function applyOverlay(spec: AgentSpec, overlay: AgentOverlay): AgentSpec 
     ...(overlay.excluded_tools !== undefined ? { excluded_tools: overlay.excluded_tools } : {}),
   };
 }
-

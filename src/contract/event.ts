@@ -76,9 +76,7 @@ export type AgentEvent = Fix<Schema>;
 export type AgentEventType = AgentEvent['event_type'];
 export type AgentEventOf<T extends AgentEventType> = Extract<AgentEvent, { event_type: T }>;
 
-export const AGENT_EVENT_TYPES: readonly AgentEventType[] = AgentEventSchema.options.map(
-  (o) => o.shape.event_type.value,
-) as AgentEventType[];
+export const AGENT_EVENT_TYPES: readonly AgentEventType[] = AgentEventSchema.options.map((o) => o.shape.event_type.value) as AgentEventType[];
 
 /** `run_finish` and `error` end a stream (0.6 `is_terminal`). */
 export const isTerminalEvent = (e: AgentEvent): boolean => e.event_type === 'run_finish' || e.event_type === 'error';
@@ -185,9 +183,7 @@ export function serialiseEvent(e: AgentEvent): string {
         e.content,
       )}${e.replace !== undefined ? `,"replace":${e.replace}` : ''}}`;
     case 'activity_delta':
-      return `{"event_type":"activity_delta","message_id":${s(e.message_id)},"activity_type":${s(e.activity_type)},"patch":${s(
-        e.patch,
-      )}}`;
+      return `{"event_type":"activity_delta","message_id":${s(e.message_id)},"activity_type":${s(e.activity_type)},"patch":${s(e.patch)}}`;
     case 'tool_call_resumed':
       return `{"event_type":"tool_call_resumed","target_id":${s(e.target_id)},"result":${s(e.result)}}`;
     case 'step_start':

@@ -11,7 +11,9 @@ export interface FieldIssue {
 /** The problems of a failed parse; a key the schema does not know is named as a field of its own ("unknown field"). */
 export function fieldIssues(error: z.ZodError): FieldIssue[] {
   return error.issues.flatMap((issue): FieldIssue[] =>
-    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => ({ path: [...issue.path, key], message: 'unknown field', unknown: true as const })) : [{ path: issue.path, message: issue.message }],
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: [...issue.path, key], message: 'unknown field', unknown: true as const }))
+      : [{ path: issue.path, message: issue.message }],
   );
 }
 

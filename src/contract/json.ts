@@ -50,7 +50,6 @@ export const JsonValueSchema: z.ZodType<JsonValue> = z.custom<JsonValue>(isJsonV
   message: `expected a JSON value (finite numbers, plain objects and arrays, depth ≤ ${MAX_JSON_DEPTH})`,
 });
 
-export const JsonObjectSchema: z.ZodType<JsonObject> = z.custom<JsonObject>(
-  (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && isJsonValue(v),
-  { message: 'expected a JSON object' },
-);
+export const JsonObjectSchema: z.ZodType<JsonObject> = z.custom<JsonObject>((v) => typeof v === 'object' && v !== null && !Array.isArray(v) && isJsonValue(v), {
+  message: 'expected a JSON object',
+});

@@ -19,10 +19,7 @@ const TerminationUnion = z.discriminatedUnion('type', [
  * (`{"type":"natural_end"}`); `plugin_requested` is read as `behavior_requested`.
  */
 export const TerminationReasonSchema = z.preprocess(
-  (v) =>
-    typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'plugin_requested'
-      ? { ...v, type: 'behavior_requested' }
-      : v,
+  (v) => (typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'plugin_requested' ? { ...v, type: 'behavior_requested' } : v),
   TerminationUnion,
 );
 export type TerminationReason = z.infer<typeof TerminationUnion>;

@@ -85,10 +85,8 @@ export const Messages = {
   system: (text: string, options?: MessageOptions): Message => build('system', text, options),
   user: (text: string, options?: MessageOptions): Message => build('user', text, options),
   assistant: (text: string, options?: MessageOptions): Message => build('assistant', text, options),
-  internalSystem: (text: string, options?: { readonly id?: string }): Message =>
-    build('system', text, { ...options, visibility: 'internal' }),
-  internalUser: (text: string, options?: { readonly id?: string }): Message =>
-    build('user', text, { ...options, visibility: 'internal' }),
+  internalSystem: (text: string, options?: { readonly id?: string }): Message => build('system', text, { ...options, visibility: 'internal' }),
+  internalUser: (text: string, options?: { readonly id?: string }): Message => build('user', text, { ...options, visibility: 'internal' }),
   assistantWithToolCalls: (text: string, toolCalls: ToolCall[], options?: MessageOptions): Message => ({
     ...build('assistant', text, options),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),

@@ -21,9 +21,7 @@ export interface WireIssue {
 }
 
 /** Why wire text could not be decoded; HTTP maps both to a 4xx naming the field. */
-export type WireError =
-  | { readonly code: 'invalid_json'; readonly message: string }
-  | { readonly code: 'invalid_value'; readonly issues: readonly WireIssue[] };
+export type WireError = { readonly code: 'invalid_json'; readonly message: string } | { readonly code: 'invalid_value'; readonly issues: readonly WireIssue[] };
 
 /** `fromWire` without exceptions: malformed JSON and schema violations come back as data. */
 export function decodeWire<S extends z.ZodType>(schema: S, text: string): Result<z.output<S>, WireError> {
@@ -39,5 +37,4 @@ export function decodeWire<S extends z.ZodType>(schema: S, text: string): Result
 }
 
 /** The issues of a failed parse, each naming its field by a dotted path. */
-export const issuesOf = (error: z.ZodError): WireIssue[] =>
-  error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
+export const issuesOf = (error: z.ZodError): WireIssue[] => error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));

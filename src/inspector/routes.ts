@@ -30,7 +30,6 @@ export interface InspectorOptions {
   readonly basePath?: string;
 }
 
-
 export interface TranscriptEntry {
   readonly name: string;
   readonly thread_id: string;
@@ -41,11 +40,19 @@ export interface TranscriptEntry {
   readonly modified_at: number;
 }
 
-const TYPES: Readonly<Record<string, string>> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml', '.png': 'image/png', '.json': 'application/json' };
+const TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+};
 
 /** The page's own files only, from its own origin: nothing to load from elsewhere, nothing inline. */
 const PAGE_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-cache',
@@ -81,7 +88,10 @@ const FILE_NAME = /^(?!\.)[^/\\\u0000]{1,250}\.jsonl$/;
 const ReplayBodySchema = z
   .object({ transcript: z.string().min(1).optional(), name: z.string().regex(FILE_NAME).optional() })
   .strict()
-  .refine((b) => (b.transcript === undefined) !== (b.name === undefined), { message: 'give a transcript or the name of a recorded one, not both', path: ['transcript'] });
+  .refine((b) => (b.transcript === undefined) !== (b.name === undefined), {
+    message: 'give a transcript or the name of a recorded one, not both',
+    path: ['transcript'],
+  });
 
 /** An integer query parameter, clamped to its range, as the API's other lists read theirs; not an integer: 400 naming it. */
 function intParam(c: Context, name: string, fallback: number, min: number, max: number): number {
@@ -150,7 +160,8 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
       if (threadId !== undefined && t.thread_id !== threadId) continue;
       if (!everyone && !(await readable(t, threads))) continue;
       let entry = entries.get(t);
-      if (entry === undefined) entries.set(t, (entry = { name: t.name, thread_id: t.thread_id, run_id: t.run_id, segment: t.segment, bytes: t.bytes, modified_at: t.modified_at }));
+      if (entry === undefined)
+        entries.set(t, (entry = { name: t.name, thread_id: t.thread_id, run_id: t.run_id, segment: t.segment, bytes: t.bytes, modified_at: t.modified_at }));
       out.push(entry);
     }
     return out.sort((a, b) => b.modified_at - a.modified_at || (a.name < b.name ? -1 : 1));
@@ -179,7 +190,8 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
   const basePath = options.basePath ?? '';
   app.get('/inspector', (c) => c.redirect(`${basePath}/inspector/`, 302));
   app.get('/inspector/*', (c) => {
-    if (assets === undefined) return c.json({ error: 'the inspector page is not built: run npm run build in the awaken-ts package', code: 'inspector_not_built' }, 503);
+    if (assets === undefined)
+      return c.json({ error: 'the inspector page is not built: run npm run build in the awaken-ts package', code: 'inspector_not_built' }, 503);
     // Decoded once, from the path as sent: a sequence that is not UTF-8 (`%`, `%zz`, `%c0%ae`) is the client's mistake.
     let rel: string;
     try {
@@ -212,7 +224,14 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
       all = all.filter((t) => foldCase(t.name).includes(folded) || foldCase(t.thread_id).includes(folded) || foldCase(t.run_id).includes(folded));
     }
     const items = limit === undefined ? all.slice(offset) : all.slice(offset, offset + limit);
-    return c.json({ recording: options.recordDir !== undefined, items, total: all.length, offset, ...(limit !== undefined ? { limit } : {}), has_more: offset + items.length < all.length });
+    return c.json({
+      recording: options.recordDir !== undefined,
+      items,
+      total: all.length,
+      offset,
+      ...(limit !== undefined ? { limit } : {}),
+      has_more: offset + items.length < all.length,
+    });
   });
 
   /**
@@ -232,15 +251,22 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
       status = parsed.data;
     }
     const errorsRaw = c.req.query('errors');
-    if (errorsRaw !== undefined && errorsRaw !== '' && errorsRaw !== 'true' && errorsRaw !== 'false') throw new HttpError(400, 'invalid_query', 'errors must be true or false', 'errors');
+    if (errorsRaw !== undefined && errorsRaw !== '' && errorsRaw !== 'true' && errorsRaw !== 'false')
+      throw new HttpError(400, 'invalid_query', 'errors must be true or false', 'errors');
     const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = intParam(c, 'limit', 50, 1, 200);
-    const run = { ...(agentId !== undefined ? { agentId } : {}), ...(status !== undefined ? { status } : {}), ...(errorsRaw === 'true' ? { failed: true } : {}) };
+    const run = {
+      ...(agentId !== undefined ? { agentId } : {}),
+      ...(status !== undefined ? { status } : {}),
+      ...(errorsRaw === 'true' ? { failed: true } : {}),
+    };
     const page = await findThreads(options.store, currentPrincipal(), await transcripts(), { ...(text !== undefined ? { text } : {}), run, offset, limit });
     return c.json({ items: page.items, total: page.total, offset, limit, has_more: offset + page.items.length < page.total });
   });
 
-  app.get('/v1/inspector/transcripts/:name', async (c) => c.body(await transcriptText(c.req.param('name')), 200, { 'content-type': 'application/x-ndjson; charset=utf-8' }));
+  app.get('/v1/inspector/transcripts/:name', async (c) =>
+    c.body(await transcriptText(c.req.param('name')), 200, { 'content-type': 'application/x-ndjson; charset=utf-8' }),
+  );
 
   /**
    * Replays a transcript in the server — one sent in the body (up to the body limit) or a recorded

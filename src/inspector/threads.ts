@@ -59,7 +59,12 @@ const newestFirst = (a: { readonly id: string; readonly updated_at?: number }, b
  * One page of the caller's threads. `owner` is the caller's principal (undefined: no tokens, or the
  * admin — every thread); `transcripts` are the recorded ones the caller may read.
  */
-export async function findThreads(store: Store, owner: string | undefined, transcripts: readonly RecordedRun[], search: ThreadSearch): Promise<{ readonly items: ThreadSummary[]; readonly total: number }> {
+export async function findThreads(
+  store: Store,
+  owner: string | undefined,
+  transcripts: readonly RecordedRun[],
+  search: ThreadSearch,
+): Promise<{ readonly items: ThreadSummary[]; readonly total: number }> {
   const recorded = new Map<string, Recorded>();
   for (const t of transcripts) {
     const r = recorded.get(t.thread_id);
@@ -75,7 +80,10 @@ export async function findThreads(store: Store, owner: string | undefined, trans
 
   // Threads only transcripts know of (a run whose thread the store never kept, or no longer keeps):
   // the recorded threads the search keeps, less the store's (one query for them all, not one a thread).
-  const candidates = runFilter !== undefined ? [] : [...recorded].filter(([id, r]) => text === undefined || foldCase(id).includes(text) || [...r.runIds].some((run) => foldCase(run).includes(text)));
+  const candidates =
+    runFilter !== undefined
+      ? []
+      : [...recorded].filter(([id, r]) => text === undefined || foldCase(id).includes(text) || [...r.runIds].some((run) => foldCase(run).includes(text)));
   const only: ThreadSummary[] = [];
   // A transcript the caller may read is of a thread the caller may reach: it is only the
   // transcripts' when the store has no thread of its id (a lookup a recorded thread, not a listing
@@ -85,7 +93,11 @@ export async function findThreads(store: Store, owner: string | undefined, trans
     if (kept[i] !== true) only.push({ id, updated_at: r.latest, runs: 0, recorded: r.count });
   });
 
-  const query = { ...(text !== undefined ? { text: search.text as string } : {}), ...(runFilter !== undefined ? { run: runFilter } : {}), ...(owner !== undefined ? { owner } : {}) };
+  const query = {
+    ...(text !== undefined ? { text: search.text as string } : {}),
+    ...(runFilter !== undefined ? { run: runFilter } : {}),
+    ...(owner !== undefined ? { owner } : {}),
+  };
   let page: (ThreadRecord | ThreadSummary)[];
   let total: number;
   if (only.length === 0) {
@@ -99,7 +111,14 @@ export async function findThreads(store: Store, owner: string | undefined, trans
     total = found.total + only.length;
   }
   // A store that ignores the owner of its thread query would show every thread: refused, not shown.
-  if (owner !== undefined && !(await ownedPage(store, page.filter((t) => !('runs' in t)), owner))) {
+  if (
+    owner !== undefined &&
+    !(await ownedPage(
+      store,
+      page.filter((t) => !('runs' in t)),
+      owner,
+    ))
+  ) {
     throw new Error("the store does not keep to ThreadQuery.owner: its listThreads must list only the owner's threads");
   }
   const items = await Promise.all(page.map((t) => ('runs' in t ? t : summaryOf(store, t, recorded.get(t.id)?.count ?? 0))));
@@ -116,7 +135,16 @@ async function summaryOf(store: Store, t: ThreadRecord, recorded: number): Promi
     runs: runs.total,
     recorded,
     ...(last !== undefined
-      ? { last_run: { run_id: last.run_id, agent_id: last.agent_id, status: last.status, ...(last.termination !== undefined ? { termination: last.termination.type } : {}), steps: last.steps, updated_at: last.updated_at } }
+      ? {
+          last_run: {
+            run_id: last.run_id,
+            agent_id: last.agent_id,
+            status: last.status,
+            ...(last.termination !== undefined ? { termination: last.termination.type } : {}),
+            steps: last.steps,
+            updated_at: last.updated_at,
+          },
+        }
       : {}),
   };
 }

@@ -101,7 +101,12 @@ export class TranscriptIndex {
         } catch {
           meta = undefined;
         }
-        known = { size: stat.size, mtimeMs: stat.mtimeMs, entry: meta === undefined ? undefined : { name: entry.name, ...meta, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) }, seen: pass };
+        known = {
+          size: stat.size,
+          mtimeMs: stat.mtimeMs,
+          entry: meta === undefined ? undefined : { name: entry.name, ...meta, bytes: stat.size, modified_at: Math.floor(stat.mtimeMs) },
+          seen: pass,
+        };
         this.#known.set(entry.name, known);
       }
       known.seen = pass;

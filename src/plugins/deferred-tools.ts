@@ -82,7 +82,8 @@ const DiscBetaEntrySchema = z.object({ alpha: z.number(), beta_param: z.number()
 /** `deferred_tools.disc_beta`: each tool's discounted Beta posterior. */
 export const DiscBetaState = defineStateKey<
   { readonly tools: Readonly<Record<string, DiscBetaEntry>> },
-  { readonly op: 'init'; readonly tools: Readonly<Record<string, DiscBetaEntry>> } | { readonly op: 'observe'; readonly omega: number; readonly turn: number; readonly used: readonly string[] }
+  | { readonly op: 'init'; readonly tools: Readonly<Record<string, DiscBetaEntry>> }
+  | { readonly op: 'observe'; readonly omega: number; readonly turn: number; readonly used: readonly string[] }
 >({
   key: 'deferred_tools.disc_beta',
   init: () => ({ tools: {} }),

@@ -107,7 +107,13 @@ export function definePlugin(definition: PluginDefinition): RuntimePlugin {
 
 /** The thread-scoped count of plugin `name` (a sum: hooks of one phase may add to it together). */
 function counterKey(name: string): StateKey<number, number> {
-  return defineStateKey<number, number>({ key: `${name}.count`, merge: 'commutative', init: () => 0, apply: (n, by) => n + by, codec: z.number().int().nonnegative() });
+  return defineStateKey<number, number>({
+    key: `${name}.count`,
+    merge: 'commutative',
+    init: () => 0,
+    apply: (n, by) => n + by,
+    codec: z.number().int().nonnegative(),
+  });
 }
 
 function contextOf(ctx: PhaseContext<'before_tool_execute' | 'before_inference'>, counter: StateKey<number, number> | undefined): DefinedPluginContext {
@@ -157,5 +163,6 @@ function checked(definition: PluginDefinition): void {
   if (typeof d['name'] !== 'string' || d['name'] === '') throw new PluginDefinitionError('name', 'a non-empty string');
   for (const f of FUNCTIONS) if (d[f] !== undefined && typeof d[f] !== 'function') throw new PluginDefinitionError(f, 'a function');
   const counts = d['countPerThread'];
-  if (counts !== undefined && !(COUNTS as readonly unknown[]).includes(counts)) throw new PluginDefinitionError('countPerThread', `'toolCalls' or 'runs', not ${JSON.stringify(counts)}`);
+  if (counts !== undefined && !(COUNTS as readonly unknown[]).includes(counts))
+    throw new PluginDefinitionError('countPerThread', `'toolCalls' or 'runs', not ${JSON.stringify(counts)}`);
 }

@@ -70,7 +70,8 @@ export function validateA2uiMessages(messages: readonly JsonValue[]): string[] {
 function checkMessage(m: JsonValue): string | undefined {
   if (!isObj(m)) return 'expected a JSON object';
   const v09 = A2UI_V09_KEYS.find((k) => Object.hasOwn(m, k));
-  if (v09 !== undefined) return `'${v09}' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are ${A2UI_MESSAGE_KEYS.slice(0, -1).join(', ')} and ${A2UI_MESSAGE_KEYS.at(-1)}`;
+  if (v09 !== undefined)
+    return `'${v09}' is an A2UI v0.9 message; this agent renders A2UI v0.8, whose messages are ${A2UI_MESSAGE_KEYS.slice(0, -1).join(', ')} and ${A2UI_MESSAGE_KEYS.at(-1)}`;
   const keys = A2UI_MESSAGE_KEYS.filter((k) => Object.hasOwn(m, k));
   if (keys.length === 0) return `missing message type; expected one of: ${A2UI_MESSAGE_KEYS.join(', ')}`;
   if (keys.length > 1) return `multiple message types in one object: ${keys.join(', ')}`;
@@ -210,7 +211,11 @@ const messageSchema: JsonValue = {
           type: 'array',
           minItems: 1,
           description: 'A flat component list; each {id, component: {"Text": {...}}}',
-          items: { type: 'object', required: ['id', 'component'], properties: { id: { type: 'string', minLength: 1 }, weight: { type: 'number' }, component: { type: 'object' } } },
+          items: {
+            type: 'object',
+            required: ['id', 'component'],
+            properties: { id: { type: 'string', minLength: 1 }, weight: { type: 'number' }, component: { type: 'object' } },
+          },
         },
       },
     },
@@ -220,10 +225,28 @@ const messageSchema: JsonValue = {
       properties: {
         surfaceId: { type: 'string', minLength: 1 },
         path: { type: 'string' },
-        contents: { type: 'array', minItems: 1, items: { type: 'object', required: ['key'], properties: { key: { type: 'string' }, valueString: { type: 'string' }, valueNumber: { type: 'number' }, valueBoolean: { type: 'boolean' }, valueMap: { type: 'array' } } } },
+        contents: {
+          type: 'array',
+          minItems: 1,
+          items: {
+            type: 'object',
+            required: ['key'],
+            properties: {
+              key: { type: 'string' },
+              valueString: { type: 'string' },
+              valueNumber: { type: 'number' },
+              valueBoolean: { type: 'boolean' },
+              valueMap: { type: 'array' },
+            },
+          },
+        },
       },
     },
-    beginRendering: { type: 'object', required: ['surfaceId', 'root'], properties: { surfaceId: { type: 'string', minLength: 1 }, root: { type: 'string', minLength: 1 }, styles: { type: 'object' } } },
+    beginRendering: {
+      type: 'object',
+      required: ['surfaceId', 'root'],
+      properties: { surfaceId: { type: 'string', minLength: 1 }, root: { type: 'string', minLength: 1 }, styles: { type: 'object' } },
+    },
     deleteSurface: { type: 'object', required: ['surfaceId'], properties: { surfaceId: { type: 'string', minLength: 1 } } },
   },
 };
@@ -245,7 +268,13 @@ export function a2uiRenderTool(catalogOf: (spec: Parameters<Tool['execute']>[1][
       name: A2UI_TOOL_ID,
       description:
         'Sends A2UI v0.8 declarative UI to the client: {"messages": [...]} with surfaceUpdate (the flat component list), dataModelUpdate, beginRendering (the root, after its components) or deleteSurface messages, in that order; or one message as the argument.',
-      parameters: { type: 'object', properties: { messages: { type: 'array', minItems: 1, items: messageSchema }, ...(messageSchema as { properties: Record<string, JsonValue> }).properties } },
+      parameters: {
+        type: 'object',
+        properties: {
+          messages: { type: 'array', minItems: 1, items: messageSchema },
+          ...(messageSchema as { properties: Record<string, JsonValue> }).properties,
+        },
+      },
     },
     validateArgs: (args) => void check(args),
     execute: async (args, ctx) => {
@@ -285,7 +314,15 @@ export function a2uiPlugin(defaults: A2uiPromptConfig = {}): RuntimePlugin {
         const s = settingsOf(ctx.input.agentSpec);
         const text = s.instructions ?? a2uiInstructions(s.catalog_id, s.examples);
         if (text.trim() === '') return StateCommand.empty();
-        return StateCommand.empty().scheduleAction(AddContextMessage, { key: INSTRUCTIONS_KEY, role: 'system', content: text, target: 'system', priority: 0, cooldown_turns: 0, persistent: false });
+        return StateCommand.empty().scheduleAction(AddContextMessage, {
+          key: INSTRUCTIONS_KEY,
+          role: 'system',
+          content: text,
+          target: 'system',
+          priority: 0,
+          cooldown_turns: 0,
+          persistent: false,
+        });
       });
     },
   };

@@ -22,7 +22,10 @@ export interface HandoffStateValue {
   readonly active_agent?: string;
   readonly requested_agent?: string;
 }
-export type HandoffAction = { readonly type: 'request'; readonly agent: string } | { readonly type: 'activate'; readonly agent: string } | { readonly type: 'clear' };
+export type HandoffAction =
+  | { readonly type: 'request'; readonly agent: string }
+  | { readonly type: 'activate'; readonly agent: string }
+  | { readonly type: 'clear' };
 
 export const HandoffActionSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('request'), agent: z.string().min(1) }).strict(),
@@ -86,16 +89,21 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
   const checked: Record<string, AgentOverlay> = {};
   for (const [name, overlay] of Object.entries(overlays)) {
     const parsed = AgentOverlaySchema.safeParse(overlay);
-    if (!parsed.success) throw new Error(`handoff overlay '${name}': ${parsed.error.issues.map((i) => `${i.path.join('.') || 'overlay'}: ${i.message}`).join('; ')}`);
+    if (!parsed.success)
+      throw new Error(`handoff overlay '${name}': ${parsed.error.issues.map((i) => `${i.path.join('.') || 'overlay'}: ${i.message}`).join('; ')}`);
     checked[name] = parsed.data;
   }
   const SectionSchema = z
     .object({ overlays: z.record(z.string().min(1), AgentOverlaySchema).default({}) })
     .strict()
     .superRefine((s, ctx) => {
-      for (const name of Object.keys(s.overlays)) if (Object.hasOwn(checked, name)) ctx.addIssue({ code: 'custom', path: ['overlays', name], message: `overlay '${name}' is declared by the plugin and by the handoff section` });
+      for (const name of Object.keys(s.overlays))
+        if (Object.hasOwn(checked, name))
+          ctx.addIssue({ code: 'custom', path: ['overlays', name], message: `overlay '${name}' is declared by the plugin and by the handoff section` });
     });
-  const ConfigKey = definePluginConfigKey('handoff', SectionSchema as unknown as z.ZodType<{ overlays: Record<string, AgentOverlay> }>, () => ({ overlays: {} }));
+  const ConfigKey = definePluginConfigKey('handoff', SectionSchema as unknown as z.ZodType<{ overlays: Record<string, AgentOverlay> }>, () => ({
+    overlays: {},
+  }));
   const overlaysOf = perAgentSpec((spec): Readonly<Record<string, AgentOverlay>> => {
     const section = readPluginConfig(spec, ConfigKey);
     // An unreadable section never gets here: the agent does not build (invalid_plugin_config).

@@ -79,7 +79,13 @@ export const mcpToolId = (server: string, tool: string): string | undefined => {
 function transportOf(config: McpServerConfig, fetchImpl: typeof fetch): Transport {
   if ('url' in config) return new StreamableHTTPClientTransport(new URL(config.url), { fetch: fetchImpl });
   const c = McpServerConfigSchema.parse(config) as { command: string; args: string[]; env?: Record<string, string>; cwd?: string };
-  return new StdioClientTransport({ command: c.command, args: c.args, ...(c.env !== undefined ? { env: { ...(process.env as Record<string, string>), ...c.env } } : {}), ...(c.cwd !== undefined ? { cwd: c.cwd } : {}), stderr: 'pipe' });
+  return new StdioClientTransport({
+    command: c.command,
+    args: c.args,
+    ...(c.env !== undefined ? { env: { ...(process.env as Record<string, string>), ...c.env } } : {}),
+    ...(c.cwd !== undefined ? { cwd: c.cwd } : {}),
+    stderr: 'pipe',
+  });
 }
 
 /** Races `work` against a timer; the timer is always cleared. */
@@ -123,7 +129,9 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
         } catch (e) {
           throw new ToolFailure({ code: 'execution_failed', message: `MCP server ${name}: ${e instanceof Error ? e.message : String(e)}` });
         }
-        const text = ((result.content ?? []) as { type: string; text?: string }[]).flatMap((c) => (c.type === 'text' && c.text !== undefined ? [c.text] : [])).join('\n');
+        const text = ((result.content ?? []) as { type: string; text?: string }[])
+          .flatMap((c) => (c.type === 'text' && c.text !== undefined ? [c.text] : []))
+          .join('\n');
         if (result.isError === true) return { ...ToolResults.error(id, text === '' ? 'the MCP tool failed' : text), metadata };
         const structured = result.structuredContent as JsonValue | undefined;
         return { ...ToolResults.success(id, structured === undefined ? { text } : { text, structured }), metadata };
@@ -182,7 +190,10 @@ export async function connectMcp(name: string, config: McpServerConfig, options:
     return reconnecting;
   };
   await open();
-  const timer = options.refreshMs !== undefined && options.refreshMs > 0 ? setInterval(() => void refresh().catch((e: unknown) => options.onError?.(e)), options.refreshMs) : undefined;
+  const timer =
+    options.refreshMs !== undefined && options.refreshMs > 0
+      ? setInterval(() => void refresh().catch((e: unknown) => options.onError?.(e)), options.refreshMs)
+      : undefined;
   timer?.unref();
   return {
     get tools() {

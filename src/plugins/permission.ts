@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolCall } from '../contract/message.ts';
-import { compareSpecificity, compilePattern, formatPattern, parsePattern, PatternTextSchema, type PatternMatcher, type Specificity } from '../core/pattern/index.ts';
+import {
+  compareSpecificity,
+  compilePattern,
+  formatPattern,
+  parsePattern,
+  PatternTextSchema,
+  type PatternMatcher,
+  type Specificity,
+} from '../core/pattern/index.ts';
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import { StateCommand } from '../core/state/state-command.ts';
@@ -58,16 +66,16 @@ export const subjectKey = (s: PermissionSubject): string => (s.kind === 'tool' ?
 export const PermissionConfigSchema = z
   .object({
     default_behavior: PermissionBehaviorSchema.default('ask'),
-    rules: z
-      .array(z.object({ tool: PatternTextSchema, behavior: PermissionBehaviorSchema, scope: RuleScopeSchema.default('project') }).strict())
-      .default([]),
+    rules: z.array(z.object({ tool: PatternTextSchema, behavior: PermissionBehaviorSchema, scope: RuleScopeSchema.default('project') }).strict()).default([]),
   })
   .strict();
 export type PermissionConfig = z.output<typeof PermissionConfigSchema>;
 export type PermissionConfigInput = z.input<typeof PermissionConfigSchema>;
 
 /** The `permission` section; an entry that does not parse makes the agent fail to resolve, naming it. */
-export const PermissionConfigKey = definePluginConfigKey('permission', PermissionConfigSchema as z.ZodType<PermissionConfig>, () => PermissionConfigSchema.parse({}));
+export const PermissionConfigKey = definePluginConfigKey('permission', PermissionConfigSchema as z.ZodType<PermissionConfig>, () =>
+  PermissionConfigSchema.parse({}),
+);
 
 // ---- state ---------------------------------------------------------------------------------------
 
@@ -102,8 +110,15 @@ const canonical = (text: string): string | undefined => {
   return parsed.ok ? formatPattern(parsed.value) : undefined;
 };
 
-function reduceRules(rules: Readonly<Record<string, PermissionRule>>, action: PermissionAction, source: PermissionRule['source']): Readonly<Record<string, PermissionRule>> {
-  const put = (subject: PermissionSubject, behavior: PermissionBehavior) => ({ ...rules, [subjectKey(subject)]: { subject, behavior, scope: 'thread' as const, source } });
+function reduceRules(
+  rules: Readonly<Record<string, PermissionRule>>,
+  action: PermissionAction,
+  source: PermissionRule['source'],
+): Readonly<Record<string, PermissionRule>> {
+  const put = (subject: PermissionSubject, behavior: PermissionBehavior) => ({
+    ...rules,
+    [subjectKey(subject)]: { subject, behavior, scope: 'thread' as const, source },
+  });
   const drop = (key: string) => {
     if (!Object.hasOwn(rules, key)) return rules;
     const next = { ...rules };
@@ -162,7 +177,11 @@ export interface PermissionRuleset {
 }
 
 /** The section's rules, then the policy's, then the overrides' (each replacing a rule of the same key). */
-export function effectiveRuleset(config: PermissionConfig, policy: PermissionPolicyValue | undefined, overrides: PermissionRules | undefined): PermissionRuleset {
+export function effectiveRuleset(
+  config: PermissionConfig,
+  policy: PermissionPolicyValue | undefined,
+  overrides: PermissionRules | undefined,
+): PermissionRuleset {
   const rules: Record<string, PermissionRule> = {};
   for (const entry of config.rules) {
     const subject: PermissionSubject = { kind: 'pattern', pattern: entry.tool };
@@ -259,7 +278,10 @@ export const permissionPlugin: RuntimePlugin = {
     // The filter: a tool every call of which would be denied is not offered to the model.
     r.registerPhaseHook('before_inference', (ctx) => {
       const cmd = StateCommand.empty();
-      const denied = unconditionallyDenied(rulesetOf(ctx, ctx.snapshot), ctx.input.tools.map((t) => t.id));
+      const denied = unconditionallyDenied(
+        rulesetOf(ctx, ctx.snapshot),
+        ctx.input.tools.map((t) => t.id),
+      );
       for (const id of denied) cmd.scheduleAction(ExcludeTool, id);
       return cmd;
     });
@@ -269,7 +291,10 @@ export const permissionPlugin: RuntimePlugin = {
       const call = ctx.input.toolCall;
       const { behavior } = evaluatePermission(rulesetOf(ctx, ctx.snapshot), call.name, call.arguments);
       if (behavior === 'allow') return StateCommand.empty();
-      const intercept = behavior === 'deny' ? { type: 'block' as const, reason: `Tool '${call.name}' denied by permission rules` } : { type: 'suspend' as const, ticket: permissionTicket(call) };
+      const intercept =
+        behavior === 'deny'
+          ? { type: 'block' as const, reason: `Tool '${call.name}' denied by permission rules` }
+          : { type: 'suspend' as const, ticket: permissionTicket(call) };
       return StateCommand.empty().scheduleAction(ToolInterceptAction, { call_id: call.id, intercept });
     });
   },

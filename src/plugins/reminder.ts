@@ -3,7 +3,18 @@ import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.
 import { fieldIssues } from '../contract/issue-line.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolResult } from '../contract/tool.ts';
-import { compileOp, compileRegex, compilePattern, parsePattern, PatternTextSchema, resolvePath, valueToString, wildcardMatch, type MatchOp, type PatternMatcher } from '../core/pattern/index.ts';
+import {
+  compileOp,
+  compileRegex,
+  compilePattern,
+  parsePattern,
+  PatternTextSchema,
+  resolvePath,
+  valueToString,
+  wildcardMatch,
+  type MatchOp,
+  type PatternMatcher,
+} from '../core/pattern/index.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { AddContextMessage } from '../runtime/builtin-plugins.ts';
 import { ContextTargetSchema, type ContextMessage } from '../runtime/loop-keys.ts';
@@ -22,10 +33,15 @@ const OpSchema = z.enum(['glob', 'exact', 'regex', 'not_glob', 'not_exact', 'not
 
 /** `{path: "a.b.c", op, value}`: a condition on the result's data (dot-separated field names). */
 const FieldEntrySchema = z
-  .object({ path: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'a dot-separated path of field names'), op: OpSchema.default('glob'), value: z.string() })
+  .object({
+    path: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'a dot-separated path of field names'),
+    op: OpSchema.default('glob'),
+    value: z.string(),
+  })
   .strict()
   .superRefine((f, ctx) => {
-    if ((f.op === 'regex' || f.op === 'not_regex') && !compileRegex(f.value).ok) ctx.addIssue({ code: 'custom', path: ['value'], message: `invalid regex: ${(compileRegex(f.value) as { message: string }).message}` });
+    if ((f.op === 'regex' || f.op === 'not_regex') && !compileRegex(f.value).ok)
+      ctx.addIssue({ code: 'custom', path: ['value'], message: `invalid regex: ${(compileRegex(f.value) as { message: string }).message}` });
   });
 
 /**
@@ -48,7 +64,10 @@ function stringOr<S extends string, T extends z.ZodType>(strings: (v: string) =>
 }
 
 /** A string is a glob over the result's text (its data; for an error, its message too); `{fields}` conditions on its data. */
-const ContentSchema = stringOr<string, z.ZodType<{ fields: z.output<typeof FieldEntrySchema>[] }>>(() => undefined, z.object({ fields: z.array(FieldEntrySchema).min(1) }).strict() as never);
+const ContentSchema = stringOr<string, z.ZodType<{ fields: z.output<typeof FieldEntrySchema>[] }>>(
+  () => undefined,
+  z.object({ fields: z.array(FieldEntrySchema).min(1) }).strict() as never,
+);
 
 const OutputSchema = stringOr<'any', z.ZodType<{ status?: 'success' | 'error' | 'pending' | 'any'; content?: z.output<typeof ContentSchema> }>>(
   (v) => (v === 'any' ? undefined : `${JSON.stringify(v)}: an output is "any" or {status, content}`),
@@ -86,7 +105,10 @@ export const resultTextMatches = (glob: string, r: ToolResult): boolean =>
 
 function contentTest(content: z.output<typeof ContentSchema>): OutputTest {
   if (typeof content === 'string') return (r) => resultTextMatches(content, r);
-  const conditions = content.fields.map((f) => ({ path: f.path.split('.').map((name) => ({ kind: 'field' as const, name })), test: compileOp(f.op as MatchOp, f.value) }));
+  const conditions = content.fields.map((f) => ({
+    path: f.path.split('.').map((name) => ({ kind: 'field' as const, name })),
+    test: compileOp(f.op as MatchOp, f.value),
+  }));
   return (r) => r.data !== null && conditions.every((c) => resolvePath(r.data, c.path).some((v: JsonValue) => c.test(valueToString(v))));
 }
 
@@ -106,7 +128,15 @@ export function compileReminderRules(config: ReminderConfig): ReminderRule[] {
       name,
       matches: parsed.ok ? compilePattern(parsed.value) : () => undefined,
       output: outputTest(entry.output),
-      message: { key: `reminder.${name}`, role: 'system', content: entry.message.content, target: entry.message.target, cooldown_turns: entry.message.cooldown_turns, priority: 0, persistent: false },
+      message: {
+        key: `reminder.${name}`,
+        role: 'system',
+        content: entry.message.content,
+        target: entry.message.target,
+        cooldown_turns: entry.message.cooldown_turns,
+        priority: 0,
+        persistent: false,
+      },
     };
   });
 }

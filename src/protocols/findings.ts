@@ -145,7 +145,8 @@ export function renderReport(r: JudgeReport): string {
   const many = r.turns.length > 1;
   const lines = [`${r.protocol}: ${r.turns.length} turn${many ? 's' : ''}, ${r.turns.reduce((a, b) => a + b, 0)} frames — ${r.passed ? 'PASS' : 'FAIL'}`, ''];
   lines.push('check        result  findings');
-  for (const c of r.checks) lines.push(`${c.check.padEnd(11)}  ${(c.passed ? 'pass' : 'FAIL').padEnd(6)}  ${String(c.findings.length).padStart(8)}   ${CHECK_TITLES[c.check]}`);
+  for (const c of r.checks)
+    lines.push(`${c.check.padEnd(11)}  ${(c.passed ? 'pass' : 'FAIL').padEnd(6)}  ${String(c.findings.length).padStart(8)}   ${CHECK_TITLES[c.check]}`);
   for (const c of r.checks) {
     for (const f of c.findings) {
       const where = [many ? `turn ${f.turn}` : undefined, f.frame !== undefined ? `frame ${f.frame}` : 'body'].filter((x) => x !== undefined).join(' ');
@@ -197,7 +198,10 @@ export function schemaProblem(error: unknown): string {
     type Issue = { code?: unknown; path?: readonly unknown[]; message?: unknown; keys?: readonly unknown[]; errors?: readonly (readonly Issue[])[] };
     let first = issues[0] as Issue;
     // A union of tagged shapes (chunk types, event types): the branch whose tag matched says what is wrong.
-    const branch = first.code === 'invalid_union' ? first.errors?.find((b) => b.length > 0 && b.every((i) => !(i.code === 'invalid_value' && i.path?.[0] === 'type'))) : undefined;
+    const branch =
+      first.code === 'invalid_union'
+        ? first.errors?.find((b) => b.length > 0 && b.every((i) => !(i.code === 'invalid_value' && i.path?.[0] === 'type')))
+        : undefined;
     if (branch !== undefined) first = { ...(branch[0] as Issue), path: [...(first.path ?? []), ...((branch[0] as Issue).path ?? [])] };
     const path = [...(first.path ?? []), ...(Array.isArray(first.keys) && first.keys.length > 0 ? [first.keys[0]] : [])].map(String).join('.');
     const message = Array.isArray(first.keys) && first.keys.length > 0 ? 'unknown field' : String(first.message);
@@ -213,7 +217,8 @@ export function schemaProblem(error: unknown): string {
 export function errorLine(e: unknown): string {
   const head = ((e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '').replace(/[\s:[{]+$/, '');
   let issues = false;
-  for (let x: unknown = e, depth = 0; typeof x === 'object' && x !== null && depth < 3; x = (x as { cause?: unknown }).cause, depth++) issues ||= Array.isArray((x as { issues?: unknown }).issues);
+  for (let x: unknown = e, depth = 0; typeof x === 'object' && x !== null && depth < 3; x = (x as { cause?: unknown }).cause, depth++)
+    issues ||= Array.isArray((x as { issues?: unknown }).issues);
   if (!issues) return head;
   return head === '' || head.startsWith('[') ? schemaProblem(e) : `${head} (${schemaProblem(e)})`;
 }
@@ -314,7 +319,11 @@ export function unreachableCode(e: unknown): string | undefined {
  * A `fetch` that keeps a copy of every response body for `bodies` and hands the other copy to the
  * client; a response that is not 2xx ends the drive with a `DriveFailure` naming it.
  */
-export function tappedFetch(bodies: Promise<string>[], headers: Readonly<Record<string, string>> = {}, keep: (url: string) => boolean = () => true): typeof fetch {
+export function tappedFetch(
+  bodies: Promise<string>[],
+  headers: Readonly<Record<string, string>> = {},
+  keep: (url: string) => boolean = () => true,
+): typeof fetch {
   return async (input, init) => {
     const merged = new Headers(init?.headers);
     for (const [k, v] of Object.entries(headers)) merged.set(k, v);

@@ -38,7 +38,10 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Message[]
       }
       case 'tool': {
         const id = m.tool_call_id ?? '';
-        out.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: toolNames.get(id) ?? '', output: { type: 'text', value: text } }] });
+        out.push({
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: id, toolName: toolNames.get(id) ?? '', output: { type: 'text', value: text } }],
+        });
         break;
       }
       default:
@@ -56,7 +59,12 @@ export function toCallOptions(request: InferenceRequest): LanguageModelV3CallOpt
     ...(request.tools.length > 0
       ? {
           tools: request.tools.map(
-            (d): LanguageModelV3FunctionTool => ({ type: 'function', name: d.id, description: d.description, inputSchema: d.parameters as LanguageModelV3FunctionTool['inputSchema'] }),
+            (d): LanguageModelV3FunctionTool => ({
+              type: 'function',
+              name: d.id,
+              description: d.description,
+              inputSchema: d.parameters as LanguageModelV3FunctionTool['inputSchema'],
+            }),
           ),
         }
       : {}),
@@ -168,7 +176,10 @@ function providerFactsOf(model: LanguageModelV3, facts: AiSdkProviderFacts): Omi
 }
 
 /** A `response_metadata` part of the provider's facts and what its `response-metadata` said (its id and model). */
-function metadataPart(own: Omit<ResponseMetadataPart, 'type' | 'id' | 'model'>, response: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined): ResponseMetadataPart {
+function metadataPart(
+  own: Omit<ResponseMetadataPart, 'type' | 'id' | 'model'>,
+  response: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined,
+): ResponseMetadataPart {
   return {
     type: 'response_metadata',
     ...(response?.id !== undefined ? { id: response.id } : {}),

@@ -35,7 +35,8 @@ interface ProviderSettings {
 }
 
 /** `{...}` without the keys whose value is undefined (the providers' settings are exact optional types). */
-const defined = <T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
+const defined = <T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 
 export const CATALOG: Readonly<Record<string, CatalogEntry>> = {
   openai: {
@@ -78,7 +79,9 @@ export const CATALOG: Readonly<Record<string, CatalogEntry>> = {
     providerName: 'openai',
     make: async (s) => {
       const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
-      const provider = createOpenAICompatible(defined({ name: 'ollama', baseURL: s.baseURL ?? 'http://127.0.0.1:11434/v1', fetch: s.fetch, includeUsage: true }));
+      const provider = createOpenAICompatible(
+        defined({ name: 'ollama', baseURL: s.baseURL ?? 'http://127.0.0.1:11434/v1', fetch: s.fetch, includeUsage: true }),
+      );
       return (modelId: string) => provider(modelId);
     },
   },
@@ -100,16 +103,26 @@ export const isCatalogModel = (spec: string): boolean => /^[a-z][a-z0-9-]*:/.tes
  * The model a `provider:model` string names, through the AI SDK adapter. `fetch` replaces the
  * network (the specs replay recorded wire streams through it).
  */
-export async function catalogModel(spec: string, env: NodeJS.ProcessEnv, options: { readonly fetch?: typeof fetch } = {}): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
+export async function catalogModel(
+  spec: string,
+  env: NodeJS.ProcessEnv,
+  options: { readonly fetch?: typeof fetch } = {},
+): Promise<{ readonly llm: LlmExecutor; readonly name: string; readonly note: string }> {
   const at = spec.indexOf(':');
   const providerId = spec.slice(0, at);
   const modelId = spec.slice(at + 1);
   const entry = CATALOG[providerId];
   if (at <= 0 || entry === undefined || modelId === '') {
-    throw new CatalogError('unknown_provider', `'${spec}' names no provider: use ${Object.keys(CATALOG).map((p) => `${p}:MODEL`).join(', ')}, scripted:FILE or transcript:FILE`);
+    throw new CatalogError(
+      'unknown_provider',
+      `'${spec}' names no provider: use ${Object.keys(CATALOG)
+        .map((p) => `${p}:MODEL`)
+        .join(', ')}, scripted:FILE or transcript:FILE`,
+    );
   }
   const apiKey = entry.keyEnv !== undefined ? env[entry.keyEnv] : undefined;
-  if (entry.keyEnv !== undefined && (apiKey === undefined || apiKey === '')) throw new CatalogError('missing_key', `${spec} needs its API key in ${entry.keyEnv}`);
+  if (entry.keyEnv !== undefined && (apiKey === undefined || apiKey === ''))
+    throw new CatalogError('missing_key', `${spec} needs its API key in ${entry.keyEnv}`);
   // Always given, so that the package reaches the endpoint the facts name, not one it reads itself
   // from the process environment.
   const baseURL = (entry.baseUrlEnv !== undefined && env[entry.baseUrlEnv] !== '' ? env[entry.baseUrlEnv] : undefined) ?? entry.defaultBaseUrl;

@@ -20,7 +20,10 @@ export const ScriptStepSchema = z
     encrypted_reasoning: z.string().optional(),
     tool_calls: z.array(z.object({ id: z.string().min(1), name: z.string().min(1), arguments: JsonValueSchema.default({}) }).strict()).optional(),
     /** A tool call cut off mid-arguments (its raw argument text is not valid JSON), streamed last. */
-    partial_tool_call: z.object({ id: z.string().min(1), name: z.string().min(1), arguments_text: z.string() }).strict().optional(),
+    partial_tool_call: z
+      .object({ id: z.string().min(1), name: z.string().min(1), arguments_text: z.string() })
+      .strict()
+      .optional(),
     usage: TokenUsageSchema.optional(),
     stop_reason: StopReasonSchema.optional(),
     error: z.union([z.string(), InferenceExecutionErrorSchema]).optional(),
@@ -42,7 +45,11 @@ export function parseScript(text: string, format: 'json' | 'yaml' = 'yaml'): z.o
   if (!Array.isArray(list)) throw new Error('a list of steps, or {steps: [...]}');
   const parsed = z.array(ScriptStepSchema).safeParse(list);
   if (parsed.success) return parsed.data;
-  throw new Error(fieldIssues(parsed.error).map((i) => `${wrapped ? 'steps' : ''}${bracketPath(i.path)}: ${i.message}`).join('; '));
+  throw new Error(
+    fieldIssues(parsed.error)
+      .map((i) => `${wrapped ? 'steps' : ''}${bracketPath(i.path)}: ${i.message}`)
+      .join('; '),
+  );
 }
 
 const asList = (x: string | readonly string[] | undefined): readonly string[] => (x === undefined ? [] : typeof x === 'string' ? [x] : x);

@@ -96,7 +96,11 @@ function failureOf(llm: Json): InferenceExecutionError | undefined {
  * the line its `error` event goes before: the one after the after-inference phase's clock reading
  * (the first `now` draw after it), which comes before the step's `state_snapshot`.
  */
-function endingError(records: readonly (Json | undefined)[], at: number, failure: InferenceExecutionError): { readonly before: number; readonly message: string } | undefined {
+function endingError(
+  records: readonly (Json | undefined)[],
+  at: number,
+  failure: InferenceExecutionError,
+): { readonly before: number; readonly message: string } | undefined {
   const message = describeInferenceError(failure);
   let before: number | undefined;
   let read = false;

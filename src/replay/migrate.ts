@@ -1,6 +1,16 @@
 import type { ToolCallResume } from '../contract/tool.ts';
 import { migrateFailedInferences } from './failed-inference-migration.ts';
-import { configDigest, digestOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header, type NormalisedRequest } from './transcript.ts';
+import {
+  configDigest,
+  digestOf,
+  parseRecord,
+  recordedDecision,
+  RequestChain,
+  SuspensionModes,
+  TRANSCRIPT_FORMAT,
+  type Header,
+  type NormalisedRequest,
+} from './transcript.ts';
 
 /** The format tags of older transcripts. */
 export const TRANSCRIPT_FORMAT_1 = 'awaken-transcript/1';
@@ -11,7 +21,15 @@ export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
 export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
 export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
 
-const OLDER = [TRANSCRIPT_FORMAT_1, TRANSCRIPT_FORMAT_2, TRANSCRIPT_FORMAT_3, TRANSCRIPT_FORMAT_4, TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7] as const;
+const OLDER = [
+  TRANSCRIPT_FORMAT_1,
+  TRANSCRIPT_FORMAT_2,
+  TRANSCRIPT_FORMAT_3,
+  TRANSCRIPT_FORMAT_4,
+  TRANSCRIPT_FORMAT_5,
+  TRANSCRIPT_FORMAT_6,
+  TRANSCRIPT_FORMAT_7,
+] as const;
 type OlderFormat = (typeof OLDER)[number];
 
 /** Why a transcript cannot be brought up to the current format, and where. */
@@ -162,7 +180,8 @@ function withCurrentHeader(text: string): string {
     throw new MigrationFailure(1, `not JSON: ${(e as Error).message}`);
   }
   if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new MigrationFailure(1, 'not a record');
-  if (configDigest(header as Header) !== (header as { config_digest?: unknown }).config_digest) throw new MigrationFailure(1, 'the header does not match its config_digest');
+  if (configDigest(header as Header) !== (header as { config_digest?: unknown }).config_digest)
+    throw new MigrationFailure(1, 'the header does not match its config_digest');
   return `${JSON.stringify(currentHeader(header as Json))}${end < 0 ? '' : text.slice(end)}`;
 }
 
@@ -233,10 +252,24 @@ function toFormat4(text: string): Migrated {
   });
   const header = records[0];
   const format = header?.['type'] === 'header' ? header['format'] : undefined;
-  if (header === undefined || format === TRANSCRIPT_FORMAT_4 || format === TRANSCRIPT_FORMAT_5 || format === TRANSCRIPT_FORMAT_6 || format === TRANSCRIPT_FORMAT_7 || !OLDER.includes(format as OlderFormat)) throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
+  if (
+    header === undefined ||
+    format === TRANSCRIPT_FORMAT_4 ||
+    format === TRANSCRIPT_FORMAT_5 ||
+    format === TRANSCRIPT_FORMAT_6 ||
+    format === TRANSCRIPT_FORMAT_7 ||
+    !OLDER.includes(format as OlderFormat)
+  )
+    throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);
   const first = format === TRANSCRIPT_FORMAT_1;
   const wholeRequests = format !== TRANSCRIPT_FORMAT_3;
-  const v1Digest = digestOf({ agent: header['agent'], models: header['models'], tools: header['tools'], plugins: header['plugins'], stop_policies: header['stop_policies'] });
+  const v1Digest = digestOf({
+    agent: header['agent'],
+    models: header['models'],
+    tools: header['tools'],
+    plugins: header['plugins'],
+    stop_policies: header['stop_policies'],
+  });
   if (first ? v1Digest !== header['config_digest'] : configDigest(header as unknown as Header) !== header['config_digest']) {
     throw new MigrationFailure(1, 'the header does not match its config_digest');
   }
@@ -246,7 +279,8 @@ function toFormat4(text: string): Migrated {
   if (first) {
     const w = (header['options'] as { wait_for_decisions?: unknown } | undefined)?.wait_for_decisions;
     if (typeof w !== 'boolean') throw new MigrationFailure(1, 'options.wait_for_decisions is not a boolean');
-    if (!w && records.some((r) => r['type'] === 'decision')) throw new MigrationFailure(1, 'options.wait_for_decisions is false, but the transcript has decision records');
+    if (!w && records.some((r) => r['type'] === 'decision'))
+      throw new MigrationFailure(1, 'options.wait_for_decisions is false, but the transcript has decision records');
     wait = w;
     const env = { ...(header['env'] as Json) };
     if (env['kind'] === 'deterministic' && !records.some((r) => r['type'] === 'env' && r['draw'] === 'random')) delete env['seed'];
@@ -289,7 +323,8 @@ function toFormat4(text: string): Migrated {
       record = { ...r, decisions: decisions.map((d) => ({ target_id: d.target_id, decision: recordedDecision(d.decision, modes.of(d.target_id)) })) };
     } else if (r['type'] === 'tool' && first) {
       const { resumed, ...tool } = r;
-      if (resumed === true && !decided.has(tool['call_id'] as string)) throw new MigrationFailure(i + 1, `the resumed call ${String(tool['call_id'])} has no decision before it`);
+      if (resumed === true && !decided.has(tool['call_id'] as string))
+        throw new MigrationFailure(i + 1, `the resumed call ${String(tool['call_id'])} has no decision before it`);
       const { activity, ...head } = tool;
       record = { ...head, ...(resumed === true ? { resume: decided.get(tool['call_id'] as string) } : {}), activity };
     } else if (r['type'] === 'llm' && wholeRequests) {

@@ -12,7 +12,20 @@ import { unreachable } from '../contract/never.ts';
  */
 
 /** Words that make a config key name a credential (`client_secret`, `accessToken`, `private_key`). */
-const CREDENTIAL_WORDS = new Set(['secret', 'secrets', 'password', 'passwd', 'passphrase', 'credential', 'credentials', 'authorization', 'token', 'bearer', 'cookie', 'private']);
+const CREDENTIAL_WORDS = new Set([
+  'secret',
+  'secrets',
+  'password',
+  'passwd',
+  'passphrase',
+  'credential',
+  'credentials',
+  'authorization',
+  'token',
+  'bearer',
+  'cookie',
+  'private',
+]);
 /** What a `key` word must follow to name a credential (`api_key`, `signingKey`); a `cache_key` does not. */
 const KEY_OWNERS = new Set(['api', 'access', 'secret', 'signing', 'private', 'client', 'encryption', 'master']);
 
@@ -55,7 +68,8 @@ const withoutUserinfo = (text: string): string => text.replace(URL_USERINFO, `$1
  */
 export function fillRedacted(recorded: JsonValue, current: JsonValue | undefined): JsonValue {
   // A URL whose user and password were redacted: the current one, when it is the same URL but for them.
-  if (typeof recorded === 'string') return typeof current === 'string' && recorded.includes(`${REDACTED}@`) && withoutUserinfo(current) === recorded ? current : recorded;
+  if (typeof recorded === 'string')
+    return typeof current === 'string' && recorded.includes(`${REDACTED}@`) && withoutUserinfo(current) === recorded ? current : recorded;
   if (Array.isArray(recorded)) return recorded.map((v, i) => fillRedacted(v, Array.isArray(current) ? current[i] : undefined));
   if (!isObject(recorded)) return recorded;
   const now = isObject(current) ? current : undefined;
@@ -97,7 +111,9 @@ export type MissingCode = { readonly kind: 'plugin'; readonly id: string; readon
 export function missingMessage(missing: MissingCode): string {
   switch (missing.kind) {
     case 'plugin':
-      return missing.factory !== undefined ? `plugin '${missing.id}' (factory '${missing.factory}') is not in the app` : `plugin '${missing.id}' is neither built in nor in the app`;
+      return missing.factory !== undefined
+        ? `plugin '${missing.id}' (factory '${missing.factory}') is not in the app`
+        : `plugin '${missing.id}' is neither built in nor in the app`;
     case 'stop_policy':
       return `custom stop policy '${missing.id}' is neither given nor in the app`;
     default:
@@ -106,9 +122,13 @@ export function missingMessage(missing: MissingCode): string {
 }
 
 /** A header's plugin as found: given as it is, or to be made by an app's factory from the recorded config. */
-type Found = { readonly plugin: RuntimePlugin } | { readonly entry: { readonly id: string; readonly factory: string; readonly config: JsonValue }; readonly origin: PluginOrigin };
+type Found =
+  | { readonly plugin: RuntimePlugin }
+  | { readonly entry: { readonly id: string; readonly factory: string; readonly config: JsonValue }; readonly origin: PluginOrigin };
 
-export type FoundCode = { readonly ok: true; readonly plugins: readonly Found[]; readonly stopPolicies: readonly StopPolicy[] } | { readonly ok: false; readonly missing: MissingCode };
+export type FoundCode =
+  | { readonly ok: true; readonly plugins: readonly Found[]; readonly stopPolicies: readonly StopPolicy[] }
+  | { readonly ok: false; readonly missing: MissingCode };
 
 /**
  * Finds the code of a header's plugins and stop policies, in order, without running any of it. A
@@ -149,7 +169,9 @@ export function findCode(plugins: readonly PluginEntry[], stopPolicies: readonly
  * from the app's own config. A factory that refuses the config, throws, or makes a plugin of
  * another name than the header's id is named in the message returned instead.
  */
-export function makePlugins(found: readonly Found[]): { readonly ok: true; readonly plugins: readonly RuntimePlugin[] } | { readonly ok: false; readonly message: string } {
+export function makePlugins(
+  found: readonly Found[],
+): { readonly ok: true; readonly plugins: readonly RuntimePlugin[] } | { readonly ok: false; readonly message: string } {
   const plugins: RuntimePlugin[] = [];
   for (const f of found) {
     if ('plugin' in f) {
@@ -163,7 +185,10 @@ export function makePlugins(found: readonly Found[]): { readonly ok: true; reado
       made = origin.make(fillRedacted(entry.config, origin.config));
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      return { ok: false, message: e instanceof PluginConfigError ? `${named} refuses the recorded config: ${message}` : `${named} failed to make the plugin: ${message}` };
+      return {
+        ok: false,
+        message: e instanceof PluginConfigError ? `${named} refuses the recorded config: ${message}` : `${named} failed to make the plugin: ${message}`,
+      };
     }
     if (made.name !== entry.id) return { ok: false, message: `${named} made a plugin named '${made.name}'` };
     plugins.push(made);

@@ -19,7 +19,17 @@ import type { AgentRunResult } from '../contract/run-result.ts';
 import type { Decision } from '../contract/decision.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
 import { pluginEntryOf } from './plugins.ts';
-import { configDigest, endRecordOf, parseRecord, recordedDecision, RequestChain, SuspensionModes, TRANSCRIPT_FORMAT, type Header, type PluginEntry } from './transcript.ts';
+import {
+  configDigest,
+  endRecordOf,
+  parseRecord,
+  recordedDecision,
+  RequestChain,
+  SuspensionModes,
+  TRANSCRIPT_FORMAT,
+  type Header,
+  type PluginEntry,
+} from './transcript.ts';
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -102,30 +112,32 @@ export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecuto
   return {
     name: inner.name,
     stream: (request: InferenceRequest) =>
-      insideTool.getStore() === log ? inner.stream(request) : (async function* (): AsyncGenerator<StreamPart> {
-        const seq = log.nextLlmSeq();
-        // Taken at the call: a request's messages are valid while its stream is read.
-        const { delta, digest } = log.requests.next(request);
-        const parts: StreamPart[] = [];
-        let written = false;
-        const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
-          written = true;
-          log.push({ type: 'llm', seq, digest, request: delta, parts, ...extra });
-        };
-        try {
-          for await (const part of inner.stream(request)) {
-            parts.push(part);
-            yield part;
-          }
-          write();
-        } catch (e) {
-          write({ error: e instanceof InferenceFailure ? e.error : { code: 'provider', message: e instanceof Error ? e.message : String(e) } });
-          throw e;
-        } finally {
-          // The loop stopped reading (a cancel mid-stream): what was streamed so far is the record.
-          if (!written) write({ interrupted: true });
-        }
-      })(),
+      insideTool.getStore() === log
+        ? inner.stream(request)
+        : (async function* (): AsyncGenerator<StreamPart> {
+            const seq = log.nextLlmSeq();
+            // Taken at the call: a request's messages are valid while its stream is read.
+            const { delta, digest } = log.requests.next(request);
+            const parts: StreamPart[] = [];
+            let written = false;
+            const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
+              written = true;
+              log.push({ type: 'llm', seq, digest, request: delta, parts, ...extra });
+            };
+            try {
+              for await (const part of inner.stream(request)) {
+                parts.push(part);
+                yield part;
+              }
+              write();
+            } catch (e) {
+              write({ error: e instanceof InferenceFailure ? e.error : { code: 'provider', message: e instanceof Error ? e.message : String(e) } });
+              throw e;
+            } finally {
+              // The loop stopped reading (a cancel mid-stream): what was streamed so far is the record.
+              if (!written) write({ interrupted: true });
+            }
+          })(),
   };
 }
 
@@ -154,7 +166,14 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
         ),
         streamOutput: (d: string) => (activity.push({ method: 'stream_output', args: [d] }), ctx.streamOutput(d)),
       });
-      const base = { type: 'tool', call_id: ctx.callId, name: inner.descriptor.id, arguments: args, ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}), activity };
+      const base = {
+        type: 'tool',
+        call_id: ctx.callId,
+        name: inner.descriptor.id,
+        arguments: args,
+        ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}),
+        activity,
+      };
       try {
         inner.validateArgs?.(args);
         const out = await insideTool.run(log, () => inner.execute(args, spy));
@@ -237,7 +256,10 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   for (const agent of setup.delegates ?? []) built.withAgentSpec(agent);
   if ((setup.delegates ?? []).length > 0) {
     const h = setup.env.header;
-    const subEnv = h.kind === 'deterministic' ? withIdPrefix(deterministicEnv({ start: h.start, tick: h.tick, ...(h.seed !== undefined ? { seed: h.seed } : {}) }), 'sub-') : setup.env.env;
+    const subEnv =
+      h.kind === 'deterministic'
+        ? withIdPrefix(deterministicEnv({ start: h.start, tick: h.tick, ...(h.seed !== undefined ? { seed: h.seed } : {}) }), 'sub-')
+        : setup.env.env;
     built.withDelegation({ env: subEnv, wrap: (tool) => recordingTool(tool, log) });
   }
   const plugins: PluginEntry[] = [];
@@ -263,28 +285,29 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
     agent: agentSpec.value.spec,
     models: Object.fromEntries(Object.entries(setup.models).map(([k, v]) => [k, { provider: v.provider, model_name: v.model_name }])),
     // The delegation tools are the run's ports too (their descriptors say which delegate they run).
-    tools: [...setup.tools.map((t) => t.descriptor), ...[...agentSpec.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor)],
+    tools: [
+      ...setup.tools.map((t) => t.descriptor),
+      ...[...agentSpec.value.tools.values()].filter((t) => t.descriptor.category === DELEGATION_CATEGORY).map((t) => t.descriptor),
+    ],
     plugins,
     stop_policies: (setup.stopPolicies ?? []).map((p) => p.id),
     ...(setup.circuitBreaker !== undefined ? { circuit_breaker: setup.circuitBreaker } : {}),
   };
   // Written first, so that it is line 1; its `env.seed` is dropped at the end if no random number was drawn.
-  log.push(
-    {
-      type: 'header',
-      format: TRANSCRIPT_FORMAT,
-      config_digest: configDigest(headerBase),
-      ...headerBase,
-      ...(setup.app !== undefined ? { app: setup.app } : {}),
-      env: setup.env.header,
-      request: {
-        ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),
-        agent_id: agentSpec.value.spec.id,
-        messages: setup.request.messages,
-        ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
-      },
+  log.push({
+    type: 'header',
+    format: TRANSCRIPT_FORMAT,
+    config_digest: configDigest(headerBase),
+    ...headerBase,
+    ...(setup.app !== undefined ? { app: setup.app } : {}),
+    env: setup.env.header,
+    request: {
+      ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),
+      agent_id: agentSpec.value.spec.id,
+      messages: setup.request.messages,
+      ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
     },
-  );
+  });
 
   const controller = new AbortController();
   const suspended = new Set<string>();
@@ -306,11 +329,20 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
       return;
     }
     for (const d of decisions) suspended.delete(d.targetId);
-    log.push({ type: 'decision', after_event: log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, modes.of(d.targetId)) })) });
+    log.push({
+      type: 'decision',
+      after_event: log.eventCount,
+      decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, modes.of(d.targetId)) })),
+    });
     runtime.value.decide(threadId, decisions);
   };
   const started = await runtime.value.start(
-    { ...(setup.request.threadId !== undefined ? { threadId: setup.request.threadId } : {}), agentId: agentSpec.value.spec.id, messages: setup.request.messages, ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}) },
+    {
+      ...(setup.request.threadId !== undefined ? { threadId: setup.request.threadId } : {}),
+      agentId: agentSpec.value.spec.id,
+      messages: setup.request.messages,
+      ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
+    },
     {
       emit: (event) => {
         log.event(event);

@@ -153,13 +153,24 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       if (older === TRANSCRIPT_FORMAT_1) options = { ...options, withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions === true };
     } catch (e) {
       if (!(e instanceof MigrationFailure)) throw e;
-      return { identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line }, at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' } };
+      return {
+        identical: false,
+        expectedEvents: 0,
+        actualEvents: 0,
+        divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line },
+        at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' },
+      };
     }
   }
   const lines = readTranscript(text, readReplayLine);
   const first = lines[0];
   if (first === undefined || !first.ok || first.record.type !== 'header') {
-    const reason = first === undefined ? 'the transcript is empty' : first.ok ? `line 1 is a ${first.record.type} record, not the header` : `line 1 is not a header: ${first.reason}`;
+    const reason =
+      first === undefined
+        ? 'the transcript is empty'
+        : first.ok
+          ? `line 1 is a ${first.record.type} record, not the header`
+          : `line 1 is not a header: ${first.reason}`;
     return {
       identical: false,
       expectedEvents: 0,
@@ -171,7 +182,11 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const header = first.record as Header;
   const session = new ReplaySession(lines.slice(1), first.line);
   if (configDigest(header) !== header.config_digest) {
-    session.problems.unshift({ message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)', atEvent: 0, line: 1 });
+    session.problems.unshift({
+      message: 'line 1: the header does not match its config_digest (agent, models, tools, plugins, stop policies or circuit breaker edited)',
+      atEvent: 0,
+      line: 1,
+    });
   }
   const expected = session.expectedEvents;
 
@@ -185,10 +200,19 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   if (header.request.run_state === undefined) {
     // A run that starts emits `run_start` before anything can decide or cancel it.
     const early = [...session.decisions, ...session.cancels].filter((r) => r.after_event === 0).sort((a, b) => lineOf(a) - lineOf(b))[0];
-    if (early !== undefined) diverge({ port: early.type, message: `a ${early.type} before any event, but only a segment taken up from the store (request.run_state) has one`, line: lineOf(early) });
+    if (early !== undefined)
+      diverge({
+        port: early.type,
+        message: `a ${early.type} before any event, but only a segment taken up from the store (request.run_state) has one`,
+        line: lineOf(early),
+      });
   } else if (header.request.messages.length > 0 || header.request.overrides !== undefined) {
     // Revived, a run reads no input: what the header says it was given would go unchecked.
-    diverge({ port: 'transcript', message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides', line: 1 });
+    diverge({
+      port: 'transcript',
+      message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides',
+      line: 1,
+    });
   }
 
   const builder = new AgentRuntimeBuilder().withEnv(session.env(diverge, header.env)).withAgentSpec(header.agent);
@@ -227,15 +251,29 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const resumed = header.request.run_state;
   if (header.request.history !== undefined || header.request.thread_state !== undefined || resumed !== undefined) {
     const store = new MemoryThreadRunStore();
-    store.threads.set(header.request.thread_id ?? '', { messages: header.request.history ?? [], ...(header.request.thread_state !== undefined ? { threadState: header.request.thread_state } : {}) });
+    store.threads.set(header.request.thread_id ?? '', {
+      messages: header.request.history ?? [],
+      ...(header.request.thread_state !== undefined ? { threadState: header.request.thread_state } : {}),
+    });
     builder.withThreadRunStore(
       resumed === undefined
         ? store
-        : { loadThread: (id) => store.loadThread(id), checkpoint: (c) => store.checkpoint(c), loadRunState: (runId) => Promise.resolve(runId === header.request.run_id ? resumed : undefined) },
+        : {
+            loadThread: (id) => store.loadThread(id),
+            checkpoint: (c) => store.checkpoint(c),
+            loadRunState: (runId) => Promise.resolve(runId === header.request.run_id ? resumed : undefined),
+          },
     );
   }
   const built = builder.buildUnchecked();
-  if (!built.ok) return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
+  if (!built.ok)
+    return {
+      identical: false,
+      expectedEvents: expected.length,
+      actualEvents: 0,
+      divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 },
+      at: { line: 1, record: 'header' },
+    };
   const runtime = built.value;
 
   // A segment taken up from the store is parked from its start: it waits for decisions.
@@ -255,7 +293,11 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       // Let go while parked once every recorded event was out (a reload, a shutdown): the recording
       // ends here, suspended, and so does the replay.
       if (session.endsSuspended && actual.length === expected.length && handle.detach()) return;
-      diverge({ port: 'decision', message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`, ...session.lastLine() });
+      diverge({
+        port: 'decision',
+        message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`,
+        ...session.lastLine(),
+      });
       controller.abort();
       return;
     }
@@ -283,7 +325,11 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     }
     const r = handle.decide(next.decisions.map((d) => ({ targetId: d.target_id, decision: decisionOf(d.decision) })));
     if (!r.ok) {
-      diverge({ port: 'decision', message: `the recorded decision ${afterEvent(next.after_event)} does not apply: ${JSON.stringify(r.error)}`, ...session.lineOf(next) });
+      diverge({
+        port: 'decision',
+        message: `the recorded decision ${afterEvent(next.after_event)} does not apply: ${JSON.stringify(r.error)}`,
+        ...session.lineOf(next),
+      });
       controller.abort();
       return;
     }
@@ -324,7 +370,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   };
   const starting =
     resumed !== undefined
-      ? runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, { signal: controller.signal })
+      ? runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, {
+          signal: controller.signal,
+        })
       : runtime.start(
           {
             ...(header.request.thread_id !== undefined ? { threadId: header.request.thread_id } : {}),
@@ -350,7 +398,13 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     });
   }
   if (!started.ok) {
-    return { identical: false, expectedEvents: expected.length, actualEvents: 0, divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1 }, at: { line: 1, record: 'header' } };
+    return {
+      identical: false,
+      expectedEvents: expected.length,
+      actualEvents: 0,
+      divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1 },
+      at: { line: 1, record: 'header' },
+    };
   }
   let result: AgentRunResult | undefined;
   try {
@@ -362,11 +416,21 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const termination = result?.termination;
   if (!wait && termination?.type === 'suspended' && actual.length < expected.length) {
     // No record answers the suspension, so the run was not started waiting; the recording goes on.
-    diverge({ port: 'decision', message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`, line: session.eventLine(actual.length) });
+    diverge({
+      port: 'decision',
+      message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`,
+      line: session.eventLine(actual.length),
+    });
   }
   const cancel = cancels[0];
-  if (cancel !== undefined) diverge({ port: 'cancel', message: `the run ended after ${actual.length} event(s), before the recorded cancel ${afterEvent(cancel.after_event)}`, ...session.lineOf(cancel) });
-  if (decisions.length > 0) diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for`, ...session.lineOf(decisions[0] as DecisionRecord) });
+  if (cancel !== undefined)
+    diverge({
+      port: 'cancel',
+      message: `the run ended after ${actual.length} event(s), before the recorded cancel ${afterEvent(cancel.after_event)}`,
+      ...session.lineOf(cancel),
+    });
+  if (decisions.length > 0)
+    diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for`, ...session.lineOf(decisions[0] as DecisionRecord) });
   const end = result === undefined ? undefined : endRecordOf(result, started.value.messages());
   session.checkEnd(end, options.withoutEndRecord === true, diverge);
   session.finish(header.env);
@@ -403,7 +467,12 @@ function compareEvents(expected: readonly string[], actual: readonly string[]): 
       }
     };
     const diff = renderChanges(jsonChanges(parse(e), parse(a)));
-    return { index: i, ...(e !== undefined ? { expected: e } : {}), ...(a !== undefined ? { actual: a } : {}), diff: diff.length > 0 ? diff : [`- ${e ?? '(none)'}`, `+ ${a ?? '(none)'}`] };
+    return {
+      index: i,
+      ...(e !== undefined ? { expected: e } : {}),
+      ...(a !== undefined ? { actual: a } : {}),
+      diff: diff.length > 0 ? diff : [`- ${e ?? '(none)'}`, `+ ${a ?? '(none)'}`],
+    };
   }
   return undefined;
 }
@@ -465,8 +534,7 @@ class ReplaySession {
           this.#previousDigest = undefined;
           this.#deltas.push(undefined);
           this.#llm.push(corrupt);
-        }
-        else if (l.type === 'tool') this.#tools.push(corrupt);
+        } else if (l.type === 'tool') this.#tools.push(corrupt);
         else if (l.type === 'ask') this.#asks.push(corrupt);
         else if (l.type === 'end') this.#takeEnd(corrupt);
         else this.#env.push(corrupt);
@@ -476,7 +544,12 @@ class ReplaySession {
       if (r.type !== 'event') this.#lines.set(r, l.line);
       switch (r.type) {
         case 'event':
-          if (r.seq !== this.expectedEvents.length) this.problems.push({ message: `line ${l.line}: event seq ${r.seq}, but it is event #${this.expectedEvents.length}`, atEvent: this.expectedEvents.length, line: l.line });
+          if (r.seq !== this.expectedEvents.length)
+            this.problems.push({
+              message: `line ${l.line}: event seq ${r.seq}, but it is event #${this.expectedEvents.length}`,
+              atEvent: this.expectedEvents.length,
+              line: l.line,
+            });
           this.#eventLines.push(l.line);
           this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? JSON.stringify(r.event));
           break;
@@ -485,9 +558,18 @@ class ReplaySession {
           break;
         case 'llm': {
           const n = this.#llm.length + 1;
-          if (r.seq !== n) this.problems.push({ message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`, atEvent: this.expectedEvents.length, line: l.line });
+          if (r.seq !== n)
+            this.problems.push({
+              message: `line ${l.line}: inference seq ${r.seq}, but it is inference #${n}`,
+              atEvent: this.expectedEvents.length,
+              line: l.line,
+            });
           if (this.#previousDigest !== undefined && chainDigest(this.#previousDigest, r.request) !== r.digest) {
-            this.problems.push({ message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`, atEvent: this.expectedEvents.length, line: l.line });
+            this.problems.push({
+              message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`,
+              atEvent: this.expectedEvents.length,
+              line: l.line,
+            });
           }
           this.#previousDigest = r.digest;
           this.#deltas.push(r.request);
@@ -527,7 +609,8 @@ class ReplaySession {
   checkEnd(now: EndRecord | undefined, withoutRecord: boolean, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): void {
     const r = this.#end;
     if (r === undefined) {
-      if (!withoutRecord) diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.lastLine() });
+      if (!withoutRecord)
+        diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.lastLine() });
       return;
     }
     const at = this.lineOf(r);
@@ -540,7 +623,9 @@ class ReplaySession {
       return;
     }
     if (JSON.stringify(r.result) !== JSON.stringify(now.result)) {
-      const fields = Object.keys(r.result).filter((k) => JSON.stringify(r.result[k as keyof EndRecord['result']]) !== JSON.stringify(now.result[k as keyof EndRecord['result']]));
+      const fields = Object.keys(r.result).filter(
+        (k) => JSON.stringify(r.result[k as keyof EndRecord['result']]) !== JSON.stringify(now.result[k as keyof EndRecord['result']]),
+      );
       diverge({
         port: 'end',
         message: `the run ended with another result than recorded: ${fields.join(', ')}`,
@@ -599,7 +684,9 @@ class ReplaySession {
 
   /** Where the replay left the recording: the port's record, else the first differing event, else the event the port reached. */
   place(divergence: PortDivergence | undefined, differingEvent: number | undefined): TranscriptPlace | undefined {
-    const line = divergence?.line ?? (differingEvent !== undefined ? this.eventLine(differingEvent) : divergence !== undefined ? this.eventLine(divergence.atEvent) : undefined);
+    const line =
+      divergence?.line ??
+      (differingEvent !== undefined ? this.eventLine(differingEvent) : divergence !== undefined ? this.eventLine(divergence.atEvent) : undefined);
     return line === undefined ? undefined : { line, record: this.#types.get(line) ?? 'unknown' };
   }
 
@@ -608,10 +695,18 @@ class ReplaySession {
     const unasked = this.#asks[0];
     if (unasked !== undefined) {
       const line = this.lineOf(unasked).line ?? this.#last;
-      this.problems.push({ message: `line ${line}: ${this.#asks.length} recorded question(s) at the gate were never asked (an ask record no call made)`, atEvent: this.expectedEvents.length, line });
+      this.problems.push({
+        message: `line ${line}: ${this.#asks.length} recorded question(s) at the gate were never asked (an ask record no call made)`,
+        atEvent: this.expectedEvents.length,
+        line,
+      });
     }
     if (setup.kind === 'deterministic' && setup.seed !== undefined && this.#randomDraws === 0) {
-      this.problems.push({ message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)', atEvent: this.expectedEvents.length, line: 1 });
+      this.problems.push({
+        message: 'line 1: the header gives env.seed, but the run drew no random number (the seed is written only for runs that draw one)',
+        atEvent: this.expectedEvents.length,
+        line: 1,
+      });
     }
   }
 
@@ -626,7 +721,11 @@ class ReplaySession {
     let at: At = {};
     const check = (what: string, recorded: unknown, expected: unknown): void => {
       if (reference !== undefined && recorded !== expected) {
-        diverge({ port: 'env', message: `env draw #${draw} (${what}): the recording says ${JSON.stringify(recorded)}, the deterministic env of the header gives ${JSON.stringify(expected)}`, ...at });
+        diverge({
+          port: 'env',
+          message: `env draw #${draw} (${what}): the recording says ${JSON.stringify(recorded)}, the deterministic env of the header gives ${JSON.stringify(expected)}`,
+          ...at,
+        });
       }
     };
     let lastNow = Number.NEGATIVE_INFINITY;
@@ -722,7 +821,8 @@ class ReplaySession {
             diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
             throw new InferenceFailure({ code: 'provider', message: `replay: unreadable recording for request #${seq}` });
           }
-          if (changed !== undefined) diverge({ port: 'llm', message: `request #${r.seq} no longer matches the recording: ${changed.what}`, diff: changed.diff, ...at });
+          if (changed !== undefined)
+            diverge({ port: 'llm', message: `request #${r.seq} no longer matches the recording: ${changed.what}`, diff: changed.diff, ...at });
           // Like the recorder: the stream was read to its end only if the run asked past the last part.
           let readToEnd = false;
           try {
@@ -762,16 +862,29 @@ class ReplaySession {
               const i = asks.findIndex((r) => isCorrupt(r) || (r.call_id === call.id && r.name === descriptor.id));
               const r = i >= 0 ? asks.splice(i, 1)[0] : undefined;
               if (r === undefined) {
-                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}] was asked about at the gate, the transcript has no ask record for it`, ...this.lastLine() });
+                diverge({
+                  port: 'tool',
+                  message: `tool call ${descriptor.id} [${call.id}] was asked about at the gate, the transcript has no ask record for it`,
+                  ...this.lastLine(),
+                });
                 return undefined;
               }
               const at = this.lineOf(r);
               if (isCorrupt(r)) {
-                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
+                diverge({
+                  port: 'tool',
+                  message: `tool call ${descriptor.id} [${call.id}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`,
+                  ...at,
+                });
                 return undefined;
               }
               if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
-                diverge({ port: 'tool', message: `tool call ${descriptor.id} [${call.id}] is asked about with other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)), ...at });
+                diverge({
+                  port: 'tool',
+                  message: `tool call ${descriptor.id} [${call.id}] is asked about with other arguments than recorded`,
+                  diff: renderChanges(jsonChanges(r.arguments, args)),
+                  ...at,
+                });
               }
               if ('thrown' in r) throw new Error(r.thrown);
               return r.ticket ?? undefined;
@@ -787,11 +900,20 @@ class ReplaySession {
         }
         const at = this.lineOf(r);
         if (isCorrupt(r)) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
+          diverge({
+            port: 'tool',
+            message: `tool call ${descriptor.id} [${ctx.callId}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`,
+            ...at,
+          });
           throw new Error('replay: unreadable tool record');
         }
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`, diff: renderChanges(jsonChanges(r.arguments, args)), ...at });
+          diverge({
+            port: 'tool',
+            message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`,
+            diff: renderChanges(jsonChanges(r.arguments, args)),
+            ...at,
+          });
         }
         const resume = ctx.resume === undefined ? undefined : (ToolCallResumeSchema.parse(ctx.resume.decision) as unknown as JsonValue);
         if (JSON.stringify(r.resume) !== JSON.stringify(resume)) {
@@ -815,7 +937,12 @@ class ReplaySession {
         if (r.thrown !== undefined) throw new Error(r.thrown);
         const result = r.result ?? ToolResults.error(descriptor.id, 'replay: the recording has no result');
         if (r.command === undefined) return result;
-        const patch = new MutationBatch(undefined, r.command.ops.map((op) => (op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update })));
+        const patch = new MutationBatch(
+          undefined,
+          r.command.ops.map((op) =>
+            op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update },
+          ),
+        );
         return {
           result,
           command: new StateCommand(patch, r.command.actions as unknown as ScheduledAction[], r.command.effects as unknown as TypedEffect[]),

@@ -22,7 +22,12 @@ export interface FileReport extends Omit<ReplayReport, 'end'> {
  * Replays files, with a progress line per file on stderr; exit 0 iff all are identical. `app`: the
  * app the runs came from, whose plugins and stop policies the replays run (`ReplayOptions.app`).
  */
-export async function replayFiles(files: readonly string[], io: ReportIo, format: ReportFormat, options: { readonly width?: number; readonly app?: AppCode } = {}): Promise<number> {
+export async function replayFiles(
+  files: readonly string[],
+  io: ReportIo,
+  format: ReportFormat,
+  options: { readonly width?: number; readonly app?: AppCode } = {},
+): Promise<number> {
   const reports: FileReport[] = [];
   const texts = new Map<string, string>();
   for (let i = 0; i < files.length; i++) {
@@ -31,7 +36,13 @@ export async function replayFiles(files: readonly string[], io: ReportIo, format
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      reports.push({ file, identical: false, expectedEvents: 0, actualEvents: 0, divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 } });
+      reports.push({
+        file,
+        identical: false,
+        expectedEvents: 0,
+        actualEvents: 0,
+        divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 },
+      });
       continue;
     }
     texts.set(file, text);
@@ -49,7 +60,13 @@ export async function replayFiles(files: readonly string[], io: ReportIo, format
 }
 
 export function renderReports(reports: readonly FileReport[]): string {
-  const rows = reports.map((r) => [r.identical ? 'identical' : 'DIFFERS', String(r.expectedEvents), String(r.actualEvents), r.termination?.type ?? '-', r.file]);
+  const rows = reports.map((r) => [
+    r.identical ? 'identical' : 'DIFFERS',
+    String(r.expectedEvents),
+    String(r.actualEvents),
+    r.termination?.type ?? '-',
+    r.file,
+  ]);
   const header = ['result', 'recorded', 'replayed', 'termination', 'file'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
   const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
@@ -89,11 +106,15 @@ export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<
       out += `\n  the ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}\n\n`;
       const recorded = r.divergence.line === undefined ? undefined : texts.get(r.file)?.split('\n')[r.divergence.line - 1];
       const rows = divergenceRows(r.divergence, recorded);
-      out += `${renderRows(rows, width).map((l) => `  ${l}`).join('\n')}\n`;
+      out += `${renderRows(rows, width)
+        .map((l) => `  ${l}`)
+        .join('\n')}\n`;
     }
     if (r.firstDifference !== undefined) {
       out += `\n  first differing event: #${r.firstDifference.index}\n\n`;
-      out += `${renderRows(eventRows(r.firstDifference), width).map((l) => `  ${l}`).join('\n')}\n`;
+      out += `${renderRows(eventRows(r.firstDifference), width)
+        .map((l) => `  ${l}`)
+        .join('\n')}\n`;
     }
     out += '\n';
   }

@@ -70,7 +70,12 @@ function namePart(id: string, max: number): string {
   let out = '';
   for (let i = 0; i < id.length; i++) {
     const c = id.charCodeAt(i);
-    out += (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f ? id[i] : c <= 0xff ? `~${c.toString(16).padStart(2, '0')}` : `~u${c.toString(16).padStart(4, '0')}`;
+    out +=
+      (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f
+        ? id[i]
+        : c <= 0xff
+          ? `~${c.toString(16).padStart(2, '0')}`
+          : `~u${c.toString(16).padStart(4, '0')}`;
   }
   if (out.length <= max) return out;
   let cut = max - 34;
@@ -189,10 +194,13 @@ export class ServedRecorder {
   }
 
   llm(inner: LlmExecutor): LlmExecutor {
-    return { name: inner.name, stream: (request) => {
-      const run = this.#context.getStore();
-      return run === undefined ? inner.stream(request) : recordingLlm(inner, run.log).stream(request);
-    } };
+    return {
+      name: inner.name,
+      stream: (request) => {
+        const run = this.#context.getStore();
+        return run === undefined ? inner.stream(request) : recordingLlm(inner, run.log).stream(request);
+      },
+    };
   }
 
   tool(inner: Tool): Tool {
@@ -257,7 +265,17 @@ export class ServedRecorder {
    */
   observe(run: ObservedRun, start: (sink: Sink) => ReturnType<AgentRuntime['start']>, sink: Sink): ReturnType<AgentRuntime['start']> {
     // Read now: an app loaded again while the run goes on is not the code it runs.
-    const served: ServedRun = { threadId: run.threadId, runId: run.runId, log: new TranscriptLog(), modes: new SuspensionModes(), agent: this.#runtime?.resolve(run.agentId), plugins: this.#o.plugins?.(), app: this.#o.app?.(), models: typeof this.#o.models === 'function' ? this.#o.models() : this.#o.models, tools: typeof this.#o.tools === 'function' ? this.#o.tools() : this.#o.tools };
+    const served: ServedRun = {
+      threadId: run.threadId,
+      runId: run.runId,
+      log: new TranscriptLog(),
+      modes: new SuspensionModes(),
+      agent: this.#runtime?.resolve(run.agentId),
+      plugins: this.#o.plugins?.(),
+      app: this.#o.app?.(),
+      models: typeof this.#o.models === 'function' ? this.#o.models() : this.#o.models,
+      tools: typeof this.#o.tools === 'function' ? this.#o.tools() : this.#o.tools,
+    };
     const context = this.#context;
     const recording: Sink = {
       emit: (event) => {
@@ -289,13 +307,18 @@ export class ServedRecorder {
           return (decisions: readonly Decision[], messages?: readonly Message[]) => {
             // How each call keeps its decision: a revived run emitted none of their events in this segment.
             served.modes.noteWaiting(target.waitingOn());
-            served.log.push({ type: 'decision', after_event: served.log.eventCount, decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, served.modes.of(d.targetId)) })) });
+            served.log.push({
+              type: 'decision',
+              after_event: served.log.eventCount,
+              decisions: decisions.map((d) => ({ target_id: d.targetId, decision: recordedDecision(d.decision, served.modes.of(d.targetId)) })),
+            });
             return target.decide(decisions, messages);
           };
         }
         if (prop === 'cancel') {
           return () => {
-            if ((resumed || served.log.eventCount > 0) && !served.log.lines.some((l) => l.startsWith('{"type":"end"'))) served.log.push({ type: 'cancel', after_event: served.log.eventCount });
+            if ((resumed || served.log.eventCount > 0) && !served.log.lines.some((l) => l.startsWith('{"type":"end"')))
+              served.log.push({ type: 'cancel', after_event: served.log.eventCount });
             target.cancel();
           };
         }

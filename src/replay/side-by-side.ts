@@ -28,7 +28,13 @@ export function lineRows(left: readonly string[], right: readonly string[]): Row
     for (let k = 0; k < n; k++) {
       const l = lefts[k];
       const r = rights[k];
-      rows.push(l !== undefined && r !== undefined ? { op: 'changed', left: l, right: r } : l !== undefined ? { op: 'left', left: l } : { op: 'right', right: r as string });
+      rows.push(
+        l !== undefined && r !== undefined
+          ? { op: 'changed', left: l, right: r }
+          : l !== undefined
+            ? { op: 'left', left: l }
+            : { op: 'right', right: r as string },
+      );
     }
     lefts.length = 0;
     rights.length = 0;
@@ -41,7 +47,8 @@ export function lineRows(left: readonly string[], right: readonly string[]): Row
       rows.push({ op: 'same', left: a[i] as string, right: b[j] as string });
       i++;
       j++;
-    } else if (j >= b.length || (i < a.length && ((lcs[i + 1] as number[])[j] as number) >= ((lcs[i] as number[])[j + 1] as number))) lefts.push(a[i++] as string);
+    } else if (j >= b.length || (i < a.length && ((lcs[i + 1] as number[])[j] as number) >= ((lcs[i] as number[])[j + 1] as number)))
+      lefts.push(a[i++] as string);
     else rights.push(b[j++] as string);
   }
   flush();
@@ -124,4 +131,5 @@ export function divergenceRows(divergence: { readonly message: string; readonly 
 }
 
 /** The first differing event, recorded and replayed, line by line. */
-export const eventRows = (difference: { readonly expected?: string; readonly actual?: string }): Row[] => lineRows(prettyJson(difference.expected), prettyJson(difference.actual));
+export const eventRows = (difference: { readonly expected?: string; readonly actual?: string }): Row[] =>
+  lineRows(prettyJson(difference.expected), prettyJson(difference.actual));

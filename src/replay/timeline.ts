@@ -42,7 +42,14 @@ export interface TimelineToolCall {
 export interface TimelineInference {
   model?: string;
   /** The full request, when the transcript has it (`llm` records; several when the retry policy tried again). */
-  readonly requests: { readonly model: string; readonly messages: readonly Json[]; readonly message_count: number; readonly tools: readonly string[]; readonly error?: Json; readonly interrupted?: boolean }[];
+  readonly requests: {
+    readonly model: string;
+    readonly messages: readonly Json[];
+    readonly message_count: number;
+    readonly tools: readonly string[];
+    readonly error?: Json;
+    readonly interrupted?: boolean;
+  }[];
   text: string;
   reasoning: string;
   usage?: Json;
@@ -106,7 +113,15 @@ export interface Timeline {
 /** The state before the first snapshot: no keys, so the first patch adds each key on its own. */
 export const INITIAL_STATE: Json = { revision: 0, extensions: {} };
 
-export const emptyTimeline = (): Timeline => ({ usage: { input: 0, output: 0, total: 0 }, step_count: 0, steps: [], states: [], decisions: [], events: 0, finished: false });
+export const emptyTimeline = (): Timeline => ({
+  usage: { input: 0, output: 0, total: 0 },
+  step_count: 0,
+  steps: [],
+  states: [],
+  decisions: [],
+  events: 0,
+  finished: false,
+});
 
 /** Folds records (parsed transcript lines, or `{type: 'event', event}` alone) into a timeline. */
 export function timelineOf(records: readonly unknown[]): Timeline {
@@ -197,7 +212,9 @@ export class TimelineFold {
 
   #header(rec: Record<string, Json>): void {
     const agent = rec['agent'] as { id?: string } | undefined;
-    const request = rec['request'] as { thread_id?: string; run_id?: string; run_state?: { revision?: Json; extensions?: Json }; thread_state?: { extensions?: Json } } | undefined;
+    const request = rec['request'] as
+      | { thread_id?: string; run_id?: string; run_state?: { revision?: Json; extensions?: Json }; thread_state?: { extensions?: Json } }
+      | undefined;
     if (agent?.id !== undefined) this.timeline.agent_id = agent.id;
     if (typeof rec['segment'] === 'number') this.timeline.segment = rec['segment'];
     const runState = request?.run_state;
@@ -311,7 +328,11 @@ export class TimelineFold {
         const call = this.#calls.get(s('message_id'));
         if (type === 'tool-call-progress' && call !== undefined) {
           const c = content as { status?: string; message?: string; progress?: number };
-          call.progress.push({ status: c.status ?? '', ...(c.message !== undefined ? { message: c.message } : {}), ...(c.progress !== undefined ? { progress: c.progress } : {}) });
+          call.progress.push({
+            status: c.status ?? '',
+            ...(c.message !== undefined ? { message: c.message } : {}),
+            ...(c.progress !== undefined ? { progress: c.progress } : {}),
+          });
         } else if (call !== undefined) call.activity.push({ type, content });
         else this.#step().activities.push({ type, content });
         return;
@@ -415,4 +436,5 @@ export class TimelineFold {
 }
 
 /** Milliseconds between two readings, when both are there. */
-export const durationOf = (from: number | undefined, to: number | undefined): number | undefined => (from !== undefined && to !== undefined ? Math.max(0, to - from) : undefined);
+export const durationOf = (from: number | undefined, to: number | undefined): number | undefined =>
+  from !== undefined && to !== undefined ? Math.max(0, to - from) : undefined;

@@ -8,7 +8,15 @@ import { TerminationReasonSchema, type TerminationReason } from '../contract/lif
 import { MessageSchema, type Message } from '../contract/message.ts';
 import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
 import { StreamPartSchema } from '../contract/stream.ts';
-import { ResumeDecisionActionSchema, SuspendTicketSchema, ToolCallResumeSchema, ToolDescriptorSchema, ToolResultSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
+import {
+  ResumeDecisionActionSchema,
+  SuspendTicketSchema,
+  ToolCallResumeSchema,
+  ToolDescriptorSchema,
+  ToolResultSchema,
+  type ToolCallResume,
+  type ToolCallResumeMode,
+} from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
 export const TRANSCRIPT_FORMAT = 'awaken-transcript/8';
@@ -142,7 +150,10 @@ export const ToolRecordSchema = z.object({
     z.discriminatedUnion('method', [
       z.object({ method: z.literal('activity'), args: z.tuple([z.string(), JsonValueSchema]) }),
       z.object({ method: z.literal('activity_delta'), args: z.tuple([z.string(), JsonValueSchema]) }),
-      z.object({ method: z.literal('progress'), args: z.tuple([z.enum(['pending', 'running', 'done', 'failed']), z.string().nullable(), z.number().nullable()]) }),
+      z.object({
+        method: z.literal('progress'),
+        args: z.tuple([z.enum(['pending', 'running', 'done', 'failed']), z.string().nullable(), z.number().nullable()]),
+      }),
       z.object({ method: z.literal('stream_output'), args: z.tuple([z.string()]) }),
     ]),
   ),
@@ -159,7 +170,10 @@ export type ToolRecord = z.output<typeof ToolRecordSchema>;
  * what it threw.
  */
 const AskBase = { type: z.literal('ask'), call_id: z.string(), name: z.string(), arguments: JsonValueSchema };
-export const AskRecordSchema = z.union([z.object({ ...AskBase, ticket: SuspendTicketSchema.nullable() }).strict(), z.object({ ...AskBase, thrown: z.string() }).strict()]);
+export const AskRecordSchema = z.union([
+  z.object({ ...AskBase, ticket: SuspendTicketSchema.nullable() }).strict(),
+  z.object({ ...AskBase, thrown: z.string() }).strict(),
+]);
 export type AskRecord = z.output<typeof AskRecordSchema>;
 
 /**
@@ -207,7 +221,9 @@ export function recordedDecision(decision: ToolCallResume, mode: ToolCallResumeM
 
 /** The fields of a recorded decision that disagree with how its call keeps it: written but inert, or missing. */
 export function decisionFieldProblem(recorded: RecordedDecision, mode: ToolCallResumeMode | undefined): string | undefined {
-  const fields = (['decision_id', 'updated_at'] as const).filter((f) => (keepsWholeDecision(recorded.action, mode) ? recorded[f] === undefined : recorded[f] !== undefined));
+  const fields = (['decision_id', 'updated_at'] as const).filter((f) =>
+    keepsWholeDecision(recorded.action, mode) ? recorded[f] === undefined : recorded[f] !== undefined,
+  );
   if (fields.length === 0) return undefined;
   return keepsWholeDecision(recorded.action, mode)
     ? `lacks ${fields.join(', ')}: the call keeps the decision whole`
@@ -215,7 +231,8 @@ export function decisionFieldProblem(recorded: RecordedDecision, mode: ToolCallR
 }
 
 /** The decision a recorded one stands for (what the run is given). */
-export const decisionOf = (recorded: RecordedDecision): ToolCallResume => ({ ...recorded, decision_id: recorded.decision_id ?? '', updated_at: recorded.updated_at ?? 0 }) as ToolCallResume;
+export const decisionOf = (recorded: RecordedDecision): ToolCallResume =>
+  ({ ...recorded, decision_id: recorded.decision_id ?? '', updated_at: recorded.updated_at ?? 0 }) as ToolCallResume;
 
 /**
  * The resume mode of every call a run has suspended so far, by call id and suspension id, read from
@@ -240,7 +257,12 @@ export class SuspensionModes {
    * Takes note of the calls a parked run waits on: a run taken up from the store emitted none of
    * their `tool_call_done` events in its own segment, its ticket is where their mode is.
    */
-  noteWaiting(calls: readonly { readonly call: { readonly id: string }; readonly ticket?: { readonly resume_mode: ToolCallResumeMode; readonly suspension: { readonly id: string } } | undefined }[]): void {
+  noteWaiting(
+    calls: readonly {
+      readonly call: { readonly id: string };
+      readonly ticket?: { readonly resume_mode: ToolCallResumeMode; readonly suspension: { readonly id: string } } | undefined;
+    }[],
+  ): void {
     for (const { call, ticket } of calls) {
       if (ticket === undefined) continue;
       this.#modes.set(call.id, ticket.resume_mode);
@@ -282,7 +304,13 @@ export type EndRecord = z.output<typeof EndRecordSchema>;
 
 /** The `end` record of a run, canonical. */
 export function endRecordOf(
-  result: { readonly response: string; readonly steps: number; readonly termination: TerminationReason; readonly usage: TokenUsage; readonly inferenceErrors: readonly unknown[] },
+  result: {
+    readonly response: string;
+    readonly steps: number;
+    readonly termination: TerminationReason;
+    readonly usage: TokenUsage;
+    readonly inferenceErrors: readonly unknown[];
+  },
   messages: readonly Message[],
 ): EndRecord {
   return EndRecordSchema.parse({
@@ -292,7 +320,17 @@ export function endRecordOf(
   });
 }
 
-export const RecordSchema = z.union([HeaderSchema, EnvRecordSchema, LlmRecordSchema, ToolRecordSchema, AskRecordSchema, DecisionRecordSchema, CancelRecordSchema, EventRecordSchema, EndRecordSchema]);
+export const RecordSchema = z.union([
+  HeaderSchema,
+  EnvRecordSchema,
+  LlmRecordSchema,
+  ToolRecordSchema,
+  AskRecordSchema,
+  DecisionRecordSchema,
+  CancelRecordSchema,
+  EventRecordSchema,
+  EndRecordSchema,
+]);
 export type TranscriptRecord = z.output<typeof RecordSchema>;
 
 const BY_TYPE: Readonly<Record<string, z.ZodType>> = {
@@ -421,7 +459,10 @@ export class RequestChain {
   #tools: string | undefined;
   #digest: string | null = null;
 
-  next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): { readonly delta: RequestDelta; readonly digest: string } {
+  next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): {
+    readonly delta: RequestDelta;
+    readonly digest: string;
+  } {
     const held = this.#messages;
     const n = Math.min(held.length, r.messages.length);
     let kept = 0;
@@ -462,7 +503,12 @@ export function applyDeltas(deltas: readonly RequestDelta[]): (NormalisedRequest
     previous =
       previous === undefined || d.kept > previous.messages.length || tools === undefined
         ? undefined
-        : { model: d.model, messages: [...previous.messages.slice(0, d.kept), ...d.messages], tools, ...(d.overrides !== undefined ? { overrides: d.overrides } : {}) };
+        : {
+            model: d.model,
+            messages: [...previous.messages.slice(0, d.kept), ...d.messages],
+            tools,
+            ...(d.overrides !== undefined ? { overrides: d.overrides } : {}),
+          };
     out.push(previous);
   }
   return out;

@@ -30,7 +30,8 @@ export function remoteAuthHeaders(endpoint: RemoteEndpoint, processEnv: NodeJS.P
   if (auth === undefined) return {};
   if (auth.type !== 'bearer') throw new Error(`endpoint auth type '${auth.type}' is not supported (bearer)`);
   const token = typeof auth['token'] === 'string' ? auth['token'] : typeof auth['token_env'] === 'string' ? processEnv[auth['token_env']] : undefined;
-  if (token === undefined || token === '') throw new Error(`endpoint auth: ${typeof auth['token_env'] === 'string' ? `${auth['token_env']} is not set` : 'a bearer needs token or token_env'}`);
+  if (token === undefined || token === '')
+    throw new Error(`endpoint auth: ${typeof auth['token_env'] === 'string' ? `${auth['token_env']} is not set` : 'a bearer needs token or token_env'}`);
   return { authorization: `Bearer ${token}` };
 }
 
@@ -45,7 +46,9 @@ async function loadSdk(): Promise<Sdk> {
     const [core, client] = await Promise.all([import('@a2a-js/sdk'), import('@a2a-js/sdk/client')]);
     return { Message: core.Message, TaskState: core.TaskState, client };
   } catch (e) {
-    throw new Error(`remote delegation over A2A needs the package @a2a-js/sdk (npm install @a2a-js/sdk@1.3.0): ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+    throw new Error(
+      `remote delegation over A2A needs the package @a2a-js/sdk (npm install @a2a-js/sdk@1.3.0): ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+    );
   }
 }
 
@@ -117,7 +120,7 @@ export function a2aBackend(endpoint: RemoteEndpoint, env: Env, options: A2aBacke
   };
 }
 
-const reasonOf = (e: unknown): string => (e instanceof Error ? e.message.split('\n')[0] ?? e.name : String(e));
+const reasonOf = (e: unknown): string => (e instanceof Error ? (e.message.split('\n')[0] ?? e.name) : String(e));
 
 /** One delegation to a remote agent: the task, followed to its end or to where it waits. */
 class RemoteRun {
@@ -164,7 +167,11 @@ class RemoteRun {
     }
     const d = resume.decision;
     const answer: JsonValue =
-      d.action === 'cancel' ? { approved: false, ...(d.reason !== undefined ? { reason: d.reason } : {}) } : d.result === undefined ? { approved: true } : d.result;
+      d.action === 'cancel'
+        ? { approved: false, ...(d.reason !== undefined ? { reason: d.reason } : {}) }
+        : d.result === undefined
+          ? { approved: true }
+          : d.result;
     const part = typeof answer === 'object' && answer !== null ? { data: answer } : { text: typeof answer === 'string' ? answer : JSON.stringify(answer) };
     return this.#sdk.Message.fromJSON({
       messageId: `${r.parent.runId}:${r.parent.callId}:${d.decision_id !== '' ? d.decision_id : d.updated_at}`,
@@ -192,7 +199,9 @@ class RemoteRun {
           }
         }
       } else {
-        const sent = await this.#client.sendMessage({ message: this.#message(), tenant: '', configuration: { returnImmediately: true } } as never, { signal: both });
+        const sent = await this.#client.sendMessage({ message: this.#message(), tenant: '', configuration: { returnImmediately: true } } as never, {
+          signal: both,
+        });
         // The answer is a task, or a message: no task, which is refused below.
         if ('id' in (sent as object) && 'status' in (sent as object)) {
           last = sent as Task;
@@ -200,7 +209,8 @@ class RemoteRun {
         }
       }
       while (!this.#settled(last)) {
-        if (this.#taskId === undefined) return { status: 'failed', child: this.#child(), message: `the A2A agent at ${this.#url} answered without a task`, steps: 0 };
+        if (this.#taskId === undefined)
+          return { status: 'failed', child: this.#child(), message: `the A2A agent at ${this.#url} answered without a task`, steps: 0 };
         await this.#env.sleep(this.#pollMs, both);
         last = await this.#client.getTask({ id: this.#taskId, tenant: '' } as never, { signal: both });
         await this.#seeTask(last);
@@ -211,9 +221,22 @@ class RemoteRun {
         await this.#cancelTask();
         return signal.aborted
           ? { status: 'cancelled', child: this.#child(), message: 'the parent run was cancelled', response: this.#text, steps: 0 }
-          : { status: 'timeout', child: this.#child(), message: `no answer within ${this.#endpoint.timeout_ms} ms (timeout_ms)`, response: this.#text, steps: 0 };
+          : {
+              status: 'timeout',
+              child: this.#child(),
+              message: `no answer within ${this.#endpoint.timeout_ms} ms (timeout_ms)`,
+              response: this.#text,
+              steps: 0,
+            };
       }
-      return { status: 'failed', child: this.#child(), code: 'remote_error', message: `the A2A agent at ${this.#url}: ${reasonOf(e)}`, response: this.#text, steps: 0 };
+      return {
+        status: 'failed',
+        child: this.#child(),
+        code: 'remote_error',
+        message: `the A2A agent at ${this.#url}: ${reasonOf(e)}`,
+        response: this.#text,
+        steps: 0,
+      };
     }
   }
 
@@ -246,7 +269,10 @@ class RemoteRun {
         await this.#seeTask(p.value, false);
       } else if (p.$case === 'statusUpdate') {
         await this.#ids(p.value.taskId, p.value.contextId);
-        task = { ...(task ?? ({ id: p.value.taskId, contextId: p.value.contextId, artifacts: [], history: [] } as unknown as Task)), status: p.value.status } as Task;
+        task = {
+          ...(task ?? ({ id: p.value.taskId, contextId: p.value.contextId, artifacts: [], history: [] } as unknown as Task)),
+          status: p.value.status,
+        } as Task;
       } else if (p.$case === 'artifactUpdate') {
         await this.#ids(p.value.taskId, p.value.contextId);
         const text = textOf(p.value.artifact?.parts ?? []);
@@ -261,7 +287,14 @@ class RemoteRun {
           await this.#r.onEvent({ event_type: 'text_delta', delta: text });
         }
         // A direct message answer: the agent made no task.
-        return { id: this.#taskId ?? '', contextId: p.value.contextId, status: { state: this.#sdk.TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined } as Task;
+        return {
+          id: this.#taskId ?? '',
+          contextId: p.value.contextId,
+          status: { state: this.#sdk.TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: undefined },
+          artifacts: [],
+          history: [],
+          metadata: undefined,
+        } as Task;
       }
     }
     return task;
@@ -305,8 +338,15 @@ class RemoteRun {
     }
     const response = this.#text !== '' ? this.#text : said;
     if (state === 'TASK_STATE_COMPLETED') return { status: 'completed', child, response, steps: 0 };
-    if (state === 'TASK_STATE_CANCELED') return { status: 'cancelled', child, message: said !== '' ? said : 'the remote task was cancelled', response, steps: 0 };
-    return { status: 'failed', child, message: said !== '' ? said : `the remote task ended ${state.replace('TASK_STATE_', '').toLowerCase()}`, response, steps: 0 };
+    if (state === 'TASK_STATE_CANCELED')
+      return { status: 'cancelled', child, message: said !== '' ? said : 'the remote task was cancelled', response, steps: 0 };
+    return {
+      status: 'failed',
+      child,
+      message: said !== '' ? said : `the remote task ended ${state.replace('TASK_STATE_', '').toLowerCase()}`,
+      response,
+      steps: 0,
+    };
   }
 }
 

@@ -32,7 +32,10 @@ export function addressBytes(text: string): Uint8Array | undefined {
   if (!isIPv6(ip)) return undefined;
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(ip);
   const v4 = dotted !== null ? addressBytes(dotted[1] as string) : undefined;
-  const hex = dotted !== null && v4 !== undefined ? `${ip.slice(0, -(dotted[1] as string).length)}${(((v4[0] as number) << 8) | (v4[1] as number)).toString(16)}:${(((v4[2] as number) << 8) | (v4[3] as number)).toString(16)}` : ip;
+  const hex =
+    dotted !== null && v4 !== undefined
+      ? `${ip.slice(0, -(dotted[1] as string).length)}${(((v4[0] as number) << 8) | (v4[1] as number)).toString(16)}:${(((v4[2] as number) << 8) | (v4[3] as number)).toString(16)}`
+      : ip;
   const [head, tail] = hex.includes('::') ? (hex.split('::') as [string, string]) : [hex, undefined];
   const groups = (part: string): number[] => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
   const front = groups(head);
@@ -55,7 +58,8 @@ function ipv4Class(b: Uint8Array): AddressClass {
   if (a === 100 && c === 100 && d === 100 && e === 200) return 'metadata';
   if (a === 169 && c === 254) return 'link_local';
   if (a === 0 || a === 127) return 'loopback';
-  if (a === 10 || (a === 172 && c >= 16 && c <= 31) || (a === 192 && c === 168) || (a === 100 && c >= 64 && c <= 127) || (a === 198 && (c === 18 || c === 19))) return 'private';
+  if (a === 10 || (a === 172 && c >= 16 && c <= 31) || (a === 192 && c === 168) || (a === 100 && c >= 64 && c <= 127) || (a === 198 && (c === 18 || c === 19)))
+    return 'private';
   if (a >= 224) return 'not_unicast';
   return 'public';
 }
@@ -88,7 +92,8 @@ function ipv6Class(b: Uint8Array): AddressClass {
   }
   if (first === 0x2002) return ipv4Class(b.subarray(2, 6));
   // Teredo (2001::/32): the server's IPv4 address, and the client's, its bits inverted.
-  if (first === 0x2001 && b[2] === 0 && b[3] === 0) return worst([ipv4Class(b.subarray(4, 8)), ipv4Class(Uint8Array.from(b.subarray(12, 16), (x) => x ^ 0xff))]);
+  if (first === 0x2001 && b[2] === 0 && b[3] === 0)
+    return worst([ipv4Class(b.subarray(4, 8)), ipv4Class(Uint8Array.from(b.subarray(12, 16), (x) => x ^ 0xff))]);
   // AWS's metadata service over IPv6: fd00:ec2::254.
   if (first === 0xfd00 && b[2] === 0x0e && b[3] === 0xc2 && zeros(b, 4, 14) && b[14] === 0x02 && b[15] === 0x54) return 'metadata';
   if ((first & 0xffc0) === 0xfe80) return 'link_local';

@@ -98,7 +98,9 @@ export class AgentRuntime {
   #validate(registries: Registries, agentId: string): string | undefined {
     const spec = registries.agents.get(agentId);
     if (spec?.endpoint !== undefined) {
-      return this.#delegation.host.backendOf(spec) === undefined ? describeResolveError({ code: 'unsupported_remote_backend', agentId, backend: spec.endpoint.backend }) : undefined;
+      return this.#delegation.host.backendOf(spec) === undefined
+        ? describeResolveError({ code: 'unsupported_remote_backend', agentId, backend: spec.endpoint.backend })
+        : undefined;
     }
     const r = resolveAgent(registries, agentId, { env: this.#env, breaker: this.#breaker });
     return r.ok ? undefined : describeResolveError(r.error);
@@ -158,7 +160,8 @@ export class AgentRuntime {
 
   #revive(request: ReviveRequest, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {
     const store = this.#store;
-    if (store?.loadRunState === undefined) return Promise.resolve(err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' }));
+    if (store?.loadRunState === undefined)
+      return Promise.resolve(err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' }));
     const asked = { agentId: request.agentId, threadId: request.threadId, runId: request.runId };
     return launch(this.#launchHost, asked, sink, { ...options, waitForDecisions: true }, sub, async (prepared) => {
       const [thread, runState] = await Promise.all([store.loadThread(request.threadId), store.loadRunState?.(request.runId)]);
@@ -223,7 +226,10 @@ export class AgentRuntimeBuilder {
   withAgentSpec(spec: AgentSpec | AgentSpecInput): this {
     const parsed = AgentSpecSchema.safeParse(spec);
     if (!parsed.success) {
-      this.#errors.push({ code: 'validation_failed', message: `agent spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      this.#errors.push({
+        code: 'validation_failed',
+        message: `agent spec: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      });
       return this;
     }
     if (this.#agents.has(parsed.data.id)) this.#errors.push({ code: 'agent_registry_conflict', id: parsed.data.id });
@@ -299,7 +305,10 @@ export class AgentRuntimeBuilder {
   withCircuitBreaker(config: Partial<CircuitBreakerConfig>): this {
     const parsed = CircuitBreakerConfigSchema.safeParse(config);
     if (!parsed.success) {
-      this.#errors.push({ code: 'validation_failed', message: `circuit breaker: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      this.#errors.push({
+        code: 'validation_failed',
+        message: `circuit breaker: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      });
     }
     this.#breaker = config;
     return this;

@@ -76,13 +76,10 @@ export const loopActionsPlugin: Plugin = preRegistered({
       // or `cooldown_turns` steps have passed since it was last injected.
       const step = (ctx.snapshot.get(RunLifecycle)?.step_count ?? 0) + 1;
       const last = ctx.snapshot.get(ContextMessages)?.injected[message.key];
-      const inject =
-        message.cooldown_turns === 0 || last === undefined || last.content !== message.content || step - last.step >= message.cooldown_turns;
+      const inject = message.cooldown_turns === 0 || last === undefined || last.content !== message.content || step - last.step >= message.cooldown_turns;
       return inject ? StateCommand.empty().update(ContextMessages, { op: 'upsert', message, step }) : StateCommand.empty();
     });
-    r.registerScheduledAction(SetInferenceOverride, (_ctx, override) =>
-      StateCommand.empty().update(InferenceOverrideState, { op: 'merge', override }),
-    );
+    r.registerScheduledAction(SetInferenceOverride, (_ctx, override) => StateCommand.empty().update(InferenceOverrideState, { op: 'merge', override }));
     r.registerScheduledAction(ExcludeTool, (_ctx, id) => StateCommand.empty().update(ToolFilter, { op: 'exclude', id }));
     r.registerScheduledAction(IncludeOnlyTools, (_ctx, ids) => StateCommand.empty().update(ToolFilter, { op: 'include_only', ids }));
     r.registerScheduledAction(ToolInterceptAction, (_ctx, record) => StateCommand.empty().update(ToolIntercepts, { op: 'add', record }));

@@ -50,7 +50,11 @@ export interface ClusterBus {
    * change (`down` with its cause; `listening` again, after which appends missed meanwhile must be
    * caught up from the shared log).
    */
-  listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void, onStatus?: (status: BusStatus, cause?: unknown) => void): Promise<void>;
+  listen(
+    onAppend: (threadId: string) => void,
+    onCommand: (command: ControlCommand) => void,
+    onStatus?: (status: BusStatus, cause?: unknown) => void,
+  ): Promise<void>;
   /** Whether notifications arrive now (`down` while the listening connection is being re-established). */
   readonly status: BusStatus;
   close(): Promise<void>;

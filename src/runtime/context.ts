@@ -93,9 +93,7 @@ export const CompactionStateKey = defineStateKey<CompactionRecord, CompactionRec
   apply: (_s, u) => u,
   codec: z.object({
     total_compactions: z.number().int().nonnegative(),
-    last: z
-      .object({ summary_message_id: z.string(), boundary_message_id: z.string(), pre_tokens: z.number(), post_tokens: z.number() })
-      .optional(),
+    last: z.object({ summary_message_id: z.string(), boundary_message_id: z.string(), pre_tokens: z.number(), post_tokens: z.number() }).optional(),
   }) as z.ZodType<CompactionRecord>,
 });
 

@@ -35,7 +35,11 @@ export const DelegationConfigSchema = z
   .strict();
 export type DelegationConfig = z.output<typeof DelegationConfigSchema>;
 const DEFAULT_DELEGATION: DelegationConfig = Object.freeze(DelegationConfigSchema.parse({}));
-export const DelegationConfigKey = definePluginConfigKey<DelegationConfig>('delegation', DelegationConfigSchema as z.ZodType<DelegationConfig>, () => DEFAULT_DELEGATION);
+export const DelegationConfigKey = definePluginConfigKey<DelegationConfig>(
+  'delegation',
+  DelegationConfigSchema as z.ZodType<DelegationConfig>,
+  () => DEFAULT_DELEGATION,
+);
 
 /** The run a delegation started: a child thread of this runtime, or a task (and its context) of a remote agent. */
 export interface DelegateChild {
@@ -199,12 +203,31 @@ export function delegateTool(spec: AgentSpec, description: string, host: Delegat
     },
     execute: async (args, ctx) => {
       const prompt = (args as { prompt: string }).prompt.trim();
-      if (backend === undefined) return errorOf({ status: 'failed', code: 'delegation_unavailable', message: `no backend for ${spec.endpoint?.backend ?? 'local'} agents here`, steps: 0 });
+      if (backend === undefined)
+        return errorOf({
+          status: 'failed',
+          code: 'delegation_unavailable',
+          message: `no backend for ${spec.endpoint?.backend ?? 'local'} agents here`,
+          steps: 0,
+        });
       const waiting = ctx.resume?.decision.action === 'resume' ? delegationOf(ctx.resume.ticket) : undefined;
       if (!host.enter(ctx.runId, config.max_fan_out)) {
-        return errorOf({ status: 'failed', code: 'delegation_fan_out_exceeded', message: `this run already has ${config.max_fan_out} sub-runs going (delegation.max_fan_out)`, steps: 0 });
+        return errorOf({
+          status: 'failed',
+          code: 'delegation_fan_out_exceeded',
+          message: `this run already has ${config.max_fan_out} sub-runs going (delegation.max_fan_out)`,
+          steps: 0,
+        });
       }
-      const view: DelegationView = { schema: 'agent-delegation.v1', agent_id: agentId, status: 'running', parent_run_id: ctx.runId, parent_call_id: ctx.callId, steps: 0, tool_calls: [] };
+      const view: DelegationView = {
+        schema: 'agent-delegation.v1',
+        agent_id: agentId,
+        status: 'running',
+        parent_run_id: ctx.runId,
+        parent_call_id: ctx.callId,
+        steps: 0,
+        tool_calls: [],
+      };
       if (waiting !== undefined) {
         view.thread_id = waiting.child.thread_id;
         view.run_id = waiting.child.run_id;
@@ -219,7 +242,9 @@ export function delegateTool(spec: AgentSpec, description: string, host: Delegat
           maxDepth: config.max_depth,
           parent: { threadId: ctx.threadId, runId: ctx.runId, callId: ctx.callId },
           signal: ctx.signal,
-          ...(waiting !== undefined ? { resume: { child: waiting.child, targetId: waiting.targetId, decision: (ctx.resume as NonNullable<ToolCallContext['resume']>).decision } } : {}),
+          ...(waiting !== undefined
+            ? { resume: { child: waiting.child, targetId: waiting.targetId, decision: (ctx.resume as NonNullable<ToolCallContext['resume']>).decision } }
+            : {}),
           onEvent: (event) => follow(view, event, show, ctx),
         });
         if (outcome.child !== undefined) {
@@ -235,7 +260,14 @@ export function delegateTool(spec: AgentSpec, description: string, host: Delegat
             return {
               tool_name: id,
               status: 'success',
-              data: { agent_id: agentId, status: 'completed', response: outcome.response, steps: outcome.steps, thread_id: outcome.child.thread_id, run_id: outcome.child.run_id },
+              data: {
+                agent_id: agentId,
+                status: 'completed',
+                response: outcome.response,
+                steps: outcome.steps,
+                thread_id: outcome.child.thread_id,
+                run_id: outcome.child.run_id,
+              },
               message: null,
             };
           case 'suspended': {
@@ -275,7 +307,13 @@ export function delegateTool(spec: AgentSpec, description: string, host: Delegat
   };
 }
 
-const PROGRESS_OF: Record<DelegateOutcome['status'], ProgressStatus> = { completed: 'done', suspended: 'pending', failed: 'failed', cancelled: 'failed', timeout: 'failed' };
+const PROGRESS_OF: Record<DelegateOutcome['status'], ProgressStatus> = {
+  completed: 'done',
+  suspended: 'pending',
+  failed: 'failed',
+  cancelled: 'failed',
+  timeout: 'failed',
+};
 
 function messageOf(agentId: string, o: DelegateOutcome): string {
   switch (o.status) {

@@ -58,13 +58,25 @@ export interface Asked {
  * controls, its loop made by `prepare`, and its handle — the run holding its thread until it ends.
  * Ids are drawn in this order: the thread (when not asked), then the run (when not asked).
  */
-export async function launch(host: LaunchHost, asked: Asked, sink: EventSink, options: RunOptions, sub: SubRun, prepare: Prepare): Promise<Result<RunHandle, RuntimeError>> {
+export async function launch(
+  host: LaunchHost,
+  asked: Asked,
+  sink: EventSink,
+  options: RunOptions,
+  sub: SubRun,
+  prepare: Prepare,
+): Promise<Result<RunHandle, RuntimeError>> {
   const agentId = asked.agentId ?? host.firstAgentId();
   if (agentId === undefined) return err({ code: 'agent_not_found', agentId: '' });
   let answeredBy: string | undefined;
   const inferenceErrors: InferenceExecutionError[] = [];
   const env = sub.env ?? host.env;
-  const resolved = resolveAgent(host.registries(), agentId, { onModel: (m) => (answeredBy = m), onAbsorbed: (e) => inferenceErrors.push(e), env, breaker: host.breaker });
+  const resolved = resolveAgent(host.registries(), agentId, {
+    onModel: (m) => (answeredBy = m),
+    onAbsorbed: (e) => inferenceErrors.push(e),
+    env,
+    breaker: host.breaker,
+  });
   if (!resolved.ok) {
     if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
     return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
@@ -74,7 +86,13 @@ export async function launch(host: LaunchHost, asked: Asked, sink: EventSink, op
   const runId = asked.runId ?? env.ids.next('run');
 
   // The taps of the agent's active plugins watch the run: its events before the sink gets them.
-  const tap = tapOf(resolved.value, { env, threadId, runId, agent: resolved.value.spec, ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}) });
+  const tap = tapOf(resolved.value, {
+    env,
+    threadId,
+    runId,
+    agent: resolved.value.spec,
+    ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
+  });
   const watched: EventSink = tap?.event === undefined ? sink : tappedSink(sink, tap as Required<Pick<RunTap, 'event'>>);
 
   // The plugins registered when the agent was resolved drive the run's engine, over a new store.
@@ -106,7 +124,12 @@ export async function launch(host: LaunchHost, asked: Asked, sink: EventSink, op
         answeredBy: () => answeredBy,
         inferenceErrors,
         reresolve: (target, base) => {
-          const deps = { onModel: (m: string) => (answeredBy = m), onAbsorbed: (e: InferenceExecutionError) => inferenceErrors.push(e), env, breaker: host.breaker };
+          const deps = {
+            onModel: (m: string) => (answeredBy = m),
+            onAbsorbed: (e: InferenceExecutionError) => inferenceErrors.push(e),
+            env,
+            breaker: host.breaker,
+          };
           const registries = host.registries();
           if (target.overlay === undefined) {
             // A registered agent, resolved whole: its prompt, model, tools and plugins.

@@ -164,12 +164,19 @@ export class LocalDelegation {
         parked.handle.cancel();
         continue;
       }
-      void this.#runs.revive({ threadId: child.thread_id, runId: child.run_id, agentId: child.agent_id }, { emit: () => undefined }, {}, { env: this.#env, depth: child.depth }).then(
-        (r) => {
-          if (r.ok) r.value.cancel();
-        },
-        () => undefined,
-      );
+      void this.#runs
+        .revive(
+          { threadId: child.thread_id, runId: child.run_id, agentId: child.agent_id },
+          { emit: () => undefined },
+          {},
+          { env: this.#env, depth: child.depth },
+        )
+        .then(
+          (r) => {
+            if (r.ok) r.value.cancel();
+          },
+          () => undefined,
+        );
     }
   }
 
@@ -179,7 +186,12 @@ export class LocalDelegation {
     const depth = (this.#depth.get(request.parent.runId) ?? 0) + 1;
     const max = request.maxDepth;
     if (depth > max) {
-      return { status: 'failed', code: 'delegation_depth_exceeded', message: `${request.agentId} would run at depth ${depth}, past delegation.max_depth ${max}`, steps: 0 };
+      return {
+        status: 'failed',
+        code: 'delegation_depth_exceeded',
+        message: `${request.agentId} would run at depth ${depth}, past delegation.max_depth ${max}`,
+        steps: 0,
+      };
     }
     const env = this.#env;
     const child: DelegateChild = { agent_id: request.agentId, backend: 'local', thread_id: env.ids.next('thread'), run_id: env.ids.next('run'), depth };

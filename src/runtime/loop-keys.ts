@@ -3,14 +3,7 @@ import { unreachable } from '../contract/never.ts';
 import { AgentOverlaySchema, type AgentOverlay } from '../contract/agent-spec.ts';
 import { InferenceOverrideSchema, mergeInferenceOverride, type InferenceOverride } from '../contract/inference.ts';
 import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
-import {
-  canTransitionRun,
-  canTransitionToolCall,
-  RunStatusSchema,
-  ToolCallStatusSchema,
-  type RunStatus,
-  type ToolCallStatus,
-} from '../contract/lifecycle.ts';
+import { canTransitionRun, canTransitionToolCall, RunStatusSchema, ToolCallStatusSchema, type RunStatus, type ToolCallStatus } from '../contract/lifecycle.ts';
 import { ToolCallResumeModeSchema, ToolCallResumeSchema, type ToolCallResume, type ToolCallResumeMode } from '../contract/tool.ts';
 import { initialStopStats, type StopPolicyStats } from '../core/policies/stop-policy.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
@@ -244,9 +237,7 @@ export interface ContextStoreState {
   readonly injected: { readonly [key: string]: { readonly step: number; readonly content: string } };
 }
 
-export type ContextStoreUpdate =
-  | { readonly op: 'upsert'; readonly message: ContextMessage; readonly step: number }
-  | { readonly op: 'consume' };
+export type ContextStoreUpdate = { readonly op: 'upsert'; readonly message: ContextMessage; readonly step: number } | { readonly op: 'consume' };
 
 export const ContextMessages = defineStateKey<ContextStoreState, ContextStoreUpdate>({
   key: '__runtime.context_message_store',

@@ -23,7 +23,14 @@ export interface MailboxStore {
   /** Claims up to `limit` available jobs, each of a mailbox with no claimed job, in claim order. */
   claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]>;
   ack(jobId: string, token: string, now: number): Promise<MailboxJob>;
-  nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob>;
+  nack(
+    jobId: string,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Promise<MailboxJob>;
   /** Cancels a queued job; undefined when it is not queued (a claimed job's run is cancelled instead). */
   cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined>;
   extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean>;

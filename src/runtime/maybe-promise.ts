@@ -30,7 +30,12 @@ export function requireNow<T>(value: T | PromiseLike<T>, refusal: string): T {
 
 /** `f(value)` (with `a`, `b` passed on), now if `value` is here, later if it is a promise. */
 export function andThen<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>): MaybePromise<U>;
-export function andThen<T, U, A, B = undefined>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a: A, b?: B): MaybePromise<U>;
+export function andThen<T, U, A, B = undefined>(
+  value: MaybePromise<T> | PromiseLike<T>,
+  f: (t: T, a: A, b: B) => MaybePromise<U>,
+  a: A,
+  b?: B,
+): MaybePromise<U>;
 export function andThen<T, U, A, B>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a?: A, b?: B): MaybePromise<U> {
   if (!isPromiseLike<T>(value)) return f(value, a as A, b as B);
   return Promise.resolve(value).then(a === undefined && b === undefined ? (f as (t: T) => MaybePromise<U>) : (t) => f(t, a as A, b as B));
@@ -41,7 +46,11 @@ export function andThen<T, U, A, B>(value: MaybePromise<T> | PromiseLike<T>, f: 
  * promise rejects; `a`, `b` are passed on to both. A throw of `f` is not `onError`'s: now it is the
  * caller's, later it rejects the promise returned.
  */
-export function andThenOrElse<T, U>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T) => MaybePromise<U>, onError: (e: unknown) => MaybePromise<U>): MaybePromise<U>;
+export function andThenOrElse<T, U>(
+  value: MaybePromise<T> | PromiseLike<T>,
+  f: (t: T) => MaybePromise<U>,
+  onError: (e: unknown) => MaybePromise<U>,
+): MaybePromise<U>;
 export function andThenOrElse<T, U, A, B = undefined>(
   value: MaybePromise<T> | PromiseLike<T>,
   f: (t: T, a: A, b: B) => MaybePromise<U>,
@@ -117,9 +126,23 @@ async function driveLater<T>(pending: PromiseLike<T>, turn: (value: T) => MaybeP
  * it (`undefined` when every call went on). `context` is passed on to `each` (so a hot path names
  * `each` once instead of making a closure per call).
  */
-export function eachInOrder<T, R>(items: readonly T[], each: (item: T, index: number) => MaybePromise<R | undefined>, from?: number): MaybePromise<R | undefined>;
-export function eachInOrder<T, R, C>(items: readonly T[], each: (item: T, index: number, context: C) => MaybePromise<R | undefined>, from: number, context: C): MaybePromise<R | undefined>;
-export function eachInOrder<T, R, C>(items: readonly T[], each: (item: T, index: number, context: C) => MaybePromise<R | undefined>, from = 0, context?: C): MaybePromise<R | undefined> {
+export function eachInOrder<T, R>(
+  items: readonly T[],
+  each: (item: T, index: number) => MaybePromise<R | undefined>,
+  from?: number,
+): MaybePromise<R | undefined>;
+export function eachInOrder<T, R, C>(
+  items: readonly T[],
+  each: (item: T, index: number, context: C) => MaybePromise<R | undefined>,
+  from: number,
+  context: C,
+): MaybePromise<R | undefined>;
+export function eachInOrder<T, R, C>(
+  items: readonly T[],
+  each: (item: T, index: number, context: C) => MaybePromise<R | undefined>,
+  from = 0,
+  context?: C,
+): MaybePromise<R | undefined> {
   for (let i = from; i < items.length; i++) {
     const r = each(items[i] as T, i, context as C);
     if (isPromiseLike<R | undefined>(r)) return Promise.resolve(r).then((v) => (v === undefined ? eachInOrder(items, each, i + 1, context as C) : v));

@@ -127,7 +127,11 @@ export class OutboundGuard {
 
   /** A socket's `lookup` for `url`: the addresses the connection is made to, each checked. */
   #lookupFor(url: URL): LookupFunction {
-    return ((hostname: string, options: LookupOptions, callback: (e: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    return ((
+      hostname: string,
+      options: LookupOptions,
+      callback: (e: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+    ) => {
       this.#resolve(hostname).then(
         (found) => {
           const wanted = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found;
@@ -188,14 +192,24 @@ export class OutboundGuard {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<Response>((resolve, reject) => {
       if (signal?.aborted === true) return reject(signal.reason);
-      const req = send(url, { method, headers: out, agent: url.protocol === 'https:' ? this.#https : this.#http, lookup: this.#lookupFor(url), ...(signal !== undefined ? { signal } : {}) }, (res) => {
-        try {
-          resolve(responseOf(res, method, url, signal));
-        } catch (e) {
-          res.destroy();
-          reject(e);
-        }
-      });
+      const req = send(
+        url,
+        {
+          method,
+          headers: out,
+          agent: url.protocol === 'https:' ? this.#https : this.#http,
+          lookup: this.#lookupFor(url),
+          ...(signal !== undefined ? { signal } : {}),
+        },
+        (res) => {
+          try {
+            resolve(responseOf(res, method, url, signal));
+          } catch (e) {
+            res.destroy();
+            reject(e);
+          }
+        },
+      );
       req.on('error', (e: Error) => {
         if (signal?.aborted === true) reject(signal.reason);
         else if (e instanceof OutboundRefusal) reject(e);
@@ -217,7 +231,14 @@ function responseOf(res: IncomingMessage, method: string, url: URL, signal: Abor
   const empty = method === 'HEAD' || status === 204 || status === 205 || status === 304;
   let stream: Readable = res;
   const encoding = (headers.get('content-encoding') ?? '').trim().toLowerCase();
-  const decoder = encoding === 'gzip' || encoding === 'x-gzip' ? createGunzip() : encoding === 'deflate' ? createInflate() : encoding === 'br' ? createBrotliDecompress() : undefined;
+  const decoder =
+    encoding === 'gzip' || encoding === 'x-gzip'
+      ? createGunzip()
+      : encoding === 'deflate'
+        ? createInflate()
+        : encoding === 'br'
+          ? createBrotliDecompress()
+          : undefined;
   if (decoder !== undefined && !empty) {
     stream = res.pipe(decoder);
     res.on('error', (e) => decoder.destroy(e));
@@ -230,7 +251,11 @@ function responseOf(res: IncomingMessage, method: string, url: URL, signal: Abor
     signal.addEventListener('abort', abort, { once: true });
     stream.once('close', () => signal.removeEventListener('abort', abort));
   }
-  const response = new Response(empty ? null : (Readable.toWeb(stream) as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers });
+  const response = new Response(empty ? null : (Readable.toWeb(stream) as ReadableStream<Uint8Array>), {
+    status,
+    statusText: res.statusMessage ?? '',
+    headers,
+  });
   Object.defineProperty(response, 'url', { value: url.href });
   return response;
 }

@@ -391,7 +391,14 @@ export class PhaseRuntime {
   #execute(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<ExecuteReport, PhaseError>> {
     const snapshot = this.store.snapshot();
     if (nothingToRun(this.env, snapshot, phase)) {
-      return ok({ rounds: 0, processedActions: 0, skippedActions: snapshot.get(PendingScheduledActions)?.length ?? 0, failedActions: 0, commits: 0, effects: NO_EFFECTS });
+      return ok({
+        rounds: 0,
+        processedActions: 0,
+        skippedActions: snapshot.get(PendingScheduledActions)?.length ?? 0,
+        failedActions: 0,
+        commits: 0,
+        effects: NO_EFFECTS,
+      });
     }
     return this.#executeRounds(phase, options);
   }

@@ -83,7 +83,11 @@ export type DecisionReplayPolicy = 'immediate' | 'batch_all_suspended';
 /** The mode of an agent without a `tool_execution` section: one frozen value, not a parse per run. */
 const DEFAULT_TOOL_EXECUTION = Object.freeze(ToolExecutionSchema.parse({}));
 
-export const ToolExecutionConfigKey = definePluginConfigKey('tool_execution', ToolExecutionSchema as z.ZodType<z.output<typeof ToolExecutionSchema>>, () => DEFAULT_TOOL_EXECUTION);
+export const ToolExecutionConfigKey = definePluginConfigKey(
+  'tool_execution',
+  ToolExecutionSchema as z.ZodType<z.output<typeof ToolExecutionSchema>>,
+  () => DEFAULT_TOOL_EXECUTION,
+);
 
 const McpToolSchema = z.object({ default_message: z.string().min(1).optional() }).strict();
 
@@ -91,7 +95,11 @@ const McpToolSchema = z.object({ default_message: z.string().min(1).optional() }
  * How the agent is offered as an MCP tool (`awaken serve`'s `/v1/mcp`, `awaken mcp`): with
  * `default_message`, a call without a message runs the agent on it (a tool that needs no input).
  */
-export const McpToolConfigKey = definePluginConfigKey<z.output<typeof McpToolSchema>>('mcp', McpToolSchema as z.ZodType<z.output<typeof McpToolSchema>>, () => ({}));
+export const McpToolConfigKey = definePluginConfigKey<z.output<typeof McpToolSchema>>(
+  'mcp',
+  McpToolSchema as z.ZodType<z.output<typeof McpToolSchema>>,
+  () => ({}),
+);
 
 /** Sections the runtime itself claims. */
 export const RUNTIME_CONFIG_KEYS: readonly PluginConfigKey<unknown>[] = [
@@ -172,7 +180,13 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
         continue;
       }
       const read = readPluginConfig(spec, owner.key);
-      if (!read.ok) return err({ code: 'invalid_plugin_config', plugin: owner.plugin, key: section, message: read.error.code === 'key_decode' ? read.error.message : read.error.code });
+      if (!read.ok)
+        return err({
+          code: 'invalid_plugin_config',
+          plugin: owner.plugin,
+          key: section,
+          message: read.error.code === 'key_decode' ? read.error.message : read.error.code,
+        });
     }
   }
   const retry = readPluginConfig(spec, RetryConfigKey);
@@ -244,7 +258,8 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
         tool = registries.delegation?.wrap?.(made) ?? made;
       }
       const id = tool.descriptor.id;
-      if (registries.tools.has(id) || pluginTools.has(id) || delegated.has(id)) return err({ code: 'tool_id_conflict', toolId: id, sourceA: registries.tools.has(id) ? 'global' : 'plugin', sourceB: `delegate:${delegateId}` });
+      if (registries.tools.has(id) || pluginTools.has(id) || delegated.has(id))
+        return err({ code: 'tool_id_conflict', toolId: id, sourceA: registries.tools.has(id) ? 'global' : 'plugin', sourceB: `delegate:${delegateId}` });
       delegated.set(id, tool);
     }
   }
@@ -261,8 +276,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id) ?? delegated.get(id)) as Tool);
 
   const mode = execution.value.mode;
-  const decisionReplay: DecisionReplayPolicy =
-    execution.value.decision_replay ?? (mode === 'parallel_batch_approval' ? 'batch_all_suspended' : 'immediate');
+  const decisionReplay: DecisionReplayPolicy = execution.value.decision_replay ?? (mode === 'parallel_batch_approval' ? 'batch_all_suspended' : 'immediate');
   return ok({
     spec,
     modelId: spec.model,
@@ -285,7 +299,10 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
  * (its hooks keep nothing between runs: the statistics live in the run's state). The spec is one
  * object per published registries, so a new publication makes a new one.
  */
-const stopConditions = new WeakMap<AgentSpec, { readonly shared: readonly StopPolicy[] | undefined; readonly policies: StopPolicy[]; readonly plugin: Plugin }>();
+const stopConditions = new WeakMap<
+  AgentSpec,
+  { readonly shared: readonly StopPolicy[] | undefined; readonly policies: StopPolicy[]; readonly plugin: Plugin }
+>();
 
 function stopConditionOf(spec: AgentSpec, shared: readonly StopPolicy[] | undefined): { readonly policies: StopPolicy[]; readonly plugin: Plugin } {
   const known = stopConditions.get(spec);

@@ -43,7 +43,13 @@ export interface ModelTarget {
  * client already). The request's `model` is replaced by each target's name; the observer hears which
  * one answered and each failure another attempt followed.
  */
-export function retryingExecutor(targets: readonly ModelTarget[], policy: LlmRetryPolicy, env: Env, breaker?: CircuitBreaker, observer: InferenceObserver = {}): LlmExecutor {
+export function retryingExecutor(
+  targets: readonly ModelTarget[],
+  policy: LlmRetryPolicy,
+  env: Env,
+  breaker?: CircuitBreaker,
+  observer: InferenceObserver = {},
+): LlmExecutor {
   const setup: RetrySetup = { targets, policy, env, breaker, observer };
   return {
     name: `retrying(${targets.map((t) => t.executor.name).join(',')})`,

@@ -118,7 +118,9 @@ export class RunLoop implements BatchHost {
   /** `run_start`, naming the parent run of a sub-run. */
   runStart(): AgentEvent {
     const parent = this.#p.parentRunId;
-    return parent === undefined ? { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId } : { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId, parent_run_id: parent };
+    return parent === undefined
+      ? { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId }
+      : { event_type: 'run_start', thread_id: this.threadId, run_id: this.runId, parent_run_id: parent };
   }
 
   /** Delivers an event; a promise only when the sink is asynchronous. */
@@ -294,7 +296,13 @@ export class RunLoop implements BatchHost {
     this.resolved = handoff.agent;
     this.#acting = handoff.name;
     this.#inferences.reset();
-    const announced = this.emit({ event_type: 'activity_snapshot', message_id: this.env.ids.next('message'), activity_type: 'agent_handoff', content: { from: handoff.from, to: handoff.to }, replace: true });
+    const announced = this.emit({
+      event_type: 'activity_snapshot',
+      message_id: this.env.ids.next('message'),
+      activity_type: 'agent_handoff',
+      content: { from: handoff.from, to: handoff.to },
+      replace: true,
+    });
     return andThen(announced, () => undefined);
   }
 
@@ -305,7 +313,11 @@ export class RunLoop implements BatchHost {
 
   readonly #consumeInputs = (): Halting => {
     const snap = this.phase.store.snapshot();
-    const inputs: RequestInputs = { filter: snap.get(ToolFilter), override: snap.get(InferenceOverrideState), context: orderedContextMessages(snap.get(ContextMessages)) };
+    const inputs: RequestInputs = {
+      filter: snap.get(ToolFilter),
+      override: snap.get(InferenceOverrideState),
+      context: orderedContextMessages(snap.get(ContextMessages)),
+    };
     this.#inputs = inputs;
     // The per-step accumulators are emptied (back to absent) once read.
     const clear = StateCommand.empty();
@@ -323,12 +335,18 @@ export class RunLoop implements BatchHost {
     const previous = this.#inference;
     if (!continuation || previous === undefined) return this.#inferNow();
     const complete = new Set(previous.result.toolCalls.map((c) => c.id));
-    return andThen(this.#closeCalls(previous.started.filter((c) => !complete.has(c.id)), INTERRUPTED), () => {
-      const partial = streamText(previous.result);
-      if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
-      this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
-      return this.#inferNow();
-    });
+    return andThen(
+      this.#closeCalls(
+        previous.started.filter((c) => !complete.has(c.id)),
+        INTERRUPTED,
+      ),
+      () => {
+        const partial = streamText(previous.result);
+        if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
+        this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
+        return this.#inferNow();
+      },
+    );
   }
 
   #inferNow(): Promise<LoopInput> {
@@ -360,7 +378,13 @@ export class RunLoop implements BatchHost {
     const text = this.#textOf(inference);
     const observation =
       inference.error === undefined
-        ? { ok: true as const, inputTokens: result.usage?.prompt_tokens ?? 0, outputTokens: result.usage?.completion_tokens ?? 0, text, toolNames: result.toolCalls.map((c) => c.name) }
+        ? {
+            ok: true as const,
+            inputTokens: result.usage?.prompt_tokens ?? 0,
+            outputTokens: result.usage?.completion_tokens ?? 0,
+            text,
+            toolNames: result.toolCalls.map((c) => c.name),
+          }
         : { ok: false as const };
     return this.runPhase('after_inference', {
       inference: observation,
@@ -462,7 +486,10 @@ export class RunLoop implements BatchHost {
   /** Closes calls as failed with `message` (a stream that ended early, a run that stopped before its tools). */
   #closeCalls(calls: readonly { id: string; name: string }[], message: string): MaybePromise<undefined> {
     return eachInOrder(calls, (call) =>
-      andThen(this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result: ToolResults.error(call.name, message), outcome: 'failed' }), () => undefined),
+      andThen(
+        this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result: ToolResults.error(call.name, message), outcome: 'failed' }),
+        () => undefined,
+      ),
     );
   }
 
@@ -483,7 +510,15 @@ export class RunLoop implements BatchHost {
   }
 
   #result(termination: TerminationReason): AgentRunResult {
-    return { threadId: this.threadId, runId: this.runId, response: this.response(), steps: this.#steps, termination, usage: this.#inferences.total(), inferenceErrors: [...(this.#p.inferenceErrors ?? [])] };
+    return {
+      threadId: this.threadId,
+      runId: this.runId,
+      response: this.response(),
+      steps: this.#steps,
+      termination,
+      usage: this.#inferences.total(),
+      inferenceErrors: [...(this.#p.inferenceErrors ?? [])],
+    };
   }
 
   /** `state_snapshot`; a promise only for an asynchronous sink. */
@@ -496,7 +531,13 @@ export class RunLoop implements BatchHost {
   /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
   checkpoint(termination: TerminationReason | undefined): Halting {
     const usage = this.#inferences.usage;
-    return this.#checkpoints.write(termination, { agentId: this.resolved.spec.id, messages: this.#messages, steps: this.#steps, inputTokens: usage.prompt, outputTokens: usage.completion });
+    return this.#checkpoints.write(termination, {
+      agentId: this.resolved.spec.id,
+      messages: this.#messages,
+      steps: this.#steps,
+      inputTokens: usage.prompt,
+      outputTokens: usage.completion,
+    });
   }
 }
 

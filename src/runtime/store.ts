@@ -127,7 +127,12 @@ export function threadMatcher(q: ThreadQuery): (thread: ThreadRecord, runs: read
     }
     return (
       run === undefined ||
-      runs.some((r) => (run.agentId === undefined || r.agent_id === run.agentId) && (run.status === undefined || r.status === run.status) && (run.failed !== true || r.termination?.type === 'error'))
+      runs.some(
+        (r) =>
+          (run.agentId === undefined || r.agent_id === run.agentId) &&
+          (run.status === undefined || r.status === run.status) &&
+          (run.failed !== true || r.termination?.type === 'error'),
+      )
     );
   };
 }
@@ -234,7 +239,14 @@ export interface ThreadLeaseStore {
    * returned too: its run must be ended (`takeOverLease`) before the thread is taken, so no run
    * silently loses its thread.
    */
-  takeLease(lease: { readonly threadId: string; readonly runId: string; readonly owner: string; readonly now: number; readonly ttlMs: number; readonly steal?: boolean }): Promise<LeaseTake>;
+  takeLease(lease: {
+    readonly threadId: string;
+    readonly runId: string;
+    readonly owner: string;
+    readonly now: number;
+    readonly ttlMs: number;
+    readonly steal?: boolean;
+  }): Promise<LeaseTake>;
   /** Extends every lease `owner` holds to `now + ttlMs`; returns them (one missing was taken over). */
   renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]>;
   /** Frees the thread if `runId` still holds it. */
@@ -343,7 +355,10 @@ export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], crea
     updated_at: c.updatedAt,
     ...(parent !== undefined ? { parent_run_id: parent } : {}),
     ...(counted
-      ? { input_tokens: (previous?.input_tokens ?? 0) + tokenCount(c.tokens?.input), output_tokens: (previous?.output_tokens ?? 0) + tokenCount(c.tokens?.output) }
+      ? {
+          input_tokens: (previous?.input_tokens ?? 0) + tokenCount(c.tokens?.input),
+          output_tokens: (previous?.output_tokens ?? 0) + tokenCount(c.tokens?.output),
+        }
       : {}),
   };
 }
@@ -391,7 +406,8 @@ export function threadRecord(t: ThreadRecord): ThreadRecord {
 
 /** The thread a patch leaves (pure; every store applies it to the record it holds). */
 export function patchedThread(t: ThreadRecord, patch: ThreadPatch, now: number): ThreadRecord {
-  const cleared = (given: string | null | undefined, held: string | undefined): string | undefined => (given === undefined ? held : given === null ? undefined : given);
+  const cleared = (given: string | null | undefined, held: string | undefined): string | undefined =>
+    given === undefined ? held : given === null ? undefined : given;
   const { resource_id: _r, parent_thread_id: _p, ...kept } = t;
   const resource = cleared(patch.resource_id, t.resource_id);
   const parent = cleared(patch.parent_thread_id, t.parent_thread_id);
@@ -421,4 +437,3 @@ export const pageOf = <T>(all: readonly T[], q: PageQuery): Page<T> => ({ items:
 
 export const visibleMessages = (messages: readonly Message[], visibility: MessageQuery['visibility']): readonly Message[] =>
   visibility === 'all' ? messages : messages.filter((m) => m.visibility !== 'internal');
-

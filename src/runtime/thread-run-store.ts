@@ -96,7 +96,6 @@ export class MemoryThreadRunStore implements ThreadRunStore {
   }
 }
 
-
 /** A checkpoint as `MemoryThreadRunStore` keeps it: its fields, and its messages read from the thread's array as it was then. */
 class KeptCheckpoint {
   readonly threadId: string;

@@ -39,7 +39,16 @@ import {
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
-import { INTERCEPT_PRECEDENCE, InterceptConflicts, ToolCallStates, ToolIntercepts, withEntry, type InterceptRecord, type ToolCallState, type ToolIntercept } from './loop-keys.ts';
+import {
+  INTERCEPT_PRECEDENCE,
+  InterceptConflicts,
+  ToolCallStates,
+  ToolIntercepts,
+  withEntry,
+  type InterceptRecord,
+  type ToolCallState,
+  type ToolIntercept,
+} from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import { DELEGATION_CATEGORY } from './delegation.ts';
 import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext, type Tool } from './tool.ts';
@@ -132,7 +141,6 @@ function commandOf(staged: StagedCommand): StateCommand {
   return new StateCommand(new MutationBatch(undefined, [...staged.ops]), [...staged.actions], [...staged.effects]);
 }
 
-
 /**
  * An intercept's place in `INTERCEPT_PRECEDENCE` (lower wins). A `set_result` whose result is an
  * error marked `metadata.rejected` is what a refusal settles to, and ranks as one: plugins that
@@ -207,7 +215,18 @@ export class ToolBatch {
       if (state === undefined) return undefined;
       const result = Object.hasOwn(record.results, call.id) ? record.results[call.id] : undefined;
       const staged = record.staged !== undefined && Object.hasOwn(record.staged, call.id) ? record.staged[call.id] : undefined;
-      calls.push(batchCall(call, state.status, state.resume_mode, result, staged === undefined ? undefined : commandOf(staged), state.suspension_id, state.suspension_reason, true));
+      calls.push(
+        batchCall(
+          call,
+          state.status,
+          state.resume_mode,
+          result,
+          staged === undefined ? undefined : commandOf(staged),
+          state.suspension_id,
+          state.suspension_reason,
+          true,
+        ),
+      );
     }
     const batch = new ToolBatch(host, record.calls, restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls), undefined);
     return batch.suspendedIds().length > 0 ? batch : undefined;
@@ -357,7 +376,9 @@ export class ToolBatch {
         return andThen(this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume), executedInput);
       case 'execute_all': {
         const calls = this.#state.calls;
-        const outcomes = next.indices.map((i) => this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot as Snapshot, undefined));
+        const outcomes = next.indices.map((i) =>
+          this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot as Snapshot, undefined),
+        );
         return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
       }
       default:
@@ -383,7 +404,10 @@ export class ToolBatch {
         const data = stagedOf(staged);
         return StateCommand.empty()
           .update(ToolCallStates, { op: 'put', state: this.#stateOf(call, command.resumeInput) })
-          .update(ToolBatchKey, data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data });
+          .update(
+            ToolBatchKey,
+            data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data },
+          );
       }
       default:
         return unreachable(command, 'batch command');
@@ -408,7 +432,9 @@ export class ToolBatch {
   /** The assistant message with the calls, then one tool message per call, in model order. */
   #messagesOf(newId: () => string): Message[] {
     const { messageId, text } = this.#state;
-    const messages: Message[] = [{ id: messageId, role: 'assistant', content: text === '' ? [] : [{ type: 'text', text }], tool_calls: this.#calls.map((c) => ({ ...c })) }];
+    const messages: Message[] = [
+      { id: messageId, role: 'assistant', content: text === '' ? [] : [{ type: 'text', text }], tool_calls: this.#calls.map((c) => ({ ...c })) },
+    ];
     for (const call of this.#state.calls) {
       messages.push({ id: newId(), role: 'tool', content: [{ type: 'text', text: toolMessageText(call.result as ToolResult) }], tool_call_id: call.call.id });
     }
@@ -507,13 +533,15 @@ function modeOf(host: BatchHost, calls: readonly ToolCall[]): BatchState['mode']
   return calls.every((c) => host.resolved.tools.get(c.name)?.descriptor.category === DELEGATION_CATEGORY) ? 'parallel_streaming' : mode;
 }
 
-const invoked = (out: ToolResult | ToolOutput): ToolOutcome => (isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined });
+const invoked = (out: ToolResult | ToolOutput): ToolOutcome =>
+  isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined };
 
 /** What an event's delivery settles to: the batch goes on, whatever the sink's promise held. */
 const wentOn = (): undefined => undefined;
 
 /** What the plugins allowed, the tool may still ask to be approved first (`Tool.askBefore`). */
-const askedUnlessDecided = (gate: Gate | Halt, tool: Tool, call: ToolCall): Gate | Halt | Promise<Gate> => (isHalt(gate) || gate.type !== 'allow' ? gate : askedOf(tool, call));
+const askedUnlessDecided = (gate: Gate | Halt, tool: Tool, call: ToolCall): Gate | Halt | Promise<Gate> =>
+  isHalt(gate) || gate.type !== 'allow' ? gate : askedOf(tool, call);
 
 const executedInput = (outcome: ToolOutcome): BatchInput => ({ type: 'executed', outcome });
 
@@ -579,7 +607,11 @@ class CallContext implements ToolCallContext {
     this.agentSpec = host.resolved.spec;
     this.snapshot = snapshot;
     this.signal = host.signal;
-    if (resume !== undefined) this.resume = resume.ticket === undefined ? { decision: resume.decision, mode: resume.mode } : { decision: resume.decision, mode: resume.mode, ticket: resume.ticket };
+    if (resume !== undefined)
+      this.resume =
+        resume.ticket === undefined
+          ? { decision: resume.decision, mode: resume.mode }
+          : { decision: resume.decision, mode: resume.mode, ticket: resume.ticket };
   }
 
   state<V>(key: StateKey<V, unknown>): V | undefined {
@@ -591,7 +623,12 @@ class CallContext implements ToolCallContext {
   }
 
   reportActivityDelta(activityType: string, patch: JsonValue): Promise<void> {
-    return emitted(this.#host, { event_type: 'activity_delta', message_id: this.callId, activity_type: activityType, patch: Array.isArray(patch) ? patch : [patch] });
+    return emitted(this.#host, {
+      event_type: 'activity_delta',
+      message_id: this.callId,
+      activity_type: activityType,
+      patch: Array.isArray(patch) ? patch : [patch],
+    });
   }
 
   streamOutput(delta: string): Promise<void> {

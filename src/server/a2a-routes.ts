@@ -64,9 +64,12 @@ const errorInfo = (reason: string, metadata: Record<string, string> = {}): JsonV
 });
 
 const badRequest = (field: string, description: string): A2aError =>
-  new A2aError('INVALID_ARGUMENT', `invalid A2A request: ${field}: ${description}`, [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description }] }]);
+  new A2aError('INVALID_ARGUMENT', `invalid A2A request: ${field}: ${description}`, [
+    { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description }] },
+  ]);
 const taskNotFound = (taskId: string): A2aError => new A2aError('TASK_NOT_FOUND', `task not found: ${taskId}`, [errorInfo('TASK_NOT_FOUND', { taskId })]);
-const terminal = (taskId: string): A2aError => new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is in a terminal state`, [errorInfo('UNSUPPORTED_OPERATION', { taskId })]);
+const terminal = (taskId: string): A2aError =>
+  new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is in a terminal state`, [errorInfo('UNSUPPORTED_OPERATION', { taskId })]);
 
 /** The HTTP+JSON error body (google.rpc.Status). */
 function httpError(c: Context, e: A2aError): Response {
@@ -99,7 +102,11 @@ const SendMessageSchema = z.looseObject({
     taskId: z.string().optional(),
   }),
   configuration: z
-    .looseObject({ acceptedOutputModes: z.array(z.string()).optional(), historyLength: z.number().int().nonnegative().optional(), returnImmediately: z.boolean().optional() })
+    .looseObject({
+      acceptedOutputModes: z.array(z.string()).optional(),
+      historyLength: z.number().int().nonnegative().optional(),
+      returnImmediately: z.boolean().optional(),
+    })
     .optional(),
   metadata: z.unknown().optional(),
 });
@@ -122,7 +129,9 @@ function blocksOf(parts: SendMessage['message']['parts']): ContentBlock[] {
     if (p.data !== undefined) return { type: 'text', text: JSON.stringify(p.data) };
     const mediaType = p.mediaType ?? 'application/octet-stream';
     const source = p.url !== undefined ? { kind: 'url' as const, url: p.url } : { kind: 'base64' as const, media_type: mediaType, data: p.raw ?? '' };
-    return mediaType.startsWith('image/') ? { type: 'image', source } : { type: 'document', source, ...(p.filename !== undefined ? { title: p.filename } : {}) };
+    return mediaType.startsWith('image/')
+      ? { type: 'image', source }
+      : { type: 'document', source, ...(p.filename !== undefined ? { title: p.filename } : {}) };
   });
 }
 
@@ -147,16 +156,36 @@ const pendingOf = (calls: readonly WaitingCall[]) =>
     toolCallId: c.callId,
     name: c.name,
     arguments: c.arguments,
-    ...(c.suspension !== undefined ? { suspensionId: c.suspension.id, action: c.suspension.action, ...(c.suspension.message !== undefined ? { message: c.suspension.message } : {}) } : {}),
+    ...(c.suspension !== undefined
+      ? { suspensionId: c.suspension.id, action: c.suspension.action, ...(c.suspension.message !== undefined ? { message: c.suspension.message } : {}) }
+      : {}),
   }));
 
 /** A task snapshot from the run record, its thread's messages and, while it waits, the calls it waits on. */
-function taskOf(run: RunRecord, status: RunRecord['status'], messages: readonly Message[], historyLength: number | undefined, waiting: readonly WaitingCall[]): JsonValue {
+function taskOf(
+  run: RunRecord,
+  status: RunRecord['status'],
+  messages: readonly Message[],
+  historyLength: number | undefined,
+  waiting: readonly WaitingCall[],
+): JsonValue {
   const state: TaskState =
-    status === 'created' ? 'TASK_STATE_SUBMITTED' : status === 'running' ? 'TASK_STATE_WORKING' : status === 'waiting' ? 'TASK_STATE_INPUT_REQUIRED' : taskStateOf(run.termination ?? ({ type: 'natural_end' } as TerminationReason));
+    status === 'created'
+      ? 'TASK_STATE_SUBMITTED'
+      : status === 'running'
+        ? 'TASK_STATE_WORKING'
+        : status === 'waiting'
+          ? 'TASK_STATE_INPUT_REQUIRED'
+          : taskStateOf(run.termination ?? ({ type: 'natural_end' } as TerminationReason));
   const visible = messages.filter((m) => (m.role === 'user' || m.role === 'assistant') && m.visibility !== 'internal' && partsOf(m).length > 0);
   const lastAgent = [...visible].reverse().find((m) => m.role === 'assistant');
-  const agentMessage = (m: Message): JsonValue => ({ messageId: m.id ?? `${run.run_id}:answer`, contextId: run.thread_id, taskId: run.run_id, role: 'ROLE_AGENT', parts: partsOf(m) });
+  const agentMessage = (m: Message): JsonValue => ({
+    messageId: m.id ?? `${run.run_id}:answer`,
+    contextId: run.thread_id,
+    taskId: run.run_id,
+    role: 'ROLE_AGENT',
+    parts: partsOf(m),
+  });
   const settled = state !== 'TASK_STATE_SUBMITTED' && state !== 'TASK_STATE_WORKING';
   const statusMessage =
     state === 'TASK_STATE_INPUT_REQUIRED' && waiting.length > 0
@@ -169,11 +198,15 @@ function taskOf(run: RunRecord, status: RunRecord['status'], messages: readonly 
     id: run.run_id,
     contextId: run.thread_id,
     status: { state, ...(statusMessage !== undefined ? { message: statusMessage } : {}) },
-    ...(state === 'TASK_STATE_COMPLETED' && lastAgent !== undefined ? { artifacts: [{ artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: partsOf(lastAgent) }] } : {}),
+    ...(state === 'TASK_STATE_COMPLETED' && lastAgent !== undefined
+      ? { artifacts: [{ artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: partsOf(lastAgent) }] }
+      : {}),
     ...(history.length > 0
       ? {
           history: history.map((m) =>
-            m.role === 'assistant' ? agentMessage(m) : { messageId: m.id ?? '', contextId: run.thread_id, taskId: run.run_id, role: 'ROLE_USER', parts: partsOf(m) },
+            m.role === 'assistant'
+              ? agentMessage(m)
+              : { messageId: m.id ?? '', contextId: run.thread_id, taskId: run.run_id, role: 'ROLE_USER', parts: partsOf(m) },
           ),
         }
       : {}),
@@ -200,7 +233,13 @@ const STATES: Record<string, RunRecord['status']> = { TASK_STATE_SUBMITTED: 'cre
  */
 export function a2aRoutes(
   parts: ServerParts,
-  options: { readonly heartbeatMs: number; readonly version: string; readonly extendedCardToken?: string; readonly trustProxy?: boolean; readonly basePath?: string },
+  options: {
+    readonly heartbeatMs: number;
+    readonly version: string;
+    readonly extendedCardToken?: string;
+    readonly trustProxy?: boolean;
+    readonly basePath?: string;
+  },
 ): Hono {
   const { runtime, store, registry } = parts;
   const env = runtime.env;
@@ -239,7 +278,9 @@ export function a2aRoutes(
   const checkVersion = (c: Context): void => {
     const version = c.req.header('a2a-version') ?? c.req.query('A2A-Version');
     if (version !== undefined && version !== A2A_VERSION) {
-      throw new A2aError('VERSION_NOT_SUPPORTED', `A2A version ${version} is not supported (only ${A2A_VERSION})`, [errorInfo('VERSION_NOT_SUPPORTED', { version })]);
+      throw new A2aError('VERSION_NOT_SUPPORTED', `A2A version ${version} is not supported (only ${A2A_VERSION})`, [
+        errorInfo('VERSION_NOT_SUPPORTED', { version }),
+      ]);
     }
   };
 
@@ -278,7 +319,14 @@ export function a2aRoutes(
       throw new A2aError('UNAUTHENTICATED', 'a valid bearer token is required for the extended agent card');
     }
     const card = cardOf(c, agentId);
-    const skills = runtime.agentIds().map((id) => ({ id, name: id, description: `Interact with the '${id}' Awaken agent.`, tags: ['awaken', 'agent'], inputModes: ['text/plain', 'application/json'], outputModes: ['text/plain'] }));
+    const skills = runtime.agentIds().map((id) => ({
+      id,
+      name: id,
+      description: `Interact with the '${id}' Awaken agent.`,
+      tags: ['awaken', 'agent'],
+      inputModes: ['text/plain', 'application/json'],
+      outputModes: ['text/plain'],
+    }));
     return { ...card, skills };
   }
 
@@ -287,7 +335,15 @@ export function a2aRoutes(
     const stored = await store.getRun(taskId);
     const live = registry.live(taskId);
     if (stored === undefined && live === undefined) throw taskNotFound(taskId);
-    const record: RunRecord = stored ?? { run_id: taskId, thread_id: live?.threadId ?? '', agent_id: live?.agentId ?? '', status: 'created', steps: 0, created_at: 0, updated_at: 0 };
+    const record: RunRecord = stored ?? {
+      run_id: taskId,
+      thread_id: live?.threadId ?? '',
+      agent_id: live?.agentId ?? '',
+      status: 'created',
+      steps: 0,
+      created_at: 0,
+      updated_at: 0,
+    };
     const messages = (await store.loadThread(record.thread_id))?.messages ?? [];
     return taskOf(record, live?.status ?? record.status, messages, historyLength, (await registry.waitingAnywhere(taskId))?.calls ?? []);
   }
@@ -305,8 +361,16 @@ export function a2aRoutes(
     if (token !== '' && !/^\d{1,9}$/.test(token)) throw badRequest('pageToken', 'must be a page token from a previous listing');
     const offset = token === '' ? 0 : Number(token);
     const wanted = q.status;
-    const status = wanted === undefined || wanted === '' ? undefined : STATES[wanted.toUpperCase().startsWith('TASK_STATE_') ? wanted.toUpperCase() : `TASK_STATE_${wanted.toUpperCase().replace(/-/g, '_')}`];
-    const page = await store.listRuns({ offset, limit: pageSize, ...(q.contextId !== undefined && q.contextId !== '' ? { threadId: q.contextId } : {}), ...(status !== undefined ? { status } : {}) });
+    const status =
+      wanted === undefined || wanted === ''
+        ? undefined
+        : STATES[wanted.toUpperCase().startsWith('TASK_STATE_') ? wanted.toUpperCase() : `TASK_STATE_${wanted.toUpperCase().replace(/-/g, '_')}`];
+    const page = await store.listRuns({
+      offset,
+      limit: pageSize,
+      ...(q.contextId !== undefined && q.contextId !== '' ? { threadId: q.contextId } : {}),
+      ...(status !== undefined ? { status } : {}),
+    });
     const historyLength = q.historyLength ?? 0;
     const tasks: JsonValue[] = [];
     for (const run of page.items) {
@@ -369,7 +433,8 @@ export function a2aRoutes(
     if (m.messageId.trim() === '') throw badRequest('message.messageId', 'must not be blank');
     if (m.parts.length === 0) throw badRequest('message.parts', 'at least one part is required');
     const modes = req.configuration?.acceptedOutputModes;
-    if (modes !== undefined && modes.length > 0 && !modes.includes('text/plain')) throw new A2aError('CONTENT_TYPE_NOT_SUPPORTED', 'this agent answers text/plain only');
+    if (modes !== undefined && modes.length > 0 && !modes.includes('text/plain'))
+      throw new A2aError('CONTENT_TYPE_NOT_SUPPORTED', 'this agent answers text/plain only');
     const blocks = blocksOf(m.parts);
     let agent = agentId;
     if (req.tenant !== undefined && req.tenant !== '') {
@@ -391,7 +456,8 @@ export function a2aRoutes(
       }
       if (m.contextId !== undefined && m.contextId !== '' && m.contextId !== live.threadId) throw badRequest('message.contextId', 'does not match the task');
       const waiting = registry.waiting(taskId);
-      if (waiting === undefined) throw new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is not waiting for input`, [errorInfo('UNSUPPORTED_OPERATION', { taskId })]);
+      if (waiting === undefined)
+        throw new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is not waiting for input`, [errorInfo('UNSUPPORTED_OPERATION', { taskId })]);
       threadId = live.threadId;
       const reply = replyOf(m.parts);
       answers = waiting.calls.map((call) => decisionFor(call.callId, declines(reply) ? 'cancel' : 'resume', env.clock.now(), { result: reply }));
@@ -417,9 +483,11 @@ export function a2aRoutes(
     if (!accepted.ok) {
       const e = accepted.error;
       if (e.code === 'thread_paused') {
-        throw new A2aError('THREAD_PAUSED', `context ${threadId} waits for input on task ${e.runId}: answer it with a message on that task, or send metadata.discardPause: true to cancel it`, [
-          errorInfo('THREAD_PAUSED', { contextId: threadId, taskId: e.runId }),
-        ]);
+        throw new A2aError(
+          'THREAD_PAUSED',
+          `context ${threadId} waits for input on task ${e.runId}: answer it with a message on that task, or send metadata.discardPause: true to cancel it`,
+          [errorInfo('THREAD_PAUSED', { contextId: threadId, taskId: e.runId })],
+        );
       }
       if (e.code === 'thread_not_found') throw new A2aError('CONTEXT_NOT_FOUND', e.message, [errorInfo('CONTEXT_NOT_FOUND', { contextId: threadId })]);
       throw new A2aError('THREAD_BUSY', e.message, [errorInfo(e.code.toUpperCase(), { contextId: threadId, ...('runId' in e ? { taskId: e.runId } : {}) })]);
@@ -489,7 +557,12 @@ export function a2aRoutes(
 
   // ---- JSON-RPC binding --------------------------------------------------------------------------
 
-  const RpcRequestSchema = z.object({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number().int(), z.null()]).optional(), method: z.string().min(1), params: z.unknown().optional() });
+  const RpcRequestSchema = z.object({
+    jsonrpc: z.literal('2.0'),
+    id: z.union([z.string(), z.number().int(), z.null()]).optional(),
+    method: z.string().min(1),
+    params: z.unknown().optional(),
+  });
   const IdParams = z.looseObject({ id: z.string().min(1), historyLength: z.number().int().nonnegative().optional() });
   const ListParams = z.looseObject({
     contextId: z.string().optional(),
@@ -505,10 +578,15 @@ export function a2aRoutes(
       raw = await readJson(c);
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
-      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${e.code === 'invalid_json' ? 'the body is not JSON' : e.message}` } });
+      return c.json({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: `Parse error: ${e.code === 'invalid_json' ? 'the body is not JSON' : e.message}` },
+      });
     }
     const parsed = RpcRequestSchema.safeParse(raw);
-    if (!parsed.success) return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: a JSON-RPC 2.0 request object is required' } });
+    if (!parsed.success)
+      return c.json({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: a JSON-RPC 2.0 request object is required' } });
     const { id = null, method } = parsed.data;
     const params = parsed.data.params ?? {};
     const reply = (result: JsonValue): Response => c.json({ jsonrpc: '2.0', id, result });

@@ -155,7 +155,13 @@ export function authentication(options: AuthOptions = {}): MiddlewareHandler {
     if (principal === undefined && options.authenticate !== undefined) principal = await options.authenticate(c.req.raw);
     if (principal === undefined) {
       c.header('WWW-Authenticate', 'Bearer');
-      return refuse(c, given === undefined ? 'authentication required: Authorization: Bearer <token>' : 'invalid bearer token', 'unauthorized', 'authorization', 401);
+      return refuse(
+        c,
+        given === undefined ? 'authentication required: Authorization: Bearer <token>' : 'invalid bearer token',
+        'unauthorized',
+        'authorization',
+        401,
+      );
     }
     return asPrincipal(principal, () => next());
   };

@@ -96,7 +96,10 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       if (controller.signal.aborted && final?.kind !== 'error') return { stopReason: 'cancelled' as const };
       for (const m of finishAcp(state)) final ??= m;
       if (final?.kind === 'response') return final.result;
-      throw new acp.RequestError(final?.kind === 'error' ? final.error.code : ACP_INTERNAL_ERROR, final?.kind === 'error' ? final.error.message : 'agent run failed');
+      throw new acp.RequestError(
+        final?.kind === 'error' ? final.error.code : ACP_INTERNAL_ERROR,
+        final?.kind === 'error' ? final.error.message : 'agent run failed',
+      );
     });
 }
 

@@ -18,7 +18,8 @@ export interface GzipOptions {
  * The content types of answers the server sends whole. `text/event-stream` is not one of them, and
  * neither is anything unknown: a type not listed here goes out as it is.
  */
-const WHOLE = /^\s*(?:application\/(?:json|x-ndjson|javascript|xml)|application\/[\w.-]+\+json|text\/(?:html|plain|css|javascript|csv|markdown|xml)|image\/svg\+xml)\s*(?:;|$)/i;
+const WHOLE =
+  /^\s*(?:application\/(?:json|x-ndjson|javascript|xml)|application\/[\w.-]+\+json|text\/(?:html|plain|css|javascript|csv|markdown|xml)|image\/svg\+xml)\s*(?:;|$)/i;
 
 /** Whether an `Accept-Encoding` header takes gzip: named with a weight above 0, or `*` so and gzip not refused. */
 export function acceptsGzip(header: string | undefined): boolean {

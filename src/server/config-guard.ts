@@ -40,7 +40,8 @@ const objectAt = (value: unknown, key: string): Record<string, unknown> | undefi
   const v = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined;
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 };
-const stringAt = (value: Record<string, unknown> | undefined, key: string): string | undefined => (typeof value?.[key] === 'string' ? (value[key] as string) : undefined);
+const stringAt = (value: Record<string, unknown> | undefined, key: string): string | undefined =>
+  typeof value?.[key] === 'string' ? (value[key] as string) : undefined;
 
 /** The `*_env` fields of one document (field paths relative to it: `api_key_env`, `endpoint.auth.token_env`). */
 export function credentialUsesOf(ns: GuardedNamespace, doc: unknown): CredentialUse[] {
@@ -87,7 +88,14 @@ export function envFieldProblem(variable: string, allow: readonly string[], own:
  */
 export function envAllowed(name: string, patterns: readonly string[]): boolean {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return false;
-  return patterns.some((p) => new RegExp(`^${p.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[A-Za-z0-9_]*')}$`).test(name));
+  return patterns.some((p) =>
+    new RegExp(
+      `^${p
+        .split('*')
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[A-Za-z0-9_]*')}$`,
+    ).test(name),
+  );
 }
 
 /** Where each credential variable may be sent: the providers' own origins, `OPENAI_BASE_URL`'s, and every pairing of the operator's config. */
@@ -132,7 +140,10 @@ export function redactConfig(value: JsonValue, options: { readonly names: boolea
 
 /** The credentials a document names — its literal ones, and the values its `*_env` variables hold in `env`: what no log line may show. */
 export function credentialValuesOf(ns: GuardedNamespace, doc: unknown, env: NodeJS.ProcessEnv): string[] {
-  return [...literalSecretsOf(doc), ...credentialUsesOf(ns, doc).flatMap((u) => (env[u.variable] !== undefined && env[u.variable] !== '' ? [env[u.variable] as string] : []))];
+  return [
+    ...literalSecretsOf(doc),
+    ...credentialUsesOf(ns, doc).flatMap((u) => (env[u.variable] !== undefined && env[u.variable] !== '' ? [env[u.variable] as string] : [])),
+  ];
 }
 
 /** The literal credentials of a document (a remote agent's `endpoint.auth.token`): values no log line may show. */

@@ -77,9 +77,9 @@ function schemaOf(ns: Namespace): Record<string, unknown> {
 /** The names `api_key_env` may take when none are configured: provider keys, not any secret of the process. */
 export const DEFAULT_API_KEY_ENV_ALLOW: readonly string[] = ['*_API_KEY'];
 
-
 /** What follows the refusal of a loopback or private address in a config write. */
-export const CONFIG_API_PRIVATE_HINT = ": config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
+export const CONFIG_API_PRIVATE_HINT =
+  ": config writes reach loopback and private addresses only at the origins of the server's config file, or with server.outbound.config_api_private: true";
 
 /**
  * Builds an executor for a configured provider (the model name comes with each request); its
@@ -97,7 +97,13 @@ export function providerOf(config: ProviderConfig, env: NodeJS.ProcessEnv, fetch
     const baseURL = config.base_url ?? env['ANTHROPIC_BASE_URL'] ?? 'https://api.anthropic.com/v1';
     return perModel((name) => aiSdkExecutor(anthropic(name), { baseURL }));
   }
-  const openai = createOpenAICompatible({ name: 'configured', baseURL: config.base_url, ...(key !== undefined ? { apiKey: key } : {}), includeUsage: true, fetch: fetchImpl });
+  const openai = createOpenAICompatible({
+    name: 'configured',
+    baseURL: config.base_url,
+    ...(key !== undefined ? { apiKey: key } : {}),
+    includeUsage: true,
+    fetch: fetchImpl,
+  });
   return perModel((name) => aiSdkExecutor(openai(name), { providerName: 'openai', baseURL: config.base_url }));
 }
 
@@ -286,7 +292,8 @@ export function configRoutes(
       // A saved document is held to today's rules: one the allow-list, the credential pairings or the guard now refuse is left out.
       for (const [id, doc] of Object.entries(options.saved[ns] ?? {})) {
         const problem = credentialProblem(ns, doc) ?? staticUrlProblem(ns, doc);
-        if (problem !== undefined) (options.logger ?? silentLogger).warn('saved config entry left out', { namespace: ns, id, field: problem.field, reason: problem.message });
+        if (problem !== undefined)
+          (options.logger ?? silentLogger).warn('saved config entry left out', { namespace: ns, id, field: problem.field, reason: problem.message });
         else {
           saved[id] = doc;
           remember(doc, ns);
@@ -410,7 +417,8 @@ export function configRoutes(
     const ns = namespaceOf(c);
     const { id, value } = await createBodyOf(c, ns);
     const written = await serially(() => {
-      if (Object.hasOwn(docs[ns], id)) throw new HttpError(409, 'config_conflict', `${ns} entry already exists: ${id} (PUT /v1/config/${ns}/${id} replaces it)`, 'id');
+      if (Object.hasOwn(docs[ns], id))
+        throw new HttpError(409, 'config_conflict', `${ns} entry already exists: ${id} (PUT /v1/config/${ns}/${id} replaces it)`, 'id');
       return write(ns, id, keepToken(ns, id, value));
     });
     // Relative to the request's own URL, so it is right under any mount path.
@@ -426,9 +434,15 @@ export function configRoutes(
     const auth = endpoint?.['auth'] as Record<string, JsonValue> | undefined;
     if (ns !== 'agents' || auth?.['token'] !== REDACTED) return value;
     const before = (docs.agents[id] as { endpoint?: { base_url?: unknown; auth?: { token?: unknown } } } | undefined)?.endpoint;
-    const same = typeof before?.base_url === 'string' && typeof endpoint?.['base_url'] === 'string' && originOfUrl(before.base_url) === originOfUrl(endpoint['base_url']);
+    const same =
+      typeof before?.base_url === 'string' && typeof endpoint?.['base_url'] === 'string' && originOfUrl(before.base_url) === originOfUrl(endpoint['base_url']);
     if (!same || typeof before?.auth?.token !== 'string') {
-      throw new HttpError(400, 'invalid_request', `endpoint.auth.token: '${REDACTED}' stands for the token agent '${id}' has, and it has none for ${String(endpoint?.['base_url'])}`, 'endpoint.auth.token');
+      throw new HttpError(
+        400,
+        'invalid_request',
+        `endpoint.auth.token: '${REDACTED}' stands for the token agent '${id}' has, and it has none for ${String(endpoint?.['base_url'])}`,
+        'endpoint.auth.token',
+      );
     }
     return { ...value, endpoint: { ...endpoint, auth: { ...auth, token: before.auth.token } } };
   };

@@ -96,12 +96,19 @@ const TokensSchema = z.union([z.record(z.string(), z.string().min(1)), z.instanc
 const OptionsSchema = z
   .object({
     app: z.custom<AppDefinition>((v) => typeof v === 'object' && v !== null, { message: 'an app is required: defineApp({ agents, … })' }),
-    store: z.union([z.string().min(1), z.custom<Store>((v) => typeof v === 'object' && v !== null && typeof (v as Store).listThreads === 'function')], { message: 'a store spelling (memory, sqlite:PATH, file:DIR, postgres://…) or a store is required' }),
+    store: z.union([z.string().min(1), z.custom<Store>((v) => typeof v === 'object' && v !== null && typeof (v as Store).listThreads === 'function')], {
+      message: 'a store spelling (memory, sqlite:PATH, file:DIR, postgres://…) or a store is required',
+    }),
     basePath: z.string().optional(),
     auth: z.object({ tokens: TokensSchema }).strict().optional(),
     corsOrigins: z.array(z.string()).optional(),
     allowedHosts: z.array(z.string().min(1)).optional(),
-    logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && ['debug', 'info', 'warn', 'error'].every((k) => typeof (v as Record<string, unknown>)[k] === 'function'), { message: 'a logger has debug, info, warn and error' }).optional(),
+    logger: z
+      .custom<Logger>(
+        (v) => typeof v === 'object' && v !== null && ['debug', 'info', 'warn', 'error'].every((k) => typeof (v as Record<string, unknown>)[k] === 'function'),
+        { message: 'a logger has debug, info, warn and error' },
+      )
+      .optional(),
     policy: z.enum(['reject', 'supersede']).optional(),
     bodyLimit: z.number().int().positive().optional(),
     gzip: z.boolean().optional(),
@@ -114,7 +121,8 @@ const OptionsSchema = z
 /** The mount path as the handlers use it: `''`, or `/a/b` (a trailing slash dropped); anything else is an `AwakenOptionsError`. */
 export function basePathOf(given: string | undefined): string {
   const base = (given ?? '').replace(/\/+$/, '');
-  if (!BASE_PATH.test(base)) throw new AwakenOptionsError('basePath', `'${given ?? ''}' is not a mount path: /segment[/segment…] of letters, digits and . _ ~ -`);
+  if (!BASE_PATH.test(base))
+    throw new AwakenOptionsError('basePath', `'${given ?? ''}' is not a mount path: /segment[/segment…] of letters, digits and . _ ~ -`);
   return base;
 }
 
@@ -178,12 +186,20 @@ function withoutBase(request: Request, base: string, pathname: string): Request 
   const url = new URL(request.url);
   url.pathname = pathname.slice(base.length) || '/';
   const bodyless = request.method === 'GET' || request.method === 'HEAD';
-  return new Request(url, { method: request.method, headers: request.headers, signal: request.signal, ...(bodyless ? {} : { body: request.body, duplex: 'half' }) } as RequestInit);
+  return new Request(url, {
+    method: request.method,
+    headers: request.headers,
+    signal: request.signal,
+    ...(bodyless ? {} : { body: request.body, duplex: 'half' }),
+  } as RequestInit);
 }
 
 /** The answer to a request outside the mount path, in the API's shape. */
 const outside = (request: Request, base: string): Response =>
-  Response.json({ error: `no route: ${request.method} ${new URL(request.url).pathname} (this handler serves under ${base})`, code: 'not_found' }, { status: 404 });
+  Response.json(
+    { error: `no route: ${request.method} ${new URL(request.url).pathname} (this handler serves under ${base})`, code: 'not_found' },
+    { status: 404 },
+  );
 
 /** What a Node body parser's refusal is in the API's words (`type` of body-parser errors). */
 const PARSER_ERRORS: Readonly<Record<string, { readonly status: 400 | 413 | 415; readonly code: string; readonly field: string }>> = {
@@ -258,7 +274,12 @@ export function handlersOf(app: Hono, base: string, bodyLimit: number = DEFAULT_
       next(error);
       return;
     }
-    const message = known.code === 'invalid_json' ? `malformed JSON: ${(error as Error).message}` : known.code === 'body_too_large' ? `request body larger than ${String((error as { limit?: unknown }).limit ?? 'the limit')} bytes` : (error as Error).message;
+    const message =
+      known.code === 'invalid_json'
+        ? `malformed JSON: ${(error as Error).message}`
+        : known.code === 'body_too_large'
+          ? `request body larger than ${String((error as { limit?: unknown }).limit ?? 'the limit')} bytes`
+          : (error as Error).message;
     res.writeHead(known.status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: message, code: known.code, field: known.field }));
   };
@@ -279,7 +300,10 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   // As `awaken serve` refuses a public address without tokens: a host beyond this machine reaches every thread.
   const publicHosts = (given.allowedHosts ?? []).filter((h) => h === '*' || !isLoopbackHost(h));
   if (tokens === undefined && publicHosts.length > 0 && given.insecure !== true) {
-    throw new AwakenOptionsError('auth', `allowedHosts names ${publicHosts.join(', ')} without tokens: anyone reaching it could read and drive every thread; give auth.tokens, or insecure: true`);
+    throw new AwakenOptionsError(
+      'auth',
+      `allowedHosts names ${publicHosts.join(', ')} without tokens: anyone reaching it could read and drive every thread; give auth.tokens, or insecure: true`,
+    );
   }
   const app = checkedApp(given.app);
   const spelling = typeof given.store === 'string' ? given.store : undefined;
@@ -296,7 +320,8 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   builder.withDelegation({
     beforeChild: async (child) => {
       const owner = await store.threadOwner(child.parentThreadId);
-      if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner) throw new Error(`thread ${child.thread_id} belongs to another principal`);
+      if (owner !== undefined && (await store.claimThread(child.thread_id, owner)) !== owner)
+        throw new Error(`thread ${child.thread_id} belongs to another principal`);
     },
   });
   builder.withThreadRunStore(store);

@@ -142,7 +142,13 @@ export interface LogStreamOptions {
  * stream (its own framing, no resync frame) is aborted, which its client sees as a dropped
  * connection to resume from.
  */
-export function logStream(registry: RunRegistry, threadId: string, since: number | undefined, options: LogStreamOptions, headers: Record<string, string> = SSE_HEADERS): Response {
+export function logStream(
+  registry: RunRegistry,
+  threadId: string,
+  since: number | undefined,
+  options: LogStreamOptions,
+  headers: Record<string, string> = SSE_HEADERS,
+): Response {
   const encoder = new TextEncoder();
   const maxBytes = Math.max(1, registry.maxFollowerBytes);
   let unsubscribe: (() => void) | undefined;

@@ -63,10 +63,7 @@ export interface HttpOptions {
   readonly ops?: OpsOptions;
 }
 
-const RunMessageSchema = z.union([
-  z.object({ role: z.enum(['user', 'system', 'assistant']), content: z.string() }).strict(),
-  MessageSchema,
-]);
+const RunMessageSchema = z.union([z.object({ role: z.enum(['user', 'system', 'assistant']), content: z.string() }).strict(), MessageSchema]);
 const MessagesField = z.array(RunMessageSchema).min(1, { message: 'at least one message is required' });
 
 const CreateRunSchema = z
@@ -112,7 +109,11 @@ function toMessages(input: readonly z.output<typeof RunMessageSchema>[], newId: 
   return input.map((m) => {
     if ('content' in m && typeof m.content === 'string') {
       const text = m.content;
-      return m.role === 'user' ? Messages.user(text, { id: newId() }) : m.role === 'system' ? Messages.system(text, { id: newId() }) : Messages.assistant(text, { id: newId() });
+      return m.role === 'user'
+        ? Messages.user(text, { id: newId() })
+        : m.role === 'system'
+          ? Messages.system(text, { id: newId() })
+          : Messages.assistant(text, { id: newId() });
     }
     const message = m as Message;
     return message.id !== undefined ? message : { ...message, id: newId() };
@@ -175,7 +176,13 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   // The limit on concurrent requests and the request gauges, before any other work is done.
   app.use('*', opsMiddleware(parts, options.ops));
   // Host and Origin checks and CORS, before anything else, on every route (preflights included).
-  app.use('*', accessControl({ ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}), ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}) }));
+  app.use(
+    '*',
+    accessControl({
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+      ...(options.corsOrigins !== undefined ? { corsOrigins: options.corsOrigins } : {}),
+    }),
+  );
   // Who is calling: 401 without a credential when tokens are configured; the principal for the rest.
   app.use('*', authentication({ ...(options.auth ?? {}), ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}) }));
   app.use(
@@ -193,7 +200,11 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
       return c.json({ error: e.error.message, code: e.error.code }, status);
     }
     // Nobody reads this answer: its status is what the request line logs (info, not a server error).
-    if (clientClosed(c, e)) return new Response(JSON.stringify({ error: 'the client closed the connection before its request was read', code: 'client_closed' }), { status: 499, headers: { 'content-type': 'application/json' } });
+    if (clientClosed(c, e))
+      return new Response(JSON.stringify({ error: 'the client closed the connection before its request was read', code: 'client_closed' }), {
+        status: 499,
+        headers: { 'content-type': 'application/json' },
+      });
     logger.error('request failed', { method: c.req.method, path: basePath + c.req.path, ...errorFields(e) });
     return c.json({ error: 'internal error', code: 'internal' }, 500);
   });
@@ -271,7 +282,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.delete('/v1/threads/:id', async (c) => {
     const id = idParam(c, 'id', 'thread');
     const current = await registry.activeRun(id);
-    if (current !== undefined) throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
+    if (current !== undefined)
+      throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
     if (!(await store.deleteThread(id))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
     // The id may be someone else's thread next: nothing of this one is replayed under it, and the
     // jobs queued for it are superseded rather than run on a thread created later under its id.
@@ -283,7 +295,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.get('/v1/threads/:id/messages', async (c) => {
     const id = idParam(c, 'id', 'thread');
     const visibility = c.req.query('visibility');
-    if (visibility !== undefined && visibility !== 'all' && visibility !== 'external') throw new HttpError(400, 'invalid_query', 'visibility must be external or all', 'visibility');
+    if (visibility !== undefined && visibility !== 'all' && visibility !== 'external')
+      throw new HttpError(400, 'invalid_query', 'visibility must be external or all', 'visibility');
     const cursor = c.req.query('cursor');
     if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) throw new HttpError(400, 'invalid_cursor', 'cursor must be a valid pagination token', 'cursor');
     const offset = cursor !== undefined ? Number(cursor) : intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
@@ -337,7 +350,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const id = idParam(c, 'id', 'thread');
     const status = c.req.query('status');
     const statuses = ['queued', 'claimed', 'accepted', 'cancelled', 'superseded', 'dead_letter'] as const;
-    if (status !== undefined && !(statuses as readonly string[]).includes(status)) throw new HttpError(400, 'invalid_query', `invalid status filter: ${status}`, 'status');
+    if (status !== undefined && !(statuses as readonly string[]).includes(status))
+      throw new HttpError(400, 'invalid_query', `invalid status filter: ${status}`, 'status');
     const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = intParam(c, 'limit', 50, 1, 200);
     const page = await store.listJobs(id, { offset, limit, ...(status !== undefined ? { status: status as (typeof statuses)[number] } : {}) });
@@ -351,13 +365,17 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const until = c.req.query('until');
     if (until !== undefined && until !== 'idle') throw new HttpError(400, 'invalid_query', `invalid until: ${until} (the one value is 'idle')`, 'until');
     // A thread that does not exist (and has no run starting on it) has nothing to follow.
-    if ((await store.getThread(id)) === undefined && (await registry.activeRun(id)) === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+    if ((await store.getThread(id)) === undefined && (await registry.activeRun(id)) === undefined)
+      throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
     if (until === undefined) return logStream(registry, id, since, { heartbeatMs });
     // ?until=idle: up to the frame that is the thread's last now; with a run in flight here, up to its
     // segment's run_finish frame (finished, or suspended for a decision) — so a plain client returns.
     const last = await registry.lastSeq(id);
     const current = registry.currentRun(id);
-    const endAt = current === undefined || current.status === 'waiting' ? Promise.resolve(last) : registry.segmentEnd(current.runId, current.fromSeq).then(() => registry.lastSeq(id));
+    const endAt =
+      current === undefined || current.status === 'waiting'
+        ? Promise.resolve(last)
+        : registry.segmentEnd(current.runId, current.fromSeq).then(() => registry.lastSeq(id));
     return logStream(registry, id, since ?? last, { heartbeatMs, endAt });
   });
 
@@ -377,10 +395,16 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     });
     if (!started.ok) throw registryError(started.error);
     const runId = started.value.runId;
-    return logStream(registry, threadId, started.value.fromSeq, {
-      heartbeatMs,
-      until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
-    }, { ...SSE_HEADERS, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId });
+    return logStream(
+      registry,
+      threadId,
+      started.value.fromSeq,
+      {
+        heartbeatMs,
+        until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
+      },
+      { ...SSE_HEADERS, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId },
+    );
   });
 
   app.get('/v1/runs', async (c) => {
@@ -390,7 +414,12 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const offset = intParam(c, 'offset', 0, 0, Number.MAX_SAFE_INTEGER);
     const limit = intParam(c, 'limit', 50, 1, 200);
     const threadId = c.req.query('thread_id') ?? c.req.query('threadId');
-    const page = await store.listRuns({ offset, limit, ...(parsed?.success === true ? { status: parsed.data } : {}), ...(threadId !== undefined ? { threadId } : {}) });
+    const page = await store.listRuns({
+      offset,
+      limit,
+      ...(parsed?.success === true ? { status: parsed.data } : {}),
+      ...(threadId !== undefined ? { threadId } : {}),
+    });
     const items = page.items.map((r) => {
       const live = registry.live(r.run_id);
       return runView(live !== undefined && live.status !== r.status ? { ...r, status: live.status } : r);
@@ -404,7 +433,17 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const live = registry.live(id);
     if (stored === undefined) {
       if (live === undefined) throw new HttpError(404, 'run_not_found', `run not found: ${id}`);
-      return c.json(runView({ run_id: id, thread_id: live.threadId, agent_id: live.agentId, status: live.status, steps: 0, created_at: live.createdAt, updated_at: live.createdAt }));
+      return c.json(
+        runView({
+          run_id: id,
+          thread_id: live.threadId,
+          agent_id: live.agentId,
+          status: live.status,
+          steps: 0,
+          created_at: live.createdAt,
+          updated_at: live.createdAt,
+        }),
+      );
     }
     return c.json(runView(live !== undefined ? { ...stored, status: live.status } : stored));
   });
@@ -455,7 +494,13 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.route('/', protocolRoutes(parts, { heartbeatMs }));
   app.route(
     '/',
-    a2aRoutes(parts, { heartbeatMs, version: options.version ?? '0.0.0', ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}), ...(options.trustProxy === true ? { trustProxy: true } : {}), basePath }),
+    a2aRoutes(parts, {
+      heartbeatMs,
+      version: options.version ?? '0.0.0',
+      ...(options.adminToken !== undefined ? { extendedCardToken: options.adminToken } : {}),
+      ...(options.trustProxy === true ? { trustProxy: true } : {}),
+      basePath,
+    }),
   );
   app.route(
     '/',
@@ -476,4 +521,3 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0' }));
   return app;
 }
-

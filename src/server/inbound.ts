@@ -17,7 +17,13 @@ export interface ThreadView {
 /** What a protocol request does to a thread. */
 export type InboundPlan =
   /** Decisions for the parked run (and new messages that join the thread after the calls they settle). */
-  | { readonly kind: 'resume'; readonly runId: string; readonly decisions: readonly Decision[]; readonly messages: readonly Message[]; readonly calls: readonly WaitingCall[] }
+  | {
+      readonly kind: 'resume';
+      readonly runId: string;
+      readonly decisions: readonly Decision[];
+      readonly messages: readonly Message[];
+      readonly calls: readonly WaitingCall[];
+    }
   /**
    * A new run on the new messages, or on none after a rewind. A thread paused on a call nobody
    * answered refuses it (409 `thread_paused`, seed 001 §4.4) unless the pause is discarded: on the
@@ -71,7 +77,8 @@ export function planInbound(inbound: InboundRun, view: ThreadView, newId: () => 
   const discardPause = inbound.discardPause === true;
   if (messages.length > 0) return { kind: 'start', messages, discardPause };
   const from = inbound.regenerateFrom;
-  if (from !== undefined && view.stored.some((m) => m.id === from && m.role === 'user')) return { kind: 'start', messages: [], discardPause: true, rewindTo: from };
+  if (from !== undefined && view.stored.some((m) => m.id === from && m.role === 'user'))
+    return { kind: 'start', messages: [], discardPause: true, rewindTo: from };
   return { kind: 'nothing' };
 }
 

@@ -46,7 +46,10 @@ export class LeaseUpkeep {
       if (run.status === 'done' || run.stopRequested) continue;
       const lease = held.get(run.runId);
       if (lease !== undefined && !lease.cancel_requested) continue;
-      this.#host.logger.warn(lease === undefined ? 'run lease lost: stopping the run' : 'run cancelled through its lease', { run: run.runId, thread: run.threadId });
+      this.#host.logger.warn(lease === undefined ? 'run lease lost: stopping the run' : 'run cancelled through its lease', {
+        run: run.runId,
+        thread: run.threadId,
+      });
       run.stopRequested = true;
       run.handle.cancel();
     }
@@ -86,10 +89,15 @@ export class LeaseUpkeep {
     const stored = await store.getRun(lease.run_id);
     if (how === 'interrupted' && stored?.status === 'waiting') {
       await leases.release(lease.thread_id, lease.run_id);
-      logger.info('parked run left waiting: its instance stopped renewing the thread lease', { run: lease.run_id, thread: lease.thread_id, owner: lease.owner });
+      logger.info('parked run left waiting: its instance stopped renewing the thread lease', {
+        run: lease.run_id,
+        thread: lease.thread_id,
+        owner: lease.owner,
+      });
       return false;
     }
-    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
+    const termination =
+      how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
     if (stored !== undefined && stored.status !== 'done') await store.finishRun(lease.run_id, termination, now);
     // A parked run's stream ended with its suspension: a cancel ends it in the store only (as here).
     if (stored?.status !== 'waiting') await this.#host.appendTerminal(lease.thread_id, lease.run_id, termination);

@@ -67,7 +67,13 @@ export function trackEvent(run: LiveRun, event: AgentEvent, logger: Logger): voi
       run.terminalSeen = true;
       run.status = event.termination.type === 'suspended' ? 'waiting' : 'done';
       const t = event.termination;
-      const fields = { run: run.runId, thread: run.threadId, agent: run.agentId, termination: t.type, ...('value' in t ? { reason: typeof t.value === 'string' ? t.value : t.value.code } : {}) };
+      const fields = {
+        run: run.runId,
+        thread: run.threadId,
+        agent: run.agentId,
+        termination: t.type,
+        ...('value' in t ? { reason: typeof t.value === 'string' ? t.value : t.value.code } : {}),
+      };
       if (t.type === 'error') logger.error('run failed', fields);
       else logger.info('run finished', fields);
       break;
@@ -140,5 +146,7 @@ export function parkedCallsOf(state: PersistedState | undefined): WaitingCall[] 
   const batch = record.data;
   return batch.calls
     .filter((c) => Object.hasOwn(states.data, c.id) && states.data[c.id]?.status === 'suspended')
-    .map((call) => waitingCallOf({ call, messageId: batch.message_id, ticket: Object.hasOwn(batch.results, call.id) ? batch.results[call.id]?.suspension : undefined }));
+    .map((call) =>
+      waitingCallOf({ call, messageId: batch.message_id, ticket: Object.hasOwn(batch.results, call.id) ? batch.results[call.id]?.suspension : undefined }),
+    );
 }

@@ -138,7 +138,9 @@ export function createLogger(options: LoggerOptions): Logger {
       options.write(`${escapeControls(JSON.stringify({ time, level, msg: scrub(message), ...Object.fromEntries(entries) }))}\n`);
       return;
     }
-    const rest = entries.map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"=]/.test(v) && !CONTROL.test(v) && v !== '' ? v : escapeControls(JSON.stringify(v))}`).join(' ');
+    const rest = entries
+      .map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"=]/.test(v) && !CONTROL.test(v) && v !== '' ? v : escapeControls(JSON.stringify(v))}`)
+      .join(' ');
     options.write(`${time.slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${escapeControls(scrub(message))}${rest !== '' ? ` ${rest}` : ''}\n`);
   };
   return {

@@ -34,7 +34,12 @@ export class Mailbox {
 
   readonly #logger: Logger;
 
-  constructor(store: Store, registry: RunRegistry, env: Env, options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string; readonly logger?: Logger } = {}) {
+  constructor(
+    store: Store,
+    registry: RunRegistry,
+    env: Env,
+    options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string; readonly logger?: Logger } = {},
+  ) {
     this.#logger = options.logger ?? silentLogger;
     this.#store = store;
     this.#registry = registry;
@@ -62,7 +67,8 @@ export class Mailbox {
    * the principal, and its run acts for it.
    */
   async submit(request: SubmitRequest): Promise<MailboxJob> {
-    if (!(await mayReach(this.#store, request.threadId, 'write'))) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${request.threadId}` });
+    if (!(await mayReach(this.#store, request.threadId, 'write')))
+      throw new StoreFailure({ code: 'not_found', message: `thread not found: ${request.threadId}` });
     const principal = currentPrincipal();
     const now = this.#env.clock.now();
     await this.#store.interrupt(request.threadId, now);
@@ -117,7 +123,9 @@ export class Mailbox {
       await renew;
       const termination = result?.termination;
       if (termination === undefined || termination.type === 'error') {
-        await this.#store.nack(job.job_id, token, termination?.type === 'error' ? termination.value : 'the run crashed', false, this.#env.clock.now(), this.#config).catch(ignoreStale);
+        await this.#store
+          .nack(job.job_id, token, termination?.type === 'error' ? termination.value : 'the run crashed', false, this.#env.clock.now(), this.#config)
+          .catch(ignoreStale);
       } else await this.#store.ack(job.job_id, token, this.#env.clock.now()).catch(ignoreStale);
     } finally {
       this.#running.delete(job.job_id);

@@ -32,7 +32,13 @@ export function agentToolsOf(runtime: AgentRuntime): AgentHost['agents'] {
 
 /** The MCP input schema of an agent tool: the message, required unless the agent has a default one. */
 const inputOf = (defaultMessage: string | undefined) => ({
-  message: defaultMessage === undefined ? z.string().describe('The user message to send to the agent') : z.string().optional().describe(`The user message to send to the agent (default: ${JSON.stringify(defaultMessage)})`),
+  message:
+    defaultMessage === undefined
+      ? z.string().describe('The user message to send to the agent')
+      : z
+          .string()
+          .optional()
+          .describe(`The user message to send to the agent (default: ${JSON.stringify(defaultMessage)})`),
 });
 
 /**
@@ -58,32 +64,38 @@ export function mcpServer(
 ): McpAgentServer {
   const server = new McpServer({ name: info.name, version: info.version });
   for (const agent of host.agents) {
-    server.registerTool(agent.id, { description: agent.description, inputSchema: inputOf(agent.defaultMessage) }, async (args, extra): Promise<CallToolResult> => {
-      const message = args.message ?? agent.defaultMessage ?? '';
-      if (message.trim() === '') return { content: [{ type: 'text', text: 'message must not be empty' }], isError: true };
-      const token = extra._meta?.progressToken;
-      let state = initialMcpState();
-      let result: McpToolResult | undefined;
-      let sent: Promise<unknown> = Promise.resolve();
-      await host.run(
-        agent.id,
-        message,
-        (event) => {
-          const [next, out] = transcodeMcp(state, event);
-          state = next;
-          result ??= out.result;
-          if (token === undefined) return;
-          for (const p of out.progress) {
-            sent = sent.then(() => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, message: p.message } }));
-          }
-        },
-        extra.signal,
-      );
-      await sent;
-      // A cancelled request gets no answer (MCP cancellation); the transport may end its stream.
-      if (extra.signal.aborted) hooks.onCancelled?.(extra.requestId);
-      return (result ?? finishMcp(state)) as CallToolResult;
-    });
+    server.registerTool(
+      agent.id,
+      { description: agent.description, inputSchema: inputOf(agent.defaultMessage) },
+      async (args, extra): Promise<CallToolResult> => {
+        const message = args.message ?? agent.defaultMessage ?? '';
+        if (message.trim() === '') return { content: [{ type: 'text', text: 'message must not be empty' }], isError: true };
+        const token = extra._meta?.progressToken;
+        let state = initialMcpState();
+        let result: McpToolResult | undefined;
+        let sent: Promise<unknown> = Promise.resolve();
+        await host.run(
+          agent.id,
+          message,
+          (event) => {
+            const [next, out] = transcodeMcp(state, event);
+            state = next;
+            result ??= out.result;
+            if (token === undefined) return;
+            for (const p of out.progress) {
+              sent = sent.then(() =>
+                extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p.progress, message: p.message } }),
+              );
+            }
+          },
+          extra.signal,
+        );
+        await sent;
+        // A cancelled request gets no answer (MCP cancellation); the transport may end its stream.
+        if (extra.signal.aborted) hooks.onCancelled?.(extra.requestId);
+        return (result ?? finishMcp(state)) as CallToolResult;
+      },
+    );
   }
   return server;
 }

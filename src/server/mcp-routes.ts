@@ -26,7 +26,10 @@ const jsonRpcError = (c: Context, status: 400 | 404, code: number, message: stri
 export function mcpRoutes(parts: ServerParts, options: { readonly version: string }): Hono {
   const { runtime, registry } = parts;
   const env = runtime.env;
-  const sessions = new Map<string, { readonly transport: WebStandardStreamableHTTPServerTransport; readonly events: McpEventStore; readonly principal: string | undefined }>();
+  const sessions = new Map<
+    string,
+    { readonly transport: WebStandardStreamableHTTPServerTransport; readonly events: McpEventStore; readonly principal: string | undefined }
+  >();
 
   const host: AgentHost = {
     agents: agentToolsOf(runtime),
@@ -84,7 +87,8 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
         throw e;
       }
     }
-    const handle = (transport: WebStandardStreamableHTTPServerTransport): Promise<Response> => transport.handleRequest(c.req.raw, parsedBody !== undefined ? { parsedBody } : undefined);
+    const handle = (transport: WebStandardStreamableHTTPServerTransport): Promise<Response> =>
+      transport.handleRequest(c.req.raw, parsedBody !== undefined ? { parsedBody } : undefined);
     const sessionId = c.req.header('mcp-session-id');
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);

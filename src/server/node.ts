@@ -43,7 +43,11 @@ export function listen(app: Hono, options: ListenOptions): Promise<RunningServer
           port: options.port,
           hostname: options.hostname ?? '127.0.0.1',
           // The timeouts are checked this often (Node: every 30 s), so a slow client is cut near its bound.
-          serverOptions: { headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))) },
+          serverOptions: {
+            headersTimeout: limits.headersTimeoutMs,
+            requestTimeout: limits.requestTimeoutMs,
+            connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+          },
         },
         (info) => {
           const host = options.hostname === undefined || options.hostname === '0.0.0.0' ? '127.0.0.1' : options.hostname;
@@ -71,7 +75,11 @@ export function listen(app: Hono, options: ListenOptions): Promise<RunningServer
 
 /** The limits given, without the ones left undefined. */
 function definedOf(options: ListenOptions): Partial<ConnectionLimits> {
-  return Object.fromEntries(Object.entries({ headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: options.requestTimeoutMs, maxConnections: options.maxConnections }).filter(([, v]) => v !== undefined));
+  return Object.fromEntries(
+    Object.entries({ headersTimeoutMs: options.headersTimeoutMs, requestTimeoutMs: options.requestTimeoutMs, maxConnections: options.maxConnections }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  );
 }
 
 /** Counts the connections the cap drops, reporting the first at once and the rest at most every `REFUSED_REPORT_MS`. */

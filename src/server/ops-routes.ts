@@ -71,7 +71,9 @@ function untilEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): Readable
 /** The Node response a request is answered on (`@hono/node-server` passes it as `env.outgoing`), if any. */
 function nodeResponseOf(c: Context): { once(event: 'close', listener: () => void): unknown } | undefined {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  return typeof outgoing === 'object' && outgoing !== null && typeof (outgoing as { once?: unknown }).once === 'function' ? (outgoing as { once(event: 'close', listener: () => void): unknown }) : undefined;
+  return typeof outgoing === 'object' && outgoing !== null && typeof (outgoing as { once?: unknown }).once === 'function'
+    ? (outgoing as { once(event: 'close', listener: () => void): unknown })
+    : undefined;
 }
 
 const isEventStream = (res: Response): boolean => res.body !== null && (res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream');
@@ -100,7 +102,9 @@ export function opsMiddleware(parts: ServerParts, options: OpsOptions = {}): Mid
     if (counted) {
       if (limit !== undefined && inFlight >= limit) {
         metrics.error('overloaded');
-        return c.json({ error: `the server is handling ${limit} requests (server.max_concurrent_requests): try again shortly`, code: 'overloaded' }, 503, { 'Retry-After': '1' });
+        return c.json({ error: `the server is handling ${limit} requests (server.max_concurrent_requests): try again shortly`, code: 'overloaded' }, 503, {
+          'Retry-After': '1',
+        });
       }
       inFlight++;
       metrics.requests(1);
@@ -129,7 +133,12 @@ export function opsMiddleware(parts: ServerParts, options: OpsOptions = {}): Mid
       // behind a Fetch handler its body is watched instead.
       const outgoing = nodeResponseOf(c);
       if (outgoing !== undefined) outgoing.once('close', ended);
-      else c.res = new Response(untilEnd(c.res.body as ReadableStream<Uint8Array>, ended), { status: c.res.status, statusText: c.res.statusText, headers: c.res.headers });
+      else
+        c.res = new Response(untilEnd(c.res.body as ReadableStream<Uint8Array>, ended), {
+          status: c.res.status,
+          statusText: c.res.statusText,
+          headers: c.res.headers,
+        });
     }
     return undefined;
   };

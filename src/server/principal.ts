@@ -75,7 +75,10 @@ export function principalStore(store: Store): Store {
         const runs = t !== undefined && withRuns ? (await store.listRuns({ threadId: id, offset: 0, limit: 10_000 })).items : [];
         if (t !== undefined && match(t, runs, principal)) records.push(t);
       }
-      return pageOf(records.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : 1)), q);
+      return pageOf(
+        records.sort((a, b) => b.updated_at - a.updated_at || (a.id < b.id ? -1 : 1)),
+        q,
+      );
     },
     listRuns: async (q) => {
       const principal = currentPrincipal();
@@ -86,7 +89,10 @@ export function principalStore(store: Store): Store {
         const page: Page<RunRecord> = await store.listRuns({ offset: 0, limit: 10_000, threadId: id, ...(q.status !== undefined ? { status: q.status } : {}) });
         runs.push(...page.items);
       }
-      return pageOf(runs.sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1)), q);
+      return pageOf(
+        runs.sort((a, b) => b.created_at - a.created_at || (a.run_id < b.run_id ? -1 : 1)),
+        q,
+      );
     },
     enqueue: async (job, now, defaults) => {
       if (!(await mayReach(store, job.mailbox_id, 'write'))) throw notFound(`thread ${job.mailbox_id}`);

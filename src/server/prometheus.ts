@@ -19,7 +19,15 @@ export const ERROR_CLASSES = ['run_error', 'http_5xx', 'store', 'overloaded'] as
 export type ErrorClass = (typeof ERROR_CLASSES)[number];
 
 /** Every way a run (or a segment of it, up to a suspension) ends: the `outcome` of `awaken_runs_total`. */
-export const RUN_OUTCOMES: readonly TerminationReason['type'][] = ['natural_end', 'behavior_requested', 'stopped', 'cancelled', 'blocked', 'suspended', 'error'];
+export const RUN_OUTCOMES: readonly TerminationReason['type'][] = [
+  'natural_end',
+  'behavior_requested',
+  'stopped',
+  'cancelled',
+  'blocked',
+  'suspended',
+  'error',
+];
 const TOOL_STATUSES: readonly ToolCallOutcome[] = ['succeeded', 'failed', 'suspended'];
 
 /** Where the gauges read at a scrape come from. */
@@ -47,7 +55,14 @@ export class ServerMetrics {
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
-    new Gauge({ name: 'awaken_active_runs', help: 'Runs this instance is executing or holding parked', registers, collect() { this.set(sources.activeRuns()); } });
+    new Gauge({
+      name: 'awaken_active_runs',
+      help: 'Runs this instance is executing or holding parked',
+      registers,
+      collect() {
+        this.set(sources.activeRuns());
+      },
+    });
     new Gauge({
       name: 'awaken_mailbox_queue_depth',
       help: 'Mailbox jobs this instance has claimed whose runs are going',
@@ -57,16 +72,35 @@ export class ServerMetrics {
       },
     });
     this.#sse = new Gauge({ name: 'awaken_sse_connections', help: 'Open event-stream responses', registers });
-    this.#inFlight = new Gauge({ name: 'awaken_http_requests_in_flight', help: 'Requests being handled (not /health*, /metrics, nor streams once their response started)', registers });
-    this.#runs = new Counter({ name: 'awaken_runs_total', help: 'Runs (and segments up to a suspension) ended, by outcome', labelNames: ['outcome'], registers });
+    this.#inFlight = new Gauge({
+      name: 'awaken_http_requests_in_flight',
+      help: 'Requests being handled (not /health*, /metrics, nor streams once their response started)',
+      registers,
+    });
+    this.#runs = new Counter({
+      name: 'awaken_runs_total',
+      help: 'Runs (and segments up to a suspension) ended, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.#duration = new Histogram({
       name: 'awaken_run_duration_seconds',
       help: 'From a run (or a resumed segment of it) starting on this instance to its run_finish',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
       registers,
     });
-    this.#errors = new Counter({ name: 'awaken_errors_total', help: 'Errors, by class (run_error, http_5xx, store, overloaded)', labelNames: ['class'], registers });
-    this.#tokens = new Counter({ name: 'awaken_tokens_total', help: 'Tokens the inferences of this instance reported, by type', labelNames: ['type'], registers });
+    this.#errors = new Counter({
+      name: 'awaken_errors_total',
+      help: 'Errors, by class (run_error, http_5xx, store, overloaded)',
+      labelNames: ['class'],
+      registers,
+    });
+    this.#tokens = new Counter({
+      name: 'awaken_tokens_total',
+      help: 'Tokens the inferences of this instance reported, by type',
+      labelNames: ['type'],
+      registers,
+    });
     this.#toolCalls = new Counter({ name: 'awaken_tool_calls_total', help: 'Tool calls done, by status', labelNames: ['status'], registers });
     // Every series present from the start: a rate over a counter that appears late misses its first rise.
     for (const outcome of RUN_OUTCOMES) this.#runs.inc({ outcome }, 0);

@@ -5,7 +5,15 @@ import type { Result } from '../contract/result.ts';
 import type { WireError } from '../contract/wire.ts';
 import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
 import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
-import { finishAiSdk, frameAiSdk, initialAiSdkState, resumedAiSdkState, transcodeAiSdk, UI_MESSAGE_STREAM_HEADERS, type AiSdkState } from '../protocols/ai-sdk-v6/encoder.ts';
+import {
+  finishAiSdk,
+  frameAiSdk,
+  initialAiSdkState,
+  resumedAiSdkState,
+  transcodeAiSdk,
+  UI_MESSAGE_STREAM_HEADERS,
+  type AiSdkState,
+} from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../contract/inbound.ts';
 import { isValidId } from '../runtime/store.ts';
@@ -41,7 +49,8 @@ const aiSdk: Protocol<AiSdkState> = {
 
 const agUi: Protocol<AgUiState> = {
   decode: decodeAgUiInput,
-  initial: (c) => requestAgUiState({ ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}), ...(c.resumed !== undefined ? { resumed: c.resumed } : {}) }),
+  initial: (c) =>
+    requestAgUiState({ ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}), ...(c.resumed !== undefined ? { resumed: c.resumed } : {}) }),
   step: (s, e) => {
     const [next, events] = transcodeAgUi(s, e);
     return [next, frameAgUi(events)];
@@ -147,13 +156,23 @@ function toAgUiMessages(messages: readonly Message[]): unknown[] {
     id: m.id ?? '',
     role: m.role,
     content: messageText(m),
-    ...(m.tool_calls !== undefined ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) } : {}),
+    ...(m.tool_calls !== undefined
+      ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
+      : {}),
     ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
   }));
 }
 
 /** One run's frames in a protocol's encoding, from `since` to its terminal frame. */
-function streamRun<S>(parts: ServerParts, protocol: Protocol<S>, threadId: string, runId: string, since: number, heartbeatMs: number, context: StreamContext): Response {
+function streamRun<S>(
+  parts: ServerParts,
+  protocol: Protocol<S>,
+  threadId: string,
+  runId: string,
+  since: number,
+  heartbeatMs: number,
+  context: StreamContext,
+): Response {
   let state = protocol.initial(context);
   const render = (item: LogItem): string => {
     if (item.kind !== 'frame' || item.runId !== runId) return '';
@@ -165,7 +184,12 @@ function streamRun<S>(parts: ServerParts, protocol: Protocol<S>, threadId: strin
     parts.registry,
     threadId,
     since,
-    { heartbeatMs, render, until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish', epilogue: () => protocol.finish(state) },
+    {
+      heartbeatMs,
+      render,
+      until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
+      epilogue: () => protocol.finish(state),
+    },
     { ...protocol.headers, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId },
   );
 }
@@ -192,13 +216,18 @@ async function serve<S>(
   }
   const threadId = path.threadId ?? inbound.threadId ?? env.ids.next('thread');
   if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
-  if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
+  if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId))
+    throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
 
   // The history the client sends back is history (planInbound): decisions only for calls the thread
   // waits on, messages only those it does not hold.
   const accepted = await acceptInbound(parts, threadId, inbound.agentId, inbound);
-  if (accepted.ok === 'nothing') throw new HttpError(400, 'invalid_request', 'messages: no new message, no answer to a waiting tool call and nothing to regenerate', 'messages');
+  if (accepted.ok === 'nothing')
+    throw new HttpError(400, 'invalid_request', 'messages: no new message, no answer to a waiting tool call and nothing to regenerate', 'messages');
   if (!accepted.ok) throw registryError(accepted.error);
   const { runId, since, resumed } = accepted.value;
-  return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, { ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}), ...(resumed !== undefined ? { resumed } : {}) });
+  return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, {
+    ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}),
+    ...(resumed !== undefined ? { resumed } : {}),
+  });
 }

@@ -24,7 +24,17 @@ import type { LogItem, ThreadLog } from './thread-log.ts';
 
 export { ThreadLog, backlogOf, type Backlog, type LogFrame, type LogItem, type ResyncFrame } from './thread-log.ts';
 export { parkedCallsOf, type WaitingCall } from './live-run.ts';
-export type { ConcurrencyPolicy, RegistryError, RegistryOptions, RegistryResult, RunObserver, RunStarter, RunWatcher, StartRequest, StartedRun } from './registry/types.ts';
+export type {
+  ConcurrencyPolicy,
+  RegistryError,
+  RegistryOptions,
+  RegistryResult,
+  RunObserver,
+  RunStarter,
+  RunWatcher,
+  StartRequest,
+  StartedRun,
+} from './registry/types.ts';
 
 /**
  * The run registry (seed 001 §4): runs live independently of the requests that start or watch them,
@@ -34,7 +44,14 @@ export type { ConcurrencyPolicy, RegistryError, RegistryOptions, RegistryResult,
  * steering of runs on any instance, and the shutdown.
  */
 export class RunRegistry {
-  readonly #settings: { readonly env: Env; readonly logger: Logger; readonly relay: ClusterRelay | undefined; readonly policy: ConcurrencyPolicy; readonly maxFollowerBytes: number; readonly followerGraceMs: number };
+  readonly #settings: {
+    readonly env: Env;
+    readonly logger: Logger;
+    readonly relay: ClusterRelay | undefined;
+    readonly policy: ConcurrencyPolicy;
+    readonly maxFollowerBytes: number;
+    readonly followerGraceMs: number;
+  };
   readonly #runs: LiveRuns;
   readonly #logs: ThreadLogs;
   readonly #upkeep: LeaseUpkeep;
@@ -50,13 +67,21 @@ export class RunRegistry {
     const logger = options.logger ?? silentLogger;
     const relay = options.bus === undefined ? undefined : new ClusterRelay(options.bus, logger);
     const policy = options.policy ?? 'reject';
-    this.#settings = { env, logger, relay, policy, maxFollowerBytes: options.maxFollowerBytes ?? 1024 * 1024, followerGraceMs: options.followerGraceMs ?? 2_000 };
+    this.#settings = {
+      env,
+      logger,
+      relay,
+      policy,
+      maxFollowerBytes: options.maxFollowerBytes ?? 1024 * 1024,
+      followerGraceMs: options.followerGraceMs ?? 2_000,
+    };
     // Each part gets only what it uses of the others (its host), so that it can be specified alone.
     const leases = new RunLeases(store, env, options.leases);
     const locks = new ThreadLocks();
     const runs = new LiveRuns((run) => release.isReleasing(run));
     const logs = new ThreadLogs({ store, logger, relay, ...threadLogLimits(options), isBusy: (threadId) => runs.current(threadId) !== undefined });
-    const appendTerminal = (threadId: string, runId: string, termination: TerminationReason): Promise<void> => logs.appendTerminal(threadId, runId, termination);
+    const appendTerminal = (threadId: string, runId: string, termination: TerminationReason): Promise<void> =>
+      logs.appendTerminal(threadId, runId, termination);
     const upkeep = new LeaseUpkeep({ leases, store, env, logger, locks, runs: () => runs.values(), isLive: (runId) => runs.has(runId), appendTerminal });
     const release: ParkedRelease = new ParkedRelease({ store, logger, locks, isLive: (run) => runs.get(run.runId) === run });
     const quiet = (): void => {
@@ -69,19 +94,53 @@ export class RunRegistry {
     const endAbandoned = upkeep.endAbandoned.bind(upkeep);
     const closing = (): boolean => this.#end.closing;
     const observer = options.observer;
-    const launcher = new RunLauncher({ env, logger, logs, runs, releaseLease: (t, r) => leases.release(t, r), noted: (run, event) => release.noted(run, event), quiet });
+    const launcher = new RunLauncher({
+      env,
+      logger,
+      logs,
+      runs,
+      releaseLease: (t, r) => leases.release(t, r),
+      noted: (run, event) => release.noted(run, event),
+      quiet,
+    });
     const adoption = new RunAdoption({ runtime, store, logger, leases, locks, runs, launcher, observer, closing });
     this.#runs = runs;
     this.#logs = logs;
     this.#upkeep = upkeep;
     this.#launcher = launcher;
     this.#adoption = adoption;
-    this.#starts = new RunStart({ runtime, store, env, logger, policy, leases, locks, relay, runs, launcher, observer, touch: (t) => void logs.log(t), endAbandoned, closing });
+    this.#starts = new RunStart({
+      runtime,
+      store,
+      env,
+      logger,
+      policy,
+      leases,
+      locks,
+      relay,
+      runs,
+      launcher,
+      observer,
+      touch: (t) => void logs.log(t),
+      endAbandoned,
+      closing,
+    });
     this.#following = new Subscriptions({ store, relay, logs, runs });
     const isReleasing = (run: LiveRun): boolean => release.isReleasing(run);
     this.#control = new RunControl({ store, env, logger, leases, locks, relay, runs, isReleasing, endAbandoned, adopt: (r) => adoption.adopt(r) });
     const releaseAll = (parked: Iterable<LiveRun>): Promise<number> => release.releaseAll(parked);
-    this.#end = new RegistryShutdown({ store, env, logger, leases, relay, runs: () => runs.values(), stopUpkeep: () => upkeep.stop(), flushLogs: () => logs.flush(), releaseAll, quiet });
+    this.#end = new RegistryShutdown({
+      store,
+      env,
+      logger,
+      leases,
+      relay,
+      runs: () => runs.values(),
+      stopUpkeep: () => upkeep.stop(),
+      flushLogs: () => logs.flush(),
+      releaseAll,
+      quiet,
+    });
   }
 
   /** Listens to the bus: other instances' frames for the followers here, commands for the runs here. */
@@ -195,7 +254,12 @@ export class RunRegistry {
   }
 
   /** Subscribes to a thread's log, with a resync for a follower the ring left behind (`Subscriptions.subscribe`). */
-  subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void, options: { readonly scope?: 'thread' | 'run' } = {}): Promise<() => void> {
+  subscribe(
+    threadId: string,
+    since: number | undefined,
+    onItem: (item: LogItem) => void,
+    options: { readonly scope?: 'thread' | 'run' } = {},
+  ): Promise<() => void> {
     return this.#following.subscribe(threadId, since, onItem, options);
   }
 

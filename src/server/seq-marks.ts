@@ -74,7 +74,9 @@ export class SeqMarks {
     // A failed write is logged and the stream goes on (the run's own checkpoints fail on a store that
     // is down): only a crash before the next good write could then hand out a sequence number twice.
     mark.chain = mark.chain.then(() =>
-      this.#store.saveThreadSeq(threadId, seq).catch((e: unknown) => this.#logger.error('thread sequence mark not saved', { thread: threadId, seq, ...errorFields(e) })),
+      this.#store
+        .saveThreadSeq(threadId, seq)
+        .catch((e: unknown) => this.#logger.error('thread sequence mark not saved', { thread: threadId, seq, ...errorFields(e) })),
     );
     return mark.chain;
   }

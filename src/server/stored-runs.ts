@@ -6,7 +6,12 @@ import { mayReach } from './principal.ts';
  * A run of the store, by run id or (else) the latest of a thread, in the given status (any unfinished
  * one without). A caller that holds a thread id says so, and no run is looked up by it.
  */
-export async function storedRun(store: Store, runOrThread: string, status?: RunStatus, by: 'run or thread' | 'thread' = 'run or thread'): Promise<RunRecord | undefined> {
+export async function storedRun(
+  store: Store,
+  runOrThread: string,
+  status?: RunStatus,
+  by: 'run or thread' | 'thread' = 'run or thread',
+): Promise<RunRecord | undefined> {
   const matches = (r: RunRecord): boolean => (status === undefined ? r.status !== 'done' : r.status === status);
   const byId = by === 'thread' ? undefined : await store.getRun(runOrThread).catch(() => undefined);
   if (byId !== undefined) return matches(byId) ? byId : undefined;

@@ -125,7 +125,8 @@ export class ThreadLog {
     // The ring keeps the serialised event only; a backlog parses it again.
     this.#ring.push(retained(frame));
     this.#ringBytes += frame.data.length;
-    while (this.#ring.length > 1 && (this.#ring.length > this.#capacity || this.#ringBytes > this.#maxBytes)) this.#ringBytes -= (this.#ring.shift() as LogFrame).data.length;
+    while (this.#ring.length > 1 && (this.#ring.length > this.#capacity || this.#ringBytes > this.#maxBytes))
+      this.#ringBytes -= (this.#ring.shift() as LogFrame).data.length;
     for (const s of [...this.#subscribers]) {
       try {
         s(frame);

@@ -36,14 +36,16 @@ const MAX_ANCESTRY = 1000;
 
 /** An id field of the body, checked as every id is (`isValidId`). */
 function checkIdField(field: 'resource_id' | 'parent_thread_id', value: string | null | undefined): void {
-  if (typeof value === 'string' && !isValidId(value)) throw new HttpError(400, 'invalid_id', `invalid ${field === 'resource_id' ? 'resource' : 'parent thread'} id`, field);
+  if (typeof value === 'string' && !isValidId(value))
+    throw new HttpError(400, 'invalid_id', `invalid ${field === 'resource_id' ? 'resource' : 'parent thread'} id`, field);
 }
 
 /** `custom` when it is at most `THREAD_CUSTOM_MAX_BYTES` of JSON; a larger one is a 413 naming it. */
 function checkCustom(custom: Record<string, unknown> | undefined): ThreadCustom | undefined {
   if (custom === undefined) return undefined;
   const bytes = Buffer.byteLength(JSON.stringify(custom));
-  if (bytes > THREAD_CUSTOM_MAX_BYTES) throw new HttpError(413, 'custom_too_large', `custom is ${bytes} bytes of JSON; at most ${THREAD_CUSTOM_MAX_BYTES} are kept`, 'custom');
+  if (bytes > THREAD_CUSTOM_MAX_BYTES)
+    throw new HttpError(413, 'custom_too_large', `custom is ${bytes} bytes of JSON; at most ${THREAD_CUSTOM_MAX_BYTES} are kept`, 'custom');
   return custom as ThreadCustom;
 }
 
@@ -60,7 +62,8 @@ export interface ThreadStores {
  */
 async function checkParent(stores: ThreadStores, threadId: string, parentId: string): Promise<void> {
   const missing = (): HttpError => new HttpError(400, 'parent_thread_not_found', `parent thread not found: ${parentId}`, 'parent_thread_id');
-  const cycle = (): HttpError => new HttpError(400, 'thread_cycle', `thread ${parentId} cannot be the parent of ${threadId}: it would be its own ancestor`, 'parent_thread_id');
+  const cycle = (): HttpError =>
+    new HttpError(400, 'thread_cycle', `thread ${parentId} cannot be the parent of ${threadId}: it would be its own ancestor`, 'parent_thread_id');
   if (parentId === threadId) throw cycle();
   let next: ThreadRecord | undefined = await stores.view.getThread(parentId);
   if (next === undefined) throw missing();
@@ -71,7 +74,11 @@ async function checkParent(stores: ThreadStores, threadId: string, parentId: str
 }
 
 /** The metadata of a thread to create, checked (its parent against the caller's threads). */
-export async function newThreadMeta(stores: ThreadStores, threadId: string, body: z.output<typeof CreateThreadSchema>): Promise<Pick<ThreadRecord, 'title' | 'resource_id' | 'parent_thread_id' | 'custom'>> {
+export async function newThreadMeta(
+  stores: ThreadStores,
+  threadId: string,
+  body: z.output<typeof CreateThreadSchema>,
+): Promise<Pick<ThreadRecord, 'title' | 'resource_id' | 'parent_thread_id' | 'custom'>> {
   checkIdField('resource_id', body.resource_id);
   checkIdField('parent_thread_id', body.parent_thread_id);
   const custom = checkCustom(body.custom);

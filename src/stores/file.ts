@@ -188,7 +188,12 @@ export class FileStore implements Store {
       const t = await this.#thread(c.threadId);
       const actual = t?.messages.length ?? 0;
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+        throw new StoreFailure({
+          code: 'version_conflict',
+          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+          expected: c.expectedMessageCount,
+          actual,
+        });
       }
       const record = threadRecord({ ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId });
       await this.#put('threads', `${c.threadId}.json`, { record, messages: messagesAfter(c, t?.messages), state: c.threadState } satisfies ThreadFile);
@@ -245,7 +250,14 @@ export class FileStore implements Store {
     });
   }
   expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
-    return this.#leases((all) => Object.values(all).filter((l) => l.until <= now).sort((a, b) => a.until - b.until).slice(0, limit), false);
+    return this.#leases(
+      (all) =>
+        Object.values(all)
+          .filter((l) => l.until <= now)
+          .sort((a, b) => a.until - b.until)
+          .slice(0, limit),
+      false,
+    );
   }
   takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return this.#leases((all) => {
@@ -291,7 +303,10 @@ export class FileStore implements Store {
   }
   async ownedThreads(principal: string): Promise<string[]> {
     const owners = (await this.#get<Record<string, string>>('.', 'owners.json')) ?? {};
-    return Object.entries(owners).filter(([, p]) => p === principal).map(([id]) => id).sort();
+    return Object.entries(owners)
+      .filter(([, p]) => p === principal)
+      .map(([id]) => id)
+      .sort();
   }
 
   async close(): Promise<void> {
@@ -316,7 +331,14 @@ export class FileStore implements Store {
   ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
     return this.#book((d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
   }
-  nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+  nack(
+    jobId: string,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Promise<MailboxJob> {
     return this.#book((d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
   }
   cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
@@ -355,7 +377,10 @@ export class FileStore implements Store {
 
   async #ids(dir: string): Promise<string[]> {
     try {
-      return (await readdir(join(this.#root, dir))).filter((f) => f.endsWith('.json') && !f.startsWith('.')).map((f) => f.slice(0, -5)).sort();
+      return (await readdir(join(this.#root, dir)))
+        .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
+        .map((f) => f.slice(0, -5))
+        .sort();
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw e;
@@ -394,7 +419,10 @@ export class FileStore implements Store {
   async #migrate(): Promise<void> {
     const found = (await this.#get<{ version?: unknown }>('.', 'schema.json'))?.version ?? 0;
     if (typeof found !== 'number' || found > FILE_SCHEMA_VERSION) {
-      throw new StoreFailure({ code: 'validation', message: `${this.#root} holds store version ${String(found)}; this release reads up to ${FILE_SCHEMA_VERSION}` });
+      throw new StoreFailure({
+        code: 'validation',
+        message: `${this.#root} holds store version ${String(found)}; this release reads up to ${FILE_SCHEMA_VERSION}`,
+      });
     }
     if (found < FILE_SCHEMA_VERSION) await this.#put('.', 'schema.json', { version: FILE_SCHEMA_VERSION });
   }

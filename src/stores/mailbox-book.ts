@@ -1,4 +1,12 @@
-import { claimOrder, Jobs, TERMINAL_JOB_STATUSES, type JobTransitionError, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
+import {
+  claimOrder,
+  Jobs,
+  TERMINAL_JOB_STATUSES,
+  type JobTransitionError,
+  type MailboxConfig,
+  type MailboxJob,
+  type MailboxJobStatus,
+} from '../core/mailbox/job.ts';
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { checkId, StoreFailure, type Page } from '../runtime/store.ts';
 
@@ -9,7 +17,10 @@ export interface MailboxData {
 }
 
 /** Null-prototype records: no job or mailbox id can reach `Object.prototype`. */
-export const emptyMailboxData = (): MailboxData => ({ jobs: Object.create(null) as Record<string, MailboxJob>, generations: Object.create(null) as Record<string, number> });
+export const emptyMailboxData = (): MailboxData => ({
+  jobs: Object.create(null) as Record<string, MailboxJob>,
+  generations: Object.create(null) as Record<string, number>,
+});
 
 /** Mailbox data read back from JSON, in null-prototype records. */
 export const mailboxDataOf = (raw: { jobs?: Record<string, MailboxJob>; generations?: Record<string, number> } | undefined): MailboxData => {
@@ -22,7 +33,12 @@ export const mailboxDataOf = (raw: { jobs?: Record<string, MailboxJob>; generati
 export function refused(e: JobTransitionError): StoreFailure {
   return new StoreFailure({
     code: 'version_conflict',
-    message: e.code === 'stale_claim' ? `stale claim on job ${e.job_id}` : e.code === 'wrong_status' ? `job ${e.job_id} is ${e.status}, not ${e.expected}` : `job ${e.job_id} is not available yet`,
+    message:
+      e.code === 'stale_claim'
+        ? `stale claim on job ${e.job_id}`
+        : e.code === 'wrong_status'
+          ? `job ${e.job_id} is ${e.status}, not ${e.expected}`
+          : `job ${e.job_id} is not available yet`,
     expected: 0,
     actual: 0,
   });
@@ -35,7 +51,8 @@ export function newJob(job: NewMailboxJob, generation: number, now: number, defa
   const maxAttempts = job.max_attempts ?? defaults?.default_max_attempts ?? 5;
   const priority = job.priority ?? 128;
   if (!Number.isInteger(maxAttempts) || maxAttempts <= 0) throw new StoreFailure({ code: 'validation', message: 'max_attempts must be a positive integer' });
-  if (!Number.isInteger(priority) || priority < 0 || priority > 255) throw new StoreFailure({ code: 'validation', message: 'priority must be an integer in 0..255' });
+  if (!Number.isInteger(priority) || priority < 0 || priority > 255)
+    throw new StoreFailure({ code: 'validation', message: 'priority must be an integer in 0..255' });
   return {
     job_id: job.job_id,
     mailbox_id: job.mailbox_id,
@@ -73,9 +90,15 @@ export const MailboxBook = {
     return stamped;
   },
   claim(d: MailboxData, consumer: string, token: string, leaseMs: number, now: number, limit: number): MailboxJob[] {
-    const busy = new Set(Object.values(d.jobs).filter((j) => j.status === 'claimed').map((j) => j.mailbox_id));
+    const busy = new Set(
+      Object.values(d.jobs)
+        .filter((j) => j.status === 'claimed')
+        .map((j) => j.mailbox_id),
+    );
     const out: MailboxJob[] = [];
-    for (const j of Object.values(d.jobs).filter((x) => x.status === 'queued' && x.available_at <= now).sort(claimOrder)) {
+    for (const j of Object.values(d.jobs)
+      .filter((x) => x.status === 'queued' && x.available_at <= now)
+      .sort(claimOrder)) {
       if (out.length >= limit) break;
       if (busy.has(j.mailbox_id)) continue;
       if (j.generation < (d.generations[j.mailbox_id] ?? 0)) {

@@ -94,7 +94,7 @@ export class MemoryStore implements Store {
   async deleteThread(id: string): Promise<boolean> {
     this.#owners.delete(id);
     if (!this.#threads.delete(id)) return false;
-    for (const [runId, run] of this.#runs) if (run.thread_id === id) (this.#runs.delete(runId), this.#runStates.delete(runId));
+    for (const [runId, run] of this.#runs) if (run.thread_id === id) this.#runs.delete(runId), this.#runStates.delete(runId);
     return true;
   }
 
@@ -142,7 +142,12 @@ export class MemoryStore implements Store {
     const e = this.#threads.get(c.threadId);
     const actual = e?.messages.length ?? 0;
     if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-      throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+      throw new StoreFailure({
+        code: 'version_conflict',
+        message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+        expected: c.expectedMessageCount,
+        actual,
+      });
     }
     const previous = this.#runs.get(c.runId);
     const record = threadRecord({
@@ -197,7 +202,11 @@ export class MemoryStore implements Store {
   }
 
   async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
-    return [...this.#leases.values()].filter((l) => l.until <= now).sort((a, b) => a.until - b.until).slice(0, limit).map((l) => ({ ...l }));
+    return [...this.#leases.values()]
+      .filter((l) => l.until <= now)
+      .sort((a, b) => a.until - b.until)
+      .slice(0, limit)
+      .map((l) => ({ ...l }));
   }
 
   async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
@@ -239,7 +248,10 @@ export class MemoryStore implements Store {
   }
 
   async ownedThreads(principal: string): Promise<string[]> {
-    return [...this.#owners].filter(([, p]) => p === principal).map(([id]) => id).sort();
+    return [...this.#owners]
+      .filter(([, p]) => p === principal)
+      .map(([id]) => id)
+      .sort();
   }
 
   async close(): Promise<void> {}
@@ -254,7 +266,14 @@ export class MemoryStore implements Store {
   async ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
     return copy(MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.ack(j, token, now)));
   }
-  async nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
+  async nack(
+    jobId: string,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Promise<MailboxJob> {
     return copy(MailboxBook.update(this.#mailbox, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
   }
   async cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {

@@ -17,7 +17,6 @@ export function loadPg(): typeof pg {
   }
 }
 
-
 /** Runs `body` in one transaction on a client of `pool`: committed when it resolves, rolled back when it throws. */
 export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();

@@ -28,11 +28,16 @@ export class PostgresBus implements ClusterBus {
   #status: BusStatus = 'down';
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
-  #handlers: { onAppend: (threadId: string) => void; onCommand: (command: ControlCommand) => void; onStatus: (status: BusStatus, cause?: unknown) => void } | undefined;
+  #handlers:
+    | { onAppend: (threadId: string) => void; onCommand: (command: ControlCommand) => void; onStatus: (status: BusStatus, cause?: unknown) => void }
+    | undefined;
 
   readonly #firstRetryMs: number;
 
-  constructor(connection: string, options: { readonly prefix?: string; /** The first reconnect delay (default 100 ms; it doubles to 5 s). */ readonly reconnectMs?: number } = {}) {
+  constructor(
+    connection: string,
+    options: { readonly prefix?: string /** The first reconnect delay (default 100 ms; it doubles to 5 s). */; readonly reconnectMs?: number } = {},
+  ) {
     this.#firstRetryMs = options.reconnectMs ?? 100;
     const prefix = options.prefix ?? 'awaken';
     if (!PREFIX.test(prefix)) throw new StoreFailure({ code: 'validation', message: `invalid table prefix: ${prefix}` });
@@ -86,7 +91,9 @@ export class PostgresBus implements ClusterBus {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${this.#p}_events:${threadId}`]);
       const frames = await framesOf(client);
       const runs = [...new Set(frames.map((f) => f.runId))];
-      const ended = new Set((await client.query<{ run_id: string }>(`SELECT run_id FROM ${this.#p}_ended_runs WHERE run_id = ANY($1::text[])`, [runs])).rows.map((r) => r.run_id));
+      const ended = new Set(
+        (await client.query<{ run_id: string }>(`SELECT run_id FROM ${this.#p}_ended_runs WHERE run_id = ANY($1::text[])`, [runs])).rows.map((r) => r.run_id),
+      );
       const fresh = ended.size === 0 ? frames : frames.filter((f) => !ended.has(f.runId));
       if (fresh.length > 0) {
         await client.query(
@@ -135,7 +142,11 @@ export class PostgresBus implements ClusterBus {
     return this.#status;
   }
 
-  async listen(onAppend: (threadId: string) => void, onCommand: (command: ControlCommand) => void, onStatus: (status: BusStatus, cause?: unknown) => void = () => undefined): Promise<void> {
+  async listen(
+    onAppend: (threadId: string) => void,
+    onCommand: (command: ControlCommand) => void,
+    onStatus: (status: BusStatus, cause?: unknown) => void = () => undefined,
+  ): Promise<void> {
     await this.#schema();
     this.#handlers = { onAppend, onCommand, onStatus };
     await this.#connectListener();

@@ -9,7 +9,28 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, patchedThread, newThreadRecord, type NewThread, type ThreadPatch, checkId, checkSeq, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import {
+  appendStart,
+  patchedThread,
+  newThreadRecord,
+  type NewThread,
+  type ThreadPatch,
+  checkId,
+  checkSeq,
+  runEnded,
+  StoreFailure,
+  type LeaseTake,
+  type ThreadLease,
+  type MessageQuery,
+  type Page,
+  type RunQuery,
+  type ThreadQuery,
+  hasRunFilter,
+  likePattern,
+  type RunRecord,
+  type Store,
+  type ThreadRecord,
+} from '../runtime/store.ts';
 import { leaseOf, RUN_TOTALS_UPDATE, runMetaArgs, runOf, threadColumns, threadMetaArgs, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
@@ -113,12 +134,15 @@ export class PostgresStore implements Store {
       );
       await client.query(`INSERT INTO ${p}_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`);
       const found = Number((await client.query<{ version: number }>(`SELECT version FROM ${p}_schema WHERE id = 1`)).rows[0]?.version ?? 0);
-      if (found > POSTGRES_MIGRATIONS.length) throw new StoreFailure({ code: 'validation', message: `tables ${p}_* hold store version ${found}; this release reads up to ${POSTGRES_MIGRATIONS.length}` });
+      if (found > POSTGRES_MIGRATIONS.length)
+        throw new StoreFailure({
+          code: 'validation',
+          message: `tables ${p}_* hold store version ${found}; this release reads up to ${POSTGRES_MIGRATIONS.length}`,
+        });
       for (let v = found; v < POSTGRES_MIGRATIONS.length; v++) await client.query((POSTGRES_MIGRATIONS[v] as (prefix: string) => string)(p));
       await client.query(`UPDATE ${p}_schema SET version = $1 WHERE id = 1`, [POSTGRES_MIGRATIONS.length]);
     });
   }
-
 
   /** The schema version of the tables. */
   async schemaVersion(): Promise<number> {
@@ -152,7 +176,12 @@ export class PostgresStore implements Store {
       const [row] = (await db.query<Parameters<typeof threadOf>[0]>(`SELECT ${threadColumns()} FROM ${this.#p}_threads WHERE id = $1 FOR UPDATE`, [id])).rows;
       if (row === undefined) return undefined;
       const next = patchedThread(threadOf(row), patch, now);
-      await db.query(`UPDATE ${this.#p}_threads SET title = $2, updated_at = $3, resource_id = $4, parent_thread_id = $5, custom = $6 WHERE id = $1`, [id, next.title ?? null, now, ...threadMetaArgs(next)]);
+      await db.query(`UPDATE ${this.#p}_threads SET title = $2, updated_at = $3, resource_id = $4, parent_thread_id = $5, custom = $6 WHERE id = $1`, [
+        id,
+        next.title ?? null,
+        now,
+        ...threadMetaArgs(next),
+      ]);
       return next;
     });
   }
@@ -166,7 +195,9 @@ export class PostgresStore implements Store {
     if (q.owner !== undefined) where.push(`EXISTS (SELECT 1 FROM ${p}_thread_owners o WHERE o.thread_id = t.id AND o.principal = ${arg(q.owner)})`);
     if (q.text !== undefined && q.text !== '') {
       const like = arg(likePattern(q.text));
-      where.push(`(t.id ILIKE ${like} ESCAPE '\\' OR t.title ILIKE ${like} ESCAPE '\\' OR EXISTS (SELECT 1 FROM ${p}_runs r WHERE r.thread_id = t.id AND r.run_id ILIKE ${like} ESCAPE '\\'))`);
+      where.push(
+        `(t.id ILIKE ${like} ESCAPE '\\' OR t.title ILIKE ${like} ESCAPE '\\' OR EXISTS (SELECT 1 FROM ${p}_runs r WHERE r.thread_id = t.id AND r.run_id ILIKE ${like} ESCAPE '\\'))`,
+      );
     }
     if (hasRunFilter(q.run)) {
       const run = ['r.thread_id = t.id'];
@@ -199,7 +230,11 @@ export class PostgresStore implements Store {
     const exists = await this.#q(`SELECT 1 FROM ${this.#p}_threads WHERE id = $1`, [threadId]);
     if (exists.length === 0) throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
     const filter = q.visibility === 'all' ? '' : ' AND NOT internal';
-    const rows = await this.#q<{ data: string }>(`SELECT data FROM ${this.#p}_messages WHERE thread_id = $1${filter} ORDER BY seq LIMIT $2 OFFSET $3`, [threadId, q.limit, q.offset]);
+    const rows = await this.#q<{ data: string }>(`SELECT data FROM ${this.#p}_messages WHERE thread_id = $1${filter} ORDER BY seq LIMIT $2 OFFSET $3`, [
+      threadId,
+      q.limit,
+      q.offset,
+    ]);
     const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${this.#p}_messages WHERE thread_id = $1${filter}`, [threadId]);
     return { items: rows.map((r) => JSON.parse(r.data) as Message), total: Number(count?.n ?? 0) };
   }
@@ -212,8 +247,8 @@ export class PostgresStore implements Store {
   async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
     const where: string[] = [];
     const args: unknown[] = [];
-    if (q.status !== undefined) (args.push(q.status), where.push(`status = $${args.length}`));
-    if (q.threadId !== undefined) (args.push(q.threadId), where.push(`thread_id = $${args.length}`));
+    if (q.status !== undefined) args.push(q.status), where.push(`status = $${args.length}`);
+    if (q.threadId !== undefined) args.push(q.threadId), where.push(`thread_id = $${args.length}`);
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
     const rows = await this.#q<Parameters<typeof runOf>[0]>(
       `SELECT * FROM ${this.#p}_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT $${args.length + 1} OFFSET $${args.length + 2}`,
@@ -224,7 +259,10 @@ export class PostgresStore implements Store {
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    const rows = await this.#q(`UPDATE ${this.#p}_runs SET status = 'done', termination = $2, updated_at = $3, state = NULL WHERE run_id = $1 RETURNING run_id`, [runId, JSON.stringify(termination), now]);
+    const rows = await this.#q(
+      `UPDATE ${this.#p}_runs SET status = 'done', termination = $2, updated_at = $3, state = NULL WHERE run_id = $1 RETURNING run_id`,
+      [runId, JSON.stringify(termination), now],
+    );
     return rows.length > 0;
   }
 
@@ -236,7 +274,9 @@ export class PostgresStore implements Store {
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
     const [row] = await this.#q<{ state: string | null }>(`SELECT state FROM ${this.#p}_threads WHERE id = $1`, [threadId]);
     if (row === undefined) return undefined;
-    const messages = (await this.#q<{ data: string }>(`SELECT data FROM ${this.#p}_messages WHERE thread_id = $1 ORDER BY seq`, [threadId])).map((r) => JSON.parse(r.data) as Message);
+    const messages = (await this.#q<{ data: string }>(`SELECT data FROM ${this.#p}_messages WHERE thread_id = $1 ORDER BY seq`, [threadId])).map(
+      (r) => JSON.parse(r.data) as Message,
+    );
     return { messages, ...(row.state !== null ? { threadState: JSON.parse(row.state) as PersistedState } : {}) };
   }
 
@@ -252,7 +292,12 @@ export class PostgresStore implements Store {
       const run = await db.query<{ status: string }>(`SELECT status FROM ${p}_runs WHERE run_id = $1 FOR UPDATE`, [c.runId]);
       if (run.rows[0]?.status === 'done') throw runEnded(c.runId);
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+        throw new StoreFailure({
+          code: 'version_conflict',
+          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+          expected: c.expectedMessageCount,
+          actual,
+        });
       }
       await db.query(`UPDATE ${p}_threads SET updated_at = $2, latest_run_id = $3, state = $4, message_count = $5 WHERE id = $1`, [
         c.threadId,
@@ -268,7 +313,9 @@ export class PostgresStore implements Store {
       if (from !== undefined) {
         if (from < actual) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1 AND seq >= $2`, [c.threadId, from]);
       } else {
-        const stored = (await db.query<{ id: string | null }>(`SELECT (data::json)->>'id' AS id FROM ${p}_messages WHERE thread_id = $1 ORDER BY seq`, [c.threadId])).rows.map((r) => r.id);
+        const stored = (
+          await db.query<{ id: string | null }>(`SELECT (data::json)->>'id' AS id FROM ${p}_messages WHERE thread_id = $1 ORDER BY seq`, [c.threadId])
+        ).rows.map((r) => r.id);
         const grown = stored.length <= c.messages.length && stored.every((id, i) => id !== null && id === c.messages[i]?.id);
         from = grown ? stored.length : 0;
         if (!grown) await db.query(`DELETE FROM ${p}_messages WHERE thread_id = $1`, [c.threadId]);
@@ -285,7 +332,17 @@ export class PostgresStore implements Store {
         `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11)
          ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
            ${RUN_TOTALS_UPDATE(`${p}_runs`)}`,
-        [c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState), ...runMetaArgs(c)],
+        [
+          c.runId,
+          c.threadId,
+          c.agentId,
+          c.status,
+          c.termination !== undefined ? JSON.stringify(c.termination) : null,
+          c.steps,
+          c.updatedAt,
+          c.status === 'done' ? null : JSON.stringify(c.runState),
+          ...runMetaArgs(c),
+        ],
       );
     });
   }
@@ -296,13 +353,19 @@ export class PostgresStore implements Store {
   }
 
   async write(owner: string, key: string, value: JsonValue): Promise<void> {
-    await this.#q(`INSERT INTO ${this.#p}_profiles (owner, key, data) VALUES ($1, $2, $3) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data`, [owner, key, JSON.stringify(value)]);
+    await this.#q(`INSERT INTO ${this.#p}_profiles (owner, key, data) VALUES ($1, $2, $3) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data`, [
+      owner,
+      key,
+      JSON.stringify(value),
+    ]);
   }
 
   /** Drops this store's tables (tests). */
   async dropSchema(): Promise<void> {
     const p = this.#p;
-    await this.#pool.query(`DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_thread_leases, ${p}_thread_owners, ${p}_schema`);
+    await this.#pool.query(
+      `DROP TABLE IF EXISTS ${p}_threads, ${p}_messages, ${p}_runs, ${p}_profiles, ${p}_mailbox_jobs, ${p}_mailbox_generations, ${p}_thread_seq, ${p}_thread_leases, ${p}_thread_owners, ${p}_schema`,
+    );
     this.#ready = undefined;
   }
 
@@ -314,7 +377,10 @@ export class PostgresStore implements Store {
   async saveThreadSeq(threadId: string, seq: number): Promise<void> {
     checkId('thread', threadId);
     checkSeq(seq);
-    await this.#q(`INSERT INTO ${this.#p}_thread_seq (thread_id, seq) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq`, [threadId, seq]);
+    await this.#q(`INSERT INTO ${this.#p}_thread_seq (thread_id, seq) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq`, [
+      threadId,
+      seq,
+    ]);
   }
 
   /** One statement: the lease is written only when free, expired, the same run's, or stolen; else the holder is read back. */
@@ -335,7 +401,10 @@ export class PostgresStore implements Store {
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
-    const rows = await this.#q<Parameters<typeof leaseOf>[0]>(`UPDATE ${this.#p}_thread_leases SET until = $1 WHERE owner = $2 RETURNING *`, [now + ttlMs, owner]);
+    const rows = await this.#q<Parameters<typeof leaseOf>[0]>(`UPDATE ${this.#p}_thread_leases SET until = $1 WHERE owner = $2 RETURNING *`, [
+      now + ttlMs,
+      owner,
+    ]);
     return rows.map(leaseOf).sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
   }
 
@@ -344,11 +413,16 @@ export class PostgresStore implements Store {
   }
 
   async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
-    return (await this.#q<Parameters<typeof leaseOf>[0]>(`SELECT * FROM ${this.#p}_thread_leases WHERE until <= $1 ORDER BY until LIMIT $2`, [now, limit])).map(leaseOf);
+    return (await this.#q<Parameters<typeof leaseOf>[0]>(`SELECT * FROM ${this.#p}_thread_leases WHERE until <= $1 ORDER BY until LIMIT $2`, [now, limit])).map(
+      leaseOf,
+    );
   }
 
   async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    const rows = await this.#q(`UPDATE ${this.#p}_thread_leases SET owner = $1, until = $2 WHERE thread_id = $3 AND run_id = $4 AND until <= $5 RETURNING thread_id`, [owner, now + ttlMs, threadId, runId, now]);
+    const rows = await this.#q(
+      `UPDATE ${this.#p}_thread_leases SET owner = $1, until = $2 WHERE thread_id = $3 AND run_id = $4 AND until <= $5 RETURNING thread_id`,
+      [owner, now + ttlMs, threadId, runId, now],
+    );
     return rows.length > 0;
   }
 
@@ -377,7 +451,9 @@ export class PostgresStore implements Store {
   }
 
   async ownedThreads(principal: string): Promise<string[]> {
-    return (await this.#q<{ thread_id: string }>(`SELECT thread_id FROM ${this.#p}_thread_owners WHERE principal = $1 ORDER BY thread_id`, [principal])).map((r) => r.thread_id);
+    return (await this.#q<{ thread_id: string }>(`SELECT thread_id FROM ${this.#p}_thread_owners WHERE principal = $1 ORDER BY thread_id`, [principal])).map(
+      (r) => r.thread_id,
+    );
   }
 
   async close(): Promise<void> {
@@ -397,7 +473,15 @@ export class PostgresStore implements Store {
       if (typeof lockKey === 'string') await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`${p}:${lockKey}`]);
       const rows = await load(db);
       const ids = await mailboxes(db);
-      const gens = ids.length === 0 ? [] : (await db.query<{ mailbox_id: string; generation: number }>(`SELECT mailbox_id, generation FROM ${p}_mailbox_generations WHERE mailbox_id = ANY($1::text[]) FOR UPDATE`, [ids])).rows;
+      const gens =
+        ids.length === 0
+          ? []
+          : (
+              await db.query<{ mailbox_id: string; generation: number }>(
+                `SELECT mailbox_id, generation FROM ${p}_mailbox_generations WHERE mailbox_id = ANY($1::text[]) FOR UPDATE`,
+                [ids],
+              )
+            ).rows;
       const before = dataOf(rows, gens);
       const after = dataOf(rows, gens);
       const out = step(after);
@@ -411,7 +495,10 @@ export class PostgresStore implements Store {
       }
       for (const [id, g] of Object.entries(after.generations)) {
         if (before.generations[id] !== g) {
-          await db.query(`INSERT INTO ${p}_mailbox_generations (mailbox_id, generation) VALUES ($1, $2) ON CONFLICT (mailbox_id) DO UPDATE SET generation = excluded.generation`, [id, g]);
+          await db.query(
+            `INSERT INTO ${p}_mailbox_generations (mailbox_id, generation) VALUES ($1, $2) ON CONFLICT (mailbox_id) DO UPDATE SET generation = excluded.generation`,
+            [id, g],
+          );
         }
       }
       return out;
@@ -436,25 +523,56 @@ export class PostgresStore implements Store {
     // the candidate rows are taken with FOR UPDATE SKIP LOCKED.
     return this.#mailbox(
       async (db) => [
-        ...(await this.#rows(db, `status = 'queued' AND available_at <= $1 ORDER BY priority, created_at, job_id LIMIT $2`, [now, Math.max(limit * 4, 32)], 'FOR UPDATE SKIP LOCKED')),
+        ...(await this.#rows(
+          db,
+          `status = 'queued' AND available_at <= $1 ORDER BY priority, created_at, job_id LIMIT $2`,
+          [now, Math.max(limit * 4, 32)],
+          'FOR UPDATE SKIP LOCKED',
+        )),
         ...(await this.#rows(db, `status = 'claimed'`, [], '')),
       ],
-      async (db) => (await db.query<{ mailbox_id: string }>(`SELECT DISTINCT mailbox_id FROM ${p}_mailbox_jobs WHERE status = 'queued' AND available_at <= $1`, [now])).rows.map((r) => r.mailbox_id),
+      async (db) =>
+        (
+          await db.query<{ mailbox_id: string }>(`SELECT DISTINCT mailbox_id FROM ${p}_mailbox_jobs WHERE status = 'queued' AND available_at <= $1`, [now])
+        ).rows.map((r) => r.mailbox_id),
       (d) => MailboxBook.claim(d, consumer, token, leaseMs, now, limit),
       'claim',
     );
   }
   ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
-    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
+    return this.#mailbox(
+      (db) => this.#rows(db, 'job_id = $1', [jobId]),
+      async () => [],
+      (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)),
+    );
   }
-  nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
-    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  nack(
+    jobId: string,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Promise<MailboxJob> {
+    return this.#mailbox(
+      (db) => this.#rows(db, 'job_id = $1', [jobId]),
+      async () => [],
+      (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)),
+    );
   }
   cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
-    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.cancel(d, jobId, now));
+    return this.#mailbox(
+      (db) => this.#rows(db, 'job_id = $1', [jobId]),
+      async () => [],
+      (d) => MailboxBook.cancel(d, jobId, now),
+    );
   }
   extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    return this.#mailbox((db) => this.#rows(db, 'job_id = $1', [jobId]), async () => [], (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now));
+    return this.#mailbox(
+      (db) => this.#rows(db, 'job_id = $1', [jobId]),
+      async () => [],
+      (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now),
+    );
   }
   interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
     return this.#mailbox(
@@ -465,7 +583,12 @@ export class PostgresStore implements Store {
     );
   }
   reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
-    return this.#mailbox((db) => this.#rows(db, `status = 'claimed' AND lease_until < $1 LIMIT $2`, [now, limit], 'FOR UPDATE SKIP LOCKED'), async () => [], (d) => MailboxBook.reclaimExpired(d, now, limit), 'claim');
+    return this.#mailbox(
+      (db) => this.#rows(db, `status = 'claimed' AND lease_until < $1 LIMIT $2`, [now, limit], 'FOR UPDATE SKIP LOCKED'),
+      async () => [],
+      (d) => MailboxBook.reclaimExpired(d, now, limit),
+      'claim',
+    );
   }
   async purgeTerminal(olderThan: number): Promise<number> {
     const rows = await this.#q(`DELETE FROM ${this.#p}_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < $1 RETURNING job_id`, [olderThan]);
@@ -487,5 +610,4 @@ export class PostgresStore implements Store {
     await this.ensureSchema();
     return inTransaction(this.#pool, body);
   }
-
 }

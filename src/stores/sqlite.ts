@@ -10,7 +10,32 @@ import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
-import { appendStart, patchedThread, newThreadRecord, tokenCount, type NewThread, type ThreadCustom, type ThreadPatch, checkId, checkSeq, leaseAfterTake, runEnded, StoreFailure, type LeaseTake, type ThreadLease, type MessageQuery, type Page, type RunQuery, type ThreadQuery, foldCase, hasRunFilter, likePattern, type RunRecord, type Store, type ThreadRecord } from '../runtime/store.ts';
+import {
+  appendStart,
+  patchedThread,
+  newThreadRecord,
+  tokenCount,
+  type NewThread,
+  type ThreadCustom,
+  type ThreadPatch,
+  checkId,
+  checkSeq,
+  leaseAfterTake,
+  runEnded,
+  StoreFailure,
+  type LeaseTake,
+  type ThreadLease,
+  type MessageQuery,
+  type Page,
+  type RunQuery,
+  type ThreadQuery,
+  foldCase,
+  hasRunFilter,
+  likePattern,
+  type RunRecord,
+  type Store,
+  type ThreadRecord,
+} from '../runtime/store.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -63,7 +88,9 @@ export const RUN_TOTALS_UPDATE = (table: string): string =>
 
 /** The columns of a thread record (`threadOf`) in the SQL stores, of the table under `alias` when given. */
 export const threadColumns = (alias?: string): string =>
-  ['id', 'title', 'created_at', 'updated_at', 'latest_run_id', 'resource_id', 'parent_thread_id', 'custom'].map((c) => (alias === undefined ? c : `${alias}.${c}`)).join(', ');
+  ['id', 'title', 'created_at', 'updated_at', 'latest_run_id', 'resource_id', 'parent_thread_id', 'custom']
+    .map((c) => (alias === undefined ? c : `${alias}.${c}`))
+    .join(', ');
 
 interface LeaseRow {
   thread_id: string;
@@ -136,7 +163,9 @@ export const runOf = (r: RunRow): RunRecord => ({
   thread_id: r.thread_id,
   agent_id: r.agent_id,
   status: r.status as RunStatus,
-  ...(r.termination !== null ? { termination: TerminationReasonSchema.parse(typeof r.termination === 'string' ? JSON.parse(r.termination) : r.termination) } : {}),
+  ...(r.termination !== null
+    ? { termination: TerminationReasonSchema.parse(typeof r.termination === 'string' ? JSON.parse(r.termination) : r.termination) }
+    : {}),
   steps: Number(r.steps),
   created_at: Number(r.created_at),
   updated_at: Number(r.updated_at),
@@ -189,7 +218,9 @@ export class SqliteStore implements Store {
     checkId('thread', t.id);
     const record: ThreadRecord = newThreadRecord(t);
     const r = this.#db
-      .prepare('INSERT INTO awaken_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
+      .prepare(
+        'INSERT INTO awaken_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+      )
       .run(t.id, t.title ?? null, t.now, t.now, ...threadMetaArgs(record));
     if (r.changes === 0) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
     return record;
@@ -201,13 +232,17 @@ export class SqliteStore implements Store {
   }
 
   async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
-    return this.#db.transaction(() => {
-      const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
-      if (row === undefined) return undefined;
-      const next = patchedThread(threadOf(row), patch, now);
-      this.#db.prepare('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?').run(next.title ?? null, now, ...threadMetaArgs(next), id);
-      return next;
-    }).immediate();
+    return this.#db
+      .transaction(() => {
+        const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
+        if (row === undefined) return undefined;
+        const next = patchedThread(threadOf(row), patch, now);
+        this.#db
+          .prepare('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?')
+          .run(next.title ?? null, now, ...threadMetaArgs(next), id);
+        return next;
+      })
+      .immediate();
   }
 
   async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
@@ -215,16 +250,18 @@ export class SqliteStore implements Store {
     // ASCII (ID_PATTERN), which LIKE compares in any case; a title is folded as JavaScript folds it.
     const where: string[] = [];
     const args: (string | number)[] = [];
-    if (q.owner !== undefined) (where.push('EXISTS (SELECT 1 FROM awaken_thread_owners o WHERE o.thread_id = t.id AND o.principal = ?)'), args.push(q.owner));
+    if (q.owner !== undefined) where.push('EXISTS (SELECT 1 FROM awaken_thread_owners o WHERE o.thread_id = t.id AND o.principal = ?)'), args.push(q.owner);
     if (q.text !== undefined && q.text !== '') {
       const like = likePattern(q.text);
-      where.push(`(t.id LIKE ? ESCAPE '\\' OR instr(awaken_fold(t.title), ?) > 0 OR EXISTS (SELECT 1 FROM awaken_runs r WHERE r.thread_id = t.id AND r.run_id LIKE ? ESCAPE '\\'))`);
+      where.push(
+        `(t.id LIKE ? ESCAPE '\\' OR instr(awaken_fold(t.title), ?) > 0 OR EXISTS (SELECT 1 FROM awaken_runs r WHERE r.thread_id = t.id AND r.run_id LIKE ? ESCAPE '\\'))`,
+      );
       args.push(like, foldCase(q.text), like);
     }
     if (hasRunFilter(q.run)) {
       const run = ['r.thread_id = t.id'];
-      if (q.run.agentId !== undefined) (run.push('r.agent_id = ?'), args.push(q.run.agentId));
-      if (q.run.status !== undefined) (run.push('r.status = ?'), args.push(q.run.status));
+      if (q.run.agentId !== undefined) run.push('r.agent_id = ?'), args.push(q.run.agentId);
+      if (q.run.status !== undefined) run.push('r.status = ?'), args.push(q.run.status);
       if (q.run.failed === true) run.push(`json_extract(r.termination, '$.type') = 'error'`);
       where.push(`EXISTS (SELECT 1 FROM awaken_runs r WHERE ${run.join(' AND ')})`);
     }
@@ -251,7 +288,9 @@ export class SqliteStore implements Store {
       throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
     }
     const filter = q.visibility === 'all' ? '' : ' AND internal = 0';
-    const rows = this.#db.prepare(`SELECT data FROM awaken_messages WHERE thread_id = ?${filter} ORDER BY seq LIMIT ? OFFSET ?`).all(threadId, q.limit, q.offset) as { data: string }[];
+    const rows = this.#db
+      .prepare(`SELECT data FROM awaken_messages WHERE thread_id = ?${filter} ORDER BY seq LIMIT ? OFFSET ?`)
+      .all(threadId, q.limit, q.offset) as { data: string }[];
     const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_messages WHERE thread_id = ?${filter}`).get(threadId) as { n: number }).n;
     return { items: rows.map((r) => JSON.parse(r.data) as Message), total };
   }
@@ -264,16 +303,20 @@ export class SqliteStore implements Store {
   async listRuns(q: RunQuery): Promise<Page<RunRecord>> {
     const where: string[] = [];
     const args: (string | number)[] = [];
-    if (q.status !== undefined) (where.push('status = ?'), args.push(q.status));
-    if (q.threadId !== undefined) (where.push('thread_id = ?'), args.push(q.threadId));
+    if (q.status !== undefined) where.push('status = ?'), args.push(q.status);
+    if (q.threadId !== undefined) where.push('thread_id = ?'), args.push(q.threadId);
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    const rows = this.#db.prepare(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`).all(...args, q.limit, q.offset) as RunRow[];
+    const rows = this.#db
+      .prepare(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`)
+      .all(...args, q.limit, q.offset) as RunRow[];
     const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_runs${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(runOf), total };
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    const r = this.#db.prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ?, state = NULL WHERE run_id = ?`).run(JSON.stringify(termination), now, runId);
+    const r = this.#db
+      .prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ?, state = NULL WHERE run_id = ?`)
+      .run(JSON.stringify(termination), now, runId);
     return r.changes > 0;
   }
 
@@ -300,7 +343,12 @@ export class SqliteStore implements Store {
       const row = this.#db.prepare('SELECT message_count FROM awaken_threads WHERE id = ?').get(c.threadId) as { message_count: number } | undefined;
       const actual = row?.message_count ?? 0;
       if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({ code: 'version_conflict', message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`, expected: c.expectedMessageCount, actual });
+        throw new StoreFailure({
+          code: 'version_conflict',
+          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+          expected: c.expectedMessageCount,
+          actual,
+        });
       }
       this.#db
         .prepare(
@@ -315,9 +363,11 @@ export class SqliteStore implements Store {
       if (from !== undefined) {
         if (from < actual) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ? AND seq >= ?').run(c.threadId, from);
       } else {
-        const storedIds = (this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as { id: string | null }[]).map(
-          (r) => r.id,
-        );
+        const storedIds = (
+          this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as {
+            id: string | null;
+          }[]
+        ).map((r) => r.id);
         const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
         from = grown ? storedIds.length : 0;
         if (!grown) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
@@ -333,7 +383,18 @@ export class SqliteStore implements Store {
            ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
              ${RUN_TOTALS_UPDATE('awaken_runs')}`,
         )
-        .run(c.runId, c.threadId, c.agentId, c.status, c.termination !== undefined ? JSON.stringify(c.termination) : null, c.steps, c.updatedAt, c.updatedAt, c.status === 'done' ? null : JSON.stringify(c.runState), ...runMetaArgs(c));
+        .run(
+          c.runId,
+          c.threadId,
+          c.agentId,
+          c.status,
+          c.termination !== undefined ? JSON.stringify(c.termination) : null,
+          c.steps,
+          c.updatedAt,
+          c.updatedAt,
+          c.status === 'done' ? null : JSON.stringify(c.runState),
+          ...runMetaArgs(c),
+        );
     })();
   }
 
@@ -343,7 +404,9 @@ export class SqliteStore implements Store {
   }
 
   async write(owner: string, key: string, value: JsonValue): Promise<void> {
-    this.#db.prepare('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data').run(owner, key, JSON.stringify(value));
+    this.#db
+      .prepare('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data')
+      .run(owner, key, JSON.stringify(value));
   }
 
   async loadThreadSeq(threadId: string): Promise<number> {
@@ -354,23 +417,27 @@ export class SqliteStore implements Store {
   async saveThreadSeq(threadId: string, seq: number): Promise<void> {
     checkId('thread', threadId);
     checkSeq(seq);
-    this.#db.prepare('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq').run(threadId, seq);
+    this.#db
+      .prepare('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq')
+      .run(threadId, seq);
   }
 
   async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
-    return this.#db.transaction((): LeaseTake => {
-      const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
-      const r = leaseAfterTake(row === undefined ? undefined : leaseOf(row), l);
-      if (!r.ok) return { ok: false, holder: r.holder };
-      const n = r.lease as ThreadLease;
-      this.#db
-        .prepare(
-          `INSERT INTO awaken_thread_leases (thread_id, run_id, owner, until, cancel_requested) VALUES (?, ?, ?, ?, ?)
+    return this.#db
+      .transaction((): LeaseTake => {
+        const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
+        const r = leaseAfterTake(row === undefined ? undefined : leaseOf(row), l);
+        if (!r.ok) return { ok: false, holder: r.holder };
+        const n = r.lease as ThreadLease;
+        this.#db
+          .prepare(
+            `INSERT INTO awaken_thread_leases (thread_id, run_id, owner, until, cancel_requested) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner, until = excluded.until, cancel_requested = excluded.cancel_requested`,
-        )
-        .run(n.thread_id, n.run_id, n.owner, n.until, n.cancel_requested ? 1 : 0);
-      return { ok: true };
-    }).immediate();
+          )
+          .run(n.thread_id, n.run_id, n.owner, n.until, n.cancel_requested ? 1 : 0);
+        return { ok: true };
+      })
+      .immediate();
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
@@ -387,7 +454,11 @@ export class SqliteStore implements Store {
   }
 
   async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.#db.prepare('UPDATE awaken_thread_leases SET owner = ?, until = ? WHERE thread_id = ? AND run_id = ? AND until <= ?').run(owner, now + ttlMs, threadId, runId, now).changes > 0;
+    return (
+      this.#db
+        .prepare('UPDATE awaken_thread_leases SET owner = ?, until = ? WHERE thread_id = ? AND run_id = ? AND until <= ?')
+        .run(owner, now + ttlMs, threadId, runId, now).changes > 0
+    );
   }
 
   async getLease(threadId: string): Promise<ThreadLease | undefined> {
@@ -414,7 +485,9 @@ export class SqliteStore implements Store {
   }
 
   async ownedThreads(principal: string): Promise<string[]> {
-    return (this.#db.prepare('SELECT thread_id FROM awaken_thread_owners WHERE principal = ? ORDER BY thread_id').all(principal) as { thread_id: string }[]).map((r) => r.thread_id);
+    return (
+      this.#db.prepare('SELECT thread_id FROM awaken_thread_owners WHERE principal = ? ORDER BY thread_id').all(principal) as { thread_id: string }[]
+    ).map((r) => r.thread_id);
   }
 
   async close(): Promise<void> {
@@ -431,14 +504,21 @@ export class SqliteStore implements Store {
       const gens =
         ids.length === 0
           ? []
-          : (this.#db.prepare(`SELECT mailbox_id, generation FROM awaken_mailbox_generations WHERE mailbox_id IN (${ids.map(() => '?').join(', ')})`).all(...ids) as { mailbox_id: string; generation: number }[]);
+          : (this.#db
+              .prepare(`SELECT mailbox_id, generation FROM awaken_mailbox_generations WHERE mailbox_id IN (${ids.map(() => '?').join(', ')})`)
+              .all(...ids) as { mailbox_id: string; generation: number }[]);
       const before = dataOf(rows, gens);
       const after = dataOf(rows, gens);
       const out = step(after);
-      const upsert = this.#db.prepare(`INSERT OR REPLACE INTO awaken_mailbox_jobs (${JOB_COLUMNS}) VALUES (${JOB_COLUMNS.split(',').map(() => '?').join(', ')})`);
+      const upsert = this.#db.prepare(
+        `INSERT OR REPLACE INTO awaken_mailbox_jobs (${JOB_COLUMNS}) VALUES (${JOB_COLUMNS.split(',')
+          .map(() => '?')
+          .join(', ')})`,
+      );
       for (const j of changedJobs(before, after)) upsert.run(...jobRow(j));
       for (const [id, g] of Object.entries(after.generations)) {
-        if (before.generations[id] !== g) this.#db.prepare('INSERT OR REPLACE INTO awaken_mailbox_generations (mailbox_id, generation) VALUES (?, ?)').run(id, g);
+        if (before.generations[id] !== g)
+          this.#db.prepare('INSERT OR REPLACE INTO awaken_mailbox_generations (mailbox_id, generation) VALUES (?, ?)').run(id, g);
       }
       return out;
     })();
@@ -458,27 +538,63 @@ export class SqliteStore implements Store {
   async claim(consumer: string, token: string, leaseMs: number, now: number, limit: number): Promise<MailboxJob[]> {
     return this.#mailbox(
       () => this.#jobRows(`(status = 'queued' AND available_at <= ?) OR status = 'claimed'`, now),
-      () => (this.#db.prepare(`SELECT DISTINCT mailbox_id FROM awaken_mailbox_jobs WHERE status = 'queued' AND available_at <= ?`).all(now) as { mailbox_id: string }[]).map((r) => r.mailbox_id),
+      () =>
+        (
+          this.#db.prepare(`SELECT DISTINCT mailbox_id FROM awaken_mailbox_jobs WHERE status = 'queued' AND available_at <= ?`).all(now) as {
+            mailbox_id: string;
+          }[]
+        ).map((r) => r.mailbox_id),
       (d) => MailboxBook.claim(d, consumer, token, leaseMs, now, limit),
     );
   }
   async ack(jobId: string, token: string, now: number): Promise<MailboxJob> {
-    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)));
+    return this.#mailbox(
+      () => this.#jobRows('job_id = ?', jobId),
+      () => [],
+      (d) => MailboxBook.update(d, jobId, (j) => Jobs.ack(j, token, now)),
+    );
   }
-  async nack(jobId: string, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Promise<MailboxJob> {
-    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)));
+  async nack(
+    jobId: string,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Promise<MailboxJob> {
+    return this.#mailbox(
+      () => this.#jobRows('job_id = ?', jobId),
+      () => [],
+      (d) => MailboxBook.update(d, jobId, (j) => Jobs.nack(j, token, error, permanent, now, config)),
+    );
   }
   async cancelJob(jobId: string, now: number): Promise<MailboxJob | undefined> {
-    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.cancel(d, jobId, now));
+    return this.#mailbox(
+      () => this.#jobRows('job_id = ?', jobId),
+      () => [],
+      (d) => MailboxBook.cancel(d, jobId, now),
+    );
   }
   async extendLease(jobId: string, token: string, leaseMs: number, now: number): Promise<boolean> {
-    return this.#mailbox(() => this.#jobRows('job_id = ?', jobId), () => [], (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now));
+    return this.#mailbox(
+      () => this.#jobRows('job_id = ?', jobId),
+      () => [],
+      (d) => MailboxBook.extendLease(d, jobId, token, leaseMs, now),
+    );
   }
   async interrupt(mailboxId: string, now: number): Promise<MailboxInterrupt> {
-    return this.#mailbox(() => this.#jobRows(`mailbox_id = ? AND status IN ('queued', 'claimed')`, mailboxId), () => [mailboxId], (d) => MailboxBook.interrupt(d, mailboxId, now));
+    return this.#mailbox(
+      () => this.#jobRows(`mailbox_id = ? AND status IN ('queued', 'claimed')`, mailboxId),
+      () => [mailboxId],
+      (d) => MailboxBook.interrupt(d, mailboxId, now),
+    );
   }
   async reclaimExpired(now: number, limit: number): Promise<MailboxJob[]> {
-    return this.#mailbox(() => this.#jobRows(`status = 'claimed' AND lease_until < ? LIMIT ?`, now, limit), () => [], (d) => MailboxBook.reclaimExpired(d, now, limit));
+    return this.#mailbox(
+      () => this.#jobRows(`status = 'claimed' AND lease_until < ? LIMIT ?`, now, limit),
+      () => [],
+      (d) => MailboxBook.reclaimExpired(d, now, limit),
+    );
   }
   async purgeTerminal(olderThan: number): Promise<number> {
     return this.#db.prepare(`DELETE FROM awaken_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < ?`).run(olderThan).changes;

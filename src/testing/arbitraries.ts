@@ -24,8 +24,7 @@ const noNegZero = (v: JsonValue): JsonValue => {
 };
 
 export const jsonValue = (): fc.Arbitrary<JsonValue> => fc.jsonValue({ maxDepth: 3 }).map((v) => noNegZero(v as JsonValue));
-export const jsonObject = (): fc.Arbitrary<{ [k: string]: JsonValue }> =>
-  fc.dictionary(fc.string({ maxLength: 8 }), jsonValue(), { maxKeys: 4 });
+export const jsonObject = (): fc.Arbitrary<{ [k: string]: JsonValue }> => fc.dictionary(fc.string({ maxLength: 8 }), jsonValue(), { maxKeys: 4 });
 
 const str = (): fc.Arbitrary<string> => fc.string({ maxLength: 12 });
 export const id = (): fc.Arbitrary<string> => fc.stringMatching(/^[a-z0-9_-]{1,10}$/);
@@ -34,8 +33,7 @@ const u32 = (): fc.Arbitrary<number> => fc.nat({ max: 4294967295 });
 
 /** `{...}` with the optional fields that `fc.record`'s `requiredKeys` leaves out omitted, never `undefined`. */
 const opt = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | undefined> => fc.option(arb, { nil: undefined });
-const compact = <T extends object>(o: T): T =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+const compact = <T extends object>(o: T): T => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
 export const tokenUsage = (): fc.Arbitrary<TokenUsage> =>
   fc
@@ -139,7 +137,10 @@ export const message = (): fc.Arbitrary<Message> =>
     .map(compact) as fc.Arbitrary<Message>;
 
 export const reasoningEffort = (): fc.Arbitrary<ReasoningEffort> =>
-  fc.oneof(fc.constantFrom('none', 'low', 'medium', 'high', 'max' as const), u32().map((budget) => ({ budget })));
+  fc.oneof(
+    fc.constantFrom('none', 'low', 'medium', 'high', 'max' as const),
+    u32().map((budget) => ({ budget })),
+  );
 
 export const inferenceOverride = (): fc.Arbitrary<InferenceOverride> =>
   fc
@@ -186,9 +187,7 @@ export const agentSpec = (): fc.Arbitrary<AgentSpec> =>
     .map(compact) as fc.Arbitrary<AgentSpec>;
 
 const eventArbs: { [T in AgentEventType]: fc.Arbitrary<Extract<AgentEvent, { event_type: T }>> } = {
-  run_start: fc
-    .record({ event_type: fc.constant('run_start' as const), thread_id: id(), run_id: id(), parent_run_id: opt(id()) })
-    .map(compact),
+  run_start: fc.record({ event_type: fc.constant('run_start' as const), thread_id: id(), run_id: id(), parent_run_id: opt(id()) }).map(compact),
   run_finish: fc
     .record({
       event_type: fc.constant('run_finish' as const),
@@ -239,5 +238,4 @@ const eventArbs: { [T in AgentEventType]: fc.Arbitrary<Extract<AgentEvent, { eve
 export const agentEventOf = <T extends AgentEventType>(type: T): fc.Arbitrary<Extract<AgentEvent, { event_type: T }>> =>
   eventArbs[type] as fc.Arbitrary<Extract<AgentEvent, { event_type: T }>>;
 
-export const agentEvent = (): fc.Arbitrary<AgentEvent> =>
-  fc.oneof(...AGENT_EVENT_TYPES.map((t) => eventArbs[t] as fc.Arbitrary<AgentEvent>));
+export const agentEvent = (): fc.Arbitrary<AgentEvent> => fc.oneof(...AGENT_EVENT_TYPES.map((t) => eventArbs[t] as fc.Arbitrary<AgentEvent>));

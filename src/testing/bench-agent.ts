@@ -91,7 +91,10 @@ export class PartStream implements AsyncIterable<StreamPart>, AsyncIterator<Stre
 /** The N-step scenario, made once: step k's parts (tool steps cycled, call ids made unique), the text step last. */
 export function scenario(script: readonly (readonly StreamPart[])[], steps: number): StreamPart[][] {
   const calls = script.filter((parts) => parts.some((p) => p.type === 'tool_call_start'));
-  const last = [...script].reverse().find((parts) => !parts.some((p) => p.type === 'tool_call_start')) ?? [{ type: 'text_delta', delta: 'done' }, { type: 'finish', stop_reason: 'EndTurn' }];
+  const last = [...script].reverse().find((parts) => !parts.some((p) => p.type === 'tool_call_start')) ?? [
+    { type: 'text_delta', delta: 'done' },
+    { type: 'finish', stop_reason: 'EndTurn' },
+  ];
   if (calls.length === 0 && steps > 1) throw new Error('the script has no step that calls a tool: a run of it takes one step');
   return Array.from({ length: steps }, (_, k) => {
     if (k === steps - 1) return [...last];
@@ -249,7 +252,8 @@ function timed(plugin: Plugin, costs: Map<string, { plugin: string; phase: Phase
   return {
     name: plugin.name,
     ...(configKeys !== undefined ? { configKeys } : {}),
-    register: (r) => plugin.register(interceptRegistrar(r, { registerPhaseHook: (real, phase: Phase, hook: PhaseHook) => real.registerPhaseHook(phase, wrap(phase, hook)) })),
+    register: (r) =>
+      plugin.register(interceptRegistrar(r, { registerPhaseHook: (real, phase: Phase, hook: PhaseHook) => real.registerPhaseHook(phase, wrap(phase, hook)) })),
   };
 }
 
@@ -272,7 +276,10 @@ export async function benchAgent(o: AgentBenchOptions): Promise<AgentBenchReport
           // A run that suspends returns at once (and is refused below) instead of waiting for a decision.
           const r = await agent.run({ agentId: o.agentId, messages: [Messages.user('go')] }, noEvents, NO_WAIT);
           if (!r.ok) throw new Error(`the agent's run did not start: ${JSON.stringify(r.error)}`);
-          if (r.value.termination.type !== 'natural_end' || r.value.steps !== steps) throw new Error(`the agent's run ended ${JSON.stringify(r.value.termination)} after ${r.value.steps} steps, not naturally after ${steps}: a bench script must not suspend or stop early`);
+          if (r.value.termination.type !== 'natural_end' || r.value.steps !== steps)
+            throw new Error(
+              `the agent's run ended ${JSON.stringify(r.value.termination)} after ${r.value.steps} steps, not naturally after ${steps}: a bench script must not suspend or stop early`,
+            );
         },
       },
     ];
@@ -312,7 +319,14 @@ export async function benchAgent(o: AgentBenchOptions): Promise<AgentBenchReport
         bytes = xs.length === 0 ? undefined : median(xs);
       }
       const rs = ratios.get(c.name) as number[];
-      rows.push({ steps, name: c.name, usPerStep: median(times.get(c.name) as number[]), ratioMedian: median(rs), ratioMin: Math.min(...rs), bytesPerStep: bytes });
+      rows.push({
+        steps,
+        name: c.name,
+        usPerStep: median(times.get(c.name) as number[]),
+        ratioMedian: median(rs),
+        ratioMin: Math.min(...rs),
+        bytesPerStep: bytes,
+      });
     }
     o.progress?.(`awaken bench: N = ${steps} done`);
   }
@@ -343,14 +357,26 @@ export function renderAgentBench(r: AgentBenchReport): string {
     '',
     '| N | case | µs per step (median) | × floor-phased, median | × floor-phased, min | KiB allocated per step |',
     '|---|---|---|---|---|---|',
-    ...r.rows.map((x) => `| ${x.steps} | ${x.name} | ${x.usPerStep.toFixed(2)} | ${x.ratioMedian.toFixed(2)} | ${x.ratioMin.toFixed(2)} | ${kib(x.bytesPerStep)} |`),
+    ...r.rows.map(
+      (x) => `| ${x.steps} | ${x.name} | ${x.usPerStep.toFixed(2)} | ${x.ratioMedian.toFixed(2)} | ${x.ratioMin.toFixed(2)} | ${kib(x.bytesPerStep)} |`,
+    ),
   ];
   const ns = [...new Set(r.rows.map((x) => x.steps))];
   if (ns.length > 1) {
     const at = (n: number): number => r.rows.find((x) => x.steps === n && x.name === 'agent')?.usPerStep ?? Number.NaN;
-    lines.push('', `marginal cost per step (agent, µs per step): ${ns.slice(1).map((n, i) => `${(at(n) / at(ns[i] as number)).toFixed(2)}× from N = ${ns[i]} to ${n}`).join(', ')}`);
+    lines.push(
+      '',
+      `marginal cost per step (agent, µs per step): ${ns
+        .slice(1)
+        .map((n, i) => `${(at(n) / at(ns[i] as number)).toFixed(2)}× from N = ${ns[i]} to ${n}`)
+        .join(', ')}`,
+    );
   }
-  lines.push('', r.hooks.length === 0 ? 'plugin hooks: none (the agent has no plugin hooks)' : 'plugin hooks, by share of the agent\'s time (a separate, instrumented pass):');
-  for (const h of r.hooks.slice(0, 10)) lines.push(`  ${(h.share * 100).toFixed(1).padStart(5)}%  ${h.plugin} · ${h.phase}  (${h.calls} calls, ${h.usPerCall.toFixed(2)} µs each)`);
+  lines.push(
+    '',
+    r.hooks.length === 0 ? 'plugin hooks: none (the agent has no plugin hooks)' : "plugin hooks, by share of the agent's time (a separate, instrumented pass):",
+  );
+  for (const h of r.hooks.slice(0, 10))
+    lines.push(`  ${(h.share * 100).toFixed(1).padStart(5)}%  ${h.plugin} · ${h.phase}  (${h.calls} calls, ${h.usPerCall.toFixed(2)} µs each)`);
   return `${lines.join('\n')}\n`;
 }

@@ -76,13 +76,31 @@ export function phaseInput(phase: Phase): fc.Arbitrary<object> {
           ...run,
           now,
           messages,
-          inference: fc.record({ ok: fc.constant(true as const), inputTokens: fc.nat(10_000), outputTokens: fc.nat(10_000), text: fc.string({ maxLength: 20 }), toolNames: fc.array(id(), { maxLength: 2 }) }),
+          inference: fc.record({
+            ok: fc.constant(true as const),
+            inputTokens: fc.nat(10_000),
+            outputTokens: fc.nat(10_000),
+            text: fc.string({ maxLength: 20 }),
+            toolNames: fc.array(id(), { maxLength: 2 }),
+          }),
           llmResponse: fc.record(
-            { content: fc.array(fc.record({ type: fc.constant('text' as const), text: fc.string({ maxLength: 20 }) }), { maxLength: 2 }), reasoning: fc.string({ maxLength: 10 }), toolCalls: fc.array(toolCall(), { maxLength: 2 }), usage: tokenUsage(), hasIncompleteToolCalls: fc.boolean() },
+            {
+              content: fc.array(fc.record({ type: fc.constant('text' as const), text: fc.string({ maxLength: 20 }) }), { maxLength: 2 }),
+              reasoning: fc.string({ maxLength: 10 }),
+              toolCalls: fc.array(toolCall(), { maxLength: 2 }),
+              usage: tokenUsage(),
+              hasIncompleteToolCalls: fc.boolean(),
+            },
             { requiredKeys: ['content', 'reasoning', 'toolCalls', 'hasIncompleteToolCalls'] },
           ),
         }),
-        fc.record({ ...run, now, messages, inference: fc.constant({ ok: false as const }), llmResponse: fc.record({ error: fc.record({ code: fc.constant('provider'), message: fc.string({ maxLength: 20 }) }) }) }),
+        fc.record({
+          ...run,
+          now,
+          messages,
+          inference: fc.constant({ ok: false as const }),
+          llmResponse: fc.record({ error: fc.record({ code: fc.constant('provider'), message: fc.string({ maxLength: 20 }) }) }),
+        }),
       );
     case 'before_inference':
       return fc.record({ ...run, messages, tools: fc.array(toolDescriptor(), { maxLength: 3 }) });
@@ -118,10 +136,18 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
   // `key=NAME@law@path` replays a key's law; `check@phase@path` a check of the hooks.
   const parts = o.path?.split('@') ?? [];
   const keyReplay = parts[0]?.startsWith('key=') === true ? { key: parts[0].slice(4), path: parts.slice(1).join('@') } : undefined;
-  const replaying = o.path !== undefined && keyReplay === undefined && parts.length >= 3 ? { check: parts[0], phase: parts[1], path: parts.slice(2).join('@') } : undefined;
+  const replaying =
+    o.path !== undefined && keyReplay === undefined && parts.length >= 3 ? { check: parts[0], phase: parts[1], path: parts.slice(2).join('@') } : undefined;
 
   if (registrar.errors.length > 0) {
-    failures.push({ plugin: plugin.name, check: 'registration', phase: undefined, counterexample: registrar.errors.map((e) => show(e)), seed: o.seed ?? 0, path: undefined });
+    failures.push({
+      plugin: plugin.name,
+      check: 'registration',
+      phase: undefined,
+      counterexample: registrar.errors.map((e) => show(e)),
+      seed: o.seed ?? 0,
+      path: undefined,
+    });
   }
 
   const keys: KeyLawReport[] = [];
@@ -134,7 +160,13 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
         continue;
       }
       if (keyReplay !== undefined && keyReplay.key !== k.key.key) continue;
-      const report = checkStateKeyLaws(k.key, { update, ...(k.options !== undefined ? { options: k.options } : {}), ...(o.numRuns !== undefined ? { numRuns: o.numRuns } : {}), ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(keyReplay !== undefined ? { path: keyReplay.path } : {}) });
+      const report = checkStateKeyLaws(k.key, {
+        update,
+        ...(k.options !== undefined ? { options: k.options } : {}),
+        ...(o.numRuns !== undefined ? { numRuns: o.numRuns } : {}),
+        ...(o.seed !== undefined ? { seed: o.seed } : {}),
+        ...(keyReplay !== undefined ? { path: keyReplay.path } : {}),
+      });
       // A key's failure replays through the plugin too: its path names the key.
       keys.push({ ...report, failures: report.failures.map((f) => ({ ...f, path: f.path !== undefined ? `key=${k.key.key}@${f.path}` : undefined })) });
     }
@@ -145,7 +177,13 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
     Object.fromEntries(
       [...ownKeys.values()].map((k) => {
         const update = o.updates?.[k.key];
-        const reached = update === undefined ? fc.constant(undefined) : fc.option(fc.array(update, { maxLength: 4 }).map((us) => us.reduce((v: unknown, u) => k.apply(v, u), k.init())), { nil: undefined });
+        const reached =
+          update === undefined
+            ? fc.constant(undefined)
+            : fc.option(
+                fc.array(update, { maxLength: 4 }).map((us) => us.reduce((v: unknown, u) => k.apply(v, u), k.init())),
+                { nil: undefined },
+              );
         return [k.key, reached];
       }),
     ),
@@ -158,7 +196,8 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
    */
   const seeding: Plugin = {
     name: plugin.name,
-    register: (r) => plugin.register(interceptRegistrar(r, { registerKey: (real, key: AnyStateKey, options?: object) => real.registerKey(seedable(key), options) })),
+    register: (r) =>
+      plugin.register(interceptRegistrar(r, { registerKey: (real, key: AnyStateKey, options?: object) => real.registerKey(seedable(key), options) })),
   };
 
   /** A phase runtime over the plugin (and the runtime's own action handlers), its keys seeded with `values`. */
@@ -177,7 +216,10 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
 
   for (const phase of phases) {
     const params = { numRuns: o.numRuns ?? 100, ...(o.seed !== undefined ? { seed: o.seed } : {}) };
-    const check = async (name: PluginCheck, body: (input: object, values: Record<string, unknown>, s: fc.Scheduler) => Promise<string[] | undefined>): Promise<void> => {
+    const check = async (
+      name: PluginCheck,
+      body: (input: object, values: Record<string, unknown>, s: fc.Scheduler) => Promise<string[] | undefined>,
+    ): Promise<void> => {
       if (replaying !== undefined && (replaying.check !== name || replaying.phase !== phase)) return;
       if (keyReplay !== undefined) return;
       let explained: string[] = [];
@@ -191,12 +233,24 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
         replaying !== undefined ? { ...params, path: replaying.path } : params,
       );
       if (!r.failed) return;
-      if (r.errorInstance !== null && explained.length === 0) explained = [`it throws: ${r.errorInstance instanceof Error ? r.errorInstance.message : String(r.errorInstance)}`];
-      failures.push({ plugin: plugin.name, check: name, phase, counterexample: explained, seed: r.seed, path: r.counterexamplePath !== null ? `${name}@${phase}@${r.counterexamplePath}` : undefined });
+      if (r.errorInstance !== null && explained.length === 0)
+        explained = [`it throws: ${r.errorInstance instanceof Error ? r.errorInstance.message : String(r.errorInstance)}`];
+      failures.push({
+        plugin: plugin.name,
+        check: name,
+        phase,
+        counterexample: explained,
+        seed: r.seed,
+        path: r.counterexamplePath !== null ? `${name}@${phase}@${r.counterexamplePath}` : undefined,
+      });
     };
     const hooksOf = (runtime: PhaseRuntime) => (runtime.env.hooks.get(phase) ?? []).filter((h) => h.pluginId === plugin.name);
-    const context = (runtime: PhaseRuntime, input: object): PhaseContext => ({ phase, snapshot: runtime.store.snapshot(), input } as PhaseContext);
-    const where = (input: object, values: Record<string, unknown>): string[] => [`phase:  ${phase}`, `state:  ${show(Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)))}`, `input:  ${show(input)}`];
+    const context = (runtime: PhaseRuntime, input: object): PhaseContext => ({ phase, snapshot: runtime.store.snapshot(), input }) as PhaseContext;
+    const where = (input: object, values: Record<string, unknown>): string[] => [
+      `phase:  ${phase}`,
+      `state:  ${show(Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)))}`,
+      `input:  ${show(input)}`,
+    ];
 
     await check('deterministic', async (input, values, s) => {
       const runtime = runtimeWith(values);
@@ -211,7 +265,15 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
       const scheduled = hooks.map((h, i) => s.schedule(Promise.resolve(), `call ${h.pluginId}#${i + 1}`).then(() => h.hook(ctx)));
       await s.waitAll();
       const shuffled = (await Promise.all(scheduled)).map((c) => commandData(commandOf(c)));
-      if (!isDeepStrictEqual(first, shuffled)) return [...where(input, values), `called together, in registration order → ${show(first)}`, `${s.report().map((r) => r.label).join(', ')} → ${show(shuffled)}`];
+      if (!isDeepStrictEqual(first, shuffled))
+        return [
+          ...where(input, values),
+          `called together, in registration order → ${show(first)}`,
+          `${s
+            .report()
+            .map((r) => r.label)
+            .join(', ')} → ${show(shuffled)}`,
+        ];
       return undefined;
     });
 
@@ -219,8 +281,14 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
       const runtime = runtimeWith(values);
       const ctx = context(runtime, input);
       for (const h of hooksOf(runtime)) {
-        const foreign = commandOf(await h.hook(ctx)).patch.ops.map((op) => op.key).filter((k) => !ownKeys.has(k));
-        if (foreign.length > 0) return [...where(input, values), `writes ${[...new Set(foreign)].join(', ')}, which it did not register (it registered ${[...ownKeys.keys()].join(', ') || 'no key'})`];
+        const foreign = commandOf(await h.hook(ctx))
+          .patch.ops.map((op) => op.key)
+          .filter((k) => !ownKeys.has(k));
+        if (foreign.length > 0)
+          return [
+            ...where(input, values),
+            `writes ${[...new Set(foreign)].join(', ')}, which it did not register (it registered ${[...ownKeys.keys()].join(', ') || 'no key'})`,
+          ];
       }
       return undefined;
     });
@@ -228,7 +296,8 @@ export async function fuzzPlugin(plugin: Plugin, o: FuzzPluginOptions = {}): Pro
     await check('converges', async (input, values) => {
       const runtime = runtimeWith(values);
       const r = await runtime.runPhase(phase, { input });
-      if (!r.ok && r.error.code === 'phase_run_loop_exceeded') return [...where(input, values), `its actions are still scheduling work after ${runtime.maxRounds} rounds`];
+      if (!r.ok && r.error.code === 'phase_run_loop_exceeded')
+        return [...where(input, values), `its actions are still scheduling work after ${runtime.maxRounds} rounds`];
       return undefined;
     });
   }
@@ -247,4 +316,3 @@ export function describePluginFuzz(report: PluginFuzzReport, describeKey: (k: Ke
   }
   return `${lines.join('\n')}\n`;
 }
-

@@ -5,7 +5,26 @@ export { VecEventSink } from '../runtime/event-sink.ts';
 export { checkRunInvariants } from './invariants.ts';
 export { testToolContext } from './tool-context.ts';
 export { checkStateKeyLaws, describeKeyLaws, type KeyLaw, type KeyLawOptions, type KeyLawReport, type LawFailure } from './state-laws.ts';
-export { commandData, describePluginFuzz, fuzzPlugin, phaseInput, type FuzzPluginOptions, type PluginCheck, type PluginFailure, type PluginFuzzReport } from './fuzz-plugin.ts';
-export { allocatedBytes, benchAgent, PartStream, renderAgentBench, scenario as benchScenario, type AgentBenchOptions, type AgentBenchReport, type AgentBenchRow, type HookCost } from './bench-agent.ts';
+export {
+  commandData,
+  describePluginFuzz,
+  fuzzPlugin,
+  phaseInput,
+  type FuzzPluginOptions,
+  type PluginCheck,
+  type PluginFailure,
+  type PluginFuzzReport,
+} from './fuzz-plugin.ts';
+export {
+  allocatedBytes,
+  benchAgent,
+  PartStream,
+  renderAgentBench,
+  scenario as benchScenario,
+  type AgentBenchOptions,
+  type AgentBenchReport,
+  type AgentBenchRow,
+  type HookCost,
+} from './bench-agent.ts';
 export { recordRun, type Recording, type RecordingSetup } from '../replay/recorder.ts';
 export { missingCode, replayTranscript, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';

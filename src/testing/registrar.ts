@@ -5,7 +5,10 @@ import type { PluginRegistrar } from '../core/phase/plugin.ts';
  * registrar; the other methods pass through, and a method that returns the registrar (to chain)
  * returns the intercepting one, so that a chained call is intercepted too.
  */
-export function interceptRegistrar(target: PluginRegistrar, replace: { readonly [K in keyof PluginRegistrar]?: (real: PluginRegistrar, ...args: never[]) => unknown }): PluginRegistrar {
+export function interceptRegistrar(
+  target: PluginRegistrar,
+  replace: { readonly [K in keyof PluginRegistrar]?: (real: PluginRegistrar, ...args: never[]) => unknown },
+): PluginRegistrar {
   const proxy: PluginRegistrar = new Proxy(target, {
     get(real, prop) {
       const own = (replace as Record<PropertyKey, ((r: PluginRegistrar, ...a: unknown[]) => unknown) | undefined>)[prop];

@@ -59,13 +59,15 @@ const STATEMENTS: Readonly<Record<KeyLaw, string>> = {
   exclusive: 'two writers in one GATHER round are a conflict',
   pure: 'apply returns a new value and leaves the one it was given unchanged',
   codec: 'every reachable value survives encode → JSON → codec unchanged',
-  persistence: "the value is restored exactly from what its scope exports",
+  persistence: 'the value is restored exactly from what its scope exports',
 };
 
 /** Compact JSON for a person (functions, undefined and cycles shown, never thrown on). */
 export function show(value: unknown): string {
   try {
-    const text = JSON.stringify(value, (_k, v: unknown) => (v === undefined ? '<undefined>' : typeof v === 'function' ? '<function>' : typeof v === 'bigint' ? `${v}n` : v));
+    const text = JSON.stringify(value, (_k, v: unknown) =>
+      v === undefined ? '<undefined>' : typeof v === 'function' ? '<function>' : typeof v === 'bigint' ? `${v}n` : v,
+    );
     return text === undefined ? String(value) : text.length > 200 ? `${text.slice(0, 200)}…` : text;
   } catch {
     return String(value);
@@ -168,33 +170,55 @@ export function checkStateKeyLaws<V, U>(key: StateKey<V, U>, o: KeyLawOptions<V,
         explained = [`it throws: ${e instanceof Error ? e.message : String(e)}`];
       }
     }
-    failures.push({ key: key.key, law, statement: STATEMENTS[law], counterexample: explained, seed: r.seed, path: r.counterexamplePath !== null ? `${law}@${r.counterexamplePath}` : undefined });
+    failures.push({
+      key: key.key,
+      law,
+      statement: STATEMENTS[law],
+      counterexample: explained,
+      seed: r.seed,
+      path: r.counterexamplePath !== null ? `${law}@${r.counterexamplePath}` : undefined,
+    });
   };
 
   if (key.merge === 'commutative') {
     const batches = fc.array(fc.array(o.update, { minLength: 1, maxLength: 3 }), { minLength: 2, maxLength: 4 });
     // The order as sort keys and the commit boundaries as positions: both shrink towards "reversed, one commit".
-    const arb = fc.tuple(value, batches, fc.array(fc.nat({ max: 7 }), { minLength: 4, maxLength: 4 }), fc.uniqueArray(fc.nat({ max: 3 }), { maxLength: 3 })).map(
-      ([start, bs, keys, cutAt]) => {
+    const arb = fc
+      .tuple(value, batches, fc.array(fc.nat({ max: 7 }), { minLength: 4, maxLength: 4 }), fc.uniqueArray(fc.nat({ max: 3 }), { maxLength: 3 }))
+      .map(([start, bs, keys, cutAt]) => {
         const order = bs.map((_, i) => i).sort((a, b) => (keys[b] ?? 0) - (keys[a] ?? 0) || b - a);
         return [start, bs, order, cutAt.filter((c) => c < bs.length - 1)] as const;
-      },
-    );
+      });
     run('commutative', arb, ([start, bs, order, cuts]) => {
-      const inOrder = committedValue(key, start, bs, bs.map((_, i) => i), new Set());
+      const inOrder = committedValue(
+        key,
+        start,
+        bs,
+        bs.map((_, i) => i),
+        new Set(),
+      );
       const other = committedValue(key, start, bs, order, new Set(cuts));
       if (isDeepStrictEqual(key.encode(inOrder), key.encode(other))) return undefined;
       return [
         `start:      ${show(key.encode(start))}`,
         ...bs.map((b, i) => `batch ${i + 1}:    ${b.map((u) => `update(${show(u)})`).join(', ')}`),
         `merged in order ${bs.map((_, i) => i + 1).join(', ')}, one commit → ${show(key.encode(inOrder))}`,
-        `merged in order ${order.map((i) => i + 1).join(', ')}${cuts.length > 0 ? `, committed after position ${[...cuts].sort().map((c) => c + 1).join(', ')}` : ', one commit'} → ${show(key.encode(other))}`,
+        `merged in order ${order.map((i) => i + 1).join(', ')}${
+          cuts.length > 0
+            ? `, committed after position ${[...cuts]
+                .sort()
+                .map((c) => c + 1)
+                .join(', ')}`
+            : ', one commit'
+        } → ${show(key.encode(other))}`,
       ];
     });
   } else {
     run('exclusive', fc.tuple(o.update, o.update), ([a, b]) => {
       const merged = mergeParallelBatch(new MutationBatch().update(key, a), new MutationBatch().update(key, b), () => key.merge);
-      return !merged.ok && merged.error.code === 'parallel_merge_conflict' ? undefined : [`writer 1: update(${show(a)})`, `writer 2: update(${show(b)})`, 'merged in one GATHER round without a conflict'];
+      return !merged.ok && merged.error.code === 'parallel_merge_conflict'
+        ? undefined
+        : [`writer 1: update(${show(a)})`, `writer 2: update(${show(b)})`, 'merged in one GATHER round without a conflict'];
     });
   }
 
@@ -213,9 +237,19 @@ export function checkStateKeyLaws<V, U>(key: StateKey<V, U>, o: KeyLawOptions<V,
     const reached = fold(key, start, us);
     const wire = JSON.parse(JSON.stringify(key.encode(reached))) as JsonValue;
     const parsed = (key.codec as z.ZodType<V>).safeParse(wire);
-    if (!parsed.success) return [`start:  ${show(key.encode(start))}`, ...us.map((u) => `update(${show(u)})`), `reaches ${show(wire)}, which the codec rejects: ${parsed.error.message.slice(0, 200)}`];
+    if (!parsed.success)
+      return [
+        `start:  ${show(key.encode(start))}`,
+        ...us.map((u) => `update(${show(u)})`),
+        `reaches ${show(wire)}, which the codec rejects: ${parsed.error.message.slice(0, 200)}`,
+      ];
     if (isDeepStrictEqual(key.encode(parsed.data), key.encode(reached))) return undefined;
-    return [`start:  ${show(key.encode(start))}`, ...us.map((u) => `update(${show(u)})`), `reaches ${show(key.encode(reached))}`, `decoded back as ${show(key.encode(parsed.data))}`];
+    return [
+      `start:  ${show(key.encode(start))}`,
+      ...us.map((u) => `update(${show(u)})`),
+      `reaches ${show(key.encode(reached))}`,
+      `decoded back as ${show(key.encode(parsed.data))}`,
+    ];
   });
 
   const registration = { persistent: true, ...(o.options ?? {}) };
@@ -232,9 +266,12 @@ export function checkStateKeyLaws<V, U>(key: StateKey<V, U>, o: KeyLawOptions<V,
       const restored = new StateStore();
       restored.registerKey(key as never, registration);
       const r = registration.scope === 'thread' ? restored.restoreThreadScoped(persisted, 'error') : restored.restorePersisted(persisted, 'error');
-      if (!r.ok) return [`reaches ${show(key.encode(reached))}`, `exported as ${show(persisted.extensions[key.key])}, which does not restore: ${show(r.error)}`];
+      if (!r.ok)
+        return [`reaches ${show(key.encode(reached))}`, `exported as ${show(persisted.extensions[key.key])}, which does not restore: ${show(r.error)}`];
       const back = restored.snapshot().get(key as StateKey<V, unknown>) as V;
-      return isDeepStrictEqual(key.encode(back), key.encode(reached)) ? undefined : [`reaches ${show(key.encode(reached))}`, `restored as ${show(key.encode(back))}`];
+      return isDeepStrictEqual(key.encode(back), key.encode(reached))
+        ? undefined
+        : [`reaches ${show(key.encode(reached))}`, `restored as ${show(key.encode(back))}`];
     });
   }
   return { key: key.key, checked, failures, passed: failures.length === 0 };

@@ -7,7 +7,9 @@ import type { ToolCallContext } from '../runtime/tool.ts';
  * A `ToolCallContext` for unit-testing a tool without a runtime (book: 测试策略 →
  * `ToolCallContext::test_default()`): an empty snapshot, and the activity it reports collected.
  */
-export function testToolContext(overrides: Partial<Omit<ToolCallContext, 'reportActivity' | 'reportActivityDelta' | 'reportProgress' | 'streamOutput' | 'state'>> = {}): ToolCallContext & {
+export function testToolContext(
+  overrides: Partial<Omit<ToolCallContext, 'reportActivity' | 'reportActivityDelta' | 'reportProgress' | 'streamOutput' | 'state'>> = {},
+): ToolCallContext & {
   readonly activity: AgentEvent[];
 } {
   const activity: AgentEvent[] = [];

@@ -19,11 +19,13 @@ import {
 import { conversation, pairsWhole } from '../../support/conversations.ts';
 
 const config = CompactionConfigSchema.parse({ min_gain_tokens: 0 });
-const arbPolicy = fc.record({
-  compaction_mode: fc.constantFrom('keep_recent_raw_suffix' as const, 'compact_to_safe_frontier' as const),
-  compaction_raw_suffix_messages: fc.integer({ min: 0, max: 6 }),
-  min_recent_messages: fc.integer({ min: 0, max: 6 }),
-}).map((p) => ContextWindowPolicySchema.parse(p));
+const arbPolicy = fc
+  .record({
+    compaction_mode: fc.constantFrom('keep_recent_raw_suffix' as const, 'compact_to_safe_frontier' as const),
+    compaction_raw_suffix_messages: fc.integer({ min: 0, max: 6 }),
+    min_recent_messages: fc.integer({ min: 0, max: 6 }),
+  })
+  .map((p) => ContextWindowPolicySchema.parse(p));
 
 describe('compaction planning (core-spec §5.6)', () => {
   it('the frontier never splits a tool call from its result', () => {

@@ -9,7 +9,9 @@ describe('truncation recovery (core-spec §5.7)', () => {
     expect(needsTruncationRecovery(result({ stopReason: 'MaxTokens', hasIncompleteToolCalls: true }))).toBe(true);
     expect(needsTruncationRecovery(result({ stopReason: 'MaxTokens', content: [{ type: 'text', text: 'half' }] }))).toBe(true);
     expect(needsTruncationRecovery(result({ stopReason: 'MaxTokens' }))).toBe(false);
-    expect(needsTruncationRecovery(result({ stopReason: 'MaxTokens', content: [{ type: 'text', text: 'x' }], toolCalls: [{ id: 'c', name: 't', arguments: {} }] }))).toBe(false);
+    expect(
+      needsTruncationRecovery(result({ stopReason: 'MaxTokens', content: [{ type: 'text', text: 'x' }], toolCalls: [{ id: 'c', name: 't', arguments: {} }] })),
+    ).toBe(false);
     expect(needsTruncationRecovery(result({ stopReason: 'EndTurn', hasIncompleteToolCalls: true }))).toBe(false);
   });
 

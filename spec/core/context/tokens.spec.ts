@@ -6,15 +6,20 @@ import { byteHeuristicTokenizer, effectivePolicy, historyBudget, utf8Length } fr
 
 describe('token estimation (core-spec §5.2)', () => {
   it('utf8Length is the UTF-8 byte length', () => {
-    fc.assert(fc.property(fc.string({ unit: 'grapheme' }), (s) => {
-      expect(utf8Length(s)).toBe(Buffer.byteLength(s, 'utf8'));
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (s) => {
+        expect(utf8Length(s)).toBe(Buffer.byteLength(s, 'utf8'));
+      }),
+      { numRuns: 300 },
+    );
     expect(utf8Length('\ud800')).toBe(3);
   });
 
   it('is 4 + floor(bytes / 4) per message, 50 per non-text block', () => {
     expect(byteHeuristicTokenizer.messageTokens(Messages.user('héllo wörld'))).toBe(4 + Math.floor(13 / 4));
-    expect(byteHeuristicTokenizer.messageTokens({ role: 'user', content: [{ type: 'image', source: { kind: 'url', url: 'x' } }] })).toBe(4 + Math.floor(50 / 4));
+    expect(byteHeuristicTokenizer.messageTokens({ role: 'user', content: [{ type: 'image', source: { kind: 'url', url: 'x' } }] })).toBe(
+      4 + Math.floor(50 / 4),
+    );
   });
 
   it('counts tool calls (0.6 does not)', () => {

@@ -112,7 +112,14 @@ describe('truncation (book: 优化上下文窗口 → 截断)', () => {
   it('counts a protected pair whole: a recent result keeps its assistant and that assistant’s other results', () => {
     const msgs: Message[] = [
       Messages.user('', { id: 'u0' }),
-      Messages.assistantWithToolCalls('', [{ id: 'c0', name: 'tool', arguments: { q: '' } }, { id: 'c1', name: 'tool', arguments: { q: '' } }], { id: 'a1' }),
+      Messages.assistantWithToolCalls(
+        '',
+        [
+          { id: 'c0', name: 'tool', arguments: { q: '' } },
+          { id: 'c1', name: 'tool', arguments: { q: '' } },
+        ],
+        { id: 'a1' },
+      ),
       Messages.tool('c0', '', { id: 'r0' }),
       Messages.tool('c1', '', { id: 'r1' }),
       Messages.user('', { id: 'u2' }),
@@ -143,7 +150,12 @@ describe('truncation (book: 优化上下文窗口 → 截断)', () => {
   });
 
   it('keeps a system message in the middle of the history (0.6 would drop it)', () => {
-    const msgs = [Messages.user('x'.repeat(800), { id: 'u1' }), Messages.system('rules', { id: 's' }), Messages.user('y'.repeat(800), { id: 'u2' }), Messages.user('z', { id: 'u3' })];
+    const msgs = [
+      Messages.user('x'.repeat(800), { id: 'u1' }),
+      Messages.system('rules', { id: 's' }),
+      Messages.user('y'.repeat(800), { id: 'u2' }),
+      Messages.user('z', { id: 'u3' }),
+    ];
     const out = truncateMessages(msgs, { budget: 20, minRecent: 1 }).messages.map((m) => m.id);
     expect(out).toEqual(['s', 'u3']);
   });
@@ -164,7 +176,10 @@ describe('tool pair repair', () => {
   it('answers a dangling call after the results that follow it and drops an orphan result', () => {
     const msgs: Message[] = [
       Messages.tool('ghost', 'orphan'),
-      Messages.assistantWithToolCalls('', [{ id: 'c1', name: 't', arguments: {} }, { id: 'c2', name: 't', arguments: {} }]),
+      Messages.assistantWithToolCalls('', [
+        { id: 'c1', name: 't', arguments: {} },
+        { id: 'c2', name: 't', arguments: {} },
+      ]),
       Messages.tool('c1', 'one'),
       Messages.user('next'),
     ];

@@ -36,9 +36,14 @@ describe('the Beta distribution, exactly', () => {
 
   it('the quantile inverts the CDF', () => {
     fc.assert(
-      fc.property(fc.double({ min: 0.01, max: 0.99, noNaN: true }), fc.double({ min: 0.3, max: 60, noNaN: true }), fc.double({ min: 0.3, max: 60, noNaN: true }), (q, a, b) => {
-        expect(betaCdf(betaQuantile(q, a, b), a, b)).toBeCloseTo(q, 9);
-      }),
+      fc.property(
+        fc.double({ min: 0.01, max: 0.99, noNaN: true }),
+        fc.double({ min: 0.3, max: 60, noNaN: true }),
+        fc.double({ min: 0.3, max: 60, noNaN: true }),
+        (q, a, b) => {
+          expect(betaCdf(betaQuantile(q, a, b), a, b)).toBeCloseTo(q, 9);
+        },
+      ),
       { numRuns: 300 },
     );
     expect(betaQuantile(0.9, 1, 20)).toBeCloseTo(1 - 0.1 ** (1 / 20), 12);

@@ -15,7 +15,11 @@ import {
 } from '../../../src/core/deferral/index.ts';
 
 const RUNS = { numRuns: 250 };
-const params = { omega: fc.double({ min: 0.5, max: 1, noNaN: true }), n0: fc.double({ min: 0.5, max: 20, noNaN: true }), p: fc.double({ min: 0, max: 1, noNaN: true }) };
+const params = {
+  omega: fc.double({ min: 0.5, max: 1, noNaN: true }),
+  n0: fc.double({ min: 0.5, max: 20, noNaN: true }),
+  p: fc.double({ min: 0, max: 1, noNaN: true }),
+};
 const history = fc.array(fc.boolean(), { maxLength: 40 });
 
 /** One tool observed over `uses` (true: used that turn). */
@@ -56,20 +60,26 @@ describe('DiscBeta (book: 配置自动重新延迟)', () => {
   });
 
   it('the posterior mean stays in [0, 1]', () => {
-    fc.assert(fc.property(history, params.omega, params.n0, params.p, (uses, omega, n0, p) => {
-      const m = posteriorMean(run(uses, omega, n0, p));
-      expect(m).toBeGreaterThanOrEqual(0);
-      expect(m).toBeLessThanOrEqual(1);
-    }), RUNS);
+    fc.assert(
+      fc.property(history, params.omega, params.n0, params.p, (uses, omega, n0, p) => {
+        const m = posteriorMean(run(uses, omega, n0, p));
+        expect(m).toBeGreaterThanOrEqual(0);
+        expect(m).toBeLessThanOrEqual(1);
+      }),
+      RUNS,
+    );
     expect(posteriorMean({ alpha: 0, beta_param: 0 })).toBe(0);
   });
 
   it('the upper bound is at least the mean, exact and normal', () => {
-    fc.assert(fc.property(history, params.omega, params.n0, params.p, (uses, omega, n0, p) => {
-      const e = run(uses, omega, n0, p);
-      expect(exactUpperBound(e, 0.9)).toBeGreaterThanOrEqual(posteriorMean(e));
-      expect(normalUpperBound(e, 0.9)).toBeGreaterThanOrEqual(posteriorMean(e));
-    }), RUNS);
+    fc.assert(
+      fc.property(history, params.omega, params.n0, params.p, (uses, omega, n0, p) => {
+        const e = run(uses, omega, n0, p);
+        expect(exactUpperBound(e, 0.9)).toBeGreaterThanOrEqual(posteriorMean(e));
+        expect(normalUpperBound(e, 0.9)).toBeGreaterThanOrEqual(posteriorMean(e));
+      }),
+      RUNS,
+    );
     expect(normalUpperBound({ alpha: 0, beta_param: 0 }, 0.9)).toBe(1);
   });
 

@@ -26,11 +26,14 @@ const tool = (id: string, props = 20): ToolDescriptor => ({
   id,
   name: id,
   description: `${id} tool`,
-  parameters: { type: 'object', properties: Object.fromEntries(Array.from({ length: props }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }])) },
+  parameters: {
+    type: 'object',
+    properties: Object.fromEntries(Array.from({ length: props }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }])),
+  },
 });
 
 describe('rules (book: 配置工具加载规则)', () => {
-  it('glob patterns (the rules\' dialect, core/pattern): * ? [class] [!class] and escapes, on code points', () => {
+  it("glob patterns (the rules' dialect, core/pattern): * ? [class] [!class] and escapes, on code points", () => {
     expect(globMatch('debug_*', 'debug_dump')).toBe(true);
     expect(globMatch('debug_*', 'xdebug_dump')).toBe(false);
     expect(globMatch('*_v?', 'tool_v2')).toBe(true);
@@ -49,7 +52,11 @@ describe('rules (book: 配置工具加载规则)', () => {
 
   it('the first matching rule wins, else default_mode', () => {
     const config = DeferredToolsConfigSchema.parse({
-      rules: [{ tool: 'get_weather', mode: 'eager' }, { tool: 'get_*', mode: 'deferred' }, { tool: '*', mode: 'eager' }],
+      rules: [
+        { tool: 'get_weather', mode: 'eager' },
+        { tool: 'get_*', mode: 'deferred' },
+        { tool: '*', mode: 'eager' },
+      ],
       default_mode: 'deferred',
     });
     expect(resolveMode(config, 'get_weather')).toBe('eager');
@@ -107,7 +114,9 @@ describe('usage statistics', () => {
 describe('cross-session priors (EWMA)', () => {
   const stats = (turns: number, presence: Record<string, number>): UsageStats => ({
     total_turns: turns,
-    tools: Object.fromEntries(Object.entries(presence).map(([id, n]) => [id, { turn_presence_count: n, total_call_count: n, first_use_turn: 0, last_use_turn: 0 }])),
+    tools: Object.fromEntries(
+      Object.entries(presence).map(([id, n]) => [id, { turn_presence_count: n, total_call_count: n, first_use_turn: 0, last_use_turn: 0 }]),
+    ),
   });
 
   it('λ = max(0.1, 1 / (n + 1))', () => {
@@ -147,7 +156,12 @@ describe('cross-session priors (EWMA)', () => {
           expect(entry).toEqual(newDiscBetaEntry(expected as number, 5, entry?.c as number, entry?.c_bar as number));
           // The first decision is the one the learned prior implies.
           const withPrior = toolsToDefer(act.entries, { t: 'eager' }, config, turn);
-          const fromScratch = toolsToDefer({ t: newDiscBetaEntry(expected as number, 5, entry?.c as number, entry?.c_bar as number) }, { t: 'eager' }, config, turn);
+          const fromScratch = toolsToDefer(
+            { t: newDiscBetaEntry(expected as number, 5, entry?.c as number, entry?.c_bar as number) },
+            { t: 'eager' },
+            config,
+            turn,
+          );
           expect(withPrior).toEqual(fromScratch);
         },
       ),

@@ -3,7 +3,12 @@ import type { ToolDescriptor } from '../../../src/contract/tool.ts';
 import { formatFunctions, parseToolQuery, searchTools } from '../../../src/core/deferral/index.ts';
 
 const t = (id: string, description: string): ToolDescriptor => ({ id, name: id, description, parameters: { type: 'object' } });
-const registry = [t('get_weather', 'Weather forecast for a city'), t('get_news', 'News headlines'), t('weather_alerts', 'Severe weather alerts'), t('debug_dump', 'Dump state')];
+const registry = [
+  t('get_weather', 'Weather forecast for a city'),
+  t('get_news', 'News headlines'),
+  t('weather_alerts', 'Severe weather alerts'),
+  t('debug_dump', 'Dump state'),
+];
 
 describe('ToolSearch (book: 了解 ToolSearch 的工作原理)', () => {
   it('parses select:, +required and keywords', () => {
@@ -23,7 +28,9 @@ describe('ToolSearch (book: 了解 ToolSearch 的工作原理)', () => {
   });
 
   it('formats a <functions> block', () => {
-    expect(formatFunctions([t('a', 'says "hi"')])).toBe('<functions>\n<function>{"description": "says \\"hi\\"", "name": "a", "parameters": {"type":"object"}}</function>\n</functions>');
+    expect(formatFunctions([t('a', 'says "hi"')])).toBe(
+      '<functions>\n<function>{"description": "says \\"hi\\"", "name": "a", "parameters": {"type":"object"}}</function>\n</functions>',
+    );
     expect(formatFunctions([])).toBe('No matching tools found in the deferred tool registry.');
   });
 });

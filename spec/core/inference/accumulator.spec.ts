@@ -20,7 +20,14 @@ describe('StreamAccumulator (core-spec §3.11)', () => {
       { type: 'usage', usage: { prompt_tokens: 3 } },
       { type: 'finish', stop_reason: 'EndTurn' },
     ]);
-    expect(r).toEqual({ content: [{ type: 'text', text: 'Hello' }], reasoning: 'thinking hard', usage: { prompt_tokens: 3 }, toolCalls: [], stopReason: 'EndTurn', hasIncompleteToolCalls: false });
+    expect(r).toEqual({
+      content: [{ type: 'text', text: 'Hello' }],
+      reasoning: 'thinking hard',
+      usage: { prompt_tokens: 3 },
+      toolCalls: [],
+      stopReason: 'EndTurn',
+      hasIncompleteToolCalls: false,
+    });
   });
 
   it('assembles tool calls in start order from argument deltas; empty arguments read as {}', () => {
@@ -66,7 +73,13 @@ describe('StreamAccumulator (core-spec §3.11)', () => {
   });
 
   it('a cancelled stream keeps its text but no tool calls and ends EndTurn', () => {
-    const r = run([{ type: 'text_delta', delta: 'par' }, { type: 'tool_call_start', id: 'a', name: 'x' }], true);
+    const r = run(
+      [
+        { type: 'text_delta', delta: 'par' },
+        { type: 'tool_call_start', id: 'a', name: 'x' },
+      ],
+      true,
+    );
     expect(r).toEqual({ content: [{ type: 'text', text: 'par' }], reasoning: '', toolCalls: [], stopReason: 'EndTurn', hasIncompleteToolCalls: false });
   });
 

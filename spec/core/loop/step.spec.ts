@@ -170,7 +170,15 @@ describe('the step machine (src/core/loop/step.ts)', () => {
 
   it('refuses an input that does not fit its stage, and stays where it was', () => {
     const first = beginRun();
-    const wrong = advanceStep(first.state, { type: 'inferred', cancelled: false, failure: undefined, truncated: false, maxContinuations: 0, toolCalls: 0, toleratesErrors: false });
+    const wrong = advanceStep(first.state, {
+      type: 'inferred',
+      cancelled: false,
+      failure: undefined,
+      truncated: false,
+      maxContinuations: 0,
+      toolCalls: 0,
+      toleratesErrors: false,
+    });
     expect(wrong.next).toEqual({ type: 'invalid', reason: 'inferred does not fit the loop at begun' });
     expect(wrong.state).toBe(first.state);
   });
@@ -198,7 +206,15 @@ describe('the step machine (src/core/loop/step.ts)', () => {
     const toEnd = (inputs: readonly LoopInput[]): LoopStep => {
       // A step at StepStart: its phase halts or not, then the end's six stages answer `inputs`.
       let s = beginRun();
-      for (const input of [{ type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }, { type: 'ran', stop: undefined }] as LoopInput[])
+      for (const input of [
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+        { type: 'ran', stop: undefined },
+      ] as LoopInput[])
         s = advanceStep(s.state, input);
       expect(s.next).toEqual({ type: 'phase', phase: 'step_start', cancellable: true });
       s = advanceStep(s.state, inputs[0] as LoopInput);

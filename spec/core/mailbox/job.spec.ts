@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { claimOrder, DEFAULT_MAILBOX_CONFIG, jobInvariantViolations, Jobs, retryDelay, TERMINAL_JOB_STATUSES, type MailboxJob } from '../../../src/core/mailbox/job.ts';
+import {
+  claimOrder,
+  DEFAULT_MAILBOX_CONFIG,
+  jobInvariantViolations,
+  Jobs,
+  retryDelay,
+  TERMINAL_JOB_STATUSES,
+  type MailboxJob,
+} from '../../../src/core/mailbox/job.ts';
 
 const job = (fields: Partial<MailboxJob> = {}): MailboxJob => ({
   job_id: 'j1',
@@ -113,13 +121,23 @@ describe('mailbox job status machine (book: MailboxJobStatus)', () => {
   it('a permanent failure dead-letters at once; an expired lease re-queues', () => {
     const c = Jobs.claim(job(), 'A', 'w', 1000, 0);
     if (!c.ok) throw new Error('claim');
-    expect(Jobs.nack(c.value, 'A', 'agent not found', true, 5, DEFAULT_MAILBOX_CONFIG)).toMatchObject({ ok: true, value: { status: 'dead_letter', attempt_count: 1 } });
-    expect(Jobs.expire(c.value, 2000)).toMatchObject({ ok: true, value: { status: 'queued', attempt_count: 1, available_at: 2000, last_error: 'lease expired' } });
+    expect(Jobs.nack(c.value, 'A', 'agent not found', true, 5, DEFAULT_MAILBOX_CONFIG)).toMatchObject({
+      ok: true,
+      value: { status: 'dead_letter', attempt_count: 1 },
+    });
+    expect(Jobs.expire(c.value, 2000)).toMatchObject({
+      ok: true,
+      value: { status: 'queued', attempt_count: 1, available_at: 2000, last_error: 'lease expired' },
+    });
     expect(Jobs.expire(job(), 0).ok).toBe(false);
   });
 
   it('claims in priority order, then age', () => {
-    const jobs = [job({ job_id: 'c', priority: 5, created_at: 3 }), job({ job_id: 'a', priority: 0, created_at: 9 }), job({ job_id: 'b', priority: 5, created_at: 1 })];
+    const jobs = [
+      job({ job_id: 'c', priority: 5, created_at: 3 }),
+      job({ job_id: 'a', priority: 0, created_at: 9 }),
+      job({ job_id: 'b', priority: 5, created_at: 1 }),
+    ];
     expect([...jobs].sort(claimOrder).map((j) => j.job_id)).toEqual(['a', 'b', 'c']);
   });
 

@@ -49,16 +49,31 @@ describe('parsePattern: the grammar of core-spec §8.1 (vectors of awaken-tool-p
     ['/mcp__(github|gitlab)__.*/', { tool: { kind: 'regex', source: 'mcp__(github|gitlab)__.*' }, args: { kind: 'any' } }],
     ['/foo\\/bar/', { tool: { kind: 'regex', source: 'foo\\/bar' }, args: { kind: 'any' } }],
     ['mcp:weather/forecast', { tool: { kind: 'exact', name: 'mcp:weather/forecast' }, args: { kind: 'any' } }],
-    ['Edit(file_path ~ "src/**/*.rs")', { tool: { kind: 'exact', name: 'Edit' }, args: { kind: 'fields', conditions: [cond([f('file_path')], 'glob', 'src/**/*.rs')] } }],
+    [
+      'Edit(file_path ~ "src/**/*.rs")',
+      { tool: { kind: 'exact', name: 'Edit' }, args: { kind: 'fields', conditions: [cond([f('file_path')], 'glob', 'src/**/*.rs')] } },
+    ],
     ['Bash(command = "ls")', { tool: { kind: 'exact', name: 'Bash' }, args: { kind: 'fields', conditions: [cond([f('command')], 'exact', 'ls')] } }],
     ['Bash(command =~ "(?i)rm")', { tool: { kind: 'exact', name: 'Bash' }, args: { kind: 'fields', conditions: [cond([f('command')], 'regex', '(?i)rm')] } }],
     ['T(f !~ "pat")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'not_glob', 'pat')] } }],
     ['T(f != "val")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'not_exact', 'val')] } }],
     ['T(f !=~ "re")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'not_regex', 're')] } }],
-    ['Tool(f1 ~ "a", f2 = "b")', { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('f1')], 'glob', 'a'), cond([f('f2')], 'exact', 'b')] } }],
-    ['Tool(a.b[*].c ~ "pat")', { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('a'), f('b'), { kind: 'any_index' }, f('c')], 'glob', 'pat')] } }],
-    ['Tool(items[0] = "val")', { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('items'), { kind: 'index', index: 0 }], 'exact', 'val')] } }],
-    ['Tool(*.id = "val")', { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([{ kind: 'wildcard' }, f('id')], 'exact', 'val')] } }],
+    [
+      'Tool(f1 ~ "a", f2 = "b")',
+      { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('f1')], 'glob', 'a'), cond([f('f2')], 'exact', 'b')] } },
+    ],
+    [
+      'Tool(a.b[*].c ~ "pat")',
+      { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('a'), f('b'), { kind: 'any_index' }, f('c')], 'glob', 'pat')] } },
+    ],
+    [
+      'Tool(items[0] = "val")',
+      { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([f('items'), { kind: 'index', index: 0 }], 'exact', 'val')] } },
+    ],
+    [
+      'Tool(*.id = "val")',
+      { tool: { kind: 'exact', name: 'Tool' }, args: { kind: 'fields', conditions: [cond([{ kind: 'wildcard' }, f('id')], 'exact', 'val')] } },
+    ],
     ['T(f = "say \\"hello\\"")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'exact', 'say "hello"')] } }],
     ['T(f = "path\\\\file")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'exact', 'path\\file')] } }],
     ['T(f = "hello\\nworld")', { tool: { kind: 'exact', name: 'T' }, args: { kind: 'fields', conditions: [cond([f('f')], 'exact', 'hello\\nworld')] } }],
@@ -75,7 +90,7 @@ describe('parsePattern: the grammar of core-spec §8.1 (vectors of awaken-tool-p
     ['Bash extra', "unexpected trailing: 'extra'", 5],
     ['T(f = "unterminated)', 'unterminated string literal', 20],
     ['T(f = "end\\', 'unterminated escape sequence', 11],
-    ['T(f = noquote)', 'expected \'"\' to start value', 6],
+    ['T(f = noquote)', "expected '\"' to start value", 6],
     ['T(a..b = "x")', 'expected identifier', 4],
     ['T(a[x] = "x")', "invalid index: ''", 4],
     ['T(a[1 x] = "x")', "expected ']', found 'x'", 6],
@@ -94,7 +109,7 @@ describe('parsePattern: the grammar of core-spec §8.1 (vectors of awaken-tool-p
   });
 
   it('single-quoted values are refused, as in 0.6 (the book writes them; they never parsed)', () => {
-    expect(parseError("Bash(command ~ 'rm *')").message).toBe('expected \'"\' to start value');
+    expect(parseError("Bash(command ~ 'rm *')").message).toBe("expected '\"' to start value");
   });
 
   it('identifiers with - and a lone * segment are field conditions, and `(* x)` is a primary (0.6 reads the first two as a primary and refuses the third)', () => {
@@ -185,7 +200,14 @@ describe('matching (vectors of awaken-tool-pattern matcher.rs)', () => {
   });
 
   it('valueToString', () => {
-    expect([valueToString('hello'), valueToString(null), valueToString(true), valueToString(false), valueToString(42), valueToString(2.5)]).toEqual(['hello', '', 'true', 'false', '42', '2.5']);
+    expect([valueToString('hello'), valueToString(null), valueToString(true), valueToString(false), valueToString(42), valueToString(2.5)]).toEqual([
+      'hello',
+      '',
+      'true',
+      'false',
+      '42',
+      '2.5',
+    ]);
     expect(valueToString([1, 2])).toBe('[1,2]');
     expect(valueToString({ b: 1, a: { d: 1, c: 2 } })).toBe('{"a":{"c":2,"d":1},"b":1}');
   });
@@ -208,7 +230,12 @@ describe('matching (vectors of awaken-tool-pattern matcher.rs)', () => {
 });
 
 describe('toolIdMatch: the anchored dialect of allowed_tools / excluded_tools', () => {
-  const parity = JSON.parse(readFileSync(resolve(repo, 'fixtures/patterns/catalog-glob-parity.json'), 'utf8')) as { pattern: string; value: string; expected: boolean; note: string }[];
+  const parity = JSON.parse(readFileSync(resolve(repo, 'fixtures/patterns/catalog-glob-parity.json'), 'utf8')) as {
+    pattern: string;
+    value: string;
+    expected: boolean;
+    note: string;
+  }[];
   it.each(parity.map((c) => [c.pattern, c.value, c.expected, c.note] as const))('%s vs %s → %s (%s)', (pattern, value, expected) => {
     expect(toolIdMatch(pattern, value)).toBe(expected);
   });
@@ -216,7 +243,12 @@ describe('toolIdMatch: the anchored dialect of allowed_tools / excluded_tools', 
   it('the vectors of tool_id.rs', () => {
     expect([toolIdMatch('Bash', 'Bash'), toolIdMatch('Bash', 'bash'), toolIdMatch('Bash', 'Bashx')]).toEqual([true, false, false]);
     expect([toolIdMatch('*', ''), toolIdMatch('*', 'Bash'), toolIdMatch('*', 'mcp:weather/forecast')]).toEqual([true, true, true]);
-    expect([toolIdMatch('mcp:*', 'mcp:fs/read'), toolIdMatch('mcp:*', 'Bash'), toolIdMatch('*Tool', 'BashTool'), toolIdMatch('*Tool', 'Tool')]).toEqual([true, false, true, true]);
+    expect([toolIdMatch('mcp:*', 'mcp:fs/read'), toolIdMatch('mcp:*', 'Bash'), toolIdMatch('*Tool', 'BashTool'), toolIdMatch('*Tool', 'Tool')]).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
     expect([toolIdMatch('mcp:*/read', 'mcp:fs/read'), toolIdMatch('mcp:*/read', 'mcp:fs/write')]).toEqual([true, false]);
     expect([toolIdMatch('foo\\*bar', 'foo*bar'), toolIdMatch('foo\\*bar', 'foobar'), toolIdMatch('foo\\*bar', 'fooXbar')]).toEqual([true, false, false]);
     expect([toolIdMatch('foo\\\\bar', 'foo\\bar'), toolIdMatch('foo\\\\bar', 'foobar')]).toEqual([true, false]);
@@ -241,7 +273,13 @@ const segment: fc.Arbitrary<PathSegment> = fc.oneof(
 );
 /** A path starts with a field or `*`; indexes follow a segment. */
 const path = fc
-  .tuple(fc.oneof(ident.map((name): PathSegment => ({ kind: 'field', name })), fc.constant<PathSegment>({ kind: 'wildcard' })), fc.array(segment, { maxLength: 4 }))
+  .tuple(
+    fc.oneof(
+      ident.map((name): PathSegment => ({ kind: 'field', name })),
+      fc.constant<PathSegment>({ kind: 'wildcard' }),
+    ),
+    fc.array(segment, { maxLength: 4 }),
+  )
   .map(([h, t]) => [h, ...t]);
 const op = fc.constantFrom<MatchOp>('glob', 'exact', 'not_glob', 'not_exact', 'regex', 'not_regex');
 const anyText = fc.string({ unit: 'grapheme', maxLength: 8 });
@@ -253,7 +291,10 @@ const condition: fc.Arbitrary<FieldCondition> = fc.tuple(path, op, anyText, fc.s
 function parsePatternRegexOk(source: string): boolean {
   return parsePattern(`T(f =~ ${JSON.stringify(source)})`).ok;
 }
-const primaryValue = fc.stringMatching(/^[a-z0-9 *./_-]{1,10}$/).map((s) => s.trim()).filter((v) => v !== '' && !v.startsWith('*') && !/^[a-z0-9_.-]*\s*[~=]/.test(v));
+const primaryValue = fc
+  .stringMatching(/^[a-z0-9 *./_-]{1,10}$/)
+  .map((s) => s.trim())
+  .filter((v) => v !== '' && !v.startsWith('*') && !/^[a-z0-9_.-]*\s*[~=]/.test(v));
 const args: fc.Arbitrary<ArgMatcher> = fc.oneof(
   fc.constant<ArgMatcher>({ kind: 'any' }),
   primaryValue.map((value): ArgMatcher => ({ kind: 'primary', value })),
@@ -261,9 +302,15 @@ const args: fc.Arbitrary<ArgMatcher> = fc.oneof(
 );
 const pattern: fc.Arbitrary<ToolCallPattern> = fc.record({
   tool: fc.oneof(
-    fc.stringMatching(/^[A-Za-z0-9_:.-]{1,8}$/).filter((n) => !n.startsWith('/')).map((name) => ({ kind: 'exact' as const, name })),
+    fc
+      .stringMatching(/^[A-Za-z0-9_:.-]{1,8}$/)
+      .filter((n) => !n.startsWith('/'))
+      .map((name) => ({ kind: 'exact' as const, name })),
     fc.stringMatching(/^[A-Za-z0-9_]{0,4}[*?][A-Za-z0-9_*]{0,4}$/).map((p) => ({ kind: 'glob' as const, pattern: p })),
-    fc.stringMatching(/^[a-z_|.*]{1,8}$/).filter((s) => parsePattern(`/${s}/`).ok).map((source) => ({ kind: 'regex' as const, source })),
+    fc
+      .stringMatching(/^[a-z_|.*]{1,8}$/)
+      .filter((s) => parsePattern(`/${s}/`).ok)
+      .map((source) => ({ kind: 'regex' as const, source })),
   ),
   args,
 });
@@ -279,7 +326,10 @@ describe('properties', () => {
   });
 
   it('format ∘ parse is stable over arbitrary text: whatever parses prints to a text that parses to the same pattern', () => {
-    const text = fc.oneof(fc.string({ maxLength: 30 }), pattern.map(formatPattern).chain((t) => fc.nat(t.length).map((cut) => t.slice(0, cut) + t.slice(cut + 1))));
+    const text = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      pattern.map(formatPattern).chain((t) => fc.nat(t.length).map((cut) => t.slice(0, cut) + t.slice(cut + 1))),
+    );
     fc.assert(
       fc.property(text, (t) => {
         const r = parsePattern(t);
@@ -290,7 +340,12 @@ describe('properties', () => {
   });
 
   it('specificity is a total order consistent with the tiers (tool kind, then arguments, then count, then precision)', () => {
-    const specificity = fc.record({ toolKind: fc.constantFrom<1 | 2 | 3>(1, 2, 3), hasArgs: fc.boolean(), fieldCount: fc.nat(255), fieldPrecision: fc.nat(255) });
+    const specificity = fc.record({
+      toolKind: fc.constantFrom<1 | 2 | 3>(1, 2, 3),
+      hasArgs: fc.boolean(),
+      fieldCount: fc.nat(255),
+      fieldPrecision: fc.nat(255),
+    });
     fc.assert(
       fc.property(specificity, specificity, specificity, (a, b, c) => {
         const ab = Math.sign(compareSpecificity(a, b));

@@ -245,7 +245,14 @@ describe('the exclusive key the partition protects', () => {
 
 describe('buildExecutionEnv with a plugin whose register throws', () => {
   it('is an error of the build naming the plugin, not a throw', () => {
-    const built = buildExecutionEnv([{ name: 'broken', register: () => { throw new Error('no database'); } }]);
+    const built = buildExecutionEnv([
+      {
+        name: 'broken',
+        register: () => {
+          throw new Error('no database');
+        },
+      },
+    ]);
     expect(built).toEqual({ ok: false, error: { code: 'plugin_register_failed', name: 'broken', message: 'no database' } });
   });
 });

@@ -21,12 +21,42 @@ const stats = (over: Partial<StopPolicyStats>): StopPolicyStats => ({ ...initial
 describe('stop policies (core-spec §7)', () => {
   it.each([
     ['max_rounds', maxRoundsPolicy(3), stats({ stepCount: 2 }), stats({ stepCount: 3 }), 'reached 3 rounds'],
-    ['token_budget', tokenBudgetPolicy(10), stats({ totalInputTokens: 5, totalOutputTokens: 5 }), stats({ totalInputTokens: 6, totalOutputTokens: 5 }), 'token usage 11 exceeds budget 10'],
+    [
+      'token_budget',
+      tokenBudgetPolicy(10),
+      stats({ totalInputTokens: 5, totalOutputTokens: 5 }),
+      stats({ totalInputTokens: 6, totalOutputTokens: 5 }),
+      'token usage 11 exceeds budget 10',
+    ],
     ['timeout', timeoutPolicy(100), stats({ elapsedMs: 100 }), stats({ elapsedMs: 101 }), 'elapsed 101ms exceeds limit 100ms'],
-    ['consecutive_errors', consecutiveErrorsPolicy(2), stats({ consecutiveErrors: 1 }), stats({ consecutiveErrors: 2 }), '2 consecutive inference errors (limit 2)'],
-    ['stop_on_tool', stopOnToolPolicy('rm'), stats({ lastToolNames: ['ls'] }), stats({ lastToolNames: ['ls', 'rm'] }), 'tool rm was requested before execution'],
-    ['content_match', contentMatchPolicy('DONE\\b'), stats({ lastResponseText: 'not yet' }), stats({ lastResponseText: 'all DONE now' }), 'response matched stop regex DONE\\b'],
-    ['loop_detection', loopDetectionPolicy(3), stats({ recentResponseTexts: ['a', 'a', 'b'] }), stats({ recentResponseTexts: ['b', 'a', 'a', 'a'] }), 'same response repeated for 3 steps'],
+    [
+      'consecutive_errors',
+      consecutiveErrorsPolicy(2),
+      stats({ consecutiveErrors: 1 }),
+      stats({ consecutiveErrors: 2 }),
+      '2 consecutive inference errors (limit 2)',
+    ],
+    [
+      'stop_on_tool',
+      stopOnToolPolicy('rm'),
+      stats({ lastToolNames: ['ls'] }),
+      stats({ lastToolNames: ['ls', 'rm'] }),
+      'tool rm was requested before execution',
+    ],
+    [
+      'content_match',
+      contentMatchPolicy('DONE\\b'),
+      stats({ lastResponseText: 'not yet' }),
+      stats({ lastResponseText: 'all DONE now' }),
+      'response matched stop regex DONE\\b',
+    ],
+    [
+      'loop_detection',
+      loopDetectionPolicy(3),
+      stats({ recentResponseTexts: ['a', 'a', 'b'] }),
+      stats({ recentResponseTexts: ['b', 'a', 'a', 'a'] }),
+      'same response repeated for 3 steps',
+    ],
   ])('%s: continues just below its limit, stops at it with code and detail', (code, policy, below, at, detail) => {
     expect(policy.evaluate(below)).toEqual({ stop: false });
     expect(policy.evaluate(at)).toEqual({ stop: true, code, detail });
@@ -41,7 +71,15 @@ describe('stop policies (core-spec §7)', () => {
     ['content_match', contentMatchPolicy('')],
     ['loop_detection', loopDetectionPolicy(1)],
   ])('%s: 0 (or empty) disables it', (_code, policy) => {
-    const extreme = stats({ stepCount: 1e6, totalInputTokens: 1e9, elapsedMs: 1e9, consecutiveErrors: 99, lastToolNames: [''], lastResponseText: 'x', recentResponseTexts: ['x', 'x', 'x'] });
+    const extreme = stats({
+      stepCount: 1e6,
+      totalInputTokens: 1e9,
+      elapsedMs: 1e9,
+      consecutiveErrors: 99,
+      lastToolNames: [''],
+      lastResponseText: 'x',
+      recentResponseTexts: ['x', 'x', 'x'],
+    });
     expect(policy.evaluate(extreme)).toEqual({ stop: false });
   });
 
@@ -65,7 +103,15 @@ describe('stop policies (core-spec §7)', () => {
       { type: 'content_match', pattern: 'x' },
       { type: 'loop_detection', window: 2 },
     ].map((s) => policyFromSpec(s as never));
-    expect(policies.map((p) => p.id)).toEqual(['max_rounds', 'timeout', 'token_budget', 'consecutive_errors', 'stop_on_tool', 'content_match', 'loop_detection']);
+    expect(policies.map((p) => p.id)).toEqual([
+      'max_rounds',
+      'timeout',
+      'token_budget',
+      'consecutive_errors',
+      'stop_on_tool',
+      'content_match',
+      'loop_detection',
+    ]);
     expect(evaluateStopPolicies(policies, stats({ elapsedMs: 2000, consecutiveErrors: 5 }))).toMatchObject({ code: 'timeout' });
     expect(evaluateStopPolicies(policies, stats({}))).toEqual({ stop: false });
   });
@@ -76,7 +122,14 @@ describe('stop policies (core-spec §7)', () => {
     s = observeInference(s, { ok: false }, 6);
     expect(s).toMatchObject({ stepCount: 2, consecutiveErrors: 2, elapsedMs: 6 });
     s = observeInference(s, { ok: true, inputTokens: -7, outputTokens: 3, text: 'hi', toolNames: ['a'] }, 9);
-    expect(s).toMatchObject({ stepCount: 3, consecutiveErrors: 0, totalInputTokens: 0, totalOutputTokens: 3, lastToolNames: ['a'], recentResponseTexts: ['hi'] });
+    expect(s).toMatchObject({
+      stepCount: 3,
+      consecutiveErrors: 0,
+      totalInputTokens: 0,
+      totalOutputTokens: 3,
+      lastToolNames: ['a'],
+      recentResponseTexts: ['hi'],
+    });
     s = observeInference(s, { ok: true, inputTokens: 0, outputTokens: 0, text: '', toolNames: [] }, 9);
     expect(s.recentResponseTexts).toEqual(['hi']);
     for (let i = 0; i < 100; i++) s = observeInference(s, { ok: true, inputTokens: 0, outputTokens: 0, text: `t${i}`, toolNames: [] }, 9);

@@ -105,7 +105,13 @@ describe('StateStore.commit (core-spec §1.5)', () => {
 
   it('a throwing reducer leaves state and revision unchanged', () => {
     const s = new StateStore();
-    const Bad = { ...Counter, key: 'bad', apply: (): number => { throw new Error('boom'); } };
+    const Bad = {
+      ...Counter,
+      key: 'bad',
+      apply: (): number => {
+        throw new Error('boom');
+      },
+    };
     s.registerKeys([{ key: Bad }, { key: Counter }]);
     expect(() => s.commit(new MutationBatch().update(Counter, 1).update(Bad, 1))).toThrow('boom');
     expect(s.revision).toBe(0);

@@ -60,7 +60,15 @@ describe('persistence (core-spec §1.7)', () => {
       fc.property(history, fc.boolean(), (batches, failing) => {
         const s = new StateStore();
         s.registerKeys(KEYS);
-        const Broken = defineStateKey<number, number>({ key: 'broken', init: () => 0, apply: (_v, u) => u, codec: z.number(), encode: () => { throw new Error('no'); } });
+        const Broken = defineStateKey<number, number>({
+          key: 'broken',
+          init: () => 0,
+          apply: (_v, u) => u,
+          codec: z.number(),
+          encode: () => {
+            throw new Error('no');
+          },
+        });
         if (failing) s.registerKeys([{ key: Broken, options: { scope: 'thread' } }]);
         run(s, batches);
         if (failing) s.commit(new MutationBatch().update(Broken, 1));
@@ -99,7 +107,15 @@ describe('persistence (core-spec §1.7)', () => {
 
   it('an encoder that throws fails the export with key_encode', () => {
     const s = new StateStore();
-    const Bad = defineStateKey({ key: 'bad', init: () => 0, apply: (_v: number, u: number) => u, codec: z.number(), encode: () => { throw new Error('nope'); } });
+    const Bad = defineStateKey({
+      key: 'bad',
+      init: () => 0,
+      apply: (_v: number, u: number) => u,
+      codec: z.number(),
+      encode: () => {
+        throw new Error('nope');
+      },
+    });
     s.registerKeys([{ key: Bad }]);
     s.commit(new MutationBatch().update(Bad, 1));
     expect(s.exportPersisted()).toEqual({ ok: false, error: { code: 'key_encode', key: 'bad', message: 'nope' } });

@@ -80,7 +80,13 @@ describe('store edges', () => {
 
   it('reports a non-Error thrown by an encoder as text', () => {
     const s = new StateStore();
-    const Bad = { ...A, key: 'bad', encode: (): never => { throw 'plain'; } };
+    const Bad = {
+      ...A,
+      key: 'bad',
+      encode: (): never => {
+        throw 'plain';
+      },
+    };
     s.registerKeys([{ key: Bad }]);
     s.commit(new MutationBatch().update(Bad, 1));
     expect(s.exportPersisted()).toEqual({ ok: false, error: { code: 'key_encode', key: 'bad', message: 'plain' } });
@@ -115,7 +121,11 @@ describe('key options (a registration’s options, defaults filled in)', () => {
   });
 
   it('an option given as undefined reads as its default (a spread would have kept the undefined)', () => {
-    expect(keyOptions({ persistent: undefined as unknown as boolean, scope: 'thread' })).toEqual({ persistent: true, retainOnUninstall: false, scope: 'thread' });
+    expect(keyOptions({ persistent: undefined as unknown as boolean, scope: 'thread' })).toEqual({
+      persistent: true,
+      retainOnUninstall: false,
+      scope: 'thread',
+    });
     expect(keyOptions()).toEqual(DEFAULT_KEY_OPTIONS);
   });
 });

@@ -2,14 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { extendBatch, mergeParallelBatch, MutationBatch } from '../../../src/core/state/mutation-batch.ts';
-import {
-  defineAction,
-  defineEffect,
-  extendCommand,
-  mergeAllCommands,
-  mergeParallelCommands,
-  StateCommand,
-} from '../../../src/core/state/state-command.ts';
+import { defineAction, defineEffect, extendCommand, mergeAllCommands, mergeParallelCommands, StateCommand } from '../../../src/core/state/state-command.ts';
 import type { MergeStrategy } from '../../../src/core/state/state-key.ts';
 import { counterKey, registerKey } from '../../support/keys.ts';
 
@@ -46,7 +39,9 @@ describe('commands and batches built from empty', () => {
           }
         }
         for (const [i, c] of commands.entries()) {
-          expect({ ops: c.patch.ops.length, actions: c.scheduledActions.length, effects: c.effects.length, batch: batches[i]?.ops.length }).toEqual(expected[i]);
+          expect({ ops: c.patch.ops.length, actions: c.scheduledActions.length, effects: c.effects.length, batch: batches[i]?.ops.length }).toEqual(
+            expected[i],
+          );
           expect(c.scheduledActions.every((a) => a.payload === i)).toBe(true);
           expect(c.effects.every((a) => a.payload === `${i}`)).toBe(true);
         }

@@ -29,7 +29,10 @@ describe('commitBatch', () => {
     const s = new Snapshot(2, new Map());
     const empty = commitBatch(registry, s, new MutationBatch());
     expect(empty.ok && empty.value).toBe(s);
-    expect(commitBatch(registry, s, new MutationBatch(1).update(Count, 1))).toEqual({ ok: false, error: { code: 'revision_conflict', expected: 1, actual: 2 } });
+    expect(commitBatch(registry, s, new MutationBatch(1).update(Count, 1))).toEqual({
+      ok: false,
+      error: { code: 'revision_conflict', expected: 1, actual: 2 },
+    });
     expect(commitBatch(registry, s, new MutationBatch().update(counterKey('nope'), 1))).toEqual({ ok: false, error: { code: 'unknown_key', key: 'nope' } });
   });
 
@@ -73,23 +76,34 @@ describe('exporting a snapshot', () => {
   it('property: every key at once, and by scope in one pass, are the filtered exports — the same keys, values, order and first failure', () => {
     const entry = fc.record({ persistent: fc.boolean(), thread: fc.boolean(), value: fc.option(fc.integer({ min: 10, max: 15 }), { nil: undefined }) });
     fc.assert(
-      fc.property(fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e', '__proto__', 'z.y'), entry, { maxKeys: 7 }), fc.nat({ max: 9 }), (entries, revision) => {
-        const keys = new Map<string, RegisteredKey>();
-        const values = new Map<string, unknown>();
-        for (const [name, e] of Object.entries(entries)) {
-          keys.set(name, { key: keyOf(name) as never, options: keyOptions({ persistent: e.persistent, scope: e.thread ? 'thread' : 'run' }), owner: undefined });
-          if (e.value !== undefined) values.set(name, e.value);
-        }
-        const snapshot = new Snapshot(revision, values);
-        const all = exportAll(keys, snapshot);
-        expect(all).toEqual(exportState(keys, snapshot, () => true));
-        if (all.ok) expect(Object.keys(all.value.extensions)).toEqual(Object.keys((exportState(keys, snapshot, () => true) as { value: { extensions: object } }).value.extensions));
-        const thread = exportState(keys, snapshot, (o) => o.scope === 'thread');
-        const run = exportState(keys, snapshot, (o) => o.scope !== 'thread');
-        const byScope = exportByScope(keys, snapshot);
-        if (!all.ok) expect(byScope).toEqual(all);
-        else expect(byScope).toEqual({ ok: true, value: { thread: (thread as { value: unknown }).value, run: (run as { value: unknown }).value } });
-      }),
+      fc.property(
+        fc.dictionary(fc.constantFrom('a', 'b', 'c', 'd', 'e', '__proto__', 'z.y'), entry, { maxKeys: 7 }),
+        fc.nat({ max: 9 }),
+        (entries, revision) => {
+          const keys = new Map<string, RegisteredKey>();
+          const values = new Map<string, unknown>();
+          for (const [name, e] of Object.entries(entries)) {
+            keys.set(name, {
+              key: keyOf(name) as never,
+              options: keyOptions({ persistent: e.persistent, scope: e.thread ? 'thread' : 'run' }),
+              owner: undefined,
+            });
+            if (e.value !== undefined) values.set(name, e.value);
+          }
+          const snapshot = new Snapshot(revision, values);
+          const all = exportAll(keys, snapshot);
+          expect(all).toEqual(exportState(keys, snapshot, () => true));
+          if (all.ok)
+            expect(Object.keys(all.value.extensions)).toEqual(
+              Object.keys((exportState(keys, snapshot, () => true) as { value: { extensions: object } }).value.extensions),
+            );
+          const thread = exportState(keys, snapshot, (o) => o.scope === 'thread');
+          const run = exportState(keys, snapshot, (o) => o.scope !== 'thread');
+          const byScope = exportByScope(keys, snapshot);
+          if (!all.ok) expect(byScope).toEqual(all);
+          else expect(byScope).toEqual({ ok: true, value: { thread: (thread as { value: unknown }).value, run: (run as { value: unknown }).value } });
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -31,7 +31,12 @@ const ticket = (c: ToolCall, mode: SuspendTicket['resume_mode'] = 'replay_tool_c
   pending: { id: c.id, name: c.name, arguments: c.arguments },
   resume_mode: mode,
 });
-const decide = (action: ToolCallResume['action'], extra: Partial<ToolCallResume> = {}): ToolCallResume => ({ decision_id: 'd', action, updated_at: 1, ...extra });
+const decide = (action: ToolCallResume['action'], extra: Partial<ToolCallResume> = {}): ToolCallResume => ({
+  decision_id: 'd',
+  action,
+  updated_at: 1,
+  ...extra,
+});
 
 /** What an interpreter saw while driving the machine: every step's commands and events, and the requests it answered. */
 interface Trace {
@@ -59,17 +64,21 @@ function drive(first: BatchStep, answer: (next: BatchNext, state: BatchState) =>
   throw new Error('the batch did not finish within 10,000 steps');
 }
 
-const allowAll = (outcome: (c: ToolCall) => ToolOutcome = ok) => (next: BatchNext, state: BatchState): BatchInput => {
-  if (next.type === 'gate') return { type: 'gated', gate: { type: 'allow' } };
-  if (next.type === 'execute') return { type: 'executed', outcome: outcome(state.calls[next.index]!.call) };
-  if (next.type === 'execute_all') return { type: 'executed_all', outcomes: next.indices.map((i) => outcome(state.calls[i]!.call)), strategyOf: () => 'exclusive' };
-  throw new Error(`unexpected ${next.type}`);
-};
+const allowAll =
+  (outcome: (c: ToolCall) => ToolOutcome = ok) =>
+  (next: BatchNext, state: BatchState): BatchInput => {
+    if (next.type === 'gate') return { type: 'gated', gate: { type: 'allow' } };
+    if (next.type === 'execute') return { type: 'executed', outcome: outcome(state.calls[next.index]!.call) };
+    if (next.type === 'execute_all')
+      return { type: 'executed_all', outcomes: next.indices.map((i) => outcome(state.calls[i]!.call)), strategyOf: () => 'exclusive' };
+    throw new Error(`unexpected ${next.type}`);
+  };
 
 const run = (calls: readonly ToolCall[], mode: ToolExecutionMode, answer: (next: BatchNext, state: BatchState) => BatchInput): Trace =>
   drive(advance(openBatch(calls, 'text', 'm1', mode).state, { type: 'run' }), answer);
 
-const settledIds = (commands: readonly BatchCommand[]): string[] => commands.flatMap((c) => (c.type === 'settled' ? [`${c.call.call.id}:${c.call.status}`] : []));
+const settledIds = (commands: readonly BatchCommand[]): string[] =>
+  commands.flatMap((c) => (c.type === 'settled' ? [`${c.call.call.id}:${c.call.status}`] : []));
 const doneIds = (events: readonly AgentEvent[]): string[] => events.flatMap((e) => (e.event_type === 'tool_call_done' ? [`${e.id}:${e.outcome}`] : []));
 
 describe('a tool batch as a state machine (seed 003)', () => {
@@ -96,7 +105,11 @@ describe('a tool batch as a state machine (seed 003)', () => {
 
   it('sequential: the first call that suspends itself stops the batch; the calls after it are interrupted', () => {
     const calls = [call('a'), call('b'), call('c')];
-    const t = run(calls, 'sequential', allowAll((c) => (c.id === 'a' ? { result: ToolResults.suspended(c.name, 'wait', ticket(c, 'use_decision_as_tool_result')), command: undefined } : ok(c))));
+    const t = run(
+      calls,
+      'sequential',
+      allowAll((c) => (c.id === 'a' ? { result: ToolResults.suspended(c.name, 'wait', ticket(c, 'use_decision_as_tool_result')), command: undefined } : ok(c))),
+    );
     expect(settledIds(t.commands)).toEqual(['a:suspended', 'b:failed', 'c:failed']);
     expect(t.state.calls[1]?.result?.message).toBe(INTERRUPTED);
     expect(t.state.calls[0]).toMatchObject({ resumeMode: 'use_decision_as_tool_result', suspensionId: 's-a', suspensionReason: 'confirm' });
@@ -117,19 +130,30 @@ describe('a tool batch as a state machine (seed 003)', () => {
 
   it('a gate may suspend a call with its ticket or give its result; neither runs the tool', () => {
     const calls = [call('a'), call('b'), call('c')];
-    const gates: Gate[] = [{ type: 'suspend', ticket: ticket(calls[0]!, 'pass_decision_to_tool') }, { type: 'set_result', result: ToolResults.success('echo', 'given') }, { type: 'allow' }];
+    const gates: Gate[] = [
+      { type: 'suspend', ticket: ticket(calls[0]!, 'pass_decision_to_tool') },
+      { type: 'set_result', result: ToolResults.success('echo', 'given') },
+      { type: 'allow' },
+    ];
     const t = run(calls, 'sequential', (next, state) => (next.type === 'gate' ? { type: 'gated', gate: gates[next.index]! } : allowAll()(next, state)));
     expect(settledIds(t.commands)).toEqual(['a:suspended', 'b:succeeded', 'c:succeeded']);
     expect(t.asked.filter((n) => n.type === 'execute')).toEqual([{ type: 'execute', index: 2, args: { id: 'c' } }]);
     expect(t.state.calls[0]).toMatchObject({ resumeMode: 'pass_decision_to_tool', suspensionId: 's-a' });
   });
 
-  it('a call settled pending by a result — its tool\'s, or one a gate set — asks for its after-tool phase at once; a gate\'s suspension does not (no tool ran)', () => {
+  it("a call settled pending by a result — its tool's, or one a gate set — asks for its after-tool phase at once; a gate's suspension does not (no tool ran)", () => {
     const calls = [call('a'), call('b'), call('c'), call('d')];
     const pending = (c: ToolCall): ToolResult => ToolResults.suspended(c.name, 'wait', ticket(c));
-    const gates: Gate[] = [{ type: 'suspend', ticket: ticket(calls[0]!) }, { type: 'set_result', result: pending(calls[1]!) }, { type: 'allow' }, { type: 'allow' }];
+    const gates: Gate[] = [
+      { type: 'suspend', ticket: ticket(calls[0]!) },
+      { type: 'set_result', result: pending(calls[1]!) },
+      { type: 'allow' },
+      { type: 'allow' },
+    ];
     const answer = (next: BatchNext, state: BatchState): BatchInput =>
-      next.type === 'gate' ? { type: 'gated', gate: gates[next.index]! } : allowAll((c) => (c.id === 'c' ? { result: pending(c), command: undefined } : ok(c)))(next, state);
+      next.type === 'gate'
+        ? { type: 'gated', gate: gates[next.index]! }
+        : allowAll((c) => (c.id === 'c' ? { result: pending(c), command: undefined } : ok(c)))(next, state);
     expect(run(calls, 'sequential', answer).afterTool).toEqual(['b:pending', 'c:pending']);
     expect(run(calls, 'parallel_streaming', answer).afterTool).toEqual(['b:pending', 'c:pending']);
     // Asked for after the step's commands and events: the sequential stop reports the call first.
@@ -145,13 +169,23 @@ describe('a tool batch as a state machine (seed 003)', () => {
     const calls = [call('a'), call('b'), call('c')];
     const t = run(calls, 'parallel_streaming', allowAll());
     expect(t.asked.map((n) => n.type)).toEqual(['gate', 'gate', 'gate', 'commit', 'execute_all']);
-    expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.type}:${c.call.call.id}`))).toEqual(['status:a', 'status:b', 'status:c', 'settled:a', 'settled:b', 'settled:c']);
+    expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.type}:${c.call.call.id}`))).toEqual([
+      'status:a',
+      'status:b',
+      'status:c',
+      'settled:a',
+      'settled:b',
+      'settled:c',
+    ]);
   });
 
   it('parallel batch approval: a call whose staged writes conflict with an earlier one fails and keeps no writes', () => {
     const Reg = registerKey('t.reg');
     const Count = counterKey('t.count');
-    const writes = (c: ToolCall): ToolOutcome => ({ result: ToolResults.success(c.name, c.id), command: StateCommand.empty().update(Reg, c.id).update(Count, 1) });
+    const writes = (c: ToolCall): ToolOutcome => ({
+      result: ToolResults.success(c.name, c.id),
+      command: StateCommand.empty().update(Reg, c.id).update(Count, 1),
+    });
     const strategyOf = (key: string): 'exclusive' | 'commutative' => (key === 't.count' ? 'commutative' : 'exclusive');
     for (const [mode, expected] of [
       ['parallel_batch_approval', ['a:succeeded', 'b:failed']],
@@ -181,28 +215,33 @@ describe('a tool batch as a state machine (seed 003)', () => {
       "a tool batch at 'run_all' cannot take 'run'",
     );
     let s = advance(openBatch([call('a'), call('b')], '', 'm', 'parallel_streaming').state, { type: 'run' });
-    for (const input of [{ type: 'gated', gate: { type: 'allow' } }, { type: 'gated', gate: { type: 'allow' } }, { type: 'committed' }] as const) s = advance(s.state, input);
+    for (const input of [{ type: 'gated', gate: { type: 'allow' } }, { type: 'gated', gate: { type: 'allow' } }, { type: 'committed' }] as const)
+      s = advance(s.state, input);
     expect(s.next).toEqual({ type: 'execute_all', indices: [0, 1] });
     expect(advance(s.state, { type: 'executed_all', outcomes: [ok(call('a'))], strategyOf: () => 'exclusive' }).next.type).toBe('invalid');
   });
 
   it('never changes the state it is given: every step returns a new one', () => {
     fc.assert(
-      fc.property(fc.constantFrom<ToolExecutionMode>('sequential', 'parallel_streaming', 'parallel_batch_approval'), fc.array(fc.constantFrom('allow', 'block', 'suspend', 'set'), { minLength: 1, maxLength: 5 }), (mode, verdicts) => {
-        const calls = verdicts.map((_, i) => call(`c${i}`));
-        let step = advance(deepFreeze(openBatch(calls, '', 'm', mode).state), { type: 'run' });
-        for (let guard = 0; guard < 100 && step.next.type !== 'done'; guard++) {
-          const next = step.next;
-          const input: BatchInput =
-            next.type === 'gate'
-              ? { type: 'gated', gate: gateOf(verdicts[next.index]!, calls[next.index]!) }
-              : next.type === 'commit'
-                ? { type: 'committed' }
-                : allowAll()(next, step.state);
-          step = advance(deepFreeze(step.state), input);
-        }
-        expect(step.next.type).toBe('done');
-      }),
+      fc.property(
+        fc.constantFrom<ToolExecutionMode>('sequential', 'parallel_streaming', 'parallel_batch_approval'),
+        fc.array(fc.constantFrom('allow', 'block', 'suspend', 'set'), { minLength: 1, maxLength: 5 }),
+        (mode, verdicts) => {
+          const calls = verdicts.map((_, i) => call(`c${i}`));
+          let step = advance(deepFreeze(openBatch(calls, '', 'm', mode).state), { type: 'run' });
+          for (let guard = 0; guard < 100 && step.next.type !== 'done'; guard++) {
+            const next = step.next;
+            const input: BatchInput =
+              next.type === 'gate'
+                ? { type: 'gated', gate: gateOf(verdicts[next.index]!, calls[next.index]!) }
+                : next.type === 'commit'
+                  ? { type: 'committed' }
+                  : allowAll()(next, step.state);
+            step = advance(deepFreeze(step.state), input);
+          }
+          expect(step.next.type).toBe('done');
+        },
+      ),
     );
   });
 });
@@ -237,7 +276,9 @@ describe('the pipeline over generated batches', () => {
           if (o === 'suspend') return { result: ToolResults.suspended(c.name, 'wait', ticket(c)), command: undefined };
           return ok(c);
         };
-        const t = run(calls, m, (next, state) => (next.type === 'gate' ? { type: 'gated', gate: gateOf(plan[next.index]![0], calls[next.index]!) } : allowAll(tool)(next, state)));
+        const t = run(calls, m, (next, state) =>
+          next.type === 'gate' ? { type: 'gated', gate: gateOf(plan[next.index]![0], calls[next.index]!) } : allowAll(tool)(next, state),
+        );
         const settled = t.commands.filter((c) => c.type === 'settled').map((c) => (c.type === 'settled' ? c.call.call.id : ''));
         expect([...settled].sort()).toEqual(calls.map((c) => c.id).sort());
         expect(t.events.map((e) => (e.event_type === 'tool_call_done' ? e.id : ''))).toEqual(calls.map((c) => c.id));
@@ -263,7 +304,11 @@ describe('resuming a suspended batch', () => {
   /** a: replay, b: the decision as result, c: the decision as arguments, d: cancelled. */
   const parked = (): BatchState => {
     const modes = ['replay_tool_call', 'use_decision_as_tool_result', 'pass_decision_to_tool', 'replay_tool_call'] as const;
-    return run(calls, 'parallel_streaming', allowAll((c) => ({ result: ToolResults.suspended(c.name, 'wait', ticket(c, modes[Number(c.id.charCodeAt(0) - 97)])), command: undefined }))).state;
+    return run(
+      calls,
+      'parallel_streaming',
+      allowAll((c) => ({ result: ToolResults.suspended(c.name, 'wait', ticket(c, modes[Number(c.id.charCodeAt(0) - 97)])), command: undefined })),
+    ).state;
   };
   const decisions = new Map<string, ToolCallResume>([
     ['a', decide('resume')],
@@ -273,11 +318,24 @@ describe('resuming a suspended batch', () => {
   ]);
 
   it('answers each decision in model order: replayed with its arguments, the decision as result, the decision as arguments, a cancel as a denial', () => {
-    const t = drive(advance(parked(), { type: 'resume', decisions, silent: false }), allowAll((c) => ({ result: ToolResults.success(c.name, 'ran'), command: undefined })));
+    const t = drive(
+      advance(parked(), { type: 'resume', decisions, silent: false }),
+      allowAll((c) => ({ result: ToolResults.success(c.name, 'ran'), command: undefined })),
+    );
     expect(t.asked.filter((n) => n.type === 'execute')).toEqual([
       // Each resumed call is told the ticket it suspended with.
-      { type: 'execute', index: 0, args: { id: 'a' }, resume: { decision: decisions.get('a'), mode: 'replay_tool_call', ticket: ticket(calls[0] as ToolCall, 'replay_tool_call') } },
-      { type: 'execute', index: 2, args: { arg: 2 }, resume: { decision: decisions.get('c'), mode: 'pass_decision_to_tool', ticket: ticket(calls[2] as ToolCall, 'pass_decision_to_tool') } },
+      {
+        type: 'execute',
+        index: 0,
+        args: { id: 'a' },
+        resume: { decision: decisions.get('a'), mode: 'replay_tool_call', ticket: ticket(calls[0] as ToolCall, 'replay_tool_call') },
+      },
+      {
+        type: 'execute',
+        index: 2,
+        args: { arg: 2 },
+        resume: { decision: decisions.get('c'), mode: 'pass_decision_to_tool', ticket: ticket(calls[2] as ToolCall, 'pass_decision_to_tool') },
+      },
     ]);
     expect(t.commands.map((c) => (c.type === 'begin' ? 'begin' : `${c.call.call.id}:${c.call.status}${c.resumeInput !== undefined ? '+input' : ''}`))).toEqual([
       'a:resuming+input',
@@ -306,7 +364,10 @@ describe('resuming a suspended batch', () => {
       ['d', decide('cancel', { result: { mine: true } })],
       ['b', decide('cancel')],
     ]);
-    const t = drive(advance(parked(), { type: 'resume', decisions: two, silent: false }), allowAll((c) => ({ result: ToolResults.suspended(c.name, 'again', ticket(c)), command: undefined })));
+    const t = drive(
+      advance(parked(), { type: 'resume', decisions: two, silent: false }),
+      allowAll((c) => ({ result: ToolResults.suspended(c.name, 'again', ticket(c)), command: undefined })),
+    );
     expect(t.events).toEqual([
       { event_type: 'tool_call_resumed', target_id: 'b', result: { approved: false } },
       { event_type: 'tool_call_resumed', target_id: 'd', result: { mine: true } },

@@ -145,9 +145,19 @@ describe('phase engine edges', () => {
       if (!r.ok) throw new Error('create');
       return r.value;
     };
-    expect(await make(() => { throw new Error('boom'); }).runPhase('step_start')).toMatchObject({ ok: false, error: { code: 'hook_failed', pluginId: 'h', message: 'boom' } });
-    expect(await make(() => Promise.reject(new Error('late'))).runPhase('step_start')).toMatchObject({ ok: false, error: { code: 'hook_failed', pluginId: 'h', message: 'late' } });
-    expect(await make(() => Promise.resolve(StateCommand.empty().update(C, 2))).runPhase('step_start')).toMatchObject({ ok: true, value: { hooksRun: 1, commits: 1 } });
+    expect(
+      await make(() => {
+        throw new Error('boom');
+      }).runPhase('step_start'),
+    ).toMatchObject({ ok: false, error: { code: 'hook_failed', pluginId: 'h', message: 'boom' } });
+    expect(await make(() => Promise.reject(new Error('late'))).runPhase('step_start')).toMatchObject({
+      ok: false,
+      error: { code: 'hook_failed', pluginId: 'h', message: 'late' },
+    });
+    expect(await make(() => Promise.resolve(StateCommand.empty().update(C, 2))).runPhase('step_start')).toMatchObject({
+      ok: true,
+      value: { hooksRun: 1, commits: 1 },
+    });
     expect(await make(() => StateCommand.empty()).runPhase('step_start')).toMatchObject({ ok: true, value: { hooksRun: 1, commits: 0 } });
     expect(await make(() => StateCommand.empty().update(L, 'x')).runPhase('step_start')).toEqual({ ok: false, error: { code: 'unknown_key', key: 'l' } });
   });
@@ -155,7 +165,14 @@ describe('phase engine edges', () => {
   it('submitOrFail: an effect is dispatched before it settles; a failure behind a running phase comes back as the error; a throwing reducer releases the lock', async () => {
     const seen: string[] = [];
     let release: (() => void) | undefined;
-    const Boom = defineStateKey<number, number>({ key: 'boom', init: () => 0, apply: () => { throw new Error('reducer'); }, codec: z.number() });
+    const Boom = defineStateKey<number, number>({
+      key: 'boom',
+      init: () => 0,
+      apply: () => {
+        throw new Error('reducer');
+      },
+      codec: z.number(),
+    });
     const r = PhaseRuntime.create([
       plugin('keys', (x) => {
         x.registerKey(C);
@@ -180,7 +197,14 @@ describe('phase engine edges', () => {
   });
 
   it('a phase with nothing to run reports the queued actions it skipped; a submit whose reducer throws rejects and releases the lock', async () => {
-    const Boom = defineStateKey<number, number>({ key: 'boom', init: () => 0, apply: () => { throw new Error('reducer'); }, codec: z.number() });
+    const Boom = defineStateKey<number, number>({
+      key: 'boom',
+      init: () => 0,
+      apply: () => {
+        throw new Error('reducer');
+      },
+      codec: z.number(),
+    });
     const r = PhaseRuntime.create([
       plugin('keys', (x) => {
         x.registerKey(Boom);

@@ -52,7 +52,11 @@ describe('effects (book: Effects → 分发生命周期)', () => {
           .registerEffect(Audit, () => Promise.reject(new Error('webhook down')))
           .registerEffect(Other, (n) => void log.push(`other ${n}`))
           .registerPhaseHook('step_end', () =>
-            StateCommand.empty().update(Count, 1).emit(Audit, 'x').emit(Other, 'not a number' as unknown as number).emit(Other, 2),
+            StateCommand.empty()
+              .update(Count, 1)
+              .emit(Audit, 'x')
+              .emit(Other, 'not a number' as unknown as number)
+              .emit(Other, 2),
           ),
       ),
     ]);

@@ -15,13 +15,37 @@ const noop = () => StateCommand.empty();
 describe('plugin registrar duplicates (core-spec §1.5, §2.6)', () => {
   it.each([
     ['key in one plugin', [plugin('p', (r) => r.registerKey(counterKey('k')).registerKey(counterKey('k')))], { code: 'key_already_registered', key: 'k' }],
-    ['key across plugins', [plugin('p', (r) => r.registerKey(counterKey('k'))), plugin('q', (r) => r.registerKey(counterKey('k')))], { code: 'key_already_registered', key: 'k' }],
-    ['handler in one plugin', [plugin('p', (r) => r.registerScheduledAction(A, noop).registerScheduledAction(A, noop))], { code: 'handler_already_registered', key: 'x.a' }],
-    ['handler across plugins', [plugin('p', (r) => r.registerScheduledAction(A, noop)), plugin('q', (r) => r.registerScheduledAction(A, noop))], { code: 'handler_already_registered', key: 'x.a' }],
-    ['effect handler in one plugin', [plugin('p', (r) => r.registerEffect(E, () => {}).registerEffect(E, () => {}))], { code: 'effect_handler_already_registered', key: 'x.e' }],
-    ['effect handler across plugins', [plugin('p', (r) => r.registerEffect(E, () => {})), plugin('q', (r) => r.registerEffect(E, () => {}))], { code: 'effect_handler_already_registered', key: 'x.e' }],
+    [
+      'key across plugins',
+      [plugin('p', (r) => r.registerKey(counterKey('k'))), plugin('q', (r) => r.registerKey(counterKey('k')))],
+      { code: 'key_already_registered', key: 'k' },
+    ],
+    [
+      'handler in one plugin',
+      [plugin('p', (r) => r.registerScheduledAction(A, noop).registerScheduledAction(A, noop))],
+      { code: 'handler_already_registered', key: 'x.a' },
+    ],
+    [
+      'handler across plugins',
+      [plugin('p', (r) => r.registerScheduledAction(A, noop)), plugin('q', (r) => r.registerScheduledAction(A, noop))],
+      { code: 'handler_already_registered', key: 'x.a' },
+    ],
+    [
+      'effect handler in one plugin',
+      [plugin('p', (r) => r.registerEffect(E, () => {}).registerEffect(E, () => {}))],
+      { code: 'effect_handler_already_registered', key: 'x.e' },
+    ],
+    [
+      'effect handler across plugins',
+      [plugin('p', (r) => r.registerEffect(E, () => {})), plugin('q', (r) => r.registerEffect(E, () => {}))],
+      { code: 'effect_handler_already_registered', key: 'x.e' },
+    ],
     ['tool in one plugin', [plugin('p', (r) => r.registerTool(tool('t')).registerTool(tool('t')))], { code: 'tool_already_registered', toolId: 't' }],
-    ['tool across plugins', [plugin('p', (r) => r.registerTool(tool('t'))), plugin('q', (r) => r.registerTool(tool('t')))], { code: 'tool_already_registered', toolId: 't' }],
+    [
+      'tool across plugins',
+      [plugin('p', (r) => r.registerTool(tool('t'))), plugin('q', (r) => r.registerTool(tool('t')))],
+      { code: 'tool_already_registered', toolId: 't' },
+    ],
     ['plugin name', [plugin('p', () => {}), plugin('p', () => {})], { code: 'plugin_already_installed', name: 'p' }],
   ])('reports a duplicate %s', (_label, plugins, error) => {
     expect(buildExecutionEnv(plugins)).toEqual({ ok: false, error });
@@ -99,7 +123,12 @@ describe('a pre-registered plugin (registered once, when it is made)', () => {
     }
     expect(calls).toBe(1);
     // Its register still registers into a registrar given to it (it is a plugin like any other).
-    const into = { registerKey: () => into, registerPhaseHook: () => into, registerScheduledAction: () => into, registerTool: () => into } as unknown as PluginRegistrar;
+    const into = {
+      registerKey: () => into,
+      registerPhaseHook: () => into,
+      registerScheduledAction: () => into,
+      registerTool: () => into,
+    } as unknown as PluginRegistrar;
     counted.register(into);
     expect(calls).toBe(2);
   });
@@ -147,6 +176,11 @@ describe('PhaseRuntime.forRun', () => {
     await second.value.submitCommand(StateCommand.empty().scheduleAction(Later, null));
     expect(first.value.store.snapshot().get(Count)).toBe(2);
     expect(second.value.store.snapshot().get(Count)).toBeUndefined();
-    expect(second.value.store.snapshot().get(PendingScheduledActions)?.map((e) => e.id)).toEqual([1]);
+    expect(
+      second.value.store
+        .snapshot()
+        .get(PendingScheduledActions)
+        ?.map((e) => e.id),
+    ).toEqual([1]);
   });
 });

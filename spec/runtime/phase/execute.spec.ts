@@ -88,9 +88,19 @@ describe('EXECUTE convergence (book: Scheduled Actions → 收敛与级联)', ()
       const levels = Array.from({ length: n }, (_, i) => [i]);
       return new Map(levels.slice(1).map((l, i) => [l[0]!, i]));
     };
-    const ok = await runtime([graphPlugin(Array.from({ length: 16 }, (_, i) => [i]), chain(16))]).runPhase('step_end');
+    const ok = await runtime([
+      graphPlugin(
+        Array.from({ length: 16 }, (_, i) => [i]),
+        chain(16),
+      ),
+    ]).runPhase('step_end');
     expect(ok.ok && ok.value.rounds).toBe(16);
-    const fail = await runtime([graphPlugin(Array.from({ length: 17 }, (_, i) => [i]), chain(17))]).runPhase('step_end');
+    const fail = await runtime([
+      graphPlugin(
+        Array.from({ length: 17 }, (_, i) => [i]),
+        chain(17),
+      ),
+    ]).runPhase('step_end');
     expect(fail).toEqual({ ok: false, error: { code: 'phase_run_loop_exceeded', phase: 'step_end', maxRounds: 16 } });
   });
 

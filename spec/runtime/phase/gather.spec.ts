@@ -99,7 +99,11 @@ describe('GATHER', () => {
   });
 
   it('a hook failing with a StateFailure fails the phase with that state error', async () => {
-    const rt = runtime([hookPlugin('a', 'run_end', () => { throw new StateFailure({ code: 'cancelled' }); })]);
+    const rt = runtime([
+      hookPlugin('a', 'run_end', () => {
+        throw new StateFailure({ code: 'cancelled' });
+      }),
+    ]);
     expect(await rt.runPhase('run_end')).toEqual({ ok: false, error: { code: 'cancelled' } });
   });
 
@@ -162,7 +166,11 @@ describe('GATHER', () => {
       hookPlugin('b', 'before_inference', () => StateCommand.empty().update(L1, 'b')),
     ]);
     expect(await conflict.collectCommands('before_inference')).toEqual({ ok: false, error: { code: 'parallel_merge_conflict', key: 'l1' } });
-    const failing = runtime([hookPlugin('a', 'before_inference', () => { throw new Error('x'); })]);
+    const failing = runtime([
+      hookPlugin('a', 'before_inference', () => {
+        throw new Error('x');
+      }),
+    ]);
     expect((await failing.collectCommands('before_inference')).ok).toBe(false);
   });
 });
@@ -192,7 +200,13 @@ describe('GATHER properties', () => {
       fc.asyncProperty(
         fc.scheduler(),
         fc.array(specs, { minLength: 1, maxLength: 6 }).chain((hooks) =>
-          fc.tuple(fc.constant(hooks), fc.shuffledSubarray(hooks.map((_, i) => i), { minLength: hooks.length, maxLength: hooks.length })),
+          fc.tuple(
+            fc.constant(hooks),
+            fc.shuffledSubarray(
+              hooks.map((_, i) => i),
+              { minLength: hooks.length, maxLength: hooks.length },
+            ),
+          ),
         ),
         async (s, [hooks, order]) => {
           const hook = (i: number) => () => s.schedule(Promise.resolve(command(i, hooks[i]!, 0)));
@@ -275,10 +289,12 @@ describe('phase runs are serialised', () => {
   it('two concurrent phase runs commit one after the other', async () => {
     const rt = runtime([
       plugin('p', (r) =>
-        r.registerPhaseHook('step_start', async (ctx) => {
-          await Promise.resolve();
-          return StateCommand.empty().update(L1, `start@${ctx.snapshot.revision}`);
-        }).registerPhaseHook('step_end', (ctx) => StateCommand.empty().update(L1, `end@${ctx.snapshot.revision}`)),
+        r
+          .registerPhaseHook('step_start', async (ctx) => {
+            await Promise.resolve();
+            return StateCommand.empty().update(L1, `start@${ctx.snapshot.revision}`);
+          })
+          .registerPhaseHook('step_end', (ctx) => StateCommand.empty().update(L1, `end@${ctx.snapshot.revision}`)),
       ),
     ]);
     await Promise.all([rt.runPhase('step_start'), rt.runPhase('step_end')]);

@@ -45,7 +45,10 @@ describe('a hook that returns nothing changes nothing', () => {
   });
 
   it('when it is re-run after an exclusive conflict and then returns nothing', async () => {
-    const rt = runtime([hookPlugin('a', 'step_start', () => StateCommand.empty().update(L1, 'a')), hookPlugin('b', 'step_start', (ctx) => (ctx.snapshot.revision === 0 ? StateCommand.empty().update(L1, 'b') : undefined))]);
+    const rt = runtime([
+      hookPlugin('a', 'step_start', () => StateCommand.empty().update(L1, 'a')),
+      hookPlugin('b', 'step_start', (ctx) => (ctx.snapshot.revision === 0 ? StateCommand.empty().update(L1, 'b') : undefined)),
+    ]);
     const report = await rt.runPhase('step_start');
     expect(report.ok && report.value).toMatchObject({ hooksRun: 2, deferredHooks: 1, commits: 1 });
     expect(rt.store.snapshot().get(L1)).toEqual(['a']);

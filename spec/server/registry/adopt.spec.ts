@@ -20,10 +20,38 @@ function setup(observer?: RunObserver) {
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const other = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({ store, logger: silentLogger, relay: undefined, capacity: 64, ringBytes: 1 << 20, maxThreadLogs: 100, maxReplayBytes: 1 << 20, seqBlock: 1024, isBusy: (t) => runs.current(t) !== undefined });
-  const launcher = new RunLauncher({ env, logger: silentLogger, logs, runs, releaseLease: (t, r) => leases.release(t, r), noted: () => undefined, quiet: () => undefined });
+  const logs = new ThreadLogs({
+    store,
+    logger: silentLogger,
+    relay: undefined,
+    capacity: 64,
+    ringBytes: 1 << 20,
+    maxThreadLogs: 100,
+    maxReplayBytes: 1 << 20,
+    seqBlock: 1024,
+    isBusy: (t) => runs.current(t) !== undefined,
+  });
+  const launcher = new RunLauncher({
+    env,
+    logger: silentLogger,
+    logs,
+    runs,
+    releaseLease: (t, r) => leases.release(t, r),
+    noted: () => undefined,
+    quiet: () => undefined,
+  });
   let closing = false;
-  const adoption = new RunAdoption({ runtime, store, logger: silentLogger, leases, locks: new ThreadLocks(), runs, launcher, observer, closing: () => closing });
+  const adoption = new RunAdoption({
+    runtime,
+    store,
+    logger: silentLogger,
+    leases,
+    locks: new ThreadLocks(),
+    runs,
+    launcher,
+    observer,
+    closing: () => closing,
+  });
   return { env, store, revived, leases, other, runs, adoption, close: () => void (closing = true) };
 }
 

@@ -50,7 +50,7 @@ function setup(options: { readonly bus?: boolean } = {}) {
 }
 
 describe('RunControl here', () => {
-  it("cancels a run here (its stop intent recorded) and decides a parked one; says why it cannot", () => {
+  it('cancels a run here (its stop intent recorded) and decides a parked one; says why it cannot', () => {
     const { runs, control } = setup();
     const going = liveRun('r1', 't1');
     const parked = liveRun('r2', 't2', { status: 'waiting' });

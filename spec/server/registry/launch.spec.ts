@@ -14,7 +14,17 @@ import { fakeHandle, finishEvent, seen, textEvent, tick } from '../../support/re
 function setup() {
   const env = deterministicEnv();
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({ store: new MemoryStore(), logger: silentLogger, relay: undefined, capacity: 64, ringBytes: 1 << 20, maxThreadLogs: 100, maxReplayBytes: 1 << 20, seqBlock: 1024, isBusy: (t) => runs.current(t) !== undefined });
+  const logs = new ThreadLogs({
+    store: new MemoryStore(),
+    logger: silentLogger,
+    relay: undefined,
+    capacity: 64,
+    ringBytes: 1 << 20,
+    maxThreadLogs: 100,
+    maxReplayBytes: 1 << 20,
+    seqBlock: 1024,
+    isBusy: (t) => runs.current(t) !== undefined,
+  });
   const released: string[] = [];
   const noted: string[] = [];
   let quiet = 0;
@@ -28,12 +38,16 @@ function setup() {
     quiet: () => void quiet++,
   });
   const items: LogItem[] = [];
-  logs.log('t1').subscribe(undefined, (i) => items.push(i), () => ({ kind: 'resync', seq: 0, messages: [] }));
+  logs.log('t1').subscribe(
+    undefined,
+    (i) => items.push(i),
+    () => ({ kind: 'resync', seq: 0, messages: [] }),
+  );
   return { env, runs, logs, launcher, released, noted, items, quiet: () => quiet };
 }
 
 describe('RunLauncher', () => {
-  it('registers the begun run as the thread\'s, records frames emitted before the handle is known, and frees the thread at its end', async () => {
+  it("registers the begun run as the thread's, records frames emitted before the handle is known, and frees the thread at its end", async () => {
     const { runs, launcher, released, noted, items, quiet } = setup();
     const handle = fakeHandle('r1', 't1');
     const watched: string[] = [];
@@ -93,7 +107,10 @@ describe('RunLauncher', () => {
 
   it('releases the lease and says why when the run does not start', async () => {
     const { runs, launcher, released } = setup();
-    const launched = await launcher.launch('t1', 'r1', 'agent', undefined, [], 'running', async () => ({ ok: false, error: { code: 'agent_not_found', message: 'no agent x' } as { code: string } }));
+    const launched = await launcher.launch('t1', 'r1', 'agent', undefined, [], 'running', async () => ({
+      ok: false,
+      error: { code: 'agent_not_found', message: 'no agent x' } as { code: string },
+    }));
     expect(launched).toEqual({ ok: false, error: { code: 'start_failed', message: 'no agent x' } });
     expect(released).toEqual(['t1/r1']);
     expect(runs.size).toBe(0);

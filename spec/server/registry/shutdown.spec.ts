@@ -56,7 +56,10 @@ describe('RegistryShutdown.shutdown', () => {
     await stored(store, 's', 't1', 'running');
     expect((await leases.take('t1', 's')).ok).toBe(true);
     await end.shutdown({ graceMs: 50 });
-    expect(await store.getRun('s')).toMatchObject({ status: 'done', termination: { type: 'error', value: 'interrupted: the server shut down while the run was going' } });
+    expect(await store.getRun('s')).toMatchObject({
+      status: 'done',
+      termination: { type: 'error', value: 'interrupted: the server shut down while the run was going' },
+    });
     expect(await store.getLease('t1')).toBeUndefined();
   });
 

@@ -21,8 +21,26 @@ function setup(options: { readonly policy?: ConcurrencyPolicy; readonly observer
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const other = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({ store, logger: silentLogger, relay: undefined, capacity: 64, ringBytes: 1 << 20, maxThreadLogs: 100, maxReplayBytes: 1 << 20, seqBlock: 1024, isBusy: (t) => runs.current(t) !== undefined });
-  const launcher = new RunLauncher({ env, logger: silentLogger, logs, runs, releaseLease: (t, r) => leases.release(t, r), noted: () => undefined, quiet: () => undefined });
+  const logs = new ThreadLogs({
+    store,
+    logger: silentLogger,
+    relay: undefined,
+    capacity: 64,
+    ringBytes: 1 << 20,
+    maxThreadLogs: 100,
+    maxReplayBytes: 1 << 20,
+    seqBlock: 1024,
+    isBusy: (t) => runs.current(t) !== undefined,
+  });
+  const launcher = new RunLauncher({
+    env,
+    logger: silentLogger,
+    logs,
+    runs,
+    releaseLease: (t, r) => leases.release(t, r),
+    noted: () => undefined,
+    quiet: () => undefined,
+  });
   const bus = memoryBus();
   const abandoned: [ThreadLease, string][] = [];
   let closing = false;
@@ -97,7 +115,7 @@ describe('RunStart', () => {
     expect(await store.getRun('parked')).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
   });
 
-  it("refuses under `reject` a thread whose run goes on another instance; under `supersede` tells that instance to stop and takes the thread", async () => {
+  it('refuses under `reject` a thread whose run goes on another instance; under `supersede` tells that instance to stop and takes the thread', async () => {
     const rejecting = setup();
     await stored(rejecting.store, 'elsewhere', 't1', 'running');
     expect((await rejecting.other.take('t1', 'elsewhere')).ok).toBe(true);
@@ -116,7 +134,7 @@ describe('RunStart', () => {
     expect((await superseding.store.getLease('t1'))?.run_id).toBe(started.value.runId);
   });
 
-  it("ends the run of an expired lease (its instance is gone) before taking the thread", async () => {
+  it('ends the run of an expired lease (its instance is gone) before taking the thread', async () => {
     const { env, store, other, abandoned, starts } = setup();
     await stored(store, 'dead', 't1', 'running');
     expect((await other.take('t1', 'dead')).ok).toBe(true);

@@ -15,7 +15,17 @@ function setup(options: { readonly capacity?: number; readonly bus?: ReturnType<
   const store = new MemoryStore();
   const runs = new LiveRuns(() => false);
   const relay = options.bus === undefined ? undefined : new ClusterRelay(options.bus, silentLogger);
-  const logs = new ThreadLogs({ store, logger: silentLogger, relay, capacity: options.capacity ?? 64, ringBytes: 1 << 20, maxThreadLogs: 100, maxReplayBytes: 1 << 20, seqBlock: 1024, isBusy: (t) => runs.current(t) !== undefined });
+  const logs = new ThreadLogs({
+    store,
+    logger: silentLogger,
+    relay,
+    capacity: options.capacity ?? 64,
+    ringBytes: 1 << 20,
+    maxThreadLogs: 100,
+    maxReplayBytes: 1 << 20,
+    seqBlock: 1024,
+    isBusy: (t) => runs.current(t) !== undefined,
+  });
   const following = new Subscriptions({ store, relay, logs, runs });
   const publish = (n: string): unknown => logs.publish({ runId: 'r1', threadId: 't1' }, textEvent('t1', 'r1', n));
   return { store, runs, logs, following, publish };
@@ -37,7 +47,7 @@ describe('Subscriptions', () => {
     expect(await following.lastSeq('t1')).toBe(5);
   });
 
-  it("resyncs a follower the ring left behind with the stored messages and the input of the run not yet committed", async () => {
+  it('resyncs a follower the ring left behind with the stored messages and the input of the run not yet committed', async () => {
     const { store, runs, logs, following, publish } = setup({ capacity: 2 });
     await stored(store, 'r0', 't1', 'done', [{ id: 'm1', role: 'user', content: [{ type: 'text', text: 'old' }] } as never]);
     runs.add(liveRun('r1', 't1', { input: [{ id: 'm2', role: 'user', content: [{ type: 'text', text: 'new' }] } as never] }));
@@ -63,7 +73,7 @@ describe('Subscriptions', () => {
     expect(await following.segmentEnd('nope', 0)).toBeUndefined();
   });
 
-  it("refuses a thread the acting principal may not read, unless its run here is theirs", async () => {
+  it('refuses a thread the acting principal may not read, unless its run here is theirs', async () => {
     const { store, runs, following } = setup();
     await store.claimThread('t1', 'alice');
     await expect(asPrincipal('bob', () => following.subscribe('t1', undefined, () => undefined))).rejects.toBeInstanceOf(StoreFailure);

@@ -32,7 +32,11 @@ describe('ThreadLogs without a bus', () => {
     const from = await logs.open('t1');
     expect(from).toBe(0);
     expect(await store.loadThreadSeq('t1')).toBe(4);
-    logs.log('t1').subscribe(undefined, (i) => items.push(i), () => ({ kind: 'resync', seq: 0, messages: [] }));
+    logs.log('t1').subscribe(
+      undefined,
+      (i) => items.push(i),
+      () => ({ kind: 'resync', seq: 0, messages: [] }),
+    );
     const run = { runId: 'r1', threadId: 't1' };
     const outs = [1, 2, 3, 4, 5, 6].map((n) => logs.publish(run, textEvent('t1', 'r1', String(n))));
     // Frames 1..4 are under the mark and go out at once; 5 waits for the mark, 6 waits behind it.
@@ -61,7 +65,11 @@ describe('ThreadLogs without a bus', () => {
     const items: LogItem[] = [];
     const log = logs.log('t1');
     await logs.loadMark('t1', log);
-    log.subscribe(undefined, (i) => items.push(i), () => ({ kind: 'resync', seq: 0, messages: [] }));
+    log.subscribe(
+      undefined,
+      (i) => items.push(i),
+      () => ({ kind: 'resync', seq: 0, messages: [] }),
+    );
     await logs.appendTerminal('t1', 'r9', { type: 'cancelled' });
     expect(seen(items)).toEqual(['1:run_finish']);
     expect(await store.loadThreadSeq('t1')).toBe(1);
@@ -107,7 +115,11 @@ describe('ThreadLogs with a bus', () => {
     const { logs } = setup({ relay });
     expect(await logs.open('t1')).toBe(1);
     const items: LogItem[] = [];
-    logs.log('t1').subscribe(undefined, (i) => items.push(i), () => ({ kind: 'resync', seq: 0, messages: [] }));
+    logs.log('t1').subscribe(
+      undefined,
+      (i) => items.push(i),
+      () => ({ kind: 'resync', seq: 0, messages: [] }),
+    );
     expect(logs.publish({ runId: 'r1', threadId: 't1' }, textEvent('t1', 'r1', 'a'))).toBeUndefined();
     const last = logs.publish({ runId: 'r1', threadId: 't1' }, finishEvent('t1', 'r1'));
     expect(seen(items)).toEqual(['2:text_delta:a']);
@@ -124,6 +136,12 @@ describe('ThreadLogs with a bus', () => {
 describe('threadLogLimits', () => {
   it("takes the registry's options, and defaults for those not given", () => {
     expect(threadLogLimits({})).toEqual({ capacity: 1024, ringBytes: 1024 * 1024, maxThreadLogs: 10_000, maxReplayBytes: 32 * 1024 * 1024, seqBlock: 1024 });
-    expect(threadLogLimits({ replayBufferCapacity: 8, replayBufferBytes: 100, maxThreadLogs: 2, maxReplayBytes: 300, seqBlock: 16 })).toEqual({ capacity: 8, ringBytes: 100, maxThreadLogs: 2, maxReplayBytes: 300, seqBlock: 16 });
+    expect(threadLogLimits({ replayBufferCapacity: 8, replayBufferBytes: 100, maxThreadLogs: 2, maxReplayBytes: 300, seqBlock: 16 })).toEqual({
+      capacity: 8,
+      ringBytes: 100,
+      maxThreadLogs: 2,
+      maxReplayBytes: 300,
+      seqBlock: 16,
+    });
   });
 });

@@ -10,8 +10,7 @@ export const SUMMARY_CLOSE = '</conversation-summary>';
 export const summaryText = (summary: string): string => `${SUMMARY_OPEN}\n${summary}\n${SUMMARY_CLOSE}`;
 
 /** A summary message: internal system, carrying the tag. */
-export const isSummaryMessage = (m: Message): boolean =>
-  m.role === 'system' && m.visibility === 'internal' && messageText(m).includes(SUMMARY_OPEN);
+export const isSummaryMessage = (m: Message): boolean => m.role === 'system' && m.visibility === 'internal' && messageText(m).includes(SUMMARY_OPEN);
 
 /** Index of the latest summary message, or -1. */
 export function latestSummaryIndex(history: readonly Message[]): number {

@@ -28,7 +28,11 @@ export function effectivePolicy(policy: ContextWindowPolicy, model: ModelLimits 
 export const historyBudget = (policy: ContextWindowPolicy, toolTokens: number): number =>
   Math.max(0, policy.max_context_tokens - policy.max_output_tokens - toolTokens);
 
-const AtLeastOne = (field: string) => z.number().int().min(1, { message: `artifact_compaction.${field} must be >= 1` });
+const AtLeastOne = (field: string) =>
+  z
+    .number()
+    .int()
+    .min(1, { message: `artifact_compaction.${field} must be >= 1` });
 
 /** Previews of oversized tool results (core-spec §5.5); every field ≥ 1. */
 export const ArtifactCompactionConfigSchema = z
@@ -42,9 +46,7 @@ export type ArtifactCompactionConfig = z.output<typeof ArtifactCompactionConfigS
 export const DEFAULT_ARTIFACT_COMPACTION: ArtifactCompactionConfig = Object.freeze(ArtifactCompactionConfigSchema.parse({}));
 
 /** Section `context_transform`: `{artifact_compaction}`. */
-export const ContextTransformConfigSchema = z
-  .object({ artifact_compaction: ArtifactCompactionConfigSchema.default(DEFAULT_ARTIFACT_COMPACTION) })
-  .strict();
+export const ContextTransformConfigSchema = z.object({ artifact_compaction: ArtifactCompactionConfigSchema.default(DEFAULT_ARTIFACT_COMPACTION) }).strict();
 export type ContextTransformConfig = z.output<typeof ContextTransformConfigSchema>;
 
 export const DEFAULT_SUMMARIZER_SYSTEM_PROMPT =

@@ -230,5 +230,4 @@ export function transformContext(
   };
 }
 
-export const contextChanged = (r: ContextReport): boolean =>
-  r.dropped > 0 || r.compacted_artifacts > 0 || r.patched_tool_calls > 0 || r.removed_orphans > 0;
+export const contextChanged = (r: ContextReport): boolean => r.dropped > 0 || r.compacted_artifacts > 0 || r.patched_tool_calls > 0 || r.removed_orphans > 0;

@@ -68,7 +68,10 @@ export function updatePriors(priors: AgentToolPriors, stats: UsageStats): AgentT
     const p0 = Object.hasOwn(tools, id) ? (tools[id] as number) : ps;
     return [id, (1 - lambda) * p0 + lambda * ps] as const;
   });
-  return { tools: Object.fromEntries([...Object.entries(tools).filter(([k]) => !updates.some(([u]) => u === k)), ...updates]), session_count: priors.session_count + 1 };
+  return {
+    tools: Object.fromEntries([...Object.entries(tools).filter(([k]) => !updates.some(([u]) => u === k)), ...updates]),
+    session_count: priors.session_count + 1,
+  };
 }
 
 /** A tool's schema cost: `max(bytes(compact JSON of parameters) / 4, 10)`; name-only cost `max(bytes(name) / 4, 1)`. */

@@ -13,10 +13,20 @@ export type ToolQuery =
 export function parseToolQuery(query: string): ToolQuery {
   const q = query.trim();
   if (q.startsWith('select:')) {
-    return { kind: 'select', ids: q.slice('select:'.length).split(',').map((s) => s.trim()).filter((s) => s !== '') };
+    return {
+      kind: 'select',
+      ids: q
+        .slice('select:'.length)
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    };
   }
   if (q.startsWith('+')) {
-    const words = q.slice(1).split(/\s+/).filter((w) => w !== '');
+    const words = q
+      .slice(1)
+      .split(/\s+/)
+      .filter((w) => w !== '');
     if (words.length > 0) return { kind: 'required', required: words[0] as string, rest: words.slice(1) };
   }
   return { kind: 'keywords', keywords: q.split(/\s+/).filter((w) => w !== '') };
@@ -57,7 +67,8 @@ export function searchTools(registry: readonly ToolDescriptor[], query: ToolQuer
 export function formatFunctions(tools: readonly ToolDescriptor[]): string {
   if (tools.length === 0) return 'No matching tools found in the deferred tool registry.';
   const lines = tools.map(
-    (t) => `<function>{"description": ${JSON.stringify(t.description)}, "name": ${JSON.stringify(t.name)}, "parameters": ${JSON.stringify(t.parameters as JsonValue)}}</function>`,
+    (t) =>
+      `<function>{"description": ${JSON.stringify(t.description)}, "name": ${JSON.stringify(t.name)}, "parameters": ${JSON.stringify(t.parameters as JsonValue)}}</function>`,
   );
   return `<functions>\n${lines.join('\n')}\n</functions>`;
 }

@@ -122,7 +122,11 @@ function resultOf(
   hasIncompleteToolCalls: boolean,
 ): StreamResult {
   if (usage === undefined) {
-    return stopReason === undefined ? { content, reasoning, toolCalls, hasIncompleteToolCalls } : { content, reasoning, toolCalls, stopReason, hasIncompleteToolCalls };
+    return stopReason === undefined
+      ? { content, reasoning, toolCalls, hasIncompleteToolCalls }
+      : { content, reasoning, toolCalls, stopReason, hasIncompleteToolCalls };
   }
-  return stopReason === undefined ? { content, reasoning, usage, toolCalls, hasIncompleteToolCalls } : { content, reasoning, usage, toolCalls, stopReason, hasIncompleteToolCalls };
+  return stopReason === undefined
+    ? { content, reasoning, usage, toolCalls, hasIncompleteToolCalls }
+    : { content, reasoning, usage, toolCalls, stopReason, hasIncompleteToolCalls };
 }

@@ -147,7 +147,9 @@ export interface LoopState {
   /** Continuations asked for after cuts by the output limit, in this run. */
   readonly continuations: number;
   /** What the last inference of the step gave that its later stages need. */
-  readonly inference: { readonly cancelled: boolean; readonly failure: LoopEvent | undefined; readonly toolCalls: number; readonly toleratesErrors: boolean } | undefined;
+  readonly inference:
+    | { readonly cancelled: boolean; readonly failure: LoopEvent | undefined; readonly toolCalls: number; readonly toleratesErrors: boolean }
+    | undefined;
   /** Why the step's batch was blocked. */
   readonly blocked: string | undefined;
 }
@@ -194,9 +196,36 @@ const N = {
 } as const satisfies Record<string, LoopNext>;
 
 const STAGES: readonly LoopStage[] = Object.freeze([
-  'begun', 'announced', 'run_started', 'written', 'boundary', 'handoff', 'step_start', 'step_phase', 'check_started', 'inputs', 'check_inputs',
-  'compact', 'infer', 'closed', 'after', 'check_after', 'answer', 'batch', 'suspending', 'publish', 'check_published', 'complete_step',
-  'close_open', 'step_end', 'checkpoint', 'snapshot', 'emit_step_end', 'control', 'parked', 'over',
+  'begun',
+  'announced',
+  'run_started',
+  'written',
+  'boundary',
+  'handoff',
+  'step_start',
+  'step_phase',
+  'check_started',
+  'inputs',
+  'check_inputs',
+  'compact',
+  'infer',
+  'closed',
+  'after',
+  'check_after',
+  'answer',
+  'batch',
+  'suspending',
+  'publish',
+  'check_published',
+  'complete_step',
+  'close_open',
+  'step_end',
+  'checkpoint',
+  'snapshot',
+  'emit_step_end',
+  'control',
+  'parked',
+  'over',
 ] satisfies LoopStage[]);
 
 /**
@@ -206,7 +235,10 @@ const STAGES: readonly LoopStage[] = Object.freeze([
  */
 const BARE: Readonly<Record<LoopStage, LoopState>> = Object.freeze(
   Object.fromEntries(
-    STAGES.map((at) => [at, Object.freeze({ at, stop: undefined, halted: undefined, failed: false, continuations: 0, inference: undefined, blocked: undefined })]),
+    STAGES.map((at) => [
+      at,
+      Object.freeze({ at, stop: undefined, halted: undefined, failed: false, continuations: 0, inference: undefined, blocked: undefined }),
+    ]),
   ) as Record<LoopStage, LoopState>,
 );
 
@@ -260,7 +292,9 @@ function make(
 
 /** `s` at another stage, nothing else changed. */
 function move(s: LoopState, at: LoopStage): LoopState {
-  return s === BARE[s.at] ? BARE[at] : { at, stop: s.stop, halted: s.halted, failed: s.failed, continuations: s.continuations, inference: s.inference, blocked: s.blocked };
+  return s === BARE[s.at]
+    ? BARE[at]
+    : { at, stop: s.stop, halted: s.halted, failed: s.failed, continuations: s.continuations, inference: s.inference, blocked: s.blocked };
 }
 
 function out(s: LoopState, next: LoopNext, commands: readonly LoopCommand[] = NONE, events: readonly LoopEvent[] = NONE): LoopStep {
@@ -427,7 +461,8 @@ function afterChecked(s: LoopState, stop: TerminationReason | undefined): LoopSt
     return endStep(s, TerminationReasons.error(failure.message), [failure]);
   }
   // From here on the inference has told all it had to: the state forgets it.
-  if (stop !== undefined || (inference?.toolCalls ?? 0) === 0) return out(make('answer', stop, s.halted, s.failed, s.continuations, undefined, s.blocked), N.answer);
+  if (stop !== undefined || (inference?.toolCalls ?? 0) === 0)
+    return out(make('answer', stop, s.halted, s.failed, s.continuations, undefined, s.blocked), N.answer);
   return out(make('batch', s.stop, s.halted, s.failed, s.continuations, undefined, s.blocked), N.batch);
 }
 

@@ -107,7 +107,14 @@ export const Jobs = {
     return wrong !== undefined ? err(wrong) : ok(settle(job, 'accepted', now));
   },
   /** A failed attempt: retry after the backoff, or dead-letter when permanent or out of attempts. */
-  nack(job: MailboxJob, token: string, error: string, permanent: boolean, now: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): Outcome {
+  nack(
+    job: MailboxJob,
+    token: string,
+    error: string,
+    permanent: boolean,
+    now: number,
+    config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>,
+  ): Outcome {
     const wrong = owned(job, token);
     if (wrong !== undefined) return err(wrong);
     const attempts = job.attempt_count + 1;
@@ -131,7 +138,8 @@ export const Jobs = {
     const wrong = need(job, 'claimed');
     if (wrong !== undefined) return err(wrong);
     const attempts = job.attempt_count + 1;
-    if (attempts >= job.max_attempts) return ok(settle(job, 'dead_letter', now, { attempt_count: attempts, last_error: 'lease expired; max attempts reached' }));
+    if (attempts >= job.max_attempts)
+      return ok(settle(job, 'dead_letter', now, { attempt_count: attempts, last_error: 'lease expired; max attempts reached' }));
     return ok(settle(job, 'queued', now, { attempt_count: attempts, last_error: 'lease expired', available_at: now }));
   },
 } as const;

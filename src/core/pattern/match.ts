@@ -31,7 +31,10 @@ export function resolvePath(value: JsonValue, path: readonly PathSegment[]): Jso
 /** Compact JSON with object keys sorted, so that the text does not depend on key order. */
 export function canonicalJson(v: JsonValue): string {
   if (Array.isArray(v)) return `[${v.map((x: JsonValue) => canonicalJson(x)).join(',')}]`;
-  if (isObject(v)) return `{${sortedKeys(v).map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] as JsonValue)}`).join(',')}}`;
+  if (isObject(v))
+    return `{${sortedKeys(v)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] as JsonValue)}`)
+      .join(',')}}`;
   return JSON.stringify(v);
 }
 

@@ -1,6 +1,15 @@
 import { err, ok, type Result } from '../../contract/result.ts';
 import { compileRegex } from './regex.ts';
-import { OP_TOKENS, type ArgMatcher, type FieldCondition, type MatchOp, type PathSegment, type PatternParseError, type ToolCallPattern, type ToolMatcher } from './types.ts';
+import {
+  OP_TOKENS,
+  type ArgMatcher,
+  type FieldCondition,
+  type MatchOp,
+  type PathSegment,
+  type PatternParseError,
+  type ToolCallPattern,
+  type ToolMatcher,
+} from './types.ts';
 
 /**
  * Parses a tool-call pattern (core-spec §8.1):
@@ -151,7 +160,7 @@ export function parsePattern(input: string): Result<ToolCallPattern, PatternPars
 
   function quoted(): Result<{ text: string; start: number }, PatternParseError> {
     skipWs();
-    if (peek() !== '"') return fail('expected \'"\' to start value');
+    if (peek() !== '"') return fail("expected '\"' to start value");
     pos += 1;
     const start = pos;
     let value = '';

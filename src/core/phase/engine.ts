@@ -162,7 +162,11 @@ export function effectReport(records: readonly EffectRecord[]): EffectReport {
 // ---- EXECUTE (core-spec §2.4) ---------------------------------------------------------------------
 
 /** The queued actions of `phase` that have a handler, in queue order, and the queue's length. */
-export function runnableActions(env: ExecutionEnv, snapshot: Snapshot, phase: Phase): { readonly runnable: readonly RunnableAction[]; readonly queued: number } {
+export function runnableActions(
+  env: ExecutionEnv,
+  snapshot: Snapshot,
+  phase: Phase,
+): { readonly runnable: readonly RunnableAction[]; readonly queued: number } {
   const queue = snapshot.get(PendingScheduledActions) ?? NO_ACTIONS;
   const runnable: RunnableAction[] = [];
   for (const envelope of queue) {

@@ -2,9 +2,7 @@ import { describeStateError, type StateError } from '../../contract/errors.ts';
 import type { Phase } from '../../contract/phase.ts';
 
 /** Why a phase run failed: a state error, or a hook that threw. */
-export type PhaseError =
-  | StateError
-  | { readonly code: 'hook_failed'; readonly phase: Phase; readonly pluginId: string; readonly message: string };
+export type PhaseError = StateError | { readonly code: 'hook_failed'; readonly phase: Phase; readonly pluginId: string; readonly message: string };
 
 /**
  * Thrown by a hook or handler to fail with a specific `StateError` (the TS form of a Rust hook

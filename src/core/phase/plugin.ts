@@ -172,7 +172,8 @@ export class PluginRegistrar {
   }
 
   registerTool(tool: ToolLike): this {
-    if (this.tools.some((t) => t.descriptor.id === tool.descriptor.id)) (this.#errors ??= []).push({ code: 'tool_already_registered', toolId: tool.descriptor.id });
+    if (this.tools.some((t) => t.descriptor.id === tool.descriptor.id))
+      (this.#errors ??= []).push({ code: 'tool_already_registered', toolId: tool.descriptor.id });
     else (this.#tools ??= []).push(tool);
     return this;
   }

@@ -48,15 +48,12 @@ export const timeoutPolicy = (maxMs: number): StopPolicy => ({
 export const consecutiveErrorsPolicy = (max: number): StopPolicy => ({
   id: 'consecutive_errors',
   evaluate: (s) =>
-    max > 0 && s.consecutiveErrors >= max
-      ? stop('consecutive_errors', `${s.consecutiveErrors} consecutive inference errors (limit ${max})`)
-      : CONTINUE,
+    max > 0 && s.consecutiveErrors >= max ? stop('consecutive_errors', `${s.consecutiveErrors} consecutive inference errors (limit ${max})`) : CONTINUE,
 });
 
 export const stopOnToolPolicy = (toolName: string): StopPolicy => ({
   id: 'stop_on_tool',
-  evaluate: (s) =>
-    toolName !== '' && s.lastToolNames.includes(toolName) ? stop('stop_on_tool', `tool ${toolName} was requested before execution`) : CONTINUE,
+  evaluate: (s) => (toolName !== '' && s.lastToolNames.includes(toolName) ? stop('stop_on_tool', `tool ${toolName} was requested before execution`) : CONTINUE),
 });
 
 /**
@@ -151,8 +148,7 @@ export function observeInference(stats: StopPolicyStats, observation: InferenceO
   if (!observation.ok) {
     return { ...stats, stepCount: stats.stepCount + 1, elapsedMs, consecutiveErrors: stats.consecutiveErrors + 1, lastToolNames: [], lastResponseText: '' };
   }
-  const recent =
-    observation.text === '' ? stats.recentResponseTexts : [...stats.recentResponseTexts, observation.text].slice(-MAX_RESPONSE_HISTORY);
+  const recent = observation.text === '' ? stats.recentResponseTexts : [...stats.recentResponseTexts, observation.text].slice(-MAX_RESPONSE_HISTORY);
   return {
     stepCount: stats.stepCount + 1,
     totalInputTokens: stats.totalInputTokens + Math.max(0, observation.inputTokens),

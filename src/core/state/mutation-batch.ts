@@ -3,9 +3,7 @@ import type { StateError } from '../../contract/errors.ts';
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** One recorded write. Ops are data: the reducer is looked up at commit time from the registry. */
-export type MutationOp =
-  | { readonly kind: 'update'; readonly key: string; readonly update: unknown }
-  | { readonly kind: 'clear'; readonly key: string };
+export type MutationOp = { readonly kind: 'update'; readonly key: string; readonly update: unknown } | { readonly kind: 'clear'; readonly key: string };
 
 /** The op list of every batch without ops (never written to: `#add` replaces it). */
 const NO_OPS: readonly MutationOp[] = [];
@@ -62,10 +60,7 @@ export class MutationBatch {
   }
 }
 
-export function reconcileBase(
-  left: number | undefined,
-  right: number | undefined,
-): Result<number | undefined, StateError> {
+export function reconcileBase(left: number | undefined, right: number | undefined): Result<number | undefined, StateError> {
   if (left !== undefined && right !== undefined && left !== right) {
     return err({ code: 'mutation_base_revision_mismatch', left, right });
   }
@@ -84,11 +79,7 @@ export function extendBatch(left: MutationBatch, right: MutationBatch): Result<M
  * order) that `left` also touched and whose strategy is exclusive. Duplicates inside one side never
  * conflict. Unregistered keys count as exclusive (the `strategyOf` callback decides).
  */
-export function mergeParallelBatch(
-  left: MutationBatch,
-  right: MutationBatch,
-  strategyOf: (key: string) => MergeStrategy,
-): Result<MutationBatch, StateError> {
+export function mergeParallelBatch(left: MutationBatch, right: MutationBatch, strategyOf: (key: string) => MergeStrategy): Result<MutationBatch, StateError> {
   const base = reconcileBase(left.baseRevision, right.baseRevision);
   if (!base.ok) return base;
   if (left.touchedKeys.length > 0 && right.touchedKeys.length > 0) {

@@ -49,7 +49,11 @@ export class StateCommand {
   #actions: readonly ScheduledAction[];
   #effects: readonly TypedEffect[];
 
-  constructor(patch: MutationBatch = new MutationBatch(), scheduledActions: readonly ScheduledAction[] = NO_ACTIONS, effects: readonly TypedEffect[] = NO_EFFECTS) {
+  constructor(
+    patch: MutationBatch = new MutationBatch(),
+    scheduledActions: readonly ScheduledAction[] = NO_ACTIONS,
+    effects: readonly TypedEffect[] = NO_EFFECTS,
+  ) {
     this.patch = patch;
     this.#actions = scheduledActions;
     this.#effects = effects;
@@ -129,32 +133,21 @@ export class StateCommand {
 export function extendCommand(left: StateCommand, right: StateCommand): Result<StateCommand, StateError> {
   const patch = extendBatch(left.patch, right.patch);
   if (!patch.ok) return patch;
-  return ok(
-    new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]),
-  );
+  return ok(new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]));
 }
 
 /** Parallel composition (`mergeParallel`): exclusive keys touched by both sides conflict. */
-export function mergeParallelCommands(
-  left: StateCommand,
-  right: StateCommand,
-  strategyOf: (key: string) => MergeStrategy,
-): Result<StateCommand, StateError> {
+export function mergeParallelCommands(left: StateCommand, right: StateCommand, strategyOf: (key: string) => MergeStrategy): Result<StateCommand, StateError> {
   const patch = mergeParallelBatch(left.patch, right.patch, strategyOf);
   if (!patch.ok) return patch;
-  return ok(
-    new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]),
-  );
+  return ok(new StateCommand(patch.value, [...left.scheduledActions, ...right.scheduledActions], [...left.effects, ...right.effects]));
 }
 
 /**
  * Folds `mergeParallelCommands` over `commands`, left to right, from the empty command — in one
  * pass (the fold would copy the accumulated arrays once per command). Same result, same first error.
  */
-export function mergeAllCommands(
-  commands: readonly StateCommand[],
-  strategyOf: (key: string) => MergeStrategy,
-): Result<StateCommand, StateError> {
+export function mergeAllCommands(commands: readonly StateCommand[], strategyOf: (key: string) => MergeStrategy): Result<StateCommand, StateError> {
   let base: number | undefined;
   const claimed = new Set<string>();
   const ops: MutationOp[] = [];

@@ -180,7 +180,10 @@ export function exportAll(registry: KeyRegistry, snapshot: Snapshot): Result<Per
 }
 
 /** Thread-scoped and run-scoped persistent keys in one pass (as a checkpoint needs both). */
-export function exportByScope(registry: KeyRegistry, snapshot: Snapshot): Result<{ readonly thread: PersistedState; readonly run: PersistedState }, StateError> {
+export function exportByScope(
+  registry: KeyRegistry,
+  snapshot: Snapshot,
+): Result<{ readonly thread: PersistedState; readonly run: PersistedState }, StateError> {
   const thread: Record<string, JsonValue> = {};
   const run: Record<string, JsonValue> = {};
   const pass: ExportRun = { registry, all: undefined, thread, run, into: undefined, failure: undefined };

@@ -217,7 +217,8 @@ export function targetOf(state: BatchState, targetId: string): string | undefine
 
 /** The gate of call `from`, or the end of gating; `commands` are what the step before committed. */
 function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, allowed: readonly number[], commands: readonly BatchCommand[]): BatchStep {
-  if (from < calls.length) return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
+  if (from < calls.length)
+    return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
   return gatedAll(state, calls, allowed, commands, state.blockedReason);
 }
 
@@ -225,7 +226,13 @@ function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, 
  * Every call gated: with no allowed call left to run, the batch reports at once (after this step's
  * commands); otherwise they are committed first, and the parallel calls run on what they left.
  */
-function gatedAll(state: BatchState, calls: readonly BatchCall[], allowed: readonly number[], commands: readonly BatchCommand[], blockedReason: string | undefined): BatchStep {
+function gatedAll(
+  state: BatchState,
+  calls: readonly BatchCall[],
+  allowed: readonly number[],
+  commands: readonly BatchCommand[],
+  blockedReason: string | undefined,
+): BatchStep {
   if (allowed.length === 0) return report(state, calls, commands, blockedReason);
   return { state: at(state, calls, { at: 'gated', allowed }, blockedReason), commands, events: NONE, next: COMMIT };
 }
@@ -241,7 +248,9 @@ function gated(state: BatchState, index: number, allowed: readonly number[], gat
       return gatedAll(state, calls, allowed, commands, gate.reason);
     }
     case 'suspend':
-      return gateFrom(state, calls, index + 1, allowed, [settleIn(calls, index, ToolResults.suspended(name, `Tool '${name}' suspended: awaiting approval`, gate.ticket), undefined)]);
+      return gateFrom(state, calls, index + 1, allowed, [
+        settleIn(calls, index, ToolResults.suspended(name, `Tool '${name}' suspended: awaiting approval`, gate.ticket), undefined),
+      ]);
     case 'set_result': {
       const step = gateFrom(state, calls, index + 1, allowed, [settleIn(calls, index, gate.result, undefined)]);
       return calls[index]?.status === 'suspended' ? withAfterTool(step, [index]) : step;
@@ -249,7 +258,12 @@ function gated(state: BatchState, index: number, allowed: readonly number[], gat
     case 'allow': {
       const running = withStatus(calls[index] as BatchCall, 'running');
       calls[index] = running;
-      return { state: at(state, calls, { at: 'run', index }), commands: [{ type: 'status', call: running }], events: NONE, next: { type: 'execute', index, args: running.call.arguments } };
+      return {
+        state: at(state, calls, { at: 'run', index }),
+        commands: [{ type: 'status', call: running }],
+        events: NONE,
+        next: { type: 'execute', index, args: running.call.arguments },
+      };
     }
     default:
       return unreachable(gate);
@@ -297,7 +311,10 @@ function executedAll(state: BatchState, allowed: readonly number[], input: Extra
     }
     commands.push(settleIn(calls, index, result, command));
   }
-  return withAfterTool(report(state, calls, commands, state.blockedReason), allowed.filter((i) => calls[i]?.status === 'suspended'));
+  return withAfterTool(
+    report(state, calls, commands, state.blockedReason),
+    allowed.filter((i) => calls[i]?.status === 'suspended'),
+  );
 }
 
 // ---- resumption ----------------------------------------------------------------------------------------
@@ -326,7 +343,12 @@ function resumeFrom(state: BatchState, from: number, decisions: ReadonlyMap<stri
     }
     const resumingCall = withStatus(call, 'resuming');
     calls[index] = resumingCall;
-    return { state: at(state, calls, { at: 'resuming', index, decisions, silent }), commands: [{ type: 'status', call: resumingCall, resumeInput: decision }], events: NONE, next: COMMIT };
+    return {
+      state: at(state, calls, { at: 'resuming', index, decisions, silent }),
+      commands: [{ type: 'status', call: resumingCall, resumeInput: decision }],
+      events: NONE,
+      next: COMMIT,
+    };
   }
   return silent ? { state: at(state, state.calls, IDLE), commands: NONE, events: NONE, next: DONE } : report(state, state.calls, NONE, state.blockedReason);
 }
@@ -335,7 +357,8 @@ function resumeFrom(state: BatchState, from: number, decisions: ReadonlyMap<stri
 function resuming(state: BatchState, stage: Extract<BatchStage, { at: 'resuming' }>): BatchStep {
   const call = state.calls[stage.index] as BatchCall;
   const decision = stage.decisions.get(call.call.id) as ToolCallResume;
-  if (call.resumeMode === 'use_decision_as_tool_result') return settleResumed(state, stage, { result: ToolResults.success(call.call.name, decision.result ?? null), command: undefined });
+  if (call.resumeMode === 'use_decision_as_tool_result')
+    return settleResumed(state, stage, { result: ToolResults.success(call.call.name, decision.result ?? null), command: undefined });
   const args = call.resumeMode === 'pass_decision_to_tool' ? (decision.result ?? call.call.arguments) : call.call.arguments;
   const calls = state.calls.slice();
   const running = withStatus(call, 'running');
@@ -357,7 +380,15 @@ function settleResumed(state: BatchState, stage: ResumeStage, outcome: ToolOutco
   calls[stage.index] = withReported(call, !again);
   const events: readonly AgentEvent[] =
     again || stage.silent ? NONE : [{ event_type: 'tool_call_resumed', target_id: call.call.id, result: resumedProjection(outcome.result) }];
-  return withAfterTool({ state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }), commands: [command], events, next: COMMIT }, again ? [stage.index] : NONE);
+  return withAfterTool(
+    {
+      state: at(state, calls, { at: 'resume', index: stage.index + 1, decisions: stage.decisions, silent: stage.silent }),
+      commands: [command],
+      events,
+      next: COMMIT,
+    },
+    again ? [stage.index] : NONE,
+  );
 }
 
 /** `tool_call_resumed.result` of a settled call (core-spec §4.8). */
@@ -376,9 +407,11 @@ export function resumedProjection(result: ToolResult): JsonValue {
 
 // ---- one call, in a transition's own copy of the calls ---------------------------------------------------
 
-const withStatus = (b: BatchCall, status: ToolCallStatus): BatchCall => batchCall(b.call, status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, b.reported);
+const withStatus = (b: BatchCall, status: ToolCallStatus): BatchCall =>
+  batchCall(b.call, status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, b.reported);
 
-const withReported = (b: BatchCall, reported: boolean): BatchCall => batchCall(b.call, b.status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, reported);
+const withReported = (b: BatchCall, reported: boolean): BatchCall =>
+  batchCall(b.call, b.status, b.resumeMode, b.result, b.command, b.suspensionId, b.suspensionReason, reported);
 
 /** A call's outcome: its status and result (a suspension's ticket sets how it resumes); its writes stay staged. */
 function settleIn(calls: BatchCall[], index: number, result: ToolResult, command: StateCommand | undefined): BatchCommand {
@@ -395,7 +428,8 @@ function settleIn(calls: BatchCall[], index: number, result: ToolResult, command
 
 /** Every call after `index` fails as interrupted. */
 function interruptIn(calls: BatchCall[], index: number, commands: BatchCommand[]): void {
-  for (let i = index + 1; i < calls.length; i++) commands.push(settleIn(calls, i, ToolResults.error((calls[i] as BatchCall).call.name, INTERRUPTED), undefined));
+  for (let i = index + 1; i < calls.length; i++)
+    commands.push(settleIn(calls, i, ToolResults.error((calls[i] as BatchCall).call.name, INTERRUPTED), undefined));
 }
 
 /**

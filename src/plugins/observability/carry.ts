@@ -31,7 +31,15 @@ export interface RunTotals {
   readonly tool_errors: number;
 }
 
-export const NO_TOTALS: RunTotals = Object.freeze({ inference_count: 0, tool_count: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, inference_errors: 0, tool_errors: 0 });
+export const NO_TOTALS: RunTotals = Object.freeze({
+  inference_count: 0,
+  tool_count: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  total_tokens: 0,
+  inference_errors: 0,
+  tool_errors: 0,
+});
 
 /** Field by field, `a` and `b` added. */
 export function addTotals(a: RunTotals, b: RunTotals): RunTotals {
@@ -56,7 +64,17 @@ const RunCarrySchema = z
     steps: count,
     provider: z.string(),
     model: z.string(),
-    totals: z.object({ inference_count: count, tool_count: count, input_tokens: count, output_tokens: count, total_tokens: count, inference_errors: count, tool_errors: count }).strict(),
+    totals: z
+      .object({
+        inference_count: count,
+        tool_count: count,
+        input_tokens: count,
+        output_tokens: count,
+        total_tokens: count,
+        inference_errors: count,
+        tool_errors: count,
+      })
+      .strict(),
   })
   .strict();
 

@@ -7,7 +7,11 @@ import type { GenAIContent, GenAIMessage, GenAIPart } from './spans.ts';
  * role and its parts — text, tool calls, tool results (`tool_call_response`, the text the model read),
  * images and documents by URI or inline. The system messages are the instructions, apart from the history.
  */
-export function contentOf(sent: readonly Message[], answer: { readonly text: string; readonly reasoning?: string; readonly toolCalls: readonly ToolCall[] } | undefined, finishReason: string | undefined): GenAIContent {
+export function contentOf(
+  sent: readonly Message[],
+  answer: { readonly text: string; readonly reasoning?: string; readonly toolCalls: readonly ToolCall[] } | undefined,
+  finishReason: string | undefined,
+): GenAIContent {
   const system: GenAIPart[] = [];
   const input: GenAIMessage[] = [];
   for (const m of sent) {
@@ -20,7 +24,11 @@ export function contentOf(sent: readonly Message[], answer: { readonly text: str
     ...(answer.text !== '' ? [{ type: 'text' as const, content: answer.text }] : []),
     ...answer.toolCalls.map(toolCallPart),
   ];
-  return { input_messages: input, system_instructions: system, output_messages: [{ role: 'assistant', parts, ...(finishReason !== undefined ? { finish_reason: finishReason } : {}) }] };
+  return {
+    input_messages: input,
+    system_instructions: system,
+    output_messages: [{ role: 'assistant', parts, ...(finishReason !== undefined ? { finish_reason: finishReason } : {}) }],
+  };
 }
 
 /** A tool message is the result of its call (`tool_call_response`); any other, its blocks then its calls. */
@@ -40,7 +48,9 @@ function partOf(b: ContentBlock): GenAIPart {
     case 'image':
     case 'document': {
       const modality = b.type === 'image' ? 'image' : 'document';
-      return b.source.kind === 'url' ? { type: 'uri', modality, uri: b.source.url } : { type: 'blob', modality, mime_type: b.source.media_type, content: b.source.data };
+      return b.source.kind === 'url'
+        ? { type: 'uri', modality, uri: b.source.url }
+        : { type: 'blob', modality, mime_type: b.source.media_type, content: b.source.data };
     }
     default: {
       const unknown: never = b;

@@ -51,7 +51,10 @@ export class AwakenIdGenerator {
 
 function randomHex(digits: number): string {
   let out = '';
-  while (out.length < digits) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0');
+  while (out.length < digits)
+    out += Math.floor(Math.random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
   return out.slice(0, digits);
 }
 
@@ -78,7 +81,12 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
   const parentOf = (s: SpanContext): Context =>
     s.parent_span_id === undefined
       ? ROOT_CONTEXT
-      : trace.setSpanContext(ROOT_CONTEXT, { traceId: otelTraceId(s.trace_id), spanId: otelSpanId(s.parent_span_id), traceFlags: TraceFlags.SAMPLED, isRemote: false });
+      : trace.setSpanContext(ROOT_CONTEXT, {
+          traceId: otelTraceId(s.trace_id),
+          spanId: otelSpanId(s.parent_span_id),
+          traceFlags: TraceFlags.SAMPLED,
+          isRemote: false,
+        });
   /** One span, started and ended at its recorded times, under its parent (by ids); with ERROR status when `error` says why. */
   const exported = (name: string, kind: SpanKind, s: SpanContext, attributes: Attributes, error: string | undefined, links: Link[] = []): void => {
     ids?.next({ traceId: otelTraceId(s.trace_id), spanId: otelSpanId(s.span_id) });
@@ -98,7 +106,9 @@ export function otelSink(tracer: Tracer, options: OtelSinkOptions = {}): Metrics
       const failed = m.termination.type === 'error';
       // A later segment of the run links to its first: one trace, read as one run.
       const links: Link[] =
-        m.first_span_id === undefined ? [] : [{ context: { traceId: otelTraceId(m.trace_id), spanId: otelSpanId(m.first_span_id), traceFlags: TraceFlags.SAMPLED, isRemote: false } }];
+        m.first_span_id === undefined
+          ? []
+          : [{ context: { traceId: otelTraceId(m.trace_id), spanId: otelSpanId(m.first_span_id), traceFlags: TraceFlags.SAMPLED, isRemote: false } }];
       // The segment's span has no parent: it is a root of the run's trace.
       exported(`invoke_agent ${m.agent_id}`, SpanKind.INTERNAL, m, agentAttributes(m), failed ? JSON.stringify(m.termination) : undefined, links);
     },

@@ -74,7 +74,12 @@ function observedRun(observed: ReadonlyMap<string, ReadonlySet<ObservedRun>>, ru
   return [...runs].find((r) => r.agent === agent);
 }
 
-const FINISH_REASONS: Readonly<Record<StopReason, string>> = { EndTurn: 'end_turn', ToolUse: 'tool_use', MaxTokens: 'max_tokens', StopSequence: 'stop_sequence' };
+const FINISH_REASONS: Readonly<Record<StopReason, string>> = {
+  EndTurn: 'end_turn',
+  ToolUse: 'tool_use',
+  MaxTokens: 'max_tokens',
+  StopSequence: 'stop_sequence',
+};
 
 /** The provider the conventions require on `invoke_agent` of a run that made no inference yet. */
 const UNKNOWN_PROVIDER = 'unknown';

@@ -177,7 +177,10 @@ export interface SinkMetrics {
 const sum = <T>(xs: readonly T[], f: (x: T) => number | undefined): number => xs.reduce((n, x) => n + (f(x) ?? 0), 0);
 
 /** Token totals and error counts of some inferences and tool calls (a run's, or a sink's). */
-export function totalsOf(inferences: readonly GenAISpan[], tools: readonly ToolSpan[]): Pick<AgentMetrics, 'input_tokens' | 'output_tokens' | 'total_tokens' | 'inference_errors' | 'tool_errors'> {
+export function totalsOf(
+  inferences: readonly GenAISpan[],
+  tools: readonly ToolSpan[],
+): Pick<AgentMetrics, 'input_tokens' | 'output_tokens' | 'total_tokens' | 'inference_errors' | 'tool_errors'> {
   return {
     input_tokens: sum(inferences, (s) => s.input_tokens),
     output_tokens: sum(inferences, (s) => s.output_tokens),

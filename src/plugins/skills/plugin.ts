@@ -43,7 +43,10 @@ export interface SkillResourceLimits {
 export const DEFAULT_SKILL_RESOURCE_LIMITS: SkillResourceLimits = Object.freeze({ maxResourceBytes: 256 * 1024, maxResourceReads: 16 });
 
 /** The limits a `skills` section (a server's or an agent's) sets: `max_resource_bytes`, `max_resource_reads`. */
-export function skillResourceLimitsOf(section: { readonly max_resource_bytes?: number | undefined; readonly max_resource_reads?: number | undefined }): Partial<SkillResourceLimits> {
+export function skillResourceLimitsOf(section: {
+  readonly max_resource_bytes?: number | undefined;
+  readonly max_resource_reads?: number | undefined;
+}): Partial<SkillResourceLimits> {
   return {
     ...(section.max_resource_bytes !== undefined ? { maxResourceBytes: section.max_resource_bytes } : {}),
     ...(section.max_resource_reads !== undefined ? { maxResourceReads: section.max_resource_reads } : {}),
@@ -69,7 +72,11 @@ export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limi
       id: SKILL_LIST_TOOL_ID,
       description: 'List the skills you can activate, with what each is for',
       args: z.object({}).strict(),
-      execute: (_args, ctx) => ToolResults.success(SKILL_LIST_TOOL_ID, [...registryOf(ctx.agentSpec).values()].map((s) => ({ name: s.name, description: s.description, resources: [...s.resources()] }))),
+      execute: (_args, ctx) =>
+        ToolResults.success(
+          SKILL_LIST_TOOL_ID,
+          [...registryOf(ctx.agentSpec).values()].map((s) => ({ name: s.name, description: s.description, resources: [...s.resources()] })),
+        ),
     }),
     defineTool({
       id: SKILL_ACTIVATE_TOOL_ID,
@@ -81,8 +88,12 @@ export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limi
         if (s === undefined) return unknown(SKILL_ACTIVATE_TOOL_ID, skill, registry);
         const command = StateCommand.empty().update(SkillsState, { name: s.name, skill: { instructions: s.instructions, allowed_tools: [...s.allowedTools] } });
         // The tools a skill names are granted for this run: run-scoped permission overrides.
-        if (ctx.agentSpec.plugin_ids.includes(PERMISSION_PLUGIN_ID)) for (const tool of s.allowedTools) command.update(PermissionOverrides, { type: 'allow_tool', tool_id: tool });
-        return { result: ToolResults.success(SKILL_ACTIVATE_TOOL_ID, { skill_id: s.name, instructions: s.instructions, allowed_tools: [...s.allowedTools] }), command };
+        if (ctx.agentSpec.plugin_ids.includes(PERMISSION_PLUGIN_ID))
+          for (const tool of s.allowedTools) command.update(PermissionOverrides, { type: 'allow_tool', tool_id: tool });
+        return {
+          result: ToolResults.success(SKILL_ACTIVATE_TOOL_ID, { skill_id: s.name, instructions: s.instructions, allowed_tools: [...s.allowedTools] }),
+          command,
+        };
       },
     }),
     defineTool({
@@ -95,7 +106,11 @@ export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limi
         if (s === undefined) return unknown(SKILL_LOAD_RESOURCE_TOOL_ID, skill, registry);
         const { maxResourceBytes, maxResourceReads } = limitsOf(ctx.agentSpec);
         const done = reads.get(ctx.signal) ?? 0;
-        if (done >= maxResourceReads) return ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, `this run has read ${done} skill resources, as many as a run may read (skills.max_resource_reads)`);
+        if (done >= maxResourceReads)
+          return ToolResults.error(
+            SKILL_LOAD_RESOURCE_TOOL_ID,
+            `this run has read ${done} skill resources, as many as a run may read (skills.max_resource_reads)`,
+          );
         const r = s.resource(path, maxResourceBytes);
         if (!r.ok) return ToolResults.error(SKILL_LOAD_RESOURCE_TOOL_ID, r.error);
         reads.set(ctx.signal, done + 1);
@@ -121,10 +136,18 @@ export function skillCatalog(registry: ReadonlyMap<string, Skill>): string {
  * tools and the `skills` key and puts the catalog in context; `activeInstructions` puts the
  * instructions of every active skill in context on each later inference.
  */
-export function skillsSubsystem(registry: ReadonlyMap<string, Skill>, limits: Partial<SkillResourceLimits> = {}): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+export function skillsSubsystem(
+  registry: ReadonlyMap<string, Skill>,
+  limits: Partial<SkillResourceLimits> = {},
+): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const catalog = skillCatalog(registry);
   const fixed = { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...limits };
-  return subsystemOf(() => registry, () => catalog, () => fixed, []);
+  return subsystemOf(
+    () => registry,
+    () => catalog,
+    () => fixed,
+    [],
+  );
 }
 
 /** An embedded skill as an agent's `skills` section holds it: the SKILL.md text and its resources. */
@@ -153,10 +176,18 @@ const SkillsConfigKey = definePluginConfigKey('skills', SkillsSectionSchema as u
  * embedded skill of a name `base` has wins for that agent. Resource reads are bounded by `limits`
  * (a server's), each of which the section's `max_resource_bytes` / `max_resource_reads` overrides.
  */
-export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map(), limits: Partial<SkillResourceLimits> = {}): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+export function configuredSkills(
+  base: ReadonlyMap<string, Skill> = new Map(),
+  limits: Partial<SkillResourceLimits> = {},
+): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const registryOf = perAgentSpec((spec): ReadonlyMap<string, Skill> => {
     const section = readPluginConfig(spec, SkillsConfigKey);
-    const embedded = section.ok ? section.value.embedded.flatMap((e) => { const made = embeddedSkill(e.skill_md, e.resources); return made.ok ? [made.value] : []; }) : [];
+    const embedded = section.ok
+      ? section.value.embedded.flatMap((e) => {
+          const made = embeddedSkill(e.skill_md, e.resources);
+          return made.ok ? [made.value] : [];
+        })
+      : [];
     if (embedded.length === 0) return base;
     const all = new Map(base);
     for (const skill of embedded) all.set(skill.name, skill);
@@ -170,7 +201,12 @@ export function configuredSkills(base: ReadonlyMap<string, Skill> = new Map(), l
   return subsystemOf(registryOf, catalogOf, limitsOf, [SkillsConfigKey as never]);
 }
 
-function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => string, limitsOf: LimitsOf, configKeys: RuntimePlugin['configKeys']): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
+function subsystemOf(
+  registryOf: RegistryOf,
+  catalogOf: (spec: AgentSpec) => string,
+  limitsOf: LimitsOf,
+  configKeys: RuntimePlugin['configKeys'],
+): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   // One set of tools for the plugin, so a run's reads are counted across its tool calls.
   const tools = skillTools(registryOf, limitsOf);
   const discovery: RuntimePlugin = {
@@ -182,7 +218,15 @@ function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => str
       r.registerPhaseHook('before_inference', (ctx) =>
         registryOf(ctx.input.agentSpec).size === 0
           ? StateCommand.empty()
-          : StateCommand.empty().scheduleAction(AddContextMessage, { key: 'skills.catalog', role: 'system', content: catalogOf(ctx.input.agentSpec), target: 'system', priority: 0, cooldown_turns: 0, persistent: false }),
+          : StateCommand.empty().scheduleAction(AddContextMessage, {
+              key: 'skills.catalog',
+              role: 'system',
+              content: catalogOf(ctx.input.agentSpec),
+              target: 'system',
+              priority: 0,
+              cooldown_turns: 0,
+              persistent: false,
+            }),
       );
     },
   };
@@ -194,7 +238,15 @@ function subsystemOf(registryOf: RegistryOf, catalogOf: (spec: AgentSpec) => str
         const active = ctx.snapshot.get(SkillsState)?.active ?? {};
         for (const name of Object.keys(active).sort()) {
           const content = `<skill name="${name}">\n${(active[name] as ActiveSkill).instructions}\n</skill>`;
-          cmd.scheduleAction(AddContextMessage, { key: `skills.active.${name}`, role: 'system', content, target: 'system', priority: 1, cooldown_turns: 0, persistent: false });
+          cmd.scheduleAction(AddContextMessage, {
+            key: `skills.active.${name}`,
+            role: 'system',
+            content,
+            target: 'system',
+            priority: 1,
+            cooldown_turns: 0,
+            persistent: false,
+          });
         }
         return cmd;
       }),

@@ -138,18 +138,21 @@ function problemsOf(config: { machines: readonly MachineEntry[]; continuation?: 
     const key = parseTemplate(m.key);
     if (!key.ok) at(['key'], key.error);
     const states = declaredStates(m);
-    if (m.on_unmatched !== null && !states.has(m.on_unmatched)) at(['on_unmatched'], `'${m.on_unmatched}' is not a state of the machine (${[...states].join(', ')})`);
+    if (m.on_unmatched !== null && !states.has(m.on_unmatched))
+      at(['on_unmatched'], `'${m.on_unmatched}' is not a state of the machine (${[...states].join(', ')})`);
     m.terminal.forEach((s, j) => {
       if (!states.has(s)) at(['terminal', j], `'${s}' is not a state of the machine (${[...states].join(', ')})`);
     });
     m.transitions.forEach((t, j) => {
-      const tat = (field: (string | number)[], message: string) => out.push({ path: ['machines', i, 'transitions', j, ...field], message: `machine '${m.name}', transition ${j} (${field[0]}): ${message}` });
+      const tat = (field: (string | number)[], message: string) =>
+        out.push({ path: ['machines', i, 'transitions', j, ...field], message: `machine '${m.name}', transition ${j} (${field[0]}): ${message}` });
       const parsed = parsePattern(t.on);
       if (!parsed.ok) tat(['on'], `${JSON.stringify(t.on)}: ${describeParseError(parsed.error)}`);
       if (t.emit !== undefined) {
         const content = parseTemplate(t.emit.content);
         if (!content.ok) tat(['emit', 'content'], content.error);
-        if (t.emit.role !== undefined && t.emit.target !== 'session' && t.emit.target !== 'conversation') tat(['emit', 'role'], `a role applies to the session and conversation targets only, not '${t.emit.target}'`);
+        if (t.emit.role !== undefined && t.emit.target !== 'session' && t.emit.target !== 'conversation')
+          tat(['emit', 'role'], `a role applies to the session and conversation targets only, not '${t.emit.target}'`);
       }
       if (t.on_violation?.reason !== undefined) {
         const reason = parseTemplate(t.on_violation.reason);

@@ -19,7 +19,9 @@ export interface CompiledTransition {
   readonly from: ReadonlySet<string>;
   readonly to: string;
   readonly when: (r: ToolResult) => boolean;
-  readonly emit: { readonly target: ContextTarget; readonly content: Template; readonly cooldown: number; readonly role: 'system' | 'user' | 'assistant' } | undefined;
+  readonly emit:
+    | { readonly target: ContextTarget; readonly content: Template; readonly cooldown: number; readonly role: 'system' | 'user' | 'assistant' }
+    | undefined;
   readonly action: ViolationAction;
   readonly reason: Template | undefined;
 }
@@ -102,7 +104,10 @@ export function compileMachine(m: MachineEntry): CompiledMachine {
         from: new Set(typeof t.from === 'string' ? [t.from] : t.from),
         to: t.to,
         when: whenOf(t.when),
-        emit: t.emit === undefined ? undefined : { target: t.emit.target, content: templateOf(t.emit.content), cooldown: t.emit.cooldown_turns, role: t.emit.role ?? 'system' },
+        emit:
+          t.emit === undefined
+            ? undefined
+            : { target: t.emit.target, content: templateOf(t.emit.content), cooldown: t.emit.cooldown_turns, role: t.emit.role ?? 'system' },
         action: t.on_violation?.action ?? 'deny',
         reason: t.on_violation?.reason === undefined ? undefined : templateOf(t.on_violation.reason),
       };
@@ -126,7 +131,8 @@ const holeValue = (args: JsonValue, path: Template[number]): string | undefined 
 };
 
 /** The template with each hole filled from the call's arguments (a hole with no value is left as written). */
-export const render = (t: Template, args: JsonValue): string => t.map((part) => holeValue(args, part) ?? (typeof part === 'string' ? part : part.text)).join('');
+export const render = (t: Template, args: JsonValue): string =>
+  t.map((part) => holeValue(args, part) ?? (typeof part === 'string' ? part : part.text)).join('');
 
 /** The instance key of a call, normalized; undefined when a hole has no value (the call has no instance of this machine). */
 export function instanceKey(m: CompiledMachine, args: JsonValue): string | undefined {
@@ -170,12 +176,21 @@ export function violations(config: CompiledConfig, instances: (m: CompiledMachin
     if (key === undefined) continue;
     const state = stateOf(m, instances(m), key);
     if (matching.length === 0) {
-      out.push({ machine: m.name, key, state, action: 'deny', reason: `'${tool}' is not a step of '${m.name}' (${key === '' ? 'state' : `${key} is`} ${state})` });
+      out.push({
+        machine: m.name,
+        key,
+        state,
+        action: 'deny',
+        reason: `'${tool}' is not a step of '${m.name}' (${key === '' ? 'state' : `${key} is`} ${state})`,
+      });
       continue;
     }
     if (matching.some((t) => t.from.has(state))) continue;
     const first = matching[0] as CompiledTransition;
-    const reason = first.reason === undefined ? `'${tool}' is not allowed while '${m.name}'${key === '' ? '' : ` for ${key}`} is in state '${state}'` : render(first.reason, args);
+    const reason =
+      first.reason === undefined
+        ? `'${tool}' is not allowed while '${m.name}'${key === '' ? '' : ` for ${key}`} is in state '${state}'`
+        : render(first.reason, args);
     out.push({ machine: m.name, key, state, action: first.action, reason, transition: first.index });
   }
   return out;
@@ -198,7 +213,13 @@ export interface Move {
   readonly to: string;
   /** The transition taken (absent: the machine's `on_unmatched` fallback). */
   readonly transition?: number;
-  readonly emit?: { readonly key: string; readonly target: ContextTarget; readonly content: string; readonly cooldown: number; readonly role: 'system' | 'user' | 'assistant' };
+  readonly emit?: {
+    readonly key: string;
+    readonly target: ContextTarget;
+    readonly content: string;
+    readonly cooldown: number;
+    readonly role: 'system' | 'user' | 'assistant';
+  };
 }
 
 /**
@@ -218,7 +239,16 @@ export function moves(config: CompiledConfig, instances: (m: CompiledMachine) =>
     const t = m.transitions.find((x) => x.from.has(state) && x.on(tool, args) !== undefined);
     if (t === undefined) continue;
     if (t.when(result)) {
-      const emit = t.emit === undefined ? undefined : { key: `state_machine.${m.name}.${t.index}`, target: t.emit.target, content: render(t.emit.content, args), cooldown: t.emit.cooldown, role: t.emit.role };
+      const emit =
+        t.emit === undefined
+          ? undefined
+          : {
+              key: `state_machine.${m.name}.${t.index}`,
+              target: t.emit.target,
+              content: render(t.emit.content, args),
+              cooldown: t.emit.cooldown,
+              role: t.emit.role,
+            };
       out.push({ machine: m.name, scope: m.scope, key, from: state, to: t.to, transition: t.index, ...(emit !== undefined ? { emit } : {}) });
     } else if (m.onUnmatched !== null) {
       out.push({ machine: m.name, scope: m.scope, key, from: state, to: m.onUnmatched });

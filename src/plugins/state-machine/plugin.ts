@@ -9,7 +9,18 @@ import { AddContextMessage, ContinueRun, ToolInterceptAction } from '../../runti
 import type { RuntimePlugin } from '../../runtime/resolve.ts';
 import { perAgentSpec } from '../per-spec.ts';
 import { mergeConfigs, StateMachineConfigSchema, type StateMachineConfig, type StateMachineConfigInput } from './config.ts';
-import { compileConfig, moves, strictest, summaryOf, unfinished, violations, type CompiledConfig, type CompiledMachine, type Instances, type Violation } from './engine.ts';
+import {
+  compileConfig,
+  moves,
+  strictest,
+  summaryOf,
+  unfinished,
+  violations,
+  type CompiledConfig,
+  type CompiledMachine,
+  type Instances,
+  type Violation,
+} from './engine.ts';
 
 /**
  * The tool-order state machine (seed 004, 用状态机约束工具调用顺序), id `state_machine`. Three seams
@@ -34,9 +45,19 @@ export interface InstanceUpdate {
 const setInstance = (v: Instances, u: InstanceUpdate): Instances => ({ ...v, [u.machine]: { ...(v[u.machine] ?? {}), [u.key]: u.state } });
 
 /** `tool_fsm_thread_state`: machine → instance key → state, for `scope: thread` machines (kept with the thread). */
-export const FsmThreadState = defineStateKey<Instances, InstanceUpdate>({ key: 'tool_fsm_thread_state', init: () => ({}), apply: setInstance, codec: InstancesSchema });
+export const FsmThreadState = defineStateKey<Instances, InstanceUpdate>({
+  key: 'tool_fsm_thread_state',
+  init: () => ({}),
+  apply: setInstance,
+  codec: InstancesSchema,
+});
 /** `tool_fsm_run_state`: the same for `scope: run` machines (gone when the run ends). */
-export const FsmRunState = defineStateKey<Instances, InstanceUpdate>({ key: 'tool_fsm_run_state', init: () => ({}), apply: setInstance, codec: InstancesSchema });
+export const FsmRunState = defineStateKey<Instances, InstanceUpdate>({
+  key: 'tool_fsm_run_state',
+  init: () => ({}),
+  apply: setInstance,
+  codec: InstancesSchema,
+});
 
 export interface FsmMetrics {
   readonly transitions: number;
@@ -88,7 +109,10 @@ export function stateMachineTicket(call: ToolCall, v: Violation): SuspendTicket 
   };
 }
 
-const instancesIn = (snapshot: Snapshot) => (m: CompiledMachine): Instances => (m.scope === 'thread' ? snapshot.get(FsmThreadState) : snapshot.get(FsmRunState)) ?? {};
+const instancesIn =
+  (snapshot: Snapshot) =>
+  (m: CompiledMachine): Instances =>
+    (m.scope === 'thread' ? snapshot.get(FsmThreadState) : snapshot.get(FsmRunState)) ?? {};
 
 /**
  * The plugin: the machines given here (`base`), and the agent's `state_machine` section (same
@@ -100,10 +124,17 @@ export function stateMachinePlugin(base: StateMachineConfigInput = {}): RuntimeP
   const names = new Set(own.machines.map((m) => m.name));
   const SectionSchema = StateMachineConfigSchema.superRefine((section, ctx) => {
     section.machines.forEach((m, i) => {
-      if (names.has(m.name)) ctx.addIssue({ code: 'custom', path: ['machines', i, 'name'], message: `machine '${m.name}' is declared by the plugin and by the state_machine section` });
+      if (names.has(m.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['machines', i, 'name'],
+          message: `machine '${m.name}' is declared by the plugin and by the state_machine section`,
+        });
     });
   });
-  const ConfigKey = definePluginConfigKey(STATE_MACHINE_PLUGIN_ID, SectionSchema as unknown as z.ZodType<StateMachineConfig>, () => StateMachineConfigSchema.parse({}));
+  const ConfigKey = definePluginConfigKey(STATE_MACHINE_PLUGIN_ID, SectionSchema as unknown as z.ZodType<StateMachineConfig>, () =>
+    StateMachineConfigSchema.parse({}),
+  );
   const configOf = perAgentSpec((spec): CompiledConfig => {
     const section = readPluginConfig(spec, ConfigKey);
     // An unreadable section never gets here: the agent does not build (invalid_plugin_config).
@@ -133,11 +164,23 @@ export function stateMachinePlugin(base: StateMachineConfigInput = {}): RuntimeP
           cmd.update(FsmMetricsKey, { metric: x.action === 'deny' ? 'denials' : x.action === 'ask' ? 'asks' : 'warnings', by: 1 });
         }
         if (v.action === 'deny') {
-          const result = { ...ToolResults.error(call.name, v.reason), metadata: { rejected: true, state_machine: { machine: v.machine, key: v.key, state: v.state } } };
+          const result = {
+            ...ToolResults.error(call.name, v.reason),
+            metadata: { rejected: true, state_machine: { machine: v.machine, key: v.key, state: v.state } },
+          };
           return cmd.scheduleAction(ToolInterceptAction, { call_id: call.id, intercept: { type: 'set_result', result } });
         }
-        if (v.action === 'ask') return cmd.scheduleAction(ToolInterceptAction, { call_id: call.id, intercept: { type: 'suspend', ticket: stateMachineTicket(call, v) } });
-        return cmd.scheduleAction(AddContextMessage, { key: `state_machine.warning.${v.machine}`, role: 'system', content: v.reason, target: 'suffix_system', priority: 0, cooldown_turns: 0, persistent: false });
+        if (v.action === 'ask')
+          return cmd.scheduleAction(ToolInterceptAction, { call_id: call.id, intercept: { type: 'suspend', ticket: stateMachineTicket(call, v) } });
+        return cmd.scheduleAction(AddContextMessage, {
+          key: `state_machine.warning.${v.machine}`,
+          role: 'system',
+          content: v.reason,
+          target: 'suffix_system',
+          priority: 0,
+          cooldown_turns: 0,
+          persistent: false,
+        });
       });
 
       // After the call: advance the instances, emit the reminders.
@@ -149,7 +192,15 @@ export function stateMachinePlugin(base: StateMachineConfigInput = {}): RuntimeP
           cmd.update(m.scope === 'thread' ? FsmThreadState : FsmRunState, { machine: m.machine, key: m.key, state: m.to });
           cmd.update(FsmMetricsKey, { metric: 'transitions', by: 1 });
           if (m.emit !== undefined) {
-            cmd.scheduleAction(AddContextMessage, { key: m.emit.key, role: m.emit.role, content: m.emit.content, target: m.emit.target, priority: 0, cooldown_turns: m.emit.cooldown, persistent: false });
+            cmd.scheduleAction(AddContextMessage, {
+              key: m.emit.key,
+              role: m.emit.role,
+              content: m.emit.content,
+              target: m.emit.target,
+              priority: 0,
+              cooldown_turns: m.emit.cooldown,
+              persistent: false,
+            });
           }
         }
         return cmd;

@@ -24,7 +24,13 @@ export async function driveA2a(s: Scenario): Promise<Capture> {
   let n = 0;
   const send = async (parts: unknown[], taskId?: string): Promise<void> => {
     n++;
-    const message = Message.fromJSON({ messageId: `judge-${id}-${n}`, role: 'ROLE_USER', parts, ...(contextId !== undefined ? { contextId } : {}), ...(taskId !== undefined ? { taskId } : {}) });
+    const message = Message.fromJSON({
+      messageId: `judge-${id}-${n}`,
+      role: 'ROLE_USER',
+      parts,
+      ...(contextId !== undefined ? { contextId } : {}),
+      ...(taskId !== undefined ? { taskId } : {}),
+    });
     waiting = undefined;
     for await (const f of client.sendMessageStream({ message, tenant: '' } as never) as AsyncIterable<StreamResponse>) {
       const p = f.payload;

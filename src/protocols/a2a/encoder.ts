@@ -101,7 +101,15 @@ const data = (value: JsonValue): JsonValue => ({ data: value, mediaType: 'applic
 /** The last artifact chunk (when text was streamed), then the final status (with its message). */
 function end(s: A2aState, state: TaskState, message: JsonValue | undefined, out: StreamResponse[]): A2aState {
   if (s.chunks > 0) {
-    out.push({ artifactUpdate: { taskId: s.taskId, contextId: s.contextId, artifact: { artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: [{ text: '' }] }, append: true, lastChunk: true } });
+    out.push({
+      artifactUpdate: {
+        taskId: s.taskId,
+        contextId: s.contextId,
+        artifact: { artifactId: RESPONSE_ARTIFACT, name: RESPONSE_ARTIFACT, parts: [{ text: '' }] },
+        append: true,
+        lastChunk: true,
+      },
+    });
   }
   out.push(status(s, state, message));
   return { ...s, finished: true };
@@ -137,7 +145,13 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
       s = { ...s, chunks: s.chunks + 1 };
       break;
     case 'tool_call_ready':
-      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:call:${event.id}`, [data({ toolCall: { id: event.id, name: event.name, arguments: event.arguments } })])));
+      out.push(
+        status(
+          s,
+          'TASK_STATE_WORKING',
+          agentMessage(s, `${s.taskId}:call:${event.id}`, [data({ toolCall: { id: event.id, name: event.name, arguments: event.arguments } })]),
+        ),
+      );
       break;
     case 'tool_call_done': {
       const r = event.result;
@@ -164,12 +178,34 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
       // A tool's progress (book: 上报 Tool 进度): a WORKING update whose data part says how far the call is.
       const p = toolProgressOf(event);
       if (p === undefined) break;
-      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:progress:${p.call_id}:${s.progressReports}`, [data({ toolProgress: { id: p.call_id, name: p.tool_name, status: p.status, ...(p.progress !== undefined ? { progress: p.progress } : {}), ...(p.message !== undefined ? { message: p.message } : {}) } })])));
+      out.push(
+        status(
+          s,
+          'TASK_STATE_WORKING',
+          agentMessage(s, `${s.taskId}:progress:${p.call_id}:${s.progressReports}`, [
+            data({
+              toolProgress: {
+                id: p.call_id,
+                name: p.tool_name,
+                status: p.status,
+                ...(p.progress !== undefined ? { progress: p.progress } : {}),
+                ...(p.message !== undefined ? { message: p.message } : {}),
+              },
+            }),
+          ]),
+        ),
+      );
       s = { ...s, progressReports: s.progressReports + 1 };
       break;
     }
     case 'tool_call_resumed':
-      out.push(status(s, 'TASK_STATE_WORKING', agentMessage(s, `${s.taskId}:resumed:${event.target_id}`, [data({ toolResult: { id: event.target_id, outcome: 'resumed', data: event.result } })])));
+      out.push(
+        status(
+          s,
+          'TASK_STATE_WORKING',
+          agentMessage(s, `${s.taskId}:resumed:${event.target_id}`, [data({ toolResult: { id: event.target_id, outcome: 'resumed', data: event.result } })]),
+        ),
+      );
       s = { ...s, pending: s.pending.filter((p) => p.toolCallId !== event.target_id) };
       break;
     case 'run_finish': {

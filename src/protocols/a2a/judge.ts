@@ -77,7 +77,8 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
     if (typeof json === 'object' && json !== null && (json as { jsonrpc?: unknown }).jsonrpc !== undefined) {
       const envelope = json as { jsonrpc?: unknown; id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
       if (envelope.jsonrpc !== '2.0') findings.push(finding('schema', 'jsonrpc is not "2.0"', frame));
-      if (rpcId !== undefined && envelope.id !== rpcId) findings.push(finding('ordering', `a response to ${JSON.stringify(envelope.id)} in a stream answering ${JSON.stringify(rpcId)}`, frame));
+      if (rpcId !== undefined && envelope.id !== rpcId)
+        findings.push(finding('ordering', `a response to ${JSON.stringify(envelope.id)} in a stream answering ${JSON.stringify(rpcId)}`, frame));
       rpcId ??= envelope.id;
       if (envelope.error !== undefined) {
         findings.push(finding('terminal', `the stream ends in a JSON-RPC error ${String(envelope.error.code)}: ${String(envelope.error.message)}`, frame));
@@ -87,7 +88,8 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
     }
     unwrapped.push(JSON.stringify(json));
     const r = StreamResponse.fromJSON(json);
-    if (!isDeepStrictEqual(StreamResponse.toJSON(r), json)) findings.push(finding('schema', 'not canonical A2A 1.0 JSON (StreamResponse.toJSON(fromJSON(frame)) differs)', frame));
+    if (!isDeepStrictEqual(StreamResponse.toJSON(r), json))
+      findings.push(finding('schema', 'not canonical A2A 1.0 JSON (StreamResponse.toJSON(fromJSON(frame)) differs)', frame));
     const p = r.payload;
     if (p === undefined) {
       findings.push(finding('schema', 'no payload', frame));
@@ -99,7 +101,10 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
       taskId = p.value.id;
       contextId = p.value.contextId;
     } else if (p.$case === 'statusUpdate' || p.$case === 'artifactUpdate') {
-      if (p.value.taskId !== taskId || p.value.contextId !== contextId) findings.push(finding('ordering', `names task ${p.value.taskId} in ${p.value.contextId}, not the stream's task ${String(taskId)} in ${String(contextId)}`, frame));
+      if (p.value.taskId !== taskId || p.value.contextId !== contextId)
+        findings.push(
+          finding('ordering', `names task ${p.value.taskId} in ${p.value.contextId}, not the stream's task ${String(taskId)} in ${String(contextId)}`, frame),
+        );
     }
     if (p.$case === 'artifactUpdate') {
       const id = p.value.artifact?.artifactId ?? '';
@@ -116,10 +121,12 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
     if (state !== undefined && FINAL.has(state)) {
       finals++;
       if (finals > 1) findings.push(finding('terminal', 'a second final state', frame));
-      if (TERMINAL.has(state)) for (const [id, at] of open) findings.push(finding('closure', `artifact ${id} streamed from here has no last chunk before the task ends`, at));
+      if (TERMINAL.has(state))
+        for (const [id, at] of open) findings.push(finding('closure', `artifact ${id} streamed from here has no last chunk before the task ends`, at));
     }
     const message = p.$case === 'message' ? p.value : p.$case === 'statusUpdate' ? p.value.status?.message : undefined;
-    if (message !== undefined && (message.role === Role.UNRECOGNIZED || message.role === Role.ROLE_UNSPECIFIED)) findings.push(finding('schema', 'an unrecognised role', frame));
+    if (message !== undefined && (message.role === Role.UNRECOGNIZED || message.role === Role.ROLE_UNSPECIFIED))
+      findings.push(finding('schema', 'an unrecognised role', frame));
     for (const part of message?.parts ?? []) {
       if (part.content?.$case !== 'data') continue;
       const call = (part.content.value as { toolCall?: { id?: unknown; name?: unknown } } | undefined)?.toolCall;
@@ -135,14 +142,17 @@ export async function judgeA2a(body: string): Promise<A2aVerdict> {
   const fetchImpl = async (input: string | URL | Request): Promise<Response> => {
     const url = String(input instanceof Request ? input.url : input);
     if (url.endsWith('/.well-known/agent-card.json')) return Response.json(AgentCard.toJSON(card()));
-    if (url.endsWith('/message:stream')) return new Response(unwrapped.map((f) => `data: ${f}\n\n`).join(''), { headers: { 'content-type': 'text/event-stream' } });
+    if (url.endsWith('/message:stream'))
+      return new Response(unwrapped.map((f) => `data: ${f}\n\n`).join(''), { headers: { 'content-type': 'text/event-stream' } });
     return new Response('{}', { status: 404 });
   };
   try {
-    const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
         transports: [new RestTransportFactory({ fetchImpl })],
         cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-      }));
+      }),
+    );
     const client = await factory.createFromUrl(BASE);
     const message = Message.fromJSON({ messageId: 'judge-1', role: 'ROLE_USER', parts: [{ text: 'go' }] });
     for await (const ev of client.sendMessageStream({ message, tenant: '' } as never)) frames.push(ev);
@@ -178,7 +188,8 @@ export async function judgeA2aTurns(bodies: readonly string[]): Promise<{ readon
     const first = v.frames[0]?.payload;
     if (first?.$case === 'task') contexts.set(first.value.contextId, i + 1);
   }
-  if (contexts.size > 1) findings.push(finding('multi-turn', `the turns run in ${contexts.size} contexts (${[...contexts.keys()].join(', ')}), not one conversation`));
+  if (contexts.size > 1)
+    findings.push(finding('multi-turn', `the turns run in ${contexts.size} contexts (${[...contexts.keys()].join(', ')}), not one conversation`));
   findings.push(...multiTurnFindings(mentions));
   return { findings, frames };
 }

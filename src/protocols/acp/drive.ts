@@ -36,7 +36,10 @@ export async function driveAcp(s: AcpScenario): Promise<Capture> {
   const sent = new Map<string, number | string>();
   const outgoing = new PassThrough();
   outgoing.on('data', (d: Buffer) => {
-    for (const line of d.toString('utf8').split('\n').filter((l) => l !== '')) {
+    for (const line of d
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '')) {
       const m = JSON.parse(line) as { id?: string | number; method?: string };
       if (m.id !== undefined && m.method === 'session/prompt') sent.set('prompt', m.id);
     }
@@ -62,12 +65,20 @@ export async function driveAcp(s: AcpScenario): Promise<Capture> {
         })
         .onNotification(acp.methods.client.session.update, () => undefined)
         .connectWith(stream, async (agent) => {
-          await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } });
+          await agent.request(acp.methods.agent.initialize, {
+            protocolVersion: acp.PROTOCOL_VERSION,
+            clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+          });
           const { sessionId } = await agent.request(acp.methods.agent.session.new, { cwd: s.cwd ?? process.cwd(), mcpServers: [] });
           for (const text of [s.message, ...(s.then !== undefined ? [s.then] : [])]) {
             const from = lines.length;
             await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }] }).catch(() => undefined);
-            bodies.push(lines.slice(from).map((l) => `${l}\n`).join(''));
+            bodies.push(
+              lines
+                .slice(from)
+                .map((l) => `${l}\n`)
+                .join(''),
+            );
             requestIds.push(sent.get('prompt') ?? 0);
           }
         }),

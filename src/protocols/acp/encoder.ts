@@ -70,7 +70,10 @@ export const ACP_INTERNAL_ERROR = -32603;
 
 function announce(s: AcpState, id: string, title: string, out: AcpMessage[], rawInput?: JsonValue): AcpState {
   if (Object.hasOwn(s.toolCalls, id)) return s;
-  out.push({ kind: 'update', update: { sessionUpdate: 'tool_call', toolCallId: id, title, kind: 'other', status: 'pending', ...(rawInput !== undefined ? { rawInput } : {}) } });
+  out.push({
+    kind: 'update',
+    update: { sessionUpdate: 'tool_call', toolCallId: id, title, kind: 'other', status: 'pending', ...(rawInput !== undefined ? { rawInput } : {}) },
+  });
   return { ...s, toolCalls: { ...s.toolCalls, [id]: title } };
 }
 
@@ -97,7 +100,8 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       s = announce(s, event.id, event.name, out);
       break;
     case 'tool_call_ready':
-      if (Object.hasOwn(s.toolCalls, event.id)) out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, rawInput: event.arguments } });
+      if (Object.hasOwn(s.toolCalls, event.id))
+        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, rawInput: event.arguments } });
       else s = announce(s, event.id, event.name, out, event.arguments);
       break;
     case 'tool_call_stream_delta': {
@@ -112,7 +116,15 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       const p = toolProgressOf(event);
       if (p === undefined) break;
       s = announce(s, p.call_id, p.tool_name, out);
-      out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: p.call_id, status: 'in_progress', title: `${s.toolCalls[p.call_id] ?? p.tool_name}: ${progressText(p)}` } });
+      out.push({
+        kind: 'update',
+        update: {
+          sessionUpdate: 'tool_call_update',
+          toolCallId: p.call_id,
+          status: 'in_progress',
+          title: `${s.toolCalls[p.call_id] ?? p.tool_name}: ${progressText(p)}`,
+        },
+      });
       s = { ...s, progressing: { ...s.progressing, [p.call_id]: true } };
       break;
     }
@@ -142,9 +154,15 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
         });
         s = { ...s, permissions: s.permissions + 1 };
       } else if (event.outcome === 'failed') {
-        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'failed', ...title, content: text(r.message ?? 'tool execution error') } });
+        out.push({
+          kind: 'update',
+          update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'failed', ...title, content: text(r.message ?? 'tool execution error') },
+        });
       } else {
-        out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'completed', ...title, rawOutput: r.data, content: text(outputText(r)) } });
+        out.push({
+          kind: 'update',
+          update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'completed', ...title, rawOutput: r.data, content: text(outputText(r)) },
+        });
       }
       break;
     }
@@ -152,7 +170,16 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       const r = event.result;
       const obj = typeof r === 'object' && r !== null && !Array.isArray(r) ? r : undefined;
       const failed = (obj !== undefined && typeof obj['error'] === 'string') || obj?.['approved'] === false;
-      out.push({ kind: 'update', update: { sessionUpdate: 'tool_call_update', toolCallId: event.target_id, status: failed ? 'failed' : 'completed', rawOutput: r, content: text(JSON.stringify(r)) } });
+      out.push({
+        kind: 'update',
+        update: {
+          sessionUpdate: 'tool_call_update',
+          toolCallId: event.target_id,
+          status: failed ? 'failed' : 'completed',
+          rawOutput: r,
+          content: text(JSON.stringify(r)),
+        },
+      });
       break;
     }
     case 'run_finish': {
@@ -162,7 +189,11 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
         break;
       }
       const stopReason = stopReasonOf(event.termination);
-      if (stopReason === undefined) out.push({ kind: 'error', error: { code: ACP_INTERNAL_ERROR, message: event.termination.type === 'error' ? event.termination.value : 'agent run failed' } });
+      if (stopReason === undefined)
+        out.push({
+          kind: 'error',
+          error: { code: ACP_INTERNAL_ERROR, message: event.termination.type === 'error' ? event.termination.value : 'agent run failed' },
+        });
       else out.push({ kind: 'response', result: { stopReason } });
       s = { ...s, finished: true };
       break;

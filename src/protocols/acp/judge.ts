@@ -73,9 +73,14 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
       const errors = (validate.errors ?? []) as readonly { readonly instancePath: string; readonly message?: string }[];
       const first = errors[0];
       const where = first === undefined ? '' : `${first.instancePath === '' ? '(top level)' : first.instancePath}: ${first.message ?? 'invalid'}`;
-      findings.push(finding('schema', `${name} rejects it${where !== '' ? `: ${where}` : ''}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`, line));
+      findings.push(
+        finding('schema', `${name} rejects it${where !== '' ? `: ${where}` : ''}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`, line),
+      );
     };
-    if (responses > 0) findings.push(finding(m.method === undefined ? 'terminal' : 'ordering', m.method === undefined ? 'a second response' : `${m.method} after the response`, line));
+    if (responses > 0)
+      findings.push(
+        finding(m.method === undefined ? 'terminal' : 'ordering', m.method === undefined ? 'a second response' : `${m.method} after the response`, line),
+      );
     if (m.method === 'session/update') {
       check('SessionNotification', v.notification, m.params);
       const u = (m.params as { update?: { sessionUpdate?: string; toolCallId?: string; title?: string; status?: string } } | undefined)?.update;
@@ -85,7 +90,8 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
         tools.push({ id: u.toolCallId, name: u.title ?? '', frame: line });
       } else if (u?.sessionUpdate === 'tool_call_update' && typeof u.toolCallId === 'string') {
         const call = calls.get(u.toolCallId);
-        if (call === undefined) findings.push(finding('ordering', `tool_call_update for tool call ${u.toolCallId}, which was never announced (tool_call)`, line));
+        if (call === undefined)
+          findings.push(finding('ordering', `tool_call_update for tool call ${u.toolCallId}, which was never announced (tool_call)`, line));
         else if (u.status !== undefined) call.status = u.status;
       }
     } else if (m.method === 'session/request_permission') {
@@ -100,7 +106,9 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
       const stop = (m.result as { stopReason?: string } | undefined)?.stopReason;
       if (m.error === undefined && stop !== 'cancelled') {
         // `pending` is a call that waits (for its input, or for a permission the turn left open).
-        for (const [id, call] of calls) if (call.status === 'in_progress') findings.push(finding('closure', `tool call ${id} announced here is still in_progress when the turn ends (${String(stop)})`, call.frame));
+        for (const [id, call] of calls)
+          if (call.status === 'in_progress')
+            findings.push(finding('closure', `tool call ${id} announced here is still in_progress when the turn ends (${String(stop)})`, call.frame));
       }
     }
     lines.push(m);
@@ -142,10 +150,14 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
       })
       .onNotification(acp.methods.client.session.update, ({ params }) => void updates.push(params.update as AcpVerdict['updates'][number]))
       .connectWith(acp.ndJsonStream(toAgent.writable, toClient.readable), async (agent) => {
-        await agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } } });
+        await agent.request(acp.methods.agent.initialize, {
+          protocolVersion: acp.PROTOCOL_VERSION,
+          clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+        });
         const session = await agent.request(acp.methods.agent.session.new, { cwd: '/', mcpServers: [] });
         try {
-          stopReason = (await agent.request(acp.methods.agent.session.prompt, { sessionId: session.sessionId, prompt: [{ type: 'text', text: 'go' }] })).stopReason;
+          stopReason = (await agent.request(acp.methods.agent.session.prompt, { sessionId: session.sessionId, prompt: [{ type: 'text', text: 'go' }] }))
+            .stopReason;
         } catch (e) {
           error = e instanceof Error ? e.message : String((e as { message?: unknown }).message ?? e);
         }
@@ -160,7 +172,10 @@ export async function judgeAcp(body: string, requestId: number | string = 1): Pr
 }
 
 /** The turns of one session (the agent's side of each `session/prompt`, in order). */
-export async function judgeAcpTurns(bodies: readonly string[], requestIds: readonly (number | string)[] = []): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+export async function judgeAcpTurns(
+  bodies: readonly string[],
+  requestIds: readonly (number | string)[] = [],
+): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
   const findings: Finding[] = [];
   const frames: number[] = [];
   const mentions: ToolMention[][] = [];

@@ -97,7 +97,10 @@ export function requestAgUiState(options: {
     ...base,
     ...(options.clientRunId !== undefined ? { clientRunId: options.clientRunId } : {}),
     ...(resumed !== undefined
-      ? { runId: resumed.runId, toolCalls: Object.fromEntries(resumed.calls.map((c) => [c.callId, { name: c.name, args: JSON.stringify(c.arguments), open: false }])) }
+      ? {
+          runId: resumed.runId,
+          toolCalls: Object.fromEntries(resumed.calls.map((c) => [c.callId, { name: c.name, args: JSON.stringify(c.arguments), open: false }])),
+        }
       : {}),
   };
 }
@@ -137,8 +140,7 @@ function rebaseDelta(delta: readonly JsonValue[]): JsonValue[] {
 /** The `activityType` of a tool's streamed output. */
 export const TOOL_STREAM_ACTIVITY = 'tool-stream-output';
 
-const isObject = (v: JsonValue | undefined): v is { readonly [k: string]: JsonValue } =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: JsonValue | undefined): v is { readonly [k: string]: JsonValue } => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The content of a settled tool call: its data (with metadata, when it has any), as JSON text. */
 const contentOf = (r: ToolResult): string =>
@@ -332,7 +334,12 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       out.push({ type: 'REASONING_MESSAGE_CONTENT', messageId: s.reasoning as string, delta: event.delta });
       break;
     case 'reasoning_encrypted_value':
-      out.push({ type: 'REASONING_ENCRYPTED_VALUE', subtype: 'message', entityId: s.reasoning ?? s.lastReasoning ?? s.messageId, encryptedValue: event.encrypted_value });
+      out.push({
+        type: 'REASONING_ENCRYPTED_VALUE',
+        subtype: 'message',
+        entityId: s.reasoning ?? s.lastReasoning ?? s.messageId,
+        encryptedValue: event.encrypted_value,
+      });
       break;
     case 'tool_call_start':
       s = closeMessages(s, out);
@@ -364,7 +371,12 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       const text = (before ?? '') + event.delta;
       const messageId = `activity:${event.id}`;
       if (before === undefined) {
-        out.push({ type: 'ACTIVITY_SNAPSHOT', messageId, activityType: TOOL_STREAM_ACTIVITY, content: { toolCallId: event.id, toolName: event.name, output: text } });
+        out.push({
+          type: 'ACTIVITY_SNAPSHOT',
+          messageId,
+          activityType: TOOL_STREAM_ACTIVITY,
+          content: { toolCallId: event.id, toolName: event.name, output: text },
+        });
       } else {
         out.push({ type: 'ACTIVITY_DELTA', messageId, activityType: TOOL_STREAM_ACTIVITY, patch: [{ op: 'replace', path: '/output', value: text }] });
       }
@@ -392,7 +404,13 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
     case 'tool_call_resumed':
       s = closeMessages(s, out);
       s = withoutInterrupt(ensureToolCall(s, event.target_id, s.toolCalls[event.target_id]?.name ?? 'tool', out), event.target_id);
-      out.push({ type: 'TOOL_CALL_RESULT', messageId: `result:${event.target_id}`, toolCallId: event.target_id, content: JSON.stringify(event.result), role: 'tool' });
+      out.push({
+        type: 'TOOL_CALL_RESULT',
+        messageId: `result:${event.target_id}`,
+        toolCallId: event.target_id,
+        content: JSON.stringify(event.result),
+        role: 'tool',
+      });
       break;
     case 'messages_snapshot': {
       const messages: JsonValue[] = [];

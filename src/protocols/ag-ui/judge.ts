@@ -1,7 +1,27 @@
-import { AbstractAgent, runHttpRequest, transformHttpEventStream, verifyEvents, type BaseEvent, type Interrupt, type Message, type RunAgentInput } from '@ag-ui/client';
+import {
+  AbstractAgent,
+  runHttpRequest,
+  transformHttpEventStream,
+  verifyEvents,
+  type BaseEvent,
+  type Interrupt,
+  type Message,
+  type RunAgentInput,
+} from '@ag-ui/client';
 import { EventType } from '@ag-ui/core';
 import { EventSchema } from '@ag-ui/core/schemas';
-import { describeFinding, errorLine, finding, multiTurnFindings, schemaProblem, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import {
+  describeFinding,
+  errorLine,
+  finding,
+  multiTurnFindings,
+  schemaProblem,
+  sseFrames,
+  sseJson,
+  type Finding,
+  type Frame,
+  type ToolMention,
+} from '../findings.ts';
 import { from, lastValueFrom, toArray, type Observable } from 'rxjs';
 
 /**
@@ -81,7 +101,10 @@ const BLOCKS: Readonly<Record<string, readonly [string, 'start' | 'delta' | 'end
  * result only for a call started in this run or an earlier one; a tool call keeps its name; every
  * block closed before `RUN_FINISHED` or the end of the body (a `RUN_ERROR` ends what is open).
  */
-function lifecycle(events: readonly { readonly event: { readonly type?: unknown; readonly [k: string]: unknown }; readonly frame: Frame }[], known: ReadonlySet<string>): { findings: Finding[]; tools: ToolMention[] } {
+function lifecycle(
+  events: readonly { readonly event: { readonly type?: unknown; readonly [k: string]: unknown }; readonly frame: Frame }[],
+  known: ReadonlySet<string>,
+): { findings: Finding[]; tools: ToolMention[] } {
   const findings: Finding[] = [];
   const tools: ToolMention[] = [];
   const open = new Map<string, Frame>();

@@ -38,9 +38,7 @@ export const RunAgentInputSchema = z.looseObject({
   tools: z.array(z.unknown()).optional(),
   context: z.array(z.unknown()).optional(),
   forwardedProps: z.unknown().optional(),
-  resume: z
-    .array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() }))
-    .optional(),
+  resume: z.array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() })).optional(),
 });
 
 function blocks(content: z.infer<typeof InputContentSchema>): ContentBlock[] {

@@ -49,7 +49,11 @@ export async function driveAiSdk(s: Scenario): Promise<Capture> {
     asked ||= ask?.approval !== undefined;
     if (s.decision !== undefined && !answered && ask?.approval !== undefined) {
       answered = true;
-      await chat.addToolApprovalResponse({ id: ask.approval.id, approved: s.decision === 'approve', ...(s.decision === 'deny' ? { reason: 'denied by awaken judge' } : {}) });
+      await chat.addToolApprovalResponse({
+        id: ask.approval.id,
+        approved: s.decision === 'approve',
+        ...(s.decision === 'deny' ? { reason: 'denied by awaken judge' } : {}),
+      });
       await settled(chat);
     }
   }

@@ -98,7 +98,14 @@ const inputDone = (s: AiSdkState, id: string): AiSdkState => (s.inputs.includes(
  */
 function closeInputs(s: AiSdkState, out: UiChunk[]): AiSdkState {
   if (s.inputs.length === 0) return s;
-  for (const id of s.inputs) out.push({ type: 'tool-input-error', toolCallId: id, toolName: s.toolCalls[id] ?? 'tool', input: null, errorText: 'the run ended before the arguments of this call were complete' });
+  for (const id of s.inputs)
+    out.push({
+      type: 'tool-input-error',
+      toolCallId: id,
+      toolName: s.toolCalls[id] ?? 'tool',
+      input: null,
+      errorText: 'the run ended before the arguments of this call were complete',
+    });
   return { ...s, inputs: [] };
 }
 

@@ -1,4 +1,15 @@
-import { describeFinding, errorLine, finding, multiTurnFindings, schemaProblem, sseFrames, sseJson, type Finding, type Frame, type ToolMention } from '../findings.ts';
+import {
+  describeFinding,
+  errorLine,
+  finding,
+  multiTurnFindings,
+  schemaProblem,
+  sseFrames,
+  sseJson,
+  type Finding,
+  type Frame,
+  type ToolMention,
+} from '../findings.ts';
 import { asSchema, parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema, validateUIMessages, type UIMessage, type UIMessageChunk } from 'ai';
 
 /**
@@ -44,7 +55,10 @@ const TOOL_OUTPUTS = new Set(['tool-output-available', 'tool-output-error', 'too
  * earlier one; every part and tool input closed before `finish` or the end of the body (an `error`
  * or `abort` ends what is open).
  */
-function lifecycle(chunks: readonly { readonly chunk: UIMessageChunk; readonly frame: Frame }[], known: ReadonlySet<string>): { findings: Finding[]; tools: ToolMention[] } {
+function lifecycle(
+  chunks: readonly { readonly chunk: UIMessageChunk; readonly frame: Frame }[],
+  known: ReadonlySet<string>,
+): { findings: Finding[]; tools: ToolMention[] } {
   const findings: Finding[] = [];
   const tools: ToolMention[] = [];
   const open = new Map<string, Frame>();
@@ -52,7 +66,8 @@ function lifecycle(chunks: readonly { readonly chunk: UIMessageChunk; readonly f
   const announced = new Map<string, string>();
   const close = (at: Frame | undefined, why: string): void => {
     for (const [key, frame] of open) findings.push(finding('closure', `${key} opened here is never ended (${why})`, frame));
-    for (const [id, { name, frame }] of inputs) findings.push(finding('closure', `the input of tool call ${id} (${name}) opened here is never completed (${why})`, frame));
+    for (const [id, { name, frame }] of inputs)
+      findings.push(finding('closure', `the input of tool call ${id} (${name}) opened here is never completed (${why})`, frame));
     void at;
     open.clear();
     inputs.clear();
@@ -83,7 +98,8 @@ function lifecycle(chunks: readonly { readonly chunk: UIMessageChunk; readonly f
         if (streaming !== undefined) findings.push(finding('ordering', `tool-input-start for tool call ${id}, whose input is already streaming`, frame));
         inputs.set(id, { name: name ?? '', frame });
       } else if (c.type === 'tool-input-delta') {
-        if (streaming === undefined) findings.push(finding('ordering', `tool-input-delta for tool call ${id}, whose input was never started (or is complete)`, frame));
+        if (streaming === undefined)
+          findings.push(finding('ordering', `tool-input-delta for tool call ${id}, whose input was never started (or is complete)`, frame));
       } else inputs.delete(id);
       continue;
     }
@@ -137,7 +153,8 @@ export async function judgeAiSdk(body: string, turn: AiSdkTurn = {}): Promise<Ve
   let terminals = 0;
   for (const { chunk: c, frame } of read) {
     if (terminal && c.type !== 'start') findings.push(finding('ordering', `${c.type} after the terminal chunk`, frame));
-    else if (errored && c.type !== 'start' && c.type !== 'finish-step' && c.type !== 'finish') findings.push(finding('ordering', `${c.type} after an error chunk`, frame));
+    else if (errored && c.type !== 'start' && c.type !== 'finish-step' && c.type !== 'finish')
+      findings.push(finding('ordering', `${c.type} after an error chunk`, frame));
     if (c.type === 'start') {
       if (errored && !terminal) terminals++;
       terminal = false;
@@ -169,14 +186,20 @@ export async function judgeAiSdk(body: string, turn: AiSdkTurn = {}): Promise<Ve
   const warn = console.warn;
   console.warn = (...args: unknown[]) => void findings.push(finding('client', `the client warned: ${args.map(String).join(' ').slice(0, 200)}`));
   try {
-    for await (const m of readUIMessageStream({ stream, terminateOnError: true, ...(turn.message !== undefined ? { message: structuredClone(turn.message) } : {}) })) message = m;
+    for await (const m of readUIMessageStream({
+      stream,
+      terminateOnError: true,
+      ...(turn.message !== undefined ? { message: structuredClone(turn.message) } : {}),
+    }))
+      message = m;
   } catch (e) {
     streamError = errorLine(e);
   } finally {
     console.warn = warn;
   }
   // An `error` chunk ends the reading by design (terminateOnError); any other failure is the client's.
-  if (streamError !== undefined && !chunks.some((c) => c.type === 'error')) findings.push(finding('client', `the client's stream reader fails: ${streamError}`));
+  if (streamError !== undefined && !chunks.some((c) => c.type === 'error'))
+    findings.push(finding('client', `the client's stream reader fails: ${streamError}`));
   if (message !== undefined) {
     try {
       // The client answers an approval request itself (addToolApprovalResponse) before the stream
@@ -233,7 +256,9 @@ function approve(message: UIMessage): UIMessage {
     ...message,
     parts: message.parts.map((p) => {
       const part = p as { state?: string; approval?: { id: string } };
-      return part.state === 'approval-requested' && part.approval !== undefined ? ({ ...p, state: 'approval-responded', approval: { id: part.approval.id } } as typeof p) : p;
+      return part.state === 'approval-requested' && part.approval !== undefined
+        ? ({ ...p, state: 'approval-responded', approval: { id: part.approval.id } } as typeof p)
+        : p;
     }),
   };
 }

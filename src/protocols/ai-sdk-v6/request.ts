@@ -56,7 +56,12 @@ function fileBlock(part: Part): ContentBlock | undefined {
   const url = part.url ?? '';
   const mediaType = part.mediaType ?? 'application/octet-stream';
   const data = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
-  const source = data !== null && data[2] !== undefined ? { kind: 'base64' as const, media_type: data[1] ?? mediaType, data: data[3] ?? '' } : /^https?:/.test(url) ? { kind: 'url' as const, url } : undefined;
+  const source =
+    data !== null && data[2] !== undefined
+      ? { kind: 'base64' as const, media_type: data[1] ?? mediaType, data: data[3] ?? '' }
+      : /^https?:/.test(url)
+        ? { kind: 'url' as const, url }
+        : undefined;
   if (source === undefined) return undefined;
   return mediaType.startsWith('image/') ? { type: 'image', source } : { type: 'document', source };
 }

@@ -41,14 +41,24 @@ export async function driveMcp(s: McpScenario): Promise<Capture> {
   try {
     const tools = (await client.listTools()).tools;
     const tool = s.tool !== undefined ? tools.find((t) => t.name === s.tool) : tools[0];
-    if (tool === undefined) throw new DriveFailure(s.tool !== undefined ? `the server has no tool ${s.tool} (it lists ${tools.map((t) => t.name).join(', ') || 'none'})` : 'the server lists no tool');
+    if (tool === undefined)
+      throw new DriveFailure(
+        s.tool !== undefined ? `the server has no tool ${s.tool} (it lists ${tools.map((t) => t.name).join(', ') || 'none'})` : 'the server lists no tool',
+      );
     const bodies: string[] = [];
     const requestIds: (number | string)[] = [];
     for (const text of [s.message, ...(s.then !== undefined ? [s.then] : [])]) {
       received = [];
-      await client.callTool({ name: tool.name, arguments: argumentsFor(tool as never, text) }, CallToolResultSchema, { onprogress: () => undefined }).catch(() => undefined);
+      await client
+        .callTool({ name: tool.name, arguments: argumentsFor(tool as never, text) }, CallToolResultSchema, { onprogress: () => undefined })
+        .catch(() => undefined);
       const id = sentId ?? 0;
-      bodies.push(received.filter((m) => !('id' in m) || m.id === id).map((m) => `${JSON.stringify(m)}\n`).join(''));
+      bodies.push(
+        received
+          .filter((m) => !('id' in m) || m.id === id)
+          .map((m) => `${JSON.stringify(m)}\n`)
+          .join(''),
+      );
       requestIds.push(id);
     }
     // A tools/call never asks for an approval.

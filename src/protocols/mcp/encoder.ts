@@ -92,9 +92,15 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
       return p === undefined ? [state, NOTHING] : report(state, `tool ${p.tool_name}: ${progressText(p)}`);
     }
     case 'run_finish':
-      return [{ ...state, finished: true }, { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) }];
+      return [
+        { ...state, finished: true },
+        { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) },
+      ];
     case 'error':
-      return [{ ...state, finished: true }, { progress: [], result: resultOf(state, { type: 'error', value: event.message }, `agent run failed: ${event.message}`) }];
+      return [
+        { ...state, finished: true },
+        { progress: [], result: resultOf(state, { type: 'error', value: event.message }, `agent run failed: ${event.message}`) },
+      ];
     case 'reasoning_delta':
     case 'tool_call_start':
     case 'tool_call_delta':
@@ -116,7 +122,10 @@ const NOTHING: McpOutput = Object.freeze({ progress: Object.freeze([]), result: 
 
 function report(s: McpState, message: string): [McpState, McpOutput] {
   const progress = s.progress + 1;
-  return [{ ...s, progress }, { progress: [{ progress, message }], result: undefined }];
+  return [
+    { ...s, progress },
+    { progress: [{ progress, message }], result: undefined },
+  ];
 }
 
 /** The result of a run whose events stopped before its end. */
@@ -143,7 +152,11 @@ export function encodeMcp(events: readonly AgentEvent[]): { progress: McpProgres
  * The JSON-RPC messages a server sends for one `tools/call` (request id and progress token given),
  * one per line: the progress notifications, then the response.
  */
-export function frameMcp(run: { progress: readonly McpProgress[]; result: McpToolResult }, requestId: number | string = 1, progressToken: number | string = requestId): string {
+export function frameMcp(
+  run: { progress: readonly McpProgress[]; result: McpToolResult },
+  requestId: number | string = 1,
+  progressToken: number | string = requestId,
+): string {
   let out = '';
   for (const p of run.progress) {
     out += `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: p.progress, message: p.message } })}\n`;

@@ -1,13 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import {
-  CallToolResultSchema,
-  JSONRPCMessageSchema,
-  ServerNotificationSchema,
-  type CallToolResult,
-  type Progress,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, JSONRPCMessageSchema, ServerNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { describeFinding, finding, ndjsonFrames, schemaProblem, type Finding } from '../findings.ts';
 
@@ -50,18 +44,28 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
       findings.push(finding('schema', `JSONRPCMessageSchema rejects it: ${schemaProblem(m.error)}`, line));
       continue;
     }
-    const msg = value as { id?: unknown; method?: string; params?: { progressToken?: unknown; progress?: number; total?: number; message?: string }; result?: unknown };
+    const msg = value as {
+      id?: unknown;
+      method?: string;
+      params?: { progressToken?: unknown; progress?: number; total?: number; message?: string };
+      result?: unknown;
+    };
     if (msg.method !== undefined) {
       if ('id' in msg) findings.push(finding('ordering', `the server sends a request (${msg.method}) during a tools/call`, line));
       const n = ServerNotificationSchema.safeParse({ method: msg.method, params: msg.params });
       if (!n.success) findings.push(finding('schema', `ServerNotificationSchema rejects it: ${schemaProblem(n.error)}`, line));
       if (responses > 0) findings.push(finding('ordering', 'a notification after the response', line));
       if (msg.method === 'notifications/progress' && msg.params !== undefined) {
-        if (msg.params.progressToken !== progressToken) findings.push(finding('ordering', `progress for token ${JSON.stringify(msg.params.progressToken)}, not ${JSON.stringify(progressToken)}`, line));
+        if (msg.params.progressToken !== progressToken)
+          findings.push(finding('ordering', `progress for token ${JSON.stringify(msg.params.progressToken)}, not ${JSON.stringify(progressToken)}`, line));
         const p = msg.params.progress ?? 0;
         if (p <= last) findings.push(finding('ordering', `progress ${p} does not increase (was ${last})`, line));
         last = p;
-        sent.push({ progress: p, ...(msg.params.total !== undefined ? { total: msg.params.total } : {}), ...(msg.params.message !== undefined ? { message: msg.params.message } : {}) });
+        sent.push({
+          progress: p,
+          ...(msg.params.total !== undefined ? { total: msg.params.total } : {}),
+          ...(msg.params.message !== undefined ? { message: msg.params.message } : {}),
+        });
       }
       continue;
     }
@@ -85,7 +89,8 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
     const answer = raw as CallToolResult;
     const server = new McpServer({ name: 'awaken-judge', version: '0.0.0' });
     server.registerTool('agent', { description: 'replays one recorded run', inputSchema: { message: z.string() } }, async (_args, extra) => {
-      for (const p of sent) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: extra._meta?.progressToken ?? 0, ...p } });
+      for (const p of sent)
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: extra._meta?.progressToken ?? 0, ...p } });
       return answer;
     });
     const client = new Client({ name: 'awaken-judge-client', version: '0.0.0' });
@@ -106,7 +111,10 @@ export async function judgeMcp(body: string, requestId: number | string = 1, pro
 }
 
 /** The calls of one session, in order, each against its request id. */
-export async function judgeMcpTurns(bodies: readonly string[], requestIds: readonly (number | string)[] = []): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
+export async function judgeMcpTurns(
+  bodies: readonly string[],
+  requestIds: readonly (number | string)[] = [],
+): Promise<{ readonly findings: Finding[]; readonly frames: number[] }> {
   const findings: Finding[] = [];
   const frames: number[] = [];
   for (const [i, body] of bodies.entries()) {

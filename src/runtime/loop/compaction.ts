@@ -24,13 +24,23 @@ export interface CompactionHost {
  * `rewritten` told); the activity `context_compaction` reports `started`, then `compacted`,
  * `skipped` or `failed`.
  */
-export async function compactHistory(host: CompactionHost, history: Message[], context: NonNullable<ResolvedAgent['context']>, rewritten: () => void): Promise<Halt | undefined> {
+export async function compactHistory(
+  host: CompactionHost,
+  history: Message[],
+  context: NonNullable<ResolvedAgent['context']>,
+  rewritten: () => void,
+): Promise<Halt | undefined> {
   // One id, drawn only when a compaction fires: the activity's and the summary message's.
   let activityId: string | undefined;
   const idOf = (): string => (activityId ??= host.env.ids.next('message'));
   const report = (content: Record<string, JsonValue>): Promise<void> =>
     Promise.resolve(host.emit({ event_type: 'activity_snapshot', message_id: idOf(), activity_type: 'context_compaction', content, replace: true }));
-  const outcome = await autocompact(history, context, { model: host.resolved.modelName, summaryId: idOf, onStart: (pre) => report({ status: 'started', pre_tokens: pre }), signal: host.signal });
+  const outcome = await autocompact(history, context, {
+    model: host.resolved.modelName,
+    summaryId: idOf,
+    onStart: (pre) => report({ status: 'started', pre_tokens: pre }),
+    signal: host.signal,
+  });
   if (outcome === undefined) return undefined;
   if (host.signal.aborted) return cancelled();
   if (outcome.status !== 'compacted') {
@@ -40,7 +50,9 @@ export async function compactHistory(host: CompactionHost, history: Message[], c
   history.splice(0, history.length, ...outcome.history);
   rewritten();
   const previous = host.phase.store.snapshot().get(CompactionStateKey);
-  const halt = await host.submit(StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }));
+  const halt = await host.submit(
+    StateCommand.empty().update(CompactionStateKey, { total_compactions: (previous?.total_compactions ?? 0) + 1, last: outcome.record }),
+  );
   if (halt !== undefined) return halt;
   await report({ status: 'compacted', ...outcome.record });
   return undefined;

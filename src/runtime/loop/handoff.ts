@@ -30,7 +30,11 @@ export function handoffOf(
   let next = base;
   if (target !== undefined) {
     const r = reresolve?.(target, base);
-    if (r === undefined || !r.ok) return { type: 'blocked', termination: TerminationReasons.blocked(`handoff resolve failed: ${r === undefined ? 'no resolver' : describeResolveError(r.error)}`) };
+    if (r === undefined || !r.ok)
+      return {
+        type: 'blocked',
+        termination: TerminationReasons.blocked(`handoff resolve failed: ${r === undefined ? 'no resolver' : describeResolveError(r.error)}`),
+      };
     next = r.value;
   }
   const swapped = phase.swapEnv(next.executionEnv);

@@ -108,7 +108,13 @@ export class Inferences {
     const report = request.contextReport;
     if (report !== undefined && contextChanged(report)) {
       const host = this.#host;
-      const wait = host.emit({ event_type: 'activity_snapshot', message_id: host.env.ids.next('message'), activity_type: 'context_window', content: { ...report }, replace: true });
+      const wait = host.emit({
+        event_type: 'activity_snapshot',
+        message_id: host.env.ids.next('message'),
+        activity_type: 'context_window',
+        content: { ...report },
+        replace: true,
+      });
       if (wait !== undefined) return wait.then(() => this.#timed(request));
     }
     return this.#timed(request);
@@ -245,7 +251,12 @@ export class Inferences {
   }
 
   /** The inference a read ended with: cancelled, failed, or its result with its calls announced ready (`tool_call_ready`). */
-  #inferred(end: ReadEnd, iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Inference | Promise<Inference> {
+  #inferred(
+    end: ReadEnd,
+    iterator: AsyncIterator<StreamPart>,
+    acc: StreamAccumulator,
+    started: { id: string; name: string }[],
+  ): Inference | Promise<Inference> {
     if (end === ABORTED) {
       void iterator.return?.();
       return { result: acc.finish({ cancelled: true }), cancelled: true, started };

@@ -84,7 +84,8 @@ async function awaitDecisions(host: SuspensionHost, source: DecisionSource, batc
       if (target !== undefined) pending.set(target, d.decision);
     }
     const suspended = batch.suspendedIds();
-    const ready = host.resolved.toolExecution.decisionReplay === 'batch_all_suspended' ? suspended.every((id) => pending.has(id)) : suspended.some((id) => pending.has(id));
+    const ready =
+      host.resolved.toolExecution.decisionReplay === 'batch_all_suspended' ? suspended.every((id) => pending.has(id)) : suspended.some((id) => pending.has(id));
     if (!ready) continue;
     source.onSuspended(undefined);
     try {

@@ -74,7 +74,9 @@ export class RunAdoption {
       // The agent a revived run resolves to when the store names none: the runtime's first, as at `start`.
       const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
       const launched = await launcher.launch(threadId, runId, stored.agent_id, owner, [], 'waiting', (sink) =>
-        observer === undefined ? revive(sink) : observer.observe({ threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true }, revive, sink),
+        observer === undefined
+          ? revive(sink)
+          : observer.observe({ threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true }, revive, sink),
       );
       if (!launched.ok) {
         logger.error('parked run could not be revived', { run: runId, thread: threadId, error: launched.error.message });

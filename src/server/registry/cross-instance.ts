@@ -163,7 +163,8 @@ export class RunControl {
       if ((await store.getRun(run))?.status !== 'waiting') return { ok: true, value: { runId: run } };
       const lease = await leases.get(threadId);
       // Renewed by the same holder: it is alive and has the message (a takeover by a sweep is not that).
-      if (lease !== undefined && before !== undefined && lease.run_id === run && lease.owner === before.owner && lease.until > before.until) return { ok: true, value: { runId: run } };
+      if (lease !== undefined && before !== undefined && lease.run_id === run && lease.owner === before.owner && lease.until > before.until)
+        return { ok: true, value: { runId: run } };
       if (await this.#host.adopt(run)) return this.decide(run, decisions, messages);
       await new Promise((r) => setTimeout(r, 25));
     }

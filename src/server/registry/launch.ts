@@ -75,7 +75,9 @@ export class RunLauncher {
     };
     const started = await begin(sink);
     if (!started.ok) {
-      await this.#host.releaseLease(threadId, runId).catch((e: unknown) => logger.error('lease not released', { thread: threadId, run: runId, ...errorFields(e) }));
+      await this.#host
+        .releaseLease(threadId, runId)
+        .catch((e: unknown) => logger.error('lease not released', { thread: threadId, run: runId, ...errorFields(e) }));
       return fail({ code: 'start_failed', message: 'message' in started.error ? String(started.error.message) : started.error.code });
     }
     const handle = started.value;
@@ -131,12 +133,16 @@ export class RunLauncher {
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
   #finish(run: LiveRun, crash: string | undefined): void {
     if (!run.terminalSeen) {
-      const termination = run.stopRequested ? { type: 'cancelled' as const } : { type: 'error' as const, value: crash ?? 'the run ended without a terminal event' };
+      const termination = run.stopRequested
+        ? { type: 'cancelled' as const }
+        : { type: 'error' as const, value: crash ?? 'the run ended without a terminal event' };
       void this.#record(run, { event_type: 'run_finish', thread_id: run.threadId, run_id: run.runId, termination });
     }
     run.status = 'done';
     this.#host.logs.ended(run.threadId);
-    run.released = this.#host.releaseLease(run.threadId, run.runId).catch((e: unknown) => this.#host.logger.error('lease not released', { thread: run.threadId, run: run.runId, ...errorFields(e) }));
+    run.released = this.#host
+      .releaseLease(run.threadId, run.runId)
+      .catch((e: unknown) => this.#host.logger.error('lease not released', { thread: run.threadId, run: run.runId, ...errorFields(e) }));
     // A finished run lives on in the store; the registry keeps only what is live.
     this.#host.runs.remove(run);
     this.#host.logs.evictIdle();

@@ -81,7 +81,9 @@ export class RegistryShutdown {
     if (ended === 'late') {
       for (const r of runs.filter((x) => x.status !== 'done')) {
         logger.warn('run still going at shutdown: marked interrupted, its thread released', { run: r.runId, thread: r.threadId });
-        await store.finishRun(r.runId, { type: 'error', value: 'interrupted: the server shut down while the run was going' }, env.clock.now()).catch(() => false);
+        await store
+          .finishRun(r.runId, { type: 'error', value: 'interrupted: the server shut down while the run was going' }, env.clock.now())
+          .catch(() => false);
         await leases.release(r.threadId, r.runId).catch(() => undefined);
       }
     } else {

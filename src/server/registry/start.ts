@@ -10,7 +10,16 @@ import { storedRun } from '../stored-runs.ts';
 import type { ThreadLocks } from '../thread-locks.ts';
 import type { RunLauncher } from './launch.ts';
 import type { LiveRuns } from './live-runs.ts';
-import { fail, type ConcurrencyPolicy, type RegistryError, type RegistryResult, type RunObserver, type RunStarter, type StartRequest, type StartedRun } from './types.ts';
+import {
+  fail,
+  type ConcurrencyPolicy,
+  type RegistryError,
+  type RegistryResult,
+  type RunObserver,
+  type RunStarter,
+  type StartRequest,
+  type StartedRun,
+} from './types.ts';
 
 /** What starting a run needs of the registry it serves. */
 export interface StartHost {
@@ -52,7 +61,8 @@ export class RunStart {
 
   async #start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
     const { store, env, logger, leases, runtime } = this.#host;
-    if (this.#host.closing()) return fail({ code: 'shutting_down', message: 'the server is shutting down: try again on another instance or after its restart' });
+    if (this.#host.closing())
+      return fail({ code: 'shutting_down', message: 'the server is shutting down: try again on another instance or after its restart' });
     // With access control, a start claims a new thread for its principal; another's thread is not there.
     if (!(await mayReach(store, request.threadId, 'write'))) return fail({ code: 'thread_not_found', message: `thread not found: ${request.threadId}` });
     const owner = await store.threadOwner(request.threadId);
@@ -100,7 +110,9 @@ export class RunStart {
       );
     const observer = this.#host.observer;
     const launched = await this.#host.launcher.launch(request.threadId, runId, agentId, owner, request.messages, 'running', (sink) =>
-      observer === undefined ? start(sink) : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages, ...(owner !== undefined ? { owner } : {}) }, start, sink),
+      observer === undefined
+        ? start(sink)
+        : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages, ...(owner !== undefined ? { owner } : {}) }, start, sink),
     );
     if (!launched.ok) return launched;
     const { run, done } = launched.value;
@@ -134,9 +146,11 @@ export class RunStart {
     await leases.requestCancel(holder.run_id);
     await this.#host.relay?.bus.send({ action: 'cancel', runId: holder.run_id });
     const stolen = await leases.take(request.threadId, runId, true);
-    if (!stolen.ok) return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${stolen.holder.run_id}`, runId: stolen.holder.run_id });
+    if (!stolen.ok)
+      return fail({ code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${stolen.holder.run_id}`, runId: stolen.holder.run_id });
     if (stored !== undefined && stored.status !== 'done') {
-      for (let i = Math.ceil(leases.ttlMs / 25); i > 0 && (await store.getRun(holder.run_id))?.status !== 'done'; i--) await new Promise((r) => setTimeout(r, 25));
+      for (let i = Math.ceil(leases.ttlMs / 25); i > 0 && (await store.getRun(holder.run_id))?.status !== 'done'; i--)
+        await new Promise((r) => setTimeout(r, 25));
     }
     return { ok: true, value: undefined };
   }
@@ -150,7 +164,8 @@ export class RunStart {
     if (parked && request.discardPause !== true) {
       return { code: 'thread_paused', message: `thread ${request.threadId} is waiting for a decision on run ${other.runId}`, runId: other.runId };
     }
-    if (!parked && this.#host.policy === 'reject') return { code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${other.runId}`, runId: other.runId };
+    if (!parked && this.#host.policy === 'reject')
+      return { code: 'thread_busy', message: `thread ${request.threadId} has a run in flight: ${other.runId}`, runId: other.runId };
     return undefined;
   }
 }

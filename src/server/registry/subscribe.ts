@@ -43,7 +43,12 @@ export class Subscriptions {
    * messages: the stored history (committed at every step end), plus the input of the run in flight
    * when its first step has not been committed yet.
    */
-  async subscribe(threadId: string, since: number | undefined, onItem: (item: LogItem) => void, options: { readonly scope?: 'thread' | 'run' } = {}): Promise<() => void> {
+  async subscribe(
+    threadId: string,
+    since: number | undefined,
+    onItem: (item: LogItem) => void,
+    options: { readonly scope?: 'thread' | 'run' } = {},
+  ): Promise<() => void> {
     const { store, relay, logs, runs } = this.#host;
     if (!(await mayReach(store, threadId, 'read')) && runs.visible(runs.current(threadId)) === undefined) {
       throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });

@@ -189,7 +189,9 @@ export class ThreadLogs {
     for (const end of [...(this.#forgotten.get(threadId) ?? [])]) end();
     this.#forgotten.delete(threadId);
     if (log !== undefined && !this.#publishing.has(threadId)) this.#evict(threadId, log.lastSeq);
-    await this.#host.relay?.bus.forget(threadId).catch((e: unknown) => this.#host.logger.error('shared log of a deleted thread not dropped', { thread: threadId, ...errorFields(e) }));
+    await this.#host.relay?.bus
+      .forget(threadId)
+      .catch((e: unknown) => this.#host.logger.error('shared log of a deleted thread not dropped', { thread: threadId, ...errorFields(e) }));
   }
 
   /**

@@ -52,7 +52,14 @@ export type RunStarter = (sink: RunSink) => ReturnType<AgentRuntime['start']>;
 export interface RunObserver {
   /** `owner`: the principal the thread belongs to as the run starts (absent: none does). */
   observe(
-    run: { readonly threadId: string; readonly runId: string; readonly agentId: string; readonly messages: readonly Message[]; readonly owner?: string; readonly resumed?: boolean },
+    run: {
+      readonly threadId: string;
+      readonly runId: string;
+      readonly agentId: string;
+      readonly messages: readonly Message[];
+      readonly owner?: string;
+      readonly resumed?: boolean;
+    },
     start: RunStarter,
     sink: Parameters<RunStarter>[0],
   ): ReturnType<RunStarter>;
@@ -63,7 +70,11 @@ export interface RunObserver {
  * runs, tokens and tool calls from them. `at`: the registry's clock then; `startedAt`: when this
  * instance took the run up (its start, or its revival).
  */
-export type RunWatcher = (run: { readonly runId: string; readonly threadId: string; readonly agentId: string; readonly startedAt: number }, event: AgentEvent, at: number) => void;
+export type RunWatcher = (
+  run: { readonly runId: string; readonly threadId: string; readonly agentId: string; readonly startedAt: number },
+  event: AgentEvent,
+  at: number,
+) => void;
 
 /** Why the registry refused to start or steer a run. */
 export type RegistryError =

@@ -213,24 +213,29 @@ export class RunLoop implements BatchHost {
     andThen(this.emit({ event_type: 'error', message: event.message, code: event.code }), () => undefined);
   readonly #ran = (stop: TerminationReason | undefined | void): LoopInput => ranOf(stop ?? undefined);
 
+  /** What came of a part that went on (`undefined`: nothing to report, the common case, answered without a call) or stopped, now or later. */
+  #went(outcome: MaybePromise<TerminationReason | undefined | void> | undefined): MaybePromise<LoopInput> {
+    return outcome === undefined ? RAN : andThen(outcome, this.#ran);
+  }
+
   /** Does one `next` of the machine. */
   #do(step: LoopStep): MaybePromise<LoopInput> {
     const next = step.next;
     switch (next.type) {
       case 'commit':
-        return andThen(this.submit(lifecycleCommand(step.commands, this.runId, this.env.clock.now())), this.#ran);
+        return this.#went(this.submit(lifecycleCommand(step.commands, this.runId, this.env.clock.now())));
       case 'emit_run_start':
         return andThen(this.emit(this.runStart()), () => (this.signal.aborted ? RAN_CANCELLED : RAN));
       case 'phase':
-        return andThen(this.#phase(next.phase, next.cancellable), this.#ran);
+        return this.#went(this.#phase(next.phase, next.cancellable));
       case 'checkpoint':
-        return andThen(this.checkpoint(undefined), this.#ran);
+        return this.#went(this.checkpoint(undefined));
       case 'abort_check':
         return this.signal.aborted ? RAN_CANCELLED : RAN;
       case 'handoff':
-        return andThen(this.#handoff(), this.#ran);
+        return this.#went(this.#handoff());
       case 'emit_step_start':
-        return andThen(this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') }), this.#ran);
+        return this.#went(this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') }));
       case 'check': {
         const stop = this.checkTermination();
         return stop === undefined ? CHECKED : { type: 'checked', stop };
@@ -238,28 +243,28 @@ export class RunLoop implements BatchHost {
       case 'request_inputs':
         this.#inference = undefined;
         this.#text = undefined;
-        return andThen(this.#requestInputs(), this.#ran);
+        return this.#went(this.#requestInputs());
       case 'compact':
-        return andThen(this.#autocompact(), this.#ran);
+        return this.#went(this.#autocompact());
       case 'infer':
         return this.#infer(next.continuation);
       case 'close_started':
-        return andThen(this.#closeCalls((this.#inference as Inference).started, INTERRUPTED), this.#ran);
+        return this.#went(this.#closeCalls((this.#inference as Inference).started, INTERRUPTED));
       case 'answer':
         return this.#answer();
       case 'batch':
         return this.#runBatch();
       case 'publish':
-        return andThen(this.#publish(this.#batch as ToolBatch, true), this.#ran);
+        return this.#went(this.#publish(this.#batch as ToolBatch, true));
       case 'complete_step':
-        return andThen(this.#completeStep(), this.#ran);
+        return this.#went(this.#completeStep());
       case 'close_open':
         // Whatever interrupted the step, every call it announced is closed before the step ends.
-        return this.#open.size > 0 ? andThen(this.#closeCalls(this.#open.list(), INTERRUPTED), this.#ran) : RAN;
+        return this.#open.size > 0 ? this.#went(this.#closeCalls(this.#open.list(), INTERRUPTED)) : RAN;
       case 'snapshot':
-        return andThen(this.emitSnapshot(), this.#ran);
+        return this.#went(this.emitSnapshot());
       case 'emit_step_end':
-        return andThen(this.emit({ event_type: 'step_end' }), this.#ran);
+        return this.#went(this.emit({ event_type: 'step_end' }));
       case 'loop_control':
         return this.#loopControl();
       case 'park':

@@ -243,7 +243,7 @@ const BARE: Readonly<Record<LoopStage, LoopState>> = Object.freeze(
 );
 
 /** The next a bare state at each stage asks for, as one step made once (the stages whose next depends on more are absent). */
-const BARE_NEXT: Readonly<Partial<Record<LoopStage, LoopNext>>> = Object.freeze({
+const BARE_NEXT = Object.freeze({
   announced: N.emit_run_start,
   run_started: N.run_start,
   written: N.checkpoint,
@@ -268,13 +268,31 @@ const BARE_NEXT: Readonly<Partial<Record<LoopStage, LoopNext>>> = Object.freeze(
   emit_step_end: N.emit_step_end,
   control: N.loop_control,
   parked: N.park,
-});
+} satisfies Partial<Record<LoopStage, LoopNext>>);
 
-const BARE_STEP: Readonly<Partial<Record<LoopStage, LoopStep>>> = Object.freeze(
+const BARE_STEP: Readonly<Record<keyof typeof BARE_NEXT, LoopStep>> = Object.freeze(
   Object.fromEntries(
     Object.entries(BARE_NEXT).map(([at, next]) => [at, Object.freeze({ state: BARE[at as LoopStage], commands: NONE, events: NONE, next })]),
-  ) as Partial<Record<LoopStage, LoopStep>>,
+  ) as unknown as Record<keyof typeof BARE_NEXT, LoopStep>,
 );
+
+const isBare = (s: LoopState): boolean =>
+  s.stop === undefined && s.halted === undefined && !s.failed && s.continuations === 0 && s.inference === undefined && s.blocked === undefined;
+
+/**
+ * `s` moved to the stage of `target` (a step made once, read by name at the call: no lookup by a
+ * computed key), asking for `target`'s next: `target` itself when nothing is found yet.
+ */
+function moveTo(s: LoopState, target: LoopStep): LoopStep {
+  if (isBare(s)) return target;
+  const at = target.state.at;
+  return {
+    state: { at, stop: s.stop, halted: s.halted, failed: s.failed, continuations: s.continuations, inference: s.inference, blocked: s.blocked },
+    commands: NONE,
+    events: NONE,
+    next: target.next,
+  };
+}
 
 /** A state: the bare one of its stage when nothing is found, else a new one (always of one shape, so the code reading it stays fast). */
 function make(
@@ -298,10 +316,6 @@ function move(s: LoopState, at: LoopStage): LoopState {
 }
 
 function out(s: LoopState, next: LoopNext, commands: readonly LoopCommand[] = NONE, events: readonly LoopEvent[] = NONE): LoopStep {
-  if (commands === NONE && events === NONE) {
-    const bare = BARE_STEP[s.at];
-    if (bare !== undefined && bare.state === s && bare.next === next) return bare;
-  }
   return { state: s, commands, events, next };
 }
 
@@ -364,47 +378,47 @@ export function advanceStep(s: LoopState, input: LoopInput): LoopStep {
 function ran(s: LoopState, stop: TerminationReason | undefined): LoopStep {
   switch (s.at) {
     case 'begun':
-      return stop !== undefined ? end(s, stop) : out(move(s, 'announced'), N.emit_run_start);
+      return stop !== undefined ? end(s, stop) : moveTo(s, BARE_STEP.announced);
     case 'announced':
-      return stop !== undefined ? end(s, stop) : out(move(s, 'run_started'), N.run_start);
+      return stop !== undefined ? end(s, stop) : moveTo(s, BARE_STEP.run_started);
     case 'run_started':
-      return stop !== undefined ? end(s, stop) : out(move(s, 'written'), N.checkpoint);
+      return stop !== undefined ? end(s, stop) : moveTo(s, BARE_STEP.written);
     case 'written':
       return stop !== undefined ? end(s, stop) : boundary(s);
     case 'boundary':
       // Cancelled between steps: the run ends at once, no step begun, no ContinueRun asked.
-      return stop !== undefined ? end(s, stop) : out(move(s, 'handoff'), N.handoff);
+      return stop !== undefined ? end(s, stop) : moveTo(s, BARE_STEP.handoff);
     case 'handoff':
-      return stop !== undefined ? control(s, stop) : out(move(s, 'step_start'), N.emit_step_start);
+      return stop !== undefined ? control(s, stop) : moveTo(s, BARE_STEP.step_start);
     case 'step_start':
-      return out(move(s, 'step_phase'), N.step_start_phase);
+      return moveTo(s, BARE_STEP.step_phase);
     case 'step_phase':
-      return stop !== undefined ? endStep(s, stop) : out(move(s, 'check_started'), N.check);
+      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_started);
     case 'inputs':
-      return stop !== undefined ? endStep(s, stop) : out(move(s, 'check_inputs'), N.check);
+      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_inputs);
     case 'compact':
-      return stop !== undefined ? endStep(s, stop) : out(move(s, 'infer'), N.infer);
+      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.infer);
     case 'closed':
       return s.inference?.cancelled === true ? endStep(s, TerminationReasons.cancelled()) : out(move(s, 'after'), N.after_inference);
     case 'after':
-      return stop !== undefined ? endStep(s, stop) : out(move(s, 'check_after'), N.check);
+      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_after);
     case 'answer':
       return endStep(s, s.stop ?? TerminationReasons.naturalEnd());
     case 'suspending':
       return endStep(s, stop ?? TerminationReasons.suspended());
     case 'publish':
       if (stop !== undefined) return endStep(s, stop);
-      return s.blocked !== undefined ? endStep(s, TerminationReasons.blocked(s.blocked)) : out(move(s, 'check_published'), N.check);
+      return s.blocked !== undefined ? endStep(s, TerminationReasons.blocked(s.blocked)) : moveTo(s, BARE_STEP.check_published);
     case 'complete_step':
-      return endStage(s, stop, 'close_open', N.close_open);
+      return endStage(s, stop, BARE_STEP.close_open);
     case 'close_open':
-      return endStage(s, stop, 'step_end', N.step_end_phase);
+      return endStage(s, stop, BARE_STEP.step_end);
     case 'step_end':
-      return endStage(s, stop, 'checkpoint', N.checkpoint);
+      return endStage(s, stop, BARE_STEP.checkpoint);
     case 'checkpoint':
-      return endStage(s, stop, 'snapshot', N.snapshot);
+      return endStage(s, stop, BARE_STEP.snapshot);
     case 'snapshot':
-      return endStage(s, stop, 'emit_step_end', N.emit_step_end);
+      return endStage(s, stop, BARE_STEP.emit_step_end);
     case 'emit_step_end':
       return control(s, stepOutcome(s));
     case 'check_started':
@@ -424,8 +438,8 @@ function ran(s: LoopState, stop: TerminationReason | undefined): LoopStep {
 
 function checked(s: LoopState, stop: TerminationReason | undefined): LoopStep {
   // `EXPECTS` lets a `checked` answer reach only the four stages that ask for a check.
-  if (s.at === 'check_started') return stop !== undefined ? endStep(s, stop) : out(move(s, 'inputs'), N.request_inputs);
-  if (s.at === 'check_inputs') return stop !== undefined ? endStep(s, stop) : out(move(s, 'compact'), N.compact);
+  if (s.at === 'check_started') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.inputs);
+  if (s.at === 'check_inputs') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.compact);
   if (s.at === 'check_after') return afterChecked(s, stop);
   if (s.at === 'check_published') return endStep(s, stop);
   return invalid(s, { type: 'checked', stop });
@@ -478,9 +492,10 @@ function endStep(s: LoopState, stop: TerminationReason | undefined, events: read
 }
 
 /** A stage of the step's end went through: its halt kept if it is the first, then the next stage. */
-function endStage(s: LoopState, stop: TerminationReason | undefined, at: LoopStage, next: LoopNext): LoopStep {
+function endStage(s: LoopState, stop: TerminationReason | undefined, target: LoopStep): LoopStep {
   const first = s.halted ?? (isHalt(stop) ? stop : undefined);
-  return out(first === s.halted ? move(s, at) : make(at, s.stop, first, s.failed, s.continuations, s.inference, s.blocked), next);
+  if (first === s.halted) return moveTo(s, target);
+  return out(make(target.state.at, s.stop, first, s.failed, s.continuations, s.inference, s.blocked), target.next);
 }
 
 /** A step ends with its own termination when it has one that is a halt, or no halt came of its end; else with that halt. */

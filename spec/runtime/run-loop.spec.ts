@@ -24,12 +24,12 @@ const finishOf = (events: readonly AgentEvent[]) =>
   events.filter((e) => e.event_type === 'run_finish').at(-1) as Extract<AgentEvent, { event_type: 'run_finish' }>;
 
 describe('the run loop interprets the step machine (src/runtime/run-loop.ts)', () => {
-  it('a sink failing inside a step: the step is closed, its end run again from its start, the run ends with the failure, one run_finish', async () => {
+  it("a sink failing inside a step: the step is closed, its end runs with the failure as the step's end, the run ends with it, one run_finish", async () => {
     const h = harness([{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'a' } }] }, { text: 'done' }]);
     const sink = failingSink('tool_call_ready');
     const r = await h.runtime.run({ messages: go }, sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'error', value: 'sink failed on tool_call_ready' });
-    // The announced call is closed as interrupted, and the step's end runs once more in full.
+    // The announced call is closed as interrupted, and the step's end runs in full.
     expect(types(sink.events).slice(types(sink.events).indexOf('tool_call_ready'))).toEqual([
       'tool_call_ready',
       'tool_call_done',
@@ -59,6 +59,22 @@ describe('the run loop interprets the step machine (src/runtime/run-loop.ts)', (
     const r = await h.runtime.run({ messages: go }, sink);
     expect(r.ok && r.value.termination).toEqual({ type: 'error', value: 'sink failed on step_start' });
     expect(types(sink.events)).toEqual(['run_start', 'step_start', 'state_snapshot', 'run_finish']);
+    expect(h.llm.requests).toHaveLength(0);
+  });
+
+  it('the first step starts once the run is registered: a hook of that step can cancel the run by its thread', async () => {
+    const h = harness([{ text: 'never asked' }]);
+    const events: AgentEvent[] = [];
+    let cancelled: boolean | undefined;
+    const sink: EventSink = {
+      emit(event: AgentEvent): void {
+        events.push(event);
+        if (event.event_type === 'step_start') cancelled = h.runtime.cancel('t1');
+      },
+    };
+    const r = await h.runtime.run({ threadId: 't1', messages: go }, sink);
+    expect(cancelled).toBe(true);
+    expect(r.ok && r.value.termination).toEqual({ type: 'cancelled' });
     expect(h.llm.requests).toHaveLength(0);
   });
 

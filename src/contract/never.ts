@@ -7,3 +7,13 @@
 export function unreachable(value: never, what = 'value'): never {
   throw new Error(`unexpected ${what}: ${JSON.stringify(value)}`);
 }
+
+/**
+ * The end of a `switch` over a union whose values may come from outside the types: a frame another
+ * (newer) instance wrote, a record a store or a transcript holds. A member the types do not know is
+ * passed over, as a reader of a newer writer must; it is still `never` here, so a member added to
+ * the union and forgotten remains a compile error where the switch is.
+ */
+export function passOver(_value: never): undefined {
+  return undefined;
+}

@@ -1,5 +1,4 @@
 import type { InferenceExecutionError, ToolError } from '../contract/errors.ts';
-import { unreachable } from '../contract/never.ts';
 
 export function describeInferenceError(e: InferenceExecutionError): string {
   switch (e.code) {
@@ -11,8 +10,12 @@ export function describeInferenceError(e: InferenceExecutionError): string {
       return `timeout: ${e.message}`;
     case 'cancelled':
       return 'cancelled';
-    default:
-      return unreachable(e);
+    default: {
+      // A code from outside the types (a transcript or a record written elsewhere) is shown as it came.
+      const unknown: never = e;
+      const { code, message } = unknown as { readonly code: unknown; readonly message: unknown };
+      return `${String(code)}: ${String(message)}`;
+    }
   }
 }
 
@@ -29,7 +32,11 @@ export function describeToolError(e: ToolError): string {
       return `Not found: ${e.message}`;
     case 'internal':
       return `Internal error: ${e.message}`;
-    default:
-      return unreachable(e);
+    default: {
+      // A code from outside the types (a transcript or a record written elsewhere) is shown as it came.
+      const unknown: never = e;
+      const { code, message } = unknown as { readonly code: unknown; readonly message: unknown };
+      return `${String(code)}: ${String(message)}`;
+    }
   }
 }

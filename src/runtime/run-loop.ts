@@ -45,6 +45,7 @@ const RAN_CANCELLED: LoopInput = Object.freeze({ type: 'ran', stop: TerminationR
 const ranOf = (stop: TerminationReason | undefined): LoopInput => (stop === undefined ? RAN : { type: 'ran', stop });
 const threwOf = (e: unknown): LoopInput => ({ type: 'threw', message: e instanceof Error ? e.message : String(e) });
 const isFinal = (step: LoopStep): boolean => step.next.type === 'end' || step.next.type === 'leave' || step.next.type === 'invalid';
+const isFinalOrBoundary = (step: LoopStep): boolean => isFinal(step) || step.next.type === 'abort_check';
 
 /**
  * One run of the loop (book: Run 生命周期与 Phases; core-spec §3): the interpreter of the step
@@ -181,9 +182,18 @@ export class RunLoop implements BatchHost {
     return this.#run(revivedRun());
   }
 
+  /**
+   * The run's begin goes out at once, as its owner starts it; its steps start a turn of the
+   * microtask queue later, once the owner has registered the run and holds its handle (a hook of the
+   * first step may cancel it, or ask whether its thread is busy).
+   */
   #run(first: LoopStep): Promise<AgentRunResult> {
-    return Promise.resolve(drive(first, this.#turn, isFinal)).then(this.#conclude);
+    return Promise.resolve(drive(first, this.#turn, isFinalOrBoundary))
+      .then(this.#steps_)
+      .then(this.#conclude);
   }
+
+  readonly #steps_ = (at: LoopStep): MaybePromise<LoopStep> => (isFinal(at) ? at : drive(at, this.#turn, isFinal));
 
   /** The run's end as the machine left it: finished, left (its stream already ended), or failed by a fault of the interpreter. */
   readonly #conclude = (last: LoopStep): Promise<AgentRunResult> | AgentRunResult => {

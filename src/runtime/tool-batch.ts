@@ -581,8 +581,11 @@ function gateOf(w: ToolIntercept, call: ToolCall): Gate {
       const result = ToolResultSchema.safeParse(w.result);
       return result.success ? { type: 'set_result', result: result.data } : { type: 'block', reason: `invalid intercept result: ${result.error.message}` };
     }
-    default:
-      return unreachable(w, 'intercept');
+    default: {
+      // An intercept the types do not know (data cast past them) blocks the call rather than failing the step.
+      const unknown: never = w;
+      return { type: 'block', reason: `unknown intercept ${JSON.stringify(unknown)}` };
+    }
   }
 }
 

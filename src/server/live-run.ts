@@ -7,7 +7,7 @@ import type { RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
 import { ToolCallStates } from '../runtime/loop-keys.ts';
 import { ToolBatchKey } from '../runtime/tool-batch.ts';
 import type { Logger } from './log.ts';
-import { unreachable } from '../contract/never.ts';
+import { passOver } from '../contract/never.ts';
 
 // A run as the registry holds it while it is in flight or parked on this instance, and what it learns
 // of the run from the run's own events (`trackEvent`) or, for a run parked elsewhere, from the store.
@@ -121,7 +121,8 @@ export function trackEvent(run: LiveRun, event: AgentEvent, logger: Logger): voi
     case 'state_delta':
       break;
     default:
-      unreachable(event);
+      // An event type this version does not know (a newer instance's frame) is not shown.
+      passOver(event);
   }
 }
 

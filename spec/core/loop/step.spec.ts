@@ -247,6 +247,127 @@ describe('the step machine (src/core/loop/step.ts)', () => {
     expect(controlled(undefined, false)).toEqual({ type: 'abort_check' });
   });
 
+  describe('each rule, on a scripted run', () => {
+    type Key = string;
+    const keyOf = (n: LoopNext): Key => (n.type === 'phase' ? `phase:${n.phase}` : n.type);
+    const ran = (stop?: TerminationReason): LoopInput => ({ type: 'ran', stop });
+    const inferred = (over: Partial<Extract<LoopInput, { type: 'inferred' }>> = {}): LoopInput => ({
+      type: 'inferred',
+      cancelled: false,
+      failure: undefined,
+      truncated: false,
+      maxContinuations: 0,
+      toolCalls: 0,
+      toleratesErrors: false,
+      ...over,
+    });
+    /** Drives a run from its start: each next takes the first answer queued for it, else the plain one; the trace of nexts and the last. */
+    const script = (answers: Record<Key, LoopInput[]>, first: LoopStep = beginRun()): { trace: Key[]; last: LoopNext; events: string[] } => {
+      const trace: Key[] = [];
+      const events: string[] = [];
+      let s = first;
+      for (let i = 0; i < 400 && !['end', 'leave', 'invalid'].includes(s.next.type); i++) {
+        const key = keyOf(s.next);
+        trace.push(key);
+        for (const e of s.events) events.push(e.event_type);
+        const plain: LoopInput =
+          key === 'check'
+            ? { type: 'checked', stop: undefined }
+            : key === 'infer'
+              ? inferred()
+              : key === 'batch'
+                ? { type: 'batched', stop: undefined, waiting: false, blocked: undefined }
+                : key === 'loop_control'
+                  ? { type: 'controlled', present: false, stop: undefined }
+                  : key === 'park'
+                    ? { type: 'parked', left: undefined, stop: undefined }
+                    : ran();
+        s = advanceStep(s.state, answers[key]?.shift() ?? plain);
+      }
+      return { trace, last: s.next, events };
+    };
+    const error = (m: string): TerminationReason => TerminationReasons.error(m);
+    const count = (trace: readonly Key[], key: Key): number => trace.filter((k) => k === key).length;
+
+    it("the first halt of a step's end is its end, not a later one", () => {
+      const r = script({ complete_step: [ran(error('first'))], 'phase:step_end': [ran(error('second'))] });
+      expect(r.last).toEqual({ type: 'end', termination: error('first') });
+    });
+
+    it('a stop the state holds after StepStart ends the step before its request', () => {
+      const r = script({ check: [{ type: 'checked', stop: TerminationReasons.stopped('max_rounds') }] });
+      expect(r.trace).not.toContain('request_inputs');
+      expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.stopped('max_rounds') });
+    });
+
+    it('a failed inference ends the run with its error event, unless a consecutive-errors policy bounds failures (then another step)', () => {
+      const failure = { message: 'provider down', code: 'provider' };
+      const ended = script({ infer: [inferred({ failure })] });
+      expect(ended.events).toEqual(['error']);
+      expect(ended.last).toEqual({ type: 'end', termination: error('provider down') });
+      const tolerated = script({ infer: [inferred({ failure, toleratesErrors: true })] });
+      expect(tolerated.events).toEqual([]);
+      expect(count(tolerated.trace, 'emit_step_start')).toBe(2);
+    });
+
+    it('a failure of foreign code inside a step runs its end once, and ends the run with the failure over any halt of the end', () => {
+      const r = script({ compact: [{ type: 'threw', message: 'sink failed' }], checkpoint: [ran(), ran(error('store refused'))] });
+      expect(count(r.trace, 'complete_step')).toBe(1);
+      expect(count(r.trace, 'emit_step_end')).toBe(1);
+      expect(r.last).toEqual({ type: 'end', termination: error('sink failed') });
+    });
+
+    it('a failure while a step ends runs its end again from its start, then ends the run with that failure', () => {
+      const r = script({ snapshot: [{ type: 'threw', message: 'sink failed' }] });
+      expect(count(r.trace, 'complete_step')).toBe(2);
+      expect(count(r.trace, 'emit_step_end')).toBe(1);
+      expect(r.last).toEqual({ type: 'end', termination: error('sink failed') });
+    });
+
+    it('a response cut by the output limit is asked to go on up to the limit, then the step goes on', () => {
+      const cut = inferred({ truncated: true, maxContinuations: 2 });
+      const r = script({ infer: [cut, cut, cut] });
+      expect(count(r.trace, 'infer')).toBe(3);
+      expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.naturalEnd() });
+    });
+
+    it('a cancelled inference closes what it started and ends the step cancelled, with no AfterInference', () => {
+      const r = script({ infer: [inferred({ cancelled: true })] });
+      expect(r.trace).toContain('close_started');
+      expect(r.trace).not.toContain('phase:after_inference');
+      expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.cancelled() });
+    });
+
+    it('a blocked batch is published and ends the run blocked', () => {
+      const r = script({ infer: [inferred({ toolCalls: 1 })], batch: [{ type: 'batched', stop: undefined, waiting: false, blocked: 'no' }] });
+      expect(r.trace).toContain('publish');
+      expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.blocked('no') });
+    });
+
+    it('a handoff that does not resolve ends the run blocked, ContinueRun asked first', () => {
+      const r = script({ handoff: [ran(TerminationReasons.blocked('handoff resolve failed'))] });
+      expect(r.trace.slice(-1)).toEqual(['loop_control']);
+      expect(r.trace).not.toContain('emit_step_start');
+      expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.blocked('handoff resolve failed') });
+    });
+
+    it('a batch left waiting parks the run, unless committing the wait halts; a resume goes on, a stop after it ends the run', () => {
+      const waiting: LoopInput = { type: 'batched', stop: undefined, waiting: true, blocked: undefined };
+      const parked = script({ infer: [inferred({ toolCalls: 1 })], batch: [waiting], park: [{ type: 'parked', left: undefined, stop: error('halt') }] });
+      expect(parked.trace).toContain('park');
+      expect(parked.last).toEqual({ type: 'end', termination: error('halt') });
+      const refused = script({ infer: [inferred({ toolCalls: 1 })], batch: [waiting], commit: [ran(), ran(error('refused'))] });
+      expect(refused.trace).not.toContain('park');
+      expect(refused.last).toEqual({ type: 'end', termination: error('refused') });
+      const left = script({
+        infer: [inferred({ toolCalls: 1 })],
+        batch: [waiting],
+        park: [{ type: 'parked', left: TerminationReasons.cancelled(), stop: undefined }],
+      });
+      expect(left.last).toEqual({ type: 'leave', termination: TerminationReasons.cancelled() });
+    });
+  });
+
   describe('catches a deliberately broken transition', () => {
     /** Skips closing the calls left open when a step ends (StepCompleted goes straight to StepEnd). */
     const skipsClose: Advance = (s, input) => {

@@ -325,8 +325,8 @@ export function beginRun(): LoopStep {
 }
 
 /** A run taken up from the store, waiting for decisions (its suspended segment ended in another process). */
-export function revivedRun(continuations = 0): LoopStep {
-  return out(make('parked', undefined, undefined, false, continuations, undefined, undefined), N.resume);
+export function revivedRun(): LoopStep {
+  return out(BARE.parked, N.resume);
 }
 
 /** Whether the run is over: nothing more is asked of the interpreter. */

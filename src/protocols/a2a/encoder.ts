@@ -3,7 +3,7 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import { runMealy } from '../../core/mealy.ts';
-import { unreachable } from '../../contract/never.ts';
+import { passOver, unreachable } from '../../contract/never.ts';
 
 /**
  * A2A 1.0, `message:stream` (HTTP+JSON binding): one `StreamResponse` per SSE frame. Task id = run
@@ -232,7 +232,8 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
     case 'state_delta':
       break;
     default:
-      unreachable(event);
+      // An event type this version does not know (a newer instance's frame) is not shown.
+      passOver(event);
   }
   return [s, out];
 }

@@ -4,7 +4,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
-import { unreachable } from '../../contract/never.ts';
+import { passOver, unreachable } from '../../contract/never.ts';
 
 /**
  * ACP v1: one `session/prompt` turn. While the run streams the agent sends `session/update`
@@ -213,7 +213,8 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
     case 'state_delta':
       break;
     default:
-      unreachable(event);
+      // An event type this version does not know (a newer instance's frame) is not shown.
+      passOver(event);
   }
   return [s, out];
 }

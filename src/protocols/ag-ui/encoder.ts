@@ -4,7 +4,7 @@ import { MessageSchema } from '../../contract/message.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
 import { runMealy } from '../../core/mealy.ts';
-import { unreachable } from '../../contract/never.ts';
+import { passOver, unreachable } from '../../contract/never.ts';
 
 /** One AG-UI 1.0 event (a JSON object with a SCREAMING_SNAKE `type`, camelCase fields). */
 export type AgUiEvent = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -467,7 +467,8 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       s = { ...s, finished: true };
       break;
     default:
-      unreachable(event);
+      // An event type this version does not know (a newer instance's frame) is not shown.
+      passOver(event);
   }
   return [s, out];
 }

@@ -3,7 +3,7 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
-import { unreachable } from '../../contract/never.ts';
+import { passOver, unreachable } from '../../contract/never.ts';
 
 /** One chunk of the AI SDK v6 UI message stream (a JSON object with a `type`). */
 export type UiChunk = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
@@ -259,7 +259,8 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       s = { ...s, finished: true };
       break;
     default:
-      unreachable(event);
+      // An event type this version does not know (a newer instance's frame) is not shown.
+      passOver(event);
   }
   return [s, out];
 }

@@ -12,7 +12,7 @@ import type { ReportedRequest } from '../context.ts';
 import type { Env } from '../env.ts';
 import { InferenceFailure, type InferenceRequest } from '../llm.ts';
 import { filterToolIds, type orderedContextMessages, type ToolFilter } from '../loop-keys.ts';
-import { andThen } from '../maybe-promise.ts';
+import { andThen, andThenOrElse, eachInOrder, type MaybePromise } from '../maybe-promise.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { ResolvedAgent } from '../resolve.ts';
 import type { RunTap, TappedInference } from '../tap.ts';
@@ -52,6 +52,8 @@ export interface InferenceOptions {
   /** Every inference failure of the run, in order: the retry policy adds those it absorbed, the loop the rest. */
   readonly inferenceErrors: InferenceExecutionError[] | undefined;
 }
+
+const nothing = (): undefined => undefined;
 
 /** How reading an inference's stream ended: at its end, by the run's abort, or with what was thrown. */
 const READ = 'read' as const;
@@ -115,7 +117,7 @@ export class Inferences {
         content: { ...report },
         replace: true,
       });
-      if (wait !== undefined) return wait.then(() => this.#timed(request));
+      return andThen(wait, () => this.#timed(request)) as Promise<Inference>;
     }
     return this.#timed(request);
   }
@@ -140,7 +142,7 @@ export class Inferences {
           ? { event_type: 'inference_complete', model, duration_ms: duration }
           : { event_type: 'inference_complete', model, usage, duration_ms: duration },
       );
-      return wait === undefined ? inference : wait.then(() => inference);
+      return andThen(wait, () => inference);
     });
   }
 
@@ -278,18 +280,12 @@ export class Inferences {
       usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
     const inference: Inference = { result, cancelled: false, started };
-    return andThen(this.#announceReady(result.toolCalls, 0), () => inference);
+    return andThen(eachInOrder(result.toolCalls, this.#announceReady), () => inference);
   }
 
-  /** `tool_call_ready` for the calls from `from` on, in start order (a promise only for an asynchronous sink). */
-  #announceReady(calls: readonly ToolCall[], from: number): Promise<void> | undefined {
-    for (let i = from; i < calls.length; i++) {
-      const call = calls[i] as ToolCall;
-      const wait = this.#host.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments });
-      if (wait !== undefined) return wait.then(() => this.#announceReady(calls, i + 1));
-    }
-    return undefined;
-  }
+  /** `tool_call_ready` for a call (a promise only for an asynchronous sink); the calls are announced in start order. */
+  readonly #announceReady = (call: ToolCall): MaybePromise<undefined> =>
+    andThen(this.#host.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments }), nothing);
 
   /**
    * Reads the provider's parts into `acc`, emitting their events, part after part: one promise for
@@ -352,8 +348,7 @@ export class Inferences {
       return;
     }
     // A sink that answers at once lets the next part be pulled in the same turn.
-    if (wait === undefined) this.#pull();
-    else wait.then(this.#pull, this.#failRead);
+    andThenOrElse(wait, this.#pull, this.#failRead);
   };
 
   /** One streamed part: into the accumulator, and its event out (a promise only for an asynchronous sink). */

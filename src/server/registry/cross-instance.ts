@@ -1,4 +1,4 @@
-import { unreachable } from '../../contract/never.ts';
+import { passOver } from '../../contract/never.ts';
 import type { Decision } from '../../contract/decision.ts';
 import type { RunStatus } from '../../contract/lifecycle.ts';
 import type { Message } from '../../contract/message.ts';
@@ -62,7 +62,8 @@ export class RunControl {
         run.handle.decide(command.decisions);
         return;
       default:
-        unreachable(command, 'control command');
+        // A command this version does not know (sent by a newer instance) is ignored, as a malformed one is.
+        passOver(command);
     }
   }
 

@@ -280,7 +280,8 @@ describe('the studio chat panel against awaken dev', () => {
     );
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ cancelled\.$/);
-    expect(await page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
+    // The status is said at once; the log is drawn again (no longer busy) at the next frame.
+    await expect.poll(() => page.locator('#chat-log').getAttribute('aria-busy')).toBe('false');
     expect(await page.locator('#chat-error').innerText()).toBe('');
     // The run the page let go is still running on the server: cancelled from here.
     const [running] = await runsOf(thread);

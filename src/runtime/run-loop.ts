@@ -1,3 +1,6 @@
+// Over 500 lines: the interpreter does every next of the step machine in one switch and keeps the
+// run's history, so that what each next does reads in one place; the parts of a run with a life of
+// their own (inference, checkpoints, suspension, the end) are rooms in src/runtime/loop/.
 import { describeStateError, type StateError } from '../contract/errors.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { deriveRunStatus, fromDoneReason, TerminationReasons, type TerminationReason } from '../contract/lifecycle.ts';

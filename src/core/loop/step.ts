@@ -1,3 +1,5 @@
+// Over 500 lines: the stages, nexts and inputs are declared beside the transitions that join them,
+// so that the whole control flow of a run reads in one file.
 import { TerminationReasons, type TerminationReason } from '../../contract/lifecycle.ts';
 import { unreachable } from '../../contract/never.ts';
 

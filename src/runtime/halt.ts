@@ -51,3 +51,8 @@ export function andThenUnlessHalted<T = Halt | undefined>(first: Halting, next: 
 function nextUnlessHalted<T>(h: Halt | undefined, next: () => T | Promise<T>): T | Halt | Promise<T | Halt> {
   return h === undefined ? next() : h;
 }
+
+/** A failure of foreign code (a sink, a store), caught where the run catches it, as the run's termination. */
+export function thrown(e: unknown): TerminationReason {
+  return TerminationReasons.error(e instanceof Error ? e.message : String(e));
+}

@@ -17,7 +17,7 @@ import { StateCommand } from '../core/state/state-command.ts';
 import { stepsAfter } from '../core/steps-after.ts';
 import { StopDecisionKey } from './builtin-plugins.ts';
 import type { Env } from './env.ts';
-import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, type Halt, type Halting } from './halt.ts';
+import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, thrown, type Halt, type Halting } from './halt.ts';
 import { Checkpoints } from './loop/checkpoints.ts';
 import { compactHistory } from './loop/compaction.ts';
 import { OpenCalls } from './loop/open-calls.ts';
@@ -557,9 +557,4 @@ export class RunLoop implements BatchHost {
       outputTokens: usage.completion,
     });
   }
-}
-
-/** A failure of foreign code (a sink, a store), caught where the run catches it, as the run's termination. */
-function thrown(e: unknown): TerminationReason {
-  return TerminationReasons.error(e instanceof Error ? e.message : String(e));
 }

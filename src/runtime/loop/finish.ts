@@ -1,11 +1,11 @@
 import type { AgentEvent } from '../../contract/event.ts';
-import { toRunStatus, TerminationReasons, type TerminationReason } from '../../contract/lifecycle.ts';
+import { toRunStatus, type TerminationReason } from '../../contract/lifecycle.ts';
 import type { Message } from '../../contract/message.ts';
 import type { Phase } from '../../contract/phase.ts';
 import type { PhaseFields } from '../../core/phase/plugin.ts';
 import { StateCommand } from '../../core/state/state-command.ts';
 import type { Env } from '../env.ts';
-import type { Halt, Halting } from '../halt.ts';
+import { thrown, type Halt, type Halting } from '../halt.ts';
 import { RunLifecycle } from '../loop-keys.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 
@@ -43,7 +43,7 @@ export async function finishRun(host: FinishHost, termination: TerminationReason
     if (halt === undefined) halt = await host.runPhase('run_end', { messages: host.messages() }, false);
     if (halt !== undefined && final.type !== 'error') final = halt;
   } catch (e) {
-    if (final.type !== 'error') final = TerminationReasons.error(e instanceof Error ? e.message : String(e));
+    if (final.type !== 'error') final = thrown(e);
   }
   const response = host.response();
   try {

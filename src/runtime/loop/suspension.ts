@@ -6,7 +6,7 @@ import type { ToolCallResume } from '../../contract/tool.ts';
 import type { LoopInput } from '../../core/loop/step.ts';
 import { StateCommand } from '../../core/state/state-command.ts';
 import type { Env } from '../env.ts';
-import type { Halting } from '../halt.ts';
+import { thrown, type Halting } from '../halt.ts';
 import { RunLifecycle } from '../loop-keys.ts';
 import type { ResolvedAgent } from '../resolve.ts';
 import type { ToolBatch } from '../tool-batch.ts';
@@ -114,7 +114,7 @@ async function awaitDecisions(host: SuspensionHost, source: DecisionSource, batc
       host.accept(source.takeInput?.() ?? []);
       return stopped(host.checkTermination());
     } catch (e) {
-      return stopped(TerminationReasons.error(e instanceof Error ? e.message : String(e)));
+      return stopped(thrown(e));
     }
   }
 }

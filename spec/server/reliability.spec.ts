@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type RunningServer } from '../../src/server/node.ts';
 import { bodyJson, gatedTool, json, parseSse, readFrames, testServer, type SseFrame, type TestServer } from '../support/server.ts';
 
-/** The reliability tests of the server issue, over real sockets on 127.0.0.1. */
+/** The server under faults (dropped connections, slow clients, restarts), over real sockets on 127.0.0.1. */
 
 const userRun = (text: string, extra: Record<string, unknown> = {}) => json({ messages: [{ role: 'user', content: text }], ...extra });
 const dataOf = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; termination?: { type: string }; run_id?: string };

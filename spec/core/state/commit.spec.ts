@@ -127,7 +127,7 @@ describe('StateStore.commit (core-spec §1.5)', () => {
     expect(Object.isFrozen(before)).toBe(true);
   });
 
-  // Property 4 of the issue.
+  // Optimistic concurrency: a commit against an old revision changes nothing.
   it('property: a stale base revision fails and leaves state and revision unchanged; a non-empty success bumps by one', () => {
     const op = fc.oneof(
       fc.integer({ min: -5, max: 5 }).map((n) => (b: MutationBatch) => b.update(Counter, n)),

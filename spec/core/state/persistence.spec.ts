@@ -132,7 +132,7 @@ describe('persistence (core-spec §1.7)', () => {
     expect(s.snapshot().keys()).toEqual(['thread.a']);
   });
 
-  // Property 5 of the issue.
+  // What a run exports is what a restored run starts from.
   it('property: export → restore is the identity on persistent keys', () => {
     fc.assert(
       fc.property(history, (batches) => {

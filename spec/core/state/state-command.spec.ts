@@ -118,7 +118,7 @@ describe('StateCommand', () => {
     expect(b.touchedKeys).toEqual(['c', 'c']);
   });
 
-  // Property 6 of the issue.
+  // Merging the commands of parallel tools: associative, and refused where both touch an exclusive key.
   describe('property: mergeParallel', () => {
     const key = fc.constantFrom(C, D, X, Y);
     const command = fc

@@ -45,6 +45,10 @@ function hexAt(out: Uint8Array, at: number, n: number, digits: number): void {
     n >>>= 4;
   }
 }
+/** Where a UUID v7 source keeps its latest time and its counter c. */
+const LAST_MS = 0;
+const C = 1;
+
 /** Bytes of entropy drawn at once (256 ids' worth). */
 const POOL_BYTES = 2560;
 
@@ -58,11 +62,13 @@ const POOL_BYTES = 2560;
 export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uint8Array) => void = randomFillSync): () => string {
   const pool = new Uint8Array(POOL_BYTES);
   let at = POOL_BYTES;
-  let lastMs = -1;
-  // The 74 random bits: a (12, rand_a), b (30) and c (32): rand_b is b then c.
+  // The latest time (`LAST_MS`) and c, in a typed array: neither is a small integer, and variables
+  // holding them would box every new value (c changes with every id).
+  const held = new Float64Array(2);
+  held[LAST_MS] = -1;
+  // The 74 random bits: a (12, rand_a), b (30) and c (32, `held[C]`): rand_b is b then c.
   let a = 0;
   let b = 0;
-  let c = 0;
   // The id's text, dashes and version digit in place: 8-4-4-4-12.
   const text = Buffer.from('00000000-0000-7000-8000-000000000000', 'latin1') as Buffer & { latin1Slice(start: number, end: number): string };
   const reseed = (): void => {
@@ -73,30 +79,32 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
     const p = pool;
     a = (((p[at] as number) << 8) | (p[at + 1] as number)) & 0xfff;
     b = (((p[at + 2] as number) << 24) | ((p[at + 3] as number) << 16) | ((p[at + 4] as number) << 8) | (p[at + 5] as number)) & 0x3fffffff;
-    c = (((p[at + 6] as number) << 24) | ((p[at + 7] as number) << 16) | ((p[at + 8] as number) << 8) | (p[at + 9] as number)) >>> 0;
+    held[C] = (((p[at + 6] as number) << 24) | ((p[at + 7] as number) << 16) | ((p[at + 8] as number) << 8) | (p[at + 9] as number)) >>> 0;
     at += 10;
   };
   return () => {
     const ms = now();
+    const c = held[C] as number;
     // The common case, a further id in the same millisecond, changes only c: the buffer already
     // holds the time, a and b, so only c's eight digits are written again.
-    if (ms <= lastMs && c !== 0xffffffff) {
-      c++;
-      hexAt(text, 28, c, 8);
+    if (ms <= (held[LAST_MS] as number) && c !== 0xffffffff) {
+      held[C] = c + 1;
+      hexAt(text, 28, c + 1, 8);
       return text.latin1Slice(0, 36);
     }
-    if (ms > lastMs) {
-      lastMs = ms;
+    if (ms > (held[LAST_MS] as number)) {
+      held[LAST_MS] = ms;
       reseed();
     } else {
-      c = 0;
+      held[C] = 0;
       if (b !== 0x3fffffff) b++;
       else if (a !== 0xfff) (b = 0), a++;
       else {
-        lastMs++;
+        held[LAST_MS] = (held[LAST_MS] as number) + 1;
         reseed();
       }
     }
+    const lastMs = held[LAST_MS] as number;
     const hi = Math.floor(lastMs / 0x100000000) & 0xffff;
     const lo = lastMs >>> 0;
     // Written as ASCII into one buffer and read back as one flat string (a template of twenty
@@ -108,7 +116,7 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
     hexAt(text, 19, 0x8 | (b >>> 28), 1);
     hexAt(text, 20, (b >>> 16) & 0xfff, 3);
     hexAt(text, 24, b & 0xffff, 4);
-    hexAt(text, 28, c, 8);
+    hexAt(text, 28, held[C] as number, 8);
     return text.latin1Slice(0, 36);
   };
 }
@@ -118,13 +126,16 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
  * backwards (a wall-clock step back reads as no time passing), as every `Env` clock must.
  */
 export function realEnv(): Env {
-  let last = 0;
+  // The latest reading, in a typed array: a time in ms is no small integer, and a variable holding
+  // it would box every new reading (the loop reads the clock several times a step).
+  const last = new Float64Array(1);
   const nextId = uuidV7Generator();
   return {
     clock: {
       now: () => {
-        last = Math.max(last, Date.now());
-        return last;
+        const t = Date.now();
+        if (t > (last[0] as number)) last[0] = t;
+        return last[0] as number;
       },
     },
     // The generator itself (it takes no kind): no wrapper call per id.

@@ -1,3 +1,5 @@
+// Over 500 lines: the engine's driver keeps its lock, its commit paths and the dispatch of effects in
+// one room, since every path that commits must take and release the same lock.
 import type { StateError } from '../contract/errors.ts';
 import type { Phase } from '../contract/phase.ts';
 import { err, ok, type Result } from '../contract/result.ts';
@@ -14,14 +16,16 @@ import {
   gathered,
   hookContext,
   hookError,
+  idleExecute,
   idleReport,
   mergeEffects,
   NO_EFFECTS,
   nothingToRun,
+  ONE_HOOK_COMMITTED,
   ONE_HOOK_REPORTS,
   partition,
-  phaseReport,
-  queued,
+  phaseResult,
+  queuedWrites,
   actionPayload,
   roundRefused,
   runnableActions,
@@ -293,12 +297,15 @@ export class PhaseRuntime {
     const snapshot = this.store.snapshot();
     // Fast path: no hook and nothing queued for this phase.
     if (hooks.length === 0 && nothingToRun(this.env, snapshot, phase)) return ok(idleReport(phase, snapshot.get(PendingScheduledActions)?.length ?? 0));
-    return andThen(this.#gather(hooks, phase, options), (g) => {
-      if (!g.ok) return g;
-      if (isCancelled(options)) return err({ code: 'cancelled' });
-      return andThen(this.#execute(phase, options), (e): Result<PhaseRunReport, PhaseError> => (e.ok ? ok(phaseReport(g.value, e.value)) : e));
-    });
+    return andThen(this.#gather(hooks, phase, options), this.#gathered, phase, options);
   }
+
+  /** GATHER done: EXECUTE, then the phase's report (bound once: no closure per phase run). */
+  readonly #gathered = (g: Result<GatherReport, PhaseError>, phase: Phase, options: PhaseRunOptions): MaybePromise<Result<PhaseRunReport, PhaseError>> => {
+    if (!g.ok) return g;
+    if (isCancelled(options)) return err({ code: 'cancelled' });
+    return andThen(this.#execute(phase, options), executedAfter, g.value);
+  };
 
   /**
    * Calls hooks on one snapshot. Synchronous hooks are called in registration order; if any returns
@@ -356,9 +363,10 @@ export class PhaseRuntime {
 
   #commitOne(command: StateCommand, phase: Phase): MaybePromise<Result<GatherReport, PhaseError>> {
     if (command.isEmpty()) return ONE_HOOK_REPORTS[phase];
-    return andThen(this.#submit(command), (submitted) =>
-      submitted.ok ? ok({ phase, hooksRun: 1, deferredHooks: 0, commits: 1, effects: submitted.value.effects }) : submitted,
-    );
+    if (command.effects.length > 0) return andThen(this.#submit(command), oneCommitted, phase);
+    // Without effects `#submit` finishes now, and its report would only say so: committed directly.
+    const failure = this.#commit(command);
+    return failure === undefined ? ONE_HOOK_COMMITTED[phase] : err(failure);
   }
 
   /** Deferred hooks re-run one by one on a fresh snapshot; their first-run commands are discarded. */
@@ -390,16 +398,7 @@ export class PhaseRuntime {
 
   #execute(phase: Phase, options: PhaseRunOptions): MaybePromise<Result<ExecuteReport, PhaseError>> {
     const snapshot = this.store.snapshot();
-    if (nothingToRun(this.env, snapshot, phase)) {
-      return ok({
-        rounds: 0,
-        processedActions: 0,
-        skippedActions: snapshot.get(PendingScheduledActions)?.length ?? 0,
-        failedActions: 0,
-        commits: 0,
-        effects: NO_EFFECTS,
-      });
-    }
+    if (nothingToRun(this.env, snapshot, phase)) return idleExecute(snapshot.get(PendingScheduledActions)?.length ?? 0);
     return this.#executeRounds(phase, options);
   }
 
@@ -459,7 +458,7 @@ export class PhaseRuntime {
 
   /** Validates the command, commits it with its actions queued under the next ids, and advances the counter: the failure, if any. */
   #commit(command: StateCommand): StateError | undefined {
-    const failure = submitFailure(this.env, command) ?? this.store.tryCommit(queued(command, this.#nextId));
+    const failure = submitFailure(this.env, command) ?? this.store.tryCommit(queuedWrites(command, this.#nextId));
     if (failure === undefined) this.#nextId += command.scheduledActions.length;
     return failure;
   }
@@ -483,6 +482,13 @@ export class PhaseRuntime {
     return effectReport(records);
   }
 }
+
+/** A phase's report from its GATHER (`g`) and EXECUTE. */
+const executedAfter = (e: Result<ExecuteReport, PhaseError>, g: GatherReport): Result<PhaseRunReport, PhaseError> => (e.ok ? phaseResult(g, e.value) : e);
+
+/** GATHER's report for a single hook whose command was submitted. */
+const oneCommitted = (submitted: Result<SubmitReport, StateError>, phase: Phase): Result<GatherReport, PhaseError> =>
+  submitted.ok ? ok({ phase, hooksRun: 1, deferredHooks: 0, commits: 1, effects: submitted.value.effects }) : submitted;
 
 /** A hook's answer as an outcome (read by index). */
 const answered = (value: StateCommand | void): Outcome => ({ ok: true, value });

@@ -1,6 +1,6 @@
 import type { StateError, UnknownKeyPolicy } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
-import type { MutationBatch } from '../core/state/mutation-batch.ts';
+import type { MutationBatch, Writes } from '../core/state/mutation-batch.ts';
 import { Snapshot } from '../core/state/snapshot.ts';
 import { keyOptions, type AnyStateKey, type MergeStrategy, type StateKeyOptions } from '../core/state/state-key.ts';
 import {
@@ -168,11 +168,11 @@ export class StateStore {
     return failure === undefined ? ok(this.#snapshot.revision) : err(failure);
   }
 
-  /** `commit` for callers that need only its failure, if any (the new revision is `revision`). */
-  tryCommit(batch: MutationBatch): StateError | undefined {
+  /** `commit` for callers that need only its failure, if any (the new revision is `revision`); a command's own writes will do. */
+  tryCommit(batch: Writes): StateError | undefined {
     const current = this.#snapshot;
     const failure = commitFailure(this.#keys, current, batch);
-    if (failure !== undefined || batch.isEmpty()) return failure;
+    if (failure !== undefined || batch.ops.length === 0) return failure;
     const snapshot = committed(this.#keys, current, batch);
     this.#snapshot = snapshot;
     if (this.#commitHooks.length > 0) {

@@ -1,7 +1,7 @@
 import type { StateError } from '../../contract/errors.ts';
 import { PHASES, type Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import type { MutationBatch } from '../state/mutation-batch.ts';
+import { MutationBatch, type Writes } from '../state/mutation-batch.ts';
 import type { Snapshot } from '../state/snapshot.ts';
 import { mergeAllCommands, StateCommand, type TypedEffect } from '../state/state-command.ts';
 import type { MergeStrategy } from '../state/state-key.ts';
@@ -96,7 +96,7 @@ export function partition(
   const batch: StateCommand[] = [];
   const deferred: number[] = [];
   for (const { index, command } of commands) {
-    const ops = command.patch.ops;
+    const ops = StateCommand.writesOf(command).ops;
     if (ops.some((op) => claimed.has(op.key) && strategyOf(op.key) === 'exclusive')) {
       deferred.push(index);
       continue;
@@ -134,11 +134,16 @@ export function submitFailure(env: ExecutionEnv, command: StateCommand): StateEr
  */
 export function queued(command: StateCommand, firstId: number): MutationBatch {
   if (command.scheduledActions.length === 0) return command.patch;
-  const patch = command.patch.clone();
+  const patch = new MutationBatch(command.baseRevision, [...StateCommand.writesOf(command).ops]);
   command.scheduledActions.forEach((action, i) => {
     patch.update(PendingScheduledActions, { op: 'push', envelope: { id: firstId + i, action } });
   });
   return patch;
+}
+
+/** What commits `command` (`queued`): a command without actions commits its own writes, without a batch made for them. */
+export function queuedWrites(command: StateCommand, firstId: number): Writes {
+  return command.scheduledActions.length === 0 ? StateCommand.writesOf(command) : queued(command, firstId);
 }
 
 /** The validated payload of an effect (its key has a handler: checked at submit), or why it is invalid. */
@@ -222,6 +227,46 @@ const IDLE_REPORTS = Object.fromEntries(PHASES.map((p) => [p, Object.freeze(zero
 export const ONE_HOOK_REPORTS = Object.freeze(
   Object.fromEntries(PHASES.map((p) => [p, Object.freeze(ok(Object.freeze({ phase: p, hooksRun: 1, deferredHooks: 0, commits: 0, effects: NO_EFFECTS })))])),
 ) as Readonly<Record<Phase, Result<GatherReport, PhaseError>>>;
+
+/** GATHER's result when its one hook's command, without effects, was committed, per phase (shared, frozen). */
+export const ONE_HOOK_COMMITTED = Object.freeze(
+  Object.fromEntries(PHASES.map((p) => [p, Object.freeze(ok(Object.freeze({ phase: p, hooksRun: 1, deferredHooks: 0, commits: 1, effects: NO_EFFECTS })))])),
+) as Readonly<Record<Phase, Result<GatherReport, PhaseError>>>;
+
+/** EXECUTE's report when nothing was queued (shared, frozen). */
+const IDLE_EXECUTE_REPORT: ExecuteReport = Object.freeze({
+  rounds: 0,
+  processedActions: 0,
+  skippedActions: 0,
+  failedActions: 0,
+  commits: 0,
+  effects: NO_EFFECTS,
+});
+const IDLE_EXECUTE: Result<ExecuteReport, PhaseError> = Object.freeze(ok(IDLE_EXECUTE_REPORT));
+
+/** A phase run's result for one hook whose writes (`commits`: none, or one committed command) were all, nothing queued, per phase (shared, frozen). */
+const oneHookRuns = (commits: number): Readonly<Record<Phase, Result<PhaseRunReport, PhaseError>>> =>
+  Object.freeze(Object.fromEntries(PHASES.map((p) => [p, Object.freeze(ok(Object.freeze({ ...zeroReport(p), hooksRun: 1, commits })))]))) as Readonly<
+    Record<Phase, Result<PhaseRunReport, PhaseError>>
+  >;
+const ONE_HOOK_QUIET_RUNS = oneHookRuns(0);
+const ONE_HOOK_COMMITTED_RUNS = oneHookRuns(1);
+
+/** A phase run's result from its GATHER and its EXECUTE (`phaseReport`), shared for the common run: one hook, nothing queued. */
+export function phaseResult(g: GatherReport, e: ExecuteReport): Result<PhaseRunReport, PhaseError> {
+  if (e === IDLE_EXECUTE_REPORT) {
+    const committed = ONE_HOOK_COMMITTED[g.phase];
+    if (committed.ok && g === committed.value) return ONE_HOOK_COMMITTED_RUNS[g.phase];
+    const quiet = ONE_HOOK_REPORTS[g.phase];
+    if (quiet.ok && g === quiet.value) return ONE_HOOK_QUIET_RUNS[g.phase];
+  }
+  return ok(phaseReport(g, e));
+}
+
+/** EXECUTE with nothing to run: `skipped` queued actions were for other phases. */
+export function idleExecute(skipped: number): Result<ExecuteReport, PhaseError> {
+  return skipped === 0 ? IDLE_EXECUTE : ok({ rounds: 0, processedActions: 0, skippedActions: skipped, failedActions: 0, commits: 0, effects: NO_EFFECTS });
+}
 
 /** A phase with nothing to do: no hook ran, `skipped` queued actions were for other phases. */
 export function idleReport(phase: Phase, skipped: number): PhaseRunReport {

@@ -5,6 +5,12 @@ import type { MergeStrategy, StateKey } from './state-key.ts';
 /** One recorded write. Ops are data: the reducer is looked up at commit time from the registry. */
 export type MutationOp = { readonly kind: 'update'; readonly key: string; readonly update: unknown } | { readonly kind: 'clear'; readonly key: string };
 
+/** What a commit reads of a batch: its base revision and its ops (a batch, or a command's own writes). */
+export interface Writes {
+  readonly baseRevision: number | undefined;
+  readonly ops: readonly MutationOp[];
+}
+
 /** The op list of every batch without ops (never written to: `#add` replaces it). */
 const NO_OPS: readonly MutationOp[] = [];
 
@@ -27,13 +33,9 @@ export class MutationBatch {
     return this.#ops;
   }
 
-  /**
-   * Adds an op. A batch starts on a shared empty list and its first op gets a list of one: most
-   * batches hold one or two ops, and a first `push` would reserve room for seventeen.
-   */
+  /** Adds an op (see `withOp`). */
   #add(op: MutationOp): void {
-    if (this.#ops === NO_OPS) this.#ops = [op];
-    else (this.#ops as MutationOp[]).push(op);
+    this.#ops = withOp(this.#ops, op);
   }
 
   get touchedKeys(): string[] {
@@ -58,6 +60,28 @@ export class MutationBatch {
   clone(): MutationBatch {
     return new MutationBatch(this.baseRevision, [...this.ops]);
   }
+}
+
+/** Lists shorter than this are copied to add an op; longer ones grow in place. */
+const COPY_BELOW = 4;
+
+/**
+ * `ops` with `op` added: a list of one for the first op (`ops` is then the shared empty list, never
+ * written to), a copy one longer while the list is short, then `push`. Most lists hold one to three
+ * ops, and a first `push` would reserve room for seventeen; from four on, growth in place keeps long
+ * batches linear. The list passed in must be the caller's own (it may be pushed to).
+ */
+export function withOp(ops: readonly MutationOp[], op: MutationOp): readonly MutationOp[] {
+  const n = ops.length;
+  if (n === 0) return [op];
+  if (n >= COPY_BELOW) {
+    (ops as MutationOp[]).push(op);
+    return ops;
+  }
+  const next: MutationOp[] = new Array(n + 1);
+  for (let i = 0; i < n; i++) next[i] = ops[i] as MutationOp;
+  next[n] = op;
+  return next;
 }
 
 export function reconcileBase(left: number | undefined, right: number | undefined): Result<number | undefined, StateError> {

@@ -1,4 +1,5 @@
-import type { StateKey } from './state-key.ts';
+import type { MutationOp } from './mutation-batch.ts';
+import type { AnyStateKey, StateKey } from './state-key.ts';
 
 /**
  * Where each key's value sits in a snapshot: every name gets a slot the first time a value is
@@ -53,17 +54,21 @@ export class Snapshot {
   readonly #layout: KeyLayout;
   readonly #slots: readonly unknown[];
 
-  constructor(revision: number, values: ReadonlyMap<string, unknown> | SnapshotDraft) {
+  /** `values` by name, or a draft; internally (`applied`) a layout and the new snapshot's own `slots`. */
+  constructor(revision: number, values: ReadonlyMap<string, unknown> | SnapshotDraft | KeyLayout, slots?: unknown[]) {
     this.revision = revision;
-    if (values instanceof SnapshotDraft) {
+    if (values instanceof KeyLayout) {
+      this.#layout = values;
+      this.#slots = slots ?? [];
+    } else if (values instanceof SnapshotDraft) {
       this.#layout = values.layout;
       this.#slots = values.slots;
     } else {
       const layout = new KeyLayout();
-      const slots: unknown[] = [];
-      for (const [name, value] of values) slots[layout.slotFor(name)] = value;
+      const own: unknown[] = [];
+      for (const [name, value] of values) own[layout.slotFor(name)] = value;
       this.#layout = layout;
-      this.#slots = slots;
+      this.#slots = own;
     }
     Object.freeze(this);
   }
@@ -123,6 +128,33 @@ export class Snapshot {
   /** Internal: a copy of the snapshot's slots to write into (the store's commits). */
   static draft(snapshot: Snapshot): SnapshotDraft {
     return new SnapshotDraft(snapshot.#layout, snapshot.#slots.slice());
+  }
+
+  /**
+   * Internal: the snapshot at `revision` after `ops`, applied in order to a copy of this one's slots
+   * (the store's commits: every op's key is registered in `keys`, checked before). Written straight
+   * into the copy, one name lookup per op and no draft: a step commits several times.
+   */
+  static applied(snapshot: Snapshot, revision: number, ops: readonly MutationOp[], keys: ReadonlyMap<string, { readonly key: AnyStateKey }>): Snapshot {
+    const layout = snapshot.#layout;
+    const slots = snapshot.#slots.slice();
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as MutationOp;
+      const known = layout.slotOf(op.key);
+      if (op.kind === 'clear') {
+        if (known !== undefined && known < slots.length) slots[known] = ABSENT;
+        continue;
+      }
+      const { key } = keys.get(op.key) as { readonly key: AnyStateKey };
+      const current = known !== undefined && known < slots.length ? slots[known] : ABSENT;
+      const value = key.apply(current === ABSENT ? key.init() : current, op.update);
+      // A name gets its slot once its first value is computed (a reducer that throws adds none).
+      const slot = known ?? layout.slotFor(op.key);
+      // Slots between the old end and this one are empty, not `undefined`.
+      for (let j = slots.length; j < slot; j++) slots.push(ABSENT);
+      slots[slot] = value;
+    }
+    return new Snapshot(revision, layout, slots);
   }
 
   /** Internal: an empty draft over the snapshot's layout. */

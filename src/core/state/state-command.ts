@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { StateError } from '../../contract/errors.ts';
 import type { Phase } from '../../contract/phase.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import { extendBatch, mergeParallelBatch, MutationBatch, type MutationOp } from './mutation-batch.ts';
+import { extendBatch, mergeParallelBatch, MutationBatch, withOp, type MutationOp, type Writes } from './mutation-batch.ts';
 import type { MergeStrategy, StateKey } from './state-key.ts';
 
 /** A scheduled action type: which phase's EXECUTE runs it, and its payload codec (book: Scheduled Actions). */
@@ -38,6 +38,8 @@ export interface TypedEffect {
 /** The shared empty lists of commands without actions or effects (never written to). */
 const NO_ACTIONS: readonly ScheduledAction[] = [];
 const NO_EFFECTS: readonly TypedEffect[] = [];
+/** The op list of commands without writes (never written to: `#add` replaces it). */
+const NO_OPS: readonly MutationOp[] = Object.freeze([]);
 
 /**
  * What a hook, action handler or tool hands back: state writes, scheduled actions and effects
@@ -45,18 +47,62 @@ const NO_EFFECTS: readonly TypedEffect[] = [];
  * are pure and return new commands.
  */
 export class StateCommand {
-  readonly patch: MutationBatch;
+  /**
+   * The writes, held here until someone asks for them as a batch (`patch`): most commands are only
+   * committed, and a batch object per command would be made for nothing. Once `#patch` exists it
+   * holds them, and `#base` and `#ops` are no longer read.
+   */
+  #base: number | undefined;
+  #ops: readonly MutationOp[];
+  #patch: MutationBatch | undefined;
   #actions: readonly ScheduledAction[];
   #effects: readonly TypedEffect[];
 
-  constructor(
-    patch: MutationBatch = new MutationBatch(),
-    scheduledActions: readonly ScheduledAction[] = NO_ACTIONS,
-    effects: readonly TypedEffect[] = NO_EFFECTS,
-  ) {
-    this.patch = patch;
+  constructor(patch?: MutationBatch, scheduledActions: readonly ScheduledAction[] = NO_ACTIONS, effects: readonly TypedEffect[] = NO_EFFECTS) {
+    this.#base = undefined;
+    this.#ops = NO_OPS;
+    this.#patch = patch;
     this.#actions = scheduledActions;
     this.#effects = effects;
+  }
+
+  /**
+   * A command over `ops`, without a batch object until `patch` is asked for (`new StateCommand(new
+   * MutationBatch(base, ops), …)` without the batch). The list becomes the command's own: it may be
+   * written to, and the caller keeps no hold on it.
+   */
+  static fromOps(
+    ops: readonly MutationOp[],
+    base?: number,
+    scheduledActions: readonly ScheduledAction[] = NO_ACTIONS,
+    effects: readonly TypedEffect[] = NO_EFFECTS,
+  ): StateCommand {
+    const command = new StateCommand(undefined, scheduledActions, effects);
+    command.#base = base;
+    command.#ops = ops.length === 0 ? NO_OPS : ops;
+    return command;
+  }
+
+  /**
+   * The writes as a batch: made at the first ask over the command's writes, and the one place they
+   * are kept from then on (what is written to it is the command's, and the reverse).
+   */
+  get patch(): MutationBatch {
+    if (this.#patch === undefined) this.#patch = new MutationBatch(this.#base, this.#ops.length === 0 ? undefined : this.#ops);
+    return this.#patch;
+  }
+
+  /** The writes, in order (the same list as `patch.ops`, without making the batch). */
+  get ops(): readonly MutationOp[] {
+    return this.#patch === undefined ? this.#ops : this.#patch.ops;
+  }
+
+  /**
+   * The writes of `command` to commit: the command itself, or its `patch` when it was made by another
+   * copy of this library (a plugin that bundles its own), whose commands have no `ops` of their own.
+   */
+  static writesOf(command: StateCommand): Writes {
+    return #ops in command ? command : (command as { readonly patch: MutationBatch }).patch;
   }
 
   /** Scheduled actions, in order (most commands have none: they share one empty list until the first). */
@@ -73,13 +119,20 @@ export class StateCommand {
     return new StateCommand();
   }
 
+  /** Adds a write to the command's own list (see `withOp`). */
+  #add(op: MutationOp): void {
+    this.#ops = withOp(this.#ops, op);
+  }
+
   update<V, U>(key: StateKey<V, U>, update: U): this {
-    this.patch.update(key, update);
+    if (this.#patch !== undefined) this.#patch.update(key, update);
+    else this.#add({ kind: 'update', key: key.key, update });
     return this;
   }
 
   clear(key: StateKey<unknown, unknown> | string): this {
-    this.patch.clear(key);
+    if (this.#patch !== undefined) this.#patch.clear(key);
+    else this.#add({ kind: 'clear', key: typeof key === 'string' ? key : key.key });
     return this;
   }
 
@@ -98,24 +151,25 @@ export class StateCommand {
   }
 
   withBaseRevision(revision: number): this {
-    this.patch.baseRevision = revision;
+    if (this.#patch !== undefined) this.#patch.baseRevision = revision;
+    else this.#base = revision;
     return this;
   }
 
   get baseRevision(): number | undefined {
-    return this.patch.baseRevision;
+    return this.#patch === undefined ? this.#base : this.#patch.baseRevision;
   }
 
   get touchedKeys(): readonly string[] {
-    return this.patch.touchedKeys;
+    return this.ops.map((o) => o.key);
   }
 
   isEmpty(): boolean {
-    return this.patch.isEmpty() && this.scheduledActions.length === 0 && this.effects.length === 0;
+    return this.ops.length === 0 && this.scheduledActions.length === 0 && this.effects.length === 0;
   }
 
   clone(): StateCommand {
-    return new StateCommand(this.patch.clone(), [...this.scheduledActions], [...this.effects]);
+    return StateCommand.fromOps([...this.ops], this.baseRevision, [...this.scheduledActions], [...this.effects]);
   }
 
   /** `other` after this one, as a new command (see `extendCommand`). */
@@ -161,7 +215,7 @@ export function mergeAllCommands(commands: readonly StateCommand[], strategyOf: 
     }
     // Indexed loops: this runs once per command of a GATHER and is on the hot path.
     // Only exclusive keys can conflict, so only they are remembered.
-    const commandOps = command.patch.ops;
+    const commandOps = StateCommand.writesOf(command).ops;
     let exclusive: string[] | undefined;
     for (let i = 0; i < commandOps.length; i++) {
       const key = (commandOps[i] as MutationBatch['ops'][number]).key;
@@ -174,5 +228,5 @@ export function mergeAllCommands(commands: readonly StateCommand[], strategyOf: 
     if (command.scheduledActions.length > 0) actions.push(...command.scheduledActions);
     if (command.effects.length > 0) effects.push(...command.effects);
   }
-  return ok(new StateCommand(new MutationBatch(base, ops), actions, effects));
+  return ok(StateCommand.fromOps(ops, base, actions, effects));
 }

@@ -1,7 +1,7 @@
 import type { StateError, UnknownKeyPolicy } from '../../contract/errors.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
-import { MutationBatch } from './mutation-batch.ts';
+import { MutationBatch, type MutationOp, type Writes } from './mutation-batch.ts';
 import { Snapshot, type SnapshotDraft } from './snapshot.ts';
 import type { AnyStateKey, MergeStrategy, StateKeyOptions } from './state-key.ts';
 
@@ -50,13 +50,14 @@ export function strategyIn(keys: KeyRegistry, name: string): MergeStrategy {
  * Why `batch` cannot be committed on `snapshot`, in the order of core-spec §1.5 (stale base revision
  * → `revision_conflict`; unregistered key → `unknown_key`), or `undefined`.
  */
-export function commitFailure(keys: KeyRegistry, snapshot: Snapshot, batch: MutationBatch): StateError | undefined {
-  if (batch.isEmpty()) return undefined;
-  if (batch.baseRevision !== undefined && batch.baseRevision !== snapshot.revision) {
-    return { code: 'revision_conflict', expected: batch.baseRevision, actual: snapshot.revision };
-  }
-  for (const op of batch.ops) {
-    if (!keys.has(op.key)) return { code: 'unknown_key', key: op.key };
+export function commitFailure(keys: KeyRegistry, snapshot: Snapshot, batch: Writes): StateError | undefined {
+  const ops = batch.ops;
+  if (ops.length === 0) return undefined;
+  const base = batch.baseRevision;
+  if (base !== undefined && base !== snapshot.revision) return { code: 'revision_conflict', expected: base, actual: snapshot.revision };
+  for (let i = 0; i < ops.length; i++) {
+    const key = (ops[i] as MutationOp).key;
+    if (!keys.has(key)) return { code: 'unknown_key', key };
   }
   return undefined;
 }
@@ -65,18 +66,16 @@ export function commitFailure(keys: KeyRegistry, snapshot: Snapshot, batch: Muta
  * The snapshot after `batch` (core-spec §1.5): empty → the same snapshot; otherwise the ops applied
  * in order and the revision + 1. A failure changes nothing.
  */
-export function commitBatch(keys: KeyRegistry, snapshot: Snapshot, batch: MutationBatch): Result<Snapshot, StateError> {
+export function commitBatch(keys: KeyRegistry, snapshot: Snapshot, batch: Writes): Result<Snapshot, StateError> {
   const failure = commitFailure(keys, snapshot, batch);
   if (failure !== undefined) return err(failure);
-  return ok(batch.isEmpty() ? snapshot : committed(keys, snapshot, batch));
+  return ok(committed(keys, snapshot, batch));
 }
 
 /** `commitBatch` for a batch `commitFailure` accepted (the hot path: no result object). */
-export function committed(keys: KeyRegistry, snapshot: Snapshot, batch: MutationBatch): Snapshot {
-  if (batch.isEmpty()) return snapshot;
-  const next = Snapshot.draft(snapshot);
-  applyOps(next, batch, keys);
-  return new Snapshot(snapshot.revision + 1, next);
+export function committed(keys: KeyRegistry, snapshot: Snapshot, batch: Writes): Snapshot {
+  const ops = batch.ops;
+  return ops.length === 0 ? snapshot : Snapshot.applied(snapshot, snapshot.revision + 1, ops, keys);
 }
 
 /**

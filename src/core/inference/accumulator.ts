@@ -82,16 +82,37 @@ export class StreamAccumulator {
     return this.#text;
   }
 
-  finish(options: { readonly cancelled?: boolean } = {}): StreamResult {
-    const content: ContentBlock[] = this.#text === '' ? [] : [{ type: 'text', text: this.#text }];
+  /** Empties it for another stream (a reader of one stream after another keeps one accumulator). */
+  clear(): void {
+    this.#text = '';
+    this.#reasoning = '';
+    this.#calls.length = 0;
+    this.#usage = undefined;
+    this.#stopReason = undefined;
+    this.#incomplete = false;
+  }
+
+  finish(options?: { readonly cancelled?: boolean }): StreamResult {
+    // Array literals, sized as they are filled: a push onto an empty array reserves room for many.
+    const content: readonly ContentBlock[] = this.#text === '' ? NO_CONTENT : [{ type: 'text', text: this.#text }];
     const usage = this.#usage;
-    if (options.cancelled === true) return resultOf(content, this.#reasoning, usage, [], 'EndTurn', false);
+    if (options?.cancelled === true) return resultOf(content, this.#reasoning, usage, NO_CALLS, 'EndTurn', false);
     let incomplete = this.#incomplete;
-    const toolCalls: ToolCall[] = [];
-    for (const call of this.#calls) {
+    const calls = this.#calls;
+    let toolCalls: readonly ToolCall[] = NO_CALLS;
+    if (calls.length === 1) {
+      const call = calls[0] as PendingCall;
       const args = parseArgs(call);
       if (args === undefined) incomplete = true;
-      else toolCalls.push({ id: call.id, name: call.name, arguments: args });
+      else toolCalls = [{ id: call.id, name: call.name, arguments: args }];
+    } else if (calls.length > 1) {
+      const out: ToolCall[] = [];
+      for (const call of calls) {
+        const args = parseArgs(call);
+        if (args === undefined) incomplete = true;
+        else out.push({ id: call.id, name: call.name, arguments: args });
+      }
+      toolCalls = out;
     }
     return resultOf(content, this.#reasoning, usage, toolCalls, this.#stopReason, incomplete);
   }
@@ -102,11 +123,18 @@ export class StreamAccumulator {
   }
 }
 
+/** What a result without text or without tool calls holds: one frozen empty list for all. */
+const NO_CONTENT: readonly ContentBlock[] = Object.freeze([]);
+const NO_CALLS: readonly ToolCall[] = Object.freeze([]);
+
 function parseArgs(call: PendingCall): JsonValue | undefined {
   if (call.ready !== undefined) return call.ready;
-  if (call.args.trim() === '') return {};
+  const args = call.args;
+  // Text that opens with a printable ASCII character is not blank: no trimmed copy is needed to tell.
+  const first = args.charCodeAt(0);
+  if (!(first > 0x20 && first < 0x7f) && args.trim() === '') return {};
   try {
-    return JSON.parse(call.args) as JsonValue;
+    return JSON.parse(args) as JsonValue;
   } catch {
     return undefined;
   }
@@ -114,10 +142,10 @@ function parseArgs(call: PendingCall): JsonValue | undefined {
 
 /** The result with its optional fields present only when set, in one key order; no spreads (once per inference). */
 function resultOf(
-  content: ContentBlock[],
+  content: readonly ContentBlock[],
   reasoning: string,
   usage: TokenUsage | undefined,
-  toolCalls: ToolCall[],
+  toolCalls: readonly ToolCall[],
   stopReason: StopReason | undefined,
   hasIncompleteToolCalls: boolean,
 ): StreamResult {

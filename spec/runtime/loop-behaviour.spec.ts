@@ -416,14 +416,16 @@ describe('the messages a request carries', () => {
 });
 
 describe('maps keyed by call id', () => {
-  it('withEntry sets an own key and leaves the map it copies as it was, "__proto__" included', () => {
+  it('withEntry sets an own key and leaves the map it copies as it was, "__proto__" included; the copy has no prototype', () => {
     const before = { a: 1 };
     const after = withEntry(before, 'b', 2);
     expect(after).toEqual({ a: 1, b: 2 });
+    expect(JSON.stringify(after)).toBe('{"a":1,"b":2}');
+    expect(Object.getPrototypeOf(after)).toBeNull();
     expect(before).toEqual({ a: 1 });
     const proto = withEntry(before, '__proto__', 3);
     expect(Object.keys(proto)).toEqual(['a', '__proto__']);
-    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(proto)).toBeNull();
     const again = withEntry(proto, 'c', 4);
     expect(Object.keys(again)).toEqual(['a', '__proto__', 'c']);
     expect(Object.getOwnPropertyDescriptor(again, '__proto__')?.value).toBe(3);

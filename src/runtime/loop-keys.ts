@@ -17,12 +17,14 @@ export class IllegalTransition extends Error {
 }
 
 /**
- * A copy of `map` with `key` set, as an own property whatever the key: an id such as "__proto__"
- * stays a key (assignment would set the prototype), and everything else takes the fast path.
+ * A copy of `map` with `key` set, as an own property whatever the key. The copy has no prototype:
+ * an id such as "__proto__" is a key like any other (there is no inherited setter to assign
+ * through), and V8 keeps such an object as a dictionary, so a call id never seen before (every call
+ * a provider makes) adds no hidden class of its own to a tree that only grows.
  */
 export function withEntry<V>(map: { readonly [key: string]: V } | undefined, key: string, value: V): { readonly [key: string]: V } {
-  if (key === '__proto__' || (map !== undefined && Object.hasOwn(map, '__proto__'))) return { ...map, [key]: value };
-  const next: { [key: string]: V } = Object.assign({}, map);
+  const next: { [key: string]: V } = Object.create(null);
+  if (map !== undefined) for (const k in map) next[k] = map[k] as V;
   next[key] = value;
   return next;
 }

@@ -109,15 +109,22 @@ const StagedCommandSchema = z.object({
   effects: z.array(z.object({ key: z.string(), payload: z.unknown() })),
 });
 
+/** The results of a batch just begun (shared: a record's values are never written to). */
+const NO_RESULTS: ToolBatchRecord['results'] = Object.freeze({});
+
 export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpdate>({
   key: '__runtime.tool_batch',
   init: () => null,
   apply: (s, u) => {
     if (u.op === 'begin') return u.record;
     if (u.op === 'clear' || s === null) return null;
-    const results = withEntry(s.results, u.call_id, u.result);
-    if (u.staged === undefined) return { ...s, results };
-    return { ...s, results, staged: withEntry(s.staged, u.call_id, u.staged) };
+    // Built field by field in the record's own order (a spread would be slower, and the same value).
+    // The first result of a batch opened here: a record of one, without copying the empty one.
+    const results = withEntry(s.results === NO_RESULTS ? undefined : s.results, u.call_id, u.result);
+    const staged = u.staged === undefined ? s.staged : withEntry(s.staged, u.call_id, u.staged);
+    return staged === undefined
+      ? { message_id: s.message_id, text: s.text, calls: s.calls, results }
+      : { message_id: s.message_id, text: s.text, calls: s.calls, results, staged };
   },
   codec: z
     .object({
@@ -162,12 +169,20 @@ export const toolMessageText = (result: ToolResult): string => result.message ??
 
 const COMMITTED: BatchInput = Object.freeze({ type: 'committed' });
 const RUN: BatchInput = Object.freeze({ type: 'run' });
+const CLEAR_STATES = Object.freeze({ op: 'clear' as const });
+
+/** A state command of these ops alone. */
+const commandOfOps = (ops: readonly MutationOp[]): StateCommand => new StateCommand(new MutationBatch(undefined, ops));
 
 /** A step that asks for no after-tool phase. */
 const NO_CALLS: readonly number[] = Object.freeze([]);
 
-/** What the batch's machine is driven through: the next step, or its end (`undefined`: done; a halt). */
-type Driven = BatchStep | Halt | undefined;
+/**
+ * What the batch's machine is driven through: the batch itself at its next step (`#step`), or the
+ * end (`undefined`: done; a halt). The batch, not the step, so that the turn is a method named once
+ * rather than a closure made per batch.
+ */
+type Driven = ToolBatch | Halt | undefined;
 
 const isOver = (driven: Driven): boolean => driven === undefined || isHalt(driven);
 
@@ -184,12 +199,15 @@ export class ToolBatch {
   #state: BatchState;
   /** The step that opened the batch (its `begin` command), until `begin()` commits it. */
   #opened: BatchStep | undefined;
+  /** The step the machine is at while it is driven: what the next turn does. */
+  #step: BatchStep | undefined;
 
   private constructor(host: BatchHost, calls: readonly ToolCall[], state: BatchState, opened: BatchStep | undefined) {
     this.#host = host;
     this.#calls = calls;
     this.#state = state;
     this.#opened = opened;
+    this.#step = undefined;
   }
 
   /** A batch of the calls one inference requested. */
@@ -247,7 +265,7 @@ export class ToolBatch {
   }
 
   statuses(): ToolCallStatus[] {
-    return this.#state.calls.map((c) => c.status);
+    return this.#state.calls.map(statusOf);
   }
 
   suspendedIds(): string[] {
@@ -292,7 +310,11 @@ export class ToolBatch {
    */
   publish(newId: () => string): Message[] | Halt | Promise<Message[] | Halt> {
     const committed = this.#commitStaged();
-    return committed === undefined ? this.#messagesOf(newId) : andThenUnlessHalted(committed, () => this.#messagesOf(newId));
+    return committed === undefined ? this.#messagesOf(newId) : andThen(committed, ToolBatch.#messagesUnlessHalted, this, newId);
+  }
+
+  static #messagesUnlessHalted(halt: Halt | undefined, batch: ToolBatch, newId: () => string): Message[] | Halt {
+    return halt ?? batch.#messagesOf(newId);
   }
 
   // ---- the interpreter ----------------------------------------------------------------------------------
@@ -303,21 +325,34 @@ export class ToolBatch {
    * A tool sees the state as it was before the step that marks it running was committed.
    */
   #drive(first: BatchStep): Halting {
-    return drive<Driven>(first, this.#turn, isOver) as Halting;
+    this.#step = first;
+    return drive<Driven>(this, ToolBatch.#turnOf, isOver) as Halting;
+  }
+
+  static #turnOf(driven: Driven): Driven | Promise<Driven> {
+    return (driven as ToolBatch).#turn();
   }
 
   /** One step of the machine: its commands and events, then the input that answers what it asks, advanced to the next step. */
-  readonly #turn = (driven: Driven): Driven | Promise<Driven> => {
-    const step = driven as BatchStep;
+  #turn(): Driven | Promise<Driven> {
+    const step = this.#step as BatchStep;
     this.#state = step.state;
     const next = step.next;
     const snapshot = next.type === 'execute' ? this.#preview() : next.type === 'execute_all' ? this.#host.phase.store.snapshot() : undefined;
     if (isHalt(snapshot)) return snapshot;
     const applied = this.#apply(step);
     // `undefined` is a step applied at once: no closure for what follows.
-    if (applied !== undefined) return andThenUnlessHalted(applied, () => this.#proceed(next, snapshot));
+    if (applied !== undefined) return this.#proceedAfter(applied, next, snapshot);
     return this.#proceed(next, snapshot);
-  };
+  }
+
+  /**
+   * `#proceed` once `applied` went on. Apart from `#turn`, so that the closure it needs is made
+   * here when a step waits, not prepared at every turn.
+   */
+  #proceedAfter(applied: Halting, next: BatchNext, snapshot: Snapshot | undefined): Driven | Promise<Driven> {
+    return andThenUnlessHalted(applied, () => this.#proceed(next, snapshot));
+  }
 
   /** The step after `next` is answered: `undefined` when the machine is done, a halt when a gate halted. */
   #proceed(next: BatchNext, snapshot: Snapshot | undefined): Driven | Promise<Driven> {
@@ -325,7 +360,9 @@ export class ToolBatch {
   }
 
   static #advanced(input: BatchInput | Halt | undefined, batch: ToolBatch): Driven {
-    return input === undefined || isHalt(input) ? input : advance(batch.#state, input);
+    if (input === undefined || isHalt(input)) return input;
+    batch.#step = advance(batch.#state, input);
+    return batch;
   }
 
   /**
@@ -334,18 +371,37 @@ export class ToolBatch {
    */
   #apply(step: BatchStep): Halting {
     const submitted = eachInOrder(step.commands, ToolBatch.#submitOne, 0, this);
-    if (submitted !== undefined) return andThenUnlessHalted(submitted, () => this.#emitAll(step));
+    if (submitted !== undefined) return andThen(submitted, ToolBatch.#emitUnlessHalted, this, step);
     return this.#emitAll(step);
   }
 
   #emitAll(step: BatchStep): Halting {
     const emitting = eachInOrder(step.events, ToolBatch.#emitOne, 0, this);
-    if (emitting !== undefined) return andThenUnlessHalted(emitting, () => this.#afterAll(step));
+    if (emitting !== undefined) return andThen(emitting, ToolBatch.#afterAllUnlessHalted, this, step);
     return this.#afterAll(step);
   }
 
   #afterAll(step: BatchStep): Halting {
     return eachInOrder(step.afterTool ?? NO_CALLS, ToolBatch.#afterOne, 0, this);
+  }
+
+  // What follows a part that may wait, named once: a hot method that made a closure for it would
+  // prepare that closure's context at every call, waiting or not.
+
+  static #emitUnlessHalted(halt: Halt | undefined, batch: ToolBatch, step: BatchStep): Halting {
+    return halt ?? batch.#emitAll(step);
+  }
+
+  static #afterAllUnlessHalted(halt: Halt | undefined, batch: ToolBatch, step: BatchStep): Halting {
+    return halt ?? batch.#afterAll(step);
+  }
+
+  static #afterToolUnlessHalted(halt: Halt | undefined, batch: ToolBatch, call: BatchCall): Halting {
+    return halt ?? batch.#afterToolPhase(call);
+  }
+
+  static #interceptedUnlessHalted(halt: Halt | undefined, batch: ToolBatch, call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
+    return halt ?? batch.#intercepted(call);
   }
 
   static #submitOne(command: BatchCommand, _: number, batch: ToolBatch): Halting {
@@ -374,44 +430,54 @@ export class ToolBatch {
         return andThen(this.#gate((this.#state.calls[next.index] as BatchCall).call), gatedOrHalt);
       case 'execute':
         return andThen(this.#invoke((this.#state.calls[next.index] as BatchCall).call, next.args, snapshot as Snapshot, next.resume), executedInput);
-      case 'execute_all': {
-        const calls = this.#state.calls;
-        const outcomes = next.indices.map((i) =>
-          this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot as Snapshot, undefined),
-        );
-        return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
-      }
+      case 'execute_all':
+        return this.#performAll(next.indices, snapshot as Snapshot);
       default:
         return unreachable(next, 'batch step');
     }
   }
 
-  /** A command of the machine as a state command: tool-call states stamped with the clock, the batch record. */
+  /** The parallel calls run together on one snapshot (their closures made here, not at every `#perform`). */
+  #performAll(indices: readonly number[], snapshot: Snapshot): Promise<BatchInput> {
+    const calls = this.#state.calls;
+    const outcomes = indices.map((i) => this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot, undefined));
+    return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
+  }
+
+  /**
+   * A command of the machine as a state command: tool-call states stamped with the clock, the batch
+   * record. Its ops are built as one list of their own size (a push would reserve room for seventeen).
+   */
   #commandOf(command: BatchCommand): StateCommand {
     switch (command.type) {
       case 'begin': {
-        const cmd = StateCommand.empty()
-          .update(ToolCallStates, { op: 'clear' })
-          .update(ToolBatchKey, { op: 'begin', record: { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: {} } });
-        for (const c of command.calls) cmd.update(ToolCallStates, { op: 'put', state: this.#stateOf(c) });
-        return cmd;
+        const calls = command.calls;
+        const clear: MutationOp = { kind: 'update', key: ToolCallStates.key, update: CLEAR_STATES };
+        const record: ToolBatchRecord = { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: NO_RESULTS };
+        const begin: MutationOp = { kind: 'update', key: ToolBatchKey.key, update: { op: 'begin', record } };
+        if (calls.length === 1) return commandOfOps([clear, begin, this.#putOp(calls[0] as BatchCall, undefined)]);
+        const ops: MutationOp[] = [clear, begin];
+        for (let i = 0; i < calls.length; i++) ops.push(this.#putOp(calls[i] as BatchCall, undefined));
+        return commandOfOps(ops);
       }
       case 'status':
-        return StateCommand.empty().update(ToolCallStates, { op: 'put', state: this.#stateOf(command.call, command.resumeInput) });
+        return commandOfOps([this.#putOp(command.call, command.resumeInput)]);
       case 'settled': {
         const { call, staged } = command;
         const result = call.result as ToolResult;
         const data = stagedOf(staged);
-        return StateCommand.empty()
-          .update(ToolCallStates, { op: 'put', state: this.#stateOf(call, command.resumeInput) })
-          .update(
-            ToolBatchKey,
-            data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data },
-          );
+        const update: ToolBatchUpdate =
+          data === undefined ? { op: 'result', call_id: call.call.id, result } : { op: 'result', call_id: call.call.id, result, staged: data };
+        return commandOfOps([this.#putOp(call, command.resumeInput), { kind: 'update', key: ToolBatchKey.key, update }]);
       }
       default:
         return unreachable(command, 'batch command');
     }
+  }
+
+  /** The write of a call's tool-call state. */
+  #putOp(call: BatchCall, resumeInput: ToolCallResume | undefined): MutationOp {
+    return { kind: 'update', key: ToolCallStates.key, update: { op: 'put', state: this.#stateOf(call, resumeInput) } };
   }
 
   /** Call by call, in model order: its staged writes, then its AfterToolExecute phase (a promise only if one of them is asynchronous). */
@@ -421,7 +487,7 @@ export class ToolBatch {
 
   static #publishOne(call: BatchCall, _: number, batch: ToolBatch): Halting {
     const submitted = call.command === undefined ? undefined : batch.#host.submit(call.command);
-    if (submitted !== undefined) return andThenUnlessHalted(submitted, () => batch.#afterToolPhase(call));
+    if (submitted !== undefined) return andThen(submitted, ToolBatch.#afterToolUnlessHalted, batch, call);
     return batch.#afterToolPhase(call);
   }
 
@@ -431,13 +497,17 @@ export class ToolBatch {
 
   /** The assistant message with the calls, then one tool message per call, in model order. */
   #messagesOf(newId: () => string): Message[] {
-    const { messageId, text } = this.#state;
-    const messages: Message[] = [
-      { id: messageId, role: 'assistant', content: text === '' ? [] : [{ type: 'text', text }], tool_calls: this.#calls.map((c) => ({ ...c })) },
-    ];
-    for (const call of this.#state.calls) {
-      messages.push({ id: newId(), role: 'tool', content: [{ type: 'text', text: toolMessageText(call.result as ToolResult) }], tool_call_id: call.call.id });
-    }
+    const { messageId, text, calls } = this.#state;
+    const assistant: Message = {
+      id: messageId,
+      role: 'assistant',
+      content: text === '' ? [] : [{ type: 'text', text }],
+      tool_calls: this.#calls.map(copyOf),
+    };
+    // A batch of one call (most are) gets a list of its size: a push would reserve room for seventeen.
+    if (calls.length === 1) return [assistant, toolMessage(calls[0] as BatchCall, newId())];
+    const messages: Message[] = [assistant];
+    for (const call of calls) messages.push(toolMessage(call, newId()));
     return messages;
   }
 
@@ -460,7 +530,7 @@ export class ToolBatch {
   /** BeforeToolExecute for one call, then its intercepts by priority (same priority: first wins). */
   #gate(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
     const ran = this.#host.runPhase('before_tool_execute', { toolCall: call, messages: this.#host.messages() });
-    const verdict = ran === undefined ? this.#intercepted(call) : andThenUnlessHalted(ran, () => this.#intercepted(call));
+    const verdict = ran === undefined ? this.#intercepted(call) : andThen(ran, ToolBatch.#interceptedUnlessHalted, this, call);
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool?.askBefore === undefined) return verdict;
     return andThen(verdict, askedUnlessDecided, tool, call);
@@ -470,7 +540,8 @@ export class ToolBatch {
   #intercepted(call: ToolCall): Gate | Halt | Promise<Gate | Halt> {
     const recorded = this.#host.phase.store.snapshot().get(ToolIntercepts);
     if (recorded === undefined || recorded.length === 0) return ALLOW;
-    const records = recorded.filter((r) => r.call_id === call.id);
+    const records: InterceptRecord[] = [];
+    for (const r of recorded) if (r.call_id === call.id) records.push(r);
     if (records.length === 0) return ALLOW;
     let winner: InterceptRecord | undefined;
     const conflicts: InterceptRecord[] = [];
@@ -482,12 +553,19 @@ export class ToolBatch {
     for (const c of conflicts) cmd.update(InterceptConflicts, c);
     const verdict = gateOf((winner as InterceptRecord).intercept, call);
     const submitted = this.#host.submit(cmd);
-    return submitted === undefined ? verdict : andThenUnlessHalted(submitted, () => verdict);
+    return submitted === undefined ? verdict : andThen(submitted, verdictUnlessHalted, verdict);
   }
 
   /** Committed state plus the staged writes of every settled call before the barrier (a halt if they cannot be applied). */
   #preview(): Snapshot | Halt {
-    const staged = this.#state.calls.flatMap((c) => (c.command !== undefined ? [c.command.patch] : []));
+    const calls = this.#state.calls;
+    let staged: MutationBatch[] | undefined;
+    for (let i = 0; i < calls.length; i++) {
+      const command = (calls[i] as BatchCall).command;
+      if (command !== undefined) (staged ??= []).push(command.patch);
+    }
+    // Nothing staged: the preview is the committed state itself.
+    if (staged === undefined) return this.#host.phase.store.snapshot();
     const preview = this.#host.phase.store.preview(staged);
     return preview.ok ? preview.value : failed(describeStateError(preview.error));
   }
@@ -523,6 +601,19 @@ function settled(outcome: ToolOutcome, tap: RunTap, call: ToolCall): ToolOutcome
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
+const verdictUnlessHalted = (halt: Halt | undefined, verdict: Gate): Gate | Halt => halt ?? verdict;
+
+/** A call's tool message, with its result as the model sees it. */
+const toolMessage = (call: BatchCall, id: string): Message => ({
+  id,
+  role: 'tool',
+  content: [{ type: 'text', text: toolMessageText(call.result as ToolResult) }],
+  tool_call_id: call.call.id,
+});
+
+const statusOf = (c: BatchCall): ToolCallStatus => c.status;
+const copyOf = (c: ToolCall): ToolCall => ({ ...c });
+
 /**
  * The mode a batch runs in: the agent's, except that a batch of delegations alone runs its sub-runs
  * side by side (seed 003: the one exception to model order; book: 并行委托).
@@ -530,8 +621,12 @@ type Writable<T> = { -readonly [K in keyof T]: T[K] };
 function modeOf(host: BatchHost, calls: readonly ToolCall[]): BatchState['mode'] {
   const mode = host.resolved.toolExecution.mode;
   if (mode !== 'sequential' || calls.length < 2) return mode;
-  return calls.every((c) => host.resolved.tools.get(c.name)?.descriptor.category === DELEGATION_CATEGORY) ? 'parallel_streaming' : mode;
+  return allDelegations(host, calls) ? 'parallel_streaming' : mode;
 }
+
+/** Apart from `modeOf`, so that its closure is made only for a batch of several calls. */
+const allDelegations = (host: BatchHost, calls: readonly ToolCall[]): boolean =>
+  calls.every((c) => host.resolved.tools.get(c.name)?.descriptor.category === DELEGATION_CATEGORY);
 
 const invoked = (out: ToolResult | ToolOutput): ToolOutcome =>
   isToolOutput(out) ? { result: out.result, command: out.command } : { result: out, command: undefined };

@@ -161,11 +161,15 @@ const NONE: readonly never[] = Object.freeze([]);
 const DONE: BatchNext = Object.freeze({ type: 'done' });
 const COMMIT: BatchNext = Object.freeze({ type: 'commit' });
 const IDLE: BatchStage = Object.freeze({ at: 'idle' });
+const OPEN: BatchStage = Object.freeze({ at: 'open' });
+
+/** A call as requested (named once: no closure per batch). */
+const requested = (call: ToolCall): BatchCall => batchCall(call, 'new', 'replay_tool_call', undefined, undefined, undefined, undefined, false);
 
 /** A batch of requested calls: the step commits it as requested (`begin`); `run` goes on. */
 export function openBatch(calls: readonly ToolCall[], text: string, messageId: string, mode: ToolExecutionMode): BatchStep {
-  const entries = calls.map((call) => batchCall(call, 'new', 'replay_tool_call', undefined, undefined, undefined, undefined, false));
-  const state: BatchState = { messageId, text, mode, calls: entries, blockedReason: undefined, stage: { at: 'open' } };
+  const entries = calls.map(requested);
+  const state: BatchState = { messageId, text, mode, calls: entries, blockedReason: undefined, stage: OPEN };
   return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE };
 }
 
@@ -437,16 +441,25 @@ function interruptIn(calls: BatchCall[], index: number, commands: BatchCommand[]
  * `calls` is the transition's own copy, or the state's own (copied here before a change).
  */
 function report(state: BatchState, calls: readonly BatchCall[], commands: readonly BatchCommand[], blockedReason: string | undefined): BatchStep {
-  const events: AgentEvent[] = [];
+  // Made at the first event (a list of one: most batches report one call), grown from the second.
+  let events: AgentEvent[] | undefined;
   let own: BatchCall[] | undefined = calls === state.calls ? undefined : (calls as BatchCall[]);
   for (let i = 0; i < calls.length; i++) {
     const call = calls[i] as BatchCall;
     if (call.reported || call.result === undefined || call.status === 'resuming' || call.status === 'running') continue;
     own ??= calls.slice();
     own[i] = withReported(call, true);
-    events.push({ event_type: 'tool_call_done', id: call.call.id, message_id: state.messageId, result: call.result, outcome: outcomeOf(call.result) });
+    const event: AgentEvent = {
+      event_type: 'tool_call_done',
+      id: call.call.id,
+      message_id: state.messageId,
+      result: call.result,
+      outcome: outcomeOf(call.result),
+    };
+    if (events === undefined) events = [event];
+    else events.push(event);
   }
-  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events, next: DONE };
+  return { state: at(state, own ?? calls, IDLE, blockedReason), commands, events: events ?? NONE, next: DONE };
 }
 
 /** `step`, with the after-tool phases of `indices` to run (none: the step itself). */

@@ -10,7 +10,9 @@
  *
  * On a hot path a continuation is named once (a module function, a static method) and what it needs
  * is passed after it (`andThen(value, f, a, b)` calls `f(value, a, b)`), so a value that is here
- * costs no closure; the closure is made only when the value is a promise.
+ * costs no closure; the closure is made only when the value is a promise, in a function of its own
+ * (`…Later`): V8 allocates a function's context at every call when any closure in it captures its
+ * variables, whether or not the closure is made on that call.
  */
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -38,6 +40,10 @@ export function andThen<T, U, A, B = undefined>(
 ): MaybePromise<U>;
 export function andThen<T, U, A, B>(value: MaybePromise<T> | PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a?: A, b?: B): MaybePromise<U> {
   if (!isPromiseLike<T>(value)) return f(value, a as A, b as B);
+  return andThenLater(value, f, a, b);
+}
+
+function andThenLater<T, U, A, B>(value: PromiseLike<T>, f: (t: T, a: A, b: B) => MaybePromise<U>, a?: A, b?: B): Promise<U> {
   return Promise.resolve(value).then(a === undefined && b === undefined ? (f as (t: T) => MaybePromise<U>) : (t) => f(t, a as A, b as B));
 }
 
@@ -66,6 +72,16 @@ export function andThenOrElse<T, U, A, B>(
   b?: B,
 ): MaybePromise<U> {
   if (!isPromiseLike<T>(value)) return f(value, a as A, b as B);
+  return andThenOrElseLater(value, f, onError, a, b);
+}
+
+function andThenOrElseLater<T, U, A, B>(
+  value: PromiseLike<T>,
+  f: (t: T, a: A, b: B) => MaybePromise<U>,
+  onError: (e: unknown, a: A, b: B) => MaybePromise<U>,
+  a?: A,
+  b?: B,
+): Promise<U> {
   if (a === undefined && b === undefined) return Promise.resolve(value).then(f as (t: T) => MaybePromise<U>, onError as (e: unknown) => MaybePromise<U>);
   return Promise.resolve(value).then(
     (t) => f(t, a as A, b as B),
@@ -82,6 +98,10 @@ export function andFinally<T, A>(value: MaybePromise<T>, f: (a: A) => void, a: A
     f(a);
     return value;
   }
+  return andFinallyLater(value, f, a);
+}
+
+function andFinallyLater<T, A>(value: PromiseLike<T>, f: (a: A) => void, a: A): Promise<T> {
   return Promise.resolve(value).finally(() => f(a));
 }
 
@@ -145,8 +165,18 @@ export function eachInOrder<T, R, C>(
 ): MaybePromise<R | undefined> {
   for (let i = from; i < items.length; i++) {
     const r = each(items[i] as T, i, context as C);
-    if (isPromiseLike<R | undefined>(r)) return Promise.resolve(r).then((v) => (v === undefined ? eachInOrder(items, each, i + 1, context as C) : v));
+    if (isPromiseLike<R | undefined>(r)) return eachInOrderLater(r, items, each, i + 1, context as C);
     if (r !== undefined) return r;
   }
   return undefined;
+}
+
+function eachInOrderLater<T, R, C>(
+  pending: PromiseLike<R | undefined>,
+  items: readonly T[],
+  each: (item: T, index: number, context: C) => MaybePromise<R | undefined>,
+  from: number,
+  context: C,
+): Promise<R | undefined> {
+  return Promise.resolve(pending).then((v) => (v === undefined ? eachInOrder(items, each, from, context) : v));
 }

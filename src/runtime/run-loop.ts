@@ -213,12 +213,16 @@ export class RunLoop implements BatchHost {
     this.#state = step.state;
     let answer: MaybePromise<LoopInput>;
     try {
-      answer = step.events.length === 0 ? this.#do(step) : andThen(eachInOrder(step.events, this.#emitOwn), () => this.#do(step));
+      answer = step.events.length === 0 ? this.#do(step) : this.#emitThenDo(step);
     } catch (e) {
       return advanceStep(step.state, threwOf(e));
     }
     return andThenOrElse(answer, this.#advance, this.#advanceThrown);
   };
+
+  #emitThenDo(step: LoopStep): MaybePromise<LoopInput> {
+    return andThen(eachInOrder(step.events, this.#emitOwn), () => this.#do(step));
+  }
 
   readonly #advance = (input: LoopInput): LoopStep => advanceStep(this.#state as LoopStep['state'], input);
   readonly #advanceThrown = (e: unknown): LoopStep => advanceStep(this.#state as LoopStep['state'], threwOf(e));
@@ -231,16 +235,19 @@ export class RunLoop implements BatchHost {
     return outcome === undefined ? RAN : andThen(outcome, this.#ran);
   }
 
-  /** Does one `next` of the machine. */
+  /**
+   * Does one `next` of the machine. It makes no closure: a function that makes one gets a context
+   * allocated at every call, and this one is called a dozen times a step.
+   */
   #do(step: LoopStep): MaybePromise<LoopInput> {
     const next = step.next;
     switch (next.type) {
       case 'commit':
         return this.#went(this.submit(lifecycleCommand(step.commands, this.runId, this.env.clock.now())));
       case 'emit_run_start':
-        return andThen(this.emit(this.runStart()), () => (this.signal.aborted ? RAN_CANCELLED : RAN));
+        return andThen(this.emit(this.runStart()), this.#afterRunStart);
       case 'phase':
-        return this.#went(this.#phase(next.phase, next.cancellable));
+        return next.check ? this.#checkedAfter(this.#phase(next.phase, next.cancellable)) : this.#went(this.#phase(next.phase, next.cancellable));
       case 'checkpoint':
         return this.#went(this.checkpoint(undefined));
       case 'abort_check':
@@ -249,14 +256,10 @@ export class RunLoop implements BatchHost {
         return this.#went(this.#handoff());
       case 'emit_step_start':
         return this.#went(this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') }));
-      case 'check': {
-        const stop = this.checkTermination();
-        return stop === undefined ? CHECKED : { type: 'checked', stop };
-      }
       case 'request_inputs':
         this.#inference = undefined;
         this.#text = undefined;
-        return this.#went(this.#requestInputs());
+        return this.#checkedAfter(this.#requestInputs());
       case 'compact':
         return this.#went(this.#autocompact());
       case 'infer':
@@ -267,17 +270,19 @@ export class RunLoop implements BatchHost {
         return this.#answer();
       case 'batch':
         return this.#runBatch();
-      case 'publish':
-        return this.#went(this.#publish(this.#batch as ToolBatch, true));
-      case 'complete_step':
-        return this.#went(this.#completeStep());
-      case 'close_open':
+      case 'publish': {
+        const published = this.#publish(this.#batch as ToolBatch, true);
+        return next.check ? this.#checkedAfter(published) : this.#went(published);
+      }
+      case 'complete_step': {
+        const completed = this.#completeStep();
         // Whatever interrupted the step, every call it announced is closed before the step ends.
-        return this.#open.size > 0 ? this.#went(this.#closeCalls(this.#open.list(), INTERRUPTED)) : RAN;
-      case 'snapshot':
-        return this.#went(this.emitSnapshot());
-      case 'emit_step_end':
-        return this.#went(this.emit({ event_type: 'step_end' }));
+        return this.#open.size === 0 ? this.#went(completed) : this.#closeOpenAfter(completed);
+      }
+      case 'emit_step_end': {
+        const snapshot = this.emitSnapshot();
+        return snapshot === undefined ? this.#went(this.#emitStepEnd()) : this.#emitStepEndAfter(snapshot);
+      }
       case 'loop_control':
         return this.#loopControl();
       case 'park':
@@ -290,6 +295,32 @@ export class RunLoop implements BatchHost {
       default:
         return unreachable(next, 'loop next');
     }
+  }
+
+  readonly #afterRunStart = (): LoopInput => (this.signal.aborted ? RAN_CANCELLED : RAN);
+
+  #closeOpenAfter(completed: Halting): MaybePromise<LoopInput> {
+    return andThen(completed, (halt) => andThen(this.#closeCalls(this.#open.list(), INTERRUPTED), () => ranOf(halt)));
+  }
+
+  #emitStepEndAfter(snapshot: Promise<void>): MaybePromise<LoopInput> {
+    return andThen(snapshot, () => this.#went(this.#emitStepEnd()));
+  }
+
+  /** A part's halt, or when it went through the termination the run's state then holds. */
+  #checkedAfter(outcome: Halting): MaybePromise<LoopInput> {
+    return outcome === undefined ? this.#check() : andThen(outcome, this.#checkUnlessHalted);
+  }
+
+  readonly #checkUnlessHalted = (halt: Halt | undefined): LoopInput => (halt !== undefined ? ranOf(halt) : this.#check());
+
+  #check(): LoopInput {
+    const stop = this.checkTermination();
+    return stop === undefined ? CHECKED : { type: 'checked', stop };
+  }
+
+  #emitStepEnd(): Promise<void> | undefined {
+    return this.emit({ event_type: 'step_end' });
   }
 
   #phase(phase: 'run_start' | 'step_start' | 'after_inference' | 'step_end', cancellable: boolean): Halting {
@@ -337,7 +368,8 @@ export class RunLoop implements BatchHost {
       context: orderedContextMessages(snap.get(ContextMessages)),
     };
     this.#inputs = inputs;
-    // The per-step accumulators are emptied (back to absent) once read.
+    // The per-step accumulators are emptied (back to absent) once read; with none set nothing is committed.
+    if (inputs.filter === undefined && inputs.override === undefined && inputs.context.length === 0) return undefined;
     const clear = StateCommand.empty();
     if (inputs.filter !== undefined) clear.clear(ToolFilter);
     if (inputs.override !== undefined) clear.clear(InferenceOverrideState);
@@ -352,6 +384,10 @@ export class RunLoop implements BatchHost {
   #infer(continuation: boolean): MaybePromise<LoopInput> {
     const previous = this.#inference;
     if (!continuation || previous === undefined) return this.#inferNow();
+    return this.#continueAfter(previous);
+  }
+
+  #continueAfter(previous: Inference): MaybePromise<LoopInput> {
     const complete = new Set(previous.result.toolCalls.map((c) => c.id));
     return andThen(
       this.#closeCalls(
@@ -368,7 +404,7 @@ export class RunLoop implements BatchHost {
   }
 
   #inferNow(): Promise<LoopInput> {
-    return this.#inferences.infer(this.#inferences.request(this.#messages, this.#inputs as RequestInputs)).then(this.#inferred);
+    return this.#inferences.inferThen(this.#inferences.request(this.#messages, this.#inputs as RequestInputs), this.#inferred);
   }
 
   readonly #inferred = (inference: Inference): LoopInput => {
@@ -427,11 +463,19 @@ export class RunLoop implements BatchHost {
     const inference = this.#inference as Inference;
     const batch = ToolBatch.open(this, inference.result.toolCalls, this.#textOf(inference), this.env.ids.next('message'));
     this.#batch = batch;
-    const ran = andThenUnlessHalted(batch.begin(), () => batch.run());
-    return andThen(ran, (halt): LoopInput => {
-      if (halt !== undefined) return { type: 'batched', stop: halt, waiting: false, blocked: undefined };
-      return { type: 'batched', stop: undefined, waiting: deriveRunStatus(batch.statuses()) === 'waiting', blocked: batch.blockedReason };
-    });
+    const begun = batch.begin();
+    const ran = begun === undefined ? batch.run() : andThen(begun, RunLoop.#runUnlessHalted, batch);
+    return andThen(ran, RunLoop.#batched, batch);
+  }
+
+  // The continuations of a step's batch and its publication are named once: a batch that is here costs no closure.
+  static #runUnlessHalted(halt: Halt | undefined, batch: ToolBatch): Halting {
+    return halt === undefined ? batch.run() : halt;
+  }
+
+  static #batched(halt: Halt | undefined, batch: ToolBatch): LoopInput {
+    if (halt !== undefined) return { type: 'batched', stop: halt, waiting: false, blocked: undefined };
+    return { type: 'batched', stop: undefined, waiting: deriveRunStatus(batch.statuses()) === 'waiting', blocked: batch.blockedReason };
   }
 
   /**
@@ -439,16 +483,18 @@ export class RunLoop implements BatchHost {
    * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
    */
   #publish(batch: ToolBatch, withinStep: boolean): Halting {
-    return andThen(batch.publish(this.#newMessageId), (published) => {
-      if (isHalt(published)) return published;
-      this.#messages.push(...published);
-      this.#batch = undefined;
-      if (withinStep) {
-        this.#clearBatchRecord = true;
-        return undefined;
-      }
-      return this.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
-    });
+    return andThen(batch.publish(this.#newMessageId), RunLoop.#published, this, withinStep);
+  }
+
+  static #published(published: Halt | readonly Message[], loop: RunLoop, withinStep: boolean): Halting {
+    if (isHalt(published)) return published;
+    for (const m of published) loop.#messages.push(m);
+    loop.#batch = undefined;
+    if (withinStep) {
+      loop.#clearBatchRecord = true;
+      return undefined;
+    }
+    return loop.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
   }
 
   publishResumed(batch: ToolBatch): Halting {
@@ -548,6 +594,7 @@ export class RunLoop implements BatchHost {
 
   /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
   checkpoint(termination: TerminationReason | undefined): Halting {
+    if (!this.#checkpoints.stored) return undefined;
     const usage = this.#inferences.usage;
     return this.#checkpoints.write(termination, {
       agentId: this.resolved.spec.id,

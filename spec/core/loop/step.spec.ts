@@ -39,12 +39,18 @@ class Choices {
   }
 }
 
+/** Whether the machine asks the answer to a next to carry a check of the run's state when the part went through. */
+const asksCheck = (next: LoopNext): boolean => next.type === 'request_inputs' || ((next.type === 'phase' || next.type === 'publish') && next.check);
+
 /** An interpreter's answer to `next`, drawn from `c`: any answer of the right kind, a failure of foreign code now and then. */
 function answer(next: LoopNext, c: Choices, step: number, throws: boolean): LoopInput {
   if (throws && c.next(25) === 0) return { type: 'threw', message: 'sink failed' };
+  if (asksCheck(next)) {
+    const halt = c.stop(8);
+    if (halt !== undefined) return { type: 'ran', stop: halt };
+    return { type: 'checked', stop: step >= STOP_FROM ? TerminationReasons.stopped('max_rounds') : c.stop(6, stops) };
+  }
   switch (next.type) {
-    case 'check':
-      return { type: 'checked', stop: step >= STOP_FROM ? TerminationReasons.stopped('max_rounds') : c.stop(6, stops) };
     case 'handoff':
       return { type: 'ran', stop: c.stop(10, [TerminationReasons.blocked('handoff resolve failed')]) };
     case 'infer':
@@ -114,7 +120,7 @@ function terminates(advance: Advance): fc.IPropertyWithHooks<[() => LoopStep, nu
 
 /** Without failures of foreign code, every step that began passes each stage of its end once, in order, before ContinueRun is asked. */
 function closesEveryStep(advance: Advance): fc.IPropertyWithHooks<[() => LoopStep, number[]]> {
-  const END = ['complete_step', 'close_open', 'phase:step_end', 'checkpoint', 'snapshot', 'emit_step_end'];
+  const END = ['complete_step', 'phase:step_end', 'checkpoint', 'emit_step_end'];
   return fc.property(starts, seqs, (start, seq) => {
     const t = run(advance, start(), seq, false);
     const names = t.nexts.map((n) => (n.type === 'phase' ? `phase:${n.phase}` : n.type));
@@ -136,7 +142,7 @@ describe('the step machine (src/core/loop/step.ts)', () => {
     fc.assert(terminates(advanceStep), { numRuns: 500 });
   });
 
-  it('closes every step it began: StepCompleted, open calls, StepEnd, checkpoint, snapshot, step_end — once each, in that order', () => {
+  it('closes every step it began: StepCompleted with its open calls, StepEnd, checkpoint, snapshot with step_end — once each, in that order', () => {
     fc.assert(closesEveryStep(advanceStep), { numRuns: 500 });
   });
 
@@ -216,21 +222,24 @@ describe('the step machine (src/core/loop/step.ts)', () => {
         { type: 'ran', stop: undefined },
       ] as LoopInput[])
         s = advanceStep(s.state, input);
-      expect(s.next).toEqual({ type: 'phase', phase: 'step_start', cancellable: true });
+      expect(s.next).toEqual({ type: 'phase', phase: 'step_start', cancellable: true, check: true });
       s = advanceStep(s.state, inputs[0] as LoopInput);
       for (const input of inputs.slice(1)) s = advanceStep(s.state, input);
       return s;
     };
     const ran = (stop?: TerminationReason): LoopInput => ({ type: 'ran', stop });
+    const checked = (stop: TerminationReason): LoopInput => ({ type: 'checked', stop });
     const error = TerminationReasons.error('store refused');
     const cancelled = TerminationReasons.cancelled();
-    // StepStart halted (cancelled); a later stage of the end failed too: the step ends cancelled.
-    expect(toEnd([ran(cancelled), ran(), ran(), ran(error), ran(), ran(), ran()]).state.stop).toEqual(cancelled);
-    // StepStart asked to stop (not a halt); StepEnd failed: the step ends with the failure.
+    // StepStart halted (cancelled); a later stage of the end (StepEnd) failed too: the step ends cancelled.
+    expect(toEnd([ran(cancelled), ran(), ran(error), ran(), ran()]).state.stop).toEqual(cancelled);
+    // The state asked to stop after StepStart (not a halt); StepEnd failed: the step ends with the failure.
     const stopped = TerminationReasons.stopped('max_rounds');
-    expect(toEnd([ran(stopped), ran(), ran(), ran(error), ran(), ran(), ran()]).state.stop).toEqual(error);
+    expect(toEnd([checked(stopped), ran(), ran(error), ran(), ran()]).state.stop).toEqual(error);
+    // A halt of the last stage counts as any other.
+    expect(toEnd([checked(stopped), ran(), ran(), ran(), ran(error)]).state.stop).toEqual(error);
     // Nothing failed: the stop stands, and ContinueRun is asked next.
-    const ended = toEnd([ran(stopped), ran(), ran(), ran(), ran(), ran(), ran()]);
+    const ended = toEnd([checked(stopped), ran(), ran(), ran(), ran()]);
     expect(ended.state.stop).toEqual(stopped);
     expect(ended.next).toEqual({ type: 'loop_control' });
   });
@@ -262,29 +271,30 @@ describe('the step machine (src/core/loop/step.ts)', () => {
       ...over,
     });
     /** Drives a run from its start: each next takes the first answer queued for it, else the plain one; the trace of nexts and the last. */
-    const script = (answers: Record<Key, LoopInput[]>, first: LoopStep = beginRun()): { trace: Key[]; last: LoopNext; events: string[] } => {
+    const script = (answers: Record<Key, LoopInput[]>, first: LoopStep = beginRun()): { trace: Key[]; nexts: LoopNext[]; last: LoopNext; events: string[] } => {
       const trace: Key[] = [];
+      const nexts: LoopNext[] = [];
       const events: string[] = [];
       let s = first;
       for (let i = 0; i < 400 && !['end', 'leave', 'invalid'].includes(s.next.type); i++) {
         const key = keyOf(s.next);
         trace.push(key);
+        nexts.push(s.next);
         for (const e of s.events) events.push(e.event_type);
-        const plain: LoopInput =
-          key === 'check'
-            ? { type: 'checked', stop: undefined }
-            : key === 'infer'
-              ? inferred()
-              : key === 'batch'
-                ? { type: 'batched', stop: undefined, waiting: false, blocked: undefined }
-                : key === 'loop_control'
-                  ? { type: 'controlled', present: false, stop: undefined }
-                  : key === 'park'
-                    ? { type: 'parked', left: undefined, stop: undefined }
-                    : ran();
+        const plain: LoopInput = asksCheck(s.next)
+          ? { type: 'checked', stop: undefined }
+          : key === 'infer'
+            ? inferred()
+            : key === 'batch'
+              ? { type: 'batched', stop: undefined, waiting: false, blocked: undefined }
+              : key === 'loop_control'
+                ? { type: 'controlled', present: false, stop: undefined }
+                : key === 'park'
+                  ? { type: 'parked', left: undefined, stop: undefined }
+                  : ran();
         s = advanceStep(s.state, answers[key]?.shift() ?? plain);
       }
-      return { trace, last: s.next, events };
+      return { trace, nexts, last: s.next, events };
     };
     const error = (m: string): TerminationReason => TerminationReasons.error(m);
     const count = (trace: readonly Key[], key: Key): number => trace.filter((k) => k === key).length;
@@ -295,7 +305,7 @@ describe('the step machine (src/core/loop/step.ts)', () => {
     });
 
     it('a stop the state holds after StepStart ends the step before its request', () => {
-      const r = script({ check: [{ type: 'checked', stop: TerminationReasons.stopped('max_rounds') }] });
+      const r = script({ 'phase:step_start': [{ type: 'checked', stop: TerminationReasons.stopped('max_rounds') }] });
       expect(r.trace).not.toContain('request_inputs');
       expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.stopped('max_rounds') });
     });
@@ -318,7 +328,7 @@ describe('the step machine (src/core/loop/step.ts)', () => {
     });
 
     it('a failure while a step ends runs its end again from its start, then ends the run with that failure', () => {
-      const r = script({ snapshot: [{ type: 'threw', message: 'sink failed' }] });
+      const r = script({ 'phase:step_end': [{ type: 'threw', message: 'sink failed' }] });
       expect(count(r.trace, 'complete_step')).toBe(2);
       expect(count(r.trace, 'emit_step_end')).toBe(1);
       expect(r.last).toEqual({ type: 'end', termination: error('sink failed') });
@@ -338,9 +348,17 @@ describe('the step machine (src/core/loop/step.ts)', () => {
       expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.cancelled() });
     });
 
-    it('a blocked batch is published and ends the run blocked', () => {
+    it('a part asked for a check answers with it when it went through: a bare `ran` there is refused', () => {
+      const r = script({ 'phase:after_inference': [ran()] });
+      expect(r.last).toEqual({ type: 'invalid', reason: 'ran does not fit the loop at after' });
+      const published = script({ infer: [inferred({ toolCalls: 1 })], publish: [ran()] });
+      expect(published.last).toEqual({ type: 'invalid', reason: 'ran does not fit the loop at publish' });
+    });
+
+    it('a blocked batch is published and ends the run blocked, with no check asked', () => {
       const r = script({ infer: [inferred({ toolCalls: 1 })], batch: [{ type: 'batched', stop: undefined, waiting: false, blocked: 'no' }] });
       expect(r.trace).toContain('publish');
+      expect(r.nexts).toContainEqual({ type: 'publish', check: false });
       expect(r.last).toEqual({ type: 'end', termination: TerminationReasons.blocked('no') });
     });
 
@@ -369,10 +387,10 @@ describe('the step machine (src/core/loop/step.ts)', () => {
   });
 
   describe('catches a deliberately broken transition', () => {
-    /** Skips closing the calls left open when a step ends (StepCompleted goes straight to StepEnd). */
-    const skipsClose: Advance = (s, input) => {
+    /** Skips the checkpoint of a step's end (StepEnd goes straight to the snapshot). */
+    const skipsCheckpoint: Advance = (s, input) => {
       const out = advanceStep(s, input);
-      return out.next.type === 'close_open' ? advanceStep(out.state, { type: 'ran', stop: undefined }) : out;
+      return out.next.type === 'checkpoint' && out.state.at === 'checkpoint' ? advanceStep(out.state, { type: 'ran', stop: undefined }) : out;
     };
     /** Sends a finished step back to its start instead of asking ContinueRun: a step that never ends. */
     const loopsBack: Advance = (s, input) => {
@@ -380,8 +398,8 @@ describe('the step machine (src/core/loop/step.ts)', () => {
       return out.next.type === 'loop_control' ? { ...out, state: { ...out.state, at: 'step_start' }, next: { type: 'emit_step_start' } } : out;
     };
 
-    it('a step that does not close its open calls fails the closing property', () => {
-      expect(fc.check(closesEveryStep(skipsClose), { numRuns: 200 }).failed).toBe(true);
+    it('a step that does not write its checkpoint fails the closing property', () => {
+      expect(fc.check(closesEveryStep(skipsCheckpoint), { numRuns: 200 }).failed).toBe(true);
     });
 
     it('a step that never ends fails the termination property', () => {

@@ -15,7 +15,7 @@ import { unreachable } from '../../contract/never.ts';
  * checkpoint; then steps, each at a boundary (cancelled? a handoff?), `step_start`, StepStart,
  * BeforeInference, compaction, an inference (continued while cut by the output limit),
  * AfterInference, then an answer or a tool batch; every step that began ends through the same
- * stages (StepCompleted, open calls closed, StepEnd, checkpoint, `state_snapshot`, `step_end`), each
+ * stages (StepCompleted and the open calls closed, StepEnd, checkpoint, `state_snapshot` and `step_end`), each
  * attempted once, the first halt among them the step's end unless the step already ended with a
  * halt. A plugin's `ContinueRun` turns a natural end into another step; a suspended step parks the
  * run until decisions resume it.
@@ -43,7 +43,11 @@ export type LoopNext =
   | { readonly type: 'commit' }
   /** Emit `run_start`; `ran` with `cancelled` when the run was cancelled meanwhile. */
   | { readonly type: 'emit_run_start' }
-  | { readonly type: 'phase'; readonly phase: LoopPhase; readonly cancellable: boolean }
+  /**
+   * Run a phase; `ran` with its halt. With `check`, a phase that went through is answered with the
+   * termination the run's state then holds (a stop policy, a plugin's request): `checked`.
+   */
+  | { readonly type: 'phase'; readonly phase: LoopPhase; readonly cancellable: boolean; readonly check: boolean }
   /** Write the run to the store. */
   | { readonly type: 'checkpoint' }
   /** At a step's boundary: `ran` with `cancelled` when the run was cancelled. */
@@ -51,9 +55,7 @@ export type LoopNext =
   /** Act as the agent a handoff made active, if it changed; `ran` with `blocked` when it does not resolve. */
   | { readonly type: 'handoff' }
   | { readonly type: 'emit_step_start' }
-  /** The termination the run's state holds (a stop policy, a plugin's request): `checked`. */
-  | { readonly type: 'check' }
-  /** BeforeInference and the per-step inputs it left (tool filter, override, context), consumed. */
+  /** BeforeInference and the per-step inputs it left (tool filter, override, context), consumed: `ran` with a halt, else `checked`. */
   | { readonly type: 'request_inputs' }
   | { readonly type: 'compact' }
   /** Stream one inference (`continuation`: after what a cut response said and the prompt to go on): `inferred`. */
@@ -64,13 +66,14 @@ export type LoopNext =
   | { readonly type: 'answer' }
   /** Open the step's tool batch and run it: `batched`. */
   | { readonly type: 'batch' }
-  /** Publish the finished batch (its record is cleared with StepCompleted). */
-  | { readonly type: 'publish' }
-  /** StepCompleted while the run is running, with the clearing of a published batch's record. */
+  /** Publish the finished batch (its record is cleared with StepCompleted); `check` as for a phase. */
+  | { readonly type: 'publish'; readonly check: boolean }
+  /**
+   * StepCompleted while the run is running, with the clearing of a published batch's record; then
+   * every call announced and not closed is closed as interrupted. `ran` with the commit's halt.
+   */
   | { readonly type: 'complete_step' }
-  /** Close as interrupted every call announced and not closed. */
-  | { readonly type: 'close_open' }
-  | { readonly type: 'snapshot' }
+  /** `state_snapshot`, then `step_end`. */
   | { readonly type: 'emit_step_end' }
   /** Clear a plugin's `ContinueRun` if there is one: `controlled`. */
   | { readonly type: 'loop_control' }
@@ -114,24 +117,18 @@ export type LoopStage =
   | 'handoff'
   | 'step_start'
   | 'step_phase'
-  | 'check_started'
   | 'inputs'
-  | 'check_inputs'
   | 'compact'
   | 'infer'
   | 'closed'
   | 'after'
-  | 'check_after'
   | 'answer'
   | 'batch'
   | 'suspending'
   | 'publish'
-  | 'check_published'
   | 'complete_step'
-  | 'close_open'
   | 'step_end'
   | 'checkpoint'
-  | 'snapshot'
   | 'emit_step_end'
   | 'control'
   | 'parked'
@@ -171,15 +168,14 @@ const SUSPEND: readonly LoopCommand[] = Object.freeze([{ op: 'step_completed' },
 const N = {
   commit: { type: 'commit' },
   emit_run_start: { type: 'emit_run_start' },
-  run_start: { type: 'phase', phase: 'run_start', cancellable: true },
-  step_start_phase: { type: 'phase', phase: 'step_start', cancellable: true },
-  after_inference: { type: 'phase', phase: 'after_inference', cancellable: true },
-  step_end_phase: { type: 'phase', phase: 'step_end', cancellable: false },
+  run_start: { type: 'phase', phase: 'run_start', cancellable: true, check: false },
+  step_start_phase: { type: 'phase', phase: 'step_start', cancellable: true, check: true },
+  after_inference: { type: 'phase', phase: 'after_inference', cancellable: true, check: true },
+  step_end_phase: { type: 'phase', phase: 'step_end', cancellable: false, check: false },
   checkpoint: { type: 'checkpoint' },
   abort_check: { type: 'abort_check' },
   handoff: { type: 'handoff' },
   emit_step_start: { type: 'emit_step_start' },
-  check: { type: 'check' },
   request_inputs: { type: 'request_inputs' },
   compact: { type: 'compact' },
   infer: { type: 'infer', continuation: false },
@@ -187,10 +183,9 @@ const N = {
   close_started: { type: 'close_started' },
   answer: { type: 'answer' },
   batch: { type: 'batch' },
-  publish: { type: 'publish' },
+  publish: { type: 'publish', check: true },
+  publish_blocked: { type: 'publish', check: false },
   complete_step: { type: 'complete_step' },
-  close_open: { type: 'close_open' },
-  snapshot: { type: 'snapshot' },
   emit_step_end: { type: 'emit_step_end' },
   loop_control: { type: 'loop_control' },
   park: { type: 'park', afterRestart: false },
@@ -206,24 +201,18 @@ const STAGES: readonly LoopStage[] = Object.freeze([
   'handoff',
   'step_start',
   'step_phase',
-  'check_started',
   'inputs',
-  'check_inputs',
   'compact',
   'infer',
   'closed',
   'after',
-  'check_after',
   'answer',
   'batch',
   'suspending',
   'publish',
-  'check_published',
   'complete_step',
-  'close_open',
   'step_end',
   'checkpoint',
-  'snapshot',
   'emit_step_end',
   'control',
   'parked',
@@ -253,20 +242,16 @@ const BARE_NEXT = Object.freeze({
   handoff: N.handoff,
   step_start: N.emit_step_start,
   step_phase: N.step_start_phase,
-  check_started: N.check,
   inputs: N.request_inputs,
-  check_inputs: N.check,
   compact: N.compact,
   infer: N.infer,
-  check_after: N.check,
+  after: N.after_inference,
+  answer: N.answer,
   batch: N.batch,
   publish: N.publish,
-  check_published: N.check,
   complete_step: N.complete_step,
-  close_open: N.close_open,
   step_end: N.step_end_phase,
   checkpoint: N.checkpoint,
-  snapshot: N.snapshot,
   emit_step_end: N.emit_step_end,
   control: N.loop_control,
   parked: N.park,
@@ -317,6 +302,11 @@ function move(s: LoopState, at: LoopStage): LoopState {
     : { at, stop: s.stop, halted: s.halted, failed: s.failed, continuations: s.continuations, inference: s.inference, blocked: s.blocked };
 }
 
+/** `st` asking for `target`'s next: `target` itself when `st` is its bare state (nothing allocated). */
+function to(st: LoopState, target: LoopStep): LoopStep {
+  return st === target.state ? target : out(st, target.next);
+}
+
 function out(s: LoopState, next: LoopNext, commands: readonly LoopCommand[] = NONE, events: readonly LoopEvent[] = NONE): LoopStep {
   return { state: s, commands, events, next };
 }
@@ -337,22 +327,18 @@ export const isOver = (s: LoopState): boolean => s.at === 'over';
 /** The stages inside a step (after `step_start` went out and before the step's end): a failure there ends the step. */
 const IN_STEP: ReadonlySet<LoopStage> = new Set<LoopStage>([
   'step_phase',
-  'check_started',
   'inputs',
-  'check_inputs',
   'compact',
   'infer',
   'closed',
   'after',
-  'check_after',
   'answer',
   'batch',
   'suspending',
   'publish',
-  'check_published',
 ]);
 
-const END_STAGES: ReadonlySet<LoopStage> = new Set<LoopStage>(['complete_step', 'close_open', 'step_end', 'checkpoint', 'snapshot', 'emit_step_end']);
+const END_STAGES: ReadonlySet<LoopStage> = new Set<LoopStage>(['complete_step', 'step_end', 'checkpoint', 'emit_step_end']);
 
 export function advanceStep(s: LoopState, input: LoopInput): LoopStep {
   switch (input.type) {
@@ -395,40 +381,32 @@ function ran(s: LoopState, stop: TerminationReason | undefined): LoopStep {
     case 'step_start':
       return moveTo(s, BARE_STEP.step_phase);
     case 'step_phase':
-      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_started);
     case 'inputs':
-      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_inputs);
+    case 'after':
+      // These are answered with `checked` when they went through: a `ran` brings their halt.
+      return stop !== undefined ? endStep(s, stop) : invalid(s, { type: 'ran', stop });
     case 'compact':
       return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.infer);
     case 'closed':
-      return s.inference?.cancelled === true ? endStep(s, TerminationReasons.cancelled()) : out(move(s, 'after'), N.after_inference);
-    case 'after':
-      return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.check_after);
+      return s.inference?.cancelled === true ? endStep(s, TerminationReasons.cancelled()) : to(move(s, 'after'), BARE_STEP.after);
     case 'answer':
       return endStep(s, s.stop ?? TerminationReasons.naturalEnd());
     case 'suspending':
       return endStep(s, stop ?? TerminationReasons.suspended());
     case 'publish':
       if (stop !== undefined) return endStep(s, stop);
-      return s.blocked !== undefined ? endStep(s, TerminationReasons.blocked(s.blocked)) : moveTo(s, BARE_STEP.check_published);
+      // A published batch that was not blocked is answered with `checked`.
+      return s.blocked !== undefined ? endStep(s, TerminationReasons.blocked(s.blocked)) : invalid(s, { type: 'ran', stop });
     case 'complete_step':
-      return endStage(s, stop, BARE_STEP.close_open);
-    case 'close_open':
       return endStage(s, stop, BARE_STEP.step_end);
     case 'step_end':
       return endStage(s, stop, BARE_STEP.checkpoint);
     case 'checkpoint':
-      return endStage(s, stop, BARE_STEP.snapshot);
-    case 'snapshot':
       return endStage(s, stop, BARE_STEP.emit_step_end);
     case 'emit_step_end':
-      return control(s, stepOutcome(s));
-    case 'check_started':
-    case 'check_inputs':
+      return control(s, stepOutcome(s, firstHalt(s, stop)));
     case 'infer':
-    case 'check_after':
     case 'batch':
-    case 'check_published':
     case 'control':
     case 'parked':
     case 'over':
@@ -438,12 +416,12 @@ function ran(s: LoopState, stop: TerminationReason | undefined): LoopStep {
   }
 }
 
+/** A part that asked for a check went through: `stop` is the termination the run's state holds. */
 function checked(s: LoopState, stop: TerminationReason | undefined): LoopStep {
-  // `EXPECTS` lets a `checked` answer reach only the four stages that ask for a check.
-  if (s.at === 'check_started') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.inputs);
-  if (s.at === 'check_inputs') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.compact);
-  if (s.at === 'check_after') return afterChecked(s, stop);
-  if (s.at === 'check_published') return endStep(s, stop);
+  if (s.at === 'step_phase') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.inputs);
+  if (s.at === 'inputs') return stop !== undefined ? endStep(s, stop) : moveTo(s, BARE_STEP.compact);
+  if (s.at === 'after') return afterChecked(s, stop);
+  if (s.at === 'publish' && s.blocked === undefined) return endStep(s, stop);
   return invalid(s, { type: 'checked', stop });
 }
 
@@ -478,37 +456,42 @@ function afterChecked(s: LoopState, stop: TerminationReason | undefined): LoopSt
   }
   // From here on the inference has told all it had to: the state forgets it.
   if (stop !== undefined || (inference?.toolCalls ?? 0) === 0)
-    return out(make('answer', stop, s.halted, s.failed, s.continuations, undefined, s.blocked), N.answer);
-  return out(make('batch', s.stop, s.halted, s.failed, s.continuations, undefined, s.blocked), N.batch);
+    return to(make('answer', stop, s.halted, s.failed, s.continuations, undefined, s.blocked), BARE_STEP.answer);
+  return to(make('batch', s.stop, s.halted, s.failed, s.continuations, undefined, s.blocked), BARE_STEP.batch);
 }
 
 function batched(s: LoopState, input: Extract<LoopInput, { type: 'batched' }>): LoopStep {
   if (input.stop !== undefined) return endStep(s, input.stop);
   if (input.blocked === undefined && input.waiting) return out(move(s, 'suspending'), N.commit, SUSPEND);
-  return out(make('publish', s.stop, s.halted, s.failed, s.continuations, s.inference, input.blocked), N.publish);
+  const published = make('publish', s.stop, s.halted, s.failed, s.continuations, s.inference, input.blocked);
+  return input.blocked === undefined ? to(published, BARE_STEP.publish) : out(published, N.publish_blocked);
 }
 
 /** The step's end, from its first stage, with the termination it found (`undefined`: go on). */
 function endStep(s: LoopState, stop: TerminationReason | undefined, events: readonly LoopEvent[] = NONE): LoopStep {
-  return out(make('complete_step', stop, undefined, s.failed, s.continuations, undefined, undefined), N.complete_step, NONE, events);
+  const ending = make('complete_step', stop, undefined, s.failed, s.continuations, undefined, undefined);
+  return events === NONE ? to(ending, BARE_STEP.complete_step) : out(ending, N.complete_step, NONE, events);
 }
 
 /** A stage of the step's end went through: its halt kept if it is the first, then the next stage. */
 function endStage(s: LoopState, stop: TerminationReason | undefined, target: LoopStep): LoopStep {
-  const first = s.halted ?? (isHalt(stop) ? stop : undefined);
+  const first = firstHalt(s, stop);
   if (first === s.halted) return moveTo(s, target);
   return out(make(target.state.at, s.stop, first, s.failed, s.continuations, s.inference, s.blocked), target.next);
 }
 
+/** The first halt among the stages of the step's end, with what the last stage answered. */
+const firstHalt = (s: LoopState, stop: TerminationReason | undefined): TerminationReason | undefined => s.halted ?? (isHalt(stop) ? stop : undefined);
+
 /** A step ends with its own termination when it has one that is a halt, or no halt came of its end; else with that halt. */
-function stepOutcome(s: LoopState): TerminationReason | undefined {
+function stepOutcome(s: LoopState, halted: TerminationReason | undefined): TerminationReason | undefined {
   if (s.failed) return s.stop;
-  return s.halted === undefined || isHalt(s.stop) ? s.stop : s.halted;
+  return halted === undefined || isHalt(s.stop) ? s.stop : halted;
 }
 
 /** After the step: a plugin's `ContinueRun` is asked for (and cleared). */
 function control(s: LoopState, outcome: TerminationReason | undefined): LoopStep {
-  return out(make('control', outcome, undefined, false, s.continuations, undefined, undefined), N.loop_control);
+  return to(make('control', outcome, undefined, false, s.continuations, undefined, undefined), BARE_STEP.control);
 }
 
 /** `ContinueRun` turns a natural end into another step; it never outlives the step it was asked in. */
@@ -520,7 +503,7 @@ function controlled(s: LoopState, input: Extract<LoopInput, { type: 'controlled'
 }
 
 function boundary(s: LoopState): LoopStep {
-  return out(make('boundary', undefined, undefined, false, s.continuations, undefined, undefined), N.abort_check);
+  return to(make('boundary', undefined, undefined, false, s.continuations, undefined, undefined), BARE_STEP.boundary);
 }
 
 function end(s: LoopState, termination: TerminationReason): LoopStep {

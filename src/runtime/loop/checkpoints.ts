@@ -64,6 +64,11 @@ export class Checkpoints {
     this.#storedPrefix = 0;
   }
 
+  /** Whether the run has a store to write to (without one, a checkpoint is nothing to do). */
+  get stored(): boolean {
+    return this.#store !== undefined;
+  }
+
   /** Writes the run: `undefined` once written (or without a store), a halt when the state cannot be exported. */
   write(termination: TerminationReason | undefined, facts: CheckpointFacts): Halting {
     const store = this.#store;

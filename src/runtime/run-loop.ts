@@ -404,7 +404,7 @@ export class RunLoop implements BatchHost {
   }
 
   #inferNow(): Promise<LoopInput> {
-    return this.#inferences.inferThen(this.#inferences.request(this.#messages, this.#inputs as RequestInputs), this.#inferred);
+    return this.#inferences.infer(this.#inferences.request(this.#messages, this.#inputs as RequestInputs)).then(this.#inferred);
   }
 
   readonly #inferred = (inference: Inference): LoopInput => {

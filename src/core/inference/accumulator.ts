@@ -82,16 +82,6 @@ export class StreamAccumulator {
     return this.#text;
   }
 
-  /** Empties it for another stream (a reader of one stream after another keeps one accumulator). */
-  clear(): void {
-    this.#text = '';
-    this.#reasoning = '';
-    this.#calls.length = 0;
-    this.#usage = undefined;
-    this.#stopReason = undefined;
-    this.#incomplete = false;
-  }
-
   finish(options?: { readonly cancelled?: boolean }): StreamResult {
     // Array literals, sized as they are filled: a push onto an empty array reserves room for many.
     const content: readonly ContentBlock[] = this.#text === '' ? NO_CONTENT : [{ type: 'text', text: this.#text }];

@@ -1,5 +1,3 @@
-// Over 500 lines: an inference's whole life (the request, the stream read part by part, its end,
-// the tap, the usage) is one reader whose state lives in its fields, so that it costs one promise.
 import type { InferenceExecutionError } from '../../contract/errors.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../../contract/inference.ts';
@@ -31,7 +29,7 @@ export interface Inference {
   readonly result: StreamResult;
   readonly cancelled: boolean;
   readonly error?: InferenceFailure;
-  readonly started: readonly { id: string; name: string }[];
+  readonly started: { id: string; name: string }[];
 }
 
 /** What the inference reads of the run it serves. */
@@ -56,16 +54,6 @@ export interface InferenceOptions {
 }
 
 const nothing = (): undefined => undefined;
-/** What `infer` settles its promise with: the inference itself. */
-const same = <T>(value: T): T => value;
-/** The value `andThen` passes on, once what it waited for is done. */
-const second = <T>(_: unknown, value: T): T => value;
-/** `then(inference)`, once what `andThen` waited for is done. */
-const applied = (_: unknown, then: (inference: Inference) => unknown, inference: Inference): unknown => then(inference);
-/** The calls an inference that opened none started: one frozen empty list for all. */
-const NOT_STARTED: readonly { id: string; name: string }[] = Object.freeze([]);
-/** How a read that did not end at the stream's end finalises its parts. */
-const CANCELLED = Object.freeze({ cancelled: true });
 
 /** How reading an inference's stream ended: at its end, by the run's abort, or with what was thrown. */
 const READ = 'read' as const;
@@ -89,21 +77,16 @@ export class Inferences {
   #tools: readonly ToolDescriptor[] | undefined;
   /** What the provider said of the inference being read (`response_metadata` parts, merged), for the tap. */
   #described: Omit<ResponseMetadataPart, 'type'> | undefined;
-  /**
-   * The inference being read, in fields rather than an object or closures per inference (a run reads
-   * one at a time): the request, when it started, the provider's stream, the fold of its parts, the
-   * calls it opened, and what its promise is settled with. `#settle` is set while a read is in
-   * progress; `#waiting`, while a part is awaited from the provider (`aborted()` ends the read then).
-   */
-  #request: InferenceRequest | undefined;
-  #startedAt = 0;
-  #iterator: AsyncIterator<StreamPart> | undefined;
-  readonly #acc = new StreamAccumulator();
-  #started: { id: string; name: string }[] | undefined;
-  #then: ((inference: Inference) => unknown) | undefined;
-  #settle: ((value: unknown) => void) | undefined;
-  #fail: ((e: unknown) => void) | undefined;
-  #waiting = false;
+  /** The provider stream being read: where its parts go, and whether a part is awaited from it (`aborted()` ends it then). */
+  #reading:
+    | {
+        readonly iterator: AsyncIterator<StreamPart>;
+        readonly acc: StreamAccumulator;
+        readonly started: { id: string; name: string }[];
+        readonly resolve: (end: ReadEnd) => void;
+        waiting: boolean;
+      }
+    | undefined;
 
   constructor(host: InferenceHost, options: InferenceOptions) {
     this.#host = host;
@@ -119,30 +102,11 @@ export class Inferences {
 
   /** Wakes a read waiting on a provider that does not listen to the run's signal. */
   aborted(): void {
-    const settle = this.#settle;
-    if (settle === undefined || !this.#waiting) return;
-    const fail = this.#fail as (e: unknown) => void;
-    const then = this.#then as (inference: Inference) => unknown;
-    this.#ended();
-    // The read ends now: a part the provider sends later is dropped.
-    this.#later(
-      Promise.resolve(ABORTED).then((end) => this.#inferred(end)),
-      settle,
-      fail,
-      then,
-    );
+    if (this.#reading?.waiting === true) this.#endRead(ABORTED);
   }
 
   /** Reports what the context transform did, streams one inference and reports its completion. */
   infer(request: ReportedRequest): Promise<Inference> {
-    return this.inferThen(request, same);
-  }
-
-  /**
-   * `infer`, its promise settled with `then(inference)`: a caller that maps the inference (the
-   * loop) adds no promise of its own to each inference.
-   */
-  inferThen<T>(request: ReportedRequest, then: (inference: Inference) => T): Promise<T> {
     const report = request.contextReport;
     if (report !== undefined && contextChanged(report)) {
       const host = this.#host;
@@ -153,73 +117,34 @@ export class Inferences {
         content: { ...report },
         replace: true,
       });
-      return andThen(wait, () => this.#start(request, then)) as Promise<T>;
+      return andThen(wait, () => this.#timed(request)) as Promise<Inference>;
     }
-    return this.#start(request, then);
+    return this.#timed(request);
   }
 
   /**
-   * Starts one inference: its stream opened and its first part asked for. Its promise is settled
-   * when the read ends (`#endRead`), with the inference after `inference_complete` was emitted.
-   */
-  #start<T>(request: InferenceRequest, then: (inference: Inference) => T): Promise<T> {
-    const host = this.#host;
-    const startedAt = host.env.clock.now();
-    this.#described = undefined;
-    let iterator: AsyncIterator<StreamPart>;
-    try {
-      iterator = host.resolved.llm.stream(request)[Symbol.asyncIterator]();
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
-    this.#request = request;
-    this.#startedAt = startedAt;
-    this.#iterator = iterator;
-    this.#acc.clear();
-    this.#started = undefined;
-    this.#then = then;
-    const inference = new Promise<T>(this.#capture);
-    if (host.signal.aborted) {
-      const settle = this.#settle as (value: unknown) => void;
-      const fail = this.#fail as (e: unknown) => void;
-      this.#ended();
-      try {
-        this.#later(Promise.resolve(this.#inferred(ABORTED)), settle, fail, then as (inference: Inference) => unknown);
-      } catch (e) {
-        fail(e);
-      }
-    } else this.#pull();
-    return inference;
-  }
-
-  readonly #capture = (settle: (value: never) => void, fail: (e: unknown) => void): void => {
-    this.#settle = settle as (value: unknown) => void;
-    this.#fail = fail;
-  };
-
-  /**
-   * After the inference: `inference_complete` with the model that answered, its usage and its
+   * One inference, then `inference_complete` with the model that answered, its usage and its
    * duration — unless the provider failed: a failed inference did not complete (the failure is the
-   * run's `error` event when it ends the run). A plugin's tap is told of it either way. Then what
-   * the caller maps the inference to.
+   * run's `error` event when it ends the run). A plugin's tap is told of it either way.
    */
-  readonly #completed = (inference: Inference, then: (inference: Inference) => unknown): unknown => {
+  #timed(request: InferenceRequest): Promise<Inference> {
     const host = this.#host;
-    const request = this.#request as InferenceRequest;
-    const started = this.#startedAt;
-    const model = this.#options.answeredBy() ?? request.model;
-    const usage = inference.result.usage;
-    const ended = host.env.clock.now();
-    const duration = Math.max(0, ended - started);
-    host.tap?.inference?.(this.#tapped(request, inference, model, started, ended));
-    if (inference.error !== undefined) return then(inference);
-    const wait = host.emit(
-      usage === undefined
-        ? { event_type: 'inference_complete', model, duration_ms: duration }
-        : { event_type: 'inference_complete', model, usage, duration_ms: duration },
-    );
-    return andThen(wait, applied, then, inference);
-  };
+    const started = host.env.clock.now();
+    return this.#stream(request).then((inference) => {
+      const model = this.#options.answeredBy() ?? request.model;
+      const usage = inference.result.usage;
+      const ended = host.env.clock.now();
+      const duration = Math.max(0, ended - started);
+      host.tap?.inference?.(this.#tapped(request, inference, model, started, ended));
+      if (inference.error !== undefined) return inference;
+      const wait = host.emit(
+        usage === undefined
+          ? { event_type: 'inference_complete', model, duration_ms: duration }
+          : { event_type: 'inference_complete', model, usage, duration_ms: duration },
+      );
+      return andThen(wait, () => inference);
+    });
+  }
 
   /**
    * The inference as a tap is told of it: besides what the loop saw, what the provider said of its
@@ -312,21 +237,39 @@ export class Inferences {
     return this.#sent;
   }
 
+  /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
+  #stream(request: InferenceRequest): Promise<Inference> {
+    const acc = new StreamAccumulator();
+    this.#described = undefined;
+    const started: { id: string; name: string }[] = [];
+    let iterator: AsyncIterator<StreamPart>;
+    try {
+      iterator = this.#host.resolved.llm.stream(request)[Symbol.asyncIterator]();
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    if (this.#host.signal.aborted) return Promise.resolve(this.#inferred(ABORTED, iterator, acc, started));
+    return this.#read(iterator, acc, started).then((end) => this.#inferred(end, iterator, acc, started));
+  }
+
   /** The inference a read ended with: cancelled, failed, or its result with its calls announced ready (`tool_call_ready`). */
-  #inferred(end: ReadEnd): MaybePromise<Inference> {
-    const acc = this.#acc;
-    const started = this.#started ?? NOT_STARTED;
+  #inferred(
+    end: ReadEnd,
+    iterator: AsyncIterator<StreamPart>,
+    acc: StreamAccumulator,
+    started: { id: string; name: string }[],
+  ): Inference | Promise<Inference> {
     if (end === ABORTED) {
-      void this.#iterator?.return?.();
-      return { result: acc.finish(CANCELLED), cancelled: true, started };
+      void iterator.return?.();
+      return { result: acc.finish({ cancelled: true }), cancelled: true, started };
     }
     if (end !== READ) {
-      if (this.#host.signal.aborted) return { result: acc.finish(CANCELLED), cancelled: true, started };
+      if (this.#host.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       const e = end.thrown;
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
-      if (failure.error.code === 'cancelled') return { result: acc.finish(CANCELLED), cancelled: true, started };
+      if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       this.#options.inferenceErrors?.push(failure.error);
-      return { result: acc.finish(CANCELLED), cancelled: false, error: failure, started };
+      return { result: acc.finish({ cancelled: true }), cancelled: false, error: failure, started };
     }
     const result = acc.finish();
     if (result.usage !== undefined) {
@@ -337,7 +280,7 @@ export class Inferences {
       usage.total += Math.max(0, result.usage.total_tokens ?? (result.usage.prompt_tokens ?? 0) + (result.usage.completion_tokens ?? 0));
     }
     const inference: Inference = { result, cancelled: false, started };
-    return andThen(eachInOrder(result.toolCalls, this.#announceReady), second, inference);
+    return andThen(eachInOrder(result.toolCalls, this.#announceReady), () => inference);
   }
 
   /** `tool_call_ready` for a call (a promise only for an asynchronous sink); the calls are announced in start order. */
@@ -345,42 +288,61 @@ export class Inferences {
     andThen(this.#host.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments }), nothing);
 
   /**
-   * Reads the provider's parts into the accumulator, emitting their events, part after part: one
-   * promise for the inference, not one per part (a part's `then` goes straight to the next pull).
-   * The read ends `READ` at the stream's end, `ABORTED` when the run's signal fires — between parts,
-   * or while the provider has not answered (it may never; `aborted()` wakes the read) — or with what
-   * was thrown: by the provider, the accumulator or a sink. A sink's promise is waited for before the
-   * next part (never cut short). The callbacks are made once (`#pull`, `#onRead`, `#failRead`); the
-   * read in progress is the one `#settle` is set for. A read ends early only when the run is aborted,
-   * and an aborted run starts no other read, so a callback of a read that ended never meets a later one.
+   * Reads the provider's parts into `acc`, emitting their events, part after part: one promise for
+   * the stream, not one per part (a part's `then` goes straight to the next pull). Ends `READ` at the
+   * stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
+   * answered (it may never; `aborted()` wakes the read) — or with what was thrown: by the provider,
+   * the accumulator or a sink. A sink's promise is waited for before the next part (never cut short).
+   * The callbacks are made once (`#pull`, `#onRead`, `#failRead`); the read in progress is
+   * `#reading`. A read ends early only when the run is aborted, and an aborted run starts no other
+   * read, so a callback of a read that ended never meets a later one.
    */
+  #read(iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<ReadEnd> {
+    return new Promise<ReadEnd>((resolve) => {
+      this.#reading = { iterator, acc, started, resolve, waiting: false };
+      this.#pull();
+    });
+  }
+
+  /** Ends the read in progress (once). */
+  #endRead(end: ReadEnd): void {
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    this.#reading = undefined;
+    reading.resolve(end);
+  }
+
+  readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
+
   readonly #pull = (): void => {
-    if (this.#settle === undefined) return;
+    const reading = this.#reading;
+    if (reading === undefined) return;
     if (this.#host.signal.aborted) {
       this.#endRead(ABORTED);
       return;
     }
     let next: Promise<IteratorResult<StreamPart>>;
     try {
-      next = (this.#iterator as AsyncIterator<StreamPart>).next();
+      next = reading.iterator.next();
     } catch (e) {
       this.#failRead(e);
       return;
     }
-    this.#waiting = true;
+    reading.waiting = true;
     next.then(this.#onRead, this.#failRead);
   };
 
   readonly #onRead = (r: IteratorResult<StreamPart>): void => {
-    if (this.#settle === undefined) return;
-    this.#waiting = false;
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    reading.waiting = false;
     if (r.done === true) {
       this.#endRead(READ);
       return;
     }
     let wait: Promise<void> | undefined;
     try {
-      wait = this.#onPart(r.value);
+      wait = this.#onPart(r.value, reading.acc, reading.started);
     } catch (e) {
       this.#failRead(e);
       return;
@@ -389,55 +351,9 @@ export class Inferences {
     andThenOrElse(wait, this.#pull, this.#failRead);
   };
 
-  readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
-
-  /** Ends the read in progress (once): the inference made, reported, and its promise settled. */
-  #endRead(end: ReadEnd): void {
-    const settle = this.#settle;
-    if (settle === undefined) return;
-    const fail = this.#fail as (e: unknown) => void;
-    const then = this.#then as (inference: Inference) => unknown;
-    this.#ended();
-    if (end !== READ) {
-      this.#later(
-        Promise.resolve(end).then((e) => this.#inferred(e)),
-        settle,
-        fail,
-        then,
-      );
-      return;
-    }
-    try {
-      settle(andThen(this.#inferred(end), this.#completed, then));
-    } catch (e) {
-      fail(e);
-    }
-  }
-
-  /**
-   * An inference that was cancelled or failed, made and reported a turn at a time, as it always was:
-   * what else the abort or the failure set going (the provider's own `return`, its recorder) keeps
-   * its place before the run goes on. Only a stream read to its end is made and reported at once.
-   */
-  #later(inferred: Promise<Inference>, settle: (value: unknown) => void, fail: (e: unknown) => void, then: (inference: Inference) => unknown): void {
-    const done =
-      then === same
-        ? inferred.then((inference) => settle(this.#completed(inference, same)))
-        : inferred.then((inference) => this.#completed(inference, same)).then((inference) => settle(then(inference as Inference)));
-    done.catch(fail);
-  }
-
-  /** No read is in progress any more: a callback of the one that ended finds nothing to do. */
-  #ended(): void {
-    this.#settle = undefined;
-    this.#fail = undefined;
-    this.#then = undefined;
-    this.#waiting = false;
-  }
-
   /** One streamed part: into the accumulator, and its event out (a promise only for an asynchronous sink). */
-  #onPart(part: StreamPart): Promise<void> | undefined {
-    this.#acc.push(part);
+  #onPart(part: StreamPart, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<void> | undefined {
+    acc.push(part);
     const host = this.#host;
     switch (part.type) {
       case 'text_delta':
@@ -447,9 +363,7 @@ export class Inferences {
       case 'reasoning_encrypted':
         return host.emit({ event_type: 'reasoning_encrypted_value', encrypted_value: part.value });
       case 'tool_call_start':
-        // A literal for the first call: a push onto an empty array reserves room for many.
-        if (this.#started === undefined) this.#started = [{ id: part.id, name: part.name }];
-        else this.#started.push({ id: part.id, name: part.name });
+        started.push({ id: part.id, name: part.name });
         return host.emit({ event_type: 'tool_call_start', id: part.id, name: part.name });
       case 'tool_call_delta':
         return part.args_delta === '' ? undefined : host.emit({ event_type: 'tool_call_delta', id: part.id, args_delta: part.args_delta });

@@ -50,6 +50,7 @@ export type { InferenceOverride } from './contract/inference.ts';
 export {
   defineTool,
   ToolFailure,
+  UnavailableBeforeDispatch,
   type ProgressStatus,
   type ResumeContext,
   type Tool,
@@ -66,6 +67,7 @@ export {
   type ToolResult,
   type ToolStatus,
 } from './contract/tool.ts';
+export type { ToolRecoveryCapability, ToolRecoveryMode, ToolRecoveryPolicy } from './contract/tool-recovery.ts';
 
 // Messages, events and streams
 export {

@@ -93,6 +93,18 @@ describe('docs/cli.md → Operating `awaken serve`', () => {
     expect(Object.fromEntries(Object.keys(keys).map((k) => [k, example.server[k]]))).toEqual(keys);
   });
 
+  it('takes --recovery and server.recovery (default interrupt); a flag wins over the file', () => {
+    const plan = (args: string[]) => {
+      const p = parseServeArgs(args, {});
+      if (p === 'help') throw new Error('help');
+      return p.recovery;
+    };
+    expect(plan([])).toBe('interrupt');
+    expect(plan(['--recovery', 'resume'])).toBe('resume');
+    expect(plan(['--config', configFile('server:\n  recovery: resume\n')])).toBe('resume');
+    expect(plan(['--config', configFile('server:\n  recovery: resume\n'), '--recovery', 'interrupt'])).toBe('interrupt');
+  });
+
   it('takes --otel-content and server.otel_content', () => {
     const plan = (args: string[]) => {
       const p = parseServeArgs(args, {});

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   canTransitionRun,
   canTransitionToolCall,
+  deriveRunStatus,
   fromDoneReason,
   isTerminalRunStatus,
   isTerminalToolCallStatus,
@@ -81,12 +82,13 @@ describe('RunStatus transitions (book: Run 生命周期与 Phases)', () => {
 describe('ToolCallStatus transitions (core-spec §4.5)', () => {
   const table: Record<ToolCallStatus, ToolCallStatus[]> = {
     new: ['running', 'suspended', 'resuming', 'succeeded', 'failed', 'cancelled'],
-    running: ['suspended', 'succeeded', 'failed', 'cancelled'],
+    running: ['suspended', 'succeeded', 'failed', 'cancelled', 'indeterminate'],
     suspended: ['resuming', 'cancelled'],
     resuming: ['running', 'suspended', 'succeeded', 'failed', 'cancelled'],
     succeeded: [],
     failed: [],
     cancelled: [],
+    indeterminate: [],
   };
   it('matches the transition table, self always allowed, terminal states closed', () => {
     for (const from of ToolCallStatusSchema.options) {
@@ -94,6 +96,14 @@ describe('ToolCallStatus transitions (core-spec §4.5)', () => {
         expect(canTransitionToolCall(from, to), `${from}→${to}`).toBe(from === to || table[from].includes(to));
       }
     }
-    expect(ToolCallStatusSchema.options.filter(isTerminalToolCallStatus)).toEqual(['succeeded', 'failed', 'cancelled']);
+    expect(ToolCallStatusSchema.options.filter(isTerminalToolCallStatus)).toEqual(['succeeded', 'failed', 'cancelled', 'indeterminate']);
+  });
+
+  it('indeterminate: reached from running alone (a call that never left has a known outcome), and closed', () => {
+    expect(ToolCallStatusSchema.options.filter((from) => from !== 'indeterminate' && canTransitionToolCall(from, 'indeterminate'))).toEqual(['running']);
+    expect(canTransitionToolCall('new', 'indeterminate')).toBe(false);
+    expect(ToolCallStatusSchema.options.filter((to) => canTransitionToolCall('indeterminate', to))).toEqual(['indeterminate']);
+    expect(deriveRunStatus(['indeterminate', 'succeeded'])).toBe('done');
+    expect(deriveRunStatus(['indeterminate', 'suspended'])).toBe('waiting');
   });
 });

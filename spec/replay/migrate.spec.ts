@@ -14,11 +14,13 @@ const fours = readdirSync(join(fixtures, 'runs-format-4')).filter((f) => f.endsW
 const fives = readdirSync(join(fixtures, 'runs-format-5')).filter((f) => f.endsWith('.jsonl'));
 const sixes = readdirSync(join(fixtures, 'runs-format-6')).filter((f) => f.endsWith('.jsonl'));
 const sevens = readdirSync(join(fixtures, 'runs-format-7')).filter((f) => f.endsWith('.jsonl'));
+const eights = readdirSync(join(fixtures, 'runs-format-8')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
 const v6old = (file: string): string => readFileSync(join(fixtures, 'runs-format-6', file), 'utf8');
 const v7old = (file: string): string => readFileSync(join(fixtures, 'runs-format-7', file), 'utf8');
+const v8old = (file: string): string => readFileSync(join(fixtures, 'runs-format-8', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -30,7 +32,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 8', () => {
+describe('older transcript formats → 9', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -62,7 +64,7 @@ describe('older transcript formats → 8', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 8: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 9: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v2old(file)));
@@ -73,7 +75,7 @@ describe('older transcript formats → 8', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
-  it.each(threes)('format 3 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(threes)('format 3 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v3old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v3old(file)));
@@ -91,15 +93,15 @@ describe('older transcript formats → 8', () => {
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
   });
 
-  it.each(fours)('format 4 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fours)('format 4 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v4old(file))).toBe(v2(file));
     expect(await replayTranscript(v4old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 4 → 8: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
+  it('format 4 → 9: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/8",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/9",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -111,7 +113,7 @@ describe('older transcript formats → 8', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/9",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -122,18 +124,18 @@ describe('older transcript formats → 8', () => {
     );
   });
 
-  it('format 4 → 8: a header that does not match its config_digest is refused, naming line 1', async () => {
+  it('format 4 → 9: a header that does not match its config_digest is refused, naming line 1', async () => {
     const edited = v4old('03-one-tool.jsonl').replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 } });
   });
 
-  it.each(fives)('format 5 → 8: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fives)('format 5 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v5old(file))).toBe(v2(file));
     expect(await replayTranscript(v5old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 5 → 8: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
+  it('format 5 → 9: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
     const before = v5old('44-skills-activation.jsonl');
     const after = migrateTranscript(before);
     const [a, b] = [before.split('\n'), after.split('\n')];
@@ -147,19 +149,19 @@ describe('older transcript formats → 8', () => {
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
     expect(migrateTranscript(plain)).toBe(
-      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/8",'),
+      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/9",'),
     );
   });
 
-  it('format 5 → 8: the owner of a served run is kept', () => {
+  it('format 5 → 9: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
     expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({
-      format: 'awaken-transcript/8',
+      format: 'awaken-transcript/9',
       request: { thread_id: 't', run_id: 'r', owner: 'alice' },
     });
   });
 
-  it('format 5 → 8: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
+  it('format 5 → 9: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
     const edited = v5old('28-blocked-by-gate.jsonl').replace('"plugins":["tool-gate"]', '"plugins":["finish-on"]');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 }, at: { line: 1, record: 'header' } });
@@ -171,18 +173,18 @@ describe('older transcript formats → 8', () => {
   });
 
   it.each(sixes)(
-    'format 6 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    'format 6 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
     async (file) => {
       const before = v6old(file);
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/8",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/9",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
 
-  it('format 6 → 8: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
+  it('format 6 → 9: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
     const header = JSON.parse(v6old('28-blocked-by-gate.jsonl').split('\n')[0] as string) as Record<string, unknown>;
     const request = header['request'] as Record<string, unknown>;
     const edited: Record<string, unknown> = {
@@ -193,10 +195,10 @@ describe('older transcript formats → 8', () => {
     };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
-    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/8"'));
+    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/9"'));
   });
 
-  it('format 6 → 8: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
+  it('format 6 → 9: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
     const text = v6old('11-suspension-resumed-replay-tool-call.jsonl');
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
@@ -216,18 +218,18 @@ describe('older transcript formats → 8', () => {
   });
 
   it.each(sevens)(
-    'format 7 → 8: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    'format 7 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
     async (file) => {
       const before = v7old(file);
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/8",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/9",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
 
-  it('format 6 or 7 → 8: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
+  it('format 6 or 7 → 9: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
     for (const text of [v7old('01-plain-answer.jsonl'), v6old('03-one-tool.jsonl')]) {
       const from = text.startsWith('{"type":"header","format":"awaken-transcript/7"') ? 7 : 6;
@@ -243,7 +245,56 @@ describe('older transcript formats → 8', () => {
     const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
     const quoting = lines.map((l, i) => (i === at ? l.replace('"text":"', `"text":"${JSON.stringify(part).slice(1, -1)}`) : l)).join('\n');
     expect(quoting.split('\n')[at]).toContain('\\"type\\":\\"response_metadata\\"');
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/8"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/9"'));
+  });
+
+  it.each(eights)(
+    'format 8 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    async (file) => {
+      const before = v8old(file);
+      expect(before.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
+      const after = migrateTranscript(before);
+      expect(after).toBe(v2(file));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/9",'));
+      expect(await replayTranscript(before)).toMatchObject({ identical: true });
+    },
+  );
+
+  it('format 8 → 9: a response_metadata part, which format 8 writes, is kept as it is', () => {
+    const text = v8old('01-plain-answer.jsonl');
+    const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
+    const described = text.replace(/^(\{"type":"llm".*?"parts":\[)/m, `$1${part},`);
+    expect(described).not.toBe(text);
+    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/9"'));
+  });
+
+  it('any older format → 9: a tool error unavailable_before_dispatch, which only format 9 writes, is refused naming its line; the same words in data are not', async () => {
+    const unavailable = '"tool_error":{"code":"unavailable_before_dispatch","message":"the queue was closed"}';
+    for (const [from, text] of [
+      [8, v8old('09-tool-invalid-arguments.jsonl')],
+      [7, v7old('29-gate-ask-resumed.jsonl')],
+      [6, v6old('03-one-tool.jsonl')],
+      [5, v5old('03-one-tool.jsonl')],
+      [3, v3old('11-suspension-resumed-replay-tool-call.jsonl')],
+      [1, v1('11-suspension-resumed-replay-tool-call.jsonl')],
+    ] as const) {
+      const lines = text.split('\n');
+      const at = lines.findIndex((l) => l.startsWith('{"type":"tool"'));
+      expect(at).toBeGreaterThan(0);
+      const retried = lines
+        .map((l, i) => (i === at ? l.replace(/"activity":\[\],"(result|tool_error)":.*\}$/, `"activity":[],${unavailable}}`) : l))
+        .join('\n');
+      expect(retried.split('\n')[at]).toContain(unavailable);
+      expect(() => migrateTranscript(retried)).toThrow(
+        new MigrationFailure(at + 1, `a tool error unavailable_before_dispatch: format ${from} has none (it is format 9)`),
+      );
+      expect(await replayTranscript(retried)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: at + 1 } });
+    }
+    // A tool's arguments that happen to hold the words are data, not a tool error.
+    const text = v8old('09-tool-invalid-arguments.jsonl');
+    const quoting = text.replace('"arguments":{"text":42}', `"arguments":{"text":42,${unavailable}}`);
+    expect(quoting).not.toBe(text);
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/9"'));
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
@@ -255,6 +306,7 @@ describe('older transcript formats → 8', () => {
       ...fives.map((f) => v5old(f)),
       ...sixes.map((f) => v6old(f)),
       ...sevens.map((f) => v7old(f)),
+      ...eights.map((f) => v8old(f)),
     ].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>

@@ -8,6 +8,7 @@ import { StateCommand } from '../../src/core/state/state-command.ts';
 import { preRegistered } from '../../src/core/phase/plugin.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { AddContextMessage, ExcludeTool, IncludeOnlyTools, SetInferenceOverride, ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
+import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
 import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle, withEntry } from '../../src/runtime/loop-keys.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool, type Tool } from '../../src/runtime/tool.ts';
@@ -316,14 +317,24 @@ describe('state machines are enforced', () => {
     expect(h.llm.requests[2]?.messages.filter((m) => m.role === 'user')).toHaveLength(3);
   });
 
-  it('checkpoints are written at run start (the input, write-ahead), at every step end and at the run end', async () => {
+  it('checkpoints are written at run start (the input, write-ahead), at each phase of a tool call, at every step end and at the run end', async () => {
     const h = harness([{ tool_calls: [{ id: 'c', name: 'echo', arguments: { text: 'x' } }] }, { text: 'ok' }], { tools: [echoTool] });
     await h.runtime.run({ threadId: 'th', messages: go }, h.sink);
-    expect(h.store.checkpoints.map((c) => [c.status, c.steps, c.termination?.type ?? null, c.messages.length])).toEqual([
-      ['running', 0, null, 1],
-      ['running', 1, null, 3],
-      ['running', 2, null, 4],
-      ['done', 2, 'natural_end', 4],
+    const batchOf = (c: RunCheckpoint): unknown => {
+      const record = c.threadState.extensions['__runtime.tool_batch'] as { calls: { id: string }[]; results: object } | null | undefined;
+      const states = c.threadState.extensions['__runtime.tool_call_states'] as { [id: string]: { status: string } } | undefined;
+      return record === null || record === undefined ? null : [record.calls.map((x) => x.id), Object.keys(record.results), states?.['c']?.status];
+    };
+    expect(h.store.checkpoints.map((c) => [c.status, c.steps, c.termination?.type ?? null, c.messages.length, batchOf(c)])).toEqual([
+      ['running', 0, null, 1, null],
+      // The batch as requested, before any gate or tool; the call marked running before its tool is
+      // called; its outcome once settled — each stored before the batch goes on.
+      ['running', 1, null, 1, [['c'], [], 'new']],
+      ['running', 1, null, 1, [['c'], [], 'running']],
+      ['running', 1, null, 1, [['c'], ['c'], 'succeeded']],
+      ['running', 1, null, 3, null],
+      ['running', 2, null, 4, null],
+      ['done', 2, 'natural_end', 4, null],
     ]);
     const again = await h.runtime.run({ threadId: 'th', messages: [Messages.user('more')] }, h.sink);
     expect(again.ok && h.llm.requests.at(-1)?.messages.length).toBe(6);

@@ -6,7 +6,7 @@ import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
 import { DEFAULT_CONNECTION_LIMITS, listen, type ConnectionLimits, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
-import { recoverRuns } from '../server/recovery.ts';
+import { recoverRuns, runsLeftRunning } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus } from '../stores/index.ts';
@@ -53,6 +53,7 @@ export const SERVE_COMMAND: CommandSpec = {
     'allowed-host': { type: 'string', multiple: true },
     insecure: { type: 'boolean' },
     policy: { type: 'string' },
+    recovery: { type: 'string' },
     'lease-ms': { type: 'string' },
     'sweep-ms': { type: 'string' },
     'log-level': { type: 'string' },
@@ -84,6 +85,8 @@ export interface ServePlan {
   /** Bind a non-loopback address without API tokens. */
   readonly insecure: boolean;
   readonly policy: ConcurrencyPolicy;
+  /** A run a previous process left running: resume it from its last durable point, or interrupt it (`--recovery`, config `server.recovery`). */
+  readonly recovery: 'resume' | 'interrupt';
   readonly leaseMs?: number;
   readonly sweepMs?: number;
   readonly logLevel: LogLevel;
@@ -171,6 +174,7 @@ export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.e
     allowedHosts: hostFlags.length > 0 ? hostFlags : (file?.server.allowed_hosts ?? []),
     insecure: args.values['insecure'] === true,
     policy: choiceOf(args, 'policy', ['reject', 'supersede'] as const) ?? file?.server.policy ?? 'reject',
+    recovery: choiceOf(args, 'recovery', ['resume', 'interrupt'] as const) ?? file?.server.recovery ?? 'interrupt',
     ...(leaseMs !== undefined ? { leaseMs } : {}),
     ...(sweepMs !== undefined ? { sweepMs } : {}),
     logLevel: choiceOf(args, 'log-level', LOG_LEVELS) ?? file?.server.log?.level ?? 'info',
@@ -376,10 +380,12 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     );
   }
   const bus = openBus(plan.store);
+  let leftRunning: string[] = [];
   if (bus === undefined) {
-    // One process per store: what a previous process left unfinished is marked at start.
-    const recovered = await recoverRuns(store, runtime.env.clock.now());
+    // One process per store: what a previous process left unfinished is marked at start (or resumed, with --recovery resume).
+    const recovered = await recoverRuns(store, runtime.env.clock.now(), { resume: plan.recovery === 'resume' });
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
+    if (plan.recovery === 'resume') leftRunning = await runsLeftRunning(store, runtime.env.clock.now());
   }
   const consumer = `${hostname()}:${process.pid}`;
   // A quiet server gives back what a burst left (runs, clients that stopped reading and left).
@@ -407,6 +413,15 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
+  if (leftRunning.length > 0) {
+    let resumed = 0;
+    for (const runId of leftRunning) {
+      // One run that cannot be taken up (its store answers badly) does not keep the server from starting.
+      if (await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) })))
+        resumed++;
+    }
+    logger.warn(`resumed ${resumed} of ${leftRunning.length} run(s) a previous process left running`, { runs: leftRunning.length, resumed });
+  }
   const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
     logger,

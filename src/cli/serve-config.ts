@@ -29,6 +29,8 @@ export const ServeConfigSchema = z
         host: z.string().min(1).optional(),
         store: z.string().min(1).optional(),
         policy: z.enum(['reject', 'supersede']).optional(),
+        /** A run a previous process left running: `interrupt` it (default) or `resume` it from its last durable point, as `--recovery`. */
+        recovery: z.enum(['resume', 'interrupt']).optional(),
         lease_ms: z.number().int().min(10).optional(),
         sweep_ms: z.number().int().min(10).optional(),
         /** The demo agent's model, as `--model`: `provider:model`, `scripted:FILE` or `transcript:FILE`. */

@@ -83,6 +83,8 @@ export const ToolErrorSchema = z.discriminatedUnion('code', [
   z.object({ code: z.literal('denied'), message: Str }),
   z.object({ code: z.literal('not_found'), message: Str }),
   z.object({ code: z.literal('internal'), message: Str }),
+  /** The executor knows the call never reached the tool (nothing ran, nothing was sent): unlike the others, it is safe to retry. */
+  z.object({ code: z.literal('unavailable_before_dispatch'), message: Str }),
 ]);
 export type ToolError = z.infer<typeof ToolErrorSchema>;
 

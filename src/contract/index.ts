@@ -8,6 +8,7 @@ export * from './message.ts';
 export * from './phase.ts';
 export * from './result.ts';
 export * from './tool.ts';
+export * from './tool-recovery.ts';
 export * from './usage.ts';
 export * from './wire.ts';
 export * from './stream.ts';

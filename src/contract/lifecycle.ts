@@ -101,30 +101,40 @@ export function fromDoneReason(doneReason: string): TerminationReason {
   return TerminationReasons.error(doneReason);
 }
 
-export const ToolCallStatusSchema = z.enum(['new', 'running', 'suspended', 'resuming', 'succeeded', 'failed', 'cancelled']);
+/**
+ * A tool call's status. `indeterminate` (seed 003's crash recovery) ends a call that was dispatched
+ * before its process died and may not run again: whether its effect happened is unknown.
+ */
+export const ToolCallStatusSchema = z.enum(['new', 'running', 'suspended', 'resuming', 'succeeded', 'failed', 'cancelled', 'indeterminate']);
 export type ToolCallStatus = z.infer<typeof ToolCallStatusSchema>;
 
-const TERMINAL_CALL: readonly ToolCallStatus[] = ['succeeded', 'failed', 'cancelled'];
+const TERMINAL_CALL: readonly ToolCallStatus[] = ['succeeded', 'failed', 'cancelled', 'indeterminate'];
 const CALL_TRANSITIONS: Readonly<Record<ToolCallStatus, readonly ToolCallStatus[]>> = {
+  // Not `indeterminate`: a call that never left cannot have an unknown outcome.
   new: ['running', 'suspended', 'resuming', 'succeeded', 'failed', 'cancelled'],
-  running: ['suspended', 'succeeded', 'failed', 'cancelled'],
+  running: ['suspended', 'succeeded', 'failed', 'cancelled', 'indeterminate'],
   suspended: ['resuming', 'cancelled'],
   resuming: ['running', 'suspended', 'succeeded', 'failed', 'cancelled'],
   succeeded: [],
   failed: [],
   cancelled: [],
+  indeterminate: [],
 };
 
 export const isTerminalToolCallStatus = (status: ToolCallStatus): boolean => TERMINAL_CALL.includes(status);
 
-/** Legal tool-call transitions (core-spec §4.5): self always; New → anything; terminal → nothing. */
+/**
+ * Legal tool-call transitions (core-spec §4.5): self always; New → anything but Indeterminate (only a
+ * dispatched, Running call can end so); terminal → nothing.
+ */
 export function canTransitionToolCall(from: ToolCallStatus, to: ToolCallStatus): boolean {
   return from === to || CALL_TRANSITIONS[from].includes(to);
 }
 
 /**
  * The run status as a projection of its tool calls (book: 从 ToolCall 状态推导 RunStatus): any call
- * running or resuming → running; else any suspended → waiting; else done.
+ * running or resuming → running; else any suspended → waiting; else done (an indeterminate call is
+ * terminal, and counts as done).
  */
 export function deriveRunStatus(statuses: Iterable<ToolCallStatus>): RunStatus {
   let suspended = false;

@@ -2,10 +2,15 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileLines, jsonObjectOf, type JsonObject } from '../replay/lines.ts';
 import { TRANSCRIPT_FORMAT } from '../replay/transcript.ts';
-import { TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7 } from '../replay/migrate.ts';
 
-/** The formats whose header may name an owner (format 5 on). */
-const OWNED_FORMATS: ReadonlySet<unknown> = new Set([TRANSCRIPT_FORMAT_5, TRANSCRIPT_FORMAT_6, TRANSCRIPT_FORMAT_7, TRANSCRIPT_FORMAT]);
+const FORMAT_TAG = /^awaken-transcript\/([1-9][0-9]{0,3})$/;
+const CURRENT_FORMAT = Number(FORMAT_TAG.exec(TRANSCRIPT_FORMAT)?.[1]);
+
+/** Whether a header of `format` may name an owner: format 5 up to this version's (a list of tags would leave out the next one). */
+function ownedFormat(format: unknown): boolean {
+  const n = typeof format === 'string' ? Number(FORMAT_TAG.exec(format)?.[1]) : Number.NaN;
+  return n >= 5 && n <= CURRENT_FORMAT;
+}
 
 /**
  * What a transcript says of itself — the thread and run it records and the principal that owned the
@@ -50,7 +55,7 @@ export function metaOf(lines: Iterable<string>): TranscriptMeta | undefined {
       const request = header['request'] as JsonObject | undefined;
       if (typeof request?.['thread_id'] === 'string') threadId = request['thread_id'];
       if (typeof request?.['run_id'] === 'string') runId = request['run_id'];
-      if (OWNED_FORMATS.has(header['format']) && typeof request?.['owner'] === 'string') owner = request['owner'];
+      if (ownedFormat(header['format']) && typeof request?.['owner'] === 'string') owner = request['owner'];
       const s = header['segment'];
       if (typeof s === 'number' && Number.isInteger(s) && s >= 2) segment = s;
       if (threadId !== undefined && runId !== undefined) break;

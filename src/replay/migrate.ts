@@ -20,6 +20,7 @@ export const TRANSCRIPT_FORMAT_4 = 'awaken-transcript/4';
 export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
 export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
 export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
+export const TRANSCRIPT_FORMAT_8 = 'awaken-transcript/8';
 
 const OLDER = [
   TRANSCRIPT_FORMAT_1,
@@ -29,6 +30,7 @@ const OLDER = [
   TRANSCRIPT_FORMAT_5,
   TRANSCRIPT_FORMAT_6,
   TRANSCRIPT_FORMAT_7,
+  TRANSCRIPT_FORMAT_8,
 ] as const;
 type OlderFormat = (typeof OLDER)[number];
 
@@ -83,7 +85,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1 to 7 transcript in the current format (`awaken-transcript/8`), without
+ * Rewrites a format-1 to 8 transcript in the current format (`awaken-transcript/9`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -122,10 +124,15 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * record's parts (what the provider said of its answer — its id, the model it says answered — and of
  * itself: its conventions' name, the host and port it was reached at); a format-7 recorder never
  * wrote one, and its inferences replay without those facts, as they ran.
+ *
+ * Format 8 → 9: the header's tag alone. Format 9 adds the `unavailable_before_dispatch` code of a
+ * `tool` record's `tool_error` (the call never reached the tool, so it may be retried); no older
+ * recorder wrote one, and a transcript of an older format that has one is refused, naming its line.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
-  if (older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6) return { text: retagged(text, older) };
+  if (older !== undefined) refuseFormat9(text.split('\n'), older);
+  if (older === TRANSCRIPT_FORMAT_8 || older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6) return { text: retagged(text, older) };
   if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
   const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
   let out = four.text;
@@ -134,20 +141,47 @@ export function migrate(text: string): Migrated {
 }
 
 /**
- * A format-6 or 7 transcript under the current tag: the header's `format` alone changes, every other
- * byte is kept. What only a later format writes is refused first — a format-6 recorder never wrote a
- * segment's number and run state, a decision or cancel before any event, an ask record (format 7);
- * neither wrote a `response_metadata` part (format 8).
+ * A format-6, 7 or 8 transcript under the current tag: the header's `format` alone changes, every
+ * other byte is kept. What only a later format writes is refused first — a format-6 recorder never
+ * wrote a segment's number and run state, a decision or cancel before any event, an ask record
+ * (format 7); neither wrote a `response_metadata` part (format 8). (What only format 9 writes is
+ * refused in every older format, by `migrate`.)
  */
-function retagged(text: string, from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7): string {
+function retagged(text: string, from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7 | typeof TRANSCRIPT_FORMAT_8): string {
+  if (from === TRANSCRIPT_FORMAT_8) return retag(text, from);
   const lines = text.split('\n');
   // A quote inside a JSON string is escaped: this is a part's own `type`, never a message's text.
   const described = lines.findIndex((l) => l.startsWith('{"type":"llm"') && l.includes('{"type":"response_metadata"'));
   if (described >= 0) throw new MigrationFailure(described + 1, `a response_metadata part: format ${from.slice(-1)} has none (it is format 8)`);
   if (from === TRANSCRIPT_FORMAT_6) refuseFormat7(lines);
+  return retag(text, from);
+}
+
+/** The text under the current tag, every byte after the header's `format` kept. */
+function retag(text: string, from: OlderFormat): string {
   const tag = `{"type":"header","format":"${from}"`;
   // `olderFormat` found the tag exactly here.
   return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
+}
+
+/**
+ * What only format 9 writes, refused in any older transcript's lines: a `tool` record whose
+ * `tool_error` is `unavailable_before_dispatch` — no older recorder wrote that code. The record is
+ * read whole, so the same words in a result's data or an argument are not taken for it.
+ */
+function refuseFormat9(lines: readonly string[], from: OlderFormat): void {
+  for (const [i, l] of lines.entries()) {
+    if (!l.startsWith('{"type":"tool"') || !l.includes('"unavailable_before_dispatch"')) continue;
+    let record: { tool_error?: { code?: unknown } };
+    try {
+      record = JSON.parse(l) as typeof record;
+    } catch {
+      // An unreadable line is kept as it is: the replay reports it where the run reaches it.
+      continue;
+    }
+    if (record.tool_error?.code === 'unavailable_before_dispatch')
+      throw new MigrationFailure(i + 1, `a tool error unavailable_before_dispatch: format ${from.slice(-1)} has none (it is format 9)`);
+  }
 }
 
 /** What only format 7 writes, refused in a format-6 transcript's lines. */
@@ -258,6 +292,7 @@ function toFormat4(text: string): Migrated {
     format === TRANSCRIPT_FORMAT_5 ||
     format === TRANSCRIPT_FORMAT_6 ||
     format === TRANSCRIPT_FORMAT_7 ||
+    format === TRANSCRIPT_FORMAT_8 ||
     !OLDER.includes(format as OlderFormat)
   )
     throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);

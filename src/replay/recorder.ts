@@ -153,6 +153,7 @@ function commandRecord(command: StateCommand): { ops: unknown[]; actions: unknow
 export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
   return {
     descriptor: inner.descriptor,
+    ...(inner.recovery !== undefined ? { recovery: inner.recovery } : {}),
     ...(inner.askBefore !== undefined ? { askBefore: recordingAsk(inner, log) } : {}),
     // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
     execute: async (args: JsonValue, ctx: ToolCallContext) => {

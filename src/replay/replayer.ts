@@ -1,6 +1,9 @@
 // One file past 500 lines: the replaying ports (env, llm, tool) are methods of `ReplaySession`,
 // sharing its private record queues and line map with `replayTranscript`, which drives them.
 import type { JsonValue } from '../contract/json.ts';
+import type { AgentSpec } from '../contract/agent-spec.ts';
+import type { ToolRecoveryCapability } from '../contract/tool-recovery.ts';
+import { ToolExecutionConfigKey, ToolExecutionSchema } from '../runtime/resolve.ts';
 import { unreachable } from '../contract/never.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
@@ -143,6 +146,20 @@ export function missingCode(text: string, options: CodeOptions): (MissingCode & 
 }
 
 /** Replays a transcript: rebuilds the runtime from its header, feeds the recorded inputs, compares the events byte for byte. */
+
+/**
+ * What the recorded tools said of their recovery, as far as the run depends on it: the recording
+ * checked the agent's `tool_execution.recovery` against each tool, so a tool whose policy names a
+ * mode other than `never_replay` had that capability; the others act the same under the default.
+ */
+function recoveryCapabilities(agent: AgentSpec): ReadonlyMap<string, ToolRecoveryCapability> {
+  const read = ToolExecutionSchema.safeParse(agent.sections[ToolExecutionConfigKey.key] ?? {});
+  const capabilities = new Map<string, ToolRecoveryCapability>();
+  if (!read.success) return capabilities;
+  for (const [id, policy] of Object.entries(read.data.recovery ?? {})) if (policy.mode !== 'never_replay') capabilities.set(id, policy.mode);
+  return capabilities;
+}
+
 export async function replayTranscript(text: string, options: ReplayOptions = {}): Promise<ReplayReport> {
   // A format-1 transcript is brought up to date first; one that cannot be is reported where it fails.
   const older = olderFormat(text);
@@ -223,10 +240,14 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   // A delegation tool answers from its records too: the sub-run behind it is not run again.
   const delegated = new Map(header.agent.delegates.map((id) => [delegateToolId(id), id] as const));
   const standIns = new Map<string, Tool>();
+  const recovery = recoveryCapabilities(header.agent);
   for (const descriptor of header.tools) {
     const delegate = descriptor.category === DELEGATION_CATEGORY ? delegated.get(descriptor.id) : undefined;
-    if (delegate !== undefined) standIns.set(delegate, session.tool(descriptor, diverge));
-    else builder.withTool(session.tool(descriptor, diverge));
+    const tool = session.tool(descriptor, diverge);
+    const capability = recovery.get(descriptor.id);
+    const replayed = capability === undefined ? tool : { ...tool, recovery: capability };
+    if (delegate !== undefined) standIns.set(delegate, replayed);
+    else builder.withTool(replayed);
   }
   if (standIns.size > 0) builder.withDelegation({ standIns });
   // The header's code: plugins and stop policies from the catalog, the options and the app; what is
@@ -368,8 +389,13 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) whenParked(actual.length);
     },
   };
-  const starting =
-    resumed !== undefined
+  const recovered = resumed !== undefined && header.request.recovered === true;
+  const starting = recovered
+    ? runtime.recover({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, {
+        signal: controller.signal,
+        waitForDecisions: wait,
+      })
+    : resumed !== undefined
       ? runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, {
           signal: controller.signal,
         })
@@ -385,7 +411,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
           { signal: controller.signal, waitForDecisions: wait },
         );
   const started = await starting;
-  if (started.ok && resumed !== undefined) {
+  if (started.ok && resumed !== undefined && !recovered) {
     // Parked from its start, and silent until its first decision (or a cancel recorded before any event).
     const revived = started.value;
     void revived.parked().then((parked) => {

@@ -164,6 +164,8 @@ interface ObservedRun {
   readonly owner?: string;
   /** A parked run taken up again from the store (`start` revives it): it goes on in a segment of its own. */
   readonly resumed?: boolean;
+  /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it). */
+  readonly recovered?: boolean;
 }
 
 export class ServedRecorder {
@@ -207,6 +209,7 @@ export class ServedRecorder {
     const ask = inner.askBefore;
     return {
       descriptor: inner.descriptor,
+      ...(inner.recovery !== undefined ? { recovery: inner.recovery } : {}),
       ...(ask !== undefined
         ? {
             askBefore: (args: JsonValue, call: { readonly id: string; readonly name: string }) => {
@@ -367,6 +370,7 @@ export class ServedRecorder {
           ...(served.history !== undefined ? { history: served.history } : {}),
           ...(served.threadState !== undefined ? { thread_state: served.threadState } : {}),
           ...(served.runState !== undefined ? { run_state: served.runState } : {}),
+          ...(run.recovered === true ? { recovered: true } : {}),
         },
       };
       served.log.push(endRecordOf(result, messages));

@@ -19,7 +19,7 @@ import {
 } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/8';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/9';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -84,6 +84,11 @@ export const HeaderSchema = z.object({
      * Such a segment emits nothing before its first decision (its `messages` are empty).
      */
     run_state: z.object({ revision: z.number().int(), extensions: z.record(z.string(), JsonValueSchema) }).optional(),
+    /**
+     * With `run_state`: the run was left running by a process that died and was recovered from its
+     * last durable point (`AgentRuntime.recover`); its replay recovers it too, and it goes on at once.
+     */
+    recovered: z.literal(true).optional(),
   }),
 });
 export type Header = z.output<typeof HeaderSchema>;

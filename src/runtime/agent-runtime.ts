@@ -158,14 +158,40 @@ export class AgentRuntime {
     return revived;
   }
 
-  #revive(request: ReviveRequest, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {
+  /**
+   * Takes up a run that was running when its process died (a crash, a kill -9): its thread's history
+   * and state and its own run-scoped state come from the store as the run last wrote them — a
+   * step's end, or a phase of a tool call (seed 003's durable call phases) — and it goes on under
+   * its own run id: a call that never left runs, one that left runs again only where its tool's
+   * recovery capability and its pinned policy allow, else it ends indeterminate. Fails when the store
+   * does not hold the run as running.
+   */
+  recover(request: ReviveRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
+    return this.#revive(request, sink, options, {}, 'recover');
+  }
+
+  #revive(
+    request: ReviveRequest,
+    sink: EventSink,
+    options: RunOptions,
+    sub: SubRun,
+    how: 'revive' | 'recover' = 'revive',
+  ): Promise<Result<RunHandle, RuntimeError>> {
     const store = this.#store;
     if (store?.loadRunState === undefined)
-      return Promise.resolve(err({ code: 'resolve_failed', message: 'reviving a run needs a store that keeps run state' }));
+      return Promise.resolve(
+        err({ code: 'resolve_failed', message: `${how === 'revive' ? 'reviving' : 'recovering'} a run needs a store that keeps run state` }),
+      );
     const asked = { agentId: request.agentId, threadId: request.threadId, runId: request.runId };
-    return launch(this.#launchHost, asked, sink, { ...options, waitForDecisions: true }, sub, async (prepared) => {
-      const [thread, runState] = await Promise.all([store.loadThread(request.threadId), store.loadRunState?.(request.runId)]);
-      if (thread === undefined || runState === undefined) return err({ code: 'resolve_failed', message: `run ${request.runId} is not waiting in the store` });
+    const launched = how === 'revive' ? { ...options, waitForDecisions: true } : options;
+    return launch(this.#launchHost, asked, sink, launched, sub, async (prepared) => {
+      const [thread, runState, record] = await Promise.all([
+        store.loadThread(request.threadId),
+        store.loadRunState?.(request.runId),
+        how === 'recover' ? store.getRun?.(request.runId) : undefined,
+      ]);
+      if (thread === undefined || runState === undefined)
+        return err({ code: 'resolve_failed', message: `run ${request.runId} is not ${how === 'revive' ? 'waiting' : 'running'} in the store` });
       const restored = prepared.state.restorePersisted(runState, 'skip');
       if (!restored.ok) return err({ code: 'state', error: restored.error });
       if (thread.threadState !== undefined) {
@@ -173,7 +199,7 @@ export class AgentRuntime {
         if (!merged.ok) return err({ code: 'state', error: merged.error });
       }
       const loop = prepared.loop({ history: thread.messages, storedCount: thread.messages.length, input: [], overrides: undefined });
-      return ok(() => loop.revive());
+      return ok(how === 'revive' ? () => loop.revive() : () => loop.recover(record?.steps));
     });
   }
 

@@ -32,6 +32,8 @@ export function describeToolError(e: ToolError): string {
       return `Not found: ${e.message}`;
     case 'internal':
       return `Internal error: ${e.message}`;
+    case 'unavailable_before_dispatch':
+      return `Unavailable before dispatch: ${e.message}`;
     default: {
       // A code from outside the types (a transcript or a record written elsewhere) is shown as it came.
       const unknown: never = e;

@@ -99,6 +99,8 @@ export interface ToolCallState {
   readonly suspension_id?: string;
   readonly suspension_reason?: string;
   readonly resume_input?: ToolCallResume;
+  /** The dispatch this is, from 2: a call run again after its run was taken up from the store (absent: the first). */
+  readonly attempt?: number;
 }
 
 export type ToolCallStatesUpdate = { readonly op: 'put'; readonly state: ToolCallState } | { readonly op: 'clear' };
@@ -113,6 +115,7 @@ const ToolCallStateSchema = z.object({
   suspension_id: z.string().optional(),
   suspension_reason: z.string().optional(),
   resume_input: ToolCallResumeSchema.optional(),
+  attempt: z.number().int().min(2).optional(),
 });
 
 export type ToolCallStateMap = { readonly [callId: string]: ToolCallState };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import type { ResolveError, StateError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
+import { modeSupportedBy, ToolRecoveryPolicySchema, type ToolRecoveryCapability, type ToolRecoveryPolicy } from '../contract/tool-recovery.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
 import { buildExecutionEnv, isPreRegistered, PluginRegistrar, preRegistered, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
 import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './builtin-plugins.ts';
@@ -75,6 +76,11 @@ export const ToolExecutionSchema = z
   .object({
     mode: z.enum(['sequential', 'parallel_batch_approval', 'parallel_streaming']).default('sequential'),
     decision_replay: z.enum(['immediate', 'batch_all_suspended']).optional(),
+    /**
+     * Tool id → the recovery policy its calls are pinned to when a batch is created (seed 003): a
+     * mode up to the tool's own recovery capability, and the dispatches a call may have in all.
+     */
+    recovery: z.record(z.string(), ToolRecoveryPolicySchema).optional(),
   })
   .strict();
 export type ToolExecutionMode = z.output<typeof ToolExecutionSchema>['mode'];
@@ -122,7 +128,12 @@ export interface ResolvedAgent {
   readonly tools: ReadonlyMap<string, Tool>;
   readonly plugins: readonly Plugin[];
   readonly stopPolicies: readonly StopPolicy[];
-  readonly toolExecution: { readonly mode: ToolExecutionMode; readonly decisionReplay: DecisionReplayPolicy };
+  readonly toolExecution: {
+    readonly mode: ToolExecutionMode;
+    readonly decisionReplay: DecisionReplayPolicy;
+    /** Tool id → its recovery policy, for the tools the agent names in `tool_execution.recovery` (the others have the default). */
+    readonly recovery: RecoveryPolicies;
+  };
   /** Plugins whose hooks, tools and transforms are active (empty: all). */
   readonly activePlugins: readonly string[];
   /** Sections no plugin claimed (a likely typo). */
@@ -275,6 +286,8 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const filtered = new Map<string, Tool>();
   for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id) ?? delegated.get(id)) as Tool);
 
+  const recovery = recoveryPoliciesOf(execution.value.recovery, filtered);
+  if (!recovery.ok) return err({ code: 'invalid_plugin_config', plugin: 'runtime', key: ToolExecutionConfigKey.key, message: recovery.error });
   const mode = execution.value.mode;
   const decisionReplay: DecisionReplayPolicy = execution.value.decision_replay ?? (mode === 'parallel_batch_approval' ? 'batch_all_suspended' : 'immediate');
   return ok({
@@ -286,7 +299,7 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
     tools: filtered,
     plugins: all,
     stopPolicies,
-    toolExecution: { mode, decisionReplay },
+    toolExecution: { mode, decisionReplay, recovery: recovery.value },
     activePlugins,
     warnings,
     ...(context !== undefined ? { context } : {}),
@@ -358,6 +371,37 @@ function toolsOf(plugin: Plugin): string[] {
   }
   return r.tools.map((t) => t.descriptor.id);
 }
+
+/** Tool id → recovery policy; no prototype, so any tool id is a key like another. */
+export type RecoveryPolicies = { readonly [toolId: string]: ToolRecoveryPolicy };
+
+/** The policies of an agent that sets none (one object: a batch tells it apart without a lookup). */
+export const NO_RECOVERY_POLICIES: RecoveryPolicies = Object.freeze(Object.create(null) as RecoveryPolicies);
+
+/**
+ * The agent's recovery policies, each checked against its tool: a policy for a tool the agent is not
+ * offered is refused (a misspelt id would otherwise leave the real tool on the default), and so is
+ * a mode beyond what the tool says of itself — a config narrows a tool's guarantee, never widens it.
+ */
+function recoveryPoliciesOf(
+  written: { readonly [toolId: string]: ToolRecoveryPolicy } | undefined,
+  tools: ReadonlyMap<string, Tool>,
+): Result<RecoveryPolicies, string> {
+  if (written === undefined) return ok(NO_RECOVERY_POLICIES);
+  const policies: { [toolId: string]: ToolRecoveryPolicy } = Object.create(null);
+  for (const id of Object.keys(written).sort()) {
+    const tool = tools.get(id);
+    if (tool === undefined) return err(`recovery.${id}: the agent has no tool '${id}'`);
+    const policy = written[id] as ToolRecoveryPolicy;
+    const capability = tool.recovery ?? 'non_recoverable';
+    if (!modeSupportedBy(policy.mode, capability))
+      return err(`recovery.${id}.mode: '${policy.mode}' asks more than the tool's recovery capability '${capability}' (allowed: ${allowedModes(capability)})`);
+    policies[id] = policy;
+  }
+  return ok(Object.freeze(policies));
+}
+
+const allowedModes = (capability: ToolRecoveryCapability): string => (capability === 'non_recoverable' ? "'never_replay'" : `'never_replay', '${capability}'`);
 
 export function describeResolveError(e: ResolveError): string {
   switch (e.code) {

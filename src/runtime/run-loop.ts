@@ -11,7 +11,7 @@ import type { AgentRunResult } from '../contract/run-result.ts';
 import { streamText } from '../contract/stream.ts';
 import { ToolResults } from '../contract/tool.ts';
 import { CONTINUATION_PROMPT, needsTruncationRecovery } from '../core/context/index.ts';
-import { advanceStep, beginRun, revivedRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
+import { advanceStep, beginRun, recoveredRun, revivedRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { stepsAfter } from '../core/steps-after.ts';
@@ -26,7 +26,17 @@ import type { RunParams } from './loop/params.ts';
 import { finishRun } from './loop/finish.ts';
 import { handoffOf, lifecycleCommand } from './loop/handoff.ts';
 import { park } from './loop/suspension.ts';
-import { ContextMessages, InferenceOverrideState, LoopControl, orderedContextMessages, RunLifecycle, type RunLifecycleState, ToolFilter } from './loop-keys.ts';
+import {
+  ContextMessages,
+  InferenceOverrideState,
+  LoopControl,
+  orderedContextMessages,
+  RunLifecycle,
+  type RunLifecycleState,
+  ToolCallStates,
+  type ToolCallState,
+  ToolFilter,
+} from './loop-keys.ts';
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { ResolvedAgent } from './resolve.ts';
@@ -58,6 +68,9 @@ const isFinalOrBoundary = (step: LoopStep): boolean => isFinal(step) || step.nex
  * `run_finish` for each `run_start` it emits. Every answer goes through `drive`: a run whose hooks,
  * tools, store and sink are synchronous runs without a promise between its steps.
  */
+/** A batch stored for a step that had ended is not taken up: which of its stages ran is not known. */
+const RECOVERY_ENDED_BATCH = TerminationReasons.error('interrupted: the run was ending a step when its process stopped, and is not taken up from there');
+
 export class RunLoop implements BatchHost {
   readonly env: Env;
   /** The agent the run acts as: its own, or what a handoff made active (`#handoff`). */
@@ -78,6 +91,8 @@ export class RunLoop implements BatchHost {
   /** The run's steps (`stepsAfter` over what it emits), from every segment: a revived run starts from the count it had. */
   #steps = 0;
   #batch: ToolBatch | undefined;
+  /** The batch a recovered run goes on with, until its step's `batch` takes it. */
+  #recovered: ToolBatch | undefined;
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new OpenCalls();
   #clearBatchRecord = false;
@@ -183,6 +198,60 @@ export class RunLoop implements BatchHost {
     // Every step of a waiting run has ended and was counted, the one that parked it too (`suspend`).
     this.#steps = lifecycle?.step_count ?? 0;
     return this.#run(revivedRun());
+  }
+
+  /**
+   * Takes up a run that was running when its process died (seed 003): its state is what the store
+   * last held. `storedSteps`: the steps its stored record says it had begun. `run_start` goes out (a
+   * new segment of the run), then the run goes on from there:
+   *
+   * - a tool batch stored for a step that had begun and not ended: inside it (calls that never left
+   *   run, calls that left run again only where their recovery allows, else end indeterminate);
+   * - no batch, and the history ends with the model's answer: the run had answered, and ends so;
+   * - no batch otherwise: from the start of the step that was cut off (the model is asked again).
+   *
+   * A batch stored for a step that had ended (the step halted, or its batch was being finished
+   * after a decision) is not taken up: the run ends interrupted, with the reason. RunStart does not
+   * run again.
+   */
+  recover(storedSteps: number | undefined): Promise<AgentRunResult> {
+    let lifecycle: RunLifecycleState | undefined;
+    let first: LoopStep | TerminationReason;
+    let stepStart: AgentEvent | undefined;
+    try {
+      const snapshot = this.phase.store.snapshot();
+      lifecycle = snapshot.get(RunLifecycle);
+      if (lifecycle?.status !== 'running' || lifecycle.run_id !== this.runId)
+        return this.#finish(failed(`run ${this.runId} is not running in the stored state`));
+      this.#steps = storedSteps ?? lifecycle.step_count;
+      const record = snapshot.get(ToolBatchKey);
+      if (record !== undefined && record !== null) {
+        if (storedSteps === undefined || storedSteps <= lifecycle.step_count) first = RECOVERY_ENDED_BATCH;
+        else {
+          const batch = ToolBatch.recovered(this);
+          if (typeof batch === 'string') return this.#finish(failed(`run ${this.runId} cannot go on from the store: ${batch}`));
+          this.#recovered = batch;
+          // The step goes on in this segment: it opens again (a follower's protocol pairs each step's
+          // end with a start), under the message id its batch publishes with, and counts once.
+          stepStart = { event_type: 'step_start', message_id: record.message_id };
+          this.#steps = storedSteps - 1;
+          first = recoveredRun(true);
+        }
+      } else {
+        const last = this.#messages.at(-1);
+        first = last?.role === 'assistant' && (last.tool_calls?.length ?? 0) === 0 ? TerminationReasons.naturalEnd() : recoveredRun(false);
+      }
+    } catch (e) {
+      return this.#finish(thrown(e));
+    }
+    const from = first;
+    const opened = stepStart;
+    return Promise.resolve(this.emit(this.runStart()))
+      .then(() => (opened === undefined ? undefined : this.emit(opened)))
+      .then(
+        () => ('state' in from ? this.#run(from) : this.#finish(from)),
+        (e: unknown) => this.#finish(thrown(e)),
+      );
   }
 
   /**
@@ -460,6 +529,12 @@ export class RunLoop implements BatchHost {
 
   /** Runs the step's tool calls as one batch: what came of it (a halt, a batch left waiting, a block). */
   #runBatch(): MaybePromise<LoopInput> {
+    const recovered = this.#recovered;
+    if (recovered !== undefined) {
+      this.#recovered = undefined;
+      this.#batch = recovered;
+      return andThen(recovered.begin(), RunLoop.#batched, recovered);
+    }
     const inference = this.#inference as Inference;
     const batch = ToolBatch.open(this, inference.result.toolCalls, this.#textOf(inference), this.env.ids.next('message'));
     this.#batch = batch;
@@ -593,15 +668,34 @@ export class RunLoop implements BatchHost {
   }
 
   /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
-  checkpoint(termination: TerminationReason | undefined): Halting {
+  checkpoint(termination: TerminationReason | undefined, at?: number): Halting {
     if (!this.#checkpoints.stored) return undefined;
     const usage = this.#inferences.usage;
-    return this.#checkpoints.write(termination, {
-      agentId: this.resolved.spec.id,
-      messages: this.#messages,
-      steps: this.#steps,
-      inputTokens: usage.prompt,
-      outputTokens: usage.completion,
-    });
+    return this.#checkpoints.write(
+      termination,
+      {
+        agentId: this.resolved.spec.id,
+        messages: this.#messages,
+        steps: this.#steps,
+        inputTokens: usage.prompt,
+        outputTokens: usage.completion,
+      },
+      at,
+    );
+  }
+
+  get durable(): boolean {
+    return this.#checkpoints.stored;
+  }
+
+  /**
+   * A tool batch's durable write: the run as it is, stamped with the latest time its calls were
+   * stamped with — a read of the clock here would be a draw a replay (without a store) does not make.
+   */
+  persist(): Halting {
+    const states = this.phase.store.snapshot().get(ToolCallStates);
+    let at = 0;
+    if (states !== undefined) for (const id in states) at = Math.max(at, (states[id] as ToolCallState).updated_at);
+    return this.checkpoint(undefined, at);
   }
 }

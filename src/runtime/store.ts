@@ -297,6 +297,7 @@ export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileSto
   /** Always a promise here: the server's stores write through I/O (or behind a lease check). */
   checkpoint(checkpoint: RunCheckpoint): Promise<void>;
   loadRunState(runId: string): Promise<PersistedState | undefined>;
+  getRun(runId: string): Promise<RunRecord | undefined>;
   close(): Promise<void>;
 }
 

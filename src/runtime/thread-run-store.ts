@@ -58,6 +58,8 @@ export interface ThreadRunStore {
   checkpoint(checkpoint: RunCheckpoint): Promise<void> | void;
   /** The run-scoped state of an unfinished run's last checkpoint (`RunStore.loadRunState`); needed to revive a parked run. */
   loadRunState?(runId: string): Promise<PersistedState | undefined>;
+  /** The run's record as its last checkpoint left it (`RunStore.getRun`): the steps it had begun, which a recovery reads. */
+  getRun?(runId: string): Promise<{ readonly steps: number } | undefined>;
 }
 
 /**
@@ -79,6 +81,11 @@ export class MemoryThreadRunStore implements ThreadRunStore {
   loadRunState(runId: string): Promise<PersistedState | undefined> {
     const last = this.checkpoints.findLast((c) => c.runId === runId);
     return Promise.resolve(last === undefined || last.status === 'done' ? undefined : last.runState);
+  }
+
+  getRun(runId: string): Promise<{ readonly steps: number } | undefined> {
+    const last = this.checkpoints.findLast((c) => c.runId === runId);
+    return Promise.resolve(last === undefined ? undefined : { steps: last.steps });
   }
 
   /** Written at once: returns nothing. */

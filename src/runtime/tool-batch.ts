@@ -37,6 +37,8 @@ import {
   type ToolOutcome,
 } from '../core/tools/batch.ts';
 import { defineStateKey, type StateKey } from '../core/state/state-key.ts';
+import { policyFor, retryUnavailable } from '../core/tools/recovery.ts';
+import { recoveryPlan } from './loop/batch-recovery.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import type { Env } from './env.ts';
 import {
@@ -47,11 +49,22 @@ import {
   withEntry,
   type InterceptRecord,
   type ToolCallState,
+  type ToolCallStateMap,
   type ToolIntercept,
 } from './loop-keys.ts';
-import type { ResolvedAgent } from './resolve.ts';
+import { NO_RECOVERY_POLICIES, type RecoveryPolicies, type ResolvedAgent } from './resolve.ts';
+import { isDefaultRecoveryPolicy, ToolRecoveryPolicySchema, type ToolRecoveryPolicy } from '../contract/tool-recovery.ts';
 import { DELEGATION_CATEGORY } from './delegation.ts';
-import { isToolOutput, ToolFailure, type ProgressStatus, type ToolOutput, type ResumeContext, type ToolCallContext, type Tool } from './tool.ts';
+import {
+  isToolOutput,
+  isUnavailableBeforeDispatch,
+  ToolFailure,
+  type ProgressStatus,
+  type ToolOutput,
+  type ResumeContext,
+  type ToolCallContext,
+  type Tool,
+} from './tool.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -75,6 +88,10 @@ export interface BatchHost {
   /** Submits a command; a halt if it cannot be committed. */
   submit(command: StateCommand): Halting;
   messages(): readonly Message[];
+  /** Whether the run has a store: then each phase of a call is written to it before the batch goes on (seed 003's durable call phases). */
+  readonly durable: boolean;
+  /** Writes the run's state to its store as it is now, drawing nothing from the `Env` (a replay of the run reads the same clock). */
+  persist(): Halting;
 }
 
 /**
@@ -94,6 +111,12 @@ export interface ToolBatchRecord {
   readonly calls: readonly ToolCall[];
   readonly results: { readonly [callId: string]: ToolResult };
   readonly staged?: { readonly [callId: string]: StagedCommand };
+  /**
+   * The recovery policy each call was pinned to when the batch was created (seed 003), for the
+   * calls whose policy is not the default one: a later change of the agent's config does not
+   * change what may be done with a call already made.
+   */
+  readonly recovery?: { readonly [callId: string]: ToolRecoveryPolicy };
 }
 
 type ToolBatchUpdate =
@@ -122,9 +145,12 @@ export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpda
     // The first result of a batch opened here: a record of one, without copying the empty one.
     const results = withEntry(s.results === NO_RESULTS ? undefined : s.results, u.call_id, u.result);
     const staged = u.staged === undefined ? s.staged : withEntry(s.staged, u.call_id, u.staged);
-    return staged === undefined
-      ? { message_id: s.message_id, text: s.text, calls: s.calls, results }
-      : { message_id: s.message_id, text: s.text, calls: s.calls, results, staged };
+    const next: Writable<ToolBatchRecord> =
+      staged === undefined
+        ? { message_id: s.message_id, text: s.text, calls: s.calls, results }
+        : { message_id: s.message_id, text: s.text, calls: s.calls, results, staged };
+    if (s.recovery !== undefined) next.recovery = s.recovery;
+    return next;
   },
   codec: z
     .object({
@@ -133,9 +159,21 @@ export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpda
       calls: z.array(ToolCallSchema),
       results: z.record(z.string(), ToolResultSchema),
       staged: z.record(z.string(), StagedCommandSchema).optional(),
+      recovery: z.record(z.string(), ToolRecoveryPolicySchema).optional(),
     })
     .nullable() as z.ZodType<ToolBatchRecord | null>,
 });
+
+/** The policies a new batch pins its calls to: those that are not the default, by call id; `undefined` when every call has the default. */
+function pinnedPolicies(policies: RecoveryPolicies, calls: readonly ToolCall[]): { readonly [callId: string]: ToolRecoveryPolicy } | undefined {
+  if (policies === NO_RECOVERY_POLICIES) return undefined;
+  let pins: { [callId: string]: ToolRecoveryPolicy } | undefined;
+  for (const call of calls) {
+    const policy = policyFor(policies, call.name);
+    if (!isDefaultRecoveryPolicy(policy)) (pins ??= Object.create(null) as { [callId: string]: ToolRecoveryPolicy })[call.id] = policy;
+  }
+  return pins;
+}
 
 /** A command's writes as data (undefined when it writes nothing). */
 function stagedOf(command: StateCommand | undefined): StagedCommand | undefined {
@@ -169,6 +207,7 @@ export const toolMessageText = (result: ToolResult): string => result.message ??
 
 const COMMITTED: BatchInput = Object.freeze({ type: 'committed' });
 const RUN: BatchInput = Object.freeze({ type: 'run' });
+
 const CLEAR_STATES = Object.freeze({ op: 'clear' as const });
 
 /** A state command of these ops alone. */
@@ -201,6 +240,10 @@ export class ToolBatch {
   #opened: BatchStep | undefined;
   /** The step the machine is at while it is driven: what the next turn does. */
   #step: BatchStep | undefined;
+  /** The recovery policies the batch pinned its calls to (the default ones left out). */
+  #pins: { readonly [callId: string]: ToolRecoveryPolicy } | undefined;
+  /** The dispatch each call run again after a recovery is at (absent: the first). */
+  #attempts: ReadonlyMap<string, number> | undefined;
 
   private constructor(host: BatchHost, calls: readonly ToolCall[], state: BatchState, opened: BatchStep | undefined) {
     this.#host = host;
@@ -208,6 +251,8 @@ export class ToolBatch {
     this.#state = state;
     this.#opened = opened;
     this.#step = undefined;
+    this.#pins = undefined;
+    this.#attempts = undefined;
   }
 
   /** A batch of the calls one inference requested. */
@@ -225,8 +270,16 @@ export class ToolBatch {
   static restore(host: BatchHost): ToolBatch | undefined {
     const snapshot = host.phase.store.snapshot();
     const record = snapshot.get(ToolBatchKey);
-    const states = snapshot.get(ToolCallStates) ?? {};
     if (record === undefined || record === null) return undefined;
+    const calls = ToolBatch.#callsOf(record, snapshot.get(ToolCallStates) ?? {}, true);
+    if (calls === undefined) return undefined;
+    const batch = new ToolBatch(host, record.calls, restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls), undefined);
+    batch.#pins = record.recovery;
+    return batch.suspendedIds().length > 0 ? batch : undefined;
+  }
+
+  /** The calls of a stored batch as the machine knows them (`reported`: their `tool_call_done` went out); `undefined` when one has no stored state. */
+  static #callsOf(record: ToolBatchRecord, states: ToolCallStateMap, reported: boolean): BatchCall[] | undefined {
     const calls: BatchCall[] = [];
     for (const call of record.calls) {
       const state = Object.hasOwn(states, call.id) ? states[call.id] : undefined;
@@ -242,12 +295,36 @@ export class ToolBatch {
           staged === undefined ? undefined : commandOf(staged),
           state.suspension_id,
           state.suspension_reason,
-          true,
+          reported,
         ),
       );
     }
-    const batch = new ToolBatch(host, record.calls, restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls), undefined);
-    return batch.suspendedIds().length > 0 ? batch : undefined;
+    return calls;
+  }
+
+  /**
+   * The batch a run was in when its process died, rebuilt from what the store holds of it (seed
+   * 003's durable call phases) and set to go on: a call still `new` never left and is gated and run
+   * as it would have been; a call marked `running` left, and is run again only where its tool's
+   * recovery capability and the policy pinned into the batch both allow it (up to the policy's
+   * `max_attempts`), else it ends `indeterminate` with a result that tells the model so; a settled
+   * call keeps its result. Every settled call is reported once more (its `tool_call_done` may never
+   * have gone out). A reason instead when the stored batch cannot go on.
+   */
+  static recovered(host: BatchHost): ToolBatch | string {
+    const snapshot = host.phase.store.snapshot();
+    const record = snapshot.get(ToolBatchKey);
+    if (record === undefined || record === null) return 'the store holds no tool batch for it';
+    const states = snapshot.get(ToolCallStates) ?? {};
+    const calls = ToolBatch.#callsOf(record, states, false);
+    if (calls === undefined) return 'a call of its tool batch has no stored state';
+    const planned = recoveryPlan(calls, states, host.resolved.tools, record.recovery);
+    if (typeof planned === 'string') return planned;
+    const restored = restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls);
+    const batch = new ToolBatch(host, record.calls, restored, advance(restored, { type: 'recover', plan: planned.plan }));
+    batch.#pins = record.recovery;
+    batch.#attempts = planned.attempts.size === 0 ? undefined : planned.attempts;
+    return batch;
   }
 
   /** The suspended calls, in model order, with the tickets they suspended with. */
@@ -371,8 +448,16 @@ export class ToolBatch {
    */
   #apply(step: BatchStep): Halting {
     const submitted = eachInOrder(step.commands, ToolBatch.#submitOne, 0, this);
+    // A durable run stores what a step committed before anything follows it: the batch as requested
+    // before any gate or tool, a call marked running before its tool is called, its outcome once settled.
+    if (step.commands.length > 0 && this.#host.durable) return andThen(submitted, ToolBatch.#persistUnlessHalted, this, step);
     if (submitted !== undefined) return andThen(submitted, ToolBatch.#emitUnlessHalted, this, step);
     return this.#emitAll(step);
+  }
+
+  static #persistUnlessHalted(halt: Halt | undefined, batch: ToolBatch, step: BatchStep): Halting {
+    if (halt !== undefined) return halt;
+    return andThen(batch.#host.persist(), ToolBatch.#emitUnlessHalted, batch, step);
   }
 
   #emitAll(step: BatchStep): Halting {
@@ -453,7 +538,12 @@ export class ToolBatch {
       case 'begin': {
         const calls = command.calls;
         const clear: MutationOp = { kind: 'update', key: ToolCallStates.key, update: CLEAR_STATES };
-        const record: ToolBatchRecord = { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: NO_RESULTS };
+        const pins = pinnedPolicies(this.#host.resolved.toolExecution.recovery, this.#calls);
+        this.#pins = pins;
+        const record: ToolBatchRecord =
+          pins === undefined
+            ? { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: NO_RESULTS }
+            : { message_id: this.#state.messageId, text: this.#state.text, calls: this.#calls, results: NO_RESULTS, recovery: pins };
         const begin: MutationOp = { kind: 'update', key: ToolBatchKey.key, update: { op: 'begin', record } };
         if (calls.length === 1) return commandOfOps([clear, begin, this.#putOp(calls[0] as BatchCall, undefined)]);
         const ops: MutationOp[] = [clear, begin];
@@ -524,6 +614,8 @@ export class ToolBatch {
     if (call.suspensionId !== undefined) state.suspension_id = call.suspensionId;
     if (call.suspensionReason !== undefined) state.suspension_reason = call.suspensionReason;
     if (resumeInput !== undefined) state.resume_input = resumeInput;
+    const attempt = this.#attempts?.get(call.call.id);
+    if (attempt !== undefined) state.attempt = attempt;
     return state;
   }
 
@@ -574,23 +666,23 @@ export class ToolBatch {
   #invoke(call: ToolCall, args: JsonValue, snapshot: Snapshot, resume: BatchResume | undefined): ToolOutcome | Promise<ToolOutcome> {
     const tool = this.#host.resolved.tools.get(call.name);
     if (tool === undefined) return { result: ToolResults.error(call.name, `tool '${call.name}' not found`), command: undefined };
-    const ctx = new CallContext(this.#host, call, snapshot, resume);
+    const ctx = new CallContext(this.#host, call, snapshot, resume, tool, args, policyFor(this.#pins, call.id), this.#attempts?.get(call.id) ?? 1);
     const tap = this.#host.tap;
     if (tap !== undefined) {
       tap.toolStarted?.(call);
-      return andThen(runTool(tool, call, args, ctx), settled, tap, call);
+      return andThen(runTool(ctx), settled, tap, call);
     }
-    return runTool(tool, call, args, ctx);
+    return runTool(ctx);
   }
 }
 
 /** The tool's outcome: now when it answers synchronously. A throw or rejection fails the call. */
-function runTool(tool: Tool, call: ToolCall, args: JsonValue, ctx: ToolCallContext): ToolOutcome | Promise<ToolOutcome> {
+function runTool(ctx: CallContext): ToolOutcome | Promise<ToolOutcome> {
   try {
-    tool.validateArgs?.(args);
-    return andThenOrElse(tool.execute(args, ctx), invoked, failedCall, call);
+    ctx.tool.validateArgs?.(ctx.args);
+    return andThenOrElse(ctx.tool.execute(ctx.args, ctx), invoked, failedCall, ctx);
   } catch (e) {
-    return failedCall(e, call);
+    return failedCall(e, ctx);
   }
 }
 
@@ -656,9 +748,14 @@ const GATED_ALLOW: BatchInput = Object.freeze({ type: 'gated', gate: Object.free
 const ALLOW: Gate = (GATED_ALLOW as Extract<BatchInput, { type: 'gated' }>).gate;
 const gatedOrHalt = (gate: Gate | Halt): BatchInput | Halt => (isHalt(gate) ? gate : gate === ALLOW ? GATED_ALLOW : { type: 'gated', gate });
 
-function failedCall(e: unknown, call: ToolCall): ToolOutcome {
-  if (e instanceof ToolFailure) return { result: ToolResults.error(call.name, e.message), command: undefined };
-  return { result: ToolResults.error(call.name, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
+/**
+ * A call that failed. One whose tool proved it never left is tried again while its recovery policy
+ * has attempts left and the run goes on (nothing happened outside, so it cannot run twice).
+ */
+function failedCall(e: unknown, ctx: CallContext): ToolOutcome | Promise<ToolOutcome> {
+  if (isUnavailableBeforeDispatch(e) && ctx.retried()) return runTool(ctx);
+  if (e instanceof ToolFailure) return { result: ToolResults.error(ctx.toolName, e.message), command: undefined };
+  return { result: ToolResults.error(ctx.toolName, `Internal error: ${e instanceof Error ? e.message : String(e)}`), command: undefined };
 }
 
 /** The verdict of the winning intercept (an invalid ticket or result blocks the call). */
@@ -694,10 +791,30 @@ class CallContext implements ToolCallContext {
   readonly snapshot: Snapshot;
   readonly signal: AbortSignal;
   readonly resume?: ResumeContext;
+  /** The tool and the arguments it runs with (kept here so that a retry needs nothing else). */
+  readonly tool: Tool;
+  readonly args: JsonValue;
   readonly #host: BatchHost;
+  /** The recovery policy the call's batch pinned it to. */
+  readonly #policy: ToolRecoveryPolicy;
+  /** Dispatches of this call so far (counted across its run's processes). */
+  #attempts: number;
 
-  constructor(host: BatchHost, call: ToolCall, snapshot: Snapshot, resume: BatchResume | undefined) {
+  constructor(
+    host: BatchHost,
+    call: ToolCall,
+    snapshot: Snapshot,
+    resume: BatchResume | undefined,
+    tool: Tool,
+    args: JsonValue,
+    policy: ToolRecoveryPolicy,
+    attempts: number,
+  ) {
     this.#host = host;
+    this.#policy = policy;
+    this.#attempts = attempts;
+    this.tool = tool;
+    this.args = args;
     this.callId = call.id;
     this.toolName = call.name;
     this.threadId = host.threadId;
@@ -714,6 +831,13 @@ class CallContext implements ToolCallContext {
 
   state<V>(key: StateKey<V, unknown>): V | undefined {
     return this.snapshot.get(key);
+  }
+
+  /** Counts another dispatch when the call's policy allows one after an unavailable tool (and the run is not cancelled). */
+  retried(): boolean {
+    if (this.signal.aborted || !retryUnavailable(this.#attempts, this.#policy)) return false;
+    this.#attempts++;
+    return true;
   }
 
   reportActivity(activityType: string, content: JsonValue): Promise<void> {

@@ -3,6 +3,7 @@ import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { ToolError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { SuspendTicket, ToolCallResume, ToolCallResumeMode, ToolDescriptor, ToolResult } from '../contract/tool.ts';
+import type { ToolRecoveryCapability } from '../contract/tool-recovery.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
 import type { StateKey } from '../core/state/state-key.ts';
@@ -23,6 +24,21 @@ export class ToolFailure extends Error {
     this.error = error;
   }
 }
+
+/**
+ * Thrown by `execute` when the tool can prove the call never left (its service refused the
+ * connection, a pool had no slot): nothing happened outside, so the runtime tries the call again,
+ * up to the `max_attempts` of the tool's recovery policy, and ends it as failed after that.
+ */
+export class UnavailableBeforeDispatch extends ToolFailure {
+  constructor(message: string) {
+    super({ code: 'unavailable_before_dispatch', message });
+    this.name = 'UnavailableBeforeDispatch';
+  }
+}
+
+/** Whether a tool's failure proves the call never left (a replayed run's failure is a plain `ToolFailure` with the same code). */
+export const isUnavailableBeforeDispatch = (e: unknown): e is ToolFailure => e instanceof ToolFailure && e.error.code === 'unavailable_before_dispatch';
 
 export type ProgressStatus = 'pending' | 'running' | 'done' | 'failed';
 
@@ -61,6 +77,12 @@ export interface ToolCallContext {
  */
 export interface Tool {
   readonly descriptor: ToolDescriptor;
+  /**
+   * What may be done with a call of this tool that was dispatched when its run's process died:
+   * `non_recoverable` when absent (its outcome is unknown, it is never run again). Only a tool can
+   * say so of itself; an agent's `tool_execution.recovery` may choose a mode up to it.
+   */
+  readonly recovery?: ToolRecoveryCapability;
   validateArgs?(args: JsonValue): void;
   /**
    * The approval a first run of a call must get before it runs, asked at the batch's gate (where a
@@ -85,6 +107,7 @@ export function defineTool<A extends z.ZodType>(def: {
   readonly description: string;
   readonly args: A;
   readonly category?: string;
+  readonly recovery?: ToolRecoveryCapability;
   readonly execute: (args: z.output<A>, ctx: ToolCallContext) => ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;
 }): Tool {
   const parameters = z.toJSONSchema(def.args, { unrepresentable: 'any' }) as JsonValue;
@@ -102,6 +125,7 @@ export function defineTool<A extends z.ZodType>(def: {
       parameters,
       ...(def.category !== undefined ? { category: def.category } : {}),
     },
+    ...(def.recovery !== undefined ? { recovery: def.recovery } : {}),
     validateArgs: (args) => void parse(args),
     execute: (args, ctx) => def.execute(parse(args), ctx),
   };

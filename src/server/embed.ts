@@ -15,9 +15,9 @@ import { openBus, openStore } from '../stores/index.ts';
 import { checkOrigins, LOOPBACK } from './access.ts';
 import { withGzip } from './compress.ts';
 import { createHttpApp } from './http.ts';
-import { silentLogger, type Logger } from './log.ts';
+import { errorFields, silentLogger, type Logger } from './log.ts';
 import { Mailbox } from './mailbox.ts';
-import { recoverRuns } from './recovery.ts';
+import { recoverRuns, runsLeftRunning } from './recovery.ts';
 import { RunRegistry } from './run-registry.ts';
 
 /**
@@ -54,6 +54,11 @@ export interface AwakenOptions {
   readonly version?: string;
   /** Serve a host beyond this machine (`allowedHosts`) without tokens: anyone who reaches it can read and drive every thread. */
   readonly insecure?: boolean;
+  /**
+   * A run a previous process left running (it was killed, it crashed): `interrupt` it (default: it
+   * ends with the error `interrupted: …`) or `resume` it from its last durable point (docs/server.md).
+   */
+  readonly recovery?: 'resume' | 'interrupt';
 }
 
 /** What `createAwaken` gives: the handlers to mount, and how to stop. */
@@ -115,6 +120,7 @@ const OptionsSchema = z
     trustProxy: z.boolean().optional(),
     version: z.string().optional(),
     insecure: z.boolean().optional(),
+    recovery: z.enum(['resume', 'interrupt']).optional(),
   })
   .strict();
 
@@ -347,10 +353,12 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   };
   // A PostgreSQL store may be shared by other instances (given as an object, without the bus of a
   // spelling): their runs in flight are not this process's to mark.
+  let leftRunning: string[] = [];
   if (store.kind !== 'postgres') {
     // One process per store: what a previous process left unfinished is marked at start.
-    const recovered = await recoverRuns(store, runtime.env.clock.now()).catch(failed);
+    const recovered = await recoverRuns(store, runtime.env.clock.now(), { resume: given.recovery === 'resume' }).catch(failed);
     if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
+    if (given.recovery === 'resume') leftRunning = await runsLeftRunning(store, runtime.env.clock.now()).catch(failed);
   }
   const consumer = `${hostname()}:${process.pid}`;
   const registry = new RunRegistry(runtime, store, {
@@ -360,6 +368,15 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     ...(bus !== undefined ? { bus } : {}),
   });
   await registry.attachBus().catch(failed);
+  if (leftRunning.length > 0) {
+    let resumed = 0;
+    for (const runId of leftRunning) {
+      // One run that cannot be taken up (its store answers badly) does not keep the server from starting.
+      if (await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) })))
+        resumed++;
+    }
+    logger.warn(`resumed ${resumed} of ${leftRunning.length} run(s) a previous process left running`, { runs: leftRunning.length, resumed });
+  }
   const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger });
   const api = createHttpApp(
     { runtime, store, registry, mailbox },

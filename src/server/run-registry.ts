@@ -196,6 +196,11 @@ export class RunRegistry {
     return this.#starts.start(request);
   }
 
+  /** Takes up a run left running in the store by a process that died (`RunAdoption.recover`). */
+  recover(runId: string): Promise<boolean> {
+    return this.#adoption.recover(runId);
+  }
+
   /** Takes up a run parked in the store that no live instance holds (`RunAdoption.adopt`). */
   adopt(runOrThread: string): Promise<boolean> {
     return this.#adoption.adopt(runOrThread);

@@ -7,18 +7,21 @@ import { ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult }
 import { StateCommand } from '../../../src/core/state/state-command.ts';
 import {
   advance,
+  batchCall,
   INTERRUPTED,
   openBatch,
   restoredBatch,
   resumedProjection,
   suspendedOf,
   targetOf,
+  type BatchCall,
   type BatchCommand,
   type BatchInput,
   type BatchNext,
   type BatchState,
   type BatchStep,
   type Gate,
+  type RecoveredCall,
   type ToolExecutionMode,
   type ToolOutcome,
 } from '../../../src/core/tools/batch.ts';
@@ -406,5 +409,209 @@ describe('resumedProjection (core-spec §4.8)', () => {
     expect(resumedProjection(r({ status: 'error', message: 'bad' }))).toEqual({ error: 'bad' });
     expect(resumedProjection(r({ status: 'error', data: { code: 1 } }))).toEqual({ code: 1 });
     expect(resumedProjection(r({ status: 'pending' }))).toBeNull();
+  });
+});
+
+describe('recovering a batch rebuilt after a crash', () => {
+  type Stored = 'new' | 'running' | 'succeeded' | 'failed' | 'indeterminate' | 'suspended';
+  const unknownOutcome = (c: ToolCall): ToolResult => ({ ...ToolResults.error(c.name, `outcome of ${c.id} unknown`), metadata: { indeterminate: true } });
+  /** A call as the runtime rebuilds it for recovery: its stored status and result, not yet reported (unless said). */
+  const stored = (c: ToolCall, status: Stored, reported = false): BatchCall => {
+    switch (status) {
+      case 'new':
+      case 'running':
+        return batchCall(c, status, 'replay_tool_call', undefined, undefined, undefined, undefined, reported);
+      case 'succeeded':
+        return batchCall(c, status, 'replay_tool_call', ToolResults.success(c.name, 'before'), undefined, undefined, undefined, reported);
+      case 'failed':
+        return batchCall(c, status, 'replay_tool_call', ToolResults.error(c.name, 'before'), undefined, undefined, undefined, reported);
+      case 'indeterminate':
+        return batchCall(c, status, 'replay_tool_call', unknownOutcome(c), undefined, undefined, undefined, reported);
+      case 'suspended':
+        return batchCall(c, status, 'replay_tool_call', ToolResults.suspended(c.name, 'wait', ticket(c)), undefined, `s-${c.id}`, 'confirm', reported);
+      default:
+        throw new Error(status satisfies never);
+    }
+  };
+  const restore = (mode: ToolExecutionMode, calls: readonly BatchCall[]): BatchState => restoredBatch('m1', 'text', mode, calls);
+  const recover = (state: BatchState, plan: ReadonlyMap<string, RecoveredCall>): BatchStep => advance(state, { type: 'recover', plan });
+  const cmd = (c: BatchCommand): string => (c.type === 'begin' ? 'begin' : `${c.type}:${c.call.call.id}:${c.call.status}`);
+  const done = (events: readonly AgentEvent[]): string[] =>
+    events.map((e) => (e.event_type === 'tool_call_done' ? `${e.id}:${e.outcome}:${e.result.message ?? JSON.stringify(e.result.data)}` : e.event_type));
+
+  const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map((id) => call(id)) as [ToolCall, ToolCall, ToolCall, ToolCall, ToolCall];
+  /** a settled before the crash, b and c dispatched (b may not run again, c may), d never left, e suspended (its done went out). */
+  const crashed = (mode: ToolExecutionMode): BatchState =>
+    restore(mode, [stored(a, 'succeeded'), stored(b, 'running'), stored(c, 'running'), stored(d, 'new'), stored(e, 'suspended', true)]);
+  const plan = new Map<string, RecoveredCall>([
+    ['b', { type: 'indeterminate', result: unknownOutcome(b) }],
+    ['c', { type: 'replay' }],
+    ['d', { type: 'dispatch' }],
+  ]);
+  const ran = (x: ToolCall): ToolOutcome => ({ result: ToolResults.success(x.name, `ran ${x.id}`), command: undefined });
+
+  it('sequential: settles the indeterminate call first, replays its call at its turn without a gate (marked running anew), gates the new one, then reports', () => {
+    const first = recover(crashed('sequential'), plan);
+    expect(first.commands.map(cmd)).toEqual(['settled:b:indeterminate', 'status:c:running']);
+    expect(first.commands[0]).toEqual({ type: 'settled', call: first.state.calls[1] });
+    expect(first.state.calls[1]?.result).toEqual(unknownOutcome(b));
+    expect(first.events).toEqual([]);
+    expect(first.next).toEqual({ type: 'execute', index: 2, args: { id: 'c' } });
+    const t = drive(first, allowAll(ran));
+    expect(t.asked).toEqual([
+      { type: 'execute', index: 2, args: { id: 'c' } },
+      { type: 'gate', index: 3 },
+      { type: 'execute', index: 3, args: { id: 'd' } },
+    ]);
+    expect(t.commands.map(cmd)).toEqual(['settled:b:indeterminate', 'status:c:running', 'settled:c:succeeded', 'status:d:running', 'settled:d:succeeded']);
+    // The call settled before the crash is reported now, once; the suspended one already was.
+    expect(done(t.events)).toEqual(['a:succeeded:"before"', 'b:failed:outcome of b unknown', 'c:succeeded:"ran c"', 'd:succeeded:"ran d"']);
+    expect(t.state.calls.map((x) => x.status)).toEqual(['succeeded', 'indeterminate', 'succeeded', 'succeeded', 'suspended']);
+    expect(t.state.calls[0]?.result).toEqual(ToolResults.success('echo', 'before'));
+    expect(t.state.stage).toEqual({ at: 'idle' });
+  });
+
+  it('parallel streaming: the replay joins the calls its gates allowed, all marked running and run together after the gates', () => {
+    const first = recover(crashed('parallel_streaming'), plan);
+    expect(first.commands.map(cmd)).toEqual(['settled:b:indeterminate']);
+    expect(first.next).toEqual({ type: 'gate', index: 3 });
+    const t = drive(first, allowAll(ran));
+    expect(t.asked).toEqual([{ type: 'gate', index: 3 }, { type: 'commit' }, { type: 'execute_all', indices: [2, 3] }]);
+    expect(t.commands.map(cmd)).toEqual(['settled:b:indeterminate', 'status:c:running', 'status:d:running', 'settled:c:succeeded', 'settled:d:succeeded']);
+    expect(done(t.events)).toEqual(['a:succeeded:"before"', 'b:failed:outcome of b unknown', 'c:succeeded:"ran c"', 'd:succeeded:"ran d"']);
+    expect(t.state.calls.map((x) => x.status)).toEqual(['succeeded', 'indeterminate', 'succeeded', 'succeeded', 'suspended']);
+  });
+
+  it('a batch with nothing left to run reports at once, after the indeterminate settlements', () => {
+    for (const mode of ['sequential', 'parallel_streaming'] as const) {
+      const step = recover(restore(mode, [stored(a, 'failed'), stored(b, 'running'), stored(c, 'indeterminate')]), new Map([['b', plan.get('b')!]]));
+      expect(step.commands.map(cmd)).toEqual(['settled:b:indeterminate']);
+      expect(done(step.events)).toEqual(['a:failed:before', 'b:failed:outcome of b unknown', `c:failed:outcome of c unknown`]);
+      expect(step.next).toEqual({ type: 'done' });
+    }
+  });
+
+  it('sequential: a block interrupts the new calls and the replays after it; a call settled before the crash keeps its result, a suspended one stays', () => {
+    const calls = [stored(a, 'new'), stored(b, 'running'), stored(c, 'succeeded'), stored(d, 'new'), stored(e, 'suspended')];
+    const t = drive(
+      recover(
+        restore('sequential', calls),
+        new Map<string, RecoveredCall>([
+          ['a', { type: 'dispatch' }],
+          ['b', { type: 'replay' }],
+          ['d', { type: 'dispatch' }],
+        ]),
+      ),
+      (next, state) => (next.type === 'gate' ? { type: 'gated', gate: { type: 'block', reason: 'no' } } : allowAll()(next, state)),
+    );
+    expect(t.asked).toEqual([{ type: 'gate', index: 0 }]);
+    expect(t.commands.map(cmd)).toEqual(['settled:a:failed', 'settled:b:failed', 'settled:d:failed']);
+    expect(t.state.calls.map((x) => x.result?.message ?? x.result?.data)).toEqual(['no', INTERRUPTED, 'before', INTERRUPTED, 'wait']);
+    expect(t.state.calls.map((x) => x.status)).toEqual(['failed', 'failed', 'succeeded', 'failed', 'suspended']);
+    expect(t.state.blockedReason).toBe('no');
+  });
+
+  it('sequential: a replay that suspends itself stops the batch; only the calls not yet settled after it are interrupted', () => {
+    const calls = [stored(a, 'running'), stored(b, 'failed'), stored(c, 'new')];
+    const t = drive(
+      recover(
+        restore('sequential', calls),
+        new Map<string, RecoveredCall>([
+          ['a', { type: 'replay' }],
+          ['c', { type: 'dispatch' }],
+        ]),
+      ),
+      allowAll((x) => ({ result: ToolResults.suspended(x.name, 'wait', ticket(x)), command: undefined })),
+    );
+    expect(t.commands.map(cmd)).toEqual(['status:a:running', 'settled:a:suspended', 'settled:c:failed']);
+    expect(t.afterTool).toEqual(['a:pending']);
+    expect(t.state.calls[1]?.result).toEqual(ToolResults.error('echo', 'before'));
+  });
+
+  it('refuses a plan entry that does not fit its call, naming the call, and a recovery at any stage but idle', () => {
+    const state = crashed('sequential');
+    const refused = (entries: [string, RecoveredCall][]): BatchNext => recover(state, new Map([...plan, ...entries])).next;
+    expect(refused([['d', { type: 'replay' }]])).toEqual({ type: 'invalid', reason: "recovery plan: call 'd' is new, but 'replay' is for a running call" });
+    expect(refused([['d', { type: 'indeterminate', result: unknownOutcome(d) }]])).toEqual({
+      type: 'invalid',
+      reason: "recovery plan: call 'd' is new, but 'indeterminate' is for a running call",
+    });
+    expect(refused([['c', { type: 'dispatch' }]])).toEqual({ type: 'invalid', reason: "recovery plan: call 'c' is running, but 'dispatch' is for a new call" });
+    expect(refused([['a', { type: 'replay' }]])).toEqual({
+      type: 'invalid',
+      reason: "recovery plan: call 'a' is succeeded, but 'replay' is for a running call",
+    });
+    expect(refused([['e', { type: 'indeterminate', result: unknownOutcome(e) }]])).toEqual({
+      type: 'invalid',
+      reason: "recovery plan: call 'e' is suspended, but 'indeterminate' is for a running call",
+    });
+    expect(refused([['zz', { type: 'dispatch' }]])).toEqual({ type: 'invalid', reason: "recovery plan: call 'zz' is not in the batch" });
+    // A dispatched call left out of the plan would never settle: the plan must say what becomes of it.
+    const withoutC = new Map(plan);
+    withoutC.delete('c');
+    expect(recover(state, withoutC).next).toEqual({ type: 'invalid', reason: "recovery plan: call 'c' is running and the plan has no entry for it" });
+    const refusedStep = recover(state, new Map([...plan, ['zz', { type: 'dispatch' }]]));
+    expect(refusedStep.state).toBe(state);
+    expect(refusedStep.commands).toEqual([]);
+    expect(recover(openBatch([a], '', 'm', 'sequential').state, new Map()).next).toEqual({
+      type: 'invalid',
+      reason: "a tool batch at 'open' cannot take 'recover'",
+    });
+    const gating = advance(openBatch([a], '', 'm', 'sequential').state, { type: 'run' }).state;
+    expect(recover(gating, new Map([['a', { type: 'dispatch' }]])).next.type).toBe('invalid');
+  });
+
+  it('property: every call ends settled or suspended; only dispatched calls are gated; only dispatched and replayed calls run, once each; every settled call is reported once', () => {
+    const status = fc.constantFrom<Stored>('new', 'running', 'succeeded', 'failed', 'indeterminate', 'suspended');
+    const mode = fc.constantFrom<ToolExecutionMode>('sequential', 'parallel_streaming', 'parallel_batch_approval');
+    fc.assert(
+      fc.property(mode, fc.array(fc.tuple(status, fc.boolean(), fc.boolean()), { minLength: 1, maxLength: 8 }), (m, shape) => {
+        const calls = shape.map((_, i) => call(`c${i}`));
+        // A suspended call may have been reported before the crash; a running one is replayed or ends indeterminate.
+        const restored = deepFreeze(
+          restore(
+            m,
+            shape.map(([s, reported], i) => stored(calls[i]!, s, s === 'suspended' && reported)),
+          ),
+        );
+        const planned = new Map<string, RecoveredCall>();
+        shape.forEach(([s, , replay], i) => {
+          const id = `c${i}`;
+          if (s === 'new') planned.set(id, { type: 'dispatch' });
+          if (s === 'running') planned.set(id, replay ? { type: 'replay' } : { type: 'indeterminate', result: unknownOutcome(calls[i]!) });
+        });
+        const t = drive(recover(restored, planned), allowAll(ran));
+        const gated = t.asked.flatMap((n) => (n.type === 'gate' ? [n.index] : []));
+        const executed = t.asked.flatMap((n) => (n.type === 'execute' ? [n.index] : n.type === 'execute_all' ? n.indices : []));
+        const reports = (id: string): number => t.events.filter((ev) => ev.event_type === 'tool_call_done' && ev.id === id).length;
+        const plannedAs = (i: number): string | undefined => planned.get(`c${i}`)?.type;
+        const indices = shape.map((_, i) => i);
+        // (a) every call ends terminal or suspended
+        expect(t.state.calls.every((x) => isTerminalToolCallStatus(x.status) || x.status === 'suspended')).toBe(true);
+        // (b) no call stored terminal is executed, and it keeps its result
+        for (const i of indices)
+          if (isTerminalToolCallStatus(restored.calls[i]!.status)) {
+            expect(executed).not.toContain(i);
+            expect(t.state.calls[i]!.result).toBe(restored.calls[i]!.result);
+          }
+        // (c) only calls planned `dispatch` are gated (each once); (d) only dispatched or replayed calls run, exactly once each
+        expect(gated).toEqual(indices.filter((i) => plannedAs(i) === 'dispatch'));
+        expect([...executed].sort((x, y) => x - y)).toEqual(indices.filter((i) => plannedAs(i) === 'dispatch' || plannedAs(i) === 'replay'));
+        // (e) every settled call not suspended is reported exactly once; a suspended one once unless it already was
+        for (const i of indices) {
+          const end = t.state.calls[i]!;
+          expect(reports(`c${i}`)).toBe(end.status === 'suspended' && restored.calls[i]!.reported ? 0 : 1);
+          expect(end.reported).toBe(true);
+        }
+        // (f) indeterminate calls end so, with their given result
+        for (const i of indices) {
+          const entry = planned.get(`c${i}`);
+          if (entry?.type === 'indeterminate') expect(t.state.calls[i]).toMatchObject({ status: 'indeterminate', result: entry.result });
+        }
+        expect(
+          t.events.filter((ev) => ev.event_type === 'tool_call_done').map((ev) => (ev.event_type === 'tool_call_done' ? Number(ev.id.slice(1)) : -1)),
+        ).toEqual(indices.filter((i) => reports(`c${i}`) === 1));
+      }),
+    );
   });
 });

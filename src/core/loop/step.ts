@@ -321,6 +321,15 @@ export function revivedRun(): LoopStep {
   return out(BARE.parked, N.resume);
 }
 
+/**
+ * A run taken up from the store after its process died while it was running: inside the step whose
+ * tool batch the store holds (`inBatch`: the batch goes on from its stored calls, then the step ends
+ * as any other), else at a step's boundary (the step that was cut off is taken again from its start).
+ */
+export function recoveredRun(inBatch: boolean): LoopStep {
+  return inBatch ? BARE_STEP.batch : BARE_STEP.boundary;
+}
+
 /** Whether the run is over: nothing more is asked of the interpreter. */
 export const isOver = (s: LoopState): boolean => s.at === 'over';
 

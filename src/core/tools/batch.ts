@@ -1,3 +1,5 @@
+// Over 500 lines: every stage of one batch — gating, running, settling, resuming a decision and
+// recovering after a death — reads in one file, as the transitions between them do.
 import { describeStateError } from '../../contract/errors.ts';
 import { INTERRUPTED_TOOL_RESULT } from '../context/truncation.ts';
 import type { AgentEvent } from '../../contract/event.ts';
@@ -23,6 +25,10 @@ import { unreachable } from '../../contract/never.ts';
  * settled pending by a result asks for its AfterToolExecute phase then (`afterTool`), besides the
  * one every call has at publication with its final result; a suspended batch is resumed by
  * decisions, in model order, each answered by `tool_call_resumed`.
+ *
+ * A batch rebuilt after a crash is recovered by a plan (`recover`): the calls that may not run again
+ * end `indeterminate`, then the batch goes on as a fresh one would, gating only the calls that never
+ * left (`new`) and running the replayed ones (`running`) again without their gate.
  */
 
 /** The result text of a call that did not run because one before it stopped the batch (the same text truncation gives a dangling call). */
@@ -113,13 +119,26 @@ const at = (s: BatchState, calls: readonly BatchCall[], stage: BatchStage, block
   stage,
 });
 
+/**
+ * What recovery does with one call of a batch rebuilt after a crash (see `recoverCall`):
+ * - `dispatch`: the call is `new`, it never left: gated and run as in a fresh batch;
+ * - `replay`: the call is `running`, it was dispatched and may run again: run again without its gate (it passed it);
+ * - `indeterminate`: the call is `running` and may not run again: settled at once with `result`, status `indeterminate`.
+ */
+export type RecoveredCall = { readonly type: 'dispatch' } | { readonly type: 'replay' } | { readonly type: 'indeterminate'; readonly result: ToolResult };
+
 export type BatchInput =
   | { readonly type: 'run' }
   | { readonly type: 'gated'; readonly gate: Gate }
   | { readonly type: 'executed'; readonly outcome: ToolOutcome }
   | { readonly type: 'executed_all'; readonly outcomes: readonly ToolOutcome[]; readonly strategyOf: (key: string) => MergeStrategy }
   | { readonly type: 'committed' }
-  | { readonly type: 'resume'; readonly decisions: ReadonlyMap<string, ToolCallResume>; readonly silent: boolean };
+  | { readonly type: 'resume'; readonly decisions: ReadonlyMap<string, ToolCallResume>; readonly silent: boolean }
+  /**
+   * A batch rebuilt after a crash goes on, by call id. Every `new` or `running` call must have an
+   * entry that fits its status; the others (terminal, suspended, resuming) keep their stored state.
+   */
+  | { readonly type: 'recover'; readonly plan: ReadonlyMap<string, RecoveredCall> };
 
 /** A commit the interpreter makes, as data (it adds the time and the state keys). */
 export type BatchCommand =
@@ -173,7 +192,7 @@ export function openBatch(calls: readonly ToolCall[], text: string, messageId: s
   return { state, commands: [{ type: 'begin', calls: entries }], events: NONE, next: DONE };
 }
 
-/** A batch rebuilt from its durable record (another process parked it): waits for `resume`. */
+/** A batch rebuilt from its durable record (another process parked it, or a crash ended it): waits for `resume` or `recover`. */
 export function restoredBatch(messageId: string, text: string, mode: ToolExecutionMode, calls: readonly BatchCall[]): BatchState {
   return { messageId, text, mode, calls, blockedReason: undefined, stage: IDLE };
 }
@@ -198,6 +217,8 @@ export function advance(state: BatchState, input: BatchInput): BatchStep {
       return invalid(state, input);
     case 'resume':
       return stage.at === 'idle' ? resumeFrom(state, 0, input.decisions, input.silent) : invalid(state, input);
+    case 'recover':
+      return stage.at === 'idle' ? recover(state, input.plan) : invalid(state, input);
     default:
       return unreachable(input);
   }
@@ -219,11 +240,34 @@ export function targetOf(state: BatchState, targetId: string): string | undefine
 // A transition never changes the state it is given: it copies the calls once (`state.calls.slice()`),
 // changes its own copy, and returns a new state holding it.
 
-/** The gate of call `from`, or the end of gating; `commands` are what the step before committed. */
+/**
+ * The gate of the first call still `new` from `from` on, or the end of gating; `commands` are what the
+ * step before committed. Every call of a fresh batch is `new` here. In a recovered one, a `running`
+ * call is a replay, run again without its gate (it passed it before the crash): at once in
+ * sequential mode, with the allowed calls in the parallel modes; any other call has settled (or is
+ * suspended, or resuming) and is passed over.
+ */
 function gateFrom(state: BatchState, calls: readonly BatchCall[], from: number, allowed: readonly number[], commands: readonly BatchCommand[]): BatchStep {
-  if (from < calls.length)
-    return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
+  for (; from < calls.length; from++) {
+    const call = calls[from] as BatchCall;
+    if (call.status === 'new')
+      return { state: at(state, calls, { at: 'gate', index: from, allowed }), commands, events: NONE, next: { type: 'gate', index: from } };
+    if (call.status !== 'running') continue;
+    if (state.mode === 'sequential') return replayed(state, calls, from, commands);
+    allowed = [...allowed, from];
+  }
   return gatedAll(state, calls, allowed, commands, state.blockedReason);
+}
+
+/** A sequential replay run again, marked running anew (after `commands`): the durable mark of this attempt, stored before the tool is called. */
+function replayed(state: BatchState, calls: readonly BatchCall[], index: number, commands: readonly BatchCommand[]): BatchStep {
+  const call = calls[index] as BatchCall;
+  return {
+    state: at(state, calls, { at: 'run', index }),
+    commands: [...commands, { type: 'status', call }],
+    events: NONE,
+    next: { type: 'execute', index, args: call.call.arguments },
+  };
 }
 
 /**
@@ -319,6 +363,47 @@ function executedAll(state: BatchState, allowed: readonly number[], input: Extra
     report(state, calls, commands, state.blockedReason),
     allowed.filter((i) => calls[i]?.status === 'suspended'),
   );
+}
+
+// ---- recovery after a crash -----------------------------------------------------------------------------
+
+/**
+ * A batch rebuilt after a crash, by its plan: the calls that may not run again are settled
+ * `indeterminate` first, in model order; then the batch goes on from its start as a fresh one would
+ * (see `gateFrom` for the calls that are not `new`) and ends with the usual report, which reports the
+ * settled calls not yet reported, those settled before the crash included.
+ */
+function recover(state: BatchState, plan: ReadonlyMap<string, RecoveredCall>): BatchStep {
+  const fault = planFault(state.calls, plan);
+  if (fault !== undefined) return { state, commands: NONE, events: NONE, next: { type: 'invalid', reason: `recovery plan: ${fault}` } };
+  let calls: BatchCall[] | undefined;
+  let commands: BatchCommand[] | undefined;
+  for (let i = 0; i < state.calls.length; i++) {
+    const b = state.calls[i] as BatchCall;
+    const entry = plan.get(b.call.id);
+    if (entry?.type !== 'indeterminate') continue;
+    const call = batchCall(b.call, 'indeterminate', b.resumeMode, entry.result, b.command, b.suspensionId, b.suspensionReason, b.reported);
+    (calls ??= state.calls.slice())[i] = call;
+    (commands ??= []).push({ type: 'settled', call });
+  }
+  return gateFrom(state, calls ?? state.calls, 0, NONE, commands ?? NONE);
+}
+
+/** Why a plan does not fit its batch (naming the call), or `undefined` when it does. */
+function planFault(calls: readonly BatchCall[], plan: ReadonlyMap<string, RecoveredCall>): string | undefined {
+  for (const b of calls) {
+    const entry = plan.get(b.call.id);
+    const id = b.call.id;
+    if (entry === undefined) {
+      // A call that never left, or one dispatched, cannot be left as it is: it would never settle.
+      if (b.status === 'new' || b.status === 'running') return `call '${id}' is ${b.status} and the plan has no entry for it`;
+      continue;
+    }
+    const needs = entry.type === 'dispatch' ? 'new' : 'running';
+    if (b.status !== needs) return `call '${id}' is ${b.status}, but '${entry.type}' is for a ${needs} call`;
+  }
+  for (const id of plan.keys()) if (!calls.some((b) => b.call.id === id)) return `call '${id}' is not in the batch`;
+  return undefined;
 }
 
 // ---- resumption ----------------------------------------------------------------------------------------
@@ -430,10 +515,17 @@ function settleIn(calls: BatchCall[], index: number, result: ToolResult, command
   return command === undefined ? { type: 'settled', call } : { type: 'settled', call, staged: command };
 }
 
-/** Every call after `index` fails as interrupted. */
+/**
+ * Every call after `index` that has not settled fails as interrupted: in a fresh batch all of them
+ * are `new`. In a recovered one, a call settled before the crash keeps its result, a suspended (or
+ * resuming) call stays so, and a replay waiting for its turn (`running`) is interrupted too: its
+ * attempt before the crash was cut short, and none is made now.
+ */
 function interruptIn(calls: BatchCall[], index: number, commands: BatchCommand[]): void {
-  for (let i = index + 1; i < calls.length; i++)
-    commands.push(settleIn(calls, i, ToolResults.error((calls[i] as BatchCall).call.name, INTERRUPTED), undefined));
+  for (let i = index + 1; i < calls.length; i++) {
+    const call = calls[i] as BatchCall;
+    if (call.status === 'new' || call.status === 'running') commands.push(settleIn(calls, i, ToolResults.error(call.call.name, INTERRUPTED), undefined));
+  }
 }
 
 /**

@@ -69,8 +69,8 @@ export class Checkpoints {
     return this.#store !== undefined;
   }
 
-  /** Writes the run: `undefined` once written (or without a store), a halt when the state cannot be exported. */
-  write(termination: TerminationReason | undefined, facts: CheckpointFacts): Halting {
+  /** Writes the run (stamped `at`, else now): `undefined` once written (or without a store), a halt when the state cannot be exported. */
+  write(termination: TerminationReason | undefined, facts: CheckpointFacts, at?: number): Halting {
     const store = this.#store;
     if (store === undefined) return undefined;
     const state = this.#phase.store.exportByScope();
@@ -86,7 +86,7 @@ export class Checkpoints {
       steps: facts.steps,
       threadState: state.value.thread,
       runState: state.value.run,
-      updatedAt: this.#env.clock.now(),
+      updatedAt: at ?? this.#env.clock.now(),
       expectedMessageCount: this.#persistedCount,
     };
     if (termination !== undefined) checkpoint.termination = termination;

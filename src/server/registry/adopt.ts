@@ -87,6 +87,55 @@ export class RunAdoption {
     });
   }
 
+  /**
+   * Takes up a run the store holds as running that no live instance holds (its process died): the
+   * thread's lease is taken for it (taken over when its holder's has expired), and the runtime
+   * recovers it from its last durable point (`AgentRuntime.recover`) as this instance's run — its
+   * frames go on in the thread's log after the seq mark the dead process left. True when it runs
+   * here afterwards; false when it is not running in the store, another instance holds it alive, or
+   * it could not be recovered (then it is ended with the reason, never left looking alive).
+   */
+  async recover(runId: string): Promise<boolean> {
+    const { runtime, store, logger, leases, locks, runs, launcher } = this.#host;
+    if (runs.find(runId) !== undefined || this.#host.closing()) return false;
+    const stored = await storedRun(store, runId, 'running');
+    if (stored === undefined) return false;
+    const threadId = stored.thread_id;
+    // Not taken up, and no one else holds it alive (no lease for it): ended with why, never left looking alive.
+    const ended = async (why: string): Promise<false> => {
+      logger.error('run left running by a stopped process could not be recovered', { run: runId, thread: threadId, error: why });
+      await store.finishRun(runId, { type: 'error', value: `interrupted: it could not be taken up: ${why}` }, runtime.env.clock.now());
+      return false;
+    };
+    return locks.exclusive(threadId, async () => {
+      if (runs.current(threadId) !== undefined) return ended('another run holds its thread');
+      let taken = await leases.take(threadId, runId);
+      if (!taken.ok && taken.holder.run_id === runId && leases.isExpired(taken.holder) && (await leases.takeOver(taken.holder))) taken = { ok: true };
+      // Another holder with a live lease: that instance has it (or will end it when the lease expires).
+      if (!taken.ok) return false;
+      if ((await store.getRun(runId))?.status !== 'running') {
+        await leases.release(threadId, runId);
+        return false;
+      }
+      const owner = await store.threadOwner(threadId);
+      const recover: RunStarter = (sink) => runtime.recover({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink);
+      const observer = this.#host.observer;
+      const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
+      const launched = await launcher.launch(threadId, runId, stored.agent_id, owner, [], 'running', (sink) =>
+        observer === undefined
+          ? recover(sink)
+          : observer.observe(
+              { threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true, recovered: true },
+              recover,
+              sink,
+            ),
+      );
+      if (!launched.ok) return ended(launched.error.message);
+      logger.info('run left running by a stopped process recovered', { run: runId, thread: threadId });
+      return true;
+    });
+  }
+
   /** The parked run of a thread or a run id here and the calls it waits on; `undefined` when none waits. */
   waiting(runOrThread: string): ParkedRun | undefined {
     const run = this.#host.runs.find(runOrThread);

@@ -59,6 +59,8 @@ export interface RunObserver {
       readonly messages: readonly Message[];
       readonly owner?: string;
       readonly resumed?: boolean;
+      /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it and it goes on at once). */
+      readonly recovered?: boolean;
     },
     start: RunStarter,
     sink: Parameters<RunStarter>[0],

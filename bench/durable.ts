@@ -1,0 +1,146 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+// The package as its users import it: the built JavaScript (`npm run bench:durable` builds it first).
+import { AgentRuntimeBuilder, defineTool, Messages, realEnv, ToolResults, type LlmExecutor, type StreamPart } from 'awaken-ts';
+import { openStore, type Store } from 'awaken-ts/stores';
+
+/**
+ * What storing every phase of a tool call costs (ADR 0056), `npm run bench:durable`: a 100-step run
+ * (each step an inference answering one `echo` call, then a text answer) on the default `Env`, on
+ * the in-memory store and on a SQLite file, interleaved in rounds in one process. A run with a store
+ * writes at its start, at each call's three phases (the batch as requested, the call marked running,
+ * its outcome) and at each step's end: the writes per run are counted. Reported: ms per run (median
+ * of rounds), SQLite's time over the memory store's (median and max of per-round ratios; the target
+ * is ≤ 2×), and the cost of one write on each store beside the run without a store.
+ */
+
+const STEPS = 100;
+const ROUNDS = Number(process.env['ROUNDS'] ?? 9);
+const RUNS = Number(process.env['RUNS'] ?? 5);
+
+const echo = defineTool({
+  id: 'echo',
+  description: 'echo',
+  args: z.object({ text: z.string() }),
+  execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+});
+
+/** The k-th call of a run answers with step k (a call id per run and step, as a provider's are new). */
+function model(): LlmExecutor & { reset(): void } {
+  let k = 0;
+  let run = 0;
+  return {
+    name: 'bench',
+    reset: () => {
+      k = 0;
+      run++;
+    },
+    stream: () => {
+      const step = k++;
+      const parts: StreamPart[] =
+        step < STEPS - 1
+          ? [
+              { type: 'tool_call_start', id: `r${run}c${step}`, name: 'echo' },
+              { type: 'tool_call_delta', id: `r${run}c${step}`, args_delta: '{"text":"hi"}' },
+              { type: 'finish', stop_reason: 'ToolUse' },
+            ]
+          : [
+              { type: 'text_delta', delta: 'done' },
+              { type: 'finish', stop_reason: 'EndTurn' },
+            ];
+      return (async function* () {
+        yield* parts;
+      })();
+    },
+  };
+}
+
+interface Subject {
+  readonly name: string;
+  run: () => Promise<void>;
+  writes: number;
+  readonly close: () => Promise<void>;
+}
+
+function subject(name: string, store: Store | undefined): Subject {
+  const llm = model();
+  const builder = new AgentRuntimeBuilder()
+    .withEnv(realEnv())
+    .withProvider('p', llm)
+    .withModel('m', { provider: 'p', model_name: 'bench' })
+    .withAgentSpec({ id: 'a', model: 'm', max_rounds: STEPS + 1 })
+    .withTool(echo);
+  const s: Subject = { name, writes: 0, run: async () => undefined, close: async () => store?.close() };
+  if (store !== undefined) {
+    // Counted on the way through: the store's own checkpoint does the work.
+    const checkpoint = store.checkpoint.bind(store);
+    store.checkpoint = (c) => {
+      s.writes++;
+      return checkpoint(c);
+    };
+    builder.withThreadRunStore(store);
+  }
+  const built = builder.build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  const runtime = built.value;
+  let n = 0;
+  const sink = { emit: () => undefined };
+  s.run = async () => {
+    llm.reset();
+    const r = await runtime.run({ threadId: `${name.replace(/\W+/g, '-')}-${n++}`, messages: [Messages.user('go')] }, sink);
+    if (!r.ok || r.value.termination.type !== 'natural_end')
+      throw new Error(`${name}: the run did not end naturally: ${JSON.stringify(r.ok ? r.value.termination : r.error)}`);
+  };
+  return s;
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'awaken-bench-durable-'));
+const memoryStore = openStore('memory');
+const sqliteStore = openStore(`sqlite:${join(dir, 'bench.db')}`);
+if (typeof memoryStore === 'string' || typeof sqliteStore === 'string') throw new Error('a store did not open');
+const subjects = [subject('no store', undefined), subject('memory store', memoryStore), subject('SQLite file', sqliteStore)];
+const times = new Map<string, number[]>(subjects.map((s) => [s.name, []]));
+const perRun = new Map<string, number>();
+
+for (const s of subjects) for (let i = 0; i < 3; i++) await s.run();
+for (let round = 0; round < ROUNDS; round++) {
+  for (const s of round % 2 === 0 ? subjects : [...subjects].reverse()) {
+    const before = s.writes;
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < RUNS; i++) await s.run();
+    times.get(s.name)?.push(Number(process.hrtime.bigint() - t0) / 1e6 / RUNS);
+    perRun.set(s.name, (s.writes - before) / RUNS);
+  }
+}
+for (const s of subjects) await s.close();
+rmSync(dir, { recursive: true, force: true });
+
+const ms = (name: string): number => median(times.get(name) ?? []);
+const ratios = (times.get('SQLite file') ?? []).map((t, i) => t / ((times.get('memory store') ?? [])[i] as number));
+const writes = perRun.get('SQLite file') ?? 0;
+const perWrite = (name: string): number => ((ms(name) - ms('no store')) / (perRun.get(name) ?? 1)) * 1000;
+const lines = [
+  '# Durable call phases, measured',
+  '',
+  `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model.split(' ')[0] ?? 'CPU'}, ${ROUNDS} rounds of ${RUNS} runs, ${new Date().toISOString().slice(0, 10)}. \`npm run bench:durable\`; method in \`bench/durable.ts\`.`,
+  '',
+  `A run of ${STEPS} steps (${STEPS - 1} with one tool call), ${writes} writes per run with a store.`,
+  '',
+  '| case | ms per run (median) | µs per write over no store |',
+  '|---|---|---|',
+  `| no store | ${ms('no store').toFixed(2)} | — |`,
+  `| memory store | ${ms('memory store').toFixed(2)} | ${perWrite('memory store').toFixed(1)} |`,
+  `| SQLite file | ${ms('SQLite file').toFixed(2)} | ${perWrite('SQLite file').toFixed(1)} |`,
+  '',
+  `SQLite over the memory store, per round: median ${median(ratios).toFixed(2)}×, max ${Math.max(...ratios).toFixed(2)}× (target ≤ 2×).`,
+  '',
+];
+process.stdout.write(`${lines.join('\n')}\n`);
+if (process.argv.includes('--write')) writeFileSync(join(import.meta.dirname, 'results/durable.md'), `${lines.join('\n')}`);

@@ -1,0 +1,149 @@
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { killHard, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { readFrames, type SseFrame } from '../support/server.ts';
+import { report, rngOf, SCALE } from './chaos.ts';
+
+/**
+ * kill -9 of `awaken serve --recovery resume` at random points of runs that call a tool that may not
+ * run twice (`charge`) and a replay-safe one (`lookup`), then a restart on the same SQLite store:
+ * every killed run goes on by itself from its last durable point and ends; `charge` ran exactly
+ * once for each (its executions are counted in a file outside the server); its result is
+ * `indeterminate` only where it had really run before the kill; `lookup` ran once, or twice when it
+ * had left without its outcome stored.
+ */
+const KILLS = 6 * SCALE;
+/** What the server logs at start-up when it took the killed run up: the line docs/server.md shows (→ Runs a process left running). */
+const RESUMED = (() => {
+  const page = readFileSync(join(import.meta.dirname, '../../docs/server.md'), 'utf8');
+  const section = page.slice(page.indexOf('\n## Runs a process left running\n'));
+  return (/^```text\n(.*)\n```$/m.exec(section)?.[1] ?? 'no line in docs/server.md').trim();
+})();
+const APP = join(import.meta.dirname, 'fixtures/durable-app.ts');
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+interface Figures {
+  tried: number;
+  /** Killed before the run's first write: nothing of it was stored. */
+  neverStored: number;
+  /** Ended before the kill landed. */
+  endedBeforeKill: number;
+  resumed: number;
+  indeterminate: number;
+  chargedTwice: number;
+  indeterminateNotDispatched: number;
+  lookupReplayed: number;
+  /** `lookup` run more than once again, or a history with a call answered twice or an answer given twice. */
+  overRun: number;
+  duplicated: number;
+  stuck: number;
+  resumeMaxMs: number;
+}
+
+const countsOf = (file: string, thread: string): { charge: number; lookup: number } => {
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  return { charge: lines.filter((l) => l === `${thread} charge`).length, lookup: lines.filter((l) => l === `${thread} lookup`).length };
+};
+
+describe('kill -9 of awaken serve --recovery resume mid-run, then a restart on the same store', () => {
+  it(`SQLite: ${KILLS} kill points; every killed run goes on and ends, no call that may not run twice runs twice`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-resume-'));
+    const counts = join(dir, 'counts.txt');
+    const args = ['--app', APP, '--store', `sqlite:${join(dir, 'awaken.db')}`, '--recovery', 'resume'];
+    const env = { AWAKEN_TEST_COUNTS: counts };
+    const rng = rngOf('kill-resume');
+    const f: Figures = {
+      tried: 0,
+      neverStored: 0,
+      endedBeforeKill: 0,
+      resumed: 0,
+      indeterminate: 0,
+      chargedTwice: 0,
+      indeterminateNotDispatched: 0,
+      lookupReplayed: 0,
+      overRun: 0,
+      duplicated: 0,
+      stuck: 0,
+      resumeMaxMs: 0,
+    };
+    let s: ServeProcess = await startServe(args, env);
+    try {
+      for (let i = 0; i < KILLS; i++) {
+        const thread = `r${i}`;
+        f.tried++;
+        const r = await fetch(`${s.url}/v1/runs`, json({ agentId: 'worker', threadId: thread, messages: [{ role: 'user', content: `order ${i}` }] }));
+        const runId = r.headers.get('x-awaken-run-id') as string;
+        // The run takes about 100 ms to infer, 300 ms of tools, 100 ms more to answer: the kill lands anywhere in it.
+        // Read as a client does, and die at a time of its own (not only when a frame arrives).
+        const reading = readFrames(r, () => false, 5_000).catch(() => [] as SseFrame[]);
+        await new Promise((res) => setTimeout(res, 50 + Math.floor(rng() * 500)));
+        await killHard(s);
+        await reading;
+        const before = countsOf(counts, thread);
+        s = await startServe(args, env);
+
+        const restarted = Date.now();
+        let run: { status?: string; termination?: { type: string } } = {};
+        let stored = true;
+        while (Date.now() - restarted < 15_000) {
+          const got = await fetch(`${s.url}/v1/runs/${runId}`);
+          if (got.status === 404) {
+            stored = false;
+            await got.body?.cancel();
+            break;
+          }
+          run = (await got.json()) as typeof run;
+          if (run.status === 'done') break;
+          await new Promise((res) => setTimeout(res, 50));
+        }
+        f.resumeMaxMs = Math.max(f.resumeMaxMs, Date.now() - restarted);
+        if (!stored) {
+          f.neverStored++;
+          continue;
+        }
+        if (run.status !== 'done' || run.termination?.type !== 'natural_end') {
+          f.stuck++;
+          continue;
+        }
+        const after = countsOf(counts, thread);
+        // The server says at start-up whether it found the run running and took it up.
+        if (s.log().includes(RESUMED)) f.resumed++;
+        else f.endedBeforeKill++;
+        if (after.charge !== 1) f.chargedTwice++;
+        if (after.lookup === 2) f.lookupReplayed++;
+        if (after.lookup > 2 || after.lookup < 1) f.overRun++;
+        const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
+          messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
+        };
+        const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
+        if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) f.duplicated++;
+        const chargeText =
+          page.messages
+            .find((m) => m.role === 'tool' && m.tool_call_id === 'c1')
+            ?.content.map((c) => c.text ?? '')
+            .join('') ?? '';
+        if (chargeText.startsWith('The outcome of tool call c1 (charge) is unknown')) {
+          f.indeterminate++;
+          // Only a call that had really left: it ran before the kill.
+          if (before.charge !== 1) f.indeterminateNotDispatched++;
+        }
+      }
+    } finally {
+      await s.stop();
+    }
+    report('kill -9 / resume / sqlite', { ...f });
+    expect(f.tried).toBe(KILLS);
+    expect(f.neverStored + f.endedBeforeKill + f.resumed + f.stuck).toBe(KILLS);
+    expect({
+      stuck: f.stuck,
+      chargedTwice: f.chargedTwice,
+      indeterminateNotDispatched: f.indeterminateNotDispatched,
+      overRun: f.overRun,
+      duplicated: f.duplicated,
+    }).toEqual({ stuck: 0, chargedTwice: 0, indeterminateNotDispatched: 0, overRun: 0, duplicated: 0 });
+    // Most kills land inside a run, and are resumed.
+    expect(f.resumed).toBeGreaterThan(KILLS / 2);
+  }, 180_000);
+});

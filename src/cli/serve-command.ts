@@ -6,7 +6,7 @@ import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
 import { DEFAULT_CONNECTION_LIMITS, listen, type ConnectionLimits, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
-import { recoverRuns, runsLeftRunning } from '../server/recovery.ts';
+import { recoverRuns, resumeLeftRunning, runsLeftRunning } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
 import { openBus } from '../stores/index.ts';
@@ -413,15 +413,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
-  if (leftRunning.length > 0) {
-    let resumed = 0;
-    for (const runId of leftRunning) {
-      // One run that cannot be taken up (its store answers badly) does not keep the server from starting.
-      if (await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) })))
-        resumed++;
-    }
-    logger.warn(`resumed ${resumed} of ${leftRunning.length} run(s) a previous process left running`, { runs: leftRunning.length, resumed });
-  }
+  await resumeLeftRunning(registry, leftRunning, logger);
   const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
     logger,

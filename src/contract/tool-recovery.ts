@@ -42,3 +42,9 @@ export function modeSupportedBy(mode: ToolRecoveryMode, capability: ToolRecovery
 
 /** Whether a policy is the default one (a batch records only the others). */
 export const isDefaultRecoveryPolicy = (p: ToolRecoveryPolicy): boolean => p.mode === 'never_replay' && p.max_attempts === 3;
+
+/** Tool id → recovery policy; no prototype, so any tool id is a key like another. */
+export type RecoveryPolicies = { readonly [toolId: string]: ToolRecoveryPolicy };
+
+/** The policies of an agent that sets none (one object: a batch tells it apart without a lookup). */
+export const NO_RECOVERY_POLICIES: RecoveryPolicies = Object.freeze(Object.create(null) as RecoveryPolicies);

@@ -3,7 +3,15 @@ import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import type { ResolveError, StateError } from '../contract/errors.ts';
 import { err, ok, type Result } from '../contract/result.ts';
-import { modeSupportedBy, ToolRecoveryPolicySchema, type ToolRecoveryCapability, type ToolRecoveryPolicy } from '../contract/tool-recovery.ts';
+import {
+  modeSupportedBy,
+  NO_RECOVERY_POLICIES,
+  ToolRecoveryPolicySchema,
+  type RecoveryPolicies,
+  type ToolRecoveryCapability,
+  type ToolRecoveryPolicy,
+} from '../contract/tool-recovery.ts';
+export type { RecoveryPolicies } from '../contract/tool-recovery.ts';
 import { maxRoundsPolicy, policyFromSpec, type StopPolicy } from '../core/policies/stop-policy.ts';
 import { buildExecutionEnv, isPreRegistered, PluginRegistrar, preRegistered, type ExecutionEnv, type Plugin, type ToolLike } from '../core/phase/plugin.ts';
 import { loopActionsPlugin, loopStatePlugin, stopConditionPlugin } from './builtin-plugins.ts';
@@ -371,12 +379,6 @@ function toolsOf(plugin: Plugin): string[] {
   }
   return r.tools.map((t) => t.descriptor.id);
 }
-
-/** Tool id → recovery policy; no prototype, so any tool id is a key like another. */
-export type RecoveryPolicies = { readonly [toolId: string]: ToolRecoveryPolicy };
-
-/** The policies of an agent that sets none (one object: a batch tells it apart without a lookup). */
-export const NO_RECOVERY_POLICIES: RecoveryPolicies = Object.freeze(Object.create(null) as RecoveryPolicies);
 
 /**
  * The agent's recovery policies, each checked against its tool: a policy for a tool the agent is not

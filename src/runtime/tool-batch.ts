@@ -52,8 +52,14 @@ import {
   type ToolCallStateMap,
   type ToolIntercept,
 } from './loop-keys.ts';
-import { NO_RECOVERY_POLICIES, type RecoveryPolicies, type ResolvedAgent } from './resolve.ts';
-import { isDefaultRecoveryPolicy, ToolRecoveryPolicySchema, type ToolRecoveryPolicy } from '../contract/tool-recovery.ts';
+import type { ResolvedAgent } from './resolve.ts';
+import {
+  isDefaultRecoveryPolicy,
+  NO_RECOVERY_POLICIES,
+  ToolRecoveryPolicySchema,
+  type RecoveryPolicies,
+  type ToolRecoveryPolicy,
+} from '../contract/tool-recovery.ts';
 import { DELEGATION_CATEGORY } from './delegation.ts';
 import {
   isToolOutput,

@@ -15,9 +15,9 @@ import { openBus, openStore } from '../stores/index.ts';
 import { checkOrigins, LOOPBACK } from './access.ts';
 import { withGzip } from './compress.ts';
 import { createHttpApp } from './http.ts';
-import { errorFields, silentLogger, type Logger } from './log.ts';
+import { silentLogger, type Logger } from './log.ts';
 import { Mailbox } from './mailbox.ts';
-import { recoverRuns, runsLeftRunning } from './recovery.ts';
+import { recoverRuns, resumeLeftRunning, runsLeftRunning } from './recovery.ts';
 import { RunRegistry } from './run-registry.ts';
 
 /**
@@ -368,15 +368,7 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     ...(bus !== undefined ? { bus } : {}),
   });
   await registry.attachBus().catch(failed);
-  if (leftRunning.length > 0) {
-    let resumed = 0;
-    for (const runId of leftRunning) {
-      // One run that cannot be taken up (its store answers badly) does not keep the server from starting.
-      if (await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) })))
-        resumed++;
-    }
-    logger.warn(`resumed ${resumed} of ${leftRunning.length} run(s) a previous process left running`, { runs: leftRunning.length, resumed });
-  }
+  await resumeLeftRunning(registry, leftRunning, logger);
   const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger });
   const api = createHttpApp(
     { runtime, store, registry, mailbox },

@@ -1,5 +1,6 @@
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Store } from '../runtime/store.ts';
+import { errorFields, type Logger } from './log.ts';
 
 /**
  * At start-up, a run the store still shows as created or running was cut off by the end of the
@@ -46,4 +47,19 @@ export async function runsLeftRunning(store: Store, now: number): Promise<string
   // replayed or ends indeterminate), so the sub-run is not taken up on its own.
   for (const id of children) await store.finishRun(id, { type: 'error', value: 'interrupted: the server stopped while the run was running' }, now);
   return ids.reverse();
+}
+
+/**
+ * Takes up each run a previous process left running (`runsLeftRunning`), and logs how many: one
+ * that cannot be taken up (its store answers badly) is logged and does not keep the server from
+ * starting.
+ */
+export async function resumeLeftRunning(registry: { recover(runId: string): Promise<boolean> }, runIds: readonly string[], logger: Logger): Promise<void> {
+  if (runIds.length === 0) return;
+  let resumed = 0;
+  for (const runId of runIds) {
+    const taken = await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) }));
+    if (taken === true) resumed++;
+  }
+  logger.warn(`resumed ${resumed} of ${runIds.length} run(s) a previous process left running`, { runs: runIds.length, resumed });
 }

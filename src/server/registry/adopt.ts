@@ -1,5 +1,5 @@
 import type { AgentRuntime } from '../../runtime/agent-runtime.ts';
-import type { Store } from '../../runtime/store.ts';
+import type { RunRecord, Store } from '../../runtime/store.ts';
 import { parkedCallsOf, type WaitingCall } from '../live-run.ts';
 import type { Logger } from '../log.ts';
 import { mayReach } from '../principal.ts';
@@ -50,7 +50,7 @@ export class RunAdoption {
    * parked here afterwards; false when there is none, or another instance holds it alive.
    */
   async adopt(runOrThread: string): Promise<boolean> {
-    const { runtime, store, logger, leases, locks, runs, launcher } = this.#host;
+    const { store, logger, locks, runs } = this.#host;
     const here = runs.find(runOrThread);
     if (here !== undefined || this.#host.closing()) return here?.status === 'waiting';
     const stored = await storedRun(store, runOrThread, 'waiting');
@@ -60,24 +60,8 @@ export class RunAdoption {
       const current = runs.current(threadId);
       if (current !== undefined) return current.runId === stored.run_id && current.status === 'waiting';
       const runId = stored.run_id;
-      let taken = await leases.take(threadId, runId);
-      if (!taken.ok && taken.holder.run_id === runId && leases.isExpired(taken.holder) && (await leases.takeOver(taken.holder))) taken = { ok: true };
-      if (!taken.ok) return false;
-      // Taken: no one else can revive or end it now; it may have ended in between.
-      if ((await store.getRun(runId))?.status !== 'waiting') {
-        await leases.release(threadId, runId);
-        return false;
-      }
-      const owner = await store.threadOwner(threadId);
-      const revive: RunStarter = (sink) => runtime.revive({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink);
-      const observer = this.#host.observer;
-      // The agent a revived run resolves to when the store names none: the runtime's first, as at `start`.
-      const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
-      const launched = await launcher.launch(threadId, runId, stored.agent_id, owner, [], 'waiting', (sink) =>
-        observer === undefined
-          ? revive(sink)
-          : observer.observe({ threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true }, revive, sink),
-      );
+      const launched = await this.#takeUp(stored, 'waiting');
+      if (launched === 'not taken') return false;
       if (!launched.ok) {
         logger.error('parked run could not be revived', { run: runId, thread: threadId, error: launched.error.message });
         return false;
@@ -96,7 +80,7 @@ export class RunAdoption {
    * it could not be recovered (then it is ended with the reason, never left looking alive).
    */
   async recover(runId: string): Promise<boolean> {
-    const { runtime, store, logger, leases, locks, runs, launcher } = this.#host;
+    const { runtime, store, logger, locks, runs } = this.#host;
     if (runs.find(runId) !== undefined || this.#host.closing()) return false;
     const stored = await storedRun(store, runId, 'running');
     if (stored === undefined) return false;
@@ -109,31 +93,51 @@ export class RunAdoption {
     };
     return locks.exclusive(threadId, async () => {
       if (runs.current(threadId) !== undefined) return ended('another run holds its thread');
-      let taken = await leases.take(threadId, runId);
-      if (!taken.ok && taken.holder.run_id === runId && leases.isExpired(taken.holder) && (await leases.takeOver(taken.holder))) taken = { ok: true };
       // Another holder with a live lease: that instance has it (or will end it when the lease expires).
-      if (!taken.ok) return false;
-      if ((await store.getRun(runId))?.status !== 'running') {
-        await leases.release(threadId, runId);
-        return false;
-      }
-      const owner = await store.threadOwner(threadId);
-      const recover: RunStarter = (sink) => runtime.recover({ threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) }, sink);
-      const observer = this.#host.observer;
-      const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
-      const launched = await launcher.launch(threadId, runId, stored.agent_id, owner, [], 'running', (sink) =>
-        observer === undefined
-          ? recover(sink)
-          : observer.observe(
-              { threadId, runId, agentId, messages: [], ...(owner !== undefined ? { owner } : {}), resumed: true, recovered: true },
-              recover,
-              sink,
-            ),
-      );
+      const launched = await this.#takeUp(stored, 'running');
+      if (launched === 'not taken') return false;
       if (!launched.ok) return ended(launched.error.message);
       logger.info('run left running by a stopped process recovered', { run: runId, thread: threadId });
       return true;
     });
+  }
+
+  /**
+   * Launches a stored run as this instance's (the thread's lock held): its lease taken (taken over
+   * when its holder's has expired), then, if it still has `status`, revived (`waiting`) or recovered
+   * (`running`) by the runtime through the observer. `not taken` when another holds its lease or it
+   * moved on meanwhile.
+   */
+  async #takeUp(stored: RunRecord, status: 'waiting' | 'running'): Promise<Awaited<ReturnType<RunLauncher['launch']>> | 'not taken'> {
+    const { runtime, store, leases, launcher } = this.#host;
+    const threadId = stored.thread_id;
+    const runId = stored.run_id;
+    let taken = await leases.take(threadId, runId);
+    if (!taken.ok && taken.holder.run_id === runId && leases.isExpired(taken.holder) && (await leases.takeOver(taken.holder))) taken = { ok: true };
+    if (!taken.ok) return 'not taken';
+    // Taken: no one else can take it up or end it now; it may have ended in between.
+    if ((await store.getRun(runId))?.status !== status) {
+      await leases.release(threadId, runId);
+      return 'not taken';
+    }
+    const owner = await store.threadOwner(threadId);
+    const request = { threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) };
+    const begin: RunStarter = status === 'waiting' ? (sink) => runtime.revive(request, sink) : (sink) => runtime.recover(request, sink);
+    const observer = this.#host.observer;
+    // The agent a run resolves to when the store names none: the runtime's first, as at `start`.
+    const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
+    const seen = {
+      threadId,
+      runId,
+      agentId,
+      messages: [],
+      ...(owner !== undefined ? { owner } : {}),
+      resumed: true,
+      ...(status === 'running' ? { recovered: true } : {}),
+    };
+    return launcher.launch(threadId, runId, stored.agent_id, owner, [], status, (sink) =>
+      observer === undefined ? begin(sink) : observer.observe(seen, begin, sink),
+    );
   }
 
   /** The parked run of a thread or a run id here and the calls it waits on; `undefined` when none waits. */

@@ -168,9 +168,10 @@ export const seen = (items: readonly LogItem[]): string[] =>
 export const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A runtime whose runs are fake handles, kept in `handles` in the order they began (`revived`: by `revive`). */
-export function fakeRuntime(env: Env): { runtime: AgentRuntime; handles: FakeHandle[]; revived: FakeHandle[] } {
+export function fakeRuntime(env: Env): { runtime: AgentRuntime; handles: FakeHandle[]; revived: FakeHandle[]; recovered: FakeHandle[] } {
   const handles: FakeHandle[] = [];
   const revived: FakeHandle[] = [];
+  const recovered: FakeHandle[] = [];
   const runtime = {
     env,
     agentIds: () => ['agent'],
@@ -187,6 +188,14 @@ export function fakeRuntime(env: Env): { runtime: AgentRuntime; handles: FakeHan
       revived.push(handle);
       return { ok: true, value: handle };
     },
+    // A run whose id starts with `gone` names an agent the runtime no longer has.
+    recover: async (request: { readonly runId: string; readonly threadId: string }, sink: RunSink) => {
+      if (request.runId.startsWith('gone')) return { ok: false, error: { code: 'resolve_failed', message: "agent 'retired' not found" } };
+      const handle = fakeHandle(request.runId, request.threadId);
+      handle.sink = sink;
+      recovered.push(handle);
+      return { ok: true, value: handle };
+    },
   } as unknown as AgentRuntime;
-  return { runtime, handles, revived };
+  return { runtime, handles, revived, recovered };
 }

@@ -16,7 +16,7 @@ import { fakeRuntime, liveRun, stored } from '../../support/registry-fakes.ts';
 function setup(observer?: RunObserver) {
   const env = deterministicEnv();
   const store = new MemoryStore();
-  const { runtime, revived } = fakeRuntime(env);
+  const { runtime, revived, recovered } = fakeRuntime(env);
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const other = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
@@ -52,7 +52,7 @@ function setup(observer?: RunObserver) {
     observer,
     closing: () => closing,
   });
-  return { env, store, revived, leases, other, runs, adoption, close: () => void (closing = true) };
+  return { env, store, revived, recovered, leases, other, runs, adoption, close: () => void (closing = true) };
 }
 
 describe('RunAdoption.adopt', () => {
@@ -105,5 +105,46 @@ describe('RunAdoption.waitingAnywhere', () => {
     expect(await adoption.waitingAnywhere('here')).toEqual({ runId: 'here', threadId: 't2', calls: [call] });
     runs.add(liveRun('busy', 't3'));
     expect(await adoption.waitingAnywhere('t3')).toBeUndefined();
+  });
+});
+
+describe('RunAdoption.recover', () => {
+  it('takes up a stored running run as a running run here: recovered by the runtime, its lease taken, the observer told it is a recovery', async () => {
+    const seen: unknown[] = [];
+    const { store, recovered, runs, adoption } = setup({ observe: (run, start, sink) => (seen.push(run), start(sink)) });
+    await stored(store, 'left', 't1', 'running');
+    expect(await adoption.recover('left')).toBe(true);
+    expect(recovered.map((h) => h.runId)).toEqual(['left']);
+    expect(runs.current('t1')).toMatchObject({ runId: 'left', status: 'running' });
+    expect((await store.getLease('t1'))?.run_id).toBe('left');
+    expect(seen).toEqual([{ threadId: 't1', runId: 'left', agentId: 'agent', messages: [], resumed: true, recovered: true }]);
+    // Only a running run, and only once.
+    expect(await adoption.recover('left')).toBe(false);
+    await stored(store, 'parked', 't2', 'waiting');
+    expect(await adoption.recover('parked')).toBe(false);
+    expect(recovered).toHaveLength(1);
+  });
+
+  it('ends a run it cannot take up with the reason, never leaving it looking alive', async () => {
+    const { store, runs, adoption } = setup();
+    await stored(store, 'gone-1', 't1', 'running');
+    expect(await adoption.recover('gone-1')).toBe(false);
+    expect(await store.getRun('gone-1')).toMatchObject({
+      status: 'done',
+      termination: { type: 'error', value: "interrupted: it could not be taken up: agent 'retired' not found" },
+    });
+    expect(runs.current('t1')).toBeUndefined();
+    expect(await store.getLease('t1')).toBeUndefined();
+  });
+
+  it('leaves a run another instance holds alive to it, and takes it over once that lease has expired', async () => {
+    const { env, store, other, recovered, adoption } = setup();
+    await stored(store, 'held', 't1', 'running');
+    expect((await other.take('t1', 'held')).ok).toBe(true);
+    expect(await adoption.recover('held')).toBe(false);
+    expect(await store.getRun('held')).toMatchObject({ status: 'running' });
+    env.advance(200);
+    expect(await adoption.recover('held')).toBe(true);
+    expect(recovered.map((h) => h.runId)).toEqual(['held']);
   });
 });

@@ -1,29 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
 import { recoverRuns, resumeLeftRunning, runsLeftRunning } from '../../src/server/recovery.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
+import { stored } from '../support/registry-fakes.ts';
 
 /** What a start-up does with the runs a previous process left unfinished (docs/server.md → Runs a process left running). */
 
-const written = (runId: string, threadId: string, status: RunCheckpoint['status'], parentRunId?: string): RunCheckpoint => ({
-  threadId,
-  runId,
-  agentId: 'agent',
-  messages: [],
-  status,
-  steps: 1,
-  threadState: { revision: 1, extensions: {} },
-  runState: { revision: 1, extensions: {} },
-  updatedAt: 0,
-  ...(parentRunId !== undefined ? { parentRunId } : {}),
-});
-
 async function storeLeftBehind(): Promise<MemoryStore> {
   const store = new MemoryStore();
-  await store.checkpoint(written('top', 't1', 'running'));
-  await store.checkpoint(written('child', 't2', 'running', 'top'));
-  await store.checkpoint(written('parked', 't3', 'waiting'));
-  await store.checkpoint(written('fresh', 't4', 'created'));
+  await stored(store, 'top', 't1', 'running');
+  await stored(store, 'child', 't2', 'running', [], 'top');
+  await stored(store, 'parked', 't3', 'waiting');
+  await stored(store, 'fresh', 't4', 'created');
   return store;
 }
 

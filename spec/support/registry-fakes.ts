@@ -100,6 +100,7 @@ export const stored = (
   threadId: string,
   status: RunCheckpoint['status'],
   messages: readonly Message[] = [],
+  parentRunId?: string,
 ): Promise<void> =>
   store.checkpoint({
     threadId,
@@ -111,6 +112,7 @@ export const stored = (
     threadState: { revision: 1, extensions: {} },
     runState: { revision: 1, extensions: {} },
     updatedAt: 0,
+    ...(parentRunId !== undefined ? { parentRunId } : {}),
   });
 
 /** A cluster bus in memory: one instance's view, with what it sent. */

@@ -213,7 +213,6 @@ export const toolMessageText = (result: ToolResult): string => result.message ??
 
 const COMMITTED: BatchInput = Object.freeze({ type: 'committed' });
 const RUN: BatchInput = Object.freeze({ type: 'run' });
-
 const CLEAR_STATES = Object.freeze({ op: 'clear' as const });
 
 /** A state command of these ops alone. */

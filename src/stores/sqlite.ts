@@ -1,3 +1,5 @@
+// Over 500 lines: the SQLite store implements the whole Store contract (threads, messages, runs,
+// leases, seq marks, the mailbox) over one connection, with its migrations beside it: one schema, read whole.
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -173,6 +175,15 @@ export const runOf = (r: RunRow): RunRecord => ({
   ...(r.input_tokens != null || r.output_tokens != null ? { input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0) } : {}),
 });
 
+/** What a checkpoint checks first, in one read: its run's status and its thread's message count (NULL: none stored). */
+const CHECKPOINT_READ = `SELECT (SELECT status FROM awaken_runs WHERE run_id = ?) AS status, (SELECT message_count FROM awaken_threads WHERE id = ?) AS message_count`;
+const CHECKPOINT_THREAD = `INSERT INTO awaken_threads (id, created_at, updated_at, latest_run_id, state, message_count) VALUES (?, ?, ?, ?, ?, ?)
+  ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`;
+/** The run's row (the parameters of `runMetaArgs` last). */
+const CHECKPOINT_RUN = `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
+    ${RUN_TOTALS_UPDATE('awaken_runs')}`;
+
 /**
  * The embedded default store (book: 使用文件存储 / SQLite): one database file, WAL journal, every
  * checkpoint one transaction.
@@ -180,6 +191,13 @@ export const runOf = (r: RunRow): RunRecord => ({
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly #db: Database.Database;
+  /**
+   * Statements by their text, compiled once per open database: better-sqlite3 compiles the SQL at
+   * every `prepare`, which cost more than most writes themselves. Only texts from a bounded set come here.
+   */
+  readonly #statements = new Map<string, Database.Statement>();
+  /** A checkpoint in one transaction (wrapped once: `transaction` makes a new function at each call). */
+  readonly #checkpoint: (c: RunCheckpoint) => void;
 
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -192,6 +210,16 @@ export class SqliteStore implements Store {
     this.#db.exec(SCHEMA);
     this.#db.exec(mailboxSchema('awaken', 'INTEGER'));
     this.#migrate(path);
+    this.#checkpoint = this.#db.transaction((c: RunCheckpoint) => this.#writeCheckpoint(c));
+  }
+
+  #sql(text: string): Database.Statement {
+    let statement = this.#statements.get(text);
+    if (statement === undefined) {
+      statement = this.#db.prepare(text);
+      this.#statements.set(text, statement);
+    }
+    return statement;
   }
 
   /** Brings the schema up to this release's version; a database from a newer release is refused, not misread. */
@@ -217,29 +245,30 @@ export class SqliteStore implements Store {
   async createThread(t: NewThread): Promise<ThreadRecord> {
     checkId('thread', t.id);
     const record: ThreadRecord = newThreadRecord(t);
-    const r = this.#db
-      .prepare(
-        'INSERT INTO awaken_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
-      )
-      .run(t.id, t.title ?? null, t.now, t.now, ...threadMetaArgs(record));
+    const r = this.#sql(
+      'INSERT INTO awaken_threads (id, title, created_at, updated_at, resource_id, parent_thread_id, custom) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+    ).run(t.id, t.title ?? null, t.now, t.now, ...threadMetaArgs(record));
     if (r.changes === 0) throw new StoreFailure({ code: 'already_exists', message: `thread already exists: ${t.id}` });
     return record;
   }
 
   async getThread(id: string): Promise<ThreadRecord | undefined> {
-    const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
+    const row = this.#sql(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
     return row === undefined ? undefined : threadOf(row);
   }
 
   async updateThread(id: string, patch: ThreadPatch, now: number): Promise<ThreadRecord | undefined> {
     return this.#db
       .transaction(() => {
-        const row = this.#db.prepare(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
+        const row = this.#sql(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
         if (row === undefined) return undefined;
         const next = patchedThread(threadOf(row), patch, now);
-        this.#db
-          .prepare('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?')
-          .run(next.title ?? null, now, ...threadMetaArgs(next), id);
+        this.#sql('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?').run(
+          next.title ?? null,
+          now,
+          ...threadMetaArgs(next),
+          id,
+        );
         return next;
       })
       .immediate();
@@ -266,37 +295,39 @@ export class SqliteStore implements Store {
       where.push(`EXISTS (SELECT 1 FROM awaken_runs r WHERE ${run.join(' AND ')})`);
     }
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    const rows = this.#db
-      .prepare(`SELECT ${threadColumns('t')} FROM awaken_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ? OFFSET ?`)
-      .all(...args, q.limit, q.offset) as ThreadRow[];
-    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_threads t${clause}`).get(...args) as { n: number }).n;
+    const rows = this.#sql(`SELECT ${threadColumns('t')} FROM awaken_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ? OFFSET ?`).all(
+      ...args,
+      q.limit,
+      q.offset,
+    ) as ThreadRow[];
+    const total = (this.#sql(`SELECT count(*) AS n FROM awaken_threads t${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(threadOf), total };
   }
 
   async deleteThread(id: string): Promise<boolean> {
     return this.#db.transaction(() => {
-      const r = this.#db.prepare('DELETE FROM awaken_threads WHERE id = ?').run(id);
-      this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(id);
-      this.#db.prepare('DELETE FROM awaken_runs WHERE thread_id = ?').run(id);
-      this.#db.prepare('DELETE FROM awaken_thread_owners WHERE thread_id = ?').run(id);
+      const r = this.#sql('DELETE FROM awaken_threads WHERE id = ?').run(id);
+      this.#sql('DELETE FROM awaken_messages WHERE thread_id = ?').run(id);
+      this.#sql('DELETE FROM awaken_runs WHERE thread_id = ?').run(id);
+      this.#sql('DELETE FROM awaken_thread_owners WHERE thread_id = ?').run(id);
       return r.changes > 0;
     })();
   }
 
   async listMessages(threadId: string, q: MessageQuery): Promise<Page<Message>> {
-    if (this.#db.prepare('SELECT 1 FROM awaken_threads WHERE id = ?').get(threadId) === undefined) {
+    if (this.#sql('SELECT 1 FROM awaken_threads WHERE id = ?').get(threadId) === undefined) {
       throw new StoreFailure({ code: 'not_found', message: `thread not found: ${threadId}` });
     }
     const filter = q.visibility === 'all' ? '' : ' AND internal = 0';
-    const rows = this.#db
-      .prepare(`SELECT data FROM awaken_messages WHERE thread_id = ?${filter} ORDER BY seq LIMIT ? OFFSET ?`)
-      .all(threadId, q.limit, q.offset) as { data: string }[];
-    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_messages WHERE thread_id = ?${filter}`).get(threadId) as { n: number }).n;
+    const rows = this.#sql(`SELECT data FROM awaken_messages WHERE thread_id = ?${filter} ORDER BY seq LIMIT ? OFFSET ?`).all(threadId, q.limit, q.offset) as {
+      data: string;
+    }[];
+    const total = (this.#sql(`SELECT count(*) AS n FROM awaken_messages WHERE thread_id = ?${filter}`).get(threadId) as { n: number }).n;
     return { items: rows.map((r) => JSON.parse(r.data) as Message), total };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    const row = this.#db.prepare('SELECT * FROM awaken_runs WHERE run_id = ?').get(runId) as RunRow | undefined;
+    const row = this.#sql('SELECT * FROM awaken_runs WHERE run_id = ?').get(runId) as RunRow | undefined;
     return row === undefined ? undefined : runOf(row);
   }
 
@@ -306,29 +337,33 @@ export class SqliteStore implements Store {
     if (q.status !== undefined) where.push('status = ?'), args.push(q.status);
     if (q.threadId !== undefined) where.push('thread_id = ?'), args.push(q.threadId);
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    const rows = this.#db
-      .prepare(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`)
-      .all(...args, q.limit, q.offset) as RunRow[];
-    const total = (this.#db.prepare(`SELECT count(*) AS n FROM awaken_runs${clause}`).get(...args) as { n: number }).n;
+    const rows = this.#sql(`SELECT * FROM awaken_runs${clause} ORDER BY created_at DESC, run_id ASC LIMIT ? OFFSET ?`).all(
+      ...args,
+      q.limit,
+      q.offset,
+    ) as RunRow[];
+    const total = (this.#sql(`SELECT count(*) AS n FROM awaken_runs${clause}`).get(...args) as { n: number }).n;
     return { items: rows.map(runOf), total };
   }
 
   async finishRun(runId: string, termination: TerminationReason, now: number): Promise<boolean> {
-    const r = this.#db
-      .prepare(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ?, state = NULL WHERE run_id = ?`)
-      .run(JSON.stringify(termination), now, runId);
+    const r = this.#sql(`UPDATE awaken_runs SET status = 'done', termination = ?, updated_at = ?, state = NULL WHERE run_id = ?`).run(
+      JSON.stringify(termination),
+      now,
+      runId,
+    );
     return r.changes > 0;
   }
 
   async loadRunState(runId: string): Promise<PersistedState | undefined> {
-    const row = this.#db.prepare(`SELECT state FROM awaken_runs WHERE run_id = ? AND status <> 'done'`).get(runId) as { state: string | null } | undefined;
+    const row = this.#sql(`SELECT state FROM awaken_runs WHERE run_id = ? AND status <> 'done'`).get(runId) as { state: string | null } | undefined;
     return row?.state == null ? undefined : (JSON.parse(row.state) as PersistedState);
   }
 
   async loadThread(threadId: string): Promise<ThreadSnapshot | undefined> {
-    const row = this.#db.prepare('SELECT state FROM awaken_threads WHERE id = ?').get(threadId) as { state: string | null } | undefined;
+    const row = this.#sql('SELECT state FROM awaken_threads WHERE id = ?').get(threadId) as { state: string | null } | undefined;
     if (row === undefined) return undefined;
-    const messages = (this.#db.prepare('SELECT data FROM awaken_messages WHERE thread_id = ? ORDER BY seq').all(threadId) as { data: string }[]).map(
+    const messages = (this.#sql('SELECT data FROM awaken_messages WHERE thread_id = ? ORDER BY seq').all(threadId) as { data: string }[]).map(
       (r) => JSON.parse(r.data) as Message,
     );
     return { messages, ...(row.state !== null ? { threadState: JSON.parse(row.state) as PersistedState } : {}) };
@@ -337,157 +372,152 @@ export class SqliteStore implements Store {
   async checkpoint(c: RunCheckpoint): Promise<void> {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
-    this.#db.transaction(() => {
-      const run = this.#db.prepare('SELECT status FROM awaken_runs WHERE run_id = ?').get(c.runId) as { status: string } | undefined;
-      if (run?.status === 'done') throw runEnded(c.runId);
-      const row = this.#db.prepare('SELECT message_count FROM awaken_threads WHERE id = ?').get(c.threadId) as { message_count: number } | undefined;
-      const actual = row?.message_count ?? 0;
-      if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({
-          code: 'version_conflict',
-          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
-          expected: c.expectedMessageCount,
-          actual,
-        });
-      }
-      this.#db
-        .prepare(
-          `INSERT INTO awaken_threads (id, created_at, updated_at, latest_run_id, state, message_count) VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`,
-        )
-        .run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
-      // The writer says how many leading messages are as it left them (`appendFrom`): only the rest is
-      // written. Without that, when the stored messages are a prefix (by id) only the new ones are
-      // written; otherwise (a summary inserted, say) the thread's messages are rewritten.
-      let from = appendStart(c, actual);
-      if (from !== undefined) {
-        if (from < actual) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ? AND seq >= ?').run(c.threadId, from);
-      } else {
-        const storedIds = (
-          this.#db.prepare(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as {
-            id: string | null;
-          }[]
-        ).map((r) => r.id);
-        const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
-        from = grown ? storedIds.length : 0;
-        if (!grown) this.#db.prepare('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
-      }
-      const insert = this.#db.prepare('INSERT INTO awaken_messages (thread_id, seq, internal, data) VALUES (?, ?, ?, ?)');
+    this.#checkpoint(c);
+  }
+
+  /** The body of a checkpoint, inside its transaction (`#checkpoint`). */
+  #writeCheckpoint(c: RunCheckpoint): void {
+    const held = this.#sql(CHECKPOINT_READ).get(c.runId, c.threadId) as { status: string | null; message_count: number | null };
+    if (held.status === 'done') throw runEnded(c.runId);
+    const actual = held.message_count ?? 0;
+    if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
+      throw new StoreFailure({
+        code: 'version_conflict',
+        message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+        expected: c.expectedMessageCount,
+        actual,
+      });
+    }
+    this.#sql(CHECKPOINT_THREAD).run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
+    // The writer says how many leading messages are as it left them (`appendFrom`): only the rest is
+    // written. Without that, when the stored messages are a prefix (by id) only the new ones are
+    // written; otherwise (a summary inserted, say) the thread's messages are rewritten.
+    let from = appendStart(c, actual);
+    if (from !== undefined) {
+      if (from < actual) this.#sql('DELETE FROM awaken_messages WHERE thread_id = ? AND seq >= ?').run(c.threadId, from);
+    } else {
+      const storedIds = (
+        this.#sql(`SELECT json_extract(data, '$.id') AS id FROM awaken_messages WHERE thread_id = ? ORDER BY seq`).all(c.threadId) as {
+          id: string | null;
+        }[]
+      ).map((r) => r.id);
+      const grown = storedIds.length <= c.messages.length && storedIds.every((id, i) => id !== null && id === c.messages[i]?.id);
+      from = grown ? storedIds.length : 0;
+      if (!grown) this.#sql('DELETE FROM awaken_messages WHERE thread_id = ?').run(c.threadId);
+    }
+    if (from < c.messages.length) {
+      const insert = this.#sql('INSERT INTO awaken_messages (thread_id, seq, internal, data) VALUES (?, ?, ?, ?)');
       for (let i = from; i < c.messages.length; i++) {
         const m = c.messages[i] as Message;
         insert.run(c.threadId, i, m.visibility === 'internal' ? 1 : 0, JSON.stringify(m));
       }
-      this.#db
-        .prepare(
-          `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
-             ${RUN_TOTALS_UPDATE('awaken_runs')}`,
-        )
-        .run(
-          c.runId,
-          c.threadId,
-          c.agentId,
-          c.status,
-          c.termination !== undefined ? JSON.stringify(c.termination) : null,
-          c.steps,
-          c.updatedAt,
-          c.updatedAt,
-          c.status === 'done' ? null : JSON.stringify(c.runState),
-          ...runMetaArgs(c),
-        );
-    })();
+    }
+    this.#sql(CHECKPOINT_RUN).run(
+      c.runId,
+      c.threadId,
+      c.agentId,
+      c.status,
+      c.termination !== undefined ? JSON.stringify(c.termination) : null,
+      c.steps,
+      c.updatedAt,
+      c.updatedAt,
+      c.status === 'done' ? null : JSON.stringify(c.runState),
+      ...runMetaArgs(c),
+    );
   }
 
   async read(owner: string, key: string): Promise<JsonValue | undefined> {
-    const row = this.#db.prepare('SELECT data FROM awaken_profiles WHERE owner = ? AND key = ?').get(owner, key) as { data: string } | undefined;
+    const row = this.#sql('SELECT data FROM awaken_profiles WHERE owner = ? AND key = ?').get(owner, key) as { data: string } | undefined;
     return row === undefined ? undefined : (JSON.parse(row.data) as JsonValue);
   }
 
   async write(owner: string, key: string, value: JsonValue): Promise<void> {
-    this.#db
-      .prepare('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data')
-      .run(owner, key, JSON.stringify(value));
+    this.#sql('INSERT INTO awaken_profiles (owner, key, data) VALUES (?, ?, ?) ON CONFLICT (owner, key) DO UPDATE SET data = excluded.data').run(
+      owner,
+      key,
+      JSON.stringify(value),
+    );
   }
 
   async loadThreadSeq(threadId: string): Promise<number> {
-    const row = this.#db.prepare('SELECT seq FROM awaken_thread_seq WHERE thread_id = ?').get(threadId) as { seq: number } | undefined;
+    const row = this.#sql('SELECT seq FROM awaken_thread_seq WHERE thread_id = ?').get(threadId) as { seq: number } | undefined;
     return row === undefined ? 0 : Number(row.seq);
   }
 
   async saveThreadSeq(threadId: string, seq: number): Promise<void> {
     checkId('thread', threadId);
     checkSeq(seq);
-    this.#db
-      .prepare('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq')
-      .run(threadId, seq);
+    this.#sql('INSERT INTO awaken_thread_seq (thread_id, seq) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq').run(threadId, seq);
   }
 
   async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
     return this.#db
       .transaction((): LeaseTake => {
-        const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
+        const row = this.#sql('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
         const r = leaseAfterTake(row === undefined ? undefined : leaseOf(row), l);
         if (!r.ok) return { ok: false, holder: r.holder };
         const n = r.lease as ThreadLease;
-        this.#db
-          .prepare(
-            `INSERT INTO awaken_thread_leases (thread_id, run_id, owner, until, cancel_requested) VALUES (?, ?, ?, ?, ?)
+        this.#sql(
+          `INSERT INTO awaken_thread_leases (thread_id, run_id, owner, until, cancel_requested) VALUES (?, ?, ?, ?, ?)
            ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner, until = excluded.until, cancel_requested = excluded.cancel_requested`,
-          )
-          .run(n.thread_id, n.run_id, n.owner, n.until, n.cancel_requested ? 1 : 0);
+        ).run(n.thread_id, n.run_id, n.owner, n.until, n.cancel_requested ? 1 : 0);
         return { ok: true };
       })
       .immediate();
   }
 
   async renewLeases(owner: string, now: number, ttlMs: number): Promise<ThreadLease[]> {
-    const rows = this.#db.prepare('UPDATE awaken_thread_leases SET until = ? WHERE owner = ? RETURNING *').all(now + ttlMs, owner) as LeaseRow[];
+    const rows = this.#sql('UPDATE awaken_thread_leases SET until = ? WHERE owner = ? RETURNING *').all(now + ttlMs, owner) as LeaseRow[];
     return rows.map(leaseOf).sort((a, b) => (a.thread_id < b.thread_id ? -1 : 1));
   }
 
   async releaseLease(threadId: string, runId: string): Promise<void> {
-    this.#db.prepare('DELETE FROM awaken_thread_leases WHERE thread_id = ? AND run_id = ?').run(threadId, runId);
+    this.#sql('DELETE FROM awaken_thread_leases WHERE thread_id = ? AND run_id = ?').run(threadId, runId);
   }
 
   async expiredLeases(now: number, limit: number): Promise<ThreadLease[]> {
-    return (this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE until <= ? ORDER BY until LIMIT ?').all(now, limit) as LeaseRow[]).map(leaseOf);
+    return (this.#sql('SELECT * FROM awaken_thread_leases WHERE until <= ? ORDER BY until LIMIT ?').all(now, limit) as LeaseRow[]).map(leaseOf);
   }
 
   async takeOverLease(threadId: string, runId: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return (
-      this.#db
-        .prepare('UPDATE awaken_thread_leases SET owner = ?, until = ? WHERE thread_id = ? AND run_id = ? AND until <= ?')
-        .run(owner, now + ttlMs, threadId, runId, now).changes > 0
+      this.#sql('UPDATE awaken_thread_leases SET owner = ?, until = ? WHERE thread_id = ? AND run_id = ? AND until <= ?').run(
+        owner,
+        now + ttlMs,
+        threadId,
+        runId,
+        now,
+      ).changes > 0
     );
   }
 
   async getLease(threadId: string): Promise<ThreadLease | undefined> {
-    const row = this.#db.prepare('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(threadId) as LeaseRow | undefined;
+    const row = this.#sql('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(threadId) as LeaseRow | undefined;
     return row === undefined ? undefined : leaseOf(row);
   }
 
   async requestCancel(runId: string): Promise<boolean> {
-    return this.#db.prepare('UPDATE awaken_thread_leases SET cancel_requested = 1 WHERE run_id = ?').run(runId).changes > 0;
+    return this.#sql('UPDATE awaken_thread_leases SET cancel_requested = 1 WHERE run_id = ?').run(runId).changes > 0;
   }
 
   async clearLeases(): Promise<number> {
-    return this.#db.prepare('DELETE FROM awaken_thread_leases').run().changes;
+    return this.#sql('DELETE FROM awaken_thread_leases').run().changes;
   }
 
   async claimThread(threadId: string, principal: string): Promise<string> {
     checkId('thread', threadId);
-    this.#db.prepare('INSERT INTO awaken_thread_owners (thread_id, principal) VALUES (?, ?) ON CONFLICT (thread_id) DO NOTHING').run(threadId, principal);
+    this.#sql('INSERT INTO awaken_thread_owners (thread_id, principal) VALUES (?, ?) ON CONFLICT (thread_id) DO NOTHING').run(threadId, principal);
     return (await this.threadOwner(threadId)) as string;
   }
 
   async threadOwner(threadId: string): Promise<string | undefined> {
-    return (this.#db.prepare('SELECT principal FROM awaken_thread_owners WHERE thread_id = ?').get(threadId) as { principal: string } | undefined)?.principal;
+    return (this.#sql('SELECT principal FROM awaken_thread_owners WHERE thread_id = ?').get(threadId) as { principal: string } | undefined)?.principal;
   }
 
   async ownedThreads(principal: string): Promise<string[]> {
-    return (
-      this.#db.prepare('SELECT thread_id FROM awaken_thread_owners WHERE principal = ? ORDER BY thread_id').all(principal) as { thread_id: string }[]
-    ).map((r) => r.thread_id);
+    return (this.#sql('SELECT thread_id FROM awaken_thread_owners WHERE principal = ? ORDER BY thread_id').all(principal) as { thread_id: string }[]).map(
+      (r) => r.thread_id,
+    );
   }
 
   async close(): Promise<void> {
@@ -510,22 +540,21 @@ export class SqliteStore implements Store {
       const before = dataOf(rows, gens);
       const after = dataOf(rows, gens);
       const out = step(after);
-      const upsert = this.#db.prepare(
+      const upsert = this.#sql(
         `INSERT OR REPLACE INTO awaken_mailbox_jobs (${JOB_COLUMNS}) VALUES (${JOB_COLUMNS.split(',')
           .map(() => '?')
           .join(', ')})`,
       );
       for (const j of changedJobs(before, after)) upsert.run(...jobRow(j));
       for (const [id, g] of Object.entries(after.generations)) {
-        if (before.generations[id] !== g)
-          this.#db.prepare('INSERT OR REPLACE INTO awaken_mailbox_generations (mailbox_id, generation) VALUES (?, ?)').run(id, g);
+        if (before.generations[id] !== g) this.#sql('INSERT OR REPLACE INTO awaken_mailbox_generations (mailbox_id, generation) VALUES (?, ?)').run(id, g);
       }
       return out;
     })();
   }
 
   #jobRows(where: string, ...args: (string | number)[]): { data: string }[] {
-    return this.#db.prepare(`SELECT data FROM awaken_mailbox_jobs WHERE ${where}`).all(...args) as { data: string }[];
+    return this.#sql(`SELECT data FROM awaken_mailbox_jobs WHERE ${where}`).all(...args) as { data: string }[];
   }
 
   async enqueue(job: NewMailboxJob, now: number, defaults?: Pick<MailboxConfig, 'default_max_attempts'>): Promise<MailboxJob> {
@@ -540,7 +569,7 @@ export class SqliteStore implements Store {
       () => this.#jobRows(`(status = 'queued' AND available_at <= ?) OR status = 'claimed'`, now),
       () =>
         (
-          this.#db.prepare(`SELECT DISTINCT mailbox_id FROM awaken_mailbox_jobs WHERE status = 'queued' AND available_at <= ?`).all(now) as {
+          this.#sql(`SELECT DISTINCT mailbox_id FROM awaken_mailbox_jobs WHERE status = 'queued' AND available_at <= ?`).all(now) as {
             mailbox_id: string;
           }[]
         ).map((r) => r.mailbox_id),
@@ -597,7 +626,7 @@ export class SqliteStore implements Store {
     );
   }
   async purgeTerminal(olderThan: number): Promise<number> {
-    return this.#db.prepare(`DELETE FROM awaken_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < ?`).run(olderThan).changes;
+    return this.#sql(`DELETE FROM awaken_mailbox_jobs WHERE status IN (${TERMINAL_LIST}) AND updated_at < ?`).run(olderThan).changes;
   }
   async loadJob(jobId: string): Promise<MailboxJob | undefined> {
     const [row] = this.#jobRows('job_id = ?', jobId);

@@ -43,6 +43,7 @@ export {
   type PluginConfigKey,
   type RemoteAuth,
   type RemoteEndpoint,
+  type RunRecovery,
 } from './contract/agent-spec.ts';
 export type { InferenceOverride } from './contract/inference.ts';
 
@@ -94,6 +95,7 @@ export type { RunStatus, TerminationReason } from './contract/lifecycle.ts';
 export type { JsonObject, JsonValue } from './contract/json.ts';
 export { err, ok, type Result } from './contract/result.ts';
 export type { Phase } from './contract/phase.ts';
+export { RUN_RESUMED, RunResumedSchema, type RunResumed } from './contract/resumed.ts';
 
 // Event sinks
 export { callbackSink, VecEventSink, type EventSink } from './runtime/event-sink.ts';

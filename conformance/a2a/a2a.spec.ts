@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { encodeA2a, frameA2a, initialA2aState, taskStateOf, transcodeA2a } from '../../src/protocols/a2a/encoder.ts';
 import { judgeA2a, type A2aVerdict } from '../../src/protocols/a2a/judge.ts';
+import { runResumedOf } from '../../src/protocols/resumed.ts';
+import { runResumed, takenUp } from '../resumed.ts';
 import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the official client decoded must be the run: its text, tool calls, results and final state. */
@@ -23,6 +25,8 @@ function expectSameContent(events: readonly AgentEvent[], v: A2aVerdict): void {
   const results = data.flatMap((d) => (d['toolResult'] !== undefined ? [d['toolResult'].id] : []));
   expect(calls).toEqual(run.flatMap((e) => (e.event_type === 'tool_call_ready' ? [e.id] : [])));
   expect(results).toEqual(run.flatMap((e) => (e.event_type === 'tool_call_done' ? [e.id] : e.event_type === 'tool_call_resumed' ? [e.target_id] : [])));
+  // Where a run taken up again went on rides the same way.
+  expect(data.flatMap((d) => (d['runResumed'] !== undefined ? [d['runResumed']] : []))).toEqual(run.flatMap((e) => runResumedOf(e) ?? []));
 }
 
 describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
@@ -52,6 +56,18 @@ describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
     expect(reports).toEqual([
       { id: 'c1', name: 'report', status: 'running', progress: 0.5, message: 'step 1' },
       { id: 'c1', name: 'report', status: 'running', progress: 1, message: 'step 2' },
+    ]);
+  });
+
+  it('a run taken up again after its process stopped: a WORKING update says where it went on, in words and as a runResumed data part', async () => {
+    const frames = encodeA2a(takenUp(eventsOf('run-one-tool.events.jsonl'), { from: 'tool_batch', step: 2 }));
+    for (const f of frames) expect(Codec.toJSON(Codec.fromJSON(f))).toEqual(f);
+    const v = await judgeA2a(frameA2a(frames));
+    expect(v.problems).toEqual([]);
+    const message = v.frames.flatMap((f) => (f.payload?.$case === 'statusUpdate' ? [f.payload.value.status?.message] : []))[1];
+    expect(message?.parts.map((p) => p.content)).toEqual([
+      { $case: 'text', value: 'The run was taken up again after its process stopped: inside the tool batch of step 2.' },
+      { $case: 'data', value: { runResumed: { from: 'tool_batch', step: 2 } } },
     ]);
   });
 
@@ -121,10 +137,10 @@ describe('A2A 1.0 message:stream encoder, judged by @a2a-js/sdk', () => {
     for (const file of streams) for (const f of encodeA2a(eventsOf(file))) expect(Codec.toJSON(Codec.fromJSON(f))).toEqual(f);
   });
 
-  it('property: the stream of any run passes the judge and the client decodes its text and final state', async () => {
+  it('property: the stream of any run, taken up again or not, passes the judge and the client decodes its text and final state', async () => {
     await fc.assert(
-      fc.asyncProperty(runEvents, async (run) => {
-        const events = await run;
+      fc.asyncProperty(runEvents, fc.option(runResumed, { nil: undefined }), async (run, at) => {
+        const events = at === undefined ? await run : takenUp(await run, at);
         const v = await judgeA2a(frameA2a(encodeA2a(events)));
         expect(v.problems).toEqual([]);
         expectSameContent(events, v);

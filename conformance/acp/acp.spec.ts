@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { encodeAcp, frameAcp, initialAcpState, stopReasonOf, transcodeAcp } from '../../src/protocols/acp/encoder.ts';
 import { judgeAcp, type AcpVerdict } from '../../src/protocols/acp/judge.ts';
+import { runResumedOf, runResumedText } from '../../src/protocols/resumed.ts';
+import { runResumed, takenUp } from '../resumed.ts';
 import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the official client received must be the turn: its text, thoughts, tool calls and ending. */
@@ -12,7 +14,12 @@ function expectSameContent(events: readonly AgentEvent[], v: AcpVerdict): void {
   const turn = end < 0 ? events : events.slice(0, end + 1);
   const chunks = (kind: string): string => v.updates.map((u) => (u.sessionUpdate === kind ? ((u['content'] as { text?: string }).text ?? '') : '')).join('');
   expect(chunks('agent_message_chunk')).toBe(turn.map((e) => (e.event_type === 'text_delta' ? e.delta : '')).join(''));
-  expect(chunks('agent_thought_chunk')).toBe(turn.map((e) => (e.event_type === 'reasoning_delta' ? e.delta : '')).join(''));
+  // The thoughts: the reasoning, and where a run taken up again went on, each in a paragraph of its own.
+  const thought = (e: AgentEvent): string => {
+    const r = runResumedOf(e);
+    return e.event_type === 'reasoning_delta' ? e.delta : r !== undefined ? `${runResumedText(r)}\n\n` : '';
+  };
+  expect(chunks('agent_thought_chunk')).toBe(turn.map(thought).join(''));
   // Every tool call is announced once, then ends completed / failed, or asks for permission.
   const announced = v.updates.filter((u) => u.sessionUpdate === 'tool_call').map((u) => u['toolCallId']);
   expect(new Set(announced).size).toBe(announced.length);
@@ -51,6 +58,15 @@ describe('ACP session/prompt encoder, judged by the ACP v1 JSON Schema and @agen
       ['in_progress', 'report: step 2 (100%)'],
       ['completed', 'report'],
     ]);
+  });
+
+  it('a run taken up again after its process stopped: the client hears where it went on as a thought', async () => {
+    const v = await judgeAcp(frameAcp(encodeAcp(takenUp(eventsOf('run-one-tool.events.jsonl'), { from: 'inference', step: 3 }))));
+    expect(v.problems).toEqual([]);
+    expect(v.updates[0]).toEqual({
+      sessionUpdate: 'agent_thought_chunk',
+      content: { type: 'text', text: 'The run was taken up again after its process stopped: at the start of step 3, asking the model again.\n\n' },
+    });
   });
 
   it('maps terminations to stop reasons', () => {
@@ -111,10 +127,10 @@ describe('ACP session/prompt encoder, judged by the ACP v1 JSON Schema and @agen
     expect(v.problems.length).toBeGreaterThan(0);
   });
 
-  it('property: the turn of any run passes the judge and the client receives it', async () => {
+  it('property: the turn of any run, taken up again or not, passes the judge and the client receives it', async () => {
     await fc.assert(
-      fc.asyncProperty(runEvents, async (run) => {
-        const events = await run;
+      fc.asyncProperty(runEvents, fc.option(runResumed, { nil: undefined }), async (run, at) => {
+        const events = at === undefined ? await run : takenUp(await run, at);
         const v = await judgeAcp(frameAcp(encodeAcp(events)));
         expect(v.problems).toEqual([]);
         expectSameContent(events, v);

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../src/contract/event.ts';
 import { encodeMcp, frameMcp, initialMcpState, transcodeMcp } from '../../src/protocols/mcp/encoder.ts';
 import { judgeMcp, type McpVerdict } from '../../src/protocols/mcp/judge.ts';
+import { runResumedOf, runResumedText } from '../../src/protocols/resumed.ts';
+import { runResumed, takenUp } from '../resumed.ts';
 import { eventsOf, goldenOf, runEvents, streams } from '../support.ts';
 
 /** What the official client received must be the run: its text, its ending, its progress. */
@@ -25,9 +27,13 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
   if (terminal?.event_type === 'run_finish' && end >= 0) {
     expect(result?.structuredContent).toEqual({ termination: terminal.termination, runId: terminal.run_id, threadId: terminal.thread_id });
   }
-  // One progress report per start, step, tool call ready/done, inference and tool progress report of the run.
+  // One progress report per start, step, tool call ready/done, inference, tool progress report and
+  // take-up of the run.
   const reported = run.filter(
-    (e) => ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type) || toolProgressOf(e) !== undefined,
+    (e) =>
+      ['run_start', 'step_start', 'tool_call_ready', 'tool_call_done', 'inference_complete'].includes(e.event_type) ||
+      toolProgressOf(e) !== undefined ||
+      runResumedOf(e) !== undefined,
   ).length;
   expect(v.progress.map((p) => p.progress)).toEqual(Array.from({ length: reported }, (_, i) => i + 1));
   // A tool's own progress reaches the client as its words: `tool <name>: <message> (<percent>)`.
@@ -36,6 +42,12 @@ function expectSameContent(events: readonly AgentEvent[], v: McpVerdict): void {
     return p === undefined ? [] : [`tool ${p.tool_name}: ${progressText(p)}`];
   });
   expect(v.progress.map((p) => p.message).filter((m) => tools.includes(m ?? ''))).toEqual(tools);
+  // Where a run taken up again went on, in words, right after its start.
+  const resumed = run.flatMap((e) => {
+    const r = runResumedOf(e);
+    return r === undefined ? [] : [runResumedText(r)];
+  });
+  expect(v.progress.map((p) => p.message).filter((m) => m?.startsWith('The run was taken up again') === true)).toEqual(resumed);
 }
 
 describe('MCP tools/call encoder, judged by @modelcontextprotocol/sdk', () => {
@@ -48,6 +60,16 @@ describe('MCP tools/call encoder, judged by @modelcontextprotocol/sdk', () => {
     const v = await judgeMcp(frameMcp(encodeMcp(events)));
     expect(v.problems).toEqual([]);
     expectSameContent(events, v);
+  });
+
+  it('a run taken up again after its process stopped: the client hears where it went on in its progress', async () => {
+    const v = await judgeMcp(frameMcp(encodeMcp(takenUp(eventsOf('run-one-tool.events.jsonl'), { from: 'tool_batch', step: 2 }))));
+    expect(v.problems).toEqual([]);
+    expect(v.progress.slice(0, 3)).toEqual([
+      { progress: 1, message: 'starting agent run' },
+      { progress: 2, message: 'The run was taken up again after its process stopped: inside the tool batch of step 2.' },
+      { progress: 3, message: 'step 2' },
+    ]);
   });
 
   it('progress and the response carry the request id and progress token they are given', async () => {
@@ -91,10 +113,10 @@ describe('MCP tools/call encoder, judged by @modelcontextprotocol/sdk', () => {
     expect(v.result?.content.at(-1)).toEqual({ type: 'text', text: 'agent run ended without terminal status' });
   });
 
-  it('property: the call of any run passes the judge and the client receives its text and ending', async () => {
+  it('property: the call of any run, taken up again or not, passes the judge and the client receives its text and ending', async () => {
     await fc.assert(
-      fc.asyncProperty(runEvents, async (run) => {
-        const events = await run;
+      fc.asyncProperty(runEvents, fc.option(runResumed, { nil: undefined }), async (run, at) => {
+        const events = at === undefined ? await run : takenUp(await run, at);
         const v = await judgeMcp(frameMcp(encodeMcp(events)));
         expect(v.problems).toEqual([]);
         expectSameContent(events, v);

@@ -149,6 +149,9 @@ describe('a run taken up after its process died at each of its writes', () => {
         // The segment keeps every invariant of a stream: a step it goes on with opens again.
         expect((sink.events[0] as AgentEvent).event_type, at).toBe('run_start');
         expect(checkRunInvariants(sink.events), at).toEqual([]);
+        // It says where it went on: inside the batch of the first step, or at the start of the step cut off.
+        const resumed = Object.keys(atDeath).length > 0 ? { from: 'tool_batch', step: 1 } : { from: 'inference', step: seen.filter((s) => s === '{}').length };
+        expect(sink.events[1], at).toMatchObject({ event_type: 'activity_snapshot', activity_type: 'run_resumed', content: resumed, replace: true });
 
         // `charge` is not recoverable: it ran exactly once, before the death or after it.
         expect(counts.get('charge'), at).toBe(1);
@@ -239,7 +242,8 @@ describe('a run taken up after its process died at each of its writes', () => {
     if (!recovered.ok) throw new Error(JSON.stringify(recovered.error));
     const result = await recovered.value.done;
     expect([result.termination, result.steps, asked]).toEqual([{ type: 'natural_end' }, 2, 0]);
-    expect(sink.events.map((e) => e.event_type)).toEqual(['run_start', 'state_snapshot', 'run_finish']);
+    expect(sink.events.map((e) => e.event_type)).toEqual(['run_start', 'activity_snapshot', 'state_snapshot', 'run_finish']);
+    expect(sink.events[1]).toMatchObject({ activity_type: 'run_resumed', content: { from: 'answered', step: 2 } });
   });
 
   it('a batch stored for a step that had ended (it was cancelled) is not taken up: the run ends interrupted, and the call it never ran stays unrun', async () => {
@@ -283,7 +287,8 @@ describe('a run taken up after its process died at each of its writes', () => {
     void dead.run({ threadId: 't', runId: 'r', messages: [Messages.user('go')] }, new VecEventSink(), { signal: controller.signal });
     for (let i = 0; i < 50; i++) await new Promise<void>((r) => setImmediate(r));
     expect(counts.get('lookup') ?? 0).toBe(0);
-    const recovered = await build(store).recover({ threadId: 't', runId: 'r' }, new VecEventSink());
+    const sink = new VecEventSink();
+    const recovered = await build(store).recover({ threadId: 't', runId: 'r' }, sink);
     if (!recovered.ok) throw new Error(JSON.stringify(recovered.error));
     const result = await recovered.value.done;
     expect(result.termination).toEqual({
@@ -292,6 +297,7 @@ describe('a run taken up after its process died at each of its writes', () => {
     });
     expect(counts.get('lookup') ?? 0).toBe(0);
     expect(result.steps).toBe(1);
+    expect(sink.events[1]).toMatchObject({ activity_type: 'run_resumed', content: { from: 'step_end', step: 1 } });
   });
 
   it('a batch going on after a decision (its step had ended when it parked) is not taken up: the run ends interrupted, the approved call never runs twice', async () => {
@@ -392,6 +398,27 @@ describe('docs/server.md → Runs a process left running, as written', () => {
     const result = indeterminateResult({ id: 'c1', name: 'charge', arguments: { cents: 500 } }, decided.reason);
     expect(blocks('text')[1]).toBe(result.message);
     expect(result.metadata).toEqual({ indeterminate: true });
+  });
+
+  it('the run_resumed activity it shows is the one a run taken up inside the batch of its first step emits', async () => {
+    const inner = new MemoryThreadRunStore();
+    // Dies right after its batch is stored.
+    const keep = async (): Promise<number> => {
+      const probe = new MemoryThreadRunStore();
+      await runtimeOn(probe, new Map(), 'sequential').run({ threadId: 't', runId: 'r', messages: [Messages.user('go')] }, new VecEventSink());
+      return probe.checkpoints.findIndex((c) => Object.keys(statusesOf(c)).length > 0) + 1;
+    };
+    void runtimeOn(new DyingStore(inner, await keep()), new Map(), 'sequential').run(
+      { threadId: 't', runId: 'r', messages: [Messages.user('go')] },
+      new VecEventSink(),
+    );
+    for (let i = 0; i < 50; i++) await new Promise<void>((r) => setImmediate(r));
+    const sink = new VecEventSink();
+    const recovered = await runtimeOn(inner, new Map(), 'sequential').recover({ threadId: 't', runId: 'r' }, sink);
+    if (!recovered.ok) throw new Error(JSON.stringify(recovered.error));
+    await recovered.value.done;
+    const { message_id: _id, ...shown } = sink.events[1] as Extract<AgentEvent, { event_type: 'activity_snapshot' }>;
+    expect(shown).toEqual(JSON.parse(blocks('json')[0] as string));
   });
 
   it('its agent config is one the runtime takes, with a replay-safe lookup tool', () => {

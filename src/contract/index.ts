@@ -13,6 +13,7 @@ export * from './usage.ts';
 export * from './wire.ts';
 export * from './stream.ts';
 export * from './progress.ts';
+export * from './resumed.ts';
 export * from './decision.ts';
 export * from './inbound.ts';
 export * from './run-result.ts';

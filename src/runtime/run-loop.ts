@@ -1,62 +1,41 @@
-// Over 500 lines: the interpreter does every next of the step machine in one switch and keeps the
-// run's history, so that what each next does reads in one place; the parts of a run with a life of
-// their own (inference, checkpoints, suspension, the end) are rooms in src/runtime/loop/.
 import { describeStateError, type StateError } from '../contract/errors.ts';
 import type { AgentEvent } from '../contract/event.ts';
-import { deriveRunStatus, fromDoneReason, TerminationReasons, type TerminationReason } from '../contract/lifecycle.ts';
-import { messageText, Messages, type Message } from '../contract/message.ts';
+import { fromDoneReason, TerminationReasons, type TerminationReason } from '../contract/lifecycle.ts';
+import { messageText, type Message } from '../contract/message.ts';
 import { unreachable } from '../contract/never.ts';
 import type { Phase } from '../contract/phase.ts';
+import { RUN_RESUMED } from '../contract/resumed.ts';
 import type { AgentRunResult } from '../contract/run-result.ts';
-import { streamText } from '../contract/stream.ts';
-import { ToolResults } from '../contract/tool.ts';
-import { CONTINUATION_PROMPT, needsTruncationRecovery } from '../core/context/index.ts';
-import { advanceStep, beginRun, recoveredRun, revivedRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
+import { advanceStep, beginRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { stepsAfter } from '../core/steps-after.ts';
 import { StopDecisionKey } from './builtin-plugins.ts';
 import type { Env } from './env.ts';
-import { andThenUnlessHalted, cancelled, failed, haltOfCommit, haltOfPhase, isHalt, thrown, type Halt, type Halting } from './halt.ts';
+import { cancelled, failed, haltOfCommit, haltOfPhase, thrown, type Halt, type Halting } from './halt.ts';
+import { CHECKED, RAN, RAN_CANCELLED, ranOf, threwOf, UNCONTROLLED } from './loop/answers.ts';
 import { Checkpoints } from './loop/checkpoints.ts';
 import { compactHistory } from './loop/compaction.ts';
-import { OpenCalls } from './loop/open-calls.ts';
-import { Inferences, type Inference, type RequestInputs } from './loop/inference.ts';
-import type { RunParams } from './loop/params.ts';
 import { finishRun } from './loop/finish.ts';
 import { handoffOf, lifecycleCommand } from './loop/handoff.ts';
+import { closeCalls, OpenCalls } from './loop/open-calls.ts';
+import type { RunParams } from './loop/params.ts';
+import { StepBatch } from './loop/step-batch.ts';
+import { StepInference } from './loop/step-inference.ts';
 import { park } from './loop/suspension.ts';
-import {
-  ContextMessages,
-  InferenceOverrideState,
-  LoopControl,
-  orderedContextMessages,
-  RunLifecycle,
-  type RunLifecycleState,
-  ToolCallStates,
-  type ToolCallState,
-  ToolFilter,
-} from './loop-keys.ts';
+import { recovery, revival, type TakeUp } from './loop/take-up.ts';
+import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from './loop-keys.ts';
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { ResolvedAgent } from './resolve.ts';
 import type { RunTap } from './tap.ts';
-import { INTERRUPTED, ToolBatch, ToolBatchKey, type BatchHost } from './tool-batch.ts';
+import { INTERRUPTED, type BatchHost, type ToolBatch } from './tool-batch.ts';
 
 export type { AgentRunResult } from '../contract/run-result.ts';
 export type { RunParams } from './loop/params.ts';
 export { decisionFor, type Decision } from '../contract/decision.ts';
+export { NOT_EXECUTED } from './loop/step-inference.ts';
 
-/** Result message of a requested call that did not run because the run stopped after inference. */
-export const NOT_EXECUTED = '[Tool call not executed: the run stopped]';
-
-/** The answer of a `next` that went through with nothing to report, made once. */
-const RAN: LoopInput = Object.freeze({ type: 'ran', stop: undefined });
-const UNCONTROLLED: LoopInput = Object.freeze({ type: 'controlled', present: false, stop: undefined });
-const CHECKED: LoopInput = Object.freeze({ type: 'checked', stop: undefined });
-const RAN_CANCELLED: LoopInput = Object.freeze({ type: 'ran', stop: TerminationReasons.cancelled() });
-const ranOf = (stop: TerminationReason | undefined): LoopInput => (stop === undefined ? RAN : { type: 'ran', stop });
-const threwOf = (e: unknown): LoopInput => ({ type: 'threw', message: e instanceof Error ? e.message : String(e) });
 const isFinal = (step: LoopStep): boolean => step.next.type === 'end' || step.next.type === 'leave' || step.next.type === 'invalid';
 const isFinalOrBoundary = (step: LoopStep): boolean => isFinal(step) || step.next.type === 'abort_check';
 
@@ -66,11 +45,11 @@ const isFinalOrBoundary = (step: LoopStep): boolean => isFinal(step) || step.nex
  * phases, infers, runs the tool batch, writes checkpoints, emits — and answers with what came of
  * it. Snapshot isolation at every phase, a checkpoint at every StepEnd, and exactly one
  * `run_finish` for each `run_start` it emits. Every answer goes through `drive`: a run whose hooks,
- * tools, store and sink are synchronous runs without a promise between its steps.
+ * tools, store and sink are synchronous runs without a promise between its steps. The parts with a
+ * life of their own are rooms in src/runtime/loop/: the way to the model's answer (StepInference),
+ * the tool batch and its publication (StepBatch), taking a run up again (take-up), checkpoints,
+ * suspension and the end.
  */
-/** A batch stored for a step that had ended is not taken up: which of its stages ran is not known. */
-const RECOVERY_ENDED_BATCH = TerminationReasons.error('interrupted: the run was ending a step when its process stopped, and is not taken up from there');
-
 export class RunLoop implements BatchHost {
   readonly env: Env;
   /** The agent the run acts as: its own, or what a handoff made active (`#handoff`). */
@@ -86,22 +65,16 @@ export class RunLoop implements BatchHost {
   readonly #p: RunParams;
   readonly #messages: Message[];
   readonly #inputStart: number;
-  readonly #inferences: Inferences;
+  /** The step's way to its answer, and the run's inferences. */
+  readonly #inference: StepInference;
+  readonly #batches: StepBatch;
   readonly #checkpoints: Checkpoints;
   /** The run's steps (`stepsAfter` over what it emits), from every segment: a revived run starts from the count it had. */
   #steps = 0;
-  #batch: ToolBatch | undefined;
-  /** The batch a recovered run goes on with, until its step's `batch` takes it. */
-  #recovered: ToolBatch | undefined;
   /** Tool calls announced by `tool_call_start` and not yet closed by `tool_call_done`. */
   readonly #open = new OpenCalls();
-  #clearBatchRecord = false;
   /** The machine's state while its `next` is done (one `next` at a time). */
   #state: LoopStep['state'] | undefined;
-  /** What this step's BeforeInference left, and its inference (with its text, once asked). */
-  #inputs: RequestInputs | undefined;
-  #inference: Inference | undefined;
-  #text: string | undefined;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -116,7 +89,12 @@ export class RunLoop implements BatchHost {
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
     this.#messages.push(...params.input);
-    this.#inferences = new Inferences(this, { overrides: params.overrides, answeredBy: params.answeredBy, inferenceErrors: params.inferenceErrors });
+    this.#inference = new StepInference(this, this.#messages, {
+      overrides: params.overrides,
+      answeredBy: params.answeredBy,
+      inferenceErrors: params.inferenceErrors,
+    });
+    this.#batches = new StepBatch(this, this.#messages);
     // The history is the store's messages, or their first part when the thread was rewound.
     this.#checkpoints = new Checkpoints({
       store: params.store,
@@ -173,7 +151,7 @@ export class RunLoop implements BatchHost {
    * calls it when `signal` aborts (the listener it has on the signal anyway: one per run).
    */
   aborted(): void {
-    this.#inferences.aborted();
+    this.#inference.inferences.aborted();
   }
 
   /** Runs to the end: the final termination, after any suspensions and resumes. */
@@ -181,73 +159,39 @@ export class RunLoop implements BatchHost {
     return this.#run(beginRun());
   }
 
-  /**
-   * Takes up a run that parked in another process (it died, or shut down): its suspended batch is
-   * rebuilt from the restored state and the run waits for decisions as if it had never left — the
-   * suspended segment already ended there, so nothing is emitted until a decision resumes it.
-   */
+  /** Takes up a run that parked in another process (it died, or shut down): see `revival`. */
   revive(): Promise<AgentRunResult> {
-    let lifecycle: RunLifecycleState | undefined;
-    try {
-      lifecycle = this.phase.store.snapshot().get(RunLifecycle);
-      this.#batch = lifecycle?.status === 'waiting' && lifecycle.run_id === this.runId ? ToolBatch.restore(this) : undefined;
-    } catch (e) {
-      return this.#finish(thrown(e));
-    }
-    if (this.#batch === undefined) return this.#finish(failed(`run ${this.runId} is not waiting for a decision in the stored state`));
-    // Every step of a waiting run has ended and was counted, the one that parked it too (`suspend`).
-    this.#steps = lifecycle?.step_count ?? 0;
-    return this.#run(revivedRun());
+    return this.#takeUp(revival(this, this.#batches), false);
   }
 
   /**
-   * Takes up a run that was running when its process died (seed 003): its state is what the store
-   * last held. `storedSteps`: the steps its stored record says it had begun. `run_start` goes out (a
-   * new segment of the run), then the run goes on from there:
-   *
-   * - a tool batch stored for a step that had begun and not ended: inside it (calls that never left
-   *   run, calls that left run again only where their recovery allows, else end indeterminate);
-   * - no batch, and the history ends with the model's answer: the run had answered, and ends so;
-   * - no batch otherwise: from the start of the step that was cut off (the model is asked again).
-   *
-   * A batch stored for a step that had ended (the step halted, or its batch was being finished
-   * after a decision) is not taken up: the run ends interrupted, with the reason. RunStart does not
-   * run again.
+   * Takes up a run that was running when its process died (seed 003): see `recovery`.
+   * `storedSteps`: the steps its stored record says it had begun. Unless the run is refused,
+   * `run_start` goes out (a new segment of the run), then an activity `run_resumed` naming where it
+   * went on (`RunResumed`); RunStart does not run again.
    */
   recover(storedSteps: number | undefined): Promise<AgentRunResult> {
-    let lifecycle: RunLifecycleState | undefined;
-    let first: LoopStep | TerminationReason;
-    let stepStart: AgentEvent | undefined;
-    try {
-      const snapshot = this.phase.store.snapshot();
-      lifecycle = snapshot.get(RunLifecycle);
-      if (lifecycle?.status !== 'running' || lifecycle.run_id !== this.runId)
-        return this.#finish(failed(`run ${this.runId} is not running in the stored state`));
-      this.#steps = storedSteps ?? lifecycle.step_count;
-      const record = snapshot.get(ToolBatchKey);
-      if (record !== undefined && record !== null) {
-        if (storedSteps === undefined || storedSteps <= lifecycle.step_count) first = RECOVERY_ENDED_BATCH;
-        else {
-          const batch = ToolBatch.recovered(this);
-          if (typeof batch === 'string') return this.#finish(failed(`run ${this.runId} cannot go on from the store: ${batch}`));
-          this.#recovered = batch;
-          // The step goes on in this segment: it opens again (a follower's protocol pairs each step's
-          // end with a start), under the message id its batch publishes with, and counts once.
-          stepStart = { event_type: 'step_start', message_id: record.message_id };
-          this.#steps = storedSteps - 1;
-          first = recoveredRun(true);
-        }
-      } else {
-        const last = this.#messages.at(-1);
-        first = last?.role === 'assistant' && (last.tool_calls?.length ?? 0) === 0 ? TerminationReasons.naturalEnd() : recoveredRun(false);
-      }
-    } catch (e) {
-      return this.#finish(thrown(e));
-    }
-    const from = first;
-    const opened = stepStart;
+    return this.#takeUp(recovery(this, this.#batches, storedSteps, this.#messages), true);
+  }
+
+  #takeUp(taken: TakeUp, segment: boolean): Promise<AgentRunResult> {
+    if (taken.steps !== undefined) this.#steps = taken.steps;
+    if (taken.type === 'refused') return this.#finish(taken.termination);
+    const { from, stepStart, resumed } = taken;
+    if (!segment) return 'state' in from ? this.#run(from) : this.#finish(from);
     return Promise.resolve(this.emit(this.runStart()))
-      .then(() => (opened === undefined ? undefined : this.emit(opened)))
+      .then(() =>
+        resumed === undefined
+          ? undefined
+          : this.emit({
+              event_type: 'activity_snapshot',
+              message_id: this.env.ids.next('message'),
+              activity_type: RUN_RESUMED,
+              content: { from: resumed.from, step: resumed.step },
+              replace: true,
+            }),
+      )
+      .then(() => (stepStart === undefined ? undefined : this.emit(stepStart)))
       .then(
         () => ('state' in from ? this.#run(from) : this.#finish(from)),
         (e: unknown) => this.#finish(thrown(e)),
@@ -326,21 +270,19 @@ export class RunLoop implements BatchHost {
       case 'emit_step_start':
         return this.#went(this.emit({ event_type: 'step_start', message_id: this.env.ids.next('message') }));
       case 'request_inputs':
-        this.#inference = undefined;
-        this.#text = undefined;
-        return this.#checkedAfter(this.#requestInputs());
+        return this.#checkedAfter(this.#inference.requestInputs());
       case 'compact':
         return this.#went(this.#autocompact());
       case 'infer':
-        return this.#infer(next.continuation);
+        return this.#inference.infer(next.continuation);
       case 'close_started':
-        return this.#went(this.#closeCalls((this.#inference as Inference).started, INTERRUPTED));
+        return this.#went(closeCalls(this, this.#inference.current.started, INTERRUPTED));
       case 'answer':
-        return this.#answer();
+        return this.#inference.answer();
       case 'batch':
-        return this.#runBatch();
+        return this.#batches.run(this.#inference);
       case 'publish': {
-        const published = this.#publish(this.#batch as ToolBatch, true);
+        const published = this.#batches.publish();
         return next.check ? this.#checkedAfter(published) : this.#went(published);
       }
       case 'complete_step': {
@@ -355,7 +297,7 @@ export class RunLoop implements BatchHost {
       case 'loop_control':
         return this.#loopControl();
       case 'park':
-        return park(this, this.#p, this.#batch as ToolBatch, next.afterRestart);
+        return park(this, this.#p, this.#batches.current as ToolBatch, next.afterRestart);
       case 'end':
       case 'leave':
       case 'invalid':
@@ -369,7 +311,7 @@ export class RunLoop implements BatchHost {
   readonly #afterRunStart = (): LoopInput => (this.signal.aborted ? RAN_CANCELLED : RAN);
 
   #closeOpenAfter(completed: Halting): MaybePromise<LoopInput> {
-    return andThen(completed, (halt) => andThen(this.#closeCalls(this.#open.list(), INTERRUPTED), () => ranOf(halt)));
+    return andThen(completed, (halt) => andThen(closeCalls(this, this.#open.list(), INTERRUPTED), () => ranOf(halt)));
   }
 
   #emitStepEndAfter(snapshot: Promise<void>): MaybePromise<LoopInput> {
@@ -399,7 +341,7 @@ export class RunLoop implements BatchHost {
       case 'step_start':
         return this.runPhase('step_start', { messages: this.#messages });
       case 'after_inference':
-        return this.#afterInference(this.#inference as Inference);
+        return this.#inference.afterInference();
       case 'step_end':
         return this.runPhase('step_end', { messages: this.#messages }, cancellable);
       default:
@@ -413,7 +355,7 @@ export class RunLoop implements BatchHost {
     if (handoff === undefined || handoff.type === 'blocked') return handoff?.termination;
     this.resolved = handoff.agent;
     this.#acting = handoff.name;
-    this.#inferences.reset();
+    this.#inference.inferences.reset();
     const announced = this.emit({
       event_type: 'activity_snapshot',
       message_id: this.env.ids.next('message'),
@@ -424,156 +366,9 @@ export class RunLoop implements BatchHost {
     return andThen(announced, () => undefined);
   }
 
-  /** BeforeInference, then what it left for this step's request: a tool filter, an override, context messages (each consumed). */
-  #requestInputs(): Halting {
-    return andThenUnlessHalted(this.runPhase('before_inference', { messages: this.#messages, tools: this.#inferences.allTools() }), this.#consumeInputs);
-  }
-
-  readonly #consumeInputs = (): Halting => {
-    const snap = this.phase.store.snapshot();
-    const inputs: RequestInputs = {
-      filter: snap.get(ToolFilter),
-      override: snap.get(InferenceOverrideState),
-      context: orderedContextMessages(snap.get(ContextMessages)),
-    };
-    this.#inputs = inputs;
-    // The per-step accumulators are emptied (back to absent) once read; with none set nothing is committed.
-    if (inputs.filter === undefined && inputs.override === undefined && inputs.context.length === 0) return undefined;
-    const clear = StateCommand.empty();
-    if (inputs.filter !== undefined) clear.clear(ToolFilter);
-    if (inputs.override !== undefined) clear.clear(InferenceOverrideState);
-    if (inputs.context.length > 0) clear.update(ContextMessages, { op: 'consume' });
-    return this.submit(clear);
-  };
-
-  /**
-   * One inference. A continuation (book: 截断恢复) first closes the calls the cut response left
-   * incomplete and keeps what it said, then asks the model to go on with the same request inputs.
-   */
-  #infer(continuation: boolean): MaybePromise<LoopInput> {
-    const previous = this.#inference;
-    if (!continuation || previous === undefined) return this.#inferNow();
-    return this.#continueAfter(previous);
-  }
-
-  #continueAfter(previous: Inference): MaybePromise<LoopInput> {
-    const complete = new Set(previous.result.toolCalls.map((c) => c.id));
-    return andThen(
-      this.#closeCalls(
-        previous.started.filter((c) => !complete.has(c.id)),
-        INTERRUPTED,
-      ),
-      () => {
-        const partial = streamText(previous.result);
-        if (partial !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text: partial }] });
-        this.#messages.push(Messages.internalUser(CONTINUATION_PROMPT, { id: this.env.ids.next('message') }));
-        return this.#inferNow();
-      },
-    );
-  }
-
-  #inferNow(): Promise<LoopInput> {
-    return this.#inferences.infer(this.#inferences.request(this.#messages, this.#inputs as RequestInputs)).then(this.#inferred);
-  }
-
-  readonly #inferred = (inference: Inference): LoopInput => {
-    this.#inference = inference;
-    this.#text = undefined;
-    const error = inference.error;
-    return {
-      type: 'inferred',
-      cancelled: inference.cancelled,
-      failure: error === undefined ? undefined : { message: error.message, code: error.error.code },
-      truncated: !inference.cancelled && error === undefined && needsTruncationRecovery(inference.result),
-      maxContinuations: this.resolved.spec.max_continuation_retries,
-      toolCalls: inference.result.toolCalls.length,
-      toleratesErrors: this.resolved.stopPolicies.some((p) => p.id === 'consecutive_errors'),
-    };
-  };
-
-  #textOf(inference: Inference): string {
-    return (this.#text ??= streamText(inference.result));
-  }
-
-  /** AfterInference, with what the stop policies observe of the inference. */
-  #afterInference(inference: Inference): Halting {
-    const result = inference.result;
-    const text = this.#textOf(inference);
-    const observation =
-      inference.error === undefined
-        ? {
-            ok: true as const,
-            inputTokens: result.usage?.prompt_tokens ?? 0,
-            outputTokens: result.usage?.completion_tokens ?? 0,
-            text,
-            toolNames: result.toolCalls.map((c) => c.name),
-          }
-        : { ok: false as const };
-    return this.runPhase('after_inference', {
-      inference: observation,
-      now: this.env.clock.now(),
-      llmResponse: inference.error === undefined ? result : { error: inference.error.error },
-      messages: this.#messages,
-    });
-  }
-
-  /** An answer without tools, or a stop after inference: the text is kept (0.6 loses it ⟂), no tool runs. */
-  #answer(): MaybePromise<LoopInput> {
-    const inference = this.#inference as Inference;
-    return andThen(this.#closeCalls(inference.started, NOT_EXECUTED), () => {
-      const text = this.#textOf(inference);
-      if (text !== '') this.#messages.push({ id: this.env.ids.next('message'), role: 'assistant', content: [{ type: 'text', text }] });
-      return RAN;
-    });
-  }
-
-  /** Runs the step's tool calls as one batch: what came of it (a halt, a batch left waiting, a block). */
-  #runBatch(): MaybePromise<LoopInput> {
-    const recovered = this.#recovered;
-    if (recovered !== undefined) {
-      this.#recovered = undefined;
-      this.#batch = recovered;
-      return andThen(recovered.begin(), RunLoop.#batched, recovered);
-    }
-    const inference = this.#inference as Inference;
-    const batch = ToolBatch.open(this, inference.result.toolCalls, this.#textOf(inference), this.env.ids.next('message'));
-    this.#batch = batch;
-    const begun = batch.begin();
-    const ran = begun === undefined ? batch.run() : andThen(begun, RunLoop.#runUnlessHalted, batch);
-    return andThen(ran, RunLoop.#batched, batch);
-  }
-
-  // The continuations of a step's batch and its publication are named once: a batch that is here costs no closure.
-  static #runUnlessHalted(halt: Halt | undefined, batch: ToolBatch): Halting {
-    return halt === undefined ? batch.run() : halt;
-  }
-
-  static #batched(halt: Halt | undefined, batch: ToolBatch): LoopInput {
-    if (halt !== undefined) return { type: 'batched', stop: halt, waiting: false, blocked: undefined };
-    return { type: 'batched', stop: undefined, waiting: deriveRunStatus(batch.statuses()) === 'waiting', blocked: batch.blockedReason };
-  }
-
-  /**
-   * Publishes a finished batch. Inside a step, the durable batch record is cleared with the step's
-   * StepCompleted commit; after a resume (the step already ended) it is cleared at once.
-   */
-  #publish(batch: ToolBatch, withinStep: boolean): Halting {
-    return andThen(batch.publish(this.#newMessageId), RunLoop.#published, this, withinStep);
-  }
-
-  static #published(published: Halt | readonly Message[], loop: RunLoop, withinStep: boolean): Halting {
-    if (isHalt(published)) return published;
-    for (const m of published) loop.#messages.push(m);
-    loop.#batch = undefined;
-    if (withinStep) {
-      loop.#clearBatchRecord = true;
-      return undefined;
-    }
-    return loop.submit(StateCommand.empty().update(ToolBatchKey, { op: 'clear' }));
-  }
-
+  /** Publishes a batch a resume finished (the step it belonged to ended already). */
   publishResumed(batch: ToolBatch): Halting {
-    return this.#publish(batch, false);
+    return this.#batches.publishResumed(batch);
   }
 
   /** Messages sent with decisions, after the results of the calls they answered (ids already held are skipped). */
@@ -583,15 +378,12 @@ export class RunLoop implements BatchHost {
     this.#messages.push(...input.filter((m) => m.id === undefined || !held.has(m.id)));
   }
 
-  readonly #newMessageId = (): string => this.env.ids.next('message');
-
   /** StepCompleted (while the run is running) and the clearing of a published batch's record, in one commit. */
   #completeStep(): Halting {
     const lifecycle = this.phase.store.snapshot().get(RunLifecycle);
     const completed = StateCommand.empty();
     if (lifecycle !== undefined && lifecycle.status === 'running') completed.update(RunLifecycle, { op: 'step_completed', at: this.env.clock.now() });
-    if (this.#clearBatchRecord) completed.update(ToolBatchKey, { op: 'clear' });
-    this.#clearBatchRecord = false;
+    this.#batches.completeStep(completed);
     return completed.isEmpty() ? undefined : this.submit(completed);
   }
 
@@ -622,16 +414,6 @@ export class RunLoop implements BatchHost {
     return context === undefined ? undefined : compactHistory(this, this.#messages, context, () => this.#checkpoints.rewritten());
   }
 
-  /** Closes calls as failed with `message` (a stream that ended early, a run that stopped before its tools). */
-  #closeCalls(calls: readonly { id: string; name: string }[], message: string): MaybePromise<undefined> {
-    return eachInOrder(calls, (call) =>
-      andThen(
-        this.emit({ event_type: 'tool_call_done', id: call.id, message_id: '', result: ToolResults.error(call.name, message), outcome: 'failed' }),
-        () => undefined,
-      ),
-    );
-  }
-
   // ---- run end --------------------------------------------------------------------------------------
 
   /** RunEnd, the final checkpoint and `run_finish`: the run's result with the termination it ended with. */
@@ -655,7 +437,7 @@ export class RunLoop implements BatchHost {
       response: this.response(),
       steps: this.#steps,
       termination,
-      usage: this.#inferences.total(),
+      usage: this.#inference.inferences.total(),
       inferenceErrors: [...(this.#p.inferenceErrors ?? [])],
     };
   }
@@ -670,7 +452,7 @@ export class RunLoop implements BatchHost {
   /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
   checkpoint(termination: TerminationReason | undefined, at?: number): Halting {
     if (!this.#checkpoints.stored) return undefined;
-    const usage = this.#inferences.usage;
+    const usage = this.#inference.inferences.usage;
     return this.#checkpoints.write(
       termination,
       {

@@ -4,13 +4,15 @@ import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
+import { runResumedOf, runResumedText } from '../resumed.ts';
 
 /**
  * A2A 1.0, `message:stream` (HTTP+JSON binding): one `StreamResponse` per SSE frame. Task id = run
  * id, context id = thread id. The text streams as chunks of one `response` artifact; tool calls and
- * results are agent messages with a data part on `WORKING` status updates; the stream ends with the
- * task's terminal or interrupted state (docs/protocols/a2a.md). Every frame is canonical proto3 JSON:
- * default values (`false`, `""`, `[]`) are left out, as the SDK's `toJSON` does.
+ * results are agent messages with a data part on `WORKING` status updates, and so are a tool's
+ * progress and where a run taken up again went on; the stream ends with the task's terminal or
+ * interrupted state (docs/protocols/a2a.md). Every frame is canonical proto3 JSON: default values
+ * (`false`, `""`, `[]`) are left out, as the SDK's `toJSON` does.
  */
 export type StreamResponse = { readonly [key: string]: JsonValue };
 
@@ -175,6 +177,19 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
       break;
     }
     case 'activity_snapshot': {
+      // A run taken up again after its process stopped: a WORKING update saying where it went on, in
+      // words and as a data part. Its activity's message id is new each time, so it names the message.
+      const r = runResumedOf(event);
+      if (r !== undefined) {
+        out.push(
+          status(
+            s,
+            'TASK_STATE_WORKING',
+            agentMessage(s, `${s.taskId}:run-resumed:${event.message_id}`, [{ text: runResumedText(r) }, data({ runResumed: { from: r.from, step: r.step } })]),
+          ),
+        );
+        break;
+      }
       // A tool's progress (book: 上报 Tool 进度): a WORKING update whose data part says how far the call is.
       const p = toolProgressOf(event);
       if (p === undefined) break;

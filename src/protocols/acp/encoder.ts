@@ -5,6 +5,7 @@ import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
+import { runResumedOf, runResumedText } from '../resumed.ts';
 
 /**
  * ACP v1: one `session/prompt` turn. While the run streams the agent sends `session/update`
@@ -112,6 +113,14 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       break;
     }
     case 'activity_snapshot': {
+      // A run taken up again after its process stopped: ACP has no update for a run's own news that
+      // every client takes (a notice needs a capability this encoder does not know the client has),
+      // so the agent says it as a thought, a paragraph of its own ahead of the reasoning that follows.
+      const r = runResumedOf(event);
+      if (r !== undefined) {
+        out.push({ kind: 'update', update: { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: `${runResumedText(r)}\n\n` } } });
+        break;
+      }
       // A tool's progress (book: 上报 Tool 进度): the call's title says how far it is while it runs.
       const p = toolProgressOf(event);
       if (p === undefined) break;

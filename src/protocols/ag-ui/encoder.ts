@@ -1,3 +1,5 @@
+// Over 500 lines: AG-UI's transcoder is one switch over every event type, with the state it threads
+// (open messages, open calls, interrupts), so that what each event becomes reads in one place.
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { MessageSchema } from '../../contract/message.ts';

@@ -3,6 +3,7 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
 import { unreachable } from '../../contract/never.ts';
+import { runResumedOf, runResumedText } from '../resumed.ts';
 
 /**
  * MCP (protocol 2025-11-25): an agent is a tool taking `{message}`. While its run streams, the server
@@ -88,6 +89,13 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
     case 'inference_complete':
       return report(state, `inference complete: model=${event.model} duration=${event.duration_ms}ms`);
     case 'activity_snapshot': {
+      // A run taken up again after its process stopped says where it went on; the steps count on
+      // from there (the step it goes on in, or asks the model again in, is the next `step_start`).
+      const r = runResumedOf(event);
+      if (r !== undefined) {
+        const goesOn = r.from === 'tool_batch' || r.from === 'inference';
+        return report(goesOn ? { ...state, steps: Math.max(0, r.step - 1) } : state, runResumedText(r));
+      }
       const p = toolProgressOf(event);
       return p === undefined ? [state, NOTHING] : report(state, `tool ${p.tool_name}: ${progressText(p)}`);
     }

@@ -212,6 +212,33 @@ describe('the tracker-reference check', () => {
   });
 });
 
+const lineCount = (text: string): number => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+
+/**
+ * The files of `src` longer than `limit` lines that do not say why at their top: a leading comment
+ * naming the "500 lines" it is over. A room that long is hard to live in, so its size needs a reason.
+ */
+function longRoomsWithoutReason(sources: readonly { readonly path: string; readonly text: string }[], limit = 500): string[] {
+  return sources
+    .filter(({ text }) => lineCount(text) > limit)
+    .filter(({ text }) => !/^\/\/[^\n]*500 lines/.test(text) && !/^\/\*\*?[\s\S]*?500 lines[\s\S]*?\*\//.test(text.slice(0, text.indexOf('*/') + 2)))
+    .map(({ path }) => path);
+}
+
+describe('a long room says why', () => {
+  const lines = (n: number): string => 'x;\n'.repeat(n);
+  it('flags a file over the limit with no reason at its top, and accepts one that has it or is short enough', () => {
+    const sources = [
+      { path: 'long.ts', text: lines(501) },
+      { path: 'exact.ts', text: lines(500) },
+      { path: 'line.ts', text: `// Over 500 lines: one switch reads in one place.\n${lines(600)}` },
+      { path: 'block.ts', text: `/**\n * Over 500 lines: the interpreter.\n */\n${lines(600)}` },
+      { path: 'later.ts', text: `import x from 'y';\n// Over 500 lines: too late to say.\n${lines(600)}` },
+    ];
+    expect(longRoomsWithoutReason(sources)).toEqual(['long.ts', 'later.ts']);
+  });
+});
+
 describe('src/ keeps the habits', () => {
   const files = listSources(join(repo, 'src')).filter((f) => f.endsWith('.ts'));
   let program: ts.Program;
@@ -225,6 +252,16 @@ describe('src/ keeps the habits', () => {
   it('every switch over a union ends in `default: unreachable(x)` (listed as file:line)', () => {
     expect(unguardedSwitches(program, files, repo)).toEqual([]);
   }, 120_000);
+
+  it('a file over 500 lines says why at its top; the run loop and the agent runtime are not over', () => {
+    const sources = files.map((f) => ({ path: relative(repo, f), text: ts.sys.readFile(f) ?? '' }));
+    expect(longRoomsWithoutReason(sources)).toEqual([]);
+    const loop = sources.filter((s) => /runtime\/(run-loop|agent-runtime)\.ts$/.test(s.path));
+    expect(loop.map((s) => [s.path, lineCount(s.text) <= 500])).toEqual([
+      ['src/runtime/agent-runtime.ts', true],
+      ['src/runtime/run-loop.ts', true],
+    ]);
+  });
 
   it('no comment names an issue or a task', () => {
     expect(

@@ -1,3 +1,5 @@
+// Over 500 lines: the transcript format is one schema — header, records and the rules that tie them —
+// kept whole so that a change to the format is seen at once, with its version.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';

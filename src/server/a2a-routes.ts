@@ -1,3 +1,5 @@
+// Over 500 lines: A2A's two bindings (JSON-RPC and HTTP+JSON) serve the same methods, with one error
+// model (the reasons below) and one way of mapping runs to tasks; split apart each would need all.
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { JsonValue } from '../contract/json.ts';

@@ -1,3 +1,5 @@
+// Over 500 lines: the HTTP app mounts every route on one Hono app, with the CORS, access and error
+// handling they share, so that what a request meets before its handler reads in one place.
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';

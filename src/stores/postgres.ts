@@ -1,3 +1,5 @@
+// Over 500 lines: the PostgreSQL store implements the whole Store contract (threads, messages, runs,
+// leases, seq marks, the mailbox) over one pool, with its migrations beside it: one schema, read whole.
 import type pg from 'pg';
 import { inTransaction, loadPg } from './pg-module.ts';
 import type { JsonValue } from '../contract/json.ts';

@@ -8,7 +8,7 @@ import { readFrames, type SseFrame } from '../support/server.ts';
 import { report, rngOf, SCALE } from './chaos.ts';
 
 /**
- * kill -9 of `awaken serve` while its runs ask for a decision (issue: the server under faults →
+ * kill -9 of `awaken serve --recovery interrupt` while its runs ask for a decision (issue: the server under faults →
  * durable HITL): a run killed while it waited stays waiting across the restart and its decision,
  * sent to the new process, resumes it to the end — exactly once; a run killed while it was still
  * working is marked interrupted. Never a run stuck, never a decision lost.
@@ -59,7 +59,8 @@ interface Figures {
 
 async function killWaitingLoop(name: string, args: readonly string[], retryWithinMs = 0): Promise<Figures> {
   const rng = rngOf(name);
-  const serveArgs = [...args, '--config', askerConfig()];
+  // A run killed while it worked ends interrupted: what this suite counts (kill-resume.spec.ts: taken up instead).
+  const serveArgs = [...args, '--config', askerConfig(), '--recovery', 'interrupt'];
   const f: Figures = {
     tried: 0,
     parkedWhenKilled: 0,

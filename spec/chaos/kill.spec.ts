@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { report, rngOf, SCALE, slowScript } from './chaos.ts';
 
 /**
- * kill -9 of `awaken serve` at random points of its runs (issue: the server under faults), then a
+ * kill -9 of `awaken serve --recovery interrupt` at random points of its runs (issue: the server under faults), then a
  * restart on the same store: every run that completed keeps its messages exactly once, the killed run
  * ends interrupted (never looks alive), its thread takes a new run, and a client holding a frame id
  * from before the kill resumes above it or is resynced — never sent a reused id.
@@ -38,7 +38,8 @@ interface Figures {
 async function killLoop(name: string, args: readonly string[], freeWithinMs = 0): Promise<Figures> {
   const rng = rngOf(name);
   const script = slowScript(10, 40);
-  const serveArgs = [...args, '--model', `scripted:${script}`];
+  // The killed run ends interrupted: what this suite proves (kill-resume.spec.ts: taken up instead).
+  const serveArgs = [...args, '--model', `scripted:${script}`, '--recovery', 'interrupt'];
   const f: Figures = {
     tried: 0,
     killedMidRun: 0,

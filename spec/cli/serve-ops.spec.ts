@@ -93,16 +93,16 @@ describe('docs/cli.md → Operating `awaken serve`', () => {
     expect(Object.fromEntries(Object.keys(keys).map((k) => [k, example.server[k]]))).toEqual(keys);
   });
 
-  it('takes --recovery and server.recovery (default interrupt); a flag wins over the file', () => {
+  it('takes --recovery and server.recovery (default resume); a flag wins over the file', () => {
     const plan = (args: string[]) => {
       const p = parseServeArgs(args, {});
       if (p === 'help') throw new Error('help');
       return p.recovery;
     };
-    expect(plan([])).toBe('interrupt');
-    expect(plan(['--recovery', 'resume'])).toBe('resume');
-    expect(plan(['--config', configFile('server:\n  recovery: resume\n')])).toBe('resume');
-    expect(plan(['--config', configFile('server:\n  recovery: resume\n'), '--recovery', 'interrupt'])).toBe('interrupt');
+    expect(plan([])).toBe('resume');
+    expect(plan(['--recovery', 'interrupt'])).toBe('interrupt');
+    expect(plan(['--config', configFile('server:\n  recovery: interrupt\n')])).toBe('interrupt');
+    expect(plan(['--config', configFile('server:\n  recovery: interrupt\n'), '--recovery', 'resume'])).toBe('resume');
   });
 
   it('takes --otel-content and server.otel_content', () => {

@@ -255,7 +255,8 @@ describe('awaken serve', () => {
     first.child.kill('SIGKILL');
     await new Promise((res) => first.child.once('exit', res));
 
-    const second = await startServe(['--store', store], env);
+    // Interrupted, not taken up (the default): the fake endpoint never answers a second time.
+    const second = await startServe(['--store', store, '--recovery', 'interrupt'], env);
     children.push(second.child);
     expect(second.log()).toContain('marked 1 run(s)');
     const messages = await bodyJson(fetch(`${second.url}/v1/threads/k9/messages`));

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { defineApp, scriptedProvider } from 'awaken-ts';
 import { AwakenOptionsError, createAwaken, type AwakenOptions } from 'awaken-ts/server';
 import { withBasePath } from '../../src/inspector/routes.ts';
 import { basePathOf } from '../../src/server/embed.ts';
@@ -263,7 +264,7 @@ describe('behind a proxy (trustProxy)', () => {
 });
 
 describe('start-up on a store of its own', () => {
-  it('marks a run a previous process left unfinished as interrupted, and says so', async () => {
+  it('with recovery interrupt, marks a run a previous process left unfinished as interrupted, and says so', async () => {
     const store = new MemoryStore();
     const before = await createAwaken({ app: twoAgents(), store });
     const r = await before.fetch(
@@ -275,9 +276,10 @@ describe('start-up on a store of its own', () => {
     );
     const runId = r.headers.get('x-awaken-run-id') as string;
     await readUntil(r, (t) => t.includes('"text_delta"'));
-    // As if that process had died: another starts on the store while the run is unfinished in it.
+    // As if that process had died: another starts on the store while the run is unfinished in it
+    // (interrupting it: this process still runs it, so it is not to be taken up here).
     const warned: string[] = [];
-    const after = await createAwaken({ app: twoAgents(), store, logger: { ...silentLogger, warn: (m) => void warned.push(m) } });
+    const after = await createAwaken({ app: twoAgents(), store, recovery: 'interrupt', logger: { ...silentLogger, warn: (m) => void warned.push(m) } });
     try {
       expect(await store.getRun(runId)).toMatchObject({
         status: 'done',
@@ -287,6 +289,49 @@ describe('start-up on a store of its own', () => {
     } finally {
       await after.close();
       await before.close({ graceMs: 100 });
+    }
+  });
+});
+
+describe('start-up on a store of its own, by default', () => {
+  /** A run of `agentId` its process left running, at the start of its first step. */
+  const leftRunning = (store: MemoryStore, runId: string, agentId: string): Promise<void> =>
+    store.checkpoint({
+      threadId: `thread-of-${runId}`,
+      runId,
+      agentId,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
+      status: 'running',
+      steps: 0,
+      threadState: { revision: 1, extensions: {} },
+      runState: { revision: 1, extensions: { '__runtime.run_lifecycle': { run_id: runId, status: 'running', updated_at: 0, step_count: 0 } } },
+      updatedAt: 0,
+    });
+
+  it('takes up a run a previous process left running, unless its agent says recovery: interrupt', async () => {
+    const store = new MemoryStore();
+    await leftRunning(store, 'kept', 'writer');
+    await leftRunning(store, 'ended', 'payments');
+    const app = defineApp({
+      agents: [
+        { id: 'writer', model: 'small' },
+        { id: 'payments', model: 'small', recovery: 'interrupt' },
+      ],
+      models: { small: { provider: 'offline', model_name: 'offline' } },
+      providers: { offline: scriptedProvider([{ text: 'Done.' }]) },
+    });
+    const warned: string[] = [];
+    const awaken = await createAwaken({ app, store, logger: { ...silentLogger, warn: (m) => void warned.push(m) } });
+    try {
+      expect(warned).toEqual(['marked 1 run(s) left unfinished by a previous process as interrupted', 'resumed 1 of 1 run(s) a previous process left running']);
+      expect(await store.getRun('ended')).toMatchObject({
+        status: 'done',
+        termination: { type: 'error', value: 'interrupted: the server stopped while the run was running' },
+      });
+      for (let i = 0; i < 100 && (await store.getRun('kept'))?.status === 'running'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await store.getRun('kept')).toMatchObject({ status: 'done', termination: { type: 'natural_end' } });
+    } finally {
+      await awaken.close({ graceMs: 100 });
     }
   });
 });

@@ -4,27 +4,26 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
-import { DEFAULT_CONNECTION_LIMITS, listen, type ConnectionLimits, type RunningServer } from '../server/node.ts';
+import { listen, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { recoverRuns, resumeLeftRunning, runsLeftRunning } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
-import { RunRegistry, type ConcurrencyPolicy } from '../server/run-registry.ts';
+import { RunRegistry } from '../server/run-registry.ts';
 import { openBus } from '../stores/index.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
-import { loadServeConfig, type ServeConfig } from './serve-config.ts';
-import { addConfigured, configBesideApp, connectConfiguredMcp } from './config-runtime.ts';
-import { DEFAULT_STORE, DEMO_QUESTION, demoAgentModel, storeOf } from './serve-parts.ts';
-import { checkOrigins, LOOPBACK } from '../server/access.ts';
+import { addConfigured, connectConfiguredMcp } from './config-runtime.ts';
+import { DEMO_QUESTION, demoAgentModel, storeOf } from './serve-parts.ts';
+import { LOOPBACK } from '../server/access.ts';
 import { hostname } from 'node:os';
 import { demoAgent, DEMO_TOOLS, workspaceTools } from './demo.ts';
 import type { Io } from './run-command.ts';
-import { buildFailure, choiceOf, CliFailure, parseCommand, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type ParsedArgs } from './args.ts';
+import { buildFailure, CliFailure, runCli, stringOf, UsageError } from './args.ts';
 import { EXIT } from './exit.ts';
 import { ServedRecorder } from '../replay/served.ts';
 import { OBSERVABILITY_PLUGIN_ID, observabilityPlugin } from '../plugins/observability/plugin.ts';
 import { openTelemetry } from './otel-setup.ts';
 import { inspectorRoutes } from '../inspector/routes.ts';
-import { createLogger, errorFields, hideUrlPasswords, LOG_FORMATS, LOG_LEVELS, SecretValues, secretsOf, type LogFormat, type LogLevel } from '../server/log.ts';
+import { createLogger, errorFields, hideUrlPasswords, SecretValues, secretsOf } from '../server/log.ts';
 import { a2aBackend } from '../runtime/a2a-backend.ts';
 import { serveOutbound } from './serve-outbound.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
@@ -40,187 +39,18 @@ import { SERVE_USAGE } from './serve-usage.ts';
 
 export { SERVE_USAGE };
 
-export const SERVE_COMMAND: CommandSpec = {
-  command: 'serve',
-  usage: SERVE_USAGE,
-  options: {
-    config: { type: 'string' },
-    port: { type: 'string' },
-    host: { type: 'string' },
-    store: { type: 'string' },
-    model: { type: 'string' },
-    'cors-origin': { type: 'string', multiple: true },
-    'allowed-host': { type: 'string', multiple: true },
-    insecure: { type: 'boolean' },
-    policy: { type: 'string' },
-    recovery: { type: 'string' },
-    'lease-ms': { type: 'string' },
-    'sweep-ms': { type: 'string' },
-    'log-level': { type: 'string' },
-    'log-format': { type: 'string' },
-    record: { type: 'string' },
-    otel: { type: 'string' },
-    'otel-content': { type: 'boolean' },
-    app: { type: 'string' },
-  },
-};
-
+import { allowedHostsOf, SERVE_COMMAND, servePlanOf, shutdownGraceMs, type ServePlan } from './serve-plan.ts';
+export {
+  allowedHostsOf,
+  DEFAULT_MAX_CONCURRENT_REQUESTS,
+  DEFAULT_SHUTDOWN_SECS,
+  parseServeArgs,
+  SERVE_COMMAND,
+  servePlanOf,
+  shutdownGraceMs,
+  type ServePlan,
+} from './serve-plan.ts';
 export { DEFAULT_STORE, demoAgentModel, demoModel } from './serve-parts.ts';
-
-export interface ServePlan {
-  /** The user's app (`--app FILE`): served in place of the demo agent. */
-  readonly app?: LoadedApp;
-  readonly config?: string;
-  readonly file?: ServeConfig;
-  readonly port: number;
-  readonly host: string;
-  readonly store: string;
-  /** Where the store was named: `--store`, the config file's field, or the default. */
-  readonly storeFrom: string;
-  readonly model?: string;
-  /** Where the model was named: `--model` or the config file's field. */
-  readonly modelFrom: string;
-  readonly corsOrigins: readonly string[];
-  readonly allowedHosts: readonly string[];
-  /** Bind a non-loopback address without API tokens. */
-  readonly insecure: boolean;
-  readonly policy: ConcurrencyPolicy;
-  /** A run a previous process left running: resume it from its last durable point, or interrupt it (`--recovery`, config `server.recovery`). */
-  readonly recovery: 'resume' | 'interrupt';
-  readonly leaseMs?: number;
-  readonly sweepMs?: number;
-  readonly logLevel: LogLevel;
-  readonly logFormat: LogFormat;
-  /** Bytes a stream's client may leave unread before it is dropped (config `server.max_follower_bytes`). */
-  readonly maxFollowerBytes?: number;
-  /** Quiet time before a full collection gives memory back, 0: never (config `server.idle_gc_ms`, default 1000). */
-  readonly idleGcMs: number;
-  /** Where a transcript of every run served is written (`--record DIR`). */
-  readonly record?: string;
-  /** The OTLP/HTTP traces endpoint spans are exported to (`--otel URL`; else `OTEL_EXPORTER_OTLP_ENDPOINT`). */
-  readonly otel?: string;
-  /** Whether spans carry messages, tool arguments and results (`--otel-content`, config `server.otel_content`). */
-  readonly otelContent: boolean;
-  /** Requests handled at once before one more is answered 503 (config `server.max_concurrent_requests`, default 100). */
-  readonly maxConcurrentRequests: number;
-  /** Frames each thread keeps for reconnects (config `server.replay_buffer_capacity`, default 1024). */
-  readonly replayBufferCapacity?: number;
-  /** How long SIGINT/SIGTERM's shutdown may take before the process exits anyway (config `server.shutdown.timeout_secs`, default 15 s). */
-  readonly shutdownMs: number;
-  /** Whether the A2A agent card takes the public address from X-Forwarded-Host / -Proto (config `server.trust_proxy`). */
-  readonly trustProxy: boolean;
-  /** What a connection may cost (config `server.headers_timeout_ms`, `request_timeout_ms`, `max_connections`). */
-  readonly connections: ConnectionLimits;
-}
-
-/** Requests `awaken serve` handles at once by default (the original's `max_concurrent_requests`). */
-export const DEFAULT_MAX_CONCURRENT_REQUESTS = 100;
-/** The whole shutdown's bound by default, in seconds; the runs in flight get two thirds of it to end. */
-export const DEFAULT_SHUTDOWN_SECS = 15;
-
-/** How long the runs in flight are given to end at shutdown: two thirds of its bound, the rest for streams, the store and the exporters. */
-export const shutdownGraceMs = (shutdownMs: number): number => Math.floor((shutdownMs * 2) / 3);
-
-const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
-
-function portOf(text: string, from: string): number {
-  if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) throw new UsageError(`${from} must be a port number 0..65535, not '${text}'`);
-  return Number(text);
-}
-
-function millisOf(text: string | undefined, flag: string): number | undefined {
-  if (text === undefined) return undefined;
-  if (!/^\d{1,9}$/.test(text) || Number(text) < 10) throw new UsageError(`${flag} must be a number of milliseconds ≥ 10, not '${text}'`);
-  return Number(text);
-}
-
-/**
- * What `awaken serve` is asked to do: flags first, then the `PORT` and `HOST` environment
- * variables, then the config file's `server` section, then the defaults. A mistake is a
- * `CliFailure` (a usage mistake, or a config file that cannot be read or is wrong).
- */
-export function servePlanOf(args: ParsedArgs, env: NodeJS.ProcessEnv = process.env, app?: LoadedApp): ServePlan {
-  const configPath = stringOf(args, 'config');
-  // Beside an app, the file is read with the app's ids and the app checked against it.
-  const file = app !== undefined ? configBesideApp(app, configPath) : configPath === undefined ? undefined : loadServeConfig(configPath);
-  if (app !== undefined && stringOf(args, 'model') !== undefined)
-    throw new UsageError("--model sets the demo agent's model; with --app the app's models answer");
-  const portFlag = stringOf(args, 'port');
-  const portEnv = nonEmpty(env['PORT']);
-  const port = portFlag !== undefined ? portOf(portFlag, '--port') : portEnv !== undefined ? portOf(portEnv, 'PORT') : (file?.server.port ?? 3000);
-  const corsFlags = stringsOf(args, 'cors-origin');
-  const origins = checkOrigins(corsFlags.length > 0 ? corsFlags : (file?.server.cors?.origins ?? []));
-  if (typeof origins === 'string') {
-    if (corsFlags.length > 0) throw new UsageError(`--cors-origin: ${origins}`);
-    throw new CliFailure(`${configPath ?? ''}: server.cors.origins: ${origins}`, EXIT.data);
-  }
-  const hostFlags = stringsOf(args, 'allowed-host');
-  const leaseMs = millisOf(stringOf(args, 'lease-ms'), '--lease-ms') ?? file?.server.lease_ms;
-  const sweepMs = millisOf(stringOf(args, 'sweep-ms'), '--sweep-ms') ?? file?.server.sweep_ms;
-  const model = stringOf(args, 'model') ?? file?.server.model;
-  const otel = stringOf(args, 'otel') ?? file?.server.otel;
-  const connections = connectionLimitsOf(file, configPath ?? '');
-  return {
-    ...(app !== undefined ? { app } : {}),
-    ...(configPath !== undefined ? { config: configPath } : {}),
-    ...(file !== undefined ? { file } : {}),
-    port,
-    host: stringOf(args, 'host') ?? nonEmpty(env['HOST']) ?? file?.server.host ?? '127.0.0.1',
-    store: stringOf(args, 'store') ?? file?.server.store ?? DEFAULT_STORE,
-    storeFrom: stringOf(args, 'store') !== undefined ? '--store' : file?.server.store !== undefined ? `${configPath ?? ''}: server.store` : 'the default store',
-    ...(model !== undefined ? { model } : {}),
-    modelFrom: stringOf(args, 'model') !== undefined ? '--model' : `${configPath ?? ''}: server.model`,
-    corsOrigins: origins,
-    allowedHosts: hostFlags.length > 0 ? hostFlags : (file?.server.allowed_hosts ?? []),
-    insecure: args.values['insecure'] === true,
-    policy: choiceOf(args, 'policy', ['reject', 'supersede'] as const) ?? file?.server.policy ?? 'reject',
-    recovery: choiceOf(args, 'recovery', ['resume', 'interrupt'] as const) ?? file?.server.recovery ?? 'interrupt',
-    ...(leaseMs !== undefined ? { leaseMs } : {}),
-    ...(sweepMs !== undefined ? { sweepMs } : {}),
-    logLevel: choiceOf(args, 'log-level', LOG_LEVELS) ?? file?.server.log?.level ?? 'info',
-    logFormat: choiceOf(args, 'log-format', LOG_FORMATS) ?? file?.server.log?.format ?? 'pretty',
-    ...(file?.server.max_follower_bytes !== undefined ? { maxFollowerBytes: file.server.max_follower_bytes } : {}),
-    idleGcMs: file?.server.idle_gc_ms ?? 1000,
-    ...(stringOf(args, 'record') !== undefined ? { record: stringOf(args, 'record') as string } : {}),
-    ...(otel !== undefined ? { otel } : {}),
-    otelContent: args.values['otel-content'] === true || (file?.server.otel_content ?? false),
-    maxConcurrentRequests: file?.server.max_concurrent_requests ?? DEFAULT_MAX_CONCURRENT_REQUESTS,
-    ...(file?.server.replay_buffer_capacity !== undefined ? { replayBufferCapacity: file.server.replay_buffer_capacity } : {}),
-    shutdownMs: (file?.server.shutdown?.timeout_secs ?? DEFAULT_SHUTDOWN_SECS) * 1000,
-    trustProxy: file?.server.trust_proxy ?? false,
-    connections,
-  };
-}
-
-/** The connection limits of a config file's `server` section over the defaults; the headers' time is within the request's. */
-function connectionLimitsOf(file: ServeConfig | undefined, configPath: string): ConnectionLimits {
-  const server = file?.server;
-  const requestTimeoutMs = server?.request_timeout_ms ?? DEFAULT_CONNECTION_LIMITS.requestTimeoutMs;
-  const headersTimeoutMs = server?.headers_timeout_ms ?? Math.min(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, requestTimeoutMs);
-  if (headersTimeoutMs > requestTimeoutMs) {
-    throw new CliFailure(
-      `${configPath}: server.headers_timeout_ms: ${headersTimeoutMs} is longer than server.request_timeout_ms (${requestTimeoutMs}), which the headers are part of`,
-      EXIT.data,
-    );
-  }
-  return { headersTimeoutMs, requestTimeoutMs, maxConnections: server?.max_connections ?? DEFAULT_CONNECTION_LIMITS.maxConnections };
-}
-
-/** The plan of an `awaken serve` command line, or `'help'`; a mistake is a `CliFailure`. */
-export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServePlan | 'help' {
-  const args = parseCommand(SERVE_COMMAND, argv);
-  return args === 'help' ? 'help' : servePlanOf(args, env);
-}
-
-/**
- * The hosts a request may name: the configured ones, and the interface bound when it is a name or
- * an address of its own; bound to every interface (0.0.0.0, ::) with none configured, any host.
- */
-export function allowedHostsOf(plan: { readonly host: string; readonly allowedHosts: readonly string[] }): string[] {
-  const wildcard = plan.host === '0.0.0.0' || plan.host === '::' || plan.host === '[::]';
-  if (wildcard) return plan.allowedHosts.length > 0 ? [...plan.allowedHosts] : ['*'];
-  return [...plan.allowedHosts, plan.host];
-}
 
 /** `awaken serve`: the HTTP server on a durable store, until SIGINT/SIGTERM. */
 export function serveCommand(argv: readonly string[], io: Io, version: string, env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -293,7 +123,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
           onError: (f, e) => logger.error('transcript not written', { file: f, ...errorFields(e) }),
         });
   const llm = (l: LlmExecutor): LlmExecutor => recorder?.llm(l) ?? l;
-  const store = storeOf(plan.store, plan.storeFrom);
+  const store = storeOf(plan.store, plan.storeFrom, env);
   // --otel or OTEL_EXPORTER_OTLP_ENDPOINT: every agent observed, its spans exported (the packages load
   // only when asked for). What it says before the logger exists is said once it does.
   const early: [level: 'info' | 'warn' | 'error', line: string][] = [];
@@ -380,13 +210,6 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     );
   }
   const bus = openBus(plan.store);
-  let leftRunning: string[] = [];
-  if (bus === undefined) {
-    // One process per store: what a previous process left unfinished is marked at start (or resumed, with --recovery resume).
-    const recovered = await recoverRuns(store, runtime.env.clock.now(), { resume: plan.recovery === 'resume' });
-    if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
-    if (plan.recovery === 'resume') leftRunning = await runsLeftRunning(store, runtime.env.clock.now());
-  }
   const consumer = `${hostname()}:${process.pid}`;
   // A quiet server gives back what a burst left (runs, clients that stopped reading and left).
   const gc = plan.idleGcMs > 0 ? fullCollection() : undefined;
@@ -413,7 +236,6 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
-  await resumeLeftRunning(registry, leftRunning, logger);
   const mailbox = new Mailbox(store, registry, runtime.env, {
     consumer,
     logger,
@@ -456,6 +278,13 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
       ...(env['AWAKEN_INSPECTOR_ASSETS'] !== undefined && env['AWAKEN_INSPECTOR_ASSETS'] !== '' ? { assetsDir: env['AWAKEN_INSPECTOR_ASSETS'] } : {}),
     }),
   );
+  if (bus === undefined) {
+    // One process per store: what a previous process left unfinished is marked at start, or taken
+    // up (as the run's agent, else --recovery, says) — once the configuration saved through the API
+    // is published (createHttpApp), so that its agents and their `recovery` count too.
+    await recoverRuns(store, runtime.env.clock.now(), { recovery: plan.recovery, agents: runtime.registries.agents, logger });
+    await resumeLeftRunning(registry, await runsLeftRunning(store), logger, { store, now: runtime.env.clock.now() });
+  }
   let server: RunningServer;
   try {
     // Whole answers gzip-compressed for clients that take it; streams go out as they are.

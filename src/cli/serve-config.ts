@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { AgentSpecSchema, WrittenAgentSpecSchema, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
+import { AgentSpecSchema, RunRecoverySchema, WrittenAgentSpecSchema, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import { bracketPath, fieldIssues, type FieldIssue } from '../contract/issue-line.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { RUNTIME_CONFIG_KEYS, type RuntimePlugin } from '../runtime/resolve.ts';
@@ -29,8 +29,8 @@ export const ServeConfigSchema = z
         host: z.string().min(1).optional(),
         store: z.string().min(1).optional(),
         policy: z.enum(['reject', 'supersede']).optional(),
-        /** A run a previous process left running: `interrupt` it (default) or `resume` it from its last durable point, as `--recovery`. */
-        recovery: z.enum(['resume', 'interrupt']).optional(),
+        /** A run a previous process left running: `resume` it from its last durable point (default) or `interrupt` it, as `--recovery`; an agent's own `recovery` wins. */
+        recovery: RunRecoverySchema.optional(),
         lease_ms: z.number().int().min(10).optional(),
         sweep_ms: z.number().int().min(10).optional(),
         /** The demo agent's model, as `--model`: `provider:model`, `scripted:FILE` or `transcript:FILE`. */

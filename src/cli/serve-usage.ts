@@ -21,8 +21,9 @@ export const SERVE_USAGE = `usage: awaken serve [options]
   --insecure         bind a non-loopback --host without API tokens (anyone who reaches the port
                      can then read and drive every thread)
   --policy P         a new run on a busy thread: reject (409, default) or supersede (cancel the old one)
-  --recovery R       a run a previous process left running (killed, crashed): interrupt (default:
-                     it ends as interrupted) or resume (it goes on from its last durable point)
+  --recovery R       a run a previous process left running (killed, crashed): resume (default: it
+                     goes on from its last durable point) or interrupt (it ends as interrupted);
+                     an agent's own recovery wins for its runs
   --lease-ms N       how long a run's thread lease and a claimed mailbox job stay held without
                      renewal: a killed instance's threads are free again after it (default: 10000
                      for runs, 30000 for jobs)

@@ -37,6 +37,13 @@ export const RemoteEndpointSchema = z.object({
 });
 export type RemoteEndpoint = z.infer<typeof RemoteEndpointSchema>;
 
+/**
+ * What the next start does with a run its process left running (killed, crashed): `resume` it from
+ * its last durable point, or `interrupt` it (it ends with the error `interrupted: …`).
+ */
+export const RunRecoverySchema = z.enum(['resume', 'interrupt']);
+export type RunRecovery = z.infer<typeof RunRecoverySchema>;
+
 /** A serialisable agent definition (book: 配置 → AgentSpec). `active_hook_filter` is a set: kept sorted, unique. */
 export const AgentSpecSchema = z.object({
   id: z.string().min(1),
@@ -63,6 +70,8 @@ export const AgentSpecSchema = z.object({
   registry: z.string().optional(),
   /** Extra stop conditions beside `max_rounds` (0.6 `stop_conditions`). */
   stop_conditions: z.array(StopConditionSpecSchema).optional(),
+  /** What the next start does with a run of this agent its process left running; unset: what the server says. */
+  recovery: RunRecoverySchema.optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { appOf, AppFieldError, type App } from '../app/app.ts';
 import { addApp } from '../app/compose.ts';
 import type { AppDefinition } from '../app/define.ts';
+import { RunRecoverySchema, type RunRecovery } from '../contract/agent-spec.ts';
 import { fieldIssues } from '../contract/issue-line.ts';
 import { inspectorRoutes } from '../inspector/routes.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
@@ -17,7 +18,7 @@ import { withGzip } from './compress.ts';
 import { createHttpApp } from './http.ts';
 import { silentLogger, type Logger } from './log.ts';
 import { Mailbox } from './mailbox.ts';
-import { recoverRuns, resumeLeftRunning, runsLeftRunning } from './recovery.ts';
+import { DEFAULT_RECOVERY, recoverRuns, resumeLeftRunning, runsLeftRunning } from './recovery.ts';
 import { RunRegistry } from './run-registry.ts';
 
 /**
@@ -55,10 +56,11 @@ export interface AwakenOptions {
   /** Serve a host beyond this machine (`allowedHosts`) without tokens: anyone who reaches it can read and drive every thread. */
   readonly insecure?: boolean;
   /**
-   * A run a previous process left running (it was killed, it crashed): `interrupt` it (default: it
-   * ends with the error `interrupted: …`) or `resume` it from its last durable point (docs/server.md).
+   * A run a previous process left running (it was killed, it crashed): `resume` it from its last
+   * durable point (default) or `interrupt` it (it ends with the error `interrupted: …`); an agent's
+   * own `recovery` wins for its runs (docs/server.md).
    */
-  readonly recovery?: 'resume' | 'interrupt';
+  readonly recovery?: RunRecovery;
 }
 
 /** What `createAwaken` gives: the handlers to mount, and how to stop. */
@@ -120,7 +122,7 @@ const OptionsSchema = z
     trustProxy: z.boolean().optional(),
     version: z.string().optional(),
     insecure: z.boolean().optional(),
-    recovery: z.enum(['resume', 'interrupt']).optional(),
+    recovery: RunRecoverySchema.optional(),
   })
   .strict();
 
@@ -355,10 +357,11 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   // spelling): their runs in flight are not this process's to mark.
   let leftRunning: string[] = [];
   if (store.kind !== 'postgres') {
-    // One process per store: what a previous process left unfinished is marked at start.
-    const recovered = await recoverRuns(store, runtime.env.clock.now(), { resume: given.recovery === 'resume' }).catch(failed);
-    if (recovered.length > 0) logger.warn(`marked ${recovered.length} run(s) left unfinished by a previous process as interrupted`, { runs: recovered.length });
-    if (given.recovery === 'resume') leftRunning = await runsLeftRunning(store, runtime.env.clock.now()).catch(failed);
+    // One process per store: what a previous process left unfinished is marked at start, or left
+    // running to be taken up (as the run's agent, else `recovery`, says).
+    const recovery = given.recovery ?? DEFAULT_RECOVERY;
+    await recoverRuns(store, runtime.env.clock.now(), { recovery, agents: runtime.registries.agents, logger }).catch(failed);
+    leftRunning = await runsLeftRunning(store).catch(failed);
   }
   const consumer = `${hostname()}:${process.pid}`;
   const registry = new RunRegistry(runtime, store, {
@@ -368,7 +371,7 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     ...(bus !== undefined ? { bus } : {}),
   });
   await registry.attachBus().catch(failed);
-  await resumeLeftRunning(registry, leftRunning, logger);
+  await resumeLeftRunning(registry, leftRunning, logger, { store, now: runtime.env.clock.now() });
   const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger });
   const api = createHttpApp(
     { runtime, store, registry, mailbox },

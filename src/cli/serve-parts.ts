@@ -9,6 +9,7 @@ import { perConversation } from '../providers/per-conversation.ts';
 import { CatalogError, catalogModel, isCatalogModel } from '../providers/catalog.ts';
 import { openStore } from '../stores/index.ts';
 import type { Store } from '../runtime/store.ts';
+import { crashAtOf, crashingStore, killSelf } from '../server/crash-at.ts';
 import { CliFailure, UsageError } from './args.ts';
 import { EXIT } from './exit.ts';
 import { modelFactoryOf } from './run-plan.ts';
@@ -104,14 +105,18 @@ function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: s
  * one (./data) is made. A store of an unknown kind is a usage mistake; one whose package is not
  * installed, unavailable; one whose directory is missing, missing input.
  */
-export function storeOf(spec: string, where: string): Store {
+export function storeOf(spec: string, where: string, env: NodeJS.ProcessEnv = process.env): Store {
   if (spec === DEFAULT_STORE) mkdirSync(resolve('data'), { recursive: true });
   if (spec.startsWith('sqlite:') && spec !== 'sqlite::memory:' && spec.length > 'sqlite:'.length) {
     const dir = dirname(resolve(spec.slice('sqlite:'.length)));
     if (!existsSync(dir)) throw new CliFailure(`${where}: the directory ${dir} does not exist (create it, or choose another path)`, EXIT.noInput);
   }
+  // The chaos suite's crash hook (src/server/crash-at.ts): only a variable named for it arms it.
+  const crash = env['AWAKEN_CRASH_AT'];
+  const at = crash === undefined || crash === '' ? undefined : crashAtOf(crash);
+  if (typeof at === 'string') throw new UsageError(at);
   const store = openStore(spec);
-  if (typeof store !== 'string') return store;
+  if (typeof store !== 'string') return at === undefined ? store : crashingStore(store, at, killSelf);
   if (/^(postgres|postgresql):\/\//.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.unavailable);
   if (/^(memory|sqlite:|file:)/.test(spec)) throw new CliFailure(`${where}: ${store}`, EXIT.noInput);
   throw new UsageError(`${where}: ${store}`);

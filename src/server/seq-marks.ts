@@ -11,10 +11,11 @@ interface Mark {
 
 /**
  * Keeps each thread log's `seq` durable (seed 001 §4.2) at the cost of a store write per run and per
- * `block` frames: before a frame above the stored mark is published the mark is raised `block` ahead;
- * at a clean end it is set to the last frame. After a restart the log goes on from the mark — above
- * every frame a client may hold — so an old `Last-Event-ID` resumes exactly (clean end) or resyncs
- * (crash), never silently skips the next run's frames.
+ * `block` frames: before a frame at or above the stored mark is published the mark is raised `block`
+ * ahead (the thread logs `cover` the frame's `seq + 1`); at a clean end it is set to the last frame.
+ * After a restart the log goes on from the mark — after a crash above every frame a client may hold —
+ * so an old `Last-Event-ID` resumes exactly (clean end) or resyncs (crash), never silently skips the
+ * next run's frames nor gets again, under new ids, what a run taken up again streams anew.
  */
 export class SeqMarks {
   readonly #store: ThreadSeqStore;

@@ -104,7 +104,7 @@ export class ThreadLogs {
     const relay = this.#host.relay;
     if (relay === undefined) {
       const frame = log.next(run.runId, event);
-      const cover = this.#marks.cover(run.threadId, frame.seq);
+      const cover = this.#coverAbove(run.threadId, frame.seq);
       const before = this.#publishing.get(run.threadId);
       if (cover === undefined && before === undefined) {
         log.publish(frame);
@@ -149,7 +149,7 @@ export class ThreadLogs {
       const log = this.log(threadId);
       await this.#marks.load(threadId, log);
       const frame = log.next(runId, event);
-      await this.#marks.cover(threadId, frame.seq);
+      await this.#coverAbove(threadId, frame.seq);
       log.publish(frame);
       await this.#marks.settle(threadId, log.lastSeq);
     }
@@ -210,6 +210,17 @@ export class ThreadLogs {
       this.#evict(id, log.lastSeq);
       bytes -= log.bytes;
     }
+  }
+
+  /**
+   * `undefined` when the stored mark is above `seq` already; else the write that puts it above. A
+   * frame goes out only below the stored mark, so after a crash the mark is above every frame a
+   * client may hold: a client back with the last one is resynced — a run taken up again streams
+   * anew what it had streamed since its last write, and a client that kept that is told to drop it.
+   * A clean end sets the mark to the last frame, which a client then resumes from exactly.
+   */
+  #coverAbove(threadId: string, seq: number): Promise<void> | undefined {
+    return this.#marks.cover(threadId, seq + 1);
   }
 
   /** Lets a thread's log go, remembering where its `seq` stood so that it never goes back. */

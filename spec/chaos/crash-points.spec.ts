@@ -1,0 +1,196 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startServe, type ServeProcess } from '../support/serve-process.ts';
+import { report, SCALE } from './chaos.ts';
+
+/**
+ * The crash-point table of durable execution: `awaken serve --recovery resume` kills itself at each
+ * durable point of a run with a tool that may not run twice (`charge`) and a replay-safe one
+ * (`lookup`) — the store's points by AWAKEN_CRASH_AT (src/server/crash-at.ts), the two in the app's
+ * own code (inside a tool, mid-inference) by the fixture (fixtures/crash-app.ts) — then a server
+ * without the hook starts on the same store. Every run ends by itself; `charge` never ran twice
+ * (its executions are counted in a file outside the server); its result is `indeterminate` exactly
+ * where it was recorded Executing without its outcome stored (the contract's dispatch boundary is
+ * that record: after a kill nothing tells a call killed before its executor was called from one
+ * killed inside it, so `charge` is then reported unknown and not run), never elsewhere; `lookup`
+ * ran once, or twice when it had been recorded Executing without its outcome; the history holds each
+ * answer once.
+ */
+const KILLS = 4 * SCALE;
+const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
+const POINTS = [
+  { name: 'before-batch', env: 'AWAKEN_CRASH_AT', value: 'before-batch:1' },
+  { name: 'before-executing', env: 'AWAKEN_CRASH_AT', value: 'before-executing:1' },
+  { name: 'before-dispatch', env: 'AWAKEN_CRASH_AT', value: 'before-dispatch:1' },
+  { name: 'in-tool', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-tool:1' },
+  { name: 'before-finalise', env: 'AWAKEN_CRASH_AT', value: 'before-finalise:1' },
+  { name: 'in-publication', env: 'AWAKEN_CRASH_AT', value: 'in-publication:1' },
+  { name: 'in-inference (tool use)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:1' },
+  { name: 'in-inference (answer)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:2' },
+] as const;
+/** Where `charge` is recorded Executing without its outcome stored when the process dies. */
+const EXECUTING_WITHOUT_OUTCOME = new Set<string>(['before-dispatch', 'in-tool']);
+/** Where it had not run yet: reported unknown, it never runs. */
+const NEVER_RUN = new Set<string>(['before-dispatch']);
+
+const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+const countsOf = (file: string, thread: string): { charge: number; lookup: number } => {
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  return { charge: lines.filter((l) => l === `${thread} charge`).length, lookup: lines.filter((l) => l === `${thread} lookup`).length };
+};
+
+interface Row {
+  kills: number;
+  /** The server died by itself at the point (the hook fired). */
+  crashed: number;
+  stuck: number;
+  chargedTwice: number;
+  chargedNever: number;
+  indeterminate: number;
+  /** Indeterminate, but `charge` ran after the restart: run once and still reported unknown. */
+  indeterminateRunAfter: number;
+  lookupOverRun: number;
+  badHistory: number;
+}
+
+const exited = (s: ServeProcess, ms: number): Promise<boolean> =>
+  s.child.exitCode !== null || s.child.signalCode !== null
+    ? Promise.resolve(true)
+    : new Promise((r) => {
+        const t = setTimeout(() => r(false), ms);
+        s.child.once('exit', () => {
+          clearTimeout(t);
+          r(true);
+        });
+      });
+
+const EMPTY: Row = {
+  kills: 0,
+  crashed: 0,
+  stuck: 0,
+  chargedTwice: 0,
+  chargedNever: 0,
+  indeterminate: 0,
+  indeterminateRunAfter: 0,
+  lookupOverRun: 0,
+  badHistory: 0,
+};
+
+/** One kill at `point`, on a store of its own (`store` names it; its counts file lies beside it). */
+async function killAt(store: string, point: (typeof POINTS)[number], kill: number): Promise<Row> {
+  const counts = join(tmpdir(), `awaken-crash-counts-${process.pid}-${store.replace(/[^a-z0-9]/gi, '')}.txt`);
+  const args = ['--app', APP, '--store', store, '--recovery', 'resume'];
+  const thread = `${point.value.replace(/[^a-z0-9]/g, '-')}-${kill}`;
+  const row: Row = {
+    kills: 1,
+    crashed: 0,
+    stuck: 0,
+    chargedTwice: 0,
+    chargedNever: 0,
+    indeterminate: 0,
+    indeterminateRunAfter: 0,
+    lookupOverRun: 0,
+    badHistory: 0,
+  };
+  const armed = await startServe(args, { AWAKEN_TEST_COUNTS: counts, [point.env]: point.value });
+  const agentId = kill % 2 === 0 ? 'sequential' : 'parallel';
+  let runId = '';
+  try {
+    const r = await fetch(`${armed.url}/v1/runs`, json({ agentId, threadId: thread, messages: [{ role: 'user', content: 'charge order o-1' }] }));
+    runId = r.headers.get('x-awaken-run-id') as string;
+    await r.text().catch(() => '');
+    if (await exited(armed, 10_000)) row.crashed = 1;
+  } finally {
+    await armed.stop();
+  }
+  const before = countsOf(counts, thread);
+  const s = await startServe(args, { AWAKEN_TEST_COUNTS: counts });
+  try {
+    const started = Date.now();
+    let run: { status?: string; termination?: { type: string } } = {};
+    while (Date.now() - started < 15_000) {
+      const got = await fetch(`${s.url}/v1/runs/${runId}`);
+      run = got.status === 200 ? ((await got.json()) as typeof run) : (await got.body?.cancel(), {});
+      if (run.status === 'done') break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    if (run.status !== 'done' || run.termination?.type !== 'natural_end') {
+      row.stuck = 1;
+      return row;
+    }
+    const after = countsOf(counts, thread);
+    if (after.charge > 1) row.chargedTwice = 1;
+    if (after.charge < 1) row.chargedNever = 1;
+    if (after.lookup > 2 || after.lookup < 1) row.lookupOverRun = 1;
+    const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
+      messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
+    };
+    const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
+    if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) row.badHistory = 1;
+    const chargeText =
+      page.messages
+        .find((m) => m.tool_call_id === 'c1')
+        ?.content.map((c) => c.text ?? '')
+        .join('') ?? '';
+    if (chargeText.startsWith('The outcome of tool call c1 (charge) is unknown')) {
+      row.indeterminate = 1;
+      if (after.charge > before.charge) row.indeterminateRunAfter = 1;
+    }
+  } finally {
+    await s.stop();
+  }
+  return row;
+}
+
+const table: string[] = [];
+
+describe('kill -9 at each durable point of a run, then a restart with --recovery resume on the same store', () => {
+  afterAll(() => {
+    if (table.length > 0)
+      process.stdout.write(
+        `${['| store | point | kills | crashed | stuck | charged twice | charged never | indeterminate | indeterminate, run after | lookup over-run | bad history |', '|---|---|---|---|---|---|---|---|---|---|---|', ...table].join('\n')}\n`,
+      );
+  });
+
+  const stores = [
+    { name: 'SQLite', spec: (dir: string) => `sqlite:${join(dir, 'awaken.db')}` },
+    { name: 'file', spec: (dir: string) => `file:${dir}` },
+  ];
+  for (const store of stores)
+    it(
+      `${store.name}: ${KILLS} kills at each of ${POINTS.length} points; every run ends, charge never runs twice, indeterminate only once Executing`,
+      async () => {
+        // Each kill on a store of its own, two at a time (a server's start is most of a kill's time).
+        const jobs = POINTS.flatMap((point) => Array.from({ length: KILLS }, (_, k) => ({ point, k })));
+        const rows = new Map<string, Row>(POINTS.map((p) => [p.name, { ...EMPTY }]));
+        let next = 0;
+        const worker = async (): Promise<void> => {
+          for (let job = jobs[next++]; job !== undefined; job = jobs[next++]) {
+            const row = await killAt(store.spec(mkdtempSync(join(tmpdir(), 'awaken-crash-'))), job.point, job.k);
+            const sum = rows.get(job.point.name) as Row;
+            for (const key of Object.keys(sum) as (keyof Row)[]) sum[key] += row[key];
+          }
+        };
+        await Promise.all([worker(), worker()]);
+        for (const point of POINTS) {
+          const sum = rows.get(point.name) as Row;
+          report(`crash point / ${store.name} / ${point.name}`, { ...sum });
+          table.push(
+            `| ${store.name} | ${point.name} | ${sum.kills} | ${sum.crashed} | ${sum.stuck} | ${sum.chargedTwice} | ${sum.chargedNever} | ${sum.indeterminate} | ${sum.indeterminateRunAfter} | ${sum.lookupOverRun} | ${sum.badHistory} |`,
+          );
+        }
+        const want = (point: (typeof POINTS)[number]): Row => ({
+          ...EMPTY,
+          kills: KILLS,
+          crashed: KILLS,
+          indeterminate: EXECUTING_WITHOUT_OUTCOME.has(point.name) ? KILLS : 0,
+          chargedNever: NEVER_RUN.has(point.name) ? KILLS : 0,
+        });
+        expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(POINTS.map((p) => [p.name, want(p)])));
+      },
+      240_000 * SCALE,
+    );
+});

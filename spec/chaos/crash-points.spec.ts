@@ -79,22 +79,12 @@ const EMPTY: Row = {
   badHistory: 0,
 };
 
-/** One kill at `point`, on a store of its own (`store` names it; its counts file lies beside it). */
+/** One kill at `point`, on a store of its own (`store` names it; the tools count their executions in a file named after it). */
 async function killAt(store: string, point: (typeof POINTS)[number], kill: number): Promise<Row> {
   const counts = join(tmpdir(), `awaken-crash-counts-${process.pid}-${store.replace(/[^a-z0-9]/gi, '')}.txt`);
   const args = ['--app', APP, '--store', store, '--recovery', 'resume'];
   const thread = `${point.value.replace(/[^a-z0-9]/g, '-')}-${kill}`;
-  const row: Row = {
-    kills: 1,
-    crashed: 0,
-    stuck: 0,
-    chargedTwice: 0,
-    chargedNever: 0,
-    indeterminate: 0,
-    indeterminateRunAfter: 0,
-    lookupOverRun: 0,
-    badHistory: 0,
-  };
+  const row: Row = { ...EMPTY, kills: 1 };
   const armed = await startServe(args, { AWAKEN_TEST_COUNTS: counts, [point.env]: point.value });
   const agentId = kill % 2 === 0 ? 'sequential' : 'parallel';
   let runId = '';

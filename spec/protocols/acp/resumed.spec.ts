@@ -4,25 +4,14 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../../src/contract/event.ts';
 import type { JsonValue } from '../../../src/contract/json.ts';
 import { encodeAcp, frameAcp } from '../../../src/protocols/acp/encoder.ts';
+import { resumedSegment } from '../../support/resumed-segment.ts';
 
-const resumed = (content: JsonValue): AgentEvent => ({
-  event_type: 'activity_snapshot',
-  message_id: 'm-resumed',
-  activity_type: 'run_resumed',
-  content,
-  replace: true,
-});
-
-/** A run taken up again at the start of its step 3 (the model is asked again): the new segment. */
-const segment = (content: JsonValue): AgentEvent[] => [
-  { event_type: 'run_start', thread_id: 't', run_id: 'r' },
-  resumed(content),
-  { event_type: 'step_start', message_id: 'm3' },
-  { event_type: 'reasoning_delta', delta: 'again' },
-  { event_type: 'text_delta', delta: 'done' },
-  { event_type: 'step_end' },
-  { event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } },
-];
+/** A run taken up again at the start of its step 3 (the model is asked again). */
+const segment = (content: JsonValue): AgentEvent[] =>
+  resumedSegment(content, 'm3', [
+    { event_type: 'reasoning_delta', delta: 'again' },
+    { event_type: 'text_delta', delta: 'done' },
+  ]);
 
 describe('ACP: a run taken up again after its process stopped', () => {
   it('says where it went on as a thought of the agent, a paragraph of its own, before the step goes on', () => {

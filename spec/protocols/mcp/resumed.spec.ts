@@ -4,24 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { AgentEvent } from '../../../src/contract/event.ts';
 import type { JsonValue } from '../../../src/contract/json.ts';
 import { encodeMcp, frameMcp } from '../../../src/protocols/mcp/encoder.ts';
+import { resumed, resumedSegment } from '../../support/resumed-segment.ts';
 
-const resumed = (content: JsonValue): AgentEvent => ({
-  event_type: 'activity_snapshot',
-  message_id: 'm-resumed',
-  activity_type: 'run_resumed',
-  content,
-  replace: true,
-});
-
-/** A run taken up again inside the tool batch of its step 2: the new segment, as the runtime emits it. */
-const segment = (content: JsonValue): AgentEvent[] => [
-  { event_type: 'run_start', thread_id: 't', run_id: 'r' },
-  resumed(content),
-  { event_type: 'step_start', message_id: 'm2' },
-  { event_type: 'text_delta', delta: 'done' },
-  { event_type: 'step_end' },
-  { event_type: 'run_finish', thread_id: 't', run_id: 'r', termination: { type: 'natural_end' } },
-];
+/** A run taken up again inside the tool batch of its step 2. */
+const segment = (content: JsonValue): AgentEvent[] => resumedSegment(content, 'm2', [{ event_type: 'text_delta', delta: 'done' }]);
 
 const progress = (n: number, message: string): string =>
   `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: n, message } })}\n`;

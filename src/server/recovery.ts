@@ -106,10 +106,10 @@ export async function resumeLeftRunning(
     const taken = await registry.recover(runId).catch((e: unknown) => void logger.error('run left running not recovered', { run: runId, ...errorFields(e) }));
     if (taken !== true) continue;
     resumed++;
-    if (jobs !== undefined)
-      await acknowledgeJobOf(runId, jobs.store, jobs.now).catch((e: unknown) =>
-        logger.error('mailbox job of a resumed run not acknowledged', { run: runId, ...errorFields(e) }),
-      );
+    if (jobs === undefined) continue;
+    await acknowledgeJobOf(runId, jobs.store, jobs.now).catch((e: unknown) =>
+      logger.error('mailbox job of a resumed run not acknowledged', { run: runId, ...errorFields(e) }),
+    );
   }
   logger.warn(`resumed ${resumed} of ${runIds.length} run(s) a previous process left running`, { runs: runIds.length, resumed });
 }
@@ -118,5 +118,5 @@ async function acknowledgeJobOf(runId: string, store: Pick<Store, 'getRun' | 'li
   const run = await store.getRun(runId);
   if (run === undefined) return;
   const claimed = await store.listJobs(run.thread_id, { status: 'claimed', offset: 0, limit: 10 });
-  for (const job of claimed.items) if (job.claim_token !== undefined) await store.ack(job.job_id, job.claim_token, now);
+  for (const job of claimed.items) await store.ack(job.job_id, job.claim_token ?? '', now);
 }

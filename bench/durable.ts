@@ -11,7 +11,8 @@ import { openStore, type Store } from 'awaken-ts/stores';
  * (each step an inference answering one `echo` call, then a text answer) on the default `Env`, on
  * the in-memory store and on a SQLite file, interleaved in rounds in one process. A run with a store
  * writes at its start, at each call's three phases (the batch as requested, the call marked running,
- * its outcome) and at each step's end: the writes per run are counted. Reported: ms per run (median
+ * its outcome) and at each step's end: the writes per run are counted; a server's runs also hold
+ * their thread's lease, which every write checks (`RunCheckpoint.fence`). Reported: ms per run (median
  * of rounds), SQLite's time over the memory store's (median and max of per-round ratios; the target
  * is ≤ 2×), and the cost of one write on each store beside the run without a store.
  */
@@ -64,7 +65,7 @@ interface Subject {
   readonly close: () => Promise<void>;
 }
 
-function subject(name: string, store: Store | undefined): Subject {
+function subject(name: string, store: Store | undefined, fenced = false): Subject {
   const llm = model();
   const builder = new AgentRuntimeBuilder()
     .withEnv(realEnv())
@@ -87,9 +88,15 @@ function subject(name: string, store: Store | undefined): Subject {
   const runtime = built.value;
   let n = 0;
   const sink = { emit: () => undefined };
+  // As a server runs it: the thread's lease taken for the run, every checkpoint fenced by it.
+  const owner = 'bench-instance';
   s.run = async () => {
     llm.reset();
-    const r = await runtime.run({ threadId: `${name.replace(/\W+/g, '-')}-${n++}`, messages: [Messages.user('go')] }, sink);
+    const threadId = `${name.replace(/\W+/g, '-')}-${n++}`;
+    const runId = `${threadId}-run`;
+    if (fenced) await store?.takeLease({ threadId, runId, owner, now: Date.now(), ttlMs: 60_000 });
+    const r = await runtime.run({ threadId, runId, messages: [Messages.user('go')] }, sink, fenced ? { checkpoint: { fence: { owner } } } : {});
+    if (fenced) await store?.releaseLease(threadId, runId);
     if (!r.ok || r.value.termination.type !== 'natural_end')
       throw new Error(`${name}: the run did not end naturally: ${JSON.stringify(r.ok ? r.value.termination : r.error)}`);
   };
@@ -104,8 +111,14 @@ const median = (xs: readonly number[]): number => {
 const dir = mkdtempSync(join(tmpdir(), 'awaken-bench-durable-'));
 const memoryStore = openStore('memory');
 const sqliteStore = openStore(`sqlite:${join(dir, 'bench.db')}`);
-if (typeof memoryStore === 'string' || typeof sqliteStore === 'string') throw new Error('a store did not open');
-const subjects = [subject('no store', undefined), subject('memory store', memoryStore), subject('SQLite file', sqliteStore)];
+const fencedStore = openStore(`sqlite:${join(dir, 'fenced.db')}`);
+if (typeof memoryStore === 'string' || typeof sqliteStore === 'string' || typeof fencedStore === 'string') throw new Error('a store did not open');
+const subjects = [
+  subject('no store', undefined),
+  subject('memory store', memoryStore),
+  subject('SQLite file', sqliteStore),
+  subject('SQLite file, fenced', fencedStore, true),
+];
 const times = new Map<string, number[]>(subjects.map((s) => [s.name, []]));
 const perRun = new Map<string, number>();
 
@@ -138,6 +151,7 @@ const lines = [
   `| no store | ${ms('no store').toFixed(2)} | — |`,
   `| memory store | ${ms('memory store').toFixed(2)} | ${perWrite('memory store').toFixed(1)} |`,
   `| SQLite file | ${ms('SQLite file').toFixed(2)} | ${perWrite('SQLite file').toFixed(1)} |`,
+  `| SQLite file, fenced by the thread's lease (as a server's runs) | ${ms('SQLite file, fenced').toFixed(2)} | ${perWrite('SQLite file, fenced').toFixed(1)} |`,
   '',
   `SQLite over the memory store, per round: median ${median(ratios).toFixed(2)}×, max ${Math.max(...ratios).toFixed(2)}× (target ≤ 2×).`,
   '',

@@ -5,8 +5,7 @@ import { readFrames, type SseFrame } from '../support/server.ts';
 import { report, rngOf, SCALE, slowScript } from './chaos.ts';
 
 /**
- * Two `awaken serve` instances on one PostgreSQL database (issue: the server under faults, finding 1):
- * kill -9 of the instance running a thread's run; the survivor ends that run (its followers get the
+ * Two `awaken serve --recovery interrupt` instances on one PostgreSQL database: kill -9 of the instance running a thread's run; the survivor ends that run (its followers get the
  * terminal frame) and takes a new run on the thread within a lease and a sweep.
  */
 const LEASE_MS = 1_000;
@@ -23,7 +22,19 @@ afterAll(async () => {
 describe('two instances on PostgreSQL', () => {
   it(`kill -9 of the instance running a thread, ${20 * SCALE} times: the other ends the run for its followers and takes the thread within lease + sweep`, async () => {
     const rng = rngOf('cluster-kill');
-    const args = ['--store', url, '--model', `scripted:${slowScript(10, 50)}`, '--lease-ms', String(LEASE_MS), '--sweep-ms', String(SWEEP_MS)];
+    // Interrupt: the survivor ends the dead instance's run (taking it up instead: cluster-crash-points.spec.ts).
+    const args = [
+      '--store',
+      url,
+      '--model',
+      `scripted:${slowScript(10, 50)}`,
+      '--lease-ms',
+      String(LEASE_MS),
+      '--sweep-ms',
+      String(SWEEP_MS),
+      '--recovery',
+      'interrupt',
+    ];
     let a = await startServe(args);
     const b = await startServe(args);
     const figures = { tried: 0, terminalSeen: 0, interrupted: 0, refusedWhileLeased: 0, stuck: 0, recoveryMaxMs: 0, recoveryBoundMs: LEASE_MS + SWEEP_MS };

@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startServe, type ServeProcess } from '../support/serve-process.ts';
+import { startServe } from '../support/serve-process.ts';
 import { report, SCALE } from './chaos.ts';
+import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, NEVER_RUN, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table of durable execution: `awaken serve --recovery resume` kills itself at each
@@ -20,27 +21,6 @@ import { report, SCALE } from './chaos.ts';
  */
 const KILLS = 4 * SCALE;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
-const POINTS = [
-  { name: 'before-batch', env: 'AWAKEN_CRASH_AT', value: 'before-batch:1' },
-  { name: 'before-executing', env: 'AWAKEN_CRASH_AT', value: 'before-executing:1' },
-  { name: 'before-dispatch', env: 'AWAKEN_CRASH_AT', value: 'before-dispatch:1' },
-  { name: 'in-tool', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-tool:1' },
-  { name: 'before-finalise', env: 'AWAKEN_CRASH_AT', value: 'before-finalise:1' },
-  { name: 'in-publication', env: 'AWAKEN_CRASH_AT', value: 'in-publication:1' },
-  { name: 'in-inference (tool use)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:1' },
-  { name: 'in-inference (answer)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:2' },
-] as const;
-/** Where `charge` is recorded Executing without its outcome stored when the process dies. */
-const EXECUTING_WITHOUT_OUTCOME = new Set<string>(['before-dispatch', 'in-tool']);
-/** Where it had not run yet: reported unknown, it never runs. */
-const NEVER_RUN = new Set<string>(['before-dispatch']);
-
-const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
-const countsOf = (file: string, thread: string): { charge: number; lookup: number } => {
-  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
-  return { charge: lines.filter((l) => l === `${thread} charge`).length, lookup: lines.filter((l) => l === `${thread} lookup`).length };
-};
 
 interface Row {
   kills: number;
@@ -55,17 +35,6 @@ interface Row {
   lookupOverRun: number;
   badHistory: number;
 }
-
-const exited = (s: ServeProcess, ms: number): Promise<boolean> =>
-  s.child.exitCode !== null || s.child.signalCode !== null
-    ? Promise.resolve(true)
-    : new Promise((r) => {
-        const t = setTimeout(() => r(false), ms);
-        s.child.once('exit', () => {
-          clearTimeout(t);
-          r(true);
-        });
-      });
 
 const EMPTY: Row = {
   kills: 0,

@@ -84,7 +84,7 @@ export function normalise(text: string): string {
     .replace(/^\d\d:\d\d:\d\d\.\d{3} /gm, '<time> ')
     .replace(/(\bms=|"duration_ms":|"elapsedMs":|"updated_at":|"startedAt":|"created_at":|"modified_at":|"bytes":)\d+/g, '$1<n>')
     .replace(/([+ (])\d+ ms\b/g, '$1<n> ms')
-    .replace(/consumer=vm:\d+/g, 'consumer=vm:<pid>')
+    .replace(/consumer=vm:\d+:[\w-]+/g, 'consumer=vm:<pid>:<instance>')
     // A benchmark's figures: the table's measured cells, a hook's share and time.
     .replace(/^(\| \d+ \| [\w-]+ \|)(.*)$/gm, (_m, head: string, cells: string) => head + cells.replace(/-?\d+(\.\d+)?/g, '<x>'))
     .replace(/^ +\d+(\.\d+)?%( +\S+ · \S+ +\(\d+ calls, )\d+(\.\d+)? µs each\)$/gm, '<x>%$2<x> µs each)')

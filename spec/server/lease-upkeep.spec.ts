@@ -2,10 +2,12 @@ import { describe, expect, it, vi } from 'vitest';
 import type { TerminationReason } from '../../src/contract/lifecycle.ts';
 import type { RunHandle } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv, realEnv, type DeterministicEnv, type Env } from '../../src/runtime/env.ts';
+import type { RunRecord } from '../../src/runtime/store.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
 import { LeaseUpkeep } from '../../src/server/lease-upkeep.ts';
 import type { LiveRun } from '../../src/server/live-run.ts';
 import { silentLogger } from '../../src/server/log.ts';
+import type { RecoveryFate } from '../../src/server/recovery.ts';
 import { RunLeases } from '../../src/server/run-leases.ts';
 import { ThreadLocks } from '../../src/server/thread-locks.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
@@ -17,7 +19,8 @@ import { MemoryStore } from '../../src/stores/memory.ts';
  */
 const TTL = 1_000;
 
-function setup(sleep?: Env['sleep']) {
+function setup(sleep?: Env['sleep'], takingUp?: { readonly fate: (run: RunRecord, stopped: string) => RecoveryFate }) {
+  const recovered: string[] = [];
   const simulated = deterministicEnv();
   const env: DeterministicEnv = sleep === undefined ? simulated : { ...simulated, sleep };
   const store = new MemoryStore();
@@ -34,14 +37,16 @@ function setup(sleep?: Env['sleep']) {
     runs: () => runs,
     isLive: (runId) => runs.some((r) => r.runId === runId),
     appendTerminal: async (threadId, runId, termination) => void terminals.push([threadId, runId, termination]),
+    ...(takingUp !== undefined ? { fate: takingUp.fate, recover: async (runId: string) => (recovered.push(runId), true) } : {}),
   });
   const live = (runId: string, threadId: string): LiveRun => {
     const run = { runId, threadId, status: 'running', stopRequested: false, handle: { cancel: vi.fn() } as unknown as RunHandle } as unknown as LiveRun;
     runs.push(run);
     return run;
   };
-  const stored = (runId: string, threadId: string, status: RunCheckpoint['status']) =>
+  const stored = (runId: string, threadId: string, status: RunCheckpoint['status'], parentRunId?: string) =>
     store.checkpoint({
+      ...(parentRunId !== undefined ? { parentRunId } : {}),
       threadId,
       runId,
       agentId: 'agent',
@@ -52,7 +57,7 @@ function setup(sleep?: Env['sleep']) {
       runState: { revision: 1, extensions: {} },
       updatedAt: 0,
     });
-  return { env, store, mine, other, runs, terminals, upkeep, live, stored };
+  return { env, store, mine, other, runs, terminals, upkeep, live, stored, recovered };
 }
 
 describe('LeaseUpkeep.renew', () => {
@@ -124,5 +129,55 @@ describe('LeaseUpkeep.start', () => {
     upkeep.start(); // once
     await expect.poll(async () => (await store.getRun('dead'))?.status).toBe('done');
     upkeep.stop();
+  });
+});
+
+describe('LeaseUpkeep.sweep with a fate for the runs it finds running', () => {
+  it('takes up a running run whose fate is to resume (recover), ends one whose fate is not with its reason, and a sub-run or a cancelled one as before', async () => {
+    const fates: [string, string][] = [];
+    const fate = (run: RunRecord, stopped: string): RecoveryFate => {
+      fates.push([run.run_id, stopped]);
+      return run.run_id === 'resumed'
+        ? { resume: true }
+        : { resume: false, reason: `${stopped}, and its agent 'agent' changed since the run started (its config or its code)` };
+    };
+    const { env, store, other, terminals, upkeep, stored, recovered } = setup(undefined, { fate });
+    await stored('resumed', 't1', 'running');
+    await stored('changed', 't2', 'running');
+    await stored('child', 't3', 'running', 'resumed');
+    await stored('stopped', 't4', 'running');
+    await stored('parked', 't5', 'waiting');
+    for (const [t, r] of [
+      ['t1', 'resumed'],
+      ['t2', 'changed'],
+      ['t3', 'child'],
+      ['t4', 'stopped'],
+      ['t5', 'parked'],
+    ] as const) {
+      expect((await other.take(t, r)).ok).toBe(true);
+    }
+    expect(await other.requestCancel('stopped')).toBe(true);
+    env.advance(TTL + 1);
+    expect((await upkeep.sweep()).sort()).toEqual(['changed', 'child', 'stopped']);
+    // Taken up by `recover`, which takes the expired lease over itself: the sweep left it as it was.
+    expect(recovered).toEqual(['resumed']);
+    expect(await store.getRun('resumed')).toMatchObject({ status: 'running' });
+    expect((await store.getLease('t1'))?.owner).toBe('Z');
+    const lapsed = 'interrupted: its instance stopped renewing the thread lease';
+    const changed = { type: 'error', value: `${lapsed}, and its agent 'agent' changed since the run started (its config or its code)` };
+    expect(await store.getRun('changed')).toMatchObject({ status: 'done', termination: changed });
+    expect(await store.getRun('child')).toMatchObject({ status: 'done', termination: { type: 'error', value: lapsed } });
+    expect(await store.getRun('stopped')).toMatchObject({ status: 'done', termination: { type: 'cancelled' } });
+    expect(await store.getRun('parked')).toMatchObject({ status: 'waiting' });
+    // Asked only of the runs that are running, not cancelled and not a sub-run.
+    expect(fates.sort()).toEqual([
+      ['changed', lapsed],
+      ['resumed', lapsed],
+    ]);
+    expect(terminals.map(([, runId, termination]) => [runId, termination]).sort()).toEqual([
+      ['changed', changed],
+      ['child', { type: 'error', value: lapsed }],
+      ['stopped', { type: 'cancelled' }],
+    ]);
   });
 });

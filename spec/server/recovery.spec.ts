@@ -27,8 +27,9 @@ async function storeLeftBehind(): Promise<MemoryStore> {
 }
 
 /** A run of `agentId` its process left running, at the start of its first step. */
-const leftRunning = (store: MemoryStore, runId: string, agentId: string): Promise<void> =>
+const leftRunning = (store: MemoryStore, runId: string, agentId: string, agentDigest?: string): Promise<void> =>
   store.checkpoint({
+    ...(agentDigest !== undefined ? { agentDigest } : {}),
     threadId: `thread-of-${runId}`,
     runId,
     agentId,
@@ -92,6 +93,35 @@ describe('start-up recovery', () => {
     await leftRunning(other, 'orphan', 'retired');
     await recoverRuns(other, 5, { recovery: 'interrupt', agents: agents({ writer: undefined }) });
     expect(await termination(other, 'orphan')).toEqual({ type: 'error', value: STOPPED });
+  });
+
+  it('a run whose agent changed since it started (its digest differs) is not taken up: it ends saying so', async () => {
+    const store = new MemoryStore();
+    await leftRunning(store, 'changed', 'writer', 'sha256:before');
+    await leftRunning(store, 'same', 'writer', 'sha256:now');
+    await leftRunning(store, 'older', 'writer');
+    const digest = (agentId: string): string | undefined => (agentId === 'writer' ? 'sha256:now' : undefined);
+    expect(await recoverRuns(store, 5, { recovery: 'resume', agents: agents({ writer: undefined }), digest })).toEqual(['changed']);
+    expect(await termination(store, 'changed')).toEqual({
+      type: 'error',
+      value: `${STOPPED}, and its agent 'writer' changed since the run started (its config or its code)`,
+    });
+    // The same agent, and a run stored before runs kept a digest: taken up.
+    expect(await termination(store, 'same')).toBe('running');
+    expect(await termination(store, 'older')).toBe('running');
+    // A digest names the agent the run started as: after a handoff, that agent is compared (and must still be served).
+    const handedOff = new MemoryStore();
+    await leftRunning(handedOff, 'kept', 'editor', 'writer@sha256:now');
+    await leftRunning(handedOff, 'orphaned', 'editor', 'retired@sha256:now');
+    const named = (agentId: string): string | undefined => (agentId === 'writer' ? 'writer@sha256:now' : undefined);
+    expect(await recoverRuns(handedOff, 5, { recovery: 'resume', agents: agents({ writer: undefined, editor: undefined }), digest: named })).toEqual([
+      'orphaned',
+    ]);
+    expect(await termination(handedOff, 'orphaned')).toEqual({ type: 'error', value: `${STOPPED}, and its agent 'retired' is no longer served` });
+    // Without a digest to compare with, nothing is compared.
+    const other = new MemoryStore();
+    await leftRunning(other, 'changed', 'writer', 'sha256:before');
+    expect(await recoverRuns(other, 5, { recovery: 'resume', agents: agents({ writer: undefined }) })).toEqual([]);
   });
 
   it('a run whose record names no agent is its runtime’s first agent’s', async () => {
@@ -198,6 +228,45 @@ describe('docs/server.md → Runs a process left running, an agent’s own recov
       expect(await termination(store, 'orphan')).toEqual({ type: 'error', value: blocks('text')[3] });
     } finally {
       await awaken.close({ graceMs: 100 });
+    }
+  });
+
+  it('a run of an agent changed since the run started ends with the reason it shows; the same agent takes it up', async () => {
+    // What a run records of its agent, from a run the server started.
+    const first = new MemoryStore();
+    const server = await createAwaken({ app: app(), store: first, logger: silentLogger });
+    let digest: string | undefined;
+    try {
+      const res = await server.fetch(
+        new Request('http://local/v1/runs', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ agentId: 'writer', messages: [{ role: 'user', content: 'go' }] }),
+        }),
+      );
+      await res.text();
+      digest = (await first.getRun(res.headers.get('x-awaken-run-id') ?? ''))?.agent_digest;
+    } finally {
+      await server.close({ graceMs: 100 });
+    }
+    expect(digest).toMatch(/^writer@sha256:[0-9a-f]{16}$/);
+    const changed = () => {
+      const base = app();
+      return defineApp({ ...base, agents: base.agents.map((a) => (a.id === 'writer' ? { ...a, system_prompt: 'Write shorter drafts.' } : a)) });
+    };
+    for (const [served, expected] of [
+      [changed, { type: 'error', value: blocks('text')[4] }],
+      [app, { type: 'natural_end' }],
+    ] as const) {
+      const store = new MemoryStore();
+      await leftRunning(store, 'draft', 'writer', digest);
+      const awaken = await createAwaken({ app: served(), store, logger: silentLogger });
+      try {
+        for (let i = 0; i < 100 && (await store.getRun('draft'))?.status === 'running'; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(await termination(store, 'draft')).toEqual(expected);
+      } finally {
+        await awaken.close({ graceMs: 100 });
+      }
     }
   });
 

@@ -35,6 +35,7 @@ async function readsTheFirstRelease(store: Store): Promise<void> {
   expect(await store.getThread('t2')).toEqual({ id: 't2', title: 'empty', created_at: expect.any(Number), updated_at: expect.any(Number) });
   expect(run).not.toHaveProperty('input_tokens');
   expect(run).not.toHaveProperty('parent_run_id');
+  expect(run).not.toHaveProperty('agent_digest');
   expect(await store.updateThread('t2', { resource_id: 'doc-1', custom: { k: 'v' } }, 2_000_000_000_000)).toMatchObject({
     id: 't2',
     title: 'empty',
@@ -52,9 +53,22 @@ async function readsTheFirstRelease(store: Store): Promise<void> {
     runState: { revision: 1, extensions: {} },
     updatedAt: 2_000_000_000_001,
     parentRunId: RUN,
+    agentDigest: 'sha256:after',
     tokens: { input: 9, output: 4 },
   });
-  expect(await store.getRun('after-upgrade')).toMatchObject({ parent_run_id: RUN, input_tokens: 9, output_tokens: 4 });
+  expect(await store.getRun('after-upgrade')).toEqual({
+    run_id: 'after-upgrade',
+    thread_id: 't2',
+    agent_id: 'a',
+    status: 'done',
+    steps: 1,
+    created_at: 2_000_000_000_001,
+    updated_at: 2_000_000_000_001,
+    parent_run_id: RUN,
+    agent_digest: 'sha256:after',
+    input_tokens: 9,
+    output_tokens: 4,
+  });
   expect(await store.getThread('t2')).toMatchObject({ resource_id: 'doc-1', custom: { k: 'v' }, latest_run_id: 'after-upgrade' });
 }
 

@@ -4,6 +4,7 @@ import type { Message } from '../../src/contract/message.ts';
 import type { AgentRunResult } from '../../src/contract/run-result.ts';
 import type { AgentRuntime, RunHandle, SuspendedCall } from '../../src/runtime/agent-runtime.ts';
 import type { Env } from '../../src/runtime/env.ts';
+import type { RunOptions } from '../../src/runtime/run-handle.ts';
 import type { ControlCommand, ClusterBus, SharedFrame } from '../../src/runtime/cluster-bus.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
 import type { LiveRun } from '../../src/server/live-run.ts';
@@ -24,6 +25,8 @@ export interface FakeHandle extends RunHandle {
   crash(error: Error): void;
   /** The sink the run emits to (set when the fake runtime started it). */
   sink: RunSink | undefined;
+  /** The options the registry began it with. */
+  options?: RunOptions | undefined;
   /** Whether `detach` lets it go (a parked run). */
   detachable: boolean;
   /** Whether a cancel ends it at once. */
@@ -177,24 +180,27 @@ export function fakeRuntime(env: Env): { runtime: AgentRuntime; handles: FakeHan
   const runtime = {
     env,
     agentIds: () => ['agent'],
-    start: async (request: { readonly runId?: string; readonly threadId?: string }, sink: RunSink) => {
+    start: async (request: { readonly runId?: string; readonly threadId?: string }, sink: RunSink, options?: RunOptions) => {
       const handle = fakeHandle(request.runId ?? '', request.threadId ?? '');
       handle.sink = sink;
+      handle.options = options;
       handles.push(handle);
       return { ok: true, value: handle };
     },
-    revive: async (request: { readonly runId: string; readonly threadId: string }, sink: RunSink) => {
+    revive: async (request: { readonly runId: string; readonly threadId: string }, sink: RunSink, options?: RunOptions) => {
       const handle = fakeHandle(request.runId, request.threadId);
       handle.sink = sink;
+      handle.options = options;
       handle.detachable = true;
       revived.push(handle);
       return { ok: true, value: handle };
     },
     // A run whose id starts with `gone` names an agent the runtime no longer has.
-    recover: async (request: { readonly runId: string; readonly threadId: string }, sink: RunSink) => {
+    recover: async (request: { readonly runId: string; readonly threadId: string }, sink: RunSink, options?: RunOptions) => {
       if (request.runId.startsWith('gone')) return { ok: false, error: { code: 'resolve_failed', message: "agent 'retired' not found" } };
       const handle = fakeHandle(request.runId, request.threadId);
       handle.sink = sink;
+      handle.options = options;
       recovered.push(handle);
       return { ok: true, value: handle };
     },

@@ -1,3 +1,4 @@
+// Over 500 lines: the one conformance suite every store runs, whole in one place so no store skips a part.
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { Messages, type Message } from '../../src/contract/message.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
@@ -483,6 +484,185 @@ export function storeConformance(name: string, factory: StoreFactory): void {
         expect(await store.clearLeases()).toBe(2);
         expect(await store.getLease('e2')).toBeUndefined();
       });
+    });
+
+    describe('fenced checkpoints', () => {
+      const take = (threadId: string, runId: string, owner: string, now: number) => store.takeLease({ threadId, runId, owner, now, ttlMs: 100 });
+      /** Everything a checkpoint could change of a thread and a run, as read back. */
+      const snapshot = async (threadId: string, runId: string) => ({
+        thread: await store.getThread(threadId),
+        loaded: await store.loadThread(threadId),
+        run: await store.getRun(runId),
+        runState: await store.loadRunState(runId),
+        runs: await store.listRuns({ offset: 0, limit: 10, threadId }),
+      });
+      /** A checkpoint that would change all of it: other messages, states, status, steps, time, digest, tokens. */
+      const intruding = (threadId: string, runId: string, owner: string, fields: Partial<RunCheckpoint> = {}): RunCheckpoint =>
+        checkpoint({
+          threadId,
+          runId,
+          messages: conversation,
+          status: 'waiting',
+          steps: 7,
+          threadState: { revision: 9, extensions: { 'x.thread': { n: 9 } } },
+          runState: { revision: 9, extensions: { 'x.run': true } },
+          updatedAt: 9000,
+          agentDigest: 'intruder',
+          tokens: { input: 5, output: 5 },
+          fence: { owner },
+          ...fields,
+        });
+      const setUp = async (threadId: string, runId: string): Promise<void> => {
+        await store.checkpoint(
+          checkpoint({ threadId, runId, messages: conversation.slice(0, 1), runState: { revision: 2, extensions: { 'x.run': 'before' } }, updatedAt: 10 }),
+        );
+      };
+
+      it('is refused with fenced, changing nothing, when another owner holds the lease for the run (it took the run over)', async () => {
+        const cases: [string, () => Promise<unknown>][] = [
+          ['f-other-owner', () => take('f-other-owner', 'run', 'B', 1000)],
+          ['f-taken-over', async () => (await take('f-taken-over', 'run', 'A', 1000), await store.takeOverLease('f-taken-over', 'run', 'B', 5000, 100))],
+        ];
+        for (const [threadId, lease] of cases) {
+          await setUp(threadId, 'run');
+          await lease();
+          const before = await snapshot(threadId, 'run');
+          const refused = await refusal(store.checkpoint(intruding(threadId, 'run', 'A', { expectedMessageCount: 1 })));
+          expect([threadId, refused]).toEqual([threadId, { code: 'fenced', message: `run run: A does not hold the lease of thread ${threadId}` }]);
+          expect([threadId, await snapshot(threadId, 'run')]).toEqual([threadId, before]);
+        }
+      });
+
+      it('is written when no other owner holds the lease for the run: none, released, or taken for another run (a superseding start)', async () => {
+        const cases: [string, (runId: string) => Promise<unknown>][] = [
+          ['f-none', async () => undefined],
+          ['f-other-run', () => take('f-other-run', 'elsewhere', 'B', 1000)],
+          ['f-released', async (runId) => (await take('f-released', runId, 'A', 1000), await store.releaseLease('f-released', runId))],
+          [
+            'f-stolen',
+            async (runId) => (
+              await take('f-stolen', runId, 'A', 1000),
+              await store.takeLease({ threadId: 'f-stolen', runId: 'r9', owner: 'B', now: 1010, ttlMs: 100, steal: true })
+            ),
+          ],
+        ];
+        for (const [threadId, lease] of cases) {
+          const runId = `${threadId}-run`;
+          await setUp(threadId, runId);
+          await lease(runId);
+          await store.checkpoint(intruding(threadId, runId, 'A', { expectedMessageCount: 1, status: 'done', termination: { type: 'cancelled' } }));
+          expect([threadId, (await store.loadThread(threadId))?.messages, (await store.getRun(runId))?.termination]).toEqual([
+            threadId,
+            conversation,
+            { type: 'cancelled' },
+          ]);
+        }
+      });
+
+      it("is written while its owner holds the thread's lease for the run, expired or not, until another owner takes the lease over", async () => {
+        await take('f-held', 'run', 'A', 1000);
+        await store.checkpoint(checkpoint({ threadId: 'f-held', runId: 'run', messages: conversation.slice(0, 1), fence: { owner: 'A' } }));
+        expect((await store.loadThread('f-held'))?.messages).toEqual(conversation.slice(0, 1));
+        // Expired (until 1100) but not taken over: expiry alone fences nothing.
+        expect((await store.expiredLeases(5000, 10)).map((l) => l.run_id)).toEqual(['run']);
+        await store.checkpoint(
+          checkpoint({ threadId: 'f-held', runId: 'run', messages: conversation.slice(0, 2), expectedMessageCount: 1, fence: { owner: 'A' } }),
+        );
+        expect((await store.loadThread('f-held'))?.messages).toEqual(conversation.slice(0, 2));
+        expect(await store.takeOverLease('f-held', 'run', 'B', 5000, 100)).toBe(true);
+        const before = await snapshot('f-held', 'run');
+        expect(await refusal(store.checkpoint(intruding('f-held', 'run', 'A', { expectedMessageCount: 2 })))).toEqual({
+          code: 'fenced',
+          message: 'run run: A does not hold the lease of thread f-held',
+        });
+        expect(await snapshot('f-held', 'run')).toEqual(before);
+        // The new holder writes.
+        await store.checkpoint(checkpoint({ threadId: 'f-held', runId: 'run', messages: conversation, expectedMessageCount: 2, fence: { owner: 'B' } }));
+        expect((await store.loadThread('f-held'))?.messages).toEqual(conversation);
+      });
+
+      it('a writer without the lease learns it was fenced, not that the thread moved on; a run already ended says so first', async () => {
+        await setUp('f-order', 'run');
+        await take('f-order', 'run', 'B', 1000);
+        // A stale count and no lease: fenced.
+        expect(await refusal(store.checkpoint(intruding('f-order', 'run', 'A', { expectedMessageCount: 0 })))).toMatchObject({ code: 'fenced' });
+        // The holder with a stale count: a version conflict.
+        expect(await refusal(store.checkpoint(intruding('f-order', 'run', 'B', { expectedMessageCount: 0 })))).toMatchObject({
+          code: 'version_conflict',
+          expected: 0,
+          actual: 1,
+        });
+        await store.finishRun('run', { type: 'error', value: 'interrupted' }, 20);
+        expect(await refusal(store.checkpoint(intruding('f-order', 'run', 'A', { expectedMessageCount: 0 })))).toMatchObject({ code: 'run_ended' });
+      });
+
+      it('of two owners racing after a takeover, only the holder’s write lands', async () => {
+        await take('f-race', 'run', 'A', 1000);
+        await store.checkpoint(checkpoint({ threadId: 'f-race', runId: 'run', messages: conversation.slice(0, 1), fence: { owner: 'A' } }));
+        expect(await store.takeOverLease('f-race', 'run', 'B', 2000, 100)).toBe(true);
+        const writes = ['A', 'B', 'A', 'B'].map((owner, i) =>
+          store.checkpoint(
+            checkpoint({
+              threadId: 'f-race',
+              runId: 'run',
+              messages: [...conversation.slice(0, 1), Messages.user(`${owner}${i}`, { id: `w${i}` })],
+              steps: 10 + i,
+              updatedAt: 3000 + i,
+              fence: { owner },
+            }),
+          ),
+        );
+        const results = await Promise.allSettled(writes);
+        expect(results.map((r) => (r.status === 'fulfilled' ? 'written' : (r.reason as StoreFailure).error.code))).toEqual([
+          'fenced',
+          'written',
+          'fenced',
+          'written',
+        ]);
+        const messages = (await store.loadThread('f-race'))?.messages ?? [];
+        expect(messages.map((m) => m.id)).toHaveLength(2);
+        expect(['w1', 'w3']).toContain(messages[1]?.id);
+        const run = await store.getRun('run');
+        expect([run?.steps, run?.updated_at]).toEqual(messages[1]?.id === 'w1' ? [11, 3001] : [13, 3003]);
+      });
+    });
+
+    it('keeps the first agent digest named for a run, absent for a run that never named one, through getRun and listRuns', async () => {
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'named', messages: [], agentDigest: 'sha256:first', updatedAt: 10 }));
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'named', messages: [], agentDigest: 'sha256:second', updatedAt: 11 }));
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'named', messages: [], status: 'done', termination: { type: 'natural_end' }, updatedAt: 12 }));
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'late', messages: [], updatedAt: 20 }));
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'late', messages: [], agentDigest: 'sha256:late', updatedAt: 21 }));
+      await store.checkpoint(checkpoint({ threadId: 'dg', runId: 'never', messages: [], updatedAt: 30 }));
+      const named = {
+        run_id: 'named',
+        thread_id: 'dg',
+        agent_id: 'agent',
+        status: 'done',
+        termination: { type: 'natural_end' },
+        steps: 1,
+        created_at: 10,
+        updated_at: 12,
+        agent_digest: 'sha256:first',
+      };
+      const late = {
+        run_id: 'late',
+        thread_id: 'dg',
+        agent_id: 'agent',
+        status: 'running',
+        steps: 1,
+        created_at: 20,
+        updated_at: 21,
+        agent_digest: 'sha256:late',
+      };
+      const never = { run_id: 'never', thread_id: 'dg', agent_id: 'agent', status: 'running', steps: 1, created_at: 30, updated_at: 30 };
+      expect(await store.getRun('named')).toEqual(named);
+      expect(await store.getRun('late')).toEqual(late);
+      expect(await store.getRun('never')).toEqual(never);
+      expect(await store.getRun('never')).not.toHaveProperty('agent_digest');
+      const listed = await store.listRuns({ offset: 0, limit: 10, threadId: 'dg' });
+      expect(listed).toEqual({ items: [never, late, named], total: 3 });
+      expect(listed.items[0]).not.toHaveProperty('agent_digest');
     });
 
     it("keeps each thread log's sequence mark: 0 for a new thread, set up and down, independent per thread, kept when the thread is deleted", async () => {

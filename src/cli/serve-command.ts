@@ -6,6 +6,7 @@ import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
 import { listen, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
+import { agentDigestOf } from '../server/agent-digest.ts';
 import { recoverRuns, resumeLeftRunning, runsLeftRunning } from '../server/recovery.ts';
 import { fullCollection, IdleCollector } from '../server/idle-collector.ts';
 import { RunRegistry } from '../server/run-registry.ts';
@@ -210,7 +211,9 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     );
   }
   const bus = openBus(plan.store);
-  const consumer = `${hostname()}:${process.pid}`;
+  // Unique to this process, not only to the host and pid: a restarted container keeps both, and must
+  // not renew (or be fenced as) its dead predecessor's leases.
+  const consumer = `${hostname()}:${process.pid}:${runtime.env.ids.next('instance').slice(-12)}`;
   // A quiet server gives back what a burst left (runs, clients that stopped reading and left).
   const gc = plan.idleGcMs > 0 ? fullCollection() : undefined;
   const collector =
@@ -229,6 +232,8 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     logger,
     // Run leases: a dead instance's thread is free again within the lease and a sweep.
     leases: { owner: consumer, ttlMs: plan.leaseMs ?? 10_000, sweepMs: plan.sweepMs ?? 5_000 },
+    recovery: plan.recovery,
+    codeVersion: () => current?.version,
     ...(bus !== undefined ? { bus } : {}),
     ...(plan.maxFollowerBytes !== undefined ? { maxFollowerBytes: plan.maxFollowerBytes } : {}),
     ...(plan.replayBufferCapacity !== undefined ? { replayBufferCapacity: plan.replayBufferCapacity } : {}),
@@ -240,7 +245,9 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     consumer,
     logger,
     config: {
-      ...(plan.leaseMs !== undefined ? { lease_ms: plan.leaseMs, lease_renewal_interval_ms: Math.max(5, Math.floor(plan.leaseMs / 3)) } : {}),
+      // A job's claim outlasts its thread's lease three times (10 s and 30 s by default): a dead
+      // instance's run is taken up (and its job acknowledged) before the job could be claimed again.
+      ...(plan.leaseMs !== undefined ? { lease_ms: 3 * plan.leaseMs, lease_renewal_interval_ms: Math.max(5, plan.leaseMs) } : {}),
       ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
     },
   });
@@ -282,7 +289,8 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     // One process per store: what a previous process left unfinished is marked at start, or taken
     // up (as the run's agent, else --recovery, says) — once the configuration saved through the API
     // is published (createHttpApp), so that its agents and their `recovery` count too.
-    await recoverRuns(store, runtime.env.clock.now(), { recovery: plan.recovery, agents: runtime.registries.agents, logger });
+    const digest = (agentId: string): string | undefined => agentDigestOf(runtime.registries, agentId, current?.version);
+    await recoverRuns(store, runtime.env.clock.now(), { recovery: plan.recovery, agents: runtime.registries.agents, digest, logger });
     await resumeLeftRunning(registry, await runsLeftRunning(store), logger, { store, now: runtime.env.clock.now() });
   }
   let server: RunningServer;

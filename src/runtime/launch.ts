@@ -118,6 +118,7 @@ export async function launch(
         ...fields,
         signal: controls.controller.signal,
         waitForDecisions: options.waitForDecisions ?? true,
+        ...(options.checkpoint !== undefined ? { stamp: options.checkpoint } : {}),
         nextDecisions: () => channel.next(),
         takeInput: () => channel.takeInput(),
         onSuspended: (batch) => (controls.suspended = batch),

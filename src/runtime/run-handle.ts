@@ -1,3 +1,4 @@
+import type { CheckpointFence } from './thread-run-store.ts';
 import type { Decision } from '../contract/decision.ts';
 import type { RuntimeError } from '../contract/errors.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
@@ -40,6 +41,14 @@ export interface RunOptions {
    * (default), or return at once with termination `suspended`.
    */
   readonly waitForDecisions?: boolean;
+  /** What every checkpoint of the run carries to its store (a server's runs: the thread's lease, the agent's digest). */
+  readonly checkpoint?: CheckpointStamp;
+}
+
+/** What a server stamps on each checkpoint of a run it holds (`RunCheckpoint.fence`, `RunCheckpoint.agentDigest`). */
+export interface CheckpointStamp {
+  readonly fence?: CheckpointFence;
+  readonly agentDigest?: string;
 }
 
 /** Where and how deep a run runs, when the runtime starts it as a sub-run. */
@@ -79,6 +88,12 @@ export interface RunHandle {
    * `done` has resolved, what a store keeps for the thread (empty until the run has started).
    */
   messages(): readonly Message[];
+  /**
+   * Whether the run was fenced off: its store refused a checkpoint because another instance took the
+   * run over (`RunCheckpoint.fence`). It goes on there; nothing of it was emitted here since, not even
+   * its end, and the thread's lease is the other instance's.
+   */
+  fenced?(): boolean;
   readonly done: Promise<AgentRunResult>;
 }
 
@@ -137,6 +152,7 @@ export class RunControls {
       detach: () => this.detach(),
       cancel: () => this.controller.abort(),
       messages: () => [...(this.loop?.messages() ?? [])],
+      fenced: () => this.loop?.fenced === true,
       done,
     };
   }

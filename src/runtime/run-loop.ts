@@ -75,6 +75,11 @@ export class RunLoop implements BatchHost {
   readonly #open = new OpenCalls();
   /** The machine's state while its `next` is done (one `next` at a time). */
   #state: LoopStep['state'] | undefined;
+  /**
+   * Whether another instance took the run over (a checkpoint was refused `fenced`): it goes on there,
+   * so nothing more of it is emitted here — what this process would say of it is no longer true.
+   */
+  #fenced = false;
 
   constructor(params: RunParams) {
     this.#p = params;
@@ -103,9 +108,16 @@ export class RunLoop implements BatchHost {
       threadId: params.threadId,
       runId: params.runId,
       parentRunId: params.parentRunId,
+      stamp: params.stamp,
+      onFenced: () => (this.#fenced = true),
       persistedCount: params.storedCount ?? params.history.length,
       storedPrefix: params.history.length,
     });
+  }
+
+  /** Whether the run was fenced off: another instance took it over, and nothing of it was emitted here since. */
+  get fenced(): boolean {
+    return this.#fenced;
   }
 
   messages(): readonly Message[] {
@@ -122,6 +134,7 @@ export class RunLoop implements BatchHost {
 
   /** Delivers an event; a promise only when the sink is asynchronous. */
   emit(event: AgentEvent): Promise<void> | undefined {
+    if (this.#fenced) return undefined;
     if (event.event_type === 'tool_call_start') this.#open.add(event.id, event.name);
     else if (event.event_type === 'tool_call_done') this.#open.remove(event.id);
     this.#steps = stepsAfter(this.#steps, event);

@@ -60,6 +60,8 @@ export interface RunRecord {
   readonly updated_at: number;
   /** The run that delegated this one (a sub-agent's run); absent for a run started by a caller. */
   readonly parent_run_id?: string;
+  /** What the run's agent was (its config and code) when the run started (`RunCheckpoint.agentDigest`); absent for a run stored before digests were kept. */
+  readonly agent_digest?: string;
   /** Prompt tokens of every inference of the run, over all its segments; absent while no checkpoint reported any. */
   readonly input_tokens?: number;
   /** Completion tokens of every inference of the run, over all its segments; absent while no checkpoint reported any. */
@@ -161,7 +163,9 @@ export type StoreError =
   | { readonly code: 'version_conflict'; readonly message: string; readonly expected: number; readonly actual: number }
   | { readonly code: 'validation'; readonly message: string }
   /** A checkpoint of a run already ended (elsewhere: its lease swept, a cancel taken over): its instance must stop writing. */
-  | { readonly code: 'run_ended'; readonly message: string };
+  | { readonly code: 'run_ended'; readonly message: string }
+  /** A checkpoint whose writer does not hold the thread's lease for the run (`RunCheckpoint.fence`): another instance took the run up. */
+  | { readonly code: 'fenced'; readonly message: string };
 
 export class StoreFailure extends Error {
   readonly error: StoreError;
@@ -172,8 +176,42 @@ export class StoreFailure extends Error {
   }
 }
 
+/** The refusal of a checkpoint whose writer does not hold the thread's lease for its run (`RunCheckpoint.fence`). */
+export const fenced = (runId: string, threadId: string, owner: string): StoreFailure =>
+  new StoreFailure({ code: 'fenced', message: `run ${runId}: ${owner} does not hold the lease of thread ${threadId}` });
+
 /** The refusal of a checkpoint of a run already ended. */
 export const runEnded = (runId: string): StoreFailure => new StoreFailure({ code: 'run_ended', message: `run ${runId} has already ended` });
+
+/*
+ * A checkpoint's refusals, in the order every store checks them inside the checkpoint's atomic step:
+ * the run already ended (`run_ended`: whoever holds the lease, nothing more of the run is written),
+ * then the writer's lease (`fenced`), then the message count (`version_conflict`). A writer that lost
+ * its lease learns that, not that the thread moved on: the new holder is what moved it.
+ */
+
+/**
+ * Refuses a checkpoint with a `fence` (`fenced`) when `held`, the thread's lease, is held for the
+ * checkpoint's run by another owner: another instance took the run over (it found the lease expired)
+ * and goes on with it. Expiry alone fences nothing. A lease released, or taken for another run (a
+ * start that superseded this one), fences nothing either: the run may still write its own end, and
+ * what it may not write is refused by the run's end (`run_ended`) and the message count.
+ */
+export function checkFence(c: Pick<RunCheckpoint, 'fence' | 'runId' | 'threadId'>, held: Pick<ThreadLease, 'run_id' | 'owner'> | undefined): void {
+  if (c.fence !== undefined && held !== undefined && held.run_id === c.runId && held.owner !== c.fence.owner) throw fenced(c.runId, c.threadId, c.fence.owner);
+}
+
+/** Refuses a checkpoint whose `expectedMessageCount` is not the count the store holds (`version_conflict`). */
+export function checkExpectedCount(c: Pick<RunCheckpoint, 'expectedMessageCount'>, actual: number): void {
+  if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
+    throw new StoreFailure({
+      code: 'version_conflict',
+      message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
+      expected: c.expectedMessageCount,
+      actual,
+    });
+  }
+}
 
 /** Threads and their messages (book: ThreadStore). */
 export interface ThreadStore {
@@ -339,10 +377,11 @@ export function messagesAfter(
 
 /**
  * The run record a checkpoint describes, over the record the store held (`previous`): the creation
- * time and the parent run are kept, the checkpoint's tokens are added to the totals held.
+ * time, the parent run and the agent digest are kept, the checkpoint's tokens are added to the totals held.
  */
 export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], createdAt: number, previous?: RunRecord): RunRecord {
   const parent = previous?.parent_run_id ?? c.parentRunId;
+  const digest = previous?.agent_digest ?? c.agentDigest;
   const counted = c.tokens !== undefined || previous?.input_tokens !== undefined || previous?.output_tokens !== undefined;
   return {
     run_id: c.runId,
@@ -354,6 +393,7 @@ export function runRecordOf(c: Parameters<ThreadRunStore['checkpoint']>[0], crea
     created_at: createdAt,
     updated_at: c.updatedAt,
     ...(parent !== undefined ? { parent_run_id: parent } : {}),
+    ...(digest !== undefined ? { agent_digest: digest } : {}),
     ...(counted
       ? {
           input_tokens: (previous?.input_tokens ?? 0) + tokenCount(c.tokens?.input),

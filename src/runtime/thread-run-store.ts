@@ -33,11 +33,25 @@ export interface RunCheckpoint {
   /** The run that delegated this one (a sub-agent's run): the store keeps the first one named. */
   readonly parentRunId?: string;
   /**
+   * The lease its writer holds the thread by: the store refuses the checkpoint (`fenced`), and
+   * changes nothing, unless the thread's lease is held for this run by this owner — a process that
+   * lost its lease (another instance took the run up) writes nothing more of it.
+   */
+  readonly fence?: CheckpointFence;
+  /** What the run's agent was (its config and code) when the run started: the store keeps the first one named (`RunRecord.agent_digest`). */
+  readonly agentDigest?: string;
+  /**
    * Tokens of the inferences that ended since this writer's previous checkpoint of the run (since it
    * started or took the run up, for its first): the store adds them to the run's totals, so a run
    * that suspends and is taken up again — here or on another instance — counts every segment once.
    */
   readonly tokens?: CheckpointTokens;
+}
+
+/** The lease a checkpoint's writer holds its thread by (`RunCheckpoint.fence`). */
+export interface CheckpointFence {
+  /** The lease owner: the writer's instance (`RunLeases.owner`). */
+  readonly owner: string;
 }
 
 /** Tokens a checkpoint reports (`RunCheckpoint.tokens`). */
@@ -118,6 +132,8 @@ class KeptCheckpoint {
   readonly expectedMessageCount?: number;
   readonly parentRunId?: string;
   readonly tokens?: CheckpointTokens;
+  readonly fence?: CheckpointFence;
+  readonly agentDigest?: string;
   readonly #messages: readonly Message[];
   readonly #count: number;
 
@@ -135,6 +151,8 @@ class KeptCheckpoint {
     if (c.expectedMessageCount !== undefined) this.expectedMessageCount = c.expectedMessageCount;
     if (c.parentRunId !== undefined) this.parentRunId = c.parentRunId;
     if (c.tokens !== undefined) this.tokens = c.tokens;
+    if (c.fence !== undefined) this.fence = c.fence;
+    if (c.agentDigest !== undefined) this.agentDigest = c.agentDigest;
     this.#messages = messages;
     this.#count = count;
   }

@@ -18,6 +18,7 @@ import { withGzip } from './compress.ts';
 import { createHttpApp } from './http.ts';
 import { silentLogger, type Logger } from './log.ts';
 import { Mailbox } from './mailbox.ts';
+import { agentDigestOf } from './agent-digest.ts';
 import { DEFAULT_RECOVERY, recoverRuns, resumeLeftRunning, runsLeftRunning } from './recovery.ts';
 import { RunRegistry } from './run-registry.ts';
 
@@ -360,14 +361,18 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
     // One process per store: what a previous process left unfinished is marked at start, or left
     // running to be taken up (as the run's agent, else `recovery`, says).
     const recovery = given.recovery ?? DEFAULT_RECOVERY;
-    await recoverRuns(store, runtime.env.clock.now(), { recovery, agents: runtime.registries.agents, logger }).catch(failed);
+    const digest = (agentId: string): string | undefined => agentDigestOf(runtime.registries, agentId);
+    await recoverRuns(store, runtime.env.clock.now(), { recovery, agents: runtime.registries.agents, digest, logger }).catch(failed);
     leftRunning = await runsLeftRunning(store).catch(failed);
   }
-  const consumer = `${hostname()}:${process.pid}`;
+  // Unique to this process, not only to the host and pid: a restarted container keeps both, and must
+  // not renew (or be fenced as) its dead predecessor's leases.
+  const consumer = `${hostname()}:${process.pid}:${runtime.env.ids.next('instance').slice(-12)}`;
   const registry = new RunRegistry(runtime, store, {
     policy: given.policy ?? 'reject',
     logger,
     leases: { owner: consumer, ttlMs: 10_000, sweepMs: 5_000 },
+    recovery: given.recovery ?? DEFAULT_RECOVERY,
     ...(bus !== undefined ? { bus } : {}),
   });
   await registry.attachBus().catch(failed);

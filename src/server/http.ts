@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { RunStatusSchema } from '../contract/lifecycle.ts';
 import { MessageSchema, Messages, type Message } from '../contract/message.ts';
 import { decisionFor, type Decision } from '../contract/decision.ts';
-import { isValidId, StoreFailure } from '../runtime/store.ts';
+import { isValidId, type RunRecord, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { accessControl, authentication, type AuthOptions } from './access.ts';
 import { principalStore } from './principal.ts';
@@ -424,7 +424,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     });
     const items = page.items.map((r) => {
       const live = registry.live(r.run_id);
-      return runView(live !== undefined && live.status !== r.status ? { ...r, status: live.status } : r);
+      return runView(liveStatus(r, live?.status));
     });
     return c.json({ items, total: page.total, has_more: offset + items.length < page.total });
   });
@@ -447,7 +447,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
         }),
       );
     }
-    return c.json(runView(live !== undefined ? { ...stored, status: live.status } : stored));
+    return c.json(runView(liveStatus(stored, live?.status)));
   });
 
   /** New input for a run's thread (book: Run 输入): an active run is cancelled first, then a new run starts. */
@@ -522,4 +522,13 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   );
   app.route('/', mcpRoutes(parts, { version: options.version ?? '0.0.0' }));
   return app;
+}
+
+/**
+ * A stored run with the status its live run here has now (it moves before the store is written):
+ * except `done`, which the record says once its end is stored — with its termination, never without.
+ */
+function liveStatus(stored: RunRecord, live: RunRecord['status'] | undefined): RunRecord {
+  if (live === undefined || live === stored.status || live === 'done') return stored;
+  return { ...stored, status: live };
 }

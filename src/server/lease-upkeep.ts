@@ -1,8 +1,9 @@
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import type { Env } from '../runtime/env.ts';
-import type { Store, ThreadLease } from '../runtime/store.ts';
+import type { RunRecord, Store, ThreadLease } from '../runtime/store.ts';
 import type { LiveRun } from './live-run.ts';
 import { errorFields, type Logger } from './log.ts';
+import type { RecoveryFate } from './recovery.ts';
 import type { RunLeases } from './run-leases.ts';
 import type { ThreadLocks } from './thread-locks.ts';
 
@@ -19,7 +20,16 @@ export interface UpkeepHost {
   isLive(runId: string): boolean;
   /** Appends a run's terminal frame to its thread's log (shared or local), for its followers. */
   appendTerminal(threadId: string, runId: string, termination: TerminationReason): Promise<void>;
+  /**
+   * What becomes of a run still `running` whose instance died (`recoveryFate`, given why it
+   * stopped): without it, every such run is ended interrupted.
+   */
+  fate?(run: RunRecord, stopped: string): RecoveryFate;
+  /** Takes a run of an expired lease up here from its last durable point (`RunAdoption.recover`): whether it runs here now. */
+  recover?(runId: string): Promise<boolean>;
 }
+
+const LEASE_LAPSED = 'interrupted: its instance stopped renewing the thread lease';
 
 /**
  * The thread leases of an instance over time, so that a server that dies mid-run does not hold
@@ -56,24 +66,48 @@ export class LeaseUpkeep {
   }
 
   /**
-   * Ends the runs of leases nobody renews (their instance died): each is taken over by exactly one
-   * instance, which marks the run interrupted, appends its terminal frame to the thread log (its
+   * Ends or takes up the runs of leases nobody renews (their instance died). A run still running
+   * whose fate (`fate`: its agent's `recovery`, else the server's; its agent served and unchanged)
+   * is to resume is taken up here (`recover`) from its last durable point: of all the instances that
+   * find the lease expired, exactly one takes it over. Any other is ended by exactly one instance,
+   * which marks it interrupted (with the reason), appends its terminal frame to the thread log (its
    * followers get it) and frees the thread. A run parked waiting for a decision is left waiting, its
    * thread's lease released. Returns the runs ended.
    */
   async sweep(): Promise<string[]> {
     const ended: string[] = [];
+    const takeUp: string[] = [];
     for (const lease of await this.#host.leases.expired()) {
       // Serialised with starts and adoptions of the thread here: a lease this instance takes over
       // (under its own name) is not taken for a run at the same time.
       const done = await this.#host.locks.exclusive(lease.thread_id, async () => {
         if (this.#host.isLive(lease.run_id)) return false; // this instance's own run: renewed, not swept
+        const fate = lease.cancel_requested ? undefined : await this.#fateOf(lease);
+        if (fate?.resume === true) {
+          // Taken over by `recover`, under the thread's lock (not held here across it).
+          takeUp.push(lease.run_id);
+          return false;
+        }
         if (!(await this.#host.leases.takeOver(lease))) return false;
-        return this.endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted');
+        return this.endAbandoned(lease, lease.cancel_requested ? 'cancelled' : 'interrupted', fate?.reason);
       });
       if (done) ended.push(lease.run_id);
     }
+    for (const runId of takeUp) {
+      await this.#host
+        .recover?.(runId)
+        .catch((e: unknown) => this.#host.logger.error('run of an expired lease not taken up', { run: runId, ...errorFields(e) }));
+    }
     return ended;
+  }
+
+  /** What becomes of the running run of an expired lease; `undefined` for a run that is not running (or a delegate's sub-run: its parent's call decides). */
+  async #fateOf(lease: ThreadLease): Promise<RecoveryFate | undefined> {
+    const fate = this.#host.fate;
+    if (fate === undefined || this.#host.recover === undefined) return undefined;
+    const stored = await this.#host.store.getRun(lease.run_id);
+    if (stored?.status !== 'running' || stored.parent_run_id !== undefined) return undefined;
+    return fate(stored, LEASE_LAPSED);
   }
 
   /**
@@ -83,7 +117,7 @@ export class LeaseUpkeep {
    * the lease goes, so any instance can take it up when the decision comes (`adopt`). Returns whether
    * the run was ended.
    */
-  async endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<boolean> {
+  async endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted', reason = LEASE_LAPSED): Promise<boolean> {
     const { store, leases, logger } = this.#host;
     const now = this.#host.env.clock.now();
     const stored = await store.getRun(lease.run_id);
@@ -96,8 +130,7 @@ export class LeaseUpkeep {
       });
       return false;
     }
-    const termination =
-      how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: 'interrupted: its instance stopped renewing the thread lease' };
+    const termination = how === 'cancelled' ? { type: 'cancelled' as const } : { type: 'error' as const, value: reason };
     if (stored !== undefined && stored.status !== 'done') await store.finishRun(lease.run_id, termination, now);
     // A parked run's stream ended with its suspension: a cancel ends it in the store only (as here).
     if (stored?.status !== 'waiting') await this.#host.appendTerminal(lease.thread_id, lease.run_id, termination);

@@ -160,6 +160,9 @@ export class Mailbox {
       for (const run of runs.items) {
         // A run parked for a decision stays waiting: the decision revives it wherever it arrives.
         if (run.status === 'done' || run.status === 'waiting' || this.#registry.live(run.run_id) !== undefined) continue;
+        // A run whose thread lease is held for it goes on somewhere (taken up by a survivor): its lease decides.
+        const lease = await this.#store.getLease(run.thread_id);
+        if (lease?.run_id === run.run_id && lease.until > now) continue;
         await this.#store.finishRun(run.run_id, { type: 'error', value: 'interrupted: its consumer stopped renewing the lease' }, now);
       }
     }

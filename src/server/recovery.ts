@@ -1,4 +1,5 @@
 import type { AgentSpec, RunRecovery } from '../contract/agent-spec.ts';
+import { agentOfDigest } from './agent-digest.ts';
 import type { RunRecord, Store } from '../runtime/store.ts';
 import { errorFields, type Logger } from './log.ts';
 
@@ -16,23 +17,44 @@ export interface RecoveryOptions {
   readonly agents?: ReadonlyMap<string, Pick<AgentSpec, 'recovery'>>;
   /** Before `recovery`: `true` is `recovery: 'resume'` (still read, for callers written then). */
   readonly resume?: boolean;
+  /**
+   * What each agent is now (`agentDigest`): a run that recorded another digest when it started
+   * (`RunRecord.agent_digest`) is not taken up — its agent's config or code changed since — but
+   * ended with that reason. Without it, or for a run stored without a digest, nothing is compared.
+   */
+  readonly digest?: (agentId: string) => string | undefined;
   /** Told how many runs were marked, when there were any. */
   readonly logger?: Logger;
 }
 
 const stoppedWhile = (status: RunRecord['status']): string => `interrupted: the server stopped while the run was ${status}`;
 
-/** Whether a run left running is taken up, or why it ends (a delegate's sub-run has been set aside before). */
-function fateOf(run: RunRecord, options: RecoveryOptions): { readonly resume: true } | { readonly resume: false; readonly reason: string } {
+/** What becomes of a run left running: taken up, or ended with the reason. */
+export type RecoveryFate = { readonly resume: true } | { readonly resume: false; readonly reason: string };
+
+/**
+ * Whether a run left running is taken up, or why it ends (`stopped`, and what else there is to say):
+ * its agent's `recovery`, else the server's, says `interrupt`; its agent is no longer served; or its
+ * agent is no longer what the run started with. (A delegate's sub-run is set aside before: its parent decides what becomes of it.)
+ */
+export function recoveryFate(run: RunRecord, options: RecoveryOptions, stopped = stoppedWhile('running')): RecoveryFate {
   const server = options.recovery ?? (options.resume === true ? 'resume' : 'interrupt');
   const agents = options.agents;
-  if (agents === undefined) return server === 'resume' ? { resume: true } : { resume: false, reason: stoppedWhile('running') };
+  if (agents === undefined) return server === 'resume' ? { resume: true } : { resume: false, reason: stopped };
   // A record that names no agent runs as the runtime's first, as a start without an agent does.
   const agentId = run.agent_id !== '' ? run.agent_id : [...agents.keys()].sort()[0];
   const agent = agentId !== undefined ? agents.get(agentId) : undefined;
   const recovery = agent?.recovery ?? server;
-  if (recovery === 'interrupt') return { resume: false, reason: stoppedWhile('running') };
-  if (agent === undefined) return { resume: false, reason: `${stoppedWhile('running')}, and its agent '${agentId ?? ''}' is no longer served` };
+  if (recovery === 'interrupt') return { resume: false, reason: stopped };
+  if (agent === undefined || agentId === undefined) return { resume: false, reason: `${stopped}, and its agent '${agentId ?? ''}' is no longer served` };
+  // The digest is of the agent the run started as (a handoff may have made another its agent since).
+  const started = run.agent_digest === undefined ? undefined : (agentOfDigest(run.agent_digest) ?? agentId);
+  const now = started === undefined ? undefined : options.digest?.(started);
+  if (started !== undefined && now !== run.agent_digest && (now !== undefined || options.digest !== undefined)) {
+    const why =
+      now === undefined ? `its agent '${started}' is no longer served` : `its agent '${started}' changed since the run started (its config or its code)`;
+    return { resume: false, reason: `${stopped}, and ${why}` };
+  }
   return { resume: true };
 }
 
@@ -71,7 +93,7 @@ export async function recoverRuns(store: Store, now: number, options: RecoveryOp
       await end(run, stoppedWhile('running'));
       continue;
     }
-    const fate = fateOf(run, options);
+    const fate = recoveryFate(run, options);
     if (!fate.resume) await end(run, fate.reason);
   }
   await store.clearLeases();
@@ -114,7 +136,8 @@ export async function resumeLeftRunning(
   logger.warn(`resumed ${resumed} of ${runIds.length} run(s) a previous process left running`, { runs: runIds.length, resumed });
 }
 
-async function acknowledgeJobOf(runId: string, store: Pick<Store, 'getRun' | 'listJobs' | 'ack'>, now: number): Promise<void> {
+/** Acknowledges the mailbox job claimed on the thread of a run taken up (`resumeLeftRunning`). */
+export async function acknowledgeJobOf(runId: string, store: Pick<Store, 'getRun' | 'listJobs' | 'ack'>, now: number): Promise<void> {
   const run = await store.getRun(runId);
   if (run === undefined) return;
   const claimed = await store.listJobs(run.thread_id, { status: 'claimed', offset: 0, limit: 10 });

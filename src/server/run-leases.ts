@@ -33,8 +33,14 @@ export class RunLeases {
     return this.#store.takeLease({ threadId, runId, owner: this.owner, now: this.#env.clock.now(), ttlMs: this.ttlMs, steal });
   }
 
-  release(threadId: string, runId: string): Promise<void> {
-    return this.#store.releaseLease(threadId, runId);
+  /**
+   * Lets go of the thread's lease for the run, when it is this instance's: a lease another instance
+   * took over for the run (it took the run up) is that instance's, and stays.
+   */
+  async release(threadId: string, runId: string): Promise<void> {
+    const held = await this.#store.getLease(threadId);
+    if (held === undefined || held.run_id !== runId || held.owner !== this.owner) return;
+    await this.#store.releaseLease(threadId, runId);
   }
 
   /** Renews this instance's leases; returns those it still holds. */

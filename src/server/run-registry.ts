@@ -3,7 +3,9 @@ import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
-import type { Store } from '../runtime/store.ts';
+import type { RunOptions } from '../runtime/run-handle.ts';
+import type { RunRecord, Store } from '../runtime/store.ts';
+import { agentDigestOf } from './agent-digest.ts';
 import { ClusterRelay } from './cluster-relay.ts';
 import type { LiveRun, WaitingCall } from './live-run.ts';
 import { LeaseUpkeep } from './lease-upkeep.ts';
@@ -18,6 +20,7 @@ import { RunStart } from './registry/start.ts';
 import { Subscriptions } from './registry/subscribe.ts';
 import { ThreadLogs, threadLogLimits } from './registry/thread-logs.ts';
 import type { ConcurrencyPolicy, RegistryOptions, RegistryResult, RunWatcher, StartRequest, StartedRun } from './registry/types.ts';
+import { acknowledgeJobOf, type RecoveryFate, recoveryFate } from './recovery.ts';
 import { RunLeases } from './run-leases.ts';
 import { ThreadLocks } from './thread-locks.ts';
 import type { LogItem, ThreadLog } from './thread-log.ts';
@@ -45,6 +48,7 @@ export type {
  */
 export class RunRegistry {
   readonly #settings: {
+    readonly store: Store;
     readonly env: Env;
     readonly logger: Logger;
     readonly relay: ClusterRelay | undefined;
@@ -68,6 +72,7 @@ export class RunRegistry {
     const relay = options.bus === undefined ? undefined : new ClusterRelay(options.bus, logger);
     const policy = options.policy ?? 'reject';
     this.#settings = {
+      store,
       env,
       logger,
       relay,
@@ -77,12 +82,40 @@ export class RunRegistry {
     };
     // Each part gets only what it uses of the others (its host), so that it can be specified alone.
     const leases = new RunLeases(store, env, options.leases);
+    // Every checkpoint of a run here carries the lease it holds its thread by (a process that lost it
+    // writes nothing more) and what its agent was when it started (whether a crash may take it up).
+    const fence = { owner: leases.owner };
+    const runOptions = (agentId: string): RunOptions => {
+      const agentDigest = agentDigestOf(runtime.registries, agentId, options.codeVersion?.());
+      return { waitForDecisions: true, checkpoint: agentDigest === undefined ? { fence } : { fence, agentDigest } };
+    };
     const locks = new ThreadLocks();
     const runs = new LiveRuns((run) => release.isReleasing(run));
     const logs = new ThreadLogs({ store, logger, relay, ...threadLogLimits(options), isBusy: (threadId) => runs.current(threadId) !== undefined });
     const appendTerminal = (threadId: string, runId: string, termination: TerminationReason): Promise<void> =>
       logs.appendTerminal(threadId, runId, termination);
-    const upkeep = new LeaseUpkeep({ leases, store, env, logger, locks, runs: () => runs.values(), isLive: (runId) => runs.has(runId), appendTerminal });
+    // The run of an expired lease, still running: taken up here when the server (or its agent) says so.
+    const recovery = options.recovery;
+    const fate =
+      recovery === undefined
+        ? undefined
+        : (run: RunRecord, stopped: string): RecoveryFate =>
+            recoveryFate(
+              run,
+              { recovery, agents: runtime.registries.agents, digest: (agentId) => agentDigestOf(runtime.registries, agentId, options.codeVersion?.()) },
+              stopped,
+            );
+    const upkeep = new LeaseUpkeep({
+      leases,
+      store,
+      env,
+      logger,
+      locks,
+      runs: () => runs.values(),
+      isLive: (runId) => runs.has(runId),
+      appendTerminal,
+      ...(fate !== undefined ? { fate, recover: (runId: string) => this.#takeUpAbandoned(runId) } : {}),
+    });
     const release: ParkedRelease = new ParkedRelease({ store, logger, locks, isLive: (run) => runs.get(run.runId) === run });
     const quiet = (): void => {
       try {
@@ -103,7 +136,7 @@ export class RunRegistry {
       noted: (run, event) => release.noted(run, event),
       quiet,
     });
-    const adoption = new RunAdoption({ runtime, store, logger, leases, locks, runs, launcher, observer, closing });
+    const adoption = new RunAdoption({ runtime, store, logger, leases, locks, runs, launcher, observer, logs, closing, runOptions });
     this.#runs = runs;
     this.#logs = logs;
     this.#upkeep = upkeep;
@@ -124,6 +157,7 @@ export class RunRegistry {
       touch: (t) => void logs.log(t),
       endAbandoned,
       closing,
+      runOptions,
     });
     this.#following = new Subscriptions({ store, relay, logs, runs });
     const isReleasing = (run: LiveRun): boolean => release.isReleasing(run);
@@ -194,6 +228,20 @@ export class RunRegistry {
   /** Starts a run on a thread; the run goes on whatever happens to the caller (`RunStart`). */
   start(request: StartRequest): Promise<RegistryResult<StartedRun>> {
     return this.#starts.start(request);
+  }
+
+  /**
+   * The run of a lease that expired, taken up here: the mailbox job its dead instance had claimed on
+   * its thread is acknowledged (the run is that job's work going on; re-queued, it would run again).
+   */
+  async #takeUpAbandoned(runId: string): Promise<boolean> {
+    const taken = await this.#adoption.recover(runId);
+    if (!taken) return false;
+    const { store, env, logger } = this.#settings;
+    await acknowledgeJobOf(runId, store, env.clock.now()).catch((e: unknown) =>
+      logger.error('mailbox job of a resumed run not acknowledged', { run: runId, ...errorFields(e) }),
+    );
+    return true;
   }
 
   /** Takes up a run left running in the store by a process that died (`RunAdoption.recover`). */

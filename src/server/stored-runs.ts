@@ -29,15 +29,16 @@ export async function reachableRun(store: Store, runOrThread: string, status?: R
  * A run record as the HTTP API answers it: the record, and the fields every answer has whether the
  * store knew them or not — `parent_run_id` (null for a run a caller started), the token totals (0
  * until a checkpoint reported some) and `termination_code` (null while the run has not ended or parked).
+ * Not `agent_digest`: the server's own note of what the agent was, for taking the run up after a crash.
  */
-export interface RunView extends Omit<RunRecord, 'parent_run_id' | 'input_tokens' | 'output_tokens'> {
+export interface RunView extends Omit<RunRecord, 'parent_run_id' | 'input_tokens' | 'output_tokens' | 'agent_digest'> {
   readonly parent_run_id: string | null;
   readonly input_tokens: number;
   readonly output_tokens: number;
   readonly termination_code: string | null;
 }
 
-export const runView = (r: RunRecord): RunView => ({
+export const runView = ({ agent_digest: _, ...r }: RunRecord): RunView => ({
   ...r,
   parent_run_id: r.parent_run_id ?? null,
   input_tokens: r.input_tokens ?? 0,

@@ -10,6 +10,8 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { MailboxBook, mailboxDataOf, type MailboxData } from './mailbox-book.ts';
 import { byUpdatedThenId } from './memory.ts';
 import {
+  checkExpectedCount,
+  checkFence,
   messagesAfter,
   patchedThread,
   threadRecord,
@@ -185,16 +187,13 @@ export class FileStore implements Store {
     await this.#serial(async () => {
       const previous = await this.#run(c.runId);
       if (previous?.status === 'done') throw runEnded(c.runId);
-      const t = await this.#thread(c.threadId);
-      const actual = t?.messages.length ?? 0;
-      if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({
-          code: 'version_conflict',
-          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
-          expected: c.expectedMessageCount,
-          actual,
-        });
+      // Read here, under the write lock the lease methods take too (not through them: they queue behind it).
+      if (c.fence !== undefined) {
+        const leases = (await this.#get<Record<string, ThreadLease>>('.', 'leases.json')) ?? {};
+        checkFence(c, Object.hasOwn(leases, c.threadId) ? leases[c.threadId] : undefined);
       }
+      const t = await this.#thread(c.threadId);
+      checkExpectedCount(c, t?.messages.length ?? 0);
       const record = threadRecord({ ...(t?.record ?? { id: c.threadId, created_at: c.updatedAt }), updated_at: c.updatedAt, latest_run_id: c.runId });
       await this.#put('threads', `${c.threadId}.json`, { record, messages: messagesAfter(c, t?.messages), state: c.threadState } satisfies ThreadFile);
       const run: RunFile = { ...runRecordOf(c, previous?.created_at ?? c.updatedAt, previous), ...(c.status !== 'done' ? { state: c.runState } : {}) };

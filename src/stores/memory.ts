@@ -7,6 +7,8 @@ import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.t
 import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.ts';
 import { emptyMailboxData, MailboxBook, type MailboxData } from './mailbox-book.ts';
 import {
+  checkExpectedCount,
+  checkFence,
   messagesAfter,
   patchedThread,
   threadRecord,
@@ -139,16 +141,9 @@ export class MemoryStore implements Store {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
     if (this.#runs.get(c.runId)?.status === 'done') throw runEnded(c.runId);
+    checkFence(c, this.#leases.get(c.threadId));
     const e = this.#threads.get(c.threadId);
-    const actual = e?.messages.length ?? 0;
-    if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-      throw new StoreFailure({
-        code: 'version_conflict',
-        message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
-        expected: c.expectedMessageCount,
-        actual,
-      });
-    }
+    checkExpectedCount(c, e?.messages.length ?? 0);
     const previous = this.#runs.get(c.runId);
     const record = threadRecord({
       ...(e?.record ?? { id: c.threadId, created_at: c.updatedAt }),

@@ -13,6 +13,8 @@ import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
 import {
   appendStart,
+  checkExpectedCount,
+  checkFence,
   patchedThread,
   newThreadRecord,
   type NewThread,
@@ -61,6 +63,8 @@ export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
    ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS parent_run_id TEXT;
    ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS input_tokens BIGINT;
    ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS output_tokens BIGINT;`,
+  // 6: what each run's agent was when it started; nullable, so the runs of earlier releases read without it.
+  (p) => `ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS agent_digest TEXT`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -293,14 +297,14 @@ export class PostgresStore implements Store {
       // Locked: a sweep ending the run elsewhere waits for this checkpoint, or this one sees it ended.
       const run = await db.query<{ status: string }>(`SELECT status FROM ${p}_runs WHERE run_id = $1 FOR UPDATE`, [c.runId]);
       if (run.rows[0]?.status === 'done') throw runEnded(c.runId);
-      if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-        throw new StoreFailure({
-          code: 'version_conflict',
-          message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
-          expected: c.expectedMessageCount,
-          actual,
-        });
+      if (c.fence !== undefined) {
+        // Locked too: a takeover, release or steal of the lease waits for this checkpoint, or this one sees it.
+        const lease = await db.query<{ run_id: string; owner: string }>(`SELECT run_id, owner FROM ${p}_thread_leases WHERE thread_id = $1 FOR UPDATE`, [
+          c.threadId,
+        ]);
+        checkFence(c, lease.rows[0]);
       }
+      checkExpectedCount(c, actual);
       await db.query(`UPDATE ${p}_threads SET updated_at = $2, latest_run_id = $3, state = $4, message_count = $5 WHERE id = $1`, [
         c.threadId,
         c.updatedAt,
@@ -331,7 +335,7 @@ export class PostgresStore implements Store {
         );
       }
       await db.query(
-        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11)
+        `INSERT INTO ${p}_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, agent_digest, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12)
          ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
            ${RUN_TOTALS_UPDATE(`${p}_runs`)}`,
         [

@@ -14,6 +14,8 @@ import { MailboxBook, type MailboxData } from './mailbox-book.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
 import {
   appendStart,
+  checkExpectedCount,
+  checkFence,
   patchedThread,
   newThreadRecord,
   tokenCount,
@@ -77,14 +79,18 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
    ALTER TABLE awaken_runs ADD COLUMN parent_run_id TEXT;
    ALTER TABLE awaken_runs ADD COLUMN input_tokens INTEGER;
    ALTER TABLE awaken_runs ADD COLUMN output_tokens INTEGER;`,
+  // 6: what each run's agent was when it started; nullable, so the runs of earlier releases read without it.
+  `ALTER TABLE awaken_runs ADD COLUMN agent_digest TEXT;`,
 ];
 
 /**
  * What a checkpoint of a run already stored does to its added columns (SQLite and PostgreSQL say it
- * alike): the first parent named is kept, the checkpoint's tokens are added to the totals.
+ * alike): the first parent and the first agent digest named are kept, the checkpoint's tokens are
+ * added to the totals.
  */
 export const RUN_TOTALS_UPDATE = (table: string): string =>
   `parent_run_id = COALESCE(${table}.parent_run_id, excluded.parent_run_id),
+   agent_digest = COALESCE(${table}.agent_digest, excluded.agent_digest),
    input_tokens = CASE WHEN excluded.input_tokens IS NULL THEN ${table}.input_tokens ELSE COALESCE(${table}.input_tokens, 0) + excluded.input_tokens END,
    output_tokens = CASE WHEN excluded.output_tokens IS NULL THEN ${table}.output_tokens ELSE COALESCE(${table}.output_tokens, 0) + excluded.output_tokens END`;
 
@@ -131,6 +137,7 @@ interface RunRow {
   created_at: number;
   updated_at: number;
   parent_run_id?: string | null;
+  agent_digest?: string | null;
   input_tokens?: number | string | null;
   output_tokens?: number | string | null;
 }
@@ -153,9 +160,10 @@ export const threadMetaArgs = (t: Pick<ThreadRecord, 'resource_id' | 'parent_thr
   t.custom !== undefined ? JSON.stringify(t.custom) : null,
 ];
 
-/** A run's added columns as SQL parameters: the parent run, and the checkpoint's tokens (NULL: none reported). */
+/** A run's added columns as SQL parameters: the parent run, the agent digest, and the checkpoint's tokens (NULL: none reported). */
 export const runMetaArgs = (c: RunCheckpoint): (string | number | null)[] => [
   c.parentRunId ?? null,
+  c.agentDigest ?? null,
   c.tokens !== undefined ? tokenCount(c.tokens.input) : null,
   c.tokens !== undefined ? tokenCount(c.tokens.output) : null,
 ];
@@ -172,6 +180,7 @@ export const runOf = (r: RunRow): RunRecord => ({
   created_at: Number(r.created_at),
   updated_at: Number(r.updated_at),
   ...(r.parent_run_id != null ? { parent_run_id: r.parent_run_id } : {}),
+  ...(r.agent_digest != null ? { agent_digest: r.agent_digest } : {}),
   ...(r.input_tokens != null || r.output_tokens != null ? { input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0) } : {}),
 });
 
@@ -179,8 +188,10 @@ export const runOf = (r: RunRow): RunRecord => ({
 const CHECKPOINT_READ = `SELECT (SELECT status FROM awaken_runs WHERE run_id = ?) AS status, (SELECT message_count FROM awaken_threads WHERE id = ?) AS message_count`;
 const CHECKPOINT_THREAD = `INSERT INTO awaken_threads (id, created_at, updated_at, latest_run_id, state, message_count) VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at, latest_run_id = excluded.latest_run_id, state = excluded.state, message_count = excluded.message_count`;
+/** The thread's lease, read for a fenced checkpoint (the text `takeLease` and `getLease` run too: one statement). */
+const LEASE_READ = 'SELECT * FROM awaken_thread_leases WHERE thread_id = ?';
 /** The run's row (the parameters of `runMetaArgs` last). */
-const CHECKPOINT_RUN = `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const CHECKPOINT_RUN = `INSERT INTO awaken_runs (run_id, thread_id, agent_id, status, termination, steps, created_at, updated_at, state, parent_run_id, agent_digest, input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, termination = excluded.termination, steps = excluded.steps, updated_at = excluded.updated_at, state = excluded.state,
     ${RUN_TOTALS_UPDATE('awaken_runs')}`;
 
@@ -379,15 +390,13 @@ export class SqliteStore implements Store {
   #writeCheckpoint(c: RunCheckpoint): void {
     const held = this.#sql(CHECKPOINT_READ).get(c.runId, c.threadId) as { status: string | null; message_count: number | null };
     if (held.status === 'done') throw runEnded(c.runId);
-    const actual = held.message_count ?? 0;
-    if (c.expectedMessageCount !== undefined && c.expectedMessageCount !== actual) {
-      throw new StoreFailure({
-        code: 'version_conflict',
-        message: `version conflict: expected ${c.expectedMessageCount}, actual ${actual}`,
-        expected: c.expectedMessageCount,
-        actual,
-      });
+    // Read in this transaction, so no takeover lands between the check and the write; a checkpoint without a fence reads nothing more.
+    if (c.fence !== undefined) {
+      const lease = this.#sql(LEASE_READ).get(c.threadId) as LeaseRow | undefined;
+      checkFence(c, lease);
     }
+    const actual = held.message_count ?? 0;
+    checkExpectedCount(c, actual);
     this.#sql(CHECKPOINT_THREAD).run(c.threadId, c.updatedAt, c.updatedAt, c.runId, JSON.stringify(c.threadState), c.messages.length);
     // The writer says how many leading messages are as it left them (`appendFrom`): only the rest is
     // written. Without that, when the stored messages are a prefix (by id) only the new ones are
@@ -453,7 +462,7 @@ export class SqliteStore implements Store {
   async takeLease(l: Parameters<Store['takeLease']>[0]): Promise<LeaseTake> {
     return this.#db
       .transaction((): LeaseTake => {
-        const row = this.#sql('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(l.threadId) as LeaseRow | undefined;
+        const row = this.#sql(LEASE_READ).get(l.threadId) as LeaseRow | undefined;
         const r = leaseAfterTake(row === undefined ? undefined : leaseOf(row), l);
         if (!r.ok) return { ok: false, holder: r.holder };
         const n = r.lease as ThreadLease;
@@ -492,7 +501,7 @@ export class SqliteStore implements Store {
   }
 
   async getLease(threadId: string): Promise<ThreadLease | undefined> {
-    const row = this.#sql('SELECT * FROM awaken_thread_leases WHERE thread_id = ?').get(threadId) as LeaseRow | undefined;
+    const row = this.#sql(LEASE_READ).get(threadId) as LeaseRow | undefined;
     return row === undefined ? undefined : leaseOf(row);
   }
 

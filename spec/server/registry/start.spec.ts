@@ -64,6 +64,7 @@ function setup(options: { readonly policy?: ConcurrencyPolicy; readonly observer
       return true;
     },
     closing: () => closing,
+    runOptions: (agentId) => ({ waitForDecisions: true, checkpoint: { fence: { owner: leases.owner }, agentDigest: `digest of ${agentId}` } }),
   });
   return { env, store, handles, leases, other, runs, bus, abandoned, starts, close: () => void (closing = true) };
 }
@@ -81,6 +82,15 @@ describe('RunStart', () => {
     expect(runs.current('t1')).toBeUndefined();
     await tick();
     expect(await store.getLease('t1')).toBeUndefined();
+  });
+
+  it("begins the run with the host's options for its agent: the fence of the lease it holds, the agent's digest", async () => {
+    const { handles, starts } = setup();
+    const started = await starts.start({ threadId: 't1', agentId: 'agent', messages: [] });
+    if (!started.ok) throw new Error(started.error.message);
+    expect(handles[0]?.options).toEqual({ waitForDecisions: true, checkpoint: { fence: { owner: 'A' }, agentDigest: 'digest of agent' } });
+    handles[0]?.end();
+    await started.value.done;
   });
 
   it('refuses a second run on a thread with one in flight under `reject`, and leaves the first going', async () => {

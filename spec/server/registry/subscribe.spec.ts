@@ -97,6 +97,8 @@ describe('Subscriptions', () => {
     const local: LogItem[] = [];
     await following.subscribe('t1', undefined, (i) => local.push(i), { scope: 'run' });
     logs.publish({ runId: 'r1', threadId: 't1' }, textEvent('t1', 'r1', 'here'));
+    // Delivered here once it is in the shared log.
+    await tick(5);
     expect(seen(local)).toEqual(['2:text_delta:here']);
   });
 });

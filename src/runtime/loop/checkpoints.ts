@@ -2,10 +2,12 @@ import type { TerminationReason } from '../../contract/lifecycle.ts';
 import type { Message } from '../../contract/message.ts';
 import { failed, type Halting } from '../halt.ts';
 import { RunLifecycle } from '../loop-keys.ts';
-import { andThen } from '../maybe-promise.ts';
+import { andThenOrElse } from '../maybe-promise.ts';
+import { StoreFailure } from '../store.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { RunCheckpoint, ThreadRunStore } from '../thread-run-store.ts';
 import type { Env } from '../env.ts';
+import type { CheckpointStamp } from '../run-handle.ts';
 
 /** What a checkpoint reads of its run at the moment it is written. */
 export interface CheckpointFacts {
@@ -31,6 +33,8 @@ export class Checkpoints {
   readonly #threadId: string;
   readonly #runId: string;
   readonly #parentRunId: string | undefined;
+  readonly #stamp: CheckpointStamp | undefined;
+  readonly #onFenced: (() => void) | undefined;
   /** Messages the store holds for this thread as far as this run knows. */
   #persistedCount: number;
   /** Leading messages the store holds as this run holds them (the rest it replaces at the next checkpoint). */
@@ -46,6 +50,9 @@ export class Checkpoints {
     readonly threadId: string;
     readonly runId: string;
     readonly parentRunId: string | undefined;
+    readonly stamp?: CheckpointStamp | undefined;
+    /** Told when the store refuses a checkpoint because another instance took the run over (`fenced`). */
+    readonly onFenced?: () => void;
     readonly persistedCount: number;
     readonly storedPrefix: number;
   }) {
@@ -55,6 +62,8 @@ export class Checkpoints {
     this.#threadId = options.threadId;
     this.#runId = options.runId;
     this.#parentRunId = options.parentRunId;
+    this.#stamp = options.stamp;
+    this.#onFenced = options.onFenced;
     this.#persistedCount = options.persistedCount;
     this.#storedPrefix = options.storedPrefix;
   }
@@ -91,12 +100,23 @@ export class Checkpoints {
     };
     if (termination !== undefined) checkpoint.termination = termination;
     if (this.#parentRunId !== undefined) checkpoint.parentRunId = this.#parentRunId;
+    const stamp = this.#stamp;
+    if (stamp !== undefined) {
+      if (stamp.fence !== undefined) checkpoint.fence = stamp.fence;
+      if (stamp.agentDigest !== undefined) checkpoint.agentDigest = stamp.agentDigest;
+    }
     // The store adds these to the run's totals: what the run inferred since its last checkpoint written.
     const tokens = { input: facts.inputTokens - this.#inputStored, output: facts.outputTokens - this.#outputStored };
     checkpoint.tokens = tokens;
     const written = facts.messages.length;
-    return andThen(store.checkpoint(checkpoint), () => this.#stored(written, tokens));
+    return andThenOrElse(store.checkpoint(checkpoint), () => this.#stored(written, tokens), this.#refused);
   }
+
+  /** A refused checkpoint fails the run as before; one refused because the run went on elsewhere is told first. */
+  readonly #refused = (e: unknown): never => {
+    if (e instanceof StoreFailure && e.error.code === 'fenced') this.#onFenced?.();
+    throw e;
+  };
 
   /** The store holds the first `written` messages as this run holds them, and the tokens reported. */
   #stored(written: number, tokens: { readonly input: number; readonly output: number }): undefined {

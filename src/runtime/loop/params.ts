@@ -7,6 +7,7 @@ import type { EventSink } from '../event-sink.ts';
 import type { AgentOverlayState } from '../loop-keys.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { ResolvedAgent } from '../resolve.ts';
+import type { CheckpointStamp } from '../run-handle.ts';
 import type { RunTap } from '../tap.ts';
 import type { ThreadRunStore } from '../thread-run-store.ts';
 import type { DecisionSource } from './suspension.ts';
@@ -33,6 +34,8 @@ export interface RunParams extends DecisionSource {
   readonly inferenceErrors?: InferenceExecutionError[];
   /** The run that delegated this one (a sub-run's `run_start` names it). */
   readonly parentRunId?: string;
+  /** What each checkpoint of the run carries to its store besides the run (`RunOptions.checkpoint`). */
+  readonly stamp?: CheckpointStamp;
   /** What the agent's plugins watch of the run beyond its events (`RunTap`). */
   readonly tap?: RunTap;
   /**

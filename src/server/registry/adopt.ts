@@ -1,13 +1,18 @@
+import type { AgentEvent } from '../../contract/event.ts';
 import type { AgentRuntime } from '../../runtime/agent-runtime.ts';
+import type { RunOptions } from '../../runtime/run-handle.ts';
+import { ToolBatchKey, type ToolBatchRecord } from '../../runtime/tool-batch.ts';
 import type { RunRecord, Store } from '../../runtime/store.ts';
 import { parkedCallsOf, type WaitingCall } from '../live-run.ts';
-import type { Logger } from '../log.ts';
+import { errorFields, type Logger } from '../log.ts';
 import { mayReach } from '../principal.ts';
 import type { RunLeases } from '../run-leases.ts';
 import { storedRun } from '../stored-runs.ts';
 import type { ThreadLocks } from '../thread-locks.ts';
+import { closersOf } from './closers.ts';
 import type { RunLauncher } from './launch.ts';
 import type { LiveRuns } from './live-runs.ts';
+import type { ThreadLogs } from './thread-logs.ts';
 import type { RunObserver, RunStarter } from './types.ts';
 
 /** What taking up a parked run needs of the registry it serves. */
@@ -20,8 +25,15 @@ export interface AdoptionHost {
   readonly runs: LiveRuns;
   readonly launcher: RunLauncher;
   readonly observer: RunObserver | undefined;
+  /**
+   * The thread logs, where a run taken up from `running` has the step its process was cut off in
+   * closed before it goes on (`RunAdoption.recover`); without them nothing is closed.
+   */
+  readonly logs?: Pick<ThreadLogs, 'open' | 'publish' | 'runTail' | 'appendTerminal'>;
   /** Whether the registry is shutting down (nothing is taken up then). */
   closing(): boolean;
+  /** What each checkpoint of a run taken up here carries (the lease it holds, the agent's digest); without it, nothing. */
+  runOptions?(agentId: string): RunOptions;
 }
 
 /** The calls a parked run waits on, and where. */
@@ -80,21 +92,31 @@ export class RunAdoption {
    * it could not be recovered (then it is ended with the reason, never left looking alive).
    */
   async recover(runId: string): Promise<boolean> {
-    const { runtime, store, logger, locks, runs } = this.#host;
+    const { runtime, store, logger, locks, runs, leases } = this.#host;
     if (runs.find(runId) !== undefined || this.#host.closing()) return false;
     const stored = await storedRun(store, runId, 'running');
     if (stored === undefined) return false;
     const threadId = stored.thread_id;
-    // Not taken up, and no one else holds it alive (no lease for it): ended with why, never left looking alive.
+    // Not taken up, and no one else holds it alive (no lease for it): ended with why — its record and
+    // its followers' terminal frame — never left looking alive.
     const ended = async (why: string): Promise<false> => {
       logger.error('run left running by a stopped process could not be recovered', { run: runId, thread: threadId, error: why });
-      await store.finishRun(runId, { type: 'error', value: `interrupted: it could not be taken up: ${why}` }, runtime.env.clock.now());
+      const termination = { type: 'error' as const, value: `interrupted: it could not be taken up: ${why}` };
+      if (await store.finishRun(runId, termination, runtime.env.clock.now())) await this.#host.logs?.appendTerminal(threadId, runId, termination);
+      await leases.release(threadId, runId);
       return false;
     };
     return locks.exclusive(threadId, async () => {
-      if (runs.current(threadId) !== undefined) return ended('another run holds its thread');
+      // A run here holds the thread: whoever started it ended this one first (the start that found its lease expired).
+      if (runs.current(threadId) !== undefined) return false;
       // Another holder with a live lease: that instance has it (or will end it when the lease expires).
-      const launched = await this.#takeUp(stored, 'running');
+      let launched: Awaited<ReturnType<RunLauncher['launch']>> | 'not taken';
+      try {
+        launched = await this.#takeUp(stored, 'running');
+      } catch (e) {
+        // Taken over and then failed (the store, the bus): let go and ended, never held for ever.
+        return ended(e instanceof Error ? e.message : String(e));
+      }
       if (launched === 'not taken') return false;
       if (!launched.ok) return ended(launched.error.message);
       logger.info('run left running by a stopped process recovered', { run: runId, thread: threadId });
@@ -120,12 +142,14 @@ export class RunAdoption {
       await leases.release(threadId, runId);
       return 'not taken';
     }
+    if (status === 'running') await this.#closeCutStep(threadId, runId);
     const owner = await store.threadOwner(threadId);
     const request = { threadId, runId, ...(stored.agent_id !== '' ? { agentId: stored.agent_id } : {}) };
-    const begin: RunStarter = status === 'waiting' ? (sink) => runtime.revive(request, sink) : (sink) => runtime.recover(request, sink);
-    const observer = this.#host.observer;
     // The agent a run resolves to when the store names none: the runtime's first, as at `start`.
     const agentId = stored.agent_id !== '' ? stored.agent_id : (runtime.agentIds()[0] ?? '');
+    const options = this.#host.runOptions?.(agentId) ?? {};
+    const begin: RunStarter = status === 'waiting' ? (sink) => runtime.revive(request, sink, options) : (sink) => runtime.recover(request, sink, options);
+    const observer = this.#host.observer;
     const seen = {
       threadId,
       runId,
@@ -138,6 +162,37 @@ export class RunAdoption {
     return launcher.launch(threadId, runId, stored.agent_id, owner, [], status, (sink) =>
       observer === undefined ? begin(sink) : observer.observe(seen, begin, sink),
     );
+  }
+
+  /**
+   * The step a run's dead process was cut off in, closed in the thread's log before the run goes on
+   * (a stream's open blocks close before anything else follows): its followers saw the step start,
+   * maybe text and calls the model was still writing, and no end; the segment taken up opens a step
+   * again. What closes it is what the run loop emits for a stream cut mid-inference (`closersOf`),
+   * published as frames of the run. Read from what this instance can read of the log: with nothing
+   * there (a restart without a bus), a client that comes back is resynced instead. A log that cannot
+   * be read leaves the step as it is: the run is taken up all the same.
+   */
+  async #closeCutStep(threadId: string, runId: string): Promise<void> {
+    const logs = this.#host.logs;
+    if (logs === undefined) return;
+    let closing: AgentEvent[];
+    try {
+      closing = closersOf(await logs.runTail(threadId, runId), await this.#batchCalls(threadId));
+    } catch (e) {
+      this.#host.logger.warn('the step a stopped process left open could not be read: it is not closed', { run: runId, thread: threadId, ...errorFields(e) });
+      return;
+    }
+    if (closing.length === 0) return;
+    await logs.open(threadId);
+    for (const event of closing) await logs.publish({ runId, threadId }, event);
+  }
+
+  /** The calls of the tool batch the thread's store holds (the run taken up goes on with them, and tells each one's outcome). */
+  async #batchCalls(threadId: string): Promise<ReadonlySet<string>> {
+    const thread = await this.#host.store.loadThread(threadId);
+    const batch = thread?.threadState?.extensions[ToolBatchKey.key] as ToolBatchRecord | null | undefined;
+    return new Set(batch?.calls.map((c) => c.id) ?? []);
   }
 
   /** The parked run of a thread or a run id here and the calls it waits on; `undefined` when none waits. */

@@ -132,7 +132,10 @@ export class RunLauncher {
 
   /** A run that ended without its terminal frame (a crash) gets one, so every stream is finalised. */
   #finish(run: LiveRun, crash: string | undefined): void {
-    if (!run.terminalSeen) {
+    // Taken over by another instance, the run goes on there: its end is not this process's to tell,
+    // and the thread's lease for it is the other's.
+    const fenced = run.handle.fenced?.() === true;
+    if (!run.terminalSeen && !fenced) {
       const termination = run.stopRequested
         ? { type: 'cancelled' as const }
         : { type: 'error' as const, value: crash ?? 'the run ended without a terminal event' };
@@ -140,9 +143,10 @@ export class RunLauncher {
     }
     run.status = 'done';
     this.#host.logs.ended(run.threadId);
-    run.released = this.#host
-      .releaseLease(run.threadId, run.runId)
-      .catch((e: unknown) => this.#host.logger.error('lease not released', { thread: run.threadId, run: run.runId, ...errorFields(e) }));
+    if (fenced) this.#host.logs.letGo(run.threadId);
+    run.released = (fenced ? Promise.resolve() : this.#host.releaseLease(run.threadId, run.runId)).catch((e: unknown) =>
+      this.#host.logger.error('lease not released', { thread: run.threadId, run: run.runId, ...errorFields(e) }),
+    );
     // A finished run lives on in the store; the registry keeps only what is live.
     this.#host.runs.remove(run);
     this.#host.logs.evictIdle();

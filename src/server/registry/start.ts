@@ -1,6 +1,7 @@
 import type { RunStatus } from '../../contract/lifecycle.ts';
 import type { AgentRuntime } from '../../runtime/agent-runtime.ts';
 import type { Env } from '../../runtime/env.ts';
+import type { RunOptions } from '../../runtime/run-handle.ts';
 import type { Store, ThreadLease } from '../../runtime/store.ts';
 import type { ClusterRelay } from '../cluster-relay.ts';
 import type { Logger } from '../log.ts';
@@ -40,6 +41,8 @@ export interface StartHost {
   endAbandoned(lease: ThreadLease, how: 'cancelled' | 'interrupted'): Promise<boolean>;
   /** Whether the registry is shutting down. */
   closing(): boolean;
+  /** What each checkpoint of a run of this agent carries (the lease it holds, the agent's digest). */
+  runOptions(agentId: string): RunOptions;
 }
 
 /**
@@ -96,6 +99,7 @@ export class RunStart {
       logger.info('parked run cancelled: a new run discarded its pause', { run: parked.run_id, thread: request.threadId });
     }
     const agentId = request.agentId ?? runtime.agentIds()[0] ?? '';
+    const runOptions = this.#host.runOptions(agentId);
     const start: RunStarter = (sink) =>
       runtime.start(
         {
@@ -106,7 +110,7 @@ export class RunStart {
           ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
         },
         sink,
-        { waitForDecisions: true },
+        runOptions,
       );
     const observer = this.#host.observer;
     const launched = await this.#host.launcher.launch(request.threadId, runId, agentId, owner, request.messages, 'running', (sink) =>

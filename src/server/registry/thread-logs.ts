@@ -4,7 +4,7 @@ import type { ThreadSeqStore } from '../../runtime/store.ts';
 import type { ClusterRelay } from '../cluster-relay.ts';
 import { errorFields, type Logger } from '../log.ts';
 import { SeqMarks } from '../seq-marks.ts';
-import { ThreadLog } from '../thread-log.ts';
+import { ThreadLog, type LogFrame } from '../thread-log.ts';
 import type { RegistryOptions } from './types.ts';
 
 /** What the thread logs need of the registry they serve. */
@@ -120,13 +120,12 @@ export class ThreadLogs {
     }
     const frame = log.next(run.runId, event);
     const shared = relay.share(run.threadId, { seq: frame.seq, runId: frame.runId, data: frame.data });
-    if (event.event_type !== 'run_finish') {
-      log.publish(frame);
-      return;
-    }
-    // A segment's terminal frame is delivered once every frame before it is in the shared log: a
-    // client that saw it and goes on on another instance finds the thread's sequence where it stopped.
-    return shared.then(() => void log.publish(frame));
+    // A frame reaches this instance's clients once it is in the shared log: should the instance die
+    // first, no client holds an id the instance that takes the run up gives to another frame. The run
+    // does not wait for it, but for its terminal frame (a client that saw it and goes on on another
+    // instance finds the thread's sequence where it stopped).
+    const delivered = shared.then(() => void log.publish(frame));
+    if (event.event_type === 'run_finish') return delivered;
   }
 
   /** A run ended here: without a bus, its thread's mark comes down to the last frame once it is out. */
@@ -155,6 +154,35 @@ export class ThreadLogs {
     }
   }
 
+  /**
+   * The events of a run in its thread's log that this instance can read, from the run's last
+   * `run_start` on (from the first readable one when none is left): the shared log with a bus, else
+   * this process's ring — empty after a restart, when what a client holds is resynced anyway.
+   */
+  async runTail(threadId: string, runId: string): Promise<AgentEvent[]> {
+    const relay = this.#host.relay;
+    if (relay !== undefined) return runTailOf(await sharedTail(relay, threadId, runId), runId);
+    await this.#publishing.get(threadId);
+    const log = this.#logs.get(threadId);
+    if (log === undefined) return [];
+    // The ring keeps a gapless tail of the log: the oldest cursor it still serves without a resync
+    // marks where that tail begins (a cursor it serves, every later one it serves too).
+    let low = 0;
+    let high = log.publishedSeq;
+    while (low < high) {
+      const mid = Math.floor((low + high) / 2);
+      if (log.isBehind(mid)) low = mid + 1;
+      else high = mid;
+    }
+    const frames: LogFrame[] = [];
+    log.subscribe(
+      low,
+      (item) => void (item.kind === 'frame' && frames.push(item)),
+      (seq) => ({ kind: 'resync', seq, messages: [] }),
+    )();
+    return runTailOf(frames, runId);
+  }
+
   /** Every frame on its way published and every mark written (at shutdown). */
   async flush(): Promise<void> {
     await Promise.all(this.#publishing.values());
@@ -170,6 +198,16 @@ export class ThreadLogs {
       ends.delete(end);
       if (ends.size === 0 && this.#forgotten.get(threadId) === ends) this.#forgotten.delete(threadId);
     };
+  }
+
+  /**
+   * Ends the thread's open streams here, keeping its log: the run they followed was taken over by
+   * another instance (`RunHandle.fenced`) and goes on in the shared log, which a client that
+   * reconnects (with its last id, to any instance) follows; here it would wait for an end that this
+   * instance will never tell.
+   */
+  letGo(threadId: string): void {
+    for (const end of [...(this.#forgotten.get(threadId) ?? [])]) end();
   }
 
   /**
@@ -229,4 +267,35 @@ export class ThreadLogs {
     this.#logs.delete(threadId);
     this.#marks.forget(threadId);
   }
+}
+
+/** Frames of a thread read from the shared log at once, when reading back for a run's last `run_start`. */
+const SHARED_PAGE = 500;
+
+/**
+ * The shared log's frames from the last `run_start` of `runId` on, read back a page at a time from
+ * the end (a thread's earlier runs are not read); all of it when the run has none.
+ */
+async function sharedTail(relay: ClusterRelay, threadId: string, runId: string): Promise<{ readonly runId: string; readonly event: AgentEvent }[]> {
+  const pages: { readonly runId: string; readonly event: AgentEvent }[][] = [];
+  let high = await relay.bus.lastSeq(threadId);
+  while (high > 0) {
+    const low = Math.max(0, high - SHARED_PAGE);
+    const top = high;
+    // Seqs the log skipped would let a read run past the page: what is past it was read already.
+    const page = (await relay.bus.read(threadId, low, top - low))
+      .filter((f) => f.seq <= top && f.runId === runId)
+      .map((f) => ({ runId: f.runId, event: JSON.parse(f.data) as AgentEvent }));
+    pages.unshift(page);
+    if (page.some((f) => f.event.event_type === 'run_start')) break;
+    high = low;
+  }
+  return pages.flat();
+}
+
+/** The events of `runId` among `frames`, from its last `run_start` on. */
+function runTailOf(frames: readonly { readonly runId: string; readonly event: AgentEvent }[], runId: string): AgentEvent[] {
+  const events = frames.filter((f) => f.runId === runId).map((f) => f.event);
+  const start = events.findLastIndex((e) => e.event_type === 'run_start');
+  return start < 0 ? events : events.slice(start);
 }

@@ -1,3 +1,4 @@
+import type { RunRecovery } from '../../contract/agent-spec.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { Message } from '../../contract/message.ts';
 import type { AgentRunResult } from '../../contract/run-result.ts';
@@ -36,6 +37,19 @@ export interface RegistryOptions {
   readonly onQuiet?: () => void;
   /** Sees every run this registry starts, and may wrap how it starts (`awaken serve --record` writes a transcript of each). */
   readonly observer?: RunObserver;
+  /**
+   * The version of the app's code serving the agents now (`LoadedApp.version`), read at each start:
+   * part of the digest a run records of its agent (`RunRecord.agent_digest`).
+   */
+  readonly codeVersion?: () => string | undefined;
+  /**
+   * Runs of expired leases (their instance died) that are `running` in the store: taken up here
+   * when the run's agent (`AgentSpec.recovery`), else `recovery`, says `resume`, and the agent is
+   * still served and still what the run started with; else ended `interrupted: ...` with the reason.
+   * Without it, every such run is ended interrupted (`awaken serve` and `createAwaken` give theirs:
+   * `resume` unless told otherwise).
+   */
+  readonly recovery?: RunRecovery;
 }
 
 /** Where a run's frames go as it emits them. */

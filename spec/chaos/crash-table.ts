@@ -1,0 +1,42 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { ServeProcess } from '../support/serve-process.ts';
+
+// What the two crash-point tables share (crash-points.spec.ts, one instance restarted;
+// cluster-crash-points.spec.ts, two instances on PostgreSQL): the points, what each must show, and
+// how a kill is read.
+
+/** Each durable point: the store's by AWAKEN_CRASH_AT, inside a tool and mid-inference by the fixture app. */
+export const POINTS = [
+  { name: 'before-batch', env: 'AWAKEN_CRASH_AT', value: 'before-batch:1' },
+  { name: 'before-executing', env: 'AWAKEN_CRASH_AT', value: 'before-executing:1' },
+  { name: 'before-dispatch', env: 'AWAKEN_CRASH_AT', value: 'before-dispatch:1' },
+  { name: 'in-tool', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-tool:1' },
+  { name: 'before-finalise', env: 'AWAKEN_CRASH_AT', value: 'before-finalise:1' },
+  { name: 'in-publication', env: 'AWAKEN_CRASH_AT', value: 'in-publication:1' },
+  { name: 'in-inference (tool use)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:1' },
+  { name: 'in-inference (answer)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:2' },
+] as const;
+/** Where `charge` is recorded Executing without its outcome stored when the process dies. */
+export const EXECUTING_WITHOUT_OUTCOME = new Set<string>(['before-dispatch', 'in-tool']);
+/** Where it had not run yet: reported unknown, it never runs. */
+export const NEVER_RUN = new Set<string>(['before-dispatch']);
+
+export const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** How often `charge` and `lookup` ran on `thread`, as the fixture's tools counted them in `file`. */
+export const countsOf = (file: string, thread: string): { charge: number; lookup: number } => {
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  return { charge: lines.filter((l) => l === `${thread} charge`).length, lookup: lines.filter((l) => l === `${thread} lookup`).length };
+};
+
+/** Whether the server process has ended, or ends within `ms`. */
+export const exited = (s: ServeProcess, ms: number): Promise<boolean> =>
+  s.child.exitCode !== null || s.child.signalCode !== null
+    ? Promise.resolve(true)
+    : new Promise((r) => {
+        const t = setTimeout(() => r(false), ms);
+        s.child.once('exit', () => {
+          clearTimeout(t);
+          r(true);
+        });
+      });

@@ -181,18 +181,24 @@ describe('two instances on one PostgreSQL database', () => {
     expect(victim.child.pid).toBe(pid);
     victim.child.kill('SIGKILL');
     let job: { status: string; attempt_count: number } | undefined;
-    for (let i = 0; i < 300 && job?.status !== 'accepted'; i++) {
+    // Until the job is accepted and no run of the thread goes on (a run taken up is acknowledged as it is taken up).
+    const going = async (): Promise<boolean> =>
+      ((await bodyJson(fetch(`${survivor.url}/v1/runs?thread_id=c3`))).items as { status: string }[]).some((r) => r.status !== 'done');
+    for (let i = 0; i < 300 && (job?.status !== 'accepted' || (await going())); i++) {
       await new Promise((res) => setTimeout(res, 50));
       job = (await bodyJson(fetch(`${survivor.url}/v1/threads/c3/mailbox`))).items.find((j: { job_id: string }) => j.job_id === jobId);
     }
-    // Never claimed again: no attempt failed.
-    expect(job).toMatchObject({ status: 'accepted', attempt_count: 0 });
+    // Done, and done once, however the two sweeps (the thread's lease, the job's claim) interleave on a
+    // loaded machine: the survivor takes the job's run up (recovery `resume`, the default) and
+    // acknowledges the job — claimed again at most once meanwhile, its new claim refused by the busy
+    // thread — or, when the run had not answered, ends it and runs the job again.
+    expect(job?.status).toBe('accepted');
+    expect(job?.attempt_count).toBeLessThanOrEqual(1);
     const messages = (await bodyJson(fetch(`${survivor.url}/v1/threads/c3/messages`))).messages as { role: string; content: { text?: string }[] }[];
     expect(messages.filter((m) => m.role === 'user')).toHaveLength(1);
-    expect(messages.at(-1)?.content[0]?.text).toBe('taken over');
+    expect(messages.filter((m) => m.role === 'assistant').map((m) => m.content[0]?.text)).toEqual(['taken over']);
     const runs = (await bodyJson(fetch(`${survivor.url}/v1/runs?thread_id=c3`))).items as { status: string; termination?: { type: string; value?: string } }[];
-    // The survivor took the job's run up (recovery `resume`, the default) before the job's claim
-    // expired, and acknowledged the job: its messages ran once, in the one run.
-    expect(runs.map((x) => x.termination)).toEqual([{ type: 'natural_end' }]);
+    expect(runs.filter((x) => x.termination?.type === 'natural_end')).toHaveLength(1);
+    expect(runs.filter((x) => x.termination?.type !== 'natural_end').map((x) => x.termination?.value?.startsWith('interrupted: '))).not.toContain(false);
   }, 60_000);
 });

@@ -147,6 +147,34 @@ describe('the mailbox service (book: Mailbox 架构)', () => {
     expect(await s.store.loadJob('orphan')).toMatchObject({ status: 'accepted', attempt_count: 1 });
   });
 
+  it('a job re-queued after its consumer died, whose run another instance took up, is not run twice: retried while that run goes on, done once it answered', async () => {
+    const env = deterministicEnv();
+    const s = testServer([{ text: 'run again: wrong' }]);
+    const mailbox = new Mailbox(s.store, s.registry, env, { config: { lease_ms: 1000 } });
+    const hi = Messages.user('hi', { id: 'm-hi' });
+    await s.store.enqueue({ job_id: 'taken', mailbox_id: 'mb5', agent_id: 'agent', messages: [hi], origin: 'user' }, env.clock.now());
+    expect(await s.store.claim('dead-consumer', 'gone', 1000, env.clock.now(), 1)).toHaveLength(1);
+    // The dead consumer's run had stored the job's message; another instance took it up and it goes on.
+    const state = { revision: 1, extensions: {} };
+    const checkpoint = (messages: Parameters<Store['checkpoint']>[0]['messages'], status: 'running' | 'done') =>
+      s.store.checkpoint({ threadId: 'mb5', runId: 'up', agentId: 'agent', messages, status, steps: 1, threadState: state, runState: state, updatedAt: 0 });
+    await checkpoint([hi], 'running');
+    env.advance(1001);
+    expect((await s.store.takeLease({ threadId: 'mb5', runId: 'up', owner: 'survivor', now: env.clock.now(), ttlMs: 100_000 })).ok).toBe(true);
+    expect((await mailbox.sweep()).map((j) => j.job_id)).toEqual(['taken']);
+    await mailbox.dispatchOnce();
+    await mailbox.drain();
+    expect(await s.store.loadJob('taken')).toMatchObject({ status: 'queued', last_error: 'its run goes on elsewhere' });
+    // It answered: the job is done, and its messages are not run again.
+    await checkpoint([hi, Messages.assistant('taken up and answered')], 'done');
+    env.advance(60_000);
+    await mailbox.dispatchOnce();
+    await mailbox.drain();
+    expect(await s.store.loadJob('taken')).toMatchObject({ status: 'accepted' });
+    expect(s.llm.requests).toHaveLength(0);
+    expect((await s.store.loadThread('mb5'))?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
   it('GC drops finished jobs after gc_ttl', async () => {
     const env = deterministicEnv();
     const s = testServer([{ text: 'x' }]);

@@ -106,6 +106,15 @@ export class Mailbox {
 
   async #execute(job: MailboxJob, token: string): Promise<void> {
     try {
+      const earlier = await this.#earlierWork(job);
+      if (earlier === 'done') {
+        await this.#store.ack(job.job_id, token, this.#env.clock.now()).catch(ignoreStale);
+        return;
+      }
+      if (earlier === 'going') {
+        await this.#store.nack(job.job_id, token, 'its run goes on elsewhere', false, this.#env.clock.now(), this.#config).catch(ignoreStale);
+        return;
+      }
       // The run acts for the principal that queued the job: a thread no longer theirs (deleted, then
       // taken by another) is not there for it.
       const start = (): ReturnType<RunRegistry['start']> => this.#registry.start({ threadId: job.mailbox_id, agentId: job.agent_id, messages: job.messages });
@@ -130,6 +139,25 @@ export class Mailbox {
     } finally {
       this.#running.delete(job.job_id);
     }
+  }
+
+  /**
+   * What became of the work of a job claimed before whose claim lapsed (its consumer died): its run
+   * may have been taken up by another instance (a run left running goes on from its last durable
+   * write). `going`: its messages are in the thread and a run of the thread is running — retried
+   * later; `done`: they are there and answered, no run going — the job is done, not run twice;
+   * `none`: run it (a first claim, or a run that ended before it answered).
+   */
+  async #earlierWork(job: MailboxJob): Promise<'none' | 'going' | 'done'> {
+    if (job.attempt_count === 0 || job.messages.length === 0) return 'none';
+    const ids = new Set(job.messages.map((m) => m.id));
+    const messages = (await this.#store.loadThread(job.mailbox_id))?.messages ?? [];
+    const at = messages.map((m) => ids.has(m.id)).lastIndexOf(true);
+    if (at < 0 || messages.filter((m) => ids.has(m.id)).length < ids.size) return 'none';
+    const runs = await this.#store.listRuns({ offset: 0, limit: 20, threadId: job.mailbox_id, status: 'running' });
+    if (runs.items.length > 0) return 'going';
+    // Answered: a reply of the model's own after them, not only its tool calls.
+    return messages.slice(at + 1).some((m) => m.role === 'assistant' && (m.tool_calls ?? []).length === 0) ? 'done' : 'none';
   }
 
   /** Extends the lease while the run goes on; a lost lease cancels the run (another consumer owns the job now). */

@@ -20,6 +20,7 @@ export class RunLeases {
   readonly sweepMs: number;
   readonly #store: ThreadLeaseStore;
   readonly #env: Env;
+  readonly #releasing = new Set<Promise<void>>();
 
   constructor(store: ThreadLeaseStore, env: Env, options: LeaseOptions = {}) {
     this.#store = store;
@@ -37,7 +38,24 @@ export class RunLeases {
    * Lets go of the thread's lease for the run, when it is this instance's: a lease another instance
    * took over for the run (it took the run up) is that instance's, and stays.
    */
-  async release(threadId: string, runId: string): Promise<void> {
+  release(threadId: string, runId: string): Promise<void> {
+    const releasing = this.#release(threadId, runId);
+    this.#releasing.add(releasing);
+    const settle = (): void => void this.#releasing.delete(releasing);
+    releasing.then(settle, settle);
+    return releasing;
+  }
+
+  /**
+   * Every release under way has settled. A run that ended just before a shutdown is no longer among
+   * the registry's runs, but its release may still be in flight: a store closed under it would leave
+   * the thread leased until the lease expires.
+   */
+  async settled(): Promise<void> {
+    while (this.#releasing.size > 0) await Promise.allSettled([...this.#releasing]);
+  }
+
+  async #release(threadId: string, runId: string): Promise<void> {
     const held = await this.#store.getLease(threadId);
     if (held === undefined || held.run_id !== runId || held.owner !== this.owner) return;
     await this.#store.releaseLease(threadId, runId);

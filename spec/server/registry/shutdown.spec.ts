@@ -63,6 +63,38 @@ describe('RegistryShutdown.shutdown', () => {
     expect(await store.getLease('t1')).toBeUndefined();
   });
 
+  it('waits for a run that has told its end but is still writing it (its handle not settled), and for what it releases then', async () => {
+    const { store, leases, runs, end } = setup();
+    await stored(store, 'f', 't1', 'done');
+    expect((await leases.take('t1', 'f')).ok).toBe(true);
+    // Its run_finish was seen (status done); its last writes, then its release, are still to come.
+    const finishing = liveRun('f', 't1', { status: 'done', terminalSeen: true, released: undefined });
+    finishing.handle.endsOnCancel = false;
+    runs.push(finishing);
+    void finishing.handle.done.then(() => {
+      finishing.released = leases.release('t1', 'f');
+    });
+    setTimeout(() => finishing.handle.end(), 30);
+    await end.shutdown({ graceMs: 5_000 });
+    expect(finishing.handle.cancels).toBe(0);
+    expect(await store.getLease('t1')).toBeUndefined();
+  });
+
+  it('waits for the lease release of a run that ended just before it (no longer among the runs), so no lease outlives the shutdown', async () => {
+    const { store, leases, end } = setup();
+    await stored(store, 'e', 't1', 'done');
+    expect((await leases.take('t1', 'e')).ok).toBe(true);
+    // The store answers the release late, as a database under load does.
+    const release = store.releaseLease.bind(store);
+    store.releaseLease = async (t, r) => {
+      await new Promise((ok) => setTimeout(ok, 30));
+      return release(t, r);
+    };
+    void leases.release('t1', 'e');
+    await end.shutdown({ graceMs: 10 });
+    expect(await store.getLease('t1')).toBeUndefined();
+  });
+
   it('a stream that closes on its own is no longer closed at shutdown, and tells the server it may go quiet', async () => {
     const { end, quiet } = setup();
     let closed = 0;

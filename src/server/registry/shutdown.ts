@@ -64,7 +64,10 @@ export class RegistryShutdown {
     const { store, env, logger, leases, relay } = this.#host;
     this.#closing = true;
     this.#host.stopUpkeep();
-    const runs = [...this.#host.runs()].filter((r) => r.status !== 'done');
+    // Every run still held here: one that has told its end may still be writing it, and releases
+    // its thread only then; only those not ended are cancelled.
+    const held = [...this.#host.runs()];
+    const runs = held.filter((r) => r.status !== 'done');
     for (const r of runs) {
       // A parked run is let go, not cancelled: it stays waiting in the store, decidable after a restart.
       if (r.status === 'waiting' && r.handle.detach()) {
@@ -76,7 +79,7 @@ export class RegistryShutdown {
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const grace = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), options.graceMs ?? 10_000)));
-    const ended = await Promise.race([Promise.all(runs.map((r) => r.handle.done.catch(() => undefined))).then(() => 'ended' as const), grace]);
+    const ended = await Promise.race([Promise.all(held.map((r) => r.handle.done.catch(() => undefined))).then(() => 'ended' as const), grace]);
     clearTimeout(timer);
     if (ended === 'late') {
       for (const r of runs.filter((x) => x.status !== 'done')) {
@@ -87,8 +90,10 @@ export class RegistryShutdown {
         await leases.release(r.threadId, r.runId).catch(() => undefined);
       }
     } else {
-      await Promise.all(runs.map((r) => r.released));
+      await Promise.all(held.map((r) => r.released));
     }
+    // A run that ended just before is no longer held here, but its release may still be in flight.
+    await leases.settled();
     await this.#host.flushLogs();
     // Every frame in the shared log, and every follower of it up to date, before the streams end.
     await relay?.settle();

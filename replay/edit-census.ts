@@ -5,6 +5,13 @@
  * and, by record type and field, the ones it did not.
  *
  *   npm run replay:edits            (about a minute)
+ *
+ * With `--structural`, edits the history instead: every record (the header aside) deleted, swapped
+ * with the next one, and duplicated, one edit at a time. Each is reported where the edited transcript
+ * first differs from the recorded one; prints how many were, and each one that was not (not
+ * reported, or reported at another line) with where the replay said it diverged.
+ *
+ *   npm run replay:edits -- --structural
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -46,6 +53,42 @@ const editsOf = (value: unknown, inArray: boolean): Edit[] => {
   if (inArray) out.push((p, k) => (p as unknown as unknown[]).splice(k as number, 1));
   return out;
 };
+
+/** Every record deleted, swapped with the next, duplicated: reported at the first line the edit changed? */
+async function structural(): Promise<void> {
+  let tried = 0;
+  let reported = 0;
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()) {
+    const lines = readFileSync(join(dir, file), 'utf8').trimEnd().split('\n');
+    for (let i = 1; i < lines.length; i++) {
+      for (const kind of ['delete', 'swap', 'duplicate'] as const) {
+        if (kind === 'swap' && i === lines.length - 1) continue;
+        const edited = [...lines];
+        if (kind === 'delete') edited.splice(i, 1);
+        else if (kind === 'duplicate') edited.splice(i + 1, 0, lines[i] as string);
+        else [edited[i], edited[i + 1]] = [lines[i + 1] as string, lines[i] as string];
+        let k = 0;
+        while (k < lines.length && k < edited.length && lines[k] === edited[k]) k++;
+        if (k === lines.length && k === edited.length) continue;
+        tried++;
+        const report = await replayTranscript(`${edited.join('\n')}\n`);
+        if (!report.identical && report.at?.line === k + 1) reported++;
+        else
+          console.log(
+            `${report.identical ? 'not reported' : `reported at line ${report.at?.line} (${report.divergence?.port}: ${report.divergence?.message})`}: ${file} ${kind} line ${i + 1}, first changed line ${k + 1}`,
+          );
+      }
+    }
+  }
+  console.log(`${tried} structural edits, ${reported} reported at the first line they changed (${((100 * reported) / tried).toFixed(3)} %)`);
+}
+
+if (process.argv.includes('--structural')) {
+  await structural();
+  process.exit(0);
+}
 
 let total = 0;
 const missed = new Map<string, number>();

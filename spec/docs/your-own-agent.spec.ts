@@ -454,13 +454,14 @@ describe('docs/your-own-agent.md: the replay of a changed plugin', () => {
   it('names the line of the transcript where the run left it, and the first event that differs', () => {
     const replay = outcomes.find((o) => o.what === 'npx awaken replay --app app.ts runs/*.jsonl; echo "exit $?"');
     const at =
-      /^(runs\/\S+\.jsonl):(\d+) \(an env record\):\n {2}env \(after event #6\): env draw #\d+: the run asked for now, the recording has (\{.*\})\n {2}first differing event: #6\n/m.exec(
+      /^(runs\/\S+\.jsonl):(\d+) \(a tool record\):\n {2}event \(after event #6\): the history differs at line (\d+): the transcript has the outcome of tool call get_weather \[call_weather\] there, the replay has event #6 \(tool_call_done\)\n {2}first differing event: #6\n/m.exec(
         replay?.raw ?? '',
       );
     expect(at, replay?.raw).not.toBeNull();
+    expect(at?.[3]).toBe(at?.[2]);
     const lines = readFileSync(join(packed.dir, at?.[1] as string), 'utf8').split('\n');
-    // That line is the record the report quotes: the draw the changed run did not ask for.
-    expect(JSON.parse(lines[Number(at?.[2]) - 1] as string)).toEqual(JSON.parse(at?.[3] as string));
+    // That line is the record the report names: get_weather's outcome, which the changed run never reached.
+    expect(JSON.parse(lines[Number(at?.[2]) - 1] as string)).toMatchObject({ type: 'tool', name: 'get_weather', call_id: 'call_weather' });
     // Event #6 as recorded: get_weather's call done, which the changed guard now holds for approval.
     const sixth = lines
       .map((l) => (l === '' ? undefined : (JSON.parse(l) as { type: string; seq?: number; event?: { event_type: string; id: string; outcome: string } })))

@@ -18,7 +18,11 @@ import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
+import { andThen } from '../runtime/maybe-promise.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
+import { recordingEnv, recordingLlm, recordingTool } from './recorder.ts';
+import { cancelledAlike, historyDivergence, sameEvent, withBothSides } from './history.ts';
+import { StrictLog } from './strict-log.ts';
 import { migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import { findCode, makePlugins, missingMessage, type CodeOptions, type MissingCode } from './plugins.ts';
 import {
@@ -51,9 +55,16 @@ import {
 
 /** Where a replay first left the recording, at a port. */
 export interface PortDivergence {
-  readonly port: 'transcript' | 'env' | 'llm' | 'tool' | 'decision' | 'cancel' | 'end';
+  readonly port: 'transcript' | 'env' | 'llm' | 'tool' | 'decision' | 'cancel' | 'end' | 'event';
   readonly message: string;
   readonly diff?: readonly string[];
+  /**
+   * Where the history itself differs (a record missing, one more, two in another order): the
+   * transcript's line there (absent past its end) and what the replay has there (absent when it had
+   * ended before it).
+   */
+  readonly recorded?: string;
+  readonly replayed?: string;
   /** Events the replay had emitted when it left the recording: from this index on nothing is trusted. */
   readonly atEvent: number;
   /** The transcript line (1-based) of the record the port was reading, when there was one. */
@@ -96,6 +107,12 @@ export interface ReplayOptions extends CodeOptions {
 type Corrupt = { readonly corrupt: string; readonly line: number };
 const isCorrupt = (x: unknown): x is Corrupt => typeof x === 'object' && x !== null && 'corrupt' in x;
 
+/** What a model's stream writes before its response: the events of its parts, and a cancel among them. */
+const STREAMED =
+  /^\{"type":"cancel"|^\{"type":"event","seq":\d+,"event":\{"event_type":"(?:text_delta|reasoning_delta|reasoning_encrypted_value|tool_call_start|tool_call_delta)"/;
+const INFERENCE_COMPLETE = /^\{"type":"event","seq":\d+,"event":\{"event_type":"inference_complete"/;
+/** What a tool call writes before its outcome: the events of the activity it reports (those naming the call). */
+const ACTIVITY = /^\{"type":"event","seq":\d+,"event":\{"event_type":"(?:activity_snapshot|activity_delta|tool_call_stream_delta)"/;
 const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool', 'ask', 'decision', 'cancel', 'event', 'end']);
 const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
 const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":(\{.*\})\}$/;
@@ -214,6 +231,21 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   };
   /** A record's line (the header's when it has none). */
   const lineOf = (r: object): number => session.lineOf(r).line ?? 1;
+  // What the replay writes, beside the transcript: the first line where they differ is where its history changed.
+  let historyFirst = false;
+  const strict = new StrictLog(
+    lines,
+    (m) => {
+      // An event that is there but says something else is the event comparison's to report.
+      if (sameEvent(m)) return;
+      historyFirst ||= divergence === undefined;
+      diverge(historyDivergence(m));
+    },
+    (recorded, replayed) => recorded === replayed || cancelledAlike(recorded, replayed),
+  );
+  session.strict = strict;
+  /** Delivers a recorded decision or cancel: written as the transcript has it. */
+  const delivered = (r: DecisionRecord | CancelRecord): void => strict.raw(strict.textAt(lineOf(r)) ?? JSON.stringify(r));
   if (header.request.run_state === undefined) {
     // A run that starts emits `run_start` before anything can decide or cancel it.
     const early = [...session.decisions, ...session.cancels].filter((r) => r.after_event === 0).sort((a, b) => lineOf(a) - lineOf(b))[0];
@@ -232,11 +264,12 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     });
   }
 
-  const builder = new AgentRuntimeBuilder().withEnv(session.env(diverge, header.env)).withAgentSpec(header.agent);
+  const builder = new AgentRuntimeBuilder().withEnv(recordingEnv(session.env(diverge, header.env), strict)).withAgentSpec(header.agent);
   for (const [id, model] of Object.entries(header.models)) {
     builder.withModel(id, model);
   }
-  for (const provider of new Set(Object.values(header.models).map((m) => m.provider))) builder.withProvider(provider, session.llm(provider, diverge));
+  for (const provider of new Set(Object.values(header.models).map((m) => m.provider)))
+    builder.withProvider(provider, recordingLlm(session.llm(provider, diverge), strict));
   // A delegation tool answers from its records too: the sub-run behind it is not run again.
   const delegated = new Map(header.agent.delegates.map((id) => [delegateToolId(id), id] as const));
   const standIns = new Map<string, Tool>();
@@ -245,7 +278,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     const delegate = descriptor.category === DELEGATION_CATEGORY ? delegated.get(descriptor.id) : undefined;
     const tool = session.tool(descriptor, diverge);
     const capability = recovery.get(descriptor.id);
-    const replayed = capability === undefined ? tool : { ...tool, recovery: capability };
+    const replayed = recordingTool(capability === undefined ? tool : { ...tool, recovery: capability }, strict);
     if (delegate !== undefined) standIns.set(delegate, replayed);
     else builder.withTool(replayed);
   }
@@ -334,6 +367,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       return;
     }
     decisions.shift();
+    delivered(next);
     // The calls it waits on say how each keeps its decision (a revived run emitted none of their events).
     modes.noteWaiting(handle.waitingOn());
     // A decision writes its id and time exactly where the call it answers keeps them.
@@ -358,6 +392,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     const cancel = cancels[0];
     if (cancel !== undefined && cancel.after_event === actual.length && lineOf(cancel) < (decisions[0] !== undefined ? lineOf(decisions[0]) : Infinity)) {
       cancels.shift();
+      delivered(cancel);
       controller.abort();
       return;
     }
@@ -381,9 +416,11 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const sink = {
     emit: (event: AgentEvent) => {
       actual.push(serialiseEvent(event));
+      strict.event(event);
       modes.note(event);
-      while (cancels[0] !== undefined && cancels[0].after_event <= actual.length) {
-        cancels.shift();
+      // One cancel stops the run: a second one recorded is one it never reached.
+      if (cancels[0] !== undefined && cancels[0].after_event <= actual.length && !controller.signal.aborted) {
+        delivered(cancels.shift() as CancelRecord);
         controller.abort();
       }
       if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && wait) whenParked(actual.length);
@@ -419,6 +456,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       // Cancelled before any event — and before any decision recorded ahead of the cancel.
       if (cancel?.after_event === 0 && (decisions[0]?.after_event !== 0 || lineOf(cancel) < lineOf(decisions[0]))) {
         cancels.shift();
+        delivered(cancel);
         controller.abort();
       } else if (parked) deliver(revived);
     });
@@ -459,11 +497,17 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     diverge({ port: 'decision', message: `${decisions.length} recorded decision(s) were never asked for`, ...session.lineOf(decisions[0] as DecisionRecord) });
   const end = result === undefined ? undefined : endRecordOf(result, started.value.messages());
   session.checkEnd(end, options.withoutEndRecord === true, diverge);
+  if (end !== undefined && options.withoutEndRecord !== true) strict.push(end);
+  strict.finish();
   session.finish(header.env);
 
-  // A record that contradicts itself (a seq, a digest) is reported when the run diverged nowhere else.
+  // A record that contradicts itself (a seq, a digest) is reported when the run diverged nowhere else,
+  // or left the history different first there or after: it says more than the line that differs.
   const problem = session.problems[0];
-  if (divergence === undefined && problem !== undefined) divergence = { port: 'transcript', ...problem };
+  const unexplained =
+    divergence === undefined || (historyFirst && problem !== undefined && (problem.line ?? 0) <= (divergence.line ?? Number.POSITIVE_INFINITY));
+  if (unexplained && problem !== undefined) divergence = { port: 'transcript', ...problem };
+  divergence = divergence === undefined ? undefined : withBothSides(divergence, strict);
   const firstDifference = compareEvents(expected, actual);
   const at = session.place(divergence, firstDifference?.index);
   return {
@@ -543,6 +587,8 @@ class ReplaySession {
   readonly #types = new Map<number, string>();
   #last = 1;
   #randomDraws = 0;
+  /** What the replay writes, beside the transcript (set once the replay has it). */
+  strict: StrictLog | undefined;
 
   constructor(lines: readonly ReadLine[], headerLine: number) {
     this.#types.set(headerLine, 'header');
@@ -636,7 +682,7 @@ class ReplaySession {
     const r = this.#end;
     if (r === undefined) {
       if (!withoutRecord)
-        diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.lastLine() });
+        diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.#here() });
       return;
     }
     const at = this.lineOf(r);
@@ -703,6 +749,51 @@ class ReplaySession {
     return { line: this.#last };
   }
 
+  /** Where the replay's next record goes: where a record it needs and the transcript lacks would have been. */
+  #here(): At {
+    return this.strict !== undefined ? { line: this.strict.position } : this.lastLine();
+  }
+
+  /** A record taken at a port must be the next one written: else the history differs where the replay is. */
+  #inTurn(line: number | undefined, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): void {
+    const strict = this.strict;
+    if (strict === undefined || line === undefined || line === strict.position) return;
+    const recorded = strict.textAt(strict.position);
+    const replayed = strict.textAt(line);
+    diverge(historyDivergence({ line: strict.position, ...(recorded !== undefined ? { recorded } : {}), ...(replayed !== undefined ? { replayed } : {}) }));
+  }
+
+  /**
+   * Where the response of a request is written: after the events its stream makes. The first record
+   * from the replay's place on that a stream cannot make is where it belongs, else the line of the
+   * response served (`line`). A stream cancelled while read is let go only once the loop has told the
+   * inference's end: its response follows the `inference_complete` after the cancel.
+   */
+  #streamEnd(line: number | undefined): At {
+    const strict = this.strict;
+    if (strict === undefined) return line !== undefined ? { line } : this.lastLine();
+    let cancelled = false;
+    let ended = false;
+    for (const ahead of strict.ahead()) {
+      if (ahead.line === line || ended) return { line: ahead.line };
+      if (!cancelled) {
+        if (!STREAMED.test(ahead.text)) return { line: ahead.line };
+        cancelled = ahead.text.startsWith('{"type":"cancel"');
+      } else if (INFERENCE_COMPLETE.test(ahead.text)) ended = true;
+      else if (!ahead.text.startsWith('{"type":"env"')) return { line: ahead.line };
+    }
+    return { line: strict.position };
+  }
+
+  /** Where a call's outcome is written: after the activity it reports (events naming it). */
+  #toolEnd(callId: string): At {
+    const strict = this.strict;
+    if (strict === undefined) return this.lastLine();
+    const named = JSON.stringify(callId);
+    for (const ahead of strict.ahead()) if (!(ACTIVITY.test(ahead.text) && ahead.text.includes(named))) return { line: ahead.line };
+    return { line: strict.position };
+  }
+
   /** The line of recorded event `i` (past the last one: the last one's). */
   eventLine(i: number): number {
     return this.#eventLines[Math.min(i, this.#eventLines.length - 1)] ?? this.#last;
@@ -713,7 +804,10 @@ class ReplaySession {
     const line =
       divergence?.line ??
       (differingEvent !== undefined ? this.eventLine(differingEvent) : divergence !== undefined ? this.eventLine(divergence.atEvent) : undefined);
-    return line === undefined ? undefined : { line, record: this.#types.get(line) ?? 'unknown' };
+    if (line === undefined) return undefined;
+    // Past the transcript's end: the record the replay has there (the port names its type).
+    const past = line > this.#last && divergence !== undefined && divergence.port !== 'transcript' ? divergence.port : undefined;
+    return { line, record: this.#types.get(line) ?? past ?? 'unknown' };
   }
 
   /** Checks what the header says of the environment against what the run drew. */
@@ -761,7 +855,7 @@ class ReplaySession {
       draw++;
       if (r === undefined) {
         at = {};
-        diverge({ port: 'env', message: `env draw #${draw} (${detail}) is not in the transcript`, ...this.lastLine() });
+        diverge({ port: 'env', message: `env draw #${draw} (${detail}) is not in the transcript`, ...this.#here() });
         return undefined;
       }
       at = this.lineOf(r);
@@ -769,6 +863,8 @@ class ReplaySession {
         diverge({ port: 'env', message: `env draw #${draw} (${detail}): transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
         return undefined;
       }
+      // (A sleep is written as it starts, before it reaches here: where it is written is compared there.)
+      if (wanted !== 'sleep') this.#inTurn(at.line, diverge);
       if (r.draw !== wanted || (r.draw === 'id' && r.kind !== kind)) {
         diverge({ port: 'env', message: `env draw #${draw}: the run asked for ${detail}, the recording has ${JSON.stringify(r)}`, ...at });
         return undefined;
@@ -839,7 +935,11 @@ class ReplaySession {
         const changed = r !== undefined && !isCorrupt(r) && digest !== r.digest ? session.#requestChange(seq - 1, request) : undefined;
         return (async function* (): AsyncGenerator<StreamPart> {
           if (r === undefined) {
-            diverge({ port: 'llm', message: `request #${seq} is not in the transcript (the recording made fewer inference calls)`, ...session.lastLine() });
+            diverge({
+              port: 'llm',
+              message: `request #${seq} is not in the transcript (the recording made fewer inference calls)`,
+              ...session.#streamEnd(undefined),
+            });
             throw new InferenceFailure({ code: 'provider', message: `replay: no recorded response for request #${seq}` });
           }
           const at = session.lineOf(r);
@@ -847,8 +947,14 @@ class ReplaySession {
             diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
             throw new InferenceFailure({ code: 'provider', message: `replay: unreadable recording for request #${seq}` });
           }
+          // The response of another request (this one's deleted, or moved): reported where this one's would be.
           if (changed !== undefined)
-            diverge({ port: 'llm', message: `request #${r.seq} no longer matches the recording: ${changed.what}`, diff: changed.diff, ...at });
+            diverge({
+              port: 'llm',
+              message: `request #${r.seq} no longer matches the recording: ${changed.what}`,
+              diff: changed.diff,
+              ...session.#streamEnd(at.line),
+            });
           // Like the recorder: the stream was read to its end only if the run asked past the last part.
           let readToEnd = false;
           try {
@@ -864,7 +970,7 @@ class ReplaySession {
                 message: readToEnd
                   ? `request #${r.seq}: the recording says the run stopped reading the stream, but it read it to the end`
                   : `request #${r.seq}: the run stopped reading the stream after ${r.parts.length} recorded part(s), but the recording says it read it to the end`,
-                ...at,
+                ...session.#streamEnd(at.line),
               });
             }
           }
@@ -918,10 +1024,17 @@ class ReplaySession {
           }
         : {}),
       execute: async (args, ctx) => {
-        const i = records.findIndex((r) => isCorrupt(r) || (r.call_id === ctx.callId && r.name === descriptor.id));
+        // A call run first and again on its resume has a record for each: the one of the same kind first.
+        const ofCall = (r: ToolRecord | Corrupt): boolean => isCorrupt(r) || (r.call_id === ctx.callId && r.name === descriptor.id);
+        const resumed = ctx.resume !== undefined;
+        let i = records.findIndex((r) => ofCall(r) && (isCorrupt(r) || (r.resume !== undefined) === resumed));
+        const sameKind = i >= 0;
+        if (i < 0) i = records.findIndex(ofCall);
         const r = i >= 0 ? records.splice(i, 1)[0] : undefined;
         if (r === undefined) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript`, ...this.lastLine() });
+          // Its outcome would be written once the calls settling with it have: where the replay stops without it.
+          await this.strict?.stalled();
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript`, ...this.#toolEnd(ctx.callId) });
           throw new Error(`replay: no recorded outcome for ${descriptor.id} [${ctx.callId}]`);
         }
         const at = this.lineOf(r);
@@ -933,12 +1046,16 @@ class ReplaySession {
           });
           throw new Error('replay: unreadable tool record');
         }
+        // A record of the other kind (the call's first run where it resumes, or the reverse) says what
+        // differs where this run's record would be written, which may be before that one's.
+        const here = this.#toolEnd(ctx.callId).line;
+        const where: At = sameKind || here === undefined || at.line === undefined ? at : { line: Math.min(at.line, here) };
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
           diverge({
             port: 'tool',
             message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`,
             diff: renderChanges(jsonChanges(r.arguments, args)),
-            ...at,
+            ...where,
           });
         }
         const resume = ctx.resume === undefined ? undefined : (ToolCallResumeSchema.parse(ctx.resume.decision) as unknown as JsonValue);
@@ -947,11 +1064,11 @@ class ReplaySession {
             port: 'tool',
             message: `tool call ${descriptor.id} [${ctx.callId}] ${resume === undefined ? 'is a first run, the recording has it resumed' : r.resume === undefined ? 'is a resume, the recording has a first run' : 'resumes under another decision than recorded'}`,
             diff: renderChanges(jsonChanges(r.resume as unknown as JsonValue, resume)),
-            ...at,
+            ...where,
           });
         }
         if (r.result !== undefined && r.result.tool_name !== descriptor.id) {
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'`, ...at });
+          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'`, ...where });
         }
         for (const a of r.activity) {
           if (a.method === 'activity') await ctx.reportActivity(a.args[0], a.args[1]);
@@ -959,20 +1076,24 @@ class ReplaySession {
           else if (a.method === 'stream_output') await ctx.streamOutput(a.args[0]);
           else await ctx.reportProgress(a.args[0], a.args[1] ?? undefined, a.args[2] ?? undefined);
         }
-        if (r.tool_error !== undefined) throw new ToolFailure(r.tool_error);
-        if (r.thrown !== undefined) throw new Error(r.thrown);
-        const result = r.result ?? ToolResults.error(descriptor.id, 'replay: the recording has no result');
-        if (r.command === undefined) return result;
-        const patch = new MutationBatch(
-          undefined,
-          r.command.ops.map((op) =>
-            op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update },
-          ),
-        );
-        return {
-          result,
-          command: new StateCommand(patch, r.command.actions as unknown as ScheduledAction[], r.command.effects as unknown as TypedEffect[]),
-        };
+        // Settled in the recorded order: a call of a parallel batch waits until its record is next.
+        const recorded = r;
+        return andThen(this.strict?.turn(at.line ?? 0), () => {
+          if (recorded.tool_error !== undefined) throw new ToolFailure(recorded.tool_error);
+          if (recorded.thrown !== undefined) throw new Error(recorded.thrown);
+          const result = recorded.result ?? ToolResults.error(descriptor.id, 'replay: the recording has no result');
+          if (recorded.command === undefined) return result;
+          const patch = new MutationBatch(
+            undefined,
+            recorded.command.ops.map((op) =>
+              op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update },
+            ),
+          );
+          return {
+            result,
+            command: new StateCommand(patch, recorded.command.actions as unknown as ScheduledAction[], recorded.command.effects as unknown as TypedEffect[]),
+          };
+        });
       },
     };
   }

@@ -121,13 +121,17 @@ const RECORD_LINES = 40;
 /**
  * The rows of where a replay left the recording (`awaken replay --format pretty`, the inspector): a
  * port's path-level diff path by path; without one, the recorded record (at most 40 lines of it)
- * beside the reason; and for the first differing event, the recorded and the replayed one line by line.
+ * beside the line the replay has there (a history that differs) or else the reason; and for the
+ * first differing event, the recorded and the replayed one line by line.
  */
-export function divergenceRows(divergence: { readonly message: string; readonly diff?: readonly string[] }, recordedLine: string | undefined): Row[] {
+export function divergenceRows(
+  divergence: { readonly message: string; readonly diff?: readonly string[]; readonly replayed?: string },
+  recordedLine: string | undefined,
+): Row[] {
   if (divergence.diff !== undefined && divergence.diff.length > 0) return changeRows(divergence.diff);
-  const shown = prettyJson(recordedLine);
-  const clipped = shown.length > RECORD_LINES ? [...shown.slice(0, RECORD_LINES), `… ${shown.length - RECORD_LINES} more lines`] : shown;
-  return lineRows(clipped, [divergence.message]);
+  const clip = (shown: readonly string[]): string[] =>
+    shown.length > RECORD_LINES ? [...shown.slice(0, RECORD_LINES), `… ${shown.length - RECORD_LINES} more lines`] : [...shown];
+  return lineRows(clip(prettyJson(recordedLine)), divergence.replayed !== undefined ? clip(prettyJson(divergence.replayed)) : [divergence.message]);
 }
 
 /** The first differing event, recorded and replayed, line by line. */

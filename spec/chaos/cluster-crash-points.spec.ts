@@ -5,7 +5,7 @@ import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, NEVER_RUN, POINTS } from './crash-table.ts';
+import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, judgeEnded, NEVER_RUN, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table (crash-points.spec.ts) on PostgreSQL with two instances: instance A, armed,
@@ -204,24 +204,7 @@ async function killAt(b: ServeProcess, point: (typeof POINTS)[number], kill: num
   const logFrames = (await readFrames(await fetch(`${b.url}/v1/threads/${thread}/stream?since=0&until=idle`), () => false, 10_000)).map(frameOf);
   if (run.status !== 'done' || run.termination?.type !== 'natural_end') row.stuck = 1;
   else {
-    const after = countsOf(counts, thread);
-    if (after.charge > 1) row.chargedTwice = 1;
-    if (after.charge < 1) row.chargedNever = 1;
-    if (after.lookup > 2 || after.lookup < 1) row.lookupOverRun = 1;
-    const page = (await (await fetch(`${b.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
-      messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
-    };
-    const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
-    if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) row.badHistory = 1;
-    const chargeText =
-      page.messages
-        .find((m) => m.tool_call_id === 'c1')
-        ?.content.map((c) => c.text ?? '')
-        .join('') ?? '';
-    if (chargeText.startsWith('The outcome of tool call c1 (charge) is unknown')) {
-      row.indeterminate = 1;
-      if (after.charge > before.charge) row.indeterminateRunAfter = 1;
-    }
+    await judgeEnded(b.url, thread, counts, before, row);
   }
   const liveFaults = viewFaults(liveFrames, runId);
   const logFaults = viewFaults(logFrames, runId);

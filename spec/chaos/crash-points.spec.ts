@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServe } from '../support/serve-process.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, NEVER_RUN, POINTS } from './crash-table.ts';
+import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, judgeEnded, NEVER_RUN, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table of durable execution: `awaken serve --recovery resume` kills itself at each
@@ -80,24 +80,7 @@ async function killAt(store: string, point: (typeof POINTS)[number], kill: numbe
       row.stuck = 1;
       return row;
     }
-    const after = countsOf(counts, thread);
-    if (after.charge > 1) row.chargedTwice = 1;
-    if (after.charge < 1) row.chargedNever = 1;
-    if (after.lookup > 2 || after.lookup < 1) row.lookupOverRun = 1;
-    const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
-      messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
-    };
-    const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
-    if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) row.badHistory = 1;
-    const chargeText =
-      page.messages
-        .find((m) => m.tool_call_id === 'c1')
-        ?.content.map((c) => c.text ?? '')
-        .join('') ?? '';
-    if (chargeText.startsWith('The outcome of tool call c1 (charge) is unknown')) {
-      row.indeterminate = 1;
-      if (after.charge > before.charge) row.indeterminateRunAfter = 1;
-    }
+    await judgeEnded(s.url, thread, counts, before, row);
   } finally {
     await s.stop();
   }

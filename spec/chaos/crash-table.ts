@@ -40,3 +40,38 @@ export const exited = (s: ServeProcess, ms: number): Promise<boolean> =>
           r(true);
         });
       });
+
+/** What a run that ended by itself is judged on, as a row of the table counts it (1: seen). */
+export interface EndedRow {
+  chargedTwice: number;
+  chargedNever: number;
+  lookupOverRun: number;
+  badHistory: number;
+  indeterminate: number;
+  indeterminateRunAfter: number;
+}
+
+/**
+ * Judges a run on `thread` that ended naturally on the server at `url`: how often its tools ran
+ * (`counts`, against `before` the kill), the thread's history, and whether `charge` ended unknown.
+ */
+export async function judgeEnded(url: string, thread: string, counts: string, before: { readonly charge: number }, row: EndedRow): Promise<void> {
+  const after = countsOf(counts, thread);
+  if (after.charge > 1) row.chargedTwice = 1;
+  if (after.charge < 1) row.chargedNever = 1;
+  if (after.lookup > 2 || after.lookup < 1) row.lookupOverRun = 1;
+  const page = (await (await fetch(`${url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
+    messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
+  };
+  const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
+  if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) row.badHistory = 1;
+  const chargeText =
+    page.messages
+      .find((m) => m.tool_call_id === 'c1')
+      ?.content.map((c) => c.text ?? '')
+      .join('') ?? '';
+  if (chargeText.startsWith('The outcome of tool call c1 (charge) is unknown')) {
+    row.indeterminate = 1;
+    if (after.charge > before.charge) row.indeterminateRunAfter = 1;
+  }
+}

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -17,6 +17,8 @@ import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool, type Tool } from '../../src/runtime/tool.ts';
+import { RunRegistry } from '../../src/server/run-registry.ts';
+import { MemoryStore } from '../../src/stores/memory.ts';
 import { echoTool } from '../support/runtime.ts';
 
 /**
@@ -181,5 +183,87 @@ describe('ServedRecorder: the plugins and the app of a served run', () => {
     const header = headerOf(await servedRun({}, ['reminder', 'tagger', 'plain', 'extra']));
     expect(header['plugins']).toEqual([{ id: 'reminder' }]);
     expect(header['app']).toBeUndefined();
+  });
+});
+
+describe('a served cancel, sent while the run goes on', () => {
+  it.each([3, 8, 20])('after a decision and %i promise turns: written where it came, it replays identical', async (turns) => {
+    const approve = defineTool({
+      id: 'approve',
+      description: 'needs a decision',
+      args: z.object({}),
+      execute: (_args, ctx) =>
+        ctx.resume !== undefined
+          ? ToolResults.success('approve', 'ok')
+          : ToolResults.suspended('approve', 'needs approval', {
+              suspension: { id: `s-${ctx.callId}`, action: 'confirm', message: 'ok?' },
+              pending: { id: ctx.callId, name: 'approve', arguments: {} },
+              resume_mode: 'replay_tool_call',
+            }),
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'served-cancel-'));
+    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [approve.descriptor] });
+    const built = new AgentRuntimeBuilder()
+      .withEnv(recorder.env(deterministicEnv({ tick: 1 })))
+      .withThreadRunStore(recorder.store(new MemoryStore()))
+      .withProvider('p', recorder.llm(new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: {} }] }, { text: 'done' }])))
+      .withModel('m', { provider: 'p', model_name: 'pm' })
+      .withAgentSpec({ id: 'a', model: 'm' })
+      .withTool(recorder.tool(approve))
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    recorder.attach(built.value);
+    const registry = new RunRegistry(built.value, new MemoryStore(), { observer: recorder });
+    expect((await registry.start({ threadId: 't1', messages: [Messages.user('go')] })).ok).toBe(true);
+    await vi.waitFor(() => expect(registry.waiting('t1')).toBeDefined());
+    expect(registry.decide('t1', [{ targetId: 'c1', decision: { action: 'resume', decision_id: 'd1', updated_at: 5 } }]).ok).toBe(true);
+    for (let k = 0; k < turns; k++) await Promise.resolve();
+    expect(registry.cancel('t1').ok).toBe(true);
+    const file = await vi.waitFor(() => {
+      const found = readdirSync(dir).find((f) => f.endsWith('.jsonl'));
+      expect(found).toBeDefined();
+      return join(dir, found as string);
+    });
+    await registry.shutdown();
+    const text = readFileSync(file, 'utf8');
+    expect(text).toContain('{"type":"cancel"');
+    expect(await replayTranscript(text)).toMatchObject({ identical: true });
+  });
+});
+
+describe('a served call with arguments its tool refuses', () => {
+  it('is recorded with its refusal, as recordRun records one, and replays identical', async () => {
+    const strict = defineTool({
+      id: 'strict',
+      description: 'takes no arguments',
+      args: z.object({}).strict(),
+      execute: () => ToolResults.success('strict', 'ok'),
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'served-invalid-'));
+    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [strict.descriptor] });
+    const built = new AgentRuntimeBuilder()
+      .withEnv(recorder.env(deterministicEnv({ tick: 1 })))
+      .withThreadRunStore(recorder.store(new MemoryStore()))
+      .withProvider('p', recorder.llm(new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'strict', arguments: { bad: 1 } }] }, { text: 'done' }])))
+      .withModel('m', { provider: 'p', model_name: 'pm' })
+      .withAgentSpec({ id: 'a', model: 'm' })
+      .withTool(recorder.tool(strict))
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    recorder.attach(built.value);
+    const registry = new RunRegistry(built.value, new MemoryStore(), { observer: recorder });
+    const started = await registry.start({ threadId: 't1', messages: [Messages.user('go')] });
+    if (!started.ok) throw new Error(JSON.stringify(started.error));
+    await started.value.done;
+    const file = await vi.waitFor(() => {
+      const found = readdirSync(dir).find((f) => f.endsWith('.jsonl'));
+      expect(found).toBeDefined();
+      return join(dir, found as string);
+    });
+    await registry.shutdown();
+    const text = readFileSync(file, 'utf8');
+    const outcome = text.split('\n').find((l) => l.startsWith('{"type":"tool"'));
+    expect(JSON.parse(outcome as string)).toMatchObject({ call_id: 'c1', arguments: { bad: 1 }, tool_error: { code: 'invalid_arguments' } });
+    expect(await replayTranscript(text)).toMatchObject({ identical: true });
   });
 });

@@ -41,8 +41,12 @@ function firstDifferingLine(a: readonly string[], b: readonly string[]): number 
   return k + 1;
 }
 
-const PORTS = ['env', 'llm', 'tool', 'decision', 'cancel', 'end', 'event', 'transcript'];
 const isTool = (line: string | undefined): boolean => line?.startsWith('{"type":"tool"') === true;
+/** The port a line's record belongs to (an `ask` is the tool port's). */
+const portOf = (line: string | undefined): string | undefined => {
+  const type = line === undefined ? undefined : /^\{"type":"([a-z]+)"/.exec(line)?.[1];
+  return type === 'ask' ? 'tool' : type;
+};
 
 /**
  * What the transcript cannot say, and where the replay reports it instead:
@@ -50,6 +54,9 @@ const isTool = (line: string | undefined): boolean => line?.startsWith('{"type":
  *   swapped, they are a history that could have been recorded (the replay settles the calls in the
  *   new order, and re-records it identical); one of them deleted is reported after the batch's
  *   other outcomes, since where among them it settled is not known;
+ * - a cancel comes at any moment after the event it follows: swapped with a record the run writes
+ *   before its next event (a draw, an outcome, a response), it is a history that could have been
+ *   recorded too;
  * - a deleted cancel whose next records are what the run, not cancelled, does next anyway (clock
  *   readings) is reported where the two part, after such readings; which readings those are only
  *   the run knows, so either line is the expected one.
@@ -57,6 +64,7 @@ const isTool = (line: string | undefined): boolean => line?.startsWith('{"type":
 function expectedLines(lines: readonly string[], changed: readonly string[], i: number, kind: Kind): readonly number[] | 'identical' {
   const first = firstDifferingLine(lines, changed);
   if (kind === 'swap' && isTool(lines[i]) && isTool(lines[i + 1])) return 'identical';
+  if (kind === 'swap' && lines[i]?.startsWith('{"type":"cancel"') && /^\{"type":"(?:env|tool|ask|llm)"/.test(lines[i + 1] ?? '')) return 'identical';
   if (kind === 'delete' && isTool(lines[i]) && (isTool(lines[i - 1]) || isTool(lines[i + 1]))) {
     let k = i;
     while (isTool(changed[k])) k++;
@@ -94,10 +102,18 @@ describe('a strict history', () => {
         const line = report.at?.line ?? 0;
         expect(expected, where).toContain(line);
         expect(report.divergence?.line, where).toBe(line);
-        expect(PORTS, where).toContain(report.divergence?.port);
-        // Both sides: the recording's line there (none past its end) and what the replay has there (none once it ended).
-        expect(report.divergence?.recorded, where).toBe(changed[line - 1]);
-        expect(report.divergence?.replayed, where).not.toBe(report.divergence?.recorded);
+        // Both sides: the recording's line there (none past its end) and what the replay has there —
+        // which only a replay that had ended before it lacks.
+        const d = report.divergence;
+        expect(d?.recorded, where).toBe(changed[line - 1]);
+        if (d?.replayed === undefined) expect(report.termination, where).toBeDefined();
+        expect(d?.replayed, where).not.toBe(d?.recorded);
+        // The port: for a history that differs, of the record the replay has there (of the
+        // transcript's once the replay ended); a record that contradicts itself there (its seq, its
+        // digest) is the transcript's; else the port that found it (a response missing: llm).
+        if (d?.message.startsWith('the history differs') === true) expect(d.port, where).toBe(portOf(d.replayed ?? d.recorded));
+        else if (d?.port === 'transcript') expect(d.message, where).toMatch(/^line \d+: (event seq|inference seq|the recorded request)/);
+        else expect(['env', 'llm', 'tool', 'decision', 'cancel', 'end'], where).toContain(d?.port);
       }),
       { numRuns: 2_400 },
     );
@@ -111,7 +127,7 @@ describe('a strict history', () => {
 });
 
 describe('calls that settle together', () => {
-  it('settle on replay in the order recorded, so each clock reading goes to the call that took it', async () => {
+  it('settle on replay in the order recorded: a run whose calls settled out of model order replays identical', async () => {
     // `slow` settles after `quick` although the model called it first: its outcome is written second.
     const slow = defineTool({
       id: 'slow',
@@ -144,7 +160,51 @@ describe('calls that settle together', () => {
     const lines = transcript.trimEnd().split('\n');
     const outcomes = lines.flatMap((l, i) => (l.startsWith('{"type":"tool"') ? [[i, (JSON.parse(l) as { call_id: string }).call_id] as const] : []));
     expect(outcomes.map(([, id]) => id)).toEqual(['c2', 'c1']);
-    // Each reading it took as its call settled tells that call's duration: given to the other, the events differ.
+    // Without the wait, the replay would settle c1 first and write its outcome where c2's is.
+    expect(await replayTranscript(transcript)).toMatchObject({ identical: true });
+  });
+});
+
+describe('what a run writes at its own moment', () => {
+  it.each(['parallel_batch_approval', 'parallel_streaming'])('%s: a call reporting activity after another call settled replays identical', async (mode) => {
+    const slow = defineTool({
+      id: 'slow',
+      description: 'streams after the other settled',
+      args: z.object({}),
+      execute: async (_args, ctx) => {
+        await new Promise((r) => setTimeout(r, 20));
+        await ctx.streamOutput('done\n');
+        return ToolResults.success('slow', 'late');
+      },
+    });
+    const quick = defineTool({ id: 'quick', description: 'answers at once', args: z.object({}), execute: () => ToolResults.success('quick', 'early') });
+    const { transcript } = await recordRun({
+      agent: { id: 'a', model: 'm', sections: { tool_execution: { mode } } },
+      models: { m: { provider: 'p', model_name: 'pm' } },
+      providers: {
+        p: new ScriptedLlm([
+          {
+            tool_calls: [
+              { id: 'c1', name: 'slow', arguments: {} },
+              { id: 'c2', name: 'quick', arguments: {} },
+            ],
+          },
+          { text: 'both done' },
+        ]),
+      },
+      tools: [slow, quick],
+      env: { env: deterministicEnv({ start: 1_700_000_000_000, tick: 1 }), header: { kind: 'deterministic', start: 1_700_000_000_000, tick: 1 } },
+      request: { messages: [Messages.user('go')] },
+    });
+    const kinds = transcript
+      .trimEnd()
+      .split('\n')
+      .map((l) =>
+        l.startsWith('{"type":"tool"') ? `tool ${(JSON.parse(l) as { call_id: string }).call_id}` : l.includes('tool_call_stream_delta') ? 'stream c1' : '',
+      )
+      .filter((k) => k !== '');
+    // c2's outcome, then c1's report, then c1's outcome: the replay reports where the recording did.
+    expect(kinds).toEqual(['tool c2', 'stream c1', 'tool c1']);
     expect(await replayTranscript(transcript)).toMatchObject({ identical: true });
   });
 });

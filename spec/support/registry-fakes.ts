@@ -11,6 +11,12 @@ import type { LiveRun } from '../../src/server/live-run.ts';
 import type { LogItem } from '../../src/server/thread-log.ts';
 import type { RunSink } from '../../src/server/registry/types.ts';
 import type { MemoryStore } from '../../src/stores/memory.ts';
+import type { ClusterRelay } from '../../src/server/cluster-relay.ts';
+import { silentLogger } from '../../src/server/log.ts';
+import { RunLauncher } from '../../src/server/registry/launch.ts';
+import type { LiveRuns } from '../../src/server/registry/live-runs.ts';
+import { ThreadLogs } from '../../src/server/registry/thread-logs.ts';
+import type { RunLeases } from '../../src/server/run-leases.ts';
 
 // Stand-ins for what the registry's parts take: a run handle driven by the spec, a cluster bus in
 // memory, a run as the registry holds it, runs put in the store by hand.
@@ -206,4 +212,32 @@ export function fakeRuntime(env: Env): { runtime: AgentRuntime; handles: FakeHan
     },
   } as unknown as AgentRuntime;
   return { runtime, handles, revived, recovered };
+}
+
+/** A registry's thread logs over `store` for the runs in `runs`: a ring of `capacity` frames, relayed when `relay` is given. */
+export function testLogs(store: MemoryStore, runs: LiveRuns, relay: ClusterRelay | undefined, capacity = 64): ThreadLogs {
+  return new ThreadLogs({
+    store,
+    logger: silentLogger,
+    relay,
+    capacity,
+    ringBytes: 1 << 20,
+    maxThreadLogs: 100,
+    maxReplayBytes: 1 << 20,
+    seqBlock: 1024,
+    isBusy: (t) => runs.current(t) !== undefined,
+  });
+}
+
+/** A launcher of runs into `runs` and `logs`, releasing each thread's lease through `leases`. */
+export function testLauncher(env: Env, logs: ThreadLogs, runs: LiveRuns, leases: RunLeases): RunLauncher {
+  return new RunLauncher({
+    env,
+    logger: silentLogger,
+    logs,
+    runs,
+    releaseLease: (t, r) => leases.release(t, r),
+    noted: () => undefined,
+    quiet: () => undefined,
+  });
 }

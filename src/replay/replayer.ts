@@ -244,8 +244,16 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     (recorded, replayed) => recorded === replayed || cancelledAlike(recorded, replayed),
   );
   session.strict = strict;
-  /** Delivers a recorded decision or cancel: written as the transcript has it. */
-  const delivered = (r: DecisionRecord | CancelRecord): void => strict.raw(strict.textAt(lineOf(r)) ?? JSON.stringify(r));
+  /**
+   * Delivers a recorded decision or cancel: written as the transcript has it. A cancel comes at any
+   * moment after its event (a served one when the client sends it), so what the run does before it
+   * notices — draws, a call's outcome, a response, but no event — may be written first.
+   */
+  const delivered = (r: DecisionRecord | CancelRecord): void => {
+    const text = strict.textAt(lineOf(r)) ?? JSON.stringify(r);
+    if (r.type === 'cancel') strict.rawAt(session.lineOf(r).line, text, (t) => /^\{"type":"(?:env|tool|ask|llm)"/.test(t));
+    else strict.raw(text);
+  };
   if (header.request.run_state === undefined) {
     // A run that starts emits `run_start` before anything can decide or cancel it.
     const early = [...session.decisions, ...session.cancels].filter((r) => r.after_event === 0).sort((a, b) => lineOf(a) - lineOf(b))[0];
@@ -1070,7 +1078,11 @@ class ReplaySession {
         if (r.result !== undefined && r.result.tool_name !== descriptor.id) {
           diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}]: the recorded result names tool '${r.result.tool_name}'`, ...where });
         }
-        for (const a of r.activity) {
+        // Each report is an event naming the call: in a parallel batch, written where the recording has it.
+        const named = JSON.stringify(ctx.callId);
+        const reports = this.strict?.before(at.line ?? 0, r.activity.length, (t) => ACTIVITY.test(t) && t.includes(named));
+        for (const [i, a] of r.activity.entries()) {
+          await this.strict?.turn(reports?.[i] ?? 0);
           if (a.method === 'activity') await ctx.reportActivity(a.args[0], a.args[1]);
           else if (a.method === 'activity_delta') await ctx.reportActivityDelta(a.args[0], a.args[1]);
           else if (a.method === 'stream_output') await ctx.streamOutput(a.args[0]);

@@ -218,10 +218,14 @@ export class ServedRecorder {
             },
           }
         : {}),
-      ...(inner.validateArgs !== undefined ? { validateArgs: (args: Parameters<NonNullable<Tool['validateArgs']>>[0]) => inner.validateArgs?.(args) } : {}),
+      // Arguments are validated inside the recorded execute, as `recordRun` does: a refusal is
+      // recorded like any other outcome, so the replay answers it from its record.
       execute: (args, ctx) => {
         const run = this.#context.getStore();
-        if (run === undefined) return inner.execute(args, ctx);
+        if (run === undefined) {
+          inner.validateArgs?.(args);
+          return inner.execute(args, ctx);
+        }
         // What the tool does inside (a delegation's sub-run) is not the run's traffic: it runs outside the run's context.
         const outside: Tool = {
           descriptor: inner.descriptor,

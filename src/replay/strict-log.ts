@@ -1,6 +1,13 @@
 import { TranscriptLog } from './recorder.ts';
 import type { AgentEvent } from '../contract/event.ts';
 
+/**
+ * Runs `f` once every promise job queued before it, and every job those queue, has run: a tick
+ * queued from a promise job runs when the job queue is empty (one queued from a tick would run
+ * before the jobs already waiting).
+ */
+const later = (f: () => void): void => queueMicrotask(() => process.nextTick(f));
+
 /** The first line where what a replay re-records leaves the transcript it replays, with both sides. */
 export interface Mismatch {
   /** 1-based; one past the transcript's last line when the replay wrote more than it holds. */
@@ -38,6 +45,8 @@ export class StrictLog extends TranscriptLog {
   #onMismatch: ((m: Mismatch) => void) | undefined;
   readonly #same: (recorded: string, replayed: string) => boolean;
   readonly #waiters: Waiter[] = [];
+  /** Recorded lines to write once the replay reaches them (`rawAt`). */
+  readonly #pending = new Map<number, string>();
   #watching = false;
 
   /**
@@ -82,6 +91,33 @@ export class StrictLog extends TranscriptLog {
     return j >= 0 ? this.lines[j] : undefined;
   }
 
+  /**
+   * The lines of the last `count` records before line `line` that `match` takes, in order; undefined
+   * when there are fewer.
+   */
+  before(line: number, count: number, match: (text: string) => boolean): number[] | undefined {
+    const found: number[] = [];
+    for (let j = this.#numbers.indexOf(line) - 1; j > 0 && found.length < count; j--)
+      if (match(this.#input[j] as string)) found.unshift(this.#numbers[j] as number);
+    return found.length === count ? found : undefined;
+  }
+
+  /**
+   * Writes a recorded line on its own line: now when the replay is there, or later when only
+   * `between` lines come first (they are written as they come, and it after them); else now, out of
+   * place, to be reported there.
+   */
+  rawAt(line: number | undefined, text: string, between: (text: string) => boolean): void {
+    let later = line !== undefined && line > this.position && this.#mismatch === undefined;
+    for (const ahead of later ? this.ahead() : []) {
+      if (ahead.line === line) break;
+      if (!between(ahead.text)) later = false;
+      if (!later) break;
+    }
+    if (later && line !== undefined) this.#pending.set(line, text);
+    else this.raw(text);
+  }
+
   /** The transcript's records from the next one to be written on, each with its line. */
   *ahead(): Generator<{ readonly line: number; readonly text: string }> {
     for (let j = this.lines.length; j < this.#input.length; j++) yield { line: this.#lineOf(j), text: this.#input[j] as string };
@@ -109,6 +145,8 @@ export class StrictLog extends TranscriptLog {
 
   /** The first transcript line the replay never reached, once it has ended. */
   finish(): void {
+    for (const [, text] of [...this.#pending].sort(([a], [b]) => a - b)) this.raw(text);
+    this.#pending.clear();
     if (this.#mismatch === undefined && this.lines.length < this.#input.length) {
       this.#found({ line: this.position, recorded: this.#input[this.lines.length] as string });
     }
@@ -145,6 +183,11 @@ export class StrictLog extends TranscriptLog {
       this.#found({ line: this.#lineOf(j), ...(recorded !== undefined ? { recorded } : {}), replayed: this.lines[j] as string });
     }
     while (this.#waiters[0] !== undefined && this.#waiters[0].line <= this.position) this.#waiters.shift()?.resolve();
+    const due = this.#pending.get(this.position);
+    if (due !== undefined) {
+      this.#pending.delete(this.position);
+      this.raw(due);
+    }
   }
 
   #found(m: Mismatch): void {
@@ -170,8 +213,8 @@ export class StrictLog extends TranscriptLog {
       }
       if (this.lines.length === seen) this.#waiters.shift()?.resolve();
       seen = this.lines.length;
-      process.nextTick(check);
+      later(check);
     };
-    process.nextTick(check);
+    later(check);
   }
 }

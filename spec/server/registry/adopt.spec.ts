@@ -3,14 +3,12 @@ import { deterministicEnv } from '../../../src/runtime/env.ts';
 import { silentLogger } from '../../../src/server/log.ts';
 import { asPrincipal } from '../../../src/server/principal.ts';
 import { RunAdoption } from '../../../src/server/registry/adopt.ts';
-import { RunLauncher } from '../../../src/server/registry/launch.ts';
 import { LiveRuns } from '../../../src/server/registry/live-runs.ts';
-import { ThreadLogs } from '../../../src/server/registry/thread-logs.ts';
 import type { RunObserver } from '../../../src/server/registry/types.ts';
 import { RunLeases } from '../../../src/server/run-leases.ts';
 import { ThreadLocks } from '../../../src/server/thread-locks.ts';
 import { MemoryStore } from '../../../src/stores/memory.ts';
-import { fakeRuntime, liveRun, stored } from '../../support/registry-fakes.ts';
+import { fakeRuntime, liveRun, stored, testLauncher, testLogs } from '../../support/registry-fakes.ts';
 
 /** Taking up a run parked in the store that no live instance holds, and reading one without taking it up. */
 function setup(observer?: RunObserver) {
@@ -20,26 +18,8 @@ function setup(observer?: RunObserver) {
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const other = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({
-    store,
-    logger: silentLogger,
-    relay: undefined,
-    capacity: 64,
-    ringBytes: 1 << 20,
-    maxThreadLogs: 100,
-    maxReplayBytes: 1 << 20,
-    seqBlock: 1024,
-    isBusy: (t) => runs.current(t) !== undefined,
-  });
-  const launcher = new RunLauncher({
-    env,
-    logger: silentLogger,
-    logs,
-    runs,
-    releaseLease: (t, r) => leases.release(t, r),
-    noted: () => undefined,
-    quiet: () => undefined,
-  });
+  const logs = testLogs(store, runs, undefined);
+  const launcher = testLauncher(env, logs, runs, leases);
   let closing = false;
   const adoption = new RunAdoption({
     runtime,

@@ -5,14 +5,12 @@ import { ClusterRelay } from '../../../src/server/cluster-relay.ts';
 import { silentLogger } from '../../../src/server/log.ts';
 import { RunAdoption } from '../../../src/server/registry/adopt.ts';
 import { CUT_WHILE_WRITING } from '../../../src/server/registry/closers.ts';
-import { RunLauncher } from '../../../src/server/registry/launch.ts';
 import { LiveRuns } from '../../../src/server/registry/live-runs.ts';
-import { ThreadLogs } from '../../../src/server/registry/thread-logs.ts';
 import { RunLeases } from '../../../src/server/run-leases.ts';
 import type { LogItem } from '../../../src/server/thread-log.ts';
 import { ThreadLocks } from '../../../src/server/thread-locks.ts';
 import { MemoryStore } from '../../../src/stores/memory.ts';
-import { fakeRuntime, finishEvent, memoryBus, stored, tick } from '../../support/registry-fakes.ts';
+import { fakeRuntime, finishEvent, memoryBus, stored, testLauncher, testLogs, tick } from '../../support/registry-fakes.ts';
 
 /**
  * A run left running by a process that died mid-inference, taken up again: the step its followers
@@ -57,26 +55,8 @@ function setup(options: { readonly bus: boolean; readonly capacity?: number }) {
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const dead = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({
-    store,
-    logger: silentLogger,
-    relay,
-    capacity: options.capacity ?? 64,
-    ringBytes: 1 << 20,
-    maxThreadLogs: 100,
-    maxReplayBytes: 1 << 20,
-    seqBlock: 1024,
-    isBusy: (t) => runs.current(t) !== undefined,
-  });
-  const launcher = new RunLauncher({
-    env,
-    logger: silentLogger,
-    logs,
-    runs,
-    releaseLease: (t, r) => leases.release(t, r),
-    noted: () => undefined,
-    quiet: () => undefined,
-  });
+  const logs = testLogs(store, runs, relay, options.capacity ?? 64);
+  const launcher = testLauncher(env, logs, runs, leases);
   const adoption = new RunAdoption({
     runtime,
     store,

@@ -3,15 +3,13 @@ import { deterministicEnv } from '../../../src/runtime/env.ts';
 import type { ThreadLease } from '../../../src/runtime/store.ts';
 import { ClusterRelay } from '../../../src/server/cluster-relay.ts';
 import { silentLogger } from '../../../src/server/log.ts';
-import { RunLauncher } from '../../../src/server/registry/launch.ts';
 import { LiveRuns } from '../../../src/server/registry/live-runs.ts';
 import { RunStart } from '../../../src/server/registry/start.ts';
-import { ThreadLogs } from '../../../src/server/registry/thread-logs.ts';
 import type { ConcurrencyPolicy, RunObserver } from '../../../src/server/registry/types.ts';
 import { RunLeases } from '../../../src/server/run-leases.ts';
 import { ThreadLocks } from '../../../src/server/thread-locks.ts';
 import { MemoryStore } from '../../../src/stores/memory.ts';
-import { fakeRuntime, memoryBus, stored, tick } from '../../support/registry-fakes.ts';
+import { fakeRuntime, memoryBus, stored, testLauncher, testLogs, tick } from '../../support/registry-fakes.ts';
 
 /** Starting a run: registered as its thread's, one in flight per thread (refused or superseded), a paused thread refused unless discarded. */
 function setup(options: { readonly policy?: ConcurrencyPolicy; readonly observer?: RunObserver } = {}) {
@@ -21,26 +19,8 @@ function setup(options: { readonly policy?: ConcurrencyPolicy; readonly observer
   const leases = new RunLeases(store, env, { owner: 'A', ttlMs: 100 });
   const other = new RunLeases(store, env, { owner: 'B', ttlMs: 100 });
   const runs = new LiveRuns(() => false);
-  const logs = new ThreadLogs({
-    store,
-    logger: silentLogger,
-    relay: undefined,
-    capacity: 64,
-    ringBytes: 1 << 20,
-    maxThreadLogs: 100,
-    maxReplayBytes: 1 << 20,
-    seqBlock: 1024,
-    isBusy: (t) => runs.current(t) !== undefined,
-  });
-  const launcher = new RunLauncher({
-    env,
-    logger: silentLogger,
-    logs,
-    runs,
-    releaseLease: (t, r) => leases.release(t, r),
-    noted: () => undefined,
-    quiet: () => undefined,
-  });
+  const logs = testLogs(store, runs, undefined);
+  const launcher = testLauncher(env, logs, runs, leases);
   const bus = memoryBus();
   const abandoned: [ThreadLease, string][] = [];
   let closing = false;

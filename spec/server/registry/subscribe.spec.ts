@@ -5,27 +5,16 @@ import { silentLogger } from '../../../src/server/log.ts';
 import { asPrincipal } from '../../../src/server/principal.ts';
 import { LiveRuns } from '../../../src/server/registry/live-runs.ts';
 import { Subscriptions } from '../../../src/server/registry/subscribe.ts';
-import { ThreadLogs } from '../../../src/server/registry/thread-logs.ts';
 import type { LogItem } from '../../../src/server/thread-log.ts';
 import { MemoryStore } from '../../../src/stores/memory.ts';
-import { finishEvent, liveRun, memoryBus, seen, stored, textEvent, tick } from '../../support/registry-fakes.ts';
+import { finishEvent, liveRun, memoryBus, seen, stored, testLogs, textEvent, tick } from '../../support/registry-fakes.ts';
 
 /** Following a thread: the buffer replayed, then live frames; a resync for a follower the ring left behind. */
 function setup(options: { readonly capacity?: number; readonly bus?: ReturnType<typeof memoryBus> } = {}) {
   const store = new MemoryStore();
   const runs = new LiveRuns(() => false);
   const relay = options.bus === undefined ? undefined : new ClusterRelay(options.bus, silentLogger);
-  const logs = new ThreadLogs({
-    store,
-    logger: silentLogger,
-    relay,
-    capacity: options.capacity ?? 64,
-    ringBytes: 1 << 20,
-    maxThreadLogs: 100,
-    maxReplayBytes: 1 << 20,
-    seqBlock: 1024,
-    isBusy: (t) => runs.current(t) !== undefined,
-  });
+  const logs = testLogs(store, runs, relay, options.capacity ?? 64);
   const following = new Subscriptions({ store, relay, logs, runs });
   const publish = (n: string): unknown => logs.publish({ runId: 'r1', threadId: 't1' }, textEvent('t1', 'r1', n));
   return { store, runs, logs, following, publish };

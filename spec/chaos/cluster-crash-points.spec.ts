@@ -5,7 +5,7 @@ import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, judgeEnded, NEVER_RUN, POINTS } from './crash-table.ts';
+import { countsOf, EMPTY_ROW, EXECUTING_WITHOUT_OUTCOME, exited, expectedRow, json, judgeEnded, type KillRow, NEVER_RUN, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table (crash-points.spec.ts) on PostgreSQL with two instances: instance A, armed,
@@ -37,18 +37,7 @@ const store = pgUrlWithPrefix(prefix);
 const counts = join(tmpdir(), `awaken-cluster-crash-counts-${process.pid}.txt`);
 const ARGS = ['--app', APP, '--store', store, '--recovery', 'resume', '--lease-ms', String(LEASE_MS), '--sweep-ms', String(SWEEP_MS)];
 
-interface Row {
-  kills: number;
-  /** A died by itself at the point (the hook fired). */
-  crashed: number;
-  stuck: number;
-  chargedTwice: number;
-  chargedNever: number;
-  indeterminate: number;
-  /** Indeterminate, but `charge` ran after the takeover: run once and still reported unknown. */
-  indeterminateRunAfter: number;
-  lookupOverRun: number;
-  badHistory: number;
+interface Row extends KillRow {
   /** A view of the thread where a frame id is more than one past the one before (a frame lost). */
   gaps: number;
   /** A view where a frame id is not past the one before (a frame sent twice, or out of order). */
@@ -74,15 +63,7 @@ interface Row {
 }
 
 const EMPTY: Row = {
-  kills: 0,
-  crashed: 0,
-  stuck: 0,
-  chargedTwice: 0,
-  chargedNever: 0,
-  indeterminate: 0,
-  indeterminateRunAfter: 0,
-  lookupOverRun: 0,
-  badHistory: 0,
+  ...EMPTY_ROW,
   gaps: 0,
   dupes: 0,
   terminals: 0,
@@ -329,14 +310,7 @@ describe('kill -9 of an instance at each durable point of a run; the other insta
         );
       }
       report('cluster crash points / postgres', { kills: KILLS * POINTS.length, seconds: ((Date.now() - began) / 1000).toFixed(1) });
-      const want = (point: (typeof POINTS)[number]): Row => ({
-        ...EMPTY,
-        kills: KILLS,
-        crashed: KILLS,
-        indeterminate: EXECUTING_WITHOUT_OUTCOME.has(point.name) ? KILLS : 0,
-        chargedNever: NEVER_RUN.has(point.name) ? KILLS : 0,
-      });
-      expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(POINTS.map((p) => [p.name, want(p)])));
+      expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(POINTS.map((p) => [p.name, { ...EMPTY, ...expectedRow(p, KILLS) }])));
     },
     240_000 * SCALE,
   );

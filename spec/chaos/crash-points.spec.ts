@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServe } from '../support/serve-process.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, judgeEnded, NEVER_RUN, POINTS } from './crash-table.ts';
+import { countsOf, EMPTY_ROW, exited, expectedRow, json, judgeEnded, type KillRow, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table of durable execution: `awaken serve --recovery resume` kills itself at each
@@ -22,38 +22,12 @@ import { countsOf, EXECUTING_WITHOUT_OUTCOME, exited, json, judgeEnded, NEVER_RU
 const KILLS = 4 * SCALE;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
 
-interface Row {
-  kills: number;
-  /** The server died by itself at the point (the hook fired). */
-  crashed: number;
-  stuck: number;
-  chargedTwice: number;
-  chargedNever: number;
-  indeterminate: number;
-  /** Indeterminate, but `charge` ran after the restart: run once and still reported unknown. */
-  indeterminateRunAfter: number;
-  lookupOverRun: number;
-  badHistory: number;
-}
-
-const EMPTY: Row = {
-  kills: 0,
-  crashed: 0,
-  stuck: 0,
-  chargedTwice: 0,
-  chargedNever: 0,
-  indeterminate: 0,
-  indeterminateRunAfter: 0,
-  lookupOverRun: 0,
-  badHistory: 0,
-};
-
 /** One kill at `point`, on a store of its own (`store` names it; the tools count their executions in a file named after it). */
-async function killAt(store: string, point: (typeof POINTS)[number], kill: number): Promise<Row> {
+async function killAt(store: string, point: (typeof POINTS)[number], kill: number): Promise<KillRow> {
   const counts = join(tmpdir(), `awaken-crash-counts-${process.pid}-${store.replace(/[^a-z0-9]/gi, '')}.txt`);
   const args = ['--app', APP, '--store', store, '--recovery', 'resume'];
   const thread = `${point.value.replace(/[^a-z0-9]/g, '-')}-${kill}`;
-  const row: Row = { ...EMPTY, kills: 1 };
+  const row: KillRow = { ...EMPTY_ROW, kills: 1 };
   const armed = await startServe(args, { AWAKEN_TEST_COUNTS: counts, [point.env]: point.value });
   const agentId = kill % 2 === 0 ? 'sequential' : 'parallel';
   let runId = '';
@@ -107,31 +81,24 @@ describe('kill -9 at each durable point of a run, then a restart with --recovery
       async () => {
         // Each kill on a store of its own, two at a time (a server's start is most of a kill's time).
         const jobs = POINTS.flatMap((point) => Array.from({ length: KILLS }, (_, k) => ({ point, k })));
-        const rows = new Map<string, Row>(POINTS.map((p) => [p.name, { ...EMPTY }]));
+        const rows = new Map<string, KillRow>(POINTS.map((p) => [p.name, { ...EMPTY_ROW }]));
         let next = 0;
         const worker = async (): Promise<void> => {
           for (let job = jobs[next++]; job !== undefined; job = jobs[next++]) {
             const row = await killAt(store.spec(mkdtempSync(join(tmpdir(), 'awaken-crash-'))), job.point, job.k);
-            const sum = rows.get(job.point.name) as Row;
-            for (const key of Object.keys(sum) as (keyof Row)[]) sum[key] += row[key];
+            const sum = rows.get(job.point.name) as KillRow;
+            for (const key of Object.keys(sum) as (keyof KillRow)[]) sum[key] += row[key];
           }
         };
         await Promise.all([worker(), worker()]);
         for (const point of POINTS) {
-          const sum = rows.get(point.name) as Row;
+          const sum = rows.get(point.name) as KillRow;
           report(`crash point / ${store.name} / ${point.name}`, { ...sum });
           table.push(
             `| ${store.name} | ${point.name} | ${sum.kills} | ${sum.crashed} | ${sum.stuck} | ${sum.chargedTwice} | ${sum.chargedNever} | ${sum.indeterminate} | ${sum.indeterminateRunAfter} | ${sum.lookupOverRun} | ${sum.badHistory} |`,
           );
         }
-        const want = (point: (typeof POINTS)[number]): Row => ({
-          ...EMPTY,
-          kills: KILLS,
-          crashed: KILLS,
-          indeterminate: EXECUTING_WITHOUT_OUTCOME.has(point.name) ? KILLS : 0,
-          chargedNever: NEVER_RUN.has(point.name) ? KILLS : 0,
-        });
-        expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(POINTS.map((p) => [p.name, want(p)])));
+        expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(POINTS.map((p) => [p.name, expectedRow(p, KILLS)])));
       },
       240_000 * SCALE,
     );

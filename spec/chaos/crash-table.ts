@@ -41,15 +41,45 @@ export const exited = (s: ServeProcess, ms: number): Promise<boolean> =>
         });
       });
 
-/** What a run that ended by itself is judged on, as a row of the table counts it (1: seen). */
-export interface EndedRow {
+/** A row of a table: what the kills at one point showed (each a count of kills; 1 per kill while judging one). */
+export interface KillRow {
+  kills: number;
+  /** The server died by itself at the point (the hook fired). */
+  crashed: number;
+  stuck: number;
   chargedTwice: number;
   chargedNever: number;
+  indeterminate: number;
+  /** Indeterminate, but `charge` ran after the run was taken up: run once and still reported unknown. */
+  indeterminateRunAfter: number;
   lookupOverRun: number;
   badHistory: number;
-  indeterminate: number;
-  indeterminateRunAfter: number;
 }
+
+/** A row with nothing counted. */
+export const EMPTY_ROW: KillRow = {
+  kills: 0,
+  crashed: 0,
+  stuck: 0,
+  chargedTwice: 0,
+  chargedNever: 0,
+  indeterminate: 0,
+  indeterminateRunAfter: 0,
+  lookupOverRun: 0,
+  badHistory: 0,
+};
+
+/** What `kills` kills at `point` must show: each crashed; `charge` unknown where it was Executing, never run where it had not started. */
+export const expectedRow = (point: (typeof POINTS)[number], kills: number): KillRow => ({
+  ...EMPTY_ROW,
+  kills,
+  crashed: kills,
+  indeterminate: EXECUTING_WITHOUT_OUTCOME.has(point.name) ? kills : 0,
+  chargedNever: NEVER_RUN.has(point.name) ? kills : 0,
+});
+
+/** What a run that ended by itself is judged on. */
+type EndedRow = Pick<KillRow, 'chargedTwice' | 'chargedNever' | 'lookupOverRun' | 'badHistory' | 'indeterminate' | 'indeterminateRunAfter'>;
 
 /**
  * Judges a run on `thread` that ended naturally on the server at `url`: how often its tools ran

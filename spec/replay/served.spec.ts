@@ -10,7 +10,7 @@ import { ToolResults } from '../../src/contract/tool.ts';
 import { StateCommand } from '../../src/core/state/state-command.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { PLUGIN_CATALOG } from '../../src/plugins/catalog.ts';
-import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
 import { ServedRecorder, transcriptFileName, transcriptIdsOf, type ServedRecorderOptions } from '../../src/replay/served.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
@@ -186,6 +186,36 @@ describe('ServedRecorder: the plugins and the app of a served run', () => {
   });
 });
 
+/**
+ * A registry serving one agent of `tool` on the model `script`, every run recorded into a folder of
+ * its own; `transcript()` is the first file written there, once written.
+ */
+function served(tool: Tool, script: readonly ScriptStep[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'served-'));
+  const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [tool.descriptor] });
+  const built = new AgentRuntimeBuilder()
+    .withEnv(recorder.env(deterministicEnv({ tick: 1 })))
+    .withThreadRunStore(recorder.store(new MemoryStore()))
+    .withProvider('p', recorder.llm(new ScriptedLlm(script)))
+    .withModel('m', { provider: 'p', model_name: 'pm' })
+    .withAgentSpec({ id: 'a', model: 'm' })
+    .withTool(recorder.tool(tool))
+    .build();
+  if (!built.ok) throw new Error(JSON.stringify(built.error));
+  recorder.attach(built.value);
+  const registry = new RunRegistry(built.value, new MemoryStore(), { observer: recorder });
+  const transcript = async (): Promise<string> => {
+    const file = await vi.waitFor(() => {
+      const found = readdirSync(dir).find((f) => f.endsWith('.jsonl'));
+      expect(found).toBeDefined();
+      return join(dir, found as string);
+    });
+    await registry.shutdown();
+    return readFileSync(file, 'utf8');
+  };
+  return { registry, transcript };
+}
+
 describe('a served cancel, sent while the run goes on', () => {
   it.each([3, 8, 20])('after a decision and %i promise turns: written where it came, it replays identical', async (turns) => {
     const approve = defineTool({
@@ -201,31 +231,13 @@ describe('a served cancel, sent while the run goes on', () => {
               resume_mode: 'replay_tool_call',
             }),
     });
-    const dir = mkdtempSync(join(tmpdir(), 'served-cancel-'));
-    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [approve.descriptor] });
-    const built = new AgentRuntimeBuilder()
-      .withEnv(recorder.env(deterministicEnv({ tick: 1 })))
-      .withThreadRunStore(recorder.store(new MemoryStore()))
-      .withProvider('p', recorder.llm(new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: {} }] }, { text: 'done' }])))
-      .withModel('m', { provider: 'p', model_name: 'pm' })
-      .withAgentSpec({ id: 'a', model: 'm' })
-      .withTool(recorder.tool(approve))
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    recorder.attach(built.value);
-    const registry = new RunRegistry(built.value, new MemoryStore(), { observer: recorder });
+    const { registry, transcript } = served(approve, [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: {} }] }, { text: 'done' }]);
     expect((await registry.start({ threadId: 't1', messages: [Messages.user('go')] })).ok).toBe(true);
     await vi.waitFor(() => expect(registry.waiting('t1')).toBeDefined());
     expect(registry.decide('t1', [{ targetId: 'c1', decision: { action: 'resume', decision_id: 'd1', updated_at: 5 } }]).ok).toBe(true);
     for (let k = 0; k < turns; k++) await Promise.resolve();
     expect(registry.cancel('t1').ok).toBe(true);
-    const file = await vi.waitFor(() => {
-      const found = readdirSync(dir).find((f) => f.endsWith('.jsonl'));
-      expect(found).toBeDefined();
-      return join(dir, found as string);
-    });
-    await registry.shutdown();
-    const text = readFileSync(file, 'utf8');
+    const text = await transcript();
     expect(text).toContain('{"type":"cancel"');
     expect(await replayTranscript(text)).toMatchObject({ identical: true });
   });
@@ -239,29 +251,11 @@ describe('a served call with arguments its tool refuses', () => {
       args: z.object({}).strict(),
       execute: () => ToolResults.success('strict', 'ok'),
     });
-    const dir = mkdtempSync(join(tmpdir(), 'served-invalid-'));
-    const recorder = new ServedRecorder({ dir, models: { m: { provider: 'p', model_name: 'pm' } }, tools: [strict.descriptor] });
-    const built = new AgentRuntimeBuilder()
-      .withEnv(recorder.env(deterministicEnv({ tick: 1 })))
-      .withThreadRunStore(recorder.store(new MemoryStore()))
-      .withProvider('p', recorder.llm(new ScriptedLlm([{ tool_calls: [{ id: 'c1', name: 'strict', arguments: { bad: 1 } }] }, { text: 'done' }])))
-      .withModel('m', { provider: 'p', model_name: 'pm' })
-      .withAgentSpec({ id: 'a', model: 'm' })
-      .withTool(recorder.tool(strict))
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    recorder.attach(built.value);
-    const registry = new RunRegistry(built.value, new MemoryStore(), { observer: recorder });
+    const { registry, transcript } = served(strict, [{ tool_calls: [{ id: 'c1', name: 'strict', arguments: { bad: 1 } }] }, { text: 'done' }]);
     const started = await registry.start({ threadId: 't1', messages: [Messages.user('go')] });
     if (!started.ok) throw new Error(JSON.stringify(started.error));
     await started.value.done;
-    const file = await vi.waitFor(() => {
-      const found = readdirSync(dir).find((f) => f.endsWith('.jsonl'));
-      expect(found).toBeDefined();
-      return join(dir, found as string);
-    });
-    await registry.shutdown();
-    const text = readFileSync(file, 'utf8');
+    const text = await transcript();
     const outcome = text.split('\n').find((l) => l.startsWith('{"type":"tool"'));
     expect(JSON.parse(outcome as string)).toMatchObject({ call_id: 'c1', arguments: { bad: 1 }, tool_error: { code: 'invalid_arguments' } });
     expect(await replayTranscript(text)).toMatchObject({ identical: true });

@@ -126,37 +126,46 @@ describe('a strict history', () => {
   });
 });
 
+/**
+ * A recorded parallel batch of `slow` (called first; it settles 20 ms later, streaming `stream`
+ * first when given) and `quick` (settles at once): `quick`'s outcome is written first.
+ */
+async function slowThenQuick(mode: string, stream?: string): Promise<string> {
+  const slow = defineTool({
+    id: 'slow',
+    description: 'answers late',
+    args: z.object({}),
+    execute: async (_args, ctx) => {
+      await new Promise((r) => setTimeout(r, 20));
+      if (stream !== undefined) await ctx.streamOutput(stream);
+      return ToolResults.success('slow', 'late');
+    },
+  });
+  const quick = defineTool({ id: 'quick', description: 'answers at once', args: z.object({}), execute: () => ToolResults.success('quick', 'early') });
+  const { transcript } = await recordRun({
+    agent: { id: 'a', model: 'm', sections: { tool_execution: { mode } } },
+    models: { m: { provider: 'p', model_name: 'pm' } },
+    providers: {
+      p: new ScriptedLlm([
+        {
+          tool_calls: [
+            { id: 'c1', name: 'slow', arguments: {} },
+            { id: 'c2', name: 'quick', arguments: {} },
+          ],
+        },
+        { text: 'both done' },
+      ]),
+    },
+    tools: [slow, quick],
+    env: { env: deterministicEnv({ start: 1_700_000_000_000, tick: 1 }), header: { kind: 'deterministic', start: 1_700_000_000_000, tick: 1 } },
+    request: { messages: [Messages.user('go')] },
+  });
+  return transcript;
+}
+
 describe('calls that settle together', () => {
   it('settle on replay in the order recorded: a run whose calls settled out of model order replays identical', async () => {
-    // `slow` settles after `quick` although the model called it first: its outcome is written second.
-    const slow = defineTool({
-      id: 'slow',
-      description: 'answers late',
-      args: z.object({}),
-      execute: async () => {
-        await new Promise((r) => setTimeout(r, 20));
-        return ToolResults.success('slow', 'late');
-      },
-    });
-    const quick = defineTool({ id: 'quick', description: 'answers at once', args: z.object({}), execute: () => ToolResults.success('quick', 'early') });
-    const { transcript } = await recordRun({
-      agent: { id: 'a', model: 'm', sections: { tool_execution: { mode: 'parallel_batch_approval' } } },
-      models: { m: { provider: 'p', model_name: 'pm' } },
-      providers: {
-        p: new ScriptedLlm([
-          {
-            tool_calls: [
-              { id: 'c1', name: 'slow', arguments: {} },
-              { id: 'c2', name: 'quick', arguments: {} },
-            ],
-          },
-          { text: 'both done' },
-        ]),
-      },
-      tools: [slow, quick],
-      env: { env: deterministicEnv({ start: 1_700_000_000_000, tick: 1 }), header: { kind: 'deterministic', start: 1_700_000_000_000, tick: 1 } },
-      request: { messages: [Messages.user('go')] },
-    });
+    const transcript = await slowThenQuick('parallel_batch_approval');
     const lines = transcript.trimEnd().split('\n');
     const outcomes = lines.flatMap((l, i) => (l.startsWith('{"type":"tool"') ? [[i, (JSON.parse(l) as { call_id: string }).call_id] as const] : []));
     expect(outcomes.map(([, id]) => id)).toEqual(['c2', 'c1']);
@@ -167,35 +176,7 @@ describe('calls that settle together', () => {
 
 describe('what a run writes at its own moment', () => {
   it.each(['parallel_batch_approval', 'parallel_streaming'])('%s: a call reporting activity after another call settled replays identical', async (mode) => {
-    const slow = defineTool({
-      id: 'slow',
-      description: 'streams after the other settled',
-      args: z.object({}),
-      execute: async (_args, ctx) => {
-        await new Promise((r) => setTimeout(r, 20));
-        await ctx.streamOutput('done\n');
-        return ToolResults.success('slow', 'late');
-      },
-    });
-    const quick = defineTool({ id: 'quick', description: 'answers at once', args: z.object({}), execute: () => ToolResults.success('quick', 'early') });
-    const { transcript } = await recordRun({
-      agent: { id: 'a', model: 'm', sections: { tool_execution: { mode } } },
-      models: { m: { provider: 'p', model_name: 'pm' } },
-      providers: {
-        p: new ScriptedLlm([
-          {
-            tool_calls: [
-              { id: 'c1', name: 'slow', arguments: {} },
-              { id: 'c2', name: 'quick', arguments: {} },
-            ],
-          },
-          { text: 'both done' },
-        ]),
-      },
-      tools: [slow, quick],
-      env: { env: deterministicEnv({ start: 1_700_000_000_000, tick: 1 }), header: { kind: 'deterministic', start: 1_700_000_000_000, tick: 1 } },
-      request: { messages: [Messages.user('go')] },
-    });
+    const transcript = await slowThenQuick(mode, 'done\n');
     const kinds = transcript
       .trimEnd()
       .split('\n')

@@ -959,7 +959,7 @@ class ReplaySession {
           if (changed !== undefined)
             diverge({
               port: 'llm',
-              message: `request #${r.seq} no longer matches the recording: ${changed.what}`,
+              message: `request #${seq} no longer matches the recording: ${changed.what}`,
               diff: changed.diff,
               ...session.#streamEnd(at.line),
             });

@@ -250,8 +250,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
    * notices — draws, a call's outcome, a response, but no event — may be written first.
    */
   const delivered = (r: DecisionRecord | CancelRecord): void => {
-    const text = strict.textAt(lineOf(r)) ?? JSON.stringify(r);
-    if (r.type === 'cancel') strict.rawAt(session.lineOf(r).line, text, (t) => /^\{"type":"(?:env|tool|ask|llm)"/.test(t));
+    const line = session.lineOf(r).line;
+    const text = (line !== undefined ? strict.textAt(line) : undefined) ?? JSON.stringify(r);
+    if (r.type === 'cancel') strict.rawAt(line, text, (t) => /^\{"type":"(?:env|tool|ask|llm)"/.test(t));
     else strict.raw(text);
   };
   if (header.request.run_state === undefined) {
@@ -1056,8 +1057,8 @@ class ReplaySession {
         }
         // A record of the other kind (the call's first run where it resumes, or the reverse) says what
         // differs where this run's record would be written, which may be before that one's.
-        const here = this.#toolEnd(ctx.callId).line;
-        const where: At = sameKind || here === undefined || at.line === undefined ? at : { line: Math.min(at.line, here) };
+        const here = sameKind || at.line === undefined ? undefined : this.#toolEnd(ctx.callId).line;
+        const where: At = here === undefined || at.line === undefined ? at : { line: Math.min(at.line, here) };
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
           diverge({
             port: 'tool',

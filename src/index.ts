@@ -58,6 +58,7 @@ export {
   type ToolCallContext,
   type ToolOutput,
 } from './runtime/tool.ts';
+export { openSandbox, SandboxRefused, type Sandbox } from './runtime/sandbox/tool.ts';
 export {
   ToolResults,
   type ResumeDecisionAction,

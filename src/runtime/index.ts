@@ -22,3 +22,6 @@ export * from './delegation.ts';
 export { a2aBackend, agentUrlOf, remoteAuthHeaders, type A2aBackendOptions } from './a2a-backend.ts';
 export { OutboundGuard, OutboundRefusal, operatorOutbound, type OutboundOptions, type Resolver, type Verdict } from './outbound.ts';
 export { addressClass, type AddressClass } from './address-class.ts';
+export * from './sandbox/tool.ts';
+export * from './sandbox/run.ts';
+export * from './sandbox/probe.ts';

@@ -75,8 +75,15 @@ export interface ToolCallContext {
  * The tool port (book: Tool Trait). `execute` returns a `ToolResult` (or a `ToolOutput` with a
  * state command); `ToolResult.error` goes back to the model, a thrown `ToolFailure` ends the call.
  */
+/**
+ * Where a tool's calls run (seed 003): beside the runtime (`brain`, the default) or in the sandbox.
+ * Set by whoever registers the tool, never by the model or the request.
+ */
+export type ToolExecutionTarget = 'brain' | 'sandbox';
+
 export interface Tool {
   readonly descriptor: ToolDescriptor;
+  readonly target?: ToolExecutionTarget;
   /**
    * What may be done with a call of this tool that was dispatched when its run's process died:
    * `non_recoverable` when absent (its outcome is unknown, it is never run again). Only a tool can

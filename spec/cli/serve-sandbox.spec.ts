@@ -1,0 +1,157 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ATTACK_FILES, ATTACKS, argsOf, LANGUAGES, pageTable, shown, targets } from '../runtime/sandbox/attacks.ts';
+import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+
+/**
+ * docs/sandbox.md through `awaken serve --app`: its example app served and run as the page shows,
+ * every attack of its table made by a served run's calls while a client polls `/health`, and the
+ * app refused at start, in one line, by a server that runs as a user other than root.
+ */
+const page = readFileSync(join(repo, 'docs/sandbox.md'), 'utf8');
+const folders: string[] = [];
+const servers: ServeProcess[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+  for (const f of folders) rmSync(f, { recursive: true, force: true });
+});
+
+/** A code block of the page whose first line is `<comment> name`, as a user copies it (that line too). */
+const block = (name: string): string => {
+  const m = new RegExp(`\`\`\`\\w+\\n((?:\\/\\/|#) ${name.replace('.', '\\.')}\\n[\\s\\S]*?)\`\`\``).exec(page);
+  if (m === null) throw new Error(`docs/sandbox.md has no block for ${name}`);
+  return m[1] as string;
+};
+
+/** An app folder `nobody` may read (a sandboxed program is read as `nobody`). */
+function appFolder(files: Readonly<Record<string, string>>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'awaken-sandbox-app-'));
+  chmodSync(dir, 0o755);
+  folders.push(dir);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+type Event = { event_type: string; [k: string]: unknown };
+async function run(url: string, body: object): Promise<Event[]> {
+  const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  expect(res.status).toBe(200);
+  return (await res.text())
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)) as Event);
+}
+
+describe('docs/sandbox.md, served', () => {
+  it("serves the page's app: its Python script runs in the sandbox and the run gets the result the page shows", async () => {
+    const dir = appFolder({ 'app.ts': block('app.ts'), 'word_count.py': block('word_count.py') });
+    const server = await startServe(['--app', 'app.ts', '--store', 'memory'], {}, dir);
+    servers.push(server);
+    const events = await run(server.url, { agentId: 'counter', threadId: 't-1', messages: [{ role: 'user', content: 'count' }] });
+    const done = events.find((e) => e.event_type === 'tool_call_done');
+    const shownResult = /```json\n(.*)\n```/.exec(page)?.[1];
+    expect(JSON.stringify(done?.['result'])).toBe(shownResult);
+    expect(events.filter((e) => e.event_type === 'text_delta').map((e) => e['delta'])).toEqual(['Four words.']);
+  }, 60_000);
+
+  it("has every attack of the page's table made by a served run's calls, each answered as the table says, /health answering throughout", async () => {
+    const t = targets(0);
+    const tools = LANGUAGES.flatMap((language) =>
+      ATTACKS.map(([attack]) => {
+        const id = `${language.split(' ')[0]?.toLowerCase()}_${attack}`;
+        const program =
+          language === 'Node tool'
+            ? { node: ATTACK_FILES[language], export: attack }
+            : { command: [language === 'shell script' ? 'bash' : 'python3', ATTACK_FILES[language]] };
+        return { id, language, attack, program };
+      }),
+    );
+    const app = `import { defineApp, openSandbox, scriptedProvider } from 'awaken-ts';
+import { z } from 'zod';
+
+const sandbox = openSandbox({ limits: { wallMs: 20_000, cpuSeconds: 1 } });
+const args = z.object({ attack: z.string(), name: z.string().optional(), path: z.string().optional(), port: z.number().optional(), seconds: z.number().optional() });
+const tools = ${JSON.stringify(tools.map(({ id, program }) => ({ id, program })))}.map(({ id, program }) =>
+  sandbox.tool({ id, description: id, args, run: program, ...(id.endsWith('_sleepForever') ? { limits: { wallMs: 2_000 } } : {}) }),
+);
+const calls = JSON.parse(process.env.AWAKEN_SANDBOX_SPEC_CALLS ?? '[]');
+
+export default defineApp({
+  agents: [{ id: 'attacker', model: 'default', system_prompt: 'Attack.' }],
+  tools,
+  models: { default: { provider: 'script', model_name: 'scripted' } },
+  providers: { script: scriptedProvider([{ tool_calls: calls }, { text: 'done' }]) },
+});
+`;
+    const dir = appFolder({ 'app.ts': app });
+    // The server's own port is known once it listens: the calls are made against a first server's port, then served by a second on that port.
+    const probe = await startServe(['--app', 'app.ts', '--store', 'memory'], { AWAKEN_SANDBOX_SPEC_CALLS: '[]' }, dir);
+    const port = Number(new URL(probe.url).port);
+    await probe.stop();
+    const aimed = { ...t, port };
+    const calls = tools.map(({ id, attack }, i) => ({ id: `c${i}`, name: id, arguments: argsOf(attack, aimed) }));
+    const server = await startServe(
+      ['--app', 'app.ts', '--store', 'memory', '--port', String(port)],
+      { AWAKEN_SANDBOX_SPEC_CALLS: JSON.stringify(calls), AWAKEN_SANDBOX_SPEC_SECRET: t.secret },
+      dir,
+    );
+    servers.push(server);
+    const health: number[] = [];
+    const polling = setInterval(() => {
+      fetch(`${server.url}/health`).then(
+        (r) => health.push(r.status),
+        () => health.push(0),
+      );
+    }, 50);
+    const events = await run(server.url, { agentId: 'attacker', threadId: 't-1', messages: [{ role: 'user', content: 'go' }] });
+    clearInterval(polling);
+    const byCall = new Map(
+      events
+        .filter((e) => e.event_type === 'tool_call_done')
+        .map((e) => [e['id'] as string, e['result'] as { status: string; message: string; data: unknown }]),
+    );
+    const actual: Record<string, Record<string, string>> = {};
+    tools.forEach(({ language, attack }, i) => {
+      const r = byCall.get(`c${i}`);
+      const name = ATTACKS.find(([a]) => a === attack)?.[1] as string;
+      actual[name] ??= {};
+      (actual[name] as Record<string, string>)[language] =
+        r === undefined ? 'no result' : shown(r.status === 'success' ? `success: ${JSON.stringify(r.data)}` : r.message, aimed);
+    });
+    expect(actual).toEqual(pageTable(page));
+    expect(health.length).toBeGreaterThan(20);
+    expect(health.filter((s) => s !== 200)).toEqual([]);
+  }, 120_000);
+
+  it('refuses the app at start, in one line, when the server runs as a user other than root', async () => {
+    const dir = appFolder({ 'app.ts': block('app.ts'), 'word_count.py': block('word_count.py') });
+    const { code, err } = await new Promise<{ code: number | null; err: string }>((done) => {
+      const child = spawn(
+        'setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          '--',
+          process.execPath,
+          join(repo, 'src/cli/awaken.js'),
+          'serve',
+          '--app',
+          'app.ts',
+          '--port',
+          '0',
+        ],
+        { cwd: dir, env: { ...process.env, HOME: dir, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.on('exit', (c) => done({ code: c, err }));
+    });
+    const shownLine = /```\n(awaken serve: app\.ts:\d+: cannot load: .*)\n```/.exec(page)?.[1];
+    expect({ code, err }).toEqual({ code: 65, err: `${shownLine}\n` });
+  }, 60_000);
+});

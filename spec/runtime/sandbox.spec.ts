@@ -1,0 +1,155 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ToolResult } from '../../src/contract/tool.ts';
+import { permissionFlag, probeSandbox, type SandboxHost } from '../../src/runtime/sandbox/probe.ts';
+import { openSandbox, SandboxRefused, type Sandbox } from '../../src/runtime/sandbox/tool.ts';
+import type { ToolCallContext } from '../../src/runtime/tool.ts';
+import { ATTACK_FILES, ATTACKS, argsOf, LANGUAGES, pageTable, shown, targets, type Attack, type Language, type Targets } from './sandbox/attacks.ts';
+
+/**
+ * The sandbox target (docs/sandbox.md): every attack a Node tool, a shell script and a Python script
+ * can make on the machine is contained and told to the model as an error naming what stopped it,
+ * word for word as the page's table has it, while an HTTP server in this process answers throughout.
+ */
+const page = readFileSync(join(import.meta.dirname, '../../docs/sandbox.md'), 'utf8');
+const host = (over: Partial<SandboxHost>): SandboxHost => ({
+  platform: 'linux',
+  uid: 0,
+  nodeVersion: 'v20.20.2',
+  hasProgram: () => true,
+  namespaces: () => undefined,
+  ...over,
+});
+
+describe('the probe: what this machine can contain', () => {
+  it("refuses, in the page's words, a machine that is not Linux, lacks a program, is not root, or cannot make namespaces", () => {
+    const lines = [
+      probeSandbox(host({ platform: 'darwin' })),
+      probeSandbox(host({ hasProgram: (p) => p !== 'setpriv' })),
+      probeSandbox(host({ uid: 1000 })),
+      probeSandbox(host({ namespaces: () => 'unshare: unshare failed: Operation not permitted' })),
+    ].map((p) => (p.ok ? 'contained' : p.reason));
+    expect(lines).toEqual([
+      'the sandbox cannot contain tools on this machine: it runs a call in Linux namespaces, and this platform is darwin',
+      'the sandbox cannot contain tools on this machine: it needs setpriv (util-linux), which is not on PATH',
+      'the sandbox cannot contain tools on this machine: it needs root to run a call as an unprivileged user in namespaces of its own, and this process runs as uid 1000',
+      'the sandbox cannot contain tools on this machine: unshare --net --mount --pid cannot start a process here (unshare: unshare failed: Operation not permitted)',
+    ]);
+    for (const line of lines)
+      expect(page).toContain(
+        `\`${line
+          .replace('uid 1000', 'uid N')
+          .replace(/darwin/, 'P')
+          .replace(/setpriv/, 'X')
+          .replace(/\(unshare: .*\)/, '(why)')}\``,
+      );
+    expect(() => openSandbox({ probe: probeSandbox(host({ uid: 1000 })) })).toThrow(SandboxRefused);
+  });
+
+  it("switches Node's permission model on with the flag the running Node knows", () => {
+    expect(['v20.20.2', 'v22.12.0', 'v23.4.0', 'v23.5.0', 'v24.1.0'].map(permissionFlag)).toEqual([
+      '--experimental-permission',
+      '--experimental-permission',
+      '--experimental-permission',
+      '--permission',
+      '--permission',
+    ]);
+  });
+
+  it('finds this machine able to contain tools (root, util-linux, namespaces)', () => {
+    expect(probeSandbox()).toEqual({ ok: true, permissionFlag: '--experimental-permission' });
+  });
+});
+
+describe('the attacks, contained', () => {
+  let server: Server;
+  let t: Targets;
+  let sandbox: Sandbox;
+  const health: number[] = [];
+  let polling: ReturnType<typeof setInterval>;
+  const results = new Map<string, ToolResult>();
+
+  beforeAll(async () => {
+    server = createServer((_q, r) => r.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    t = targets((server.address() as { port: number }).port);
+    process.env['AWAKEN_SANDBOX_SPEC_SECRET'] = t.secret;
+    polling = setInterval(() => {
+      fetch(`http://127.0.0.1:${t.port}/health`).then(
+        (r) => health.push(r.status),
+        () => health.push(0),
+      );
+    }, 50);
+    sandbox = openSandbox({ limits: { wallMs: 20_000, cpuSeconds: 1 } });
+    const ctx = { signal: new AbortController().signal } as ToolCallContext;
+    const args = z.object({
+      attack: z.string(),
+      name: z.string().optional(),
+      path: z.string().optional(),
+      port: z.number().optional(),
+      seconds: z.number().optional(),
+    });
+    for (const language of LANGUAGES)
+      for (const [attack] of ATTACKS) {
+        const run =
+          language === 'Node tool'
+            ? { node: ATTACK_FILES[language], export: attack }
+            : { command: [language === 'shell script' ? 'bash' : 'python3', ATTACK_FILES[language]] as [string, string] };
+        const tool = sandbox.tool({ id: attack, description: attack, args, run, ...(attack === 'sleepForever' ? { limits: { wallMs: 2_000 } } : {}) });
+        results.set(`${language} ${attack}`, (await tool.execute(argsOf(attack, t), ctx)) as ToolResult);
+      }
+  }, 120_000);
+
+  afterAll(() => {
+    clearInterval(polling);
+    server.close();
+    delete process.env['AWAKEN_SANDBOX_SPEC_SECRET'];
+  });
+
+  const said = (language: Language, attack: Attack): string => {
+    const r = results.get(`${language} ${attack}`) as ToolResult;
+    return shown(r.status === 'success' ? `success: ${JSON.stringify(r.data)}` : (r.message ?? ''), t);
+  };
+
+  it("tells the model what stopped each attack, exactly as docs/sandbox.md's table says", () => {
+    const table = pageTable(page);
+    const actual = Object.fromEntries(ATTACKS.map(([attack, name]) => [name, Object.fromEntries(LANGUAGES.map((l) => [l, said(l, attack)]))]));
+    expect(actual).toEqual(table);
+  });
+
+  it('leaks no secret, writes nothing outside, and leaves no process behind', () => {
+    for (const r of results.values()) {
+      expect(JSON.stringify(r)).not.toContain(t.secret);
+      expect(JSON.stringify(r)).not.toContain('the secret');
+    }
+    expect(existsSync(t.outside)).toBe(false);
+    const sleeping = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.trim() === `sleep ${t.seconds}`);
+    expect(sleeping).toEqual([]);
+  });
+
+  it('kills a call when its run is cancelled, and checks arguments before it starts anything', async () => {
+    const args = z.object({ attack: z.string() });
+    const tool = sandbox.tool({ id: 'waits', description: 'waits', args, run: { command: ['python3', ATTACK_FILES['Python script']] } });
+    const controller = new AbortController();
+    const t0 = performance.now();
+    setTimeout(() => controller.abort(), 300);
+    const cancelled = await Promise.resolve(tool.execute({ attack: 'sleepForever' }, { signal: controller.signal } as ToolCallContext)).catch(
+      (e: unknown) => e,
+    );
+    expect(cancelled).toMatchObject({ error: { code: 'execution_failed', message: 'the call was killed: its run was cancelled' } });
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    const refused = await Promise.resolve(tool.execute({ attack: 7 }, { signal: new AbortController().signal } as ToolCallContext)).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ error: { code: 'invalid_arguments', message: 'attack: Invalid input: expected string, received number' } });
+  });
+
+  it('kept the server answering /health throughout', () => {
+    expect(health.length).toBeGreaterThan(20);
+    expect(health.filter((s) => s !== 200)).toEqual([]);
+  });
+});

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ATTACK_FILES, ATTACKS, argsOf, LANGUAGES, pageTable, shown, targets } from '../runtime/sandbox/attacks.ts';
+import { ATTACK_FILES, ATTACKS, argsOf, LANGUAGES, pageTable, shown, skillsFolder, targets } from '../runtime/sandbox/attacks.ts';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -12,6 +12,7 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
  * app refused at start, in one line, by a server that runs as a user other than root.
  */
 const page = readFileSync(join(repo, 'docs/sandbox.md'), 'utf8');
+const skillsPage = readFileSync(join(repo, 'docs/plugins/skills.md'), 'utf8');
 const folders: string[] = [];
 const servers: ServeProcess[] = [];
 afterAll(async () => {
@@ -20,9 +21,9 @@ afterAll(async () => {
 });
 
 /** A code block of the page whose first line is `<comment> name`, as a user copies it (that line too). */
-const block = (name: string): string => {
-  const m = new RegExp(`\`\`\`\\w+\\n((?:\\/\\/|#) ${name.replace('.', '\\.')}\\n[\\s\\S]*?)\`\`\``).exec(page);
-  if (m === null) throw new Error(`docs/sandbox.md has no block for ${name}`);
+const block = (name: string, text = page): string => {
+  const m = new RegExp(`\`\`\`\\w+\\n((?:\\/\\/|#) ${name.replaceAll('.', '\\.')}\\n[\\s\\S]*?)\`\`\``).exec(text);
+  if (m === null) throw new Error(`the page has no block for ${name}`);
   return m[1] as string;
 };
 
@@ -32,9 +33,34 @@ function appFolder(files: Readonly<Record<string, string>>): string {
   chmodSync(dir, 0o755);
   folders.push(dir);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
-  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true, mode: 0o755 });
+    writeFileSync(join(dir, name), text);
+  }
   return dir;
 }
+
+/** `awaken serve ARGV` in `cwd` as user `nobody`: its exit code and stderr. */
+function serveAsNobody(argv: readonly string[], cwd: string): Promise<{ code: number | null; err: string }> {
+  return new Promise((done) => {
+    const child = spawn(
+      'setpriv',
+      ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(repo, 'src/cli/awaken.js'), 'serve', ...argv, '--port', '0'],
+      { cwd, env: { ...process.env, HOME: cwd, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('exit', (c) => done({ code: c, err }));
+  });
+}
+
+/** docs/plugins/skills.md's scripts example as its files: the config, the model's script, the skill and its script. */
+const skillsExample = (): Record<string, string> => ({
+  'awaken.yaml': block('awaken.yaml', skillsPage),
+  'script.yaml': block('script.yaml', skillsPage),
+  'skills/counting/SKILL.md': /```markdown\n(---\nname: counting\n[\s\S]*?)```/.exec(skillsPage)?.[1] ?? '',
+  'skills/counting/scripts/word_count.py': block('skills/counting/scripts/word_count.py', skillsPage),
+});
 
 type Event = { event_type: string; [k: string]: unknown };
 async function run(url: string, body: object): Promise<Event[]> {
@@ -60,42 +86,47 @@ describe('docs/sandbox.md, served', () => {
 
   it("has every attack of the page's table made by a served run's calls, each answered as the table says, /health answering throughout", async () => {
     const t = targets(0);
+    // A Node tool and a shell script are the app's tools; a Python script is a skill's, run by skill_script under the config's skills.scripts.
     const tools = LANGUAGES.flatMap((language) =>
       ATTACKS.map(([attack]) => {
         const id = `${language.split(' ')[0]?.toLowerCase()}_${attack}`;
-        const program =
-          language === 'Node tool'
-            ? { node: ATTACK_FILES[language], export: attack }
-            : { command: [language === 'shell script' ? 'bash' : 'python3', ATTACK_FILES[language]] };
+        const program = language === 'Node tool' ? { node: ATTACK_FILES[language], export: attack } : { command: ['bash', ATTACK_FILES[language]] };
         return { id, language, attack, program };
       }),
     );
+    const appTools = tools.filter((x) => x.language !== 'Python skill script');
     const app = `import { defineApp, openSandbox, scriptedProvider } from 'awaken-ts';
 import { z } from 'zod';
 
 const sandbox = openSandbox({ limits: { wallMs: 20_000, cpuSeconds: 1 } });
 const args = z.object({ attack: z.string(), name: z.string().optional(), path: z.string().optional(), port: z.number().optional(), seconds: z.number().optional() });
-const tools = ${JSON.stringify(tools.map(({ id, program }) => ({ id, program })))}.map(({ id, program }) =>
-  sandbox.tool({ id, description: id, args, run: program, ...(id.endsWith('_sleepForever') ? { limits: { wallMs: 2_000 } } : {}) }),
+const tools = ${JSON.stringify(appTools.map(({ id, program }) => ({ id, program })))}.map(({ id, program }) =>
+  sandbox.tool({ id, description: id, args, run: program, ...(id.endsWith('_sleepForever') ? { limits: { wallMs: 3_000 } } : {}) }),
 );
 const calls = JSON.parse(process.env.AWAKEN_SANDBOX_SPEC_CALLS ?? '[]');
 
 export default defineApp({
-  agents: [{ id: 'attacker', model: 'default', system_prompt: 'Attack.' }],
+  agents: [{ id: 'attacker', model: 'default', system_prompt: 'Attack.', plugin_ids: ['skills-discovery'] }],
   tools,
   models: { default: { provider: 'script', model_name: 'scripted' } },
   providers: { script: scriptedProvider([{ tool_calls: calls }, { text: 'done' }]) },
 });
 `;
-    const dir = appFolder({ 'app.ts': app });
+    const skills = skillsFolder();
+    folders.push(skills);
+    const dir = appFolder({ 'app.ts': app, 'awaken.yaml': `skills:\n  dirs: [ ${skills} ]\n  scripts: { wall_ms: 3000, cpu_seconds: 1 }\n` });
     // The server's own port is known once it listens: the calls are made against a first server's port, then served by a second on that port.
-    const probe = await startServe(['--app', 'app.ts', '--store', 'memory'], { AWAKEN_SANDBOX_SPEC_CALLS: '[]' }, dir);
+    const probe = await startServe(['--app', 'app.ts', '--config', 'awaken.yaml', '--store', 'memory'], { AWAKEN_SANDBOX_SPEC_CALLS: '[]' }, dir);
     const port = Number(new URL(probe.url).port);
     await probe.stop();
     const aimed = { ...t, port };
-    const calls = tools.map(({ id, attack }, i) => ({ id: `c${i}`, name: id, arguments: argsOf(attack, aimed) }));
+    const calls = tools.map(({ id, language, attack }, i) =>
+      language === 'Python skill script'
+        ? { id: `c${i}`, name: 'skill_script', arguments: { skill: 'attacks', script: 'scripts/attacks.py', input: argsOf(attack, aimed) } }
+        : { id: `c${i}`, name: id, arguments: argsOf(attack, aimed) },
+    );
     const server = await startServe(
-      ['--app', 'app.ts', '--store', 'memory', '--port', String(port)],
+      ['--app', 'app.ts', '--config', 'awaken.yaml', '--store', 'memory', '--port', String(port)],
       { AWAKEN_SANDBOX_SPEC_CALLS: JSON.stringify(calls), AWAKEN_SANDBOX_SPEC_SECRET: t.secret },
       dir,
     );
@@ -129,29 +160,27 @@ export default defineApp({
 
   it('refuses the app at start, in one line, when the server runs as a user other than root', async () => {
     const dir = appFolder({ 'app.ts': block('app.ts'), 'word_count.py': block('word_count.py') });
-    const { code, err } = await new Promise<{ code: number | null; err: string }>((done) => {
-      const child = spawn(
-        'setpriv',
-        [
-          '--reuid=65534',
-          '--regid=65534',
-          '--clear-groups',
-          '--',
-          process.execPath,
-          join(repo, 'src/cli/awaken.js'),
-          'serve',
-          '--app',
-          'app.ts',
-          '--port',
-          '0',
-        ],
-        { cwd: dir, env: { ...process.env, HOME: dir, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
-      );
-      let err = '';
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('exit', (c) => done({ code: c, err }));
-    });
     const shownLine = /```\n(awaken serve: app\.ts:\d+: cannot load: .*)\n```/.exec(page)?.[1];
-    expect({ code, err }).toEqual({ code: 65, err: `${shownLine}\n` });
+    expect(await serveAsNobody(['--app', 'app.ts'], dir)).toEqual({ code: 65, err: `${shownLine}\n` });
+  }, 60_000);
+
+  it("serves docs/plugins/skills.md's scripts example: skill_script runs the skill's script in the sandbox", async () => {
+    const dir = appFolder(skillsExample());
+    const server = await startServe(['--config', 'awaken.yaml', '--store', 'memory'], {}, dir);
+    servers.push(server);
+    const events = await run(server.url, { agentId: 'counter', threadId: 't-1', messages: [{ role: 'user', content: 'count' }] });
+    expect(events.find((e) => e.event_type === 'tool_call_done')?.['result']).toEqual({
+      tool_name: 'skill_script',
+      status: 'success',
+      data: { words: 4 },
+      message: null,
+    });
+    expect(skillsPage).toContain('The run above gets `{"words":4}`');
+  }, 60_000);
+
+  it('refuses a config with skills.scripts at start, in one line, when the server runs as a user other than root', async () => {
+    const dir = appFolder(skillsExample());
+    const shownLine = /```\n(awaken serve: awaken\.yaml: skills\.scripts: .*)\n```/.exec(skillsPage)?.[1];
+    expect(await serveAsNobody(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
   }, 60_000);
 });

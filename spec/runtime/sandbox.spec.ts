@@ -1,14 +1,28 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ToolResult } from '../../src/contract/tool.ts';
 import { permissionFlag, probeSandbox, type SandboxHost } from '../../src/runtime/sandbox/probe.ts';
+import { discoverSkills, embeddedSkill, SKILL_SCRIPT_TOOL_ID, skillRegistry, skillTools } from '../../src/plugins/skills/index.ts';
+import type { SandboxLimits } from '../../src/runtime/sandbox/run.ts';
 import { openSandbox, SandboxRefused, type Sandbox } from '../../src/runtime/sandbox/tool.ts';
-import type { ToolCallContext } from '../../src/runtime/tool.ts';
-import { ATTACK_FILES, ATTACKS, argsOf, LANGUAGES, pageTable, shown, targets, type Attack, type Language, type Targets } from './sandbox/attacks.ts';
+import type { Tool, ToolCallContext } from '../../src/runtime/tool.ts';
+import {
+  ATTACK_FILES,
+  ATTACKS,
+  argsOf,
+  LANGUAGES,
+  pageTable,
+  shown,
+  skillsFolder,
+  targets,
+  type Attack,
+  type Language,
+  type Targets,
+} from './sandbox/attacks.ts';
 
 /**
  * The sandbox target (docs/sandbox.md): every attack a Node tool, a shell script and a Python script
@@ -93,13 +107,21 @@ describe('the attacks, contained', () => {
       port: z.number().optional(),
       seconds: z.number().optional(),
     });
+    const found = skillRegistry(discoverSkills(skillsFolder()).skills);
+    if (!found.ok) throw new Error(found.error);
+    const scripts = (limits?: Partial<SandboxLimits>) =>
+      skillTools(found.value, {}, { sandbox, ...(limits !== undefined ? { limits } : {}) }).find((x) => x.descriptor.id === SKILL_SCRIPT_TOOL_ID) as Tool;
     for (const language of LANGUAGES)
       for (const [attack] of ATTACKS) {
+        const limits = attack === 'sleepForever' ? { wallMs: 3_000 } : undefined;
+        if (language === 'Python skill script') {
+          const input = { skill: 'attacks', script: 'scripts/attacks.py', input: argsOf(attack, t) };
+          results.set(`${language} ${attack}`, (await scripts(limits).execute(input, ctx)) as ToolResult);
+          continue;
+        }
         const run =
-          language === 'Node tool'
-            ? { node: ATTACK_FILES[language], export: attack }
-            : { command: [language === 'shell script' ? 'bash' : 'python3', ATTACK_FILES[language]] as [string, string] };
-        const tool = sandbox.tool({ id: attack, description: attack, args, run, ...(attack === 'sleepForever' ? { limits: { wallMs: 2_000 } } : {}) });
+          language === 'Node tool' ? { node: ATTACK_FILES[language], export: attack } : { command: ['bash', ATTACK_FILES[language]] as [string, string] };
+        const tool = sandbox.tool({ id: attack, description: attack, args, run, ...(limits !== undefined ? { limits } : {}) });
         results.set(`${language} ${attack}`, (await tool.execute(argsOf(attack, t), ctx)) as ToolResult);
       }
   }, 120_000);
@@ -135,21 +157,66 @@ describe('the attacks, contained', () => {
 
   it('kills a call when its run is cancelled, and checks arguments before it starts anything', async () => {
     const args = z.object({ attack: z.string() });
-    const tool = sandbox.tool({ id: 'waits', description: 'waits', args, run: { command: ['python3', ATTACK_FILES['Python script']] } });
+    const tool = sandbox.tool({ id: 'waits', description: 'waits', args, run: { command: ['python3', ATTACK_FILES['Python skill script']] } });
     const controller = new AbortController();
     const t0 = performance.now();
     setTimeout(() => controller.abort(), 300);
-    const cancelled = await Promise.resolve(tool.execute({ attack: 'sleepForever' }, { signal: controller.signal } as ToolCallContext)).catch(
-      (e: unknown) => e,
-    );
+    const thrown = async (f: () => unknown): Promise<unknown> => {
+      try {
+        return await f();
+      } catch (e) {
+        return e;
+      }
+    };
+    const cancelled = await thrown(() => tool.execute({ attack: 'sleepForever' }, { signal: controller.signal } as ToolCallContext));
     expect(cancelled).toMatchObject({ error: { code: 'execution_failed', message: 'the call was killed: its run was cancelled' } });
     expect(performance.now() - t0).toBeLessThan(5_000);
-    const refused = await Promise.resolve(tool.execute({ attack: 7 }, { signal: new AbortController().signal } as ToolCallContext)).catch((e: unknown) => e);
+    const refused = await thrown(() => tool.execute({ attack: 7 }, { signal: new AbortController().signal } as ToolCallContext));
     expect(refused).toMatchObject({ error: { code: 'invalid_arguments', message: 'attack: Invalid input: expected string, received number' } });
   });
 
   it('kept the server answering /health throughout', () => {
     expect(health.length).toBeGreaterThan(20);
     expect(health.filter((s) => s !== 200)).toEqual([]);
+  });
+});
+
+describe('skill_script: a skill’s own scripts, in the sandbox', () => {
+  it('is offered only with a sandbox, and runs only a .py or .sh file under a skill’s scripts/ folder, each refusal a tool error naming it', async () => {
+    const root = skillsFolder();
+    writeFileSync(join(root, 'attacks', 'scripts', 'tool.js'), 'process.exit(0)\n');
+    writeFileSync(join(root, 'attacks', 'notes.sh'), 'echo hi\n');
+    const embedded = embeddedSkill('---\nname: inline\ndescription: In the spec.\n---\nNothing to run.\n');
+    if (!embedded.ok) throw new Error(embedded.error);
+    const found = skillRegistry([...discoverSkills(root).skills, embedded.value]);
+    if (!found.ok) throw new Error(found.error);
+    expect(skillTools(found.value).map((x) => x.descriptor.id)).toEqual(['list_skills', 'skill', 'load_skill_resource']);
+    const tool = skillTools(found.value, {}, { sandbox: openSandbox() }).find((x) => x.descriptor.id === SKILL_SCRIPT_TOOL_ID) as Tool;
+    const ctx = { signal: new AbortController().signal, agentSpec: {} } as ToolCallContext;
+    const said = async (skill: string, script: string): Promise<string> => {
+      const r = (await tool.execute({ skill, script, input: { attack: 'nothing' } }, ctx)) as ToolResult;
+      return `${r.status}: ${r.message ?? JSON.stringify(r.data)}`;
+    };
+    const refusals = [
+      await said('attacks', 'scripts/attacks.py'),
+      await said('attacks', 'notes.sh'),
+      await said('attacks', 'scripts/../../x.py'),
+      await said('attacks', 'scripts/tool.js'),
+      await said('attacks', 'scripts/none.py'),
+      await said('inline', 'scripts/a.py'),
+      await said('nobody', 'scripts/a.py'),
+    ];
+    expect(refusals).toEqual([
+      'error: [sandbox_exit] the call exited with code 1: no attack named nothing',
+      "error: 'notes.sh' is not under the skill's scripts/ folder",
+      "error: 'scripts/../../x.py' leaves the skill",
+      "error: 'scripts/tool.js' is neither a .py nor a .sh script",
+      "error: no script 'scripts/none.py' in skill 'attacks'",
+      "error: skill 'inline' is embedded in its agent's spec: it has no scripts to run",
+      "error: no skill 'nobody' (skills: attacks, inline)",
+    ]);
+    const skillsPage = readFileSync(join(import.meta.dirname, '../../docs/plugins/skills.md'), 'utf8');
+    const shownRefusals = /```text\n('notes\.sh'[\s\S]*?)\n```/.exec(skillsPage)?.[1]?.split('\n');
+    expect(shownRefusals).toEqual(refusals.slice(1, 6).map((r) => r.replace(/^error: /, '')));
   });
 });

@@ -4,10 +4,12 @@ import { addApp, pluginsById } from '../app/compose.ts';
 import type { LoadedApp } from '../app/load.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { McpToolRegistryManager, type McpServerConfig } from '../plugins/mcp-tools.ts';
-import { configuredSkills, discoverSkills, skillRegistry, skillResourceLimitsOf } from '../plugins/skills/index.ts';
+import { configuredSkills, discoverSkills, skillRegistry, skillResourceLimitsOf, type SkillScripts } from '../plugins/skills/index.ts';
 import { perConversation } from '../providers/per-conversation.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
+import type { SandboxLimits } from '../runtime/sandbox/run.ts';
+import { openSandbox, SandboxRefused } from '../runtime/sandbox/tool.ts';
 import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, RuntimePlugin } from '../runtime/resolve.ts';
@@ -17,6 +19,26 @@ import { EXIT } from './exit.ts';
 import { modelFactoryOf } from './run-plan.ts';
 import { checkApp } from './app-option.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
+
+/**
+ * `skills.scripts`: the skills' scripts run in the sandbox, which is opened here, so a machine that
+ * cannot contain them stops the start with the line saying why.
+ */
+function scriptsOf(section: NonNullable<ServeConfig['skills']>['scripts'], config: string | undefined): SkillScripts | undefined {
+  if (section === undefined) return undefined;
+  const limits: Partial<SandboxLimits> = {
+    ...(section.wall_ms !== undefined ? { wallMs: section.wall_ms } : {}),
+    ...(section.memory_bytes !== undefined ? { memoryBytes: section.memory_bytes } : {}),
+    ...(section.output_bytes !== undefined ? { outputBytes: section.output_bytes } : {}),
+    ...(section.cpu_seconds !== undefined ? { cpuSeconds: section.cpu_seconds } : {}),
+  };
+  try {
+    return { sandbox: openSandbox({ limits }) };
+  } catch (e) {
+    if (e instanceof SandboxRefused) throw new CliFailure(`${config ?? ''}: skills.scripts: ${e.message}`, EXIT.unavailable);
+    throw e;
+  }
+}
 
 /** What a config's skill directories held: the skills found, where, and what was skipped and why. */
 export interface ConfiguredSkills {
@@ -48,7 +70,7 @@ export function addConfigured(
   const discovered = dirs.map((dir) => discoverSkills(dir));
   const found = skillRegistry(discovered.flatMap((d) => d.skills));
   if (!found.ok) throw new CliFailure(`${options.config ?? ''}: skills.dirs: ${found.error}`, EXIT.data);
-  const skills = configuredSkills(found.value, skillResourceLimitsOf(file?.skills ?? {}));
+  const skills = configuredSkills(found.value, skillResourceLimitsOf(file?.skills ?? {}), scriptsOf(file?.skills?.scripts, options.config));
   const plugins = new Map(PLUGIN_CATALOG);
   plugins.set(skills.discovery.name, skills.discovery).set(skills.activeInstructions.name, skills.activeInstructions);
   for (const p of options.plugins ?? []) plugins.set(p.name, p);

@@ -110,6 +110,16 @@ export const ServeConfigSchema = z
         max_resource_bytes: z.number().int().min(1).optional(),
         /** How many resources a run may read (default 16). */
         max_resource_reads: z.number().int().min(1).optional(),
+        /** Present: the skills' scripts run in the sandbox (`skill_script`), under these limits (docs/sandbox.md's defaults where not given). */
+        scripts: z
+          .object({
+            wall_ms: z.number().int().min(1).optional(),
+            memory_bytes: z.number().int().min(1).optional(),
+            output_bytes: z.number().int().min(1).optional(),
+            cpu_seconds: z.number().int().min(1).optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -18,14 +18,14 @@ export const ATTACKS = [
 
 export type Attack = (typeof ATTACKS)[number][0];
 
-export const LANGUAGES = ['Node tool', 'shell script', 'Python script'] as const;
+export const LANGUAGES = ['Node tool', 'shell script', 'Python skill script'] as const;
 export type Language = (typeof LANGUAGES)[number];
 
 const here = import.meta.dirname;
 export const ATTACK_FILES: Readonly<Record<Language, string>> = {
   'Node tool': join(here, 'attacks.mjs'),
   'shell script': join(here, 'attacks.sh'),
-  'Python script': join(here, 'attacks.py'),
+  'Python skill script': join(here, 'attacks.py'),
 };
 
 /** What the attacks aim at: a secret in the server's environment, a secret file only root reads, a place outside the call's folder, a port. */
@@ -46,6 +46,19 @@ export function targets(port: number): Targets {
   writeFileSync(secretFile, 'the secret');
   chmodSync(secretFile, 0o600);
   return { secret: `s-${process.pid}-${Date.now()}`, secretFile, outside: join(dir, 'escaped.txt'), port, seconds: 7_000 + (process.pid % 1_000) };
+}
+
+/**
+ * A folder of skills others may read, holding skill `attacks` whose script `scripts/attacks.py` is
+ * the Python attacks: what `skills.dirs` names and `skill_script` runs.
+ */
+export function skillsFolder(): string {
+  const root = mkdtempSync(join(tmpdir(), 'awaken-sandbox-skills-'));
+  chmodSync(root, 0o755);
+  mkdirSync(join(root, 'attacks', 'scripts'), { recursive: true });
+  writeFileSync(join(root, 'attacks', 'SKILL.md'), '---\nname: attacks\ndescription: Tries to get out of the sandbox.\n---\nRun scripts/attacks.py.\n');
+  copyFileSync(ATTACK_FILES['Python skill script'], join(root, 'attacks', 'scripts', 'attacks.py'));
+  return root;
 }
 
 /** An attack's arguments. */
@@ -69,12 +82,12 @@ export const shown = (message: string, t: Targets): string =>
 /** docs/sandbox.md's table: for each attack and language, what the model reads. */
 export function pageTable(page: string): Record<string, Record<Language, string>> {
   const rows: Record<string, Record<Language, string>> = {};
-  const start = page.indexOf('| attack | Node tool | shell script | Python script |');
+  const start = page.indexOf('| attack | Node tool | shell script | Python skill script |');
   for (const line of page.slice(start).split('\n').slice(2)) {
     if (!line.startsWith('|')) break;
     const cells = line.split(' | ').map((c) => c.replace(/^\| ?|\s*\|$/g, '').replace(/^`|`$/g, ''));
     const [name, node, shell, python] = cells as [string, string, string, string];
-    rows[name] = { 'Node tool': node, 'shell script': shell, 'Python script': python };
+    rows[name] = { 'Node tool': node, 'shell script': shell, 'Python skill script': python };
   }
   return rows;
 }

@@ -1,9 +1,13 @@
+import { extname } from 'node:path';
 import { z } from 'zod';
+import { type JsonValue, JsonValueSchema } from '../../contract/json.ts';
 import { ToolResults } from '../../contract/tool.ts';
 import { StateCommand } from '../../core/state/state-command.ts';
 import { defineStateKey } from '../../core/state/state-key.ts';
 import { AddContextMessage } from '../../runtime/builtin-plugins.ts';
 import type { RuntimePlugin } from '../../runtime/resolve.ts';
+import type { SandboxLimits } from '../../runtime/sandbox/run.ts';
+import type { Sandbox } from '../../runtime/sandbox/tool.ts';
 import { defineTool, type Tool } from '../../runtime/tool.ts';
 import { PERMISSION_PLUGIN_ID, PermissionOverrides } from '../permission.ts';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../../contract/agent-spec.ts';
@@ -15,6 +19,16 @@ export const SKILLS_ACTIVE_INSTRUCTIONS_PLUGIN_ID = 'skills-active-instructions'
 export const SKILL_LIST_TOOL_ID = 'list_skills';
 export const SKILL_ACTIVATE_TOOL_ID = 'skill';
 export const SKILL_LOAD_RESOURCE_TOOL_ID = 'load_skill_resource';
+export const SKILL_SCRIPT_TOOL_ID = 'skill_script';
+
+/** How a skill's scripts run, when they may: in this sandbox, under these limits (the sandbox's own where not given). */
+export interface SkillScripts {
+  readonly sandbox: Sandbox;
+  readonly limits?: Partial<SandboxLimits>;
+}
+
+/** The interpreter of a script by its extension: a skill's scripts are Python or shell. */
+const INTERPRETERS: Readonly<Record<string, string>> = { '.py': 'python3', '.sh': 'bash' };
 
 export interface ActiveSkill {
   readonly instructions: string;
@@ -59,8 +73,15 @@ const unknown = (tool: string, name: string, registry: ReadonlyMap<string, Skill
 type RegistryOf = (spec: AgentSpec) => ReadonlyMap<string, Skill>;
 type LimitsOf = (spec: AgentSpec) => SkillResourceLimits;
 
-/** The three tools: list the skills, activate one, read one of its resources (within `limits`). */
-export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limits: Partial<SkillResourceLimits> | LimitsOf = {}): readonly Tool[] {
+/**
+ * The three tools: list the skills, activate one, read one of its resources (within `limits`); and,
+ * given `scripts`, a fourth that runs one of a skill's scripts in the sandbox.
+ */
+export function skillTools(
+  skills: ReadonlyMap<string, Skill> | RegistryOf,
+  limits: Partial<SkillResourceLimits> | LimitsOf = {},
+  scripts?: SkillScripts,
+): readonly Tool[] {
   const registryOf: RegistryOf = typeof skills === 'function' ? skills : () => skills;
   const fixed = { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...(typeof limits === 'function' ? {} : limits) };
   const limitsOf: LimitsOf = typeof limits === 'function' ? limits : () => fixed;
@@ -117,7 +138,29 @@ export function skillTools(skills: ReadonlyMap<string, Skill> | RegistryOf, limi
         return ToolResults.success(SKILL_LOAD_RESOURCE_TOOL_ID, { skill_id: s.name, path, content: r.value });
       },
     }),
+    ...(scripts === undefined ? [] : [scriptTool(registryOf, scripts)]),
   ];
+}
+
+/** `skill_script`: one of a skill's scripts, run in the sandbox with `input` as JSON on its stdin. */
+function scriptTool(registryOf: RegistryOf, scripts: SkillScripts): Tool {
+  return defineTool({
+    id: SKILL_SCRIPT_TOOL_ID,
+    description:
+      "Run one of a skill's scripts (a .py or .sh file under its scripts/ folder, e.g. scripts/report.py) in a sandbox, with `input` as JSON on its stdin; its stdout is the result",
+    args: z.object({ skill: z.string().min(1), script: z.string().min(1), input: JsonValueSchema.optional() }).strict(),
+    execute: ({ skill, script, input }, ctx) => {
+      const registry = registryOf(ctx.agentSpec);
+      const s = registry.get(skill);
+      if (s === undefined) return unknown(SKILL_SCRIPT_TOOL_ID, skill, registry);
+      if (s.script === undefined) return ToolResults.error(SKILL_SCRIPT_TOOL_ID, `skill '${s.name}' is embedded in its agent's spec: it has no scripts to run`);
+      const file = s.script(script);
+      if (!file.ok) return ToolResults.error(SKILL_SCRIPT_TOOL_ID, file.error);
+      const interpreter = INTERPRETERS[extname(file.value)];
+      if (interpreter === undefined) return ToolResults.error(SKILL_SCRIPT_TOOL_ID, `'${script}' is neither a .py nor a .sh script`);
+      return scripts.sandbox.call(SKILL_SCRIPT_TOOL_ID, { command: [interpreter, file.value] }, (input ?? {}) as JsonValue, ctx.signal, scripts.limits);
+    },
+  });
 }
 
 /** The catalog the model sees before each inference. */
@@ -139,6 +182,7 @@ export function skillCatalog(registry: ReadonlyMap<string, Skill>): string {
 export function skillsSubsystem(
   registry: ReadonlyMap<string, Skill>,
   limits: Partial<SkillResourceLimits> = {},
+  scripts?: SkillScripts,
 ): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const catalog = skillCatalog(registry);
   const fixed = { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...limits };
@@ -147,6 +191,7 @@ export function skillsSubsystem(
     () => catalog,
     () => fixed,
     [],
+    scripts,
   );
 }
 
@@ -179,6 +224,7 @@ const SkillsConfigKey = definePluginConfigKey('skills', SkillsSectionSchema as u
 export function configuredSkills(
   base: ReadonlyMap<string, Skill> = new Map(),
   limits: Partial<SkillResourceLimits> = {},
+  scripts?: SkillScripts,
 ): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   const registryOf = perAgentSpec((spec): ReadonlyMap<string, Skill> => {
     const section = readPluginConfig(spec, SkillsConfigKey);
@@ -198,7 +244,7 @@ export function configuredSkills(
     const section = readPluginConfig(spec, SkillsConfigKey);
     return { ...DEFAULT_SKILL_RESOURCE_LIMITS, ...limits, ...(section.ok ? skillResourceLimitsOf(section.value) : {}) };
   });
-  return subsystemOf(registryOf, catalogOf, limitsOf, [SkillsConfigKey as never]);
+  return subsystemOf(registryOf, catalogOf, limitsOf, [SkillsConfigKey as never], scripts);
 }
 
 function subsystemOf(
@@ -206,9 +252,10 @@ function subsystemOf(
   catalogOf: (spec: AgentSpec) => string,
   limitsOf: LimitsOf,
   configKeys: RuntimePlugin['configKeys'],
+  scripts: SkillScripts | undefined,
 ): { readonly discovery: RuntimePlugin; readonly activeInstructions: RuntimePlugin } {
   // One set of tools for the plugin, so a run's reads are counted across its tool calls.
-  const tools = skillTools(registryOf, limitsOf);
+  const tools = skillTools(registryOf, limitsOf, scripts);
   const discovery: RuntimePlugin = {
     name: SKILLS_DISCOVERY_PLUGIN_ID,
     ...(configKeys !== undefined && configKeys.length > 0 ? { configKeys } : {}),

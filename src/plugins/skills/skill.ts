@@ -46,6 +46,11 @@ export interface Skill extends SkillDocument {
   resource(path: string, maxBytes?: number): Result<string, string>;
   /** The resource paths the skill holds, sorted. */
   resources(): readonly string[];
+  /**
+   * The file of a script the skill ships (a path under its `scripts/` folder), to be run in the
+   * sandbox; absent for a skill that has no files of its own (one embedded in an agent's spec).
+   */
+  script?(path: string): Result<string, string>;
 }
 
 /** Parses a SKILL.md: front matter between `---` lines, then the body; errors name the field. */
@@ -145,22 +150,35 @@ function listFiles(dir: string, prefix = ''): string[] {
  */
 function fsSkill(dir: string, doc: SkillDocument): Skill {
   const root = realpathSync(dir);
+  /** The real file of a path inside the skill, or why not: missing, or leaving the skill (symlinks followed). */
+  const fileOf = (path: string, what: string): Result<{ readonly rel: string; readonly real: string }, string> => {
+    const rel = relativeResource(path);
+    if (!rel.ok) return rel;
+    const file = resolve(root, rel.value);
+    if (!existsSync(file) || !statSync(file).isFile()) return err(`no ${what} '${rel.value}' in skill '${doc.name}'`);
+    const real = realpathSync(file);
+    const inside = relative(root, real);
+    if (inside.startsWith('..') || isAbsolute(inside) || inside.split(sep).includes('..')) return err(`'${path}' leaves the skill`);
+    return ok({ rel: rel.value, real });
+  };
   return {
     ...doc,
+    script: (path) => {
+      const found = fileOf(path, 'script');
+      if (!found.ok) return found;
+      if (!found.value.rel.startsWith('scripts/')) return err(`'${found.value.rel}' is not under the skill's scripts/ folder`);
+      return ok(found.value.real);
+    },
     resource: (path, maxBytes = Infinity) => {
-      const rel = relativeResource(path);
-      if (!rel.ok) return rel;
-      const file = resolve(root, rel.value);
-      if (!existsSync(file) || !statSync(file).isFile()) return err(`no resource '${rel.value}' in skill '${doc.name}'`);
-      const real = realpathSync(file);
-      const inside = relative(root, real);
-      if (inside.startsWith('..') || isAbsolute(inside) || inside.split(sep).includes('..')) return err(`'${path}' leaves the skill`);
+      const found = fileOf(path, 'resource');
+      if (!found.ok) return found;
+      const { rel, real } = found.value;
       const size = statSync(real).size;
-      if (size > maxBytes) return err(tooLarge(rel.value, doc.name, size, maxBytes));
+      if (size > maxBytes) return err(tooLarge(rel, doc.name, size, maxBytes));
       if (maxBytes === Infinity) return ok(readFileSync(real, 'utf8'));
       // Bounded even if the file grows after its size was read.
       const bytes = readAtMost(real, maxBytes);
-      return bytes === undefined ? err(tooLarge(rel.value, doc.name, statSync(real).size, maxBytes)) : ok(bytes.toString('utf8'));
+      return bytes === undefined ? err(tooLarge(rel, doc.name, statSync(real).size, maxBytes)) : ok(bytes.toString('utf8'));
     },
     resources: () => listFiles(root),
   };

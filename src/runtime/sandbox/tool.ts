@@ -103,7 +103,6 @@ export class Sandbox {
 
   /** A tool whose calls run contained: its arguments checked here first, then handed to the program. */
   tool<A extends z.ZodType>(def: SandboxToolDef<A>): Tool {
-    const limits = { ...this.#limits, ...def.limits };
     const parameters = z.toJSONSchema(def.args, { unrepresentable: 'any' }) as JsonValue;
     const parse = (args: JsonValue): JsonValue => {
       const r = def.args.safeParse(args);
@@ -113,13 +112,24 @@ export class Sandbox {
         message: r.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; '),
       });
     };
-    const job = this.#jobOf(def.run, limits);
+    // A module named by a relative path is refused now, where the tool is made, not at its first call.
+    this.#jobOf(def.run, { ...this.#limits, ...def.limits });
     return {
       descriptor: { id: def.id, name: def.name ?? def.id, description: def.description, parameters },
       target: 'sandbox',
       validateArgs: (args) => void parse(args),
-      execute: async (args, ctx) => sandboxResult(def.id, await runSandboxed(job(parse(args)), limits, this.#env, ctx.signal), limits),
+      execute: (args, ctx) => this.call(def.id, def.run, parse(args), ctx.signal, def.limits),
     };
+  }
+
+  /**
+   * Runs `program` contained on `args` (the tool's own limits over the sandbox's): the result the
+   * model reads for a call of tool `tool` — for a tool whose program depends on its arguments, as a
+   * skill's script does.
+   */
+  async call(tool: string, program: SandboxProgram, args: JsonValue, signal: AbortSignal, limits?: Partial<SandboxLimits>): Promise<ToolResult> {
+    const held = { ...this.#limits, ...limits };
+    return sandboxResult(tool, await runSandboxed(this.#jobOf(program, held)(args), held, this.#env, signal), held);
   }
 
   #jobOf(program: SandboxProgram, limits: SandboxLimits): (args: JsonValue) => SandboxJob {

@@ -151,6 +151,21 @@ describe('the awaken command as a process: every mistake is one line and the doc
     });
   });
 
+  it('a default store whose folder ./data cannot be made: one line, exit 69', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-data-'));
+    writeFileSync(join(dir, 'data'), 'a file, not a folder');
+    const r = spawnSync(process.execPath, [bin, 'serve', '--port', '0'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
+      timeout: 60_000,
+    });
+    const shown = readFileSync(join(repo, 'docs/cli.md'), 'utf8')
+      .split('\n')
+      .find((l) => l.includes('cannot make its folder ./data'));
+    expect({ code: r.status, out: r.stdout, err: r.stderr }).toEqual({ code: EXIT.unavailable, out: '', err: `${shown}\n` });
+  });
+
   it('a SQLite path in a missing directory: one line, exit 66, and no directory made', () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'awaken-sqlite-')), 'missing', 'dir');
     expect(awaken(['serve', '--store', `sqlite:${dir}/x.db`, '--port', '0'])).toEqual({

@@ -102,11 +102,22 @@ function fileModel(model: string): { readonly llm: LlmExecutor; readonly name: s
 
 /**
  * The store a `--store` spelling names. A SQLite file's directory must exist; only the default
- * one (./data) is made. A store of an unknown kind is a usage mistake; one whose package is not
+ * one (./data) is made, and a ./data that cannot be (a file of that name, a folder the user may not
+ * write) is said in one line. A store of an unknown kind is a usage mistake; one whose package is not
  * installed, unavailable; one whose directory is missing, missing input.
  */
 export function storeOf(spec: string, where: string, env: NodeJS.ProcessEnv = process.env): Store {
-  if (spec === DEFAULT_STORE) mkdirSync(resolve('data'), { recursive: true });
+  if (spec === DEFAULT_STORE) {
+    try {
+      mkdirSync(resolve('data'), { recursive: true });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? 'unknown error';
+      throw new CliFailure(
+        `${where}: cannot make its folder ./data (${code}); choose another store with --store, or start where ./data can be made`,
+        EXIT.unavailable,
+      );
+    }
+  }
   if (spec.startsWith('sqlite:') && spec !== 'sqlite::memory:' && spec.length > 'sqlite:'.length) {
     const dir = dirname(resolve(spec.slice('sqlite:'.length)));
     if (!existsSync(dir)) throw new CliFailure(`${where}: the directory ${dir} does not exist (create it, or choose another path)`, EXIT.noInput);

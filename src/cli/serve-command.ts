@@ -249,6 +249,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
       // instance's run is taken up (and its job acknowledged) before the job could be claimed again.
       ...(plan.leaseMs !== undefined ? { lease_ms: 3 * plan.leaseMs, lease_renewal_interval_ms: Math.max(5, plan.leaseMs) } : {}),
       ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
+      ...Object.fromEntries(Object.entries(plan.file?.mailbox ?? {}).filter(([, v]) => v !== undefined)),
     },
   });
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];

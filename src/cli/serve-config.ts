@@ -123,6 +123,21 @@ export const ServeConfigSchema = z
       })
       .strict()
       .optional(),
+    /** The mailbox's timing and retries (book: MailboxConfig); each key set wins over what `server.lease_ms` and `server.sweep_ms` derive. */
+    mailbox: z
+      .object({
+        lease_ms: z.number().int().min(1).optional(),
+        suspended_lease_ms: z.number().int().min(1).optional(),
+        lease_renewal_interval_ms: z.number().int().min(1).optional(),
+        sweep_interval_ms: z.number().int().min(1).optional(),
+        gc_interval_ms: z.number().int().min(1).optional(),
+        gc_ttl_ms: z.number().int().min(1).optional(),
+        default_max_attempts: z.number().int().min(1).optional(),
+        default_retry_delay_ms: z.number().int().min(0).optional(),
+        max_retry_delay_ms: z.number().int().min(0).optional(),
+      })
+      .strict()
+      .optional(),
     // A field the agent does not have is refused: a plugin's settings belong in its sections.
     agents: z.array(WrittenAgentSpecSchema).default([]),
     models: z.record(z.string(), ModelConfigSchema).default({}),

@@ -12,6 +12,7 @@ import { accessControl, authentication, type AuthOptions } from './access.ts';
 import { principalStore } from './principal.ts';
 import { configRoutes, type ConfigDocs, type ConfigGuardOptions } from './config-routes.ts';
 import { bodyOf, clientClosed, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
+import { interruptThread } from './interrupt.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { opsMiddleware, opsRoutes, type OpsOptions } from './ops-routes.ts';
@@ -293,6 +294,8 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     await store.interrupt(id, env.clock.now());
     return c.body(null, 204);
   });
+
+  app.post('/v1/threads/:id/interrupt', async (c) => c.json(await interruptThread(store, registry, env.clock.now(), idParam(c, 'id', 'thread')), 202));
 
   app.get('/v1/threads/:id/messages', async (c) => {
     const id = idParam(c, 'id', 'thread');

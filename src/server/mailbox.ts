@@ -126,7 +126,7 @@ export class Mailbox {
         return;
       }
       const renewal = new AbortController();
-      const renew = this.#renew(job.job_id, token, started.value.runId, renewal.signal);
+      const renew = this.#renew(job, token, started.value.runId, renewal.signal);
       const result = await started.value.done;
       renewal.abort();
       await renew;
@@ -160,15 +160,21 @@ export class Mailbox {
     return messages.slice(at + 1).some((m) => m.role === 'assistant' && (m.tool_calls ?? []).length === 0) ? 'done' : 'none';
   }
 
-  /** Extends the lease while the run goes on; a lost lease cancels the run (another consumer owns the job now). */
-  async #renew(jobId: string, token: string, runId: string, signal: AbortSignal): Promise<void> {
+  /**
+   * Extends the lease while the run goes on — by `suspended_lease_ms` while it waits for a decision,
+   * else by `lease_ms`; a lost lease cancels the run (another consumer owns the job now).
+   */
+  async #renew(job: MailboxJob, token: string, runId: string, signal: AbortSignal): Promise<void> {
     for (;;) {
       try {
         await this.#env.sleep(this.#config.lease_renewal_interval_ms, signal);
       } catch {
         return;
       }
-      const kept = await this.#store.extendLease(jobId, token, this.#config.lease_ms, this.#env.clock.now());
+      const current = this.#registry.currentRun(job.mailbox_id);
+      const waiting = current?.runId === runId && current.status === 'waiting';
+      const leaseMs = waiting ? this.#config.suspended_lease_ms : this.#config.lease_ms;
+      const kept = await this.#store.extendLease(job.job_id, token, leaseMs, this.#env.clock.now());
       if (!kept) {
         this.#registry.cancel(runId);
         return;

@@ -19,6 +19,7 @@ import type { InboundRun } from '../contract/inbound.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
+import { interruptThread } from './interrupt.ts';
 import type { LogItem, WaitingCall } from './run-registry.ts';
 
 /** What a stream's encoder starts from: the run the client chose an id for, the calls it holds. */
@@ -88,12 +89,10 @@ export function protocolRoutes(parts: ServerParts, options: { readonly heartbeat
   app.post('/v1/ag-ui/run', (c) => serve(c, parts, agUi, heartbeatMs));
   app.post('/v1/ag-ui/threads/:thread_id/runs', (c) => serve(c, parts, agUi, heartbeatMs, { threadId: threadParam(c) }));
   app.post('/v1/ag-ui/agents/:agent_id/runs', (c) => serve(c, parts, agUi, heartbeatMs, { agentId: c.req.param('agent_id') ?? '' }));
-  app.post('/v1/ag-ui/threads/:thread_id/interrupt', async (c) => {
-    const threadId = threadParam(c);
-    const r = await parts.registry.cancelAnywhere(threadId);
-    if (!r.ok) throw registryError(r.error);
-    return c.json({ status: 'interrupt_requested', thread_id: threadId, run_id: r.value.runId }, 202);
-  });
+  const interrupt = async (c: Context): Promise<Response> =>
+    c.json(await interruptThread(parts.store, parts.registry, parts.runtime.env.clock.now(), threadParam(c)), 202);
+  app.post('/v1/ag-ui/threads/:thread_id/interrupt', interrupt);
+  app.post('/v1/ai-sdk/threads/:thread_id/interrupt', interrupt);
   app.get('/v1/ag-ui/threads/:thread_id/messages', async (c) => c.json(toAgUiMessages(await storedMessages(parts, threadParam(c)))));
   return app;
 }

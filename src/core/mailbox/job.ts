@@ -42,6 +42,8 @@ export interface MailboxJob {
 /** Book: MailboxConfig defaults. */
 export interface MailboxConfig {
   readonly lease_ms: number;
+  /** The lease a claimed job's renewal takes while its run waits for a decision (a person may take minutes). */
+  readonly suspended_lease_ms: number;
   readonly lease_renewal_interval_ms: number;
   readonly sweep_interval_ms: number;
   readonly gc_interval_ms: number;
@@ -53,6 +55,7 @@ export interface MailboxConfig {
 
 export const DEFAULT_MAILBOX_CONFIG: MailboxConfig = Object.freeze({
   lease_ms: 30_000,
+  suspended_lease_ms: 600_000,
   lease_renewal_interval_ms: 10_000,
   sweep_interval_ms: 30_000,
   gc_interval_ms: 60_000,

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,6 +162,31 @@ export default defineApp({
     const dir = appFolder({ 'app.ts': block('app.ts'), 'word_count.py': block('word_count.py') });
     const shownLine = /```\n(awaken serve: app\.ts:\d+: cannot load: .*)\n```/.exec(page)?.[1];
     expect(await serveAsNobody(['--app', 'app.ts'], dir)).toEqual({ code: 65, err: `${shownLine}\n` });
+  }, 60_000);
+
+  it("serves the page's config: a tool registered by the config runs in the sandbox, and the run gets the same result", async () => {
+    const dir = appFolder({ 'awaken.yaml': block('awaken.yaml'), 'script.yaml': block('script.yaml'), 'word_count.py': block('word_count.py') });
+    const server = await startServe(['--config', 'awaken.yaml', '--store', 'memory'], {}, dir);
+    servers.push(server);
+    const events = await run(server.url, { agentId: 'counter', threadId: 't-1', messages: [{ role: 'user', content: 'count' }] });
+    const shownResult = /```json\n(.*)\n```/.exec(page)?.[1];
+    expect(JSON.stringify(events.find((e) => e.event_type === 'tool_call_done')?.['result'])).toBe(shownResult);
+  }, 60_000);
+
+  it('refuses the config at start, in one line, when the server runs as a user other than root; a parameters that is no JSON Schema, naming it', async () => {
+    const dir = appFolder({ 'awaken.yaml': block('awaken.yaml'), 'script.yaml': block('script.yaml'), 'word_count.py': block('word_count.py') });
+    const shownLine = /```\n(awaken serve: awaken\.yaml: tools: .*)\n```/.exec(page)?.[1];
+    expect(await serveAsNobody(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
+    writeFileSync(join(dir, 'awaken.yaml'), block('awaken.yaml').replace('type: object, properties', 'type: nonsense, properties'));
+    const bad = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', 'awaken.yaml', '--store', 'memory', '--port', '0'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect({ code: bad.status, err: bad.stderr }).toEqual({
+      code: 65,
+      err: 'awaken serve: awaken.yaml: tools[0].parameters: not a JSON Schema this server reads (Unsupported type: nonsense)\n',
+    });
   }, 60_000);
 
   it("serves docs/plugins/skills.md's scripts example: skill_script runs the skill's script in the sandbox", async () => {

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { App } from '../app/app.ts';
 import { addApp, pluginsById } from '../app/compose.ts';
@@ -9,7 +10,8 @@ import { perConversation } from '../providers/per-conversation.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { Env } from '../runtime/env.ts';
 import type { SandboxLimits } from '../runtime/sandbox/run.ts';
-import { openSandbox, SandboxRefused } from '../runtime/sandbox/tool.ts';
+import { openSandbox, type Sandbox, SandboxRefused } from '../runtime/sandbox/tool.ts';
+import type { Tool } from '../runtime/tool.ts';
 import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry, RuntimePlugin } from '../runtime/resolve.ts';
@@ -20,24 +22,51 @@ import { modelFactoryOf } from './run-plan.ts';
 import { checkApp } from './app-option.ts';
 import { loadServeConfig, type ServeConfig } from './serve-config.ts';
 
-/**
- * `skills.scripts`: the skills' scripts run in the sandbox, which is opened here, so a machine that
- * cannot contain them stops the start with the line saying why.
- */
-function scriptsOf(section: NonNullable<ServeConfig['skills']>['scripts'], config: string | undefined): SkillScripts | undefined {
-  if (section === undefined) return undefined;
-  const limits: Partial<SandboxLimits> = {
-    ...(section.wall_ms !== undefined ? { wallMs: section.wall_ms } : {}),
-    ...(section.memory_bytes !== undefined ? { memoryBytes: section.memory_bytes } : {}),
-    ...(section.output_bytes !== undefined ? { outputBytes: section.output_bytes } : {}),
-    ...(section.cpu_seconds !== undefined ? { cpuSeconds: section.cpu_seconds } : {}),
-  };
+/** A config section's sandbox limits (`wall_ms`, `memory_bytes`, `output_bytes`, `cpu_seconds`). */
+const limitsOf = (section: {
+  readonly wall_ms?: number | undefined;
+  readonly memory_bytes?: number | undefined;
+  readonly output_bytes?: number | undefined;
+  readonly cpu_seconds?: number | undefined;
+}): Partial<SandboxLimits> => ({
+  ...(section.wall_ms !== undefined ? { wallMs: section.wall_ms } : {}),
+  ...(section.memory_bytes !== undefined ? { memoryBytes: section.memory_bytes } : {}),
+  ...(section.output_bytes !== undefined ? { outputBytes: section.output_bytes } : {}),
+  ...(section.cpu_seconds !== undefined ? { cpuSeconds: section.cpu_seconds } : {}),
+});
+
+/** The sandbox, opened for what `field` of the config asks of it: a machine that cannot contain it stops the start with the line saying why. */
+function sandboxFor(field: string, config: string | undefined, limits: Partial<SandboxLimits> = {}): Sandbox {
   try {
-    return { sandbox: openSandbox({ limits }) };
+    return openSandbox({ limits });
   } catch (e) {
-    if (e instanceof SandboxRefused) throw new CliFailure(`${config ?? ''}: skills.scripts: ${e.message}`, EXIT.unavailable);
+    if (e instanceof SandboxRefused) throw new CliFailure(`${config ?? ''}: ${field}: ${e.message}`, EXIT.unavailable);
     throw e;
   }
+}
+
+/** `skills.scripts`: the skills' scripts run in the sandbox. */
+function scriptsOf(section: NonNullable<ServeConfig['skills']>['scripts'], config: string | undefined): SkillScripts | undefined {
+  return section === undefined ? undefined : { sandbox: sandboxFor('skills.scripts', config, limitsOf(section)) };
+}
+
+/** `tools`: each a command run in the sandbox, its arguments checked by its JSON Schema. */
+function configuredTools(tools: ServeConfig['tools'], config: string | undefined): Tool[] {
+  if (tools === undefined || tools.length === 0) return [];
+  const sandbox = sandboxFor('tools', config);
+  return tools.map((t, i) => {
+    let args: z.ZodType;
+    try {
+      args = z.fromJSONSchema(t.parameters as Parameters<typeof z.fromJSONSchema>[0]);
+    } catch (e) {
+      throw new CliFailure(
+        `${config ?? ''}: tools[${i}].parameters: not a JSON Schema this server reads (${e instanceof Error ? e.message : String(e)})`,
+        EXIT.data,
+      );
+    }
+    const [program, ...rest] = t.sandbox.command as [string, ...string[]];
+    return sandbox.tool({ id: t.id, description: t.description, args, run: { command: [program, ...rest] }, limits: limitsOf(t.sandbox) });
+  });
 }
 
 /** What a config's skill directories held: the skills found, where, and what was skipped and why. */
@@ -86,6 +115,7 @@ export function addConfigured(
       throw e instanceof CliFailure ? new CliFailure(`${options.config ?? ''}: providers.${id}.file: ${e.message}`, e.exit) : e;
     }
   }
+  for (const tool of configuredTools(file?.tools, options.config)) builder.withTool(tool);
   for (const [id, m] of Object.entries(file?.models ?? {})) builder.withModel(id, m as ModelEntry);
   for (const a of (file?.agents ?? []) as AgentSpec[]) builder.withAgentSpec(options.agent?.(a) ?? a);
   return { names: [...found.value.keys()], dirs, warnings: discovered.flatMap((d) => d.warnings) };

@@ -123,6 +123,31 @@ export const ServeConfigSchema = z
       })
       .strict()
       .optional(),
+    /**
+     * Tools the config registers, each on the sandbox (a config has no code to run beside the
+     * runtime): `command` is run contained, its arguments (checked by `parameters`, a JSON Schema) as
+     * JSON on stdin; a path starting `./` or `../` is relative to the config file.
+     */
+    tools: z
+      .array(
+        z
+          .object({
+            id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64'),
+            description: z.string().min(1),
+            parameters: z.record(z.string(), z.unknown()).default({ type: 'object' }),
+            sandbox: z
+              .object({
+                command: z.array(z.string().min(1)).min(1),
+                wall_ms: z.number().int().min(1).optional(),
+                memory_bytes: z.number().int().min(1).optional(),
+                output_bytes: z.number().int().min(1).optional(),
+                cpu_seconds: z.number().int().min(1).optional(),
+              })
+              .strict(),
+          })
+          .strict(),
+      )
+      .optional(),
     /** The mailbox's timing and retries (book: MailboxConfig); each key set wins over what `server.lease_ms` and `server.sweep_ms` derive. */
     mailbox: z
       .object({
@@ -317,6 +342,14 @@ export function loadServeConfig(
     providers: Object.fromEntries(Object.entries(config.providers).map(([id, p]) => [id, p.kind === 'scripted' ? { ...p, file: here(p.file) } : p])),
     ...(config.skills !== undefined
       ? { skills: { ...config.skills, ...(config.skills.dirs !== undefined ? { dirs: config.skills.dirs.map(here) } : {}) } }
+      : {}),
+    ...(config.tools !== undefined
+      ? {
+          tools: config.tools.map((t) => ({
+            ...t,
+            sandbox: { ...t.sandbox, command: t.sandbox.command.map((a) => (a.startsWith('./') || a.startsWith('../') ? here(a) : a)) },
+          })),
+        }
       : {}),
     // A stdio server starts in the config file's directory unless it names its own.
     ...(config.mcp_servers !== undefined

@@ -1,7 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ToolResult } from '../../src/contract/tool.ts';
@@ -11,7 +11,9 @@ import type { SandboxLimits } from '../../src/runtime/sandbox/run.ts';
 import { openSandbox, SandboxRefused, type Sandbox } from '../../src/runtime/sandbox/tool.ts';
 import type { Tool, ToolCallContext } from '../../src/runtime/tool.ts';
 import {
+  ATTACK_ARGS,
   ATTACK_FILES,
+  listenOn,
   ATTACKS,
   argsOf,
   LANGUAGES,
@@ -49,9 +51,9 @@ describe('the probe: what this machine can contain', () => {
     ].map((p) => (p.ok ? 'contained' : p.reason));
     expect(lines).toEqual([
       'the sandbox cannot contain tools on this machine: it runs a call in Linux namespaces, and this platform is darwin',
-      'the sandbox cannot contain tools on this machine: it needs setpriv (util-linux), which is not on PATH',
+      'the sandbox cannot contain tools on this machine: it needs setpriv, which is not on PATH',
       'the sandbox cannot contain tools on this machine: it needs root to run a call as an unprivileged user in namespaces of its own, and this process runs as uid 1000',
-      'the sandbox cannot contain tools on this machine: unshare --net --mount --pid cannot start a process here (unshare: unshare failed: Operation not permitted)',
+      'the sandbox cannot contain tools on this machine: a contained process cannot start here (unshare: unshare failed: Operation not permitted)',
     ]);
     for (const line of lines)
       expect(page).toContain(
@@ -81,6 +83,7 @@ describe('the probe: what this machine can contain', () => {
 
 describe('the attacks, contained', () => {
   let server: Server;
+  let socketServer: { close(): unknown };
   let t: Targets;
   let sandbox: Sandbox;
   const health: number[] = [];
@@ -91,6 +94,7 @@ describe('the attacks, contained', () => {
     server = createServer((_q, r) => r.end('ok'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     t = targets((server.address() as { port: number }).port);
+    socketServer = await listenOn(t.socket);
     process.env['AWAKEN_SANDBOX_SPEC_SECRET'] = t.secret;
     polling = setInterval(() => {
       fetch(`http://127.0.0.1:${t.port}/health`).then(
@@ -100,13 +104,7 @@ describe('the attacks, contained', () => {
     }, 50);
     sandbox = openSandbox({ limits: { wallMs: 20_000, cpuSeconds: 1 } });
     const ctx = { signal: new AbortController().signal } as ToolCallContext;
-    const args = z.object({
-      attack: z.string(),
-      name: z.string().optional(),
-      path: z.string().optional(),
-      port: z.number().optional(),
-      seconds: z.number().optional(),
-    });
+    const args = ATTACK_ARGS;
     const found = skillRegistry(discoverSkills(skillsFolder()).skills);
     if (!found.ok) throw new Error(found.error);
     const scripts = (limits?: Partial<SandboxLimits>) =>
@@ -129,7 +127,9 @@ describe('the attacks, contained', () => {
   afterAll(() => {
     clearInterval(polling);
     server.close();
+    socketServer.close();
     delete process.env['AWAKEN_SANDBOX_SPEC_SECRET'];
+    rmSync(dirname(t.secretFile), { recursive: true, force: true });
   });
 
   const said = (language: Language, attack: Attack): string => {
@@ -181,11 +181,52 @@ describe('the attacks, contained', () => {
   });
 });
 
+describe('what else a call is held by', () => {
+  it('has no descriptor of the server past stderr, its own IPC (what it leaves is gone with it), and 256 processes at most', async () => {
+    const shown = (): string =>
+      execFileSync('ipcs', ['-m', '-c'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => /\bnobody\b/.test(l))
+        .join('\n');
+    const before = shown();
+    const script = 'ipcmk -M 4096 > /dev/null; echo "$(ls /proc/self/fd | tr "\\n" " ")| $(ulimit -u)"';
+    const tool = openSandbox().tool({ id: 'probe', description: 'probe', args: z.object({}), run: { command: ['bash', '-c', script] } });
+    const r = (await tool.execute({}, { signal: new AbortController().signal } as ToolCallContext)) as ToolResult;
+    // ls lists its own descriptor for /proc/self/fd as 3.
+    expect(r).toMatchObject({ status: 'success', data: '0 1 2 3 | 256\n' });
+    expect(shown()).toBe(before);
+  });
+});
+
+describe('a server that dies', () => {
+  it('takes its sandboxed calls with it: kill -9 the process that started a call, and nothing of the call is left', async () => {
+    const seconds = String(8_000 + (process.pid % 1_000));
+    const sleeping = (): number =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.trim() === `sleep ${seconds}`).length;
+    const script = `import { openSandbox } from ${JSON.stringify(join(import.meta.dirname, '../../src/runtime/sandbox/tool.ts'))};
+import { z } from 'zod';
+const tool = openSandbox().tool({ id: 'sleeps', description: 'sleeps', args: z.object({}), run: { command: ['sleep', '${seconds}'] } });
+await tool.execute({}, { signal: new AbortController().signal });`;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: join(import.meta.dirname, '../..'),
+      stdio: 'ignore',
+    });
+    for (let i = 0; i < 400 && sleeping() === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(sleeping()).toBe(1);
+    child.kill('SIGKILL');
+    for (let i = 0; i < 100 && sleeping() > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(sleeping()).toBe(0);
+  }, 60_000);
+});
+
 describe('skill_script: a skill’s own scripts, in the sandbox', () => {
   it('is offered only with a sandbox, and runs only a .py or .sh file under a skill’s scripts/ folder, each refusal a tool error naming it', async () => {
     const root = skillsFolder();
     writeFileSync(join(root, 'attacks', 'scripts', 'tool.js'), 'process.exit(0)\n');
     writeFileSync(join(root, 'attacks', 'notes.sh'), 'echo hi\n');
+    symlinkSync('../notes.sh', join(root, 'attacks', 'scripts', 'linked.sh'));
     const embedded = embeddedSkill('---\nname: inline\ndescription: In the spec.\n---\nNothing to run.\n');
     if (!embedded.ok) throw new Error(embedded.error);
     const found = skillRegistry([...discoverSkills(root).skills, embedded.value]);
@@ -200,6 +241,7 @@ describe('skill_script: a skill’s own scripts, in the sandbox', () => {
     const refusals = [
       await said('attacks', 'scripts/attacks.py'),
       await said('attacks', 'notes.sh'),
+      await said('attacks', 'scripts/linked.sh'),
       await said('attacks', 'scripts/../../x.py'),
       await said('attacks', 'scripts/tool.js'),
       await said('attacks', 'scripts/none.py'),
@@ -209,6 +251,7 @@ describe('skill_script: a skill’s own scripts, in the sandbox', () => {
     expect(refusals).toEqual([
       'error: [sandbox_exit] the call exited with code 1: no attack named nothing',
       "error: 'notes.sh' is not under the skill's scripts/ folder",
+      "error: 'scripts/linked.sh' is not under the skill's scripts/ folder",
       "error: 'scripts/../../x.py' leaves the skill",
       "error: 'scripts/tool.js' is neither a .py nor a .sh script",
       "error: no script 'scripts/none.py' in skill 'attacks'",
@@ -217,6 +260,6 @@ describe('skill_script: a skill’s own scripts, in the sandbox', () => {
     ]);
     const skillsPage = readFileSync(join(import.meta.dirname, '../../docs/plugins/skills.md'), 'utf8');
     const shownRefusals = /```text\n('notes\.sh'[\s\S]*?)\n```/.exec(skillsPage)?.[1]?.split('\n');
-    expect(shownRefusals).toEqual(refusals.slice(1, 6).map((r) => r.replace(/^error: /, '')));
+    expect(shownRefusals).toEqual([refusals[1], ...refusals.slice(3, 7)].map((r) => (r as string).replace(/^error: /, '')));
   });
 });

@@ -25,6 +25,14 @@ export const writeOutside = ({ path }) => {
 export const spawnProcess = () => execSync('id -u').toString();
 export const serverPort = ({ port }) => reach(port);
 export const postgres = () => reach(5432);
+export const unixSocket = ({ socket }) =>
+  new Promise((resolve, reject) => {
+    const s = connect({ path: socket }, () => {
+      s.destroy();
+      resolve(`connected to ${socket}`);
+    });
+    s.on('error', reject);
+  });
 export const sleepForever = () => new Promise(() => setInterval(() => undefined, 1_000));
 export const loopForever = () => {
   for (;;);

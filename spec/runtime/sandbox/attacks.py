@@ -21,6 +21,11 @@ elif attack in ("serverPort", "postgres"):
     port = args["port"] if attack == "serverPort" else 5432
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
     print('"connected"')
+elif attack == "unixSocket":
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(args["socket"])
+    s.close()
+    print('"connected"')
 elif attack == "sleepForever":
     import time
     time.sleep(3600)

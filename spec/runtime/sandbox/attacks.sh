@@ -14,6 +14,7 @@ case "$(field attack)" in
   spawnProcess) sleep "$(field seconds)" & echo '"spawned"' ;;
   serverPort) exec 3<>"/dev/tcp/127.0.0.1/$(field port)"; echo '"connected"' ;;
   postgres) exec 3<>/dev/tcp/127.0.0.1/5432; echo '"connected"' ;;
+  unixSocket) socket=$(field socket); [ -S "$socket" ] || { echo "$socket: no such socket" >&2; exit 1; }; echo '"a socket is there"' ;;
   sleepForever) sleep 3600 ;;
   loopForever) while :; do :; done ;;
   allocate) dd if=/dev/zero of=/dev/null bs=4G count=1 ;;

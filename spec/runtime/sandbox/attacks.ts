@@ -1,6 +1,8 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { z } from 'zod';
 
 /** The attacks each sandboxed language makes (`attacks.mjs`, `attacks.sh`, `attacks.py`), as docs/sandbox.md's table names them. */
 export const ATTACKS = [
@@ -10,6 +12,7 @@ export const ATTACKS = [
   ['spawnProcess', 'start a process that outlives the call'],
   ['serverPort', "connect to the server's own port"],
   ['postgres', 'connect to PostgreSQL on 127.0.0.1:5432'],
+  ['unixSocket', 'connect to a Unix socket on the machine'],
   ['sleepForever', 'wait forever'],
   ['loopForever', 'loop forever'],
   ['allocate', 'allocate 4 GB'],
@@ -34,6 +37,8 @@ export interface Targets {
   readonly secretFile: string;
   readonly outside: string;
   readonly port: number;
+  /** A Unix socket a server on the machine listens on (the spec's, `listenOn`): a socket file that is there. */
+  readonly socket: string;
   /** The seconds a spawned `sleep` is asked to last: a number no other process on the machine sleeps for. */
   readonly seconds: number;
 }
@@ -45,7 +50,14 @@ export function targets(port: number): Targets {
   const secretFile = join(dir, 'secret.txt');
   writeFileSync(secretFile, 'the secret');
   chmodSync(secretFile, 0o600);
-  return { secret: `s-${process.pid}-${Date.now()}`, secretFile, outside: join(dir, 'escaped.txt'), port, seconds: 7_000 + (process.pid % 1_000) };
+  return {
+    secret: `s-${process.pid}-${Date.now()}`,
+    secretFile,
+    outside: join(dir, 'escaped.txt'),
+    port,
+    socket: join(dir, 'server.sock'),
+    seconds: 7_000 + (process.pid % 1_000),
+  };
 }
 
 /**
@@ -61,6 +73,23 @@ export function skillsFolder(): string {
   return root;
 }
 
+/** Listens on the targets' Unix socket, as a local database would: a call must not reach it. */
+export async function listenOn(socket: string): Promise<NetServer> {
+  const server = createNetServer((c) => c.end('you reached the machine'));
+  await new Promise<void>((r) => server.listen(socket, r));
+  return server;
+}
+
+/** The arguments every attack tool takes. */
+export const ATTACK_ARGS = z.object({
+  attack: z.string(),
+  name: z.string().optional(),
+  path: z.string().optional(),
+  port: z.number().optional(),
+  seconds: z.number().optional(),
+  socket: z.string().optional(),
+});
+
 /** An attack's arguments. */
 export const argsOf = (attack: Attack, t: Targets): Record<string, string | number> => ({
   attack,
@@ -69,6 +98,7 @@ export const argsOf = (attack: Attack, t: Targets): Record<string, string | numb
   ...(attack === 'writeOutside' ? { path: t.outside } : {}),
   ...(attack === 'serverPort' ? { port: t.port } : {}),
   ...(attack === 'spawnProcess' ? { seconds: t.seconds } : {}),
+  ...(attack === 'unixSocket' ? { socket: t.socket } : {}),
 });
 
 /** A message as the page shows it: the paths and the port of this run replaced by names. */
@@ -76,6 +106,7 @@ export const shown = (message: string, t: Targets): string =>
   message
     .replaceAll(t.secretFile, '<secret file>')
     .replaceAll(t.outside, '<outside>')
+    .replaceAll(t.socket, '<socket>')
     .replaceAll(String(t.port), '<port>')
     .replaceAll(ATTACK_FILES['shell script'], 'attacks.sh');
 

@@ -158,7 +158,8 @@ function scriptTool(registryOf: RegistryOf, scripts: SkillScripts): Tool {
       if (!file.ok) return ToolResults.error(SKILL_SCRIPT_TOOL_ID, file.error);
       const interpreter = INTERPRETERS[extname(file.value)];
       if (interpreter === undefined) return ToolResults.error(SKILL_SCRIPT_TOOL_ID, `'${script}' is neither a .py nor a .sh script`);
-      return scripts.sandbox.call(SKILL_SCRIPT_TOOL_ID, { command: [interpreter, file.value] }, (input ?? {}) as JsonValue, ctx.signal, scripts.limits);
+      const program = { command: [interpreter, file.value] as [string, string], readable: s.folder !== undefined ? [s.folder] : [] };
+      return scripts.sandbox.call(SKILL_SCRIPT_TOOL_ID, program, (input ?? {}) as JsonValue, ctx.signal, scripts.limits);
     },
   });
 }

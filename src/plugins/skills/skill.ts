@@ -51,6 +51,8 @@ export interface Skill extends SkillDocument {
    * sandbox; absent for a skill that has no files of its own (one embedded in an agent's spec).
    */
   script?(path: string): Result<string, string>;
+  /** The skill's folder on disk (what a script of it may read), for a skill that has one. */
+  readonly folder?: string;
 }
 
 /** Parses a SKILL.md: front matter between `---` lines, then the body; errors name the field. */
@@ -163,10 +165,13 @@ function fsSkill(dir: string, doc: SkillDocument): Skill {
   };
   return {
     ...doc,
+    folder: root,
     script: (path) => {
       const found = fileOf(path, 'script');
       if (!found.ok) return found;
-      if (!found.value.rel.startsWith('scripts/')) return err(`'${found.value.rel}' is not under the skill's scripts/ folder`);
+      // The file itself, links followed, is under scripts/: a link there to another file of the skill is not a script.
+      if (!found.value.rel.startsWith('scripts/') || relative(root, found.value.real).split(sep)[0] !== 'scripts')
+        return err(`'${found.value.rel}' is not under the skill's scripts/ folder`);
       return ok(found.value.real);
     },
     resource: (path, maxBytes = Infinity) => {

@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import type { JsonValue } from '../../contract/json.ts';
@@ -6,7 +7,7 @@ import { ToolResults, type ToolResult } from '../../contract/tool.ts';
 import { realEnv, type Env } from '../env.ts';
 import { ToolFailure, type Tool } from '../tool.ts';
 import { probeSandbox, type SandboxProbe } from './probe.ts';
-import { DEFAULT_SANDBOX_LIMITS, runSandboxed, type SandboxEnd, type SandboxJob, type SandboxLimits } from './run.ts';
+import { CALL_FOLDER, DEFAULT_SANDBOX_LIMITS, runSandboxed, type SandboxEnd, type SandboxJob, type SandboxLimits } from './run.ts';
 
 /**
  * Address space a Node process reserves before it runs anything (V8's code range and heap
@@ -16,7 +17,15 @@ import { DEFAULT_SANDBOX_LIMITS, runSandboxed, type SandboxEnd, type SandboxJob,
 export const NODE_RESERVE = 1024 * 1024 * 1024;
 
 /** What a sandboxed tool runs: a function a module exports (in Node), or a program reading its arguments as JSON on stdin. */
-export type SandboxProgram = { readonly node: string; readonly export?: string } | { readonly command: readonly [string, ...string[]] };
+/**
+ * What a sandboxed tool runs: a function a module exports (in Node; the call reads the module's
+ * folder), or a program reading its arguments as JSON on stdin (the call reads the folder of each
+ * absolute path on its command line, and `readable` besides). Nothing else of the machine but its
+ * system folders (`/usr`, `/etc`) is there.
+ */
+export type SandboxProgram =
+  | { readonly node: string; readonly export?: string }
+  | { readonly command: readonly [string, ...string[]]; readonly readable?: readonly string[] };
 
 export interface SandboxToolDef<A extends z.ZodType> {
   readonly id: string;
@@ -133,21 +142,34 @@ export class Sandbox {
   }
 
   #jobOf(program: SandboxProgram, limits: SandboxLimits): (args: JsonValue) => SandboxJob {
-    if ('command' in program) return (args) => ({ argv: program.command, input: JSON.stringify(args) });
+    if ('command' in program) {
+      const readable = [...program.command.flatMap(foldersOf), ...(program.readable ?? [])];
+      return (args) => ({ argv: program.command, input: JSON.stringify(args), readable });
+    }
     if (!isAbsolute(program.node)) throw new Error(`a sandboxed Node tool names its module by an absolute path: ${program.node}`);
     const module = resolve(program.node);
     const argv = [
       process.execPath,
       this.#permission,
       `--allow-fs-read=${dirname(module)}`,
+      `--allow-fs-write=${CALL_FOLDER}`,
       '--no-warnings',
       `--max-old-space-size=${Math.max(16, Math.floor(limits.memoryBytes / (1024 * 1024)))}`,
       '--input-type=module',
       '-e',
       NODE_RUNNER,
     ];
-    return (args) => ({ argv, input: JSON.stringify({ module, name: program.export ?? 'default', args }), reserveBytes: NODE_RESERVE });
+    // Node itself, where it is not under the system folders (an install in /opt, say).
+    const runtime = /^\/(usr|bin|sbin|lib)\//.test(process.execPath) ? [] : [dirname(process.execPath)];
+    const readable = [dirname(module), ...runtime];
+    return (args) => ({ argv, input: JSON.stringify({ module, name: program.export ?? 'default', args }), reserveBytes: NODE_RESERVE, readable });
   }
+}
+
+/** The host folder a command-line word names, if it is an absolute path that is there: a file's folder, or the folder itself. */
+function foldersOf(word: string): string[] {
+  if (!isAbsolute(word) || !existsSync(word)) return [];
+  return [statSync(word).isDirectory() ? word : dirname(word)];
 }
 
 /** This machine cannot contain a tool: the message is the one line saying why. */

@@ -114,7 +114,52 @@ export const ToolResults = {
     message,
     suspension: ticket,
   }),
+  /**
+   * A call parked until a time (`not_before`, ms since the epoch), until a trigger
+   * (`POST /v1/runs/:id/triggers/:call_id`), or until whichever comes first (book: gate outcome
+   * `Schedule`); the server wakes it, and the call runs again with `ctx.resume`. Its ticket, as a
+   * tool's `askBefore` returns one, is the result's `suspension`.
+   */
+  scheduled: (call: PendingToolCall, when: Schedule, message?: string): ToolResult & { suspension: SuspendTicket } => {
+    const waits = [
+      ...(when.not_before !== undefined ? [`until ${new Date(when.not_before).toISOString()}`] : []),
+      ...(when.trigger === true ? ['for a trigger'] : []),
+    ].join(' or ');
+    const said = message ?? `scheduled: waits ${waits}`;
+    return {
+      tool_name: call.name,
+      status: 'pending',
+      data: null,
+      message: said,
+      suspension: {
+        suspension: { id: `schedule-${call.id}`, action: SCHEDULE_ACTION, message: said, parameters: when as JsonValue },
+        pending: call,
+        resume_mode: 'replay_tool_call',
+      },
+    };
+  },
 } as const;
+
+/** A scheduled call's `suspension.action`. */
+export const SCHEDULE_ACTION = 'schedule';
+
+/** When a scheduled call wakes: at a time, on a trigger, or at whichever comes first. */
+export interface Schedule {
+  readonly not_before?: number;
+  readonly trigger?: boolean;
+}
+
+/** The schedule a suspension says its call waits on, if it is one (`ToolResults.scheduled`). */
+export function scheduleOf(suspension: { readonly action: string; readonly parameters?: unknown } | undefined): Schedule | undefined {
+  if (suspension?.action !== SCHEDULE_ACTION) return undefined;
+  const p = suspension.parameters;
+  if (typeof p !== 'object' || p === null) return undefined;
+  const { not_before, trigger } = p as Record<string, unknown>;
+  return {
+    ...(typeof not_before === 'number' && Number.isFinite(not_before) ? { not_before } : {}),
+    ...(trigger === true ? { trigger: true } : {}),
+  };
+}
 
 export const ToolCallOutcomeSchema = z.enum(['succeeded', 'failed', 'suspended']);
 export type ToolCallOutcome = z.infer<typeof ToolCallOutcomeSchema>;

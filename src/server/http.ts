@@ -83,6 +83,8 @@ const CreateRunSchema = z
   .strict();
 
 const InputsSchema = z.object({ messages: MessagesField }).strict();
+/** `POST /v1/runs/:id/triggers/:call_id`: what the woken call is given (its `ctx.resume.decision.result`). */
+const TriggerSchema = z.object({ payload: z.unknown().optional() }).strict();
 const DecisionSchema = z
   .object({
     toolCallId: z.string().min(1).optional(),
@@ -494,6 +496,21 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const r = await registry.decideAnywhere(id, [decision]);
     if (!r.ok) throw registryError(r.error);
     return c.json({ status: 'decision_submitted', run_id: r.value.runId, tool_call_id: target }, 202);
+  });
+
+  // A call a gate scheduled to wait for a trigger (`ToolResults.scheduled`) goes on when its owner says so.
+  app.post('/v1/runs/:id/triggers/:call_id', async (c) => {
+    const id = idParam(c, 'id', 'run');
+    const callId = c.req.param('call_id') ?? '';
+    if (!isValidId(callId)) throw new HttpError(400, 'invalid_id', 'invalid call id', 'call_id');
+    const body = await bodyOf(c, TriggerSchema);
+    const parked = await registry.waitingAnywhere(id);
+    if (parked === undefined || !parked.calls.some((x) => x.callId === callId && x.schedule?.trigger === true))
+      throw new HttpError(404, 'no_trigger', `run ${id} has no call ${callId} waiting for a trigger`);
+    const decision = decisionFor(callId, 'resume', env.clock.now(), body.payload !== undefined ? { result: body.payload as never } : {});
+    const r = await registry.decideAnywhere(parked.runId, [decision]);
+    if (!r.ok) throw registryError(r.error);
+    return c.json({ status: 'triggered', run_id: r.value.runId, call_id: callId }, 202);
   });
 
   app.route('/', protocolRoutes(parts, { heartbeatMs }));

@@ -2,6 +2,7 @@ import type { AgentEvent } from '../contract/event.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';
+import { scheduleOf, type Schedule } from '../contract/tool.ts';
 import type { PersistedState } from '../core/state/state-ops.ts';
 import type { RunHandle, SuspendedCall } from '../runtime/agent-runtime.ts';
 import { ToolCallStates } from '../runtime/loop-keys.ts';
@@ -23,6 +24,8 @@ export interface WaitingCall {
   /** The assistant message (the step's `message_id`, else the run id) that made the call. */
   readonly messageId: string;
   readonly suspension?: { readonly id: string; readonly action: string; readonly message?: string };
+  /** When a scheduled call wakes (`ToolResults.scheduled`): the server decides it then. */
+  readonly schedule?: Schedule;
 }
 
 /** A run in flight or parked on this instance. */
@@ -93,14 +96,18 @@ export function trackEvent(run: LiveRun, event: AgentEvent, logger: Logger): voi
       run.calls.delete(event.id);
       if (event.outcome !== 'suspended') break;
       const ticket = event.result.suspension;
-      const su = ticket?.suspension;
-      run.waiting.set(event.id, {
-        callId: event.id,
-        name: call?.name ?? ticket?.pending.name ?? event.result.tool_name,
-        arguments: call?.arguments ?? ticket?.pending.arguments ?? {},
-        messageId: call?.messageId ?? run.stepMessageId,
-        ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
-      });
+      run.waiting.set(
+        event.id,
+        waitingCallOf({
+          call: {
+            id: event.id,
+            name: call?.name ?? ticket?.pending.name ?? event.result.tool_name,
+            arguments: call?.arguments ?? ticket?.pending.arguments ?? {},
+          },
+          messageId: call?.messageId ?? run.stepMessageId,
+          ticket,
+        }),
+      );
       break;
     }
     case 'tool_call_resumed':
@@ -129,12 +136,14 @@ export function trackEvent(run: LiveRun, event: AgentEvent, logger: Logger): voi
 /** A suspended call as the registry lists it. */
 export function waitingCallOf(c: SuspendedCall): WaitingCall {
   const su = c.ticket?.suspension;
+  const schedule = scheduleOf(su);
   return {
     callId: c.call.id,
     name: c.call.name,
     arguments: c.call.arguments,
     messageId: c.messageId,
     ...(su !== undefined ? { suspension: { id: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } } : {}),
+    ...(schedule !== undefined ? { schedule } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import { decisionFor } from '../contract/decision.ts';
 import type { Message } from '../contract/message.ts';
 import { DEFAULT_MAILBOX_CONFIG, type MailboxConfig, type MailboxJob, type MailboxJobOrigin } from '../core/mailbox/job.ts';
 import type { Env } from '../runtime/env.ts';
@@ -29,6 +30,7 @@ export class Mailbox {
   readonly #env: Env;
   readonly #config: MailboxConfig;
   readonly #consumer: string;
+  readonly #wakeEveryMs: number;
   readonly #running = new Map<string, Promise<void>>();
   #stop: AbortController | undefined;
 
@@ -38,8 +40,15 @@ export class Mailbox {
     store: Store,
     registry: RunRegistry,
     env: Env,
-    options: { readonly config?: Partial<MailboxConfig>; readonly consumer?: string; readonly logger?: Logger } = {},
+    options: {
+      readonly config?: Partial<MailboxConfig>;
+      readonly consumer?: string;
+      readonly logger?: Logger;
+      /** How often scheduled calls are looked at (`wakeScheduled`), 1 s by default: how late one may wake. */
+      readonly wakeEveryMs?: number;
+    } = {},
   ) {
+    this.#wakeEveryMs = options.wakeEveryMs ?? 1_000;
     this.#logger = options.logger ?? silentLogger;
     this.#store = store;
     this.#registry = registry;
@@ -203,6 +212,30 @@ export class Mailbox {
     return reclaimed;
   }
 
+  /**
+   * Wakes the scheduled calls whose time has come (book: gate outcome `Schedule`): a run waiting in
+   * the store on a call scheduled for now or earlier is decided — `resume` — here or wherever it is
+   * parked. It reads the store, so a wait outlives the process that parked it; returns the calls woken.
+   */
+  async wakeScheduled(): Promise<string[]> {
+    const now = this.#env.clock.now();
+    const woken: string[] = [];
+    for (let offset = 0; ; offset += 100) {
+      const page = await this.#store.listRuns({ offset, limit: 100, status: 'waiting' });
+      for (const run of page.items) {
+        const parked = await this.#registry.waitingAnywhere(run.run_id);
+        const due = (parked?.calls ?? []).filter((c) => c.schedule?.not_before !== undefined && c.schedule.not_before <= now);
+        if (parked === undefined || due.length === 0) continue;
+        const r = await this.#registry.decideAnywhere(
+          parked.runId,
+          due.map((c) => decisionFor(c.callId, 'resume', now, { reason: 'its scheduled time came' })),
+        );
+        if (r.ok) woken.push(...due.map((c) => c.callId));
+      }
+      if (offset + page.items.length >= page.total) return woken;
+    }
+  }
+
   /** Drops finished jobs older than `gc_ttl`. */
   gc(): Promise<number> {
     return this.#store.purgeTerminal(this.#env.clock.now() - this.#config.gc_ttl_ms);
@@ -238,6 +271,7 @@ export class Mailbox {
     void loop('dispatch', pollMs, () => this.dispatchOnce());
     void loop('sweep', this.#config.sweep_interval_ms, () => this.sweep());
     void loop('gc', this.#config.gc_interval_ms, () => this.gc());
+    void loop('wake', this.#wakeEveryMs, () => this.wakeScheduled());
   }
 
   async stop(): Promise<void> {

@@ -1,7 +1,7 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import type { ToolResult } from '../../contract/tool.ts';
+import { scheduleOf, type ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 
@@ -205,7 +205,11 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
     case 'tool_call_done': {
       s = inputDone(ensureToolCall(closeBlocks(ensureStarted(s, out), out), event.id, event.result.tool_name, out), event.id);
       const r = event.result;
-      if (event.outcome === 'suspended') {
+      const schedule = event.outcome === 'suspended' ? scheduleOf(r.suspension?.suspension) : undefined;
+      if (schedule !== undefined) {
+        // A scheduled call asks the client nothing: it shows as waiting, and why, until the server wakes it.
+        out.push({ type: 'tool-output-available', toolCallId: event.id, output: { scheduled: r.message ?? 'scheduled', ...schedule }, preliminary: true });
+      } else if (event.outcome === 'suspended') {
         const id = r.suspension?.suspension.id;
         out.push({ type: 'tool-approval-request', approvalId: id !== undefined && id.trim() !== '' ? id : event.id, toolCallId: event.id });
       } else if (event.outcome === 'failed') {

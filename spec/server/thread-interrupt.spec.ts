@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { realEnv } from '../../src/runtime/env.ts';
 import { createHttpApp } from '../../src/server/http.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { listen, type RunningServer } from '../../src/server/node.ts';
@@ -76,6 +77,29 @@ describe('interrupting a thread', () => {
       expect((await w.call(ALICE, 'POST', path)).status).toBe(404);
       expect((await w.call(ALICE, 'POST', route.replace(':id', 'never-made'))).status).toBe(404);
     });
+
+  it('cancels the run of a job the mailbox claimed a moment ago, before that run had started', async () => {
+    const w = await world();
+    expect((await w.call(ALICE, 'POST', '/v1/threads', { id: 'a3' })).status).toBe(201);
+    expect((await w.call(ALICE, 'POST', '/v1/threads/a3/mailbox', say('go'))).status).toBe(202);
+    // Claimed, its run starting: the interrupt comes in between. (A dispatcher on the wall clock: the
+    // deterministic one's sleeps return at once, and its lease renewals would never yield to a timer.)
+    const dispatcher = new Mailbox(w.s.store, w.s.registry, realEnv());
+    const start = w.s.registry.start.bind(w.s.registry);
+    w.s.registry.start = async (...args) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return start(...args);
+    };
+    await dispatcher.dispatchOnce();
+    const r = await w.call(ALICE, 'POST', '/v1/threads/a3/interrupt');
+    expect(r.status).toBe(202);
+    const body = (await r.json()) as { superseded_dispatches: number; run_id?: string };
+    expect(body.superseded_dispatches).toBe(0);
+    w.g.open();
+    await dispatcher.drain();
+    const runs = (await bodyJson(w.call(ALICE, 'GET', '/v1/runs?thread_id=a3'))).items as { run_id: string; termination?: { type: string } }[];
+    expect(runs.map((x) => [x.run_id, x.termination?.type])).toEqual([[body.run_id, 'cancelled']]);
+  });
 
   for (const route of ROUTES)
     it(`${route}: cancels the thread's run, for its owner only`, async () => {

@@ -3,6 +3,15 @@ import { HttpError } from './http-support.ts';
 import { mayReach } from './principal.ts';
 import type { RunRegistry } from './run-registry.ts';
 
+/** How long an interrupt waits for the run of a job claimed a moment ago to start (25 ms each): 2 s. */
+const STARTING_POLLS = 80;
+
+/** The run of the thread cancelled now, if one was going or waiting. */
+async function cancelled(registry: RunRegistry, threadId: string): Promise<string | undefined> {
+  const r = await registry.cancelAnywhere(threadId);
+  return r.ok ? r.value.runId : undefined;
+}
+
 /** What an interrupt did: the queued runs it superseded, and the run it cancelled (if one was going or waiting). */
 export interface Interrupted {
   readonly status: 'interrupt_requested';
@@ -21,9 +30,13 @@ export interface Interrupted {
 export async function interruptThread(store: Store, registry: RunRegistry, now: number, threadId: string): Promise<Interrupted> {
   const nothing = new HttpError(404, 'nothing_to_interrupt', `nothing to interrupt on thread ${threadId}: no run going or waiting, nothing queued`);
   if (!(await mayReach(store, threadId, 'read'))) throw nothing;
-  const { superseded_count } = await store.interrupt(threadId, now);
-  const cancelled = await registry.cancelAnywhere(threadId);
-  const runId = cancelled.ok ? cancelled.value.runId : undefined;
-  if (superseded_count === 0 && runId === undefined) throw nothing;
+  const { superseded_count, active_job } = await store.interrupt(threadId, now);
+  let runId = await cancelled(registry, threadId);
+  // A job claimed a moment ago has its run about to start: it is cancelled once it has.
+  for (let i = 0; runId === undefined && active_job !== undefined && i < STARTING_POLLS; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    runId = await cancelled(registry, threadId);
+  }
+  if (superseded_count === 0 && runId === undefined && active_job === undefined) throw nothing;
   return { status: 'interrupt_requested', thread_id: threadId, superseded_dispatches: superseded_count, ...(runId !== undefined ? { run_id: runId } : {}) };
 }

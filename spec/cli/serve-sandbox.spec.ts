@@ -40,13 +40,16 @@ function appFolder(files: Readonly<Record<string, string>>): string {
   return dir;
 }
 
-/** `awaken serve ARGV` in `cwd` as user `nobody`: its exit code and stderr. */
-function serveAsNobody(argv: readonly string[], cwd: string): Promise<{ code: number | null; err: string }> {
+/**
+ * `awaken serve ARGV` in `cwd` as a process that is not root: uid 1000 in a user namespace of its
+ * own (its files are still read as the spec's user, so a checkout in a private folder works too).
+ */
+function serveAsAnotherUser(argv: readonly string[], cwd: string): Promise<{ code: number | null; err: string }> {
   return new Promise((done) => {
     const child = spawn(
-      'setpriv',
-      ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, join(repo, 'src/cli/awaken.js'), 'serve', ...argv, '--port', '0'],
-      { cwd, env: { ...process.env, HOME: cwd, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+      'unshare',
+      ['--user', '--map-user=1000', '--map-group=1000', '--', process.execPath, join(repo, 'src/cli/awaken.js'), 'serve', ...argv, '--port', '0'],
+      { cwd, env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -168,7 +171,7 @@ export default defineApp({
   it('refuses the app at start, in one line, when the server runs as a user other than root', async () => {
     const dir = appFolder({ 'app.ts': block('app.ts'), 'word_count.py': block('word_count.py') });
     const shownLine = /```\n(awaken serve: app\.ts:\d+: cannot load: .*)\n```/.exec(page)?.[1];
-    expect(await serveAsNobody(['--app', 'app.ts'], dir)).toEqual({ code: 65, err: `${shownLine}\n` });
+    expect(await serveAsAnotherUser(['--app', 'app.ts'], dir)).toEqual({ code: 65, err: `${shownLine}\n` });
   }, 60_000);
 
   it("serves the page's config: a tool registered by the config runs in the sandbox, and the run gets the same result", async () => {
@@ -183,7 +186,7 @@ export default defineApp({
   it('refuses the config at start, in one line, when the server runs as a user other than root; a parameters that is no JSON Schema, naming it', async () => {
     const dir = appFolder({ 'awaken.yaml': block('awaken.yaml'), 'script.yaml': block('script.yaml'), 'word_count.py': block('word_count.py') });
     const shownLine = /```\n(awaken serve: awaken\.yaml: tools: .*)\n```/.exec(page)?.[1];
-    expect(await serveAsNobody(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
+    expect(await serveAsAnotherUser(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
     writeFileSync(join(dir, 'awaken.yaml'), block('awaken.yaml').replace('type: object, properties', 'type: nonsense, properties'));
     const bad = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', 'awaken.yaml', '--store', 'memory', '--port', '0'], {
       cwd: dir,
@@ -213,6 +216,6 @@ export default defineApp({
   it('refuses a config with skills.scripts at start, in one line, when the server runs as a user other than root', async () => {
     const dir = appFolder(skillsExample());
     const shownLine = /```\n(awaken serve: awaken\.yaml: skills\.scripts: .*)\n```/.exec(skillsPage)?.[1];
-    expect(await serveAsNobody(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
+    expect(await serveAsAnotherUser(['--config', 'awaken.yaml', '--store', 'memory'], dir)).toEqual({ code: 69, err: `${shownLine}\n` });
   }, 60_000);
 });

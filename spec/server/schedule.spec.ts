@@ -2,22 +2,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
-import { createHttpApp } from '../../src/server/http.ts';
-import { Mailbox } from '../../src/server/mailbox.ts';
-import { listen, type RunningServer } from '../../src/server/node.ts';
 import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
 import { judgeAiSdk } from '../../src/protocols/ai-sdk-v6/judge.ts';
-import { bodyJson, testServer } from '../support/server.ts';
+import { ALICE_TOKEN, BOB_TOKEN, bodyJson, testServer, twoPrincipals } from '../support/server.ts';
 
 /**
  * The gate outcome `Schedule` (`ToolResults.scheduled`): a call parks until a time or a trigger, the
  * client sees why, the mailbox wakes a call whose time came, and `POST /v1/runs/:id/triggers/:call_id`
  * wakes one waiting for a trigger — for the run's owner only (two principals, over a socket).
  */
-const ALICE = 'alice-token-0123456789';
-const BOB = 'bob-token-0123456789';
+const ALICE = ALICE_TOKEN;
+const BOB = BOB_TOKEN;
 
-let open: RunningServer | undefined;
+let open: { close(): Promise<void> } | undefined;
 afterEach(async () => {
   await open?.close();
   open = undefined;
@@ -36,26 +33,8 @@ async function world(when: { readonly not_before?: number; readonly trigger?: bo
     },
   });
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
-  const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
-  const app = createHttpApp(
-    { runtime: s.runtime, store: s.store, registry: s.registry, mailbox },
-    {
-      auth: {
-        tokens: new Map([
-          [ALICE, 'alice'],
-          [BOB, 'bob'],
-        ]),
-      },
-    },
-  );
-  const server = await listen(app, { port: 0 });
-  open = server;
-  const call = (token: string, method: string, path: string, body?: unknown): Promise<Response> =>
-    fetch(`${server.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+  const { mailbox, call, close } = await twoPrincipals(s);
+  open = { close };
   /** Starts a run on thread `t1` and reads its stream up to where it parks. */
   const park = async (): Promise<{ runId: string; frames: { event_type: string; [k: string]: unknown }[] }> => {
     const r = await call(ALICE, 'POST', '/v1/runs', { threadId: 't1', messages: [{ role: 'user', content: 'send the report' }] });

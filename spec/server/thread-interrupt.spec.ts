@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { realEnv } from '../../src/runtime/env.ts';
-import { createHttpApp } from '../../src/server/http.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
-import { listen, type RunningServer } from '../../src/server/node.ts';
-import { bodyJson, gatedTool, testServer } from '../support/server.ts';
+import { ALICE_TOKEN, BOB_TOKEN, bodyJson, gatedTool, testServer, twoPrincipals } from '../support/server.ts';
 
 /**
  * Interrupting a thread (book: MailboxInterrupt): `POST /v1/threads/:id/interrupt`, and the AI SDK
@@ -11,11 +9,11 @@ import { bodyJson, gatedTool, testServer } from '../support/server.ts';
  * cancelled; a thread with neither is a 404; another principal's thread is not there — 404, and
  * nothing of its owner's is superseded or cancelled (two principals, over a socket).
  */
-const ALICE = 'alice-token-0123456789';
-const BOB = 'bob-token-0123456789';
+const ALICE = ALICE_TOKEN;
+const BOB = BOB_TOKEN;
 const ROUTES = ['/v1/threads/:id/interrupt', '/v1/ai-sdk/threads/:id/interrupt', '/v1/ag-ui/threads/:id/interrupt'] as const;
 
-let open: RunningServer | undefined;
+let open: { close(): Promise<void> } | undefined;
 afterEach(async () => {
   await open?.close();
   open = undefined;
@@ -24,26 +22,8 @@ afterEach(async () => {
 async function world() {
   const g = gatedTool();
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'slow', arguments: { tag: 'x' } }] }, { text: 'done' }], { tools: [g.tool] });
-  const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
-  const app = createHttpApp(
-    { runtime: s.runtime, store: s.store, registry: s.registry, mailbox },
-    {
-      auth: {
-        tokens: new Map([
-          [ALICE, 'alice'],
-          [BOB, 'bob'],
-        ]),
-      },
-    },
-  );
-  const server = await listen(app, { port: 0 });
-  open = server;
-  const call = (token: string, method: string, path: string, body?: unknown): Promise<Response> =>
-    fetch(`${server.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
+  const { call, close } = await twoPrincipals(s);
+  open = { close };
   const statuses = async (token: string, thread: string): Promise<string[]> =>
     ((await bodyJson(call(token, 'GET', `/v1/threads/${thread}/mailbox`))).items as { status: string }[]).map((j) => j.status);
   return { g, s, call, statuses };

@@ -5,6 +5,8 @@ import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-
 import { deterministicEnv, type Env } from '../../src/runtime/env.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { createHttpApp, type HttpOptions } from '../../src/server/http.ts';
+import { Mailbox } from '../../src/server/mailbox.ts';
+import { listen } from '../../src/server/node.ts';
 import { RunRegistry, type RegistryOptions } from '../../src/server/run-registry.ts';
 import { MemoryStore } from '../../src/stores/memory.ts';
 import type { Store } from '../../src/runtime/store.ts';
@@ -130,3 +132,31 @@ export async function readFrames(response: Response, done: (frames: readonly Sse
 /** The JSON body of a response, untyped (specs look into it). */
 // biome-ignore lint/suspicious/noExplicitAny: specs read bodies of many shapes at any depth (146 reads in 19 files); a wrong read fails the assertion that makes it
 export const bodyJson = async (r: Response | Promise<Response>): Promise<any> => (await r).json();
+
+/** Alice's and Bob's API tokens, for the specs that try a surface with two principals. */
+export const ALICE_TOKEN = 'alice-token-0123456789';
+export const BOB_TOKEN = 'bob-token-0123456789';
+
+/**
+ * `s` served over a socket with a mailbox and the two principals' tokens: `call(token, method,
+ * path, body?)` as that principal; `close` when done.
+ */
+export async function twoPrincipals(s: TestServer): Promise<{
+  readonly mailbox: Mailbox;
+  readonly call: (token: string, method: string, path: string, body?: unknown) => Promise<Response>;
+  readonly close: () => Promise<void>;
+}> {
+  const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
+  const tokens = new Map([
+    [ALICE_TOKEN, 'alice'],
+    [BOB_TOKEN, 'bob'],
+  ]);
+  const server = await listen(createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry, mailbox }, { auth: { tokens } }), { port: 0 });
+  const call = (token: string, method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  return { mailbox, call, close: () => server.close() };
+}

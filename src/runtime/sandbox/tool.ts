@@ -1,11 +1,11 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { JsonValue } from '../../contract/json.ts';
 import { unreachable } from '../../contract/never.ts';
 import { ToolResults, type ToolResult } from '../../contract/tool.ts';
 import { realEnv, type Env } from '../env.ts';
-import { ToolFailure, type Tool } from '../tool.ts';
+import { defineTool, ToolFailure, type Tool } from '../tool.ts';
 import { probeSandbox, type SandboxProbe } from './probe.ts';
 import { CALL_FOLDER, DEFAULT_SANDBOX_LIMITS, runSandboxed, type SandboxEnd, type SandboxJob, type SandboxLimits } from './run.ts';
 
@@ -112,23 +112,17 @@ export class Sandbox {
 
   /** A tool whose calls run contained: its arguments checked here first, then handed to the program. */
   tool<A extends z.ZodType>(def: SandboxToolDef<A>): Tool {
-    const parameters = z.toJSONSchema(def.args, { unrepresentable: 'any' }) as JsonValue;
-    const parse = (args: JsonValue): JsonValue => {
-      const r = def.args.safeParse(args);
-      if (r.success) return r.data as JsonValue;
-      throw new ToolFailure({
-        code: 'invalid_arguments',
-        message: r.error.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; '),
-      });
-    };
     // A module named by a relative path is refused now, where the tool is made, not at its first call.
     this.#jobOf(def.run, { ...this.#limits, ...def.limits });
-    return {
-      descriptor: { id: def.id, name: def.name ?? def.id, description: def.description, parameters },
-      target: 'sandbox',
-      validateArgs: (args) => void parse(args),
-      execute: (args, ctx) => this.call(def.id, def.run, parse(args), ctx.signal, def.limits),
-    };
+    // defineTool's descriptor and argument check (`invalid_arguments` naming the field), with the call run here.
+    const tool = defineTool({
+      id: def.id,
+      ...(def.name !== undefined ? { name: def.name } : {}),
+      description: def.description,
+      args: def.args,
+      execute: (args, ctx) => this.call(def.id, def.run, args as JsonValue, ctx.signal, def.limits),
+    });
+    return { ...tool, target: 'sandbox' };
   }
 
   /**

@@ -12,11 +12,20 @@ const callId = fc.constantFrom('c1', 'c2', 'c3', 'c4');
 const stored = fc
   .uniqueArray(id, { maxLength: 5 })
   .map((ids) => ids.map((i): Message => (i.startsWith('u') ? Messages.user(i, { id: i }) : Messages.assistant(i, { id: i }))));
-const waitingCalls = fc
-  .uniqueArray(callId, { maxLength: 3 })
-  .map((ids) =>
-    ids.map((c): WaitingCall => ({ callId: c, name: `tool_${c}`, arguments: {}, messageId: 'm', suspension: { id: `s-${c}`, action: 'confirm' } })),
-  );
+// Some calls wait for a person's decision, some for their schedule (a time or a trigger).
+const waitingCalls = fc.uniqueArray(fc.tuple(callId, fc.boolean()), { maxLength: 3, selector: ([c]) => c }).map((ids) =>
+  ids.map(
+    ([c, scheduled]): WaitingCall => ({
+      callId: c,
+      name: `tool_${c}`,
+      arguments: {},
+      messageId: 'm',
+      ...(scheduled
+        ? { suspension: { id: `s-${c}`, action: 'schedule' }, schedule: { not_before: 1_000 } }
+        : { suspension: { id: `s-${c}`, action: 'confirm' } }),
+    }),
+  ),
+);
 const candidate = fc.record({
   target: fc.oneof(
     callId,
@@ -33,7 +42,7 @@ const counter = () => {
 };
 
 describe('planInbound (the client’s history is history)', () => {
-  it('property: a decision is delivered only for a call the thread waits on, the last answer per call winning', () => {
+  it('property: a decision is delivered only for a call the thread waits on, the last answer per call winning; a client never wakes a scheduled call (it may cancel one)', () => {
     fc.assert(
       fc.property(
         stored,
@@ -48,11 +57,11 @@ describe('planInbound (the client’s history is history)', () => {
             view,
             counter(),
           );
-          const callOf = (target: string): string | undefined => calls.find((c) => c.callId === target || c.suspension?.id === target)?.callId;
+          const callOf = (target: string): WaitingCall | undefined => calls.find((c) => c.callId === target || c.suspension?.id === target);
           const expected = new Map<string, Decision>();
           for (const d of decisions) {
-            const call = callOf(d.targetId);
-            if (call === undefined) continue;
+            const call = callOf(d.targetId)?.callId;
+            if (call === undefined || (callOf(d.targetId)?.schedule !== undefined && d.decision.action === 'resume')) continue;
             expected.delete(call);
             expected.set(call, d);
           }
@@ -139,6 +148,17 @@ describe('planInbound (the client’s history is history)', () => {
       counter(),
     );
     expect(plan).toMatchObject({ kind: 'resume', runId: 'r1', calls, messages: [{ id: 'fresh-1', content: [{ type: 'text', text: 'new' }] }] });
+  });
+
+  it('an AI SDK client sending back the preliminary output of a scheduled call does not wake it; its denial cancels it', () => {
+    const calls: WaitingCall[] = [
+      { callId: 'c1', name: 'remind', arguments: {}, messageId: 'm', suspension: { id: 'schedule-c1', action: 'schedule' }, schedule: { not_before: 5_000 } },
+    ];
+    const view: ThreadView = { stored: [Messages.user('q', { id: 'u1' })], waiting: { runId: 'r1', calls } };
+    const echoed = decisionFor('c1', 'resume', 0, { result: { scheduled: 'scheduled: waits until …', not_before: 5_000 } });
+    expect(planInbound({ messages: [{ id: 'u1', message: Messages.user('q') }], decisions: [echoed] }, view, counter())).toEqual({ kind: 'nothing' });
+    const denied = decisionFor('schedule-c1', 'cancel', 0, { result: { approved: false } });
+    expect(planInbound({ messages: [], decisions: [echoed, denied] }, view, counter())).toMatchObject({ kind: 'resume', runId: 'r1', decisions: [denied] });
   });
 
   it('a new turn keeps a pause unless the client discards it (seed 001 §4.4: a skipped approval is surfaced)', () => {

@@ -1,9 +1,13 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
 import { judgeAiSdk } from '../../src/protocols/ai-sdk-v6/judge.ts';
+import { judgeA2a } from '../../src/protocols/a2a/judge.ts';
 import { ALICE_TOKEN, BOB_TOKEN, bodyJson, testServer, twoPrincipals } from '../support/server.ts';
 
 /**
@@ -33,7 +37,7 @@ async function world(when: { readonly not_before?: number; readonly trigger?: bo
     },
   });
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
-  const { mailbox, call, close } = await twoPrincipals(s);
+  const { mailbox, call, close, url } = await twoPrincipals(s);
   open = { close };
   /** Starts a run on thread `t1` and reads its stream up to where it parks. */
   const park = async (): Promise<{ runId: string; frames: { event_type: string; [k: string]: unknown }[] }> => {
@@ -50,7 +54,7 @@ async function world(when: { readonly not_before?: number; readonly trigger?: bo
     for (let i = 0; i < 200 && (await status(runId)) !== 'done'; i++) await new Promise((r) => setTimeout(r, 10));
     return status(runId);
   };
-  return { s, mailbox, call, park, status, settled, ran };
+  return { s, mailbox, call, park, status, settled, ran, url };
 }
 
 describe('a scheduled call', () => {
@@ -114,6 +118,24 @@ describe('a scheduled call', () => {
       { type: 'tool-output-available', toolCallId: 'c1', output: { scheduled: 'scheduled: waits for a trigger', trigger: true }, preliminary: true },
     ]);
     expect((await judgeAiSdk(body)).findings).toEqual([]);
+    // Reloaded from the server, the chat shows the same wait; sent back with the next request, it wakes nothing.
+    const history = await bodyJson(w.call(ALICE, 'GET', '/v1/ai-sdk/threads/t9/messages'));
+    expect(history.at(-1).parts).toEqual([
+      {
+        type: 'tool-later',
+        toolCallId: 'c1',
+        input: { job: 'report' },
+        state: 'output-available',
+        output: { scheduled: 'scheduled: waits for a trigger', trigger: true },
+        preliminary: true,
+      },
+    ]);
+    const again = await w.call(ALICE, 'POST', '/v1/ai-sdk/chat', {
+      id: 't9',
+      messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'later' }] }, ...history.slice(1)],
+    });
+    await again.text();
+    expect(w.ran).toEqual([]);
   });
 
   it("shows an AG-UI client the run interrupted for the reason schedule, which the official library's judge accepts", async () => {
@@ -149,5 +171,123 @@ describe('a scheduled call', () => {
     const { runId } = await w.park();
     expect((await w.call(ALICE, 'POST', `/v1/runs/${runId}/triggers/c1`, {})).status).toBe(404);
     expect(await w.status(runId)).toBe('waiting');
+  });
+
+  it('refuses a client’s resume of a scheduled call at POST /v1/runs/:id/decision (409 naming the call); its owner may cancel it', async () => {
+    const w = await world({ not_before: 8_000_000_000_000 });
+    const { runId } = await w.park();
+    const early = await w.call(ALICE, 'POST', `/v1/runs/${runId}/decision`, { toolCallId: 'c1', action: 'resume', payload: { now: true } });
+    expect({ status: early.status, body: await early.json() }).toEqual({
+      status: 409,
+      body: {
+        error:
+          'toolCallId: the call c1 is scheduled (scheduled: waits until 2223-07-06T14:13:20.000Z): its time or its trigger wakes it, a decision may only cancel it',
+        code: 'call_scheduled',
+        field: 'toolCallId',
+      },
+    });
+    expect(await w.status(runId)).toBe('waiting');
+    const cancel = await w.call(ALICE, 'POST', `/v1/runs/${runId}/decision`, { toolCallId: 'c1', action: 'cancel' });
+    expect(cancel.status).toBe(202);
+    expect(await w.settled(runId)).toBe('done');
+    expect(w.ran).toEqual([]);
+  });
+
+  it('shows an A2A client a task still working while its call is scheduled — GetTask says so, a reply is refused — and streams on to the end once triggered, judged by the official library', async () => {
+    const w = await world({ trigger: true });
+    const r = await w.call(ALICE, 'POST', '/v1/a2a/message:stream', {
+      message: { messageId: 'm1', contextId: 'ctx-s', role: 'ROLE_USER', parts: [{ text: 'later' }] },
+    });
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let body = '';
+    while (!body.includes(':scheduled"')) {
+      const next = await reader.read();
+      if (next.done) break;
+      body += decoder.decode(next.value, { stream: true });
+    }
+    const taskId = r.headers.get('x-awaken-run-id') ?? (JSON.parse(body.split('\n')[0]?.slice(6) ?? '{}') as { task: { id: string } }).task.id;
+    const scheduled = {
+      messageId: `${taskId}:scheduled`,
+      contextId: 'ctx-s',
+      taskId,
+      role: 'ROLE_AGENT',
+      parts: [
+        { text: 'The tool call later is scheduled (scheduled: waits for a trigger): it goes on by itself, nothing needs an answer.' },
+        {
+          data: {
+            scheduledToolCalls: [
+              {
+                toolCallId: 'c1',
+                name: 'later',
+                arguments: { job: 'report' },
+                suspensionId: 'schedule-c1',
+                action: 'schedule',
+                message: 'scheduled: waits for a trigger',
+                schedule: { trigger: true },
+              },
+            ],
+          },
+          mediaType: 'application/json',
+        },
+      ],
+    };
+    const task = await bodyJson(w.call(ALICE, 'GET', `/v1/a2a/tasks/${taskId}`));
+    expect(task.status).toEqual({ state: 'TASK_STATE_WORKING', message: scheduled });
+    const reply = await w.call(ALICE, 'POST', '/v1/a2a/message:send', {
+      message: { messageId: 'm2', contextId: 'ctx-s', taskId, role: 'ROLE_USER', parts: [{ data: { approved: true } }] },
+    });
+    expect((await bodyJson(reply)).error.message).toBe(`task ${taskId} is not waiting for input: its calls are scheduled and go on by themselves`);
+    expect(w.ran).toEqual([]);
+    expect((await w.call(ALICE, 'POST', `/v1/runs/${taskId}/triggers/c1`, { payload: { go: true } })).status).toBe(202);
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      body += decoder.decode(next.value, { stream: true });
+    }
+    const frames = body
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as { statusUpdate?: { status: { state: string; message?: unknown } } });
+    const states = frames.flatMap((f) => (f.statusUpdate !== undefined ? [f.statusUpdate.status.state] : []));
+    expect(states.at(-1)).toBe('TASK_STATE_COMPLETED');
+    expect(states).not.toContain('TASK_STATE_INPUT_REQUIRED');
+    expect(frames.some((f) => JSON.stringify(f.statusUpdate?.status.message) === JSON.stringify(scheduled))).toBe(true);
+    expect(w.ran).toEqual([{ go: true }]);
+    expect((await judgeA2a(body)).findings).toEqual([]);
+  });
+
+  it('keeps an MCP tools/call open while the run waits on its scheduled call, reporting why as progress, and answers with the run’s end once the mailbox wakes it', async () => {
+    const w = await world({ not_before: 1_000 });
+    const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${w.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } }));
+    try {
+      const progress: Progress[] = [];
+      let answered = false;
+      const result = client
+        .callTool({ name: 'agent', arguments: { message: 'send the report' } }, CallToolResultSchema, { onprogress: (p) => void progress.push(p) })
+        .finally(() => {
+          answered = true;
+        });
+      let woke: string[] = [];
+      for (let i = 0; i < 500 && woke.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        if (progress.some((p) => p.message?.startsWith('waiting:'))) {
+          expect(answered).toBe(false);
+          woke = await w.mailbox.wakeScheduled();
+        }
+      }
+      expect(woke).toEqual(['c1']);
+      expect(await result).toMatchObject({ isError: false, content: [{ type: 'text', text: 'the report is out' }] });
+      expect(progress.map((p) => p.message).filter((m) => /later|waiting|woke/.test(m ?? ''))).toEqual([
+        'calling tool: later',
+        'tool later scheduled: waits until 1970-01-01T00:00:01.000Z',
+        'waiting: scheduled: waits until 1970-01-01T00:00:01.000Z',
+        'a scheduled call woke: the agent run goes on',
+      ]);
+      expect(w.ran).toEqual([null]);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -139,12 +139,13 @@ export const BOB_TOKEN = 'bob-token-0123456789';
 
 /**
  * `s` served over a socket with a mailbox and the two principals' tokens: `call(token, method,
- * path, body?)` as that principal; `close` when done.
+ * path, body?)` as that principal; `url` where it listens; `close` when done.
  */
 export async function twoPrincipals(s: TestServer): Promise<{
   readonly mailbox: Mailbox;
   readonly call: (token: string, method: string, path: string, body?: unknown) => Promise<Response>;
   readonly close: () => Promise<void>;
+  readonly url: string;
 }> {
   const mailbox = new Mailbox(s.store, s.registry, s.runtime.env);
   const tokens = new Map([
@@ -158,5 +159,5 @@ export async function twoPrincipals(s: TestServer): Promise<{
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
-  return { mailbox, call, close: () => server.close() };
+  return { mailbox, call, close: () => server.close(), url: server.url };
 }

@@ -28,6 +28,7 @@ function sessionsHost(agentId: string, open: () => Session): InteractiveHost {
   return {
     name: 'awaken-acp',
     now: () => env.clock.now(),
+    sleep: (ms, signal) => env.sleep(ms, signal),
     newSession: () => {
       const id = env.ids.next('session');
       sessions.set(id, open());

@@ -10,6 +10,7 @@ import {
   finishA2a,
   initialA2aState,
   inputRequiredMessage,
+  scheduledMessage,
   RESPONSE_ARTIFACT,
   taskStateOf,
   transcodeA2a,
@@ -161,6 +162,7 @@ const pendingOf = (calls: readonly WaitingCall[]) =>
     ...(c.suspension !== undefined
       ? { suspensionId: c.suspension.id, action: c.suspension.action, ...(c.suspension.message !== undefined ? { message: c.suspension.message } : {}) }
       : {}),
+    ...(c.schedule !== undefined ? { schedule: c.schedule } : {}),
   }));
 
 /** A task snapshot from the run record, its thread's messages and, while it waits, the calls it waits on. */
@@ -171,10 +173,12 @@ function taskOf(
   historyLength: number | undefined,
   waiting: readonly WaitingCall[],
 ): JsonValue {
+  // A task whose calls all wait on their schedule needs no input: it is still working.
+  const scheduled = status === 'waiting' && waiting.length > 0 && waiting.every((c) => c.schedule !== undefined);
   const state: TaskState =
     status === 'created'
       ? 'TASK_STATE_SUBMITTED'
-      : status === 'running'
+      : status === 'running' || scheduled
         ? 'TASK_STATE_WORKING'
         : status === 'waiting'
           ? 'TASK_STATE_INPUT_REQUIRED'
@@ -189,8 +193,9 @@ function taskOf(
     parts: partsOf(m),
   });
   const settled = state !== 'TASK_STATE_SUBMITTED' && state !== 'TASK_STATE_WORKING';
-  const statusMessage =
-    state === 'TASK_STATE_INPUT_REQUIRED' && waiting.length > 0
+  const statusMessage = scheduled
+    ? scheduledMessage(run.run_id, run.thread_id, pendingOf(waiting))
+    : state === 'TASK_STATE_INPUT_REQUIRED' && waiting.length > 0
       ? inputRequiredMessage(run.run_id, run.thread_id, pendingOf(waiting))
       : settled && lastAgent !== undefined
         ? agentMessage(lastAgent)
@@ -460,9 +465,15 @@ export function a2aRoutes(
       const waiting = registry.waiting(taskId);
       if (waiting === undefined)
         throw new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is not waiting for input`, [errorInfo('UNSUPPORTED_OPERATION', { taskId })]);
+      // A scheduled call is the server's to wake: a reply answers the calls that asked for one.
+      const asked = waiting.calls.filter((call) => call.schedule === undefined);
+      if (asked.length === 0)
+        throw new A2aError('UNSUPPORTED_OPERATION', `task ${taskId} is not waiting for input: its calls are scheduled and go on by themselves`, [
+          errorInfo('UNSUPPORTED_OPERATION', { taskId }),
+        ]);
       threadId = live.threadId;
       const reply = replyOf(m.parts);
-      answers = waiting.calls.map((call) => decisionFor(call.callId, declines(reply) ? 'cancel' : 'resume', env.clock.now(), { result: reply }));
+      answers = asked.map((call) => decisionFor(call.callId, declines(reply) ? 'cancel' : 'resume', env.clock.now(), { result: reply }));
     } else {
       threadId = m.contextId !== undefined && m.contextId !== '' ? m.contextId : env.ids.next('thread');
       if (!isValidId(threadId)) throw badRequest('message.contextId', 'invalid context id');
@@ -534,7 +545,8 @@ export function a2aRoutes(
       {
         heartbeatMs: options.heartbeatMs,
         render,
-        until: (item) => item.kind === 'frame' && item.runId === stream.runId && item.event.event_type === 'run_finish',
+        // The task's final state for this stream (not a wait on scheduled calls: the task works on).
+        until: () => state.finished,
         epilogue: () => finishA2a(state).map(frame).join(''),
       },
       headers,

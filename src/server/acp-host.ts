@@ -4,6 +4,7 @@ import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
 import { decisionFor, type Decision } from '../contract/decision.ts';
+import { scheduleOf } from '../contract/tool.ts';
 
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
 export interface InteractiveRun {
@@ -20,6 +21,8 @@ export interface InteractiveRun {
 export interface InteractiveHost {
   readonly name: string;
   now(): number;
+  /** Waits `ms` on the host's clock (rejects once `signal` aborts): a scheduled call's wait. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
   /** Opens a session (its thread) and returns its id. */
   newSession(): string;
   /** The conversation of a session so far; `undefined` for a session this host does not know. */
@@ -79,7 +82,23 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
           if (await run.parked()) run.decide([decision]);
         } else final = m;
       };
+      // A call scheduled for a time is woken here when it comes; one waiting for a trigger only has
+      // no route to it over stdio, so it waits until the turn is cancelled.
+      const wakes = new AbortController();
+      const wake = async (callId: string, notBefore: number): Promise<void> => {
+        try {
+          await host.sleep(Math.max(0, notBefore - host.now()), wakes.signal);
+        } catch {
+          return;
+        }
+        const run = await runP;
+        if (await run.parked()) run.decide([decisionFor(callId, 'resume', host.now(), { reason: 'its scheduled time came' })]);
+      };
       const emit = (event: AgentEvent): void => {
+        if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') {
+          const notBefore = scheduleOf(event.result.suspension?.suspension)?.not_before;
+          if (notBefore !== undefined) void wake(event.id, notBefore);
+        }
         const [next, out] = transcodeAcp(state, event);
         state = next;
         for (const m of out) sent = sent.then(() => deliver(m));
@@ -90,6 +109,7 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
         await run.done;
         await sent;
       } finally {
+        wakes.abort();
         sessions.set(sessionId, undefined);
       }
       // A turn cancelled while parked on a permission ends without a further event: ACP wants `cancelled`.

@@ -489,6 +489,18 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     const target = body.toolCallId ?? body.tool_call_id;
     if (target === undefined) throw new HttpError(400, 'invalid_request', 'toolCallId: required', 'toolCallId');
     const action = decisionAction(body.action);
+    if (action === 'resume') {
+      // A scheduled call is woken by its time or its trigger (→ the triggers route), never by a decision.
+      const parked = await registry.waitingAnywhere(id);
+      const call = parked?.calls.find((x) => (x.callId === target || x.suspension?.id === target) && x.schedule !== undefined);
+      if (call !== undefined)
+        throw new HttpError(
+          409,
+          'call_scheduled',
+          `toolCallId: the call ${call.callId} is scheduled (${call.suspension?.message ?? 'it waits'}): its time or its trigger wakes it, a decision may only cancel it`,
+          'toolCallId',
+        );
+    }
     const decision = decisionFor(target, action, env.clock.now(), {
       ...(body.payload !== undefined ? { result: body.payload as never } : {}),
       ...(body.reason !== undefined ? { reason: body.reason } : {}),

@@ -36,7 +36,8 @@ export type InboundPlan =
  * The one rule for what a protocol client sends back (AI SDK, AG-UI, A2A): its history is history.
  *
  * - A decision is delivered only when it answers a call the thread waits on now (by call id or
- *   suspension id; the last answer for a call wins). Tool outputs of calls the server already ran,
+ *   suspension id; the last answer for a call wins). A scheduled call is never resumed from here
+ *   (its time or trigger wakes it); a client may cancel it. Tool outputs of calls the server already ran,
  *   approvals already answered, results of another run: history, never an error.
  * - A message is new when the thread does not hold its id (a message without an id is always new);
  *   it gets a fresh id when it has none or an unusable one.
@@ -59,15 +60,18 @@ export function planInbound(inbound: InboundRun, view: ThreadView, newId: () => 
 
   const waiting = view.waiting;
   if (waiting !== undefined) {
-    const callOf = new Map<string, string>();
+    const callOf = new Map<string, WaitingCall>();
     for (const c of waiting.calls) {
-      callOf.set(c.callId, c.callId);
-      if (c.suspension !== undefined && c.suspension.id.trim() !== '') callOf.set(c.suspension.id, c.callId);
+      callOf.set(c.callId, c);
+      if (c.suspension !== undefined && c.suspension.id.trim() !== '') callOf.set(c.suspension.id, c);
     }
     const byCall = new Map<string, Decision>();
     for (const d of inbound.decisions) {
-      const call = callOf.get(d.targetId);
-      if (call === undefined) continue;
+      const waited = callOf.get(d.targetId);
+      // A scheduled call is woken by its time or its trigger, never by a client: an AI SDK client
+      // sends its preliminary output back as an answer. A client may still decline one.
+      if (waited === undefined || (waited.schedule !== undefined && d.decision.action === 'resume')) continue;
+      const call = waited.callId;
       byCall.delete(call);
       byCall.set(call, d);
     }

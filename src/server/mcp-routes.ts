@@ -6,6 +6,7 @@ import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { McpEventStore } from './mcp-event-store.ts';
 import { agentToolsOf, mcpServer, type AgentHost } from './mcp-host.ts';
 import { currentPrincipal } from './principal.ts';
+import { initialMcpState, transcodeMcp } from '../protocols/mcp/encoder.ts';
 
 /** How long an MCP client waits before it resumes a stream that ended early (the SSE `retry:`). */
 const RETRY_MS = 1000;
@@ -47,6 +48,8 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
         const termination = await new Promise<AgentEvent>((resolveEnd) => {
           let off: (() => void) | undefined;
           let ended = false;
+          // A run waiting on scheduled calls only is woken by the mailbox: the call waits for its end.
+          let seen = initialMcpState();
           void registry
             .subscribe(
               threadId,
@@ -54,7 +57,8 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
               (item) => {
                 if (ended || item.kind !== 'frame' || item.runId !== runId) return;
                 emit(item.event);
-                if (item.event.event_type === 'run_finish') {
+                seen = transcodeMcp(seen, item.event)[0];
+                if (item.event.event_type === 'run_finish' && !seen.waiting) {
                   ended = true;
                   off?.();
                   resolveEnd(item.event);

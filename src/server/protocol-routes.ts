@@ -112,12 +112,16 @@ async function storedMessages(parts: ServerParts, threadId: string): Promise<rea
 /**
  * Stored messages as AI SDK `UIMessage`s: text parts of user and assistant messages, each tool call
  * as the part the stream made of it (`tool-<name>`), with its output when the thread holds one, and
- * an approval request when the thread waits on it — so a chat reloaded from here renders and answers
+ * an approval request when the thread waits on it (a preliminary output for a scheduled call) — so a chat reloaded from here renders and answers
  * as a live one.
  */
 function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCall[]): unknown[] {
   const results = new Map(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, messageText(m)] as const));
-  const asked = new Map(waiting.map((w) => [w.callId, w.suspension?.id ?? w.callId] as const));
+  const asked = new Map(waiting.filter((w) => w.schedule === undefined).map((w) => [w.callId, w.suspension?.id ?? w.callId] as const));
+  // A scheduled call asks nothing: it shows as the stream showed it, a preliminary output saying when it goes on.
+  const scheduled = new Map(
+    waiting.flatMap((w) => (w.schedule !== undefined ? [[w.callId, { scheduled: w.suspension?.message ?? 'scheduled', ...w.schedule }] as const] : [])),
+  );
   const output = (text: string): unknown => {
     try {
       return JSON.parse(text);
@@ -128,6 +132,7 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
   const toolPart = (c: { readonly id: string; readonly name: string; readonly arguments: unknown }): unknown => {
     const base = { type: `tool-${c.name}`, toolCallId: c.id, input: c.arguments };
     if (asked.has(c.id)) return { ...base, state: 'approval-requested', approval: { id: asked.get(c.id) } };
+    if (scheduled.has(c.id)) return { ...base, state: 'output-available', output: scheduled.get(c.id), preliminary: true };
     if (results.has(c.id)) return { ...base, state: 'output-available', output: output(results.get(c.id) ?? '') };
     return { ...base, state: 'input-available' };
   };

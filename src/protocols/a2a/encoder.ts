@@ -2,9 +2,12 @@ import { toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
+import { scheduleOf, type Schedule } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 import { runResumedOf, runResumedText } from '../resumed.ts';
+
+const data = (value: JsonValue): JsonValue => ({ data: value, mediaType: 'application/json' });
 
 /**
  * A2A 1.0, `message:stream` (HTTP+JSON binding): one `StreamResponse` per SSE frame. Task id = run
@@ -33,6 +36,8 @@ export interface PendingInput {
   readonly suspensionId?: string;
   readonly action?: string;
   readonly message?: string;
+  /** A scheduled call (`ToolResults.scheduled`): it waits for its time or trigger, not for the client. */
+  readonly schedule?: Schedule;
 }
 
 export interface A2aState {
@@ -45,27 +50,64 @@ export interface A2aState {
   /** Tool progress reports sent (each message's id is unique). */
   readonly progressReports: number;
   readonly started: boolean;
+  /** The run waits on scheduled calls only: the task is still working, and its stream goes on. */
+  readonly scheduled: boolean;
   readonly finished: boolean;
 }
 
-export const initialA2aState = (): A2aState => ({ taskId: '', contextId: '', chunks: 0, pending: [], progressReports: 0, started: false, finished: false });
+export const initialA2aState = (): A2aState => ({
+  taskId: '',
+  contextId: '',
+  chunks: 0,
+  pending: [],
+  progressReports: 0,
+  started: false,
+  scheduled: false,
+  finished: false,
+});
+
+/** The words for a call that waits on its schedule: its own message, else when it wakes. */
+const scheduledText = (p: PendingInput): string =>
+  `The tool call ${p.name} is scheduled (${p.message ?? 'it waits'}): it goes on by itself, nothing needs an answer.`;
+
+const pendingCall = (p: PendingInput): JsonValue => ({
+  toolCallId: p.toolCallId,
+  name: p.name,
+  arguments: p.arguments,
+  ...(p.suspensionId !== undefined ? { suspensionId: p.suspensionId } : {}),
+  ...(p.action !== undefined ? { action: p.action } : {}),
+  ...(p.message !== undefined ? { message: p.message } : {}),
+  ...(p.schedule !== undefined ? { schedule: p.schedule as JsonValue } : {}),
+});
+
+/**
+ * The agent message of a `WORKING` status while every call the task waits on is scheduled (in the
+ * stream and in a task snapshot alike): when each goes on, and the calls as a data part.
+ */
+export function scheduledMessage(taskId: string, contextId: string, pending: readonly PendingInput[]): JsonValue {
+  return {
+    messageId: `${taskId}:scheduled`,
+    contextId,
+    taskId,
+    role: 'ROLE_AGENT',
+    parts: [{ text: pending.map(scheduledText).join('\n') }, data({ scheduledToolCalls: pending.map(pendingCall) })],
+  };
+}
 
 /**
  * The agent message of an `INPUT_REQUIRED` status, in the stream and in a task snapshot alike: what
  * each waiting call asks (its suspension message), how to answer, and the calls as a data part.
  */
 export function inputRequiredMessage(taskId: string, contextId: string, pending: readonly PendingInput[]): JsonValue {
-  const asks = pending.map((p) => p.message ?? `The tool call ${p.name} waits for a decision.`);
+  const asks = pending.map((p) => (p.schedule !== undefined ? scheduledText(p) : (p.message ?? `The tool call ${p.name} waits for a decision.`)));
   const text = [...asks, 'Answer with a message on this task: text, or a data part with the result ({"approved": false} declines).'].join('\n');
-  const calls: JsonValue[] = pending.map((p) => ({
-    toolCallId: p.toolCallId,
-    name: p.name,
-    arguments: p.arguments,
-    ...(p.suspensionId !== undefined ? { suspensionId: p.suspensionId } : {}),
-    ...(p.action !== undefined ? { action: p.action } : {}),
-    ...(p.message !== undefined ? { message: p.message } : {}),
-  }));
-  return { messageId: `${taskId}:input-required`, contextId, taskId, role: 'ROLE_AGENT', parts: [{ text }, data({ pendingToolCalls: calls })] };
+  return {
+    messageId: `${taskId}:input-required`,
+    contextId,
+    taskId,
+    role: 'ROLE_AGENT',
+    parts: [{ text }, data({ pendingToolCalls: pending.map(pendingCall) })],
+  };
 }
 
 export const RESPONSE_ARTIFACT = 'response';
@@ -98,8 +140,6 @@ function status(s: A2aState, state: TaskState, message?: JsonValue): StreamRespo
   return { statusUpdate: { taskId: s.taskId, contextId: s.contextId, status: { state, ...(message !== undefined ? { message } : {}) } } };
 }
 
-const data = (value: JsonValue): JsonValue => ({ data: value, mediaType: 'application/json' });
-
 /** The last artifact chunk (when text was streamed), then the final status (with its message). */
 function end(s: A2aState, state: TaskState, message: JsonValue | undefined, out: StreamResponse[]): A2aState {
   if (s.chunks > 0) {
@@ -122,7 +162,8 @@ const because = (s: A2aState, why: string): JsonValue => agentMessage(s, `${s.ta
 /**
  * One `AgentEvent` → the `StreamResponse` frames it becomes (a pure Mealy step). The stream ends with
  * the task's final state for this stream (terminal, or `INPUT_REQUIRED` for a suspension — the
- * answer is a new `message:send` on the task); nothing is sent after it.
+ * answer is a new `message:send` on the task); nothing is sent after it. A suspension on scheduled
+ * calls only is not final: the task is `WORKING` and the stream goes on when they wake.
  */
 export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, StreamResponse[]] {
   const out: StreamResponse[] = [];
@@ -130,6 +171,12 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
   if (s.finished || (!s.started && event.event_type !== 'run_start')) return [s, out];
   switch (event.event_type) {
     case 'run_start':
+      if (s.scheduled) {
+        // A scheduled call woke: the same task works on, on the same stream.
+        s = { ...s, scheduled: false };
+        out.push(status(s, 'TASK_STATE_WORKING'));
+        break;
+      }
       s = { ...s, taskId: event.run_id, contextId: event.thread_id, started: true };
       out.push({ task: { id: s.taskId, contextId: s.contextId, status: { state: 'TASK_STATE_SUBMITTED' } } });
       out.push(status(s, 'TASK_STATE_WORKING'));
@@ -167,12 +214,14 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
         break;
       }
       const su = r.suspension?.suspension;
-      const input: PendingInput = {
+      let input: PendingInput = {
         toolCallId: event.id,
         name: r.suspension?.pending.name ?? r.tool_name,
         arguments: r.suspension?.pending.arguments ?? null,
         ...(su !== undefined ? { suspensionId: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } : {}),
       };
+      const schedule = scheduleOf(su);
+      if (schedule !== undefined) input = { ...input, schedule };
       s = { ...s, pending: [...rest, input] };
       break;
     }
@@ -225,6 +274,12 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
       break;
     case 'run_finish': {
       const t = event.termination;
+      if (t.type === 'suspended' && s.pending.length > 0 && s.pending.every((p) => p.schedule !== undefined)) {
+        // Nothing to ask the client: the task keeps working until its calls wake, and so does its stream.
+        out.push(status(s, 'TASK_STATE_WORKING', scheduledMessage(s.taskId, s.contextId, s.pending)));
+        s = { ...s, scheduled: true };
+        break;
+      }
       const why = t.type === 'error' || t.type === 'blocked' ? t.value : t.type === 'stopped' ? (t.value.detail ?? t.value.code) : undefined;
       const message = t.type === 'suspended' ? inputRequiredMessage(s.taskId, s.contextId, s.pending) : why !== undefined ? because(s, why) : undefined;
       s = end(s, taskStateOf(t), message, out);
@@ -253,9 +308,12 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
   return [s, out];
 }
 
-/** The frames that end a stream cut short: the task failed. */
+/**
+ * The frames that end a stream cut short: the task failed — unless it waits on scheduled calls, when
+ * it is still working (the stream stops; `SubscribeToTask` or `GetTask` follow it on).
+ */
 export function finishA2a(state: A2aState): StreamResponse[] {
-  if (state.finished || !state.started) return [];
+  if (state.finished || !state.started || state.scheduled) return [];
   const out: StreamResponse[] = [];
   end(state, 'TASK_STATE_FAILED', because(state, 'the event stream ended before the run finished'), out);
   return out;

@@ -2,7 +2,7 @@ import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import type { ToolResult } from '../../contract/tool.ts';
+import { scheduleOf, type ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 import { runResumedOf, runResumedText } from '../resumed.ts';
@@ -142,7 +142,14 @@ export function transcodeAcp(state: AcpState, event: AgentEvent): [AcpState, Acp
       s = announce(s, event.id, r.tool_name, out);
       // The title back to the call's own, when progress had changed it.
       const title = Object.hasOwn(s.progressing, event.id) && event.outcome !== 'suspended' ? { title: s.toolCalls[event.id] ?? r.tool_name } : {};
-      if (event.outcome === 'suspended') {
+      const schedule = event.outcome === 'suspended' ? scheduleOf(r.suspension?.suspension) : undefined;
+      if (schedule !== undefined) {
+        // A scheduled call asks nothing: it shows as pending, saying until when, and the turn goes on when it wakes.
+        out.push({
+          kind: 'update',
+          update: { sessionUpdate: 'tool_call_update', toolCallId: event.id, status: 'pending', content: text(r.message ?? 'scheduled') },
+        });
+      } else if (event.outcome === 'suspended') {
         const su = r.suspension?.suspension;
         const id = `permission-${s.permissions}`;
         out.push({

@@ -2,6 +2,7 @@ import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
+import { scheduleOf } from '../../contract/tool.ts';
 import { unreachable } from '../../contract/never.ts';
 import { runResumedOf, runResumedText } from '../resumed.ts';
 
@@ -31,10 +32,27 @@ export interface McpState {
   readonly text: string;
   readonly steps: number;
   readonly started: boolean;
+  /** The calls of this segment suspended so far: what each says, and whether the server wakes it (scheduled). */
+  readonly suspended: readonly { readonly scheduled: boolean; readonly message: string }[];
+  /** The run waits on scheduled calls only: the server wakes them, and the call's result waits for the end. */
+  readonly waiting: boolean;
   readonly finished: boolean;
 }
 
-export const initialMcpState = (): McpState => ({ threadId: '', runId: '', progress: 0, text: '', steps: 0, started: false, finished: false });
+export const initialMcpState = (): McpState => ({
+  threadId: '',
+  runId: '',
+  progress: 0,
+  text: '',
+  steps: 0,
+  started: false,
+  suspended: [],
+  waiting: false,
+  finished: false,
+});
+
+/** Whether a run that ended suspended waits on scheduled calls only (nobody need answer: the server wakes them). */
+export const waitsOnSchedule = (s: McpState): boolean => s.suspended.length > 0 && s.suspended.every((c) => c.scheduled);
 
 /** What one step of the transcoder produces: progress messages, and the result once the run ends. */
 export interface McpOutput {
@@ -79,13 +97,19 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
     case 'text_delta':
       return [{ ...state, text: state.text + event.delta }, NOTHING];
     case 'run_start':
+      if (state.waiting) return report({ ...state, waiting: false, suspended: [] }, 'a scheduled call woke: the agent run goes on');
       return report({ ...state, threadId: event.thread_id, runId: event.run_id, started: true }, 'starting agent run');
     case 'step_start':
       return report({ ...state, steps: state.steps + 1 }, `step ${state.steps + 1}`);
     case 'tool_call_ready':
       return report(state, `calling tool: ${event.name}`);
-    case 'tool_call_done':
-      return report(state, `tool ${event.result.tool_name} ${event.outcome}`);
+    case 'tool_call_done': {
+      if (event.outcome !== 'suspended') return report(state, `tool ${event.result.tool_name} ${event.outcome}`);
+      const scheduled = scheduleOf(event.result.suspension?.suspension) !== undefined;
+      const message = event.result.message ?? event.outcome;
+      const next = { ...state, suspended: [...state.suspended, { scheduled, message }] };
+      return report(next, scheduled ? `tool ${event.result.tool_name} ${message}` : `tool ${event.result.tool_name} ${event.outcome}`);
+    }
     case 'inference_complete':
       return report(state, `inference complete: model=${event.model} duration=${event.duration_ms}ms`);
     case 'activity_snapshot': {
@@ -100,6 +124,9 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
       return p === undefined ? [state, NOTHING] : report(state, `tool ${p.tool_name}: ${progressText(p)}`);
     }
     case 'run_finish':
+      if (event.termination.type === 'suspended' && waitsOnSchedule(state)) {
+        return report({ ...state, waiting: true }, `waiting: ${state.suspended.map((c) => c.message).join('; ')}`);
+      }
       return [
         { ...state, finished: true },
         { progress: [], result: resultOf(state, event.termination as unknown as JsonValue, failureOf(event.termination)) },
@@ -143,6 +170,10 @@ function report(s: McpState, message: string): [McpState, McpOutput] {
 /** The result of a run whose events stopped before its end. */
 export function finishMcp(state: McpState): McpToolResult | undefined {
   if (state.finished) return undefined;
+  if (state.waiting) {
+    const waits = state.suspended.map((c) => c.message).join('; ');
+    return resultOf(state, { type: 'suspended' }, `agent run suspended: its scheduled calls wait (${waits}) and nothing here wakes them`);
+  }
   return resultOf(state, null, 'agent run ended without terminal status');
 }
 

@@ -67,6 +67,7 @@ describe('the config errors the docs show are printed as shown: one line, exit 6
       'agents[0].sections.permision',
       'agents:\n  - id: helper\n    model: demo\n    plugin_ids: [permission]\n    sections:\n      permision: { default_behavior: deny }\n',
     ],
+    ['docs/server.md', 'mailbox.lease_ms', 'mailbox:\n  lease_ms: 5000\n'],
     // The doc's own agents, each with the one mistake the doc describes.
     [
       'docs/plugins/permission.md',

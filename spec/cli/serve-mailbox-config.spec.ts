@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -56,5 +56,34 @@ describe('awaken serve: the mailbox section', () => {
     });
     expect({ code: r.status, err: r.stderr }).toEqual({ code: 65, err: 'awaken serve: awaken.yaml: mailbox.lease_seconds: unknown field\n' });
     expect(readFileSync(join(repo, 'docs/server.md'), 'utf8')).toContain('suspended_lease_ms: 600000');
+  }, 60_000);
+
+  it('refuses settings that cannot work together, naming the key the file set, before it opens anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'awaken-mailbox-config-'));
+    dirs.push(dir);
+    const { spawnSync } = await import('node:child_process');
+    const refusal = (yaml: string): { code: number | null; err: string } => {
+      writeFileSync(join(dir, 'awaken.yaml'), yaml);
+      const r = spawnSync(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', '--config', 'awaken.yaml', '--port', '0'], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      return { code: r.status, err: r.stderr };
+    };
+    expect(refusal('mailbox:\n  lease_ms: 5000\n')).toEqual({
+      code: 65,
+      err: 'awaken serve: awaken.yaml: mailbox.lease_ms: a lease is renewed every 10000 ms but lasts 5000 ms (lease_ms): it would lapse between its renewals\n',
+    });
+    expect(refusal('mailbox:\n  lease_renewal_interval_ms: 700000\n')).toEqual({
+      code: 65,
+      err: 'awaken serve: awaken.yaml: mailbox.lease_renewal_interval_ms: a lease is renewed every 700000 ms but lasts 30000 ms (lease_ms): it would lapse between its renewals\n',
+    });
+    expect(refusal('mailbox:\n  max_retry_delay_ms: 100\n')).toEqual({
+      code: 65,
+      err: 'awaken serve: awaken.yaml: mailbox.max_retry_delay_ms: the first retry waits 250 ms, longer than any retry may (100 ms)\n',
+    });
+    // Nothing was opened: the default store's folder was not made.
+    expect(existsSync(join(dir, 'data'))).toBe(false);
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import type { LlmExecutor } from '../runtime/llm.ts';
 import { createHttpApp } from '../server/http.ts';
 import { withGzip } from '../server/compress.ts';
 import { Mailbox } from '../server/mailbox.ts';
+import { DEFAULT_MAILBOX_CONFIG, mailboxConfigProblem, type MailboxConfig } from '../core/mailbox/job.ts';
 import { listen, type RunningServer } from '../server/node.ts';
 import { savedConfig } from '../server/config-routes.ts';
 import { agentDigestOf } from '../server/agent-digest.ts';
@@ -82,6 +83,28 @@ export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJ
   return tokens;
 }
 
+/**
+ * The mailbox's settings: the defaults, what `--lease-ms` and `--sweep-ms` derive, then the config's
+ * `mailbox:` keys. Settings that cannot work together are refused, naming the key the file set.
+ */
+export function mailboxConfigOf(plan: Pick<ServePlan, 'file' | 'config' | 'leaseMs' | 'sweepMs'>): MailboxConfig {
+  const set = Object.fromEntries(Object.entries(plan.file?.mailbox ?? {}).filter(([, v]) => v !== undefined)) as Partial<MailboxConfig>;
+  const config: MailboxConfig = {
+    ...DEFAULT_MAILBOX_CONFIG,
+    // A job's claim outlasts its thread's lease three times (10 s and 30 s by default): a dead
+    // instance's run is taken up (and its job acknowledged) before the job could be claimed again.
+    ...(plan.leaseMs !== undefined ? { lease_ms: 3 * plan.leaseMs, lease_renewal_interval_ms: Math.max(5, plan.leaseMs) } : {}),
+    ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
+    ...set,
+  };
+  const problem = mailboxConfigProblem(config);
+  if (problem !== undefined) {
+    const key = problem.keys.find((k) => set[k] !== undefined) ?? problem.keys[0];
+    throw new CliFailure(`${plan.config ?? 'the config'}: mailbox.${key}: ${problem.message}`, EXIT.data);
+  }
+  return config;
+}
+
 /** What `awaken dev` adds to a serve: the app is watched and loaded again when its files change. */
 export interface DevOptions {
   readonly watch: true;
@@ -90,6 +113,7 @@ export interface DevOptions {
 export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJS.ProcessEnv, dev?: DevOptions): Promise<number> {
   const file = plan.file;
   const tokens = apiTokensOf(plan, env);
+  const mailboxSettings = mailboxConfigOf(plan);
   if (!LOOPBACK.has(plan.host) && !plan.host.startsWith('127.') && tokens.size === 0 && !plan.insecure) {
     throw new UsageError(
       `refusing to bind ${plan.host} without API tokens: anyone reaching it could read and drive every thread; set AWAKEN_API_TOKEN (or server.auth.tokens), or pass --insecure`,
@@ -241,17 +265,7 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
-  const mailbox = new Mailbox(store, registry, runtime.env, {
-    consumer,
-    logger,
-    config: {
-      // A job's claim outlasts its thread's lease three times (10 s and 30 s by default): a dead
-      // instance's run is taken up (and its job acknowledged) before the job could be claimed again.
-      ...(plan.leaseMs !== undefined ? { lease_ms: 3 * plan.leaseMs, lease_renewal_interval_ms: Math.max(5, plan.leaseMs) } : {}),
-      ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
-      ...Object.fromEntries(Object.entries(plan.file?.mailbox ?? {}).filter(([, v]) => v !== undefined)),
-    },
-  });
+  const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger, config: mailboxSettings });
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
   const app = createHttpApp(
     { runtime, store, registry, mailbox },

@@ -21,6 +21,14 @@ export const ScriptedProviderSchema = z.object({ kind: z.literal('scripted'), fi
  * `awaken serve --config awaken.yaml`: server settings (flags win over them), and agents, models and
  * providers added to the built-in `demo` agent. Keys are read from the environment (`api_key_env`).
  */
+/** A sandboxed call's limits, where a config sets them (`skills.scripts`, `tools[].sandbox`); docs/sandbox.md's defaults where not given. */
+const SANDBOX_LIMITS = {
+  wall_ms: z.number().int().min(1).optional(),
+  memory_bytes: z.number().int().min(1).optional(),
+  output_bytes: z.number().int().min(1).optional(),
+  cpu_seconds: z.number().int().min(1).optional(),
+};
+
 export const ServeConfigSchema = z
   .object({
     server: z
@@ -111,15 +119,7 @@ export const ServeConfigSchema = z
         /** How many resources a run may read (default 16). */
         max_resource_reads: z.number().int().min(1).optional(),
         /** Present: the skills' scripts run in the sandbox (`skill_script`), under these limits (docs/sandbox.md's defaults where not given). */
-        scripts: z
-          .object({
-            wall_ms: z.number().int().min(1).optional(),
-            memory_bytes: z.number().int().min(1).optional(),
-            output_bytes: z.number().int().min(1).optional(),
-            cpu_seconds: z.number().int().min(1).optional(),
-          })
-          .strict()
-          .optional(),
+        scripts: z.object(SANDBOX_LIMITS).strict().optional(),
       })
       .strict()
       .optional(),
@@ -135,15 +135,7 @@ export const ServeConfigSchema = z
             id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64'),
             description: z.string().min(1),
             parameters: z.record(z.string(), z.unknown()).default({ type: 'object' }),
-            sandbox: z
-              .object({
-                command: z.array(z.string().min(1)).min(1),
-                wall_ms: z.number().int().min(1).optional(),
-                memory_bytes: z.number().int().min(1).optional(),
-                output_bytes: z.number().int().min(1).optional(),
-                cpu_seconds: z.number().int().min(1).optional(),
-              })
-              .strict(),
+            sandbox: z.object({ command: z.array(z.string().min(1)).min(1), ...SANDBOX_LIMITS }).strict(),
           })
           .strict(),
       )

@@ -5,8 +5,10 @@ import {
   DEFAULT_MAILBOX_CONFIG,
   jobInvariantViolations,
   Jobs,
+  mailboxConfigProblem,
   retryDelay,
   TERMINAL_JOB_STATUSES,
+  type MailboxConfig,
   type MailboxJob,
 } from '../../../src/core/mailbox/job.ts';
 
@@ -147,5 +149,41 @@ describe('mailbox job status machine (book: MailboxJobStatus)', () => {
     if (!c.ok) throw new Error('claim');
     expect(Jobs.cancel(c.value, 1).ok).toBe(false);
     expect(Jobs.supersede(c.value, 'newer generation', 1)).toMatchObject({ ok: true, value: { status: 'superseded', last_error: 'newer generation' } });
+  });
+});
+
+describe('mailboxConfigProblem (settings that cannot work together)', () => {
+  it('property: a setting is refused exactly when a renewal comes no sooner than a lease ends or the first retry waits longer than any may', () => {
+    const ms = fc.integer({ min: 1, max: 1_000_000 });
+    fc.assert(
+      fc.property(ms, ms, ms, ms, ms, (lease, suspended, renewal, retry, maxRetry) => {
+        const config: MailboxConfig = {
+          ...DEFAULT_MAILBOX_CONFIG,
+          lease_ms: lease,
+          suspended_lease_ms: suspended,
+          lease_renewal_interval_ms: renewal,
+          default_retry_delay_ms: retry,
+          max_retry_delay_ms: maxRetry,
+        };
+        const sound = renewal < lease && renewal < suspended && retry <= maxRetry;
+        expect(mailboxConfigProblem(config) === undefined).toBe(sound);
+      }),
+    );
+  });
+
+  it('names both keys and the values, and the defaults are sound', () => {
+    expect(mailboxConfigProblem(DEFAULT_MAILBOX_CONFIG)).toBeUndefined();
+    expect(mailboxConfigProblem({ ...DEFAULT_MAILBOX_CONFIG, lease_ms: 5_000 })).toEqual({
+      keys: ['lease_renewal_interval_ms', 'lease_ms'],
+      message: 'a lease is renewed every 10000 ms but lasts 5000 ms (lease_ms): it would lapse between its renewals',
+    });
+    expect(mailboxConfigProblem({ ...DEFAULT_MAILBOX_CONFIG, suspended_lease_ms: 10_000 })).toEqual({
+      keys: ['lease_renewal_interval_ms', 'suspended_lease_ms'],
+      message: 'a lease is renewed every 10000 ms but lasts 10000 ms (suspended_lease_ms): it would lapse between its renewals',
+    });
+    expect(mailboxConfigProblem({ ...DEFAULT_MAILBOX_CONFIG, max_retry_delay_ms: 100 })).toEqual({
+      keys: ['default_retry_delay_ms', 'max_retry_delay_ms'],
+      message: 'the first retry waits 250 ms, longer than any retry may (100 ms)',
+    });
   });
 });

@@ -65,6 +65,31 @@ export const DEFAULT_MAILBOX_CONFIG: MailboxConfig = Object.freeze({
   max_retry_delay_ms: 30_000,
 });
 
+/**
+ * Why a mailbox's settings cannot work together, naming the two keys that clash (the one to change
+ * first): a lease renewed no sooner than it ends lapses while its run is alive, and a first retry
+ * longer than the cap says nothing the cap does not. `undefined` when they can.
+ */
+export function mailboxConfigProblem(
+  c: MailboxConfig,
+): { readonly keys: readonly [keyof MailboxConfig, keyof MailboxConfig]; readonly message: string } | undefined {
+  for (const lease of ['lease_ms', 'suspended_lease_ms'] as const) {
+    if (c.lease_renewal_interval_ms >= c[lease]) {
+      return {
+        keys: ['lease_renewal_interval_ms', lease],
+        message: `a lease is renewed every ${c.lease_renewal_interval_ms} ms but lasts ${c[lease]} ms (${lease}): it would lapse between its renewals`,
+      };
+    }
+  }
+  if (c.default_retry_delay_ms > c.max_retry_delay_ms) {
+    return {
+      keys: ['default_retry_delay_ms', 'max_retry_delay_ms'],
+      message: `the first retry waits ${c.default_retry_delay_ms} ms, longer than any retry may (${c.max_retry_delay_ms} ms)`,
+    };
+  }
+  return undefined;
+}
+
 /** The wait before retry number `attempt` (1-based): `base · 2^(attempt−1)`, capped. */
 export const retryDelay = (attempt: number, config: Pick<MailboxConfig, 'default_retry_delay_ms' | 'max_retry_delay_ms'>): number =>
   Math.min(config.max_retry_delay_ms, config.default_retry_delay_ms * 2 ** Math.min(Math.max(attempt - 1, 0), 30));

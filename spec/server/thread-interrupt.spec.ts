@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { realEnv } from '../../src/runtime/env.ts';
+import { createHttpApp } from '../../src/server/http.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { ALICE_TOKEN, BOB_TOKEN, bodyJson, gatedTool, testServer, twoPrincipals } from '../support/server.ts';
 
@@ -57,6 +58,18 @@ describe('interrupting a thread', () => {
       expect((await w.call(ALICE, 'POST', path)).status).toBe(404);
       expect((await w.call(ALICE, 'POST', route.replace(':id', 'never-made'))).status).toBe(404);
     });
+
+  it('leaves nothing behind for an id nothing knows, on a server without tokens too: its 404 records no mailbox generation', async () => {
+    const s = testServer([{ text: 'hi' }]);
+    const app = createHttpApp({ runtime: s.runtime, store: s.store, registry: s.registry, mailbox: new Mailbox(s.store, s.registry, realEnv()) });
+    const post = (path: string, body?: unknown) =>
+      app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    for (let i = 0; i < 3; i++) expect((await post('/v1/threads/ghost/interrupt')).status).toBe(404);
+    expect((await post('/v1/threads/ghost/mailbox', say('hello'))).status).toBe(202);
+    const jobs = (await bodyJson(app.request('/v1/threads/ghost/mailbox'))).items as { generation: number }[];
+    // The submission's own interrupt is the thread's first generation.
+    expect(jobs.map((j) => j.generation)).toEqual([1]);
+  });
 
   it('cancels the run of a job the mailbox claimed a moment ago, before that run had started', async () => {
     const w = await world();

@@ -12,6 +12,13 @@ async function cancelled(registry: RunRegistry, threadId: string): Promise<strin
   return r.ok ? r.value.runId : undefined;
 }
 
+/** Whether anything of the thread exists: the thread, a run of it on this instance, a job queued or claimed for it. */
+async function known(store: Store, registry: RunRegistry, threadId: string): Promise<boolean> {
+  if (registry.currentRun(threadId) !== undefined || (await store.getThread(threadId)) !== undefined) return true;
+  for (const status of ['queued', 'claimed'] as const) if ((await store.listJobs(threadId, { status, offset: 0, limit: 1 })).total > 0) return true;
+  return false;
+}
+
 /** What an interrupt did: the queued runs it superseded, and the run it cancelled (if one was going or waiting). */
 export interface Interrupted {
   readonly status: 'interrupt_requested';
@@ -30,6 +37,8 @@ export interface Interrupted {
 export async function interruptThread(store: Store, registry: RunRegistry, now: number, threadId: string): Promise<Interrupted> {
   const nothing = new HttpError(404, 'nothing_to_interrupt', `nothing to interrupt on thread ${threadId}: no run going or waiting, nothing queued`);
   if (!(await mayReach(store, threadId, 'read'))) throw nothing;
+  // An id nothing knows is answered before the store records a generation for it (any id can be named).
+  if (!(await known(store, registry, threadId))) throw nothing;
   const { superseded_count, active_job } = await store.interrupt(threadId, now);
   let runId = await cancelled(registry, threadId);
   // A job claimed a moment ago has its run about to start: it is cancelled once it has.

@@ -27,7 +27,7 @@ import { countsOf, EMPTY_ROW, EXECUTING_WITHOUT_OUTCOME, exited, expectedRow, js
  * must be on the tables of every A. Kills run one at a time: an A alive while another A's lease
  * expires would sweep it too and could take that run up, dying in it at its own point.
  */
-const KILLS = 4 * SCALE;
+const KILLS = 2 * SCALE;
 const LEASE_MS = 1_000;
 const SWEEP_MS = 200;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');

@@ -19,7 +19,7 @@ import { countsOf, EMPTY_ROW, exited, expectedRow, json, judgeEnded, type KillRo
  * ran once, or twice when it had been recorded Executing without its outcome; the history holds each
  * answer once.
  */
-const KILLS = 4 * SCALE;
+const KILLS = 2 * SCALE;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
 
 /** One kill at `point`, on a store of its own (`store` names it; the tools count their executions in a file named after it). */

@@ -13,7 +13,7 @@ import { report, rngOf, SCALE, slowScript } from './chaos.ts';
  * ends interrupted (never looks alive), its thread takes a new run, and a client holding a frame id
  * from before the kill resumes above it or is resynced — never sent a reused id.
  */
-const KILLS = 20 * SCALE;
+const KILLS = 10 * SCALE;
 const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const data = (f: SseFrame) => JSON.parse(f.data) as { event_type: string; run_id?: string; termination?: { type: string; value?: string } };
 const isFinish = (f: SseFrame) => f.event === undefined && data(f).event_type === 'run_finish';

@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { besideProject, packedProject, type PackedProject } from '../support/packed-setup.ts';
+import { besideProject, listeningUrl, packedProject, type PackedProject } from '../support/packed-setup.ts';
 
 /**
  * The package as another project gets it: `npm pack`, then the tarball installed into a fresh
@@ -205,18 +205,7 @@ export async function serve(): Promise<string> {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     try {
-      let log = '';
-      const url = await new Promise<string>((resolveUrl, reject) => {
-        const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
-        child.stderr.on('data', (d: Buffer) => {
-          log += d.toString();
-          const m = /listening on (http:\/\/\S+)/.exec(log);
-          if (m !== null) {
-            clearTimeout(timer);
-            resolveUrl(m[1] as string);
-          }
-        });
-      });
+      const url = await listeningUrl(child, 20_000);
       const page = await fetch(`${url}/inspector/`);
       expect(page.status).toBe(200);
       const html = await page.text();

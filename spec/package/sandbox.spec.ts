@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { besideProject, packedProject } from '../support/packed-setup.ts';
+import { besideProject, listeningUrl, packedProject } from '../support/packed-setup.ts';
 
 /**
  * docs/sandbox.md from the installed package: its example app and script, copied from the page into
@@ -35,18 +35,7 @@ describe('the sandbox from the installed package', () => {
       env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '' },
     });
     try {
-      let log = '';
-      const url = await new Promise<string>((resolveUrl, reject) => {
-        const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 30_000);
-        child.stderr.on('data', (d: Buffer) => {
-          log += d.toString();
-          const m = /listening on (http:\/\/\S+)/.exec(log);
-          if (m !== null) {
-            clearTimeout(timer);
-            resolveUrl(m[1] as string);
-          }
-        });
-      });
+      const url = await listeningUrl(child, 30_000);
       const res = await fetch(`${url}/v1/runs`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

@@ -1,12 +1,9 @@
 import * as acp from '@agentclientprotocol/sdk';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { Messages } from '../../src/contract/message.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
 import { realEnv } from '../../src/runtime/env.ts';
-import { defineTool } from '../../src/runtime/tool.ts';
 import { acpAgent, type InteractiveHost } from '../../src/server/acp-host.ts';
-import { testServer } from '../support/server.ts';
+import { laterTool, testServer } from '../support/server.ts';
 
 /**
  * The ACP agent with a tool whose gate schedules its call (`ToolResults.scheduled`), driven by the
@@ -15,16 +12,7 @@ import { testServer } from '../support/server.ts';
  */
 function scheduling(when: { readonly not_before?: number; readonly trigger?: boolean }) {
   const ran: unknown[] = [];
-  const later = defineTool({
-    id: 'later',
-    description: 'Does its work at a scheduled time',
-    args: z.object({ job: z.string() }),
-    execute: (args, ctx) => {
-      if (ctx.resume === undefined) return ToolResults.scheduled({ id: ctx.callId, name: 'later', arguments: args }, when);
-      ran.push(ctx.resume.decision.action);
-      return ToolResults.success('later', { done: args.job });
-    },
-  });
+  const later = laterTool(when, ran, (d) => d.action);
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
   const sleeps = realEnv();
   const host: InteractiveHost = {

@@ -2,13 +2,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { ToolResults } from '../../src/contract/tool.ts';
-import { defineTool } from '../../src/runtime/tool.ts';
 import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
 import { judgeAiSdk } from '../../src/protocols/ai-sdk-v6/judge.ts';
 import { judgeA2a } from '../../src/protocols/a2a/judge.ts';
-import { ALICE_TOKEN, BOB_TOKEN, bodyJson, testServer, twoPrincipals } from '../support/server.ts';
+import { ALICE_TOKEN, BOB_TOKEN, bodyJson, laterTool, testServer, twoPrincipals } from '../support/server.ts';
 
 /**
  * The gate outcome `Schedule` (`ToolResults.scheduled`): a call parks until a time or a trigger, the
@@ -26,16 +23,7 @@ afterEach(async () => {
 
 async function world(when: { readonly not_before?: number; readonly trigger?: boolean }) {
   const ran: unknown[] = [];
-  const later = defineTool({
-    id: 'later',
-    description: 'Does its work at a scheduled time',
-    args: z.object({ job: z.string() }),
-    execute: (args, ctx) => {
-      if (ctx.resume === undefined) return ToolResults.scheduled({ id: ctx.callId, name: 'later', arguments: args }, when);
-      ran.push(ctx.resume.decision.result ?? null);
-      return ToolResults.success('later', { done: args.job });
-    },
-  });
+  const later = laterTool(when, ran);
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
   const { mailbox, call, close, url } = await twoPrincipals(s);
   open = { close };

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -132,4 +132,20 @@ export function besideProject(packed: PackedProject, name: string): string {
   copyFileSync(join(packed.dir, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(packed.dir, 'node_modules'), join(dir, 'node_modules'));
   return dir;
+}
+
+/** The URL an `awaken serve` child prints once it listens (its stderr), or a failure with its log after `timeoutMs`. */
+export function listeningUrl(child: ChildProcess, timeoutMs = 20_000): Promise<string> {
+  let log = '';
+  return new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), timeoutMs);
+    child.stderr?.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(log);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolveUrl(m[1] as string);
+      }
+    });
+  });
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolResults } from '../../src/contract/tool.ts';
+import { ToolResults, type Schedule, type ToolCallResume } from '../../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv, type Env } from '../../src/runtime/env.ts';
@@ -160,4 +160,21 @@ export async function twoPrincipals(s: TestServer): Promise<{
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   return { mailbox, call, close: () => server.close(), url: server.url };
+}
+
+/**
+ * `later {job}`: its first call is parked by its gate until `when` (`ToolResults.scheduled`); woken,
+ * it writes down what `seen` makes of the decision in `ran` and succeeds.
+ */
+export function laterTool(when: Schedule, ran: unknown[], seen: (decision: ToolCallResume) => unknown = (d) => d.result ?? null) {
+  return defineTool({
+    id: 'later',
+    description: 'Does its work at a scheduled time',
+    args: z.object({ job: z.string() }),
+    execute: (args, ctx) => {
+      if (ctx.resume === undefined) return ToolResults.scheduled({ id: ctx.callId, name: 'later', arguments: args }, when);
+      ran.push(seen(ctx.resume.decision));
+      return ToolResults.success('later', { done: args.job });
+    },
+  });
 }

@@ -22,13 +22,13 @@ const app = (ledger: string): string => `import { appendFileSync } from 'node:fs
 import { defineApp, defineTool, scriptedProvider, ToolResults } from 'awaken-ts';
 import { z } from 'zod';
 
-// Parks until 10 s after it is first called (two restarts fit before it, on a loaded machine too); once woken it does its work, written down outside the server.
+// Parks until 15 s after it is first called (two restarts fit before it, on a loaded machine too); once woken it does its work, written down outside the server.
 const later = defineTool({
   id: 'later',
   description: 'Sends the report at a scheduled time',
   args: z.object({ job: z.string() }),
   execute: (args, ctx) => {
-    if (ctx.resume === undefined) return ToolResults.scheduled({ id: ctx.callId, name: 'later', arguments: args }, { not_before: Date.now() + 10_000 });
+    if (ctx.resume === undefined) return ToolResults.scheduled({ id: ctx.callId, name: 'later', arguments: args }, { not_before: Date.now() + 15_000 });
     appendFileSync(${JSON.stringify(ledger)}, args.job + '\\n');
     return ToolResults.success('later', { sent: args.job });
   },

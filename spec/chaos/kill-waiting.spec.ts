@@ -149,7 +149,7 @@ async function killWaitingLoop(name: string, args: readonly string[], retryWithi
 const expectSound = (f: Figures) => {
   expect(f.tried).toBe(KILLS);
   // Some runs were killed while they waited (about two in three are).
-  expect(f.parkedWhenKilled).toBeGreaterThanOrEqual(2);
+  expect(f.parkedWhenKilled).toBeGreaterThanOrEqual(Math.max(2, KILLS / 5));
   expect(f.decidedAfterRestart).toBeGreaterThanOrEqual(f.parkedWhenKilled);
   expect(f.decidedAfterRestart + f.interrupted).toBe(KILLS);
   expect({ stuck: f.stuck, lost: f.lost, duplicated: f.duplicated }).toEqual({ stuck: 0, lost: 0, duplicated: 0 });

@@ -82,6 +82,15 @@ describe('awaken run --app', () => {
     expect(await cli('run', '--app', APP, '--format', 'pretty', 'say hi')).toEqual({ code: EXIT.ok, err: '', out: HELPER_PRETTY });
   });
 
+  it('--decide does not wake a scheduled call: the run, which nothing here can wake, is left where it stopped', async () => {
+    const r = await cli('run', '--app', fixture('scheduled.ts'), '--decide', 'approve', '--format', 'pretty', 'send the report');
+    expect({ code: r.code, err: r.err }).toEqual({ code: EXIT.ok, err: '' });
+    expect(r.out.split('\n').filter((l) => /^(result|resumed|finish)/.test(l))).toEqual([
+      'result    [c1] suspended: scheduled: waits for a trigger',
+      'finish    suspended',
+    ]);
+  });
+
   it("--agent runs another of the app's agents; --decide approves or denies its AI SDK tool's approval", async () => {
     expect(await cli('run', '--app', APP, '--agent', 'greeter', '--format', 'pretty', 'hello')).toEqual({
       code: EXIT.ok,

@@ -86,4 +86,15 @@ describe('awaken serve: the mailbox section', () => {
     // Nothing was opened: the default store's folder was not made.
     expect(existsSync(join(dir, 'data'))).toBe(false);
   }, 60_000);
+
+  it('property: whatever --lease-ms says, the settings it derives work together (a config file can still clash)', async () => {
+    const fc = (await import('fast-check')).default;
+    const { mailboxConfigOf } = await import('../../src/cli/serve-command.ts');
+    const { mailboxConfigProblem } = await import('../../src/core/mailbox/job.ts');
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 10_000_000 }), (leaseMs) => {
+        expect(mailboxConfigProblem(mailboxConfigOf({ leaseMs }))).toBeUndefined();
+      }),
+    );
+  });
 });

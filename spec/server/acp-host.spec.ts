@@ -15,10 +15,11 @@ function scheduling(when: { readonly not_before?: number; readonly trigger?: boo
   const later = laterTool(when, ran, (d) => d.action);
   const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
   const sleeps = realEnv();
+  const t0 = Date.now();
   const host: InteractiveHost = {
     name: 'spec',
-    // The host's clock stands at 0: a call scheduled for `not_before` ms waits that long for real.
-    now: () => 0,
+    // The host's clock starts at 0: a call scheduled for `not_before` ms waits that long for real.
+    now: () => Date.now() - t0,
     sleep: (ms, signal) => sleeps.sleep(ms, signal),
     newSession: () => 't1',
     history: async () => [],
@@ -78,5 +79,22 @@ describe('the ACP agent and a scheduled call', () => {
     const { host, ran } = scheduling({ trigger: true });
     expect(await turn(host, 300)).toMatchObject({ stopReason: 'cancelled', permissions: 0 });
     expect(ran).toEqual([]);
+  });
+
+  it('waits for a far time in parts no timer cuts short (a timer holds at most 2³¹−1 ms), then wakes the call', async () => {
+    const { host, ran } = scheduling({ not_before: 5_000_000_000 });
+    let clock = 0;
+    const waits: number[] = [];
+    const far: InteractiveHost = {
+      ...host,
+      now: () => clock,
+      sleep: async (ms) => {
+        waits.push(ms);
+        clock += ms;
+      },
+    };
+    expect(await turn(far)).toMatchObject({ stopReason: 'end_turn', permissions: 0 });
+    expect(waits).toEqual([2 ** 31 - 1, 2 ** 31 - 1, 5_000_000_000 - 2 * (2 ** 31 - 1)]);
+    expect(ran).toEqual(['resume']);
   });
 });

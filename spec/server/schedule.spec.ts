@@ -5,7 +5,35 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
 import { judgeAiSdk } from '../../src/protocols/ai-sdk-v6/judge.ts';
 import { judgeA2a } from '../../src/protocols/a2a/judge.ts';
+import { approvalTool } from '../support/runtime.ts';
 import { ALICE_TOKEN, BOB_TOKEN, bodyJson, laterTool, testServer, twoPrincipals } from '../support/server.ts';
+
+/** An SSE body read to its end, or for `ms` at most: its text, and whether the server ended it. */
+async function readToEnd(r: Response, ms = 10_000): Promise<{ text: string; ended: boolean }> {
+  const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const next = await Promise.race([reader.read(), new Promise<'late'>((res) => setTimeout(() => res('late'), Math.max(1, deadline - Date.now())))]);
+    if (next === 'late') {
+      await reader.cancel();
+      return { text, ended: false };
+    }
+    if (next.done) return { text, ended: true };
+    text += decoder.decode(next.value, { stream: true });
+  }
+}
+
+/** The task states of an A2A stream's status updates, in order. */
+const statesOf = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .flatMap((l) => {
+      const f = JSON.parse(l.slice(6)) as { statusUpdate?: { status: { state: string } } };
+      return f.statusUpdate !== undefined ? [f.statusUpdate.status.state] : [];
+    });
 
 /**
  * The gate outcome `Schedule` (`ToolResults.scheduled`): a call parks until a time or a trigger, the
@@ -21,10 +49,15 @@ afterEach(async () => {
   open = undefined;
 });
 
-async function world(when: { readonly not_before?: number; readonly trigger?: boolean }) {
+/** `withApproval`: the model also calls `approve`, a call that waits for a person's decision. */
+async function world(when: { readonly not_before?: number; readonly trigger?: boolean }, withApproval = false) {
   const ran: unknown[] = [];
   const later = laterTool(when, ran);
-  const s = testServer([{ tool_calls: [{ id: 'c1', name: 'later', arguments: { job: 'report' } }] }, { text: 'the report is out' }], { tools: [later] });
+  const calls = [
+    { id: 'c1', name: 'later', arguments: { job: 'report' } },
+    ...(withApproval ? [{ id: 'c2', name: 'approve', arguments: { what: 'pay' } }] : []),
+  ];
+  const s = testServer([{ tool_calls: calls }, { text: 'the report is out' }], { tools: withApproval ? [later, approvalTool] : [later] });
   const { mailbox, call, close, url } = await twoPrincipals(s);
   open = { close };
   /** Starts a run on thread `t1` and reads its stream up to where it parks. */
@@ -245,37 +278,59 @@ describe('a scheduled call', () => {
     expect((await judgeA2a(body)).findings).toEqual([]);
   });
 
-  it('keeps an MCP tools/call open while the run waits on its scheduled call, reporting why as progress, and answers with the run’s end once the mailbox wakes it', async () => {
+  it('answers an MCP tools/call at once that the run waits on its scheduled call and goes on by itself; the mailbox wakes it and the run ends', async () => {
     const w = await world({ not_before: 1_000 });
     const client = new Client({ name: 'awaken-spec', version: '0.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${w.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } }));
     try {
       const progress: Progress[] = [];
-      let answered = false;
-      const result = client
-        .callTool({ name: 'agent', arguments: { message: 'send the report' } }, CallToolResultSchema, { onprogress: (p) => void progress.push(p) })
-        .finally(() => {
-          answered = true;
-        });
-      let woke: string[] = [];
-      for (let i = 0; i < 500 && woke.length === 0; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-        if (progress.some((p) => p.message?.startsWith('waiting:'))) {
-          expect(answered).toBe(false);
-          woke = await w.mailbox.wakeScheduled();
-        }
-      }
-      expect(woke).toEqual(['c1']);
-      expect(await result).toMatchObject({ isError: false, content: [{ type: 'text', text: 'the report is out' }] });
-      expect(progress.map((p) => p.message).filter((m) => /later|waiting|woke/.test(m ?? ''))).toEqual([
-        'calling tool: later',
-        'tool later scheduled: waits until 1970-01-01T00:00:01.000Z',
-        'waiting: scheduled: waits until 1970-01-01T00:00:01.000Z',
-        'a scheduled call woke: the agent run goes on',
-      ]);
+      const result = await client.callTool({ name: 'agent', arguments: { message: 'send the report' } }, CallToolResultSchema, {
+        onprogress: (p) => void progress.push(p),
+      });
+      const runId = (result.structuredContent as { runId: string }).runId;
+      expect(result).toEqual({
+        content: [
+          {
+            type: 'text',
+            text: `agent run waiting: its scheduled calls (scheduled: waits until 1970-01-01T00:00:01.000Z) go on by themselves on the server (run ${runId})`,
+          },
+        ],
+        structuredContent: { termination: { type: 'suspended' }, runId, threadId: (result.structuredContent as { threadId: string }).threadId },
+        isError: false,
+      });
+      expect(progress.map((p) => p.message)).toContain('tool later scheduled: waits until 1970-01-01T00:00:01.000Z');
+      // Not cancelled: it waits, and the mailbox wakes it.
+      expect(await w.status(runId)).toBe('waiting');
+      expect(await w.mailbox.wakeScheduled()).toEqual(['c1']);
+      expect(await w.settled(runId)).toBe('done');
       expect(w.ran).toEqual([null]);
     } finally {
       await client.close();
     }
+  });
+
+  it('ends an A2A stream that waits on a scheduled call when its task is cancelled: CANCELED, the last frame, accepted by the official library', async () => {
+    const w = await world({ trigger: true });
+    const r = await w.call(ALICE, 'POST', '/v1/a2a/message:stream', {
+      message: { messageId: 'm1', contextId: 'ctx-c', role: 'ROLE_USER', parts: [{ text: 'later' }] },
+    });
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let head = '';
+    while (!head.includes(':scheduled"')) {
+      const next = await reader.read();
+      if (next.done) break;
+      head += decoder.decode(next.value, { stream: true });
+    }
+    const taskId = (JSON.parse(head.split('\n')[0]?.slice(6) ?? '{}') as { task: { id: string } }).task.id;
+    expect((await w.call(ALICE, 'POST', `/v1/a2a/tasks/${taskId}:cancel`)).status).toBe(200);
+    reader.releaseLock();
+    const rest = await readToEnd(r);
+    const text = head + rest.text;
+    const ended = rest.ended;
+    expect(ended).toBe(true);
+    expect(statesOf(text).slice(-2)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+    expect((await judgeA2a(text)).findings).toEqual([]);
+    expect(w.ran).toEqual([]);
   });
 });

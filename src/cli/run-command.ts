@@ -5,6 +5,7 @@ import { deterministicEnv } from '../runtime/env.ts';
 import { MemoryThreadRunStore, type ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
 import { decisionFor, type Decision } from '../contract/decision.ts';
+import { scheduleOf } from '../contract/tool.ts';
 import { CliFailure, runCli, type Io } from './args.ts';
 import { DEMO_TOOLS, demoAgent } from './demo.ts';
 import { appOption, checkApp } from './app-option.ts';
@@ -87,6 +88,11 @@ async function runPlan(plan: RunPlan, io: Io): Promise<number> {
       setImmediate(() => answer(threadId));
       return;
     }
+    // Only scheduled calls wait: nothing here wakes them (no mailbox), and --decide must not.
+    if (suspended.size === 0) {
+      rt.cancel(threadId);
+      return;
+    }
     const decisions = decisionsFor(decide, [...suspended], rt.env.clock.now());
     suspended.clear();
     rt.decide(threadId, decisions);
@@ -96,7 +102,9 @@ async function runPlan(plan: RunPlan, io: Io): Promise<number> {
     {
       emit: (event) => {
         io.out(`${plan.format === 'jsonl' ? serialiseEvent(event) : pretty(event)}\n`);
-        if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') suspended.add(event.id);
+        // A scheduled call is the server's to wake, never a decision's.
+        if (event.event_type === 'tool_call_done' && event.outcome === 'suspended' && scheduleOf(event.result.suspension?.suspension) === undefined)
+          suspended.add(event.id);
         if (event.event_type === 'run_finish' && event.termination.type === 'suspended' && decide !== undefined) {
           const threadId = event.thread_id;
           setImmediate(() => answer(threadId));

@@ -93,7 +93,14 @@ export function mailboxConfigOf(plan: Pick<ServePlan, 'file' | 'config' | 'lease
     ...DEFAULT_MAILBOX_CONFIG,
     // A job's claim outlasts its thread's lease three times (10 s and 30 s by default): a dead
     // instance's run is taken up (and its job acknowledged) before the job could be claimed again.
-    ...(plan.leaseMs !== undefined ? { lease_ms: 3 * plan.leaseMs, lease_renewal_interval_ms: Math.max(5, plan.leaseMs) } : {}),
+    // The renewal comes before either lease ends, whatever `--lease-ms` says.
+    ...(plan.leaseMs !== undefined
+      ? {
+          lease_ms: 3 * plan.leaseMs,
+          lease_renewal_interval_ms: Math.min(Math.max(5, plan.leaseMs), 3 * plan.leaseMs - 1),
+          suspended_lease_ms: Math.max(DEFAULT_MAILBOX_CONFIG.suspended_lease_ms, 3 * plan.leaseMs),
+        }
+      : {}),
     ...(plan.sweepMs !== undefined ? { sweep_interval_ms: plan.sweepMs } : {}),
     ...set,
   };

@@ -415,7 +415,7 @@ export function a2aRoutes(
     return snapshot(taskId, undefined);
   }
 
-  /** `SubscribeToTask`: the task's stream from now to the end of its current segment. */
+  /** `SubscribeToTask`: the task's stream from now to its next final state (a wait on scheduled calls is none). */
   async function subscribeTask(taskId: string): Promise<TaskStream> {
     if (!isValidId(taskId)) throw taskNotFound(taskId);
     const live = registry.live(taskId);
@@ -508,7 +508,7 @@ export function a2aRoutes(
     return { req, stream: { runId: accepted.value.runId, threadId, from: accepted.value.since } };
   }
 
-  /** The task a blocking `SendMessage` answers: after its current segment (unless `returnImmediately`). */
+  /** The task a blocking `SendMessage` answers: after its current segment (unless `returnImmediately`) — `WORKING` when that parks it on scheduled calls. */
   async function sendResult(sent: Awaited<ReturnType<typeof sendMessage>>): Promise<JsonValue> {
     const { req, stream } = sent;
     if (req.configuration?.returnImmediately !== true && stream.from >= 0) await registry.segmentEnd(stream.runId, stream.from);
@@ -525,6 +525,16 @@ export function a2aRoutes(
     const frame = (f: StreamResponse): string => `data: ${JSON.stringify(wrap(f))}\n\n`;
     if (stream.from < 0) return new Response(frame({ task: await snapshot(stream.runId, undefined) }), { headers });
     let state: A2aState = initialA2aState();
+    // A run that ends while it waits (cancelled) sends no frame of its own: its stream ends with it.
+    let endedWith: TerminationReason | undefined;
+    const endAt = registry.ended(stream.runId)?.then(
+      (termination) => {
+        endedWith = termination;
+        return registry.log(stream.threadId).lastSeq;
+      },
+      // A run that failed outside its loop ends its stream where it stands.
+      () => registry.log(stream.threadId).lastSeq,
+    );
     const render = (item: LogItem): string => {
       if (item.kind !== 'frame' || item.runId !== stream.runId) return '';
       // A segment joined midway (a resumption, a subscription) opens with the task, as a stream does.
@@ -547,7 +557,15 @@ export function a2aRoutes(
         render,
         // The task's final state for this stream (not a wait on scheduled calls: the task works on).
         until: () => state.finished,
-        epilogue: () => finishA2a(state).map(frame).join(''),
+        epilogue: () => {
+          if (state.scheduled && !state.finished && endedWith !== undefined && endedWith.type !== 'suspended') {
+            const [next, frames] = transcodeA2a(state, { event_type: 'run_finish', thread_id: stream.threadId, run_id: stream.runId, termination: endedWith });
+            state = next;
+            return frames.map(frame).join('');
+          }
+          return finishA2a(state).map(frame).join('');
+        },
+        ...(endAt !== undefined ? { endAt } : {}),
       },
       headers,
     );

@@ -21,13 +21,32 @@ export interface InteractiveRun {
 export interface InteractiveHost {
   readonly name: string;
   now(): number;
-  /** Waits `ms` on the host's clock (rejects once `signal` aborts): a scheduled call's wait. */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
+  /** Waits `ms` on the host's clock (rejects once `signal` aborts): a scheduled call's wait; a timer by default. */
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
   /** Opens a session (its thread) and returns its id. */
   newSession(): string;
   /** The conversation of a session so far; `undefined` for a session this host does not know. */
   history(sessionId: string): Promise<readonly Message[] | undefined>;
   start(sessionId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<InteractiveRun>;
+}
+
+/** The longest delay a timer keeps (2³¹−1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A host's default wait: a timer, cleared when `signal` aborts. */
+function timer(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**
@@ -85,9 +104,11 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       // A call scheduled for a time is woken here when it comes; one waiting for a trigger only has
       // no route to it over stdio, so it waits until the turn is cancelled.
       const wakes = new AbortController();
+      const sleep = host.sleep?.bind(host) ?? timer;
       const wake = async (callId: string, notBefore: number): Promise<void> => {
         try {
-          await host.sleep(Math.max(0, notBefore - host.now()), wakes.signal);
+          // A timer holds at most 2³¹−1 ms (longer ones fire at once): a far time is waited for in parts.
+          for (let left = notBefore - host.now(); left > 0; left = notBefore - host.now()) await sleep(Math.min(left, MAX_TIMER_MS), wakes.signal);
         } catch {
           return;
         }

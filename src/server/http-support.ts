@@ -125,7 +125,7 @@ export interface LogStreamOptions {
   readonly render?: (item: LogItem) => string;
   readonly prologue?: string;
   readonly epilogue?: () => string;
-  /** The stream ends once it has sent the frame with this sequence number (at once when `since` is at or past it). */
+  /** The stream ends once it has sent the frame with this sequence number (at once when `since` is at or past it), after the epilogue. */
   readonly endAt?: Promise<number>;
 }
 
@@ -259,6 +259,7 @@ export function logStream(
         let endSeq: number | undefined;
         const endIfReached = (): void => {
           if (closed || endSeq === undefined || lastSent < endSeq) return;
+          if (options.epilogue !== undefined) write(options.epilogue());
           stop();
           end();
         };

@@ -13,6 +13,8 @@ export interface AgentHost {
   /** The agents as tools; `defaultMessage` makes the message optional (agent section `mcp.default_message`). */
   readonly agents: readonly { readonly id: string; readonly description: string; readonly defaultMessage?: string }[];
   run(agentId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<void>;
+  /** Whether a run waiting on scheduled calls goes on by itself here (a mailbox wakes them): the call then answers that it waits. */
+  readonly wakesScheduled?: boolean;
 }
 
 /**
@@ -71,7 +73,7 @@ export function mcpServer(
         const message = args.message ?? agent.defaultMessage ?? '';
         if (message.trim() === '') return { content: [{ type: 'text', text: 'message must not be empty' }], isError: true };
         const token = extra._meta?.progressToken;
-        let state = initialMcpState();
+        let state = initialMcpState({ serverWakes: host.wakesScheduled === true });
         let result: McpToolResult | undefined;
         let sent: Promise<unknown> = Promise.resolve();
         await host.run(

@@ -6,7 +6,7 @@ import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { McpEventStore } from './mcp-event-store.ts';
 import { agentToolsOf, mcpServer, type AgentHost } from './mcp-host.ts';
 import { currentPrincipal } from './principal.ts';
-import { initialMcpState, transcodeMcp } from '../protocols/mcp/encoder.ts';
+import { initialMcpState, transcodeMcp, waitsOnSchedule } from '../protocols/mcp/encoder.ts';
 
 /** How long an MCP client waits before it resumes a stream that ended early (the SSE `retry:`). */
 const RETRY_MS = 1000;
@@ -34,6 +34,7 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
 
   const host: AgentHost = {
     agents: agentToolsOf(runtime),
+    wakesScheduled: true,
     async run(agentId, message, emit, signal) {
       const threadId = `mcp-${env.ids.next('thread')}`;
       const started = await registry.start({ threadId, agentId, messages: [Messages.user(message, { id: env.ids.next('message') })] });
@@ -45,11 +46,10 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
       const onAbort = (): void => void registry.cancel(runId);
       signal.addEventListener('abort', onAbort, { once: true });
       try {
+        let seen = initialMcpState({ serverWakes: true });
         const termination = await new Promise<AgentEvent>((resolveEnd) => {
           let off: (() => void) | undefined;
           let ended = false;
-          // A run waiting on scheduled calls only is woken by the mailbox: the call waits for its end.
-          let seen = initialMcpState();
           void registry
             .subscribe(
               threadId,
@@ -58,7 +58,7 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
                 if (ended || item.kind !== 'frame' || item.runId !== runId) return;
                 emit(item.event);
                 seen = transcodeMcp(seen, item.event)[0];
-                if (item.event.event_type === 'run_finish' && !seen.waiting) {
+                if (item.event.event_type === 'run_finish') {
                   ended = true;
                   off?.();
                   resolveEnd(item.event);
@@ -71,8 +71,9 @@ export function mcpRoutes(parts: ServerParts, options: { readonly version: strin
               if (ended) unsubscribe();
             });
         });
-        // An MCP caller cannot answer a suspension: the parked run is cancelled, not left waiting.
-        if (termination.event_type === 'run_finish' && termination.termination.type === 'suspended') registry.cancel(runId);
+        // An MCP caller cannot answer a suspension: the parked run is cancelled, not left waiting —
+        // unless it waits on scheduled calls only, which the mailbox wakes.
+        if (termination.event_type === 'run_finish' && termination.termination.type === 'suspended' && !waitsOnSchedule(seen)) registry.cancel(runId);
       } finally {
         signal.removeEventListener('abort', onAbort);
       }

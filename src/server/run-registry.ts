@@ -285,6 +285,14 @@ export class RunRegistry {
     return run === undefined ? undefined : { status: run.status, threadId: run.threadId, agentId: run.agentId, createdAt: run.createdAt };
   }
 
+  /**
+   * Resolves with the run's termination once it ends here — with a frame or without one (a parked
+   * run cancelled sends none); `undefined` for a run not here.
+   */
+  ended(runId: string): Promise<TerminationReason> | undefined {
+    return this.#runs.visible(this.#runs.get(runId))?.handle.done.then((r) => r.termination);
+  }
+
   /** The parked run of a thread or a run id and the calls it waits on; `undefined` when none waits. */
   waiting(runOrThread: string): { readonly runId: string; readonly threadId: string; readonly calls: readonly WaitingCall[] } | undefined {
     return this.#adoption.waiting(runOrThread);

@@ -20,25 +20,29 @@ function suspendedRun(withConfirm: boolean): AgentEvent[] {
 }
 
 describe('MCP: a run waiting on a scheduled call', () => {
-  it('reports the wait as progress; a host where nothing wakes it (awaken mcp over stdio) answers that it is suspended and why', () => {
-    expect(encodeMcp(suspendedRun(false))).toEqual({
+  it('answers the call at once: where the host wakes scheduled calls, that the run goes on there (no error); over stdio, that nothing wakes them', () => {
+    const waits = 'scheduled: waits until 1970-01-01T00:01:00.000Z';
+    const served = encodeMcp(suspendedRun(false), { serverWakes: true });
+    expect(served).toEqual({
       progress: [
         { progress: 1, message: 'starting agent run' },
-        { progress: 2, message: 'tool later scheduled: waits until 1970-01-01T00:01:00.000Z' },
-        { progress: 3, message: 'waiting: scheduled: waits until 1970-01-01T00:01:00.000Z' },
+        { progress: 2, message: `tool later ${waits}` },
       ],
       result: {
-        content: [
-          { type: 'text', text: 'agent run suspended: its scheduled calls wait (scheduled: waits until 1970-01-01T00:01:00.000Z) and nothing here wakes them' },
-        ],
+        content: [{ type: 'text', text: `agent run waiting: its scheduled calls (${waits}) go on by themselves on the server (run r)` }],
         structuredContent: { termination: { type: 'suspended' }, runId: 'r', threadId: 't' },
-        isError: true,
+        isError: false,
       },
+    });
+    expect(encodeMcp(suspendedRun(false)).result).toEqual({
+      content: [{ type: 'text', text: `agent run suspended: its scheduled calls wait (${waits}) and nothing here wakes them` }],
+      structuredContent: { termination: { type: 'suspended' }, runId: 'r', threadId: 't' },
+      isError: true,
     });
   });
 
   it('a run that also waits on a person’s decision ends the call as before: MCP cannot carry the question', () => {
-    expect(encodeMcp(suspendedRun(true)).result.content.at(-1)).toEqual({
+    expect(encodeMcp(suspendedRun(true), { serverWakes: true }).result.content.at(-1)).toEqual({
       type: 'text',
       text: 'agent run suspended: it waits for a decision this protocol cannot carry',
     });

@@ -32,14 +32,15 @@ export interface McpState {
   readonly text: string;
   readonly steps: number;
   readonly started: boolean;
-  /** The calls of this segment suspended so far: what each says, and whether the server wakes it (scheduled). */
+  /** The calls suspended so far: what each says, and whether the server wakes it (scheduled). */
   readonly suspended: readonly { readonly scheduled: boolean; readonly message: string }[];
-  /** The run waits on scheduled calls only: the server wakes them, and the call's result waits for the end. */
-  readonly waiting: boolean;
+  /** The host wakes scheduled calls (`awaken serve`'s mailbox): a run waiting on them only goes on there. */
+  readonly serverWakes: boolean;
   readonly finished: boolean;
 }
 
-export const initialMcpState = (): McpState => ({
+/** `serverWakes`: the host wakes scheduled calls (`/v1/mcp` on `awaken serve`); not over stdio. */
+export const initialMcpState = (options: { readonly serverWakes?: boolean } = {}): McpState => ({
   threadId: '',
   runId: '',
   progress: 0,
@@ -47,7 +48,7 @@ export const initialMcpState = (): McpState => ({
   steps: 0,
   started: false,
   suspended: [],
-  waiting: false,
+  serverWakes: options.serverWakes === true,
   finished: false,
 });
 
@@ -97,7 +98,6 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
     case 'text_delta':
       return [{ ...state, text: state.text + event.delta }, NOTHING];
     case 'run_start':
-      if (state.waiting) return report({ ...state, waiting: false, suspended: [] }, 'a scheduled call woke: the agent run goes on');
       return report({ ...state, threadId: event.thread_id, runId: event.run_id, started: true }, 'starting agent run');
     case 'step_start':
       return report({ ...state, steps: state.steps + 1 }, `step ${state.steps + 1}`);
@@ -125,7 +125,23 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
     }
     case 'run_finish':
       if (event.termination.type === 'suspended' && waitsOnSchedule(state)) {
-        return report({ ...state, waiting: true }, `waiting: ${state.suspended.map((c) => c.message).join('; ')}`);
+        // Nothing to answer: where the host wakes them the run goes on there, and the call says so.
+        const waits = state.suspended.map((c) => c.message).join('; ');
+        const said = state.serverWakes
+          ? `agent run waiting: its scheduled calls (${waits}) go on by themselves on the server (run ${state.runId})`
+          : `agent run suspended: its scheduled calls wait (${waits}) and nothing here wakes them`;
+        const content = [...(state.text !== '' ? [{ type: 'text' as const, text: state.text }] : []), { type: 'text' as const, text: said }];
+        return [
+          { ...state, finished: true },
+          {
+            progress: [],
+            result: {
+              content,
+              structuredContent: { termination: { type: 'suspended' }, runId: state.runId, threadId: state.threadId },
+              isError: !state.serverWakes,
+            },
+          },
+        ];
       }
       return [
         { ...state, finished: true },
@@ -170,16 +186,12 @@ function report(s: McpState, message: string): [McpState, McpOutput] {
 /** The result of a run whose events stopped before its end. */
 export function finishMcp(state: McpState): McpToolResult | undefined {
   if (state.finished) return undefined;
-  if (state.waiting) {
-    const waits = state.suspended.map((c) => c.message).join('; ');
-    return resultOf(state, { type: 'suspended' }, `agent run suspended: its scheduled calls wait (${waits}) and nothing here wakes them`);
-  }
   return resultOf(state, null, 'agent run ended without terminal status');
 }
 
 /** A whole run: its progress in order, then its one result. */
-export function encodeMcp(events: readonly AgentEvent[]): { progress: McpProgress[]; result: McpToolResult } {
-  let s = initialMcpState();
+export function encodeMcp(events: readonly AgentEvent[], options: { readonly serverWakes?: boolean } = {}): { progress: McpProgress[]; result: McpToolResult } {
+  let s = initialMcpState(options);
   const progress: McpProgress[] = [];
   let result: McpToolResult | undefined;
   for (const e of events) {

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
-import { besideProject, packedProject } from '../support/packed-setup.ts';
+import { besideProject, listeningUrl, packedProject } from '../support/packed-setup.ts';
 
 /**
  * The studio as a user gets it: the packed package installed into a fresh project
@@ -29,18 +29,7 @@ beforeAll(async () => {
     env: { ...process.env, AWAKEN_INSPECTOR_ASSETS: '' },
   });
   child = started;
-  let log = '';
-  url = await new Promise<string>((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
-    started.stderr?.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(log);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolveUrl(m[1] as string);
-      }
-    });
-  });
+  url = await listeningUrl(started, 20_000);
   browser = await launchChromium();
 }, 900_000);
 

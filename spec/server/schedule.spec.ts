@@ -6,23 +6,20 @@ import { judgeAgUi } from '../../src/protocols/ag-ui/judge.ts';
 import { judgeAiSdk } from '../../src/protocols/ai-sdk-v6/judge.ts';
 import { judgeA2a } from '../../src/protocols/a2a/judge.ts';
 import { approvalTool } from '../support/runtime.ts';
-import { ALICE_TOKEN, BOB_TOKEN, bodyJson, laterTool, testServer, twoPrincipals } from '../support/server.ts';
+import { ALICE_TOKEN, BOB_TOKEN, bodyJson, laterTool, readFor, testServer, twoPrincipals } from '../support/server.ts';
 
-/** An SSE body read to its end, or for `ms` at most: its text, and whether the server ended it. */
-async function readToEnd(r: Response, ms = 10_000): Promise<{ text: string; ended: boolean }> {
+/** An A2A stream read up to its `<task>:scheduled` status: what came so far, and the task's id (the first frame's). */
+async function untilScheduled(r: Response): Promise<{ head: string; taskId: string }> {
   const reader = (r.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
-  let text = '';
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const next = await Promise.race([reader.read(), new Promise<'late'>((res) => setTimeout(() => res('late'), Math.max(1, deadline - Date.now())))]);
-    if (next === 'late') {
-      await reader.cancel();
-      return { text, ended: false };
-    }
-    if (next.done) return { text, ended: true };
-    text += decoder.decode(next.value, { stream: true });
+  let head = '';
+  while (!head.includes(':scheduled"')) {
+    const next = await reader.read();
+    if (next.done) break;
+    head += decoder.decode(next.value, { stream: true });
   }
+  reader.releaseLock();
+  return { head, taskId: (JSON.parse(head.split('\n')[0]?.slice(6) ?? '{}') as { task: { id: string } }).task.id };
 }
 
 /** The task states of an A2A stream's status updates, in order. */
@@ -219,15 +216,7 @@ describe('a scheduled call', () => {
     const r = await w.call(ALICE, 'POST', '/v1/a2a/message:stream', {
       message: { messageId: 'm1', contextId: 'ctx-s', role: 'ROLE_USER', parts: [{ text: 'later' }] },
     });
-    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder();
-    let body = '';
-    while (!body.includes(':scheduled"')) {
-      const next = await reader.read();
-      if (next.done) break;
-      body += decoder.decode(next.value, { stream: true });
-    }
-    const taskId = r.headers.get('x-awaken-run-id') ?? (JSON.parse(body.split('\n')[0]?.slice(6) ?? '{}') as { task: { id: string } }).task.id;
+    const { head, taskId } = await untilScheduled(r);
     const scheduled = {
       messageId: `${taskId}:scheduled`,
       contextId: 'ctx-s',
@@ -261,11 +250,9 @@ describe('a scheduled call', () => {
     expect((await bodyJson(reply)).error.message).toBe(`task ${taskId} is not waiting for input: its calls are scheduled and go on by themselves`);
     expect(w.ran).toEqual([]);
     expect((await w.call(ALICE, 'POST', `/v1/runs/${taskId}/triggers/c1`, { payload: { go: true } })).status).toBe(202);
-    for (;;) {
-      const next = await reader.read();
-      if (next.done) break;
-      body += decoder.decode(next.value, { stream: true });
-    }
+    const rest = await readFor(r, 10_000);
+    expect(rest.ended).toBe(true);
+    const body = head + rest.text;
     const frames = body
       .split('\n')
       .filter((l) => l.startsWith('data: '))
@@ -314,18 +301,9 @@ describe('a scheduled call', () => {
     const r = await w.call(ALICE, 'POST', '/v1/a2a/message:stream', {
       message: { messageId: 'm1', contextId: 'ctx-c', role: 'ROLE_USER', parts: [{ text: 'later' }] },
     });
-    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
-    const decoder = new TextDecoder();
-    let head = '';
-    while (!head.includes(':scheduled"')) {
-      const next = await reader.read();
-      if (next.done) break;
-      head += decoder.decode(next.value, { stream: true });
-    }
-    const taskId = (JSON.parse(head.split('\n')[0]?.slice(6) ?? '{}') as { task: { id: string } }).task.id;
+    const { head, taskId } = await untilScheduled(r);
     expect((await w.call(ALICE, 'POST', `/v1/a2a/tasks/${taskId}:cancel`)).status).toBe(200);
-    reader.releaseLock();
-    const rest = await readToEnd(r);
+    const rest = await readFor(r, 10_000);
     const text = head + rest.text;
     const ended = rest.ended;
     expect(ended).toBe(true);

@@ -4,7 +4,7 @@ import { PostgresBus } from '../../src/stores/postgres-bus.ts';
 import { PostgresStore } from '../../src/stores/postgres.ts';
 import { dropPrefix, PG_URL } from '../support/postgres.ts';
 import { namedEnv } from '../support/runtime.ts';
-import { bodyJson, testServer } from '../support/server.ts';
+import { bodyJson, readFor, testServer } from '../support/server.ts';
 
 /**
  * A thread id is a name, and names are reused: a thread deleted by one principal may be created
@@ -27,21 +27,6 @@ const call = (url: string, token: string, method: string, path: string, body?: u
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
 
-/** Reads an SSE response for a while (or to its end): its text, and whether it ended. */
-async function readFor(r: Response, ms: number): Promise<{ text: string; ended: boolean }> {
-  const reader = (r.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let text = '';
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const next = await Promise.race([reader.read(), new Promise<'late'>((res) => setTimeout(() => res('late'), Math.max(1, deadline - Date.now())))]);
-    if (next === 'late' || next.done) {
-      await reader.cancel().catch(() => undefined);
-      return { text, ended: next !== 'late' };
-    }
-    text += decoder.decode(next.value, { stream: true });
-  }
-}
 const textFor = async (r: Response, ms: number): Promise<string> => (await readFor(r, ms)).text;
 
 /** Reads an SSE response in the background: what arrived so far, waiting for a text to arrive, and stopping. */

@@ -178,3 +178,19 @@ export function laterTool(when: Schedule, ran: unknown[], seen: (decision: ToolC
     },
   });
 }
+
+/** Reads an SSE response for a while (or to its end): its text, and whether it ended. */
+export async function readFor(r: Response, ms: number): Promise<{ text: string; ended: boolean }> {
+  const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const next = await Promise.race([reader.read(), new Promise<'late'>((res) => setTimeout(() => res('late'), Math.max(1, deadline - Date.now())))]);
+    if (next === 'late' || next.done) {
+      await reader.cancel().catch(() => undefined);
+      return { text, ended: next !== 'late' };
+    }
+    text += decoder.decode(next.value, { stream: true });
+  }
+}

@@ -141,20 +141,24 @@ export function realEnv(): Env {
     // The generator itself (it takes no kind): no wrapper call per id.
     ids: { next: nextId },
     random: () => Math.random(),
-    sleep: (ms, signal) =>
-      new Promise<void>((resolve, reject) => {
-        if (signal?.aborted === true) return reject(abortError(signal));
-        const timer = setTimeout(() => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        }, ms);
-        const onAbort = (): void => {
-          clearTimeout(timer);
-          reject(abortError(signal as AbortSignal));
-        };
-        signal?.addEventListener('abort', onAbort, { once: true });
-      }),
+    sleep: sleepFor,
   };
+}
+
+/** A real wait of `ms` (a timer), rejected once `signal` aborts: `realEnv`'s `sleep`. */
+export function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) return reject(abortError(signal));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortError(signal as AbortSignal));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 export interface DeterministicEnvOptions {

@@ -5,6 +5,7 @@ import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
 import { decisionFor, type Decision } from '../contract/decision.ts';
 import { scheduleOf } from '../contract/tool.ts';
+import { sleepFor } from '../runtime/env.ts';
 
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
 export interface InteractiveRun {
@@ -32,22 +33,6 @@ export interface InteractiveHost {
 
 /** The longest delay a timer keeps (2³¹−1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** A host's default wait: a timer, cleared when `signal` aborts. */
-function timer(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /**
  * An ACP v1 agent (the SDK's `acp.agent()`): `initialize`, `session/new`, `session/prompt` (the run's
@@ -104,7 +89,7 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       // A call scheduled for a time is woken here when it comes; one waiting for a trigger only has
       // no route to it over stdio, so it waits until the turn is cancelled.
       const wakes = new AbortController();
-      const sleep = host.sleep?.bind(host) ?? timer;
+      const sleep = host.sleep?.bind(host) ?? sleepFor;
       const wake = async (callId: string, notBefore: number): Promise<void> => {
         try {
           // A timer holds at most 2³¹−1 ms (longer ones fire at once): a far time is waited for in parts.

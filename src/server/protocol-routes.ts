@@ -10,6 +10,7 @@ import {
   frameAiSdk,
   initialAiSdkState,
   resumedAiSdkState,
+  scheduledOutput,
   transcodeAiSdk,
   UI_MESSAGE_STREAM_HEADERS,
   type AiSdkState,
@@ -120,7 +121,7 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
   const asked = new Map(waiting.filter((w) => w.schedule === undefined).map((w) => [w.callId, w.suspension?.id ?? w.callId] as const));
   // A scheduled call asks nothing: it shows as the stream showed it, a preliminary output saying when it goes on.
   const scheduled = new Map(
-    waiting.flatMap((w) => (w.schedule !== undefined ? [[w.callId, { scheduled: w.suspension?.message ?? 'scheduled', ...w.schedule }] as const] : [])),
+    waiting.flatMap((w) => (w.schedule !== undefined ? [[w.callId, scheduledOutput(w.suspension?.message, w.schedule)] as const] : [])),
   );
   const output = (text: string): unknown => {
     try {

@@ -214,14 +214,14 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
         break;
       }
       const su = r.suspension?.suspension;
-      let input: PendingInput = {
+      const schedule = scheduleOf(su);
+      const input: PendingInput = {
         toolCallId: event.id,
         name: r.suspension?.pending.name ?? r.tool_name,
         arguments: r.suspension?.pending.arguments ?? null,
         ...(su !== undefined ? { suspensionId: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } : {}),
+        ...(schedule !== undefined ? { schedule } : {}),
       };
-      const schedule = scheduleOf(su);
-      if (schedule !== undefined) input = { ...input, schedule };
       s = { ...s, pending: [...rest, input] };
       break;
     }

@@ -1,11 +1,15 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import { scheduleOf, type ToolResult } from '../../contract/tool.ts';
+import { scheduleOf, type Schedule, type ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 
+/** The preliminary output that shows a scheduled call waiting, and why, in the stream and in a reloaded chat alike. */
+export const scheduledOutput = (message: string | null | undefined, schedule: Schedule): JsonValue => ({ scheduled: message ?? 'scheduled', ...schedule });
+
 /** One chunk of the AI SDK v6 UI message stream (a JSON object with a `type`). */
+
 export type UiChunk = { readonly type: string } & { readonly [key: string]: JsonValue | undefined };
 
 /** Encoder state: a value, so a stream can be snapshotted mid-way (docs/protocols/ai-sdk-v6.md). */
@@ -208,7 +212,7 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       const schedule = event.outcome === 'suspended' ? scheduleOf(r.suspension?.suspension) : undefined;
       if (schedule !== undefined) {
         // A scheduled call asks the client nothing: it shows as waiting, and why, until the server wakes it.
-        out.push({ type: 'tool-output-available', toolCallId: event.id, output: { scheduled: r.message ?? 'scheduled', ...schedule }, preliminary: true });
+        out.push({ type: 'tool-output-available', toolCallId: event.id, output: scheduledOutput(r.message, schedule), preliminary: true });
       } else if (event.outcome === 'suspended') {
         const id = r.suspension?.suspension.id;
         out.push({ type: 'tool-approval-request', approvalId: id !== undefined && id.trim() !== '' ? id : event.id, toolCallId: event.id });

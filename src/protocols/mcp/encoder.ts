@@ -61,11 +61,12 @@ export interface McpOutput {
   readonly result: McpToolResult | undefined;
 }
 
-function resultOf(s: McpState, termination: JsonValue, failure: string | undefined): McpToolResult {
+/** A run's result: its text, then what kept it from completing (`failure`, an error unless `isError` says otherwise). */
+function resultOf(s: McpState, termination: JsonValue, failure: string | undefined, isError = failure !== undefined): McpToolResult {
   const content: { type: 'text'; text: string }[] = [];
   if (s.text !== '' || failure === undefined) content.push({ type: 'text', text: s.text !== '' ? s.text : '(no response)' });
   if (failure !== undefined) content.push({ type: 'text', text: failure });
-  return { content, structuredContent: { termination, runId: s.runId, threadId: s.threadId }, isError: failure !== undefined };
+  return { content, structuredContent: { termination, runId: s.runId, threadId: s.threadId }, isError };
 }
 
 /** Why a run that did not complete failed, in words; `undefined` when it completed. */
@@ -130,17 +131,9 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
         const said = state.serverWakes
           ? `agent run waiting: its scheduled calls (${waits}) go on by themselves on the server (run ${state.runId})`
           : `agent run suspended: its scheduled calls wait (${waits}) and nothing here wakes them`;
-        const content = [...(state.text !== '' ? [{ type: 'text' as const, text: state.text }] : []), { type: 'text' as const, text: said }];
         return [
           { ...state, finished: true },
-          {
-            progress: [],
-            result: {
-              content,
-              structuredContent: { termination: { type: 'suspended' }, runId: state.runId, threadId: state.threadId },
-              isError: !state.serverWakes,
-            },
-          },
+          { progress: [], result: resultOf(state, { type: 'suspended' }, said, !state.serverWakes) },
         ];
       }
       return [

@@ -94,6 +94,18 @@ describe('awaken acp --app', () => {
     });
   });
 
+  it("a call the app's tool scheduled for a moment later: no permission asked, shown pending, woken by awaken acp at its time, the turn ends", async () => {
+    expect(await prompt(start(['--app', 'spec/cli/fixtures/apps/scheduled.ts', '--agent', 'reminder']), 'remind me', 'approve')).toEqual({
+      stopReason: 'end_turn',
+      text: 'Reminded.',
+      permissions: 0,
+      tools: [
+        ['c1', 'pending'],
+        ['c1', 'completed'],
+      ],
+    });
+  });
+
   it('refuses --model beside --app, an agent the app does not have, a wrong app (65) and a missing one (66), each in one line', async () => {
     expect(await cli('acp', '--app', APP, '--model', 'scripted:fixtures/scripts/demo-weather.yaml')).toEqual({
       code: EXIT.usage,

@@ -97,4 +97,11 @@ describe('the ACP agent and a scheduled call', () => {
     expect(waits).toEqual([2 ** 31 - 1, 2 ** 31 - 1, 5_000_000_000 - 2 * (2 ** 31 - 1)]);
     expect(ran).toEqual(['resume']);
   });
+
+  it('wakes the call with a timer of its own for a host that gives no sleep', async () => {
+    const { host, ran } = scheduling({ not_before: 200 });
+    const { sleep: _given, ...withoutSleep } = host;
+    expect(await turn(withoutSleep)).toMatchObject({ stopReason: 'end_turn', permissions: 0 });
+    expect(ran).toEqual(['resume']);
+  });
 });

@@ -59,13 +59,16 @@ export {
   type ToolOutput,
 } from './runtime/tool.ts';
 export { openSandbox, SandboxRefused, type Sandbox } from './runtime/sandbox/tool.ts';
+export { clientTool } from './runtime/client-tool.ts';
 export {
+  dispositionOf,
   ToolResults,
   type ResumeDecisionAction,
   type SuspendTicket,
   type Suspension,
   type ToolCallResume,
   type ToolDescriptor,
+  type ToolDisposition,
   type ToolResult,
   type ToolStatus,
 } from './contract/tool.ts';

@@ -452,17 +452,19 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
     });
   });
 
-  it('a tool without execute (the client runs it) is refused', () => {
+  it('a tool without execute is one the client runs: offered with its schema, its call waits for the client, bad input fails here', async () => {
     // Read as an app loader reads it: an unknown value, recognised first.
-    const t: unknown = ai.tool({ description: 'Ask the user for a color', inputSchema: z.object({}) });
+    const t: unknown = ai.tool({ description: 'Ask the user for a color', inputSchema: z.object({ palette: z.string() }) });
     if (!isAiSdkTool(t)) throw new Error('not recognised');
-    let message: string | undefined;
-    try {
-      aiSdkTool('pick_color', t);
-    } catch (e) {
-      message = e instanceof Error ? e.message : String(e);
-    }
-    expect(message).toBe('has no execute: a tool the client runs (no execute) is not supported yet');
+    const tool = aiSdkTool('pick_color', t);
+    expect(tool.descriptor).toMatchObject({ id: 'pick_color', name: 'pick_color', description: 'Ask the user for a color' });
+    expect(tool.descriptor.parameters).toMatchObject({ type: 'object', properties: { palette: { type: 'string' } }, required: ['palette'] });
+    expect(() => tool.validateArgs?.({ palette: 3 })).toThrow(ToolFailure);
+    const result = await tool.execute({ palette: 'warm' }, { callId: 'c1', toolName: 'pick_color' } as never);
+    expect(result).toMatchObject({
+      status: 'pending',
+      suspension: { suspension: { id: 'c1', action: 'client_tool' }, resume_mode: 'use_decision_as_tool_result' },
+    });
   });
 
   it('isAiSdkTool: an object with an inputSchema and no awaken descriptor', () => {

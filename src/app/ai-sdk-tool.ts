@@ -3,6 +3,7 @@ import type { JsonValue } from '../contract/json.ts';
 import { SuspendTicketSchema, ToolResults, type ToolResult } from '../contract/tool.ts';
 import { permissionTicket } from '../plugins/permission.ts';
 import { andThen, andThenOrElse, requireNow } from '../runtime/maybe-promise.ts';
+import { clientTool } from '../runtime/client-tool.ts';
 import { ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
 import type { AiSdkToolLike } from './define.ts';
 
@@ -38,7 +39,6 @@ type ModelOutput =
 
 type Issue = { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] };
 
-const NO_EXECUTE = 'has no execute: a tool the client runs (no execute) is not supported yet';
 /** How the AI SDK marks a `jsonSchema()` (a global symbol: the same in every copy of the package). */
 const AI_SDK_SCHEMA = Symbol.for('vercel.ai.schema');
 
@@ -52,12 +52,19 @@ export const isAiSdkTool = (x: unknown): x is AiSdkToolLike => typeof x === 'obj
  */
 export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
   const run = t.execute as ((input: unknown, options: object) => unknown) | undefined;
-  if (typeof run !== 'function') throw new Error(NO_EXECUTE);
   const description: unknown = t.description;
   // ai@7 lets a description be made from the call's context, which awaken has no counterpart of.
   if (description !== undefined && typeof description !== 'string')
     throw new Error('description: a description made by a function is not supported (give a string)');
   const schema = schemaOf(t.inputSchema);
+  // A validator that answers now fails the call here; an asynchronous one answers in `execute`,
+  // which checks the arguments again, so what it says later is let go (a rejection included).
+  const validateArgs = (args: JsonValue): void => void andThenOrElse(andThen(schema.check(args), throwUnlessValid), letGo, letGo);
+  // Without `execute` the client runs it (`useChat`'s `onToolCall` + `addToolOutput`): the call waits for its output.
+  if (typeof run !== 'function') {
+    const client = clientTool({ id, name: id, description: description ?? '', parameters: schema.parameters });
+    return { ...client, validateArgs };
+  }
   const needsApproval = t.needsApproval as boolean | ((input: unknown, options: object) => unknown) | undefined;
   const toModelOutput = t.toModelOutput as ((options: object) => unknown) | undefined;
 
@@ -91,11 +98,7 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
             return undefined;
           },
         }),
-    validateArgs: (args) => {
-      // A validator that answers now fails the call here; an asynchronous one answers in `execute`,
-      // which checks the arguments again, so what it says later is let go (a rejection included).
-      andThenOrElse(andThen(schema.check(args), throwUnlessValid), letGo, letGo);
-    },
+    validateArgs,
     execute: async (args, ctx) => {
       const input = await parse(args);
       // A resumed call was approved (a denial cancels it without running the tool); one the gate let

@@ -1,6 +1,7 @@
 import type { Decision } from './decision.ts';
 import type { JsonValue } from './json.ts';
 import type { Message } from './message.ts';
+import type { ToolDescriptor } from './tool.ts';
 
 /**
  * What a protocol request asks of the runtime, decoded: the thread (and run) it names, the new
@@ -18,6 +19,11 @@ export interface InboundRun {
   /** Every answer to a tool call the request carries (tool outputs, approvals, interrupt resumes). */
   readonly decisions: readonly Decision[];
   readonly state?: JsonValue;
+  /**
+   * Tools the client runs (AG-UI `tools`): offered to the model for a run this request starts; a
+   * call to one parks the run until the client sends the call's result back (`RunRequest.clientTools`).
+   */
+  readonly clientTools?: readonly ToolDescriptor[];
   /**
    * The client's history ends with this message and asks for an answer to it: when nothing else is
    * new, the answer is generated again from there (AI SDK `regenerate-message`, an AG-UI history

@@ -140,6 +140,59 @@ export const ToolResults = {
   },
 } as const;
 
+/**
+ * A client tool's `suspension.action`: the call waits for the client that declared the tool to run
+ * it and send its result back (AG-UI `RunAgentInput.tools`, an AI SDK `tool()` without `execute`).
+ */
+export const CLIENT_TOOL_ACTION = 'client_tool';
+
+/**
+ * The call a client runs, suspended until its result comes back: the ticket's id is the call's id
+ * (what a client answers by), and the decision is the result (`use_decision_as_tool_result`).
+ */
+export function pendingClientResult(call: PendingToolCall): ToolResult & { suspension: SuspendTicket } {
+  const message = `Tool '${call.name}' runs on the client: awaiting its result`;
+  return {
+    tool_name: call.name,
+    status: 'pending',
+    data: null,
+    message,
+    suspension: {
+      suspension: { id: call.id, action: CLIENT_TOOL_ACTION, message, ...(call.arguments !== null ? { parameters: call.arguments } : {}) },
+      pending: call,
+      resume_mode: 'use_decision_as_tool_result',
+    },
+  };
+}
+
+/**
+ * The result of a call resumed in `use_decision_as_tool_result` mode: what the decision carries.
+ * `{error: "…"}` alone (an AI SDK `output-error`, an AG-UI tool message with `error`) is the call
+ * failing with that text; anything else is its output.
+ */
+export function decisionResult(toolName: string, sent: JsonValue | undefined): ToolResult {
+  if (typeof sent === 'object' && sent !== null && !Array.isArray(sent)) {
+    const error = sent['error'];
+    if (typeof error === 'string' && Object.keys(sent).length === 1) return ToolResults.error(toolName, error);
+  }
+  return ToolResults.success(toolName, sent ?? null);
+}
+
+/**
+ * How a protocol consumer sees a committed call (seed 003 `ToolDisposition`): done (`executed`,
+ * whatever its outcome), waiting for the client that runs it (`pending_client`), or waiting on the
+ * server's side — an approval, a schedule (`pending_builtin`). A projection, never where a call runs.
+ */
+export type ToolDisposition = 'executed' | 'pending_client' | 'pending_builtin';
+
+export function dispositionOf(result: {
+  readonly status: ToolStatus;
+  readonly suspension?: { readonly suspension: { readonly action: string } };
+}): ToolDisposition {
+  if (result.status !== 'pending') return 'executed';
+  return result.suspension?.suspension.action === CLIENT_TOOL_ACTION ? 'pending_client' : 'pending_builtin';
+}
+
 /** A scheduled call's `suspension.action`. */
 export const SCHEDULE_ACTION = 'schedule';
 

@@ -129,7 +129,12 @@ export class AgentRuntime {
   }
 
   #start(request: RunRequest, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {
-    const asked = { agentId: request.agentId, threadId: request.threadId, runId: request.runId };
+    const asked = {
+      agentId: request.agentId,
+      threadId: request.threadId,
+      runId: request.runId,
+      ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
+    };
     return launch(this.#launchHost, asked, sink, options, sub, async (prepared) => {
       const threadId = prepared.threadId;
       const thread = this.#store === undefined ? undefined : await this.#store.loadThread(threadId);

@@ -18,6 +18,7 @@ import {
   ToolInterceptSchema,
   withStartedAt,
 } from './loop-keys.ts';
+import { ClientToolsKey } from './client-tool.ts';
 import { ToolBatchKey } from './tool-batch.ts';
 
 /** Built-in scheduled actions (book: Scheduled Actions → 核心 Actions). */
@@ -57,6 +58,7 @@ export const loopStatePlugin: Plugin = preRegistered({
     r.registerKey(StopStats);
     r.registerKey(StopDecisionKey);
     r.registerKey(ToolBatchKey, { scope: 'thread' });
+    r.registerKey(ClientToolsKey);
   },
 });
 

@@ -7,6 +7,9 @@ import type { CircuitBreaker } from './circuit-breaker.ts';
 import type { Env } from './env.ts';
 import type { EventSink } from './event-sink.ts';
 import type { LocalDelegation } from './local-delegation.ts';
+import type { ToolDescriptor } from '../contract/tool.ts';
+import { StateCommand } from '../core/state/state-command.ts';
+import { clientClashMessage, clientToolClash, ClientToolsKey, withClientTools } from './client-tool.ts';
 import { AgentOverlayKey } from './loop-keys.ts';
 import { PhaseRuntime } from './phase-runtime.ts';
 import { describeResolveError, resolveAgent, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
@@ -51,6 +54,8 @@ export interface Asked {
   readonly agentId: string | undefined;
   readonly threadId: string | undefined;
   readonly runId: string | undefined;
+  /** The tools the client declared for a run it starts (a revived run has them in its state: `ClientToolsKey`). */
+  readonly clientTools?: readonly ToolDescriptor[];
 }
 
 /**
@@ -81,6 +86,8 @@ export async function launch(
     if (resolved.error.code === 'agent_not_found') return err({ code: 'agent_not_found', agentId });
     return err({ code: 'resolve_failed', message: describeResolveError(resolved.error) });
   }
+  const clash = clientToolClash(resolved.value.tools, asked.clientTools ?? []);
+  if (clash !== undefined) return err({ code: 'resolve_failed', message: clientClashMessage(clash.id, agentId) });
   const threadId = asked.threadId ?? env.ids.next('thread');
   if (host.active.has(threadId)) return err({ code: 'thread_already_running', threadId });
   const runId = asked.runId ?? env.ids.next('run');
@@ -99,16 +106,24 @@ export async function launch(
   const phase = PhaseRuntime.forRun(resolved.value.executionEnv);
   if (!phase.ok) return err({ code: 'state', error: phase.error });
 
+  const client = asked.clientTools ?? [];
+  if (client.length > 0) {
+    const failure = phase.value.store.tryCommit(StateCommand.empty().update(ClientToolsKey, client));
+    if (failure !== undefined) return err({ code: 'state', error: failure });
+  }
+
   const controls = new RunControls(threadId, runId);
   const channel = controls.channel;
   const prepared = await prepare({
     threadId,
     state: phase.value.store,
-    loop: (fields) =>
-      (controls.loop = new RunLoop({
+    loop: (fields) => {
+      // The client's tools, as the run keeps them: declared by this start, or restored with a revived run's state.
+      const offered = phase.value.store.snapshot().get(ClientToolsKey) ?? [];
+      return (controls.loop = new RunLoop({
         env,
         ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
-        resolved: resolved.value,
+        resolved: withClientTools(resolved.value, offered),
         phase: phase.value,
         sink: watched,
         ...(tap !== undefined ? { tap } : {}),
@@ -135,14 +150,17 @@ export async function launch(
           if (target.overlay === undefined) {
             // A registered agent, resolved whole: its prompt, model, tools and plugins.
             const other = resolveAgent(registries, target.name, deps);
-            return other.ok ? handoffKept(other.value, base) : other;
+            return other.ok ? handoffKept(withClientTools(other.value, offered), base) : other;
           }
           const spec = applyOverlay(base.spec, target.overlay);
           const overlaid = resolveAgent({ ...registries, agents: new Map([...registries.agents, [spec.id, spec]]) }, spec.id, deps);
           // An overlay changes prompt, model and tools; the plugins stay the run's.
-          return overlaid.ok ? ok({ ...overlaid.value, plugins: base.plugins, activePlugins: base.activePlugins, executionEnv: base.executionEnv }) : overlaid;
+          return overlaid.ok
+            ? ok({ ...withClientTools(overlaid.value, offered), plugins: base.plugins, activePlugins: base.activePlugins, executionEnv: base.executionEnv })
+            : overlaid;
         },
-      })),
+      }));
+    },
   });
   if (!prepared.ok) return prepared;
   if (host.active.has(threadId)) return err({ code: 'thread_already_running', threadId });

@@ -1,3 +1,4 @@
+import type { ToolDescriptor } from '../contract/tool.ts';
 import type { CheckpointFence } from './thread-run-store.ts';
 import type { Decision } from '../contract/decision.ts';
 import type { RuntimeError } from '../contract/errors.ts';
@@ -25,6 +26,12 @@ export interface RunRequest {
   readonly rewindTo?: string;
   /** The run's id when the caller chose it (a server takes the thread's lease for it first); else a new one. */
   readonly runId?: string;
+  /**
+   * Tools the client runs (AG-UI `RunAgentInput.tools`): offered to the model after the agent's own;
+   * a call to one parks the run until the client sends its result (`clientTool`). A name one of the
+   * agent's tools has is refused (`resolve_failed`).
+   */
+  readonly clientTools?: readonly ToolDescriptor[];
 }
 
 /** Which run `AgentRuntime.revive` takes up from the store. */

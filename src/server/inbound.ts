@@ -128,6 +128,7 @@ export async function acceptInbound(
         messages: plan.messages,
         discardPause: plan.discardPause,
         ...(plan.rewindTo !== undefined ? { rewindTo: plan.rewindTo } : {}),
+        ...(inbound.clientTools !== undefined ? { clientTools: inbound.clientTools } : {}),
       });
       if (!started.ok) return started;
       return { ok: true, value: { runId: started.value.runId, since: started.value.fromSeq } };

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { AgentEvent } from '../contract/event.ts';
 import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
+import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import type { WireError } from '../contract/wire.ts';
 import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
 import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
@@ -17,6 +18,7 @@ import {
 } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../contract/inbound.ts';
+import { clientToolClash } from '../runtime/client-tool.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
@@ -113,12 +115,18 @@ async function storedMessages(parts: ServerParts, threadId: string): Promise<rea
 /**
  * Stored messages as AI SDK `UIMessage`s: text parts of user and assistant messages, each tool call
  * as the part the stream made of it (`tool-<name>`), with its output when the thread holds one, and
- * an approval request when the thread waits on it (a preliminary output for a scheduled call) — so a chat reloaded from here renders and answers
+ * an approval request when the thread waits on it (a preliminary output for a scheduled call, the bare
+ * input for a call the client runs) — so a chat reloaded from here renders and answers
  * as a live one.
  */
 function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCall[]): unknown[] {
   const results = new Map(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, messageText(m)] as const));
-  const asked = new Map(waiting.filter((w) => w.schedule === undefined).map((w) => [w.callId, w.suspension?.id ?? w.callId] as const));
+  // A call left to the client asks nothing either: it shows as a call whose input is in, for the client to run.
+  const asked = new Map(
+    waiting
+      .filter((w) => w.schedule === undefined && w.suspension?.action !== CLIENT_TOOL_ACTION)
+      .map((w) => [w.callId, w.suspension?.id ?? w.callId] as const),
+  );
   // A scheduled call asks nothing: it shows as the stream showed it, a preliminary output saying when it goes on.
   const scheduled = new Map(
     waiting.flatMap((w) => (w.schedule !== undefined ? [[w.callId, scheduledOutput(w.suspension?.message, w.schedule)] as const] : [])),
@@ -166,6 +174,13 @@ function toAgUiMessages(messages: readonly Message[]): unknown[] {
       : {}),
     ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
   }));
+}
+
+/** The tools of the agent a request runs (the first agent when it names none); none when it does not resolve (its start says why). */
+function agentTools(parts: ServerParts, agentId: string | undefined): ReadonlyMap<string, unknown> {
+  const id = agentId ?? parts.runtime.agentIds()[0];
+  const resolved = id === undefined ? undefined : parts.runtime.resolve(id);
+  return resolved?.ok === true ? resolved.value.tools : new Map();
 }
 
 /** One run's frames in a protocol's encoding, from `since` to its terminal frame. */
@@ -223,6 +238,12 @@ async function serve<S>(
   if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
   if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId))
     throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
+
+  const clash = clientToolClash(agentTools(parts, inbound.agentId), inbound.clientTools ?? []);
+  if (clash !== undefined) {
+    const field = `tools[${clash.index}].name`;
+    throw new HttpError(400, 'invalid_request', `${field}: '${clash.id}' is a tool of the agent: a client tool may not take a server tool's name`, field);
+  }
 
   // The history the client sends back is history (planInbound): decisions only for calls the thread
   // waits on, messages only those it does not hold.

@@ -6,7 +6,15 @@ import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { ToolCallStatus } from '../../contract/lifecycle.ts';
 import type { ToolCall } from '../../contract/message.ts';
-import { outcomeOf, ToolResults, type SuspendTicket, type ToolCallResume, type ToolCallResumeMode, type ToolResult } from '../../contract/tool.ts';
+import {
+  decisionResult,
+  outcomeOf,
+  ToolResults,
+  type SuspendTicket,
+  type ToolCallResume,
+  type ToolCallResumeMode,
+  type ToolResult,
+} from '../../contract/tool.ts';
 import type { MergeStrategy } from '../state/state-key.ts';
 import { mergeParallelCommands, type StateCommand } from '../state/state-command.ts';
 import { unreachable } from '../../contract/never.ts';
@@ -447,7 +455,7 @@ function resuming(state: BatchState, stage: Extract<BatchStage, { at: 'resuming'
   const call = state.calls[stage.index] as BatchCall;
   const decision = stage.decisions.get(call.call.id) as ToolCallResume;
   if (call.resumeMode === 'use_decision_as_tool_result')
-    return settleResumed(state, stage, { result: ToolResults.success(call.call.name, decision.result ?? null), command: undefined });
+    return settleResumed(state, stage, { result: decisionResult(call.call.name, decision.result), command: undefined });
   const args = call.resumeMode === 'pass_decision_to_tool' ? (decision.result ?? call.call.arguments) : call.call.arguments;
   const calls = state.calls.slice();
   const running = withStatus(call, 'running');

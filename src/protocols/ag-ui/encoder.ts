@@ -3,7 +3,7 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { MessageSchema } from '../../contract/message.ts';
-import type { ToolResult } from '../../contract/tool.ts';
+import { dispositionOf, type ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
@@ -58,6 +58,11 @@ export interface AgUiState {
   readonly streamed: Readonly<Record<string, string>>;
   /** Suspended tool calls not yet settled, in order: the `interrupt` outcome lists them. */
   readonly interrupts: readonly AgUiInterrupt[];
+  /**
+   * Calls left to the client (`pending_client`) on this stream: not interrupts — the client runs
+   * them once the run has finished and sends their results with its next run.
+   */
+  readonly clientCalls: number;
   readonly usage: readonly JsonValue[];
   readonly started: boolean;
   readonly finished: boolean;
@@ -79,6 +84,7 @@ export const initialAgUiState = (): AgUiState => ({
   toolCalls: {},
   streamed: {},
   interrupts: [],
+  clientCalls: 0,
   usage: [],
   started: false,
   finished: false,
@@ -388,6 +394,12 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
     case 'tool_call_done': {
       s = closeMessages(s, out);
       const r = event.result;
+      if (event.outcome === 'suspended' && dispositionOf(r) === 'pending_client') {
+        // The client runs it after RUN_FINISHED (its own tool, announced by TOOL_CALL_START…END): no result, no interrupt.
+        s = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
+        s = { ...s, clientCalls: s.clientCalls + 1 };
+        break;
+      }
       if (event.outcome === 'suspended') {
         const rest = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
         s = { ...rest, interrupts: [...rest.interrupts, interruptOf(event.id, r)] };
@@ -455,6 +467,7 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       const t = event.termination;
       if (t.type === 'error') out.push(runError(s, t.value, undefined));
       else if (t.type === 'cancelled') out.push(runFinished(s, { type: 'cancelled' }, event.result));
+      else if (t.type === 'suspended' && s.interrupts.length === 0 && s.clientCalls > 0) out.push(runFinished(s, { type: 'success' }, event.result));
       else if (t.type === 'suspended') {
         // The outcome needs at least one interrupt; a suspension without a ticket is the run's own.
         const interrupts = s.interrupts.length > 0 ? [...s.interrupts] : [{ id: event.run_id, reason: 'suspended' }];

@@ -5,10 +5,11 @@ import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
 import type { InboundRun } from '../../contract/inbound.ts';
 import { decisionFor, type Decision } from '../../contract/decision.ts';
+import type { ToolDescriptor } from '../../contract/tool.ts';
 
 /**
- * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked, the rest
- * (tools, context, forwarded props, message fields it does not read) may be anything.
+ * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked (a tool needs
+ * a name), the rest (context, forwarded props, message fields it does not read) may be anything.
  */
 const InputContentSchema = z.union([
   z.string(),
@@ -35,11 +36,19 @@ export const RunAgentInputSchema = z.looseObject({
   parentRunId: z.string().optional(),
   state: z.unknown().optional(),
   messages: z.array(InputMessageSchema),
-  tools: z.array(z.unknown()).optional(),
+  tools: z.array(z.looseObject({ name: z.string().min(1), description: z.string().optional(), parameters: z.unknown().optional() })).optional(),
   context: z.array(z.unknown()).optional(),
   forwardedProps: z.unknown().optional(),
   resume: z.array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() })).optional(),
 });
+
+/** What a tool without `parameters` takes: an object of anything. */
+const EMPTY_PARAMETERS: JsonValue = { type: 'object', properties: {} };
+
+const json = (v: unknown): JsonValue | null => {
+  const r = JsonValueSchema.safeParse(v ?? null);
+  return r.success ? r.data : null;
+};
 
 function blocks(content: z.infer<typeof InputContentSchema>): ContentBlock[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
@@ -80,7 +89,8 @@ function toolResult(content: unknown): JsonValue {
  * `approved: false`, cancels the call; otherwise it resumes with the payload as its result), and each
  * `tool` message for its call (its content, JSON when it parses, or `{error}`). A history ending with
  * a user message asks for the answer to it; `forwardedProps.discardPause: true` starts a new turn on a
- * thread waiting for a decision. `now` stamps the decisions (the server passes its clock).
+ * thread waiting for a decision. `tools` are the client's own (`clientTools`: offered to the model,
+ * run by the client, their results sent back as `tool` messages). `now` stamps the decisions (the server passes its clock).
  */
 export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, WireError> {
   const parsed = RunAgentInputSchema.safeParse(body);
@@ -114,6 +124,9 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     });
   });
   const state = input.state === undefined ? undefined : JsonValueSchema.safeParse(input.state);
+  const clientTools = (input.tools ?? []).map(
+    (t): ToolDescriptor => ({ id: t.name, name: t.name, description: t.description ?? '', parameters: json(t.parameters) ?? EMPTY_PARAMETERS }),
+  );
   const last = input.messages.at(-1);
   const props = input.forwardedProps;
   const discardPause = typeof props === 'object' && props !== null && (props as Record<string, unknown>)['discardPause'] === true;
@@ -122,6 +135,7 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     runId: input.runId,
     messages,
     decisions: [...fromTools, ...fromResume],
+    ...(clientTools.length > 0 ? { clientTools } : {}),
     ...(state?.success === true && state.data !== null ? { state: state.data } : {}),
     ...(last?.role === 'user' ? { regenerateFrom: last.id } : {}),
     ...(discardPause ? { discardPause: true } : {}),

@@ -1,7 +1,7 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import { scheduleOf, type Schedule, type ToolResult } from '../../contract/tool.ts';
+import { dispositionOf, scheduleOf, type Schedule, type ToolResult } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 
@@ -213,6 +213,9 @@ export function transcodeAiSdk(state: AiSdkState, event: AgentEvent): [AiSdkStat
       if (schedule !== undefined) {
         // A scheduled call asks the client nothing: it shows as waiting, and why, until the server wakes it.
         out.push({ type: 'tool-output-available', toolCallId: event.id, output: scheduledOutput(r.message, schedule), preliminary: true });
+      } else if (event.outcome === 'suspended' && dispositionOf(r) === 'pending_client') {
+        // The client's own tool: `tool-input-available` was the call, `onToolCall` runs it and
+        // `addToolOutput` sends its output back with the next request.
       } else if (event.outcome === 'suspended') {
         const id = r.suspension?.suspension.id;
         out.push({ type: 'tool-approval-request', approvalId: id !== undefined && id.trim() !== '' ? id : event.id, toolCallId: event.id });

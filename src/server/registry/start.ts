@@ -108,6 +108,7 @@ export class RunStart {
           ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
           messages: request.messages,
           ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
+          ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
         },
         sink,
         runOptions,

@@ -1,3 +1,4 @@
+import type { ToolDescriptor } from '../../contract/tool.ts';
 import type { RunRecovery } from '../../contract/agent-spec.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { Message } from '../../contract/message.ts';
@@ -115,6 +116,8 @@ export interface StartRequest {
   readonly discardPause?: boolean;
   /** Answer again from this stored message (`RunRequest.rewindTo`). */
   readonly rewindTo?: string;
+  /** Tools the client runs (`RunRequest.clientTools`). */
+  readonly clientTools?: readonly ToolDescriptor[];
 }
 
 export interface StartedRun {

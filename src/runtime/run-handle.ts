@@ -1,3 +1,4 @@
+import type { JsonValue } from '../contract/json.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 import type { CheckpointFence } from './thread-run-store.ts';
 import type { Decision } from '../contract/decision.ts';
@@ -32,6 +33,20 @@ export interface RunRequest {
    * agent's tools has is refused (`resolve_failed`).
    */
   readonly clientTools?: readonly ToolDescriptor[];
+  /**
+   * The client's state (AG-UI `state`): the run's initial value of each key it names, set over the
+   * thread's state. Only keys the agent declares client-writable (`AgentSpec.client_state`) are set;
+   * a server refuses a request that writes any other (`clientStateProblem`).
+   */
+  readonly clientState?: { readonly [key: string]: JsonValue };
+  /** What the client says of its page (AG-UI `context`): offered to the model with each inference of the run. */
+  readonly clientContext?: readonly ClientContext[];
+}
+
+/** One entry of a client's context (AG-UI `Context`). */
+export interface ClientContext {
+  readonly description: string;
+  readonly value: string;
 }
 
 /** Which run `AgentRuntime.revive` takes up from the store. */

@@ -100,6 +100,11 @@ export class RunStart {
     }
     const agentId = request.agentId ?? runtime.agentIds()[0] ?? '';
     const runOptions = this.#host.runOptions(agentId);
+    const client = {
+      ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
+      ...(request.clientState !== undefined ? { clientState: request.clientState } : {}),
+      ...(request.clientContext !== undefined ? { clientContext: request.clientContext } : {}),
+    };
     const start: RunStarter = (sink) =>
       runtime.start(
         {
@@ -108,7 +113,7 @@ export class RunStart {
           ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
           messages: request.messages,
           ...(request.rewindTo !== undefined ? { rewindTo: request.rewindTo } : {}),
-          ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
+          ...client,
         },
         sink,
         runOptions,
@@ -117,7 +122,11 @@ export class RunStart {
     const launched = await this.#host.launcher.launch(request.threadId, runId, agentId, owner, request.messages, 'running', (sink) =>
       observer === undefined
         ? start(sink)
-        : observer.observe({ threadId: request.threadId, runId, agentId, messages: request.messages, ...(owner !== undefined ? { owner } : {}) }, start, sink),
+        : observer.observe(
+            { threadId: request.threadId, runId, agentId, messages: request.messages, ...client, ...(owner !== undefined ? { owner } : {}) },
+            start,
+            sink,
+          ),
     );
     if (!launched.ok) return launched;
     const { run, done } = launched.value;

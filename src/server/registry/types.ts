@@ -1,3 +1,5 @@
+import type { JsonValue } from '../../contract/json.ts';
+import type { ClientContext } from '../../runtime/run-handle.ts';
 import type { ToolDescriptor } from '../../contract/tool.ts';
 import type { RunRecovery } from '../../contract/agent-spec.ts';
 import type { AgentEvent } from '../../contract/event.ts';
@@ -73,6 +75,10 @@ export interface RunObserver {
       readonly agentId: string;
       readonly messages: readonly Message[];
       readonly owner?: string;
+      /** What the client brought besides messages (`StartRequest`): a recorder keeps it, a replay gives it back. */
+      readonly clientTools?: readonly ToolDescriptor[];
+      readonly clientState?: { readonly [key: string]: JsonValue };
+      readonly clientContext?: readonly ClientContext[];
       readonly resumed?: boolean;
       /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it and it goes on at once). */
       readonly recovered?: boolean;
@@ -116,8 +122,10 @@ export interface StartRequest {
   readonly discardPause?: boolean;
   /** Answer again from this stored message (`RunRequest.rewindTo`). */
   readonly rewindTo?: string;
-  /** Tools the client runs (`RunRequest.clientTools`). */
+  /** Tools the client runs, its state and its context (`RunRequest.clientTools`, `clientState`, `clientContext`). */
   readonly clientTools?: readonly ToolDescriptor[];
+  readonly clientState?: { readonly [key: string]: JsonValue };
+  readonly clientContext?: readonly ClientContext[];
 }
 
 export interface StartedRun {

@@ -1,3 +1,4 @@
+import type { AgentSpecInput } from '../../src/contract/agent-spec.ts';
 import { z } from 'zod';
 import { ToolResults, type Schedule, type ToolCallResume } from '../../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
@@ -59,6 +60,8 @@ export function testServer(
     readonly registry?: RegistryOptions;
     readonly http?: HttpOptions;
     readonly tools?: readonly ReturnType<typeof defineTool>[];
+    /** Fields of the one agent (`agent`) beside its id, model and prompt. */
+    readonly spec?: Partial<AgentSpecInput>;
     readonly env?: Env;
     /** Whether the scripted model keeps every request in `llm.requests` (default true; false where memory is measured). */
     readonly recordRequests?: boolean;
@@ -71,7 +74,7 @@ export function testServer(
     .withProvider('scripted', llm)
     .withModel('m', { provider: 'scripted', model_name: 'scripted-model' })
     .withThreadRunStore(store)
-    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'be brief' });
+    .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'be brief', ...options.spec });
   for (const t of options.tools ?? [echoTool, approvalTool]) builder.withTool(t);
   const built = builder.build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));

@@ -72,6 +72,13 @@ export const AgentSpecSchema = z.object({
   stop_conditions: z.array(StopConditionSpecSchema).optional(),
   /** What the next start does with a run of this agent its process left running; unset: what the server says. */
   recovery: RunRecoverySchema.optional(),
+  /**
+   * The state keys this agent shares with its clients (AG-UI `state`, CopilotKit's shared state):
+   * the only keys a client is shown and the only ones it may set. Each is a thread-scoped JSON key.
+   */
+  client_state: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, 'a client state key is letters, digits, `_` and `-`, not starting with a digit or `-`'))
+    .optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

@@ -18,12 +18,15 @@ export interface InboundRun {
   readonly messages: readonly { readonly id?: string; readonly message: Message }[];
   /** Every answer to a tool call the request carries (tool outputs, approvals, interrupt resumes). */
   readonly decisions: readonly Decision[];
+  /** The client's state (its shared keys' values: `AgentSpec.client_state`), set as a run this request starts begins. */
   readonly state?: JsonValue;
   /**
    * Tools the client runs (AG-UI `tools`): offered to the model for a run this request starts; a
    * call to one parks the run until the client sends the call's result back (`RunRequest.clientTools`).
    */
   readonly clientTools?: readonly ToolDescriptor[];
+  /** What the client says of its page (AG-UI `context`): offered to the model in a run this request starts. */
+  readonly clientContext?: readonly { readonly description: string; readonly value: string }[];
   /**
    * The client's history ends with this message and asks for an answer to it: when nothing else is
    * new, the answer is generated again from there (AI SDK `regenerate-message`, an AG-UI history

@@ -16,6 +16,7 @@ import type { LlmExecutor } from './llm.ts';
 import { describeResolveError, resolveAgent, type ModelEntry, type Registries, type ResolvedAgent, type RuntimePlugin } from './resolve.ts';
 import type { ThreadRunStore } from './thread-run-store.ts';
 import type { Tool } from './tool.ts';
+import { clientStateProblem } from './client-state.ts';
 import { launch, type ActiveRun, type LaunchHost } from './launch.ts';
 import { LocalDelegation, type DelegationOptions } from './local-delegation.ts';
 import type { ReviveRequest, RunHandle, RunOptions, RunRequest, SubRun } from './run-handle.ts';
@@ -134,6 +135,7 @@ export class AgentRuntime {
       threadId: request.threadId,
       runId: request.runId,
       ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
+      ...(request.clientContext !== undefined ? { clientContext: request.clientContext } : {}),
     };
     return launch(this.#launchHost, asked, sink, options, sub, async (prepared) => {
       const threadId = prepared.threadId;
@@ -141,6 +143,13 @@ export class AgentRuntime {
       if (thread?.threadState !== undefined) {
         const restored = prepared.state.restoreThreadScoped(thread.threadState, 'skip');
         if (!restored.ok) return err({ code: 'state', error: restored.error });
+      }
+      // The client's state is set over the thread's: its keys' values as the run starts.
+      if (request.clientState !== undefined && Object.keys(request.clientState).length > 0) {
+        const problem = clientStateProblem(prepared.agent, request.clientState);
+        if (problem !== undefined) return err({ code: 'resolve_failed', message: problem.message });
+        const seeded = prepared.state.applySeed({ revision: 0, extensions: request.clientState }, 'error');
+        if (!seeded.ok) return err({ code: 'state', error: seeded.error });
       }
       const stored = thread?.messages ?? [];
       const rewound = request.rewindTo === undefined ? -1 : stored.findIndex((m) => m.id === request.rewindTo);

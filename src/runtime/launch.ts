@@ -9,6 +9,9 @@ import type { EventSink } from './event-sink.ts';
 import type { LocalDelegation } from './local-delegation.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 import { StateCommand } from '../core/state/state-command.ts';
+import { clientContextCommand } from './client-state.ts';
+import type { ClientContext } from './run-handle.ts';
+import type { AgentSpec } from '../contract/agent-spec.ts';
 import { clientClashMessage, clientToolClash, ClientToolsKey, withClientTools } from './client-tool.ts';
 import { AgentOverlayKey } from './loop-keys.ts';
 import { PhaseRuntime } from './phase-runtime.ts';
@@ -42,6 +45,8 @@ export interface LaunchHost {
 /** What a launch lends the caller that sets the run up: its thread, its state, and how to make its loop. */
 export interface Prepared {
   readonly threadId: string;
+  /** The agent the run runs (its spec as resolved). */
+  readonly agent: AgentSpec;
   readonly state: StateStore;
   readonly loop: (fields: Pick<RunParams, 'history' | 'storedCount' | 'input' | 'overrides'>) => RunLoop;
 }
@@ -56,6 +61,8 @@ export interface Asked {
   readonly runId: string | undefined;
   /** The tools the client declared for a run it starts (a revived run has them in its state: `ClientToolsKey`). */
   readonly clientTools?: readonly ToolDescriptor[];
+  /** The client's context for a run it starts (kept in the run's state, as a context message). */
+  readonly clientContext?: readonly ClientContext[];
 }
 
 /**
@@ -107,8 +114,11 @@ export async function launch(
   if (!phase.ok) return err({ code: 'state', error: phase.error });
 
   const client = asked.clientTools ?? [];
-  if (client.length > 0) {
-    const failure = phase.value.store.tryCommit(StateCommand.empty().update(ClientToolsKey, client));
+  const context = asked.clientContext ?? [];
+  if (client.length > 0 || context.length > 0) {
+    const command = context.length > 0 ? clientContextCommand(context) : StateCommand.empty();
+    if (client.length > 0) command.update(ClientToolsKey, client);
+    const failure = phase.value.store.tryCommit(command);
     if (failure !== undefined) return err({ code: 'state', error: failure });
   }
 
@@ -116,6 +126,7 @@ export async function launch(
   const channel = controls.channel;
   const prepared = await prepare({
     threadId,
+    agent: resolved.value.spec,
     state: phase.value.store,
     loop: (fields) => {
       // The client's tools, as the run keeps them: declared by this start, or restored with a revived run's state.

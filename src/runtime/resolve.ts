@@ -22,6 +22,7 @@ import { RetryConfigKey, retryingExecutor, type InferenceObserver, type ModelTar
 import type { Tool } from './tool.ts';
 import { DelegationConfigKey, delegateTool, type DelegationHost } from './delegation.ts';
 import { displayDescription } from '../contract/agent-spec.ts';
+import { clientStatePlugin } from './client-state.ts';
 import { byteHeuristicTokenizer, effectivePolicy, type Tokenizer } from '../core/context/index.ts';
 import { toolIdMatch } from '../core/pattern/tool-id.ts';
 import {
@@ -184,6 +185,8 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const stop = stopConditionOf(spec, registries.stopPolicies);
   const stopPolicies = stop.policies;
   const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stop.plugin];
+  // The keys the agent shares with its clients, registered for it (a plugin registering one too is a conflict).
+  if (spec.client_state !== undefined && spec.client_state.length > 0) defaults.push(clientStatePlugin(spec.client_state));
   // ContextTransformPlugin and CompactionPlugin join only when the agent sets a context policy.
   let context: ResolvedContext | undefined;
   const warnings: string[] = [];

@@ -1,3 +1,4 @@
+import type { JsonValue } from '../contract/json.ts';
 import type { Message } from '../contract/message.ts';
 import type { InboundRun } from '../contract/inbound.ts';
 import type { Decision } from '../contract/decision.ts';
@@ -129,6 +130,8 @@ export async function acceptInbound(
         discardPause: plan.discardPause,
         ...(plan.rewindTo !== undefined ? { rewindTo: plan.rewindTo } : {}),
         ...(inbound.clientTools !== undefined ? { clientTools: inbound.clientTools } : {}),
+        ...(inbound.clientContext !== undefined ? { clientContext: inbound.clientContext } : {}),
+        ...(isObject(inbound.state) && Object.keys(inbound.state).length > 0 ? { clientState: inbound.state } : {}),
       });
       if (!started.ok) return started;
       return { ok: true, value: { runId: started.value.runId, since: started.value.fromSeq } };
@@ -137,3 +140,5 @@ export async function acceptInbound(
       return unreachable(plan);
   }
 }
+
+const isObject = (v: JsonValue | undefined): v is { readonly [key: string]: JsonValue } => typeof v === 'object' && v !== null && !Array.isArray(v);

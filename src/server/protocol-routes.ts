@@ -18,7 +18,9 @@ import {
 } from '../protocols/ai-sdk-v6/encoder.ts';
 import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../contract/inbound.ts';
+import { clientStateProblem } from '../runtime/client-state.ts';
 import { clientToolClash } from '../runtime/client-tool.ts';
+import type { ResolvedAgent } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
@@ -28,6 +30,8 @@ import type { LogItem, WaitingCall } from './run-registry.ts';
 /** What a stream's encoder starts from: the run the client chose an id for, the calls it holds. */
 interface StreamContext {
   readonly clientRunId?: string;
+  /** The state keys the client is shown: its agent's `client_state`. */
+  readonly shared?: readonly string[];
   readonly resumed?: AcceptedInbound['resumed'];
 }
 
@@ -54,7 +58,11 @@ const aiSdk: Protocol<AiSdkState> = {
 const agUi: Protocol<AgUiState> = {
   decode: decodeAgUiInput,
   initial: (c) =>
-    requestAgUiState({ ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}), ...(c.resumed !== undefined ? { resumed: c.resumed } : {}) }),
+    requestAgUiState({
+      ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}),
+      ...(c.shared !== undefined ? { shared: c.shared } : {}),
+      ...(c.resumed !== undefined ? { resumed: c.resumed } : {}),
+    }),
   step: (s, e) => {
     const [next, events] = transcodeAgUi(s, e);
     return [next, frameAgUi(events)];
@@ -176,11 +184,11 @@ function toAgUiMessages(messages: readonly Message[]): unknown[] {
   }));
 }
 
-/** The tools of the agent a request runs (the first agent when it names none); none when it does not resolve (its start says why). */
-function agentTools(parts: ServerParts, agentId: string | undefined): ReadonlyMap<string, unknown> {
+/** The agent a request runs (the first agent when it names none), resolved; undefined when it does not resolve (its start says why). */
+function agentOf(parts: ServerParts, agentId: string | undefined): ResolvedAgent | undefined {
   const id = agentId ?? parts.runtime.agentIds()[0];
   const resolved = id === undefined ? undefined : parts.runtime.resolve(id);
-  return resolved?.ok === true ? resolved.value.tools : new Map();
+  return resolved?.ok === true ? resolved.value : undefined;
 }
 
 /** One run's frames in a protocol's encoding, from `since` to its terminal frame. */
@@ -239,7 +247,10 @@ async function serve<S>(
   if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId))
     throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
 
-  const clash = clientToolClash(agentTools(parts, inbound.agentId), inbound.clientTools ?? []);
+  const agent = agentOf(parts, inbound.agentId);
+  const problem = agent === undefined || inbound.state === undefined ? undefined : clientStateProblem(agent.spec, inbound.state);
+  if (problem !== undefined) throw new HttpError(400, 'invalid_request', problem.message, problem.field);
+  const clash = clientToolClash(agent?.tools ?? new Map(), inbound.clientTools ?? []);
   if (clash !== undefined) {
     const field = `tools[${clash.index}].name`;
     throw new HttpError(400, 'invalid_request', `${field}: '${clash.id}' is a tool of the agent: a client tool may not take a server tool's name`, field);
@@ -254,6 +265,7 @@ async function serve<S>(
   const { runId, since, resumed } = accepted.value;
   return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, {
     ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}),
+    shared: agent?.spec.client_state ?? [],
     ...(resumed !== undefined ? { resumed } : {}),
   });
 }

@@ -40,6 +40,11 @@ export interface AgUiState {
    * them), `document` for any other snapshot (sent whole, deltas as they are).
    */
   readonly stateRoot: 'extensions' | 'document';
+  /**
+   * The state keys the client is shown, when a server answers it: its agent's `client_state` (none
+   * when it declares none). Undefined: every key (an encoder outside a server: the judge, a replay).
+   */
+  readonly shared: readonly string[] | undefined;
   /** Id of the current assistant message: the run id, replaced by each non-empty `step_start.message_id`. */
   readonly messageId: string;
   /** Name of the open step, if any. */
@@ -73,6 +78,7 @@ export const initialAgUiState = (): AgUiState => ({
   runId: '',
   clientRunId: undefined,
   stateRoot: 'extensions',
+  shared: undefined,
   messageId: '',
   step: undefined,
   stepCounter: 0,
@@ -97,6 +103,8 @@ export const initialAgUiState = (): AgUiState => ({
  */
 export function requestAgUiState(options: {
   readonly clientRunId?: string;
+  /** The state keys the client is shown (`AgUiState.shared`). */
+  readonly shared?: readonly string[];
   readonly resumed?: { readonly runId: string; readonly calls: readonly { readonly callId: string; readonly name: string; readonly arguments: JsonValue }[] };
 }): AgUiState {
   const base = initialAgUiState();
@@ -104,6 +112,7 @@ export function requestAgUiState(options: {
   return {
     ...base,
     ...(options.clientRunId !== undefined ? { clientRunId: options.clientRunId } : {}),
+    ...(options.shared !== undefined ? { shared: options.shared } : {}),
     ...(resumed !== undefined
       ? {
           runId: resumed.runId,
@@ -141,6 +150,32 @@ function rebaseDelta(delta: readonly JsonValue[]): JsonValue[] {
     const from = typeof op['from'] === 'string' ? onExtensions(op['from']) : null;
     if (from === undefined) continue;
     out.push({ ...op, path, ...(from !== null ? { from } : {}) });
+  }
+  return out;
+}
+
+/** The keys of `state` the client is shown (all of them without a list). */
+function sharedOf(state: { readonly [k: string]: JsonValue }, shared: readonly string[] | undefined): { readonly [k: string]: JsonValue } {
+  if (shared === undefined) return state;
+  const out: { [k: string]: JsonValue } = {};
+  for (const key of shared) if (Object.hasOwn(state, key)) out[key] = state[key] as JsonValue;
+  return out;
+}
+
+/** The operations of a delta (on the client's root) that touch only keys the client is shown. */
+function sharedDelta(delta: readonly JsonValue[], shared: readonly string[] | undefined): JsonValue[] {
+  if (shared === undefined) return [...delta];
+  const keyOf = (pointer: string): string => (pointer.split('/')[1] ?? '').replaceAll('~1', '/').replaceAll('~0', '~');
+  const out: JsonValue[] = [];
+  for (const op of delta) {
+    if (!isObject(op) || typeof op['path'] !== 'string') continue;
+    if (op['path'] === '') {
+      if (isObject(op['value'])) out.push({ ...op, value: sharedOf(op['value'], shared) });
+      continue;
+    }
+    const from = op['from'];
+    if (!shared.includes(keyOf(op['path'])) || (typeof from === 'string' && !shared.includes(keyOf(from)))) continue;
+    out.push(op);
   }
   return out;
 }
@@ -291,6 +326,7 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
         runId: event.run_id,
         clientRunId: s.clientRunId,
         stateRoot: s.stateRoot,
+        shared: s.shared,
         messageId: event.run_id,
         stepCounter: s.stepCounter,
         // A resumed run on the same stream: the client still knows its tool calls.
@@ -452,13 +488,14 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       break;
     case 'state_snapshot': {
       // One root for the snapshot and every delta after it (the client patches what it was sent).
-      const doc = isStateDocument(event.snapshot);
+      const snapshot = event.snapshot;
+      const doc = isStateDocument(snapshot);
       s = { ...s, stateRoot: doc ? 'extensions' : 'document' };
-      out.push({ type: 'STATE_SNAPSHOT', snapshot: doc ? (event.snapshot as { extensions: JsonValue }).extensions : event.snapshot });
+      out.push({ type: 'STATE_SNAPSHOT', snapshot: doc ? sharedOf(snapshot.extensions, s.shared) : snapshot });
       break;
     }
     case 'state_delta': {
-      const delta = s.stateRoot === 'extensions' ? rebaseDelta(event.delta) : event.delta;
+      const delta = s.stateRoot === 'extensions' ? sharedDelta(rebaseDelta(event.delta), s.shared) : event.delta;
       if (delta.length > 0) out.push({ type: 'STATE_DELTA', delta });
       break;
     }

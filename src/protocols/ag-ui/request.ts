@@ -9,7 +9,7 @@ import type { ToolDescriptor } from '../../contract/tool.ts';
 
 /**
  * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked (a tool needs
- * a name), the rest (context, forwarded props, message fields it does not read) may be anything.
+ * a name, a context entry its description and value), the rest (forwarded props, message fields it does not read) may be anything.
  */
 const InputContentSchema = z.union([
   z.string(),
@@ -37,7 +37,7 @@ export const RunAgentInputSchema = z.looseObject({
   state: z.unknown().optional(),
   messages: z.array(InputMessageSchema),
   tools: z.array(z.looseObject({ name: z.string().min(1), description: z.string().optional(), parameters: z.unknown().optional() })).optional(),
-  context: z.array(z.unknown()).optional(),
+  context: z.array(z.looseObject({ description: z.string(), value: z.string() })).optional(),
   forwardedProps: z.unknown().optional(),
   resume: z.array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() })).optional(),
 });
@@ -136,6 +136,9 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     messages,
     decisions: [...fromTools, ...fromResume],
     ...(clientTools.length > 0 ? { clientTools } : {}),
+    ...(input.context !== undefined && input.context.length > 0
+      ? { clientContext: input.context.map((c) => ({ description: c.description, value: c.value })) }
+      : {}),
     ...(state?.success === true && state.data !== null ? { state: state.data } : {}),
     ...(last?.role === 'user' ? { regenerateFrom: last.id } : {}),
     ...(discardPause ? { discardPause: true } : {}),

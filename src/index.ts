@@ -60,6 +60,7 @@ export {
 } from './runtime/tool.ts';
 export { openSandbox, SandboxRefused, type Sandbox } from './runtime/sandbox/tool.ts';
 export { clientTool } from './runtime/client-tool.ts';
+export { clientStateKey } from './runtime/client-state.ts';
 export {
   dispositionOf,
   ToolResults,

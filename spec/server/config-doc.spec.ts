@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+import { exchangesOf, sectionOf } from '../support/doc-http.ts';
 
 /**
  * docs/server.md → Config and capabilities, run as written: each ```http block is one exchange —
@@ -12,48 +13,6 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
 
 const DOC = 'docs/server.md';
 const ADMIN = 'admin-token-0123456789';
-
-/** The page's section under `heading`, up to the next `## `. */
-function sectionOf(markdown: string, heading: string): string {
-  const start = markdown.indexOf(`\n${heading}\n`);
-  if (start < 0) return '';
-  const end = markdown.indexOf('\n## ', start + heading.length + 2);
-  return markdown.slice(start, end < 0 ? undefined : end);
-}
-
-interface Exchange {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string;
-  readonly status: string;
-  readonly answerHeaders: Readonly<Record<string, string>>;
-  readonly answer: string;
-}
-
-/** The exchanges of the section's ```http blocks, in order. */
-function exchangesOf(section: string): Exchange[] {
-  return [...section.matchAll(/^```http\n([\s\S]*?)^```$/gm)].map((m) => {
-    const lines = (m[1] as string).trimEnd().split('\n');
-    const sent = lines.filter((l) => l.startsWith('> ')).map((l) => l.slice(2));
-    const got = lines.filter((l) => l.startsWith('< ')).map((l) => l.slice(2));
-    const [request = '', ...requestRest] = sent;
-    const [status = '', ...answerRest] = got;
-    const [method = '', path = ''] = request.split(' ');
-    const headerOf = (rows: readonly string[]) =>
-      Object.fromEntries(rows.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]));
-    const body = requestRest.find((l) => l.startsWith('{'));
-    return {
-      method,
-      path,
-      headers: headerOf(requestRest),
-      ...(body !== undefined ? { body } : {}),
-      status,
-      answerHeaders: headerOf(answerRest),
-      answer: answerRest.find((l) => l.startsWith('{')) ?? '',
-    };
-  });
-}
 
 const exchanges = exchangesOf(sectionOf(readFileSync(join(repo, DOC), 'utf8'), '## Config and capabilities'));
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import { listen, type RunningServer } from '../../src/server/node.ts';
 import { testServer } from '../support/server.ts';
+import { exchangesOf, sectionOf } from '../support/doc-http.ts';
 
 /**
  * docs/server.md → Thread metadata and run records, run as written: each ```http block is one
@@ -16,40 +17,6 @@ import { testServer } from '../support/server.ts';
 const DOC = 'docs/server.md';
 const HEADING = '## Thread metadata and run records';
 const repo = join(import.meta.dirname, '../..');
-
-/** The page's section under `heading`, up to the next `## `. */
-function sectionOf(markdown: string, heading: string): string {
-  const start = markdown.indexOf(`\n${heading}\n`);
-  if (start < 0) return '';
-  const end = markdown.indexOf('\n## ', start + heading.length + 2);
-  return markdown.slice(start, end < 0 ? undefined : end);
-}
-
-interface Exchange {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string;
-  readonly status: string;
-  readonly answer: string;
-}
-
-/** The exchanges of the section's ```http blocks, in order. */
-function exchangesOf(section: string): Exchange[] {
-  return [...section.matchAll(/^```http\n([\s\S]*?)^```$/gm)].map((m) => {
-    const lines = (m[1] as string).trimEnd().split('\n');
-    const sent = lines.filter((l) => l.startsWith('> ')).map((l) => l.slice(2));
-    const got = lines.filter((l) => l.startsWith('< ')).map((l) => l.slice(2));
-    const [request = '', ...requestRest] = sent;
-    const [status = '', ...answerRest] = got;
-    const [method = '', path = ''] = request.split(' ');
-    const headers = Object.fromEntries(
-      requestRest.filter((l) => /^[\w-]+: /.test(l)).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 2)]),
-    );
-    const body = requestRest.find((l) => l.startsWith('{'));
-    return { method, path, headers, ...(body !== undefined ? { body } : {}), status, answer: answerRest.find((l) => l.startsWith('{')) ?? '' };
-  });
-}
 
 const section = sectionOf(readFileSync(join(repo, DOC), 'utf8'), HEADING);
 const exchanges = exchangesOf(section);

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { ToolDescriptor } from '../../src/contract/tool.ts';
 import { State } from '../../src/protocols/ai-sdk-v6/drive.ts';
 import { clientTool } from '../../src/runtime/client-tool.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { Mailbox } from '../../src/server/mailbox.ts';
 import { listen } from '../../src/server/node.ts';
 import { echoTool } from '../support/runtime.ts';
 import { bodyJson, json, testServer } from '../support/server.ts';
@@ -138,5 +140,29 @@ describe('AI SDK: a tool the server declares without running it', () => {
     const ui = await bodyJson(s.app.request('/v1/ai-sdk/threads/ct-reload/messages'));
     expect(ui.at(-1).parts).toEqual([{ type: 'tool-pick_color', toolCallId: 'c1', input: { palette: 'warm' }, state: 'input-available' }]);
     await validateUIMessages({ messages: ui });
+  });
+});
+
+describe('a client that never answers its tool’s call', () => {
+  it('ends the call with an error the model reads once the run has waited the client tool timeout, not before', async () => {
+    const s = testServer(script, { tools: [clientTool(pickColor)] });
+    const r = await s.app.request(
+      '/v1/ag-ui/run',
+      json({ threadId: 'ct-late', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'pick' }], tools: [] }),
+    );
+    await r.text();
+    const parked = (await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late' })).items[0];
+    expect(parked?.status).toBe('waiting');
+    let now = 0;
+    const mailbox = new Mailbox(s.store, s.registry, { ...deterministicEnv(), clock: { now: () => now } }, { clientToolTimeoutMs: 90_000 });
+    now = (parked?.updated_at ?? 0) + 89_999;
+    expect(await mailbox.wakeScheduled()).toEqual([]);
+    now += 1;
+    expect(await mailbox.wakeScheduled()).toEqual(['c1']);
+    await expect.poll(async () => (await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late' })).items[0]?.status, { timeout: 5000 }).toBe('done');
+    expect(s.llm.requests[1]?.messages.find((m) => m.role === 'tool')).toMatchObject({
+      tool_call_id: 'c1',
+      content: [{ type: 'text', text: "the client did not send this call's result within 90 s" }],
+    });
   });
 });

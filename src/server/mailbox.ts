@@ -1,5 +1,6 @@
 import { decisionFor } from '../contract/decision.ts';
 import type { Message } from '../contract/message.ts';
+import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import { DEFAULT_MAILBOX_CONFIG, type MailboxConfig, type MailboxJob, type MailboxJobOrigin } from '../core/mailbox/job.ts';
 import type { Env } from '../runtime/env.ts';
 import { StoreFailure, type Store } from '../runtime/store.ts';
@@ -14,6 +15,17 @@ export interface SubmitRequest {
   readonly origin?: MailboxJobOrigin;
   readonly priority?: number;
   readonly dedupeKey?: string;
+}
+
+/** How long a run waits on a client's tool call by default before the call ends with an error: 24 h. */
+export const CLIENT_TOOL_TIMEOUT_MS = 24 * 3600_000;
+
+/** A duration as a person reads it: whole hours, minutes or seconds where it is one, else milliseconds. */
+function duration(ms: number): string {
+  if (ms % 3600_000 === 0) return `${ms / 3600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
 }
 
 /**
@@ -31,6 +43,7 @@ export class Mailbox {
   readonly #config: MailboxConfig;
   readonly #consumer: string;
   readonly #wakeEveryMs: number;
+  readonly #clientToolTimeoutMs: number;
   readonly #running = new Map<string, Promise<void>>();
   #stop: AbortController | undefined;
 
@@ -46,9 +59,15 @@ export class Mailbox {
       readonly logger?: Logger;
       /** How often scheduled calls are looked at (`wakeScheduled`), 1 s by default: how late one may wake. */
       readonly wakeEveryMs?: number;
+      /**
+       * How long a run waits on a client's tool call (`client_tool`) before the call ends with an
+       * error the model reads (24 h by default), counted from when the run parked.
+       */
+      readonly clientToolTimeoutMs?: number;
     } = {},
   ) {
     this.#wakeEveryMs = options.wakeEveryMs ?? 1_000;
+    this.#clientToolTimeoutMs = options.clientToolTimeoutMs ?? CLIENT_TOOL_TIMEOUT_MS;
     this.#logger = options.logger ?? silentLogger;
     this.#store = store;
     this.#registry = registry;
@@ -215,22 +234,27 @@ export class Mailbox {
   /**
    * Wakes the scheduled calls whose time has come (book: gate outcome `Schedule`): a run waiting in
    * the store on a call scheduled for now or earlier is decided — `resume` — here or wherever it is
-   * parked. It reads the store, so a wait outlives the process that parked it; returns the calls woken.
+   * parked. Ends the client's tool calls a run has waited on longer than the client tool timeout,
+   * with an error the model reads. It reads the store, so a wait outlives the process that parked
+   * it; returns the calls woken or ended.
    */
   async wakeScheduled(): Promise<string[]> {
     const now = this.#env.clock.now();
     const woken: string[] = [];
+    const unanswered = `the client did not send this call's result within ${duration(this.#clientToolTimeoutMs)}`;
     for (let offset = 0; ; offset += 100) {
       const page = await this.#store.listRuns({ offset, limit: 100, status: 'waiting' });
       for (const run of page.items) {
         const parked = await this.#registry.waitingAnywhere(run.run_id);
-        const due = (parked?.calls ?? []).filter((c) => c.schedule?.not_before !== undefined && c.schedule.not_before <= now);
-        if (parked === undefined || due.length === 0) continue;
-        const r = await this.#registry.decideAnywhere(
-          parked.runId,
-          due.map((c) => decisionFor(c.callId, 'resume', now, { reason: 'its scheduled time came' })),
-        );
-        if (r.ok) woken.push(...due.map((c) => c.callId));
+        const calls = parked?.calls ?? [];
+        const due = calls.filter((c) => c.schedule?.not_before !== undefined && c.schedule.not_before <= now);
+        const expired = run.updated_at + this.#clientToolTimeoutMs <= now ? calls.filter((c) => c.suspension?.action === CLIENT_TOOL_ACTION) : [];
+        if (parked === undefined || due.length + expired.length === 0) continue;
+        const r = await this.#registry.decideAnywhere(parked.runId, [
+          ...due.map((c) => decisionFor(c.callId, 'resume', now, { reason: 'its scheduled time came' })),
+          ...expired.map((c) => decisionFor(c.callId, 'resume', now, { result: { error: unanswered }, reason: 'the client did not answer' })),
+        ]);
+        if (r.ok) woken.push(...due.map((c) => c.callId), ...expired.map((c) => c.callId));
       }
       if (offset + page.items.length >= page.total) return woken;
     }

@@ -60,8 +60,10 @@ export function testServer(
     readonly registry?: RegistryOptions;
     readonly http?: HttpOptions;
     readonly tools?: readonly ReturnType<typeof defineTool>[];
-    /** Fields of the one agent (`agent`) beside its id, model and prompt. */
+    /** Fields of the first agent (`agent`) beside its id, model and prompt. */
     readonly spec?: Partial<AgentSpecInput>;
+    /** More agents beside `agent`, on the same model (`m`) and tools. */
+    readonly agents?: readonly AgentSpecInput[];
     readonly env?: Env;
     /** Whether the scripted model keeps every request in `llm.requests` (default true; false where memory is measured). */
     readonly recordRequests?: boolean;
@@ -75,6 +77,7 @@ export function testServer(
     .withModel('m', { provider: 'scripted', model_name: 'scripted-model' })
     .withThreadRunStore(store)
     .withAgentSpec({ id: 'agent', model: 'm', system_prompt: 'be brief', ...options.spec });
+  for (const agent of options.agents ?? []) builder.withAgentSpec(agent);
   for (const t of options.tools ?? [echoTool, approvalTool]) builder.withTool(t);
   const built = builder.build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));

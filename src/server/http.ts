@@ -17,6 +17,7 @@ import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { opsMiddleware, opsRoutes, type OpsOptions } from './ops-routes.ts';
 import { protocolRoutes } from './protocol-routes.ts';
+import { copilotkitRoutes } from './copilotkit-routes.ts';
 import { runView } from './stored-runs.ts';
 import { CreateThreadSchema, newThreadMeta, PatchThreadSchema, summariesOf, threadPatch } from './thread-meta.ts';
 
@@ -526,6 +527,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
   });
 
   app.route('/', protocolRoutes(parts, { heartbeatMs }));
+  app.route('/', copilotkitRoutes(parts, { heartbeatMs }));
   app.route(
     '/',
     a2aRoutes(parts, {

@@ -172,7 +172,7 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
 }
 
 /** Stored messages as AG-UI messages (`{id, role, content, toolCalls?, toolCallId?}`). */
-function toAgUiMessages(messages: readonly Message[]): unknown[] {
+export function toAgUiMessages(messages: readonly Message[]): unknown[] {
   return messages.map((m) => ({
     id: m.id ?? '',
     role: m.role,
@@ -185,7 +185,7 @@ function toAgUiMessages(messages: readonly Message[]): unknown[] {
 }
 
 /** The agent a request runs (the first agent when it names none), resolved; undefined when it does not resolve (its start says why). */
-function agentOf(parts: ServerParts, agentId: string | undefined): ResolvedAgent | undefined {
+export function agentOf(parts: ServerParts, agentId: string | undefined): ResolvedAgent | undefined {
   const id = agentId ?? parts.runtime.agentIds()[0];
   const resolved = id === undefined ? undefined : parts.runtime.resolve(id);
   return resolved?.ok === true ? resolved.value : undefined;
@@ -221,6 +221,10 @@ function streamRun<S>(
     { ...protocol.headers, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId },
   );
 }
+
+/** An AG-UI run request answered as `/v1/ag-ui/run` answers it (CopilotKit's `/agent/:id/run` is one). */
+export const serveAgUi = (c: Context, parts: ServerParts, heartbeatMs: number, path: { readonly agentId?: string } = {}): Promise<Response> =>
+  serve(c, parts, agUi, heartbeatMs, path);
 
 async function serve<S>(
   c: Context,

@@ -1,0 +1,199 @@
+import { buildResumeArray } from '@ag-ui/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { JsonValue } from '../../src/contract/json.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { clientStateKey } from '../../src/runtime/client-state.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+import { listen, type RunningServer } from '../../src/server/node.ts';
+import { failOnConsole } from '../support/console.ts';
+import { approvalTool, echoTool } from '../support/runtime.ts';
+import { ALICE_TOKEN, BOB_TOKEN, gatedTool, testServer, twoPrincipals, type TestServer } from '../support/server.ts';
+
+/**
+ * CopilotKit's own client (`@copilotkit/core`'s `CopilotKitCore` and its `ProxiedCopilotRuntimeAgent`,
+ * what `@copilotkit/react-core`'s `/v2` entry runs in a page) with its `runtimeUrl` on this server's
+ * `/v1/copilotkit`, no CopilotKit runtime between: `/info`, runs with an interrupt answered, a
+ * frontend tool, shared state both ways, the page's context, `connect` after a reload, `stop`.
+ * Headless, in this process: the page's `window` is a stub, which is all the client reads of it.
+ */
+
+// CopilotKit reports usage unless told not to; this machine has no network, and a test has no say.
+process.env['COPILOTKIT_TELEMETRY_DISABLED'] = '1';
+failOnConsole(['warn', 'error']);
+
+const Todos = clientStateKey('todos');
+const addTodo = defineTool({
+  id: 'add_todo',
+  description: 'adds an item to the list the page shows',
+  args: z.object({ item: z.string() }),
+  execute: (args, ctx) => {
+    const before = (ctx.state(Todos) ?? []) as JsonValue[];
+    return { result: ToolResults.success('add_todo', { saw: before }), command: StateCommand.empty().update(Todos, [...before, args.item]) };
+  },
+});
+
+const gate = gatedTool();
+let s: TestServer;
+let server: RunningServer;
+let runtimeUrl: string;
+
+beforeAll(async () => {
+  s = testServer(
+    [
+      { tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] },
+      { text: 'Shipped.' },
+      { tool_calls: [{ id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] },
+      { tool_calls: [{ id: 't1', name: 'add_todo', arguments: { item: 'red paint' } }] },
+      { text: 'Added red paint.' },
+      { tool_calls: [{ id: 'g1', name: 'slow', arguments: { tag: 'stop me' } }] },
+    ],
+    {
+      tools: [echoTool, approvalTool, addTodo, gate.tool],
+      spec: { description: 'Ships things' },
+      agents: [{ id: 'planner', model: 'm', system_prompt: 'You plan.', client_state: ['todos'] }],
+    },
+  );
+  server = await listen(s.app, { port: 0 });
+  runtimeUrl = `${server.url}/v1/copilotkit`;
+  (globalThis as { window?: unknown }).window = {
+    location: { origin: server.url, href: `${server.url}/` },
+    addEventListener: () => undefined,
+    removeEventListener: () => undefined,
+  };
+});
+afterAll(async () => {
+  delete (globalThis as { window?: unknown }).window;
+  await server.close();
+});
+
+async function page() {
+  const { CopilotKitCore } = await import('@copilotkit/core');
+  const core = new CopilotKitCore({ runtimeUrl });
+  for (let i = 0; i < 200 && core.runtimeConnectionStatus !== 'connected'; i++) await new Promise((r) => setTimeout(r, 10));
+  expect(core.runtimeConnectionStatus).toBe('connected');
+  return core;
+}
+
+describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
+  it('/info lists every agent by id, with what it does', async () => {
+    const info = await fetch(`${runtimeUrl}/info`);
+    expect(await info.json()).toEqual({
+      agents: {
+        agent: { name: 'agent', description: 'Ships things', capabilities: { humanInTheLoop: true } },
+        planner: { name: 'planner', description: 'You plan.', capabilities: { humanInTheLoop: true } },
+      },
+      mode: 'sse',
+      suggestions: false,
+    });
+    const core = await page();
+    expect(Object.keys(core.agents).sort()).toEqual(['agent', 'planner']);
+  });
+
+  it('runs, gets the interrupt, and resumes it under the same run id', async () => {
+    const core = await page();
+    const agent = core.getAgent('agent');
+    if (agent === undefined) throw new Error('no agent');
+    agent.threadId = 'ck-hitl';
+    agent.addMessage({ id: 'u1', role: 'user', content: 'ship it' });
+    const runId = 'page-run-1';
+    await core.runAgent({ agent, runId });
+    const interrupts = (agent as unknown as { pendingInterrupts: { id: string; toolCallId?: string }[] }).pendingInterrupts;
+    expect(interrupts).toMatchObject([{ id: 's-c1', reason: 'confirm', toolCallId: 'c1' }]);
+    await core.runAgent({ agent, runId, resume: buildResumeArray(interrupts as never, { 's-c1': { status: 'resolved', payload: { approved: true } } }) });
+    const last = agent.messages.at(-1) as { role: string; content?: unknown };
+    expect(last).toMatchObject({ role: 'assistant', content: 'Shipped.' });
+  });
+
+  it('a frontend tool runs in the page, shared state goes both ways, the page’s context reaches the model; a reload connects to the same thread', async () => {
+    const core = await page();
+    const picked: unknown[] = [];
+    core.addTool({
+      name: 'pick_color',
+      description: 'Asks the user for a colour',
+      parameters: z.object({ palette: z.string() }),
+      agentId: 'planner',
+      handler: async (args: unknown) => {
+        picked.push(args);
+        return { color: 'red' };
+      },
+    } as never);
+    core.addContext({ description: 'page', value: '/plan' });
+    const agent = core.getAgent('planner');
+    if (agent === undefined) throw new Error('no agent');
+    agent.threadId = 'ck-plan';
+    agent.setState({ todos: ['milk'] });
+    agent.addMessage({ id: 'u1', role: 'user', content: 'add a colour to the list' });
+    await core.runAgent({ agent });
+    for (let i = 0; i < 200 && (agent.messages.at(-1) as { content?: unknown }).content !== 'Added red paint.'; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(picked).toEqual([{ palette: 'warm' }]);
+    expect((agent.messages.at(-1) as { content?: unknown }).content).toBe('Added red paint.');
+    expect(agent.state).toEqual({ todos: ['milk', 'red paint'] });
+    const first = s.llm.requests.find((r) => r.tools.some((t) => t.id === 'pick_color'));
+    expect(first?.messages.filter((m) => m.role === 'system').at(-1)?.content).toEqual([
+      { type: 'text', text: 'What the client says of its page:\n- page: /plan' },
+    ]);
+
+    const reloaded = await page();
+    const again = reloaded.getAgent('planner');
+    if (again === undefined) throw new Error('no agent');
+    again.threadId = 'ck-plan';
+    await reloaded.connectAgent({ agent: again });
+    expect(again.messages.map((m) => m.role)).toEqual(agent.messages.map((m) => m.role));
+    expect(again.state).toEqual({ todos: ['milk', 'red paint'] });
+  });
+
+  it('stop ends the run in flight: the server closes the stream with RUN_FINISHED', async () => {
+    const core = await page();
+    const agent = core.getAgent('agent');
+    if (agent === undefined) throw new Error('no agent');
+    agent.threadId = 'ck-stop';
+    agent.addMessage({ id: 'u1', role: 'user', content: 'take your time' });
+    const running = core.runAgent({ agent });
+    for (let i = 0; i < 200 && gate.started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    core.stopAgent({ agent });
+    // The server cancels the run: the tool's signal is aborted; the tool then gives up its wait.
+    for (let i = 0; i < 200 && gate.aborted.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(gate.aborted).toEqual(['stop me']);
+    gate.open();
+    await running;
+    const runs = (await (await fetch(`${server.url}/v1/runs?thread_id=ck-stop`)).json()) as { items: { status: string; termination?: unknown }[] };
+    expect(runs.items.map((r: { status: string; termination?: unknown }) => [r.status, r.termination])).toEqual([['done', { type: 'cancelled' }]]);
+  });
+});
+
+describe('/v1/copilotkit with two principals', () => {
+  it('connect shows another’s thread as an empty one, and stop answers 404 without touching its run', async () => {
+    const t = testServer([{ text: 'Alice’s answer.' }], { tools: [echoTool] });
+    const { call, close } = await twoPrincipals(t);
+    try {
+      const run = await call(ALICE_TOKEN, 'POST', '/v1/copilotkit/agent/agent/run', {
+        threadId: 'alice-t',
+        runId: 'r1',
+        messages: [{ id: 'u1', role: 'user', content: 'hi' }],
+      });
+      expect(await run.text()).toContain('Alice’s answer.');
+      const connect = (token: string) => call(token, 'POST', '/v1/copilotkit/agent/agent/connect', { threadId: 'alice-t', runId: 'c1', messages: [] });
+      const own = await (await connect(ALICE_TOKEN)).text();
+      expect(own).toContain('Alice’s answer.');
+      expect(await (await connect(BOB_TOKEN)).text()).toBe(
+        [
+          'data: {"type":"RUN_STARTED","threadId":"alice-t","runId":"c1"}',
+          'data: {"type":"MESSAGES_SNAPSHOT","messages":[]}',
+          'data: {"type":"STATE_SNAPSHOT","snapshot":{}}',
+          'data: {"type":"RUN_FINISHED","threadId":"alice-t","runId":"c1","outcome":{"type":"success"}}',
+          '',
+        ].join('\n\n'),
+      );
+      const stop = await call(BOB_TOKEN, 'POST', '/v1/copilotkit/agent/agent/stop/alice-t', { runId: 'r1' });
+      expect({ status: stop.status, body: await stop.json() }).toEqual({
+        status: 404,
+        body: { error: 'nothing to interrupt on thread alice-t: no run going or waiting, nothing queued', code: 'nothing_to_interrupt' },
+      });
+    } finally {
+      await close();
+    }
+  });
+});

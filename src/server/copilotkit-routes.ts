@@ -1,0 +1,78 @@
+import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import { displayDescription } from '../contract/agent-spec.ts';
+import type { JsonValue } from '../contract/json.ts';
+import { AG_UI_STREAM_HEADERS, frameAgUi, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
+import { isValidId } from '../runtime/store.ts';
+import { HttpError, readJson, type ServerParts } from './http-support.ts';
+import { interruptThread } from './interrupt.ts';
+import { mayReach } from './principal.ts';
+import { agentOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
+
+/** Where CopilotKit's front end finds this server (its `runtimeUrl`). */
+export const COPILOTKIT_BASE = '/v1/copilotkit';
+
+/** What `connect` reads of its `RunAgentInput`: the thread, and the run id the client names the replay by. */
+const ConnectSchema = z.looseObject({ threadId: z.string().min(1), runId: z.string().min(1).optional() });
+
+/**
+ * CopilotKit's runtime routes, served natively (seed 001 §5.2), as `@copilotkit/core`'s
+ * `ProxiedCopilotRuntimeAgent` calls them with its `runtimeUrl` at `COPILOTKIT_BASE`:
+ *
+ * - `GET /info`: the agents, a map by id (the page looks its chat's agent up by id), `mode: "sse"`;
+ * - `POST /agent/:id/run`: an AG-UI run, exactly as `/v1/ag-ui/agents/:id/runs`;
+ * - `POST /agent/:id/connect`: what a page opening a thread aligns to (seed 001 §7.3: the server's
+ *   history is the history): `MESSAGES_SNAPSHOT` of the thread and `STATE_SNAPSHOT` of the keys its
+ *   agent shares, between `RUN_STARTED` and `RUN_FINISHED`; a thread the caller cannot reach, or
+ *   that does not exist yet, is an empty one;
+ * - `POST /agent/:id/stop/:threadId`: the client does not abort its own stream, so the server ends
+ *   the thread's run (`cancelled`: open messages closed, then `RUN_FINISHED`), as an interrupt does.
+ */
+export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbeatMs: number }): Hono {
+  const app = new Hono();
+  app.get(`${COPILOTKIT_BASE}/info`, (c) => {
+    const agents: Record<string, JsonValue> = {};
+    for (const id of parts.runtime.agentIds()) {
+      const spec = parts.runtime.registries.agents.get(id);
+      if (spec === undefined || spec.endpoint !== undefined) continue;
+      agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
+    }
+    return c.json({ agents, mode: 'sse', suggestions: false });
+  });
+  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/run`, (c) => serveAgUi(c, parts, options.heartbeatMs, { agentId: agentParam(parts, c) }));
+  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/connect`, async (c) => {
+    const agentId = agentParam(parts, c);
+    const parsed = ConnectSchema.safeParse(await readJson(c));
+    if (!parsed.success) throw new HttpError(400, 'invalid_request', 'threadId: a connect names the thread it opens', 'threadId');
+    const threadId = parsed.data.threadId;
+    if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
+    const reachable = await mayReach(parts.store, threadId, 'read');
+    const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
+    const shared = agentOf(parts, agentId)?.spec.client_state ?? [];
+    const extensions = thread?.threadState?.extensions ?? {};
+    const snapshot: Record<string, JsonValue> = {};
+    for (const key of shared) if (Object.hasOwn(extensions, key)) snapshot[key] = extensions[key] as JsonValue;
+    const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
+    const events: AgUiEvent[] = [
+      { type: 'RUN_STARTED', threadId, runId },
+      { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages((thread?.messages ?? []).filter((m) => m.visibility !== 'internal')) as JsonValue[] },
+      { type: 'STATE_SNAPSHOT', snapshot },
+      { type: 'RUN_FINISHED', threadId, runId, outcome: { type: 'success' } },
+    ];
+    return new Response(frameAgUi(events), { headers: { ...AG_UI_STREAM_HEADERS } });
+  });
+  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/stop/:thread_id`, async (c) => {
+    agentParam(parts, c);
+    const threadId = c.req.param('thread_id') ?? '';
+    if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'thread_id');
+    return c.json(await interruptThread(parts.store, parts.registry, parts.runtime.env.clock.now(), threadId), 202);
+  });
+  return app;
+}
+
+/** The agent a route names: one this server runs, else 404. */
+function agentParam(parts: ServerParts, c: Context): string {
+  const id = c.req.param('agent_id') ?? '';
+  if (!parts.runtime.agentIds().includes(id)) throw new HttpError(404, 'agent_not_found', `agent not found: ${id}`, 'agent_id');
+  return id;
+}

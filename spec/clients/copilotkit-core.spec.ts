@@ -1,15 +1,10 @@
 import { buildResumeArray } from '@ag-ui/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { JsonValue } from '../../src/contract/json.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
-import { StateCommand } from '../../src/core/state/state-command.ts';
-import { clientStateKey } from '../../src/runtime/client-state.ts';
-import { defineTool } from '../../src/runtime/tool.ts';
 import { listen, type RunningServer } from '../../src/server/node.ts';
 import { failOnConsole } from '../support/console.ts';
 import { approvalTool, echoTool } from '../support/runtime.ts';
-import { ALICE_TOKEN, BOB_TOKEN, gatedTool, testServer, twoPrincipals, type TestServer } from '../support/server.ts';
+import { ALICE_TOKEN, addTodoTool, BOB_TOKEN, gatedTool, testServer, twoPrincipals, type TestServer } from '../support/server.ts';
 
 /**
  * CopilotKit's own client (`@copilotkit/core`'s `CopilotKitCore` and its `ProxiedCopilotRuntimeAgent`,
@@ -22,17 +17,6 @@ import { ALICE_TOKEN, BOB_TOKEN, gatedTool, testServer, twoPrincipals, type Test
 // CopilotKit reports usage unless told not to; this machine has no network, and a test has no say.
 process.env['COPILOTKIT_TELEMETRY_DISABLED'] = '1';
 failOnConsole(['warn', 'error']);
-
-const Todos = clientStateKey('todos');
-const addTodo = defineTool({
-  id: 'add_todo',
-  description: 'adds an item to the list the page shows',
-  args: z.object({ item: z.string() }),
-  execute: (args, ctx) => {
-    const before = (ctx.state(Todos) ?? []) as JsonValue[];
-    return { result: ToolResults.success('add_todo', { saw: before }), command: StateCommand.empty().update(Todos, [...before, args.item]) };
-  },
-});
 
 const gate = gatedTool();
 let s: TestServer;
@@ -50,7 +34,7 @@ beforeAll(async () => {
       { tool_calls: [{ id: 'g1', name: 'slow', arguments: { tag: 'stop me' } }] },
     ],
     {
-      tools: [echoTool, approvalTool, addTodo, gate.tool],
+      tools: [echoTool, approvalTool, addTodoTool, gate.tool],
       spec: { description: 'Ships things' },
       agents: [{ id: 'planner', model: 'm', system_prompt: 'You plan.', client_state: ['todos'] }],
     },
@@ -76,6 +60,14 @@ async function page() {
   return core;
 }
 
+/** The page's agent `id`, on thread `threadId`. */
+function agentOn(core: Awaited<ReturnType<typeof page>>, id: string, threadId: string) {
+  const agent = core.getAgent(id);
+  if (agent === undefined) throw new Error(`no agent ${id}`);
+  agent.threadId = threadId;
+  return agent;
+}
+
 describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
   it('/info lists every agent by id, with what it does', async () => {
     const info = await fetch(`${runtimeUrl}/info`);
@@ -93,9 +85,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
 
   it('runs, gets the interrupt, and resumes it under the same run id', async () => {
     const core = await page();
-    const agent = core.getAgent('agent');
-    if (agent === undefined) throw new Error('no agent');
-    agent.threadId = 'ck-hitl';
+    const agent = agentOn(core, 'agent', 'ck-hitl');
     agent.addMessage({ id: 'u1', role: 'user', content: 'ship it' });
     const runId = 'page-run-1';
     await core.runAgent({ agent, runId });
@@ -120,9 +110,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
       },
     } as never);
     core.addContext({ description: 'page', value: '/plan' });
-    const agent = core.getAgent('planner');
-    if (agent === undefined) throw new Error('no agent');
-    agent.threadId = 'ck-plan';
+    const agent = agentOn(core, 'planner', 'ck-plan');
     agent.setState({ todos: ['milk'] });
     agent.addMessage({ id: 'u1', role: 'user', content: 'add a colour to the list' });
     await core.runAgent({ agent });
@@ -137,9 +125,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
     ]);
 
     const reloaded = await page();
-    const again = reloaded.getAgent('planner');
-    if (again === undefined) throw new Error('no agent');
-    again.threadId = 'ck-plan';
+    const again = agentOn(reloaded, 'planner', 'ck-plan');
     await reloaded.connectAgent({ agent: again });
     expect(again.messages.map((m) => m.role)).toEqual(agent.messages.map((m) => m.role));
     expect(again.state).toEqual({ todos: ['milk', 'red paint'] });
@@ -147,9 +133,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
 
   it('stop ends the run in flight: the server closes the stream with RUN_FINISHED', async () => {
     const core = await page();
-    const agent = core.getAgent('agent');
-    if (agent === undefined) throw new Error('no agent');
-    agent.threadId = 'ck-stop';
+    const agent = agentOn(core, 'agent', 'ck-stop');
     agent.addMessage({ id: 'u1', role: 'user', content: 'take your time' });
     const running = core.runAgent({ agent });
     for (let i = 0; i < 200 && gate.started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));

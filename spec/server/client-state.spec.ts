@@ -1,35 +1,15 @@
 import { HttpAgent } from '@ag-ui/client';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { JsonValue } from '../../src/contract/json.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
-import { StateCommand } from '../../src/core/state/state-command.ts';
-import { clientStateKey } from '../../src/runtime/client-state.ts';
-import { defineTool } from '../../src/runtime/tool.ts';
 import { listen } from '../../src/server/node.ts';
-import { json, testServer } from '../support/server.ts';
+import { addTodoTool, json, testServer } from '../support/server.ts';
 
 /** The client's state and context through AG-UI's `HttpAgent`: shared keys both ways, nothing else writable. */
-
-const Todos = clientStateKey('todos');
-
-/** Adds an item to the shared `todos` and says what it saw there. */
-const addTodo = defineTool({
-  id: 'add_todo',
-  description: 'adds an item to the list the page shows',
-  args: z.object({ item: z.string() }),
-  execute: (args, ctx) => {
-    const before = (ctx.state(Todos) ?? []) as JsonValue[];
-    const after = [...before, args.item];
-    return { result: ToolResults.success('add_todo', { saw: before }), command: StateCommand.empty().update(Todos, after) };
-  },
-});
 
 const turn = (id: string, item: string) => [{ tool_calls: [{ id, name: 'add_todo', arguments: { item } }] }, { text: `Added ${item}.` }];
 
 describe('AG-UI: the client state an agent shares', () => {
   it('the client’s state starts the run, a tool’s write comes back to it, and the client’s own change reaches the next run; nothing else is shown', async () => {
-    const s = testServer([...turn('c1', 'eggs'), ...turn('c2', 'jam')], { tools: [addTodo], spec: { client_state: ['todos'] } });
+    const s = testServer([...turn('c1', 'eggs'), ...turn('c2', 'jam')], { tools: [addTodoTool], spec: { client_state: ['todos'] } });
     const server = await listen(s.app, { port: 0 });
     try {
       const agent = new HttpAgent({ url: `${server.url}/v1/ag-ui/run`, threadId: 'cs-1', initialState: { todos: ['milk'] } });
@@ -52,8 +32,8 @@ describe('AG-UI: the client state an agent shares', () => {
   });
 
   it('a key the agent does not share is refused, naming it: a plugin’s (permission_policy), the runtime’s, or any', async () => {
-    const shared = testServer(turn('c1', 'x'), { tools: [addTodo], spec: { client_state: ['todos'] } });
-    const none = testServer(turn('c1', 'x'), { tools: [addTodo] });
+    const shared = testServer(turn('c1', 'x'), { tools: [addTodoTool], spec: { client_state: ['todos'] } });
+    const none = testServer(turn('c1', 'x'), { tools: [addTodoTool] });
     const input = (state: unknown) => json({ threadId: 'cs-2', runId: 'r', messages: [{ id: 'u1', role: 'user', content: 'go' }], state });
     const refused = async (app: typeof shared.app, state: unknown) => {
       const r = await app.request('/v1/ag-ui/run', input(state));
@@ -90,7 +70,7 @@ describe('AG-UI: the client state an agent shares', () => {
   });
 
   it('the client’s context is offered to the model in each inference of the run', async () => {
-    const s = testServer(turn('c1', 'eggs'), { tools: [addTodo], spec: { client_state: ['todos'] } });
+    const s = testServer(turn('c1', 'eggs'), { tools: [addTodoTool], spec: { client_state: ['todos'] } });
     const r = await s.app.request(
       '/v1/ag-ui/run',
       json({

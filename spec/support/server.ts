@@ -1,6 +1,9 @@
 import type { AgentSpecInput } from '../../src/contract/agent-spec.ts';
 import { z } from 'zod';
+import type { JsonValue } from '../../src/contract/json.ts';
 import { ToolResults, type Schedule, type ToolCallResume } from '../../src/contract/tool.ts';
+import { StateCommand } from '../../src/core/state/state-command.ts';
+import { clientStateKey } from '../../src/runtime/client-state.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { AgentRuntimeBuilder, type AgentRuntime } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv, type Env } from '../../src/runtime/env.ts';
@@ -200,3 +203,15 @@ export async function readFor(r: Response, ms: number): Promise<{ text: string; 
     text += decoder.decode(next.value, { stream: true });
   }
 }
+
+/** `add_todo {item}`: adds an item to the state key `todos` an agent shares with its clients, and says what it saw there. */
+export const addTodoTool = defineTool({
+  id: 'add_todo',
+  description: 'adds an item to the list the page shows',
+  args: z.object({ item: z.string() }),
+  execute: (args, ctx) => {
+    const Todos = clientStateKey('todos');
+    const before = (ctx.state(Todos) ?? []) as JsonValue[];
+    return { result: ToolResults.success('add_todo', { saw: before }), command: StateCommand.empty().update(Todos, [...before, args.item]) };
+  },
+});

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AgentSpecInput } from '../src/contract/agent-spec.ts';
 import { Messages, type Message } from '../src/contract/message.ts';
-import { ToolResults } from '../src/contract/tool.ts';
+import { ToolResults, type ToolDescriptor } from '../src/contract/tool.ts';
 import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
 import { recordRun, type Recording, type RecordingSetup } from '../src/replay/recorder.ts';
 import { AgentRuntimeBuilder } from '../src/runtime/agent-runtime.ts';
@@ -139,6 +139,14 @@ const fileTools: readonly Tool[] = [
     execute: ({ file_path, content }) => ToolResults.success('Write', { file_path, bytes: content.length }),
   }),
 ];
+
+/** A tool the client runs (AG-UI `tools`), for the client-tool scenario: the run offers it, a call to it parks the run for the client's result. */
+const pickColor: ToolDescriptor = {
+  id: 'pick_color',
+  name: 'pick_color',
+  description: 'Asks the user to pick a colour in the page',
+  parameters: { type: 'object', properties: { palette: { type: 'string' } }, required: ['palette'] },
+};
 
 /** The delegate of the delegation scenarios: it answers on the spare model. */
 const RESEARCHER: AgentSpecInput = { id: 'researcher', model: 'spare', system_prompt: 'You research sources.', allowed_tools: ['echo', 'confirm'] };
@@ -465,6 +473,19 @@ export const SCENARIOS: readonly Scenario[] = [
     agent: { plugin_ids: ['observability'] },
     extra: { plugins: ['observability'] },
     tick: 5,
+  },
+  {
+    // A tool the client runs (transcript format 10 keeps it in the header's request): the model calls
+    // it, the run parks for the client's result, which comes back as a decision and is the call's result.
+    name: 'client-tool-resumed',
+    script: [
+      { tool_calls: [call('c1', 'pick_color', { palette: 'warm' })] },
+      { text: 'You picked red.', usage: { prompt_tokens: 40, completion_tokens: 4, total_tokens: 44 } },
+    ],
+    extra: {
+      request: { messages: [Messages.user('scenario: client-tool-resumed')], clientTools: [pickColor] },
+      decide: approve({ color: 'red' }),
+    },
   },
 ];
 

@@ -45,11 +45,18 @@ describe('TranscriptIndex', () => {
 
   it('an owner counts only from format 5 on: an older header is nobody’s', () => {
     expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/4').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
-    for (const format of ['awaken-transcript/5', 'awaken-transcript/6', 'awaken-transcript/7', 'awaken-transcript/8', 'awaken-transcript/9']) {
+    for (const format of [
+      'awaken-transcript/5',
+      'awaken-transcript/6',
+      'awaken-transcript/7',
+      'awaken-transcript/8',
+      'awaken-transcript/9',
+      'awaken-transcript/10',
+    ]) {
       expect(metaOf(recordedAs('t', 'r', 'alice', format).split('\n'))).toEqual({ thread_id: 't', run_id: 'r', owner: 'alice', segment: 1 });
     }
     // A format newer than this version's is not read as owned (what its header means is not known here).
-    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/10').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
+    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/11').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
     expect(metaOf(['{"type":"env","draw":"now","value":1}'])).toBeUndefined();
     expect(metaOf([])).toBeUndefined();
   });

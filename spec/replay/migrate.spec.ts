@@ -15,12 +15,14 @@ const fives = readdirSync(join(fixtures, 'runs-format-5')).filter((f) => f.endsW
 const sixes = readdirSync(join(fixtures, 'runs-format-6')).filter((f) => f.endsWith('.jsonl'));
 const sevens = readdirSync(join(fixtures, 'runs-format-7')).filter((f) => f.endsWith('.jsonl'));
 const eights = readdirSync(join(fixtures, 'runs-format-8')).filter((f) => f.endsWith('.jsonl'));
+const nines = readdirSync(join(fixtures, 'runs-format-9')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
 const v6old = (file: string): string => readFileSync(join(fixtures, 'runs-format-6', file), 'utf8');
 const v7old = (file: string): string => readFileSync(join(fixtures, 'runs-format-7', file), 'utf8');
 const v8old = (file: string): string => readFileSync(join(fixtures, 'runs-format-8', file), 'utf8');
+const v9old = (file: string): string => readFileSync(join(fixtures, 'runs-format-9', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -32,7 +34,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 9', () => {
+describe('older transcript formats → 10', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -64,7 +66,7 @@ describe('older transcript formats → 9', () => {
     expect(report.divergence?.message).toMatch(/^cannot migrate this awaken-transcript\/1 transcript: line 1: options\.wait_for_decisions/);
   });
 
-  it.each(twos)('format 2 → 9: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
+  it.each(twos)('format 2 → 10: %s migrates to the corpus run, each request written as its change, and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v2old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v2old(file)));
@@ -75,7 +77,7 @@ describe('older transcript formats → 9', () => {
     expect(() => migrateTranscript(edited)).toThrow(/the header does not match its config_digest|the recorded request does not match its digest/);
   });
 
-  it.each(threes)('format 3 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(threes)('format 3 → 10: %s migrates to the corpus run and replays identical as it is', async (file) => {
     const migrated = migrateTranscript(v3old(file));
     expect(migrated).toBe(v2(file));
     expect(eventsButStepCounts(migrated)).toEqual(eventsButStepCounts(v3old(file)));
@@ -93,15 +95,15 @@ describe('older transcript formats → 9', () => {
     expect(decisionLine(replayed)).toContain('"updated_at":1700000000000');
   });
 
-  it.each(fours)('format 4 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fours)('format 4 → 10: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v4old(file))).toBe(v2(file));
     expect(await replayTranscript(v4old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 4 → 9: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
+  it('format 4 → 10: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/9",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/10",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -113,7 +115,7 @@ describe('older transcript formats → 9', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/9",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/10",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -124,18 +126,18 @@ describe('older transcript formats → 9', () => {
     );
   });
 
-  it('format 4 → 9: a header that does not match its config_digest is refused, naming line 1', async () => {
+  it('format 4 → 10: a header that does not match its config_digest is refused, naming line 1', async () => {
     const edited = v4old('03-one-tool.jsonl').replace('"model_name":"scripted-main"', '"model_name":"scripted-maim"');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 } });
   });
 
-  it.each(fives)('format 5 → 9: %s migrates to the corpus run and replays identical as it is', async (file) => {
+  it.each(fives)('format 5 → 10: %s migrates to the corpus run and replays identical as it is', async (file) => {
     expect(migrateTranscript(v5old(file))).toBe(v2(file));
     expect(await replayTranscript(v5old(file))).toMatchObject({ identical: true });
   });
 
-  it('format 5 → 9: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
+  it('format 5 → 10: only the header changes — its tag, each plugin id written as {id}, the config digest over them — every other line kept byte for byte', () => {
     const before = v5old('44-skills-activation.jsonl');
     const after = migrateTranscript(before);
     const [a, b] = [before.split('\n'), after.split('\n')];
@@ -149,19 +151,19 @@ describe('older transcript formats → 9', () => {
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
     expect(migrateTranscript(plain)).toBe(
-      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/9",'),
+      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/10",'),
     );
   });
 
-  it('format 5 → 9: the owner of a served run is kept', () => {
+  it('format 5 → 10: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
     expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({
-      format: 'awaken-transcript/9',
+      format: 'awaken-transcript/10',
       request: { thread_id: 't', run_id: 'r', owner: 'alice' },
     });
   });
 
-  it('format 5 → 9: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
+  it('format 5 → 10: a header that does not match its config_digest is refused, naming line 1; so is one whose plugins are not ids', async () => {
     const edited = v5old('28-blocked-by-gate.jsonl').replace('"plugins":["tool-gate"]', '"plugins":["finish-on"]');
     expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
     expect(await replayTranscript(edited)).toMatchObject({ identical: false, divergence: { port: 'transcript', line: 1 }, at: { line: 1, record: 'header' } });
@@ -173,18 +175,18 @@ describe('older transcript formats → 9', () => {
   });
 
   it.each(sixes)(
-    'format 6 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    'format 6 → 10: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
     async (file) => {
       const before = v6old(file);
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/9",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/10",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
 
-  it('format 6 → 9: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
+  it('format 6 → 10: an app plugin entry, an owner and an app are kept as they were (the config digest does not cover the tag)', () => {
     const header = JSON.parse(v6old('28-blocked-by-gate.jsonl').split('\n')[0] as string) as Record<string, unknown>;
     const request = header['request'] as Record<string, unknown>;
     const edited: Record<string, unknown> = {
@@ -195,10 +197,10 @@ describe('older transcript formats → 9', () => {
     };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
-    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/9"'));
+    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/10"'));
   });
 
-  it('format 6 → 9: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
+  it('format 6 → 10: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
     const text = v6old('11-suspension-resumed-replay-tool-call.jsonl');
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
@@ -218,18 +220,18 @@ describe('older transcript formats → 9', () => {
   });
 
   it.each(sevens)(
-    'format 7 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    'format 7 → 10: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
     async (file) => {
       const before = v7old(file);
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/9",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/10",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
 
-  it('format 6 or 7 → 9: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
+  it('format 6 or 7 → 10: a response_metadata part, which only format 8 writes, is refused naming its line; a message saying it is not', async () => {
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
     for (const text of [v7old('01-plain-answer.jsonl'), v6old('03-one-tool.jsonl')]) {
       const from = text.startsWith('{"type":"header","format":"awaken-transcript/7"') ? 7 : 6;
@@ -245,30 +247,30 @@ describe('older transcript formats → 9', () => {
     const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
     const quoting = lines.map((l, i) => (i === at ? l.replace('"text":"', `"text":"${JSON.stringify(part).slice(1, -1)}`) : l)).join('\n');
     expect(quoting.split('\n')[at]).toContain('\\"type\\":\\"response_metadata\\"');
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/9"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/10"'));
   });
 
   it.each(eights)(
-    'format 8 → 9: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    'format 8 → 10: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
     async (file) => {
       const before = v8old(file);
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/9",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/10",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
 
-  it('format 8 → 9: a response_metadata part, which format 8 writes, is kept as it is', () => {
+  it('format 8 → 10: a response_metadata part, which format 8 writes, is kept as it is', () => {
     const text = v8old('01-plain-answer.jsonl');
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
     const described = text.replace(/^(\{"type":"llm".*?"parts":\[)/m, `$1${part},`);
     expect(described).not.toBe(text);
-    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/9"'));
+    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/10"'));
   });
 
-  it('any older format → 9: a tool error unavailable_before_dispatch, which only format 9 writes, is refused naming its line; the same words in data are not', async () => {
+  it('any format before 9 → 10: a tool error unavailable_before_dispatch, which only format 9 writes, is refused naming its line; the same words in data are not', async () => {
     const unavailable = '"tool_error":{"code":"unavailable_before_dispatch","message":"the queue was closed"}';
     for (const [from, text] of [
       [8, v8old('09-tool-invalid-arguments.jsonl')],
@@ -294,7 +296,71 @@ describe('older transcript formats → 9', () => {
     const text = v8old('09-tool-invalid-arguments.jsonl');
     const quoting = text.replace('"arguments":{"text":42}', `"arguments":{"text":42,${unavailable}}`);
     expect(quoting).not.toBe(text);
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/9"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/10"'));
+  });
+
+  it.each(nines)(
+    'format 9 → 10: %s migrates to the corpus run — its tag alone changes, every other byte kept — and replays identical as it is',
+    async (file) => {
+      const before = v9old(file);
+      expect(before.startsWith('{"type":"header","format":"awaken-transcript/9",')).toBe(true);
+      const after = migrateTranscript(before);
+      expect(after).toBe(v2(file));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/9",', '{"type":"header","format":"awaken-transcript/10",'));
+      expect(await replayTranscript(before)).toMatchObject({ identical: true });
+    },
+  );
+
+  it('format 9 → 10: a tool error unavailable_before_dispatch, which format 9 writes, is kept as it is', () => {
+    const text = v9old('29-gate-ask-resumed.jsonl');
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.startsWith('{"type":"tool"'));
+    expect(at).toBeGreaterThan(0);
+    const retried = lines
+      .map((l, i) =>
+        i === at
+          ? l.replace(/"activity":\[\],"(result|tool_error)":.*\}$/, '"activity":[],"tool_error":{"code":"unavailable_before_dispatch","message":"closed"}}')
+          : l,
+      )
+      .join('\n');
+    expect(retried).not.toBe(text);
+    expect(migrateTranscript(retried)).toBe(retried.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/10"'));
+  });
+
+  it('any older format → 10: a request with the client’s tools, state or context, which only format 10 writes, is refused naming line 1; the same words in a message are not', async () => {
+    const client = {
+      client_tools: [{ id: 'pick_color', name: 'pick_color', description: 'Pick a colour', parameters: { type: 'object' } }],
+      client_state: { theme: 'dark' },
+      client_context: [{ description: 'page', value: 'checkout' }],
+    };
+    for (const [from, text] of [
+      [9, v9old('12-suspension-resumed-use-decision-as-tool-result.jsonl')],
+      [8, v8old('01-plain-answer.jsonl')],
+      [7, v7old('29-gate-ask-resumed.jsonl')],
+      [6, v6old('03-one-tool.jsonl')],
+      [5, v5old('03-one-tool.jsonl')],
+      [4, v4old('03-one-tool.jsonl')],
+      [3, v3old('11-suspension-resumed-replay-tool-call.jsonl')],
+      [2, v2old('11-suspension-resumed-replay-tool-call.jsonl')],
+      [1, v1('11-suspension-resumed-replay-tool-call.jsonl')],
+    ] as const) {
+      const [head, ...rest] = text.split('\n');
+      const header = JSON.parse(head as string) as Record<string, unknown> & { request: Record<string, unknown> };
+      for (const [field, value] of Object.entries(client)) {
+        const edited = [JSON.stringify({ ...header, request: { ...header.request, [field]: value } }), ...rest].join('\n');
+        expect(() => migrateTranscript(edited)).toThrow(new MigrationFailure(1, `request.${field}: a format-${from} header has none (it is format 10)`));
+        expect(await replayTranscript(edited)).toMatchObject({
+          identical: false,
+          divergence: { port: 'transcript', line: 1, message: expect.stringContaining(`cannot migrate this awaken-transcript/${from} transcript`) },
+          at: { line: 1, record: 'header' },
+        });
+      }
+    }
+    // A message that names the fields is the message's text, not a field of the request.
+    const text = v9old('01-plain-answer.jsonl');
+    const quoting = text.replace('"text":"scenario: plain-answer"', '"text":"scenario: plain-answer \\"client_tools\\":[] client_state client_context"');
+    expect(quoting).not.toBe(text);
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/10"'));
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
@@ -307,6 +373,7 @@ describe('older transcript formats → 9', () => {
       ...sixes.map((f) => v6old(f)),
       ...sevens.map((f) => v7old(f)),
       ...eights.map((f) => v8old(f)),
+      ...nines.map((f) => v9old(f)),
     ].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>

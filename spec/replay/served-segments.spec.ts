@@ -149,7 +149,7 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
     await expectIdentical(text);
   });
 
-  it('what a segment does not read is refused at line 1 (input messages, overrides); a decision or cancel before any event in a run that starts is reported at its line', async () => {
+  it('what a segment does not read is refused at line 1 (input messages, overrides, what a client brought besides messages); a decision or cancel before any event in a run that starts is reported at its line', async () => {
     const { dir, runId, text } = await secondSegment(approve);
     const [head, ...rest] = text.split('\n');
     const header = JSON.parse(head as string) as { request: Record<string, unknown> };
@@ -158,13 +158,36 @@ describe('ServedRecorder: a run taken up again from the store is recorded segmen
     for (const edited of [
       withRequest({ thread_id, run_id, agent_id, messages: [{ role: 'user', content: [{ type: 'text', text: 'rm -rf' }] }], history, thread_state, run_state }),
       withRequest({ thread_id, run_id, agent_id, messages: [], overrides: { temperature: 0.9 }, history, thread_state, run_state }),
+      // A revived run keeps its client's tools in its run state; it reads none of these from a request.
+      withRequest({
+        thread_id,
+        run_id,
+        agent_id,
+        messages: [],
+        client_tools: [{ id: 'pick_color', name: 'pick_color', description: 'Pick a colour', parameters: { type: 'object' } }],
+        history,
+        thread_state,
+        run_state,
+      }),
+      withRequest({ thread_id, run_id, agent_id, messages: [], client_state: { theme: 'dark' }, history, thread_state, run_state }),
+      withRequest({
+        thread_id,
+        run_id,
+        agent_id,
+        messages: [],
+        client_context: [{ description: 'page', value: 'checkout' }],
+        history,
+        thread_state,
+        run_state,
+      }),
     ]) {
       expect(await replayTranscript(edited)).toMatchObject({
         identical: false,
         divergence: {
           port: 'transcript',
           line: 1,
-          message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides',
+          message:
+            'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides, client tools, client state or client context',
         },
       });
     }

@@ -21,6 +21,7 @@ export const TRANSCRIPT_FORMAT_5 = 'awaken-transcript/5';
 export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
 export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
 export const TRANSCRIPT_FORMAT_8 = 'awaken-transcript/8';
+export const TRANSCRIPT_FORMAT_9 = 'awaken-transcript/9';
 
 const OLDER = [
   TRANSCRIPT_FORMAT_1,
@@ -31,6 +32,7 @@ const OLDER = [
   TRANSCRIPT_FORMAT_6,
   TRANSCRIPT_FORMAT_7,
   TRANSCRIPT_FORMAT_8,
+  TRANSCRIPT_FORMAT_9,
 ] as const;
 type OlderFormat = (typeof OLDER)[number];
 
@@ -85,7 +87,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1 to 8 transcript in the current format (`awaken-transcript/9`), without
+ * Rewrites a format-1 to 9 transcript in the current format (`awaken-transcript/10`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -128,11 +130,21 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * Format 8 → 9: the header's tag alone. Format 9 adds the `unavailable_before_dispatch` code of a
  * `tool` record's `tool_error` (the call never reached the tool, so it may be retried); no older
  * recorder wrote one, and a transcript of an older format that has one is refused, naming its line.
+ *
+ * Format 9 → 10: the header's tag alone. Format 10 adds what the run's client brought besides
+ * messages to the header's request (`client_tools`, `client_state`, `client_context`); no older
+ * recorder wrote them, and a transcript of an older format whose header has any is refused, naming
+ * line 1.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
-  if (older !== undefined) refuseFormat9(text.split('\n'), older);
-  if (older === TRANSCRIPT_FORMAT_8 || older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6) return { text: retagged(text, older) };
+  if (older !== undefined) {
+    const lines = text.split('\n');
+    refuseFormat10(lines, older);
+    if (older !== TRANSCRIPT_FORMAT_9) refuseFormat9(lines, older);
+  }
+  if (older === TRANSCRIPT_FORMAT_9 || older === TRANSCRIPT_FORMAT_8 || older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6)
+    return { text: retagged(text, older) };
   if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
   const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
   let out = four.text;
@@ -141,14 +153,17 @@ export function migrate(text: string): Migrated {
 }
 
 /**
- * A format-6, 7 or 8 transcript under the current tag: the header's `format` alone changes, every
+ * A format-6, 7, 8 or 9 transcript under the current tag: the header's `format` alone changes, every
  * other byte is kept. What only a later format writes is refused first — a format-6 recorder never
  * wrote a segment's number and run state, a decision or cancel before any event, an ask record
- * (format 7); neither wrote a `response_metadata` part (format 8). (What only format 9 writes is
- * refused in every older format, by `migrate`.)
+ * (format 7); neither wrote a `response_metadata` part (format 8). (What only format 9 or 10 writes
+ * is refused in every format before it, by `migrate`.)
  */
-function retagged(text: string, from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7 | typeof TRANSCRIPT_FORMAT_8): string {
-  if (from === TRANSCRIPT_FORMAT_8) return retag(text, from);
+function retagged(
+  text: string,
+  from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7 | typeof TRANSCRIPT_FORMAT_8 | typeof TRANSCRIPT_FORMAT_9,
+): string {
+  if (from === TRANSCRIPT_FORMAT_9 || from === TRANSCRIPT_FORMAT_8) return retag(text, from);
   const lines = text.split('\n');
   // A quote inside a JSON string is escaped: this is a part's own `type`, never a message's text.
   const described = lines.findIndex((l) => l.startsWith('{"type":"llm"') && l.includes('{"type":"response_metadata"'));
@@ -164,8 +179,29 @@ function retag(text: string, from: OlderFormat): string {
   return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
 }
 
+/** The fields of a header's request that only format 10 writes: what the run's client brought besides messages. */
+const FORMAT_10_REQUEST_FIELDS = ['client_tools', 'client_state', 'client_context'] as const;
+
 /**
- * What only format 9 writes, refused in any older transcript's lines: a `tool` record whose
+ * What only format 10 writes, refused in any older transcript's header: a request with the client's
+ * tools, state or context — no older recorder wrote them, and a replay of such a run without them
+ * would not be the run. An unreadable header is left to the migration that reads it.
+ */
+function refuseFormat10(lines: readonly string[], from: OlderFormat): void {
+  let header: unknown;
+  try {
+    header = JSON.parse(lines[0] as string);
+  } catch {
+    return;
+  }
+  const request = typeof header === 'object' && header !== null ? (header as { request?: unknown }).request : undefined;
+  if (typeof request !== 'object' || request === null) return;
+  const field = FORMAT_10_REQUEST_FIELDS.find((f) => Object.hasOwn(request, f));
+  if (field !== undefined) throw new MigrationFailure(1, `request.${field}: a format-${from.slice(from.indexOf('/') + 1)} header has none (it is format 10)`);
+}
+
+/**
+ * What only format 9 writes, refused in the lines of a transcript before format 9: a `tool` record whose
  * `tool_error` is `unavailable_before_dispatch` — no older recorder wrote that code. The record is
  * read whole, so the same words in a result's data or an argument are not taken for it.
  */
@@ -293,6 +329,7 @@ function toFormat4(text: string): Migrated {
     format === TRANSCRIPT_FORMAT_6 ||
     format === TRANSCRIPT_FORMAT_7 ||
     format === TRANSCRIPT_FORMAT_8 ||
+    format === TRANSCRIPT_FORMAT_9 ||
     !OLDER.includes(format as OlderFormat)
   )
     throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);

@@ -26,6 +26,7 @@ import { StrictLog } from './strict-log.ts';
 import { migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import { findCode, makePlugins, missingMessage, type CodeOptions, type MissingCode } from './plugins.ts';
 import {
+  clientInputsOf,
   configDigest,
   applyDeltas,
   chainDigest,
@@ -264,11 +265,13 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
         message: `a ${early.type} before any event, but only a segment taken up from the store (request.run_state) has one`,
         line: lineOf(early),
       });
-  } else if (header.request.messages.length > 0 || header.request.overrides !== undefined) {
-    // Revived, a run reads no input: what the header says it was given would go unchecked.
+  } else if (header.request.messages.length > 0 || header.request.overrides !== undefined || Object.keys(clientInputsOf(header.request)).length > 0) {
+    // Revived, a run reads no input (its client's tools are in its run state): what the header says
+    // it was given would go unchecked.
     diverge({
       port: 'transcript',
-      message: 'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides',
+      message:
+        'a segment taken up from the store (request.run_state) has no input of its own: its messages are [] and it has no overrides, client tools, client state or client context',
       line: 1,
     });
   }
@@ -452,6 +455,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
             agentId: header.request.agent_id,
             messages: header.request.messages,
             ...(header.request.overrides !== undefined ? { overrides: header.request.overrides } : {}),
+            ...clientInputsOf(header.request),
           },
           sink,
           { signal: controller.signal, waitForDecisions: wait },

@@ -16,7 +16,7 @@ import type { ThreadRunStore } from '../runtime/thread-run-store.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { recordingAsk, recordingEnv, recordingLlm, recordingTool, TranscriptLog } from './recorder.ts';
 import { pluginEntryOf } from './plugins.ts';
-import { configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT, type PluginEntry } from './transcript.ts';
+import { clientFieldsOf, configDigest, endRecordOf, recordedDecision, SuspensionModes, TRANSCRIPT_FORMAT, type PluginEntry } from './transcript.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 
@@ -162,6 +162,10 @@ interface ObservedRun {
   readonly messages: readonly Message[];
   /** The principal the thread belonged to when the run started (none: no access control, or a thread nobody owns). */
   readonly owner?: string;
+  /** What the client brought besides messages: written in the header exactly when given, and given back to the replay. */
+  readonly clientTools?: readonly ToolDescriptor[];
+  readonly clientState?: { readonly [key: string]: JsonValue };
+  readonly clientContext?: readonly { readonly description: string; readonly value: string }[];
   /** A parked run taken up again from the store (`start` revives it): it goes on in a segment of its own. */
   readonly resumed?: boolean;
   /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it). */
@@ -371,6 +375,7 @@ export class ServedRecorder {
           ...(run.owner !== undefined ? { owner: run.owner } : {}),
           agent_id: run.agentId,
           messages: run.messages,
+          ...clientFieldsOf(run),
           ...(served.history !== undefined ? { history: served.history } : {}),
           ...(served.threadState !== undefined ? { thread_state: served.threadState } : {}),
           ...(served.runState !== undefined ? { run_state: served.runState } : {}),

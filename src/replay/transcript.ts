@@ -17,11 +17,12 @@ import {
   ToolDescriptorSchema,
   ToolResultSchema,
   type ToolCallResume,
+  type ToolDescriptor,
   type ToolCallResumeMode,
 } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/9';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/10';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -75,6 +76,16 @@ export const HeaderSchema = z.object({
     messages: z.array(MessageSchema),
     overrides: InferenceOverrideSchema.optional(),
     /**
+     * What the client brought besides messages (`RunRequest.clientTools`, `clientState`,
+     * `clientContext`; AG-UI `tools`, `state`, `context`), each written exactly when the run was given
+     * it: the tools the client runs (offered to the model after the agent's own; a call to one parks
+     * the run until the client's result comes back), the client's state and its context entries.
+     * Inputs of the run, like its messages: its replay is given them again.
+     */
+    client_tools: z.array(ToolDescriptorSchema).optional(),
+    client_state: z.record(z.string(), JsonValueSchema).optional(),
+    client_context: z.array(z.object({ description: z.string(), value: z.string() })).optional(),
+    /**
      * The thread as the run loaded it from its store (a served run): its messages (empty for a new
      * thread) and thread-scoped state. Present exactly when the run had a store: its replay has one.
      */
@@ -94,6 +105,27 @@ export const HeaderSchema = z.object({
   }),
 });
 export type Header = z.output<typeof HeaderSchema>;
+
+/** What a client brings a run besides messages, as a `RunRequest` has it. */
+export interface ClientInputs {
+  readonly clientTools?: readonly ToolDescriptor[];
+  readonly clientState?: { readonly [key: string]: JsonValue };
+  readonly clientContext?: readonly { readonly description: string; readonly value: string }[];
+}
+
+/** A run's client inputs as its header's `request` writes them: each one the run was given, none other. */
+export const clientFieldsOf = (r: ClientInputs): Pick<Header['request'], 'client_tools' | 'client_state' | 'client_context'> => ({
+  ...(r.clientTools !== undefined ? { client_tools: [...r.clientTools] } : {}),
+  ...(r.clientState !== undefined ? { client_state: { ...r.clientState } } : {}),
+  ...(r.clientContext !== undefined ? { client_context: r.clientContext.map((c) => ({ description: c.description, value: c.value })) } : {}),
+});
+
+/** The client inputs a header's `request` gives its run back (`RunRequest.clientTools`, `clientState`, `clientContext`). */
+export const clientInputsOf = (request: Header['request']): ClientInputs => ({
+  ...(request.client_tools !== undefined ? { clientTools: request.client_tools } : {}),
+  ...(request.client_state !== undefined ? { clientState: request.client_state } : {}),
+  ...(request.client_context !== undefined ? { clientContext: request.client_context } : {}),
+});
 
 export const EnvRecordSchema = z.discriminatedUnion('draw', [
   z.object({ type: z.literal('env'), draw: z.literal('now'), value: z.number() }),

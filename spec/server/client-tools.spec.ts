@@ -7,8 +7,8 @@ import { clientTool } from '../../src/runtime/client-tool.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import { Mailbox } from '../../src/server/mailbox.ts';
 import { listen } from '../../src/server/node.ts';
-import { echoTool } from '../support/runtime.ts';
-import { bodyJson, json, testServer } from '../support/server.ts';
+import { approvalTool, echoTool } from '../support/runtime.ts';
+import { bodyJson, json, parseSse, readFor, testServer } from '../support/server.ts';
 
 /** Tools the client runs, through the official clients over a socket: AG-UI's `HttpAgent` and the AI SDK's chat. */
 
@@ -51,6 +51,8 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
       await agent.runAgent({ runId: 'client-run-2', tools: [agUiTool] });
       const last = agent.messages.at(-1) as { role: string; content?: unknown };
       expect(last).toMatchObject({ role: 'assistant', content: 'You picked red.' });
+      // The client holds the one result of its own call: the one it sent, not a second from the stream.
+      expect(agent.messages.filter((m) => m.role === 'tool').map((m) => [m.id, (m as { toolCallId?: string }).toolCallId])).toEqual([['tool-c1', 'c1']]);
       expect(s.llm.requests[1]?.messages.find((m) => m.role === 'tool')).toMatchObject({
         tool_call_id: 'c1',
         content: [{ type: 'text', text: '{"color":"red"}' }],
@@ -164,5 +166,78 @@ describe('a client that never answers its tool’s call', () => {
       tool_call_id: 'c1',
       content: [{ type: 'text', text: "the client did not send this call's result within 90 s" }],
     });
+  });
+
+  it('in a batch that also waits for an approval, ends the client’s call once; the run waits on for the approval, then goes on', async () => {
+    const s = testServer(
+      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
+    );
+    const input = (extra: object) => json({ threadId: 'ct-late2', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
+    await (await s.app.request('/v1/ag-ui/run', input({}))).text();
+    const parked = (await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late2' })).items[0];
+    let now = (parked?.updated_at ?? 0) + 90_000;
+    const mailbox = new Mailbox(s.store, s.registry, { ...deterministicEnv(), clock: { now: () => now } }, { clientToolTimeoutMs: 90_000 });
+    expect(await mailbox.wakeScheduled()).toEqual(['p1']);
+    now += 1000;
+    expect(await mailbox.wakeScheduled()).toEqual([]);
+    expect((await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late2' })).items[0]?.status).toBe('waiting');
+    const approved = await readFor(await s.app.request('/v1/ag-ui/run', input({ resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })), 3000);
+    expect(approved.text).toContain('"outcome":{"type":"success"}');
+    expect(s.llm.requests[1]?.messages.find((m) => m.tool_call_id === 'p1')?.content).toEqual([{ type: 'text', text: "the client did not send this call's result within 90 s" }]);
+  });
+});
+
+describe('AG-UI: a client call waiting beside an approval', () => {
+  const outcomes = (text: string) =>
+    parseSse(text)
+      .map((f) => JSON.parse(f.data) as { type: string; outcome?: unknown; toolCallId?: string })
+      .filter((e) => e.type === 'RUN_FINISHED' || e.type === 'TOOL_CALL_RESULT')
+      .map((e) => (e.type === 'RUN_FINISHED' ? e.outcome : `result ${e.toolCallId}`));
+  const input = (runId: string, extra: object) => json({ threadId: 'ct-mix', runId, messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
+
+  it('is listed with the interrupts (a batch waits for both), and one resume[] answering both goes on', async () => {
+    const s = testServer(
+      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
+    );
+    const first = outcomes(await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text());
+    expect(first).toEqual([
+      {
+        type: 'interrupt',
+        interrupts: [
+          expect.objectContaining({ id: 's-c1', reason: 'confirm', toolCallId: 'c1' }),
+          expect.objectContaining({ id: 'p1', reason: 'client_tool', toolCallId: 'p1' }),
+        ],
+      },
+    ]);
+    const resume = [
+      { interruptId: 's-c1', status: 'resolved', payload: { approved: true } },
+      { interruptId: 'p1', status: 'resolved', payload: { color: 'red' } },
+    ];
+    const second = await readFor(await s.app.request('/v1/ag-ui/run', input('r1', { resume })), 3000);
+    // Answered by resume[], the client's call has no message of the client's: its result is sent like the approval's.
+    expect(outcomes(second.text)).toEqual(['result c1', 'result p1', { type: 'success' }]);
+    expect(s.llm.requests[1]?.messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content])).toEqual([
+      ['c1', [{ type: 'text', text: '{"approved":"x","decision":{"approved":true}}' }]],
+      ['p1', [{ type: 'text', text: '{"color":"red"}' }]],
+    ]);
+  });
+
+  it('a stream that resumes one call and parks again lists what still waits, not a made-up interrupt', async () => {
+    const s = testServer(
+      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } },
+    );
+    await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text();
+    // The approval answered: the run goes on and parks again on the client's call alone.
+    const resumed = await readFor(await s.app.request('/v1/ag-ui/run', input('r1', { resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })), 3000);
+    expect(outcomes(resumed.text)).toEqual(['result c1', { type: 'success' }]);
+    // The client's call answered: no second result for it, and the run ends.
+    const answered = await readFor(
+      await s.app.request('/v1/ag-ui/run', json({ threadId: 'ct-mix', runId: 'r2', tools: [agUiTool], messages: [{ id: 'u1', role: 'user', content: 'go' }, { id: 't-p1', role: 'tool', toolCallId: 'p1', content: '{"color":"red"}' }] })),
+      3000,
+    );
+    expect(outcomes(answered.text)).toEqual([{ type: 'success' }]);
   });
 });

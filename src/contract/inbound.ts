@@ -18,6 +18,8 @@ export interface InboundRun {
   readonly messages: readonly { readonly id?: string; readonly message: Message }[];
   /** Every answer to a tool call the request carries (tool outputs, approvals, interrupt resumes). */
   readonly decisions: readonly Decision[];
+  /** The calls whose answers are the client's own messages (AG-UI `tool` messages): a stream does not send their results back. */
+  readonly held?: readonly string[];
   /** The client's state (its shared keys' values: `AgentSpec.client_state`), set as a run this request starts begins. */
   readonly state?: JsonValue;
   /**

@@ -17,21 +17,28 @@ import type { ClientContext } from './run-handle.ts';
 export const clientStateKey = (name: string): StateKey<JsonValue, JsonValue> =>
   defineStateKey<JsonValue, JsonValue>({ key: name, init: () => null, apply: (_s, u) => u, codec: JsonValueSchema });
 
-/** The plugin that registers an agent's client state keys (one per list, so the agent's engine is shared between its runs). */
-const plugins = new WeakMap<readonly string[], Plugin>();
+/**
+ * The plugin that registers the client state keys of every agent of a runtime: each agent of it
+ * has all of them, so a handoff on a thread, or a thread that changes agents between runs, keeps
+ * every key a page shares (an agent shows and lets a client set only its own, `client_state`), and
+ * a name that is also a plugin's key is refused when the agent with that plugin resolves.
+ */
 export const CLIENT_STATE_PLUGIN = '__runtime.client_state';
+const plugins = new WeakMap<ReadonlyMap<string, AgentSpec>, Plugin | undefined>();
 
-export function clientStatePlugin(names: readonly string[]): Plugin {
-  let plugin = plugins.get(names);
-  if (plugin === undefined) {
-    plugin = preRegistered({
-      name: CLIENT_STATE_PLUGIN,
-      register: (r) => {
-        for (const name of names) r.registerKey(clientStateKey(name), { scope: 'thread' });
-      },
-    });
-    plugins.set(names, plugin);
-  }
+export function clientStatePlugin(agents: ReadonlyMap<string, AgentSpec>): Plugin | undefined {
+  if (plugins.has(agents)) return plugins.get(agents);
+  const names = [...new Set([...agents.values()].flatMap((a) => a.client_state ?? []))].sort();
+  const plugin =
+    names.length === 0
+      ? undefined
+      : preRegistered({
+          name: CLIENT_STATE_PLUGIN,
+          register: (r) => {
+            for (const name of names) r.registerKey(clientStateKey(name), { scope: 'thread' });
+          },
+        });
+  plugins.set(agents, plugin);
   return plugin;
 }
 

@@ -185,8 +185,9 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   const stop = stopConditionOf(spec, registries.stopPolicies);
   const stopPolicies = stop.policies;
   const defaults: Plugin[] = [loopStatePlugin, loopActionsPlugin, stop.plugin];
-  // The keys the agent shares with its clients, registered for it (a plugin registering one too is a conflict).
-  if (spec.client_state !== undefined && spec.client_state.length > 0) defaults.push(clientStatePlugin(spec.client_state));
+  // The keys the runtime's agents share with their clients (a plugin registering one too is a conflict).
+  const shared = clientStatePlugin(registries.agents);
+  if (shared !== undefined) defaults.push(shared);
   // ContextTransformPlugin and CompactionPlugin join only when the agent sets a context policy.
   let context: ResolvedContext | undefined;
   const warnings: string[] = [];

@@ -32,6 +32,8 @@ interface StreamContext {
   readonly clientRunId?: string;
   /** The state keys the client is shown: its agent's `client_state`. */
   readonly shared?: readonly string[];
+  /** The calls whose results the request carried as the client's own messages. */
+  readonly held?: readonly string[];
   readonly resumed?: AcceptedInbound['resumed'];
 }
 
@@ -61,6 +63,7 @@ const agUi: Protocol<AgUiState> = {
     requestAgUiState({
       ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}),
       ...(c.shared !== undefined ? { shared: c.shared } : {}),
+      ...(c.held !== undefined ? { held: c.held } : {}),
       ...(c.resumed !== undefined ? { resumed: c.resumed } : {}),
     }),
   step: (s, e) => {
@@ -270,6 +273,7 @@ async function serve<S>(
   return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, {
     ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}),
     shared: agent?.spec.client_state ?? [],
+    ...(inbound.held !== undefined ? { held: inbound.held } : {}),
     ...(resumed !== undefined ? { resumed } : {}),
   });
 }

@@ -3,7 +3,7 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { MessageSchema } from '../../contract/message.ts';
-import { dispositionOf, type ToolResult } from '../../contract/tool.ts';
+import { CLIENT_TOOL_ACTION, dispositionOf, type ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
@@ -64,10 +64,14 @@ export interface AgUiState {
   /** Suspended tool calls not yet settled, in order: the `interrupt` outcome lists them. */
   readonly interrupts: readonly AgUiInterrupt[];
   /**
-   * Calls left to the client (`pending_client`) on this stream: not interrupts — the client runs
-   * them once the run has finished and sends their results with its next run.
+   * Calls left to the client (`pending_client`), as an interrupt would list them: not interrupts
+   * while nothing else waits — the client runs them once the run has finished and sends their
+   * results with its next run — but listed with the interrupts when something else does, so one
+   * `resume[]` can answer every call the run waits on.
    */
-  readonly clientCalls: number;
+  readonly clientCalls: readonly AgUiInterrupt[];
+  /** Calls whose results the client sent as its own `tool` messages: their results are not sent back. */
+  readonly held: readonly string[];
   readonly usage: readonly JsonValue[];
   readonly started: boolean;
   readonly finished: boolean;
@@ -90,7 +94,8 @@ export const initialAgUiState = (): AgUiState => ({
   toolCalls: {},
   streamed: {},
   interrupts: [],
-  clientCalls: 0,
+  clientCalls: [],
+  held: [],
   usage: [],
   started: false,
   finished: false,
@@ -105,7 +110,17 @@ export function requestAgUiState(options: {
   readonly clientRunId?: string;
   /** The state keys the client is shown (`AgUiState.shared`). */
   readonly shared?: readonly string[];
-  readonly resumed?: { readonly runId: string; readonly calls: readonly { readonly callId: string; readonly name: string; readonly arguments: JsonValue }[] };
+  /** The calls whose results the request carried as `tool` messages (`AgUiState.held`). */
+  readonly held?: readonly string[];
+  readonly resumed?: {
+    readonly runId: string;
+    readonly calls: readonly {
+      readonly callId: string;
+      readonly name: string;
+      readonly arguments: JsonValue;
+      readonly suspension?: { readonly id: string; readonly action: string; readonly message?: string };
+    }[];
+  };
 }): AgUiState {
   const base = initialAgUiState();
   const resumed = options.resumed;
@@ -113,10 +128,14 @@ export function requestAgUiState(options: {
     ...base,
     ...(options.clientRunId !== undefined ? { clientRunId: options.clientRunId } : {}),
     ...(options.shared !== undefined ? { shared: options.shared } : {}),
+    ...(options.held !== undefined ? { held: options.held } : {}),
     ...(resumed !== undefined
       ? {
           runId: resumed.runId,
           toolCalls: Object.fromEntries(resumed.calls.map((c) => [c.callId, { name: c.name, args: JSON.stringify(c.arguments), open: false }])),
+          // What the run waited on: those its decisions do not settle still wait when it parks again.
+          interrupts: resumed.calls.filter((c) => c.suspension?.action !== CLIENT_TOOL_ACTION).map(waitingInterrupt),
+          clientCalls: resumed.calls.filter((c) => c.suspension?.action === CLIENT_TOOL_ACTION).map(waitingInterrupt),
         }
       : {}),
   };
@@ -155,7 +174,7 @@ function rebaseDelta(delta: readonly JsonValue[]): JsonValue[] {
 }
 
 /** The keys of `state` the client is shown (all of them without a list). */
-function sharedOf(state: { readonly [k: string]: JsonValue }, shared: readonly string[] | undefined): { readonly [k: string]: JsonValue } {
+export function sharedOf(state: { readonly [k: string]: JsonValue }, shared: readonly string[] | undefined): { readonly [k: string]: JsonValue } {
   if (shared === undefined) return state;
   const out: { [k: string]: JsonValue } = {};
   for (const key of shared) if (Object.hasOwn(state, key)) out[key] = state[key] as JsonValue;
@@ -290,6 +309,23 @@ function interruptOf(callId: string, r: ToolResult): AgUiInterrupt {
   return out as AgUiInterrupt;
 }
 
+/** A call a parked run waits on, as `interruptOf` made it when the call suspended (without what only its ticket had). */
+export function waitingInterrupt(c: {
+  readonly callId: string;
+  readonly name: string;
+  readonly arguments: JsonValue;
+  readonly suspension?: { readonly id: string; readonly action: string; readonly message?: string };
+}): AgUiInterrupt {
+  const su = c.suspension;
+  return {
+    id: su !== undefined && su.id.trim() !== '' ? su.id : c.callId,
+    reason: su !== undefined && su.action.trim() !== '' ? su.action : 'tool_approval',
+    toolCallId: c.callId,
+    ...(su?.message !== undefined ? { message: su.message } : {}),
+    metadata: { pendingTool: { name: c.name, arguments: c.arguments } },
+  };
+}
+
 function runFinished(s: AgUiState, outcome: JsonValue, result: JsonValue | undefined): AgUiEvent {
   return {
     type: 'RUN_FINISHED',
@@ -329,8 +365,9 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
         shared: s.shared,
         messageId: event.run_id,
         stepCounter: s.stepCounter,
-        // A resumed run on the same stream: the client still knows its tool calls.
-        ...(event.run_id === s.runId ? { toolCalls: s.toolCalls } : {}),
+        // A resumed run on the same stream: the client still knows its tool calls, and what they wait on.
+        ...(event.run_id === s.runId ? { toolCalls: s.toolCalls, interrupts: s.interrupts, clientCalls: s.clientCalls } : {}),
+        held: s.held,
         started: true,
       };
       out.push({
@@ -433,7 +470,7 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       if (event.outcome === 'suspended' && dispositionOf(r) === 'pending_client') {
         // The client runs it after RUN_FINISHED (its own tool, announced by TOOL_CALL_START…END): no result, no interrupt.
         s = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
-        s = { ...s, clientCalls: s.clientCalls + 1 };
+        s = { ...s, clientCalls: [...s.clientCalls, interruptOf(event.id, r)] };
         break;
       }
       if (event.outcome === 'suspended') {
@@ -451,9 +488,14 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       });
       break;
     }
-    case 'tool_call_resumed':
+    case 'tool_call_resumed': {
       s = closeMessages(s, out);
       s = withoutInterrupt(ensureToolCall(s, event.target_id, s.toolCalls[event.target_id]?.name ?? 'tool', out), event.target_id);
+      const own = s.clientCalls.some((c) => c.toolCallId === event.target_id);
+      s = { ...s, clientCalls: s.clientCalls.filter((c) => c.toolCallId !== event.target_id) };
+      // The result of the client's own call that it sent as a `tool` message is among its messages
+      // already (an approval answered so still gets the result its tool made).
+      if (own && s.held.includes(event.target_id)) break;
       out.push({
         type: 'TOOL_CALL_RESULT',
         messageId: `result:${event.target_id}`,
@@ -462,6 +504,7 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
         role: 'tool',
       });
       break;
+    }
     case 'messages_snapshot': {
       const messages: JsonValue[] = [];
       event.messages.forEach((m, i) => {
@@ -504,10 +547,10 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       const t = event.termination;
       if (t.type === 'error') out.push(runError(s, t.value, undefined));
       else if (t.type === 'cancelled') out.push(runFinished(s, { type: 'cancelled' }, event.result));
-      else if (t.type === 'suspended' && s.interrupts.length === 0 && s.clientCalls > 0) out.push(runFinished(s, { type: 'success' }, event.result));
+      else if (t.type === 'suspended' && s.interrupts.length === 0 && s.clientCalls.length > 0) out.push(runFinished(s, { type: 'success' }, event.result));
       else if (t.type === 'suspended') {
         // The outcome needs at least one interrupt; a suspension without a ticket is the run's own.
-        const interrupts = s.interrupts.length > 0 ? [...s.interrupts] : [{ id: event.run_id, reason: 'suspended' }];
+        const interrupts = s.interrupts.length > 0 ? [...s.interrupts, ...s.clientCalls] : [{ id: event.run_id, reason: 'suspended' }];
         out.push(runFinished(s, { type: 'interrupt', interrupts }, event.result));
       } else out.push(runFinished(s, { type: 'success' }, event.result));
       s = { ...s, finished: true };

@@ -135,6 +135,7 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
     runId: input.runId,
     messages,
     decisions: [...fromTools, ...fromResume],
+    ...(fromTools.length > 0 ? { held: fromTools.map((d) => d.targetId) } : {}),
     ...(clientTools.length > 0 ? { clientTools } : {}),
     ...(input.context !== undefined && input.context.length > 0
       ? { clientContext: input.context.map((c) => ({ description: c.description, value: c.value })) }

@@ -467,6 +467,23 @@ describe.each(FLAVOURS)('%s tool() as an awaken tool', (_name, ai) => {
     });
   });
 
+  it('a provider’s own tool, or a client’s tool that asks for approval, is refused naming the field', () => {
+    const refusal = (t: unknown): string | undefined => {
+      try {
+        aiSdkTool('x', t as AiSdkToolLike);
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e);
+      }
+      return undefined;
+    };
+    expect(refusal({ type: 'provider', id: 'openai.web_search', inputSchema: z.object({}), args: {} })).toBe(
+      "type: a provider's own tool (its provider runs it) is not supported: give a tool with execute, or one the client runs",
+    );
+    expect(refusal(ai.tool({ inputSchema: z.object({}), needsApproval: true }))).toBe(
+      'needsApproval: a tool the client runs (no execute) asks its user itself; the server asks nothing of it',
+    );
+  });
+
   it('isAiSdkTool: an object with an inputSchema and no awaken descriptor', () => {
     expect(isAiSdkTool(ai.tool({ inputSchema: z.object({}), execute: async () => 1 }))).toBe(true);
     expect(isAiSdkTool(ai.tool({ inputSchema: jsonWeather(ai) }))).toBe(true);

@@ -148,20 +148,57 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
   });
 });
 
+describe('a page reloaded while its thread waits', () => {
+  it('connect shows the call that waits and its interrupt; the reloaded page answers it and the run goes on', async () => {
+    const t = testServer([{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'deploy' } }] }, { text: 'Deployed.' }], { tools: [approvalTool] });
+    const other = await listen(t.app, { port: 0 });
+    try {
+      const url = `${other.url}/v1/copilotkit`;
+      const { CopilotKitCore } = await import('@copilotkit/core');
+      const open = async () => {
+        const core = new CopilotKitCore({ runtimeUrl: url });
+        for (let i = 0; i < 200 && core.runtimeConnectionStatus !== 'connected'; i++) await new Promise((r) => setTimeout(r, 10));
+        return core;
+      };
+      const first = await open();
+      const agent = agentOn(first, 'agent', 'ck-wait');
+      agent.addMessage({ id: 'u1', role: 'user', content: 'deploy' });
+      await first.runAgent({ agent, runId: 'page-run' });
+
+      const reloaded = await open();
+      const again = agentOn(reloaded, 'agent', 'ck-wait');
+      await reloaded.connectAgent({ agent: again });
+      expect(again.messages.map((m) => [m.role, 'toolCalls' in m ? (m.toolCalls ?? []).map((c) => c.id) : []])).toEqual([
+        ['user', []],
+        ['assistant', ['c1']],
+      ]);
+      const interrupts = (again as unknown as { pendingInterrupts: { id: string }[] }).pendingInterrupts;
+      expect(interrupts).toMatchObject([{ id: 's-c1', reason: 'confirm', toolCallId: 'c1' }]);
+      await reloaded.runAgent({
+        agent: again,
+        runId: 'page-run',
+        resume: buildResumeArray(interrupts as never, { 's-c1': { status: 'resolved', payload: { approved: true } } }),
+      });
+      expect(again.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Deployed.' });
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('/v1/copilotkit with two principals', () => {
-  it('connect shows another’s thread as an empty one, and stop answers 404 without touching its run', async () => {
-    const t = testServer([{ text: 'Alice’s answer.' }], { tools: [echoTool] });
+  it('connect shows another’s thread as an empty one; stop answers 404 and leaves its run going, which its owner can stop', async () => {
+    const held = gatedTool();
+    const t = testServer([{ text: 'Alice’s answer.' }, { tool_calls: [{ id: 'g1', name: 'slow', arguments: { tag: 'alice' } }] }, { text: 'Stopped?' }], {
+      tools: [echoTool, held.tool],
+    });
     const { call, close } = await twoPrincipals(t);
     try {
-      const run = await call(ALICE_TOKEN, 'POST', '/v1/copilotkit/agent/agent/run', {
-        threadId: 'alice-t',
-        runId: 'r1',
-        messages: [{ id: 'u1', role: 'user', content: 'hi' }],
-      });
-      expect(await run.text()).toContain('Alice’s answer.');
+      const run = (runId: string, id: string, content: string) =>
+        call(ALICE_TOKEN, 'POST', '/v1/copilotkit/agent/agent/run', { threadId: 'alice-t', runId, messages: [{ id, role: 'user', content }] });
+      expect(await (await run('r1', 'u1', 'hi')).text()).toContain('Alice’s answer.');
       const connect = (token: string) => call(token, 'POST', '/v1/copilotkit/agent/agent/connect', { threadId: 'alice-t', runId: 'c1', messages: [] });
-      const own = await (await connect(ALICE_TOKEN)).text();
-      expect(own).toContain('Alice’s answer.');
+      expect(await (await connect(ALICE_TOKEN)).text()).toContain('Alice’s answer.');
       expect(await (await connect(BOB_TOKEN)).text()).toBe(
         [
           'data: {"type":"RUN_STARTED","threadId":"alice-t","runId":"c1"}',
@@ -171,11 +208,22 @@ describe('/v1/copilotkit with two principals', () => {
           '',
         ].join('\n\n'),
       );
-      const stop = await call(BOB_TOKEN, 'POST', '/v1/copilotkit/agent/agent/stop/alice-t', { runId: 'r1' });
-      expect({ status: stop.status, body: await stop.json() }).toEqual({
+
+      // Alice's second run is held in flight by its tool.
+      const going = run('r2', 'u2', 'take your time');
+      for (let i = 0; i < 200 && held.started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const stop = (token: string) => call(token, 'POST', '/v1/copilotkit/agent/agent/stop/alice-t', { runId: 'r2' });
+      const bobs = await stop(BOB_TOKEN);
+      expect({ status: bobs.status, body: await bobs.json() }).toEqual({
         status: 404,
         body: { error: 'nothing to interrupt on thread alice-t: no run going or waiting, nothing queued', code: 'nothing_to_interrupt' },
       });
+      expect(held.aborted).toEqual([]);
+      const alices = await stop(ALICE_TOKEN);
+      expect(alices.status).toBe(202);
+      expect(held.aborted).toEqual(['alice']);
+      held.open();
+      expect(await (await going).text()).toContain('"outcome":{"type":"cancelled"}');
     } finally {
       await close();
     }

@@ -52,6 +52,10 @@ export const isAiSdkTool = (x: unknown): x is AiSdkToolLike => typeof x === 'obj
  */
 export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
   const run = t.execute as ((input: unknown, options: object) => unknown) | undefined;
+  const kind: unknown = (t as { readonly type?: unknown }).type;
+  // A provider's own tool (a web search the model's provider runs) has no execute either, but no client runs it.
+  if (kind === 'provider' || kind === 'provider-defined')
+    throw new Error("type: a provider's own tool (its provider runs it) is not supported: give a tool with execute, or one the client runs");
   const description: unknown = t.description;
   // ai@7 lets a description be made from the call's context, which awaken has no counterpart of.
   if (description !== undefined && typeof description !== 'string')
@@ -62,6 +66,8 @@ export function aiSdkTool(id: string, t: AiSdkToolLike): Tool {
   const validateArgs = (args: JsonValue): void => void andThenOrElse(andThen(schema.check(args), throwUnlessValid), letGo, letGo);
   // Without `execute` the client runs it (`useChat`'s `onToolCall` + `addToolOutput`): the call waits for its output.
   if (typeof run !== 'function') {
+    if (t.needsApproval !== undefined && t.needsApproval !== false)
+      throw new Error('needsApproval: a tool the client runs (no execute) asks its user itself; the server asks nothing of it');
     const client = clientTool({ id, name: id, description: description ?? '', parameters: schema.parameters });
     return { ...client, validateArgs };
   }

@@ -2,7 +2,9 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { displayDescription } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
-import { AG_UI_STREAM_HEADERS, frameAgUi, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
+import type { Message } from '../contract/message.ts';
+import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
+import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { interruptThread } from './interrupt.ts';
@@ -48,16 +50,30 @@ export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbe
     if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
     const reachable = await mayReach(parts.store, threadId, 'read');
     const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
-    const shared = agentOf(parts, agentId)?.spec.client_state ?? [];
-    const extensions = thread?.threadState?.extensions ?? {};
-    const snapshot: Record<string, JsonValue> = {};
-    for (const key of shared) if (Object.hasOwn(extensions, key)) snapshot[key] = extensions[key] as JsonValue;
+    const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentOf(parts, agentId)?.spec.client_state ?? []);
     const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
+    // A paused thread: the calls its run waits on are shown as the run's stream showed them — the
+    // assistant message that made them, and the interrupts to answer (a client's call among them
+    // only beside another; alone, the page runs it as it would have).
+    const waiting = reachable ? ((await parts.registry.waitingAnywhere(threadId))?.calls ?? []) : [];
+    const messages = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
+    const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+    const pending = new Map<string, Message>();
+    for (const w of waiting) {
+      if (held.has(w.callId)) continue;
+      const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: [], tool_calls: [] };
+      pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
+    }
+    const asked = waiting.filter((w) => w.suspension?.action !== CLIENT_TOOL_ACTION);
+    const outcome: JsonValue =
+      asked.length === 0
+        ? { type: 'success' }
+        : { type: 'interrupt', interrupts: [...asked, ...waiting.filter((w) => !asked.includes(w))].map(waitingInterrupt) };
     const events: AgUiEvent[] = [
       { type: 'RUN_STARTED', threadId, runId },
-      { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages((thread?.messages ?? []).filter((m) => m.visibility !== 'internal')) as JsonValue[] },
+      { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages([...messages, ...pending.values()]) as JsonValue[] },
       { type: 'STATE_SNAPSHOT', snapshot },
-      { type: 'RUN_FINISHED', threadId, runId, outcome: { type: 'success' } },
+      { type: 'RUN_FINISHED', threadId, runId, outcome },
     ];
     return new Response(frameAgUi(events), { headers: { ...AG_UI_STREAM_HEADERS } });
   });

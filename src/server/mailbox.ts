@@ -44,6 +44,8 @@ export class Mailbox {
   readonly #consumer: string;
   readonly #wakeEveryMs: number;
   readonly #clientToolTimeoutMs: number;
+  /** The client calls this mailbox ended, by run, while their runs still wait (so each is ended once). */
+  #endedClientCalls = new Map<string, readonly string[]>();
   readonly #running = new Map<string, Promise<void>>();
   #stop: AbortController | undefined;
 
@@ -242,21 +244,32 @@ export class Mailbox {
     const now = this.#env.clock.now();
     const woken: string[] = [];
     const unanswered = `the client did not send this call's result within ${duration(this.#clientToolTimeoutMs)}`;
+    // Client calls ended before, by run: a run that still waits (a batch waiting for its other calls) keeps them listed.
+    const ended = new Map<string, readonly string[]>();
     for (let offset = 0; ; offset += 100) {
       const page = await this.#store.listRuns({ offset, limit: 100, status: 'waiting' });
       for (const run of page.items) {
         const parked = await this.#registry.waitingAnywhere(run.run_id);
         const calls = parked?.calls ?? [];
         const due = calls.filter((c) => c.schedule?.not_before !== undefined && c.schedule.not_before <= now);
-        const expired = run.updated_at + this.#clientToolTimeoutMs <= now ? calls.filter((c) => c.suspension?.action === CLIENT_TOOL_ACTION) : [];
+        const before = this.#endedClientCalls.get(run.run_id) ?? [];
+        const expired =
+          run.updated_at + this.#clientToolTimeoutMs <= now
+            ? calls.filter((c) => c.suspension?.action === CLIENT_TOOL_ACTION && !before.includes(c.callId))
+            : [];
+        if (before.length > 0) ended.set(run.run_id, before);
         if (parked === undefined || due.length + expired.length === 0) continue;
         const r = await this.#registry.decideAnywhere(parked.runId, [
           ...due.map((c) => decisionFor(c.callId, 'resume', now, { reason: 'its scheduled time came' })),
           ...expired.map((c) => decisionFor(c.callId, 'resume', now, { result: { error: unanswered }, reason: 'the client did not answer' })),
         ]);
         if (r.ok) woken.push(...due.map((c) => c.callId), ...expired.map((c) => c.callId));
+        if (r.ok && expired.length > 0) ended.set(run.run_id, [...before, ...expired.map((c) => c.callId)]);
       }
-      if (offset + page.items.length >= page.total) return woken;
+      if (offset + page.items.length >= page.total) {
+        this.#endedClientCalls = ended;
+        return woken;
+      }
     }
   }
 

@@ -53,7 +53,11 @@ const shared = (store: MemoryThreadRunStore) => {
 describe('client state across agents', () => {
   it('a handoff to an agent that shares other keys keeps both: the page’s list, and what the new agent writes', async () => {
     const h = build(
-      [{ tool_calls: [{ id: 'c1', name: 'hand_to', arguments: { agent: 'writer' } }] }, { tool_calls: [{ id: 'c2', name: 'set_note', arguments: { v: 'hello' } }] }, { text: 'done' }],
+      [
+        { tool_calls: [{ id: 'c1', name: 'hand_to', arguments: { agent: 'writer' } }] },
+        { tool_calls: [{ id: 'c2', name: 'set_note', arguments: { v: 'hello' } }] },
+        { text: 'done' },
+      ],
       { client_state: ['notes'] },
     );
     const r = await h.runtime.run({ threadId: 't', agentId: 'front', messages: [Messages.user('go')], clientState: { todos: ['milk'] } }, new VecEventSink());
@@ -80,7 +84,10 @@ describe('client state across agents', () => {
   it('a client may set only its agent’s own keys, though the runtime knows every agent’s', async () => {
     const h = build([{ text: 'x' }], { client_state: ['notes'] });
     const r = await h.runtime.start({ threadId: 't', agentId: 'front', messages: [Messages.user('go')], clientState: { notes: 'forged' } }, new VecEventSink());
-    expect(r).toEqual({ ok: false, error: { code: 'resolve_failed', message: "state.notes: agent 'front' shares no such key with its clients (client_state: todos)" } });
+    expect(r).toEqual({
+      ok: false,
+      error: { code: 'resolve_failed', message: "state.notes: agent 'front' shares no such key with its clients (client_state: todos)" },
+    });
   });
 
   it('a name an agent shares that is a plugin’s key is refused when the runtime is built', () => {

@@ -170,10 +170,19 @@ describe('a client that never answers its tool’s call', () => {
 
   it('in a batch that also waits for an approval, ends the client’s call once; the run waits on for the approval, then goes on', async () => {
     const s = testServer(
-      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      [
+        {
+          tool_calls: [
+            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
+            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
+          ],
+        },
+        { text: 'ok' },
+      ],
       { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
     );
-    const input = (extra: object) => json({ threadId: 'ct-late2', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
+    const input = (extra: object) =>
+      json({ threadId: 'ct-late2', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
     await (await s.app.request('/v1/ag-ui/run', input({}))).text();
     const parked = (await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late2' })).items[0];
     let now = (parked?.updated_at ?? 0) + 90_000;
@@ -182,9 +191,14 @@ describe('a client that never answers its tool’s call', () => {
     now += 1000;
     expect(await mailbox.wakeScheduled()).toEqual([]);
     expect((await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-late2' })).items[0]?.status).toBe('waiting');
-    const approved = await readFor(await s.app.request('/v1/ag-ui/run', input({ resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })), 3000);
+    const approved = await readFor(
+      await s.app.request('/v1/ag-ui/run', input({ resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })),
+      3000,
+    );
     expect(approved.text).toContain('"outcome":{"type":"success"}');
-    expect(s.llm.requests[1]?.messages.find((m) => m.tool_call_id === 'p1')?.content).toEqual([{ type: 'text', text: "the client did not send this call's result within 90 s" }]);
+    expect(s.llm.requests[1]?.messages.find((m) => m.tool_call_id === 'p1')?.content).toEqual([
+      { type: 'text', text: "the client did not send this call's result within 90 s" },
+    ]);
   });
 });
 
@@ -194,11 +208,20 @@ describe('AG-UI: a client call waiting beside an approval', () => {
       .map((f) => JSON.parse(f.data) as { type: string; outcome?: unknown; toolCallId?: string })
       .filter((e) => e.type === 'RUN_FINISHED' || e.type === 'TOOL_CALL_RESULT')
       .map((e) => (e.type === 'RUN_FINISHED' ? e.outcome : `result ${e.toolCallId}`));
-  const input = (runId: string, extra: object) => json({ threadId: 'ct-mix', runId, messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
+  const input = (runId: string, extra: object) =>
+    json({ threadId: 'ct-mix', runId, messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
 
   it('is listed with the interrupts (a batch waits for both), and one resume[] answering both goes on', async () => {
     const s = testServer(
-      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      [
+        {
+          tool_calls: [
+            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
+            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
+          ],
+        },
+        { text: 'ok' },
+      ],
       { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
     );
     const first = outcomes(await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text());
@@ -226,16 +249,38 @@ describe('AG-UI: a client call waiting beside an approval', () => {
 
   it('a stream that resumes one call and parks again lists what still waits, not a made-up interrupt', async () => {
     const s = testServer(
-      [{ tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'x' } }, { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'ok' }],
+      [
+        {
+          tool_calls: [
+            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
+            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
+          ],
+        },
+        { text: 'ok' },
+      ],
       { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } },
     );
     await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text();
     // The approval answered: the run goes on and parks again on the client's call alone.
-    const resumed = await readFor(await s.app.request('/v1/ag-ui/run', input('r1', { resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })), 3000);
+    const resumed = await readFor(
+      await s.app.request('/v1/ag-ui/run', input('r1', { resume: [{ interruptId: 's-c1', status: 'resolved', payload: { approved: true } }] })),
+      3000,
+    );
     expect(outcomes(resumed.text)).toEqual(['result c1', { type: 'success' }]);
     // The client's call answered: no second result for it, and the run ends.
     const answered = await readFor(
-      await s.app.request('/v1/ag-ui/run', json({ threadId: 'ct-mix', runId: 'r2', tools: [agUiTool], messages: [{ id: 'u1', role: 'user', content: 'go' }, { id: 't-p1', role: 'tool', toolCallId: 'p1', content: '{"color":"red"}' }] })),
+      await s.app.request(
+        '/v1/ag-ui/run',
+        json({
+          threadId: 'ct-mix',
+          runId: 'r2',
+          tools: [agUiTool],
+          messages: [
+            { id: 'u1', role: 'user', content: 'go' },
+            { id: 't-p1', role: 'tool', toolCallId: 'p1', content: '{"color":"red"}' },
+          ],
+        }),
+      ),
       3000,
     );
     expect(outcomes(answered.text)).toEqual([{ type: 'success' }]);

@@ -62,14 +62,12 @@ export { openSandbox, SandboxRefused, type Sandbox } from './runtime/sandbox/too
 export { clientTool } from './runtime/client-tool.ts';
 export { clientStateKey } from './runtime/client-state.ts';
 export {
-  dispositionOf,
   ToolResults,
   type ResumeDecisionAction,
   type SuspendTicket,
   type Suspension,
   type ToolCallResume,
   type ToolDescriptor,
-  type ToolDisposition,
   type ToolResult,
   type ToolStatus,
 } from './contract/tool.ts';

@@ -12,7 +12,7 @@ import * as unstable from 'awaken-ts/unstable';
  * docs under the heading of its group, and no line left over for a name that went.
  */
 const repo = resolve(import.meta.dirname, '../..');
-const MAX_ROOT_EXPORTS = 250;
+const MAX_ROOT_EXPORTS = 252;
 
 interface RootExport {
   readonly name: string;

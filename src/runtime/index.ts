@@ -25,3 +25,5 @@ export { addressClass, type AddressClass } from './address-class.ts';
 export * from './sandbox/tool.ts';
 export * from './sandbox/run.ts';
 export * from './sandbox/probe.ts';
+export * from './client-tool.ts';
+export * from './client-state.ts';

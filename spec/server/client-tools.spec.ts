@@ -85,6 +85,21 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
   });
 });
 
+/** A server whose model calls `approve` (an approval) and the client's `pick_color` in one step, run in `mode`. */
+const beside = (mode: 'parallel_batch_approval' | 'parallel_streaming') =>
+  testServer(
+    [
+      {
+        tool_calls: [
+          { id: 'c1', name: 'approve', arguments: { what: 'x' } },
+          { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
+        ],
+      },
+      { text: 'ok' },
+    ],
+    { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode } } } },
+  );
+
 /** The AI SDK chat as a page uses it with a client tool: `onToolCall` runs it, `addToolOutput` answers, and it sends again by itself. */
 class ToolChat extends AbstractChat<UIMessage> {
   constructor(id: string, api: string, run: (input: unknown) => unknown) {
@@ -169,18 +184,7 @@ describe('a client that never answers its tool’s call', () => {
   });
 
   it('in a batch that also waits for an approval, ends the client’s call once; the run waits on for the approval, then goes on', async () => {
-    const s = testServer(
-      [
-        {
-          tool_calls: [
-            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
-            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
-          ],
-        },
-        { text: 'ok' },
-      ],
-      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
-    );
+    const s = beside('parallel_batch_approval');
     const input = (extra: object) =>
       json({ threadId: 'ct-late2', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
     await (await s.app.request('/v1/ag-ui/run', input({}))).text();
@@ -212,18 +216,7 @@ describe('AG-UI: a client call waiting beside an approval', () => {
     json({ threadId: 'ct-mix', runId, messages: [{ id: 'u1', role: 'user', content: 'go' }], tools: [agUiTool], ...extra });
 
   it('is listed with the interrupts (a batch waits for both), and one resume[] answering both goes on', async () => {
-    const s = testServer(
-      [
-        {
-          tool_calls: [
-            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
-            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
-          ],
-        },
-        { text: 'ok' },
-      ],
-      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_batch_approval' } } } },
-    );
+    const s = beside('parallel_batch_approval');
     const first = outcomes(await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text());
     expect(first).toEqual([
       {
@@ -248,18 +241,7 @@ describe('AG-UI: a client call waiting beside an approval', () => {
   });
 
   it('a stream that resumes one call and parks again lists what still waits, not a made-up interrupt', async () => {
-    const s = testServer(
-      [
-        {
-          tool_calls: [
-            { id: 'c1', name: 'approve', arguments: { what: 'x' } },
-            { id: 'p1', name: 'pick_color', arguments: { palette: 'warm' } },
-          ],
-        },
-        { text: 'ok' },
-      ],
-      { tools: [echoTool, approvalTool], spec: { sections: { tool_execution: { mode: 'parallel_streaming' } } } },
-    );
+    const s = beside('parallel_streaming');
     await (await s.app.request('/v1/ag-ui/run', input('r1', {}))).text();
     // The approval answered: the run goes on and parks again on the client's call alone.
     const resumed = await readFor(

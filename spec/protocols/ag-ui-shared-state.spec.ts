@@ -59,6 +59,26 @@ describe('AG-UI shared state', () => {
     );
   });
 
+  it('a move or copy between keys: whole between shown keys, a remove when a shown key moves to a hidden one, nothing from a hidden key', () => {
+    const frames = run(requestAgUiState({ shared: ['todos', 'done'] }), [
+      { event_type: 'run_start', thread_id: 't', run_id: 'r' },
+      { event_type: 'state_snapshot', snapshot: { revision: 1, extensions: { todos: [1], done: [], secret: 's' } } },
+      {
+        event_type: 'state_delta',
+        delta: [
+          { op: 'move', from: '/extensions/todos/0', path: '/extensions/done/-' },
+          { op: 'copy', from: '/extensions/secret', path: '/extensions/todos' },
+          { op: 'move', from: '/extensions/done', path: '/extensions/secret' },
+          { op: 'copy', from: '/extensions/todos', path: '/extensions/hidden' },
+        ],
+      },
+    ]);
+    expect(frames.find((f) => f.type === 'STATE_DELTA')?.['delta']).toEqual([
+      { op: 'move', from: '/todos/0', path: '/done/-' },
+      { op: 'remove', path: '/done' },
+    ]);
+  });
+
   it('outside a server (no list) every key is shown, as before', () => {
     const frames = run(requestAgUiState({}), [
       { event_type: 'run_start', thread_id: 't', run_id: 'r' },

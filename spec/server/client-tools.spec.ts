@@ -64,7 +64,7 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
     }
   });
 
-  it('a client tool named as one of the agent’s tools is refused, naming it; one without a name too', async () => {
+  it('a client tool named as one of the agent’s tools is refused, naming it; one without a name, or with parameters that are not a schema, too', async () => {
     const s = testServer(script, { tools: [echoTool] });
     const input = (tools: unknown[]) => json({ threadId: 'ct-2', runId: 'r', messages: [{ id: 'u1', role: 'user', content: 'go' }], tools });
     const clash = await s.app.request('/v1/ag-ui/run', input([agUiTool, { name: 'echo', description: 'mine', parameters: {} }]));
@@ -80,6 +80,12 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
       error: 'tools.0.name: Invalid input: expected string, received undefined',
       code: 'invalid_request',
       field: 'tools.0.name',
+    });
+    const shapeless = await s.app.request('/v1/ag-ui/run', input([{ name: 'pick_color', parameters: 'a colour' }]));
+    expect(await shapeless.json()).toEqual({
+      error: 'tools.0.parameters: Invalid input: expected record, received string',
+      code: 'invalid_request',
+      field: 'tools.0.parameters',
     });
     expect(s.llm.requests).toEqual([]);
   });

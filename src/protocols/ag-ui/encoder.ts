@@ -193,8 +193,16 @@ function sharedDelta(delta: readonly JsonValue[], shared: readonly string[] | un
       continue;
     }
     const from = op['from'];
-    if (!shared.includes(keyOf(op['path'])) || (typeof from === 'string' && !shared.includes(keyOf(from)))) continue;
-    out.push(op);
+    const to = shared.includes(keyOf(op['path']));
+    if (typeof from !== 'string') {
+      if (to) out.push(op);
+      continue;
+    }
+    // A move or copy between keys: kept whole when both are shown; a move out of a shown key into a
+    // hidden one leaves the client without it (a remove); a value from a hidden key is never sent.
+    const shown = shared.includes(keyOf(from));
+    if (to && shown) out.push(op);
+    else if (shown && op['op'] === 'move') out.push({ op: 'remove', path: from });
   }
   return out;
 }

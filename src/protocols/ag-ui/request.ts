@@ -9,7 +9,7 @@ import type { ToolDescriptor } from '../../contract/tool.ts';
 
 /**
  * `RunAgentInput` (AG-UI 1.0) as the runtime reads it: the fields it uses are checked (a tool needs
- * a name, a context entry its description and value), the rest (forwarded props, message fields it does not read) may be anything.
+ * a name and, if any, an object of parameters (a JSON Schema); a context entry its description and value), the rest (forwarded props, message fields it does not read) may be anything.
  */
 const InputContentSchema = z.union([
   z.string(),
@@ -36,7 +36,9 @@ export const RunAgentInputSchema = z.looseObject({
   parentRunId: z.string().optional(),
   state: z.unknown().optional(),
   messages: z.array(InputMessageSchema),
-  tools: z.array(z.looseObject({ name: z.string().min(1), description: z.string().optional(), parameters: z.unknown().optional() })).optional(),
+  tools: z
+    .array(z.looseObject({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).nullable().optional() }))
+    .optional(),
   context: z.array(z.looseObject({ description: z.string(), value: z.string() })).optional(),
   forwardedProps: z.unknown().optional(),
   resume: z.array(z.looseObject({ interruptId: z.string().min(1), status: z.enum(['resolved', 'cancelled']), payload: z.unknown().optional() })).optional(),

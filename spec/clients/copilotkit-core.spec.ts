@@ -186,6 +186,81 @@ describe('a page reloaded while its thread waits', () => {
   });
 });
 
+describe('the single route (`runtimeTransport: "single"`)', () => {
+  it('info, a run with an interrupt resumed, connect and stop all go through POST /v1/copilotkit', async () => {
+    const held = gatedTool();
+    const t = testServer(
+      [
+        { tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] },
+        { text: 'Shipped.' },
+        { tool_calls: [{ id: 'g1', name: 'slow', arguments: { tag: 'single' } }] },
+      ],
+      { tools: [approvalTool, held.tool], agents: [{ id: 'planner', model: 'm', system_prompt: 'You plan.' }] },
+    );
+    const other = await listen(t.app, { port: 0 });
+    const paths: string[] = [];
+    const original = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (url.startsWith(other.url))
+        paths.push(`${init?.method ?? 'GET'} ${url.slice(other.url.length)} ${JSON.parse(String(init?.body ?? '{}')).method ?? ''}`);
+      return original(input, init);
+    };
+    try {
+      const { CopilotKitCore } = await import('@copilotkit/core');
+      const core = new CopilotKitCore({ runtimeUrl: `${other.url}/v1/copilotkit`, runtimeTransport: 'single' });
+      for (let i = 0; i < 200 && core.runtimeConnectionStatus !== 'connected'; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(Object.keys(core.agents).sort()).toEqual(['agent', 'planner']);
+      const agent = agentOn(core, 'agent', 'ck-single');
+      agent.addMessage({ id: 'u1', role: 'user', content: 'ship it' });
+      await core.runAgent({ agent, runId: 'single-run' });
+      const interrupts = (agent as unknown as { pendingInterrupts: { id: string }[] }).pendingInterrupts;
+      expect(interrupts).toMatchObject([{ id: 's-c1', toolCallId: 'c1' }]);
+      await core.runAgent({
+        agent,
+        runId: 'single-run',
+        resume: buildResumeArray(interrupts as never, { 's-c1': { status: 'resolved', payload: { approved: true } } }),
+      });
+      expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Shipped.' });
+
+      const reloaded = agentOn(core, 'agent', 'ck-single');
+      await core.connectAgent({ agent: reloaded });
+      expect(reloaded.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Shipped.' });
+
+      reloaded.addMessage({ id: 'u2', role: 'user', content: 'take your time' });
+      const going = core.runAgent({ agent: reloaded });
+      for (let i = 0; i < 200 && held.started.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      core.stopAgent({ agent: reloaded });
+      for (let i = 0; i < 200 && held.aborted.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(held.aborted).toEqual(['single']);
+      held.open();
+      await going;
+      expect(new Set(paths)).toEqual(
+        new Set(['POST /v1/copilotkit info', 'POST /v1/copilotkit agent/run', 'POST /v1/copilotkit agent/connect', 'POST /v1/copilotkit agent/stop']),
+      );
+    } finally {
+      globalThis.fetch = original;
+      await other.close();
+    }
+  });
+
+  it('an envelope without a known method is 400 naming the field; an unknown agent is 404', async () => {
+    const t = testServer([]);
+    const post = async (body: unknown) => {
+      const r = await t.app.request('/v1/copilotkit', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: r.status, body: await r.json() };
+    };
+    expect(await post({ method: 'resource/request' })).toEqual({
+      status: 400,
+      body: { error: 'method: one of info, agent/run, agent/connect, agent/stop', code: 'invalid_request', field: 'method' },
+    });
+    expect(await post({ method: 'agent/run', params: { agentId: 'nobody' }, body: {} })).toEqual({
+      status: 404,
+      body: { error: 'agent not found: nobody', code: 'agent_not_found', field: 'params.agentId' },
+    });
+  });
+});
+
 describe('/v1/copilotkit with two principals', () => {
   it('connect shows another’s thread as an empty one; stop answers 404 and leaves its run going, which its owner can stop', async () => {
     const held = gatedTool();

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { displayDescription } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Message } from '../contract/message.ts';
+import { unreachable } from '../contract/never.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
 import { isValidId } from '../runtime/store.ts';
@@ -14,6 +15,15 @@ import { agentOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
 /** Where CopilotKit's front end finds this server (its `runtimeUrl`). */
 export const COPILOTKIT_BASE = '/v1/copilotkit';
 
+const METHODS = ['info', 'agent/run', 'agent/connect', 'agent/stop'] as const;
+
+/** The single route's envelope: `{method, params?, body?}` (`resource/request` is not served: `/info` does not offer it). */
+const EnvelopeSchema = z.looseObject({
+  method: z.enum(METHODS),
+  params: z.looseObject({ agentId: z.string().optional(), threadId: z.string().optional() }).optional(),
+  body: z.unknown().optional(),
+});
+
 /** What `connect` reads of its `RunAgentInput`: the thread, and the run id the client names the replay by. */
 const ConnectSchema = z.looseObject({ threadId: z.string().min(1), runId: z.string().min(1).optional() });
 
@@ -23,65 +33,39 @@ const ConnectSchema = z.looseObject({ threadId: z.string().min(1), runId: z.stri
  *
  * - `GET /info`: the agents, a map by id (the page looks its chat's agent up by id), `mode: "sse"`;
  * - `POST /agent/:id/run`: an AG-UI run, exactly as `/v1/ag-ui/agents/:id/runs`;
- * - `POST /agent/:id/connect`: what a page opening a thread aligns to (seed 001 §7.3: the server's
- *   history is the history): `MESSAGES_SNAPSHOT` of the thread and `STATE_SNAPSHOT` of the keys its
- *   agent shares, between `RUN_STARTED` and `RUN_FINISHED`; a thread the caller cannot reach, or
- *   that does not exist yet, is an empty one;
+ * - `POST /agent/:id/connect`: the thread's messages and shared state (`connect`);
  * - `POST /agent/:id/stop/:threadId`: the client does not abort its own stream, so the server ends
- *   the thread's run (`cancelled`: open messages closed, then `RUN_FINISHED`), as an interrupt does.
+ *   the thread's run (`cancelled`: open messages closed, then `RUN_FINISHED`), as an interrupt does;
+ * - `POST /` with `{method, params, body}`: the same four as one route (`info`, `agent/run`,
+ *   `agent/connect`, `agent/stop`), which the client uses when told to or when `GET /info` fails.
  */
 export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbeatMs: number }): Hono {
   const app = new Hono();
-  app.get(`${COPILOTKIT_BASE}/info`, (c) => {
-    const agents: Record<string, JsonValue> = {};
-    for (const id of parts.runtime.agentIds()) {
-      const spec = parts.runtime.registries.agents.get(id);
-      if (spec === undefined || spec.endpoint !== undefined) continue;
-      agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
-    }
-    return c.json({ agents, mode: 'sse', suggestions: false });
-  });
+  app.get(`${COPILOTKIT_BASE}/info`, (c) => c.json(infoOf(parts)));
   app.post(`${COPILOTKIT_BASE}/agent/:agent_id/run`, (c) => serveAgUi(c, parts, options.heartbeatMs, { agentId: agentParam(parts, c) }));
-  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/connect`, async (c) => {
-    const agentId = agentParam(parts, c);
-    const parsed = ConnectSchema.safeParse(await readJson(c));
-    if (!parsed.success) throw new HttpError(400, 'invalid_request', 'threadId: a connect names the thread it opens', 'threadId');
-    const threadId = parsed.data.threadId;
-    if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
-    const reachable = await mayReach(parts.store, threadId, 'read');
-    const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
-    const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentOf(parts, agentId)?.spec.client_state ?? []);
-    const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
-    // A paused thread: the calls its run waits on are shown as the run's stream showed them — the
-    // assistant message that made them, and the interrupts to answer (a client's call among them
-    // only beside another; alone, the page runs it as it would have).
-    const waiting = reachable ? ((await parts.registry.waitingAnywhere(threadId))?.calls ?? []) : [];
-    const messages = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
-    const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
-    const pending = new Map<string, Message>();
-    for (const w of waiting) {
-      if (held.has(w.callId)) continue;
-      const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: [], tool_calls: [] };
-      pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
-    }
-    const asked = waiting.filter((w) => w.suspension?.action !== CLIENT_TOOL_ACTION);
-    const outcome: JsonValue =
-      asked.length === 0
-        ? { type: 'success' }
-        : { type: 'interrupt', interrupts: [...asked, ...waiting.filter((w) => !asked.includes(w))].map(waitingInterrupt) };
-    const events: AgUiEvent[] = [
-      { type: 'RUN_STARTED', threadId, runId },
-      { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages([...messages, ...pending.values()]) as JsonValue[] },
-      { type: 'STATE_SNAPSHOT', snapshot },
-      { type: 'RUN_FINISHED', threadId, runId, outcome },
-    ];
-    return new Response(frameAgUi(events), { headers: { ...AG_UI_STREAM_HEADERS } });
-  });
+  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/connect`, async (c) => connect(parts, agentParam(parts, c), await readJson(c)));
   app.post(`${COPILOTKIT_BASE}/agent/:agent_id/stop/:thread_id`, async (c) => {
     agentParam(parts, c);
-    const threadId = c.req.param('thread_id') ?? '';
-    if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'thread_id');
-    return c.json(await interruptThread(parts.store, parts.registry, parts.runtime.env.clock.now(), threadId), 202);
+    return c.json(await stop(parts, c.req.param('thread_id') ?? '', 'thread_id'), 202);
+  });
+  // The single route (the client's `transport: "single"`, and its fallback when `GET /info` fails).
+  app.post(COPILOTKIT_BASE, async (c) => {
+    const parsed = EnvelopeSchema.safeParse(await readJson(c));
+    if (!parsed.success) throw new HttpError(400, 'invalid_request', `method: one of ${METHODS.join(', ')}`, 'method');
+    const { method, params, body } = parsed.data;
+    if (method === 'info') return c.json(infoOf(parts));
+    const agentId = params?.agentId ?? '';
+    if (!parts.runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'params.agentId');
+    switch (method) {
+      case 'agent/run':
+        return serveAgUi(c, parts, options.heartbeatMs, { agentId }, { value: body });
+      case 'agent/connect':
+        return connect(parts, agentId, body);
+      case 'agent/stop':
+        return c.json(await stop(parts, params?.threadId ?? '', 'params.threadId'), 202);
+      default:
+        return unreachable(method);
+    }
   });
   return app;
 }
@@ -91,4 +75,62 @@ function agentParam(parts: ServerParts, c: Context): string {
   const id = c.req.param('agent_id') ?? '';
   if (!parts.runtime.agentIds().includes(id)) throw new HttpError(404, 'agent_not_found', `agent not found: ${id}`, 'agent_id');
   return id;
+}
+
+/** What `/info` says: the agents by id (an agent reached only as a delegate is not one a page runs), SSE, no suggestions yet. */
+function infoOf(parts: ServerParts): JsonValue {
+  const agents: Record<string, JsonValue> = {};
+  for (const id of parts.runtime.agentIds()) {
+    const spec = parts.runtime.registries.agents.get(id);
+    if (spec === undefined || spec.endpoint !== undefined) continue;
+    agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
+  }
+  return { agents, mode: 'sse', suggestions: false };
+}
+
+/**
+ * What a page opening a thread aligns to (seed 001 §7.3: the server's history is the history):
+ * `MESSAGES_SNAPSHOT` of the thread and `STATE_SNAPSHOT` of the keys its agent shares, between
+ * `RUN_STARTED` and `RUN_FINISHED`; a thread the caller cannot reach, or that does not exist yet,
+ * is an empty one.
+ */
+async function connect(parts: ServerParts, agentId: string, raw: unknown): Promise<Response> {
+  const parsed = ConnectSchema.safeParse(raw);
+  if (!parsed.success) throw new HttpError(400, 'invalid_request', 'threadId: a connect names the thread it opens', 'threadId');
+  const threadId = parsed.data.threadId;
+  if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
+  const reachable = await mayReach(parts.store, threadId, 'read');
+  const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
+  const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentOf(parts, agentId)?.spec.client_state ?? []);
+  const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
+  // A paused thread: the calls its run waits on are shown as the run's stream showed them — the
+  // assistant message that made them, and the interrupts to answer (a client's call among them
+  // only beside another; alone, the page runs it as it would have).
+  const waiting = reachable ? ((await parts.registry.waitingAnywhere(threadId))?.calls ?? []) : [];
+  const messages = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
+  const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const pending = new Map<string, Message>();
+  for (const w of waiting) {
+    if (held.has(w.callId)) continue;
+    const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: [], tool_calls: [] };
+    pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
+  }
+  const asked = waiting.filter((w) => w.suspension?.action !== CLIENT_TOOL_ACTION);
+  const outcome: JsonValue =
+    asked.length === 0
+      ? { type: 'success' }
+      : { type: 'interrupt', interrupts: [...asked, ...waiting.filter((w) => !asked.includes(w))].map(waitingInterrupt) };
+  const events: AgUiEvent[] = [
+    { type: 'RUN_STARTED', threadId, runId },
+    { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages([...messages, ...pending.values()]) as JsonValue[] },
+    { type: 'STATE_SNAPSHOT', snapshot },
+    { type: 'RUN_FINISHED', threadId, runId, outcome },
+  ];
+  return new Response(frameAgUi(events), { headers: { ...AG_UI_STREAM_HEADERS } });
+}
+
+/** The thread's interrupt (the client does not abort its own stream, so the server ends the run). */
+function stop(parts: ServerParts, threadId: string, field: string): ReturnType<typeof interruptThread> {
+  if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', field);
+  return interruptThread(parts.store, parts.registry, parts.runtime.env.clock.now(), threadId);
 }

@@ -226,8 +226,13 @@ function streamRun<S>(
 }
 
 /** An AG-UI run request answered as `/v1/ag-ui/run` answers it (CopilotKit's `/agent/:id/run` is one). */
-export const serveAgUi = (c: Context, parts: ServerParts, heartbeatMs: number, path: { readonly agentId?: string } = {}): Promise<Response> =>
-  serve(c, parts, agUi, heartbeatMs, path);
+export const serveAgUi = (
+  c: Context,
+  parts: ServerParts,
+  heartbeatMs: number,
+  path: { readonly agentId?: string } = {},
+  body?: { readonly value: unknown },
+): Promise<Response> => serve(c, parts, agUi, heartbeatMs, path, body);
 
 async function serve<S>(
   c: Context,
@@ -235,10 +240,12 @@ async function serve<S>(
   protocol: Protocol<S>,
   heartbeatMs: number,
   path: { readonly threadId?: string; readonly agentId?: string } = {},
+  /** The request's body when the caller has read it already (CopilotKit's single route carries it in an envelope). */
+  body?: { readonly value: unknown },
 ): Promise<Response> {
   const { runtime } = parts;
   const env = runtime.env;
-  const raw = await readJson(c);
+  const raw = body !== undefined ? body.value : await readJson(c);
   const decoded = protocol.decode(raw, env.clock.now());
   if (!decoded.ok) {
     if (decoded.error.code === 'invalid_json') throw new HttpError(400, 'invalid_json', decoded.error.message);

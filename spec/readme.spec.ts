@@ -14,8 +14,8 @@ const snippets = [...readme.matchAll(/```tsx?\n\/\/ [^\n]*?: ((?:browser|spec)\/
 }));
 
 describe('README client snippets', () => {
-  it('there are the AI SDK and the AG-UI ones', () => {
-    expect(snippets.map((s) => s.file).sort()).toEqual(['browser/src/chat.tsx', 'spec/clients/ag-ui.spec.ts']);
+  it('there are the AI SDK, the AG-UI and the CopilotKit ones', () => {
+    expect(snippets.map((s) => s.file).sort()).toEqual(['browser/src/chat.tsx', 'spec/clients/ag-ui.spec.ts', 'spec/clients/copilotkit-core.spec.ts']);
   });
 
   it.each(snippets)('every line of the snippet from $file is in that file (the server URL aside)', ({ file, body }) => {

@@ -54,7 +54,7 @@ afterAll(async () => {
 
 async function page() {
   const { CopilotKitCore } = await import('@copilotkit/core');
-  const core = new CopilotKitCore({ runtimeUrl });
+  const core = new CopilotKitCore({ runtimeUrl: `${server.url}/v1/copilotkit` });
   for (let i = 0; i < 200 && core.runtimeConnectionStatus !== 'connected'; i++) await new Promise((r) => setTimeout(r, 10));
   expect(core.runtimeConnectionStatus).toBe('connected');
   return core;

@@ -59,10 +59,12 @@ async function killLoop(name: string, args: readonly string[], freeWithinMs = 0)
     for (let i = 0; i < KILLS; i++) {
       const thread = `k${i % 3}`;
       f.tried++;
-      // A run, read until a random point, then the process dies under it.
+      // A run, read until a random point, then the process dies under it. The point falls within the
+      // run's answer (10 pieces 40 ms apart) nearly always: a kill after the end proves nothing, and
+      // with ten kills a window past it left too few mid-run kills for the figures to mean much.
       const r = await fetch(`${s.url}/v1/runs`, json({ threadId: thread, messages: [{ role: 'user', content: `killed ${i}` }] }));
       const runId = r.headers.get('x-awaken-run-id') as string;
-      const deadline = Date.now() + Math.floor(rng() * 500);
+      const deadline = Date.now() + Math.floor(rng() * 300);
       const seen = await readFrames(r, () => Date.now() >= deadline, 2_000).catch(() => [] as SseFrame[]);
       const held = seen.length > 0 ? Math.max(...seen.filter((x) => x.id !== undefined).map((x) => Number(x.id))) : 0;
       if (!seen.some(isFinish)) f.killedMidRun++;

@@ -4,7 +4,6 @@ import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Message } from '../contract/message.ts';
-import type { ToolDescriptor } from '../contract/tool.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { StopPolicy } from '../core/policies/stop-policy.ts';
 import type { StateCommand } from '../core/state/state-command.ts';
@@ -12,7 +11,7 @@ import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { deterministicEnv, withIdPrefix, type Env, type IdKind } from '../runtime/env.ts';
-import type { ClientContext } from '../runtime/run-handle.ts';
+import { clientInputs, type ClientInputs } from '../runtime/run-handle.ts';
 import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
@@ -236,14 +235,7 @@ export interface RecordingSetup {
    * What the run is asked: its messages and overrides, and what its client brought besides them —
    * the tools the client runs, its state and its context (written in the header exactly when given).
    */
-  readonly request: {
-    readonly threadId?: string;
-    readonly messages: readonly Message[];
-    readonly overrides?: InferenceOverride;
-    readonly clientTools?: readonly ToolDescriptor[];
-    readonly clientState?: { readonly [key: string]: JsonValue };
-    readonly clientContext?: readonly ClientContext[];
-  };
+  readonly request: { readonly threadId?: string; readonly messages: readonly Message[]; readonly overrides?: InferenceOverride } & ClientInputs;
   /** Answer a suspension: given the suspended call ids, the decisions to send (none: stay parked). */
   readonly decide?: (suspended: readonly string[], round: number) => readonly Decision[] | undefined;
   /** Cancel the run right after this many events. */
@@ -358,9 +350,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
       agentId: agentSpec.value.spec.id,
       messages: setup.request.messages,
       ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
-      ...(setup.request.clientTools !== undefined ? { clientTools: setup.request.clientTools } : {}),
-      ...(setup.request.clientState !== undefined ? { clientState: setup.request.clientState } : {}),
-      ...(setup.request.clientContext !== undefined ? { clientContext: setup.request.clientContext } : {}),
+      ...clientInputs(setup.request),
     },
     {
       emit: (event) => {

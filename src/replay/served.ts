@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ClientInputs } from '../runtime/run-handle.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -155,17 +156,14 @@ export interface ServedRecorderOptions {
 type Sink = { emit(event: AgentEvent): void | Promise<void> };
 
 /** A run as the server starts it: its thread, its id, its agent, its input, and who owned the thread then. */
-interface ObservedRun {
+/** A run the recorder is told of, with what its client brought besides messages (written in the header exactly when given, and given back to the replay). */
+interface ObservedRun extends ClientInputs {
   readonly threadId: string;
   readonly runId: string;
   readonly agentId: string;
   readonly messages: readonly Message[];
   /** The principal the thread belonged to when the run started (none: no access control, or a thread nobody owns). */
   readonly owner?: string;
-  /** What the client brought besides messages: written in the header exactly when given, and given back to the replay. */
-  readonly clientTools?: readonly ToolDescriptor[];
-  readonly clientState?: { readonly [key: string]: JsonValue };
-  readonly clientContext?: readonly { readonly description: string; readonly value: string }[];
   /** A parked run taken up again from the store (`start` revives it): it goes on in a segment of its own. */
   readonly resumed?: boolean;
   /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it). */

@@ -1,5 +1,6 @@
 // Over 500 lines: the transcript format is one schema — header, records and the rules that tie them —
 // kept whole so that a change to the format is seen at once, with its version.
+import type { ClientInputs } from '../runtime/run-handle.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
@@ -17,7 +18,6 @@ import {
   ToolDescriptorSchema,
   ToolResultSchema,
   type ToolCallResume,
-  type ToolDescriptor,
   type ToolCallResumeMode,
 } from '../contract/tool.ts';
 
@@ -105,13 +105,6 @@ export const HeaderSchema = z.object({
   }),
 });
 export type Header = z.output<typeof HeaderSchema>;
-
-/** What a client brings a run besides messages, as a `RunRequest` has it. */
-export interface ClientInputs {
-  readonly clientTools?: readonly ToolDescriptor[];
-  readonly clientState?: { readonly [key: string]: JsonValue };
-  readonly clientContext?: readonly { readonly description: string; readonly value: string }[];
-}
 
 /** A run's client inputs as its header's `request` writes them: each one the run was given, none other. */
 export const clientFieldsOf = (r: ClientInputs): Pick<Header['request'], 'client_tools' | 'client_state' | 'client_context'> => ({

@@ -14,7 +14,7 @@ import type { RunLoop } from './run-loop.ts';
 import type { ToolBatch } from './tool-batch.ts';
 
 /** What to run (book: RunRequest). */
-export interface RunRequest {
+export interface RunRequest extends ClientInputs {
   readonly threadId?: string;
   readonly agentId?: string;
   readonly messages: readonly Message[];
@@ -27,6 +27,10 @@ export interface RunRequest {
   readonly rewindTo?: string;
   /** The run's id when the caller chose it (a server takes the thread's lease for it first); else a new one. */
   readonly runId?: string;
+}
+
+/** What a client brings a run besides its messages. */
+export interface ClientInputs {
   /**
    * Tools the client runs (AG-UI `RunAgentInput.tools`): offered to the model after the agent's own;
    * a call to one parks the run until the client sends its result (`clientTool`). A name one of the
@@ -42,6 +46,13 @@ export interface RunRequest {
   /** What the client says of its page (AG-UI `context`): offered to the model with each inference of the run. */
   readonly clientContext?: readonly ClientContext[];
 }
+
+/** The client inputs `r` has, each only when given (what a run request or a recorder passes on). */
+export const clientInputs = (r: ClientInputs): ClientInputs => ({
+  ...(r.clientTools !== undefined ? { clientTools: r.clientTools } : {}),
+  ...(r.clientState !== undefined ? { clientState: r.clientState } : {}),
+  ...(r.clientContext !== undefined ? { clientContext: r.clientContext } : {}),
+});
 
 /** One entry of a client's context (AG-UI `Context`). */
 export interface ClientContext {

@@ -10,7 +10,7 @@ import { isValidId } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { interruptThread } from './interrupt.ts';
 import { mayReach } from './principal.ts';
-import { agentOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
+import { agentSpecOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
 
 /** Where CopilotKit's front end finds this server (its `runtimeUrl`). */
 export const COPILOTKIT_BASE = '/v1/copilotkit';
@@ -101,7 +101,7 @@ async function connect(parts: ServerParts, agentId: string, raw: unknown): Promi
   if (!isValidId(threadId)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'threadId');
   const reachable = await mayReach(parts.store, threadId, 'read');
   const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
-  const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentOf(parts, agentId)?.spec.client_state ?? []);
+  const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentSpecOf(parts, agentId)?.client_state ?? []);
   const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
   // A paused thread: the calls its run waits on are shown as the run's stream showed them — the
   // assistant message that made them, and the interrupts to answer (a client's call among them

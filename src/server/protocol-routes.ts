@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
@@ -20,7 +21,6 @@ import { decodeAiSdkRequest } from '../protocols/ai-sdk-v6/request.ts';
 import type { InboundRun } from '../contract/inbound.ts';
 import { clientStateProblem } from '../runtime/client-state.ts';
 import { clientToolClash } from '../runtime/client-tool.ts';
-import type { ResolvedAgent } from '../runtime/resolve.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
@@ -187,11 +187,16 @@ export function toAgUiMessages(messages: readonly Message[]): unknown[] {
   }));
 }
 
-/** The agent a request runs (the first agent when it names none), resolved; undefined when it does not resolve (its start says why). */
-export function agentOf(parts: ServerParts, agentId: string | undefined): ResolvedAgent | undefined {
+/** The spec of the agent a request runs (the first agent when it names none); undefined for none (its start says why). */
+export function agentSpecOf(parts: ServerParts, agentId: string | undefined): AgentSpec | undefined {
   const id = agentId ?? parts.runtime.agentIds()[0];
-  const resolved = id === undefined ? undefined : parts.runtime.resolve(id);
-  return resolved?.ok === true ? resolved.value : undefined;
+  return id === undefined ? undefined : parts.runtime.registries.agents.get(id);
+}
+
+/** The tools of that agent, resolved only to check a client's tools against them (none when it does not resolve). */
+function agentTools(parts: ServerParts, spec: AgentSpec | undefined): ReadonlyMap<string, unknown> {
+  const resolved = spec === undefined ? undefined : parts.runtime.resolve(spec.id);
+  return resolved?.ok === true ? resolved.value.tools : new Map();
 }
 
 /** One run's frames in a protocol's encoding, from `since` to its terminal frame. */
@@ -261,10 +266,11 @@ async function serve<S>(
   if (inbound.agentId !== undefined && !runtime.agentIds().includes(inbound.agentId))
     throw new HttpError(404, 'agent_not_found', `agent not found: ${inbound.agentId}`, 'agentId');
 
-  const agent = agentOf(parts, inbound.agentId);
-  const problem = agent === undefined || inbound.state === undefined ? undefined : clientStateProblem(agent.spec, inbound.state);
+  const agent = agentSpecOf(parts, inbound.agentId);
+  const problem = agent === undefined || inbound.state === undefined ? undefined : clientStateProblem(agent, inbound.state);
   if (problem !== undefined) throw new HttpError(400, 'invalid_request', problem.message, problem.field);
-  const clash = clientToolClash(agent?.tools ?? new Map(), inbound.clientTools ?? []);
+  const client = inbound.clientTools ?? [];
+  const clash = client.length === 0 ? undefined : clientToolClash(agentTools(parts, agent), client);
   if (clash !== undefined) {
     const field = `tools[${clash.index}].name`;
     throw new HttpError(400, 'invalid_request', `${field}: '${clash.id}' is a tool of the agent: a client tool may not take a server tool's name`, field);
@@ -279,7 +285,7 @@ async function serve<S>(
   const { runId, since, resumed } = accepted.value;
   return streamRun(parts, protocol, threadId, runId, since, heartbeatMs, {
     ...(inbound.runId !== undefined ? { clientRunId: inbound.runId } : {}),
-    shared: agent?.spec.client_state ?? [],
+    shared: agent?.client_state ?? [],
     ...(inbound.held !== undefined ? { held: inbound.held } : {}),
     ...(resumed !== undefined ? { resumed } : {}),
   });

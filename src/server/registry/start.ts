@@ -1,4 +1,5 @@
 import type { RunStatus } from '../../contract/lifecycle.ts';
+import { clientInputs } from '../../runtime/run-handle.ts';
 import type { AgentRuntime } from '../../runtime/agent-runtime.ts';
 import type { Env } from '../../runtime/env.ts';
 import type { RunOptions } from '../../runtime/run-handle.ts';
@@ -100,11 +101,7 @@ export class RunStart {
     }
     const agentId = request.agentId ?? runtime.agentIds()[0] ?? '';
     const runOptions = this.#host.runOptions(agentId);
-    const client = {
-      ...(request.clientTools !== undefined ? { clientTools: request.clientTools } : {}),
-      ...(request.clientState !== undefined ? { clientState: request.clientState } : {}),
-      ...(request.clientContext !== undefined ? { clientContext: request.clientContext } : {}),
-    };
+    const client = clientInputs(request);
     const start: RunStarter = (sink) =>
       runtime.start(
         {

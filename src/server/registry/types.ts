@@ -1,6 +1,4 @@
-import type { JsonValue } from '../../contract/json.ts';
-import type { ClientContext } from '../../runtime/run-handle.ts';
-import type { ToolDescriptor } from '../../contract/tool.ts';
+import type { ClientInputs } from '../../runtime/run-handle.ts';
 import type { RunRecovery } from '../../contract/agent-spec.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { Message } from '../../contract/message.ts';
@@ -75,14 +73,10 @@ export interface RunObserver {
       readonly agentId: string;
       readonly messages: readonly Message[];
       readonly owner?: string;
-      /** What the client brought besides messages (`StartRequest`): a recorder keeps it, a replay gives it back. */
-      readonly clientTools?: readonly ToolDescriptor[];
-      readonly clientState?: { readonly [key: string]: JsonValue };
-      readonly clientContext?: readonly ClientContext[];
       readonly resumed?: boolean;
       /** With `resumed`: a run its process left running, recovered from its last durable point (`start` recovers it and it goes on at once). */
       readonly recovered?: boolean;
-    },
+    } & ClientInputs /* what the client brought besides messages: a recorder keeps it, a replay gives it back */,
     start: RunStarter,
     sink: Parameters<RunStarter>[0],
   ): ReturnType<RunStarter>;
@@ -114,7 +108,8 @@ export type RegistryResult<T> = { readonly ok: true; readonly value: T } | { rea
 
 export const fail = <T>(error: RegistryError): RegistryResult<T> => ({ ok: false, error });
 
-export interface StartRequest {
+/** A run to start, with what its client brought besides messages (`RunRequest`'s). */
+export interface StartRequest extends ClientInputs {
   readonly threadId: string;
   readonly agentId?: string;
   readonly messages: readonly Message[];
@@ -122,10 +117,6 @@ export interface StartRequest {
   readonly discardPause?: boolean;
   /** Answer again from this stored message (`RunRequest.rewindTo`). */
   readonly rewindTo?: string;
-  /** Tools the client runs, its state and its context (`RunRequest.clientTools`, `clientState`, `clientContext`). */
-  readonly clientTools?: readonly ToolDescriptor[];
-  readonly clientState?: { readonly [key: string]: JsonValue };
-  readonly clientContext?: readonly ClientContext[];
 }
 
 export interface StartedRun {

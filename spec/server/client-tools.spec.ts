@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { HttpAgent, type Message as AgUiMessage } from '@ag-ui/client';
 import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, validateUIMessages, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
@@ -187,6 +189,22 @@ describe('a client that never answers its tool’s call', () => {
       tool_call_id: 'c1',
       content: [{ type: 'text', text: "the client did not send this call's result within 90 s" }],
     });
+  });
+
+  it('by default after 24 hours, with the error docs/server.md shows', async () => {
+    const s = testServer(script, { tools: [clientTool(pickColor)] });
+    await (await s.app.request('/v1/ag-ui/run', json({ threadId: 'ct-day', runId: 'r1', messages: [{ id: 'u1', role: 'user', content: 'pick' }] }))).text();
+    const parked = (await s.store.listRuns({ offset: 0, limit: 10, threadId: 'ct-day' })).items[0];
+    let now = (parked?.updated_at ?? 0) + 24 * 3600_000 - 1;
+    const mailbox = new Mailbox(s.store, s.registry, { ...deterministicEnv(), clock: { now: () => now } });
+    expect(await mailbox.wakeScheduled()).toEqual([]);
+    now += 1;
+    expect(await mailbox.wakeScheduled()).toEqual(['c1']);
+    await expect.poll(() => s.llm.requests.length, { timeout: 5000 }).toBe(2);
+    const shown = /the mailbox ends the call with the error `([^`]+)`/.exec(
+      readFileSync(join(import.meta.dirname, '../../docs/server.md'), 'utf8').replace(/\n/g, ' '),
+    )?.[1];
+    expect(s.llm.requests[1]?.messages.find((m) => m.role === 'tool')?.content).toEqual([{ type: 'text', text: shown }]);
   });
 
   it('in a batch that also waits for an approval, ends the client’s call once; the run waits on for the approval, then goes on', async () => {

@@ -17,6 +17,7 @@ export default defineConfig({
         chat: resolve(import.meta.dirname, 'chat.html'),
         agui: resolve(import.meta.dirname, 'agui.html'),
         a2ui: resolve(import.meta.dirname, 'a2ui.html'),
+        'client-tool': resolve(import.meta.dirname, 'client-tool.html'),
       },
     },
   },

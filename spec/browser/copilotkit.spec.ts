@@ -1,0 +1,132 @@
+import { createReadStream, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.ts';
+import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
+
+/**
+ * CopilotKit's React front end (`@copilotkit/react-core@1.74.0`, its `/v2` entry, a production
+ * build: browser/src/copilotkit.tsx) in headless Chromium, against `awaken serve --app
+ * spec/browser/fixtures/copilotkit-app.ts` directly — `runtimeUrl` is the server's
+ * `/v1/copilotkit`, no CopilotKit runtime between — from another origin. The page runs its own tool
+ * (`useFrontendTool`), edits the agent's shared state while the server's tool edits it too
+ * (`useAgent`), answers an interrupt with its button (`useInterrupt`), and after a reload shows the
+ * thread the server kept (`connect`). No request leaves loopback; the console stays free of errors
+ * and warnings. A screenshot goes to test-artifacts/browser/copilotkit.png.
+ */
+
+const ARTIFACTS = join(repo, 'test-artifacts/browser');
+const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.woff2': 'font/woff2' };
+
+let api: ServeProcess;
+let browser: Browser;
+let statics: Server;
+let origin = '';
+
+beforeAll(async () => {
+  const dist = mkdtempSync(join(tmpdir(), 'awaken-copilotkit-'));
+  // A production build as users ship one: Vite reads NODE_ENV (the test runner's is `test`) to pick
+  // React's JSX runtime and the packages' production builds.
+  const nodeEnv = process.env['NODE_ENV'];
+  process.env['NODE_ENV'] = 'production';
+  try {
+    await build({ configFile: join(repo, 'browser/copilotkit.vite.config.ts'), build: { outDir: dist, emptyOutDir: true }, logLevel: 'error' });
+  } finally {
+    process.env['NODE_ENV'] = nodeEnv;
+  }
+  statics = createServer((req, res) => {
+    const path = normalize(join(dist, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
+    if (!path.startsWith(dist) || !existsSync(path)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
+    createReadStream(path).pipe(res);
+  });
+  await new Promise<void>((r) => statics.listen(0, '127.0.0.1', () => r()));
+  origin = `http://localhost:${(statics.address() as { port: number }).port}`;
+  api = await startServe(['--app', 'spec/browser/fixtures/copilotkit-app.ts', '--store', 'memory'], { COPILOTKIT_TELEMETRY_DISABLED: '1' });
+  browser = await launchChromium();
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await api?.stop();
+  statics?.close();
+});
+
+/** The page on `thread`, with every request it makes and every console error or warning kept. */
+async function open(thread: string, page?: Page): Promise<{ page: Page; requests: string[]; console: string[] }> {
+  const p = page ?? (await browser.newPage({ viewport: { width: 1200, height: 1000 } }));
+  const requests: string[] = [];
+  const console: string[] = [];
+  p.on('request', (r) => requests.push(r.url()));
+  p.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') console.push(`${m.type()}: ${m.text()}`);
+  });
+  p.on('pageerror', (e) => console.push(`pageerror: ${e.message}`));
+  await p.goto(`${origin}/copilotkit.html?api=${encodeURIComponent(api.url)}&thread=${thread}`);
+  return { page: p, requests, console };
+}
+
+async function send(page: Page, text: string): Promise<void> {
+  const input = page.locator('textarea').first();
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+/** The hosts a page reached other than loopback (data: and blob: URLs are the page's own). */
+function offLoopback(requests: readonly string[]): string[] {
+  return requests.filter((u) => /^https?:/.test(u) && !['localhost', '127.0.0.1'].includes(new URL(u).hostname));
+}
+
+describe('CopilotKit React front end → awaken serve (no proxy)', () => {
+  it('runs the page’s tool, shares state both ways, answers an interrupt, and shows the kept thread after a reload', async () => {
+    const thread = 'copilotkit-page';
+    const { page, requests, console } = await open(thread);
+
+    // useFrontendTool: the model calls the page's tool, the page runs it and sends its result back.
+    await send(page, 'paint the page teal');
+    await page.getByText('theme: teal').waitFor();
+    await page.getByText('The page is teal now.').waitFor();
+
+    // Shared state both ways: the page adds bread; the server's tool, run next, saw it and adds milk.
+    await page.getByRole('button', { name: 'Add bread here' }).click();
+    await expect.poll(() => page.locator('ul.todos li').allTextContents()).toEqual(['bread']);
+    await send(page, 'add milk');
+    await page.getByText('Added milk.').waitFor();
+    await expect.poll(() => page.locator('ul.todos li').allTextContents()).toEqual(['bread', 'milk']);
+
+    // useInterrupt: the approval the server asks for, answered with the page's button.
+    await send(page, 'delete the old branch');
+    await page.locator('.interrupt').getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Done: the branch is deleted.').waitFor();
+    expect(await page.locator('.interrupt').count()).toBe(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'copilotkit.png'), fullPage: true });
+
+    // The server kept it all: the page's result, what the tool saw, the approved call's output.
+    const stored = (await (await fetch(`${api.url}/v1/threads/${thread}/messages?limit=200`)).json()) as {
+      messages: { role: string; content: { type: string; text?: string }[]; tool_call_id?: string }[];
+    };
+    const toolText = (id: string): string | undefined => stored.messages.find((m) => m.role === 'tool' && m.tool_call_id === id)?.content[0]?.text;
+    expect(JSON.parse(toolText('call_theme') ?? 'null')).toEqual({ applied: 'teal' });
+    expect(JSON.parse(toolText('call_todo') ?? 'null')).toEqual({ saw: ['bread'] });
+    expect(JSON.parse(toolText('call_branch') ?? 'null')).toEqual({ deleted: 'old-feature' });
+
+    // A reload opens the same thread: `connect` brings the server's history and shared state back.
+    await page.reload();
+    await page.getByText('Done: the branch is deleted.').waitFor();
+    await page.getByText('Added milk.').waitFor();
+    await expect.poll(() => page.locator('ul.todos li').allTextContents()).toEqual(['bread', 'milk']);
+
+    expect(offLoopback(requests)).toEqual([]);
+    expect(requests.some((u) => u.startsWith(`${api.url}/v1/copilotkit/agent/kit/connect`))).toBe(true);
+    expect(console).toEqual([]);
+    await page.close();
+  });
+});

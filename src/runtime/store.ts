@@ -19,6 +19,8 @@ export interface ThreadRecord {
   readonly parent_thread_id?: string;
   /** The caller's own data about the thread (a JSON object of at most `THREAD_CUSTOM_MAX_BYTES`). */
   readonly custom?: ThreadCustom;
+  /** Set aside by its owner (CopilotKit's archive): left out of the lists that leave archived threads out. Absent while it is not. */
+  readonly archived?: true;
 }
 
 /** A thread's `custom` data: a JSON object. */
@@ -46,6 +48,8 @@ export interface ThreadPatch {
   readonly resource_id?: string | null;
   readonly parent_thread_id?: string | null;
   readonly custom?: ThreadCustom;
+  /** `true` archives the thread, `false` brings it back (the record then has no `archived`). */
+  readonly archived?: boolean;
 }
 
 /** A run as the HTTP API lists it (book: HTTP API → Runs). */
@@ -444,6 +448,7 @@ export function threadRecord(t: ThreadRecord): ThreadRecord {
     ...(t.resource_id !== undefined ? { resource_id: t.resource_id } : {}),
     ...(t.parent_thread_id !== undefined ? { parent_thread_id: t.parent_thread_id } : {}),
     ...(t.custom !== undefined ? { custom: t.custom } : {}),
+    ...(t.archived === true ? { archived: true as const } : {}),
   };
 }
 
@@ -451,9 +456,10 @@ export function threadRecord(t: ThreadRecord): ThreadRecord {
 export function patchedThread(t: ThreadRecord, patch: ThreadPatch, now: number): ThreadRecord {
   const cleared = (given: string | null | undefined, held: string | undefined): string | undefined =>
     given === undefined ? held : given === null ? undefined : given;
-  const { resource_id: _r, parent_thread_id: _p, ...kept } = t;
+  const { resource_id: _r, parent_thread_id: _p, archived: _a, ...kept } = t;
   const resource = cleared(patch.resource_id, t.resource_id);
   const parent = cleared(patch.parent_thread_id, t.parent_thread_id);
+  const archived = patch.archived ?? t.archived === true;
   return threadRecord({
     ...kept,
     ...(patch.title !== undefined ? { title: patch.title } : {}),
@@ -461,6 +467,7 @@ export function patchedThread(t: ThreadRecord, patch: ThreadPatch, now: number):
     ...(resource !== undefined ? { resource_id: resource } : {}),
     ...(parent !== undefined ? { parent_thread_id: parent } : {}),
     ...(patch.custom !== undefined ? { custom: patch.custom } : {}),
+    ...(archived ? { archived: true as const } : {}),
   });
 }
 

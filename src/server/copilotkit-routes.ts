@@ -8,6 +8,7 @@ import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
+import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
 import { mayReach } from './principal.ts';
 import { agentSpecOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
@@ -36,6 +37,7 @@ const ConnectSchema = z.looseObject({ threadId: z.string().min(1), runId: z.stri
  * - `POST /agent/:id/connect`: the thread's messages and shared state (`connect`);
  * - `POST /agent/:id/stop/:threadId`: the client does not abort its own stream, so the server ends
  *   the thread's run (`cancelled`: open messages closed, then `RUN_FINISHED`), as an interrupt does;
+ * - `/threads`: the caller's threads of an agent, renamed, archived and deleted (`copilotkit-threads.ts`);
  * - `POST /` with `{method, params, body}`: the same four as one route (`info`, `agent/run`,
  *   `agent/connect`, `agent/stop`), which the client uses when told to or when `GET /info` fails.
  */
@@ -48,6 +50,7 @@ export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbe
     agentParam(parts, c);
     return c.json(await stop(parts, c.req.param('thread_id') ?? '', 'thread_id'), 202);
   });
+  app.route('/', copilotkitThreadRoutes(parts, COPILOTKIT_BASE));
   // The single route (the client's `transport: "single"`, and its fallback when `GET /info` fails).
   app.post(COPILOTKIT_BASE, async (c) => {
     const parsed = EnvelopeSchema.safeParse(await readJson(c));
@@ -77,7 +80,11 @@ function agentParam(parts: ServerParts, c: Context): string {
   return id;
 }
 
-/** What `/info` says: the agents by id (an agent reached only as a delegate is not one a page runs), SSE, no suggestions yet. */
+/**
+ * What `/info` says: the agents by id (an agent reached only as a delegate is not one a page runs),
+ * SSE, no suggestions yet, and the thread routes served (the client reads `threadEndpoints`, not the
+ * single route's `singleRoute`, which is not offered: its thread requests come to `/threads` as they are).
+ */
 function infoOf(parts: ServerParts): JsonValue {
   const agents: Record<string, JsonValue> = {};
   for (const id of parts.runtime.agentIds()) {
@@ -85,7 +92,7 @@ function infoOf(parts: ServerParts): JsonValue {
     if (spec === undefined || spec.endpoint !== undefined) continue;
     agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
   }
-  return { agents, mode: 'sse', suggestions: false };
+  return { agents, mode: 'sse', suggestions: false, threadEndpoints: { ...THREAD_ENDPOINTS } };
 }
 
 /**

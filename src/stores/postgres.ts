@@ -35,7 +35,7 @@ import {
   type Store,
   type ThreadRecord,
 } from '../runtime/store.ts';
-import { leaseOf, RUN_TOTALS_UPDATE, runMetaArgs, runOf, threadColumns, threadMetaArgs, threadOf } from './sqlite.ts';
+import { archivedArg, leaseOf, RUN_TOTALS_UPDATE, runMetaArgs, runOf, threadColumns, threadMetaArgs, threadOf } from './sqlite.ts';
 
 const PREFIX = /^[a-z][a-z0-9_]{0,30}$/;
 
@@ -65,6 +65,8 @@ export const POSTGRES_MIGRATIONS: readonly ((prefix: string) => string)[] = [
    ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS output_tokens BIGINT;`,
   // 6: what each run's agent was when it started; nullable, so the runs of earlier releases read without it.
   (p) => `ALTER TABLE ${p}_runs ADD COLUMN IF NOT EXISTS agent_digest TEXT`,
+  // 7: a thread's archived mark (1, or NULL while it is not archived: the rows of earlier releases are not).
+  (p) => `ALTER TABLE ${p}_threads ADD COLUMN IF NOT EXISTS archived INTEGER`,
 ];
 
 /** Connection settings a PostgreSQL store takes besides a URL (what `pg.Pool` takes). */
@@ -182,12 +184,10 @@ export class PostgresStore implements Store {
       const [row] = (await db.query<Parameters<typeof threadOf>[0]>(`SELECT ${threadColumns()} FROM ${this.#p}_threads WHERE id = $1 FOR UPDATE`, [id])).rows;
       if (row === undefined) return undefined;
       const next = patchedThread(threadOf(row), patch, now);
-      await db.query(`UPDATE ${this.#p}_threads SET title = $2, updated_at = $3, resource_id = $4, parent_thread_id = $5, custom = $6 WHERE id = $1`, [
-        id,
-        next.title ?? null,
-        now,
-        ...threadMetaArgs(next),
-      ]);
+      await db.query(
+        `UPDATE ${this.#p}_threads SET title = $2, updated_at = $3, resource_id = $4, parent_thread_id = $5, custom = $6, archived = $7 WHERE id = $1`,
+        [id, next.title ?? null, now, ...threadMetaArgs(next), archivedArg(next)],
+      );
       return next;
     });
   }

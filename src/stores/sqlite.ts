@@ -81,6 +81,8 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
    ALTER TABLE awaken_runs ADD COLUMN output_tokens INTEGER;`,
   // 6: what each run's agent was when it started; nullable, so the runs of earlier releases read without it.
   `ALTER TABLE awaken_runs ADD COLUMN agent_digest TEXT;`,
+  // 7: a thread's archived mark (1, or NULL while it is not archived: the rows of earlier releases are not).
+  `ALTER TABLE awaken_threads ADD COLUMN archived INTEGER;`,
 ];
 
 /**
@@ -96,7 +98,7 @@ export const RUN_TOTALS_UPDATE = (table: string): string =>
 
 /** The columns of a thread record (`threadOf`) in the SQL stores, of the table under `alias` when given. */
 export const threadColumns = (alias?: string): string =>
-  ['id', 'title', 'created_at', 'updated_at', 'latest_run_id', 'resource_id', 'parent_thread_id', 'custom']
+  ['id', 'title', 'created_at', 'updated_at', 'latest_run_id', 'resource_id', 'parent_thread_id', 'custom', 'archived']
     .map((c) => (alias === undefined ? c : `${alias}.${c}`))
     .join(', ');
 
@@ -124,6 +126,7 @@ interface ThreadRow {
   resource_id?: string | null;
   parent_thread_id?: string | null;
   custom?: string | null;
+  archived?: number | string | null;
   state: string | null;
   message_count: number;
 }
@@ -151,7 +154,11 @@ export const threadOf = (r: Omit<ThreadRow, 'state' | 'message_count'>): ThreadR
   ...(r.resource_id != null ? { resource_id: r.resource_id } : {}),
   ...(r.parent_thread_id != null ? { parent_thread_id: r.parent_thread_id } : {}),
   ...(r.custom != null ? { custom: JSON.parse(r.custom) as ThreadCustom } : {}),
+  ...(r.archived != null && Number(r.archived) === 1 ? { archived: true as const } : {}),
 });
+
+/** A thread's archived mark as its column holds it: 1, or NULL while it is not archived. */
+export const archivedArg = (t: Pick<ThreadRecord, 'archived'>): number | null => (t.archived === true ? 1 : null);
 
 /** A thread's metadata columns as SQL parameters: resource, parent, custom (JSON text). */
 export const threadMetaArgs = (t: Pick<ThreadRecord, 'resource_id' | 'parent_thread_id' | 'custom'>): (string | null)[] => [
@@ -274,10 +281,11 @@ export class SqliteStore implements Store {
         const row = this.#sql(`SELECT ${threadColumns()} FROM awaken_threads WHERE id = ?`).get(id) as ThreadRow | undefined;
         if (row === undefined) return undefined;
         const next = patchedThread(threadOf(row), patch, now);
-        this.#sql('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ? WHERE id = ?').run(
+        this.#sql('UPDATE awaken_threads SET title = ?, updated_at = ?, resource_id = ?, parent_thread_id = ?, custom = ?, archived = ? WHERE id = ?').run(
           next.title ?? null,
           now,
           ...threadMetaArgs(next),
+          archivedArg(next),
           id,
         );
         return next;

@@ -1,0 +1,195 @@
+import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import { isValidId, type ThreadPatch, type ThreadRecord } from '../runtime/store.ts';
+import { HttpError, readJson, type ServerParts } from './http-support.ts';
+
+/**
+ * CopilotKit's `/threads` routes (`useThreads`: `@copilotkit/core`'s thread store), on the thread
+ * metadata the server keeps (docs/adr/0066):
+ *
+ * - `GET /threads?agentId=&limit=&includeArchived=&cursor=`: the caller's threads of that agent,
+ *   newest first, as `{threads, nextCursor}` (`nextCursor` null on the last page);
+ * - `PATCH /threads/:id {agentId, name?, archived?}`: rename (the thread's title), archive or bring back;
+ * - `POST /threads/:id/archive {agentId}`, `DELETE /threads/:id {agentId}`.
+ *
+ * A thread's agent is the agent of its latest run (a thread no run wrote to belongs to no agent's
+ * list). Every route reads and writes through the caller's view of the store: another principal's
+ * thread is absent from the list and 404 to the others, as one of another agent is.
+ */
+
+/** What `/info` says of these routes: the list and the mutations; no per-thread reads, no live updates. */
+export const THREAD_ENDPOINTS = { list: true, inspect: false, mutations: true, realtimeMetadata: false } as const;
+
+/** How many threads a page holds when the client names no limit, and at most. */
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+/** How many of the caller's threads are read from the store at a time while a page is filled. */
+const SCAN_BATCH = 100;
+
+const AgentIdField = z.string().min(1);
+const Name = z.string().max(500);
+
+const PatchSchema = z.object({ agentId: AgentIdField, name: Name.optional(), archived: z.boolean().optional() }).strict();
+const AgentOnlySchema = z.object({ agentId: AgentIdField }).strict();
+
+/** One thread as CopilotKit's thread list holds it: times as ISO strings, `name` null until one is given. */
+interface CopilotKitThread {
+  readonly id: string;
+  readonly agentId: string;
+  readonly name: string | null;
+  readonly archived: boolean;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly lastRunAt?: string;
+}
+
+export function copilotkitThreadRoutes(parts: ServerParts, base: string): Hono {
+  const app = new Hono();
+  app.get(`${base}/threads`, async (c) => c.json(await listThreads(parts, c)));
+  app.patch(`${base}/threads/:id`, async (c) => {
+    const id = threadIdParam(c);
+    const body = parseBody(PatchSchema, await readJson(c));
+    if (body.name === undefined && body.archived === undefined) throw new HttpError(400, 'invalid_request', 'name or archived: the change to make', 'name');
+    const { thread } = await agentThread(parts, id, body.agentId);
+    const patch: ThreadPatch = {
+      ...(body.name !== undefined ? { title: body.name } : {}),
+      ...(body.archived !== undefined ? { archived: body.archived } : {}),
+    };
+    return c.json(await viewed(parts, await updated(parts, thread.id, patch)));
+  });
+  app.post(`${base}/threads/:id/archive`, async (c) => {
+    const id = threadIdParam(c);
+    const body = parseBody(AgentOnlySchema, await readJson(c));
+    await agentThread(parts, id, body.agentId);
+    await updated(parts, id, { archived: true });
+    return c.json({ threadId: id, archived: true });
+  });
+  app.delete(`${base}/threads/:id`, async (c) => {
+    const id = threadIdParam(c);
+    const body = parseBody(AgentOnlySchema, await readJson(c));
+    await agentThread(parts, id, body.agentId);
+    // As `DELETE /v1/threads/:id`: not while a run is in flight, and nothing of the thread is replayed
+    // or run later under its id (its log forgotten, its queued jobs superseded).
+    const current = await parts.registry.activeRun(id);
+    if (current !== undefined)
+      throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
+    if (!(await parts.store.deleteThread(id))) throw notFound(id);
+    await parts.registry.forget(id);
+    await parts.store.interrupt(id, parts.runtime.env.clock.now());
+    return c.json({ threadId: id, deleted: true });
+  });
+  return app;
+}
+
+const notFound = (id: string): HttpError => new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+
+function threadIdParam(c: Context): string {
+  const id = c.req.param('id') ?? '';
+  if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
+  return id;
+}
+
+/** A body checked against its schema: the first problem is a 400 naming its field (a key no schema knows, by its name). */
+function parseBody<T>(schema: z.ZodType<T>, raw: unknown): T {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const [issue] = parsed.error.issues;
+  if (issue?.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? '(body)';
+    throw new HttpError(400, 'invalid_request', `${key}: not a field of this request`, key);
+  }
+  const field = issue?.path.map(String).join('.') || '(body)';
+  if (field === 'agentId' || field === '(body)') throw new HttpError(400, 'invalid_request', 'agentId: the agent whose thread this is', 'agentId');
+  throw new HttpError(400, 'invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
+}
+
+/** An agent the server runs, else 404 naming the field. */
+function knownAgent(parts: ServerParts, agentId: string): void {
+  if (!parts.runtime.agentIds().includes(agentId)) throw new HttpError(404, 'agent_not_found', `agent not found: ${agentId}`, 'agentId');
+}
+
+/** The agent of a thread: that of its latest run; undefined for a thread no run wrote to. */
+async function agentOf(parts: ServerParts, thread: ThreadRecord): Promise<{ readonly agentId: string; readonly lastRunAt: number } | undefined> {
+  if (thread.latest_run_id === undefined) return undefined;
+  const run = await parts.store.getRun(thread.latest_run_id);
+  return run === undefined ? undefined : { agentId: run.agent_id, lastRunAt: run.created_at };
+}
+
+/** The caller's thread `id` of agent `agentId`: another principal's thread, or one of another agent, is not found. */
+async function agentThread(parts: ServerParts, id: string, agentId: string): Promise<{ readonly thread: ThreadRecord }> {
+  knownAgent(parts, agentId);
+  const thread = await parts.store.getThread(id);
+  if (thread === undefined || (await agentOf(parts, thread))?.agentId !== agentId) throw notFound(id);
+  return { thread };
+}
+
+async function updated(parts: ServerParts, id: string, patch: ThreadPatch): Promise<ThreadRecord> {
+  const next = await parts.store.updateThread(id, patch, parts.runtime.env.clock.now());
+  if (next === undefined) throw notFound(id);
+  return next;
+}
+
+const isoOf = (ms: number): string => new Date(ms).toISOString();
+
+function threadView(thread: ThreadRecord, agent: { readonly agentId: string; readonly lastRunAt: number }): CopilotKitThread {
+  return {
+    id: thread.id,
+    agentId: agent.agentId,
+    name: thread.title ?? null,
+    archived: thread.archived === true,
+    createdAt: isoOf(thread.created_at),
+    updatedAt: isoOf(thread.updated_at),
+    lastRunAt: isoOf(agent.lastRunAt),
+  };
+}
+
+async function viewed(parts: ServerParts, thread: ThreadRecord): Promise<CopilotKitThread> {
+  const agent = await agentOf(parts, thread);
+  if (agent === undefined) throw notFound(thread.id);
+  return threadView(thread, agent);
+}
+
+/** A query integer clamped to [min, max]; garbage is a 400 naming the parameter. */
+function limitParam(c: Context): number {
+  const raw = c.req.query('limit');
+  if (raw === undefined || raw === '') return DEFAULT_LIMIT;
+  if (!/^-?\d{1,15}$/.test(raw)) throw new HttpError(400, 'invalid_query', 'limit must be an integer', 'limit');
+  return Math.min(MAX_LIMIT, Math.max(1, Number(raw)));
+}
+
+/**
+ * A page of the caller's threads of an agent. The cursor is the position, among the caller's threads
+ * with a run of that agent (newest first), of the page's first thread: the store narrows the threads
+ * by their runs' agent, and each is kept when its latest run's is that agent and it is not archived
+ * (unless asked for). The scan goes one thread past the page to tell whether another page follows,
+ * so `nextCursor` is null exactly on the last page. A thread that moves between two reads (a run
+ * updates it) may show on two pages or be passed over once: the client keeps each thread by id.
+ */
+async function listThreads(parts: ServerParts, c: Context): Promise<{ readonly threads: readonly CopilotKitThread[]; readonly nextCursor: string | null }> {
+  const agentId = c.req.query('agentId');
+  if (agentId === undefined || agentId === '') throw new HttpError(400, 'invalid_query', 'agentId: the agent whose threads are listed', 'agentId');
+  knownAgent(parts, agentId);
+  const limit = limitParam(c);
+  const archivedParam = c.req.query('includeArchived');
+  if (archivedParam !== undefined && archivedParam !== 'true' && archivedParam !== 'false')
+    throw new HttpError(400, 'invalid_query', 'includeArchived: true or false', 'includeArchived');
+  const includeArchived = archivedParam === 'true';
+  const cursor = c.req.query('cursor');
+  if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) throw new HttpError(400, 'invalid_query', 'cursor: not a cursor this server handed out', 'cursor');
+
+  const threads: CopilotKitThread[] = [];
+  let offset = cursor === undefined ? 0 : Number(cursor);
+  for (;;) {
+    const page = await parts.store.listThreads({ offset, limit: SCAN_BATCH, run: { agentId } });
+    for (const [i, thread] of page.items.entries()) {
+      if (thread.archived === true && !includeArchived) continue;
+      const agent = await agentOf(parts, thread);
+      if (agent?.agentId !== agentId) continue;
+      if (threads.length === limit) return { threads: threads, nextCursor: String(offset + i) };
+      threads.push(threadView(thread, agent));
+    }
+    offset += page.items.length;
+    if (page.items.length === 0 || offset >= page.total) return { threads: threads, nextCursor: null };
+  }
+}

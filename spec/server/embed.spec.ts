@@ -55,6 +55,15 @@ describe('createAwaken options', () => {
     expect(field).toBe('app.colour');
   });
 
+  it('refuses a client tool timeout that is not a positive whole number of milliseconds', async () => {
+    expect(await refusal({ app: twoAgents(), store: 'memory', clientToolTimeoutMs: 0 })).toEqual([
+      'clientToolTimeoutMs',
+      'createAwaken: clientToolTimeoutMs: Too small: expected number to be >0',
+    ]);
+    const awaken = await createAwaken({ app: twoAgents(), store: 'memory', clientToolTimeoutMs: 60_000 });
+    await awaken.close();
+  });
+
   it('refuses a mount path that is not one, a short token, an origin that is not one', async () => {
     expect(await refusal({ app: twoAgents(), store: 'memory', basePath: 'api' })).toEqual([
       'basePath',

@@ -88,7 +88,8 @@ export function apiTokensOf(plan: Pick<ServePlan, 'file' | 'config'>, env: NodeJ
  * `mailbox:` keys. Settings that cannot work together are refused, naming the key the file set.
  */
 export function mailboxConfigOf(plan: Pick<ServePlan, 'file' | 'config' | 'leaseMs' | 'sweepMs'>): MailboxConfig {
-  const set = Object.fromEntries(Object.entries(plan.file?.mailbox ?? {}).filter(([, v]) => v !== undefined)) as Partial<MailboxConfig>;
+  const { client_tool_timeout_ms: _client, ...timings } = plan.file?.mailbox ?? {};
+  const set = Object.fromEntries(Object.entries(timings).filter(([, v]) => v !== undefined)) as Partial<MailboxConfig>;
   const config: MailboxConfig = {
     ...DEFAULT_MAILBOX_CONFIG,
     // A job's claim outlasts its thread's lease three times (10 s and 30 s by default): a dead
@@ -272,7 +273,13 @@ export async function serve(plan: ServePlan, io: Io, version: string, env: NodeJ
     ...(recorder !== undefined ? { observer: recorder } : {}),
   });
   await registry.attachBus();
-  const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger, config: mailboxSettings });
+  const clientToolTimeoutMs = file?.mailbox?.client_tool_timeout_ms;
+  const mailbox = new Mailbox(store, registry, runtime.env, {
+    consumer,
+    logger,
+    config: mailboxSettings,
+    ...(clientToolTimeoutMs !== undefined ? { clientToolTimeoutMs } : {}),
+  });
   const adminToken = env['AWAKEN_ADMIN_TOKEN'];
   const app = createHttpApp(
     { runtime, store, registry, mailbox },

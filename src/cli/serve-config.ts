@@ -152,6 +152,8 @@ export const ServeConfigSchema = z
         default_max_attempts: z.number().int().min(1).optional(),
         default_retry_delay_ms: z.number().int().min(0).optional(),
         max_retry_delay_ms: z.number().int().min(0).optional(),
+        /** How long a run waits on a call the client runs before the call ends with an error the model reads (24 h). */
+        client_tool_timeout_ms: z.number().int().min(1).optional(),
       })
       .strict()
       .optional(),

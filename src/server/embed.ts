@@ -62,6 +62,8 @@ export interface AwakenOptions {
    * own `recovery` wins for its runs (docs/server.md).
    */
   readonly recovery?: RunRecovery;
+  /** How long a run waits on a call the client runs before the call ends with an error the model reads (default 24 h). */
+  readonly clientToolTimeoutMs?: number;
 }
 
 /** What `createAwaken` gives: the handlers to mount, and how to stop. */
@@ -124,6 +126,7 @@ const OptionsSchema = z
     version: z.string().optional(),
     insecure: z.boolean().optional(),
     recovery: RunRecoverySchema.optional(),
+    clientToolTimeoutMs: z.number().int().positive().optional(),
   })
   .strict();
 
@@ -377,7 +380,11 @@ export async function createAwaken(options: AwakenOptions): Promise<Awaken> {
   });
   await registry.attachBus().catch(failed);
   await resumeLeftRunning(registry, leftRunning, logger, { store, now: runtime.env.clock.now() });
-  const mailbox = new Mailbox(store, registry, runtime.env, { consumer, logger });
+  const mailbox = new Mailbox(store, registry, runtime.env, {
+    consumer,
+    logger,
+    ...(given.clientToolTimeoutMs !== undefined ? { clientToolTimeoutMs: given.clientToolTimeoutMs } : {}),
+  });
   const api = createHttpApp(
     { runtime, store, registry, mailbox },
     {

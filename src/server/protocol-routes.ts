@@ -22,6 +22,8 @@ import type { InboundRun } from '../contract/inbound.ts';
 import { clientStateProblem } from '../runtime/client-state.ts';
 import { clientToolClash } from '../runtime/client-tool.ts';
 import { isValidId } from '../runtime/store.ts';
+import type { ThreadSnapshot } from '../runtime/thread-run-store.ts';
+import { ToolBatchKey, type ToolBatchRecord } from '../runtime/tool-batch.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
 import { interruptThread } from './interrupt.ts';
@@ -97,7 +99,10 @@ export function protocolRoutes(parts: ServerParts, options: { readonly heartbeat
   app.get('/v1/ai-sdk/threads/:thread_id/stream', reattach);
   app.get('/v1/ai-sdk/threads/:thread_id/messages', async (c) => {
     const threadId = threadParam(c);
-    return c.json(toUiMessages(await storedMessages(parts, threadId), (await parts.registry.waitingAnywhere(threadId))?.calls ?? []));
+    const thread = await parts.store.loadThread(threadId);
+    if (thread === undefined) throw new HttpError(404, 'thread_not_found', `thread not found: ${threadId}`);
+    const waiting = (await parts.registry.waitingAnywhere(threadId))?.calls ?? [];
+    return c.json(toUiMessages(threadView(thread, waiting), waiting));
   });
 
   app.post('/v1/ag-ui/run', (c) => serve(c, parts, agUi, heartbeatMs));
@@ -124,7 +129,7 @@ async function storedMessages(parts: ServerParts, threadId: string): Promise<rea
 }
 
 /**
- * Stored messages as AI SDK `UIMessage`s: text parts of user and assistant messages, each tool call
+ * A thread's view (`threadView`) as AI SDK `UIMessage`s: text parts of user and assistant messages, each tool call
  * as the part the stream made of it (`tool-<name>`), with its output when the thread holds one, and
  * an approval request when the thread waits on it (a preliminary output for a scheduled call, the bare
  * input for a call the client runs) — so a chat reloaded from here renders and answers
@@ -156,22 +161,34 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
     if (results.has(c.id)) return { ...base, state: 'output-available', output: output(results.get(c.id) ?? '') };
     return { ...base, state: 'input-available' };
   };
-  const shown = messages
+  return messages
     .filter((m) => m.role === 'user' || m.role === 'assistant')
     .map((m) => ({
       id: m.id ?? '',
       role: m.role,
       parts: [...(messageText(m) !== '' ? [{ type: 'text', text: messageText(m) }] : []), ...(m.tool_calls ?? []).map(toolPart)],
     }));
-  // The calls a parked run waits on join the thread only once they are settled: until then they are
-  // shown as the assistant message that made them, waiting for the answer.
-  const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
-  const pending = new Map<string, unknown[]>();
+}
+
+/**
+ * The thread a client aligns to: its stored messages a client may see, then the assistant message
+ * whose calls a parked run waits on — it joins the thread only once its calls are settled, so until
+ * then it is shown as the stream showed it: its text (the thread's tool batch keeps it) and its calls.
+ */
+export function threadView(thread: ThreadSnapshot | undefined, waiting: readonly WaitingCall[]): Message[] {
+  const shown = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
+  const batch = thread?.threadState?.extensions[ToolBatchKey.key] as ToolBatchRecord | null | undefined;
+  const held = new Set(shown.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const pending = new Map<string, Message>();
   for (const w of waiting) {
     if (held.has(w.callId)) continue;
-    pending.set(w.messageId, [...(pending.get(w.messageId) ?? []), toolPart({ id: w.callId, name: w.name, arguments: w.arguments })]);
+    // The batch is the one message's calls (its stored id may be another than the stream's).
+    const ofBatch = batch?.calls.some((c) => c.id === w.callId) === true && batch.text !== '';
+    const text = ofBatch ? [{ type: 'text' as const, text: batch.text }] : [];
+    const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: text, tool_calls: [] };
+    pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
   }
-  return [...shown, ...[...pending].map(([id, parts]) => ({ id, role: 'assistant', parts }))];
+  return [...shown, ...pending.values()];
 }
 
 /** Stored messages as AG-UI messages (`{id, role, content, toolCalls?, toolCallId?}`). */

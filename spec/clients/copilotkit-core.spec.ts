@@ -77,7 +77,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
         planner: { name: 'planner', description: 'You plan.', capabilities: { humanInTheLoop: true } },
       },
       mode: 'sse',
-      suggestions: false,
+      suggestions: true,
       threadEndpoints: { list: true, inspect: false, mutations: true, realtimeMetadata: false },
     });
     const core = await page();

@@ -8,6 +8,7 @@ import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
+import { serveSuggest } from './copilotkit-suggest.ts';
 import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
 import { mayReach } from './principal.ts';
@@ -37,6 +38,8 @@ const ConnectSchema = z.looseObject({ threadId: z.string().min(1), runId: z.stri
  * - `POST /agent/:id/connect`: the thread's messages and shared state (`connect`);
  * - `POST /agent/:id/stop/:threadId`: the client does not abort its own stream, so the server ends
  *   the thread's run (`cancelled`: open messages closed, then `RUN_FINISHED`), as an interrupt does;
+ * - `POST /agent/:id/suggest`: one inference of the agent's model with `copilotkitSuggest` alone,
+ *   nothing stored (`copilotkit-suggest.ts`);
  * - `/threads`: the caller's threads of an agent, renamed, archived and deleted (`copilotkit-threads.ts`);
  * - `POST /` with `{method, params, body}`: the same four as one route (`info`, `agent/run`,
  *   `agent/connect`, `agent/stop`), which the client uses when told to or when `GET /info` fails.
@@ -50,6 +53,7 @@ export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbe
     agentParam(parts, c);
     return c.json(await stop(parts, c.req.param('thread_id') ?? '', 'thread_id'), 202);
   });
+  app.post(`${COPILOTKIT_BASE}/agent/:agent_id/suggest`, (c) => serveSuggest(c, parts, agentParam(parts, c)));
   app.route('/', copilotkitThreadRoutes(parts, COPILOTKIT_BASE));
   // The single route (the client's `transport: "single"`, and its fallback when `GET /info` fails).
   app.post(COPILOTKIT_BASE, async (c) => {
@@ -82,8 +86,9 @@ function agentParam(parts: ServerParts, c: Context): string {
 
 /**
  * What `/info` says: the agents by id (an agent reached only as a delegate is not one a page runs),
- * SSE, no suggestions yet, and the thread routes served (the client reads `threadEndpoints`, not the
- * single route's `singleRoute`, which is not offered: its thread requests come to `/threads` as they are).
+ * SSE, `/suggest` served (the client asks it only over the routes, not the single one: there it runs
+ * the agent itself), and the thread routes served (the client reads `threadEndpoints`, not the single
+ * route's `singleRoute`, which is not offered: its thread requests come to `/threads` as they are).
  */
 function infoOf(parts: ServerParts): JsonValue {
   const agents: Record<string, JsonValue> = {};
@@ -92,7 +97,7 @@ function infoOf(parts: ServerParts): JsonValue {
     if (spec === undefined || spec.endpoint !== undefined) continue;
     agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
   }
-  return { agents, mode: 'sse', suggestions: false, threadEndpoints: { ...THREAD_ENDPOINTS } };
+  return { agents, mode: 'sse', suggestions: true, threadEndpoints: { ...THREAD_ENDPOINTS } };
 }
 
 /**

@@ -30,4 +30,30 @@ describe('a paused thread, reloaded', () => {
       await server.close();
     }
   });
+
+  it('CopilotKit’s connect snapshots the waiting assistant message with its text and its call', async () => {
+    const s = testServer([{ text: 'Checking first.', tool_calls: [{ id: 'c1', name: 'approve', arguments: { what: 'ship' } }] }, { text: 'Shipped.' }]);
+    const server = await listen(s.app, { port: 0 });
+    try {
+      const agent = new HttpAgent({ url: `${server.url}/v1/ag-ui/run`, threadId: 'paused-2' });
+      agent.messages.push({ id: 'u1', role: 'user', content: 'ship it' });
+      await agent.runAgent({ runId: 'r1' });
+      const r = await fetch(`${server.url}/v1/copilotkit/agent/agent/connect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ threadId: 'paused-2', runId: 'c1', messages: [], tools: [], context: [], state: {}, forwardedProps: {} }),
+      });
+      const frames = (await r.text())
+        .split('\n\n')
+        .filter((f) => f.startsWith('data: '))
+        .map((f) => JSON.parse(f.slice(6)));
+      const snapshot = frames.find((f) => f.type === 'MESSAGES_SNAPSHOT') as { messages: { role: string; content: string; toolCalls?: { id: string }[] }[] };
+      expect(snapshot.messages.map((m) => [m.role, m.content, (m.toolCalls ?? []).map((c) => c.id)])).toEqual([
+        ['user', 'ship it', []],
+        ['assistant', 'Checking first.', ['c1']],
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
 });

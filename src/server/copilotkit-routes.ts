@@ -2,7 +2,6 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { displayDescription } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
-import type { Message } from '../contract/message.ts';
 import { unreachable } from '../contract/never.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiEvent } from '../protocols/ag-ui/encoder.ts';
@@ -12,7 +11,7 @@ import { serveSuggest } from './copilotkit-suggest.ts';
 import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
 import { mayReach } from './principal.ts';
-import { agentSpecOf, serveAgUi, toAgUiMessages } from './protocol-routes.ts';
+import { agentSpecOf, serveAgUi, threadView, toAgUiMessages } from './protocol-routes.ts';
 
 /** Where CopilotKit's front end finds this server (its `runtimeUrl`). */
 export const COPILOTKIT_BASE = '/v1/copilotkit';
@@ -119,14 +118,6 @@ async function connect(parts: ServerParts, agentId: string, raw: unknown): Promi
   // assistant message that made them, and the interrupts to answer (a client's call among them
   // only beside another; alone, the page runs it as it would have).
   const waiting = reachable ? ((await parts.registry.waitingAnywhere(threadId))?.calls ?? []) : [];
-  const messages = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
-  const held = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
-  const pending = new Map<string, Message>();
-  for (const w of waiting) {
-    if (held.has(w.callId)) continue;
-    const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: [], tool_calls: [] };
-    pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
-  }
   const asked = waiting.filter((w) => w.suspension?.action !== CLIENT_TOOL_ACTION);
   const outcome: JsonValue =
     asked.length === 0
@@ -134,7 +125,7 @@ async function connect(parts: ServerParts, agentId: string, raw: unknown): Promi
       : { type: 'interrupt', interrupts: [...asked, ...waiting.filter((w) => !asked.includes(w))].map(waitingInterrupt) };
   const events: AgUiEvent[] = [
     { type: 'RUN_STARTED', threadId, runId },
-    { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages([...messages, ...pending.values()]) as JsonValue[] },
+    { type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages(threadView(thread, waiting)) as JsonValue[] },
     { type: 'STATE_SNAPSHOT', snapshot },
     { type: 'RUN_FINISHED', threadId, runId, outcome },
   ];

@@ -1,4 +1,4 @@
-import { CopilotChat, CopilotKitProvider, useAgent, useDefaultRenderTool, useFrontendTool, useInterrupt } from '@copilotkit/react-core/v2';
+import { CopilotChat, CopilotKitProvider, useAgent, useDefaultRenderTool, useFrontendTool, useInterrupt, useThreads } from '@copilotkit/react-core/v2';
 import '@copilotkit/react-core/v2/styles.css';
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
@@ -8,7 +8,8 @@ import { API, THREAD } from './api.ts';
 /**
  * CopilotKit's React front end (`@copilotkit/react-core/v2`) pointed straight at `awaken serve`'s
  * CopilotKit routes, no CopilotKit runtime between: a tool the page runs (`set_theme`), the agent's
- * shared state shown and edited here (`todos`), and an interrupt answered with a button.
+ * shared state shown and edited here (`todos`), an interrupt answered with a button, and the
+ * agent's threads listed and renamed (`useThreads`).
  */
 const AGENT = 'kit';
 
@@ -43,8 +44,20 @@ function Page() {
     ),
   });
 
+  const { threads, renameThread } = useThreads({ agentId: AGENT });
+
   return (
     <main data-theme={theme}>
+      <ul className="threads">
+        {threads.map((t) => (
+          <li key={t.id} data-thread={t.id}>
+            {t.name ?? t.id}
+            <button type="button" onClick={() => void renameThread(t.id, 'Groceries and branches')}>
+              Rename
+            </button>
+          </li>
+        ))}
+      </ul>
       <p className="theme">theme: {theme}</p>
       <ul className="todos">
         {todos.map((t) => (

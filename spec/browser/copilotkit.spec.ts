@@ -14,8 +14,8 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
  * spec/browser/fixtures/copilotkit-app.ts` directly — `runtimeUrl` is the server's
  * `/v1/copilotkit`, no CopilotKit runtime between — from another origin. The page runs its own tool
  * (`useFrontendTool`), edits the agent's shared state while the server's tool edits it too
- * (`useAgent`), answers an interrupt with its button (`useInterrupt`), and after a reload shows the
- * thread the server kept (`connect`). No request leaves loopback; the console stays free of errors
+ * (`useAgent`), answers an interrupt with its button (`useInterrupt`), after a reload shows the
+ * thread the server kept (`connect`), and lists and renames the agent's threads (`useThreads`). No request leaves loopback; the console stays free of errors
  * and warnings. A screenshot goes to test-artifacts/browser/copilotkit.png.
  */
 
@@ -86,7 +86,7 @@ function offLoopback(requests: readonly string[]): string[] {
 }
 
 describe('CopilotKit React front end → awaken serve (no proxy)', () => {
-  it('runs the page’s tool, shares state both ways, answers an interrupt, and shows the kept thread after a reload', async () => {
+  it('runs the page’s tool, shares state both ways, answers an interrupt, shows the kept thread after a reload, and renames it', async () => {
     const thread = 'copilotkit-page';
     const { page, requests, console } = await open(thread);
 
@@ -123,6 +123,14 @@ describe('CopilotKit React front end → awaken serve (no proxy)', () => {
     await page.getByText('Done: the branch is deleted.').waitFor();
     await page.getByText('Added milk.').waitFor();
     await expect.poll(() => page.locator('ul.todos li').allTextContents()).toEqual(['bread', 'milk']);
+
+    // useThreads: the agent's threads, listed and renamed through the server's thread metadata.
+    const row = page.locator('ul.threads li[data-thread="copilotkit-page"]');
+    await row.waitFor();
+    await row.getByRole('button', { name: 'Rename' }).click();
+    await expect.poll(() => row.evaluate((li) => li.firstChild?.textContent)).toBe('Groceries and branches');
+    const meta = (await (await fetch(`${api.url}/v1/threads/${thread}`)).json()) as { title?: string };
+    expect(meta.title).toBe('Groceries and branches');
 
     expect(offLoopback(requests)).toEqual([]);
     expect(requests.some((u) => u.startsWith(`${api.url}/v1/copilotkit/agent/kit/connect`))).toBe(true);

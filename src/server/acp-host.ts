@@ -4,7 +4,7 @@ import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { ACP_INTERNAL_ERROR, initialAcpState, finishAcp, transcodeAcp, type AcpMessage } from '../protocols/acp/encoder.ts';
 import { decisionFor, type Decision } from '../contract/decision.ts';
-import { scheduleOf } from '../contract/tool.ts';
+import { dispositionOf, scheduleOf } from '../contract/tool.ts';
 import { sleepFor } from '../runtime/env.ts';
 
 /** A run the ACP host drives: its decisions go in while it is parked on a suspension. */
@@ -31,13 +31,22 @@ export interface InteractiveHost {
   start(sessionId: string, message: string, emit: (event: AgentEvent) => void, signal: AbortSignal): Promise<InteractiveRun>;
 }
 
+/**
+ * What the model reads when it calls a client tool in an ACP turn: ACP gives the agent no way to have
+ * its client (an editor) run one of the agent's tools, so the call fails at once rather than wait for
+ * a result that cannot come.
+ */
+export const acpClientToolRefusal = (toolName: string): string =>
+  `Tool '${toolName}' runs on the client, and an ACP client runs no tools for the agent: the call was not made`;
+
 /** The longest delay a timer keeps (2³¹−1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * An ACP v1 agent (the SDK's `acp.agent()`): `initialize`, `session/new`, `session/prompt` (the run's
  * events through the ACP transcoder: `session/update` notifications, a `session/request_permission`
- * for each suspended call whose answer becomes the call's decision, then the stop reason) and
+ * for each suspended call whose answer becomes the call's decision — a client tool's call is failed
+ * instead, `acpClientToolRefusal` — then the stop reason) and
  * `session/cancel` (the run is cancelled; the prompt answers `cancelled`). A session keeps its
  * thread: every prompt continues the conversation. See docs/protocols/acp.md.
  */
@@ -72,15 +81,27 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       let sent: Promise<unknown> = Promise.resolve();
       let resolveRun: (run: InteractiveRun) => void = () => undefined;
       const runP = new Promise<InteractiveRun>((resolve) => (resolveRun = resolve));
+      /** The client tools' calls the run waits on, id → tool name: the editor is not asked about them. */
+      const clientCalls = new Map<string, string>();
       const deliver = async (m: AcpMessage): Promise<void> => {
         if (m.kind === 'update') await client.notify(acp.methods.client.session.update, { sessionId, update: m.update } as never);
         else if (m.kind === 'permission') {
-          const answer = await client.request(acp.methods.client.session.requestPermission, { sessionId, ...m.params } as never);
-          const approved = answer.outcome.outcome === 'selected' && answer.outcome.optionId === 'approve';
           const toolCallId = (m.params['toolCall'] as { toolCallId: string }).toolCallId;
-          const decision = approved
-            ? decisionFor(toolCallId, 'resume', host.now(), { decisionId: m.id, result: { approved: true } })
-            : decisionFor(toolCallId, 'cancel', host.now(), { decisionId: m.id, result: { approved: false }, reason: 'rejected' });
+          const clientTool = clientCalls.get(toolCallId);
+          // A client tool's call is not asked about: the editor cannot run it, and allowing it would
+          // make the approval the tool's result. It fails with words the model reads (`{error}` is a
+          // client's failed result), and the turn goes on.
+          const approved =
+            clientTool === undefined &&
+            (await client
+              .request(acp.methods.client.session.requestPermission, { sessionId, ...m.params } as never)
+              .then((answer) => answer.outcome.outcome === 'selected' && answer.outcome.optionId === 'approve'));
+          const decision =
+            clientTool !== undefined
+              ? decisionFor(toolCallId, 'resume', host.now(), { decisionId: m.id, result: { error: acpClientToolRefusal(clientTool) } })
+              : approved
+                ? decisionFor(toolCallId, 'resume', host.now(), { decisionId: m.id, result: { approved: true } })
+                : decisionFor(toolCallId, 'cancel', host.now(), { decisionId: m.id, result: { approved: false }, reason: 'rejected' });
           // The run parks right after it reports the suspension; a run that ended needs no answer.
           const run = await runP;
           if (await run.parked()) run.decide([decision]);
@@ -102,6 +123,7 @@ export function acpAgent(host: InteractiveHost): ReturnType<typeof acp.agent> {
       };
       const emit = (event: AgentEvent): void => {
         if (event.event_type === 'tool_call_done' && event.outcome === 'suspended') {
+          if (dispositionOf(event.result) === 'pending_client') clientCalls.set(event.id, event.result.suspension?.pending.name ?? event.result.tool_name);
           const notBefore = scheduleOf(event.result.suspension?.suspension)?.not_before;
           if (notBefore !== undefined) void wake(event.id, notBefore);
         }

@@ -133,6 +133,15 @@ describe('aiSdkExecutor: AI SDK v3 stream parts → executor parts', () => {
     });
     void seen;
   });
+
+  it('a required tool becomes the AI SDK tool choice naming it; none, and the model chooses', () => {
+    const messages = [Messages.user('suggest')];
+    expect(toCallOptions({ model: 'm', messages, tools: [getWeather.descriptor], requiredTool: 'get_weather' }).toolChoice).toEqual({
+      type: 'tool',
+      toolName: 'get_weather',
+    });
+    expect(toCallOptions({ model: 'm', messages, tools: [getWeather.descriptor] })).not.toHaveProperty('toolChoice');
+  });
 });
 
 describe('wire cassettes', () => {

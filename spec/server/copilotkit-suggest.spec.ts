@@ -83,6 +83,8 @@ describe('POST /v1/copilotkit/agent/:id/suggest', () => {
     expect(s.llm.requests).toHaveLength(1);
     const [request] = s.llm.requests;
     expect(request?.model).toBe('scripted-model');
+    // The page's forwardedProps.toolChoice forces the call.
+    expect(request?.requiredTool).toBe('copilotkitSuggest');
     expect(request?.tools).toEqual([
       { id: 'copilotkitSuggest', name: 'copilotkitSuggest', description: SUGGEST_TOOL.description, parameters: SUGGEST_TOOL.parameters },
     ]);

@@ -51,7 +51,7 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Message[]
   return out;
 }
 
-/** Call options of one inference: prompt, tools (named by id), overrides, the abort signal. */
+/** Call options of one inference: prompt, tools (named by id), a forced tool, overrides, the abort signal. */
 export function toCallOptions(request: InferenceRequest): LanguageModelV3CallOptions {
   const o = request.overrides;
   return {
@@ -68,6 +68,7 @@ export function toCallOptions(request: InferenceRequest): LanguageModelV3CallOpt
           ),
         }
       : {}),
+    ...(request.requiredTool !== undefined ? { toolChoice: { type: 'tool', toolName: request.requiredTool } } : {}),
     ...(o?.max_tokens !== undefined ? { maxOutputTokens: o.max_tokens } : {}),
     ...(o?.temperature !== undefined ? { temperature: o.temperature } : {}),
     ...(o?.top_p !== undefined ? { topP: o.top_p } : {}),

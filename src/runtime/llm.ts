@@ -18,6 +18,8 @@ export interface InferenceRequest {
   /** The tools offered; like `messages`, valid while the stream is read (the run may send the same array again). */
   readonly tools: readonly ToolDescriptor[];
   readonly overrides?: InferenceOverride;
+  /** The id of the one tool offered that the model must call (a forced tool choice); absent, the model chooses. */
+  readonly requiredTool?: string;
   readonly signal?: AbortSignal;
   /**
    * The thread whose run asks: an executor that keeps state per conversation (a script served to

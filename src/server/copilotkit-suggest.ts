@@ -28,9 +28,17 @@ const AssistantCallsSchema = z.looseObject({
  * system prompt, the page's context, the conversation, that tool alone — and answered as AG-UI events
  * under the client's thread and run ids. It is not a run: nothing is stored, no plugin, retry or
  * context policy of the agent takes part, and no tool runs (a call the model makes is only shown).
- * The client's `forwardedProps.toolChoice` is not passed on: the model port has no tool choice; the
- * one tool offered and the instruction are what ask for the call.
+ * The client's `forwardedProps.toolChoice` forces the call: the model must call that tool (every
+ * provider that runs through the AI SDK is told so; a scripted model answers as written).
  */
+/** The tool `forwardedProps.toolChoice` forces (`{type: "function", function: {name}}`, as CopilotKit writes it), if any. */
+function forced(props: unknown): string | undefined {
+  const choice = ForcedChoiceSchema.safeParse(props);
+  return choice.success ? choice.data.toolChoice.function.name : undefined;
+}
+
+const ForcedChoiceSchema = z.looseObject({ toolChoice: z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string() }) }) });
+
 export async function serveSuggest(c: Context, parts: ServerParts, agentId: string): Promise<Response> {
   const parsed = RunAgentInputSchema.safeParse(await readJson(c));
   if (!parsed.success) {
@@ -67,6 +75,7 @@ export async function serveSuggest(c: Context, parts: ServerParts, agentId: stri
     model: model.model_name,
     messages,
     tools: [tool],
+    ...(forced(input.forwardedProps) === SUGGEST_TOOL ? { requiredTool: SUGGEST_TOOL } : {}),
     signal: abort.signal,
     ...(spec.reasoning_effort !== undefined ? { overrides: { reasoning_effort: spec.reasoning_effort } } : {}),
   };

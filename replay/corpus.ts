@@ -422,7 +422,8 @@ export const SCENARIOS: readonly Scenario[] = [
       },
       { text: 'The order form is on screen.' },
     ],
-    agent: { plugin_ids: ['generative-ui'] },
+    // Recorded under A2UI v0.8, before v0.9 was the plugin's default (format 11 names the version).
+    agent: { plugin_ids: ['generative-ui'], sections: { 'generative-ui': { version: 'v0.8' } } },
     extra: { plugins: ['generative-ui'] },
   },
   {

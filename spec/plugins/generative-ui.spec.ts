@@ -151,7 +151,7 @@ describe('A2UI v0.8 message validation (0.6 a2ui/tests.rs vectors)', () => {
   });
 });
 
-function run(script: readonly ScriptStep[], plugin = a2uiPlugin(), sections: Record<string, unknown> = {}) {
+function run(script: readonly ScriptStep[], plugin = a2uiPlugin({ version: 'v0.8' }), sections: Record<string, unknown> = {}) {
   const llm = new ScriptedLlm(script);
   const built = new AgentRuntimeBuilder()
     .withEnv(deterministicEnv())
@@ -176,11 +176,11 @@ const systemText = (llm: ScriptedLlm, i = 0): string =>
     .map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
     .join('\n');
 
-describe('the generative-ui plugin (book: 使用 Generative UI（A2UI））', () => {
+describe('the generative-ui plugin under A2UI v0.8 (book: 使用 Generative UI（A2UI））', () => {
   it('render_a2ui carries several messages in one call: the result is {a2ui, rendered: true}, and the a2ui activity names the catalog', async () => {
     const { runtime, llm } = run(
       [{ tool_calls: [{ id: 'u1', name: 'render_a2ui', arguments: { messages: ORDER_FORM } }] }, { text: 'Here is the form.' }],
-      a2uiPlugin({ catalog_id: 'my-catalog' }),
+      a2uiPlugin({ version: 'v0.8', catalog_id: 'my-catalog' }),
     );
     const sink = new VecEventSink();
     const r = await runtime.run({ threadId: 't', agentId: 'ui', messages: [Messages.user('show me an order form')] }, sink);
@@ -245,17 +245,19 @@ describe('the generative-ui plugin (book: 使用 Generative UI（A2UI））', ()
     expect(a2uiInstructions()).toContain(`The client renders with the catalog ${DEFAULT_A2UI_CATALOG_ID}.`);
     for (const key of ['surfaceUpdate', 'dataModelUpdate', 'beginRendering', 'deleteSurface']) expect(a2uiInstructions()).toContain(key);
     expect(a2uiInstructions('c', 'Example: a card')).toMatch(/---BEGIN A2UI EXAMPLES---\nExample: a card\n---END A2UI EXAMPLES---$/);
-    const custom = run([{ text: 'ok' }], a2uiPlugin({ instructions: 'You can render UI by calling render_a2ui.' }));
+    const custom = run([{ text: 'ok' }], a2uiPlugin({ version: 'v0.8', instructions: 'You can render UI by calling render_a2ui.' }));
     await custom.runtime.run({ threadId: 't', agentId: 'ui', messages: [Messages.user('hi')] }, new VecEventSink());
     expect(systemText(custom.llm)).toContain('You can render UI by calling render_a2ui.');
     expect(systemText(custom.llm)).not.toContain('## A2UI Declarative UI');
-    const overridden = run([{ text: 'ok' }], a2uiPlugin({ catalog_id: 'plugin-catalog' }), { 'generative-ui': { catalog_id: 'agent-catalog' } });
+    const overridden = run([{ text: 'ok' }], a2uiPlugin({ version: 'v0.8', catalog_id: 'plugin-catalog' }), {
+      'generative-ui': { catalog_id: 'agent-catalog' },
+    });
     await overridden.runtime.run({ threadId: 't', agentId: 'ui', messages: [Messages.user('hi')] }, new VecEventSink());
     expect(systemText(overridden.llm)).toContain('The client renders with the catalog agent-catalog.');
   });
 
   it('an unknown field in the agent’s section stops the agent from being built, naming it', () => {
-    expect(() => run([], a2uiPlugin(), { 'generative-ui': { catalog: 'x' } })).toThrow("invalid config section 'generative-ui' of plugin 'generative-ui'");
+    expect(() => run([], a2uiPlugin(), { 'generative-ui': { catalogs: 'x' } })).toThrow("invalid config section 'generative-ui' of plugin 'generative-ui'");
   });
 
   it('passes the fuzz kit (deterministic hooks, its own keys only)', async () => {

@@ -16,6 +16,7 @@ const sixes = readdirSync(join(fixtures, 'runs-format-6')).filter((f) => f.endsW
 const sevens = readdirSync(join(fixtures, 'runs-format-7')).filter((f) => f.endsWith('.jsonl'));
 const eights = readdirSync(join(fixtures, 'runs-format-8')).filter((f) => f.endsWith('.jsonl'));
 const nines = readdirSync(join(fixtures, 'runs-format-9')).filter((f) => f.endsWith('.jsonl'));
+const tens = readdirSync(join(fixtures, 'runs-format-10')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
@@ -23,6 +24,7 @@ const v6old = (file: string): string => readFileSync(join(fixtures, 'runs-format
 const v7old = (file: string): string => readFileSync(join(fixtures, 'runs-format-7', file), 'utf8');
 const v8old = (file: string): string => readFileSync(join(fixtures, 'runs-format-8', file), 'utf8');
 const v9old = (file: string): string => readFileSync(join(fixtures, 'runs-format-9', file), 'utf8');
+const v10old = (file: string): string => readFileSync(join(fixtures, 'runs-format-10', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -34,7 +36,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 10', () => {
+describe('older transcript formats → 11', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -103,7 +105,7 @@ describe('older transcript formats → 10', () => {
   it('format 4 → 10: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/10",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/11",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -115,7 +117,7 @@ describe('older transcript formats → 10', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/10",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/11",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -151,14 +153,14 @@ describe('older transcript formats → 10', () => {
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
     expect(migrateTranscript(plain)).toBe(
-      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/10",'),
+      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/11",'),
     );
   });
 
   it('format 5 → 10: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
     expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({
-      format: 'awaken-transcript/10',
+      format: 'awaken-transcript/11',
       request: { thread_id: 't', run_id: 'r', owner: 'alice' },
     });
   });
@@ -181,7 +183,7 @@ describe('older transcript formats → 10', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/10",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/11",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -197,7 +199,7 @@ describe('older transcript formats → 10', () => {
     };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
-    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/11"'));
   });
 
   it('format 6 → 10: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
@@ -226,7 +228,7 @@ describe('older transcript formats → 10', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/10",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/11",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -247,7 +249,7 @@ describe('older transcript formats → 10', () => {
     const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
     const quoting = lines.map((l, i) => (i === at ? l.replace('"text":"', `"text":"${JSON.stringify(part).slice(1, -1)}`) : l)).join('\n');
     expect(quoting.split('\n')[at]).toContain('\\"type\\":\\"response_metadata\\"');
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/11"'));
   });
 
   it.each(eights)(
@@ -257,7 +259,7 @@ describe('older transcript formats → 10', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/10",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/11",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -267,7 +269,7 @@ describe('older transcript formats → 10', () => {
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
     const described = text.replace(/^(\{"type":"llm".*?"parts":\[)/m, `$1${part},`);
     expect(described).not.toBe(text);
-    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/11"'));
   });
 
   it('any format before 9 → 10: a tool error unavailable_before_dispatch, which only format 9 writes, is refused naming its line; the same words in data are not', async () => {
@@ -296,7 +298,7 @@ describe('older transcript formats → 10', () => {
     const text = v8old('09-tool-invalid-arguments.jsonl');
     const quoting = text.replace('"arguments":{"text":42}', `"arguments":{"text":42,${unavailable}}`);
     expect(quoting).not.toBe(text);
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/11"'));
   });
 
   it.each(nines)(
@@ -306,7 +308,7 @@ describe('older transcript formats → 10', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/9",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/9",', '{"type":"header","format":"awaken-transcript/10",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/9",', '{"type":"header","format":"awaken-transcript/11",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -324,7 +326,7 @@ describe('older transcript formats → 10', () => {
       )
       .join('\n');
     expect(retried).not.toBe(text);
-    expect(migrateTranscript(retried)).toBe(retried.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(retried)).toBe(retried.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/11"'));
   });
 
   it('any older format → 10: a request with the client’s tools, state or context, which only format 10 writes, is refused naming line 1; the same words in a message are not', async () => {
@@ -360,7 +362,41 @@ describe('older transcript formats → 10', () => {
     const text = v9old('01-plain-answer.jsonl');
     const quoting = text.replace('"text":"scenario: plain-answer"', '"text":"scenario: plain-answer \\"client_tools\\":[] client_state client_context"');
     expect(quoting).not.toBe(text);
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/10"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/11"'));
+  });
+
+  it.each(tens)('format 10 → 11: %s migrates to the corpus run and replays identical as it is', async (file) => {
+    const before = v10old(file);
+    expect(before.startsWith('{"type":"header","format":"awaken-transcript/10",')).toBe(true);
+    const after = migrateTranscript(before);
+    expect(after).toBe(v2(file));
+    // Every line after the header is kept byte for byte.
+    expect(after.slice(after.indexOf('\n'))).toBe(before.slice(before.indexOf('\n')));
+    expect(await replayTranscript(before)).toMatchObject({ identical: true });
+  });
+
+  it('format 10 → 11: an agent with generative-ui and no A2UI version gains version v0.8 in its section, under a recomputed digest; any other header only its tag', () => {
+    const before = v10old('43-a2ui-render.jsonl');
+    const header = (text: string): Header => JSON.parse(text.slice(0, text.indexOf('\n'))) as Header;
+    const old = header(before);
+    const now = header(migrateTranscript(before));
+    expect(old.agent.sections).toEqual({});
+    expect(now.agent.sections).toEqual({ 'generative-ui': { version: 'v0.8' } });
+    expect(now.config_digest).toBe(configDigest(now));
+    expect({ ...now, format: old.format, config_digest: old.config_digest, agent: old.agent }).toEqual(old);
+    // A section with other settings keeps them; a plain run changes only its tag.
+    const [head, ...rest] = before.split('\n');
+    const withSection = { ...old, agent: { ...old.agent, sections: { 'generative-ui': { catalog_id: 'mine' } } } };
+    const edited = [JSON.stringify({ ...withSection, config_digest: configDigest(withSection as Header) }), ...rest].join('\n');
+    expect(header(migrateTranscript(edited)).agent.sections).toEqual({ 'generative-ui': { catalog_id: 'mine', version: 'v0.8' } });
+    expect(head).toBeDefined();
+    const plain = v10old('01-plain-answer.jsonl');
+    expect(migrateTranscript(plain)).toBe(
+      plain.replace('{"type":"header","format":"awaken-transcript/10",', '{"type":"header","format":"awaken-transcript/11",'),
+    );
+    // A header that does not match its digest is refused before anything is written into it.
+    const tampered = before.replace('"system_prompt":"You are the corpus agent."', '"system_prompt":"You are another agent."');
+    expect(() => migrateTranscript(tampered)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
@@ -374,6 +410,7 @@ describe('older transcript formats → 10', () => {
       ...sevens.map((f) => v7old(f)),
       ...eights.map((f) => v8old(f)),
       ...nines.map((f) => v9old(f)),
+      ...tens.map((f) => v10old(f)),
     ].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>

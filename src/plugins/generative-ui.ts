@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { definePluginConfigKey, readPluginConfig } from '../contract/agent-spec.ts';
+import { definePluginConfigKey, readPluginConfig, type AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { AddContextMessage } from '../runtime/builtin-plugins.ts';
@@ -7,25 +7,31 @@ import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { perAgentSpec } from './per-spec.ts';
 import { unreachable } from '../contract/never.ts';
+import { A2UI_BASIC_CATALOG } from './a2ui-basic-catalog.ts';
+import type { A2uiCatalog, A2uiPropertySpec } from './a2ui-catalog.ts';
+import { a2uiV09Instructions, a2uiV09RenderTool } from './a2ui-v09.ts';
 
 /**
- * Generative UI with A2UI v0.8 (book: 使用 Generative UI（A2UI））: the `render_a2ui` tool carries
- * A2UI messages from the model to the client, which renders them with its component catalog.
+ * Generative UI with A2UI (book: 使用 Generative UI（A2UI））: the `render_a2ui` tool carries A2UI
+ * messages from the model to the client, which renders them with its component catalog. A2UI v0.9
+ * by default (src/plugins/a2ui-v09.ts: the catalog is the model's vocabulary, each call one
+ * `a2ui-surface` activity); v0.8 when an agent's `generative-ui` section says `version: v0.8` (this
+ * file), as recorded runs from before v0.9 were made (docs/adr/0067-a2ui-v0-9.md).
  *
- * The book's example writes `{"version": "v0.8", "createSurface": …}`, which mixes two versions of
- * the format: A2UI v0.8 as published (and as `@a2ui/lit`'s v0.8 renderer and 0.6's validation
- * accept) has four messages — `surfaceUpdate` (a flat list of components), `dataModelUpdate`,
- * `beginRendering` (the root, once the components exist) and `deleteSurface` — with no version field.
- * This follows v0.8 as published (docs/parity.md G1); a v0.9 message (`createSurface`,
- * `updateComponents`, `updateDataModel`) is refused saying it is v0.9 and that v0.8 is rendered.
+ * v0.8: the book's example writes `{"version": "v0.8", "createSurface": …}`, which mixes two
+ * versions of the format: A2UI v0.8 as published (and as `@a2ui/lit`'s v0.8 renderer and 0.6's
+ * validation accept) has four messages — `surfaceUpdate` (a flat list of components),
+ * `dataModelUpdate`, `beginRendering` (the root, once the components exist) and `deleteSurface` —
+ * with no version field. Under v0.8 a v0.9 message (`createSurface`, `updateComponents`,
+ * `updateDataModel`) is refused saying it is v0.9 and that v0.8 is rendered.
  *
- * One call carries one message (`{"surfaceUpdate": {…}}`, the flat form `{surfaceId, components}`)
+ * One v0.8 call carries one message (`{"surfaceUpdate": {…}}`, the flat form `{surfaceId, components}`)
  * or several (`{"messages": [...]}`); each is checked, and a malformed one is an invalid argument
  * naming it (`messages[1].surfaceUpdate.components[0].component: …`). The result is
  * `{"a2ui": [messages], "rendered": true}` (the book's), and the messages are also the call's
  * `a2ui` activity (`{schema: "a2ui.v0.8", catalog_id, messages}`), which every encoder carries.
  * Before each inference the plugin tells the model how to use the tool: the standard instructions
- * for a catalog (and examples), or instructions of your own.
+ * for the version and catalog (and examples), or instructions of your own.
  */
 
 export const A2UI_PLUGIN_ID = 'generative-ui';
@@ -40,17 +46,54 @@ export const A2UI_MESSAGE_KEYS = ['surfaceUpdate', 'dataModelUpdate', 'beginRend
 const A2UI_V09_KEYS = ['createSurface', 'updateComponents', 'updateDataModel'] as const;
 const INSTRUCTIONS_KEY = 'generative_ui.instructions';
 
+const PropertySpecSchema: z.ZodType<A2uiPropertySpec> = z.lazy(() =>
+  z
+    .object({
+      type: z.string(),
+      description: z.string().optional(),
+      enum: z.array(z.string()).optional(),
+      items: z
+        .object({ properties: z.record(z.string(), PropertySpecSchema), required: z.array(z.string()) })
+        .strict()
+        .optional(),
+    })
+    .strict(),
+) as z.ZodType<A2uiPropertySpec>;
+
+/** A catalog of one's own (`A2uiCatalog`): what the model may draw with, the components the client has registered. */
+export const A2uiCatalogSchema = z
+  .object({
+    catalogId: z.string().min(1),
+    components: z.record(
+      z.string().min(1),
+      z
+        .object({ description: z.string().optional(), properties: z.record(z.string(), PropertySpecSchema), required: z.array(z.string()).default([]) })
+        .strict(),
+    ),
+  })
+  .strict();
+
 /** The `generative-ui` section (0.6 `A2uiPromptConfig`): overrides of the plugin's own settings. */
 export const A2uiPromptConfigSchema = z
   .object({
+    /** Which A2UI the tool speaks: `v0.9` (the default) or `v0.8`. */
+    version: z.enum(['v0.8', 'v0.9']).optional(),
+    /** v0.8: the catalog named to the model. v0.9: the id the client knows the catalog by (its `catalogId` otherwise). */
     catalog_id: z.string().min(1).optional(),
+    /** v0.9: the components the model may draw with (the basic catalog otherwise). */
+    catalog: A2uiCatalogSchema.optional(),
     examples: z.string().optional(),
     instructions: z.string().optional(),
   })
-  .strict();
-export type A2uiPromptConfig = z.output<typeof A2uiPromptConfigSchema>;
+  .strict()
+  .refine((c) => !(c.version === 'v0.8' && c.catalog !== undefined), {
+    message: 'catalog is an A2UI v0.9 setting; v0.8 names its catalog with catalog_id',
+    path: ['catalog'],
+  });
+export type A2uiPromptConfig = z.input<typeof A2uiPromptConfigSchema>;
+type A2uiSettings = z.output<typeof A2uiPromptConfigSchema>;
 
-const A2uiConfigKey = definePluginConfigKey<A2uiPromptConfig>(A2UI_PLUGIN_ID, A2uiPromptConfigSchema as z.ZodType<A2uiPromptConfig>, () => ({}));
+const A2uiConfigKey = definePluginConfigKey<A2uiSettings>(A2UI_PLUGIN_ID, A2uiPromptConfigSchema as z.ZodType<A2uiSettings>, () => ({}));
 
 // ---- validation ------------------------------------------------------------------------------------------
 
@@ -292,27 +335,39 @@ export function a2uiInstructions(catalogId: string = DEFAULT_A2UI_CATALOG_ID, ex
 }
 
 /**
- * The plugin (book: A2uiPlugin): `a2uiPlugin()` (the standard catalog), `{catalog_id}`,
- * `{catalog_id, examples}` (0.6 `with_catalog_and_examples`), or `{instructions}` (0.6
- * `with_custom_instructions`). An agent's `generative-ui` section overrides each field.
+ * The plugin (book: A2uiPlugin): `a2uiPlugin()` (A2UI v0.9, the basic catalog), `{catalog}` (a
+ * catalog of one's own), `{catalog_id}`, `{catalog_id, examples}` (0.6 `with_catalog_and_examples`),
+ * `{instructions}` (0.6 `with_custom_instructions`), `{version: 'v0.8'}`. An agent's `generative-ui`
+ * section overrides each field.
  */
 export function a2uiPlugin(defaults: A2uiPromptConfig = {}): RuntimePlugin {
   const checked = A2uiPromptConfigSchema.parse(defaults);
-  const settingsOf = perAgentSpec((spec): A2uiPromptConfig => {
+  const settingsOf = perAgentSpec((spec): A2uiSettings => {
     const section = readPluginConfig(spec, A2uiConfigKey);
     const own = section.ok ? section.value : {};
     return { ...checked, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
   });
-  const catalogOf = (spec: Parameters<typeof settingsOf>[0]): string => settingsOf(spec).catalog_id ?? DEFAULT_A2UI_CATALOG_ID;
-  const tool = a2uiRenderTool(catalogOf);
+  const versionOf = (spec: AgentSpec): 'v0.8' | 'v0.9' => settingsOf(spec).version ?? 'v0.9';
+  const catalogOf = (spec: AgentSpec): string => settingsOf(spec).catalog_id ?? DEFAULT_A2UI_CATALOG_ID;
+  const v09CatalogOf = perAgentSpec((spec): A2uiCatalog => {
+    const s = settingsOf(spec);
+    const catalog = (s.catalog as A2uiCatalog | undefined) ?? A2UI_BASIC_CATALOG;
+    return s.catalog_id === undefined ? catalog : { ...catalog, catalogId: s.catalog_id };
+  });
+  const v08 = a2uiRenderTool(catalogOf);
+  const v09 = a2uiV09RenderTool((spec) => ({ catalog: v09CatalogOf(spec) }), A2UI_TOOL_ID);
+  // Registered once, before any agent is known: each agent is offered the tool of its version.
+  const tool: Tool = { ...v09, forAgent: (spec) => (versionOf(spec) === 'v0.8' ? v08 : v09) };
   return {
     name: A2UI_PLUGIN_ID,
     configKeys: [A2uiConfigKey as never],
     register: (r) => {
       r.registerTool(tool);
       r.registerPhaseHook('before_inference', (ctx) => {
-        const s = settingsOf(ctx.input.agentSpec);
-        const text = s.instructions ?? a2uiInstructions(s.catalog_id, s.examples);
+        const spec = ctx.input.agentSpec;
+        const s = settingsOf(spec);
+        const text =
+          s.instructions ?? (versionOf(spec) === 'v0.8' ? a2uiInstructions(s.catalog_id, s.examples) : a2uiV09Instructions(v09CatalogOf(spec), s.examples));
         if (text.trim() === '') return StateCommand.empty();
         return StateCommand.empty().scheduleAction(AddContextMessage, {
           key: INSTRUCTIONS_KEY,

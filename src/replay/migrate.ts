@@ -22,6 +22,7 @@ export const TRANSCRIPT_FORMAT_6 = 'awaken-transcript/6';
 export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
 export const TRANSCRIPT_FORMAT_8 = 'awaken-transcript/8';
 export const TRANSCRIPT_FORMAT_9 = 'awaken-transcript/9';
+export const TRANSCRIPT_FORMAT_10 = 'awaken-transcript/10';
 
 const OLDER = [
   TRANSCRIPT_FORMAT_1,
@@ -33,6 +34,7 @@ const OLDER = [
   TRANSCRIPT_FORMAT_7,
   TRANSCRIPT_FORMAT_8,
   TRANSCRIPT_FORMAT_9,
+  TRANSCRIPT_FORMAT_10,
 ] as const;
 type OlderFormat = (typeof OLDER)[number];
 
@@ -87,7 +89,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1 to 9 transcript in the current format (`awaken-transcript/10`), without
+ * Rewrites a format-1 to 10 transcript in the current format (`awaken-transcript/11`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -135,15 +137,33 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * messages to the header's request (`client_tools`, `client_state`, `client_context`); no older
  * recorder wrote them, and a transcript of an older format whose header has any is refused, naming
  * line 1.
+ *
+ * Format 10 → 11 (`withA2uiV08`, after the steps above, for every older format): the header of a run
+ * whose agent runs the `generative-ui` plugin, and whose section of it names no A2UI version, says
+ * `version: "v0.8"` in that section — the only version the plugin spoke until format 11, whose
+ * plugin speaks v0.9 unless told — and `config_digest`, which covers it, is recomputed (the old one
+ * verified first). Every other header, and every other line, is kept byte for byte.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
   if (older !== undefined) {
     const lines = text.split('\n');
-    refuseFormat10(lines, older);
-    if (older !== TRANSCRIPT_FORMAT_9) refuseFormat9(lines, older);
+    if (older !== TRANSCRIPT_FORMAT_10) refuseFormat10(lines, older);
+    if (older !== TRANSCRIPT_FORMAT_10 && older !== TRANSCRIPT_FORMAT_9) refuseFormat9(lines, older);
   }
-  if (older === TRANSCRIPT_FORMAT_9 || older === TRANSCRIPT_FORMAT_8 || older === TRANSCRIPT_FORMAT_7 || older === TRANSCRIPT_FORMAT_6)
+  const migrated = toFormat10Content(text, older);
+  return { ...migrated, text: withA2uiV08(migrated.text) };
+}
+
+/** An older transcript with format 10's content, under the current tag (one of no older format is refused by `toFormat4`). */
+function toFormat10Content(text: string, older: OlderFormat | undefined): Migrated {
+  if (
+    older === TRANSCRIPT_FORMAT_10 ||
+    older === TRANSCRIPT_FORMAT_9 ||
+    older === TRANSCRIPT_FORMAT_8 ||
+    older === TRANSCRIPT_FORMAT_7 ||
+    older === TRANSCRIPT_FORMAT_6
+  )
     return { text: retagged(text, older) };
   if (older === TRANSCRIPT_FORMAT_5) return { text: withCurrentHeader(text) };
   const four = older === TRANSCRIPT_FORMAT_4 ? { text: withCurrentHeader(text) } : toFormat4(text);
@@ -152,8 +172,37 @@ export function migrate(text: string): Migrated {
   return { ...four, text: out };
 }
 
+/** The plugin, and its section's key, whose default changed in format 11. */
+const A2UI_PLUGIN = 'generative-ui';
+
 /**
- * A format-6, 7, 8 or 9 transcript under the current tag: the header's `format` alone changes, every
+ * Format 10 → 11: a header (already under the current tag) whose agent runs `generative-ui` with no
+ * A2UI version in its section names v0.8 there, the version it ran with, under a recomputed
+ * `config_digest`; any other header is kept byte for byte. An unreadable header is left to the replay.
+ */
+function withA2uiV08(text: string): string {
+  const end = text.indexOf('\n');
+  const first = end < 0 ? text : text.slice(0, end);
+  let header: Json;
+  try {
+    header = JSON.parse(first) as Json;
+  } catch {
+    return text;
+  }
+  const agent = header['agent'] as { plugin_ids?: unknown; sections?: unknown } | undefined;
+  if (typeof agent !== 'object' || agent === null || !Array.isArray(agent.plugin_ids) || !agent.plugin_ids.includes(A2UI_PLUGIN)) return text;
+  const sections = (typeof agent.sections === 'object' && agent.sections !== null ? agent.sections : {}) as Json;
+  const own = sections[A2UI_PLUGIN];
+  const section = (typeof own === 'object' && own !== null && !Array.isArray(own) ? own : {}) as Json;
+  if (section['version'] !== undefined) return text;
+  if (configDigest(header as unknown as Header) !== header['config_digest']) throw new MigrationFailure(1, 'the header does not match its config_digest');
+  const next: Json = { ...header, agent: { ...agent, sections: { ...sections, [A2UI_PLUGIN]: { ...section, version: 'v0.8' } } } };
+  next['config_digest'] = configDigest(next as unknown as Header);
+  return `${JSON.stringify(next)}${end < 0 ? '' : text.slice(end)}`;
+}
+
+/**
+ * A format-6, 7, 8, 9 or 10 transcript under the current tag: the header's `format` alone changes, every
  * other byte is kept. What only a later format writes is refused first — a format-6 recorder never
  * wrote a segment's number and run state, a decision or cancel before any event, an ask record
  * (format 7); neither wrote a `response_metadata` part (format 8). (What only format 9 or 10 writes
@@ -161,9 +210,9 @@ export function migrate(text: string): Migrated {
  */
 function retagged(
   text: string,
-  from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7 | typeof TRANSCRIPT_FORMAT_8 | typeof TRANSCRIPT_FORMAT_9,
+  from: typeof TRANSCRIPT_FORMAT_6 | typeof TRANSCRIPT_FORMAT_7 | typeof TRANSCRIPT_FORMAT_8 | typeof TRANSCRIPT_FORMAT_9 | typeof TRANSCRIPT_FORMAT_10,
 ): string {
-  if (from === TRANSCRIPT_FORMAT_9 || from === TRANSCRIPT_FORMAT_8) return retag(text, from);
+  if (from === TRANSCRIPT_FORMAT_10 || from === TRANSCRIPT_FORMAT_9 || from === TRANSCRIPT_FORMAT_8) return retag(text, from);
   const lines = text.split('\n');
   // A quote inside a JSON string is escaped: this is a part's own `type`, never a message's text.
   const described = lines.findIndex((l) => l.startsWith('{"type":"llm"') && l.includes('{"type":"response_metadata"'));
@@ -330,6 +379,7 @@ function toFormat4(text: string): Migrated {
     format === TRANSCRIPT_FORMAT_7 ||
     format === TRANSCRIPT_FORMAT_8 ||
     format === TRANSCRIPT_FORMAT_9 ||
+    format === TRANSCRIPT_FORMAT_10 ||
     !OLDER.includes(format as OlderFormat)
   )
     throw new MigrationFailure(1, `not a ${OLDER.join(', ')} header`);

@@ -296,7 +296,10 @@ export function resolveAgent(registries: Registries, agentId: string, deps: Reso
   for (const id of delegated.keys()) if (offered(id)) ids.push(id);
   ids.sort();
   const filtered = new Map<string, Tool>();
-  for (const id of ids) filtered.set(id, (registries.tools.get(id) ?? pluginTools.get(id) ?? delegated.get(id)) as Tool);
+  for (const id of ids) {
+    const tool = (registries.tools.get(id) ?? pluginTools.get(id) ?? delegated.get(id)) as Tool;
+    filtered.set(id, tool.forAgent?.(spec) ?? tool);
+  }
 
   const recovery = recoveryPoliciesOf(execution.value.recovery, filtered);
   if (!recovery.ok) return err({ code: 'invalid_plugin_config', plugin: 'runtime', key: ToolExecutionConfigKey.key, message: recovery.error });

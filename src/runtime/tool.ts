@@ -100,6 +100,13 @@ export interface Tool {
    */
   askBefore?(args: JsonValue, call: { readonly id: string; readonly name: string }): SuspendTicket | undefined | PromiseLike<SuspendTicket | undefined>;
   execute(args: JsonValue, ctx: ToolCallContext): ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;
+  /**
+   * The tool as an agent is offered it, when what it is depends on the agent's config (its
+   * descriptor too: a plugin registers its tools once, before any agent is known). Same id and
+   * name; asked once per resolution of an agent, so it should hand back the same object for the
+   * same spec.
+   */
+  forAgent?(spec: AgentSpec): Tool;
 }
 
 export const isToolOutput = (x: ToolResult | ToolOutput): x is ToolOutput => 'result' in x && !('tool_name' in x);

@@ -1,5 +1,6 @@
 // Over 500 lines: AG-UI's transcoder is one switch over every event type, with the state it threads
 // (open messages, open calls, interrupts), so that what each event becomes reads in one place.
+import { A2UI_SURFACE_ACTIVITY, a2uiSurfaceMessageId } from '../../contract/a2ui.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import { MessageSchema } from '../../contract/message.ts';
@@ -525,7 +526,8 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
     case 'activity_snapshot':
       out.push({
         type: 'ACTIVITY_SNAPSHOT',
-        messageId: event.message_id,
+        // A call's A2UI surface under the id `@ag-ui/a2ui-middleware` gives it (one message per call, not two).
+        messageId: event.activity_type === A2UI_SURFACE_ACTIVITY ? a2uiSurfaceMessageId(event.message_id) : event.message_id,
         activityType: event.activity_type,
         content: isObject(event.content) ? event.content : { value: event.content },
         ...(event.replace !== undefined ? { replace: event.replace } : {}),

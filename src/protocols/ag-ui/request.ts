@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { a2uiUserActionOf, formatA2uiUserAction } from '../../contract/a2ui.ts';
 import { JsonValueSchema, type JsonValue } from '../../contract/json.ts';
 import { Messages, type ContentBlock, type Message } from '../../contract/message.ts';
 import { err, ok, type Result } from '../../contract/result.ts';
@@ -91,7 +92,8 @@ function toolResult(content: unknown): JsonValue {
  * `approved: false`, cancels the call; otherwise it resumes with the payload as its result), and each
  * `tool` message for its call (its content, JSON when it parses, or `{error}`). A history ending with
  * a user message asks for the answer to it; `forwardedProps.discardPause: true` starts a new turn on a
- * thread waiting for a decision. `tools` are the client's own (`clientTools`: offered to the model,
+ * thread waiting for a decision; `forwardedProps.a2uiAction.userAction` (a click in an A2UI surface)
+ * is one more user message. `tools` are the client's own (`clientTools`: offered to the model,
  * run by the client, their results sent back as `tool` messages). `now` stamps the decisions (the server passes its clock).
  */
 export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, WireError> {
@@ -131,6 +133,10 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
   );
   const last = input.messages.at(-1);
   const props = input.forwardedProps;
+  // A click in an A2UI surface: the thread's history is the server's, so the action joins it as the
+  // user's message (worded as `@ag-ui/a2ui-middleware` words it), not as a tool call the client made up.
+  const action = a2uiUserActionOf(json(props) ?? undefined);
+  if (action !== undefined) messages.push({ id: `a2ui-action-${input.runId}`, message: Messages.user(formatA2uiUserAction(action)) });
   const discardPause = typeof props === 'object' && props !== null && (props as Record<string, unknown>)['discardPause'] === true;
   return ok({
     threadId: input.threadId,

@@ -1,0 +1,46 @@
+import type { JsonValue } from './json.ts';
+
+/**
+ * What A2UI v0.9 surfaces look like on the wire, shared by the plugin that draws them and the
+ * protocols that carry them: the activity one render call reports, its content's key, and the user
+ * message a click in a surface becomes.
+ */
+
+/** The activity of one `render_a2ui` call under A2UI v0.9: `{a2ui_operations: [...]}`. */
+export const A2UI_SURFACE_ACTIVITY = 'a2ui-surface';
+/** The content key of an `a2ui-surface` activity, as `@ag-ui/a2ui-middleware` and CopilotKit's renderer read it. */
+export const A2UI_OPERATIONS_KEY = 'a2ui_operations';
+
+/**
+ * The AG-UI message id of a call's surface: the one `@ag-ui/a2ui-middleware` gives it, so that a
+ * client that also runs the middleware sees one message per call, not two.
+ */
+export const a2uiSurfaceMessageId = (toolCallId: string): string => `a2ui-surface-${toolCallId}`;
+
+/** A click in a surface, as a renderer reports it (`forwardedProps.a2uiAction.userAction`). */
+export type A2uiUserAction = { readonly [key: string]: JsonValue };
+
+/** The action a client's `forwardedProps` carry (`{a2uiAction: {userAction: {…}}}`), when they carry one. */
+export function a2uiUserActionOf(forwardedProps: JsonValue | undefined): A2uiUserAction | undefined {
+  const props = isObj(forwardedProps) ? forwardedProps : undefined;
+  const action = props !== undefined && isObj(props['a2uiAction']) ? props['a2uiAction']['userAction'] : undefined;
+  return isObj(action) ? action : undefined;
+}
+
+/**
+ * The user message an action becomes, worded as `@ag-ui/a2ui-middleware`'s `formatUserActionResult`
+ * words it (0.0.10), so that a model prompted for either reads the same sentence:
+ * `User performed action "submit" on surface "order" (component: send). Context: {"name":"Ada"}`.
+ */
+export function formatA2uiUserAction(action: A2uiUserAction): string {
+  const component = action['sourceComponentId'];
+  const context = action['context'];
+  let text = `User performed action "${String(action['name'] ?? 'unknown_action')}" on surface "${String(action['surfaceId'] ?? 'unknown_surface')}"`;
+  if (truthy(component)) text += ` (component: ${String(component)})`;
+  return `${text}. Context: ${truthy(context) ? JSON.stringify(context) : '{}'}`;
+}
+
+/** JavaScript's truthiness, which the middleware's wording tests the component and the context by. */
+const truthy = (v: JsonValue | undefined): boolean => v !== undefined && v !== null && v !== '' && v !== 0 && v !== false;
+
+const isObj = (v: JsonValue | undefined): v is { readonly [k: string]: JsonValue } => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -132,6 +132,28 @@ describe('CopilotKit React front end → awaken serve (no proxy)', () => {
     const meta = (await (await fetch(`${api.url}/v1/threads/${thread}`)).json()) as { title?: string };
     expect(meta.title).toBe('Groceries and branches');
 
+    // An A2UI v0.9 surface, rendered by CopilotKit's own A2UI renderer; its button's click comes back
+    // to the server as the next run's user message.
+    await send(page, 'show me an order form');
+    await page.getByText('The order form is on screen.').waitFor();
+    await page.getByRole('button', { name: 'Place the order' }).click();
+    await page.getByText('Your order is placed, Ada Lovelace.').waitFor();
+
+    // Open Generative UI: the page's generateSandboxedUi call streams as an activity the page renders
+    // in a sandboxed iframe (scripts, no same origin).
+    await send(page, 'draw me a card');
+    await page.getByText('Here is your card.').waitFor();
+    await page.frameLocator('iframe').first().getByText('Sandboxed hello').waitFor();
+    const sandbox = await page.locator('iframe').first().getAttribute('sandbox');
+    expect(sandbox?.split(' ')).not.toContain('allow-same-origin');
+    await page.screenshot({ path: join(ARTIFACTS, 'copilotkit-generative.png'), fullPage: true });
+
+    const after = (await (await fetch(`${api.url}/v1/threads/${thread}/messages?limit=200`)).json()) as {
+      messages: { role: string; content: { text?: string }[] }[];
+    };
+    const clicked = after.messages.filter((m) => m.role === 'user').at(-2)?.content[0]?.text ?? '';
+    expect(clicked).toContain('order.submit');
+
     expect(offLoopback(requests)).toEqual([]);
     expect(requests.some((u) => u.startsWith(`${api.url}/v1/copilotkit/agent/kit/connect`))).toBe(true);
     expect(console).toEqual([]);

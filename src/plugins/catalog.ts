@@ -3,6 +3,7 @@ import { deferredToolsPlugin } from './deferred-tools.ts';
 import { a2uiPlugin } from './generative-ui.ts';
 import { handoffPlugin } from './handoff.ts';
 import { observabilityPlugin } from './observability/plugin.ts';
+import { openGenerativeUiPlugin } from './open-generative-ui.ts';
 import { configuredSkills } from './skills/plugin.ts';
 import { permissionPlugin } from './permission.ts';
 import { reminderPlugin } from './reminder.ts';
@@ -33,6 +34,7 @@ export const PLUGIN_CATALOG: ReadonlyMap<string, RuntimePlugin> = new Map([
   [stateMachine.name, stateMachine],
   [handoff.name, handoff],
   [generativeUi.name, generativeUi],
+  [openGenerativeUiPlugin.name, openGenerativeUiPlugin],
   [skills.discovery.name, skills.discovery],
   [skills.activeInstructions.name, skills.activeInstructions],
   [observability.name, observability],

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { displayDescription } from '../contract/agent-spec.ts';
+import { displayDescription, type AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { unreachable } from '../contract/never.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
@@ -10,6 +10,8 @@ import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { serveSuggest } from './copilotkit-suggest.ts';
 import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
+import { A2UI_PLUGIN_ID } from '../plugins/generative-ui.ts';
+import { OPEN_GENERATIVE_UI_PLUGIN_ID } from '../plugins/open-generative-ui.ts';
 import { mayReach } from './principal.ts';
 import { agentSpecOf, serveAgUi, threadView, toAgUiMessages } from './protocol-routes.ts';
 
@@ -83,20 +85,43 @@ function agentParam(parts: ServerParts, c: Context): string {
   return id;
 }
 
+/** Whether an agent draws A2UI v0.9 surfaces: it runs the generative-ui plugin, not set to v0.8. */
+function drawsA2uiV09(spec: AgentSpec): boolean {
+  if (!spec.plugin_ids.includes(A2UI_PLUGIN_ID)) return false;
+  const section = spec.sections[A2UI_PLUGIN_ID];
+  return !(typeof section === 'object' && section !== null && !Array.isArray(section) && section['version'] === 'v0.8');
+}
+
 /**
  * What `/info` says: the agents by id (an agent reached only as a delegate is not one a page runs),
  * SSE, `/suggest` served (the client asks it only over the routes, not the single one: there it runs
  * the agent itself), and the thread routes served (the client reads `threadEndpoints`, not the single
- * route's `singleRoute`, which is not offered: its thread requests come to `/threads` as they are).
+ * route's `singleRoute`, which is not offered: its thread requests come to `/threads` as they are),
+ * `a2ui` naming the agents that draw A2UI v0.9, and `openGenerativeUIEnabled` when an agent runs
+ * the Open Generative UI plugin.
  */
 function infoOf(parts: ServerParts): JsonValue {
   const agents: Record<string, JsonValue> = {};
+  let openGenerativeUi = false;
+  const a2ui: string[] = [];
   for (const id of parts.runtime.agentIds()) {
     const spec = parts.runtime.registries.agents.get(id);
     if (spec === undefined || spec.endpoint !== undefined) continue;
     agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
+    openGenerativeUi ||= spec.plugin_ids.includes(OPEN_GENERATIVE_UI_PLUGIN_ID);
+    if (drawsA2uiV09(spec)) a2ui.push(id);
   }
-  return { agents, mode: 'sse', suggestions: true, threadEndpoints: { ...THREAD_ENDPOINTS } };
+  return {
+    agents,
+    mode: 'sse',
+    suggestions: true,
+    threadEndpoints: { ...THREAD_ENDPOINTS },
+    // The page renders `a2ui-surface` activities (and tells those agents its catalog) only when told
+    // an agent here draws them; it declares its `generateSandboxedUi` tool only when told an agent
+    // streams it (a flag of the whole runtime in CopilotKit's `/info`).
+    ...(a2ui.length > 0 ? { a2ui: { enabled: true, agents: a2ui } } : {}),
+    ...(openGenerativeUi ? { openGenerativeUIEnabled: true } : {}),
+  };
 }
 
 /**

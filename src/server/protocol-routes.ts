@@ -6,7 +6,14 @@ import type { Result } from '../contract/result.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import type { WireError } from '../contract/wire.ts';
 import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
+import {
+  finishOpenGenerativeUi,
+  initialOpenGenerativeUiState,
+  transformOpenGenerativeUi,
+  type OpenGenerativeUiState,
+} from '../protocols/ag-ui/open-generative-ui.ts';
 import { decodeAgUiInput } from '../protocols/ag-ui/request.ts';
+import { OPEN_GENERATIVE_UI_PLUGIN_ID } from '../plugins/open-generative-ui.ts';
 import {
   finishAiSdk,
   frameAiSdk,
@@ -37,6 +44,8 @@ interface StreamContext {
   /** The calls whose results the request carried as the client's own messages. */
   readonly held?: readonly string[];
   readonly resumed?: AcceptedInbound['resumed'];
+  /** The agent runs the Open Generative UI plugin: its `generateSandboxedUi` calls stream as activity. */
+  readonly openGenerativeUi?: boolean;
 }
 
 /** One protocol's request decoder and stream encoder (a Mealy transcoder plus framing). */
@@ -59,20 +68,35 @@ const aiSdk: Protocol<AiSdkState> = {
   headers: { ...UI_MESSAGE_STREAM_HEADERS },
 };
 
-const agUi: Protocol<AgUiState> = {
+/** An AG-UI stream's state: the transcoder's, and Open Generative UI's where the agent runs it. */
+interface AgUiStream {
+  readonly ag: AgUiState;
+  readonly ogui?: OpenGenerativeUiState;
+}
+
+const agUi: Protocol<AgUiStream> = {
   decode: decodeAgUiInput,
-  initial: (c) =>
-    requestAgUiState({
+  initial: (c) => ({
+    ag: requestAgUiState({
       ...(c.clientRunId !== undefined ? { clientRunId: c.clientRunId } : {}),
       ...(c.shared !== undefined ? { shared: c.shared } : {}),
       ...(c.held !== undefined ? { held: c.held } : {}),
       ...(c.resumed !== undefined ? { resumed: c.resumed } : {}),
     }),
+    ...(c.openGenerativeUi === true ? { ogui: initialOpenGenerativeUiState() } : {}),
+  }),
   step: (s, e) => {
-    const [next, events] = transcodeAgUi(s, e);
-    return [next, frameAgUi(events)];
+    const [ag, events] = transcodeAgUi(s.ag, e);
+    if (s.ogui === undefined) return [{ ag }, frameAgUi(events)];
+    const [ogui, shown] = transformOpenGenerativeUi(s.ogui, events);
+    return [{ ag, ogui }, frameAgUi(shown)];
   },
-  finish: (s) => frameAgUi(finishAgUi(s)),
+  finish: (s) => {
+    const closing = finishAgUi(s.ag);
+    if (s.ogui === undefined) return frameAgUi(closing);
+    const [ogui, shown] = transformOpenGenerativeUi(s.ogui, closing);
+    return frameAgUi([...shown, ...finishOpenGenerativeUi(ogui)]);
+  },
   headers: { ...AG_UI_STREAM_HEADERS },
 };
 
@@ -305,5 +329,6 @@ async function serve<S>(
     shared: agent?.client_state ?? [],
     ...(inbound.held !== undefined ? { held: inbound.held } : {}),
     ...(resumed !== undefined ? { resumed } : {}),
+    ...(agent?.plugin_ids.includes(OPEN_GENERATIVE_UI_PLUGIN_ID) === true ? { openGenerativeUi: true } : {}),
   });
 }

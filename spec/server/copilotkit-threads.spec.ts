@@ -107,6 +107,33 @@ describe('GET /v1/copilotkit/threads', () => {
     expect(exact.nextCursor).toBeNull();
   });
 
+  it('the cursor names the last thread handed out: a thread deleted or begun before it moves no later thread past the next page', async () => {
+    const clock = settableClock();
+    const own = testServer([], { env: clock.env });
+    for (const i of [0, 1, 2, 3, 4]) {
+      clock.set(T0 + i * MINUTE);
+      await run(own, `t${i}`, 'agent');
+    }
+    const page = async (cursor?: string) => {
+      const body = await bodyJson(call(own, 'GET', `/threads?agentId=agent&limit=2${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`));
+      return { ids: (body.threads as { id: string }[]).map((t) => t.id), next: body.nextCursor as string | null };
+    };
+    const first = await page();
+    expect(first.ids).toEqual(['t4', 't3']);
+    expect((await call(own, 'DELETE', '/threads/t4', { agentId: 'agent' })).status).toBe(200);
+    const second = await page(first.next ?? undefined);
+    expect(second.ids).toEqual(['t2', 't1']);
+    clock.set(T0 + 10 * MINUTE);
+    await run(own, 'new', 'agent');
+    const third = await page(second.next ?? undefined);
+    expect(third).toEqual({ ids: ['t0'], next: null });
+    // The same cursor again names the same place.
+    expect((await page(first.next ?? undefined)).ids).toEqual(['t2', 't1']);
+    // Opaque to the client: not a number it could compute or edit.
+    expect(first.next).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(first.next).not.toMatch(/^\d+$/);
+  });
+
   it('bad input is a 400 naming the parameter; an agent this server does not run is 404', async () => {
     expect(await answer(call(s, 'GET', '/threads'))).toEqual({
       status: 400,
@@ -116,10 +143,23 @@ describe('GET /v1/copilotkit/threads', () => {
       status: 400,
       body: { error: 'limit must be an integer', code: 'invalid_query', field: 'limit' },
     });
-    expect(await answer(call(s, 'GET', '/threads?agentId=agent&cursor=abc'))).toEqual({
-      status: 400,
-      body: { error: 'cursor: not a cursor this server handed out', code: 'invalid_query', field: 'cursor' },
-    });
+    const b64 = (text: string) => Buffer.from(text).toString('base64url');
+    for (const cursor of [
+      'abc',
+      '2',
+      '',
+      b64('{"u":1'),
+      b64('[1,"a1"]'),
+      b64('{"u":-1,"id":"a1"}'),
+      b64('{"u":1,"id":"../x"}'),
+      b64('{"u":1,"id":"a1","x":1}'),
+      'e30=',
+    ]) {
+      expect({ cursor, got: await answer(call(s, 'GET', `/threads?agentId=agent&cursor=${encodeURIComponent(cursor)}`)) }).toEqual({
+        cursor,
+        got: { status: 400, body: { error: 'cursor: not a cursor this server handed out', code: 'invalid_query', field: 'cursor' } },
+      });
+    }
     expect(await answer(call(s, 'GET', '/threads?agentId=agent&includeArchived=yes'))).toEqual({
       status: 400,
       body: { error: 'includeArchived: true or false', code: 'invalid_query', field: 'includeArchived' },
@@ -221,6 +261,9 @@ describe('rename, archive, unarchive and delete', () => {
       ['POST', '/threads/b1/archive', {}, refused('agentId: the agent whose thread this is', 'agentId')],
       ['POST', '/threads/b1/archive', { agentId: 'agent', now: true }, refused('now: not a field of this request', 'now')],
       ['DELETE', '/threads/b1', { agentId: 42 }, refused('agentId: the agent whose thread this is', 'agentId')],
+      ['DELETE', '/threads/b1', 'null', refused('(body): Invalid input: expected object, received null', '(body)')],
+      ['PATCH', '/threads/b1', '[]', refused('(body): Invalid input: expected object, received array', '(body)')],
+      ['POST', '/threads/b1/archive', '"agent"', refused('(body): Invalid input: expected object, received string', '(body)')],
       ['DELETE', '/threads/b1', '{"agentId":', refused(expect.stringMatching(/^malformed JSON/), '(body)', 'invalid_json')],
       [
         'PATCH',

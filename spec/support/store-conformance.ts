@@ -64,6 +64,34 @@ export function storeConformance(name: string, factory: StoreFactory): void {
       expect((await store.listThreads({ offset: 2, limit: 2 })).items.map((t) => t.id)).toEqual(['t1']);
     });
 
+    it('lists the threads after a keyset (updated_at, then id by character codes), counting only those', async () => {
+      for (const [id, now] of [
+        ['t1', 10],
+        ['t2', 20],
+        ['t3', 20],
+        ['B-4', 20],
+        ['a-5', 20],
+        ['t6', 30],
+      ] as const)
+        await store.createThread({ id, now });
+      const listedAfter = async (updated_at: number, id: string, offset = 0, limit = 10) => {
+        const page = await store.listThreads({ offset, limit, after: { updated_at, id } });
+        return { ids: page.items.map((t) => t.id), total: page.total };
+      };
+      expect((await store.listThreads({ offset: 0, limit: 10 })).items.map((t) => t.id)).toEqual(['t6', 'B-4', 'a-5', 't2', 't3', 't1']);
+      expect(await listedAfter(30, 't6')).toEqual({ ids: ['B-4', 'a-5', 't2', 't3', 't1'], total: 5 });
+      expect(await listedAfter(20, 'B-4')).toEqual({ ids: ['a-5', 't2', 't3', 't1'], total: 4 });
+      expect(await listedAfter(20, 't2', 0, 1)).toEqual({ ids: ['t3'], total: 2 });
+      expect(await listedAfter(20, 't2', 1, 1)).toEqual({ ids: ['t1'], total: 2 });
+      // A key no thread has (one deleted since) names the same place.
+      expect(await listedAfter(20, 't25')).toEqual({ ids: ['t3', 't1'], total: 2 });
+      expect(await listedAfter(25, 'zz')).toEqual({ ids: ['B-4', 'a-5', 't2', 't3', 't1'], total: 5 });
+      expect(await listedAfter(10, 't1')).toEqual({ ids: [], total: 0 });
+      await store.claimThread('t3', 'alice');
+      await store.claimThread('t6', 'alice');
+      expect((await store.listThreads({ offset: 0, limit: 10, owner: 'alice', after: { updated_at: 30, id: 't6' } })).items.map((t) => t.id)).toEqual(['t3']);
+    });
+
     it('searches threads: a substring of the id, the title or a run id in any case; a run of an agent, a status, an error; an owner; paged after the search', async () => {
       await store.createThread({ id: 'Alpha-1', title: 'Quarterly Ünïcode Report', now: 10 });
       await store.createThread({ id: 'beta-2', title: '100% done_ok', now: 20 });

@@ -98,7 +98,23 @@ export interface ThreadQuery extends PageQuery {
   readonly run?: ThreadRunFilter;
   /** Only the threads this principal owns (`ThreadOwnerStore`). */
   readonly owner?: string;
+  /**
+   * Only the threads listed after this one (a keyset: the list's order is `updated_at` descending,
+   * then id ascending, ids compared by their characters' codes): a page that goes on from the last
+   * thread a client was given, whatever was deleted or added before it since.
+   */
+  readonly after?: ThreadKey;
 }
+
+/** Where a thread stands in the list's order: its `updated_at` and id. */
+export interface ThreadKey {
+  readonly updated_at: number;
+  readonly id: string;
+}
+
+/** Whether a thread comes after `key` in the list's order (`ThreadQuery.after`). */
+export const isAfter = (thread: ThreadKey, key: ThreadKey): boolean =>
+  thread.updated_at < key.updated_at || (thread.updated_at === key.updated_at && thread.id > key.id);
 
 export interface ThreadRunFilter {
   readonly agentId?: string;
@@ -122,6 +138,7 @@ export function threadMatcher(q: ThreadQuery): (thread: ThreadRecord, runs: read
   const run = hasRunFilter(q.run) ? q.run : undefined;
   return (thread, runs, owner) => {
     if (q.owner !== undefined && owner !== q.owner) return false;
+    if (q.after !== undefined && !isAfter(thread, q.after)) return false;
     if (
       text !== undefined &&
       !foldCase(thread.id).includes(text) &&

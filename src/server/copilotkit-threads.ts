@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { isValidId, type ThreadPatch, type ThreadRecord } from '../runtime/store.ts';
+import { isAfter, isValidId, type ThreadKey, type ThreadPatch, type ThreadRecord } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
 
 /**
@@ -99,8 +99,9 @@ function parseBody<T>(schema: z.ZodType<T>, raw: unknown): T {
     const key = issue.keys[0] ?? '(body)';
     throw new HttpError(400, 'invalid_request', `${key}: not a field of this request`, key);
   }
+  // A body that is no object at all (null, an array) is the body's fault, not a missing agentId's.
   const field = issue?.path.map(String).join('.') || '(body)';
-  if (field === 'agentId' || field === '(body)') throw new HttpError(400, 'invalid_request', 'agentId: the agent whose thread this is', 'agentId');
+  if (field === 'agentId') throw new HttpError(400, 'invalid_request', 'agentId: the agent whose thread this is', 'agentId');
   throw new HttpError(400, 'invalid_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
 }
 
@@ -158,13 +159,38 @@ function limitParam(c: Context): number {
   return Math.min(MAX_LIMIT, Math.max(1, Number(raw)));
 }
 
+/** What a cursor holds: the sort key of the last thread of the page it follows (`ThreadKey`). */
+const CursorSchema = z.object({ u: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), id: z.string().refine(isValidId) }).strict();
+
+/** A cursor as the client holds it: opaque (base64url of JSON), so nothing but this server's own is read as one. */
+const cursorOf = (thread: ThreadRecord): string => Buffer.from(JSON.stringify({ u: thread.updated_at, id: thread.id })).toString('base64url');
+
+function cursorParam(c: Context): ThreadKey | undefined {
+  const raw = c.req.query('cursor');
+  if (raw === undefined) return undefined;
+  const refused = new HttpError(400, 'invalid_query', 'cursor: not a cursor this server handed out', 'cursor');
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(raw)) throw refused;
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw refused;
+  }
+  const parsed = CursorSchema.safeParse(json);
+  if (!parsed.success) throw refused;
+  return { updated_at: parsed.data.u, id: parsed.data.id };
+}
+
 /**
- * A page of the caller's threads of an agent. The cursor is the position, among the caller's threads
- * with a run of that agent (newest first), of the page's first thread: the store narrows the threads
- * by their runs' agent, and each is kept when its latest run's is that agent and it is not archived
- * (unless asked for). The scan goes one thread past the page to tell whether another page follows,
- * so `nextCursor` is null exactly on the last page. A thread that moves between two reads (a run
- * updates it) may show on two pages or be passed over once: the client keeps each thread by id.
+ * A page of the caller's threads of an agent. The cursor names the last thread of the page before
+ * (its place in the list's order: `updated_at`, then id), so the next page goes on after it whatever
+ * was deleted or added before it meanwhile; a position would move every later thread up one place
+ * when one of an earlier page is deleted, and the next page would pass one over. The store narrows
+ * the threads by their runs' agent and by the cursor; each is kept when its latest run's is that
+ * agent and it is not archived (unless asked for). The scan goes one thread past the page to tell
+ * whether another page follows, so `nextCursor` is null exactly on the last page. A thread a run
+ * updates between two reads moves to the top of the list: a later page no longer holds it, and the
+ * client's next refresh does.
  */
 async function listThreads(parts: ServerParts, c: Context): Promise<{ readonly threads: readonly CopilotKitThread[]; readonly nextCursor: string | null }> {
   const agentId = c.req.query('agentId');
@@ -175,21 +201,24 @@ async function listThreads(parts: ServerParts, c: Context): Promise<{ readonly t
   if (archivedParam !== undefined && archivedParam !== 'true' && archivedParam !== 'false')
     throw new HttpError(400, 'invalid_query', 'includeArchived: true or false', 'includeArchived');
   const includeArchived = archivedParam === 'true';
-  const cursor = c.req.query('cursor');
-  if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) throw new HttpError(400, 'invalid_query', 'cursor: not a cursor this server handed out', 'cursor');
+  const after = cursorParam(c);
 
   const threads: CopilotKitThread[] = [];
-  let offset = cursor === undefined ? 0 : Number(cursor);
-  for (;;) {
-    const page = await parts.store.listThreads({ offset, limit: SCAN_BATCH, run: { agentId } });
-    for (const [i, thread] of page.items.entries()) {
+  let last: ThreadRecord | undefined;
+  for (let offset = 0; ; ) {
+    const page = await parts.store.listThreads({ offset, limit: SCAN_BATCH, run: { agentId }, ...(after !== undefined ? { after } : {}) });
+    for (const thread of page.items) {
+      // The store's keyset, checked again: a store written before `after` was part of the query lists
+      // from the top, and the threads up to the cursor are passed over here instead.
+      if (after !== undefined && !isAfter(thread, after)) continue;
       if (thread.archived === true && !includeArchived) continue;
       const agent = await agentOf(parts, thread);
       if (agent?.agentId !== agentId) continue;
-      if (threads.length === limit) return { threads: threads, nextCursor: String(offset + i) };
+      if (last !== undefined && threads.length === limit) return { threads, nextCursor: cursorOf(last) };
       threads.push(threadView(thread, agent));
+      last = thread;
     }
     offset += page.items.length;
-    if (page.items.length === 0 || offset >= page.total) return { threads: threads, nextCursor: null };
+    if (page.items.length === 0 || offset >= page.total) return { threads, nextCursor: null };
   }
 }

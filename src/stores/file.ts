@@ -104,8 +104,8 @@ export class FileStore implements Store {
       const t = await this.#thread(id);
       if (t !== undefined) records.push(t.record);
     }
-    if (q.text !== undefined || q.owner !== undefined || hasRunFilter(q.run)) {
-      // The runs are read only when the query looks at them (an owner alone does not).
+    if (q.text !== undefined || q.owner !== undefined || q.after !== undefined || hasRunFilter(q.run)) {
+      // The runs are read only when the query looks at them (an owner or a keyset alone does not).
       const runs = new Map<string, RunRecord[]>();
       if ((q.text !== undefined && q.text !== '') || hasRunFilter(q.run)) {
         for (const runId of await this.#ids('runs')) {

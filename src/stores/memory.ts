@@ -80,7 +80,7 @@ export class MemoryStore implements Store {
 
   async listThreads(q: ThreadQuery): Promise<Page<ThreadRecord>> {
     let all = [...this.#threads.values()].map((e) => e.record);
-    if (q.text !== undefined || q.owner !== undefined || hasRunFilter(q.run)) {
+    if (q.text !== undefined || q.owner !== undefined || q.after !== undefined || hasRunFilter(q.run)) {
       const runs = new Map<string, RunRecord[]>();
       for (const r of this.#runs.values()) {
         const list = runs.get(r.thread_id);

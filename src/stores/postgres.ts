@@ -205,6 +205,12 @@ export class PostgresStore implements Store {
         `(t.id ILIKE ${like} ESCAPE '\\' OR t.title ILIKE ${like} ESCAPE '\\' OR EXISTS (SELECT 1 FROM ${p}_runs r WHERE r.thread_id = t.id AND r.run_id ILIKE ${like} ESCAPE '\\'))`,
       );
     }
+    // Ids are ordered and compared in the "C" collation (by their characters' codes, as `isAfter` and
+    // the other stores do), not the database's locale, so a keyset page goes on where the last ended.
+    if (q.after !== undefined) {
+      const at = arg(q.after.updated_at);
+      where.push(`(t.updated_at < ${at} OR (t.updated_at = ${at} AND t.id COLLATE "C" > ${arg(q.after.id)}))`);
+    }
     if (hasRunFilter(q.run)) {
       const run = ['r.thread_id = t.id'];
       if (q.run.agentId !== undefined) run.push(`r.agent_id = ${arg(q.run.agentId)}`);
@@ -215,7 +221,7 @@ export class PostgresStore implements Store {
     const clause = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
     const filters = [...args];
     const rows = await this.#q<Parameters<typeof threadOf>[0]>(
-      `SELECT ${threadColumns('t')} FROM ${p}_threads t${clause} ORDER BY t.updated_at DESC, t.id ASC LIMIT ${arg(q.limit)} OFFSET ${arg(q.offset)}`,
+      `SELECT ${threadColumns('t')} FROM ${p}_threads t${clause} ORDER BY t.updated_at DESC, t.id COLLATE "C" ASC LIMIT ${arg(q.limit)} OFFSET ${arg(q.offset)}`,
       args,
     );
     const [count] = await this.#q<{ n: string }>(`SELECT count(*) AS n FROM ${p}_threads t${clause}`, filters);

@@ -306,6 +306,9 @@ export class SqliteStore implements Store {
       );
       args.push(like, foldCase(q.text), like);
     }
+    // Ids compare as SQLite's default (binary) collation compares them: by their characters' codes, as `isAfter` does.
+    if (q.after !== undefined)
+      where.push('(t.updated_at < ? OR (t.updated_at = ? AND t.id > ?))'), args.push(q.after.updated_at, q.after.updated_at, q.after.id);
     if (hasRunFilter(q.run)) {
       const run = ['r.thread_id = t.id'];
       if (q.run.agentId !== undefined) run.push('r.agent_id = ?'), args.push(q.run.agentId);

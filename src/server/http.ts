@@ -9,7 +9,7 @@ import { decisionFor, type Decision } from '../contract/decision.ts';
 import { isValidId, type RunRecord, StoreFailure } from '../runtime/store.ts';
 import { a2aRoutes } from './a2a-routes.ts';
 import { accessControl, authentication, type AuthOptions } from './access.ts';
-import { principalStore } from './principal.ts';
+import { mayReach, principalStore } from './principal.ts';
 import { configRoutes, type ConfigDocs, type ConfigGuardOptions } from './config-routes.ts';
 import { bodyOf, clientClosed, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
 import { interruptThread } from './interrupt.ts';
@@ -287,6 +287,9 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
 
   app.delete('/v1/threads/:id', async (c) => {
     const id = idParam(c, 'id', 'thread');
+    // Whose thread it is comes first, from its owner record: another principal's is not found, as one
+    // that does not exist, before its run could make it busy.
+    if (!(await mayReach(given.store, id, 'read'))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
     const current = await registry.activeRun(id);
     if (current !== undefined)
       throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });

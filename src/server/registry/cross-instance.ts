@@ -126,13 +126,17 @@ export class RunControl {
     return { ok: true, value: { runId } };
   }
 
-  /** The run holding a thread: this instance's, else the lease holder's (its status from the store). */
+  /**
+   * The run holding a thread: this instance's, else the lease holder's (its status from the store).
+   * None for a thread the current principal may not reach, decided by the thread's owner record
+   * before any run is looked at, wherever it runs.
+   */
   async activeRun(threadId: string): Promise<{ readonly runId: string; readonly status: RunStatus } | undefined> {
     const { store, leases, runs } = this.#host;
+    if (!(await mayReach(store, threadId, 'read'))) return undefined;
     const here = runs.held(runs.current(threadId));
     if (here !== undefined) return { runId: here.runId, status: here.status };
     const lease = await leases.get(threadId);
-    if (!(await mayReach(store, threadId, 'read'))) return undefined;
     if (lease === undefined) {
       const parked = await storedRun(store, threadId, 'waiting', 'thread');
       return parked === undefined ? undefined : { runId: parked.run_id, status: 'waiting' };

@@ -9,11 +9,12 @@ import { createHttpApp } from '../src/server/http.ts';
 import { listen } from '../src/server/node.ts';
 import { RunRegistry } from '../src/server/run-registry.ts';
 import { MemoryStore } from '../src/stores/memory.ts';
-import { deterministicEnv } from '../src/runtime/env.ts';
+import { deterministicEnv, withIdPrefix } from '../src/runtime/env.ts';
 import type { Decision } from '../src/runtime/run-loop.ts';
 import { defineTool, ToolFailure, type Tool } from '../src/runtime/tool.ts';
 import { StateCommand } from '../src/core/state/state-command.ts';
 import { HandoffState, requestHandoff } from '../src/plugins/handoff.ts';
+import { decodeAgUiInput } from '../src/protocols/ag-ui/request.ts';
 
 /** The tools of the corpus: one per kind of outcome. */
 export const CORPUS_TOOLS: readonly Tool[] = [
@@ -103,6 +104,13 @@ interface Scenario {
   readonly tick?: number;
   /** A remote agent's script: the run delegates to it over A2A, on an awaken server started for the recording (replays need none). */
   readonly remote?: readonly ScriptStep[];
+  /**
+   * A run before this one on thread `threadId`, on the same setup: recorded first and not kept. The
+   * thread it leaves is this run's history (loaded from a store) and `next` makes this run's
+   * messages. Its ids are drawn with the prefix `earlier-`, so that this run's deterministic
+   * environment, which starts its counters again, gives no id the history holds.
+   */
+  readonly earlier?: { readonly threadId: string; readonly script: readonly ScriptStep[]; readonly next: (threadId: string) => readonly Message[] };
 }
 
 const base = (s: Scenario): RecordingSetup => {
@@ -146,6 +154,61 @@ const pickColor: ToolDescriptor = {
   name: 'pick_color',
   description: 'Asks the user to pick a colour in the page',
   parameters: { type: 'object', properties: { palette: { type: 'string' } }, required: ['palette'] },
+};
+
+/** The order form of the A2UI v0.9 scenario: its Button's action is an event, which the client sends back when clicked. */
+const orderForm = {
+  messages: [
+    {
+      version: 'v0.9',
+      updateComponents: {
+        surfaceId: 'order-form-1',
+        components: [
+          { id: 'root', component: 'Card', child: 'content' },
+          { id: 'content', component: 'Column', children: ['title', 'name', 'submit'] },
+          { id: 'title', component: 'Text', variant: 'h2', text: 'Order form' },
+          { id: 'name', component: 'TextField', label: 'Name', value: { path: '/order/name' } },
+          { id: 'submit_label', component: 'Text', text: 'Place the order' },
+          {
+            id: 'submit',
+            component: 'Button',
+            child: 'submit_label',
+            variant: 'primary',
+            action: { event: { name: 'order.submit', context: { name: { path: '/order/name' } } } },
+          },
+        ],
+      },
+    },
+    { version: 'v0.9', updateDataModel: { surfaceId: 'order-form-1', path: '/', value: { order: { name: 'Ada Lovelace' } } } },
+  ],
+};
+
+/** The surface the model answers the click with: the form replaced by what was ordered. */
+const orderPlaced = {
+  messages: [
+    {
+      version: 'v0.9',
+      updateComponents: {
+        surfaceId: 'order-form-1',
+        components: [
+          { id: 'root', component: 'Card', child: 'done' },
+          { id: 'done', component: 'Text', text: 'Order placed for Ada Lovelace.' },
+        ],
+      },
+    },
+  ],
+};
+
+/**
+ * The click on the form's Button as an AG-UI client sends it on the thread's next run
+ * (`forwardedProps.a2uiAction.userAction`, as CopilotKit's renderer forwards it), made into the
+ * run's message by the AG-UI decoder itself: the message and id a served run gets.
+ */
+const clickOnSubmit = (threadId: string): Message[] => {
+  const userAction = { name: 'order.submit', surfaceId: 'order-form-1', sourceComponentId: 'submit', context: { name: 'Ada Lovelace' } };
+  const decoded = decodeAgUiInput({ threadId, runId: 'client-run-2', messages: [], forwardedProps: { a2uiAction: { userAction } } }, 0);
+  if (!decoded.ok) throw new Error(`the AG-UI decoder refused the click: ${JSON.stringify(decoded.error)}`);
+  return decoded.value.messages.map((m) => (m.id === undefined ? m.message : { ...m.message, id: m.id }));
 };
 
 /** The delegate of the delegation scenarios: it answers on the spare model. */
@@ -488,6 +551,23 @@ export const SCENARIOS: readonly Scenario[] = [
       decide: approve({ color: 'red' }),
     },
   },
+  {
+    // A click in an A2UI v0.9 surface: a first run on the thread draws an order form whose Button
+    // sends an event; this run, the thread's next, is asked the click as the AG-UI decoder words it,
+    // and the model answers with a surface and a sentence.
+    name: 'a2ui-v09-action',
+    earlier: {
+      threadId: 'a2ui-order',
+      script: [{ text: 'Here is the order form.', tool_calls: [call('c1', 'render_a2ui', orderForm)] }, { text: 'Fill it in and place the order.' }],
+      next: clickOnSubmit,
+    },
+    script: [
+      { tool_calls: [call('c2', 'render_a2ui', orderPlaced)] },
+      { text: 'Your order is placed, Ada Lovelace.', usage: { prompt_tokens: 60, completion_tokens: 8, total_tokens: 68 } },
+    ],
+    agent: { plugin_ids: ['generative-ui'] },
+    extra: { plugins: ['generative-ui'] },
+  },
 ];
 
 export const setupOf = (s: Scenario): RecordingSetup => base(s);
@@ -497,6 +577,16 @@ export const setupOf = (s: Scenario): RecordingSetup => base(s);
  * deterministic environment, so recording it again gives the same transcript), and stops it after.
  */
 export async function recordScenario(s: Scenario): Promise<Recording> {
+  if (s.earlier !== undefined) {
+    const { threadId, script, next } = s.earlier;
+    const first = base({ ...s, script });
+    const before = await recordRun({
+      ...first,
+      env: { ...first.env, env: withIdPrefix(first.env.env, 'earlier-') },
+      request: { ...first.request, threadId },
+    });
+    return recordRun({ ...base(s), request: { threadId, history: before.messages, messages: next(threadId) } });
+  }
   if (s.remote === undefined) return recordRun(base(s));
   const peer = await startA2aPeer(s.remote);
   try {

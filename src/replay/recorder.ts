@@ -12,6 +12,7 @@ import type { RuntimePlugin } from '../runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../runtime/agent-runtime.ts';
 import { deterministicEnv, withIdPrefix, type Env, type IdKind } from '../runtime/env.ts';
 import { clientInputs, type ClientInputs } from '../runtime/run-handle.ts';
+import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { DELEGATION_CATEGORY } from '../runtime/delegation.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import type { ModelEntry } from '../runtime/resolve.ts';
@@ -235,7 +236,17 @@ export interface RecordingSetup {
    * What the run is asked: its messages and overrides, and what its client brought besides them —
    * the tools the client runs, its state and its context (written in the header exactly when given).
    */
-  readonly request: { readonly threadId?: string; readonly messages: readonly Message[]; readonly overrides?: InferenceOverride } & ClientInputs;
+  readonly request: {
+    readonly threadId?: string;
+    /**
+     * The thread's messages as a store held them when the run started (a later run on `threadId`):
+     * the run loads them from a store holding that thread, and the header writes them (`history`),
+     * so that its replay loads them too.
+     */
+    readonly history?: readonly Message[];
+    readonly messages: readonly Message[];
+    readonly overrides?: InferenceOverride;
+  } & ClientInputs;
   /** Answer a suspension: given the suspended call ids, the decisions to send (none: stay parked). */
   readonly decide?: (suspended: readonly string[], round: number) => readonly Decision[] | undefined;
   /** Cancel the run right after this many events. */
@@ -251,6 +262,8 @@ export interface RecordingSetup {
 export interface Recording {
   readonly transcript: string;
   readonly result: AgentRunResult;
+  /** The thread's messages as the run left them (its `end` record's): the history of a run after it on the thread. */
+  readonly messages: readonly Message[];
 }
 
 /** Runs `setup` with every port recorded and returns the transcript. */
@@ -283,6 +296,13 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   }
   for (const policy of setup.stopPolicies ?? []) built.withStopPolicy(policy);
   if (setup.circuitBreaker !== undefined) built.withCircuitBreaker(setup.circuitBreaker);
+  const history = setup.request.history;
+  if (history !== undefined) {
+    // The store a replay builds from the header (`request.history`): the same class, so that its checkpoints draw alike.
+    const store = new MemoryThreadRunStore();
+    store.threads.set(setup.request.threadId ?? '', { messages: [...history] });
+    built.withThreadRunStore(store);
+  }
   const runtime = built.build();
   if (!runtime.ok) throw new Error(`cannot build the runtime: ${JSON.stringify(runtime.error)}`);
   const agentSpec = runtime.value.resolve(typeof setup.agent.id === 'string' ? setup.agent.id : '');
@@ -312,6 +332,7 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
       ...(setup.request.threadId !== undefined ? { thread_id: setup.request.threadId } : {}),
       agent_id: agentSpec.value.spec.id,
       messages: setup.request.messages,
+      ...(history !== undefined ? { history } : {}),
       ...(setup.request.overrides !== undefined ? { overrides: setup.request.overrides } : {}),
       ...clientFieldsOf(setup.request),
     },
@@ -374,7 +395,8 @@ export async function recordRun(setup: RecordingSetup): Promise<Recording> {
   if (!started.ok) throw new Error(`cannot start the run: ${JSON.stringify(started.error)}`);
   const result = await started.value.done;
   finished = true;
-  log.push(endRecordOf(result, started.value.messages()));
+  const messages = started.value.messages();
+  log.push(endRecordOf(result, messages));
   log.dropInertSeed();
-  return { transcript: log.text(), result };
+  return { transcript: log.text(), result, messages };
 }

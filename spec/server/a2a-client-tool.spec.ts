@@ -39,6 +39,7 @@ const waitingCall = {
   toolCallId: 'c1',
   name: 'pick_color',
   arguments: { palette: 'warm' },
+  disposition: 'pending_client',
   suspensionId: 'c1',
   action: 'client_tool',
   message: "Tool 'pick_color' runs on the client: awaiting its result",

@@ -119,7 +119,15 @@ describe('A2A over HTTP+JSON, judged by @a2a-js/sdk', () => {
     const message = blocking.task.status.message;
     expect(message.parts[0].text).toContain('approve pay?');
     expect(message.parts[1].data.pendingToolCalls).toEqual([
-      { toolCallId: 'c1', name: 'approve', arguments: { what: 'pay' }, suspensionId: 's-c1', action: 'confirm', message: 'approve pay?' },
+      {
+        toolCallId: 'c1',
+        name: 'approve',
+        arguments: { what: 'pay' },
+        disposition: 'pending_builtin',
+        suspensionId: 's-c1',
+        action: 'confirm',
+        message: 'approve pay?',
+      },
     ]);
     expect((await bodyJson(s.app.request(`/v1/a2a/tasks/${blocking.task.id}`))).status.message).toEqual(message);
     // A new message in the context, not on the task, is refused while the task waits (the skipped

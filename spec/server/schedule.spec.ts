@@ -231,6 +231,7 @@ describe('a scheduled call', () => {
                 toolCallId: 'c1',
                 name: 'later',
                 arguments: { job: 'report' },
+                disposition: 'pending_builtin',
                 suspensionId: 'schedule-c1',
                 action: 'schedule',
                 message: 'scheduled: waits for a trigger',

@@ -14,6 +14,7 @@ import {
   RESPONSE_ARTIFACT,
   taskStateOf,
   transcodeA2a,
+  waitingDisposition,
   type A2aState,
   type StreamResponse,
   type TaskState,
@@ -159,6 +160,7 @@ const pendingOf = (calls: readonly WaitingCall[]) =>
     toolCallId: c.callId,
     name: c.name,
     arguments: c.arguments,
+    disposition: waitingDisposition(c.suspension),
     ...(c.suspension !== undefined
       ? { suspensionId: c.suspension.id, action: c.suspension.action, ...(c.suspension.message !== undefined ? { message: c.suspension.message } : {}) }
       : {}),

@@ -2,7 +2,7 @@ import { toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import { scheduleOf, type Schedule } from '../../contract/tool.ts';
+import { dispositionOf, scheduleOf, type Schedule, type ToolDisposition } from '../../contract/tool.ts';
 import { runMealy } from '../../core/mealy.ts';
 import { passOver, unreachable } from '../../contract/never.ts';
 import { runResumedOf, runResumedText } from '../resumed.ts';
@@ -33,6 +33,12 @@ export interface PendingInput {
   readonly toolCallId: string;
   readonly name: string;
   readonly arguments: JsonValue;
+  /**
+   * Who the call waits on (seed 003 `ToolDisposition`, `dispositionOf`): its client, which runs it
+   * (`pending_client`), or the server's side — an approval, a schedule (`pending_builtin`). A2A 1.0
+   * has no field of its own for it, so the entry carries it beside the suspension's action.
+   */
+  readonly disposition: Exclude<ToolDisposition, 'executed'>;
   readonly suspensionId?: string;
   readonly action?: string;
   readonly message?: string;
@@ -70,10 +76,20 @@ export const initialA2aState = (): A2aState => ({
 const scheduledText = (p: PendingInput): string =>
   `The tool call ${p.name} is scheduled (${p.message ?? 'it waits'}): it goes on by itself, nothing needs an answer.`;
 
+/**
+ * The disposition of a call the task waits on (`dispositionOf` of a pending call): its suspension's
+ * action says whether its client runs it.
+ */
+export const waitingDisposition = (suspension: { readonly action: string } | undefined): PendingInput['disposition'] =>
+  dispositionOf({ status: 'pending', ...(suspension !== undefined ? { suspension: { suspension } } : {}) }) === 'pending_client'
+    ? 'pending_client'
+    : 'pending_builtin';
+
 const pendingCall = (p: PendingInput): JsonValue => ({
   toolCallId: p.toolCallId,
   name: p.name,
   arguments: p.arguments,
+  disposition: p.disposition,
   ...(p.suspensionId !== undefined ? { suspensionId: p.suspensionId } : {}),
   ...(p.action !== undefined ? { action: p.action } : {}),
   ...(p.message !== undefined ? { message: p.message } : {}),
@@ -219,6 +235,7 @@ export function transcodeA2a(state: A2aState, event: AgentEvent): [A2aState, Str
         toolCallId: event.id,
         name: r.suspension?.pending.name ?? r.tool_name,
         arguments: r.suspension?.pending.arguments ?? null,
+        disposition: waitingDisposition(su),
         ...(su !== undefined ? { suspensionId: su.id, action: su.action, ...(su.message !== undefined ? { message: su.message } : {}) } : {}),
         ...(schedule !== undefined ? { schedule } : {}),
       };

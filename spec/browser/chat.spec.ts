@@ -1,12 +1,12 @@
-import { createReadStream, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, serveStatic } from '../support/browser.ts';
 
 /**
  * A real browser (headless Chromium, from the npm package @sparticuz/chromium, driven by
@@ -17,21 +17,6 @@ import { launchChromium } from '../support/browser.ts';
  */
 
 const ARTIFACTS = join(repo, 'test-artifacts/browser');
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
-
-/** The built pages, served as static files on one host (a server of its own: its own origin). */
-function serveStatic(root: string, host: string): Promise<{ server: Server; origin: string }> {
-  const server = createServer((req, res) => {
-    const path = normalize(join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
-    if (!path.startsWith(root) || !existsSync(path)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
-    createReadStream(path).pipe(res);
-  });
-  return new Promise((resolve) => server.listen(0, host, () => resolve({ server, origin: `http://${host}:${(server.address() as { port: number }).port}` })));
-}
 
 let api: ServeProcess;
 let browser: Browser;

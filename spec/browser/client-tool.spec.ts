@@ -1,11 +1,11 @@
-import { createReadStream, existsSync, mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, serveStatic } from '../support/browser.ts';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -15,7 +15,6 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
  * answers with `addToolOutput`, `useChat` sends it back by itself, and the run goes on with it.
  */
 
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
 let api: ServeProcess;
 let browser: Browser;
 let statics: Server;
@@ -24,17 +23,9 @@ let origin = '';
 beforeAll(async () => {
   const dist = mkdtempSync(join(tmpdir(), 'awaken-client-tool-'));
   await build({ configFile: join(repo, 'browser/vite.config.ts'), build: { outDir: dist, emptyOutDir: true }, logLevel: 'error' });
-  statics = createServer((req, res) => {
-    const path = normalize(join(dist, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
-    if (!path.startsWith(dist) || !existsSync(path)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
-    createReadStream(path).pipe(res);
-  });
-  await new Promise<void>((r) => statics.listen(0, '127.0.0.1', () => r()));
-  origin = `http://localhost:${(statics.address() as { port: number }).port}`;
+  const page = await serveStatic(dist);
+  statics = page.server;
+  origin = page.origin.replace('127.0.0.1', 'localhost');
   api = await startServe(['--app', 'spec/browser/fixtures/client-tool-app.ts', '--store', 'memory']);
   browser = await launchChromium();
 });

@@ -1,11 +1,11 @@
-import { createReadStream, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, normalize } from 'node:path';
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, serveStatic } from '../support/browser.ts';
 import { repo, startServe, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -20,7 +20,6 @@ import { repo, startServe, type ServeProcess } from '../support/serve-process.ts
  */
 
 const ARTIFACTS = join(repo, 'test-artifacts/browser');
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.woff2': 'font/woff2' };
 
 let api: ServeProcess;
 let browser: Browser;
@@ -38,17 +37,9 @@ beforeAll(async () => {
   } finally {
     process.env['NODE_ENV'] = nodeEnv;
   }
-  statics = createServer((req, res) => {
-    const path = normalize(join(dist, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
-    if (!path.startsWith(dist) || !existsSync(path)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
-    createReadStream(path).pipe(res);
-  });
-  await new Promise<void>((r) => statics.listen(0, '127.0.0.1', () => r()));
-  origin = `http://localhost:${(statics.address() as { port: number }).port}`;
+  const page = await serveStatic(dist);
+  statics = page.server;
+  origin = page.origin.replace('127.0.0.1', 'localhost');
   api = await startServe(['--app', 'spec/browser/fixtures/copilotkit-app.ts', '--store', 'memory'], { COPILOTKIT_TELEMETRY_DISABLED: '1' });
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });

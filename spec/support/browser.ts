@@ -1,3 +1,6 @@
+import { createReadStream, existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { extname, join, normalize } from 'node:path';
 import Chromium from '@sparticuz/chromium';
 import { chromium, type Browser } from 'playwright-core';
 
@@ -14,4 +17,23 @@ export async function launchChromium(): Promise<Browser> {
     args: [...args, '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     headless: true,
   });
+}
+
+const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.woff2': 'font/woff2' };
+
+/**
+ * A built page's files served from their own origin (a server of its own on `host`), so every call
+ * the page makes to `awaken serve` is cross-origin; a path outside `root` or missing is a 404.
+ */
+export function serveStatic(root: string, host = '127.0.0.1'): Promise<{ server: Server; origin: string }> {
+  const server = createServer((req, res) => {
+    const path = normalize(join(root, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
+    if (!path.startsWith(root) || !existsSync(path)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
+    createReadStream(path).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, host, () => resolve({ server, origin: `http://${host}:${(server.address() as { port: number }).port}` })));
 }

@@ -78,7 +78,7 @@ describe('@copilotkit/core against awaken serve’s /v1/copilotkit', () => {
       },
       mode: 'sse',
       suggestions: true,
-      threadEndpoints: { list: true, inspect: false, mutations: true, realtimeMetadata: false },
+      threadEndpoints: { list: true, inspect: true, mutations: true, realtimeMetadata: false },
     });
     const core = await page();
     expect(Object.keys(core.agents).sort()).toEqual(['agent', 'planner']);

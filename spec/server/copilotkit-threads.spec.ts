@@ -280,10 +280,10 @@ describe('rename, archive, unarchive and delete', () => {
     expect((await s.store.getThread('b1'))?.title).toBeUndefined();
   });
 
-  it('/info tells the client the list and the mutations are served (no per-thread inspection, no live updates)', async () => {
+  it('/info tells the client the list, the per-thread reads and the mutations are served (no live updates)', async () => {
     const s = testServer([]);
     const info = await bodyJson(s.app.request('/v1/copilotkit/info'));
-    expect(info.threadEndpoints).toEqual({ list: true, inspect: false, mutations: true, realtimeMetadata: false });
+    expect(info.threadEndpoints).toEqual({ list: true, inspect: true, mutations: true, realtimeMetadata: false });
     const single = await bodyJson(s.app.request('/v1/copilotkit', json({ method: 'info' })));
     expect(single.threadEndpoints).toEqual(info.threadEndpoints);
   });

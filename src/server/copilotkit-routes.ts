@@ -8,6 +8,7 @@ import { AG_UI_STREAM_HEADERS, frameAgUi, sharedOf, waitingInterrupt, type AgUiE
 import { isValidId } from '../runtime/store.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
 import { serveSuggest } from './copilotkit-suggest.ts';
+import { copilotkitThreadReads } from './copilotkit-thread-reads.ts';
 import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
 import { A2UI_PLUGIN_ID } from '../plugins/generative-ui.ts';
@@ -56,6 +57,7 @@ export function copilotkitRoutes(parts: ServerParts, options: { readonly heartbe
   });
   app.post(`${COPILOTKIT_BASE}/agent/:agent_id/suggest`, (c) => serveSuggest(c, parts, agentParam(parts, c)));
   app.route('/', copilotkitThreadRoutes(parts, COPILOTKIT_BASE));
+  app.route('/', copilotkitThreadReads(parts, COPILOTKIT_BASE));
   // The single route (the client's `transport: "single"`, and its fallback when `GET /info` fails).
   app.post(COPILOTKIT_BASE, async (c) => {
     const parsed = EnvelopeSchema.safeParse(await readJson(c));

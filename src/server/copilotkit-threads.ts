@@ -17,8 +17,8 @@ import { HttpError, readJson, type ServerParts } from './http-support.ts';
  * thread is absent from the list and 404 to the others, as one of another agent is.
  */
 
-/** What `/info` says of these routes: the list and the mutations; no per-thread reads, no live updates. */
-export const THREAD_ENDPOINTS = { list: true, inspect: false, mutations: true, realtimeMetadata: false } as const;
+/** What `/info` says of the thread routes: the list, the per-thread reads (copilotkit-thread-reads.ts) and the mutations; no live updates. */
+export const THREAD_ENDPOINTS = { list: true, inspect: true, mutations: true, realtimeMetadata: false } as const;
 
 /** How many threads a page holds when the client names no limit, and at most. */
 const DEFAULT_LIMIT = 50;

@@ -11,7 +11,7 @@ import { bodyJson, testServer } from '../support/server.ts';
  * A client tool (`clientTool`, an app's tool without `execute`) called in a run an MCP `tools/call`
  * started on `/v1/mcp`, driven by the official MCP client over a real socket. A tool call's result
  * cannot carry the call's result back, so the call answers at once with an error saying the run was
- * suspended, and the run is cancelled rather than left waiting for an answer that cannot come.
+ * suspended waiting for its client to run that tool, and the run is cancelled rather than left waiting for an answer that cannot come.
  */
 
 const pickColor: ToolDescriptor = {
@@ -22,7 +22,7 @@ const pickColor: ToolDescriptor = {
 };
 
 describe('MCP: a call to a client tool', () => {
-  it('answers the tools/call at once, an error naming the suspension; its progress names the tool; the run is cancelled', async () => {
+  it('answers the tools/call at once, an error naming the tool its client is to run; its progress names the tool; the run is cancelled', async () => {
     const s = testServer([{ tool_calls: [{ id: 'c1', name: 'pick_color', arguments: { palette: 'warm' } }] }, { text: 'never read' }], {
       tools: [clientTool(pickColor)],
     });
@@ -35,7 +35,9 @@ describe('MCP: a call to a client tool', () => {
         onprogress: (p) => void progress.push(p),
       });
       expect(result.isError).toBe(true);
-      expect(result.content).toEqual([{ type: 'text', text: 'agent run suspended: it waits for a decision this protocol cannot carry' }]);
+      expect(result.content).toEqual([
+        { type: 'text', text: 'agent run suspended: it waits for its client to run pick_color, whose result a tools/call cannot carry' },
+      ]);
       expect(result.structuredContent).toMatchObject({ termination: { type: 'suspended' } });
       expect(progress.map((p) => p.message)).toContain('tool pick_color suspended');
       expect(s.llm.requests).toHaveLength(1);

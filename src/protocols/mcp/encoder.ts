@@ -2,7 +2,7 @@ import { progressText, toolProgressOf } from '../../contract/progress.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { TerminationReason } from '../../contract/lifecycle.ts';
-import { scheduleOf } from '../../contract/tool.ts';
+import { dispositionOf, scheduleOf } from '../../contract/tool.ts';
 import { unreachable } from '../../contract/never.ts';
 import { runResumedOf, runResumedText } from '../resumed.ts';
 
@@ -32,8 +32,11 @@ export interface McpState {
   readonly text: string;
   readonly steps: number;
   readonly started: boolean;
-  /** The calls suspended so far: what each says, and whether the server wakes it (scheduled). */
-  readonly suspended: readonly { readonly scheduled: boolean; readonly message: string }[];
+  /**
+   * The calls suspended so far: the tool, what each says, whether the server wakes it (scheduled),
+   * and whether its client runs it (`dispositionOf`: `pending_client`).
+   */
+  readonly suspended: readonly { readonly name: string; readonly scheduled: boolean; readonly client: boolean; readonly message: string }[];
   /** The host wakes scheduled calls (`awaken serve`'s mailbox): a run waiting on them only goes on there. */
   readonly serverWakes: boolean;
   readonly finished: boolean;
@@ -108,7 +111,9 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
       if (event.outcome !== 'suspended') return report(state, `tool ${event.result.tool_name} ${event.outcome}`);
       const scheduled = scheduleOf(event.result.suspension?.suspension) !== undefined;
       const message = event.result.message ?? event.outcome;
-      const next = { ...state, suspended: [...state.suspended, { scheduled, message }] };
+      const client = dispositionOf(event.result) === 'pending_client';
+      const name = event.result.suspension?.pending.name ?? event.result.tool_name;
+      const next = { ...state, suspended: [...state.suspended, { name, scheduled, client, message }] };
       return report(next, scheduled ? `tool ${event.result.tool_name} ${message}` : `tool ${event.result.tool_name} ${event.outcome}`);
     }
     case 'inference_complete':
@@ -135,6 +140,17 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
           { ...state, finished: true },
           { progress: [], result: resultOf(state, { type: 'suspended' }, said, !state.serverWakes) },
         ];
+      }
+      if (event.termination.type === 'suspended') {
+        // What the run waits for is a tool's result its client is to send, not a decision: say which tools.
+        const clients = state.suspended.filter((c) => c.client).map((c) => c.name);
+        if (clients.length > 0) {
+          const said = `agent run suspended: it waits for its client to run ${clients.join(', ')}, whose result a tools/call cannot carry`;
+          return [
+            { ...state, finished: true },
+            { progress: [], result: resultOf(state, { type: 'suspended' }, said) },
+          ];
+        }
       }
       return [
         { ...state, finished: true },

@@ -146,7 +146,7 @@ describe('appProblem', () => {
       "app.ts: models.m.provider: no provider 'q' (providers: p)",
     );
     expect(appProblem(loaded({ ...base, agents: [{ id: 'a', model: 'm', plugin_ids: ['counter'] }] }))).toBe(
-      "app.ts: agents[0].plugin_ids[0]: no plugin 'counter' (the app's: none; built in: tool-gate, finish-on, deferred-tools, permission, reminder, state_machine, agent_handoff, generative-ui, skills-discovery, skills-active-instructions, observability)",
+      "app.ts: agents[0].plugin_ids[0]: no plugin 'counter' (the app's: none; built in: tool-gate, finish-on, deferred-tools, permission, reminder, state_machine, agent_handoff, generative-ui, open-generative-ui, skills-discovery, skills-active-instructions, observability)",
     );
     expect(appProblem(loaded({ ...base, plugins: [plugin('permission')] }))).toBe(
       "app.ts: plugins[0]: 'permission' is the name of a built-in plugin: choose another",

@@ -194,7 +194,7 @@ describe('awaken run --app', () => {
     expect(await cli('run', '--app', fixture('unknown-plugin.ts'), 'hi')).toEqual({
       code: EXIT.data,
       out: '',
-      err: `awaken run: ${fixture('unknown-plugin.ts')}: agents[0].plugin_ids[0]: no plugin 'tally' (the app's: none; built in: tool-gate, finish-on, deferred-tools, permission, reminder, state_machine, agent_handoff, generative-ui, skills-discovery, skills-active-instructions, observability)\n`,
+      err: `awaken run: ${fixture('unknown-plugin.ts')}: agents[0].plugin_ids[0]: no plugin 'tally' (the app's: none; built in: tool-gate, finish-on, deferred-tools, permission, reminder, state_machine, agent_handoff, generative-ui, open-generative-ui, skills-discovery, skills-active-instructions, observability)\n`,
     });
     expect(await cli('run', '--app', fixture('gone.ts'), 'hi')).toEqual({
       code: EXIT.noInput,

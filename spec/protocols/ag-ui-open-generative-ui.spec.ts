@@ -141,5 +141,8 @@ describe('Open Generative UI on AG-UI', () => {
     const [s2, none] = transformOpenGenerativeUi(s, held);
     expect(none).toEqual([]);
     expect(finishOpenGenerativeUi(s2)).toEqual(held);
+    // Cut off mid-way (a run error or a cancel closes the call): no activity, the call as it was.
+    const [, cut] = transformOpenGenerativeUi(s2, [{ type: 'TOOL_CALL_END', toolCallId: 'g' }]);
+    expect(cut).toEqual([...held, { type: 'TOOL_CALL_END', toolCallId: 'g' }]);
   });
 });

@@ -1,3 +1,5 @@
+// Over 500 lines: the store's whole port — thread, run, lease, owner and sequence records, their
+// queries and the checks every store shares — is one contract the four stores implement, read in one place.
 import type { JsonValue } from '../contract/json.ts';
 import type { RunStatus, TerminationReason } from '../contract/lifecycle.ts';
 import type { Message } from '../contract/message.ts';

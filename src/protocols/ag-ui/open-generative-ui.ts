@@ -10,11 +10,13 @@ import type { AgUiEvent } from './encoder.ts';
  *
  * Three shapes a front end gets wrong silently are kept: the snapshot comes before any delta and
  * only once; every `add` carries a `value` (a `null` argument sends no patch of its own, only its
- * `…Complete` mark); `html` is an array (`/html` made empty, then `/html/-` appended). Tool arguments
- * arrive whole here (they are not streamed piece by piece), so they are read once the call's
- * arguments end, in the order the tool's contract gives them — `initialHeight`, `placeholderMessages`,
- * `css`, `html`, `jsFunctions`, `jsExpressions` — whatever order the model wrote: the events and
- * their order are the middleware's for arguments written in that order.
+ * `…Complete` mark); `html` is an array (`/html` made empty, then `/html/-` appended). A call's
+ * arguments are read once they are complete (at its `TOOL_CALL_END`; a provider may stream them in
+ * pieces before), in the order the tool's contract gives them — `initialHeight`,
+ * `placeholderMessages`, `css`, `html`, `jsFunctions`, `jsExpressions` — whatever order the model
+ * wrote: the events and their order are the middleware's for arguments written in that order. So
+ * the page's iframe appears whole rather than growing as the model writes (the middleware parses
+ * the pieces as they come).
  */
 
 export const OPEN_GENERATIVE_UI_TOOL = 'generateSandboxedUi';
@@ -77,12 +79,13 @@ export function openGenerativeUiEvents(callId: string, args: Args): AgUiEvent[] 
   return out;
 }
 
-const parseArgs = (text: string): Args => {
+/** A call's arguments as an object; undefined when they are not one (a call cut off mid-way by an error or a cancel). */
+const parseArgs = (text: string): Args | undefined => {
   try {
     const v = JSON.parse(text) as JsonValue;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : {};
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
   } catch {
-    return {};
+    return undefined;
   }
 };
 
@@ -102,7 +105,9 @@ export function transformOpenGenerativeUi(state: OpenGenerativeUiState, events: 
     } else if (e.type === 'TOOL_CALL_ARGS' && id !== undefined && held !== undefined) {
       calls = { ...calls, [id]: { held: [...held.held, e], args: held.args + (typeof e['delta'] === 'string' ? e['delta'] : '') } };
     } else if (e.type === 'TOOL_CALL_END' && id !== undefined && held !== undefined) {
-      const [snapshot, ...deltas] = openGenerativeUiEvents(id, parseArgs(held.args));
+      const args = parseArgs(held.args);
+      // A call whose arguments never completed draws nothing: its events go as they were.
+      const [snapshot, ...deltas] = args === undefined ? [] : openGenerativeUiEvents(id, args);
       if (snapshot !== undefined) out.push(snapshot);
       out.push(...held.held, ...deltas, e);
       const { [id]: _done, ...rest } = calls;

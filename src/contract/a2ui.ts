@@ -1,4 +1,7 @@
-import type { JsonValue } from './json.ts';
+import { z } from 'zod';
+import { JsonValueSchema, type JsonValue } from './json.ts';
+import { err, ok, type Result } from './result.ts';
+import { issuesOf, type WireIssue } from './wire.ts';
 
 /**
  * What A2UI v0.9 surfaces look like on the wire, shared by the plugin that draws them and the
@@ -20,11 +23,38 @@ export const a2uiSurfaceMessageId = (toolCallId: string): string => `a2ui-surfac
 /** A click in a surface, as a renderer reports it (`forwardedProps.a2uiAction.userAction`). */
 export type A2uiUserAction = { readonly [key: string]: JsonValue };
 
-/** The action a client's `forwardedProps` carry (`{a2uiAction: {userAction: {…}}}`), when they carry one. */
-export function a2uiUserActionOf(forwardedProps: JsonValue | undefined): A2uiUserAction | undefined {
-  const props = isObj(forwardedProps) ? forwardedProps : undefined;
-  const action = props !== undefined && isObj(props['a2uiAction']) ? props['a2uiAction']['userAction'] : undefined;
-  return isObj(action) ? action : undefined;
+/**
+ * How much of a click's `context` (the values the surface bound to its action) the user message may
+ * carry, as JSON text: a form's fields fit many times over, a body stuffed to the request limit does not.
+ */
+export const A2UI_CONTEXT_MAX_CHARS = 16_384;
+
+/**
+ * What a renderer sends: the fields the user message is worded from, typed and bounded, and whatever
+ * else it adds (`timestamp`, say), unread. Each field may be missing, as the middleware's wording
+ * has a stand-in for it.
+ */
+const A2uiUserActionSchema = z.looseObject({
+  name: z.string().max(200).optional(),
+  surfaceId: z.string().max(200).optional(),
+  sourceComponentId: z.string().max(200).optional(),
+  context: JsonValueSchema.optional().superRefine((value, ctx) => {
+    if (value !== undefined && JSON.stringify(value).length > A2UI_CONTEXT_MAX_CHARS)
+      ctx.addIssue({ code: 'custom', message: `at most ${A2UI_CONTEXT_MAX_CHARS} characters of JSON` });
+  }),
+});
+const A2uiActionSchema = z.object({ userAction: A2uiUserActionSchema });
+
+/**
+ * The action a client's `forwardedProps` carry (`{a2uiAction: {userAction: {…}}}`): none when they
+ * name no `a2uiAction`, the issues (paths from `forwardedProps`) when it is malformed.
+ */
+export function a2uiUserActionOf(forwardedProps: JsonValue | undefined): Result<A2uiUserAction | undefined, WireIssue[]> {
+  if (!isObj(forwardedProps) || forwardedProps['a2uiAction'] === undefined) return ok(undefined);
+  const parsed = A2uiActionSchema.safeParse(forwardedProps['a2uiAction']);
+  if (!parsed.success)
+    return err(issuesOf(parsed.error).map((i) => ({ ...i, path: i.path === '' ? 'forwardedProps.a2uiAction' : `forwardedProps.a2uiAction.${i.path}` })));
+  return ok(parsed.data.userAction as A2uiUserAction);
 }
 
 /**

@@ -349,6 +349,7 @@ export function a2uiV09RenderTool(settingsOf: (spec: Parameters<Tool['execute']>
     return messages;
   };
   return {
+    activityTypes: [A2UI_SURFACE_ACTIVITY],
     descriptor: {
       id,
       name: id,

@@ -73,6 +73,8 @@ export const A2uiCatalogSchema = z
   })
   .strict();
 
+const CATALOG_UNDER_V08 = 'catalog is an A2UI v0.9 setting; v0.8 names its catalog with catalog_id';
+
 /** The `generative-ui` section (0.6 `A2uiPromptConfig`): overrides of the plugin's own settings. */
 export const A2uiPromptConfigSchema = z
   .object({
@@ -86,14 +88,31 @@ export const A2uiPromptConfigSchema = z
     instructions: z.string().optional(),
   })
   .strict()
-  .refine((c) => !(c.version === 'v0.8' && c.catalog !== undefined), {
-    message: 'catalog is an A2UI v0.9 setting; v0.8 names its catalog with catalog_id',
-    path: ['catalog'],
-  });
+  .refine((c) => !(c.version === 'v0.8' && c.catalog !== undefined), { message: CATALOG_UNDER_V08, path: ['catalog'] });
 export type A2uiPromptConfig = z.input<typeof A2uiPromptConfigSchema>;
 type A2uiSettings = z.output<typeof A2uiPromptConfigSchema>;
 
-const A2uiConfigKey = definePluginConfigKey<A2uiSettings>(A2UI_PLUGIN_ID, A2uiPromptConfigSchema as z.ZodType<A2uiSettings>, () => ({}));
+/** An agent's settings: the plugin's, each field the section sets overriding it. */
+const mergedSettings = (plugin: A2uiSettings, section: A2uiSettings): A2uiSettings => ({
+  ...plugin,
+  ...Object.fromEntries(Object.entries(section).filter(([, v]) => v !== undefined)),
+});
+
+/**
+ * The section as a plugin with these settings reads it: checked as merged with them, so a catalog on
+ * one side and `version: v0.8` on the other are refused as they would be on one side.
+ */
+const a2uiConfigKey = (plugin: A2uiSettings) =>
+  definePluginConfigKey<A2uiSettings>(
+    A2UI_PLUGIN_ID,
+    A2uiPromptConfigSchema.superRefine((own, ctx) => {
+      const merged = mergedSettings(plugin, own);
+      const refusedAlready = own.version === 'v0.8' && own.catalog !== undefined;
+      if (!refusedAlready && merged.version === 'v0.8' && merged.catalog !== undefined)
+        ctx.addIssue({ code: 'custom', message: CATALOG_UNDER_V08, path: ['catalog'] });
+    }) as z.ZodType<A2uiSettings>,
+    () => ({}),
+  );
 
 // ---- validation ------------------------------------------------------------------------------------------
 
@@ -306,6 +325,7 @@ export function a2uiRenderTool(catalogOf: (spec: Parameters<Tool['execute']>[1][
     return messages;
   };
   return {
+    activityTypes: [A2UI_ACTIVITY],
     descriptor: {
       id: A2UI_TOOL_ID,
       name: A2UI_TOOL_ID,
@@ -342,10 +362,10 @@ export function a2uiInstructions(catalogId: string = DEFAULT_A2UI_CATALOG_ID, ex
  */
 export function a2uiPlugin(defaults: A2uiPromptConfig = {}): RuntimePlugin {
   const checked = A2uiPromptConfigSchema.parse(defaults);
+  const configKey = a2uiConfigKey(checked);
   const settingsOf = perAgentSpec((spec): A2uiSettings => {
-    const section = readPluginConfig(spec, A2uiConfigKey);
-    const own = section.ok ? section.value : {};
-    return { ...checked, ...Object.fromEntries(Object.entries(own).filter(([, v]) => v !== undefined)) };
+    const section = readPluginConfig(spec, configKey);
+    return mergedSettings(checked, section.ok ? section.value : {});
   });
   const versionOf = (spec: AgentSpec): 'v0.8' | 'v0.9' => settingsOf(spec).version ?? 'v0.9';
   const catalogOf = (spec: AgentSpec): string => settingsOf(spec).catalog_id ?? DEFAULT_A2UI_CATALOG_ID;
@@ -360,7 +380,7 @@ export function a2uiPlugin(defaults: A2uiPromptConfig = {}): RuntimePlugin {
   const tool: Tool = { ...v09, forAgent: (spec) => (versionOf(spec) === 'v0.8' ? v08 : v09) };
   return {
     name: A2UI_PLUGIN_ID,
-    configKeys: [A2uiConfigKey as never],
+    configKeys: [configKey as never],
     register: (r) => {
       r.registerTool(tool);
       r.registerPhaseHook('before_inference', (ctx) => {

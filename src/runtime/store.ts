@@ -362,14 +362,9 @@ export interface Store extends ThreadStore, RunStore, ThreadRunStore, ProfileSto
   close(): Promise<void>;
 }
 
-/**
- * Ids that reach a store: 1–200 characters of letters, digits and `._:-`, not starting with a dot
- * (so no path, key or `..` can be escaped).
- */
-export const ID_PATTERN = /^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,199}$/;
+import { isValidId } from '../contract/id.ts';
 
-/** Whether an id may reach a store (see `ID_PATTERN`). */
-export const isValidId = (id: string): boolean => ID_PATTERN.test(id) && id !== '__proto__';
+export { ID_PATTERN, isValidId } from '../contract/id.ts';
 
 export function checkId(kind: string, id: string): void {
   if (!isValidId(id)) throw new StoreFailure({ code: 'validation', message: `invalid ${kind} id: ${JSON.stringify(id.slice(0, 60))}` });

@@ -90,6 +90,12 @@ export interface Tool {
    * say so of itself; an agent's `tool_execution.recovery` may choose a mode up to it.
    */
   readonly recovery?: ToolRecoveryCapability;
+  /**
+   * The activity types a call of this tool reports (`ctx.reportActivity`), for a server telling a
+   * client what an agent draws: CopilotKit's `/info` lists the agents offered a tool that reports
+   * `a2ui-surface` (A2UI v0.9), and its page renders those surfaces only from them.
+   */
+  readonly activityTypes?: readonly string[];
   validateArgs?(args: JsonValue): void;
   /**
    * The approval a first run of a call must get before it runs, asked at the batch's gate (where a

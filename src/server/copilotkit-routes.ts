@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { displayDescription, type AgentSpec } from '../contract/agent-spec.ts';
+import { displayDescription } from '../contract/agent-spec.ts';
+import { A2UI_SURFACE_ACTIVITY } from '../contract/a2ui.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { unreachable } from '../contract/never.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
@@ -11,7 +12,6 @@ import { serveSuggest } from './copilotkit-suggest.ts';
 import { copilotkitThreadReads } from './copilotkit-thread-reads.ts';
 import { copilotkitThreadRoutes, THREAD_ENDPOINTS } from './copilotkit-threads.ts';
 import { interruptThread } from './interrupt.ts';
-import { A2UI_PLUGIN_ID } from '../plugins/generative-ui.ts';
 import { OPEN_GENERATIVE_UI_PLUGIN_ID } from '../plugins/open-generative-ui.ts';
 import { mayReach } from './principal.ts';
 import { agentSpecOf, serveAgUi, threadView, toAgUiMessages } from './protocol-routes.ts';
@@ -87,11 +87,15 @@ function agentParam(parts: ServerParts, c: Context): string {
   return id;
 }
 
-/** Whether an agent draws A2UI v0.9 surfaces: it runs the generative-ui plugin, not set to v0.8. */
-function drawsA2uiV09(spec: AgentSpec): boolean {
-  if (!spec.plugin_ids.includes(A2UI_PLUGIN_ID)) return false;
-  const section = spec.sections[A2UI_PLUGIN_ID];
-  return !(typeof section === 'object' && section !== null && !Array.isArray(section) && section['version'] === 'v0.8');
+/**
+ * Whether an agent draws A2UI v0.9 surfaces: it is offered a tool that reports them — the
+ * generative-ui plugin's, unless its settings merged with the agent's section say v0.8, or one's own.
+ */
+function drawsA2uiV09(parts: ServerParts, id: string): boolean {
+  const resolved = parts.runtime.resolve(id);
+  if (!resolved.ok) return false;
+  for (const tool of resolved.value.tools.values()) if (tool.activityTypes?.includes(A2UI_SURFACE_ACTIVITY) === true) return true;
+  return false;
 }
 
 /**
@@ -111,7 +115,7 @@ function infoOf(parts: ServerParts): JsonValue {
     if (spec === undefined || spec.endpoint !== undefined) continue;
     agents[id] = { name: id, description: displayDescription(spec), capabilities: { humanInTheLoop: true } };
     openGenerativeUi ||= spec.plugin_ids.includes(OPEN_GENERATIVE_UI_PLUGIN_ID);
-    if (drawsA2uiV09(spec)) a2ui.push(id);
+    if (drawsA2uiV09(parts, id)) a2ui.push(id);
   }
   return {
     agents,

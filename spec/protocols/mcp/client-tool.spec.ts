@@ -47,10 +47,14 @@ describe('MCP: a run suspended on a call its client runs', () => {
     });
   });
 
-  it('names every such tool, joined by ", ", and only those (beside an approval)', () => {
-    expect(encodeMcp(run(clientCall('c1', 'pick_color'), asked, clientCall('c2', 'pick_size'))).result.content.at(-1)).toEqual({
+  it('names every such tool, joined by ", ", and only those; an approval waiting beside them is named as a decision', () => {
+    expect(encodeMcp(run(clientCall('c1', 'pick_color'), clientCall('c2', 'pick_size'))).result.content.at(-1)).toEqual({
       type: 'text',
       text: 'agent run suspended: it waits for its client to run pick_color, pick_size, whose result a tools/call cannot carry',
+    });
+    expect(encodeMcp(run(clientCall('c1', 'pick_color'), asked, clientCall('c2', 'pick_size'))).result.content.at(-1)).toEqual({
+      type: 'text',
+      text: 'agent run suspended: it waits for its client to run pick_color, pick_size, whose result a tools/call cannot carry, and for a decision this protocol cannot carry',
     });
   });
 

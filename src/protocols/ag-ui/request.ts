@@ -6,6 +6,7 @@ import { err, ok, type Result } from '../../contract/result.ts';
 import { issuesOf, type WireError } from '../../contract/wire.ts';
 import type { InboundRun } from '../../contract/inbound.ts';
 import { decisionFor, type Decision } from '../../contract/decision.ts';
+import { isValidId } from '../../contract/id.ts';
 import type { ToolDescriptor } from '../../contract/tool.ts';
 
 /**
@@ -136,7 +137,18 @@ export function decodeAgUiInput(body: unknown, now: number): Result<InboundRun, 
   // A click in an A2UI surface: the thread's history is the server's, so the action joins it as the
   // user's message (worded as `@ag-ui/a2ui-middleware` words it), not as a tool call the client made up.
   const action = a2uiUserActionOf(json(props) ?? undefined);
-  if (action !== undefined) messages.push({ id: `a2ui-action-${input.runId}`, message: Messages.user(formatA2uiUserAction(action)) });
+  if (!action.ok) return err({ code: 'invalid_value', issues: action.error });
+  if (action.value !== undefined) {
+    // Kept under an id of the run, so that a retried request adds the click once: a run id that
+    // cannot make a message id would get a fresh one, and the retry a second message.
+    const id = `a2ui-action-${input.runId}`;
+    if (!isValidId(id))
+      return err({
+        code: 'invalid_value',
+        issues: [{ path: 'runId', message: 'a run that carries forwardedProps.a2uiAction needs an id of letters, digits and ._:- (at most 188 characters)' }],
+      });
+    messages.push({ id, message: Messages.user(formatA2uiUserAction(action.value)) });
+  }
   const discardPause = typeof props === 'object' && props !== null && (props as Record<string, unknown>)['discardPause'] === true;
   return ok({
     threadId: input.threadId,

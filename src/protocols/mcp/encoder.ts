@@ -145,7 +145,10 @@ export function transcodeMcp(state: McpState, event: AgentEvent): [McpState, Mcp
         // What the run waits for is a tool's result its client is to send, not a decision: say which tools.
         const clients = state.suspended.filter((c) => c.client).map((c) => c.name);
         if (clients.length > 0) {
-          const said = `agent run suspended: it waits for its client to run ${clients.join(', ')}, whose result a tools/call cannot carry`;
+          // A call waiting on a decision beside them (an approval) is named too: answering the client
+          // alone would not let the run go on.
+          const decision = state.suspended.some((c) => !c.client && !c.scheduled) ? ', and for a decision this protocol cannot carry' : '';
+          const said = `agent run suspended: it waits for its client to run ${clients.join(', ')}, whose result a tools/call cannot carry${decision}`;
           return [
             { ...state, finished: true },
             { progress: [], result: resultOf(state, { type: 'suspended' }, said) },

@@ -1,11 +1,16 @@
 import { resolve } from 'node:path';
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 
 // The run inspector's page (docs/inspector.md), built with the package (`npm run build`) into
 // dist/inspector-page, which `awaken serve` serves at /inspector/. Plain TypeScript and the DOM:
 // no framework (ADR 0033), nothing loaded from elsewhere.
-export default defineConfig({
+export default defineConfig(({ mode }) => ({
   root: import.meta.dirname,
+  // A production build takes its packages' production builds whatever NODE_ENV says (a test runner
+  // sets it to `test`): Lit's development build, say, warns on the console that it is one.
+  resolve: {
+    conditions: defaultClientConditions.map((c) => (c === 'development|production' ? (mode === 'production' ? 'production' : 'development') : c)),
+  },
   base: './',
   logLevel: 'warn',
   build: {
@@ -15,4 +20,4 @@ export default defineConfig({
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
   },
-});
+}));

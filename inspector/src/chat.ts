@@ -1,4 +1,6 @@
 import { AbstractChat, createIdGenerator, DefaultChatTransport, getToolName, isToolUIPart, type ChatState, type ChatStatus, type UIMessage } from 'ai';
+import { A2UI_SURFACE_ACTIVITY } from '../../src/contract/a2ui.ts';
+import { drawSurfaces, operationsOf, surfaceIdsOf } from './a2ui.ts';
 import { el, pretty } from './dom.ts';
 import { hrefOf } from './route.ts';
 import './chat.css';
@@ -7,8 +9,9 @@ import './chat.css';
  * The studio's chat panel: talk to one of the server's agents through its AI SDK v6 route
  * (`POST /v1/ai-sdk/chat`) with the AI SDK's own client (`AbstractChat` and
  * `DefaultChatTransport`), so the panel behaves as any `useChat` page would. The answer streams in
- * as chat: text, reasoning (folded), tool calls with their arguments, progress and results, other
- * activity (an A2UI surface, say) as its JSON, folded. A call the run waits on is answered here
+ * as chat: text, reasoning (folded), tool calls with their arguments, progress and results, an
+ * A2UI v0.9 surface drawn (./a2ui.ts; a click in it is the next user message) with its JSON folded
+ * beside it, other activity as its JSON, folded. A call the run waits on is answered here
  * (approve, deny, or a JSON payload for a tool that takes the answer as its result); a run is
  * cancelled on the server (`POST /v1/runs/:id/cancel`) and its stream dropped. Every node is built
  * with the DOM (text is text, never HTML); the page's CSP allows no inline script or style.
@@ -221,6 +224,8 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
   /** Payloads being written, kept when a message is drawn again. */
   const drafts = new Map<string, string>();
   const drawn = new Map<string, { message: UIMessage; node: HTMLElement; settled: boolean }>();
+  /** Surfaces drawn, by activity and operations: a message drawn again keeps them, and what was typed into them. */
+  const surfaces = new Map<string, { operations: string; node: HTMLElement }>();
   let pending = false;
 
   const say = (text: string): void => {
@@ -269,6 +274,7 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
   function makeChat(threadId: string, messages: UIMessage[]): PanelChat {
     void chat?.stop();
     drawn.clear();
+    surfaces.clear();
     // What was folded, drafted or answered belongs to the thread shown: a call id may come again in another.
     folded.clear();
     drafts.clear();
@@ -398,23 +404,43 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
         activity.set(id, [...(activity.get(id) ?? []), d]);
       }
     });
-    // Other activity (an A2UI surface, say) is shown as the JSON it came as: its snapshot and updates, in order.
+    // Activity is shown as the JSON it came as (its snapshot and updates, in order), folded; an A2UI v0.9 surface is drawn too, its JSON beside it.
     for (const [id, items] of activity) {
       const [kind, from] = id.split(' ');
-      const what = kind === 'a2ui' ? `A2UI surface from ${from ?? ''}` : `${kind ?? ''} ${from ?? ''}`;
-      node.append(
-        fold(
-          `${m.id}:activity:${id}`,
-          `${what.trim()} (JSON, ${items.length} update${items.length === 1 ? '' : 's'})`,
-          false,
-          el('pre', { class: 'chat-activity' }, pretty(items)),
-        ),
+      const operations = kind === A2UI_SURFACE_ACTIVITY ? operationsOf(items) : undefined;
+      const ids = operations !== undefined ? surfaceIdsOf(operations).join(', ') : '';
+      const what = (
+        operations !== undefined
+          ? `A2UI surface ${ids} from ${from ?? ''}`
+          : kind === 'a2ui'
+            ? `A2UI surface from ${from ?? ''}`
+            : `${kind ?? ''} ${from ?? ''}`
+      )
+        .replace(/ +/g, ' ')
+        .trim();
+      const json = fold(
+        `${m.id}:activity:${id}`,
+        `${what} (JSON, ${items.length} update${items.length === 1 ? '' : 's'})`,
+        false,
+        el('pre', { class: 'chat-activity' }, pretty(items)),
       );
+      if (operations === undefined) node.append(json);
+      else node.append(el('section', { class: 'chat-a2ui', 'aria-label': what }, surfaceNode(`${m.id}:${id}`, operations), json));
     }
     const run = m.role === 'assistant' ? runOf(m) : undefined;
     if (run !== undefined && settled) {
       node.append(el('p', { class: 'chat-run' }, el('a', { href: hrefOf({ view: 'runs', thread: chat.id, run }) }, `Timeline of run ${run}`)));
     }
+    return node;
+  }
+
+  /** A call's surfaces, drawn once for the operations they came with. */
+  function surfaceNode(key: string, operations: unknown[]): HTMLElement {
+    const json = JSON.stringify(operations);
+    const kept = surfaces.get(key);
+    if (kept?.operations === json) return kept.node;
+    const node = drawSurfaces(operations, (text) => void clicked(text).catch(fail));
+    surfaces.set(key, { operations: json, node });
     return node;
   }
 
@@ -528,6 +554,17 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     if (!announced) {
       announced = true;
       deps.onThread?.(chat.id);
+    }
+    currentRun = undefined;
+    await chat.sendMessage({ text });
+  }
+
+  /** A click in a surface: the user's next message, worded as the AG-UI route words a client's `a2uiAction`. */
+  async function clicked(text: string): Promise<void> {
+    errorLine.textContent = '';
+    if (busy(chat.status)) {
+      errorLine.textContent = 'The run is still answering: click again once it has finished, or cancel it.';
+      return;
     }
     currentRun = undefined;
     await chat.sendMessage({ text });

@@ -71,5 +71,8 @@ describe('@ag-ui/client HttpAgent against awaken serve', () => {
     expect(runIds).toEqual(['client-1', 'client-1', 'client-2', 'client-2', 'client-3', 'client-3', 'client-4', 'client-4', 'client-5', 'client-5']);
     const history = (await (await fetch(`${server.url}/v1/ag-ui/threads/agui-conversation/messages`)).json()) as Message[];
     expect(history.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['weather in Oslo?', 'delete the branch', 'delete the tag']);
+    // Each run ended with the thread as stored (MESSAGES_SNAPSHOT): the client holds the server's
+    // history, ids included, and the reasoning its streams showed (which the history does not keep).
+    expect(agent.messages.filter((m) => m.role !== 'reasoning')).toEqual(history);
   });
 });

@@ -204,6 +204,7 @@ describe("a client tool of a user's app, served by the installed awaken serve --
       'TOOL_CALL_ARGS',
       'TOOL_CALL_END',
       'STEP_FINISHED',
+      'MESSAGES_SNAPSHOT',
       'RUN_FINISHED',
     ]);
     const start = first.find((e) => e.type === 'TOOL_CALL_START');
@@ -212,14 +213,16 @@ describe("a client tool of a user's app, served by the installed awaken serve --
     // Not an interrupt: the page's own tool, which it runs now that the run has finished.
     expect(first.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
 
-    // The page's history as an AG-UI client keeps it: the call under its message, then the page's result.
+    // The page's history as an AG-UI client keeps it: the thread the run ended with (its snapshot: the
+    // user's message, the call under the message the thread keeps it in), then the page's result.
+    const aligned = first.find((e) => e.type === 'MESSAGES_SNAPSHOT')?.['messages'] as { id: string; role: string }[];
+    expect(aligned.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(aligned[1]).toMatchObject({
+      role: 'assistant',
+      toolCalls: [{ id: 'call_pick', type: 'function', function: { name: 'pick_color', arguments: '{"palette":"warm"}' } }],
+    });
     const second = await runAgent('page-run-2', [
-      user,
-      {
-        id: start?.['parentMessageId'],
-        role: 'assistant',
-        toolCalls: [{ id: 'call_pick', type: 'function', function: { name: 'pick_color', arguments: '{"palette":"warm"}' } }],
-      },
+      ...aligned,
       { id: 'tool-call_pick', role: 'tool', toolCallId: 'call_pick', content: JSON.stringify({ color: 'red' }) },
     ]);
     expect(

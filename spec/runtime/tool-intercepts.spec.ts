@@ -67,7 +67,7 @@ describe('a refusal: { type: "refuse", reason }', () => {
     expect(encodeAiSdk(refused.h.sink.events)).toContainEqual({ type: 'tool-output-error', toolCallId: 'c1', errorText: 'refused here' });
     expect(encodeAgUi(refused.h.sink.events)).toContainEqual({
       type: 'TOOL_CALL_RESULT',
-      messageId: 'message-2',
+      messageId: 'result:c1',
       toolCallId: 'c1',
       content: 'refused here',
       role: 'tool',

@@ -42,6 +42,7 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
         'STATE_SNAPSHOT',
         'STEP_FINISHED',
         'STATE_SNAPSHOT',
+        'MESSAGES_SNAPSHOT',
         'RUN_FINISHED',
       ]);
       // Not an interrupt: the client's own tool, which it runs now that the run has finished.
@@ -53,8 +54,11 @@ describe('AG-UI: the tools a RunAgentInput declares', () => {
       await agent.runAgent({ runId: 'client-run-2', tools: [agUiTool] });
       const last = agent.messages.at(-1) as { role: string; content?: unknown };
       expect(last).toMatchObject({ role: 'assistant', content: 'You picked red.' });
-      // The client holds the one result of its own call: the one it sent, not a second from the stream.
-      expect(agent.messages.filter((m) => m.role === 'tool').map((m) => [m.id, (m as { toolCallId?: string }).toolCallId])).toEqual([['tool-c1', 'c1']]);
+      // The client holds the one result of its own call, under the id the thread keeps it under: the
+      // run's last frames align the client to the thread (MESSAGES_SNAPSHOT), every message's id included.
+      expect(agent.messages.filter((m) => m.role === 'tool').map((m) => [m.id, (m as { toolCallId?: string }).toolCallId])).toEqual([['message-3', 'c1']]);
+      const stored = (await bodyJson(fetch(`${server.url}/v1/ag-ui/threads/ct-1/messages`))) as AgUiMessage[];
+      expect(agent.messages).toEqual(stored);
       expect(s.llm.requests[1]?.messages.find((m) => m.role === 'tool')).toMatchObject({
         tool_call_id: 'c1',
         content: [{ type: 'text', text: '{"color":"red"}' }],

@@ -125,6 +125,12 @@ export interface LogStreamOptions {
   readonly render?: (item: LogItem) => string;
   readonly prologue?: string;
   readonly epilogue?: () => string;
+  /**
+   * What the item `until` ends on is written as, once known: its rendered text, given before any
+   * later item, and answered when the server has read what it needs (a protocol closing its run
+   * with the thread as stored). Heartbeats go on meanwhile; a failure writes the text as it was.
+   */
+  readonly lastFrame?: (text: string) => Promise<string>;
   /** The stream ends once it has sent the frame with this sequence number (at once when `since` is at or past it), after the epilogue. */
   readonly endAt?: Promise<number>;
 }
@@ -258,7 +264,7 @@ export function logStream(
         /** Where `endAt` ends the stream (undefined: not known yet, or never). */
         let endSeq: number | undefined;
         const endIfReached = (): void => {
-          if (closed || endSeq === undefined || lastSent < endSeq) return;
+          if (closed || closing || endSeq === undefined || lastSent < endSeq) return;
           if (options.epilogue !== undefined) write(options.epilogue());
           stop();
           end();
@@ -280,14 +286,34 @@ export function logStream(
           offForgotten();
           stopStream();
         };
+        /** Whether the last item came and its text is being made: later items are not written. */
+        let closing = false;
+        const finishWith = (text: string): void => {
+          if (closed) return;
+          write(text);
+          if (options.epilogue !== undefined) write(options.epilogue());
+          stop();
+          end();
+        };
         unsubscribe = await registry.subscribe(
           threadId,
           since,
           (item) => {
-            if (closed) return;
+            if (closed || closing) return;
             lastSent = item.seq;
-            write((options.render ?? sseOf)(item));
-            if (!closed && options.until?.(item) === true) {
+            const text = (options.render ?? sseOf)(item);
+            const last = options.until?.(item) === true;
+            if (last && options.lastFrame !== undefined) {
+              // Nothing after the last item is written; heartbeats keep the connection meanwhile.
+              closing = true;
+              void options.lastFrame(text).then(
+                (framed) => finishWith(framed),
+                () => finishWith(text),
+              );
+              return;
+            }
+            write(text);
+            if (!closed && last) {
               if (options.epilogue !== undefined) write(options.epilogue());
               stop();
               end();

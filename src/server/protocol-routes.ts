@@ -6,6 +6,7 @@ import type { Result } from '../contract/result.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import type { WireError } from '../contract/wire.ts';
 import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
+import type { JsonValue } from '../contract/json.ts';
 import {
   finishOpenGenerativeUi,
   initialOpenGenerativeUiState,
@@ -206,11 +207,14 @@ export function threadView(thread: ThreadSnapshot | undefined, waiting: readonly
   const pending = new Map<string, Message>();
   for (const w of waiting) {
     if (held.has(w.callId)) continue;
-    // The batch is the one message's calls (its stored id may be another than the stream's).
-    const ofBatch = batch?.calls.some((c) => c.id === w.callId) === true && batch.text !== '';
-    const text = ofBatch ? [{ type: 'text' as const, text: batch.text }] : [];
-    const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: text, tool_calls: [] };
-    pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
+    // The batch is the one message's calls, shown under the id the thread will keep that message
+    // under once its calls settle (a live run's waiting call names the id its stream gave it), so a
+    // client aligned to this view keeps the message's id across the resume.
+    const ofBatch = batch?.calls.some((c) => c.id === w.callId) === true;
+    const id = ofBatch ? batch.message_id : w.messageId;
+    const text = ofBatch && batch.text !== '' ? [{ type: 'text' as const, text: batch.text }] : [];
+    const made = pending.get(id) ?? { id, role: 'assistant', content: text, tool_calls: [] };
+    pending.set(id, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
   }
   return [...shown, ...pending.values()];
 }
@@ -266,9 +270,28 @@ function streamRun<S>(
       render,
       until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
       epilogue: () => protocol.finish(state),
+      ...((protocol as Protocol<unknown>) === agUi ? { lastFrame: (text: string) => withMessagesSnapshot(parts, threadId, text) } : {}),
     },
     { ...protocol.headers, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId },
   );
+}
+
+/**
+ * An AG-UI run's last frame (`RUN_FINISHED` or `RUN_ERROR`) with `MESSAGES_SNAPSHOT` of the thread as
+ * stored before it (seed 001 §7.3: the server's history is the history). A client streamed this
+ * run's messages under the ids the stream gave them, and holds its own tool results under its own;
+ * the snapshot gives each the id the thread keeps it under, so the next run — a resume, an answer to
+ * an interrupt, a client tool's result — starts from the thread itself. Every run ends so, not only
+ * a resumed one: a client merges a snapshot by id and puts the messages it did not hold at the end,
+ * so only the latest run's messages may change ids, or older ones would move below newer.
+ */
+async function withMessagesSnapshot(parts: ServerParts, threadId: string, text: string): Promise<string> {
+  const at = text.lastIndexOf('data: {"type":"RUN_');
+  if (at < 0 || !(text.startsWith('data: {"type":"RUN_FINISHED"', at) || text.startsWith('data: {"type":"RUN_ERROR"', at))) return text;
+  const thread = await parts.store.loadThread(threadId);
+  const waiting = (await parts.registry.waitingAnywhere(threadId))?.calls ?? [];
+  const snapshot = frameAgUi([{ type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages(threadView(thread, waiting)) as JsonValue[] }]);
+  return text.slice(0, at) + snapshot + text.slice(at);
 }
 
 /** An AG-UI run request answered as `/v1/ag-ui/run` answers it (CopilotKit's `/agent/:id/run` is one). */

@@ -490,7 +490,9 @@ export function transcodeAgUi(state: AgUiState, event: AgentEvent): [AgUiState, 
       s = withoutInterrupt(ensureToolCall(s, event.id, r.tool_name, out), event.id);
       out.push({
         type: 'TOOL_CALL_RESULT',
-        messageId: event.message_id !== '' ? event.message_id : `result:${event.id}`,
+        // One id per call: the event's `message_id` is its assistant message's, which every call of a
+        // batch shares, and a client keeps messages by id.
+        messageId: `result:${event.id}`,
         toolCallId: event.id,
         content: event.outcome === 'failed' ? (r.message ?? 'tool execution error') : contentOf(r),
         role: 'tool',

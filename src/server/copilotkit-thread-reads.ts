@@ -1,9 +1,9 @@
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import type { JsonValue } from '../contract/json.ts';
 import { messageText } from '../contract/message.ts';
 import { sharedOf } from '../protocols/ag-ui/encoder.ts';
-import { isValidId } from '../runtime/store.ts';
-import { HttpError, type ServerParts } from './http-support.ts';
+import type { ServerParts } from './http-support.ts';
+import { notFound, threadIdParam } from './copilotkit-threads.ts';
 import { agentSpecOf, threadView } from './protocol-routes.ts';
 
 /**
@@ -46,12 +46,4 @@ export function copilotkitThreadReads(parts: ServerParts, base: string): Hono {
     return c.json({ state: sharedOf(thread.threadState?.extensions ?? {}, shared) });
   });
   return app;
-}
-
-const notFound = (id: string): HttpError => new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
-
-function threadIdParam(c: Context): string {
-  const id = c.req.param('id') ?? '';
-  if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
-  return id;
 }

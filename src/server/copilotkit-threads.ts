@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { isAfter, isValidId, type ThreadKey, type ThreadPatch, type ThreadRecord } from '../runtime/store.ts';
+import { deleteThread } from './thread-delete.ts';
 import { HttpError, readJson, type ServerParts } from './http-support.ts';
 
 /**
@@ -69,22 +70,18 @@ export function copilotkitThreadRoutes(parts: ServerParts, base: string): Hono {
     const id = threadIdParam(c);
     const body = parseBody(AgentOnlySchema, await readJson(c));
     await agentThread(parts, id, body.agentId);
-    // As `DELETE /v1/threads/:id`: not while a run is in flight, and nothing of the thread is replayed
-    // or run later under its id (its log forgotten, its queued jobs superseded).
-    const current = await parts.registry.activeRun(id);
-    if (current !== undefined)
-      throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
-    if (!(await parts.store.deleteThread(id))) throw notFound(id);
-    await parts.registry.forget(id);
-    await parts.store.interrupt(id, parts.runtime.env.clock.now());
+    // As `DELETE /v1/threads/:id`.
+    await deleteThread(parts.store, parts.registry, parts.runtime.env.clock.now(), id);
     return c.json({ threadId: id, deleted: true });
   });
   return app;
 }
 
-const notFound = (id: string): HttpError => new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
+/** A thread the caller cannot reach, or that is not there: the same 404 either way. */
+export const notFound = (id: string): HttpError => new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
 
-function threadIdParam(c: Context): string {
+/** The thread a CopilotKit route names (`:id`), a 400 when it is not an id. */
+export function threadIdParam(c: Context): string {
   const id = c.req.param('id') ?? '';
   if (!isValidId(id)) throw new HttpError(400, 'invalid_id', 'invalid thread id', 'id');
   return id;

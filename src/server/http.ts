@@ -12,6 +12,7 @@ import { accessControl, authentication, type AuthOptions } from './access.ts';
 import { mayReach, principalStore } from './principal.ts';
 import { configRoutes, type ConfigDocs, type ConfigGuardOptions } from './config-routes.ts';
 import { bodyOf, clientClosed, HttpError, logStream, registryError, SSE_HEADERS, type ServerParts } from './http-support.ts';
+import { deleteThread } from './thread-delete.ts';
 import { interruptThread } from './interrupt.ts';
 import { errorFields, silentLogger, type Logger } from './log.ts';
 import { mcpRoutes } from './mcp-routes.ts';
@@ -290,14 +291,7 @@ export function createHttpApp(given: ServerParts, options: HttpOptions = {}): Ho
     // Whose thread it is comes first, from its owner record: another principal's is not found, as one
     // that does not exist, before its run could make it busy.
     if (!(await mayReach(given.store, id, 'read'))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
-    const current = await registry.activeRun(id);
-    if (current !== undefined)
-      throw new HttpError(409, 'thread_busy', `thread ${id} has an active run: ${current.runId}`, undefined, { run_id: current.runId });
-    if (!(await store.deleteThread(id))) throw new HttpError(404, 'thread_not_found', `thread not found: ${id}`);
-    // The id may be someone else's thread next: nothing of this one is replayed under it, and the
-    // jobs queued for it are superseded rather than run on a thread created later under its id.
-    await registry.forget(id);
-    await store.interrupt(id, env.clock.now());
+    await deleteThread(store, registry, env.clock.now(), id);
     return c.body(null, 204);
   });
 

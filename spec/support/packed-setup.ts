@@ -8,7 +8,7 @@ import type { TestProject } from 'vitest/node';
 
 /**
  * The package as another project gets it, made once per test run and shared by the specs that need
- * it (spec/package/consumer.spec.ts, spec/docs/your-own-agent.spec.ts): `npm pack` in this
+ * it (the specs under spec/package/, spec/docs/your-own-agent.spec.ts): `npm pack` in this
  * repository (which runs `prepare`: a build), then, in a fresh project under the system's temporary
  * folder (nothing resolves from this repository's node_modules), `npm init -y`,
  * `npm pkg set type=module` and one `npm install` of the tarball with exact pins of what the specs

@@ -64,6 +64,46 @@ describe('createAwaken options', () => {
     await awaken.close();
   });
 
+  it('ends a client’s call it never answers after clientToolTimeoutMs, with the error the model reads, and the run goes on', async () => {
+    const app = defineApp({
+      agents: [{ id: 'painter', model: 'painter', system_prompt: 'You paint.' }],
+      models: { painter: { provider: 'script', model_name: 'script' } },
+      providers: {
+        script: scriptedProvider([{ tool_calls: [{ id: 'call_color', name: 'pick_color', arguments: {} }] }, { text: 'No color came back; I picked blue.' }]),
+      },
+    });
+    const awaken = await createAwaken({ app, store: 'memory', clientToolTimeoutMs: 300 });
+    try {
+      const run = await awaken.fetch(
+        new Request('http://localhost/v1/ag-ui/run', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            threadId: 'never-answers',
+            runId: 'r1',
+            messages: [{ id: 'u1', role: 'user', content: 'pick a color' }],
+            tools: [{ name: 'pick_color', description: 'asks the page for a color', parameters: { type: 'object', properties: {} } }],
+          }),
+        }),
+      );
+      expect(run.status).toBe(200);
+      expect(await run.text()).toContain('"type":"RUN_FINISHED"');
+      const messages = async (): Promise<{ role: string; content: { text?: string }[]; tool_call_id?: string }[]> =>
+        ((await (await awaken.fetch(new Request('http://localhost/v1/threads/never-answers/messages'))).json()) as { messages: never[] }).messages;
+      // Waiting at first: the client has the whole timeout to answer.
+      expect((await messages()).map((m) => m.role)).toEqual(['user']);
+      await expect.poll(async () => (await messages()).at(-1)?.content[0]?.text, { timeout: 10_000 }).toBe('No color came back; I picked blue.');
+      expect((await messages()).map((m) => [m.role, m.content[0]?.text])).toEqual([
+        ['user', 'pick a color'],
+        ['assistant', undefined],
+        ['tool', "the client did not send this call's result within 300 ms"],
+        ['assistant', 'No color came back; I picked blue.'],
+      ]);
+    } finally {
+      await awaken.close();
+    }
+  });
+
   it('refuses a mount path that is not one, a short token, an origin that is not one', async () => {
     expect(await refusal({ app: twoAgents(), store: 'memory', basePath: 'api' })).toEqual([
       'basePath',

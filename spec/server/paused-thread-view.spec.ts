@@ -4,9 +4,9 @@ import { listen } from '../../src/server/node.ts';
 import { testServer } from '../support/server.ts';
 
 /**
- * A chat reloaded while its run waits on an answer shows the assistant message that asked as the
- * stream showed it — its text and its calls — though the message joins the thread only once its calls
- * are settled (until then the thread's tool batch keeps its text).
+ * A chat reloaded while its run waits on an answer shows the assistant message that asked — its text
+ * and its calls, under the id the thread will keep it under — though the message joins the thread
+ * only once its calls are settled (until then the thread's tool batch keeps it).
  */
 
 describe('a paused thread, reloaded', () => {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { AgentSpecInput } from '../contract/agent-spec.ts';
+import type { AgentSpec, AgentSpecInput } from '../contract/agent-spec.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { InferenceOverride } from '../contract/inference.ts';
 import type { JsonValue } from '../contract/json.ts';
@@ -157,6 +157,11 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
   return {
     descriptor: inner.descriptor,
     ...(inner.recovery !== undefined ? { recovery: inner.recovery } : {}),
+    ...(inner.activityTypes !== undefined ? { activityTypes: inner.activityTypes } : {}),
+    // The tool an agent is offered (its version, say) is recorded as this one is.
+    ...(inner.forAgent !== undefined
+      ? { forAgent: (spec: AgentSpec) => recordingTool((inner.forAgent as (s: AgentSpec) => Tool).call(inner, spec), log) }
+      : {}),
     ...(inner.askBefore !== undefined ? { askBefore: recordingAsk(inner, log) } : {}),
     // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
     execute: async (args: JsonValue, ctx: ToolCallContext) => {

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentEvent } from '../contract/event.ts';
+import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { Message } from '../contract/message.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
@@ -212,6 +213,9 @@ export class ServedRecorder {
     return {
       descriptor: inner.descriptor,
       ...(inner.recovery !== undefined ? { recovery: inner.recovery } : {}),
+      ...(inner.activityTypes !== undefined ? { activityTypes: inner.activityTypes } : {}),
+      // The tool an agent is offered (its version, say) is recorded as this one is.
+      ...(inner.forAgent !== undefined ? { forAgent: (spec: AgentSpec) => this.tool((inner.forAgent as (s: AgentSpec) => Tool).call(inner, spec)) } : {}),
       ...(ask !== undefined
         ? {
             askBefore: (args: JsonValue, call: { readonly id: string; readonly name: string }) => {

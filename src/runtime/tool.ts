@@ -128,6 +128,8 @@ export function defineTool<A extends z.ZodType>(def: {
   readonly args: A;
   readonly category?: string;
   readonly recovery?: ToolRecoveryCapability;
+  /** The activity types its calls report (`Tool.activityTypes`). */
+  readonly activityTypes?: readonly string[];
   readonly execute: (args: z.output<A>, ctx: ToolCallContext) => ToolResult | ToolOutput | Promise<ToolResult | ToolOutput>;
 }): Tool {
   const parameters = z.toJSONSchema(def.args, { unrepresentable: 'any' }) as JsonValue;
@@ -146,6 +148,7 @@ export function defineTool<A extends z.ZodType>(def: {
       ...(def.category !== undefined ? { category: def.category } : {}),
     },
     ...(def.recovery !== undefined ? { recovery: def.recovery } : {}),
+    ...(def.activityTypes !== undefined ? { activityTypes: def.activityTypes } : {}),
     validateArgs: (args) => void parse(args),
     execute: (args, ctx) => def.execute(parse(args), ctx),
   };

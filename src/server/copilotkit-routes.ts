@@ -145,8 +145,8 @@ async function connect(parts: ServerParts, agentId: string, raw: unknown): Promi
   const thread = reachable ? await parts.store.loadThread(threadId) : undefined;
   const snapshot = sharedOf(thread?.threadState?.extensions ?? {}, agentSpecOf(parts, agentId)?.client_state ?? []);
   const runId = parsed.data.runId ?? parts.runtime.env.ids.next('run');
-  // A paused thread: the calls its run waits on are shown as the run's stream showed them — the
-  // assistant message that made them, and the interrupts to answer (a client's call among them
+  // A paused thread: the calls its run waits on are shown with the assistant message that made them
+  // (threadView), and the interrupts to answer (a client's call among them
   // only beside another; alone, the page runs it as it would have).
   const waiting = reachable ? ((await parts.registry.waitingAnywhere(threadId))?.calls ?? []) : [];
   const asked = waiting.filter((w) => w.suspension?.action !== CLIENT_TOOL_ACTION);

@@ -269,14 +269,30 @@ export function logStream(
           stop();
           end();
         };
+        /** Whether the last item came and its text is being made: later items are not written. */
+        let closing = false;
+        /** The last item's text as rendered, while its final form is being made. */
+        let lastText = '';
+        // The last piece is written whatever the client's backlog (a snapshot of a long thread is one
+        // large piece): the stream ends with it, so it holds nothing longer than the client takes.
+        const finishWith = (text: string): void => {
+          if (closed) return;
+          push(text);
+          if (options.epilogue !== undefined) push(options.epilogue());
+          stop();
+          end();
+        };
         const offShutdown = registry.onShutdown(() => {
           if (closed) return;
+          // A run's last frame already came: it is written as it was, not lost to the shutdown.
+          if (closing) return finishWith(lastText);
           if (options.render === undefined) push(reconnectFrame(lastSent, 'shutting_down'));
           stop();
           end();
         });
         const offForgotten = registry.onForgotten(threadId, () => {
           if (closed) return;
+          if (closing) return finishWith(lastText);
           stop();
           end();
         });
@@ -285,15 +301,6 @@ export function logStream(
           offShutdown();
           offForgotten();
           stopStream();
-        };
-        /** Whether the last item came and its text is being made: later items are not written. */
-        let closing = false;
-        const finishWith = (text: string): void => {
-          if (closed) return;
-          write(text);
-          if (options.epilogue !== undefined) write(options.epilogue());
-          stop();
-          end();
         };
         unsubscribe = await registry.subscribe(
           threadId,
@@ -306,6 +313,7 @@ export function logStream(
             if (last && options.lastFrame !== undefined) {
               // Nothing after the last item is written; heartbeats keep the connection meanwhile.
               closing = true;
+              lastText = text;
               void options.lastFrame(text).then(
                 (framed) => finishWith(framed),
                 () => finishWith(text),

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { AgentEvent } from '../contract/event.ts';
-import { messageText, type Message } from '../contract/message.ts';
+import { messageText, type ContentBlock, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import type { WireError } from '../contract/wire.ts';
@@ -31,7 +31,7 @@ import { clientStateProblem } from '../runtime/client-state.ts';
 import { clientToolClash } from '../runtime/client-tool.ts';
 import { isValidId } from '../runtime/store.ts';
 import type { ThreadSnapshot } from '../runtime/thread-run-store.ts';
-import { ToolBatchKey, type ToolBatchRecord } from '../runtime/tool-batch.ts';
+import { ToolBatchKey, toolMessageText, type ToolBatchRecord } from '../runtime/tool-batch.ts';
 import { HttpError, logStream, readJson, registryError, type ServerParts } from './http-support.ts';
 import { acceptInbound, type AcceptedInbound } from './inbound.ts';
 import { interruptThread } from './interrupt.ts';
@@ -198,25 +198,39 @@ function toUiMessages(messages: readonly Message[], waiting: readonly WaitingCal
 /**
  * The thread a client aligns to: its stored messages a client may see, then the assistant message
  * whose calls a parked run waits on — it joins the thread only once its calls are settled, so until
- * then it is shown as the stream showed it: its text (the thread's tool batch keeps it) and its calls.
+ * then it is made from the thread's tool batch — its text and every call of it, under the id the
+ * thread will keep the message under, so a client aligned to this view keeps it across the resume —
+ * followed by the results of the calls that have settled (`settled:<call>`: not the stream's
+ * `result:<call>`, which a client merging by id would keep in place, above the message it answers).
+ * A waiting call of no batch the thread holds is shown under the message its run names.
  */
 export function threadView(thread: ThreadSnapshot | undefined, waiting: readonly WaitingCall[]): Message[] {
   const shown = (thread?.messages ?? []).filter((m) => m.visibility !== 'internal');
   const batch = thread?.threadState?.extensions[ToolBatchKey.key] as ToolBatchRecord | null | undefined;
   const held = new Set(shown.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+  const waits = new Set(waiting.map((w) => w.callId));
+  const inBatch = new Set(batch?.calls.map((c) => c.id) ?? []);
   const pending = new Map<string, Message>();
-  for (const w of waiting) {
-    if (held.has(w.callId)) continue;
-    // The batch is the one message's calls, shown under the id the thread will keep that message
-    // under once its calls settle (a live run's waiting call names the id its stream gave it), so a
-    // client aligned to this view keeps the message's id across the resume.
-    const ofBatch = batch?.calls.some((c) => c.id === w.callId) === true;
-    const id = ofBatch ? batch.message_id : w.messageId;
-    const text = ofBatch && batch.text !== '' ? [{ type: 'text' as const, text: batch.text }] : [];
-    const made = pending.get(id) ?? { id, role: 'assistant', content: text, tool_calls: [] };
-    pending.set(id, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
+  const settled: Message[] = [];
+  if (batch?.calls.some((c) => waits.has(c.id) && !held.has(c.id))) {
+    pending.set(batch.message_id, {
+      id: batch.message_id,
+      role: 'assistant',
+      content: batch.text !== '' ? [{ type: 'text', text: batch.text }] : [],
+      tool_calls: batch.calls.map((c) => ({ ...c })),
+    });
+    for (const c of batch.calls) {
+      const result = batch.results[c.id];
+      if (result !== undefined && !waits.has(c.id))
+        settled.push({ id: `settled:${c.id}`, role: 'tool', content: [{ type: 'text', text: toolMessageText(result) }], tool_call_id: c.id });
+    }
   }
-  return [...shown, ...pending.values()];
+  for (const w of waiting) {
+    if (held.has(w.callId) || inBatch.has(w.callId)) continue;
+    const made = pending.get(w.messageId) ?? { id: w.messageId, role: 'assistant', content: [], tool_calls: [] };
+    pending.set(w.messageId, { ...made, tool_calls: [...(made.tool_calls ?? []), { id: w.callId, name: w.name, arguments: w.arguments }] });
+  }
+  return [...shown, ...pending.values(), ...settled];
 }
 
 /** Stored messages as AG-UI messages (`{id, role, content, toolCalls?, toolCallId?}`). */
@@ -224,12 +238,20 @@ export function toAgUiMessages(messages: readonly Message[]): unknown[] {
   return messages.map((m) => ({
     id: m.id ?? '',
     role: m.role,
-    content: messageText(m),
+    // A user's images and documents as AG-UI content parts (what the client sent them as), else the text.
+    content: m.role === 'user' && m.content.some((b) => b.type !== 'text') ? m.content.map(agUiPart) : messageText(m),
     ...(m.tool_calls !== undefined
       ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
       : {}),
     ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
   }));
+}
+
+/** A content block as an AG-UI 1.0 content part (`{type: text, text}`, or an image or document with its source). */
+function agUiPart(b: ContentBlock): JsonValue {
+  if (b.type === 'text') return { type: 'text', text: b.text };
+  const source = b.source.kind === 'url' ? { type: 'url', value: b.source.url } : { type: 'data', value: b.source.data, mimeType: b.source.media_type };
+  return { type: b.type, source };
 }
 
 /** The spec of the agent a request runs (the first agent when it names none); undefined for none (its start says why). */
@@ -255,10 +277,22 @@ function streamRun<S>(
   context: StreamContext,
 ): Response {
   let state = protocol.initial(context);
+  const aligns = (protocol as Protocol<unknown>) === agUi;
+  /** A failed inference's `RUN_ERROR`, held until the run's last frame so that the snapshot goes before it. */
+  let held = '';
   const render = (item: LogItem): string => {
     if (item.kind !== 'frame' || item.runId !== runId) return '';
     const [next, text] = protocol.step(state, item.event);
     state = next;
+    if (aligns && item.event.event_type === 'error') {
+      held += text;
+      return '';
+    }
+    if (aligns && item.event.event_type === 'run_finish' && held !== '') {
+      const all = held + text;
+      held = '';
+      return all;
+    }
     return text;
   };
   return logStream(
@@ -270,7 +304,7 @@ function streamRun<S>(
       render,
       until: (item) => item.kind === 'frame' && item.runId === runId && item.event.event_type === 'run_finish',
       epilogue: () => protocol.finish(state),
-      ...((protocol as Protocol<unknown>) === agUi ? { lastFrame: (text: string) => withMessagesSnapshot(parts, threadId, text) } : {}),
+      ...(aligns ? { lastFrame: (text: string) => withMessagesSnapshot(parts, threadId, text) } : {}),
     },
     { ...protocol.headers, 'x-awaken-run-id': runId, 'x-awaken-thread-id': threadId },
   );
@@ -289,6 +323,8 @@ async function withMessagesSnapshot(parts: ServerParts, threadId: string, text: 
   const at = text.lastIndexOf('data: {"type":"RUN_');
   if (at < 0 || !(text.startsWith('data: {"type":"RUN_FINISHED"', at) || text.startsWith('data: {"type":"RUN_ERROR"', at))) return text;
   const thread = await parts.store.loadThread(threadId);
+  // Not there (deleted meanwhile): an empty snapshot would wipe what the client holds.
+  if (thread === undefined) return text;
   const waiting = (await parts.registry.waitingAnywhere(threadId))?.calls ?? [];
   const snapshot = frameAgUi([{ type: 'MESSAGES_SNAPSHOT', messages: toAgUiMessages(threadView(thread, waiting)) as JsonValue[] }]);
   return text.slice(0, at) + snapshot + text.slice(at);

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +5,7 @@ import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, startDev, type DevServer } from '../support/browser.ts';
 import { repo } from '../support/serve-process.ts';
 
 /**
@@ -26,42 +25,8 @@ import { repo } from '../support/serve-process.ts';
 const ARTIFACTS = join(repo, 'test-artifacts/browser');
 const APP = 'spec/browser/fixtures/studio-a2ui-app.ts';
 let assets = '';
-let dev: { child: ChildProcess; url: string; log(): string; stop(): Promise<void> };
+let dev: DevServer;
 let browser: Browser;
-
-/** `awaken dev --app APP` on a free port, serving the page built into `assets`; resolves once it listens. */
-function startDev(env: NodeJS.ProcessEnv): Promise<typeof dev> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'dev', '--app', APP, '--store', 'memory', '--port', '0'], {
-    cwd: repo,
-    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stdout?.resume();
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken dev did not start:\n${log}`)), 20_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] as string, log: () => log, stop });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`awaken dev exited with ${code}:\n${log}`));
-    });
-  });
-}
 
 /** A page with its console errors and warnings, every URL it asked for, and the chat requests' bodies. */
 async function newPage(): Promise<{
@@ -115,7 +80,7 @@ const threadOf = (page: Page): string => decodeURIComponent(/^#\/chat\/(.+)$/.ex
 beforeAll(async () => {
   assets = mkdtempSync(join(tmpdir(), 'awaken-studio-a2ui-page-'));
   await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
-  dev = await startDev({ AWAKEN_INSPECTOR_ASSETS: assets });
+  dev = await startDev(APP, { AWAKEN_INSPECTOR_ASSETS: assets });
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });
 }, 60_000);

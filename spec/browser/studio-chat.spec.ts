@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +5,7 @@ import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, startDev, type DevServer } from '../support/browser.ts';
 import { repo } from '../support/serve-process.ts';
 
 /**
@@ -24,43 +23,9 @@ import { repo } from '../support/serve-process.ts';
 const ARTIFACTS = join(repo, 'test-artifacts/browser');
 const APP = 'spec/browser/fixtures/studio-chat-app.ts';
 let assets = '';
-let dev: { child: ChildProcess; url: string; log(): string; stop(): Promise<void> };
-let guarded: typeof dev | undefined;
+let dev: DevServer;
+let guarded: DevServer | undefined;
 let browser: Browser;
-
-/** `awaken dev --app APP` on a free port, serving the page built into `assets`; resolves once it listens. */
-function startDev(env: NodeJS.ProcessEnv): Promise<typeof dev> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'dev', '--app', APP, '--store', 'memory', '--port', '0'], {
-    cwd: repo,
-    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stdout?.resume();
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken dev did not start:\n${log}`)), 20_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] as string, log: () => log, stop });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`awaken dev exited with ${code}:\n${log}`));
-    });
-  });
-}
 
 async function newPage(): Promise<{ page: Page; problems: string[] }> {
   const page = await browser.newPage({ viewport: { width: 1300, height: 1000 } });
@@ -96,8 +61,8 @@ beforeAll(async () => {
   assets = mkdtempSync(join(tmpdir(), 'awaken-studio-chat-page-'));
   await build({ configFile: join(repo, 'inspector/vite.config.ts'), mode: 'production', build: { outDir: assets, emptyOutDir: true }, logLevel: 'error' });
   [dev, guarded] = await Promise.all([
-    startDev({ AWAKEN_INSPECTOR_ASSETS: assets }),
-    startDev({ AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'studio-chat-token' }),
+    startDev(APP, { AWAKEN_INSPECTOR_ASSETS: assets }),
+    startDev(APP, { AWAKEN_INSPECTOR_ASSETS: assets, AWAKEN_API_TOKEN: 'studio-chat-token' }),
   ]);
   browser = await launchChromium();
   mkdirSync(ARTIFACTS, { recursive: true });

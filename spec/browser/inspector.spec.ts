@@ -2,12 +2,11 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeF
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, seriousViolations } from '../support/browser.ts';
 import { parked, served as reloadable } from '../support/segments.ts';
 import { decisionFor } from '../../src/runtime/run-loop.ts';
 
@@ -76,18 +75,6 @@ async function newPage(): Promise<{ page: Page; problems: string[]; urls: string
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('request', (r) => urls.push(r.url()));
   return { page, problems, urls };
-}
-
-/** axe-core in the page: the violations of impact serious or critical, by rule and the nodes they hit. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
-    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-  };
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 beforeAll(async () => {

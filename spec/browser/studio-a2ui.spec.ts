@@ -1,11 +1,11 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, startDev, type DevServer } from '../support/browser.ts';
+import { launchChromium, seriousViolations, startDev } from '../support/browser.ts';
+import type { ServeProcess } from '../support/serve-process.ts';
 import { repo } from '../support/serve-process.ts';
 
 /**
@@ -25,7 +25,7 @@ import { repo } from '../support/serve-process.ts';
 const ARTIFACTS = join(repo, 'test-artifacts/browser');
 const APP = 'spec/browser/fixtures/studio-a2ui-app.ts';
 let assets = '';
-let dev: DevServer;
+let dev: ServeProcess;
 let browser: Browser;
 
 /** A page with its console errors and warnings, every URL it asked for, and the chat requests' bodies. */
@@ -62,18 +62,6 @@ const lastUserText = (body: { messages: { role: string; parts: { type: string; t
     ?.parts.filter((p) => p.type === 'text')
     .map((p) => p.text)
     .join('');
-
-/** axe-core in the page: the violations of impact serious or critical, by rule and the nodes they hit. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
-    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-  };
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 const threadOf = (page: Page): string => decodeURIComponent(/^#\/chat\/(.+)$/.exec(new URL(page.url()).hash)?.[1] ?? '');
 

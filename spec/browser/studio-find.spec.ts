@@ -1,11 +1,10 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, seriousViolations } from '../support/browser.ts';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
 
 /**
@@ -38,16 +37,6 @@ async function newPage(): Promise<{ page: Page; problems: string[] }> {
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   return { page, problems };
-}
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
-    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-  };
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 const threadButtons = (page: Page): Promise<string[]> =>

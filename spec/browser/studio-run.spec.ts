@@ -2,13 +2,12 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
-import axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syntheticTranscript } from '../../bench/studio.ts';
 import { repo, startDemoAndSlow, type ServeProcess } from '../support/serve-process.ts';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, seriousViolations } from '../support/browser.ts';
 
 /**
  * A run's view in the inspector (docs/inspector.md), in headless Chromium: the run as a waterfall on
@@ -43,16 +42,6 @@ async function newPage(url: string): Promise<{ page: Page; problems: string[] }>
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   await page.goto(url);
   return { page, problems };
-}
-
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(axe.source);
-  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
-    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-  };
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 async function openRun(page: Page, thread: string): Promise<void> {

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { extname, join, normalize } from 'node:path';
 import Chromium from '@sparticuz/chromium';
-import { chromium, type Browser } from 'playwright-core';
-import { repo } from './serve-process.ts';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import axe from 'axe-core';
+import { startListening, type ServeProcess } from './serve-process.ts';
 
 /**
  * Headless Chromium as `@sparticuz/chromium` ships it in its npm package (no download step), but with
@@ -40,44 +40,22 @@ export function serveStatic(root: string, host = '127.0.0.1'): Promise<{ server:
   return new Promise((resolve) => server.listen(0, host, () => resolve({ server, origin: `http://${host}:${(server.address() as { port: number }).port}` })));
 }
 
-/** An `awaken dev` process: where it listens, what it logged, and how to stop it. */
-export interface DevServer {
-  readonly child: ChildProcess;
-  readonly url: string;
-  log(): string;
-  stop(): Promise<void>;
+/** `awaken dev --app APP` on a free port (`env` beside the process's: the page's assets, a token); resolves once it listens. */
+export async function startDev(app: string, env: NodeJS.ProcessEnv): Promise<ServeProcess> {
+  const dev = await startListening('dev', ['--app', app, '--store', 'memory'], env);
+  // What it prints is not read: its pipe must not fill.
+  dev.child.stdout?.resume();
+  return dev;
 }
 
-/** `awaken dev --app APP` on a free port (`env` beside the process's: the page's assets, a token); resolves once it listens. */
-export function startDev(app: string, env: NodeJS.ProcessEnv): Promise<DevServer> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'dev', '--app', app, '--store', 'memory', '--port', '0'], {
-    cwd: repo,
-    env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stdout?.resume();
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
+/** axe-core in the page: the violations of impact serious or critical, by rule and the nodes they hit. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  // Through the DevTools protocol, not a script tag: the page's content security policy allows no inline script.
+  await page.evaluate(axe.source);
+  const result = (await page.evaluate(() => (globalThis as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
   };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken dev did not start:\n${log}`)), 20_000);
-    child.stderr?.on('data', (d: Buffer) => {
-      log += d.toString();
-      const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] as string, log: () => log, stop });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`awaken dev exited with ${code}:\n${log}`));
-    });
-  });
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }

@@ -20,7 +20,12 @@ export interface ServeProcess {
  * network), run in `cwd` (default: the repository); resolves once it listens. A server that does not start fails with its log.
  */
 export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd: string = repo): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), 'serve', ...args, '--port', '0'], {
+  return startListening('serve', args, env, cwd);
+}
+
+/** `awaken <command> ARGS --port 0` (`serve` or `dev`) as a child process; resolves once it listens. */
+export function startListening(command: 'serve' | 'dev', args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd: string = repo): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [join(repo, 'src/cli/awaken.js'), command, ...args, '--port', '0'], {
     cwd,
     env: { ...process.env, OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -35,7 +40,7 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {},
     clearTimeout(timer);
   };
   return new Promise((resolveStart, reject) => {
-    const timer = setTimeout(() => reject(new Error(`awaken serve did not start:\n${log}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`awaken ${command} did not start:\n${log}`)), 20_000);
     child.stderr?.on('data', (d: Buffer) => {
       log += d.toString();
       const m = /listening on (http:\/\/[^\s"]+)/.exec(log);
@@ -46,7 +51,7 @@ export function startServe(args: readonly string[], env: NodeJS.ProcessEnv = {},
     });
     child.on('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`awaken serve exited with ${code}:\n${log}`));
+      reject(new Error(`awaken ${command} exited with ${code}:\n${log}`));
     });
   });
 }

@@ -1,5 +1,5 @@
 import { AbstractChat, createIdGenerator, DefaultChatTransport, getToolName, isToolUIPart, type ChatState, type ChatStatus, type UIMessage } from 'ai';
-import { A2UI_SURFACE_ACTIVITY } from '../../src/contract/a2ui.ts';
+import { A2UI_OPERATIONS_KEY, A2UI_SURFACE_ACTIVITY } from '../../src/contract/a2ui.ts';
 import { drawSurfaces, operationsOf, surfaceIdsOf } from './a2ui.ts';
 import { el, pretty } from './dom.ts';
 import { hrefOf } from './route.ts';
@@ -11,7 +11,8 @@ import './chat.css';
  * `DefaultChatTransport`), so the panel behaves as any `useChat` page would. The answer streams in
  * as chat: text, reasoning (folded), tool calls with their arguments, progress and results, an
  * A2UI v0.9 surface drawn (./a2ui.ts; a click in it is the next user message) with its JSON folded
- * beside it, other activity as its JSON, folded. A call the run waits on is answered here
+ * beside it (in a reopened thread, whose history has no activity, drawn from the `render_a2ui`
+ * call's result), other activity as its JSON, folded. A call the run waits on is answered here
  * (approve, deny, or a JSON payload for a tool that takes the answer as its result); a run is
  * cancelled on the server (`POST /v1/runs/:id/cancel`) and its stream dropped. Every node is built
  * with the DOM (text is text, never HTML); the page's CSP allows no inline script or style.
@@ -167,6 +168,18 @@ function progressOf(message: UIMessage): Map<string, { status: string; message?:
     });
   }
   return out;
+}
+
+/**
+ * The operations a `render_a2ui` call's result carries (`{a2ui_operations, rendered}`, or that as
+ * `data` beside the result's metadata), once the call is done.
+ */
+function surfaceOfResult(p: ToolPart): unknown[] | undefined {
+  if (getToolName(p) !== 'render_a2ui' || p.state !== 'output-available' || p.preliminary === true) return undefined;
+  const out = p.output;
+  const data = isObject(out) && isObject(out['data']) && !(A2UI_OPERATIONS_KEY in out) ? out['data'] : out;
+  const ops = isObject(data) ? data[A2UI_OPERATIONS_KEY] : undefined;
+  return Array.isArray(ops) ? ops : undefined;
 }
 
 /** Only what the server reads goes back to it: the data parts (state snapshots, run info) stay in the page. */
@@ -380,13 +393,27 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     const tickets = ticketsOf(m);
     const progress = progressOf(m);
     const activity = new Map<string, unknown[]>();
+    // The calls whose surface the stream sent as activity: drawn from that, not again from their result.
+    const streamed = new Set(
+      m.parts.flatMap((p) => {
+        const d = p.type === 'data-activity-snapshot' ? (p as DataPart).data : undefined;
+        return isObject(d) && d['activityType'] === A2UI_SURFACE_ACTIVITY && typeof d['messageId'] === 'string' ? [d['messageId']] : [];
+      }),
+    );
     m.parts.forEach((p, i) => {
       const key = `${m.id}:${i}`;
       if (p.type === 'text') node.append(el('p', { class: 'chat-text' }, p.text));
       else if (p.type === 'reasoning')
         node.append(fold(key, p.state === 'streaming' ? 'Reasoning…' : 'Reasoning', false, el('p', { class: 'chat-reasoning' }, p.text)));
-      else if (isToolUIPart(p)) node.append(renderTool(m, p, tickets.get(p.toolCallId), progress.get(p.toolCallId)));
-      else if (p.type === 'file') node.append(el('p', { class: 'note' }, `A file (${p.mediaType}${p.filename !== undefined ? `: ${p.filename}` : ''})`));
+      else if (isToolUIPart(p)) {
+        node.append(renderTool(m, p, tickets.get(p.toolCallId), progress.get(p.toolCallId)));
+        const fromResult = surfaceOfResult(p);
+        if (fromResult !== undefined && !streamed.has(p.toolCallId)) {
+          // A thread's history has no activity parts: a call's surface comes back from its result.
+          const what = `A2UI surface ${surfaceIdsOf(fromResult).join(', ')} from ${p.toolCallId}`.replace(/ +/g, ' ').trim();
+          node.append(el('section', { class: 'chat-a2ui', 'aria-label': what }, surfaceNode(`${m.id}:${A2UI_SURFACE_ACTIVITY} ${p.toolCallId}`, fromResult)));
+        }
+      } else if (p.type === 'file') node.append(el('p', { class: 'note' }, `A file (${p.mediaType}${p.filename !== undefined ? `: ${p.filename}` : ''})`));
       else if (p.type === 'source-url')
         node.append(
           el(

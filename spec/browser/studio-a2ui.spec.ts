@@ -16,7 +16,8 @@ import { repo } from '../support/serve-process.ts';
  * the data model's value, its button — with the activity's JSON folded beside it; a click on the
  * button is the chat's next user message, worded as the AG-UI route words
  * `forwardedProps.a2uiAction` (`formatA2uiUserAction`), with the value typed into the field as its
- * context. Both catalog ids draw: the seed's (agent `designer`) and CopilotKit's (agent `kit`); a
+ * context. The thread reloaded at its address (a history with no activity) draws the surface again
+ * from the call's result, and its click sends the same message. Both catalog ids draw: the seed's (agent `designer`) and CopilotKit's (agent `kit`); a
  * catalog the page does not know (agent `own`) is said beside the JSON, which stays.
  * axe-core finds no serious or critical violation; the console stays free of errors and warnings;
  * no request leaves loopback. A screenshot goes to test-artifacts/browser/studio-a2ui.png.
@@ -118,6 +119,8 @@ describe('the studio chat draws A2UI v0.9 surfaces', () => {
       .toEqual(['Here is an order form.', 'The order form is on screen.']);
     await expect.poll(() => page.locator('#chat-status').innerText()).toMatch(/^Run \S+ finished\.$/);
     expect(await seriousViolations(page)).toEqual([]);
+    // Drawn once: from its activity, not again from the call's result.
+    expect(await page.locator('#chat-log .chat-a2ui').count()).toBe(1);
 
     // A value typed into the form is the action's context; the click is one user message.
     await name.fill('Ada King');
@@ -135,6 +138,25 @@ describe('the studio chat draws A2UI v0.9 surfaces', () => {
     };
     expect(history.messages.filter((m) => m.role === 'user').map((m) => m.content.map((c) => c.text).join(''))).toEqual(['Show me an order form', clicked]);
     await page.screenshot({ path: join(ARTIFACTS, 'studio-a2ui.png'), fullPage: true });
+
+    // The thread reopened by its address: its history has no activity, the call's result draws the surface again.
+    expect(new URL(page.url()).hash).toBe(`#/chat/${encodeURIComponent(thread)}`);
+    await page.reload();
+    await expect.poll(() => page.locator('#chat-log .chat-msg.user .chat-text').allInnerTexts()).toEqual(['Show me an order form', clicked]);
+    const again = page.getByRole('region', { name: 'A2UI surface order-form-1 from call_form' });
+    const againButton = again.getByRole('button', { name: 'Place the order' });
+    await expect.poll(() => againButton.count()).toBe(1);
+    expect(await againButton.evaluate((b) => b.tagName)).toBe('BUTTON');
+    expect(await again.locator('a2ui-surface h2').innerText()).toBe('Order form');
+    expect(await page.locator('#chat-log .chat-a2ui').count()).toBe(1);
+    const againName = again.getByRole('textbox', { name: 'Name' });
+    expect(await againName.inputValue()).toBe('Ada Lovelace');
+    expect(await seriousViolations(page)).toEqual([]);
+    await againName.fill('Ada King');
+    await againButton.click();
+    await expect.poll(() => chats.length).toBe(3);
+    expect(lastUserText(chats[2])).toBe(clicked);
+    await expect.poll(() => page.locator('#chat-log .chat-msg.assistant .chat-text').last().innerText()).toBe('Your order is placed again.');
     expect(offLoopback(urls)).toEqual([]);
     expect(problems).toEqual([]);
     await page.close();

@@ -202,6 +202,23 @@ describe('A2UI v0.9 message validation against the catalog', () => {
     ]);
   });
 
+  it('refuses a surface id or a component id longer than a click may name back (200 characters)', () => {
+    const long = 's'.repeat(201);
+    expect(
+      validateA2uiV09Messages([
+        comps(long, [{ id: 'root', component: 'Divider' }]),
+        comps('ok', [
+          { id: 'root', component: 'Column', children: [long] },
+          { id: long, component: 'Divider' },
+        ]),
+        comps('s'.repeat(200), [{ id: 'root', component: 'Divider' }]),
+      ]),
+    ).toEqual([
+      'messages[0].updateComponents.surfaceId: at most 200 characters (a click in the surface names it back)',
+      'messages[1].updateComponents.components[1].id: at most 200 characters (a click in the surface names it back)',
+    ]);
+  });
+
   it('reports each malformed message of several by its index', () => {
     expect(validateA2uiV09Messages([comps('s', [ROOT_TEXT]), 42, {}])).toEqual([
       'messages[1]: expected a JSON object',

@@ -29,15 +29,18 @@ export type A2uiUserAction = { readonly [key: string]: JsonValue };
  */
 export const A2UI_CONTEXT_MAX_CHARS = 16_384;
 
+/** The longest name, surface id or component id a click may carry (a surface's ids are held to it too). */
+export const A2UI_ID_MAX_CHARS = 200;
+
 /**
  * What a renderer sends: the fields the user message is worded from, typed and bounded, and whatever
  * else it adds (`timestamp`, say), unread. Each field may be missing, as the middleware's wording
  * has a stand-in for it.
  */
 const A2uiUserActionSchema = z.looseObject({
-  name: z.string().max(200).optional(),
-  surfaceId: z.string().max(200).optional(),
-  sourceComponentId: z.string().max(200).optional(),
+  name: z.string().max(A2UI_ID_MAX_CHARS).optional(),
+  surfaceId: z.string().max(A2UI_ID_MAX_CHARS).optional(),
+  sourceComponentId: z.string().max(A2UI_ID_MAX_CHARS).optional(),
   context: JsonValueSchema.optional().superRefine((value, ctx) => {
     if (value !== undefined && JSON.stringify(value).length > A2UI_CONTEXT_MAX_CHARS)
       ctx.addIssue({ code: 'custom', message: `at most ${A2UI_CONTEXT_MAX_CHARS} characters of JSON` });

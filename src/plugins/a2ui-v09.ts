@@ -1,9 +1,12 @@
-import { A2UI_OPERATIONS_KEY, A2UI_SURFACE_ACTIVITY } from '../contract/a2ui.ts';
+import { A2UI_ID_MAX_CHARS, A2UI_OPERATIONS_KEY, A2UI_SURFACE_ACTIVITY } from '../contract/a2ui.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { unreachable } from '../contract/never.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
 import { A2UI_BASIC_CATALOG } from './a2ui-basic-catalog.ts';
 import type { A2uiCatalog, A2uiComponentSpec, A2uiPropertySpec } from './a2ui-catalog.ts';
+
+/** A click names a surface's ids back (`forwardedProps.a2uiAction`), and the server takes them only this long there. */
+const TOO_LONG = `at most ${A2UI_ID_MAX_CHARS} characters (a click in the surface names it back)`;
 
 /**
  * A2UI v0.9 for the `render_a2ui` tool: the four messages checked against the agent's catalog, a
@@ -84,6 +87,7 @@ function checkMessage(m: JsonValue, catalog: A2uiCatalog): string | undefined {
   const surface = body['surfaceId'];
   if (typeof surface !== 'string') return `.${type}.surfaceId: is required`;
   if (surface === '') return `.${type}.surfaceId: must not be empty`;
+  if (surface.length > A2UI_ID_MAX_CHARS) return `.${type}.surfaceId: ${TOO_LONG}`;
   const unknown = (allowed: readonly string[]): string | undefined => {
     const field = Object.keys(body).find((k) => !allowed.includes(k));
     return field === undefined ? undefined : `.${type}: unknown field '${field}' (${type} has ${listed(allowed)})`;
@@ -136,6 +140,7 @@ function checkMessage(m: JsonValue, catalog: A2uiCatalog): string | undefined {
 function checkComponent(c: JsonValue, catalog: A2uiCatalog): string | undefined {
   if (!isObj(c)) return ': must be a JSON object';
   if (typeof c['id'] !== 'string' || c['id'] === '') return '.id: is required';
+  if (c['id'].length > A2UI_ID_MAX_CHARS) return `.id: ${TOO_LONG}`;
   const name = c['component'];
   if (isObj(name)) return `.component: must be a component name: A2UI v0.9 writes {"id": …, "component": "Text", "text": …}, the properties beside it`;
   if (typeof name !== 'string' || name === '') return '.component: is required';

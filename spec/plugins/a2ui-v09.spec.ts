@@ -9,7 +9,7 @@ import { Messages } from '../../src/contract/message.ts';
 import { A2UI_BASIC_CATALOG } from '../../src/plugins/a2ui-basic-catalog.ts';
 import { catalogOfSchema, type A2uiCatalog } from '../../src/plugins/a2ui-catalog.ts';
 import { a2uiOperations, a2uiV09Instructions, a2uiV09MessagesOf, validateA2uiV09Messages } from '../../src/plugins/a2ui-v09.ts';
-import { a2uiPlugin, type A2uiPromptConfig } from '../../src/plugins/generative-ui.ts';
+import { a2uiPlugin } from '../../src/plugins/generative-ui.ts';
 import { ScriptedLlm, type ScriptStep } from '../../src/providers/scripted.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
@@ -445,14 +445,10 @@ describe('the generative-ui plugin under A2UI v0.9 (the default)', () => {
   it('the plugin’s settings and the section’s are checked as one: a catalog on one side and v0.8 on the other stop the build too', () => {
     const refused =
       "invalid config section 'generative-ui' of plugin 'generative-ui': catalog: catalog is an A2UI v0.9 setting; v0.8 names its catalog with catalog_id";
-    expect(() => run([], a2uiPlugin({ catalog: A2UI_BASIC_CATALOG as A2uiPromptConfig['catalog'] }), { 'generative-ui': { version: 'v0.8' } })).toThrow(
-      refused,
-    );
+    expect(() => run([], a2uiPlugin({ catalog: A2UI_BASIC_CATALOG }), { 'generative-ui': { version: 'v0.8' } })).toThrow(refused);
     expect(() => run([], a2uiPlugin({ version: 'v0.8' }), { 'generative-ui': { catalog: A2UI_BASIC_CATALOG } })).toThrow(refused);
     // The section's version wins over the plugin's: v0.9 there makes the plugin's catalog one it uses.
     expect(() => run([], a2uiPlugin({ version: 'v0.8' }), { 'generative-ui': { version: 'v0.9', catalog: A2UI_BASIC_CATALOG } })).not.toThrow();
-    expect(() =>
-      run([], a2uiPlugin({ catalog: A2UI_BASIC_CATALOG as A2uiPromptConfig['catalog'] }), { 'generative-ui': { catalog_id: 'mine' } }),
-    ).not.toThrow();
+    expect(() => run([], a2uiPlugin({ catalog: A2UI_BASIC_CATALOG }), { 'generative-ui': { catalog_id: 'mine' } })).not.toThrow();
   });
 });

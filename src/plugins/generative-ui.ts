@@ -89,7 +89,8 @@ export const A2uiPromptConfigSchema = z
   })
   .strict()
   .refine((c) => !(c.version === 'v0.8' && c.catalog !== undefined), { message: CATALOG_UNDER_V08, path: ['catalog'] });
-export type A2uiPromptConfig = z.input<typeof A2uiPromptConfigSchema>;
+/** The plugin's settings: the section's fields, a catalog taken as the library types one (`A2uiCatalog`, read-only). */
+export type A2uiPromptConfig = Omit<z.input<typeof A2uiPromptConfigSchema>, 'catalog'> & { readonly catalog?: A2uiCatalog };
 type A2uiSettings = z.output<typeof A2uiPromptConfigSchema>;
 
 /** An agent's settings: the plugin's, each field the section sets overriding it. */

@@ -182,6 +182,10 @@ function surfaceOfResult(p: ToolPart): unknown[] | undefined {
   return Array.isArray(ops) ? ops : undefined;
 }
 
+/** What a call's drawn surfaces are named: `A2UI surface <ids> from <call>`. */
+const surfaceLabel = (operations: readonly unknown[], from: string): string =>
+  `A2UI surface ${surfaceIdsOf(operations).join(', ')} from ${from}`.replace(/ +/g, ' ').trim();
+
 /** Only what the server reads goes back to it: the data parts (state snapshots, run info) stay in the page. */
 const forServer = (messages: readonly UIMessage[]): UIMessage[] =>
   messages.map((m) => ({ ...m, parts: m.parts.filter((p) => !p.type.startsWith('data-') && p.type !== 'reasoning') }));
@@ -408,11 +412,9 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
       else if (isToolUIPart(p)) {
         node.append(renderTool(m, p, tickets.get(p.toolCallId), progress.get(p.toolCallId)));
         const fromResult = surfaceOfResult(p);
-        if (fromResult !== undefined && !streamed.has(p.toolCallId)) {
-          // A thread's history has no activity parts: a call's surface comes back from its result.
-          const what = `A2UI surface ${surfaceIdsOf(fromResult).join(', ')} from ${p.toolCallId}`.replace(/ +/g, ' ').trim();
-          node.append(el('section', { class: 'chat-a2ui', 'aria-label': what }, surfaceNode(`${m.id}:${A2UI_SURFACE_ACTIVITY} ${p.toolCallId}`, fromResult)));
-        }
+        // A thread's history has no activity parts: a call's surface comes back from its result.
+        if (fromResult !== undefined && !streamed.has(p.toolCallId))
+          node.append(surfaceSection(`${m.id}:${A2UI_SURFACE_ACTIVITY} ${p.toolCallId}`, fromResult, surfaceLabel(fromResult, p.toolCallId)));
       } else if (p.type === 'file') node.append(el('p', { class: 'note' }, `A file (${p.mediaType}${p.filename !== undefined ? `: ${p.filename}` : ''})`));
       else if (p.type === 'source-url')
         node.append(
@@ -435,16 +437,10 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
     for (const [id, items] of activity) {
       const [kind, from] = id.split(' ');
       const operations = kind === A2UI_SURFACE_ACTIVITY ? operationsOf(items) : undefined;
-      const ids = operations !== undefined ? surfaceIdsOf(operations).join(', ') : '';
-      const what = (
+      const what =
         operations !== undefined
-          ? `A2UI surface ${ids} from ${from ?? ''}`
-          : kind === 'a2ui'
-            ? `A2UI surface from ${from ?? ''}`
-            : `${kind ?? ''} ${from ?? ''}`
-      )
-        .replace(/ +/g, ' ')
-        .trim();
+          ? surfaceLabel(operations, from ?? '')
+          : (kind === 'a2ui' ? `A2UI surface from ${from ?? ''}` : `${kind ?? ''} ${from ?? ''}`).replace(/ +/g, ' ').trim();
       const json = fold(
         `${m.id}:activity:${id}`,
         `${what} (JSON, ${items.length} update${items.length === 1 ? '' : 's'})`,
@@ -452,13 +448,18 @@ export function mountChat(root: HTMLElement, deps: ChatDeps): ChatPanel {
         el('pre', { class: 'chat-activity' }, pretty(items)),
       );
       if (operations === undefined) node.append(json);
-      else node.append(el('section', { class: 'chat-a2ui', 'aria-label': what }, surfaceNode(`${m.id}:${id}`, operations), json));
+      else node.append(surfaceSection(`${m.id}:${id}`, operations, what, json));
     }
     const run = m.role === 'assistant' ? runOf(m) : undefined;
     if (run !== undefined && settled) {
       node.append(el('p', { class: 'chat-run' }, el('a', { href: hrefOf({ view: 'runs', thread: chat.id, run }) }, `Timeline of run ${run}`)));
     }
     return node;
+  }
+
+  /** A call's drawn surfaces in a region of their own, named by `what`, with whatever goes beside them (their JSON). */
+  function surfaceSection(key: string, operations: unknown[], what: string, ...beside: HTMLElement[]): HTMLElement {
+    return el('section', { class: 'chat-a2ui', 'aria-label': what }, surfaceNode(key, operations), ...beside);
   }
 
   /** A call's surfaces, drawn once for the operations they came with. */

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Request } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, serveStatic } from '../support/browser.ts';
@@ -51,12 +51,22 @@ afterAll(async () => {
   statics?.close();
 });
 
+/** The `connect` requests each page has in flight. */
+const connecting = new WeakMap<Page, Set<Request>>();
+
 /** The page on `thread`, with every request it makes and every console error or warning kept. */
 async function open(thread: string, page?: Page): Promise<{ page: Page; requests: string[]; console: string[] }> {
   const p = page ?? (await browser.newPage({ viewport: { width: 1200, height: 1000 } }));
   const requests: string[] = [];
   const console: string[] = [];
-  p.on('request', (r) => requests.push(r.url()));
+  const inFlight = new Set<Request>();
+  connecting.set(p, inFlight);
+  p.on('request', (r) => {
+    requests.push(r.url());
+    if (r.url().includes('/agent/kit/connect')) inFlight.add(r);
+  });
+  p.on('requestfinished', (r) => inFlight.delete(r));
+  p.on('requestfailed', (r) => inFlight.delete(r));
   p.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') console.push(`${m.type()}: ${m.text()}`);
   });
@@ -65,10 +75,17 @@ async function open(thread: string, page?: Page): Promise<{ page: Page; requests
   return { page: p, requests, console };
 }
 
+/**
+ * Types `text` and sends it as a user does: once the chat has loaded the thread (no `connect` in
+ * flight; the page connects again when /info adds a tool), done when the message shows in the chat.
+ */
 async function send(page: Page, text: string): Promise<void> {
+  await expect.poll(() => connecting.get(page)?.size ?? 0, { timeout: 20_000 }).toBe(0);
   const input = page.locator('textarea').first();
   await input.fill(text);
+  await expect.poll(() => input.inputValue()).toBe(text);
   await input.press('Enter');
+  await page.getByText(text, { exact: true }).last().waitFor();
 }
 
 /** The hosts a page reached other than loopback (data: and blob: URLs are the page's own). */

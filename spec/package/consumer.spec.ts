@@ -25,9 +25,10 @@ beforeAll(async () => {
 }, 900_000);
 
 describe('the package installed by another project', () => {
-  it('packs only dist/, README, LICENSE, package.json and the data the CLI reads', () => {
+  it('packs only dist/, README, LICENSE, package.json, the data the CLI reads and the JSON Schemas of the files a user writes', () => {
     const top = [...new Set(packed.files.map((f) => (f.includes('/') ? `${f.split('/')[0] as string}/` : f)))].sort();
-    expect(top).toEqual(['LICENSE', 'README.md', 'conformance/', 'dist/', 'fixtures/', 'package.json']);
+    expect(top).toEqual(['LICENSE', 'README.md', 'conformance/', 'dist/', 'fixtures/', 'package.json', 'schemas/']);
+    expect(packed.files.filter((f) => f.startsWith('schemas/'))).toEqual(['schemas/replay-expectations.schema.json']);
     // The data: the demo's recorded conversation (awaken serve without a key), the scripts the README
     // names (fixtures/scripts), the conformance streams.
     expect(packed.files.filter((f) => f.startsWith('fixtures/'))).toEqual([

@@ -1,4 +1,7 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LoadedApp } from '../app/load.ts';
+import { baselineRuns, ExpectationsError, readExpectations, renderGate, replayBaseline, type ReplayExpectations } from '../replay/gate.ts';
 import { fileLines } from '../replay/lines.ts';
 import type { AppCode, MissingCode } from '../replay/plugins.ts';
 import { missingCode } from '../replay/replayer.ts';
@@ -16,8 +19,8 @@ const FORMATS: readonly ReportFormat[] = ['table', 'pretty', 'json'];
 export const REPLAY_COMMAND: CommandSpec = {
   command: 'replay',
   usage: REPLAY_USAGE,
-  options: { json: { type: 'boolean' }, format: { type: 'string' }, app: { type: 'string' } },
-  positionals: { min: 1, max: Infinity, name: 'a transcript FILE' },
+  options: { json: { type: 'boolean' }, format: { type: 'string' }, app: { type: 'string' }, baseline: { type: 'boolean' }, expect: { type: 'string' } },
+  positionals: { min: 1, max: Infinity, name: 'a transcript FILE (or, with --baseline, a DIR)' },
 };
 
 /**
@@ -86,14 +89,78 @@ function notBuiltIn(missing: MissingCode): string {
 /** The code of an app a replay runs: its plugins and stop policies. */
 const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, stopPolicies: loaded.app.stopPolicies });
 
+/**
+ * `awaken replay DIR --baseline [--expect FILE]`: every transcript under DIR replayed, each
+ * divergence in its class, those the manifest expects accepted; exit 0 iff each run is identical or
+ * accepted.
+ */
+async function baseline(dir: string, expectFile: string | undefined, loaded: LoadedApp | undefined, json: boolean, io: Io): Promise<number> {
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new CliFailure(`cannot read ${dir}: ${code === 'ENOENT' ? 'no such folder' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+  }
+  if (!isDir) throw new UsageError(`${dir} is a file: --baseline replays the transcripts in a folder`);
+  const runs = baselineRuns(dir);
+  if (runs.length === 0) throw new CliFailure(`${dir}: no transcript (*.jsonl) in it`, EXIT.noInput);
+  for (const { name } of runs) {
+    const file = join(dir, name);
+    const read = unreplayable(file);
+    if (read instanceof CliFailure) throw read;
+    const missing = codeMissing(file, read.first, read.header, loaded);
+    if (missing !== undefined) throw missing;
+  }
+  let expectations: ReplayExpectations | undefined;
+  if (expectFile !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(expectFile, 'utf8');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new CliFailure(`cannot read ${expectFile}: ${code === 'ENOENT' ? 'no such file' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+    }
+    try {
+      expectations = readExpectations(
+        text,
+        runs.map((r) => r.name),
+      );
+    } catch (e) {
+      if (e instanceof ExpectationsError) throw new CliFailure(`${expectFile}: ${e.message}`, EXIT.data);
+      throw e;
+    }
+  }
+  const report = await replayBaseline(runs, {
+    ...(loaded !== undefined ? { app: codeOf(loaded) } : {}),
+    ...(expectations !== undefined ? { expectations } : {}),
+    onRun: (run, i, of) => {
+      const line = `[${i + 1}/${of}] ${run.identical ? 'identical' : 'DIFFERS  '} ${join(dir, run.run)}`;
+      if (io.progress !== undefined) io.progress(line);
+      else io.err(`${line}\n`);
+    },
+  });
+  io.progress?.('');
+  io.out(json ? `${JSON.stringify(report, null, 2)}\n` : renderGate(report, (run) => join(dir, run)));
+  return report.passed ? EXIT.ok : EXIT.failed;
+}
+
 /** `awaken replay [--app FILE] FILE… [--format table|pretty|json]`. */
 export async function replayCommand(argv: readonly string[], io: Io): Promise<number> {
   return runCli(REPLAY_COMMAND, argv, io, async (args) => {
     const format = choiceOf(args, 'format', FORMATS);
     if (format !== undefined && args.values['json'] === true && format !== 'json')
       throw new UsageError(`--json and --format ${format} say two things: give one`);
+    const expectFile = stringOf(args, 'expect');
+    if (args.values['baseline'] !== true && expectFile !== undefined) throw new UsageError('--expect names what --baseline accepts: give --baseline too');
+    if (args.values['baseline'] === true) {
+      if (format === 'pretty') throw new UsageError('--baseline prints a table or, with --json, JSON: not --format pretty');
+      if (args.positionals.length !== 1) throw new UsageError(`--baseline replays one folder: give one DIR, not ${args.positionals.length}`);
+    }
     const appFile = stringOf(args, 'app');
     const loaded = appFile === undefined ? undefined : await appOption(appFile);
+    if (args.values['baseline'] === true)
+      return baseline(args.positionals[0] as string, expectFile, loaded, args.values['json'] === true || format === 'json', io);
     // Every file is checked before any is replayed: what is no transcript, or names code that is not
     // here, stops the command at once.
     for (const file of args.positionals) {

@@ -23,6 +23,7 @@ with its factory and config: replay it with \`awaken replay --app APP FILE\`.
 `;
 
 export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE… [--format table|pretty|json] [--json]
+       awaken replay [--app FILE] DIR --baseline [--expect FILE] [--json]
 
 Replays each transcript and compares the new event stream with the recorded one byte for byte.
 --format table (default) lists the files and each divergence; pretty shows where each one left the
@@ -30,8 +31,13 @@ recording side by side, the recorded record or event beside what the replay did 
 < only recorded, > only now); json (also --json) prints the reports.
 --app FILE: the app the runs came from; its plugins (each made again by its factory from the
 recorded config) and stop policies run beside the built-in plugins.
-Exit 0 iff every file replays identically; 66 when a FILE (or the app) cannot be read, 65 when one
-is no transcript, or names a plugin or stop policy that is neither built in nor in the app.
+--baseline: the upgrade gate. Replays every transcript under DIR (*.jsonl) and sorts each
+divergence into a class: prompt, tool_arguments, tool_results, state, events, termination, history.
+--expect FILE: a manifest (YAML or JSON; schemas/replay-expectations.schema.json) of the
+divergences a change was meant to make, each { runs, class, why }; those are accepted.
+Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted); 66 when
+a FILE, DIR, manifest or the app cannot be read, 65 when one is no transcript, names a plugin or stop
+policy that is neither built in nor in the app, or the manifest is wrong (naming the field).
 `;
 
 export const INSPECT_USAGE = `usage: awaken inspect FILE.jsonl [--json] [--state]

@@ -28,3 +28,21 @@ export {
 } from './bench-agent.ts';
 export { recordRun, type Recording, type RecordingSetup } from '../replay/recorder.ts';
 export { missingCode, replayTranscript, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';
+export {
+  classifyDivergence,
+  DIVERGENCE_CLASSES,
+  ExpectationsError,
+  expectationsJsonSchema,
+  readExpectations,
+  renderGate,
+  replayBaseline,
+  ReplayExpectationsSchema,
+  type BaselineOptions,
+  type BaselineRun,
+  type DivergenceClass,
+  type GateClass,
+  type GateReport,
+  type GateRun,
+  type ReplayExpectations,
+  type UnmetExpectation,
+} from '../replay/gate.ts';

@@ -1,0 +1,249 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import {
+  classifyDivergence,
+  DIVERGENCE_CLASSES,
+  type DivergenceClass,
+  ExpectationsError,
+  expectationsJsonSchema,
+  readExpectations,
+  renderGate,
+  replayBaseline,
+  type BaselineRun,
+} from '../../src/replay/gate.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+
+/**
+ * The upgrade gate as a library (`awaken-ts/testing`): each class of divergence from an edit of one
+ * recorded run that makes a replay leave it there, the corpus passing unedited, a manifest accepting
+ * what it names (its run and its class) and nothing else, the expectations not met, and a manifest
+ * that is wrong refused naming its field. spec/cli/replay-baseline.spec.ts drives it as a command.
+ */
+
+const runs = join(import.meta.dirname, '../../fixtures/runs');
+const oneTool = readFileSync(join(runs, '03-one-tool.jsonl'), 'utf8');
+
+/** `text` with the first line `pick` matches edited by `edit` (which must change it). */
+function edited(text: string, pick: (line: string) => boolean, edit: (line: string) => string): string {
+  const lines = text.split('\n');
+  const i = lines.findIndex(pick);
+  const before = lines[i] as string;
+  const after = edit(before);
+  if (i < 0 || after === before) throw new Error('the edit changed nothing');
+  lines[i] = after;
+  return lines.join('\n');
+}
+
+/** One edit of `03-one-tool` for each class: what it changes in the recording the replay now does otherwise. */
+const EDITS: Readonly<Record<DivergenceClass, string>> = {
+  // The recorded agent's prompt: the replayed run asks the model something else than it recorded.
+  prompt: edited(
+    oneTool,
+    (l) => l.startsWith('{"type":"header"'),
+    (l) => l.replace('"system_prompt":"You ar', '"system_prompt":"Now you ar'),
+  ),
+  tool_arguments: edited(
+    oneTool,
+    (l) => l.startsWith('{"type":"tool"'),
+    (l) => l.replace('"arguments":{"text":"ping"}', '"arguments":{"text":"pong"}'),
+  ),
+  tool_results: edited(
+    oneTool,
+    (l) => l.includes('"event_type":"tool_call_done"'),
+    (l) => l.replace('"echoed":"ping"', '"echoed":"pong"'),
+  ),
+  state: edited(
+    oneTool,
+    (l) => l.includes('"event_type":"state_snapshot"'),
+    (l) => l.replace('"revision":7', '"revision":70'),
+  ),
+  events: edited(
+    oneTool,
+    (l) => l.includes('"event_type":"text_delta"'),
+    (l) => l.replace('The echo said ping.', 'The echo said pong.'),
+  ),
+  termination: edited(
+    oneTool,
+    (l) => l.includes('"event_type":"run_finish"'),
+    (l) => l.replace('"termination":{"type":"natural_end"}', '"termination":{"type":"cancelled"}'),
+  ),
+  // A message id drawn that the recording does not have: the record, not what the run says.
+  history: oneTool.replace('{"type":"env","draw":"id","kind":"message","value":"message-2"}\n', ''),
+};
+
+describe('classifyDivergence', () => {
+  it.each(DIVERGENCE_CLASSES.map((c) => [c]))('an edit that changes the %s is classed so', async (cls) => {
+    const report = await replayTranscript(EDITS[cls]);
+    expect(report.identical).toBe(false);
+    expect(classifyDivergence(report)).toBe(cls);
+  });
+
+  it('a run that replays identical has no class', async () => {
+    const report = await replayTranscript(oneTool);
+    expect(report.identical).toBe(true);
+    expect(classifyDivergence(report)).toBeUndefined();
+  });
+});
+
+const folder = (): BaselineRun[] => [
+  { name: 'a/prompt.jsonl', text: EDITS.prompt },
+  { name: 'one-tool.jsonl', text: oneTool },
+  { name: 'state.jsonl', text: EDITS.state },
+  { name: 'state-too.jsonl', text: EDITS.state },
+];
+
+describe('replayBaseline', () => {
+  it('the corpus folder, unedited: every run identical, no class, passed', async () => {
+    const report = await replayBaseline(runs);
+    expect(report.runs).toHaveLength(48);
+    expect(report.runs.every((r) => r.identical && r.class === undefined)).toBe(true);
+    expect(report.classes).toEqual([]);
+    expect(report.passed).toBe(true);
+  });
+
+  it('without a manifest: each divergence counted in its class, the first named; not passed', async () => {
+    const report = await replayBaseline(folder());
+    expect(report.runs.map((r) => [r.run, r.class ?? 'identical', r.accepted])).toEqual([
+      ['a/prompt.jsonl', 'prompt', undefined],
+      ['one-tool.jsonl', 'identical', undefined],
+      ['state.jsonl', 'state', undefined],
+      ['state-too.jsonl', 'state', undefined],
+    ]);
+    expect(report.classes).toEqual([
+      { class: 'prompt', runs: 1, accepted: 0, first: 'a/prompt.jsonl' },
+      { class: 'state', runs: 2, accepted: 0, first: 'state.jsonl' },
+    ]);
+    expect(report.passed).toBe(false);
+  });
+
+  it('a manifest accepts the runs it names in the class it names, and only those; what it expected and did not happen is told', async () => {
+    const expectations = readExpectations(
+      [
+        'expected:',
+        '  - runs: [state.jsonl, one-tool.jsonl]',
+        '    class: state',
+        '    why: revisions count from 70 now',
+        '  - runs: [a/prompt.jsonl]',
+        '    class: tool_results',
+        '    why: a wrong guess',
+      ].join('\n'),
+      folder().map((r) => r.name),
+    );
+    const report = await replayBaseline(folder(), { expectations });
+    expect(report.runs.map((r) => [r.run, r.accepted?.why])).toEqual([
+      ['a/prompt.jsonl', undefined],
+      ['one-tool.jsonl', undefined],
+      ['state.jsonl', 'revisions count from 70 now'],
+      ['state-too.jsonl', undefined],
+    ]);
+    expect(report.classes).toEqual([
+      { class: 'prompt', runs: 1, accepted: 0, first: 'a/prompt.jsonl' },
+      { class: 'state', runs: 2, accepted: 1, first: 'state.jsonl' },
+    ]);
+    expect(report.unmet).toEqual([
+      { expectation: 0, run: 'one-tool.jsonl', class: 'state', got: 'identical' },
+      { expectation: 1, run: 'a/prompt.jsonl', class: 'tool_results', got: 'prompt' },
+    ]);
+    expect(report.passed).toBe(false);
+  });
+
+  it("'*' accepts a class in every run; with every divergence accepted the gate passes, and the table says why", async () => {
+    const expectations = readExpectations(
+      JSON.stringify({
+        expected: [
+          { runs: '*', class: 'state', why: 'revisions count from 70 now' },
+          { runs: ['a/prompt.jsonl'], class: 'prompt', why: 'the new prompt' },
+        ],
+      }),
+      folder().map((r) => r.name),
+    );
+    const report = await replayBaseline(folder(), { expectations });
+    expect(report.passed).toBe(true);
+    expect(report.unmet).toEqual([]);
+    expect(renderGate(report)).toBe(
+      [
+        'result     class   accepted  file',
+        'DIFFERS    prompt  yes       a/prompt.jsonl',
+        'identical  -       -         one-tool.jsonl',
+        'DIFFERS    state   yes       state.jsonl',
+        'DIFFERS    state   yes       state-too.jsonl',
+        '',
+        'prompt: 1 run, 1 accepted; the first, a/prompt.jsonl:12 (a llm record):',
+        '  llm (after event #1): request #1 no longer matches the recording: system prompt changed',
+        '  accepted: the new prompt',
+        '',
+        'state: 2 runs, 2 accepted; the first, state.jsonl:25 (an event record):',
+        '  first differing event: #7',
+        '    - snapshot.revision: 70',
+        '    + snapshot.revision: 7',
+        '  accepted: revisions count from 70 now',
+        '',
+        '4 runs: 1 identical, 3 accepted, 0 not accepted — passed',
+        '',
+      ].join('\n'),
+    );
+  });
+});
+
+describe('readExpectations: a manifest that cannot be used is refused, naming the field', () => {
+  const names = ['one-tool.jsonl', 'a/prompt.jsonl'];
+  const refusal = (text: string): string => {
+    try {
+      readExpectations(text, names);
+    } catch (e) {
+      if (e instanceof ExpectationsError) return e.message;
+      throw e;
+    }
+    return 'accepted';
+  };
+  it.each([
+    ['expected:\n  - runs: [two-tools.jsonl]\n    class: state\n    why: x\n', "expected[0].runs[0]: 'two-tools.jsonl' is not a run in the folder replayed"],
+    [
+      'expected:\n  - runs: "*"\n    class: promt\n    why: x\n',
+      'expected[0].class: one of prompt, tool_arguments, tool_results, state, events, termination, history, not "promt"',
+    ],
+    ['expected:\n  - runs: "*"\n    klass: prompt\n    why: x\n', 'expected[0].klass: unknown field'],
+    ['expected:\n  - runs: "*"\n    class: prompt\n', 'expected[0].why: missing'],
+    ['expected:\n  - runs: []\n    class: prompt\n    why: x\n', "expected[0].runs: a list of at least one run, or '*'"],
+    ['expected:\n  - runs: all\n    class: prompt\n    why: x\n', "expected[0].runs: a list of runs or '*'"],
+    ['expected: 3\n', 'expected: a list of expectations, each { runs, class, why }'],
+    ['', 'a manifest is a map with `expected`: a list of { runs, class, why }'],
+    ['{"expected": [}', 'not YAML or JSON: Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 15'],
+  ])('%j', (text, message) => {
+    expect(refusal(text)).toBe(message);
+  });
+
+  it('a manifest that is right is read as it is', () => {
+    expect(refusal('expected:\n  - runs: [a/prompt.jsonl]\n    class: prompt\n    why: x\n')).toBe('accepted');
+  });
+});
+
+describe('schemas/replay-expectations.schema.json', () => {
+  const published = JSON.parse(readFileSync(join(import.meta.dirname, '../../schemas/replay-expectations.schema.json'), 'utf8')) as object;
+  it('is the manifest schema, written out', () => {
+    expect(published).toEqual(expectationsJsonSchema());
+  });
+
+  it("docs/transcript-format.md's manifest is read as it is and holds to the schema", () => {
+    const doc = readFileSync(join(import.meta.dirname, '../../docs/transcript-format.md'), 'utf8');
+    const yaml = /### An upgrade gate[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
+    const run = 'friday--01a23b99~2dc7b9~2d72d2~2db067~2d3f1724ec8c52.jsonl';
+    const manifest = readExpectations(yaml, [run]);
+    expect(manifest.expected.map((e) => [e.runs, e.class])).toEqual([
+      [[run], 'tool_results'],
+      ['*', 'prompt'],
+    ]);
+    expect(new Ajv2020({ strict: false }).compile(published)(manifest)).toBe(true);
+  });
+
+  it('takes what readExpectations takes and refuses what it refuses (an unknown field, a class that is none)', () => {
+    const validate = new Ajv2020({ strict: false }).compile(published);
+    expect(validate({ $schema: './schema.json', expected: [{ runs: '*', class: 'state', why: 'x' }] })).toBe(true);
+    expect(validate({ expected: [{ runs: ['a.jsonl'], class: 'history', why: 'x' }] })).toBe(true);
+    expect(validate({ expected: [{ runs: '*', class: 'promt', why: 'x' }] })).toBe(false);
+    expect(validate({ expected: [{ runs: '*', klass: 'state', why: 'x' }] })).toBe(false);
+    expect(validate({ expected: [{ runs: [], class: 'state', why: 'x' }] })).toBe(false);
+  });
+});

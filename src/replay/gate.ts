@@ -1,0 +1,326 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import type { AgentEventType } from '../contract/event.ts';
+import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
+import { unreachable } from '../contract/never.ts';
+import type { AppCode } from './plugins.ts';
+import { replayTranscript, type PortDivergence, type ReplayReport, type TranscriptPlace } from './replayer.ts';
+
+/*
+ * The upgrade gate: a folder of recorded runs replayed against the code of today, each divergence
+ * sorted into a class, and a manifest of the divergences a change was meant to make, which turns
+ * those green — as a workflow's patch marks the histories it knows it changed (docs/adr/0070).
+ */
+
+/** What kind of change a run's first divergence is: the first place it left its recording says what the new code does differently. */
+export const DIVERGENCE_CLASSES = ['prompt', 'tool_arguments', 'tool_results', 'state', 'events', 'termination', 'history'] as const;
+export type DivergenceClass = (typeof DIVERGENCE_CLASSES)[number];
+
+/** One line each, as `--baseline` and the JSON Schema describe them. */
+export const DIVERGENCE_CLASS_MEANING: Readonly<Record<DivergenceClass, string>> = {
+  prompt: 'what the model is asked: the request of an inference (system prompt, messages, tools offered, model) differs from the recorded one',
+  tool_arguments: 'the tool calls: a call with other arguments, or a call the recording never made',
+  tool_results: 'what a tool call ended with: its result or outcome as the run tells it',
+  state: 'the state: a state snapshot or delta',
+  events: 'the other events, the response or the thread the run ended with',
+  termination: 'how the run ended: its termination',
+  history: 'the rest of the record: clock and id draws, decisions, cancels, records missing, added or out of order, a record that does not read',
+};
+
+/** The class of an event: what a difference first seen there changed. */
+function classOfEvent(type: AgentEventType): DivergenceClass {
+  switch (type) {
+    case 'tool_call_start':
+    case 'tool_call_delta':
+    case 'tool_call_ready':
+      return 'tool_arguments';
+    case 'tool_call_done':
+    case 'tool_call_resumed':
+    case 'tool_call_stream_delta':
+      return 'tool_results';
+    case 'state_snapshot':
+    case 'state_delta':
+      return 'state';
+    case 'run_finish':
+      return 'termination';
+    case 'run_start':
+    case 'step_start':
+    case 'step_end':
+    case 'inference_complete':
+    case 'text_delta':
+    case 'reasoning_delta':
+    case 'reasoning_encrypted_value':
+    case 'activity_snapshot':
+    case 'activity_delta':
+    case 'messages_snapshot':
+    case 'error':
+      return 'events';
+    default:
+      return unreachable(type);
+  }
+}
+
+const eventTypeOf = (line: string | undefined): AgentEventType | undefined => {
+  if (line === undefined) return undefined;
+  try {
+    const t = (JSON.parse(line) as { event_type?: unknown }).event_type;
+    return typeof t === 'string' ? (t as AgentEventType) : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The class of a replay's first divergence; undefined when it replayed identical. A changed request
+ * or a call's arguments are told by their port (the events may agree until later), and so is a draw,
+ * decision or cancel that is not the recorded one (what follows it is its consequence); otherwise
+ * the first event that differs says it; otherwise the port that left the recording.
+ */
+export function classifyDivergence(report: Pick<ReplayReport, 'identical' | 'divergence' | 'firstDifference'>): DivergenceClass | undefined {
+  if (report.identical) return undefined;
+  const d = report.divergence;
+  if (d?.port === 'llm' && / no longer matches the recording/.test(d.message)) return 'prompt';
+  if (d?.port === 'tool' && / (?:has other arguments than recorded|is not in the transcript)$/.test(d.message)) return 'tool_arguments';
+  // The record itself went elsewhere: a draw, a decision or a cancel that is not the recorded one.
+  if (d !== undefined && (d.port === 'env' || d.port === 'decision' || d.port === 'cancel' || d.port === 'transcript')) return 'history';
+  const f = report.firstDifference;
+  const type = f === undefined ? undefined : (eventTypeOf(f.expected) ?? eventTypeOf(f.actual));
+  if (type !== undefined) return classOfEvent(type);
+  if (d?.port === 'end') return /another result than recorded: (?:.*, )?termination\b/.test(d.message) ? 'termination' : 'events';
+  return 'history';
+}
+
+/** A manifest of expected divergences (YAML or JSON; `schemas/replay-expectations.schema.json`). */
+export const ReplayExpectationsSchema = z
+  .strictObject(
+    {
+      $schema: z.string().optional().describe('The JSON Schema of this file, for an editor'),
+      expected: z
+        .array(
+          z.strictObject(
+            {
+              runs: z
+                .union([z.literal('*'), z.array(z.string().min(1, 'a run names a file')).min(1, "a list of at least one run, or '*'")], {
+                  error: "a list of runs or '*'",
+                })
+                .describe("The runs this applies to, each a path relative to the folder replayed, or '*' for every run"),
+              class: z.enum(DIVERGENCE_CLASSES).describe('The class of divergence the change makes in them'),
+              why: z.string().min(1, 'say why').describe('Why it is expected: the change that makes it'),
+            },
+            { error: 'an expectation is { runs, class, why }' },
+          ),
+          { error: 'a list of expectations, each { runs, class, why }' },
+        )
+        .describe('Each divergence a change was meant to make'),
+    },
+    { error: 'a manifest is a map with `expected`: a list of { runs, class, why }' },
+  )
+  .describe('Divergences an `awaken replay DIR --baseline` accepts');
+export type ReplayExpectations = z.infer<typeof ReplayExpectationsSchema>;
+
+/** A manifest that cannot be used: the field, and what is wrong with it. */
+export class ExpectationsError extends Error {
+  readonly field: string;
+  readonly problem: string;
+  constructor(field: string, problem: string) {
+    super(field === '' ? problem : `${field}: ${problem}`);
+    this.name = 'ExpectationsError';
+    this.field = field;
+    this.problem = problem;
+  }
+}
+
+/**
+ * Reads a manifest (YAML, of which JSON is a part) and checks it against the runs replayed: a run
+ * it names that is not among them is refused, like any field that is wrong.
+ */
+export function readExpectations(text: string, runs: readonly string[]): ReplayExpectations {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new ExpectationsError('', `not YAML or JSON: ${(e instanceof Error ? e.message : String(e)).split('\n')[0]?.replace(/:$/, '')}`);
+  }
+  const parsed = ReplayExpectationsSchema.safeParse(raw);
+  if (!parsed.success) {
+    // A field the manifest does not know explains what is missing beside it (`klass` for `class`).
+    const issues = fieldIssues(parsed.error);
+    const issue = issues.find((i) => i.unknown === true) ?? issues[0];
+    const field = issue === undefined ? '' : bracketPath(issue.path);
+    const value = issue === undefined ? undefined : pathValue(raw, issue.path);
+    const problem =
+      issue?.unknown === true
+        ? 'unknown field'
+        : value === undefined && issue !== undefined && issue.path.length > 0
+          ? 'missing'
+          : issue?.path.at(-1) === 'class'
+            ? `one of ${DIVERGENCE_CLASSES.join(', ')}, not ${JSON.stringify(value)}`
+            : (issue?.message ?? 'not a manifest');
+    throw new ExpectationsError(field, problem);
+  }
+  const known = new Set(runs);
+  parsed.data.expected.forEach((e, i) => {
+    if (e.runs === '*') return;
+    e.runs.forEach((run, j) => {
+      if (!known.has(run)) throw new ExpectationsError(`expected[${i}].runs[${j}]`, `'${run}' is not a run in the folder replayed`);
+    });
+  });
+  return parsed.data;
+}
+
+const pathValue = (value: unknown, path: readonly PropertyKey[]): unknown =>
+  path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k] : undefined), value);
+
+/** A recorded run: its name (a path relative to the folder) and its transcript. */
+export interface BaselineRun {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** What the gate says of one run. */
+export interface GateRun {
+  readonly run: string;
+  readonly identical: boolean;
+  readonly expectedEvents: number;
+  readonly actualEvents: number;
+  readonly class?: DivergenceClass;
+  /** The expectation that accepted its divergence: its index in the manifest, and why. */
+  readonly accepted?: { readonly expectation: number; readonly why: string };
+  readonly at?: TranscriptPlace;
+  readonly divergence?: PortDivergence;
+  readonly firstDifference?: ReplayReport['firstDifference'];
+}
+
+/** A class of divergence: how many runs, how many of them accepted, and the first of them. */
+export interface GateClass {
+  readonly class: DivergenceClass;
+  readonly runs: number;
+  readonly accepted: number;
+  readonly first: string;
+}
+
+/** An expectation a run did not meet: it replayed identical, or diverged in another class. */
+export interface UnmetExpectation {
+  readonly expectation: number;
+  readonly run: string;
+  readonly class: DivergenceClass;
+  readonly got: DivergenceClass | 'identical';
+}
+
+export interface GateReport {
+  /** Every run identical, or its divergence accepted. */
+  readonly passed: boolean;
+  readonly runs: readonly GateRun[];
+  readonly classes: readonly GateClass[];
+  readonly unmet: readonly UnmetExpectation[];
+}
+
+export interface BaselineOptions {
+  /** The app the runs came from, at the version to check (`ReplayOptions.app`). */
+  readonly app?: AppCode;
+  readonly expectations?: ReplayExpectations;
+  /** Told after each run. */
+  readonly onRun?: (run: GateRun, index: number, of: number) => void;
+}
+
+/** The transcripts under `dir` (`*.jsonl`, in sub-folders too), by their path relative to it, in order. */
+export function baselineRuns(dir: string): BaselineRun[] {
+  const files = (readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.jsonl') && statSync(join(dir, f)).isFile())
+    .map((f) => f.split(sep).join('/'))
+    .sort();
+  return files.map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
+}
+
+/**
+ * Replays each run (or every transcript under a folder) and sorts its divergence into a class; a
+ * divergence an expectation names (its run and its class) is accepted. Passes when every run is
+ * identical or accepted.
+ */
+export async function replayBaseline(source: string | readonly BaselineRun[], options: BaselineOptions = {}): Promise<GateReport> {
+  const runs = typeof source === 'string' ? baselineRuns(source) : source;
+  const expected = options.expectations?.expected ?? [];
+  const gated: GateRun[] = [];
+  for (const [i, { name, text }] of runs.entries()) {
+    const { end: _end, ...report } = await replayTranscript(text, options.app !== undefined ? { app: options.app } : {});
+    const cls = classifyDivergence(report);
+    const by = cls === undefined ? -1 : expected.findIndex((e) => e.class === cls && (e.runs === '*' || e.runs.includes(name)));
+    const run: GateRun = {
+      run: name,
+      identical: report.identical,
+      expectedEvents: report.expectedEvents,
+      actualEvents: report.actualEvents,
+      ...(cls !== undefined ? { class: cls } : {}),
+      ...(by >= 0 ? { accepted: { expectation: by, why: (expected[by] as { why: string }).why } } : {}),
+      ...(report.at !== undefined ? { at: report.at } : {}),
+      ...(report.divergence !== undefined ? { divergence: report.divergence } : {}),
+      ...(report.firstDifference !== undefined ? { firstDifference: report.firstDifference } : {}),
+    };
+    gated.push(run);
+    options.onRun?.(run, i, runs.length);
+  }
+  const classes = DIVERGENCE_CLASSES.flatMap((c): GateClass[] => {
+    const of = gated.filter((r) => r.class === c);
+    const first = of[0];
+    return first === undefined ? [] : [{ class: c, runs: of.length, accepted: of.filter((r) => r.accepted !== undefined).length, first: first.run }];
+  });
+  const byName = new Map(gated.map((r) => [r.run, r] as const));
+  const unmet = expected.flatMap((e, i) =>
+    (e.runs === '*' ? [] : e.runs).flatMap((name): UnmetExpectation[] => {
+      const r = byName.get(name);
+      const got = r?.class ?? 'identical';
+      return got === e.class ? [] : [{ expectation: i, run: name, class: e.class, got }];
+    }),
+  );
+  return { passed: gated.every((r) => r.identical || r.accepted !== undefined), runs: gated, classes, unmet };
+}
+
+/** How many lines of an event's diff the table shows. */
+const DIFF_LINES = 6;
+
+/** The gate's report as a table: each run, then each class with its first divergence, then the expectations not met. */
+export function renderGate(report: GateReport, shown: (run: string) => string = (r) => r): string {
+  const rows = report.runs.map((r) => [
+    r.identical ? 'identical' : 'DIFFERS',
+    r.class ?? '-',
+    r.identical ? '-' : r.accepted !== undefined ? 'yes' : 'no',
+    shown(r.run),
+  ]);
+  const header = ['result', 'class', 'accepted', 'file'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
+  let out = `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  for (const c of report.classes) {
+    const first = report.runs.find((r) => r.run === c.first) as GateRun;
+    const where =
+      first.at !== undefined
+        ? `${shown(first.run)}:${first.at.line} (${/^[aeiou]/.test(first.at.record) ? 'an' : 'a'} ${first.at.record} record)`
+        : shown(first.run);
+    out += `\n${c.class}: ${c.runs} run${c.runs === 1 ? '' : 's'}, ${c.accepted} accepted; the first, ${where}:\n`;
+    if (first.divergence !== undefined) out += `  ${first.divergence.port} (after event #${first.divergence.atEvent - 1}): ${first.divergence.message}\n`;
+    else if (first.firstDifference !== undefined) {
+      out += `  first differing event: #${first.firstDifference.index}\n`;
+      const diff = first.firstDifference.diff;
+      for (const d of diff.slice(0, DIFF_LINES)) out += `    ${d}\n`;
+      if (diff.length > DIFF_LINES) out += `    … ${diff.length - DIFF_LINES} more: awaken replay ${shown(first.run)}\n`;
+    }
+    if (first.accepted !== undefined) out += `  accepted: ${first.accepted.why}\n`;
+  }
+  for (const u of report.unmet)
+    out += `\nexpected ${u.class} in ${shown(u.run)} (expected[${u.expectation}]), but it ${u.got === 'identical' ? 'replayed identical' : `diverged in ${u.got}`}\n`;
+  const identical = report.runs.filter((r) => r.identical).length;
+  const accepted = report.runs.filter((r) => r.accepted !== undefined).length;
+  const refused = report.runs.length - identical - accepted;
+  out += `\n${report.runs.length} run${report.runs.length === 1 ? '' : 's'}: ${identical} identical, ${accepted} accepted, ${refused} not accepted — ${report.passed ? 'passed' : 'failed'}\n`;
+  return out;
+}
+
+/**
+ * The manifest's format as JSON Schema (2020-12): `schemas/replay-expectations.schema.json` in the
+ * package is this, written out (an editor reads it through the manifest's `$schema`).
+ */
+export function expectationsJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(ReplayExpectationsSchema, { io: 'input' }) as Record<string, unknown>;
+}

@@ -11,8 +11,9 @@ import { repo } from '../support/serve-process.ts';
 /**
  * `awaken replay DIR --baseline [--expect FILE]`: the runs an app recorded — three agents, one with
  * an approval — gated on the app as it was (all identical) and on its next version, whose plugin
- * counts twice (the one run with that plugin diverges, in its state); a manifest that expects it
- * makes the gate pass; `--json` for CI; bad input refused with one line each and the exit code
+ * counts twice and whose greeter has another prompt (the run with that plugin diverges in its
+ * state, the greeter's in its prompt, the third not at all); a manifest that expects them makes the
+ * gate pass; `--json` for CI; bad input refused with one line each and the exit code
  * docs/cli.md gives. Every output is compared whole.
  */
 
@@ -43,21 +44,25 @@ const progress = (...results: string[]): string =>
     )
     .join('');
 
-/** What the gate prints of the run helper-next.ts changes, accepted or not. */
-const stateDivergence = (accepted: string | undefined): string =>
+/** What the gate prints of the two runs helper-next.ts changes, with the reasons the manifest accepted them for, if it did. */
+const nextVersion = (accepted?: { readonly prompt: string; readonly state: string }): string =>
   [
-    'result     class  accepted  file',
-    `identical  -      -         ${runs}/careful.jsonl`,
-    `identical  -      -         ${runs}/greeter.jsonl`,
-    `DIFFERS    state  ${accepted !== undefined ? 'yes' : 'no '}       ${runs}/helper.jsonl`,
+    'result     class   accepted  file',
+    `identical  -       -         ${runs}/careful.jsonl`,
+    `DIFFERS    prompt  ${accepted !== undefined ? 'yes' : 'no '}       ${runs}/greeter.jsonl`,
+    `DIFFERS    state   ${accepted !== undefined ? 'yes' : 'no '}       ${runs}/helper.jsonl`,
+    '',
+    `prompt: 1 run, ${accepted !== undefined ? 1 : 0} accepted; the first, ${runs}/greeter.jsonl:11 (a llm record):`,
+    '  llm (after event #1): request #1 no longer matches the recording: system prompt changed',
+    ...(accepted !== undefined ? [`  accepted: ${accepted.prompt}`] : []),
     '',
     `state: 1 run, ${accepted !== undefined ? 1 : 0} accepted; the first, ${runs}/helper.jsonl:25 (an event record):`,
     '  first differing event: #7',
     '    - snapshot.extensions.counter.calls: 1',
     '    + snapshot.extensions.counter.calls: 2',
-    ...(accepted !== undefined ? [`  accepted: ${accepted}`] : []),
+    ...(accepted !== undefined ? [`  accepted: ${accepted.state}`] : []),
     '',
-    `3 runs: 2 identical, ${accepted !== undefined ? '1 accepted, 0 not accepted — passed' : '0 accepted, 1 not accepted — failed'}`,
+    `3 runs: 1 identical, ${accepted !== undefined ? '2 accepted, 0 not accepted — passed' : '0 accepted, 2 not accepted — failed'}`,
     '',
   ].join('\n');
 
@@ -78,30 +83,50 @@ describe('awaken replay DIR --baseline', () => {
     });
   });
 
-  it("on the app's next version: the run of the changed plugin diverges in its state, not accepted, exit 1", async () => {
+  it("on the app's next version: the greeter's run diverges in its prompt, the changed plugin's in its state; not accepted, exit 1", async () => {
     expect(await cli('replay', runs, '--baseline', '--app', NEXT)).toEqual({
       code: EXIT.failed,
-      err: progress('identical', 'identical', 'DIFFERS'),
-      out: stateDivergence(undefined),
+      err: progress('identical', 'DIFFERS', 'DIFFERS'),
+      out: nextVersion(),
     });
+  });
+
+  it('without --baseline the same app replays its plugin but the recorded agents: the prompt change is not seen', async () => {
+    const r = await cli('replay', '--app', NEXT, join(runs, 'greeter.jsonl'));
+    expect(r.code).toBe(EXIT.ok);
   });
 
   it('with a manifest that expects it: accepted, and why; exit 0. --json gives the same as data', async () => {
     const manifest = join(dir, 'expected.yaml');
-    writeFileSync(manifest, 'expected:\n  - runs: [helper.jsonl]\n    class: state\n    why: the counter counts each call twice\n');
+    writeFileSync(
+      manifest,
+      [
+        'expected:',
+        '  - runs: [helper.jsonl]',
+        '    class: state',
+        '    why: the counter counts each call twice',
+        "  - runs: '*'",
+        '    class: prompt',
+        '    why: a warmer greeting',
+        '',
+      ].join('\n'),
+    );
     expect(await cli('replay', runs, '--baseline', '--app', NEXT, '--expect', manifest)).toEqual({
       code: EXIT.ok,
-      err: progress('identical', 'identical', 'DIFFERS'),
-      out: stateDivergence('the counter counts each call twice'),
+      err: progress('identical', 'DIFFERS', 'DIFFERS'),
+      out: nextVersion({ prompt: 'a warmer greeting', state: 'the counter counts each call twice' }),
     });
     const json = await cli('replay', runs, '--baseline', '--app', NEXT, '--expect', manifest, '--json');
     expect(json.code).toBe(EXIT.ok);
     const report = JSON.parse(json.out) as GateReport;
     expect(report.passed).toBe(true);
-    expect(report.classes).toEqual([{ class: 'state', runs: 1, accepted: 1, first: 'helper.jsonl' }]);
+    expect(report.classes).toEqual([
+      { class: 'prompt', runs: 1, accepted: 1, first: 'greeter.jsonl' },
+      { class: 'state', runs: 1, accepted: 1, first: 'helper.jsonl' },
+    ]);
     expect(report.runs.map((r) => [r.run, r.identical, r.class, r.accepted])).toEqual([
       ['careful.jsonl', true, undefined, undefined],
-      ['greeter.jsonl', true, undefined, undefined],
+      ['greeter.jsonl', false, 'prompt', { expectation: 1, why: 'a warmer greeting' }],
       ['helper.jsonl', false, 'state', { expectation: 0, why: 'the counter counts each call twice' }],
     ]);
     expect(report.unmet).toEqual([]);
@@ -109,11 +134,14 @@ describe('awaken replay DIR --baseline', () => {
 
   it('a manifest that expects another class accepts nothing, and says what happened instead', async () => {
     const manifest = join(dir, 'wrong.json');
-    writeFileSync(manifest, JSON.stringify({ expected: [{ runs: ['helper.jsonl'], class: 'prompt', why: 'a new prompt' }] }));
+    writeFileSync(manifest, JSON.stringify({ expected: [{ runs: ['helper.jsonl', 'careful.jsonl'], class: 'prompt', why: 'a new prompt' }] }));
     const r = await cli('replay', runs, '--baseline', '--app', NEXT, '--expect', manifest);
     expect(r.code).toBe(EXIT.failed);
     expect(r.out).toBe(
-      stateDivergence(undefined).replace('\n3 runs:', `\nexpected prompt in ${runs}/helper.jsonl (expected[0]), but it diverged in state\n\n3 runs:`),
+      nextVersion().replace(
+        '\n3 runs:',
+        `\nexpected prompt in ${runs}/helper.jsonl (expected[0]), but it diverged in state\n\nexpected prompt in ${runs}/careful.jsonl (expected[0]), but it replayed identical\n\n3 runs:`,
+      ),
     );
   });
 

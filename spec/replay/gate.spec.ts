@@ -13,6 +13,7 @@ import {
   replayBaseline,
   type BaselineRun,
 } from '../../src/replay/gate.ts';
+import type { AgentSpec } from '../../src/contract/agent-spec.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
 
 /**
@@ -184,6 +185,25 @@ describe('replayBaseline', () => {
         '',
       ].join('\n'),
     );
+  });
+});
+
+describe('replayBaseline with the agents as they are now', () => {
+  const recorded = (JSON.parse(oneTool.slice(0, oneTool.indexOf('\n'))) as { agent: AgentSpec }).agent;
+
+  it("a run replays with the agent of its id: a changed prompt is a divergence of class prompt; an unchanged agent, none; another agent's id, not used", async () => {
+    const runs = [{ name: 'one-tool.jsonl', text: oneTool }];
+    const changed = await replayBaseline(runs, { agents: [{ ...recorded, system_prompt: 'You are terse.' }] });
+    expect(changed.runs.map((r) => [r.class, r.divergence?.message])).toEqual([
+      ['prompt', 'request #1 no longer matches the recording: system prompt changed'],
+    ]);
+    expect((await replayBaseline(runs, { agents: [recorded] })).passed).toBe(true);
+    expect((await replayBaseline(runs, { agents: [{ ...recorded, id: 'another', system_prompt: 'You are terse.' }] })).passed).toBe(true);
+  });
+
+  it('replayTranscript refuses an agent of another id than the run recorded', async () => {
+    const report = await replayTranscript(oneTool, { agent: { ...recorded, id: 'another' } });
+    expect(report.divergence).toEqual({ port: 'transcript', message: "the run's agent is 'corpus', not 'another'", atEvent: 0, line: 1 });
   });
 });
 

@@ -132,7 +132,7 @@ async function baseline(dir: string, expectFile: string | undefined, loaded: Loa
     }
   }
   const report = await replayBaseline(runs, {
-    ...(loaded !== undefined ? { app: codeOf(loaded) } : {}),
+    ...(loaded !== undefined ? { app: codeOf(loaded), agents: loaded.app.agents } : {}),
     ...(expectations !== undefined ? { expectations } : {}),
     onRun: (run, i, of) => {
       const line = `[${i + 1}/${of}] ${run.identical ? 'identical' : 'DIFFERS  '} ${join(dir, run.run)}`;

@@ -31,8 +31,9 @@ recording side by side, the recorded record or event beside what the replay did 
 < only recorded, > only now); json (also --json) prints the reports.
 --app FILE: the app the runs came from; its plugins (each made again by its factory from the
 recorded config) and stop policies run beside the built-in plugins.
---baseline: the upgrade gate. Replays every transcript under DIR (*.jsonl) and sorts each
-divergence into a class: prompt, tool_arguments, tool_results, state, events, termination, history.
+--baseline: the upgrade gate. Replays every transcript under DIR (*.jsonl) — with --app, each
+run whose agent the app has with the app's config of it — and sorts each divergence into a class:
+prompt, tool_arguments, tool_results, state, events, termination, history.
 --expect FILE: a manifest (YAML or JSON; schemas/replay-expectations.schema.json) of the
 divergences a change was meant to make, each { runs, class, why }; those are accepted.
 Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted); 66 when

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { AgentEventType } from '../contract/event.ts';
 import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { unreachable } from '../contract/never.ts';
@@ -220,9 +221,26 @@ export interface GateReport {
 export interface BaselineOptions {
   /** The app the runs came from, at the version to check (`ReplayOptions.app`). */
   readonly app?: AppCode;
+  /**
+   * The agents as they are now (an app's): a run whose agent is among them (by id) replays with it
+   * in place of the one its header recorded, so a changed prompt or config shows; the others with
+   * their recorded one.
+   */
+  readonly agents?: readonly AgentSpec[];
   readonly expectations?: ReplayExpectations;
   /** Told after each run. */
   readonly onRun?: (run: GateRun, index: number, of: number) => void;
+}
+
+/** The id of the agent a transcript's header names, if its first line says. */
+function headerAgentId(text: string): string | undefined {
+  try {
+    const end = text.indexOf('\n');
+    const id = (JSON.parse(end < 0 ? text : text.slice(0, end)) as { agent?: { id?: unknown } }).agent?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The transcripts under `dir` (`*.jsonl`, in sub-folders too), by their path relative to it, in order. */
@@ -244,7 +262,12 @@ export async function replayBaseline(source: string | readonly BaselineRun[], op
   const expected = options.expectations?.expected ?? [];
   const gated: GateRun[] = [];
   for (const [i, { name, text }] of runs.entries()) {
-    const { end: _end, ...report } = await replayTranscript(text, options.app !== undefined ? { app: options.app } : {});
+    const agentId = headerAgentId(text);
+    const agent = agentId === undefined ? undefined : options.agents?.find((a) => a.id === agentId);
+    const { end: _end, ...report } = await replayTranscript(text, {
+      ...(options.app !== undefined ? { app: options.app } : {}),
+      ...(agent !== undefined ? { agent } : {}),
+    });
     const cls = classifyDivergence(report);
     const by = cls === undefined ? -1 : expected.findIndex((e) => e.class === cls && (e.runs === '*' || e.runs.includes(name)));
     const run: GateRun = {

@@ -103,6 +103,11 @@ export interface ReplayOptions extends CodeOptions {
   readonly withoutEndRecord?: boolean;
   /** Whether the run waited for decisions, for a transcript that says so (format 1); derived from the records otherwise. */
   readonly waitForDecisions?: boolean;
+  /**
+   * The agent as it is now, to replay with in place of the one the header recorded (the upgrade
+   * gate's: a changed prompt or config is what it looks for). Its id must be the header's agent's.
+   */
+  readonly agent?: AgentSpec;
 }
 
 type Corrupt = { readonly corrupt: string; readonly line: number };
@@ -276,16 +281,25 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     });
   }
 
-  const builder = new AgentRuntimeBuilder().withEnv(recordingEnv(session.env(diverge, header.env), strict)).withAgentSpec(header.agent);
+  if (options.agent !== undefined && options.agent.id !== header.agent.id)
+    return {
+      identical: false,
+      expectedEvents: expected.length,
+      actualEvents: 0,
+      divergence: { port: 'transcript', message: `the run's agent is '${header.agent.id}', not '${options.agent.id}'`, atEvent: 0, line: 1 },
+      at: { line: 1, record: 'header' },
+    };
+  const agent = options.agent ?? header.agent;
+  const builder = new AgentRuntimeBuilder().withEnv(recordingEnv(session.env(diverge, header.env), strict)).withAgentSpec(agent);
   for (const [id, model] of Object.entries(header.models)) {
     builder.withModel(id, model);
   }
   for (const provider of new Set(Object.values(header.models).map((m) => m.provider)))
     builder.withProvider(provider, recordingLlm(session.llm(provider, diverge), strict));
   // A delegation tool answers from its records too: the sub-run behind it is not run again.
-  const delegated = new Map(header.agent.delegates.map((id) => [delegateToolId(id), id] as const));
+  const delegated = new Map(agent.delegates.map((id) => [delegateToolId(id), id] as const));
   const standIns = new Map<string, Tool>();
-  const recovery = recoveryCapabilities(header.agent);
+  const recovery = recoveryCapabilities(agent);
   for (const descriptor of header.tools) {
     const delegate = descriptor.category === DELEGATION_CATEGORY ? delegated.get(descriptor.id) : undefined;
     const tool = session.tool(descriptor, diverge);

@@ -1,11 +1,11 @@
 import { Hono, type Context } from 'hono';
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { AgentEvent } from '../contract/event.ts';
-import { messageText, type ContentBlock, type Message } from '../contract/message.ts';
+import { messageText, type Message } from '../contract/message.ts';
 import type { Result } from '../contract/result.ts';
 import { CLIENT_TOOL_ACTION } from '../contract/tool.ts';
 import type { WireError } from '../contract/wire.ts';
-import { AG_UI_STREAM_HEADERS, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
+import { AG_UI_STREAM_HEADERS, agUiMessageOf, finishAgUi, frameAgUi, requestAgUiState, transcodeAgUi, type AgUiState } from '../protocols/ag-ui/encoder.ts';
 import type { JsonValue } from '../contract/json.ts';
 import {
   finishOpenGenerativeUi,
@@ -235,23 +235,7 @@ export function threadView(thread: ThreadSnapshot | undefined, waiting: readonly
 
 /** Stored messages as AG-UI messages (`{id, role, content, toolCalls?, toolCallId?}`). */
 export function toAgUiMessages(messages: readonly Message[]): unknown[] {
-  return messages.map((m) => ({
-    id: m.id ?? '',
-    role: m.role,
-    // A user's images and documents as AG-UI content parts (what the client sent them as), else the text.
-    content: m.role === 'user' && m.content.some((b) => b.type !== 'text') ? m.content.map(agUiPart) : messageText(m),
-    ...(m.tool_calls !== undefined
-      ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
-      : {}),
-    ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
-  }));
-}
-
-/** A content block as an AG-UI 1.0 content part (`{type: text, text}`, or an image or document with its source). */
-function agUiPart(b: ContentBlock): JsonValue {
-  if (b.type === 'text') return { type: 'text', text: b.text };
-  const source = b.source.kind === 'url' ? { type: 'url', value: b.source.url } : { type: 'data', value: b.source.data, mimeType: b.source.media_type };
-  return { type: b.type, source };
+  return messages.map(agUiMessageOf);
 }
 
 /** The spec of the agent a request runs (the first agent when it names none); undefined for none (its start says why). */

@@ -3,7 +3,7 @@
 import { A2UI_SURFACE_ACTIVITY, a2uiSurfaceMessageId } from '../../contract/a2ui.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
-import { MessageSchema } from '../../contract/message.ts';
+import { messageText, MessageSchema, type ContentBlock, type Message } from '../../contract/message.ts';
 import { CLIENT_TOOL_ACTION, dispositionOf, type ToolResult } from '../../contract/tool.ts';
 import type { TokenUsage } from '../../contract/usage.ts';
 import { runMealy } from '../../core/mealy.ts';
@@ -231,27 +231,43 @@ function tokenUsage(model: string, u: TokenUsage): JsonValue {
 /** A `messages_snapshot` entry as an AG-UI message; entries that are not messages are left out. */
 function agUiMessage(value: JsonValue, index: number): JsonValue | undefined {
   const r = MessageSchema.safeParse(value);
-  if (!r.success) return undefined;
-  const m = r.data;
+  return r.success ? agUiMessageOf(r.data, index) : undefined;
+}
+
+/**
+ * A stored message as an AG-UI message — what a `messages_snapshot` event is encoded with, and what
+ * the server sends a client on `connect` and at the end of a run: a user's images and documents as
+ * content parts (what a client sends them as), else the text; an assistant's calls as `toolCalls`.
+ * A message without an id (one an event stream carries) is `msg_<index>`.
+ */
+export function agUiMessageOf(m: Message, index: number): JsonValue {
   const id = m.id ?? `msg_${index}`;
-  const content = m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
   switch (m.role) {
     case 'tool':
-      return { id, role: 'tool', content, toolCallId: m.tool_call_id ?? '' };
-    case 'assistant': {
-      const calls = (m.tool_calls ?? []).map((c) => ({
-        id: c.id,
-        type: 'function',
-        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-      }));
-      return { id, role: 'assistant', ...(content !== '' ? { content } : {}), ...(calls.length > 0 ? { toolCalls: calls } : {}) };
-    }
-    case 'system':
+      return { id, role: 'tool', content: messageText(m), toolCallId: m.tool_call_id ?? '' };
+    case 'assistant':
+      return {
+        id,
+        role: 'assistant',
+        content: messageText(m),
+        ...(m.tool_calls !== undefined
+          ? { toolCalls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
+          : {}),
+      };
     case 'user':
-      return { id, role: m.role, content };
+      return { id, role: 'user', content: m.content.some((b) => b.type !== 'text') ? m.content.map(agUiPart) : messageText(m) };
+    case 'system':
+      return { id, role: 'system', content: messageText(m) };
     default:
       return unreachable(m.role);
   }
+}
+
+/** A content block as an AG-UI 1.0 content part (`{type: text, text}`, or an image or document with its source). */
+function agUiPart(b: ContentBlock): JsonValue {
+  if (b.type === 'text') return { type: 'text', text: b.text };
+  const source = b.source.kind === 'url' ? { type: 'url', value: b.source.url } : { type: 'data', value: b.source.data, mimeType: b.source.media_type };
+  return { type: b.type, source };
 }
 
 function closeMessages(s: AgUiState, out: AgUiEvent[]): AgUiState {

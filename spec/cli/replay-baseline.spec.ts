@@ -145,6 +145,23 @@ describe('awaken replay DIR --baseline', () => {
     );
   });
 
+  it('without --baseline a folder stands for its transcripts, in order: the table of each', async () => {
+    expect(await cli('replay', '--app', APP, `${runs}/`)).toEqual({
+      code: EXIT.ok,
+      err: progress('identical', 'identical', 'identical'),
+      out: [
+        'result     recorded  replayed  termination  file',
+        ...['careful', 'greeter', 'helper'].map((name) => {
+          const events = readFileSync(join(runs, `${name}.jsonl`), 'utf8').match(/^\{"type":"event"/gm)?.length ?? 0;
+          return `identical  ${String(events).padEnd(8)}  ${String(events).padEnd(8)}  natural_end  ${runs}/${name}.jsonl`;
+        }),
+        '',
+        '3 identical, 0 differ',
+        '',
+      ].join('\n'),
+    });
+  });
+
   describe('bad input: one line, the exit code docs/cli.md gives', () => {
     const empty = join(dir, 'empty');
     beforeAll(() => {
@@ -171,6 +188,7 @@ describe('awaken replay DIR --baseline', () => {
         () => `awaken replay: cannot read ${join(dir, 'none')}: no such folder\n`,
       ],
       ['a folder with no transcript', () => [empty, '--baseline'], EXIT.noInput, () => `awaken replay: ${empty}: no transcript (*.jsonl) in it\n`],
+      ['a folder with no transcript, without --baseline', () => [empty], EXIT.noInput, () => `awaken replay: ${empty}: no transcript (*.jsonl) in it\n`],
       [
         'a transcript where the folder goes',
         () => [join(runs, 'helper.jsonl'), '--baseline'],

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadedApp } from '../app/load.ts';
-import { baselineRuns, ExpectationsError, readExpectations, renderGate, replayBaseline, type ReplayExpectations } from '../replay/gate.ts';
+import { baselineRuns, ExpectationsError, readExpectations, renderGate, replayBaseline, transcriptsUnder, type ReplayExpectations } from '../replay/gate.ts';
 import { fileLines } from '../replay/lines.ts';
 import type { AppCode, MissingCode } from '../replay/plugins.ts';
 import { missingCode } from '../replay/replayer.ts';
@@ -20,7 +20,7 @@ export const REPLAY_COMMAND: CommandSpec = {
   command: 'replay',
   usage: REPLAY_USAGE,
   options: { json: { type: 'boolean' }, format: { type: 'string' }, app: { type: 'string' }, baseline: { type: 'boolean' }, expect: { type: 'string' } },
-  positionals: { min: 1, max: Infinity, name: 'a transcript FILE (or, with --baseline, a DIR)' },
+  positionals: { min: 1, max: Infinity, name: 'a transcript FILE or a DIR of them' },
 };
 
 /**
@@ -88,6 +88,15 @@ function notBuiltIn(missing: MissingCode): string {
 
 /** The code of an app a replay runs: its plugins and stop policies. */
 const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, stopPolicies: loaded.app.stopPolicies });
+
+/** Whether `path` is a folder (not when it cannot be read: the replay says why). */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
 
 /**
  * `awaken replay DIR --baseline [--expect FILE]`: every transcript under DIR replayed, each
@@ -161,15 +170,22 @@ export async function replayCommand(argv: readonly string[], io: Io): Promise<nu
     const loaded = appFile === undefined ? undefined : await appOption(appFile);
     if (args.values['baseline'] === true)
       return baseline(args.positionals[0] as string, expectFile, loaded, args.values['json'] === true || format === 'json', io);
+    // A folder stands for the transcripts in it.
+    const files = args.positionals.flatMap((file) => {
+      if (!isFolder(file)) return [file];
+      const inside = transcriptsUnder(file);
+      if (inside.length === 0) throw new CliFailure(`${file}: no transcript (*.jsonl) in it`, EXIT.noInput);
+      return inside.map((name) => join(file, name));
+    });
     // Every file is checked before any is replayed: what is no transcript, or names code that is not
     // here, stops the command at once.
-    for (const file of args.positionals) {
+    for (const file of files) {
       const read = unreplayable(file);
       if (read instanceof CliFailure) throw read;
       const missing = codeMissing(file, read.first, read.header, loaded);
       if (missing !== undefined) throw missing;
     }
-    return replayFiles(args.positionals, io, args.values['json'] === true ? 'json' : (format ?? 'table'), {
+    return replayFiles(files, io, args.values['json'] === true ? 'json' : (format ?? 'table'), {
       width: Math.max(30, Math.floor(((process.stdout.columns ?? 130) - 8) / 2)),
       ...(loaded !== undefined ? { app: codeOf(loaded) } : {}),
     });

@@ -22,10 +22,11 @@ Runs like \`awaken run\` with every port recorded, and writes the transcript to 
 with its factory and config: replay it with \`awaken replay --app APP FILE\`.
 `;
 
-export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE… [--format table|pretty|json] [--json]
+export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE|DIR… [--format table|pretty|json] [--json]
        awaken replay [--app FILE] DIR --baseline [--expect FILE] [--json]
 
-Replays each transcript and compares the new event stream with the recorded one byte for byte.
+Replays each transcript (a DIR: every *.jsonl under it) and compares the new event stream with the
+recorded one byte for byte.
 --format table (default) lists the files and each divergence; pretty shows where each one left the
 recording side by side, the recorded record or event beside what the replay did now (| changed,
 < only recorded, > only now); json (also --json) prints the reports.

@@ -243,13 +243,17 @@ function headerAgentId(text: string): string | undefined {
   }
 }
 
-/** The transcripts under `dir` (`*.jsonl`, in sub-folders too), by their path relative to it, in order. */
-export function baselineRuns(dir: string): BaselineRun[] {
-  const files = (readdirSync(dir, { recursive: true }) as string[])
+/** The transcripts under `dir` (`*.jsonl` files, in sub-folders too), by their path relative to it, in order. */
+export function transcriptsUnder(dir: string): string[] {
+  return (readdirSync(dir, { recursive: true }) as string[])
     .filter((f) => f.endsWith('.jsonl') && statSync(join(dir, f)).isFile())
     .map((f) => f.split(sep).join('/'))
     .sort();
-  return files.map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
+}
+
+/** The transcripts under `dir` (`transcriptsUnder`), read. */
+export function baselineRuns(dir: string): BaselineRun[] {
+  return transcriptsUnder(dir).map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
 }
 
 /**

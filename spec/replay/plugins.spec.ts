@@ -190,7 +190,7 @@ describe('replayTranscript with an app', () => {
       identical: false,
       expectedEvents: expect.any(Number),
       actualEvents: 0,
-      divergence: { port: 'transcript', message: "plugin 'tagger' (factory 'tagger') is not in the app", atEvent: 0, line: 1 },
+      divergence: { port: 'transcript', message: "plugin 'tagger' (factory 'tagger') is not in the app", atEvent: 0, line: 1, unreplayable: true },
       at: { line: 1, record: 'header' },
       missing: { kind: 'plugin', id: 'tagger', factory: 'tagger' },
     });
@@ -258,6 +258,7 @@ describe('replayTranscript with an app', () => {
       message: `plugin 'tagger' (factory 'tagger') refuses the recorded config: ${refusal}`,
       atEvent: 0,
       line: 1,
+      unreplayable: true,
     });
   });
 });

@@ -1,7 +1,16 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadedApp } from '../app/load.ts';
-import { baselineRuns, ExpectationsError, readExpectations, renderGate, replayBaseline, transcriptsUnder, type ReplayExpectations } from '../replay/gate.ts';
+import {
+  baselineRuns,
+  ExpectationsError,
+  FolderReadError,
+  readExpectations,
+  renderGate,
+  replayBaseline,
+  transcriptsUnder,
+  type ReplayExpectations,
+} from '../replay/gate.ts';
 import { fileLines } from '../replay/lines.ts';
 import type { AppCode, MissingCode } from '../replay/plugins.ts';
 import { missingCode } from '../replay/replayer.ts';
@@ -89,6 +98,16 @@ function notBuiltIn(missing: MissingCode): string {
 /** The code of an app a replay runs: its plugins and stop policies. */
 const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, stopPolicies: loaded.app.stopPolicies });
 
+/** What `read` gives, a folder's entry it cannot read being one line, exit 66. */
+function readable<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (e) {
+    if (e instanceof FolderReadError) throw new CliFailure(e.message, EXIT.noInput);
+    throw e;
+  }
+}
+
 /** Whether `path` is a folder (not when it cannot be read: the replay says why). */
 function isFolder(path: string): boolean {
   try {
@@ -112,7 +131,7 @@ async function baseline(dir: string, expectFile: string | undefined, loaded: Loa
     throw new CliFailure(`cannot read ${dir}: ${code === 'ENOENT' ? 'no such folder' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
   }
   if (!isDir) throw new UsageError(`${dir} is a file: --baseline replays the transcripts in a folder`);
-  const runs = baselineRuns(dir);
+  const runs = readable(() => baselineRuns(dir));
   if (runs.length === 0) throw new CliFailure(`${dir}: no transcript (*.jsonl) in it`, EXIT.noInput);
   for (const { name } of runs) {
     const file = join(dir, name);
@@ -173,7 +192,7 @@ export async function replayCommand(argv: readonly string[], io: Io): Promise<nu
     // A folder stands for the transcripts in it.
     const files = args.positionals.flatMap((file) => {
       if (!isFolder(file)) return [file];
-      const inside = transcriptsUnder(file);
+      const inside = readable(() => transcriptsUnder(file));
       if (inside.length === 0) throw new CliFailure(`${file}: no transcript (*.jsonl) in it`, EXIT.noInput);
       return inside.map((name) => join(file, name));
     });

@@ -34,7 +34,8 @@ recording side by side, the recorded record or event beside what the replay did 
 recorded config) and stop policies run beside the built-in plugins.
 --baseline: the upgrade gate. Replays every transcript under DIR (*.jsonl) — with --app, each
 run whose agent the app has with the app's config of it — and sorts each divergence into a class:
-prompt, tool_arguments, tool_results, state, events, termination, history.
+prompt, tool_arguments, tool_results, state, events, termination, history (a run that cannot be
+replayed at all is unreplayable, and never accepted).
 --expect FILE: a manifest (YAML or JSON; schemas/replay-expectations.schema.json) of the
 divergences a change was meant to make, each { runs, class, why }; those are accepted.
 Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted); 66 when

@@ -1,9 +1,10 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { type Dirent, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { AgentEventType } from '../contract/event.ts';
+import type { TerminationReason } from '../contract/lifecycle.ts';
 import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { unreachable } from '../contract/never.ts';
 import type { AppCode } from './plugins.ts';
@@ -18,6 +19,14 @@ import { replayTranscript, type PortDivergence, type ReplayReport, type Transcri
 /** What kind of change a run's first divergence is: the first place it left its recording says what the new code does differently. */
 export const DIVERGENCE_CLASSES = ['prompt', 'tool_arguments', 'tool_results', 'state', 'events', 'termination', 'history'] as const;
 export type DivergenceClass = (typeof DIVERGENCE_CLASSES)[number];
+
+/**
+ * A run the replay could not run at all (it does not read, names code that is not there or cannot
+ * be built, or could not start): nothing was compared, so no manifest accepts it.
+ */
+export const UNREPLAYABLE = 'unreplayable' as const;
+/** What the gate says of a run that is not identical: the class of its first divergence, or that it could not be replayed. */
+export type RunClass = DivergenceClass | typeof UNREPLAYABLE;
 
 /** One line each, as `--baseline` and the JSON Schema describe them. */
 export const DIVERGENCE_CLASS_MEANING: Readonly<Record<DivergenceClass, string>> = {
@@ -74,16 +83,26 @@ const eventTypeOf = (line: string | undefined): AgentEventType | undefined => {
 };
 
 /**
- * The class of a replay's first divergence; undefined when it replayed identical. A changed request
- * or a call's arguments are told by their port (the events may agree until later), and so is a draw,
- * decision or cancel that is not the recorded one (what follows it is its consequence); otherwise
- * the first event that differs says it; otherwise the port that left the recording.
+ * The class of a replay's first divergence; undefined when it replayed identical, `unreplayable`
+ * when it could not run. A record that does not read is the history. A changed request or a call's
+ * arguments are told by their port (the events may agree until later); then a run that ended
+ * otherwise than recorded (`recorded`: the recording's termination) is `termination`, whatever its
+ * records show first; a draw, decision or cancel that is not the recorded one is the history (what
+ * follows is its consequence); otherwise the first event that differs says it; otherwise the port
+ * that left.
  */
-export function classifyDivergence(report: Pick<ReplayReport, 'identical' | 'divergence' | 'firstDifference'>): DivergenceClass | undefined {
+export function classifyDivergence(
+  report: Pick<ReplayReport, 'identical' | 'divergence' | 'firstDifference' | 'termination'>,
+  recorded?: TerminationReason,
+): RunClass | undefined {
   if (report.identical) return undefined;
   const d = report.divergence;
+  if (d?.unreplayable === true) return UNREPLAYABLE;
+  // A record that does not read: what the run did after it is not to be judged by it.
+  if (d !== undefined && / is not a valid (?:end )?record|has no end record/.test(d.message)) return 'history';
   if (d?.port === 'llm' && / no longer matches the recording/.test(d.message)) return 'prompt';
   if (d?.port === 'tool' && / (?:has other arguments than recorded|is not in the transcript)$/.test(d.message)) return 'tool_arguments';
+  if (recorded !== undefined && report.termination !== undefined && JSON.stringify(recorded) !== JSON.stringify(report.termination)) return 'termination';
   // The record itself went elsewhere: a draw, a decision or a cancel that is not the recorded one.
   if (d !== undefined && (d.port === 'env' || d.port === 'decision' || d.port === 'cancel' || d.port === 'transcript')) return 'history';
   const f = report.firstDifference;
@@ -91,6 +110,19 @@ export function classifyDivergence(report: Pick<ReplayReport, 'identical' | 'div
   if (type !== undefined) return classOfEvent(type);
   if (d?.port === 'end') return /another result than recorded: (?:.*, )?termination\b/.test(d.message) ? 'termination' : 'events';
   return 'history';
+}
+
+/** How the recorded run ended, as its `end` record says (undefined when it has none that reads). */
+export function recordedTermination(text: string): TerminationReason | undefined {
+  const from = text.lastIndexOf('\n{"type":"end"');
+  if (from < 0) return undefined;
+  const to = text.indexOf('\n', from + 1);
+  try {
+    const end = JSON.parse(text.slice(from + 1, to < 0 ? undefined : to)) as { result?: { termination?: TerminationReason } };
+    return end.result?.termination;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A manifest of expected divergences (YAML or JSON; `schemas/replay-expectations.schema.json`). */
@@ -142,8 +174,22 @@ export function readExpectations(text: string, runs: readonly string[]): ReplayE
   try {
     raw = parseYaml(text);
   } catch (e) {
-    throw new ExpectationsError('', `not YAML or JSON: ${(e instanceof Error ? e.message : String(e)).split('\n')[0]?.replace(/:$/, '')}`);
+    const first = (e instanceof Error ? e.message : String(e)).split('\n')[0]?.replace(/:$/, '') ?? '';
+    // A bare `*` is a YAML alias: the likeliest slip in a manifest.
+    throw new ExpectationsError('', `not YAML or JSON: ${first}${/alias/i.test(first) ? " (write '*' in quotes: a bare * is a YAML alias)" : ''}`);
   }
+  // A list of runs is checked entry by entry, so that a wrong one is named (zod names only the list).
+  const entries = typeof raw === 'object' && raw !== null ? (raw as { expected?: unknown }).expected : undefined;
+  if (Array.isArray(entries))
+    entries.forEach((e: unknown, i) => {
+      const runs = typeof e === 'object' && e !== null ? (e as { runs?: unknown }).runs : undefined;
+      if (!Array.isArray(runs)) return;
+      runs.forEach((run: unknown, j) => {
+        if (typeof run !== 'string' || run === '') throw new ExpectationsError(`expected[${i}].runs[${j}]`, 'must be a path in the folder (a string)');
+        const first = runs.indexOf(run);
+        if (first !== j) throw new ExpectationsError(`expected[${i}].runs[${j}]`, `'${run}' is named already (runs[${first}])`);
+      });
+    });
   const parsed = ReplayExpectationsSchema.safeParse(raw);
   if (!parsed.success) {
     // A field the manifest does not know explains what is missing beside it (`klass` for `class`).
@@ -158,7 +204,7 @@ export function readExpectations(text: string, runs: readonly string[]): ReplayE
           ? 'missing'
           : issue?.path.at(-1) === 'class'
             ? `one of ${DIVERGENCE_CLASSES.join(', ')}, not ${JSON.stringify(value)}`
-            : (issue?.message ?? 'not a manifest');
+            : (wrongType(issue?.message) ?? issue?.message ?? 'not a manifest');
     throw new ExpectationsError(field, problem);
   }
   const known = new Set(runs);
@@ -169,6 +215,12 @@ export function readExpectations(text: string, runs: readonly string[]): ReplayE
     });
   });
   return parsed.data;
+}
+
+/** zod's "Invalid input: expected string, received null" as this project words it: `must be a string, not null`. */
+function wrongType(message: string | undefined): string | undefined {
+  const m = /^Invalid input: expected (\w+), received (\w+)$/.exec(message ?? '');
+  return m === null ? undefined : `must be ${/^[aeiou]/.test(m[1] as string) ? 'an' : 'a'} ${m[1]}, not ${m[2]}`;
 }
 
 const pathValue = (value: unknown, path: readonly PropertyKey[]): unknown =>
@@ -186,7 +238,7 @@ export interface GateRun {
   readonly identical: boolean;
   readonly expectedEvents: number;
   readonly actualEvents: number;
-  readonly class?: DivergenceClass;
+  readonly class?: RunClass;
   /** The expectation that accepted its divergence: its index in the manifest, and why. */
   readonly accepted?: { readonly expectation: number; readonly why: string };
   readonly at?: TranscriptPlace;
@@ -196,18 +248,18 @@ export interface GateRun {
 
 /** A class of divergence: how many runs, how many of them accepted, and the first of them. */
 export interface GateClass {
-  readonly class: DivergenceClass;
+  readonly class: RunClass;
   readonly runs: number;
   readonly accepted: number;
   readonly first: string;
 }
 
-/** An expectation a run did not meet: it replayed identical, or diverged in another class. */
+/** An expectation a run did not meet: it replayed identical, diverged in another class or could not be replayed; for `'*'` (`run: '*'`), no run diverged in its class (`got: 'none'`). */
 export interface UnmetExpectation {
   readonly expectation: number;
   readonly run: string;
   readonly class: DivergenceClass;
-  readonly got: DivergenceClass | 'identical';
+  readonly got: RunClass | 'identical' | 'none';
 }
 
 export interface GateReport {
@@ -243,17 +295,62 @@ function headerAgentId(text: string): string | undefined {
   }
 }
 
-/** The transcripts under `dir` (`*.jsonl` files, in sub-folders too), by their path relative to it, in order. */
+/** A file or folder under the folder replayed that cannot be read: its path, and why. */
+export class FolderReadError extends Error {
+  readonly path: string;
+  constructor(path: string, e: unknown) {
+    const code = (e as NodeJS.ErrnoException).code;
+    super(
+      `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (a broken link?)' : code === 'EACCES' ? 'permission denied' : e instanceof Error ? e.message : String(e)}`,
+    );
+    this.name = 'FolderReadError';
+    this.path = path;
+  }
+}
+
+/**
+ * The transcripts under `dir` (`*.jsonl` files, in sub-folders too), by their path relative to it,
+ * in order. A link to a file counts as the file; a link to a folder is not followed (a link back up
+ * would list the same runs again and again). What cannot be read is a `FolderReadError`.
+ */
 export function transcriptsUnder(dir: string): string[] {
-  return (readdirSync(dir, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.jsonl') && statSync(join(dir, f)).isFile())
-    .map((f) => f.split(sep).join('/'))
-    .sort();
+  const found: string[] = [];
+  const walk = (rel: string): void => {
+    const here = rel === '' ? dir : join(dir, rel);
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(here, { withFileTypes: true });
+    } catch (e) {
+      throw new FolderReadError(here, e);
+    }
+    for (const entry of entries) {
+      const name = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) walk(name);
+      else if (entry.name.endsWith('.jsonl') && (entry.isFile() || (entry.isSymbolicLink() && linkedFile(join(dir, name))))) found.push(name);
+    }
+  };
+  walk('');
+  return found.sort();
+}
+
+/** Whether a link leads to a file (a broken one is a `FolderReadError`). */
+function linkedFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch (e) {
+    throw new FolderReadError(path, e);
+  }
 }
 
 /** The transcripts under `dir` (`transcriptsUnder`), read. */
 export function baselineRuns(dir: string): BaselineRun[] {
-  return transcriptsUnder(dir).map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
+  return transcriptsUnder(dir).map((name) => {
+    try {
+      return { name, text: readFileSync(join(dir, name), 'utf8') };
+    } catch (e) {
+      throw new FolderReadError(join(dir, name), e);
+    }
+  });
 }
 
 /**
@@ -272,7 +369,7 @@ export async function replayBaseline(source: string | readonly BaselineRun[], op
       ...(options.app !== undefined ? { app: options.app } : {}),
       ...(agent !== undefined ? { agent } : {}),
     });
-    const cls = classifyDivergence(report);
+    const cls = classifyDivergence(report, recordedTermination(text));
     const by = cls === undefined ? -1 : expected.findIndex((e) => e.class === cls && (e.runs === '*' || e.runs.includes(name)));
     const run: GateRun = {
       run: name,
@@ -288,19 +385,20 @@ export async function replayBaseline(source: string | readonly BaselineRun[], op
     gated.push(run);
     options.onRun?.(run, i, runs.length);
   }
-  const classes = DIVERGENCE_CLASSES.flatMap((c): GateClass[] => {
+  const classes = ([...DIVERGENCE_CLASSES, UNREPLAYABLE] as const).flatMap((c): GateClass[] => {
     const of = gated.filter((r) => r.class === c);
     const first = of[0];
     return first === undefined ? [] : [{ class: c, runs: of.length, accepted: of.filter((r) => r.accepted !== undefined).length, first: first.run }];
   });
   const byName = new Map(gated.map((r) => [r.run, r] as const));
-  const unmet = expected.flatMap((e, i) =>
-    (e.runs === '*' ? [] : e.runs).flatMap((name): UnmetExpectation[] => {
-      const r = byName.get(name);
-      const got = r?.class ?? 'identical';
+  const unmet = expected.flatMap((e, i): UnmetExpectation[] => {
+    // Every run: met when one run diverged so.
+    if (e.runs === '*') return gated.some((r) => r.class === e.class) ? [] : [{ expectation: i, run: '*', class: e.class, got: 'none' }];
+    return e.runs.flatMap((name): UnmetExpectation[] => {
+      const got = byName.get(name)?.class ?? 'identical';
       return got === e.class ? [] : [{ expectation: i, run: name, class: e.class, got }];
-    }),
-  );
+    });
+  });
   return { passed: gated.every((r) => r.identical || r.accepted !== undefined), runs: gated, classes, unmet };
 }
 
@@ -326,7 +424,8 @@ export function renderGate(report: GateReport, shown: (run: string) => string = 
         ? `${shown(first.run)}:${first.at.line} (${/^[aeiou]/.test(first.at.record) ? 'an' : 'a'} ${first.at.record} record)`
         : shown(first.run);
     out += `\n${c.class}: ${c.runs} run${c.runs === 1 ? '' : 's'}, ${c.accepted} accepted; the first, ${where}:\n`;
-    if (first.divergence !== undefined) out += `  ${first.divergence.port} (after event #${first.divergence.atEvent - 1}): ${first.divergence.message}\n`;
+    if (first.divergence !== undefined)
+      out += `  ${first.divergence.port} (${first.divergence.atEvent === 0 ? 'before any event' : `after event #${first.divergence.atEvent - 1}`}): ${first.divergence.message}\n`;
     else if (first.firstDifference !== undefined) {
       out += `  first differing event: #${first.firstDifference.index}\n`;
       const diff = first.firstDifference.diff;
@@ -336,7 +435,10 @@ export function renderGate(report: GateReport, shown: (run: string) => string = 
     if (first.accepted !== undefined) out += `  accepted: ${first.accepted.why}\n`;
   }
   for (const u of report.unmet)
-    out += `\nexpected ${u.class} in ${shown(u.run)} (expected[${u.expectation}]), but it ${u.got === 'identical' ? 'replayed identical' : `diverged in ${u.got}`}\n`;
+    out +=
+      u.run === '*'
+        ? `\nexpected ${u.class} in any run (expected[${u.expectation}]), but no run diverged so\n`
+        : `\nexpected ${u.class} in ${shown(u.run)} (expected[${u.expectation}]), but it ${u.got === 'identical' ? 'replayed identical' : u.got === UNREPLAYABLE ? 'could not be replayed' : `diverged in ${u.got}`}\n`;
   const identical = report.runs.filter((r) => r.identical).length;
   const accepted = report.runs.filter((r) => r.accepted !== undefined).length;
   const refused = report.runs.length - identical - accepted;

@@ -70,6 +70,11 @@ export interface PortDivergence {
   readonly atEvent: number;
   /** The transcript line (1-based) of the record the port was reading, when there was one. */
   readonly line?: number;
+  /**
+   * The replay could not run the transcript at all (it does not read, names code that is not there
+   * or cannot be built, or the run could not start or threw): nothing about the run was compared.
+   */
+  readonly unreplayable?: true;
 }
 
 /** A place in the transcript: a line and the type of the record on it. */
@@ -197,7 +202,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
         identical: false,
         expectedEvents: 0,
         actualEvents: 0,
-        divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line },
+        divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line, unreplayable: true },
         at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' },
       };
     }
@@ -215,7 +220,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       identical: false,
       expectedEvents: 0,
       actualEvents: 0,
-      divergence: { port: 'transcript', message: `${reason} (expected format ${TRANSCRIPT_FORMAT})`, atEvent: 0, line: 1 },
+      divergence: { port: 'transcript', message: `${reason} (expected format ${TRANSCRIPT_FORMAT})`, atEvent: 0, line: 1, unreplayable: true },
       at: { line: 1, record: 'header' },
     };
   }
@@ -286,10 +291,24 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       identical: false,
       expectedEvents: expected.length,
       actualEvents: 0,
-      divergence: { port: 'transcript', message: `the run's agent is '${header.agent.id}', not '${options.agent.id}'`, atEvent: 0, line: 1 },
+      divergence: {
+        port: 'transcript',
+        message: `the run's agent is '${header.agent.id}', not '${options.agent.id}'`,
+        atEvent: 0,
+        line: 1,
+        unreplayable: true,
+      },
       at: { line: 1, record: 'header' },
     };
   const agent = options.agent ?? header.agent;
+  // The model is asked by its provider too, which a request's digest does not cover: an agent that
+  // names another model is asked something else from its first request on.
+  const model = (a: AgentSpec): string => {
+    const m = header.models[a.model];
+    return m === undefined ? `'${a.model}'` : `'${a.model}' (${m.provider}/${m.model_name})`;
+  };
+  if (model(agent) !== model(header.agent))
+    diverge({ port: 'llm', message: `request #1 no longer matches the recording: model changed, ${model(header.agent)} → ${model(agent)}`, line: 1 });
   const builder = new AgentRuntimeBuilder().withEnv(recordingEnv(session.env(diverge, header.env), strict)).withAgentSpec(agent);
   for (const [id, model] of Object.entries(header.models)) {
     builder.withModel(id, model);
@@ -315,7 +334,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     identical: false,
     expectedEvents: expected.length,
     actualEvents: 0,
-    divergence: { port: 'transcript', message, atEvent: 0, line: 1 },
+    divergence: { port: 'transcript', message, atEvent: 0, line: 1, unreplayable: true },
     at: { line: 1, record: 'header' },
     ...(missing !== undefined ? { missing } : {}),
   });
@@ -351,7 +370,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       identical: false,
       expectedEvents: expected.length,
       actualEvents: 0,
-      divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1 },
+      divergence: { port: 'transcript', message: `cannot rebuild the runtime: ${JSON.stringify(built.error)}`, atEvent: 0, line: 1, unreplayable: true },
       at: { line: 1, record: 'header' },
     };
   const runtime = built.value;
@@ -493,7 +512,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       identical: false,
       expectedEvents: expected.length,
       actualEvents: 0,
-      divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1 },
+      divergence: { port: 'transcript', message: `cannot start the run: ${JSON.stringify(started.error)}`, atEvent: 0, line: 1, unreplayable: true },
       at: { line: 1, record: 'header' },
     };
   }
@@ -501,7 +520,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   try {
     result = await started.value.done;
   } catch (e) {
-    diverge({ port: 'transcript', message: `the replayed run failed: ${e instanceof Error ? e.message : String(e)}` });
+    diverge({ port: 'transcript', message: `the replayed run failed: ${e instanceof Error ? e.message : String(e)}`, unreplayable: true });
   }
   finished = true;
   const termination = result?.termination;

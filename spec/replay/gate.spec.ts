@@ -232,6 +232,13 @@ describe('what the gate says of a run its new code changes, and of one it cannot
     ]);
   });
 
+  it('an event that differs in its ids alone is the history (other draws gave them), not its event class', async () => {
+    const renamed = lines
+      .map((l) => (l.includes('"event_type":"tool_call_done"') ? l.replace('"message_id":"message-2"', '"message_id":"message-9"') : l))
+      .join('\n');
+    expect(await classOf(renamed)).toBe('history');
+  });
+
   it('a record that does not read, or a missing end record, is the history, not what the run did after it', async () => {
     const cut = (type: string): string => lines.map((l) => (l.startsWith(`{"type":"${type}"`) ? l.slice(0, 40) : l)).join('\n');
     expect(await classOf(cut('llm'))).toBe('history');

@@ -85,11 +85,12 @@ const eventTypeOf = (line: string | undefined): AgentEventType | undefined => {
 /**
  * The class of a replay's first divergence; undefined when it replayed identical, `unreplayable`
  * when it could not run. A record that does not read is the history. A changed request or a call's
- * arguments are told by their port (the events may agree until later); then a run that ended
- * otherwise than recorded (`recorded`: the recording's termination) is `termination`, whatever its
- * records show first; a draw, decision or cancel that is not the recorded one is the history (what
- * follows is its consequence); otherwise the first event that differs says it; otherwise the port
- * that left.
+ * arguments are told by their port (the events may agree until later); a stop condition that fires
+ * on one side only is `termination`; then the first event that says something else (beyond its
+ * ids); then a run that ended otherwise than recorded (`recorded`: the recording's termination) is
+ * `termination`, whatever draws or ids it shows first; a draw,
+ * decision or cancel that is not the recorded one is the history (what follows is its consequence),
+ * and so is an event that differs in its ids alone; otherwise the port that left.
  */
 export function classifyDivergence(
   report: Pick<ReplayReport, 'identical' | 'divergence' | 'firstDifference' | 'termination'>,
@@ -102,14 +103,26 @@ export function classifyDivergence(
   if (d !== undefined && / is not a valid (?:end )?record|has no end record/.test(d.message)) return 'history';
   if (d?.port === 'llm' && / no longer matches the recording/.test(d.message)) return 'prompt';
   if (d?.port === 'tool' && / (?:has other arguments than recorded|is not in the transcript)$/.test(d.message)) return 'tool_arguments';
-  if (recorded !== undefined && report.termination !== undefined && JSON.stringify(recorded) !== JSON.stringify(report.termination)) return 'termination';
-  // The record itself went elsewhere: a draw, a decision or a cancel that is not the recorded one.
-  if (d !== undefined && (d.port === 'env' || d.port === 'decision' || d.port === 'cancel' || d.port === 'transcript')) return 'history';
+  const ended = recorded !== undefined && report.termination !== undefined && JSON.stringify(recorded) !== JSON.stringify(report.termination);
+  // A stop condition that fires on one side only (another max_rounds, budget or timeout) is the
+  // change: the calls it leaves undone and the draws it skips follow from it.
+  if (ended && (recorded.type === 'stopped' || report.termination?.type === 'stopped')) return 'termination';
   const f = report.firstDifference;
   const type = f === undefined ? undefined : (eventTypeOf(f.expected) ?? eventTypeOf(f.actual));
-  if (type !== undefined) return classOfEvent(type);
+  // An event that says something else than recorded, beyond the ids drawn for it, is what changed.
+  if (type !== undefined && f !== undefined && !idsOnly(f.diff)) return classOfEvent(type);
+  if (ended) return 'termination';
+  // The record itself went elsewhere: a draw, a decision or a cancel that is not the recorded one.
+  if (d !== undefined && (d.port === 'env' || d.port === 'decision' || d.port === 'cancel' || d.port === 'transcript')) return 'history';
+  if (type !== undefined) return idsOnly(f?.diff ?? []) ? 'history' : classOfEvent(type);
   if (d?.port === 'end') return /another result than recorded: (?:.*, )?termination\b/.test(d.message) ? 'termination' : 'events';
   return 'history';
+}
+
+/** Whether an event's diff (`- path: value` lines) changes ids alone: what other draws give, not what the run says. */
+function idsOnly(diff: readonly string[]): boolean {
+  const paths = diff.map((line) => /^[-+|<>] ([^:]+):/.exec(line)?.[1]);
+  return paths.length > 0 && paths.every((path) => path !== undefined && /(?:^|[._])id$/.test(path));
 }
 
 /** How the recorded run ended, as its `end` record says (undefined when it has none that reads). */

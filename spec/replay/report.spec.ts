@@ -51,7 +51,7 @@ describe('replayFiles with an app', () => {
         `DIFFERS  ${String(events).padEnd(8)}  0         -            ${file}`,
         '',
         `${file}:1 (a header record):`,
-        "  transcript (after event #-1): plugin 'mine' is neither built in nor in the app",
+        "  transcript (before any event): plugin 'mine' is neither built in nor in the app",
         '',
         '0 identical, 1 differ',
         '',

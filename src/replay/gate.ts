@@ -8,7 +8,7 @@ import type { TerminationReason } from '../contract/lifecycle.ts';
 import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { unreachable } from '../contract/never.ts';
 import type { AppCode } from './plugins.ts';
-import { replayTranscript, type PortDivergence, type ReplayReport, type TranscriptPlace } from './replayer.ts';
+import { replayTranscript, whereInEvents, type PortDivergence, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 
 /*
  * The upgrade gate: a folder of recorded runs replayed against the code of today, each divergence
@@ -437,8 +437,7 @@ export function renderGate(report: GateReport, shown: (run: string) => string = 
         ? `${shown(first.run)}:${first.at.line} (${/^[aeiou]/.test(first.at.record) ? 'an' : 'a'} ${first.at.record} record)`
         : shown(first.run);
     out += `\n${c.class}: ${c.runs} run${c.runs === 1 ? '' : 's'}, ${c.accepted} accepted; the first, ${where}:\n`;
-    if (first.divergence !== undefined)
-      out += `  ${first.divergence.port} (${first.divergence.atEvent === 0 ? 'before any event' : `after event #${first.divergence.atEvent - 1}`}): ${first.divergence.message}\n`;
+    if (first.divergence !== undefined) out += `  ${first.divergence.port} (${whereInEvents(first.divergence.atEvent)}): ${first.divergence.message}\n`;
     else if (first.firstDifference !== undefined) {
       out += `  first differing event: #${first.firstDifference.index}\n`;
       const diff = first.firstDifference.diff;

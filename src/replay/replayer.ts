@@ -382,8 +382,6 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   const cancels = [...session.cancels];
   const modes = new SuspensionModes();
   let finished = false;
-  /** Where a decision or cancel comes, as a reader counts: after event #n, or before any. */
-  const afterEvent = (count: number): string => (count === 0 ? 'before any event' : `after event #${count - 1}`);
   /** Gives the parked run its next recorded decision, or lets it go, or says why it cannot. */
   const deliver = (handle: RunHandle): void => {
     if (finished) return;
@@ -394,7 +392,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       if (session.endsSuspended && actual.length === expected.length && handle.detach()) return;
       diverge({
         port: 'decision',
-        message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`,
+        message: `the run waits for a decision ${whereInEvents(actual.length)} that the transcript does not have`,
         ...session.lastLine(),
       });
       controller.abort();
@@ -405,7 +403,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
       // another point can never be delivered where it was.
       diverge({
         port: 'decision',
-        message: `the run waits for a decision ${afterEvent(actual.length)}, the next recorded decision came ${afterEvent(next.after_event)}`,
+        message: `the run waits for a decision ${whereInEvents(actual.length)}, the next recorded decision came ${whereInEvents(next.after_event)}`,
         ...session.lineOf(next),
       });
       controller.abort();
@@ -427,7 +425,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     if (!r.ok) {
       diverge({
         port: 'decision',
-        message: `the recorded decision ${afterEvent(next.after_event)} does not apply: ${JSON.stringify(r.error)}`,
+        message: `the recorded decision ${whereInEvents(next.after_event)} does not apply: ${JSON.stringify(r.error)}`,
         ...session.lineOf(next),
       });
       controller.abort();
@@ -528,7 +526,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     // No record answers the suspension, so the run was not started waiting; the recording goes on.
     diverge({
       port: 'decision',
-      message: `the run waits for a decision ${afterEvent(actual.length)} that the transcript does not have`,
+      message: `the run waits for a decision ${whereInEvents(actual.length)} that the transcript does not have`,
       line: session.eventLine(actual.length),
     });
   }
@@ -536,7 +534,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
   if (cancel !== undefined)
     diverge({
       port: 'cancel',
-      message: `the run ended after ${actual.length} event(s), before the recorded cancel ${afterEvent(cancel.after_event)}`,
+      message: `the run ended after ${actual.length} event(s), before the recorded cancel ${whereInEvents(cancel.after_event)}`,
       ...session.lineOf(cancel),
     });
   if (decisions.length > 0)
@@ -1147,4 +1145,9 @@ class ReplaySession {
       },
     };
   }
+}
+
+/** Where something happened, as a reader counts the events replayed by then: after event #n, or before any. */
+export function whereInEvents(replayedEvents: number): string {
+  return replayedEvents === 0 ? 'before any event' : `after event #${replayedEvents - 1}`;
 }

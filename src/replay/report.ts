@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AppCode } from './plugins.ts';
-import { replayTranscript, type ReplayReport } from './replayer.ts';
+import { replayTranscript, whereInEvents, type ReplayReport } from './replayer.ts';
 import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
 
 /** How reports are printed: a table with the divergences, JSON, or each divergence side by side. */
@@ -75,7 +75,7 @@ export function renderReports(reports: readonly FileReport[]): string {
     const article = (record: string): string => (/^[aeiou]/.test(record) ? 'an' : 'a');
     out += r.at !== undefined ? `\n${r.file}:${r.at.line} (${article(r.at.record)} ${r.at.record} record):\n` : `\n${r.file}:\n`;
     if (r.divergence !== undefined) {
-      out += `  ${r.divergence.port} (after event #${r.divergence.atEvent - 1}): ${r.divergence.message}\n`;
+      out += `  ${r.divergence.port} (${whereInEvents(r.divergence.atEvent)}): ${r.divergence.message}\n`;
       for (const d of r.divergence.diff ?? []) out += `    ${d}\n`;
     }
     if (r.firstDifference !== undefined) {
@@ -103,7 +103,7 @@ export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<
     }
     out += `DIFFERS    ${r.file}${r.at !== undefined ? `:${r.at.line} (${r.at.record} record)` : ''}\n`;
     if (r.divergence !== undefined) {
-      out += `\n  the ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}\n\n`;
+      out += `\n  the ${r.divergence.port} port left the recording ${whereInEvents(r.divergence.atEvent)}: ${r.divergence.message}\n\n`;
       const recorded = r.divergence.line === undefined ? undefined : texts.get(r.file)?.split('\n')[r.divergence.line - 1];
       const rows = divergenceRows(r.divergence, recorded);
       out += `${renderRows(rows, width)

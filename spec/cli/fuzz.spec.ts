@@ -92,7 +92,7 @@ describe('awaken fuzz --plugin', () => {
     expect(awaken(['fuzz', '--plugin', 'examples/fuzz/none.mjs'])).toEqual({
       code: EXIT.noInput,
       out: '',
-      err: 'awaken fuzz: cannot read examples/fuzz/none.mjs: ENOENT\n',
+      err: 'awaken fuzz: cannot read examples/fuzz/none.mjs: no such file\n',
     });
     const empty = join(mkdtempSync(join(tmpdir(), 'awaken-fuzz-')), 'empty.mjs');
     writeFileSync(empty, 'export const nothing = 1;\n');

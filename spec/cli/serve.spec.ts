@@ -180,7 +180,7 @@ describe('awaken serve', () => {
     const bad = await main(['serve', '--model', 'scripted:/no/such/file.yaml'], { out: () => undefined, err: (t) => void (err += t) });
     expect({ bad, err }).toEqual({
       bad: 66,
-      err: "awaken serve: cannot read /no/such/file.yaml: ENOENT: no such file or directory, open '/no/such/file.yaml'\n",
+      err: 'awaken serve: cannot read /no/such/file.yaml: no such file\n',
     });
   });
 

@@ -12,7 +12,7 @@ import { realEnv } from '../runtime/env.ts';
 import type { RuntimePlugin } from '../runtime/resolve.ts';
 import type { Tool } from '../runtime/tool.ts';
 import { type AgentBenchReport, benchAgent, renderAgentBench } from '../testing/bench-agent.ts';
-import { buildFailure, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { buildFailure, cannotRead, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { demoAgent, DEMO_TOOLS } from './demo.ts';
 import { EXIT } from './exit.ts';
 import { appOption } from './app-option.ts';
@@ -73,7 +73,7 @@ export async function benchCommand(argv: readonly string[], io: Io): Promise<num
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new CliFailure(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, EXIT.noInput);
+      throw cannotRead(file, e);
     }
     let script: ReturnType<typeof stepParts>[];
     try {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { durationOf, timelineOf, transcriptRecords, type Timeline, type TimelineToolCall } from '../replay/timeline.ts';
-import { CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
+import { cannotRead, CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 import { INSPECT_USAGE } from './usages.ts';
 
@@ -21,7 +21,7 @@ export async function inspectCommand(argv: readonly string[], io: Io): Promise<n
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new CliFailure(`cannot read ${file}: ${(e as Error).message}`, EXIT.noInput);
+      throw cannotRead(file, e);
     }
     const timeline = timelineOf(transcriptRecords(text));
     if (timeline.events === 0) throw new CliFailure(`${file}: no events: not a transcript (docs/transcript-format.md)`, EXIT.data);

@@ -15,7 +15,7 @@ import {
   type JudgeReport,
   type Scenario,
 } from '../protocols/findings.ts';
-import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { choiceOf, cannotRead, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { JudgeUnavailable, loadJudgeWith } from './conformance-command.ts';
 import { EXIT } from './exit.ts';
 import { JUDGE_USAGE } from './usages.ts';
@@ -127,7 +127,7 @@ export async function judgeCommand(argv: readonly string[], io: Io): Promise<num
       try {
         return readFileSync(f, 'utf8');
       } catch (e) {
-        throw new CliFailure(`cannot read ${f}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, EXIT.noInput);
+        throw cannotRead(f, e);
       }
     });
     refuseOtherProtocol(read, protocol, (i) => files[i] as string);

@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { importUserModule } from '../app/load.ts';
 import type { Plugin } from '../core/phase/plugin.ts';
 import { appOption } from './app-option.ts';
-import { CliFailure } from './args.ts';
+import { cannotRead, CliFailure } from './args.ts';
 import { EXIT } from './exit.ts';
 
 const isPlugin = (x: unknown): x is Plugin =>
@@ -16,7 +16,11 @@ const isPlugin = (x: unknown): x is Plugin =>
  */
 export async function loadPluginModule(file: string): Promise<{ readonly plugin: Plugin; readonly module: Record<string, unknown> }> {
   const absolute = resolve(file);
-  if (!existsSync(absolute)) throw new CliFailure(`cannot read ${file}: ENOENT`, EXIT.noInput);
+  try {
+    statSync(absolute);
+  } catch (e) {
+    throw cannotRead(file, e);
+  }
   let module: Record<string, unknown>;
   try {
     // Through the apps' loader: a plugin file in TypeScript, or outside any project, loads as an app does.

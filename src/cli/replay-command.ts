@@ -16,7 +16,7 @@ import type { AppCode, MissingCode } from '../replay/plugins.ts';
 import { missingCode } from '../replay/replayer.ts';
 import { replayFiles, type ReportFormat } from '../replay/report.ts';
 import { appOption } from './app-option.ts';
-import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { cannotRead, choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 import { REPLAY_USAGE } from './usages.ts';
 import { unreachable } from '../contract/never.ts';
@@ -48,11 +48,7 @@ function unreplayable(file: string): CliFailure | { readonly first: string; read
       break;
     }
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return new CliFailure(
-      `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory' : e instanceof Error ? e.message : String(e)}`,
-      EXIT.noInput,
-    );
+    return cannotRead(file, e);
   }
   if (first === undefined) return new CliFailure(`${file}: not a transcript: the file is empty`, EXIT.data);
   let header: unknown;
@@ -127,8 +123,7 @@ async function baseline(dir: string, expectFile: string | undefined, loaded: Loa
   try {
     isDir = statSync(dir).isDirectory();
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new CliFailure(`cannot read ${dir}: ${code === 'ENOENT' ? 'no such folder' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+    throw cannotRead(dir, e, 'folder');
   }
   if (!isDir) throw new UsageError(`${dir} is a file: --baseline replays the transcripts in a folder`);
   const runs = readable(() => baselineRuns(dir));
@@ -146,8 +141,7 @@ async function baseline(dir: string, expectFile: string | undefined, loaded: Loa
     try {
       text = readFileSync(expectFile, 'utf8');
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new CliFailure(`cannot read ${expectFile}: ${code === 'ENOENT' ? 'no such file' : e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+      throw cannotRead(expectFile, e);
     }
     try {
       expectations = readExpectations(

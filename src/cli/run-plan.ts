@@ -5,7 +5,7 @@ import { TranscriptLlm } from '../providers/transcript-llm.ts';
 import { migrateTranscript, olderFormat } from '../replay/migrate.ts';
 import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import { choiceOf, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
+import { choiceOf, cannotRead, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
 import { EXIT } from './exit.ts';
 import { RUN_USAGE } from './usages.ts';
 
@@ -66,7 +66,7 @@ export function modelFactoryOf(model: string): (turnsTaken?: number) => LlmExecu
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CliFailure(`cannot read ${file}: ${e instanceof Error ? e.message : String(e)}`, EXIT.noInput);
+    throw cannotRead(file, e);
   }
   if (kind === 'scripted') {
     let steps: ReturnType<typeof parseScript>;

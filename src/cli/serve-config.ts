@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentSpecSchema, RunRecoverySchema, WrittenAgentSpecSchema, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import { bracketPath, fieldIssues, type FieldIssue } from '../contract/issue-line.ts';
+import { whyUnreadable } from '../contract/unreadable.ts';
 import { PLUGIN_CATALOG } from '../plugins/catalog.ts';
 import { RUNTIME_CONFIG_KEYS, type RuntimePlugin } from '../runtime/resolve.ts';
 import { DEFAULT_API_KEY_ENV_ALLOW, ModelConfigSchema, ProviderConfigSchema } from '../server/config-routes.ts';
@@ -249,11 +250,7 @@ export function loadServeConfig(
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    const code = (e as { code?: string }).code;
-    throw new CliFailure(
-      `cannot read the config file ${path}${code === 'ENOENT' ? ': no such file' : `: ${e instanceof Error ? e.message : String(e)}`}`,
-      EXIT.noInput,
-    );
+    throw new CliFailure(`cannot read the config file ${path}: ${whyUnreadable(e)}`, EXIT.noInput);
   }
   const bad = (field: string, reason: string): CliFailure => new CliFailure(`${path}: ${field}: ${reason}`, EXIT.data);
   let data: unknown;

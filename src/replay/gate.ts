@@ -7,6 +7,7 @@ import type { AgentEventType } from '../contract/event.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { unreachable } from '../contract/never.ts';
+import { whyUnreadable } from '../contract/unreadable.ts';
 import type { AppCode } from './plugins.ts';
 import { replayTranscript, whereInEvents, type PortDivergence, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 
@@ -312,10 +313,9 @@ function headerAgentId(text: string): string | undefined {
 export class FolderReadError extends Error {
   readonly path: string;
   constructor(path: string, e: unknown) {
-    const code = (e as NodeJS.ErrnoException).code;
-    super(
-      `cannot read ${path}: ${code === 'ENOENT' ? 'no such file (a broken link?)' : code === 'EACCES' ? 'permission denied' : e instanceof Error ? e.message : String(e)}`,
-    );
+    // The folder listed it: an entry that is not there is a link to nothing.
+    const why = whyUnreadable(e);
+    super(`cannot read ${path}: ${why === 'no such file' ? 'no such file (a broken link?)' : why}`);
     this.name = 'FolderReadError';
     this.path = path;
   }

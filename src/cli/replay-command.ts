@@ -91,6 +91,19 @@ function notBuiltIn(missing: MissingCode): string {
   }
 }
 
+/**
+ * Every file checked before any is replayed: the first that is no transcript, or names code that is
+ * not here, stops the command at once (thrown).
+ */
+function refuseUnreplayable(files: readonly string[], loaded: LoadedApp | undefined): void {
+  for (const file of files) {
+    const read = unreplayable(file);
+    if (read instanceof CliFailure) throw read;
+    const missing = codeMissing(file, read.first, read.header, loaded);
+    if (missing !== undefined) throw missing;
+  }
+}
+
 /** The code of an app a replay runs: its plugins and stop policies. */
 const codeOf = (loaded: LoadedApp): AppCode => ({ plugins: loaded.app.plugins, stopPolicies: loaded.app.stopPolicies });
 
@@ -128,13 +141,10 @@ async function baseline(dir: string, expectFile: string | undefined, loaded: Loa
   if (!isDir) throw new UsageError(`${dir} is a file: --baseline replays the transcripts in a folder`);
   const runs = readable(() => baselineRuns(dir));
   if (runs.length === 0) throw new CliFailure(`${dir}: no transcript (*.jsonl) in it`, EXIT.noInput);
-  for (const { name } of runs) {
-    const file = join(dir, name);
-    const read = unreplayable(file);
-    if (read instanceof CliFailure) throw read;
-    const missing = codeMissing(file, read.first, read.header, loaded);
-    if (missing !== undefined) throw missing;
-  }
+  refuseUnreplayable(
+    runs.map(({ name }) => join(dir, name)),
+    loaded,
+  );
   let expectations: ReplayExpectations | undefined;
   if (expectFile !== undefined) {
     let text: string;
@@ -190,14 +200,7 @@ export async function replayCommand(argv: readonly string[], io: Io): Promise<nu
       if (inside.length === 0) throw new CliFailure(`${file}: no transcript (*.jsonl) in it`, EXIT.noInput);
       return inside.map((name) => join(file, name));
     });
-    // Every file is checked before any is replayed: what is no transcript, or names code that is not
-    // here, stops the command at once.
-    for (const file of files) {
-      const read = unreplayable(file);
-      if (read instanceof CliFailure) throw read;
-      const missing = codeMissing(file, read.first, read.header, loaded);
-      if (missing !== undefined) throw missing;
-    }
+    refuseUnreplayable(files, loaded);
     return replayFiles(files, io, args.values['json'] === true ? 'json' : (format ?? 'table'), {
       width: Math.max(30, Math.floor(((process.stdout.columns ?? 130) - 8) / 2)),
       ...(loaded !== undefined ? { app: codeOf(loaded) } : {}),

@@ -9,6 +9,7 @@ import { bracketPath, fieldIssues } from '../contract/issue-line.ts';
 import { unreachable } from '../contract/never.ts';
 import { whyUnreadable } from '../contract/unreadable.ts';
 import type { AppCode } from './plugins.ts';
+import { placeIn, renderTable } from './report.ts';
 import { replayTranscript, whereInEvents, type PortDivergence, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 
 /*
@@ -426,17 +427,10 @@ export function renderGate(report: GateReport, shown: (run: string) => string = 
     r.identical ? '-' : r.accepted !== undefined ? 'yes' : 'no',
     shown(r.run),
   ]);
-  const header = ['result', 'class', 'accepted', 'file'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
-  let out = `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  let out = renderTable(['result', 'class', 'accepted', 'file'], rows);
   for (const c of report.classes) {
     const first = report.runs.find((r) => r.run === c.first) as GateRun;
-    const where =
-      first.at !== undefined
-        ? `${shown(first.run)}:${first.at.line} (${/^[aeiou]/.test(first.at.record) ? 'an' : 'a'} ${first.at.record} record)`
-        : shown(first.run);
-    out += `\n${c.class}: ${c.runs} run${c.runs === 1 ? '' : 's'}, ${c.accepted} accepted; the first, ${where}:\n`;
+    out += `\n${c.class}: ${c.runs} run${c.runs === 1 ? '' : 's'}, ${c.accepted} accepted; the first, ${placeIn(shown(first.run), first.at)}:\n`;
     if (first.divergence !== undefined) out += `  ${first.divergence.port} (${whereInEvents(first.divergence.atEvent)}): ${first.divergence.message}\n`;
     else if (first.firstDifference !== undefined) {
       out += `  first differing event: #${first.firstDifference.index}\n`;

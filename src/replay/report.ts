@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AppCode } from './plugins.ts';
-import { replayTranscript, whereInEvents, type ReplayReport } from './replayer.ts';
+import { replayTranscript, whereInEvents, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
 
 /** How reports are printed: a table with the divergences, JSON, or each divergence side by side. */
@@ -59,6 +59,18 @@ export async function replayFiles(
   return reports.every((r) => r.identical) ? 0 : 1;
 }
 
+/** Rows under a header, each column as wide as its widest cell (the last one left as it is), one line each. */
+export function renderTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
+}
+
+/** Where in a transcript a replay left it: `FILE:LINE (a header record)`, or the file alone. */
+export function placeIn(file: string, at: TranscriptPlace | undefined): string {
+  return at === undefined ? file : `${file}:${at.line} (${/^[aeiou]/.test(at.record) ? 'an' : 'a'} ${at.record} record)`;
+}
+
 export function renderReports(reports: readonly FileReport[]): string {
   const rows = reports.map((r) => [
     r.identical ? 'identical' : 'DIFFERS',
@@ -67,13 +79,9 @@ export function renderReports(reports: readonly FileReport[]): string {
     r.termination?.type ?? '-',
     r.file,
   ]);
-  const header = ['result', 'recorded', 'replayed', 'termination', 'file'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] as number))).join('  ');
-  let out = `${[line(header), ...rows.map(line)].join('\n')}\n`;
+  let out = renderTable(['result', 'recorded', 'replayed', 'termination', 'file'], rows);
   for (const r of reports.filter((x) => !x.identical)) {
-    const article = (record: string): string => (/^[aeiou]/.test(record) ? 'an' : 'a');
-    out += r.at !== undefined ? `\n${r.file}:${r.at.line} (${article(r.at.record)} ${r.at.record} record):\n` : `\n${r.file}:\n`;
+    out += `\n${placeIn(r.file, r.at)}:\n`;
     if (r.divergence !== undefined) {
       out += `  ${r.divergence.port} (${whereInEvents(r.divergence.atEvent)}): ${r.divergence.message}\n`;
       for (const d of r.divergence.diff ?? []) out += `    ${d}\n`;

@@ -14,7 +14,7 @@ import {
   type BaselineRun,
 } from '../../src/replay/gate.ts';
 import type { AgentSpec } from '../../src/contract/agent-spec.ts';
-import { replayTranscript } from '../../src/replay/replayer.ts';
+import { replayTranscript, type DivergenceKind } from '../../src/replay/replayer.ts';
 
 /**
  * The upgrade gate as a library (`awaken-ts/testing`): each class of divergence from an edit of one
@@ -79,6 +79,47 @@ describe('classifyDivergence', () => {
     const report = await replayTranscript(EDITS[cls]);
     expect(report.identical).toBe(false);
     expect(classifyDivergence(report)).toBe(cls);
+  });
+
+  it('the replay names the kind of a divergence the class follows from, and the class follows the kind, not its wording', async () => {
+    const kindOf = async (text: string) => {
+      const d = (await replayTranscript(text)).divergence;
+      return { kind: d?.kind, fields: d?.fields };
+    };
+    const toolLine = (l: string): boolean => l.startsWith('{"type":"tool"');
+    const endLine = (l: string): boolean => l.startsWith('{"type":"end"');
+    expect({
+      request: await kindOf(EDITS.prompt),
+      arguments: await kindOf(EDITS.tool_arguments),
+      notRecorded: await kindOf(edited(oneTool, toolLine, (l) => l.replace('"call_id":"', '"call_id":"x'))),
+      unreadable: await kindOf(edited(oneTool, toolLine, (l) => l.replace('"type":"tool"', '"type":"tool","extra":1'))),
+      noEnd: await kindOf(
+        oneTool
+          .split('\n')
+          .filter((l) => !endLine(l))
+          .join('\n'),
+      ),
+      result: await kindOf(edited(oneTool, endLine, (l) => l.replace('"termination":{"type":"natural_end"}', '"termination":{"type":"cancelled"}'))),
+    }).toEqual({
+      request: { kind: 'request_changed', fields: undefined },
+      arguments: { kind: 'arguments_changed', fields: undefined },
+      notRecorded: { kind: 'call_not_recorded', fields: undefined },
+      unreadable: { kind: 'unreadable_record', fields: undefined },
+      noEnd: { kind: 'no_end_record', fields: undefined },
+      result: { kind: 'result_changed', fields: ['termination'] },
+    });
+    // Reworded messages class as before: the class reads the kind.
+    const at = (port: 'llm' | 'tool' | 'end', kind: DivergenceKind, fields?: string[]) =>
+      classifyDivergence({ identical: false, divergence: { port, kind, message: 'said otherwise', atEvent: 3, ...(fields !== undefined ? { fields } : {}) } });
+    expect([
+      at('llm', 'request_changed'),
+      at('tool', 'arguments_changed'),
+      at('tool', 'call_not_recorded'),
+      at('tool', 'unreadable_record'),
+      at('end', 'no_end_record'),
+      at('end', 'result_changed', ['termination']),
+      at('end', 'result_changed', ['response']),
+    ]).toEqual(['prompt', 'tool_arguments', 'tool_arguments', 'history', 'history', 'termination', 'events']);
   });
 
   it('a run that replays identical has no class', async () => {

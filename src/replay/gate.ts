@@ -102,9 +102,9 @@ export function classifyDivergence(
   const d = report.divergence;
   if (d?.unreplayable === true) return UNREPLAYABLE;
   // A record that does not read: what the run did after it is not to be judged by it.
-  if (d !== undefined && / is not a valid (?:end )?record|has no end record/.test(d.message)) return 'history';
-  if (d?.port === 'llm' && / no longer matches the recording/.test(d.message)) return 'prompt';
-  if (d?.port === 'tool' && / (?:has other arguments than recorded|is not in the transcript)$/.test(d.message)) return 'tool_arguments';
+  if (d?.kind === 'unreadable_record' || d?.kind === 'no_end_record') return 'history';
+  if (d?.kind === 'request_changed') return 'prompt';
+  if (d?.kind === 'arguments_changed' || d?.kind === 'call_not_recorded') return 'tool_arguments';
   const ended = recorded !== undefined && report.termination !== undefined && JSON.stringify(recorded) !== JSON.stringify(report.termination);
   // A stop condition that fires on one side only (another max_rounds, budget or timeout) is the
   // change: the calls it leaves undone and the draws it skips follow from it.
@@ -117,7 +117,7 @@ export function classifyDivergence(
   // The record itself went elsewhere: a draw, a decision or a cancel that is not the recorded one.
   if (d !== undefined && (d.port === 'env' || d.port === 'decision' || d.port === 'cancel' || d.port === 'transcript')) return 'history';
   if (type !== undefined) return idsOnly(f?.diff ?? []) ? 'history' : classOfEvent(type);
-  if (d?.port === 'end') return /another result than recorded: (?:.*, )?termination\b/.test(d.message) ? 'termination' : 'events';
+  if (d?.port === 'end') return d.kind === 'result_changed' && d.fields?.includes('termination') === true ? 'termination' : 'events';
   return 'history';
 }
 

@@ -75,7 +75,17 @@ export interface PortDivergence {
    * or cannot be built, or the run could not start or threw): nothing about the run was compared.
    */
   readonly unreplayable?: true;
+  /**
+   * What kind of difference it is, where the message alone would have to be read for it (the
+   * upgrade gate classes divergences by it): a record that does not read, a missing end record, an
+   * inference request or a call's arguments that changed, a call the recording never made, a result
+   * that ended otherwise (`fields`: which of its fields differ).
+   */
+  readonly kind?: DivergenceKind;
+  readonly fields?: readonly string[];
 }
+
+export type DivergenceKind = 'unreadable_record' | 'no_end_record' | 'request_changed' | 'arguments_changed' | 'call_not_recorded' | 'result_changed';
 
 /** A place in the transcript: a line and the type of the record on it. */
 export interface TranscriptPlace {
@@ -308,7 +318,12 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     return m === undefined ? `'${a.model}'` : `'${a.model}' (${m.provider}/${m.model_name})`;
   };
   if (model(agent) !== model(header.agent))
-    diverge({ port: 'llm', message: `request #1 no longer matches the recording: model changed, ${model(header.agent)} → ${model(agent)}`, line: 1 });
+    diverge({
+      port: 'llm',
+      kind: 'request_changed',
+      message: `request #1 no longer matches the recording: model changed, ${model(header.agent)} → ${model(agent)}`,
+      line: 1,
+    });
   const builder = new AgentRuntimeBuilder().withEnv(recordingEnv(session.env(diverge, header.env), strict)).withAgentSpec(agent);
   for (const [id, model] of Object.entries(header.models)) {
     builder.withModel(id, model);
@@ -726,12 +741,17 @@ class ReplaySession {
     const r = this.#end;
     if (r === undefined) {
       if (!withoutRecord)
-        diverge({ port: 'end', message: 'the transcript has no end record (the result and the messages the run ended with)', ...this.#here() });
+        diverge({
+          port: 'end',
+          kind: 'no_end_record',
+          message: 'the transcript has no end record (the result and the messages the run ended with)',
+          ...this.#here(),
+        });
       return;
     }
     const at = this.lineOf(r);
     if (isCorrupt(r)) {
-      diverge({ port: 'end', message: `transcript line ${r.line} is not a valid end record: ${r.corrupt}`, ...at });
+      diverge({ port: 'end', kind: 'unreadable_record', message: `transcript line ${r.line} is not a valid end record: ${r.corrupt}`, ...at });
       return;
     }
     if (now === undefined) {
@@ -744,6 +764,8 @@ class ReplaySession {
       );
       diverge({
         port: 'end',
+        kind: 'result_changed',
+        fields,
         message: `the run ended with another result than recorded: ${fields.join(', ')}`,
         diff: renderChanges(jsonChanges(r.result as unknown as JsonValue, now.result as unknown as JsonValue)),
         ...at,
@@ -904,7 +926,12 @@ class ReplaySession {
       }
       at = this.lineOf(r);
       if (isCorrupt(r)) {
-        diverge({ port: 'env', message: `env draw #${draw} (${detail}): transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
+        diverge({
+          port: 'env',
+          kind: 'unreadable_record',
+          message: `env draw #${draw} (${detail}): transcript line ${r.line} is not a valid record: ${r.corrupt}`,
+          ...at,
+        });
         return undefined;
       }
       // (A sleep is written as it starts, before it reaches here: where it is written is compared there.)
@@ -988,13 +1015,19 @@ class ReplaySession {
           }
           const at = session.lineOf(r);
           if (isCorrupt(r)) {
-            diverge({ port: 'llm', message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`, ...at });
+            diverge({
+              port: 'llm',
+              kind: 'unreadable_record',
+              message: `request #${seq}: transcript line ${r.line} is not a valid record: ${r.corrupt}`,
+              ...at,
+            });
             throw new InferenceFailure({ code: 'provider', message: `replay: unreadable recording for request #${seq}` });
           }
           // The response of another request (this one's deleted, or moved): reported where this one's would be.
           if (changed !== undefined)
             diverge({
               port: 'llm',
+              kind: 'request_changed',
               message: `request #${seq} no longer matches the recording: ${changed.what}`,
               diff: changed.diff,
               ...session.#streamEnd(at.line),
@@ -1049,6 +1082,7 @@ class ReplaySession {
               if (isCorrupt(r)) {
                 diverge({
                   port: 'tool',
+                  kind: 'unreadable_record',
                   message: `tool call ${descriptor.id} [${call.id}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`,
                   ...at,
                 });
@@ -1078,13 +1112,19 @@ class ReplaySession {
         if (r === undefined) {
           // Its outcome would be written once the calls settling with it have: where the replay stops without it.
           await this.strict?.stalled();
-          diverge({ port: 'tool', message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript`, ...this.#toolEnd(ctx.callId) });
+          diverge({
+            port: 'tool',
+            kind: 'call_not_recorded',
+            message: `tool call ${descriptor.id} [${ctx.callId}] is not in the transcript`,
+            ...this.#toolEnd(ctx.callId),
+          });
           throw new Error(`replay: no recorded outcome for ${descriptor.id} [${ctx.callId}]`);
         }
         const at = this.lineOf(r);
         if (isCorrupt(r)) {
           diverge({
             port: 'tool',
+            kind: 'unreadable_record',
             message: `tool call ${descriptor.id} [${ctx.callId}]: transcript line ${r.line} is not a valid record: ${r.corrupt}`,
             ...at,
           });
@@ -1097,6 +1137,7 @@ class ReplaySession {
         if (JSON.stringify(r.arguments) !== JSON.stringify(args)) {
           diverge({
             port: 'tool',
+            kind: 'arguments_changed',
             message: `tool call ${descriptor.id} [${ctx.callId}] has other arguments than recorded`,
             diff: renderChanges(jsonChanges(r.arguments, args)),
             ...where,

@@ -27,7 +27,7 @@ export {
   type HookCost,
 } from './bench-agent.ts';
 export { recordRun, type Recording, type RecordingSetup } from '../replay/recorder.ts';
-export { missingCode, replayTranscript, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';
+export { missingCode, replayTranscript, type DivergenceKind, type PortDivergence, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';
 export {
   classifyDivergence,
   DIVERGENCE_CLASSES,

@@ -1,6 +1,6 @@
 import './run.css';
 import type { Operation } from 'fast-json-patch';
-import { divergenceRows, eventRows, type Row } from '../../src/replay/side-by-side.ts';
+import { divergenceRows, eventRows, whereInEvents, type Row } from '../../src/replay/side-by-side.ts';
 import { durationOf, type Timeline, type TimelineInference, type TimelineStep, type TimelineToolCall } from '../../src/replay/timeline.ts';
 import { el, pretty, summaryList } from './dom.ts';
 import { callStatus, failed, renderWaterfall, suspended, waiting } from './waterfall.ts';
@@ -93,7 +93,7 @@ export function renderTimeline(t: Timeline, options: TimelineOptions = {}): HTML
       ['Duration', ms(durationOf(t.started_at, t.ended_at))],
       ['Tokens', `${t.usage.input} in · ${t.usage.output} out · ${t.usage.total} total`],
       ['Answer', t.response ?? ''],
-      ['Cancelled', t.cancelled_after_event !== undefined ? `after event #${t.cancelled_after_event}` : ''],
+      ['Cancelled', t.cancelled_after_event !== undefined ? whereInEvents(t.cancelled_after_event) : ''],
     ]),
   );
   root.append(
@@ -157,7 +157,7 @@ export function renderTimeline(t: Timeline, options: TimelineOptions = {}): HTML
   if (t.decisions.length > 0) {
     root.append(el('h3', {}, 'Decisions'));
     const list = el('ul', {});
-    for (const d of t.decisions) list.append(el('li', {}, `after event #${d.after_event}: `, el('code', {}, JSON.stringify(d.decisions))));
+    for (const d of t.decisions) list.append(el('li', {}, `${whereInEvents(d.after_event)}: `, el('code', {}, JSON.stringify(d.decisions))));
     root.append(list);
   }
   return root;
@@ -537,7 +537,7 @@ export function renderReplay(result: ReplayResult, source: string): HTMLElement 
       el(
         'p',
         { 'data-port': r.divergence.port },
-        `The ${r.divergence.port} port left the recording after event #${r.divergence.atEvent - 1}: ${r.divergence.message}`,
+        `The ${r.divergence.port} port left the recording ${whereInEvents(r.divergence.atEvent)}: ${r.divergence.message}`,
       ),
     );
     box.append(sideBySide(divergenceRows(r.divergence, result.recorded_line), `Where the ${r.divergence.port} port left the recording`));

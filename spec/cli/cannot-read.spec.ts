@@ -30,6 +30,7 @@ describe('a file a command cannot read', () => {
 
   it('a folder where a file goes, and a path through a file, say so', async () => {
     expect(await cli('inspect', dir)).toEqual({ code: EXIT.noInput, out: '', err: `awaken inspect: cannot read ${dir}: a directory\n` });
+    expect(await cli('fuzz', '--plugin', dir)).toEqual({ code: EXIT.noInput, out: '', err: `awaken fuzz: cannot read ${dir}: a directory\n` });
     const file = join(dir, 'notes.txt');
     writeFileSync(file, 'not a folder\n');
     expect(await cli('inspect', join(file, 'run.jsonl'))).toEqual({

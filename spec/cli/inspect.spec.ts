@@ -35,6 +35,17 @@ describe('awaken inspect', () => {
     expect(await cli('inspect', join(dir, 'x.jsonl'))).toMatchObject({ code: 65, err: expect.stringContaining('no events: not a transcript') });
     expect(await cli('inspect', join(dir, 'missing.jsonl'))).toMatchObject({ code: 66 });
   });
+
+  it('counts where a decision or a cancel came as replay does: after event #n, counting from 0', async () => {
+    const said = async (run: string): Promise<string[]> =>
+      (await cli('inspect', join(repo, 'fixtures/runs', run))).out.split('\n').filter((l) => /^ *(decision|cancelled) (after|before)/.test(l));
+    // 11 events out before the decision (#0 … #10); one before the cancel of run 17 (its run_start), three before that of run 16.
+    expect(await said('11-suspension-resumed-replay-tool-call.jsonl')).toEqual([
+      expect.stringMatching(/^decision after event #10: \[\{"target_id":"c1",/) as unknown as string,
+    ]);
+    expect(await said('17-cancellation-before-first-step.jsonl')).toEqual(['  cancelled after event #0']);
+    expect(await said('16-cancellation-mid-stream.jsonl')).toEqual(['  cancelled after event #2']);
+  });
 });
 
 describe('awaken replay --format pretty', () => {

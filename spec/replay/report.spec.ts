@@ -58,4 +58,16 @@ describe('replayFiles with an app', () => {
       ].join('\n'),
     );
   });
+
+  it('a file that cannot be read is one that differs, unreplayable, saying why in the words of the CLI', async () => {
+    const gone = join(mkdtempSync(join(tmpdir(), 'awaken-report-')), 'gone.jsonl');
+    let out = '';
+    expect(await replayFiles([gone], { out: (t) => void (out += t), err: () => undefined }, 'json')).toBe(1);
+    expect((JSON.parse(out) as { divergence: unknown }[])[0]?.divergence).toEqual({
+      port: 'transcript',
+      message: `cannot read ${gone}: no such file`,
+      atEvent: 0,
+      unreplayable: true,
+    });
+  });
 });

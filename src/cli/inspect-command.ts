@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { durationOf, timelineOf, transcriptRecords, type Timeline, type TimelineToolCall } from '../replay/timeline.ts';
+import { whereInEvents } from '../replay/side-by-side.ts';
 import { cannotRead, CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
 import { EXIT } from './exit.ts';
 import { INSPECT_USAGE } from './usages.ts';
@@ -56,7 +57,7 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
   ].filter((x) => x !== '');
   lines.push(`  ${termination} · ${totals.join(' · ')}`);
   if (t.response !== undefined) lines.push(`  answer: ${json(t.response)}`);
-  if (t.cancelled_after_event !== undefined) lines.push(`  cancelled after event #${t.cancelled_after_event}`);
+  if (t.cancelled_after_event !== undefined) lines.push(`  cancelled ${whereInEvents(t.cancelled_after_event)}`);
   for (const step of t.steps) {
     lines.push('');
     lines.push(`step ${step.index}${step.message_id === '' ? ' (outside a step)' : ''}  ${at(step.started_at)}`.trimEnd());
@@ -87,7 +88,7 @@ export function renderTimeline(t: Timeline, options: { readonly state?: boolean 
         for (const op of p) lines.push(`    ${op.op === 'add' ? '+' : op.op === 'remove' ? '-' : '~'} ${op.path}${'value' in op ? `  ${json(op.value)}` : ''}`);
     }
   }
-  for (const d of t.decisions) lines.push('', `decision after event #${d.after_event}: ${json(d.decisions)}`);
+  for (const d of t.decisions) lines.push('', `decision ${whereInEvents(d.after_event)}: ${json(d.decisions)}`);
   return `${lines.join('\n')}\n`;
 }
 

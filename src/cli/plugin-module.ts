@@ -16,11 +16,13 @@ const isPlugin = (x: unknown): x is Plugin =>
  */
 export async function loadPluginModule(file: string): Promise<{ readonly plugin: Plugin; readonly module: Record<string, unknown> }> {
   const absolute = resolve(file);
+  let isDirectory: boolean;
   try {
-    statSync(absolute);
+    isDirectory = statSync(absolute).isDirectory();
   } catch (e) {
     throw cannotRead(file, e);
   }
+  if (isDirectory) throw cannotRead(file, { code: 'EISDIR' });
   let module: Record<string, unknown>;
   try {
     // Through the apps' loader: a plugin file in TypeScript, or outside any project, loads as an app does.

@@ -86,8 +86,10 @@ const eventTypeOf = (line: string | undefined): AgentEventType | undefined => {
 
 /**
  * The class of a replay's first divergence; undefined when it replayed identical, `unreplayable`
- * when it could not run. A record that does not read is the history. A changed request or a call's
- * arguments are told by their port (the events may agree until later); a stop condition that fires
+ * when it could not run. It reads the divergence's `kind`, never its message: one without a kind
+ * (an older report's) is classed by its port and the events alone. A record that does not read is
+ * the history. A changed request or a call's arguments are told by their kind (the events may agree
+ * until later); a stop condition that fires
  * on one side only is `termination`; then the first event that says something else (beyond its
  * ids); then a run that ended otherwise than recorded (`recorded`: the recording's termination) is
  * `termination`, whatever draws or ids it shows first; a draw,
@@ -315,8 +317,8 @@ export class FolderReadError extends Error {
   readonly path: string;
   constructor(path: string, e: unknown) {
     // The folder listed it: an entry that is not there is a link to nothing.
-    const why = whyUnreadable(e);
-    super(`cannot read ${path}: ${why === 'no such file' ? 'no such file (a broken link?)' : why}`);
+    const gone = typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ENOENT';
+    super(`cannot read ${path}: ${gone ? 'no such file (a broken link?)' : whyUnreadable(e)}`);
     this.name = 'FolderReadError';
     this.path = path;
   }

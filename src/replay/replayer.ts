@@ -53,6 +53,9 @@ import {
   type AskRecord,
   type ToolRecord,
 } from './transcript.ts';
+import { whereInEvents } from './side-by-side.ts';
+
+export { whereInEvents };
 
 /** Where a replay first left the recording, at a port. */
 export interface PortDivergence {
@@ -1186,9 +1189,4 @@ class ReplaySession {
       },
     };
   }
-}
-
-/** Where something happened, as a reader counts the events replayed by then: after event #n, or before any. */
-export function whereInEvents(replayedEvents: number): string {
-  return replayedEvents === 0 ? 'before any event' : `after event #${replayedEvents - 1}`;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AppCode } from './plugins.ts';
+import { whyUnreadable } from '../contract/unreadable.ts';
 import { replayTranscript, whereInEvents, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
 
@@ -41,7 +42,7 @@ export async function replayFiles(
         identical: false,
         expectedEvents: 0,
         actualEvents: 0,
-        divergence: { port: 'transcript', message: `cannot read: ${(e as Error).message}`, atEvent: 0 },
+        divergence: { port: 'transcript', message: `cannot read ${file}: ${whyUnreadable(e)}`, atEvent: 0, unreplayable: true },
       });
       continue;
     }

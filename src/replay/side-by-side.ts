@@ -137,3 +137,8 @@ export function divergenceRows(
 /** The first differing event, recorded and replayed, line by line. */
 export const eventRows = (difference: { readonly expected?: string; readonly actual?: string }): Row[] =>
   lineRows(prettyJson(difference.expected), prettyJson(difference.actual));
+
+/** Where something happened, as a reader counts the events out by then: after event #n (from 0), or before any. */
+export function whereInEvents(events: number): string {
+  return events === 0 ? 'before any event' : `after event #${events - 1}`;
+}

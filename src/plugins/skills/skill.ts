@@ -3,6 +3,7 @@ import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { err, ok, type Result } from '../../contract/result.ts';
+import { whyUnreadable } from '../../contract/unreadable.ts';
 
 /**
  * Skills (book: 使用 Skills 子系统): packages of instructions and resources an agent discovers,
@@ -210,7 +211,7 @@ export function discoverSkills(root: string): Discovery {
       .map((e) => e.name)
       .sort();
   } catch (e) {
-    return { skills, warnings: [`${root}: cannot read the skills directory (${e instanceof Error ? e.message : String(e)})`] };
+    return { skills, warnings: [`${root}: cannot read the skills directory (${whyUnreadable(e, 'folder')})`] };
   }
   const seen = new Set<string>();
   for (const name of entries) {

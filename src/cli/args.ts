@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
 import type { BuildError } from '../contract/errors.ts';
-import { whyUnreadable } from '../contract/unreadable.ts';
 import { EXIT } from './exit.ts';
 
 /** One option of a command: a string (repeatable when `multiple`) or a flag. */
@@ -32,10 +31,6 @@ export class CliFailure extends Error {
     this.exit = exit;
   }
 }
-
-/** A file or folder a command could not read: one line saying why, exit 66. */
-export const cannotRead = (path: string, e: unknown, what?: 'file' | 'folder'): CliFailure =>
-  new CliFailure(`cannot read ${path}: ${whyUnreadable(e, what)}`, EXIT.noInput);
 
 /** Agents that do not build, as one line naming `where` (the config file) and what is wrong: bad data. */
 export function buildFailure(where: string, e: BuildError): CliFailure {

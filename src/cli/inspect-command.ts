@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { durationOf, timelineOf, transcriptRecords, type Timeline, type TimelineToolCall } from '../replay/timeline.ts';
 import { whereInEvents } from '../replay/side-by-side.ts';
-import { cannotRead, CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
+import { CliFailure, runCli, type CommandSpec, type Io } from './args.ts';
+import { cannotRead } from './cannot-read.ts';
 import { EXIT } from './exit.ts';
 import { INSPECT_USAGE } from './usages.ts';
 

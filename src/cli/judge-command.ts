@@ -15,7 +15,8 @@ import {
   type JudgeReport,
   type Scenario,
 } from '../protocols/findings.ts';
-import { choiceOf, cannotRead, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { cannotRead } from './cannot-read.ts';
 import { JudgeUnavailable, loadJudgeWith } from './conformance-command.ts';
 import { EXIT } from './exit.ts';
 import { JUDGE_USAGE } from './usages.ts';

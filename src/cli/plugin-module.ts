@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import { importUserModule } from '../app/load.ts';
 import type { Plugin } from '../core/phase/plugin.ts';
 import { appOption } from './app-option.ts';
-import { cannotRead, CliFailure } from './args.ts';
+import { CliFailure } from './args.ts';
+import { cannotRead } from './cannot-read.ts';
 import { EXIT } from './exit.ts';
 
 const isPlugin = (x: unknown): x is Plugin =>

@@ -5,7 +5,8 @@ import { TranscriptLlm } from '../providers/transcript-llm.ts';
 import { migrateTranscript, olderFormat } from '../replay/migrate.ts';
 import { readTranscript } from '../replay/transcript.ts';
 import type { LlmExecutor } from '../runtime/llm.ts';
-import { choiceOf, cannotRead, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
+import { choiceOf, CliFailure, parseCommand, stringOf, UsageError, type CommandSpec } from './args.ts';
+import { cannotRead } from './cannot-read.ts';
 import { EXIT } from './exit.ts';
 import { RUN_USAGE } from './usages.ts';
 

@@ -14,7 +14,9 @@ import { openStore, type Store } from 'awaken-ts/stores';
  * its outcome) and at each step's end: the writes per run are counted; a server's runs also hold
  * their thread's lease, which every write checks (`RunCheckpoint.fence`). Reported: ms per run (median
  * of rounds), SQLite's time over the memory store's (median and max of per-round ratios; the target
- * is ≤ 2×), and the cost of one write on each store beside the run without a store.
+ * is ≤ 2×), and the cost of one write on each store beside the run without a store. After each
+ * subject's turn in a round its threads are deleted, untimed: the memory store would otherwise carry
+ * a heap that grows round after round (its collector's work growing with it) and SQLite a file.
  */
 
 const STEPS = 100;
@@ -61,6 +63,8 @@ function model(): LlmExecutor & { reset(): void } {
 interface Subject {
   readonly name: string;
   run: () => Promise<void>;
+  /** Forgets the runs made so far (not timed), so that no subject carries a heap or a file that grows round after round. */
+  readonly forget: () => Promise<void>;
   writes: number;
   readonly close: () => Promise<void>;
 }
@@ -73,7 +77,16 @@ function subject(name: string, store: Store | undefined, fenced = false): Subjec
     .withModel('m', { provider: 'p', model_name: 'bench' })
     .withAgentSpec({ id: 'a', model: 'm', max_rounds: STEPS + 1 })
     .withTool(echo);
-  const s: Subject = { name, writes: 0, run: async () => undefined, close: async () => store?.close() };
+  const made: string[] = [];
+  const s: Subject = {
+    name,
+    writes: 0,
+    run: async () => undefined,
+    forget: async () => {
+      for (const id of made.splice(0)) await store?.deleteThread(id);
+    },
+    close: async () => store?.close(),
+  };
   if (store !== undefined) {
     // Counted on the way through: the store's own checkpoint does the work.
     const checkpoint = store.checkpoint.bind(store);
@@ -93,6 +106,7 @@ function subject(name: string, store: Store | undefined, fenced = false): Subjec
   s.run = async () => {
     llm.reset();
     const threadId = `${name.replace(/\W+/g, '-')}-${n++}`;
+    made.push(threadId);
     const runId = `${threadId}-run`;
     if (fenced) await store?.takeLease({ threadId, runId, owner, now: Date.now(), ttlMs: 60_000 });
     const r = await runtime.run({ threadId, runId, messages: [Messages.user('go')] }, sink, fenced ? { checkpoint: { fence: { owner } } } : {});
@@ -129,6 +143,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < RUNS; i++) await s.run();
     times.get(s.name)?.push(Number(process.hrtime.bigint() - t0) / 1e6 / RUNS);
+    await s.forget();
     perRun.set(s.name, (s.writes - before) / RUNS);
   }
 }

@@ -11,6 +11,7 @@ import type { RunCheckpoint, ThreadSnapshot } from '../runtime/thread-run-store.
 import { Jobs, type MailboxConfig, type MailboxJob, type MailboxJobStatus } from '../core/mailbox/job.ts';
 import type { MailboxInterrupt, NewMailboxJob } from '../runtime/mailbox-store.ts';
 import { MailboxBook, type MailboxData } from './mailbox-book.ts';
+import { WalCheckpointer } from './wal-checkpointer.ts';
 import { changedJobs, dataOf, JOB_COLUMNS, jobRow, mailboxSchema, TERMINAL_LIST } from './mailbox-sql.ts';
 import {
   appendStart,
@@ -40,6 +41,9 @@ import {
   type Store,
   type ThreadRecord,
 } from '../runtime/store.ts';
+
+/** SQLite's default automatic checkpoint, in pages of log. */
+const SQLITE_AUTOCHECKPOINT = 1000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS awaken_threads (
@@ -216,6 +220,8 @@ export class SqliteStore implements Store {
   readonly #statements = new Map<string, Database.Statement>();
   /** A checkpoint in one transaction (wrapped once: `transaction` makes a new function at each call). */
   readonly #checkpoint: (c: RunCheckpoint) => void;
+  /** Copies the log into the file off this thread (a file database only). */
+  readonly #wal: WalCheckpointer | undefined;
 
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -223,6 +229,11 @@ export class SqliteStore implements Store {
     this.#db.pragma('journal_mode = WAL');
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
+    if (path !== ':memory:' && path !== '') {
+      // The checkpointer's thread copies the log; the writer's own automatic checkpoint stays as a backstop for a log it lets grow larger.
+      this.#db.pragma(`wal_autocheckpoint = ${4 * SQLITE_AUTOCHECKPOINT}`);
+      this.#wal = new WalCheckpointer(path, () => this.#db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`));
+    }
     // Case folding as JavaScript does it (SQLite's lower() folds ASCII only): the thread search's titles.
     this.#db.function('awaken_fold', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? foldCase(s) : null));
     this.#db.exec(SCHEMA);
@@ -395,6 +406,7 @@ export class SqliteStore implements Store {
     checkId('thread', c.threadId);
     checkId('run', c.runId);
     this.#checkpoint(c);
+    this.#wal?.committed();
   }
 
   /** The body of a checkpoint, inside its transaction (`#checkpoint`). */
@@ -541,6 +553,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.#wal?.close();
     this.#db.close();
   }
 

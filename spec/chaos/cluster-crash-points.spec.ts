@@ -5,7 +5,19 @@ import { dropPrefix, pgUrlWithPrefix } from '../support/postgres.ts';
 import { startServe, type ServeProcess } from '../support/serve-process.ts';
 import { parseSse, readFrames, type SseFrame } from '../support/server.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EMPTY_ROW, EXECUTING_WITHOUT_OUTCOME, exited, expectedRow, json, judgeEnded, type KillRow, NEVER_RUN, POINTS } from './crash-table.ts';
+import {
+  agentAt,
+  countsOf,
+  EMPTY_ROW,
+  EXECUTING_WITHOUT_OUTCOME,
+  exited,
+  expectedRow,
+  json,
+  judgeEnded,
+  type KillRow,
+  NEVER_RUN,
+  POINTS,
+} from './crash-table.ts';
 
 /**
  * The crash-point table (crash-points.spec.ts) on PostgreSQL with two instances: instance A, armed,
@@ -27,7 +39,7 @@ import { countsOf, EMPTY_ROW, EXECUTING_WITHOUT_OUTCOME, exited, expectedRow, js
  * must be on the tables of every A. Kills run one at a time: an A alive while another A's lease
  * expires would sweep it too and could take that run up, dying in it at its own point.
  */
-const KILLS = 2 * SCALE;
+const KILLS = 4 * SCALE;
 const LEASE_MS = 1_000;
 const SWEEP_MS = 200;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
@@ -146,7 +158,7 @@ async function killAt(b: ServeProcess, point: (typeof POINTS)[number], kill: num
   const thread = `${point.value.replace(/[^a-z0-9]/g, '-')}-${kill}`;
   const row: Row = { ...EMPTY, kills: 1 };
   const armed = await startServe(ARGS, { AWAKEN_TEST_COUNTS: counts, [point.env]: point.value });
-  const agentId = kill % 2 === 0 ? 'sequential' : 'parallel';
+  const agentId = agentAt(point, kill);
   let runId = '';
   let live: Promise<SseFrame[]> = Promise.resolve([]);
   let aFrames: Frame[] = [];

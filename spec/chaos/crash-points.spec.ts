@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServe } from '../support/serve-process.ts';
 import { report, SCALE } from './chaos.ts';
-import { countsOf, EMPTY_ROW, exited, expectedRow, json, judgeEnded, type KillRow, POINTS } from './crash-table.ts';
+import { agentAt, countsOf, EMPTY_ROW, exited, expectedRow, json, judgeEnded, type KillRow, POINTS } from './crash-table.ts';
 
 /**
  * The crash-point table of durable execution: `awaken serve --recovery resume` kills itself at each
@@ -19,7 +19,7 @@ import { countsOf, EMPTY_ROW, exited, expectedRow, json, judgeEnded, type KillRo
  * ran once, or twice when it had been recorded Executing without its outcome; the history holds each
  * answer once.
  */
-const KILLS = 2 * SCALE;
+const KILLS = 4 * SCALE;
 const APP = join(import.meta.dirname, 'fixtures/crash-app.ts');
 
 /** One kill at `point`, on a store of its own (`store` names it; the tools count their executions in a file named after it). */
@@ -29,7 +29,7 @@ async function killAt(store: string, point: (typeof POINTS)[number], kill: numbe
   const thread = `${point.value.replace(/[^a-z0-9]/g, '-')}-${kill}`;
   const row: KillRow = { ...EMPTY_ROW, kills: 1 };
   const armed = await startServe(args, { AWAKEN_TEST_COUNTS: counts, [point.env]: point.value });
-  const agentId = kill % 2 === 0 ? 'sequential' : 'parallel';
+  const agentId = agentAt(point, kill);
   let runId = '';
   try {
     const r = await fetch(`${armed.url}/v1/runs`, json({ agentId, threadId: thread, messages: [{ role: 'user', content: 'charge order o-1' }] }));

@@ -11,6 +11,8 @@ export const POINTS = [
   { name: 'before-executing', env: 'AWAKEN_CRASH_AT', value: 'before-executing:1' },
   { name: 'before-dispatch', env: 'AWAKEN_CRASH_AT', value: 'before-dispatch:1' },
   { name: 'in-tool', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-tool:1' },
+  // Parallel calls only: `charge` settled and its outcome stored while `lookup` still runs.
+  { name: 'after-outcome', env: 'AWAKEN_CRASH_AT', value: 'after-outcome:1', agent: 'parallel' },
   { name: 'before-finalise', env: 'AWAKEN_CRASH_AT', value: 'before-finalise:1' },
   { name: 'in-publication', env: 'AWAKEN_CRASH_AT', value: 'in-publication:1' },
   { name: 'in-inference (tool use)', env: 'AWAKEN_TEST_CRASH_IN', value: 'in-inference:1' },
@@ -20,6 +22,9 @@ export const POINTS = [
 export const EXECUTING_WITHOUT_OUTCOME = new Set<string>(['before-dispatch', 'in-tool']);
 /** Where it had not run yet: reported unknown, it never runs. */
 export const NEVER_RUN = new Set<string>(['before-dispatch']);
+
+/** The agent a kill at `point` runs: the point's own, else sequential and parallel in turn. */
+export const agentAt = (point: (typeof POINTS)[number], kill: number): string => ('agent' in point ? point.agent : kill % 2 === 0 ? 'sequential' : 'parallel');
 
 export const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 

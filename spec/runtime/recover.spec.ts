@@ -52,7 +52,8 @@ class DyingStore implements ThreadRunStore {
 /** The world outside: how often each tool really ran. */
 type Counts = Map<string, number>;
 
-const counting = (id: string, counts: Counts, recovery?: ToolRecoveryCapability): Tool =>
+/** `later`: the tool answers a turn after it is called (in parallel, the other call settles while it runs). */
+const counting = (id: string, counts: Counts, recovery?: ToolRecoveryCapability, later = false): Tool =>
   defineTool({
     id,
     description: id,
@@ -60,7 +61,8 @@ const counting = (id: string, counts: Counts, recovery?: ToolRecoveryCapability)
     ...(recovery !== undefined ? { recovery } : {}),
     execute: ({ n }) => {
       counts.set(id, (counts.get(id) ?? 0) + 1);
-      return ToolResults.success(id, { done: n });
+      const result = ToolResults.success(id, { done: n });
+      return later ? new Promise<typeof result>((r) => setImmediate(() => r(result))) : result;
     },
   });
 
@@ -98,17 +100,20 @@ function runtimeOn(store: ThreadRunStore, counts: Counts, mode: ToolExecutionMod
     .withThreadRunStore(store)
     .withAgentSpec({ id: 'agent', model: 'm', sections: { ...RECOVERY, tool_execution: { ...RECOVERY.tool_execution, mode } } as never })
     .withTool(counting('charge', counts))
-    .withTool(counting('lookup', counts, 'replay_safe'))
+    .withTool(counting('lookup', counts, 'replay_safe', true))
     .build();
   if (!built.ok) throw new Error(JSON.stringify(built.error));
   return built.value;
 }
 
+/** Each call's stored status; `running, outcome stored` for a parallel call whose outcome was stored while the other still ran. */
 const statusesOf = (c: RunCheckpoint | undefined): Record<string, string> => {
   const states = c?.threadState.extensions['__runtime.tool_call_states'] as Record<string, { status: string }> | undefined;
-  const batch = c?.threadState.extensions['__runtime.tool_batch'];
+  const batch = c?.threadState.extensions['__runtime.tool_batch'] as { outcomes?: Record<string, unknown> } | null | undefined;
   if (batch === null || batch === undefined || states === undefined) return {};
-  return Object.fromEntries(Object.entries(states).map(([id, s]) => [id, s.status]));
+  return Object.fromEntries(
+    Object.entries(states).map(([id, s]) => [id, s.status === 'running' && batch.outcomes?.[id] !== undefined ? 'running, outcome stored' : s.status]),
+  );
 };
 
 /** How many writes a run that is never cut off makes. */
@@ -185,7 +190,15 @@ describe('a run taken up after its process died at each of its writes', () => {
               '{"c1":"succeeded","c2":"succeeded"}',
               '{}',
             ]
-          : ['{}', '{"c1":"new","c2":"new"}', '{"c1":"running","c2":"running"}', '{"c1":"succeeded","c2":"succeeded"}', '{}'],
+          : [
+              '{}',
+              '{"c1":"new","c2":"new"}',
+              '{"c1":"running","c2":"running"}',
+              // The first call's outcome, stored as it settled while the second still ran: taken up, it keeps it (it is not unknown).
+              '{"c1":"running, outcome stored","c2":"running"}',
+              '{"c1":"succeeded","c2":"succeeded"}',
+              '{}',
+            ],
       );
     });
   }

@@ -47,6 +47,8 @@ interface Moment {
   readonly executions: number;
   readonly batchStored: boolean;
   readonly statuses: Record<string, string>;
+  /** Outcomes the batch record holds of calls that settled while another still ran. */
+  readonly outcomes: number;
   readonly toolMessages: number;
 }
 
@@ -55,12 +57,13 @@ const last = (store: MemoryThreadRunStore): RunCheckpoint | undefined => store.c
 function momentOf(store: MemoryThreadRunStore, executions: number): Moment {
   const c = last(store);
   const ext = c?.threadState.extensions ?? {};
-  const batch = ext['__runtime.tool_batch'];
+  const batch = ext['__runtime.tool_batch'] as { outcomes?: Record<string, unknown> } | null | undefined;
   const states = (ext['__runtime.tool_call_states'] ?? {}) as Record<string, { status: string }>;
   return {
     executions,
     batchStored: batch !== undefined && batch !== null,
     statuses: batch === undefined || batch === null ? {} : Object.fromEntries(Object.entries(states).map(([id, s]) => [id, s.status])),
+    outcomes: Object.keys(batch?.outcomes ?? {}).length,
     toolMessages: (c?.messages ?? []).filter((m) => m.role === 'tool').length,
   };
 }
@@ -81,9 +84,11 @@ async function momentsAt(point: CrashPoint, n: number, mode: ToolExecutionMode):
         id: 'charge',
         description: 'charge',
         args: z.object({ n: z.number() }),
+        // The second call answers a turn later: in parallel, the first has settled while it runs.
         execute: ({ n }) => {
           executions++;
-          return ToolResults.success('charge', { charged: n });
+          const result = ToolResults.success('charge', { charged: n });
+          return n === 1 ? result : new Promise<typeof result>((r) => setImmediate(() => r(result)));
         },
       }),
     )
@@ -98,7 +103,7 @@ describe('AWAKEN_CRASH_AT', () => {
   it('reads <point>:<n>, and refuses anything else with one line naming the variable and the points', () => {
     expect(crashAtOf('before-dispatch:2')).toEqual({ point: 'before-dispatch', n: 2 });
     const refusal =
-      "AWAKEN_CRASH_AT: 'in-tool:1' is not <point>:<n> with a point among before-batch, before-executing, before-dispatch, before-finalise, in-publication and n from 1";
+      "AWAKEN_CRASH_AT: 'in-tool:1' is not <point>:<n> with a point among before-batch, before-executing, before-dispatch, after-outcome, before-finalise, in-publication and n from 1";
     expect(crashAtOf('in-tool:1')).toBe(refusal);
     for (const bad of ['before-batch', 'before-batch:0', 'before-batch:x', ':1', 'before-batch:1:2'])
       expect(crashAtOf(bad)).toBe(refusal.replace('in-tool:1', bad));
@@ -112,31 +117,38 @@ describe('AWAKEN_CRASH_AT', () => {
     expect(await armed.listThreads({ offset: 0, limit: 1 })).toEqual({ items: [], total: 0 });
     expect(() => storeOf('memory', '--store', { AWAKEN_CRASH_AT: 'later' })).toThrow(
       new UsageError(
-        "AWAKEN_CRASH_AT: 'later' is not <point>:<n> with a point among before-batch, before-executing, before-dispatch, before-finalise, in-publication and n from 1",
+        "AWAKEN_CRASH_AT: 'later' is not <point>:<n> with a point among before-batch, before-executing, before-dispatch, after-outcome, before-finalise, in-publication and n from 1",
       ),
     );
     await Promise.all([plain.close(), armed.close()]);
   });
 
   // The store as the kill finds it: the kill before a write sees the write before it.
-  const expected: Record<CrashPoint, (mode: ToolExecutionMode) => Moment> = {
-    'before-batch': () => ({ executions: 0, batchStored: false, statuses: {}, toolMessages: 0 }),
-    'before-executing': () => ({ executions: 0, batchStored: true, statuses: { c1: 'new', c2: 'new' }, toolMessages: 0 }),
+  // `undefined`: the point is never reached in that mode.
+  const expected: Record<CrashPoint, (mode: ToolExecutionMode) => Moment | undefined> = {
+    'before-batch': () => ({ executions: 0, batchStored: false, statuses: {}, outcomes: 0, toolMessages: 0 }),
+    'before-executing': () => ({ executions: 0, batchStored: true, statuses: { c1: 'new', c2: 'new' }, outcomes: 0, toolMessages: 0 }),
     // Sequential: one call is recorded Executing at a time; parallel: both in one write.
     'before-dispatch': (mode) => ({
       executions: 0,
       batchStored: true,
       statuses: mode === 'sequential' ? { c1: 'running', c2: 'new' } : { c1: 'running', c2: 'running' },
+      outcomes: 0,
       toolMessages: 0,
     }),
-    'before-finalise': () => ({ executions: 2, batchStored: true, statuses: { c1: 'succeeded', c2: 'succeeded' }, toolMessages: 0 }),
-    'in-publication': () => ({ executions: 2, batchStored: true, statuses: { c1: 'succeeded', c2: 'succeeded' }, toolMessages: 0 }),
+    // Parallel: the first call (it answers at once) has its outcome stored while the second is still
+    // running; the second, settling last, is stored by the settle step (before-finalise).
+    'after-outcome': (mode) =>
+      mode === 'sequential' ? undefined : { executions: 2, batchStored: true, statuses: { c1: 'running', c2: 'running' }, outcomes: 1, toolMessages: 0 },
+    'before-finalise': () => ({ executions: 2, batchStored: true, statuses: { c1: 'succeeded', c2: 'succeeded' }, outcomes: 0, toolMessages: 0 }),
+    'in-publication': () => ({ executions: 2, batchStored: true, statuses: { c1: 'succeeded', c2: 'succeeded' }, outcomes: 0, toolMessages: 0 }),
   };
 
   for (const mode of ['sequential', 'parallel_streaming'] as const)
     for (const point of CRASH_POINTS)
       it(`${mode}: ${point} is reached once per batch, where the durable writes say`, async () => {
-        expect(await momentsAt(point, 1, mode)).toEqual([expected[point](mode)]);
+        const moment = expected[point](mode);
+        expect(await momentsAt(point, 1, mode)).toEqual(moment === undefined ? [] : [moment]);
         // A run with one batch reaches no point twice (sequential Executing is the exception: once per call).
         const second = await momentsAt(point, 2, mode);
         if (point === 'before-executing' || point === 'before-dispatch')

@@ -9,6 +9,7 @@ import type { AgentRunResult } from '../contract/run-result.ts';
 import { advanceStep, beginRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import { stepsAfter } from '../core/steps-after.ts';
 import { StopDecisionKey } from './builtin-plugins.ts';
 import type { Env } from './env.ts';
@@ -463,7 +464,7 @@ export class RunLoop implements BatchHost {
   }
 
   /** Writes the run to the store: `undefined` once written (or without a store), a halt when the state cannot be exported. */
-  checkpoint(termination: TerminationReason | undefined, at?: number): Halting {
+  checkpoint(termination: TerminationReason | undefined, at?: number, amend?: (run: PersistedState) => PersistedState): Halting {
     if (!this.#checkpoints.stored) return undefined;
     const usage = this.#inference.inferences.usage;
     return this.#checkpoints.write(
@@ -476,6 +477,7 @@ export class RunLoop implements BatchHost {
         outputTokens: usage.completion,
       },
       at,
+      amend,
     );
   }
 
@@ -487,10 +489,10 @@ export class RunLoop implements BatchHost {
    * A tool batch's durable write: the run as it is, stamped with the latest time its calls were
    * stamped with — a read of the clock here would be a draw a replay (without a store) does not make.
    */
-  persist(): Halting {
+  persist(amend?: (run: PersistedState) => PersistedState): Halting {
     const states = this.phase.store.snapshot().get(ToolCallStates);
     let at = 0;
     if (states !== undefined) for (const id in states) at = Math.max(at, (states[id] as ToolCallState).updated_at);
-    return this.checkpoint(undefined, at);
+    return this.checkpoint(undefined, at, amend);
   }
 }

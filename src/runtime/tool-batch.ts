@@ -7,7 +7,7 @@ import { describeStateError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
 import { isTerminalToolCallStatus, type ToolCallStatus } from '../contract/lifecycle.ts';
 import { ToolCallSchema, type Message, type ToolCall } from '../contract/message.ts';
-import { SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
+import { outcomeOf, SuspendTicketSchema, ToolResultSchema, ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../contract/tool.ts';
 import type { Phase } from '../contract/phase.ts';
 import { andThenUnlessHalted, failed, isHalt, type Halt, type Halting } from './halt.ts';
 import { andThen, andThenOrElse, drive, eachInOrder } from './maybe-promise.ts';
@@ -15,6 +15,7 @@ import { unreachable } from '../contract/never.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { PhaseFields } from '../core/phase/plugin.ts';
 import type { Snapshot } from '../core/state/snapshot.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import { MutationBatch, type MutationOp } from '../core/state/mutation-batch.ts';
 import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
 import {
@@ -96,8 +97,11 @@ export interface BatchHost {
   messages(): readonly Message[];
   /** Whether the run has a store: then each phase of a call is written to it before the batch goes on (seed 003's durable call phases). */
   readonly durable: boolean;
-  /** Writes the run's state to its store as it is now, drawing nothing from the `Env` (a replay of the run reads the same clock). */
-  persist(): Halting;
+  /**
+   * Writes the run's state to its store as it is now, drawing nothing from the `Env` (a replay of the
+   * run reads the same clock); `amend` changes the state written (each scope's), not the run's own.
+   */
+  persist(amend?: (run: PersistedState) => PersistedState): Halting;
 }
 
 /**
@@ -123,6 +127,18 @@ export interface ToolBatchRecord {
    * change what may be done with a call already made.
    */
   readonly recovery?: { readonly [callId: string]: ToolRecoveryPolicy };
+  /**
+   * Outcomes of parallel calls stored as each settled, while others still ran (only in the store:
+   * the run's own state never holds them). A call `running` with an outcome here settled before its
+   * process died: recovery settles it with that outcome instead of running it again or calling it unknown.
+   */
+  readonly outcomes?: { readonly [callId: string]: StoredOutcome };
+}
+
+/** A parallel call's outcome as stored when it settled: its result and the writes it staged. */
+export interface StoredOutcome {
+  readonly result: ToolResult;
+  readonly staged?: StagedCommand;
 }
 
 type ToolBatchUpdate =
@@ -166,6 +182,7 @@ export const ToolBatchKey = defineStateKey<ToolBatchRecord | null, ToolBatchUpda
       results: z.record(z.string(), ToolResultSchema),
       staged: z.record(z.string(), StagedCommandSchema).optional(),
       recovery: z.record(z.string(), ToolRecoveryPolicySchema).optional(),
+      outcomes: z.record(z.string(), z.object({ result: ToolResultSchema, staged: StagedCommandSchema.optional() })).optional(),
     })
     .nullable() as z.ZodType<ToolBatchRecord | null>,
 });
@@ -190,6 +207,24 @@ function stagedOf(command: StateCommand | undefined): StagedCommand | undefined 
 /** The command staged writes stand for. */
 function commandOf(staged: StagedCommand): StateCommand {
   return new StateCommand(new MutationBatch(undefined, [...staged.ops]), [...staged.actions], [...staged.effects]);
+}
+
+/** A scope's state as written with the batch record carrying `outcomes` (no batch record in it: as it is). */
+function withStoredOutcomes(run: PersistedState, outcomes: { readonly [callId: string]: StoredOutcome }): PersistedState {
+  const record = run.extensions[ToolBatchKey.key];
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) return run;
+  return { revision: run.revision, extensions: { ...run.extensions, [ToolBatchKey.key]: { ...record, outcomes: outcomes as unknown as JsonValue } } };
+}
+
+/** The outcomes a stored batch record holds, as recovery settles them. */
+function storedOutcomes(record: ToolBatchRecord): ReadonlyMap<string, { readonly result: ToolResult; readonly command?: StateCommand }> | undefined {
+  if (record.outcomes === undefined) return undefined;
+  const map = new Map<string, { readonly result: ToolResult; readonly command?: StateCommand }>();
+  for (const id of Object.keys(record.outcomes)) {
+    const o = record.outcomes[id] as StoredOutcome;
+    map.set(id, o.staged === undefined ? { result: o.result } : { result: o.result, command: commandOf(o.staged) });
+  }
+  return map;
 }
 
 /**
@@ -323,7 +358,7 @@ export class ToolBatch {
     const states = snapshot.get(ToolCallStates) ?? {};
     const calls = ToolBatch.#callsOf(record, states, false);
     if (calls === undefined) return 'a call of its tool batch has no stored state';
-    const planned = recoveryPlan(calls, states, host.resolved.tools, record.recovery);
+    const planned = recoveryPlan(calls, states, host.resolved.tools, record.recovery, storedOutcomes(record));
     if (typeof planned === 'string') return planned;
     const restored = restoredBatch(record.message_id, record.text, host.resolved.toolExecution.mode, calls);
     const batch = new ToolBatch(host, record.calls, restored, advance(restored, { type: 'recover', plan: planned.plan }));
@@ -528,10 +563,56 @@ export class ToolBatch {
   }
 
   /** The parallel calls run together on one snapshot (their closures made here, not at every `#perform`). */
-  #performAll(indices: readonly number[], snapshot: Snapshot): Promise<BatchInput> {
+  #performAll(indices: readonly number[], snapshot: Snapshot): Promise<BatchInput | Halt> {
     const calls = this.#state.calls;
     const outcomes = indices.map((i) => this.#invoke((calls[i] as BatchCall).call, (calls[i] as BatchCall).call.arguments, snapshot, undefined));
-    return Promise.all(outcomes).then((all): BatchInput => ({ type: 'executed_all', outcomes: all, strategyOf: this.#host.phase.store.strategyOf }));
+    const all = this.#host.durable && indices.length > 1 ? this.#storedAsSettled(indices, outcomes) : Promise.all(outcomes);
+    return all.then((settled): BatchInput | Halt =>
+      isHalt(settled) ? settled : { type: 'executed_all', outcomes: settled, strategyOf: this.#host.phase.store.strategyOf },
+    );
+  }
+
+  /**
+   * The parallel calls' outcomes, each stored as its call settles while others still run (seed 003:
+   * a call's outcome is its own durable write), one write at a time, so that a death meanwhile leaves
+   * it settled, not unknown. The calls that answered at once are stored together once the others have
+   * started, if any still run; a call that settles last is stored with the rest by the batch's settle
+   * step, which follows at once (so a batch of calls that all answer at once writes nothing more).
+   * Stored only where that step keeps an outcome as it is: a terminal one, and under
+   * ParallelBatchApproval one without state writes (writes that conflict with an earlier call's fail
+   * the call). Resolves once every call settled and every write returned.
+   */
+  #storedAsSettled(indices: readonly number[], outcomes: readonly (ToolOutcome | Promise<ToolOutcome>)[]): Promise<readonly ToolOutcome[] | Halt> {
+    let stored: { readonly [callId: string]: StoredOutcome } | undefined;
+    let writes: Promise<Halt | undefined> = Promise.resolve(undefined);
+    const approving = this.#state.mode === 'parallel_batch_approval';
+    const keep = (k: number, outcome: ToolOutcome): void => {
+      if (outcomeOf(outcome.result) === 'suspended' || (approving && outcome.command !== undefined)) return;
+      const id = (this.#state.calls[indices[k] as number] as BatchCall).call.id;
+      const staged = stagedOf(outcome.command);
+      stored = withEntry(stored, id, staged === undefined ? { result: outcome.result } : { result: outcome.result, staged });
+    };
+    const write = (): void => {
+      const now = stored;
+      if (now === undefined) return;
+      writes = writes.then((halt) => halt ?? this.#host.persist((run) => withStoredOutcomes(run, now)));
+      // Handled here too: a refused write fails the batch once every call settled, never as an unhandled rejection meanwhile.
+      writes.catch(() => undefined);
+    };
+    let running = outcomes.length;
+    let started = false;
+    const settling = outcomes.map((o, k) =>
+      andThen(o, (outcome: ToolOutcome): ToolOutcome => {
+        running--;
+        keep(k, outcome);
+        if (started && running > 0) write();
+        return outcome;
+      }),
+    );
+    // Every call has started: those that answered at once are kept by now.
+    started = true;
+    if (running > 0) write();
+    return Promise.all(settling).then((all) => writes.then((halt) => halt ?? all));
   }
 
   /**

@@ -8,6 +8,7 @@ import type { RunCheckpoint } from '../runtime/thread-run-store.ts';
  * - `before-batch`: the batch and its tool-use block are about to be stored;
  * - `before-executing`: the batch is stored, a call is about to be recorded Executing;
  * - `before-dispatch`: a call is recorded Executing, its executor not yet called;
+ * - `after-outcome`: a parallel call's outcome is stored while another call still runs;
  * - `before-finalise`: the batch's last outcome is stored, the batch not yet published;
  * - `in-publication`: the batch's results are about to join the history (its record cleared).
  *
@@ -15,7 +16,7 @@ import type { RunCheckpoint } from '../runtime/thread-run-store.ts';
  * in the run's state, against the run's previous checkpoint in this process), so the hook sits
  * outside the runtime: a store that kills its process, nothing a run can reach.
  */
-export const CRASH_POINTS = ['before-batch', 'before-executing', 'before-dispatch', 'before-finalise', 'in-publication'] as const;
+export const CRASH_POINTS = ['before-batch', 'before-executing', 'before-dispatch', 'after-outcome', 'before-finalise', 'in-publication'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashAt {
@@ -32,13 +33,14 @@ export function crashAtOf(value: string): CrashAt | string {
   return { point, n: Number(m[2]) };
 }
 
-/** What a checkpoint says of the run's batch: whether one is stored, and each call's status. */
+/** What a checkpoint says of the run's batch: whether one is stored, each call's status, and how many outcomes were stored as calls settled. */
 interface BatchView {
   readonly stored: boolean;
   readonly statuses: ReadonlyMap<string, string>;
+  readonly outcomes: number;
 }
 
-const NO_BATCH: BatchView = { stored: false, statuses: new Map() };
+const NO_BATCH: BatchView = { stored: false, statuses: new Map(), outcomes: 0 };
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'indeterminate']);
 
 function extension(c: RunCheckpoint, key: string): unknown {
@@ -55,7 +57,12 @@ function viewOf(c: RunCheckpoint): BatchView {
       const status = (state as { status?: unknown }).status;
       if (typeof status === 'string') statuses.set(id, status);
     }
-  return { stored: record !== undefined && record !== null, statuses };
+  const outcomes = typeof record === 'object' && record !== null ? (record as { outcomes?: unknown }).outcomes : undefined;
+  return {
+    stored: record !== undefined && record !== null,
+    statuses,
+    outcomes: typeof outcomes === 'object' && outcomes !== null ? Object.keys(outcomes).length : 0,
+  };
 }
 
 /** Which points a write crosses, given what the run's previous write in this process held (none: `NO_BATCH`). */
@@ -66,6 +73,7 @@ export function pointsOf(previous: BatchView, next: BatchView): CrashPoint[] {
   if (next.stored) {
     const running = [...next.statuses].some(([id, status]) => status === 'running' && previous.statuses.get(id) !== 'running');
     if (running) points.push('before-executing', 'before-dispatch');
+    if (next.outcomes > previous.outcomes) points.push('after-outcome');
     const allDone = (v: BatchView): boolean => v.statuses.size > 0 && [...v.statuses.values()].every((s) => TERMINAL.has(s));
     if (allDone(next) && !(previous.stored && allDone(previous))) points.push('before-finalise');
   }

@@ -5,6 +5,7 @@ import { isTerminalToolCallStatus } from '../../../src/contract/lifecycle.ts';
 import type { ToolCall } from '../../../src/contract/message.ts';
 import { ToolResults, type SuspendTicket, type ToolCallResume, type ToolResult } from '../../../src/contract/tool.ts';
 import { StateCommand } from '../../../src/core/state/state-command.ts';
+import { MutationBatch } from '../../../src/core/state/mutation-batch.ts';
 import {
   advance,
   batchCall,
@@ -480,6 +481,23 @@ describe('recovering a batch rebuilt after a crash', () => {
     expect(t.commands.map(cmd)).toEqual(['settled:b:indeterminate', 'status:c:running', 'status:d:running', 'settled:c:succeeded', 'settled:d:succeeded']);
     expect(done(t.events)).toEqual(['a:succeeded:"before"', 'b:failed:outcome of b unknown', 'c:succeeded:"ran c"', 'd:succeeded:"ran d"']);
     expect(t.state.calls.map((x) => x.status)).toEqual(['succeeded', 'indeterminate', 'succeeded', 'succeeded', 'suspended']);
+  });
+
+  it('parallel: a call whose outcome was stored as it settled is settled with it (its staged writes kept), never run again nor unknown', () => {
+    const staged = new StateCommand(new MutationBatch(undefined, [{ kind: 'update', key: 'x', update: 1 }]), [], []);
+    const withStored = new Map<string, RecoveredCall>([...plan, ['b', { type: 'settled', result: ToolResults.success(b.name, 'stored b'), command: staged }]]);
+    const first = recover(crashed('parallel_streaming'), withStored);
+    expect(first.commands.map(cmd)).toEqual(['settled:b:succeeded']);
+    expect(first.commands[0]).toEqual({ type: 'settled', call: first.state.calls[1], staged });
+    const t = drive(first, allowAll(ran));
+    expect(t.asked).toEqual([{ type: 'gate', index: 3 }, { type: 'commit' }, { type: 'execute_all', indices: [2, 3] }]);
+    expect(done(t.events)).toEqual(['a:succeeded:"before"', 'b:succeeded:"stored b"', 'c:succeeded:"ran c"', 'd:succeeded:"ran d"']);
+    expect(t.state.calls[1]?.command).toBe(staged);
+    // A stored outcome is for a call that left: one that never did cannot have one.
+    expect(recover(crashed('parallel_streaming'), new Map([...plan, ['d', { type: 'settled', result: ToolResults.success(d.name, 'x') }]])).next).toEqual({
+      type: 'invalid',
+      reason: "recovery plan: call 'd' is new, but 'settled' is for a running call",
+    });
   });
 
   it('a batch with nothing left to run reports at once, after the indeterminate settlements', () => {

@@ -131,9 +131,15 @@ const at = (s: BatchState, calls: readonly BatchCall[], stage: BatchStage, block
  * What recovery does with one call of a batch rebuilt after a crash (see `recoverCall`):
  * - `dispatch`: the call is `new`, it never left: gated and run as in a fresh batch;
  * - `replay`: the call is `running`, it was dispatched and may run again: run again without its gate (it passed it);
- * - `indeterminate`: the call is `running` and may not run again: settled at once with `result`, status `indeterminate`.
+ * - `indeterminate`: the call is `running` and may not run again: settled at once with `result`, status `indeterminate`;
+ * - `settled`: the call is `running` and its outcome was stored before the crash (a parallel call that
+ *   settled while others ran): settled at once with that result and the writes it staged, never run again.
  */
-export type RecoveredCall = { readonly type: 'dispatch' } | { readonly type: 'replay' } | { readonly type: 'indeterminate'; readonly result: ToolResult };
+export type RecoveredCall =
+  | { readonly type: 'dispatch' }
+  | { readonly type: 'replay' }
+  | { readonly type: 'indeterminate'; readonly result: ToolResult }
+  | { readonly type: 'settled'; readonly result: ToolResult; readonly command?: StateCommand };
 
 export type BatchInput =
   | { readonly type: 'run' }
@@ -377,7 +383,7 @@ function executedAll(state: BatchState, allowed: readonly number[], input: Extra
 
 /**
  * A batch rebuilt after a crash, by its plan: the calls that may not run again are settled
- * `indeterminate` first, in model order; then the batch goes on from its start as a fresh one would
+ * `indeterminate` first, and those whose outcome was stored are settled with it, in model order; then the batch goes on from its start as a fresh one would
  * (see `gateFrom` for the calls that are not `new`) and ends with the usual report, which reports the
  * settled calls not yet reported, those settled before the crash included.
  */
@@ -389,6 +395,11 @@ function recover(state: BatchState, plan: ReadonlyMap<string, RecoveredCall>): B
   for (let i = 0; i < state.calls.length; i++) {
     const b = state.calls[i] as BatchCall;
     const entry = plan.get(b.call.id);
+    if (entry?.type === 'settled') {
+      calls ??= state.calls.slice();
+      (commands ??= []).push(settleIn(calls, i, entry.result, entry.command));
+      continue;
+    }
     if (entry?.type !== 'indeterminate') continue;
     const call = batchCall(b.call, 'indeterminate', b.resumeMode, entry.result, b.command, b.suspensionId, b.suspensionReason, b.reported);
     (calls ??= state.calls.slice())[i] = call;

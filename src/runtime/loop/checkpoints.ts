@@ -5,6 +5,7 @@ import { RunLifecycle } from '../loop-keys.ts';
 import { andThenOrElse } from '../maybe-promise.ts';
 import { StoreFailure } from '../store.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
+import type { PersistedState } from '../../core/state/state-ops.ts';
 import type { RunCheckpoint, ThreadRunStore } from '../thread-run-store.ts';
 import type { Env } from '../env.ts';
 import type { CheckpointStamp } from '../run-handle.ts';
@@ -78,8 +79,11 @@ export class Checkpoints {
     return this.#store !== undefined;
   }
 
-  /** Writes the run (stamped `at`, else now): `undefined` once written (or without a store), a halt when the state cannot be exported. */
-  write(termination: TerminationReason | undefined, facts: CheckpointFacts, at?: number): Halting {
+  /**
+   * Writes the run (stamped `at`, else now; its thread- and run-scoped state as `amend` makes each):
+   * `undefined` once written (or without a store), a halt when the state cannot be exported.
+   */
+  write(termination: TerminationReason | undefined, facts: CheckpointFacts, at?: number, amend?: (run: PersistedState) => PersistedState): Halting {
     const store = this.#store;
     if (store === undefined) return undefined;
     const state = this.#phase.store.exportByScope();
@@ -93,8 +97,8 @@ export class Checkpoints {
       appendFrom: this.#storedPrefix,
       status: lifecycle?.status ?? 'running',
       steps: facts.steps,
-      threadState: state.value.thread,
-      runState: state.value.run,
+      threadState: amend === undefined ? state.value.thread : amend(state.value.thread),
+      runState: amend === undefined ? state.value.run : amend(state.value.run),
       updatedAt: at ?? this.#env.clock.now(),
       expectedMessageCount: this.#persistedCount,
     };

@@ -5,7 +5,8 @@
  * line byte for byte; format 5's rewrites (`FORMAT_5_REWRITES`) change events where the runtime now
  * emits differently — the replay judges both; format 6 rewrites the header alone (its plugins as
  * `{id}` entries, the config digest over them), formats 7, 8, 9 and 10 their tag alone, and format 11
-names A2UI v0.8 in the section of an agent that runs `generative-ui` (its digest over it). A format-1 run
+ * names A2UI v0.8 in the section of an agent that runs `generative-ui` (its digest over it), format 12
+ * its tag alone. A format-1 run
  * gains the `end` record, how the run ended (its result and the thread it left), which format 1 does
  * not hold: it is what the replay of the migrated run ends with, taken only once that replay is
  * identical at every port and event.

@@ -19,7 +19,7 @@ export * from './plugins/generative-ui.ts';
 export * from './plugins/observability/plugin.ts';
 export * from './plugins/observability/spans.ts';
 export * from './plugins/define-plugin.ts';
-export type { RunTap, TapRun, TappedInference } from './runtime/tap.ts';
+export type { RunTap, TapRun, TappedInference, TappedStep } from './runtime/tap.ts';
 export {
   defineApp,
   pluginFactory,

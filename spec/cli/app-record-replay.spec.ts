@@ -46,7 +46,7 @@ describe('awaken record -- run --app', () => {
     const lines = readFileSync(file, 'utf8').split('\n').length - 1;
     expect(rec).toEqual({ code: EXIT.ok, err: '', out: `recorded ${lines} lines to ${file}: natural_end after 2 step(s)\n` });
     const header = headerOf(file);
-    expect(header['format']).toBe('awaken-transcript/11');
+    expect(header['format']).toBe('awaken-transcript/12');
     expect(header['plugins']).toEqual([{ id: 'counter', factory: 'counter', config: { step: 1 } }]);
     expect(header['app']).toEqual({ file: APP, version: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
     expect((header['agent'] as { id: string }).id).toBe('helper');

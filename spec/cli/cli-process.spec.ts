@@ -182,7 +182,7 @@ describe('the awaken command as a process: every mistake is one line and the doc
     const rec = awaken(['record', '--out', file, '--', 'run', '--model', 'scripted:fixtures/scripts/demo-confirm.json', '--decide', 'approve', 'delete it']);
     expect(rec.code).toBe(0);
     const text = readFileSync(file, 'utf8');
-    expect(text.startsWith('{"type":"header","format":"awaken-transcript/11"')).toBe(true);
+    expect(text.startsWith('{"type":"header","format":"awaken-transcript/12"')).toBe(true);
     expect(awaken(['replay', file])).toMatchObject({ code: 0, out: expect.stringContaining('1 identical, 0 differ') });
     const lines = text.trimEnd().split('\n');
     const at = lines.findIndex((l) => l.startsWith('{"type":"decision"'));

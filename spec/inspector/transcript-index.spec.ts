@@ -53,11 +53,12 @@ describe('TranscriptIndex', () => {
       'awaken-transcript/9',
       'awaken-transcript/10',
       'awaken-transcript/11',
+      'awaken-transcript/12',
     ]) {
       expect(metaOf(recordedAs('t', 'r', 'alice', format).split('\n'))).toEqual({ thread_id: 't', run_id: 'r', owner: 'alice', segment: 1 });
     }
     // A format newer than this version's is not read as owned (what its header means is not known here).
-    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/12').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
+    expect(metaOf(recordedAs('t', 'r', 'alice', 'awaken-transcript/13').split('\n'))).toEqual({ thread_id: 't', run_id: 'r', segment: 1 });
     expect(metaOf(['{"type":"env","draw":"now","value":1}'])).toBeUndefined();
     expect(metaOf([])).toBeUndefined();
   });

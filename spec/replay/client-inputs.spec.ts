@@ -76,7 +76,7 @@ describe('transcript format 10: what a client brought besides messages', () => {
     expect(result.termination).toEqual({ type: 'natural_end' });
     const header = headerOf(transcript);
     expect(header.format).toBe(TRANSCRIPT_FORMAT);
-    expect(TRANSCRIPT_FORMAT).toBe('awaken-transcript/11');
+    expect(TRANSCRIPT_FORMAT).toBe('awaken-transcript/12');
     expect(Object.keys(header.request)).toEqual(['agent_id', 'messages', 'client_tools', 'client_state', 'client_context']);
     expect(header.request).toMatchObject({ client_tools: [pickColor], client_state: client.clientState, client_context: client.clientContext });
     // The client's tool was offered after the agent's own; called, it parked the run for the client's result.

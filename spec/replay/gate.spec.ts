@@ -298,7 +298,7 @@ describe('what the gate says of a run its new code changes, and of one it cannot
     );
     const report = await replayBaseline(runs, { expectations, agents: [{ ...header(oneTool).agent, plugin_ids: ['nope'] }] });
     expect(report.runs.map((r) => [r.run, r.class, r.accepted, r.divergence?.message])).toEqual([
-      ['empty.jsonl', 'unreplayable', undefined, `the transcript is empty (expected format awaken-transcript/11)`],
+      ['empty.jsonl', 'unreplayable', undefined, `the transcript is empty (expected format awaken-transcript/12)`],
       ['one-tool.jsonl', 'unreplayable', undefined, `cannot start the run: {"code":"resolve_failed","message":"plugin 'nope' not found"}`],
     ]);
     expect(report.passed).toBe(false);
@@ -310,7 +310,7 @@ describe('what the gate says of a run its new code changes, and of one it cannot
         'DIFFERS  unreplayable  no        one-tool.jsonl',
         '',
         'unreplayable: 2 runs, 0 accepted; the first, empty.jsonl:1 (a header record):',
-        '  transcript (before any event): the transcript is empty (expected format awaken-transcript/11)',
+        '  transcript (before any event): the transcript is empty (expected format awaken-transcript/12)',
         '',
         'expected history in any run (expected[0]), but no run diverged so',
         '',

@@ -17,6 +17,7 @@ const sevens = readdirSync(join(fixtures, 'runs-format-7')).filter((f) => f.ends
 const eights = readdirSync(join(fixtures, 'runs-format-8')).filter((f) => f.endsWith('.jsonl'));
 const nines = readdirSync(join(fixtures, 'runs-format-9')).filter((f) => f.endsWith('.jsonl'));
 const tens = readdirSync(join(fixtures, 'runs-format-10')).filter((f) => f.endsWith('.jsonl'));
+const elevens = readdirSync(join(fixtures, 'runs-format-11')).filter((f) => f.endsWith('.jsonl'));
 const v3old = (file: string): string => readFileSync(join(fixtures, 'runs-format-3', file), 'utf8');
 const v4old = (file: string): string => readFileSync(join(fixtures, 'runs-format-4', file), 'utf8');
 const v5old = (file: string): string => readFileSync(join(fixtures, 'runs-format-5', file), 'utf8');
@@ -25,6 +26,7 @@ const v7old = (file: string): string => readFileSync(join(fixtures, 'runs-format
 const v8old = (file: string): string => readFileSync(join(fixtures, 'runs-format-8', file), 'utf8');
 const v9old = (file: string): string => readFileSync(join(fixtures, 'runs-format-9', file), 'utf8');
 const v10old = (file: string): string => readFileSync(join(fixtures, 'runs-format-10', file), 'utf8');
+const v11old = (file: string): string => readFileSync(join(fixtures, 'runs-format-11', file), 'utf8');
 const decisionLine = (text: string): string | undefined => text.split('\n').find((l) => l.startsWith('{"type":"decision"'));
 const v1 = (file: string): string => readFileSync(join(fixtures, 'runs-format-1', file), 'utf8');
 const v2old = (file: string): string => readFileSync(join(fixtures, 'runs-format-2', file), 'utf8');
@@ -36,7 +38,7 @@ const events = (text: string): string[] => text.split('\n').filter((l) => l.star
 const eventsButStepCounts = (text: string): string[] => events(text).map((l) => l.replace(/"step_count":\d+/g, '"step_count":_'));
 const stepCounts = (text: string): number[] => [...text.matchAll(/"__runtime\.run_lifecycle":\{[^}]*"step_count":(\d+)/g)].map((m) => Number(m[1]));
 
-describe('older transcript formats → 11', () => {
+describe('older transcript formats → 12', () => {
   it.each(olds)('%s migrates to the corpus run, every event line unchanged but the step count of a step that waited', (file) => {
     const migrated = migrateTranscript(v1(file));
     expect(migrated).toBe(withoutThread(v2(file)));
@@ -105,7 +107,7 @@ describe('older transcript formats → 11', () => {
   it('format 4 → 10: a header without plugins changes only its tag and gains no owner (none can be given to a run recorded before); a run that never waited keeps every other line', () => {
     const before = v4old('03-one-tool.jsonl');
     const after = migrateTranscript(before);
-    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/11",'));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/4",', '{"type":"header","format":"awaken-transcript/12",'));
     expect(after.split('\n')[0]).not.toContain('"owner"');
   });
 
@@ -117,7 +119,7 @@ describe('older transcript formats → 11', () => {
     const [a, b] = [before.split('\n'), after.split('\n')];
     const changed = a.flatMap((l, i) => (l === b[i] ? [] : [i]));
     expect(changed).toHaveLength(5);
-    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/11",')).toBe(true);
+    expect(b[0]?.startsWith('{"type":"header","format":"awaken-transcript/12",')).toBe(true);
     for (const i of changed.slice(1)) {
       expect(b[i]).toMatch(/^\{"type":"event","seq":\d+,"event":\{"event_type":"state_snapshot"/);
       expect(b[i]?.replace(/"step_count":\d+/, '')).toBe(a[i]?.replace(/"step_count":\d+/, ''));
@@ -153,14 +155,14 @@ describe('older transcript formats → 11', () => {
     // Nothing to write differently: a header without plugins keeps its digest.
     const plain = v5old('03-one-tool.jsonl');
     expect(migrateTranscript(plain)).toBe(
-      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/11",'),
+      plain.replace('{"type":"header","format":"awaken-transcript/5",', '{"type":"header","format":"awaken-transcript/12",'),
     );
   });
 
   it('format 5 → 10: the owner of a served run is kept', () => {
     const before = v5old('03-one-tool.jsonl').replace('"request":{"agent_id"', '"request":{"thread_id":"t","run_id":"r","owner":"alice","agent_id"');
     expect(JSON.parse(migrateTranscript(before).split('\n')[0] as string)).toMatchObject({
-      format: 'awaken-transcript/11',
+      format: 'awaken-transcript/12',
       request: { thread_id: 't', run_id: 'r', owner: 'alice' },
     });
   });
@@ -183,7 +185,7 @@ describe('older transcript formats → 11', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/6",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/11",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/6",', '{"type":"header","format":"awaken-transcript/12",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -199,7 +201,7 @@ describe('older transcript formats → 11', () => {
     };
     edited['config_digest'] = configDigest(edited as unknown as Header);
     const before = [JSON.stringify(edited), ...v6old('28-blocked-by-gate.jsonl').split('\n').slice(1)].join('\n');
-    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(before)).toBe(before.replace('"format":"awaken-transcript/6"', '"format":"awaken-transcript/12"'));
   });
 
   it('format 6 → 10: what only format 7 writes is refused, naming its line — a segment, a run state, a decision or cancel before any event, an ask record', async () => {
@@ -228,7 +230,7 @@ describe('older transcript formats → 11', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/7",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/11",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/7",', '{"type":"header","format":"awaken-transcript/12",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -249,7 +251,7 @@ describe('older transcript formats → 11', () => {
     const at = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
     const quoting = lines.map((l, i) => (i === at ? l.replace('"text":"', `"text":"${JSON.stringify(part).slice(1, -1)}`) : l)).join('\n');
     expect(quoting.split('\n')[at]).toContain('\\"type\\":\\"response_metadata\\"');
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/7"', '"format":"awaken-transcript/12"'));
   });
 
   it.each(eights)(
@@ -259,7 +261,7 @@ describe('older transcript formats → 11', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/8",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/11",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/8",', '{"type":"header","format":"awaken-transcript/12",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -269,7 +271,7 @@ describe('older transcript formats → 11', () => {
     const part = '{"type":"response_metadata","id":"chatcmpl-1","model":"m-0001"}';
     const described = text.replace(/^(\{"type":"llm".*?"parts":\[)/m, `$1${part},`);
     expect(described).not.toBe(text);
-    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(described)).toBe(described.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/12"'));
   });
 
   it('any format before 9 → 10: a tool error unavailable_before_dispatch, which only format 9 writes, is refused naming its line; the same words in data are not', async () => {
@@ -298,7 +300,7 @@ describe('older transcript formats → 11', () => {
     const text = v8old('09-tool-invalid-arguments.jsonl');
     const quoting = text.replace('"arguments":{"text":42}', `"arguments":{"text":42,${unavailable}}`);
     expect(quoting).not.toBe(text);
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/8"', '"format":"awaken-transcript/12"'));
   });
 
   it.each(nines)(
@@ -308,7 +310,7 @@ describe('older transcript formats → 11', () => {
       expect(before.startsWith('{"type":"header","format":"awaken-transcript/9",')).toBe(true);
       const after = migrateTranscript(before);
       expect(after).toBe(v2(file));
-      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/9",', '{"type":"header","format":"awaken-transcript/11",'));
+      expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/9",', '{"type":"header","format":"awaken-transcript/12",'));
       expect(await replayTranscript(before)).toMatchObject({ identical: true });
     },
   );
@@ -326,7 +328,7 @@ describe('older transcript formats → 11', () => {
       )
       .join('\n');
     expect(retried).not.toBe(text);
-    expect(migrateTranscript(retried)).toBe(retried.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(retried)).toBe(retried.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/12"'));
   });
 
   it('any older format → 10: a request with the client’s tools, state or context, which only format 10 writes, is refused naming line 1; the same words in a message are not', async () => {
@@ -362,7 +364,7 @@ describe('older transcript formats → 11', () => {
     const text = v9old('01-plain-answer.jsonl');
     const quoting = text.replace('"text":"scenario: plain-answer"', '"text":"scenario: plain-answer \\"client_tools\\":[] client_state client_context"');
     expect(quoting).not.toBe(text);
-    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/11"'));
+    expect(migrateTranscript(quoting)).toBe(quoting.replace('"format":"awaken-transcript/9"', '"format":"awaken-transcript/12"'));
   });
 
   it.each(tens)('format 10 → 11: %s migrates to the corpus run and replays identical as it is', async (file) => {
@@ -392,11 +394,34 @@ describe('older transcript formats → 11', () => {
     expect(head).toBeDefined();
     const plain = v10old('01-plain-answer.jsonl');
     expect(migrateTranscript(plain)).toBe(
-      plain.replace('{"type":"header","format":"awaken-transcript/10",', '{"type":"header","format":"awaken-transcript/11",'),
+      plain.replace('{"type":"header","format":"awaken-transcript/10",', '{"type":"header","format":"awaken-transcript/12",'),
     );
     // A header that does not match its digest is refused before anything is written into it.
     const tampered = before.replace('"system_prompt":"You are the corpus agent."', '"system_prompt":"You are another agent."');
     expect(() => migrateTranscript(tampered)).toThrow(new MigrationFailure(1, 'the header does not match its config_digest'));
+  });
+
+  it.each(elevens)('format 11 → 12: %s migrates to the corpus run, its tag alone, and replays identical as it is', async (file) => {
+    const before = v11old(file);
+    expect(before.startsWith('{"type":"header","format":"awaken-transcript/11",')).toBe(true);
+    const after = migrateTranscript(before);
+    expect(after).toBe(v2(file));
+    expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/11",', '{"type":"header","format":"awaken-transcript/12",'));
+    expect(await replayTranscript(before)).toMatchObject({ identical: true });
+  });
+
+  it('any older format → 12: a header with fork, which only format 12 writes, is refused naming line 1; the word in a message is not', () => {
+    for (const before of [v11old('01-plain-answer.jsonl'), v10old('01-plain-answer.jsonl')]) {
+      const [head, ...rest] = before.split('\n');
+      const forked = [
+        JSON.stringify({ ...(JSON.parse(head as string) as object), fork: { parent: 'a.jsonl', parent_digest: 'sha256:0', at_step: 1 } }),
+        ...rest,
+      ].join('\n');
+      const format = (JSON.parse(head as string) as { format: string }).format.split('/')[1];
+      expect(() => migrateTranscript(forked)).toThrow(new MigrationFailure(1, `fork: a format-${format} header has none (it is format 12)`));
+    }
+    const worded = v11old('01-plain-answer.jsonl').replace('"system_prompt":"You are the corpus agent."', '"system_prompt":"fork"');
+    expect(() => migrateTranscript(worded)).not.toThrow();
   });
 
   it('property: an older transcript with any one leaf edited is reported or migrated, never a throw', async () => {
@@ -411,6 +436,7 @@ describe('older transcript formats → 11', () => {
       ...eights.map((f) => v8old(f)),
       ...nines.map((f) => v9old(f)),
       ...tens.map((f) => v10old(f)),
+      ...elevens.map((f) => v11old(f)),
     ].map((t) => t.trimEnd().split('\n'));
     type Path = (string | number)[];
     const leaves = (v: unknown, path: Path = []): Path[] =>

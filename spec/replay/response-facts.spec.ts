@@ -53,7 +53,7 @@ describe('response facts across a recording and its replay', () => {
     });
     expect(server.requests).toHaveLength(2);
     expect(transcript.startsWith(`{"type":"header","format":"${TRANSCRIPT_FORMAT}",`)).toBe(true);
-    expect(TRANSCRIPT_FORMAT).toBe('awaken-transcript/11');
+    expect(TRANSCRIPT_FORMAT).toBe('awaken-transcript/12');
 
     const llm = transcript
       .split('\n')

@@ -44,6 +44,47 @@ describe('AgentRuntime.start and run', () => {
     expect(h.sink.events.every((e) => !('run_id' in e) || e.run_id === started.value.runId)).toBe(true);
   });
 
+  it("a caller's tap (RunOptions.tap) sees the run where it checkpoints between steps — at its start and each step's end: its steps, the thread's messages, the state by scope; the run is the same with it", async () => {
+    const script: ScriptStep[] = [{ tool_calls: [{ id: 'c1', name: 'echo', arguments: { text: 'x' } }] }, { text: 'done' }];
+    const plain = harness(script);
+    await plain.runtime.run({ threadId: 't', runId: 'r', messages: [Messages.user('hi')] }, plain.sink);
+    const tapped = harness(script);
+    const seen: { steps: number; roles: string[]; run: string[]; thread: string[]; events: number }[] = [];
+    let events = 0;
+    await tapped.runtime.run({ threadId: 't', runId: 'r', messages: [Messages.user('hi')] }, tapped.sink, {
+      tap: {
+        event: () => void events++,
+        stepEnded: (s) =>
+          seen.push({
+            steps: s.steps,
+            roles: s.messages.map((m) => m.role),
+            run: Object.keys(s.state.run.extensions).filter((k) => k === '__runtime.run_lifecycle'),
+            thread: Object.keys(s.state.thread.extensions).filter((k) => k === '__runtime.tool_call_states'),
+            events,
+          }),
+      },
+    });
+    expect(JSON.stringify(tapped.sink.events)).toBe(JSON.stringify(plain.sink.events));
+    const stepEnds = types(tapped.sink.events).flatMap((t, i) => (t === 'step_end' ? [i] : []));
+    expect(seen).toEqual([
+      { steps: 0, roles: ['user'], run: ['__runtime.run_lifecycle'], thread: [], events: 1 },
+      {
+        steps: 1,
+        roles: ['user', 'assistant', 'tool'],
+        run: ['__runtime.run_lifecycle'],
+        thread: ['__runtime.tool_call_states'],
+        events: (stepEnds[0] as number) - 1,
+      },
+      {
+        steps: 2,
+        roles: ['user', 'assistant', 'tool', 'assistant'],
+        run: ['__runtime.run_lifecycle'],
+        thread: ['__runtime.tool_call_states'],
+        events: (stepEnds[1] as number) - 1,
+      },
+    ]);
+  });
+
   it('run() is start() followed by done, under the ids the request chose', async () => {
     const h = harness([{ text: 'hello' }]);
     const result = await h.runtime.run({ threadId: 't1', runId: 'r1', messages: [Messages.user('hi')] }, h.sink);

@@ -16,7 +16,7 @@ import type { AppCode, MissingCode } from '../replay/plugins.ts';
 import { missingCode } from '../replay/replayer.ts';
 import { replayFiles, type ReportFormat } from '../replay/report.ts';
 import { appOption } from './app-option.ts';
-import { choiceOf, CliFailure, runCli, stringOf, UsageError, type CommandSpec, type Io } from './args.ts';
+import { choiceOf, CliFailure, runCli, stringOf, stringsOf, UsageError, type CommandSpec, type Io } from './args.ts';
 import { cannotRead } from './cannot-read.ts';
 import { EXIT } from './exit.ts';
 import { REPLAY_USAGE } from './usages.ts';
@@ -29,7 +29,17 @@ const FORMATS: readonly ReportFormat[] = ['table', 'pretty', 'json'];
 export const REPLAY_COMMAND: CommandSpec = {
   command: 'replay',
   usage: REPLAY_USAGE,
-  options: { json: { type: 'boolean' }, format: { type: 'string' }, app: { type: 'string' }, baseline: { type: 'boolean' }, expect: { type: 'string' } },
+  options: {
+    json: { type: 'boolean' },
+    format: { type: 'string' },
+    app: { type: 'string' },
+    baseline: { type: 'boolean' },
+    expect: { type: 'string' },
+    'fork-at': { type: 'string' },
+    edit: { type: 'string', multiple: true },
+    model: { type: 'string' },
+    out: { type: 'string' },
+  },
   positionals: { min: 1, max: Infinity, name: 'a transcript FILE or a DIR of them' },
 };
 
@@ -190,8 +200,30 @@ export async function replayCommand(argv: readonly string[], io: Io): Promise<nu
       if (format === 'pretty') throw new UsageError('--baseline prints a table or, with --json, JSON: not --format pretty');
       if (args.positionals.length !== 1) throw new UsageError(`--baseline replays one folder: give one DIR, not ${args.positionals.length}`);
     }
+    const forkAt = stringOf(args, 'fork-at');
+    const forkOnly = (['edit', 'model', 'out'] as const).find((o) => args.values[o] !== undefined);
+    if (forkAt === undefined && forkOnly !== undefined) throw new UsageError(`--${forkOnly} is an option of a fork: give --fork-at STEP too`);
+    if (forkAt !== undefined) {
+      const other = (['baseline', 'json', 'format'] as const).find((o) => args.values[o] !== undefined);
+      if (other !== undefined) throw new UsageError(`--fork-at writes a child transcript: not with --${other}`);
+      if (args.positionals.length !== 1) throw new UsageError(`--fork-at forks one transcript: give one FILE, not ${args.positionals.length}`);
+    }
     const appFile = stringOf(args, 'app');
     const loaded = appFile === undefined ? undefined : await appOption(appFile);
+    if (forkAt !== undefined) {
+      const { forkCommand } = await import('./fork-command.ts');
+      return forkCommand(
+        {
+          file: args.positionals[0] as string,
+          atStep: forkAt,
+          edits: stringsOf(args, 'edit'),
+          model: stringOf(args, 'model'),
+          out: stringOf(args, 'out'),
+          loaded,
+        },
+        io,
+      );
+    }
     if (args.values['baseline'] === true)
       return baseline(args.positionals[0] as string, expectFile, loaded, args.values['json'] === true || format === 'json', io);
     // A folder stands for the transcripts in it.

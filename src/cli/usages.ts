@@ -24,6 +24,7 @@ with its factory and config: replay it with \`awaken replay --app APP FILE\`.
 
 export const REPLAY_USAGE = `usage: awaken replay [--app FILE] FILE|DIR… [--format table|pretty|json] [--json]
        awaken replay [--app FILE] DIR --baseline [--expect FILE] [--json]
+       awaken replay [--app FILE] FILE --fork-at STEP [--edit PATH=JSON]… [--model M] [--out FILE]
 
 Replays each transcript (a DIR: every *.jsonl under it) and compares the new event stream with the
 recorded one byte for byte.
@@ -38,9 +39,16 @@ prompt, tool_arguments, tool_results, state, events, termination, history (a run
 replayed at all is unreplayable, and never accepted).
 --expect FILE: a manifest (YAML or JSON; schemas/replay-expectations.schema.json) of the
 divergences a change was meant to make, each { runs, class, why }; those are accepted.
-Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted); 66 when
-a FILE, DIR, manifest or the app cannot be read, 65 when one is no transcript, names a plugin or stop
-policy that is neither built in nor in the app, or the manifest is wrong (naming the field).
+--fork-at STEP: replays FILE to the end of STEP (as recorded, or the fork is refused), applies each
+--edit (a JSON Pointer into /agent, /messages, /state or /plugins, and a JSON value; /messages/-
+appends) and goes on from there, writing the child transcript to --out (default FILE.fork-STEP.jsonl).
+The recording answers while the run asks what it asked; from the first request that differs, --model
+(scripted:FILE or transcript:FILE) does, and a call the recording does not answer runs the app's tool.
+Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted; with
+--fork-at: the fork was written); 66 when a FILE, DIR, manifest or the app cannot be read, 65 when one
+is no transcript, names a plugin or stop policy that is neither built in nor in the app, or the
+manifest is wrong (naming the field); with --fork-at 64 when the step, an edit or a missing --model or
+tool is the problem, 65 when the run cannot go on from the step, 1 when it no longer replays up to it.
 `;
 
 export const INSPECT_USAGE = `usage: awaken inspect FILE.jsonl [--json] [--state]

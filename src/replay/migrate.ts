@@ -23,6 +23,7 @@ export const TRANSCRIPT_FORMAT_7 = 'awaken-transcript/7';
 export const TRANSCRIPT_FORMAT_8 = 'awaken-transcript/8';
 export const TRANSCRIPT_FORMAT_9 = 'awaken-transcript/9';
 export const TRANSCRIPT_FORMAT_10 = 'awaken-transcript/10';
+export const TRANSCRIPT_FORMAT_11 = 'awaken-transcript/11';
 
 const OLDER = [
   TRANSCRIPT_FORMAT_1,
@@ -35,6 +36,7 @@ const OLDER = [
   TRANSCRIPT_FORMAT_8,
   TRANSCRIPT_FORMAT_9,
   TRANSCRIPT_FORMAT_10,
+  TRANSCRIPT_FORMAT_11,
 ] as const;
 type OlderFormat = (typeof OLDER)[number];
 
@@ -89,7 +91,7 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
 ];
 
 /**
- * Rewrites a format-1 to 10 transcript in the current format (`awaken-transcript/11`), without
+ * Rewrites a format-1 to 11 transcript in the current format (`awaken-transcript/12`), without
  * running anything. What a later format no longer writes is checked first, so that nothing the run
  * depended on is dropped.
  *
@@ -138,14 +140,20 @@ export const FORMAT_5_REWRITES: readonly TranscriptRewrite[] = [
  * recorder wrote them, and a transcript of an older format whose header has any is refused, naming
  * line 1.
  *
- * Format 10 → 11 (`withA2uiV08`, after the steps above, for every older format): the header of a run
+ * Format 10 → 11 (`withA2uiV08`, after the steps above, for every format before 11): the header of a run
  * whose agent runs the `generative-ui` plugin, and whose section of it names no A2UI version, says
  * `version: "v0.8"` in that section — the only version the plugin spoke until format 11, whose
  * plugin speaks v0.9 unless told — and `config_digest`, which covers it, is recomputed (the old one
  * verified first). Every other header, and every other line, is kept byte for byte.
+ *
+ * Format 11 → 12: the header's `format` alone changes. Format 12 adds `fork` to a header (a run forked
+ * from another's step, `forkTranscript`); no older recorder wrote one, so one in an older header is
+ * refused.
  */
 export function migrate(text: string): Migrated {
   const older = olderFormat(text);
+  if (older !== undefined) refuseFork(text, older);
+  if (older === TRANSCRIPT_FORMAT_11) return { text: retag(text, older) };
   if (older !== undefined) {
     const lines = text.split('\n');
     if (older !== TRANSCRIPT_FORMAT_10) refuseFormat10(lines, older);
@@ -226,6 +234,19 @@ function retag(text: string, from: OlderFormat): string {
   const tag = `{"type":"header","format":"${from}"`;
   // `olderFormat` found the tag exactly here.
   return `{"type":"header","format":"${TRANSCRIPT_FORMAT}"${text.slice(tag.length)}`;
+}
+
+/** What only format 12 writes, refused in an older header: `fork` (a run forked from another's step). An unreadable header is left to the migration that reads it. */
+function refuseFork(text: string, from: OlderFormat): void {
+  const end = text.indexOf('\n');
+  let header: unknown;
+  try {
+    header = JSON.parse(end < 0 ? text : text.slice(0, end));
+  } catch {
+    return;
+  }
+  if (typeof header === 'object' && header !== null && Object.hasOwn(header, 'fork'))
+    throw new MigrationFailure(1, `fork: a format-${from.slice(from.indexOf('/') + 1)} header has none (it is format 12)`);
 }
 
 /** The fields of a header's request that only format 10 writes: what the run's client brought besides messages. */

@@ -18,6 +18,7 @@ import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
 import { ToolFailure, type Tool } from '../runtime/tool.ts';
+import type { RunTap } from '../runtime/tap.ts';
 import { andThen } from '../runtime/maybe-promise.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
 import { recordingEnv, recordingLlm, recordingTool } from './recorder.ts';
@@ -126,6 +127,8 @@ export interface ReplayOptions extends CodeOptions {
    * gate's: a changed prompt or config is what it looks for). Its id must be the header's agent's.
    */
   readonly agent?: AgentSpec;
+  /** A tap on the replayed run (`RunOptions.tap`): it watches, and the replay is the same with it. */
+  readonly tap?: RunTap;
 }
 
 type Corrupt = { readonly corrupt: string; readonly line: number };
@@ -488,14 +491,17 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
     },
   };
   const recovered = resumed !== undefined && header.request.recovered === true;
+  const tapOption = options.tap !== undefined ? { tap: options.tap } : {};
   const starting = recovered
     ? runtime.recover({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, {
         signal: controller.signal,
         waitForDecisions: wait,
+        ...tapOption,
       })
     : resumed !== undefined
       ? runtime.revive({ threadId: header.request.thread_id ?? '', runId: header.request.run_id ?? '', agentId: header.request.agent_id }, sink, {
           signal: controller.signal,
+          ...tapOption,
         })
       : runtime.start(
           {
@@ -507,7 +513,7 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
             ...clientInputsOf(header.request),
           },
           sink,
-          { signal: controller.signal, waitForDecisions: wait },
+          { signal: controller.signal, waitForDecisions: wait, ...tapOption },
         );
   const started = await starting;
   if (started.ok && resumed !== undefined && !recovered) {

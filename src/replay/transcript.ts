@@ -22,7 +22,7 @@ import {
 } from '../contract/tool.ts';
 
 /** The format tag of every transcript this version writes and reads (`migrateTranscript` brings older ones up to it). */
-export const TRANSCRIPT_FORMAT = 'awaken-transcript/11';
+export const TRANSCRIPT_FORMAT = 'awaken-transcript/12';
 
 const EnvSetupSchema = z.discriminatedUnion('kind', [
   /** `seed` only when the run drew a random number: it is inert otherwise, and so not written. */
@@ -61,6 +61,15 @@ export const HeaderSchema = z.object({
    * segment, with the code current then: a transcript each, numbered in the order they were written.
    */
   segment: z.number().int().min(2).optional(),
+  /**
+   * A run forked from another's step (`forkTranscript`, `awaken replay --fork-at`): the parent
+   * transcript (as it was named, and the SHA-256 of its text) and the step whose end it went on from,
+   * as a segment taken up from the store (`request.run_state`, `recovered`). Not an input of the run.
+   */
+  fork: z
+    .object({ parent: z.string(), parent_digest: z.string(), at_step: z.number().int().min(1) })
+    .strict()
+    .optional(),
   env: EnvSetupSchema,
   request: z.object({
     thread_id: z.string().optional(),

@@ -100,13 +100,17 @@ export async function launch(
   const runId = asked.runId ?? env.ids.next('run');
 
   // The taps of the agent's active plugins watch the run: its events before the sink gets them.
-  const tap = tapOf(resolved.value, {
-    env,
-    threadId,
-    runId,
-    agent: resolved.value.spec,
-    ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
-  });
+  const tap = tapOf(
+    resolved.value,
+    {
+      env,
+      threadId,
+      runId,
+      agent: resolved.value.spec,
+      ...(sub.parentRunId !== undefined ? { parentRunId: sub.parentRunId } : {}),
+    },
+    options.tap,
+  );
   const watched: EventSink = tap?.event === undefined ? sink : tappedSink(sink, tap as Required<Pick<RunTap, 'event'>>);
 
   // The plugins registered when the agent was resolved drive the run's engine, over a new store.
@@ -212,14 +216,15 @@ function handoffKept(next: ResolvedAgent, base: ResolvedAgent): Result<ResolvedA
   return env.ok ? ok({ ...next, plugins, activePlugins, executionEnv: env.value }) : err({ code: 'env_build', error: env.error });
 }
 
-/** The combined tap of the resolved agent's active plugins that have one (`RuntimePlugin.tap`). */
-function tapOf(resolved: ResolvedAgent, run: TapRun): RunTap | undefined {
+/** The combined tap of the resolved agent's active plugins that have one (`RuntimePlugin.tap`), and the caller's (`RunOptions.tap`). */
+function tapOf(resolved: ResolvedAgent, run: TapRun, own: RunTap | undefined): RunTap | undefined {
   const taps: RunTap[] = [];
   for (const plugin of resolved.plugins as readonly RuntimePlugin[]) {
     if (plugin.tap === undefined || (resolved.activePlugins.length > 0 && !resolved.activePlugins.includes(plugin.name))) continue;
     const t = plugin.tap(run);
     if (t !== undefined) taps.push(t);
   }
+  if (own !== undefined) taps.push(own);
   return combinedTap(taps);
 }
 

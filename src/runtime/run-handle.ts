@@ -1,3 +1,4 @@
+import type { RunTap } from './tap.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
 import type { CheckpointFence } from './thread-run-store.ts';
@@ -76,6 +77,8 @@ export interface RunOptions {
   readonly waitForDecisions?: boolean;
   /** What every checkpoint of the run carries to its store (a server's runs: the thread's lease, the agent's digest). */
   readonly checkpoint?: CheckpointStamp;
+  /** A tap of the caller's own on this run, told beside its plugins' taps (`RuntimePlugin.tap`). */
+  readonly tap?: RunTap;
 }
 
 /** What a server stamps on each checkpoint of a run it holds (`RunCheckpoint.fence`, `RunCheckpoint.agentDigest`). */

@@ -29,7 +29,7 @@ import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from '.
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { ResolvedAgent } from './resolve.ts';
-import type { RunTap } from './tap.ts';
+import { tellStepEnded, type RunTap } from './tap.ts';
 import { INTERRUPTED, type BatchHost, type ToolBatch } from './tool-batch.ts';
 
 export type { AgentRunResult } from '../contract/run-result.ts';
@@ -276,6 +276,7 @@ export class RunLoop implements BatchHost {
       case 'phase':
         return next.check ? this.#checkedAfter(this.#phase(next.phase, next.cancellable)) : this.#went(this.#phase(next.phase, next.cancellable));
       case 'checkpoint':
+        if (this.tap?.stepEnded !== undefined) tellStepEnded(this.tap.stepEnded, this.#steps, this.#messages, this.phase.store);
         return this.#went(this.checkpoint(undefined));
       case 'abort_check':
         return this.signal.aborted ? RAN_CANCELLED : RAN;

@@ -1,11 +1,13 @@
 import type { AgentSpec } from '../contract/agent-spec.ts';
 import type { InferenceExecutionError } from '../contract/errors.ts';
 import type { AgentEvent } from '../contract/event.ts';
-import type { ToolCall } from '../contract/message.ts';
+import type { Message, ToolCall } from '../contract/message.ts';
+import type { PersistedState } from '../core/state/state-ops.ts';
 import type { StopReason } from '../contract/stream.ts';
 import type { ToolResult } from '../contract/tool.ts';
 import type { TokenUsage } from '../contract/usage.ts';
 import type { Env } from './env.ts';
+import type { StateStore } from './state-store.ts';
 import type { InferenceRequest } from './llm.ts';
 
 /**
@@ -23,6 +25,19 @@ export interface RunTap {
   toolStarted?(call: ToolCall): void;
   /** The tool call's outcome, as soon as it settles. */
   toolSettled?(call: ToolCall, result: ToolResult): void;
+  /**
+   * The run where it checkpoints between steps (with a store or without one): once it has started
+   * (steps 0), then at the end of each step — the steps done, the thread's messages and its state by
+   * scope, as a store would be given them. What a fork of a recorded run starts from (`forkTranscript`).
+   */
+  stepEnded?(step: TappedStep): void;
+}
+
+/** The run between steps, at its start or a step's end (`RunTap.stepEnded`). */
+export interface TappedStep {
+  readonly steps: number;
+  readonly messages: readonly Message[];
+  readonly state: { readonly thread: PersistedState; readonly run: PersistedState };
 }
 
 /** One inference as the loop saw it: its request, its times on the run's clock, how it ended. */
@@ -66,6 +81,12 @@ export interface TapRun {
   readonly parentRunId?: string;
 }
 
+/** Tells `stepEnded` of the run as its step's checkpoint would store it (nothing when its state cannot be exported: the checkpoint halts then). */
+export function tellStepEnded(stepEnded: (step: TappedStep) => void, steps: number, messages: readonly Message[], store: StateStore): void {
+  const state = store.exportByScope();
+  if (state.ok) stepEnded({ steps, messages: [...messages], state: state.value });
+}
+
 /** One tap telling every tap of `taps` in order; `undefined` when there is none. */
 export function combinedTap(taps: readonly RunTap[]): RunTap | undefined {
   if (taps.length === 0) return undefined;
@@ -82,6 +103,9 @@ export function combinedTap(taps: readonly RunTap[]): RunTap | undefined {
     },
     toolSettled: (c, r) => {
       for (const t of taps) t.toolSettled?.(c, r);
+    },
+    stepEnded: (s) => {
+      for (const t of taps) t.stepEnded?.(s);
     },
   };
 }

@@ -27,6 +27,16 @@ export {
   type HookCost,
 } from './bench-agent.ts';
 export { recordRun, type Recording, type RecordingSetup } from '../replay/recorder.ts';
+export {
+  forkTranscript,
+  transcriptDigest,
+  type ForkEdit,
+  type ForkError,
+  type ForkErrorCode,
+  type ForkOptions,
+  type ForkPoint,
+  type ForkResult,
+} from '../replay/fork.ts';
 export { missingCode, replayTranscript, type DivergenceKind, type PortDivergence, type ReplayOptions, type ReplayReport } from '../replay/replayer.ts';
 export {
   classifyDivergence,

@@ -1,13 +1,12 @@
 import type { InferenceExecutionError } from '../contract/errors.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { StreamPart } from '../contract/stream.ts';
-import { ToolResults } from '../contract/tool.ts';
-import { MutationBatch } from '../core/state/mutation-batch.ts';
-import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
+import type { ToolResult } from '../contract/tool.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
-import { ToolFailure, type Tool } from '../runtime/tool.ts';
+import type { Tool, ToolCallContext, ToolOutput } from '../runtime/tool.ts';
 import { jsonChanges } from './json-diff.ts';
+import { recordedOutcome, reportAgain } from './recorded-call.ts';
 import { normaliseRequest, type LlmRecord, type NormalisedRequest, type ToolRecord } from './transcript.ts';
 
 export type ForkErrorCode =
@@ -45,7 +44,7 @@ export class Suffix {
   readonly #parent: Recorded;
   readonly #options: Answerers;
   readonly #atStep: number;
-  #inference: number;
+  #inference = 0;
   #steps = 0;
   #switched = false;
   readonly #tools: ToolRecord[];
@@ -56,7 +55,6 @@ export class Suffix {
 
   constructor(parent: Recorded, atStep: number, options: Answerers) {
     this.#parent = parent;
-    this.#inference = 0;
     this.#atStep = atStep;
     this.#options = options;
     this.#tools = [...parent.tools];
@@ -83,20 +81,22 @@ export class Suffix {
 
   #stream(request: InferenceRequest): AsyncIterable<StreamPart> {
     const i = this.#inference++;
-    const record = this.#switched ? undefined : this.#parent.llm[i];
-    const recorded = this.#switched ? undefined : this.#parent.requests[i];
-    if (record !== undefined && recorded !== undefined && record.interrupted !== true) {
-      const changes = jsonChanges(withoutIds(recorded), withoutIds(normaliseRequest(request)));
-      if (changes.length === 0) {
-        this.recorded++;
-        return partsOf(record.parts as readonly StreamPart[], record.error);
+    let why = 'the recording has no answer here';
+    if (!this.#switched) {
+      const record = this.#parent.llm[i];
+      const recorded = this.#parent.requests[i];
+      if (record !== undefined && recorded !== undefined && record.interrupted !== true) {
+        const changes = jsonChanges(withoutIds(recorded), withoutIds(normaliseRequest(request)));
+        if (changes.length === 0) {
+          this.recorded++;
+          return partsOf(record.parts as readonly StreamPart[], record.error);
+        }
+        why = `the request differs from the recorded one at ${changes[0]?.path || '/'}`;
       }
+      // From the first request the recording cannot answer on, the model answers all the rest.
       this.#switched = true;
-      if (this.#options.model === undefined)
-        throw this.#stop('model_required', `the request differs from the recorded one at ${changes[0]?.path || '/'}: a model must answer from here (--model)`);
     }
-    this.#switched = true;
-    if (this.#options.model === undefined) throw this.#stop('model_required', 'the recording has no answer here: a model must answer from here (--model)');
+    if (this.#options.model === undefined) throw this.#stop('model_required', `${why}: a model must answer from here (--model)`);
     this.answeredByModel++;
     return this.#options.model.stream(request);
   }
@@ -128,25 +128,7 @@ async function* partsOf(parts: readonly StreamPart[], error: LlmRecord['error'])
 const withoutIds = (r: NormalisedRequest): JsonValue => ({ ...r, messages: r.messages.map(({ id: _id, ...m }) => m) }) as unknown as JsonValue;
 
 /** A recorded call: what it reported while it ran, then its outcome. */
-async function replayed(r: ToolRecord, toolId: string, ctx: Parameters<Tool['execute']>[1]): Promise<Awaited<ReturnType<Tool['execute']>>> {
-  for (const a of r.activity) {
-    if (a.method === 'activity') await ctx.reportActivity(a.args[0], a.args[1]);
-    else if (a.method === 'activity_delta') await ctx.reportActivityDelta(a.args[0], a.args[1]);
-    else if (a.method === 'stream_output') await ctx.streamOutput(a.args[0]);
-    else await ctx.reportProgress(a.args[0], a.args[1] ?? undefined, a.args[2] ?? undefined);
-  }
-  return outcomeOf(r, toolId);
-}
-
-/** A recorded call's outcome, as the replay gives it back. */
-function outcomeOf(r: ToolRecord, toolId: string): ReturnType<Tool['execute']> {
-  if (r.tool_error !== undefined) throw new ToolFailure(r.tool_error);
-  if (r.thrown !== undefined) throw new Error(r.thrown);
-  const result = r.result ?? ToolResults.error(toolId, 'the recording has no result');
-  if (r.command === undefined) return result;
-  const patch = new MutationBatch(
-    undefined,
-    r.command.ops.map((op) => (op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update })),
-  );
-  return { result, command: new StateCommand(patch, r.command.actions as unknown as ScheduledAction[], r.command.effects as unknown as TypedEffect[]) };
+async function replayed(r: ToolRecord, toolId: string, ctx: ToolCallContext): Promise<ToolResult | ToolOutput> {
+  for (const a of r.activity) await reportAgain(ctx, a);
+  return recordedOutcome(r, toolId);
 }

@@ -8,19 +8,18 @@ import { unreachable } from '../contract/never.ts';
 import type { TerminationReason } from '../contract/lifecycle.ts';
 import { serialiseEvent, type AgentEvent } from '../contract/event.ts';
 import type { StreamPart } from '../contract/stream.ts';
-import { ToolCallResumeSchema, ToolResults } from '../contract/tool.ts';
+import { ToolCallResumeSchema } from '../contract/tool.ts';
 import type { AgentRunResult } from '../contract/run-result.ts';
-import { StateCommand, type ScheduledAction, type TypedEffect } from '../core/state/state-command.ts';
-import { MutationBatch } from '../core/state/mutation-batch.ts';
 import { AgentRuntimeBuilder, type RunHandle } from '../runtime/agent-runtime.ts';
 import { DELEGATION_CATEGORY, delegateToolId } from '../runtime/delegation.ts';
 import { MemoryThreadRunStore } from '../runtime/thread-run-store.ts';
 import { deterministicEnv, type Env, type IdKind } from '../runtime/env.ts';
 import { InferenceFailure, type InferenceRequest, type LlmExecutor } from '../runtime/llm.ts';
-import { ToolFailure, type Tool } from '../runtime/tool.ts';
+import type { Tool } from '../runtime/tool.ts';
 import type { RunTap } from '../runtime/tap.ts';
 import { andThen } from '../runtime/maybe-promise.ts';
 import { jsonChanges, renderChanges } from './json-diff.ts';
+import { recordedOutcome, reportAgain } from './recorded-call.ts';
 import { recordingEnv, recordingLlm, recordingTool } from './recorder.ts';
 import { cancelledAlike, historyDivergence, sameEvent, withBothSides } from './history.ts';
 import { StrictLog } from './strict-log.ts';
@@ -1169,29 +1168,11 @@ class ReplaySession {
         const reports = this.strict?.before(at.line ?? 0, r.activity.length, (t) => ACTIVITY.test(t) && t.includes(named));
         for (const [i, a] of r.activity.entries()) {
           await this.strict?.turn(reports?.[i] ?? 0);
-          if (a.method === 'activity') await ctx.reportActivity(a.args[0], a.args[1]);
-          else if (a.method === 'activity_delta') await ctx.reportActivityDelta(a.args[0], a.args[1]);
-          else if (a.method === 'stream_output') await ctx.streamOutput(a.args[0]);
-          else await ctx.reportProgress(a.args[0], a.args[1] ?? undefined, a.args[2] ?? undefined);
+          await reportAgain(ctx, a);
         }
         // Settled in the recorded order: a call of a parallel batch waits until its record is next.
         const recorded = r;
-        return andThen(this.strict?.turn(at.line ?? 0), () => {
-          if (recorded.tool_error !== undefined) throw new ToolFailure(recorded.tool_error);
-          if (recorded.thrown !== undefined) throw new Error(recorded.thrown);
-          const result = recorded.result ?? ToolResults.error(descriptor.id, 'replay: the recording has no result');
-          if (recorded.command === undefined) return result;
-          const patch = new MutationBatch(
-            undefined,
-            recorded.command.ops.map((op) =>
-              op.kind === 'clear' ? { kind: 'clear' as const, key: op.key } : { kind: 'update' as const, key: op.key, update: op.update },
-            ),
-          );
-          return {
-            result,
-            command: new StateCommand(patch, recorded.command.actions as unknown as ScheduledAction[], recorded.command.effects as unknown as TypedEffect[]),
-          };
-        });
+        return andThen(this.strict?.turn(at.line ?? 0), () => recordedOutcome(recorded, descriptor.id));
       },
     };
   }

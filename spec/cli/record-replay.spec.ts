@@ -69,6 +69,21 @@ describe('awaken record / awaken replay', () => {
     }
   });
 
+  it('docs/transcript-format.md → Older transcripts: an older transcript replays as migrated, and the output says so, as the page shows it', async () => {
+    const doc = readFileSync(join(repo, 'docs/transcript-format.md'), 'utf8');
+    const shown = /```\n(result[^`]*written as awaken-transcript\/11[^`]*)```/.exec(doc)?.[1];
+    expect(shown).toBeDefined();
+    // The page's path is relative to the repository, where the specs run.
+    expect(await cli('replay', 'fixtures/runs-format-11/01-plain-answer.jsonl')).toEqual({ code: 0, out: shown, err: '' });
+    // A transcript of the present format gets no such line.
+    const now = await cli('replay', 'fixtures/runs/01-plain-answer.jsonl');
+    expect(now).toEqual({
+      code: 0,
+      out: (shown as string).replace('runs-format-11', 'runs').replace(/\n\n[^\n]*written as[^\n]*\n/, '\n'),
+      err: '',
+    });
+  });
+
   it('usage errors', async () => {
     expect(await cli('record', '--', 'run', '--model', `scripted:${weather}`, 'x')).toMatchObject({
       code: 64,

@@ -407,7 +407,7 @@ describe('older transcript formats → 12', () => {
     const after = migrateTranscript(before);
     expect(after).toBe(v2(file));
     expect(after).toBe(before.replace('{"type":"header","format":"awaken-transcript/11",', '{"type":"header","format":"awaken-transcript/12",'));
-    expect(await replayTranscript(before)).toMatchObject({ identical: true });
+    expect(await replayTranscript(before)).toMatchObject({ identical: true, migratedFrom: 'awaken-transcript/11' });
   });
 
   it('any older format → 12: a header with fork, which only format 12 writes, is refused naming line 1; the word in a message is not', () => {

@@ -23,7 +23,7 @@ import { recordedOutcome, reportAgain } from './recorded-call.ts';
 import { recordingEnv, recordingLlm, recordingTool } from './recorder.ts';
 import { cancelledAlike, historyDivergence, sameEvent, withBothSides } from './history.ts';
 import { StrictLog } from './strict-log.ts';
-import { migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
+import { type Migrated, migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import { findCode, makePlugins, missingMessage, type CodeOptions, type MissingCode } from './plugins.ts';
 import {
   clientInputsOf,
@@ -110,6 +110,11 @@ export interface ReplayReport {
   readonly end?: EndRecord;
   /** The plugin or stop policy the header names that the replay was not given (it failed at line 1 then, naming it). */
   readonly missing?: MissingCode;
+  /**
+   * The older format the transcript was written in, when it was migrated before its replay: an
+   * identical replay of it re-recorded the migrated text, so the file itself is not that re-recording.
+   */
+  readonly migratedFrom?: string;
 }
 
 /** Where to find the header's code (`CodeOptions`: the app, stop policies and catalog instances), and how to read the transcript. */
@@ -204,24 +209,29 @@ function recoveryCapabilities(agent: AgentSpec): ReadonlyMap<string, ToolRecover
 }
 
 export async function replayTranscript(text: string, options: ReplayOptions = {}): Promise<ReplayReport> {
-  // A format-1 transcript is brought up to date first; one that cannot be is reported where it fails.
+  // An older transcript is brought up to date first; one that cannot be is reported where it fails.
   const older = olderFormat(text);
-  if (older !== undefined) {
-    try {
-      const migrated = migrate(text);
-      text = migrated.text;
-      if (older === TRANSCRIPT_FORMAT_1) options = { ...options, withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions === true };
-    } catch (e) {
-      if (!(e instanceof MigrationFailure)) throw e;
-      return {
-        identical: false,
-        expectedEvents: 0,
-        actualEvents: 0,
-        divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line, unreplayable: true },
-        at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' },
-      };
-    }
+  if (older === undefined) return replayCurrent(text, options);
+  let migrated: Migrated;
+  try {
+    migrated = migrate(text);
+  } catch (e) {
+    if (!(e instanceof MigrationFailure)) throw e;
+    return {
+      identical: false,
+      expectedEvents: 0,
+      actualEvents: 0,
+      divergence: { port: 'transcript', message: `cannot migrate this ${older} transcript: ${e.message}`, atEvent: 0, line: e.line, unreplayable: true },
+      at: { line: e.line, record: /"type":"([a-z]+)"/.exec(text.split('\n')[e.line - 1] ?? '')?.[1] ?? 'unknown' },
+      migratedFrom: older,
+    };
   }
+  const formatOne = older === TRANSCRIPT_FORMAT_1 ? { withoutEndRecord: true, waitForDecisions: migrated.waitForDecisions === true } : {};
+  // Its replay re-records the migrated text, not the file's bytes: the report says which format it was read as.
+  return { ...(await replayCurrent(migrated.text, { ...options, ...formatOne })), migratedFrom: older };
+}
+
+async function replayCurrent(text: string, options: ReplayOptions): Promise<ReplayReport> {
   const lines = readTranscript(text, readReplayLine);
   const first = lines[0];
   if (first === undefined || !first.ok || first.record.type !== 'header') {

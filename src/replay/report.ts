@@ -3,6 +3,7 @@ import type { AppCode } from './plugins.ts';
 import { whyUnreadable } from '../contract/unreadable.ts';
 import { replayTranscript, whereInEvents, type ReplayReport, type TranscriptPlace } from './replayer.ts';
 import { divergenceRows, eventRows, renderRows } from './side-by-side.ts';
+import { TRANSCRIPT_FORMAT } from './transcript.ts';
 
 /** How reports are printed: a table with the divergences, JSON, or each divergence side by side. */
 export type ReportFormat = 'table' | 'json' | 'pretty';
@@ -67,6 +68,13 @@ export function renderTable(header: readonly string[], rows: readonly (readonly 
   return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
+/** A line per file written in an older format: what was replayed is its migration, not its bytes. */
+function migratedNotes(reports: readonly FileReport[]): string {
+  const migrated = reports.filter((r) => r.migratedFrom !== undefined);
+  if (migrated.length === 0) return '';
+  return `\n${migrated.map((r) => `${r.file}: written as ${r.migratedFrom}, replayed as migrated to ${TRANSCRIPT_FORMAT}\n`).join('')}`;
+}
+
 /** Where in a transcript a replay left it: `FILE:LINE (a header record)`, or the file alone. */
 export function placeIn(file: string, at: TranscriptPlace | undefined): string {
   return at === undefined ? file : `${file}:${at.line} (${/^[aeiou]/.test(at.record) ? 'an' : 'a'} ${at.record} record)`;
@@ -81,6 +89,7 @@ export function renderReports(reports: readonly FileReport[]): string {
     r.file,
   ]);
   let out = renderTable(['result', 'recorded', 'replayed', 'termination', 'file'], rows);
+  out += migratedNotes(reports);
   for (const r of reports.filter((x) => !x.identical)) {
     out += `\n${placeIn(r.file, r.at)}:\n`;
     if (r.divergence !== undefined) {
@@ -104,7 +113,8 @@ export function renderReports(reports: readonly FileReport[]): string {
  * path by path (`|` changed, `<` only recorded, `>` only now).
  */
 export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<string, string>, width: number): string {
-  let out = '';
+  let out = migratedNotes(reports).replace(/^\n/, '');
+  if (out !== '') out += '\n';
   for (const r of reports) {
     if (r.identical) {
       out += `identical  ${r.file}  (${r.expectedEvents} events, ${r.termination?.type ?? '-'})\n`;

@@ -75,7 +75,7 @@ const OUTCOMES: Readonly<Record<string, readonly string[]>> = {
   '37-reminder-cooldown.jsonl': ['ok', 'ok', 'ok', 'ok'],
   '38-state-machine-read-before-write.jsonl': ['ok', 'ok', 'ok', 'ok'],
   '39-state-machine-continuation.jsonl': ['ok', 'ok', 'ok', 'ok'],
-  '40-handoff-overlay.jsonl': ['model_required', 'model_required', 'ok'],
+  '40-handoff-overlay.jsonl': ['ok', 'ok', 'ok'],
   '41-delegation-local.jsonl': ['cannot_run', 'cannot_run'],
   '42-delegation-child-suspended.jsonl': ['cannot_run', 'cannot_run'],
   '43-a2ui-render.jsonl': ['ok', 'ok'],

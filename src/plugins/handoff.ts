@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type AgentOverlay } from '../contract/agent-spec.ts';
+import { AgentOverlaySchema, definePluginConfigKey, readPluginConfig, type AgentOverlay, type AgentSpec } from '../contract/agent-spec.ts';
+import type { Snapshot } from '../core/state/snapshot.ts';
 import type { PhaseContext } from '../core/phase/plugin.ts';
 import { StateCommand } from '../core/state/state-command.ts';
 import { defineStateKey } from '../core/state/state-key.ts';
@@ -125,9 +126,20 @@ export function handoffPlugin(overlays: Readonly<Record<string, z.input<typeof A
     }
     return cmd;
   };
+  /**
+   * Taken up from the store, the run acts as the agent that was active when it was stored: a request
+   * not yet promoted is promoted at the end of its step, as it would have been.
+   */
+  const takenUp = (snapshot: Snapshot, agent: AgentSpec): StateCommand | undefined => {
+    const active = snapshot.get(HandoffState)?.active_agent;
+    if (active === undefined) return undefined;
+    const overlay = overlaysOf(agent)[active];
+    return StateCommand.empty().update(AgentOverlayKey, overlay === undefined ? { name: active } : { name: active, overlay });
+  };
   return {
     name: HANDOFF_PLUGIN_ID,
     overlay: (name) => (Object.hasOwn(checked, name) ? checked[name] : undefined),
+    takenUp,
     configKeys: [ConfigKey as never],
     register: (r) => {
       r.registerKey(HandoffState, { scope: 'thread', persistent: true });

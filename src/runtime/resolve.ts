@@ -1,4 +1,6 @@
 import type { RunTap, TapRun } from './tap.ts';
+import type { Snapshot } from '../core/state/snapshot.ts';
+import type { StateCommand } from '../core/state/state-command.ts';
 import { z } from 'zod';
 import { definePluginConfigKey, readPluginConfig, type AgentSpec, type PluginConfigKey } from '../contract/agent-spec.ts';
 import type { ResolveError, StateError } from '../contract/errors.ts';
@@ -62,6 +64,12 @@ export interface RuntimePlugin extends Plugin {
   readonly configKeys?: readonly PluginConfigKey<unknown>[];
   /** A watcher of each run of an agent whose active plugins include this one (`RunTap`); nothing to watch: `undefined`. */
   readonly tap?: (run: TapRun) => RunTap | undefined;
+  /**
+   * A run taken up from the store (recovered, revived, forked) has its persistent state alone, and
+   * its RunStart hooks do not run again: what this plugin derives from that state into the run keys
+   * the store does not keep, committed before the run goes on. Nothing to derive: `undefined`.
+   */
+  readonly takenUp?: (snapshot: Snapshot, agent: AgentSpec) => StateCommand | undefined;
 }
 
 export interface Registries {

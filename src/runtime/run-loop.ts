@@ -4,7 +4,6 @@ import { fromDoneReason, TerminationReasons, type TerminationReason } from '../c
 import { messageText, type Message } from '../contract/message.ts';
 import { unreachable } from '../contract/never.ts';
 import type { Phase } from '../contract/phase.ts';
-import { RUN_RESUMED } from '../contract/resumed.ts';
 import type { AgentRunResult } from '../contract/run-result.ts';
 import { advanceStep, beginRun, type LoopInput, type LoopStep } from '../core/loop/step.ts';
 import type { PhaseFields, PhaseInputs, RunFields } from '../core/phase/plugin.ts';
@@ -18,13 +17,13 @@ import { CHECKED, RAN, RAN_CANCELLED, ranOf, threwOf, UNCONTROLLED } from './loo
 import { Checkpoints } from './loop/checkpoints.ts';
 import { compactHistory } from './loop/compaction.ts';
 import { finishRun } from './loop/finish.ts';
-import { handoffOf, lifecycleCommand } from './loop/handoff.ts';
+import { handoffAnnounced, handoffOf, lifecycleCommand, takenUpAs, type Handoff } from './loop/handoff.ts';
 import { closeCalls, OpenCalls } from './loop/open-calls.ts';
 import type { RunParams } from './loop/params.ts';
 import { StepBatch } from './loop/step-batch.ts';
 import { StepInference } from './loop/step-inference.ts';
 import { park } from './loop/suspension.ts';
-import { recovery, revival, type TakeUp } from './loop/take-up.ts';
+import { recovery, resumedEvent, revival, type TakeUp } from './loop/take-up.ts';
 import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from './loop-keys.ts';
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
@@ -175,7 +174,7 @@ export class RunLoop implements BatchHost {
 
   /** Takes up a run that parked in another process (it died, or shut down): see `revival`. */
   revive(): Promise<AgentRunResult> {
-    return this.#takeUp(revival(this, this.#batches), false);
+    return this.#fromStore(() => revival(this, this.#batches), false);
   }
 
   /**
@@ -185,7 +184,18 @@ export class RunLoop implements BatchHost {
    * went on (`RunResumed`); RunStart does not run again.
    */
   recover(storedSteps: number | undefined): Promise<AgentRunResult> {
-    return this.#takeUp(recovery(this, this.#batches, storedSteps, this.#messages), true);
+    return this.#fromStore(() => recovery(this, this.#batches, storedSteps, this.#messages), true);
+  }
+
+  /** Taken up from the store, the run first acts as the agent a handoff left active (`takenUpAs`), then goes on. */
+  #fromStore(takeUp: () => TakeUp, segment: boolean): Promise<AgentRunResult> {
+    return Promise.resolve(
+      andThen(takenUpAs(this.phase, this.#base, this.#p.reresolve), (handoff) => {
+        if (handoff?.type === 'blocked') return this.#finish(handoff.termination);
+        if (handoff !== undefined) this.#actAs(handoff);
+        return this.#takeUp(takeUp(), segment);
+      }),
+    );
   }
 
   #takeUp(taken: TakeUp, segment: boolean): Promise<AgentRunResult> {
@@ -194,17 +204,7 @@ export class RunLoop implements BatchHost {
     const { from, stepStart, resumed } = taken;
     if (!segment) return 'state' in from ? this.#run(from) : this.#finish(from);
     return Promise.resolve(this.emit(this.runStart()))
-      .then(() =>
-        resumed === undefined
-          ? undefined
-          : this.emit({
-              event_type: 'activity_snapshot',
-              message_id: this.env.ids.next('message'),
-              activity_type: RUN_RESUMED,
-              content: { from: resumed.from, step: resumed.step },
-              replace: true,
-            }),
-      )
+      .then(() => (resumed === undefined ? undefined : this.emit(resumedEvent(resumed, this.env.ids.next('message')))))
       .then(() => (stepStart === undefined ? undefined : this.emit(stepStart)))
       .then(
         () => ('state' in from ? this.#run(from) : this.#finish(from)),
@@ -368,17 +368,14 @@ export class RunLoop implements BatchHost {
   #handoff(): TerminationReason | undefined | Promise<TerminationReason | undefined> {
     const handoff = handoffOf(this.phase, this.#acting, this.#base, this.#p.reresolve);
     if (handoff === undefined || handoff.type === 'blocked') return handoff?.termination;
+    this.#actAs(handoff);
+    return andThen(this.emit(handoffAnnounced(handoff, this.env.ids.next('message'))), () => undefined);
+  }
+
+  #actAs(handoff: Extract<Handoff, { type: 'acting' }>): void {
     this.resolved = handoff.agent;
     this.#acting = handoff.name;
     this.#inference.inferences.reset();
-    const announced = this.emit({
-      event_type: 'activity_snapshot',
-      message_id: this.env.ids.next('message'),
-      activity_type: 'agent_handoff',
-      content: { from: handoff.from, to: handoff.to },
-      replace: true,
-    });
-    return andThen(announced, () => undefined);
   }
 
   /** Publishes a batch a resume finished (the step it belonged to ended already). */

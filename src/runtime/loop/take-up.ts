@@ -1,7 +1,7 @@
 import type { AgentEvent } from '../../contract/event.ts';
 import { TerminationReasons, type TerminationReason } from '../../contract/lifecycle.ts';
 import type { Message } from '../../contract/message.ts';
-import type { RunResumed } from '../../contract/resumed.ts';
+import { RUN_RESUMED, type RunResumed } from '../../contract/resumed.ts';
 import { recoveredRun, revivedRun, type LoopStep } from '../../core/loop/step.ts';
 import { failed, thrown } from '../halt.ts';
 import { RunLifecycle } from '../loop-keys.ts';
@@ -23,6 +23,15 @@ export type TakeUp =
       readonly resumed: RunResumed | undefined;
       readonly stepStart: AgentEvent | undefined;
     };
+
+/** The activity a segment taken up from the store opens with, naming where the run went on. */
+export const resumedEvent = (resumed: RunResumed, messageId: string): AgentEvent => ({
+  event_type: 'activity_snapshot',
+  message_id: messageId,
+  activity_type: RUN_RESUMED,
+  content: { from: resumed.from, step: resumed.step },
+  replace: true,
+});
 
 const refused = (termination: TerminationReason, steps?: number): TakeUp => ({ type: 'refused', termination, steps });
 

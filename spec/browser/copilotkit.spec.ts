@@ -51,8 +51,9 @@ afterAll(async () => {
   statics?.close();
 });
 
-/** The `connect` requests each page has in flight. */
+/** The `connect` requests each page has in flight, and how many it has finished since it last loaded. */
 const connecting = new WeakMap<Page, Set<Request>>();
+const connected = new WeakMap<Page, { count: number }>();
 
 /** The page on `thread`, with every request it makes and every console error or warning kept. */
 async function open(thread: string, page?: Page): Promise<{ page: Page; requests: string[]; console: string[] }> {
@@ -60,12 +61,19 @@ async function open(thread: string, page?: Page): Promise<{ page: Page; requests
   const requests: string[] = [];
   const console: string[] = [];
   const inFlight = new Set<Request>();
+  const done = { count: 0 };
   connecting.set(p, inFlight);
+  connected.set(p, done);
+  p.on('framenavigated', (f) => {
+    if (f === p.mainFrame()) done.count = 0;
+  });
   p.on('request', (r) => {
     requests.push(r.url());
     if (r.url().includes('/agent/kit/connect')) inFlight.add(r);
   });
-  p.on('requestfinished', (r) => inFlight.delete(r));
+  p.on('requestfinished', (r) => {
+    if (inFlight.delete(r)) done.count++;
+  });
   p.on('requestfailed', (r) => inFlight.delete(r));
   p.on('console', (m) => {
     if (m.type() === 'error' || m.type() === 'warning') console.push(`${m.type()}: ${m.text()}`);
@@ -76,11 +84,13 @@ async function open(thread: string, page?: Page): Promise<{ page: Page; requests
 }
 
 /**
- * Types `text` and sends it as a user does: once the chat has loaded the thread (no `connect` in
- * flight; the page connects again when /info adds a tool), done when the message shows in the chat.
+ * Types `text` and sends it as a user does: once the chat has loaded the thread (a `connect` done
+ * since the page loaded — the script runs after the page's load event, so none may have started yet
+ * — and none in flight: the page connects again when /info adds a tool), done when the message shows
+ * in the chat.
  */
 async function send(page: Page, text: string): Promise<void> {
-  await expect.poll(() => connecting.get(page)?.size ?? 0, { timeout: 20_000 }).toBe(0);
+  await expect.poll(() => (connected.get(page)?.count ?? 0) > 0 && (connecting.get(page)?.size ?? 0) === 0, { timeout: 20_000 }).toBe(true);
   const input = page.locator('textarea').first();
   await input.fill(text);
   await expect.poll(() => input.inputValue()).toBe(text);

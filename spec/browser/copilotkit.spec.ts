@@ -147,8 +147,10 @@ describe('CopilotKit React front end → awaken serve (no proxy)', () => {
     await row.waitFor();
     await row.getByRole('button', { name: 'Rename' }).click();
     await expect.poll(() => row.evaluate((li) => li.firstChild?.textContent)).toBe('Groceries and branches');
-    const meta = (await (await fetch(`${api.url}/v1/threads/${thread}`)).json()) as { title?: string };
-    expect(meta.title).toBe('Groceries and branches');
+    // The page shows the new name as it sends it; the server has it once that request is answered.
+    const titleOnServer = async (): Promise<string | undefined> =>
+      ((await (await fetch(`${api.url}/v1/threads/${thread}`)).json()) as { title?: string }).title;
+    await expect.poll(titleOnServer).toBe('Groceries and branches');
 
     // An A2UI v0.9 surface, rendered by CopilotKit's own A2UI renderer; its button's click comes back
     // to the server as the next run's user message.

@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +73,66 @@ describe('awaken replay --fork-at', () => {
     });
     expect(readFileSync(out, 'utf8')).toContain('"response":"Brief."');
     expect(await replayed(out)).toBe('identical');
+  });
+
+  it('a provider by name answers the suffix (ollama:MODEL on an OpenAI-compatible endpoint): it is asked with the edited prompt, and the child replays from what it answered', async () => {
+    const asked: { model: string; system: string }[] = [];
+    const chunk = (delta: object, finish: string | null, usage?: object) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'qwen2.5', choices: [{ index: 0, delta, finish_reason: finish }], ...(usage !== undefined ? { usage } : {}) })}\n\n`;
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const request = JSON.parse(body) as { model: string; messages: { role: string; content: string }[] };
+        asked.push({ model: request.model, system: request.messages.find((m) => m.role === 'system')?.content ?? '' });
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(
+          `${chunk({ role: 'assistant', content: 'Brief, and live.' }, null)}${chunk({}, 'stop', { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 })}data: [DONE]\n\n`,
+        );
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const before = process.env['OLLAMA_BASE_URL'];
+    process.env['OLLAMA_BASE_URL'] = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    try {
+      const out = join(dir, 'live.jsonl');
+      expect(await cli('replay', run, '--fork-at', '1', '--edit', '/agent/system_prompt="Be brief."', '--model', 'ollama:qwen2.5', '--out', out)).toEqual({
+        code: EXIT.ok,
+        out: [
+          `forked ${run} at step 1 → ${out}`,
+          'prefix: 7 event(s), replayed as recorded; 1 edit(s): /agent/system_prompt',
+          'suffix: 1 step(s), natural_end; inferences answered by the recording: 0, by the model: 1',
+          '',
+        ].join('\n'),
+        err: '',
+      });
+      expect(asked).toEqual([{ model: 'qwen2.5', system: 'Be brief.' }]);
+      expect(readFileSync(out, 'utf8')).toContain('"response":"Brief, and live."');
+      expect(await replayed(out)).toBe('identical');
+      // The provider is not asked again by the replay: the child holds its answer.
+      expect(asked).toHaveLength(1);
+    } finally {
+      if (before === undefined) delete process.env['OLLAMA_BASE_URL'];
+      else process.env['OLLAMA_BASE_URL'] = before;
+      server.close();
+    }
+    // A provider whose key is not in the environment, and a name that is no provider: one line each.
+    const key = process.env['OPENAI_API_KEY'];
+    delete process.env['OPENAI_API_KEY'];
+    try {
+      expect(await cli('replay', run, '--fork-at', '1', '--model', 'openai:gpt-4o-mini')).toEqual({
+        code: EXIT.unavailable,
+        out: '',
+        err: 'awaken replay: openai:gpt-4o-mini needs its API key in OPENAI_API_KEY\n',
+      });
+    } finally {
+      if (key !== undefined) process.env['OPENAI_API_KEY'] = key;
+    }
+    expect(await cli('replay', run, '--fork-at', '1', '--model', 'cohere:command-r')).toEqual({
+      code: EXIT.usage,
+      out: '',
+      err: "awaken replay: --model: 'cohere:command-r' names no provider: use openai:MODEL, anthropic:MODEL, google:MODEL, mistral:MODEL, ollama:MODEL, scripted:FILE or transcript:FILE; see awaken replay --help\n",
+    });
   });
 
   it("an app's run with its plugin's config edited: the suffix runs the plugin made from the edited config, and the app's tool", async () => {

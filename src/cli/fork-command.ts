@@ -7,7 +7,9 @@ import { forkTranscript, type ForkEdit, type ForkErrorCode } from '../replay/for
 import { CliFailure, UsageError, type Io } from './args.ts';
 import { cannotRead } from './cannot-read.ts';
 import { EXIT } from './exit.ts';
+import { isCatalogModel } from '../providers/catalog.ts';
 import { modelOf } from './run-plan.ts';
+import { namedModel } from './serve-parts.ts';
 
 /** What `awaken replay FILE --fork-at STEP` is told besides the file. */
 export interface ForkRequest {
@@ -56,7 +58,7 @@ function exitOf(code: ForkErrorCode): number {
 const childFileOf = (file: string, step: number): string => `${file.replace(/\.jsonl$/, '')}.fork-${step}.jsonl`;
 
 /**
- * `awaken replay FILE --fork-at STEP [--edit PATH=JSON]… [--model scripted:FILE|transcript:FILE]
+ * `awaken replay FILE --fork-at STEP [--edit PATH=JSON]… [--model scripted:FILE|transcript:FILE|PROVIDER:MODEL]
  * [--app FILE] [--out FILE]`: the run replayed to the end of STEP, edited, and gone on from there;
  * the child transcript written, three lines said.
  */
@@ -67,7 +69,12 @@ export async function forkCommand(request: ForkRequest, io: Io): Promise<number>
   const edits = request.edits.map(editOf);
   const out = request.out ?? childFileOf(file, atStep);
   if (resolve(out) === resolve(file)) throw new UsageError(`--out ${out} is the transcript forked: give the child another file`);
-  const model = request.model === undefined ? undefined : modelOf(request.model);
+  const model =
+    request.model === undefined
+      ? undefined
+      : isCatalogModel(request.model)
+        ? (await namedModel(request.model, process.env, '--model')).llm
+        : modelOf(request.model);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -65,8 +65,8 @@ export function demoModel(env: NodeJS.ProcessEnv): { readonly llm: LlmExecutor; 
   };
 }
 
-/** The demo agent's model named `provider:model` (`openai:gpt-4o-mini`): its package and key must be there. */
-async function namedModel(
+/** A model named `provider:model` (`openai:gpt-4o-mini`): its package and key must be there. */
+export async function namedModel(
   spec: string,
   env: NodeJS.ProcessEnv,
   where: string,

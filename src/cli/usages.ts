@@ -43,7 +43,9 @@ divergences a change was meant to make, each { runs, class, why }; those are acc
 --edit (a JSON Pointer into /agent, /messages, /state or /plugins, and a JSON value; /messages/-
 appends) and goes on from there, writing the child transcript to --out (default FILE.fork-STEP.jsonl).
 The recording answers while the run asks what it asked; from the first request that differs, --model
-(scripted:FILE or transcript:FILE) does, and a call the recording does not answer runs the app's tool.
+does (scripted:FILE, transcript:FILE, or a provider's model: openai:MODEL, anthropic:MODEL,
+google:MODEL, mistral:MODEL, ollama:MODEL, its key in the environment as awaken serve reads it), and
+a call the recording does not answer runs the app's tool.
 Exit 0 iff every file replays identically (with --baseline: or its divergence is accepted; with
 --fork-at: the fork was written); 66 when a FILE, DIR, manifest or the app cannot be read, 65 when one
 is no transcript, names a plugin or stop policy that is neither built in nor in the app, or the

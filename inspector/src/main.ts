@@ -1,6 +1,7 @@
 import { TimelineFold, timelineOf, transcriptRecords, type Timeline } from '../../src/replay/timeline.ts';
 import { mountChat } from './chat.ts';
 import { byId, el, summaryList } from './dom.ts';
+import { mountFork } from './fork.ts';
 import { openStep, renderReplay, renderSegment, renderTimeline, type ReplayResult } from './render.ts';
 import { exhaustive, hrefOf, parseRoute, type Route } from './route.ts';
 
@@ -465,6 +466,7 @@ byId('replay-search').addEventListener(
   debounced(() => void findTranscripts().catch(fail)),
 );
 byId<HTMLFormElement>('replay-form').addEventListener('submit', (e) => void replay(e).catch(fail));
+mountFork({ api, say, fail, error: (text) => (errorBox.textContent = text) });
 addEventListener('hashchange', () => void showRoute(parseRoute(location.hash)).catch(fail));
 
 /** The page as the address says, once the server answers (again after a token is given). */

@@ -86,6 +86,7 @@ beforeAll(async () => {
   writeFileSync(join(record, 'corpus~2dtools--run~2d1.jsonl'), servedAs(RUN46, 'corpus-tools'));
   writeFileSync(join(record, 'corpus~2dhandoff--run~2d1.jsonl'), servedAs(join(repo, 'fixtures/runs/40-handoff-overlay.jsonl'), 'corpus-handoff'));
   copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'corpus-approval.jsonl'));
+  copyFileSync(join(repo, 'fixtures/runs/03-one-tool.jsonl'), join(record, 'corpus-one-tool.jsonl'));
   // A run that parked on version 1 of an app, was let go at a reload and resumed on version 2: a transcript per segment.
   const reloaded = reloadable();
   await parked(reloaded.registry, 'reloaded');
@@ -277,6 +278,57 @@ describe('the run inspector in a real browser', () => {
     await page.getByRole('button', { name: 'Replay', exact: true }).click();
     await expect.poll(() => result.getAttribute('data-verdict')).toBe('identical');
     expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('forks a recorded run at a step with an edit and a scripted model, and shows the two runs side by side from where they part; accessible', async () => {
+    const { page, problems } = await newPage();
+    await page.goto(`${server.url}/inspector/`);
+    await page.getByRole('button', { name: 'Replay a transcript' }).click();
+    await page.getByLabel('or pick a recorded one').selectOption('corpus-one-tool.jsonl');
+    // As it is: the recording answers the rest, and the runs do not part.
+    await page.getByLabel('Fork at step').fill('1');
+    await page.getByRole('button', { name: 'Fork', exact: true }).click();
+    const fork = page.locator('#fork-result .fork');
+    await fork.waitFor();
+    expect(await fork.locator('p').first().innerText()).toBe(
+      'The fork went as the recording did — corpus-one-tool.jsonl forked at step 1; inferences answered by the recording: 1, by your model: 0.',
+    );
+    // A bad edit line is named, and nothing is sent.
+    await page.getByLabel(/^Edits, one a line/).fill('/agent/system_prompt');
+    await page.getByRole('button', { name: 'Fork', exact: true }).click();
+    const doc = readFileSync(join(repo, 'docs/inspector.md'), 'utf8').replace(/\s+/g, ' ');
+    const shown = /`(Edit line 1: give PATH=JSON \([^`]*\))`/.exec(doc)?.[1];
+    expect(shown).toBe('Edit line 1: give PATH=JSON (/agent/system_prompt="Be brief.")');
+    await expect.poll(() => page.locator('#error').innerText()).toBe(shown);
+    // An edited prompt without a model: the server says a model must answer, naming the step.
+    await page.getByLabel(/^Edits, one a line/).fill('/agent/system_prompt="Be brief."');
+    await page.getByRole('button', { name: 'Fork', exact: true }).click();
+    await expect
+      .poll(() => page.locator('#error').innerText())
+      .toBe(
+        '/v1/inspector/fork: 400 step 2: the request differs from the recorded one at messages[0].content[0].text: a model must answer from here (--model)',
+      );
+    // With a scripted model: the runs part at step 2, side by side.
+    await page.getByLabel(/^A scripted model/).fill('[{"text": "Brief."}]');
+    await page.getByRole('button', { name: 'Fork', exact: true }).click();
+    await expect.poll(() => fork.getAttribute('data-parted-at')).toBe('2');
+    expect(await fork.locator('p').first().innerText()).toBe(
+      'The runs part at step 2 — corpus-one-tool.jsonl forked at step 1; inferences answered by the recording: 0, by your model: 1.',
+    );
+    const rows = await fork
+      .locator('table.fork-steps tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [tr.className, ...[...tr.children].map((c) => (c as unknown as { innerText: string }).innerText)]));
+    expect(rows).toEqual([
+      ['changed', '2 (they part here)', 'The echo said ping.', 'Brief.'],
+      ['ends', 'End', 'natural_end after 2 steps: The echo said ping.', 'natural_end after 2 steps: Brief.'],
+    ]);
+    const download = fork.getByRole('link', { name: "Download the fork's transcript (corpus-one-tool.fork-1.jsonl)" });
+    expect(await download.getAttribute('download')).toBe('corpus-one-tool.fork-1.jsonl');
+    expect(await page.locator('#error').innerText()).toBe('');
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-fork.png'), fullPage: true });
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(problems).toEqual(['error: Failed to load resource: the server responded with a status of 400 (Bad Request)']);
     await page.close();
   });
 

@@ -115,4 +115,64 @@ describe('inspector routes', () => {
     expect(garbage.report).toMatchObject({ identical: false, divergence: { port: 'transcript' } });
     expect((await app.request('/v1/inspector/transcripts/nothing--here.jsonl')).status).toBe(404);
   });
+
+  it('forks a recorded transcript at a step: the child, and the two runs side by side from the step where they part', async () => {
+    const { app, record } = setup();
+    copyFileSync(join(repo, 'fixtures/runs/03-one-tool.jsonl'), join(record, 'one-tool.jsonl'));
+    const same = await app.request('/v1/inspector/fork', post({ name: 'one-tool.jsonl', at_step: 1 }));
+    expect(same.status).toBe(200);
+    const asIs = (await same.json()) as { transcript: string; inferences: unknown; view: unknown };
+    expect(asIs.inferences).toEqual({ recorded: 1, model: 0 });
+    expect(asIs.view).toEqual({
+      at_step: 1,
+      rows: [{ step: 2, parent: { text: 'The echo said ping.', calls: [] }, fork: { text: 'The echo said ping.', calls: [] }, same: true }],
+      parent: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
+      fork: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
+    });
+    expect(JSON.parse(asIs.transcript.slice(0, asIs.transcript.indexOf('\n'))).fork).toMatchObject({ parent: 'one-tool.jsonl', at_step: 1 });
+
+    const edited = await app.request(
+      '/v1/inspector/fork',
+      post({ name: 'one-tool.jsonl', at_step: 1, edits: [{ path: '/agent/system_prompt', value: 'Be brief.' }], model: [{ text: 'Brief.' }] }),
+    );
+    expect(edited.status).toBe(200);
+    expect(((await edited.json()) as { view: unknown }).view).toEqual({
+      at_step: 1,
+      parted_at: 2,
+      rows: [{ step: 2, parent: { text: 'The echo said ping.', calls: [] }, fork: { text: 'Brief.', calls: [] }, same: false }],
+      parent: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
+      fork: { steps: 2, termination: { type: 'natural_end' }, response: 'Brief.' },
+    });
+  });
+
+  it('a fork that cannot be made is a 4xx naming the field, never a crash', async () => {
+    const { app, record } = setup();
+    copyFileSync(join(repo, 'fixtures/runs/03-one-tool.jsonl'), join(record, 'one-tool.jsonl'));
+    copyFileSync(join(repo, 'fixtures/runs/11-suspension-resumed-replay-tool-call.jsonl'), join(record, 'waiting.jsonl'));
+    const fork = async (body: unknown) => {
+      const r = await app.request('/v1/inspector/fork', post(body));
+      return { status: r.status, body: await r.json() };
+    };
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 3 })).toEqual({
+      status: 400,
+      body: { error: "step 3 is past the run's end: it has 2 step(s)", code: 'step_past_end', field: 'at_step' },
+    });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 1, edits: [{ path: '/agent/nope', value: 1 }] })).toMatchObject({
+      status: 400,
+      body: { code: 'no_such_field', field: 'edits' },
+    });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 1, edits: [{ path: '/agent/system_prompt', value: 'Be brief.' }] })).toEqual({
+      status: 400,
+      body: {
+        error: 'step 2: the request differs from the recorded one at messages[0].content[0].text: a model must answer from here (--model)',
+        code: 'model_required',
+        field: 'model',
+      },
+    });
+    expect(await fork({ name: 'waiting.jsonl', at_step: 1 })).toMatchObject({ status: 422, body: { code: 'cannot_run', field: 'name' } });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 0 })).toMatchObject({ status: 400, body: { field: 'at_step' } });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 1, model: [{ bogus: 1 }] })).toMatchObject({ status: 400, body: { field: 'model.0.bogus' } });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 1, extra: true })).toMatchObject({ status: 400 });
+    expect(await fork({ name: 'nothing--here.jsonl', at_step: 1 })).toMatchObject({ status: 404, body: { code: 'transcript_not_found' } });
+  });
 });

@@ -116,6 +116,9 @@ describe('the inspector with API tokens, over awaken serve', () => {
       const replayed = await c.post(BOB, '/v1/inspector/replay', { name });
       expect(replayed.status, name).toBe(404);
       expect(await replayed.json()).toEqual({ error: `no recorded transcript ${name}`, code: 'transcript_not_found' });
+      const forked = await c.post(BOB, '/v1/inspector/fork', { name, at_step: 1 });
+      expect(forked.status, name).toBe(404);
+      expect(await forked.json()).toEqual({ error: `no recorded transcript ${name}`, code: 'transcript_not_found' });
     }
 
     // Alice sees her transcript (and its copies: they are hers) under the thread it records.
@@ -128,6 +131,11 @@ describe('the inspector with API tokens, over awaken serve', () => {
     expect(((await (await c.post(ALICE, '/v1/inspector/replay', { name: alicesFile })).json()) as { report: { identical: boolean } }).report.identical).toBe(
       true,
     );
+    const ownFork = await c.post(ALICE, '/v1/inspector/fork', { name: alicesFile, at_step: 1 });
+    expect(ownFork.status).toBe(200);
+    const child = ((await ownFork.json()) as { transcript: string }).transcript;
+    expect(child).toContain('the launch code is 4711');
+    expect(JSON.parse(child.slice(0, child.indexOf('\n'))).fork).toMatchObject({ parent: alicesFile, at_step: 1 });
     // Written under a name that gives the thread back (`:` and `-` escaped), which no other thread id has.
     expect(alicesFile).toBe(`team~3aalpha--${alices.replace(/-/g, '~2d')}.jsonl`);
   });

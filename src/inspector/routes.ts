@@ -2,6 +2,11 @@ import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
+import { JsonValueSchema } from '../contract/json.ts';
+import { unreachable } from '../contract/never.ts';
+import { ScriptedLlm, ScriptStepSchema } from '../providers/scripted.ts';
+import { forkTranscript, type ForkErrorCode } from '../replay/fork.ts';
+import { forkView } from '../replay/fork-view.ts';
 import { replayTranscript } from '../replay/replayer.ts';
 import { RunStatusSchema, type RunStatus } from '../contract/lifecycle.ts';
 import { foldCase, type Store } from '../runtime/store.ts';
@@ -92,6 +97,39 @@ const ReplayBodySchema = z
     message: 'give a transcript or the name of a recorded one, not both',
     path: ['transcript'],
   });
+
+/** A fork of a recorded transcript: the step, JSON Pointer edits, and a scripted model for what the recording cannot answer. */
+const ForkBodySchema = z
+  .object({
+    name: z.string().regex(FILE_NAME),
+    at_step: z.number().int().min(1),
+    edits: z
+      .array(z.object({ path: z.string().min(1), value: JsonValueSchema }).strict())
+      .max(100)
+      .default([]),
+    model: z.array(ScriptStepSchema).max(1_000).optional(),
+  })
+  .strict();
+
+/** The field of a fork's request that a fork error is about, and its status: what was asked (400) or what the run is (422). */
+function forkError(code: ForkErrorCode, message: string): HttpError {
+  switch (code) {
+    case 'step_past_end':
+      return new HttpError(400, code, message, 'at_step');
+    case 'no_such_field':
+    case 'invalid_edit':
+      return new HttpError(400, code, message, 'edits');
+    case 'model_required':
+    case 'tool_required':
+      return new HttpError(400, code, message, 'model');
+    case 'unreadable':
+    case 'cannot_run':
+    case 'prefix_diverges':
+      return new HttpError(422, code, message, 'name');
+    default:
+      return unreachable(code, 'fork error');
+  }
+}
 
 /** An integer query parameter, clamped to its range, as the API's other lists read theirs; not an integer: 400 naming it. */
 function intParam(c: Context, name: string, fallback: number, min: number, max: number): number {
@@ -278,6 +316,25 @@ export function inspectorRoutes(options: InspectorOptions): Hono {
     const { end: _end, ...report } = await replayTranscript(text);
     const line = report.at?.line;
     return c.json({ report, ...(line !== undefined ? { recorded_line: text.split('\n')[line - 1] ?? '' } : {}) });
+  });
+
+  /**
+   * Forks a recorded transcript at a step (`forkTranscript`): replayed to the step's end as recorded,
+   * the edits applied, and gone on, answered by the recording while asked the same and from the first
+   * request that differs by `model`'s steps. The child comes back with the two runs side by side from
+   * the fork point; it is not stored.
+   */
+  app.post('/v1/inspector/fork', async (c) => {
+    const body = await bodyOf(c, ForkBodySchema);
+    const text = await transcriptText(body.name);
+    const forked = await forkTranscript(text, {
+      atStep: body.at_step,
+      edits: body.edits,
+      parentName: body.name,
+      ...(body.model !== undefined ? { model: new ScriptedLlm(body.model) } : {}),
+    });
+    if (!forked.ok) throw forkError(forked.error.code, forked.error.message);
+    return c.json({ transcript: forked.transcript, inferences: forked.inferences, view: forkView(text, forked.transcript, body.at_step) });
   });
 
   return app;

@@ -18,7 +18,7 @@ export interface ServerParts {
 
 /** A client mistake: a 4xx with `{error, code}` (and the field when one is to blame). */
 export class HttpError extends Error {
-  readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 503;
+  readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 503;
   readonly code: string;
   readonly field?: string;
   readonly extra?: Record<string, unknown>;

@@ -46,7 +46,9 @@ export function renderFork(forked: Forked, name: string): HTMLElement {
       {},
       view.parted_at !== undefined
         ? el('strong', { class: 'bad' }, `The runs part at step ${view.parted_at}`)
-        : el('strong', { class: 'ok' }, 'The fork went as the recording did'),
+        : !view.same_end
+          ? el('strong', { class: 'bad' }, 'The steps went as recorded, and the runs ended differently')
+          : el('strong', { class: 'ok' }, 'The fork went as the recording did'),
       ` — ${name} forked at step ${view.at_step}; ${answered}.`,
     ),
   );
@@ -59,7 +61,13 @@ export function renderFork(forked: Forked, name: string): HTMLElement {
       stepCell(r.fork),
     ),
   );
-  const ends = el('tr', { class: 'ends' }, el('th', { scope: 'row' }, 'End'), el('td', {}, endOf(view.parent)), el('td', {}, endOf(view.fork)));
+  const ends = el(
+    'tr',
+    { class: view.same_end ? 'ends' : 'ends changed' },
+    el('th', { scope: 'row' }, 'End'),
+    el('td', {}, endOf(view.parent)),
+    el('td', {}, endOf(view.fork)),
+  );
   box.append(
     el(
       'table',

@@ -321,7 +321,7 @@ describe('the run inspector in a real browser', () => {
       .evaluateAll((trs) => trs.map((tr) => [tr.className, ...[...tr.children].map((c) => (c as unknown as { innerText: string }).innerText)]));
     expect(rows).toEqual([
       ['changed', '2 (they part here)', 'The echo said ping.', 'Brief.'],
-      ['ends', 'End', 'natural_end after 2 steps: The echo said ping.', 'natural_end after 2 steps: Brief.'],
+      ['ends changed', 'End', 'natural_end after 2 steps: The echo said ping.', 'natural_end after 2 steps: Brief.'],
     ]);
     const download = fork.getByRole('link', { name: "Download the fork's transcript (corpus-one-tool.fork-1.jsonl)" });
     expect(await download.getAttribute('download')).toBe('corpus-one-tool.fork-1.jsonl');

@@ -125,6 +125,7 @@ describe('inspector routes', () => {
     expect(asIs.inferences).toEqual({ recorded: 1, model: 0 });
     expect(asIs.view).toEqual({
       at_step: 1,
+      same_end: true,
       rows: [{ step: 2, parent: { text: 'The echo said ping.', calls: [] }, fork: { text: 'The echo said ping.', calls: [] }, same: true }],
       parent: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
       fork: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
@@ -139,6 +140,7 @@ describe('inspector routes', () => {
     expect(((await edited.json()) as { view: unknown }).view).toEqual({
       at_step: 1,
       parted_at: 2,
+      same_end: false,
       rows: [{ step: 2, parent: { text: 'The echo said ping.', calls: [] }, fork: { text: 'Brief.', calls: [] }, same: false }],
       parent: { steps: 2, termination: { type: 'natural_end' }, response: 'The echo said ping.' },
       fork: { steps: 2, termination: { type: 'natural_end' }, response: 'Brief.' },
@@ -172,6 +174,10 @@ describe('inspector routes', () => {
     expect(await fork({ name: 'waiting.jsonl', at_step: 1 })).toMatchObject({ status: 422, body: { code: 'cannot_run', field: 'name' } });
     expect(await fork({ name: 'one-tool.jsonl', at_step: 0 })).toMatchObject({ status: 400, body: { field: 'at_step' } });
     expect(await fork({ name: 'one-tool.jsonl', at_step: 1, model: [{ bogus: 1 }] })).toMatchObject({ status: 400, body: { field: 'model.0.bogus' } });
+    expect(await fork({ name: 'one-tool.jsonl', at_step: 1, model: [{ text: 'slow', delay_ms: 60_000 }] })).toMatchObject({
+      status: 400,
+      body: { error: 'model.0.delay_ms: a fork’s scripted model answers at once: no delay_ms', field: 'model.0.delay_ms' },
+    });
     expect(await fork({ name: 'one-tool.jsonl', at_step: 1, extra: true })).toMatchObject({ status: 400 });
     expect(await fork({ name: 'nothing--here.jsonl', at_step: 1 })).toMatchObject({ status: 404, body: { code: 'transcript_not_found' } });
   });

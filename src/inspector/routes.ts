@@ -107,7 +107,13 @@ const ForkBodySchema = z
       .array(z.object({ path: z.string().min(1), value: JsonValueSchema }).strict())
       .max(100)
       .default([]),
-    model: z.array(ScriptStepSchema).max(1_000).optional(),
+    // A model that waits would hold the server for as long as it is told to: a fork's steps answer at once.
+    model: z
+      .array(
+        ScriptStepSchema.refine((step) => step.delay_ms === undefined, { message: 'a fork’s scripted model answers at once: no delay_ms', path: ['delay_ms'] }),
+      )
+      .max(1_000)
+      .optional(),
   })
   .strict();
 

@@ -1,5 +1,6 @@
 import type { JsonValue } from '../contract/json.ts';
-import { timelineOf, transcriptRecords, type Timeline, type TimelineStep } from './timeline.ts';
+import { stepsAfter } from '../core/steps-after.ts';
+import { transcriptRecords } from './timeline.ts';
 
 /** A step as the side-by-side view shows it: what the model said, and each call with what it gave. */
 export interface ForkStepView {
@@ -15,7 +16,7 @@ export interface ForkRow {
   readonly same: boolean;
 }
 
-/** How a run ended, as the view says it: its steps over the whole run, fork point included. */
+/** How a run ended, as its `end` record says: its steps over the whole run, its termination and answer. */
 export interface ForkEnd {
   readonly steps: number;
   readonly termination: JsonValue | null;
@@ -24,50 +25,110 @@ export interface ForkEnd {
 
 /**
  * A parent and its fork side by side from the fork point: a row per step after it, the first step
- * where they part (`parted_at`; absent when every step is the same), and how each ended.
+ * where they part (`parted_at`; absent when every step is the same), whether they ended alike, and
+ * how each ended.
  */
 export interface ForkView {
   readonly at_step: number;
   readonly parted_at?: number;
+  readonly same_end: boolean;
   readonly rows: readonly ForkRow[];
   readonly parent: ForkEnd;
   readonly fork: ForkEnd;
 }
 
-const asJson = (x: unknown): JsonValue | null => (x === undefined ? null : (x as JsonValue));
-
-function viewOf(step: TimelineStep): ForkStepView {
-  return {
-    text: step.inference.text,
-    calls: step.tools.map((c) => ({ name: c.name, arguments: asJson(c.arguments), result: asJson(c.resumed_result ?? c.result ?? c.failure) })),
-  };
+interface Call {
+  readonly id: string;
+  readonly name: string;
+  arguments: JsonValue | null;
+  result: JsonValue | null;
 }
 
-/** A step that did something: an inference asked or a call made (a segment opens with an empty one before its first step). */
-const acted = (step: TimelineStep): boolean => step.inference.requests.length > 0 || step.inference.text !== '' || step.tools.length > 0;
-
-const endOf = (t: Timeline): ForkEnd => ({ steps: t.step_count, termination: asJson(t.termination), response: t.response ?? '' });
-
 /**
- * The parent's steps after `atStep` beside the child's (a segment that goes on from there: its
- * steps, in order, are the parent's `atStep + 1` on).
+ * Each step of a transcript by its number over the whole run — counted as the run counts them, at
+ * `step_start` (`stepsAfter`), from `from` (a segment goes on from the steps before it) — with what
+ * the model said in it and each call with what it gave; and how the run ended.
  */
+function stepsOf(text: string, from: number): { readonly steps: Map<number, { text: string; calls: Call[] }>; readonly end: ForkEnd } {
+  const steps = new Map<number, { text: string; calls: Call[] }>();
+  let at = from;
+  let end: ForkEnd = { steps: from, termination: null, response: '' };
+  const callOf = (id: string): Call | undefined => {
+    for (const step of steps.values()) for (const c of step.calls) if (c.id === id) return c;
+    return undefined;
+  };
+  for (const record of transcriptRecords(text) as { type?: string; event?: Record<string, unknown>; result?: Record<string, unknown> }[]) {
+    if (record.type === 'end' && record.result !== undefined) {
+      const r = record.result;
+      end = {
+        steps: typeof r['steps'] === 'number' ? r['steps'] : at,
+        termination: (r['termination'] as JsonValue | undefined) ?? null,
+        response: String(r['response'] ?? ''),
+      };
+      continue;
+    }
+    const e = record.event;
+    if (record.type !== 'event' || e === undefined) continue;
+    at = stepsAfter(at, e);
+    if (e['event_type'] === 'step_start') steps.set(at, { text: '', calls: [] });
+    const step = steps.get(at);
+    switch (e['event_type']) {
+      case 'text_delta':
+        if (step !== undefined) step.text += String(e['delta']);
+        break;
+      case 'tool_call_start':
+        step?.calls.push({ id: String(e['id']), name: String(e['name']), arguments: null, result: null });
+        break;
+      case 'tool_call_ready': {
+        const call = callOf(String(e['id']));
+        if (call !== undefined) call.arguments = (e['arguments'] as JsonValue | undefined) ?? null;
+        break;
+      }
+      case 'tool_call_done':
+      case 'tool_call_resumed': {
+        // A call resumed after its step ended is shown in the step that asked for it.
+        const call = callOf(String(e['event_type'] === 'tool_call_done' ? e['id'] : e['target_id']));
+        if (call !== undefined) call.result = (e['result'] as JsonValue | undefined) ?? null;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return { steps, end };
+}
+
+const viewOf = (step: { text: string; calls: Call[] }): ForkStepView => ({
+  text: step.text,
+  calls: step.calls.map((c) => ({ name: c.name, arguments: c.arguments, result: c.result })),
+});
+
+/** The steps a segment had before it, as its header's stored run state says (0: a run's first segment or the whole run). */
+function stepsBefore(text: string): number {
+  const header = transcriptRecords(text.slice(0, text.indexOf('\n') + 1 || undefined))[0] as
+    | { request?: { run_state?: { extensions?: Record<string, { step_count?: unknown } | undefined> } } }
+    | undefined;
+  const count = header?.request?.run_state?.extensions?.['__runtime.run_lifecycle']?.step_count;
+  return typeof count === 'number' ? count : 0;
+}
+
+/** The parent's steps after `atStep` beside the child's, matched by their number over the run. */
 export function forkView(parent: string, child: string, atStep: number): ForkView {
-  const p = timelineOf(transcriptRecords(parent));
-  const c = timelineOf(transcriptRecords(child));
-  const before = p.steps.filter((s) => s.index > atStep && acted(s)).map(viewOf);
-  const after = c.steps.filter(acted).map(viewOf);
+  const p = stepsOf(parent, stepsBefore(parent));
+  const c = stepsOf(child, atStep);
+  const last = Math.max(atStep, ...p.steps.keys(), ...c.steps.keys());
   const rows: ForkRow[] = [];
   let parted: number | undefined;
-  for (let i = 0; i < Math.max(before.length, after.length); i++) {
-    const parentStep = before[i];
-    const forkStep = after[i];
+  for (let n = atStep + 1; n <= last; n++) {
+    const before = p.steps.get(n);
+    const after = c.steps.get(n);
+    if (before === undefined && after === undefined) continue;
+    const parentStep = before === undefined ? undefined : viewOf(before);
+    const forkStep = after === undefined ? undefined : viewOf(after);
     const same = parentStep !== undefined && forkStep !== undefined && JSON.stringify(parentStep) === JSON.stringify(forkStep);
-    const step = atStep + 1 + i;
-    if (!same) parted ??= step;
-    rows.push({ step, ...(parentStep !== undefined ? { parent: parentStep } : {}), ...(forkStep !== undefined ? { fork: forkStep } : {}), same });
+    if (!same) parted ??= n;
+    rows.push({ step: n, ...(parentStep !== undefined ? { parent: parentStep } : {}), ...(forkStep !== undefined ? { fork: forkStep } : {}), same });
   }
-  // The child is a segment: its steps count from the fork point on.
-  const fork = endOf(c);
-  return { at_step: atStep, ...(parted !== undefined ? { parted_at: parted } : {}), rows, parent: endOf(p), fork: { ...fork, steps: atStep + fork.steps } };
+  const sameEnd = JSON.stringify(p.end) === JSON.stringify(c.end);
+  return { at_step: atStep, ...(parted !== undefined ? { parted_at: parted } : {}), same_end: sameEnd, rows, parent: p.end, fork: c.end };
 }

@@ -6,6 +6,7 @@ import type { JsonValue } from '../../src/contract/json.ts';
 import { Messages, type Message } from '../../src/contract/message.ts';
 import { ToolResults } from '../../src/contract/tool.ts';
 import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { forkView } from '../../src/replay/fork-view.ts';
 import { forkTranscript, transcriptDigest, type ForkResult } from '../../src/replay/fork.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
 import { recordRun } from '../../src/replay/recorder.ts';
@@ -124,6 +125,14 @@ describe('forkTranscript: a recorded run forked from a step', () => {
           JSON.stringify(end.result.termination) === JSON.stringify(parentEnd.result.termination) &&
           JSON.stringify(withoutIds(end.messages)) === JSON.stringify(withoutIds(parentEnd.messages));
         if (!same) otherwise.push(`${file}@${at}`);
+        // The studio's side-by-side view agrees: a fork that ends as its parent parts nowhere.
+        const view = forkView(text, f.transcript, at);
+        expect(
+          view.rows.map((r) => r.step),
+          `${file}@${at}`,
+        ).toEqual(Array.from({ length: parentEnd.result.steps - at }, (_, i) => at + 1 + i));
+        if (same) expect({ parted: view.parted_at, sameEnd: view.same_end }, `${file}@${at}`).toEqual({ parted: undefined, sameEnd: true });
+        else expect(view.parted_at !== undefined || !view.same_end, `${file}@${at}`).toBe(true);
       }
     }
     expect(outcomes).toEqual(OUTCOMES);
@@ -234,6 +243,24 @@ describe('forkTranscript: a recorded run forked from a step', () => {
     const grandchild = made(await forkTranscript(child, { atStep: 4, parentName: 'child.jsonl' }));
     expect(headerOf(grandchild.transcript).fork).toEqual({ parent: 'child.jsonl', parent_digest: transcriptDigest(child), at_step: 4 });
     expect(grandchild.result.steps).toBe(endOf(text).result.steps);
+    // Side by side, the segment and its fork are matched by the steps over the whole run: they part nowhere.
+    const view = forkView(child, grandchild.transcript, 4);
+    expect({
+      steps: view.rows.map((r) => [r.step, r.same]),
+      parted: view.parted_at,
+      sameEnd: view.same_end,
+      parent: view.parent.steps,
+      fork: view.fork.steps,
+    }).toEqual({
+      steps: [
+        [5, true],
+        [6, true],
+      ],
+      parted: undefined,
+      sameEnd: true,
+      parent: 6,
+      fork: 6,
+    });
     expect(await forkTranscript(child, { atStep: 2 })).toEqual({
       ok: false,
       error: { code: 'step_past_end', message: 'step 2 ended before this segment, which goes on from step 2: fork the transcript that has it', step: 2 },
@@ -280,6 +307,10 @@ describe('forkTranscript: a recorded run forked from a step', () => {
     expect(await fork(1, '/agent/id', 'other')).toEqual({
       ok: false,
       error: { code: 'invalid_edit', message: '/agent/id: a fork runs the same agent (corpus)' },
+    });
+    expect(await fork(1, '/agent/delegates/-', 'helper')).toEqual({
+      ok: false,
+      error: { code: 'invalid_edit', message: '/agent/delegates: a fork runs no sub-runs (they would not be recorded to go on from)' },
     });
     // The recorded result of step 1's call changed: the replay leaves the recording before the fork point.
     const tampered = text.replace(

@@ -265,6 +265,7 @@ export async function forkTranscript(parent: string, options: ForkOptions): Prom
   }
   const forked = edited.data;
   if (forked.agent.id !== header.agent.id) return failure('invalid_edit', `/agent/id: a fork runs the same agent (${header.agent.id})`);
+  if (forked.agent.delegates.length > 0) return failure('invalid_edit', '/agent/delegates: a fork runs no sub-runs (they would not be recorded to go on from)');
   const threadKeys = new Set(Object.keys(thread.extensions));
   const threadState: PersistedState = { revision: thread.revision, extensions: {} };
   const runState: PersistedState = { revision: run.revision, extensions: {} };

@@ -13,38 +13,16 @@ import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import { VecEventSink } from '../../src/runtime/event-sink.ts';
-import { MemoryThreadRunStore, type RunCheckpoint, type ThreadRunStore } from '../../src/runtime/thread-run-store.ts';
+import { MemoryThreadRunStore, type ThreadRunStore } from '../../src/runtime/thread-run-store.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants, PartStream } from '../../src/testing/index.ts';
+import { DyingStore } from '../support/dying-store.ts';
 
 /**
  * A run that a handoff had given to another agent, taken up from the store after its process died
  * at each of its writes: it goes on as the agent the handoff left active — its prompt, its model,
  * its tools — from the first thing it does, a tool batch inside the step that was cut off included.
  */
-
-/** Keeps the first `keep` checkpoints; the next one never answers (the process is gone). */
-class DyingStore implements ThreadRunStore {
-  readonly inner: MemoryThreadRunStore;
-  #left: number;
-  constructor(inner: MemoryThreadRunStore, keep: number) {
-    this.inner = inner;
-    this.#left = keep;
-  }
-  loadThread(threadId: string) {
-    return this.inner.loadThread(threadId);
-  }
-  loadRunState(runId: string) {
-    return this.inner.loadRunState(runId);
-  }
-  getRun(runId: string) {
-    return this.inner.getRun(runId);
-  }
-  checkpoint(checkpoint: RunCheckpoint): void | Promise<void> {
-    if (this.#left-- > 0) return this.inner.checkpoint(checkpoint);
-    return new Promise<void>(() => {});
-  }
-}
 
 type Asked = { readonly model: string; readonly system: string; readonly tools: readonly string[]; readonly after: string };
 
@@ -249,10 +227,16 @@ describe('a handed-over run taken up from the store', () => {
       const inner = new MemoryThreadRunStore();
       void runtimeWith(new DyingStore(inner, 1)).run({ threadId: 't', runId: 'r', messages: [Messages.user('go')] }, new VecEventSink());
       for (let i = 0; i < 50; i++) await new Promise<void>((r) => setImmediate(r));
-      const recovered = await runtimeWith(inner).recover({ threadId: 't', runId: 'r' }, new VecEventSink());
+      const stored = (inner.checkpoints.at(-1)?.runState?.extensions['__runtime.run_lifecycle'] as { step_count: number } | undefined)?.step_count;
+      const sink = new VecEventSink();
+      const recovered = await runtimeWith(inner).recover({ threadId: 't', runId: 'r' }, sink);
       if (!recovered.ok) throw new Error(JSON.stringify(recovered.error));
-      const { termination } = await recovered.value.done;
+      const { termination, steps } = await recovered.value.done;
       expect(termination, name).toEqual({ type: 'error', value: reason });
+      // The segment opens and ends as a stream must, and the run keeps the steps it had.
+      expect(sink.events[0]?.event_type, name).toBe('run_start');
+      expect(checkRunInvariants(sink.events), name).toEqual([]);
+      expect(steps, name).toBe(stored);
     }
     // docs/plugins.md shows the first of them as it reads.
     expect(readFileSync(join(import.meta.dirname, '../../docs/plugins.md'), 'utf8')).toContain(`ends the run \`error\`: \`${cases[0]?.[2]}\`.`);

@@ -23,7 +23,7 @@ import type { RunParams } from './loop/params.ts';
 import { StepBatch } from './loop/step-batch.ts';
 import { StepInference } from './loop/step-inference.ts';
 import { park } from './loop/suspension.ts';
-import { recovery, resumedEvent, revival, type TakeUp } from './loop/take-up.ts';
+import { endedAtTakeUp, recovery, resumedEvent, revival, type TakeUp } from './loop/take-up.ts';
 import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from './loop-keys.ts';
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
@@ -191,7 +191,8 @@ export class RunLoop implements BatchHost {
   #fromStore(takeUp: () => TakeUp, segment: boolean): Promise<AgentRunResult> {
     return Promise.resolve(
       andThen(takenUpAs(this.phase, this.#base, this.#p.reresolve), (handoff) => {
-        if (handoff?.type === 'blocked') return this.#finish(handoff.termination);
+        // Not taken up: it ends at once, as a segment that went on only to end (its steps kept).
+        if (handoff?.type === 'blocked') return this.#takeUp(endedAtTakeUp(this.phase, handoff.termination), segment);
         if (handoff !== undefined) this.#actAs(handoff);
         return this.#takeUp(takeUp(), segment);
       }),

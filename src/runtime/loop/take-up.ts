@@ -6,6 +6,7 @@ import { recoveredRun, revivedRun, type LoopStep } from '../../core/loop/step.ts
 import { failed, thrown } from '../halt.ts';
 import { RunLifecycle } from '../loop-keys.ts';
 import { ToolBatch, ToolBatchKey, type BatchHost } from '../tool-batch.ts';
+import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { StepBatch } from './step-batch.ts';
 
 /**
@@ -32,6 +33,12 @@ export const resumedEvent = (resumed: RunResumed, messageId: string): AgentEvent
   content: { from: resumed.from, step: resumed.step },
   replace: true,
 });
+
+/** A run that ends as it is taken up (its agent cannot be acted as): with the steps it had, and nothing more done. */
+export function endedAtTakeUp(phase: PhaseRuntime, termination: TerminationReason): TakeUp {
+  const steps = phase.store.snapshot().get(RunLifecycle)?.step_count ?? 0;
+  return { type: 'from', from: termination, steps, resumed: undefined, stepStart: undefined };
+}
 
 const refused = (termination: TerminationReason, steps?: number): TakeUp => ({ type: 'refused', termination, steps });
 

@@ -125,6 +125,12 @@ describe('awaken replay --fork-at', () => {
         out: '',
         err: 'awaken replay: openai:gpt-4o-mini needs its API key in OPENAI_API_KEY\n',
       });
+      // A transcript that is not there is said first.
+      expect(await cli('replay', join(dir, 'missing.jsonl'), '--fork-at', '1', '--model', 'openai:gpt-4o-mini')).toEqual({
+        code: EXIT.noInput,
+        out: '',
+        err: `awaken replay: cannot read ${join(dir, 'missing.jsonl')}: no such file\n`,
+      });
     } finally {
       if (key !== undefined) process.env['OPENAI_API_KEY'] = key;
     }

@@ -69,18 +69,16 @@ export async function forkCommand(request: ForkRequest, io: Io): Promise<number>
   const edits = request.edits.map(editOf);
   const out = request.out ?? childFileOf(file, atStep);
   if (resolve(out) === resolve(file)) throw new UsageError(`--out ${out} is the transcript forked: give the child another file`);
-  const model =
-    request.model === undefined
-      ? undefined
-      : isCatalogModel(request.model)
-        ? (await namedModel(request.model, process.env, '--model')).llm
-        : modelOf(request.model);
+  const named = request.model !== undefined && isCatalogModel(request.model) ? request.model : undefined;
+  const scripted = request.model !== undefined && named === undefined ? modelOf(request.model) : undefined;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
     throw cannotRead(file, e);
   }
+  // A provider's model is made once the transcript is there: a missing file is said first (66).
+  const model = named !== undefined ? (await namedModel(named, process.env, '--model')).llm : scripted;
   const app = request.loaded?.app;
   const forked = await forkTranscript(text, {
     atStep,

@@ -73,6 +73,8 @@ async function open(thread: string, page?: Page): Promise<{ page: Page; requests
   });
   p.on('requestfinished', (r) => {
     if (inFlight.delete(r)) done.count++;
+    // The page connects again once /info has added its tool: a connect counts from then on.
+    else if (r.url().includes('/v1/copilotkit/info')) done.count = 0;
   });
   p.on('requestfailed', (r) => inFlight.delete(r));
   p.on('console', (m) => {
@@ -85,9 +87,9 @@ async function open(thread: string, page?: Page): Promise<{ page: Page; requests
 
 /**
  * Types `text` and sends it as a user does: once the chat has loaded the thread (a `connect` done
- * since the page loaded — the script runs after the page's load event, so none may have started yet
- * — and none in flight: the page connects again when /info adds a tool), done when the message shows
- * in the chat.
+ * since the page last read /info — the script runs after the page's load event, so none may have
+ * started yet, and the page connects again when /info adds a tool — and none in flight), done when
+ * the message shows in the chat.
  */
 async function send(page: Page, text: string): Promise<void> {
   await expect.poll(() => (connected.get(page)?.count ?? 0) > 0 && (connecting.get(page)?.size ?? 0) === 0, { timeout: 20_000 }).toBe(true);

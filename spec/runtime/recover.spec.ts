@@ -16,6 +16,7 @@ import type { ToolExecutionMode } from '../../src/runtime/resolve.ts';
 import { MemoryThreadRunStore, type RunCheckpoint, type ThreadRunStore } from '../../src/runtime/thread-run-store.ts';
 import { defineTool, type Tool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants, PartStream } from '../../src/testing/index.ts';
+import { DyingStore } from '../support/dying-store.ts';
 
 /**
  * A run taken up after its process died (seed 003's durable call phases). The death is simulated
@@ -25,29 +26,6 @@ import { checkRunInvariants, PartStream } from '../../src/testing/index.ts';
  * tools count their executions outside the store). A second runtime over the same store then
  * recovers the run.
  */
-
-/** Keeps the first `keep` checkpoints; the next one never answers (the process is gone). */
-class DyingStore implements ThreadRunStore {
-  readonly inner: MemoryThreadRunStore;
-  #left: number;
-  constructor(inner: MemoryThreadRunStore, keep: number) {
-    this.inner = inner;
-    this.#left = keep;
-  }
-  loadThread(threadId: string) {
-    return this.inner.loadThread(threadId);
-  }
-  loadRunState(runId: string) {
-    return this.inner.loadRunState(runId);
-  }
-  getRun(runId: string) {
-    return this.inner.getRun(runId);
-  }
-  checkpoint(checkpoint: RunCheckpoint): void | Promise<void> {
-    if (this.#left-- > 0) return this.inner.checkpoint(checkpoint);
-    return new Promise<void>(() => {});
-  }
-}
 
 /** The world outside: how often each tool really ran. */
 type Counts = Map<string, number>;

@@ -1,4 +1,5 @@
 import type { ForkStepView, ForkView } from '../../src/replay/fork-view.ts';
+import { readEditLine } from '../../src/replay/edit-line.ts';
 import { byId, el } from './dom.ts';
 
 /** What the server answers a fork with (`POST /v1/inspector/fork`). */
@@ -12,15 +13,11 @@ interface Forked {
 export function editsOf(text: string): { path: string; value: unknown }[] | string {
   const edits: { path: string; value: unknown }[] = [];
   for (const [i, raw] of text.split('\n').entries()) {
-    const line = raw.trim();
-    if (line === '') continue;
-    const eq = line.indexOf('=');
-    if (eq < 0) return `Edit line ${i + 1}: give PATH=JSON (/agent/system_prompt="Be brief.")`;
-    try {
-      edits.push({ path: line.slice(0, eq), value: JSON.parse(line.slice(eq + 1)) as unknown });
-    } catch {
-      return `Edit line ${i + 1}: the value is not JSON (a string is quoted: "text")`;
-    }
+    if (raw.trim() === '') continue;
+    const line = readEditLine(raw.trim());
+    if (line.ok) edits.push({ path: line.path, value: line.value });
+    else if (line.problem === 'no_equals') return `Edit line ${i + 1}: give PATH=JSON (/agent/system_prompt="Be brief.")`;
+    else return `Edit line ${i + 1}: the value is not JSON (a string is quoted: "text")`;
   }
   return edits;
 }

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LoadedApp } from '../app/load.ts';
-import type { JsonValue } from '../contract/json.ts';
 import { unreachable } from '../contract/never.ts';
+import { readEditLine } from '../replay/edit-line.ts';
 import { forkTranscript, type ForkEdit, type ForkErrorCode } from '../replay/fork.ts';
 import { CliFailure, UsageError, type Io } from './args.ts';
 import { cannotRead } from './cannot-read.ts';
@@ -23,16 +23,10 @@ export interface ForkRequest {
 
 /** `--edit PATH=JSON`: the path into the fork point and the value, or a usage error naming the edit. */
 function editOf(text: string): ForkEdit {
-  const eq = text.indexOf('=');
-  if (eq < 0) throw new UsageError(`--edit ${text}: give PATH=JSON (/agent/system_prompt='"Be brief."')`);
-  const path = text.slice(0, eq);
-  let value: JsonValue;
-  try {
-    value = JSON.parse(text.slice(eq + 1)) as JsonValue;
-  } catch {
-    throw new UsageError(`--edit ${path}: the value is not JSON (a string is quoted: '"text"')`);
-  }
-  return { path, value };
+  const line = readEditLine(text);
+  if (line.ok) return { path: line.path, value: line.value };
+  if (line.problem === 'no_equals') throw new UsageError(`--edit ${text}: give PATH=JSON (/agent/system_prompt='"Be brief."')`);
+  throw new UsageError(`--edit ${line.path}: the value is not JSON (a string is quoted: '"text"')`);
 }
 
 /** The exit code of a fork that was not made: the command line asked what the run cannot give (64), or the transcript cannot be forked (65), or it no longer replays (1). */

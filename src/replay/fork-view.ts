@@ -1,5 +1,6 @@
 import type { JsonValue } from '../contract/json.ts';
 import { stepsAfter } from '../core/steps-after.ts';
+import { stepsBefore } from './fork.ts';
 import { transcriptRecords } from './timeline.ts';
 
 /** A step as the side-by-side view shows it: what the model said, and each call with what it gave. */
@@ -37,8 +38,15 @@ export interface ForkView {
   readonly fork: ForkEnd;
 }
 
+/** The records a view reads, as far as it reads them. */
+interface TranscriptRecord {
+  readonly type?: string;
+  readonly request?: { readonly run_state?: { readonly extensions?: { readonly [key: string]: unknown } } };
+  readonly event?: Record<string, unknown>;
+  readonly result?: Record<string, unknown>;
+}
+
 interface Call {
-  readonly id: string;
   readonly name: string;
   arguments: JsonValue | null;
   result: JsonValue | null;
@@ -46,18 +54,19 @@ interface Call {
 
 /**
  * Each step of a transcript by its number over the whole run — counted as the run counts them, at
- * `step_start` (`stepsAfter`), from `from` (a segment goes on from the steps before it) — with what
- * the model said in it and each call with what it gave; and how the run ended.
+ * `step_start` (`stepsAfter`), from the steps before it (`from`, else its header's: a segment goes on
+ * from them) — with what the model said in it and each call with what it gave; and how the run ended.
  */
-function stepsOf(text: string, from: number): { readonly steps: Map<number, { text: string; calls: Call[] }>; readonly end: ForkEnd } {
+function stepsOf(text: string, from?: number): { readonly steps: Map<number, { text: string; calls: Call[] }>; readonly end: ForkEnd } {
   const steps = new Map<number, { text: string; calls: Call[] }>();
-  let at = from;
-  let end: ForkEnd = { steps: from, termination: null, response: '' };
-  const callOf = (id: string): Call | undefined => {
-    for (const step of steps.values()) for (const c of step.calls) if (c.id === id) return c;
-    return undefined;
-  };
-  for (const record of transcriptRecords(text) as { type?: string; event?: Record<string, unknown>; result?: Record<string, unknown> }[]) {
+  const calls = new Map<string, Call>();
+  let at = from ?? 0;
+  let end: ForkEnd | undefined;
+  for (const record of transcriptRecords(text) as TranscriptRecord[]) {
+    if (record.type === 'header') {
+      at = from ?? stepsBefore(record.request?.run_state);
+      continue;
+    }
     if (record.type === 'end' && record.result !== undefined) {
       const r = record.result;
       end = {
@@ -76,18 +85,21 @@ function stepsOf(text: string, from: number): { readonly steps: Map<number, { te
       case 'text_delta':
         if (step !== undefined) step.text += String(e['delta']);
         break;
-      case 'tool_call_start':
-        step?.calls.push({ id: String(e['id']), name: String(e['name']), arguments: null, result: null });
+      case 'tool_call_start': {
+        const call: Call = { name: String(e['name']), arguments: null, result: null };
+        calls.set(String(e['id']), call);
+        step?.calls.push(call);
         break;
+      }
       case 'tool_call_ready': {
-        const call = callOf(String(e['id']));
+        const call = calls.get(String(e['id']));
         if (call !== undefined) call.arguments = (e['arguments'] as JsonValue | undefined) ?? null;
         break;
       }
       case 'tool_call_done':
       case 'tool_call_resumed': {
         // A call resumed after its step ended is shown in the step that asked for it.
-        const call = callOf(String(e['event_type'] === 'tool_call_done' ? e['id'] : e['target_id']));
+        const call = calls.get(String(e['event_type'] === 'tool_call_done' ? e['id'] : e['target_id']));
         if (call !== undefined) call.result = (e['result'] as JsonValue | undefined) ?? null;
         break;
       }
@@ -95,26 +107,14 @@ function stepsOf(text: string, from: number): { readonly steps: Map<number, { te
         break;
     }
   }
-  return { steps, end };
+  return { steps, end: end ?? { steps: at, termination: null, response: '' } };
 }
 
-const viewOf = (step: { text: string; calls: Call[] }): ForkStepView => ({
-  text: step.text,
-  calls: step.calls.map((c) => ({ name: c.name, arguments: c.arguments, result: c.result })),
-});
-
-/** The steps a segment had before it, as its header's stored run state says (0: a run's first segment or the whole run). */
-function stepsBefore(text: string): number {
-  const header = transcriptRecords(text.slice(0, text.indexOf('\n') + 1 || undefined))[0] as
-    | { request?: { run_state?: { extensions?: Record<string, { step_count?: unknown } | undefined> } } }
-    | undefined;
-  const count = header?.request?.run_state?.extensions?.['__runtime.run_lifecycle']?.step_count;
-  return typeof count === 'number' ? count : 0;
-}
+const viewOf = (step: { text: string; calls: Call[] }): ForkStepView => ({ text: step.text, calls: step.calls.map((c) => ({ ...c })) });
 
 /** The parent's steps after `atStep` beside the child's, matched by their number over the run. */
 export function forkView(parent: string, child: string, atStep: number): ForkView {
-  const p = stepsOf(parent, stepsBefore(parent));
+  const p = stepsOf(parent);
   const c = stepsOf(child, atStep);
   const last = Math.max(atStep, ...p.steps.keys(), ...c.steps.keys());
   const rows: ForkRow[] = [];

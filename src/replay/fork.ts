@@ -148,9 +148,17 @@ function readParent(text: string): Parent | string {
   }
   if (header === undefined) return 'line 1: not a transcript header';
   if (header.env.kind === 'deterministic') clock = Math.max(clock, header.env.start);
-  // Steps count over the whole run: a segment taken up from the store goes on from the steps before it.
-  const before = (header.request.run_state?.extensions[RunLifecycle.key] as { step_count?: number } | undefined)?.step_count ?? 0;
+  const before = stepsBefore(header.request.run_state);
   return { header, steps: ended ?? before + steps, before, llm, requests: applyDeltas(llm.map((r) => r.record.request)), tools, eventLines, clock };
+}
+
+/**
+ * The steps a run had before a transcript of it began: its header's stored run state's (a segment
+ * taken up from the store goes on from them; steps count over the whole run), else 0.
+ */
+export function stepsBefore(runState: { readonly extensions?: { readonly [key: string]: unknown } } | undefined): number {
+  const count = (runState?.extensions?.[RunLifecycle.key] as { step_count?: unknown } | undefined)?.step_count;
+  return typeof count === 'number' ? count : 0;
 }
 
 /** A record and its line in the transcript. */

@@ -70,9 +70,10 @@ export function renderTable(header: readonly string[], rows: readonly (readonly 
 
 /** A line per file written in an older format: what was replayed is its migration, not its bytes. */
 function migratedNotes(reports: readonly FileReport[]): string {
-  const migrated = reports.filter((r) => r.migratedFrom !== undefined);
-  if (migrated.length === 0) return '';
-  return `\n${migrated.map((r) => `${r.file}: written as ${r.migratedFrom}, replayed as migrated to ${TRANSCRIPT_FORMAT}\n`).join('')}`;
+  return reports
+    .filter((r) => r.migratedFrom !== undefined)
+    .map((r) => `${r.file}: written as ${r.migratedFrom}, replayed as migrated to ${TRANSCRIPT_FORMAT}\n`)
+    .join('');
 }
 
 /** Where in a transcript a replay left it: `FILE:LINE (a header record)`, or the file alone. */
@@ -89,7 +90,8 @@ export function renderReports(reports: readonly FileReport[]): string {
     r.file,
   ]);
   let out = renderTable(['result', 'recorded', 'replayed', 'termination', 'file'], rows);
-  out += migratedNotes(reports);
+  const notes = migratedNotes(reports);
+  if (notes !== '') out += `\n${notes}`;
   for (const r of reports.filter((x) => !x.identical)) {
     out += `\n${placeIn(r.file, r.at)}:\n`;
     if (r.divergence !== undefined) {
@@ -113,8 +115,8 @@ export function renderReports(reports: readonly FileReport[]): string {
  * path by path (`|` changed, `<` only recorded, `>` only now).
  */
 export function renderPretty(reports: readonly FileReport[], texts: ReadonlyMap<string, string>, width: number): string {
-  let out = migratedNotes(reports).replace(/^\n/, '');
-  if (out !== '') out += '\n';
+  const notes = migratedNotes(reports);
+  let out = notes === '' ? '' : `${notes}\n`;
   for (const r of reports) {
     if (r.identical) {
       out += `identical  ${r.file}  (${r.expectedEvents} events, ${r.termination?.type ?? '-'})\n`;

@@ -55,6 +55,22 @@ export interface InferenceOptions {
 
 const nothing = (): undefined => undefined;
 
+/**
+ * A read in progress: where its parts go, whether a part is awaited from it, and what follows its
+ * end — the request it answers (for `#completed`), the continuation and the read's promise.
+ */
+interface Reading {
+  readonly iterator: AsyncIterator<StreamPart>;
+  readonly acc: StreamAccumulator;
+  readonly started: { id: string; name: string }[];
+  readonly request: InferenceRequest;
+  readonly startedAt: number;
+  readonly onInference: (inference: Inference) => MaybePromise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (e: unknown) => void;
+  waiting: boolean;
+}
+
 /** How reading an inference's stream ended: at its end, by the run's abort, or with what was thrown. */
 const READ = 'read' as const;
 const ABORTED = 'aborted' as const;
@@ -77,16 +93,8 @@ export class Inferences {
   #tools: readonly ToolDescriptor[] | undefined;
   /** What the provider said of the inference being read (`response_metadata` parts, merged), for the tap. */
   #described: Omit<ResponseMetadataPart, 'type'> | undefined;
-  /** The provider stream being read: where its parts go, and whether a part is awaited from it (`aborted()` ends it then). */
-  #reading:
-    | {
-        readonly iterator: AsyncIterator<StreamPart>;
-        readonly acc: StreamAccumulator;
-        readonly started: { id: string; name: string }[];
-        readonly resolve: (end: ReadEnd) => void;
-        waiting: boolean;
-      }
-    | undefined;
+  /** The provider stream being read (`Reading`): `aborted()` ends it while a part is awaited from it. */
+  #reading: Reading | undefined;
 
   constructor(host: InferenceHost, options: InferenceOptions) {
     this.#host = host;
@@ -105,8 +113,11 @@ export class Inferences {
     if (this.#reading?.waiting === true) this.#endRead(ABORTED);
   }
 
-  /** Reports what the context transform did, streams one inference and reports its completion. */
-  infer(request: ReportedRequest): Promise<Inference> {
+  /**
+   * Reports what the context transform did, streams one inference, reports its completion and hands
+   * it to `then`: one promise for all of it (the read's), which settles with what `then` gave.
+   */
+  infer<R>(request: ReportedRequest, then: (inference: Inference) => MaybePromise<R>): Promise<R> {
     const report = request.contextReport;
     if (report !== undefined && contextChanged(report)) {
       const host = this.#host;
@@ -117,34 +128,33 @@ export class Inferences {
         content: { ...report },
         replace: true,
       });
-      return andThen(wait, () => this.#timed(request)) as Promise<Inference>;
+      return Promise.resolve(andThen(wait, () => this.#stream(request, then)));
     }
-    return this.#timed(request);
+    return this.#stream(request, then);
   }
 
   /**
-   * One inference, then `inference_complete` with the model that answered, its usage and its
+   * What follows a read: `inference_complete` with the model that answered, its usage and its
    * duration — unless the provider failed: a failed inference did not complete (the failure is the
    * run's `error` event when it ends the run). A plugin's tap is told of it either way.
    */
-  #timed(request: InferenceRequest): Promise<Inference> {
+  readonly #completed = (inference: Inference, reading: Reading): MaybePromise<Inference> => {
     const host = this.#host;
-    const started = host.env.clock.now();
-    return this.#stream(request).then((inference) => {
-      const model = this.#options.answeredBy() ?? request.model;
-      const usage = inference.result.usage;
-      const ended = host.env.clock.now();
-      const duration = Math.max(0, ended - started);
-      host.tap?.inference?.(this.#tapped(request, inference, model, started, ended));
-      if (inference.error !== undefined) return inference;
-      const wait = host.emit(
-        usage === undefined
-          ? { event_type: 'inference_complete', model, duration_ms: duration }
-          : { event_type: 'inference_complete', model, usage, duration_ms: duration },
-      );
-      return andThen(wait, () => inference);
-    });
-  }
+    const request = reading.request;
+    const started = reading.startedAt;
+    const model = this.#options.answeredBy() ?? request.model;
+    const usage = inference.result.usage;
+    const ended = host.env.clock.now();
+    const duration = Math.max(0, ended - started);
+    host.tap?.inference?.(this.#tapped(request, inference, model, started, ended));
+    if (inference.error !== undefined) return inference;
+    const wait = host.emit(
+      usage === undefined
+        ? { event_type: 'inference_complete', model, duration_ms: duration }
+        : { event_type: 'inference_complete', model, usage, duration_ms: duration },
+    );
+    return wait === undefined ? inference : andThen(wait, () => inference);
+  };
 
   /**
    * The inference as a tap is told of it: besides what the loop saw, what the provider said of its
@@ -237,8 +247,12 @@ export class Inferences {
     return this.#sent;
   }
 
-  /** Streams one inference, emitting its deltas; tool calls become ready at the end, in start order. */
-  #stream(request: InferenceRequest): Promise<Inference> {
+  /**
+   * Streams one inference, emitting its deltas; tool calls become ready at the end, in start order;
+   * then `#completed` and `then`, in the turn the read ended in when nothing waits (`#settle`).
+   */
+  #stream<R>(request: InferenceRequest, then: (inference: Inference) => MaybePromise<R>): Promise<R> {
+    const startedAt = this.#host.env.clock.now();
     const acc = new StreamAccumulator();
     this.#described = undefined;
     const started: { id: string; name: string }[] = [];
@@ -248,8 +262,37 @@ export class Inferences {
     } catch (e) {
       return Promise.reject(e as Error);
     }
-    if (this.#host.signal.aborted) return Promise.resolve(this.#inferred(ABORTED, iterator, acc, started));
-    return this.#read(iterator, acc, started).then((end) => this.#inferred(end, iterator, acc, started));
+    return new Promise<R>((resolve, reject) => {
+      const reading: Reading = {
+        iterator,
+        acc,
+        started,
+        request,
+        startedAt,
+        onInference: then as (inference: Inference) => MaybePromise<unknown>,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        waiting: false,
+      };
+      if (this.#host.signal.aborted) {
+        resolve(this.#settleLater(reading, Promise.resolve(this.#inferred(ABORTED, iterator, acc, started))) as Promise<R>);
+        return;
+      }
+      this.#reading = reading;
+      this.#pull();
+    });
+  }
+
+  /** The read's promise settled with what follows its end (`#inferred`, `#completed`, `then`): a throw of any of them rejects it. */
+  #settle(reading: Reading, end: ReadEnd): void {
+    let out: unknown;
+    try {
+      out = andThen(andThen(this.#inferred(end, reading.iterator, reading.acc, reading.started), this.#completed, reading), reading.onInference);
+    } catch (e) {
+      reading.reject(e);
+      return;
+    }
+    reading.resolve(out);
   }
 
   /** The inference a read ended with: cancelled, failed, or its result with its calls announced ready (`tool_call_ready`). */
@@ -288,8 +331,36 @@ export class Inferences {
     andThen(this.#host.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments }), nothing);
 
   /**
-   * Reads the provider's parts into `acc`, emitting their events, part after part: one promise for
-   * the stream, not one per part (a part's `then` goes straight to the next pull). Ends `READ` at the
+   * Ends the read in progress (once). A read that reached the stream's end goes on in the same turn
+   * (`#settle`); one cut short — by the run's abort, or a throw — goes on as it always has, a turn
+   * for its end, one for its completion and one for what follows (`#settleLater`), so what the cut
+   * stream still does as it closes (a recording provider writing the part it streamed) keeps its
+   * place among the run's draws and events.
+   */
+  #endRead(end: ReadEnd): void {
+    const reading = this.#reading;
+    if (reading === undefined) return;
+    this.#reading = undefined;
+    if (end === READ) this.#settle(reading, end);
+    else
+      reading.resolve(
+        this.#settleLater(
+          reading,
+          Promise.resolve(end).then((cut) => this.#inferred(cut, reading.iterator, reading.acc, reading.started)),
+        ),
+      );
+  }
+
+  /** What follows a read's end that was cut short, or that never began (`#stream` on an aborted run): a turn each for the completion and for `then`. */
+  #settleLater(reading: Reading, inference: Promise<Inference>): Promise<unknown> {
+    return inference.then((i) => this.#completed(i, reading)).then(reading.onInference);
+  }
+
+  readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
+
+  /**
+   * Reads the provider's parts into the read's accumulator, emitting their events, part after part: one promise for
+   * the inference, not one per part (a part's `then` goes straight to the next pull). Ends `READ` at the
    * stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
    * answered (it may never; `aborted()` wakes the read) — or with what was thrown: by the provider,
    * the accumulator or a sink. A sink's promise is waited for before the next part (never cut short).
@@ -297,23 +368,6 @@ export class Inferences {
    * `#reading`. A read ends early only when the run is aborted, and an aborted run starts no other
    * read, so a callback of a read that ended never meets a later one.
    */
-  #read(iterator: AsyncIterator<StreamPart>, acc: StreamAccumulator, started: { id: string; name: string }[]): Promise<ReadEnd> {
-    return new Promise<ReadEnd>((resolve) => {
-      this.#reading = { iterator, acc, started, resolve, waiting: false };
-      this.#pull();
-    });
-  }
-
-  /** Ends the read in progress (once). */
-  #endRead(end: ReadEnd): void {
-    const reading = this.#reading;
-    if (reading === undefined) return;
-    this.#reading = undefined;
-    reading.resolve(end);
-  }
-
-  readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
-
   readonly #pull = (): void => {
     const reading = this.#reading;
     if (reading === undefined) return;

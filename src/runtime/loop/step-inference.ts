@@ -107,7 +107,7 @@ export class StepInference {
   }
 
   #inferNow(): Promise<LoopInput> {
-    return this.inferences.infer(this.inferences.request(this.#messages, this.#inputs as RequestInputs)).then(this.#inferred);
+    return this.inferences.infer(this.inferences.request(this.#messages, this.#inputs as RequestInputs), this.#inferred);
   }
 
   readonly #inferred = (inference: Inference): LoopInput => {

@@ -121,7 +121,7 @@ export class ScriptedLlm implements LlmExecutor {
 
   stream(request: InferenceRequest): AsyncIterable<StreamPart> {
     // Kept past the stream: the messages are copied (the loop appends to the array it sent).
-    if (this.#record) this.requests.push({ ...request, messages: [...request.messages] });
+    if (this.#record) this.requests.push({ ...request, messages: [...request.messages], ...(request.signal !== undefined ? { signal: request.signal } : {}) });
     const step = this.#steps.shift() ?? { text: this.#fallback };
     const delay = step.delay_ms ?? 0;
     return (async function* () {

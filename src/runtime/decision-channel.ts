@@ -1,5 +1,6 @@
 import type { Decision } from '../contract/decision.ts';
 import type { Message } from '../contract/message.ts';
+import type { CancellationFlag } from './phase-runtime.ts';
 
 /** What a parked run gets from its channel: decisions, `undefined` once cancelled, `detached` once let go. */
 export type Taken = readonly Decision[] | undefined | 'detached';
@@ -15,7 +16,7 @@ export type Taken = readonly Decision[] | undefined | 'detached';
  * and park again (or end) rather than answering `true` at once.
  */
 export class DecisionChannel {
-  readonly #signal: AbortSignal;
+  readonly #signal: CancellationFlag;
   readonly #queue: Decision[][] = [];
   readonly #inbox: Message[] = [];
   #wake: (() => void) | undefined;
@@ -24,8 +25,8 @@ export class DecisionChannel {
   /** Waiting `parked()` callers; `undefined` once the run has ended. */
   #parkWaiters: ((parked: boolean) => void)[] | undefined = [];
 
-  /** `signal` is the run's own: its owner calls `aborted()` when it fires. */
-  constructor(signal: AbortSignal) {
+  /** `signal` is the run's own (its flag): its owner calls `aborted()` when it fires. */
+  constructor(signal: CancellationFlag) {
     this.#signal = signal;
   }
 

@@ -146,7 +146,7 @@ export async function launch(
         threadId,
         runId,
         ...fields,
-        signal: controls.controller.signal,
+        cancellation: controls.cancellation,
         waitForDecisions: options.waitForDecisions ?? true,
         ...(options.checkpoint !== undefined ? { stamp: options.checkpoint } : {}),
         nextDecisions: () => channel.next(),
@@ -180,15 +180,15 @@ export async function launch(
   if (!prepared.ok) return prepared;
   if (host.active.has(threadId)) return err({ code: 'thread_already_running', threadId });
 
-  const controller = controls.controller;
-  const onOuterAbort = (): void => controller.abort();
+  const cancellation = controls.cancellation;
+  const onOuterAbort = (): void => cancellation.abort();
   options.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  if (options.signal?.aborted === true) controller.abort();
-  controller.signal.addEventListener('abort', controls.onAbort, { once: true });
+  if (options.signal?.aborted === true) cancellation.abort();
+  cancellation.listen(controls.onAbort);
   host.delegation.began(runId, sub.depth);
   const done = prepared.value().finally(() => {
     options.signal?.removeEventListener('abort', onOuterAbort);
-    controller.signal.removeEventListener('abort', controls.onAbort);
+    cancellation.release();
     host.active.delete(threadId);
     host.delegation.ended(runId);
     channel.close();

@@ -20,6 +20,11 @@ export interface InferenceRequest {
   readonly overrides?: InferenceOverride;
   /** The id of the one tool offered that the model must call (a forced tool choice); absent, the model chooses. */
   readonly requiredTool?: string;
+  /**
+   * The run's signal: aborts when the run is cancelled. On a request the loop makes it is a getter
+   * of the request's class, made at the first read (docs/adr/0075): a copy of the request made by
+   * spreading it does not carry it, so read it before copying.
+   */
   readonly signal?: AbortSignal;
   /**
    * The thread whose run asks: an executor that keeps state per conversation (a script served to

@@ -166,7 +166,9 @@ class RetryingStream implements AsyncIterable<StreamPart>, AsyncIterator<StreamP
           break;
         }
         try {
-          const it = target.executor.stream(model === request.model ? request : { ...request, model })[Symbol.asyncIterator]();
+          const it = target.executor
+            .stream(model === request.model ? request : { ...request, model, ...(request.signal !== undefined ? { signal: request.signal } : {}) })
+            [Symbol.asyncIterator]();
           const first = await it.next();
           // As in 0.6, a stream that opened is a success for the breaker.
           observer.onModel?.(model);

@@ -1,3 +1,4 @@
+import { RunSignal } from './run-signal.ts';
 import type { RunTap } from './tap.ts';
 import type { JsonValue } from '../contract/json.ts';
 import type { ToolDescriptor } from '../contract/tool.ts';
@@ -137,14 +138,14 @@ export interface RunHandle {
 export type SuspendedCall = ReturnType<ToolBatch['suspendedCalls']>[number];
 
 /**
- * The live side of a run: its own abort controller, the decisions it waits on, the batch it is
+ * The live side of a run: its own cancellation, the decisions it waits on, the batch it is
  * parked on and its loop. Its handle is made once the run's `done` exists (`handle`).
  */
 export class RunControls {
   readonly threadId: string;
   readonly runId: string;
-  readonly controller = new AbortController();
-  readonly channel = new DecisionChannel(this.controller.signal);
+  readonly cancellation = new RunSignal();
+  readonly channel = new DecisionChannel(this.cancellation);
   /** The batch the run is suspended on: decisions are checked against it. */
   suspended: ToolBatch | undefined;
   /** The run's loop, once made (its messages, and a read to wake on abort). */
@@ -186,7 +187,7 @@ export class RunControls {
       parked: () => this.channel.parked(),
       waitingOn: () => this.suspended?.suspendedCalls() ?? [],
       detach: () => this.detach(),
-      cancel: () => this.controller.abort(),
+      cancel: () => this.cancellation.abort(),
       messages: () => [...(this.loop?.messages() ?? [])],
       fenced: () => this.loop?.fenced === true,
       done,

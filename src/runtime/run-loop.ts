@@ -28,6 +28,7 @@ import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from '.
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { ResolvedAgent } from './resolve.ts';
+import type { RunSignal } from './run-signal.ts';
 import { tellStepEnded, type RunTap } from './tap.ts';
 import { INTERRUPTED, type BatchHost, type ToolBatch } from './tool-batch.ts';
 
@@ -60,7 +61,8 @@ export class RunLoop implements BatchHost {
   readonly phase: PhaseRuntime;
   readonly threadId: string;
   readonly runId: string;
-  readonly signal: AbortSignal;
+  /** The run's cancellation: read as a flag; its `AbortSignal` is made when something asks for it (`signal`). */
+  readonly cancellation: RunSignal;
   readonly tap: RunTap | undefined;
   readonly #p: RunParams;
   readonly #messages: Message[];
@@ -89,7 +91,7 @@ export class RunLoop implements BatchHost {
     this.phase = params.phase;
     this.threadId = params.threadId;
     this.runId = params.runId;
-    this.signal = params.signal;
+    this.cancellation = params.cancellation;
     this.tap = params.tap;
     this.#messages = [...params.history];
     this.#inputStart = this.#messages.length;
@@ -154,9 +156,9 @@ export class RunLoop implements BatchHost {
    */
   runPhase<P extends Phase>(phase: P, fields: PhaseFields<P>, cancellable = true): Halting {
     // A phase with nothing to run is only a cancellation point: its input is not built.
-    if (this.phase.idle(phase)) return cancellable && this.signal.aborted ? cancelled() : undefined;
+    if (this.phase.idle(phase)) return cancellable && this.cancellation.aborted ? cancelled() : undefined;
     const input = { agentSpec: this.resolved.spec, threadId: this.threadId, runId: this.runId, ...fields } satisfies RunFields as PhaseInputs[P];
-    return andThen(this.phase.runPhaseNow(phase, cancellable ? { input, signal: this.signal } : { input }), haltOfPhase);
+    return andThen(this.phase.runPhaseNow(phase, cancellable ? { input, signal: this.cancellation } : { input }), haltOfPhase);
   }
 
   /**
@@ -280,7 +282,7 @@ export class RunLoop implements BatchHost {
         if (this.tap?.stepEnded !== undefined) tellStepEnded(this.tap.stepEnded, this.#steps, this.#messages, this.phase.store);
         return this.#went(this.checkpoint(undefined));
       case 'abort_check':
-        return this.signal.aborted ? RAN_CANCELLED : RAN;
+        return this.cancellation.aborted ? RAN_CANCELLED : RAN;
       case 'handoff':
         return this.#went(this.#handoff());
       case 'emit_step_start':
@@ -324,7 +326,7 @@ export class RunLoop implements BatchHost {
     }
   }
 
-  readonly #afterRunStart = (): LoopInput => (this.signal.aborted ? RAN_CANCELLED : RAN);
+  readonly #afterRunStart = (): LoopInput => (this.cancellation.aborted ? RAN_CANCELLED : RAN);
 
   #closeOpenAfter(completed: Halting): MaybePromise<LoopInput> {
     return andThen(completed, (halt) => andThen(closeCalls(this, this.#open.list(), INTERRUPTED), () => ranOf(halt)));

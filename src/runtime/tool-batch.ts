@@ -54,6 +54,7 @@ import {
   type ToolIntercept,
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
+import type { RunSignal } from './run-signal.ts';
 import {
   isDefaultRecoveryPolicy,
   NO_RECOVERY_POLICIES,
@@ -85,7 +86,8 @@ export interface BatchHost {
   readonly phase: PhaseRuntime;
   readonly threadId: string;
   readonly runId: string;
-  readonly signal: AbortSignal;
+  /** The run's cancellation, read as a flag; a tool's context asks it for its `AbortSignal` only when read. */
+  readonly cancellation: RunSignal;
   /** What the agent's plugins watch of the run: told of each tool call's start and outcome. */
   readonly tap: RunTap | undefined;
   /** Delivers an event; a promise only when the sink is asynchronous. */
@@ -875,8 +877,9 @@ class CallContext implements ToolCallContext {
   readonly runId: string;
   readonly agentSpec: ToolCallContext['agentSpec'];
   readonly snapshot: Snapshot;
-  readonly signal: AbortSignal;
   readonly resume?: ResumeContext;
+  /** The run's cancellation (`signal` asks it for the run's `AbortSignal`). */
+  readonly cancellation: RunSignal;
   /** The tool and the arguments it runs with (kept here so that a retry needs nothing else). */
   readonly tool: Tool;
   readonly args: JsonValue;
@@ -907,12 +910,20 @@ class CallContext implements ToolCallContext {
     this.runId = host.runId;
     this.agentSpec = host.resolved.spec;
     this.snapshot = snapshot;
-    this.signal = host.signal;
+    this.cancellation = host.cancellation;
     if (resume !== undefined)
       this.resume =
         resume.ticket === undefined
           ? { decision: resume.decision, mode: resume.mode }
           : { decision: resume.decision, mode: resume.mode, ticket: resume.ticket };
+  }
+
+  /**
+   * The run's signal, made when a tool first asks for it (`RunSignal`). Read through a field that is
+   * not `#private`: a context wrapped by `Object.create` (a recorder's spy) reads it as its own.
+   */
+  get signal(): AbortSignal {
+    return this.cancellation.signal;
   }
 
   state<V>(key: StateKey<V, unknown>): V | undefined {
@@ -921,7 +932,7 @@ class CallContext implements ToolCallContext {
 
   /** Counts another dispatch when the call's policy allows one after an unavailable tool (and the run is not cancelled). */
   retried(): boolean {
-    if (this.signal.aborted || !retryUnavailable(this.#attempts, this.#policy)) return false;
+    if (this.cancellation.aborted || !retryUnavailable(this.#attempts, this.#policy)) return false;
     this.#attempts++;
     return true;
   }

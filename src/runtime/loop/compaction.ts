@@ -1,3 +1,4 @@
+import type { RunSignal } from '../run-signal.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import type { JsonValue } from '../../contract/json.ts';
 import type { Message } from '../../contract/message.ts';
@@ -13,7 +14,8 @@ export interface CompactionHost {
   readonly env: Env;
   readonly resolved: ResolvedAgent;
   readonly phase: PhaseRuntime;
-  readonly signal: AbortSignal;
+  /** The run's cancellation; its `AbortSignal` is made only if a summary is asked for. */
+  readonly cancellation: RunSignal;
   emit(event: AgentEvent): Promise<void> | undefined;
   submit(command: StateCommand): Halting;
 }
@@ -39,10 +41,12 @@ export async function compactHistory(
     model: host.resolved.modelName,
     summaryId: idOf,
     onStart: (pre) => report({ status: 'started', pre_tokens: pre }),
-    signal: host.signal,
+    get signal() {
+      return host.cancellation.signal;
+    },
   });
   if (outcome === undefined) return undefined;
-  if (host.signal.aborted) return cancelled();
+  if (host.cancellation.aborted) return cancelled();
   if (outcome.status !== 'compacted') {
     await report({ ...outcome });
     return undefined;

@@ -15,6 +15,8 @@ import { filterToolIds, type orderedContextMessages, type ToolFilter } from '../
 import { andThen, andThenOrElse, eachInOrder, type MaybePromise } from '../maybe-promise.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { ResolvedAgent } from '../resolve.ts';
+import type { RunSignal } from '../run-signal.ts';
+import { LoopRequest } from './loop-request.ts';
 import type { RunTap, TappedInference } from '../tap.ts';
 
 /** What BeforeInference left for one step's request. */
@@ -38,7 +40,8 @@ export interface InferenceHost {
   /** The agent the run acts as now (a handoff changes it between steps). */
   readonly resolved: ResolvedAgent;
   readonly phase: PhaseRuntime;
-  readonly signal: AbortSignal;
+  /** The run's cancellation, read as a flag; a request's `signal` asks it for its `AbortSignal` only when read. */
+  readonly cancellation: RunSignal;
   readonly threadId: string;
   readonly tap: RunTap | undefined;
   emit(event: AgentEvent): Promise<void> | undefined;
@@ -185,7 +188,7 @@ export class Inferences {
 
   /** The step's request: the history as sent, the tools the filter leaves, the overrides merged, the request transforms applied. */
   request(history: readonly Message[], inputs: RequestInputs): ReportedRequest {
-    const { env, resolved, phase, signal, threadId } = this.#host;
+    const { env, resolved, phase, cancellation, threadId } = this.#host;
     const spec = resolved.spec;
     let overrides: InferenceOverride | undefined = spec.reasoning_effort !== undefined ? { reasoning_effort: spec.reasoning_effort } : undefined;
     if (this.#options.overrides !== undefined) overrides = mergeInferenceOverride(overrides ?? {}, this.#options.overrides);
@@ -203,17 +206,15 @@ export class Inferences {
     }
 
     const tools = inputs.filter === undefined ? this.allTools() : this.#toolsOf(inputs.filter);
-    if (overrides === undefined) return phase.applyRequestTransforms({ model: resolved.modelName, messages, tools, signal, threadId });
-    const { model: overrideModel, ...rest } = overrides;
-    const request: InferenceRequest = {
-      model: overrideModel ?? resolved.modelName,
-      messages,
-      tools,
-      ...(Object.keys(rest).length > 0 ? { overrides: rest } : {}),
-      signal,
-      threadId,
-    };
-    return phase.applyRequestTransforms(request);
+    let request: LoopRequest;
+    if (overrides === undefined) request = new LoopRequest(resolved.modelName, messages, tools, undefined, cancellation, threadId);
+    else {
+      const { model: overrideModel, ...rest } = overrides;
+      request = new LoopRequest(overrideModel ?? resolved.modelName, messages, tools, Object.keys(rest).length > 0 ? rest : undefined, cancellation, threadId);
+    }
+    const out = phase.applyRequestTransforms<ReportedRequest>(request);
+    // A transform's copy made by spreading the request lacks the getter: the signal is put back.
+    return out === request || out.signal !== undefined ? out : { ...out, signal: cancellation.signal };
   }
 
   /** Every tool's descriptor, in registration order (one list while the run acts as one agent). */
@@ -274,7 +275,7 @@ export class Inferences {
         reject,
         waiting: false,
       };
-      if (this.#host.signal.aborted) {
+      if (this.#host.cancellation.aborted) {
         resolve(this.#settleLater(reading, Promise.resolve(this.#inferred(ABORTED, iterator, acc, started))) as Promise<R>);
         return;
       }
@@ -307,7 +308,7 @@ export class Inferences {
       return { result: acc.finish({ cancelled: true }), cancelled: true, started };
     }
     if (end !== READ) {
-      if (this.#host.signal.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
+      if (this.#host.cancellation.aborted) return { result: acc.finish({ cancelled: true }), cancelled: true, started };
       const e = end.thrown;
       const failure = e instanceof InferenceFailure ? e : new InferenceFailure({ code: 'provider', message: e instanceof Error ? e.message : String(e) });
       if (failure.error.code === 'cancelled') return { result: acc.finish({ cancelled: true }), cancelled: true, started };
@@ -371,7 +372,7 @@ export class Inferences {
   readonly #pull = (): void => {
     const reading = this.#reading;
     if (reading === undefined) return;
-    if (this.#host.signal.aborted) {
+    if (this.#host.cancellation.aborted) {
       this.#endRead(ABORTED);
       return;
     }

@@ -8,6 +8,7 @@ import type { AgentOverlayState } from '../loop-keys.ts';
 import type { PhaseRuntime } from '../phase-runtime.ts';
 import type { ResolvedAgent } from '../resolve.ts';
 import type { CheckpointStamp } from '../run-handle.ts';
+import type { RunSignal } from '../run-signal.ts';
 import type { RunTap } from '../tap.ts';
 import type { ThreadRunStore } from '../thread-run-store.ts';
 import type { DecisionSource } from './suspension.ts';
@@ -26,8 +27,8 @@ export interface RunParams extends DecisionSource {
   readonly storedCount?: number;
   readonly input: readonly Message[];
   readonly overrides: InferenceOverride | undefined;
-  /** The run's own signal; its owner calls `RunLoop.aborted()` when it fires. */
-  readonly signal: AbortSignal;
+  /** The run's own cancellation; its owner calls `RunLoop.aborted()` when it fires. */
+  readonly cancellation: RunSignal;
   /** The provider-side model that answered the last inference (set by retrying executors). */
   readonly answeredBy: () => string | undefined;
   /** Every inference failure of the run, in order: the retry policy adds those it absorbed, the loop the rest. */

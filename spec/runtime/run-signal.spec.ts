@@ -1,0 +1,234 @@
+import { getEventListeners } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AgentEvent } from '../../src/contract/event.ts';
+import { Messages } from '../../src/contract/message.ts';
+import type { StreamPart } from '../../src/contract/stream.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import type { LlmExecutor } from '../../src/runtime/llm.ts';
+import { RunSignal } from '../../src/runtime/run-signal.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { z } from 'zod';
+
+describe('RunSignal', () => {
+  it('is a flag until asked for its signal; its listener hears the abort once', () => {
+    const heard: string[] = [];
+    const s = new RunSignal();
+    s.listen(() => heard.push('run'));
+    expect(s.aborted).toBe(false);
+    s.abort();
+    s.abort();
+    expect(s.aborted).toBe(true);
+    expect(heard).toEqual(['run']);
+  });
+
+  it('a signal asked for after the abort is already aborted, and the listener is not told again', () => {
+    const heard: string[] = [];
+    const s = new RunSignal();
+    s.listen(() => heard.push('run'));
+    s.abort();
+    const signal = s.signal;
+    expect(signal.aborted).toBe(true);
+    expect(s.signal).toBe(signal);
+    expect(heard).toEqual(['run']);
+  });
+
+  it('a signal asked for before the abort aborts with it, the run hearing first, as the first listener would', () => {
+    const heard: string[] = [];
+    const s = new RunSignal();
+    s.listen(() => heard.push(`run, signal aborted: ${s.signal.aborted}`));
+    s.signal.addEventListener('abort', () => heard.push('provider'));
+    s.abort();
+    expect(heard).toEqual(['run, signal aborted: true', 'provider']);
+  });
+
+  it('released, it tells its listener nothing and leaves no listener of its own on the signal', () => {
+    const heard: string[] = [];
+    const s = new RunSignal();
+    s.listen(() => heard.push('run'));
+    const signal = s.signal;
+    s.release();
+    expect(getEventListeners(signal, 'abort')).toEqual([]);
+    s.abort();
+    expect(signal.aborted).toBe(true);
+    expect(heard).toEqual([]);
+  });
+});
+
+describe('a run makes an AbortController only when something asks for its signal', () => {
+  const Original = globalThis.AbortController;
+  let made = 0;
+  const counting = (): void => {
+    made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+  };
+  afterEach(() => {
+    globalThis.AbortController = Original;
+  });
+
+  const parts = (k: number): StreamPart[] =>
+    k < 2
+      ? [
+          { type: 'tool_call_start', id: `c${k}`, name: 'echo' },
+          { type: 'tool_call_delta', id: `c${k}`, args_delta: '{"text":"x"}' },
+          { type: 'finish', stop_reason: 'ToolUse' },
+        ]
+      : [
+          { type: 'text_delta', delta: 'done' },
+          { type: 'finish', stop_reason: 'EndTurn' },
+        ];
+
+  function runtime(stream: LlmExecutor['stream'], readsSignal: boolean) {
+    const echo = defineTool({
+      id: 'echo',
+      description: 'echo',
+      args: z.object({ text: z.string() }),
+      execute: ({ text }, ctx) => ToolResults.success('echo', { echoed: text, ...(readsSignal ? { aborted: ctx.signal.aborted } : {}) }),
+    });
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', { name: 'p', stream })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withAgentSpec({ id: 'a', model: 'm' })
+      .withTool(echo)
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    return built.value;
+  }
+
+  it('a run whose model and tools never ask makes none', async () => {
+    let k = 0;
+    const rt = runtime(() => {
+      const mine = parts(k++);
+      return (async function* () {
+        yield* mine;
+      })();
+    }, false);
+    counting();
+    const r = await rt.run({ messages: [Messages.user('go')] }, { emit: () => undefined });
+    expect(r.ok && r.value.steps).toBe(3);
+    expect(made).toBe(0);
+  });
+
+  it('a run whose model and tools ask makes one, handed to each, and it aborts when the run is cancelled', async () => {
+    const signals = new Set<AbortSignal>();
+    let k = 0;
+    let cancel: () => void = () => undefined;
+    const rt = runtime((request) => {
+      const signal = request.signal as AbortSignal;
+      signals.add(signal);
+      const mine = parts(k++);
+      return (async function* () {
+        if (k === 3) {
+          // The provider listens to the signal: it stops when the run is cancelled.
+          const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+          cancel();
+          await stopped;
+          return;
+        }
+        yield* mine;
+      })();
+    }, true);
+    counting();
+    const events: AgentEvent[] = [];
+    const started = await rt.start({ messages: [Messages.user('go')] }, { emit: (e) => void events.push(e) });
+    if (!started.ok) throw new Error('not started');
+    cancel = () => started.value.cancel();
+    const result = await started.value.done;
+    expect(result.termination).toEqual({ type: 'cancelled' });
+    expect(made).toBe(1);
+    expect(signals.size).toBe(1);
+    const [signal] = [...signals] as [AbortSignal];
+    expect(signal.aborted).toBe(true);
+    const echoed = events.filter((e) => e.event_type === 'tool_call_done').map((e) => (e as { result: { data: unknown } }).result.data);
+    expect(echoed).toEqual([
+      { echoed: 'x', aborted: false },
+      { echoed: 'x', aborted: false },
+    ]);
+  });
+});
+
+describe('every copy of a request carries the run signal', () => {
+  /** A provider that waits until the run is cancelled; it reports the signal it was handed. */
+  const waitsForCancel =
+    (handed: (signal: AbortSignal | undefined) => void, cancel: () => void): LlmExecutor['stream'] =>
+    (request) => {
+      handed(request.signal);
+      return (async function* (): AsyncGenerator<StreamPart> {
+        const signal = request.signal;
+        if (signal === undefined) return;
+        const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        // Cancelled from outside once the caller holds the run's handle.
+        await new Promise((resolve) => setImmediate(resolve));
+        cancel();
+        await stopped;
+      })();
+    };
+
+  it("a request transform's spread copy", async () => {
+    let handedOn: AbortSignal | undefined;
+    let cancel: () => void = () => undefined;
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', {
+        name: 'p',
+        stream: waitsForCancel(
+          (s) => (handedOn = s),
+          () => cancel(),
+        ),
+      })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withPlugin('copies', {
+        name: 'copies',
+        register: (r) => r.registerRequestTransform<{ messages: readonly unknown[] }>((q) => ({ ...q, messages: [...q.messages] })),
+      })
+      .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies'] })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
+    if (!started.ok) throw new Error('not started');
+    cancel = () => started.value.cancel();
+    expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    expect(handedOn).toBeInstanceOf(AbortSignal);
+    expect(handedOn?.aborted).toBe(true);
+  });
+
+  it("a fallback model's request", async () => {
+    let handedOn: AbortSignal | undefined;
+    let cancel: () => void = () => undefined;
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('down', {
+        name: 'down',
+        stream: () =>
+          (async function* (): AsyncGenerator<StreamPart> {
+            yield* [];
+            throw new Error('down');
+          })(),
+      })
+      .withProvider('spare', {
+        name: 'spare',
+        stream: waitsForCancel(
+          (s) => (handedOn = s),
+          () => cancel(),
+        ),
+      })
+      .withModel('main', { provider: 'down', model_name: 'main' })
+      .withModel('backup', { provider: 'spare', model_name: 'backup' })
+      .withAgentSpec({ id: 'a', model: 'main', sections: { retry: { max_retries: 0, fallback_models: ['backup'], backoff_base_ms: 0 } } })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
+    if (!started.ok) throw new Error('not started');
+    cancel = () => started.value.cancel();
+    expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    expect(handedOn).toBeInstanceOf(AbortSignal);
+    expect(handedOn?.aborted).toBe(true);
+  });
+});

@@ -5,7 +5,7 @@ import { Messages } from '../../src/contract/message.ts';
 import type { StreamPart } from '../../src/contract/stream.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
-import type { LlmExecutor } from '../../src/runtime/llm.ts';
+import type { InferenceRequest, LlmExecutor } from '../../src/runtime/llm.ts';
 import { RunSignal } from '../../src/runtime/run-signal.ts';
 import { defineTool } from '../../src/runtime/tool.ts';
 import { ToolResults } from '../../src/contract/tool.ts';
@@ -41,6 +41,13 @@ describe('RunSignal', () => {
     s.signal.addEventListener('abort', () => heard.push('provider'));
     s.abort();
     expect(heard).toEqual(['run, signal aborted: true', 'provider']);
+  });
+
+  it('released before its signal is asked for, the signal it makes has no listener of its own', () => {
+    const s = new RunSignal();
+    s.listen(() => undefined);
+    s.release();
+    expect(getEventListeners(s.signal, 'abort')).toEqual([]);
   });
 
   it('released, it tells its listener nothing and leaves no listener of its own on the signal', () => {
@@ -89,7 +96,8 @@ describe('a run makes an AbortController only when something asks for its signal
       id: 'echo',
       description: 'echo',
       args: z.object({ text: z.string() }),
-      execute: ({ text }, ctx) => ToolResults.success('echo', { echoed: text, ...(readsSignal ? { aborted: ctx.signal.aborted } : {}) }),
+      execute: ({ text }, ctx) =>
+        ToolResults.success('echo', { echoed: text, ...(readsSignal ? { aborted: ctx.signal.aborted, cancellation: 'cancellation' in ctx } : {}) }),
     });
     const built = new AgentRuntimeBuilder()
       .withEnv(deterministicEnv())
@@ -147,9 +155,10 @@ describe('a run makes an AbortController only when something asks for its signal
     const [signal] = [...signals] as [AbortSignal];
     expect(signal.aborted).toBe(true);
     const echoed = events.filter((e) => e.event_type === 'tool_call_done').map((e) => (e as { result: { data: unknown } }).result.data);
+    // The run's own cancellation is not a tool's to reach (it could take the run's listener).
     expect(echoed).toEqual([
-      { echoed: 'x', aborted: false },
-      { echoed: 'x', aborted: false },
+      { echoed: 'x', aborted: false, cancellation: false },
+      { echoed: 'x', aborted: false, cancellation: false },
     ]);
   });
 });
@@ -197,6 +206,71 @@ describe('every copy of a request carries the run signal', () => {
     expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
     expect(handedOn).toBeInstanceOf(AbortSignal);
     expect(handedOn?.aborted).toBe(true);
+  });
+
+  it('a transform after one that spread the request sees the signal', async () => {
+    let seenByLater: unknown;
+    let handedOn: AbortSignal | undefined;
+    let cancel: () => void = () => undefined;
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', {
+        name: 'p',
+        stream: waitsForCancel(
+          (s) => (handedOn = s),
+          () => cancel(),
+        ),
+      })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withPlugin('copies', { name: 'copies', register: (r) => r.registerRequestTransform<object>((q) => ({ ...q })) })
+      .withPlugin('reads', {
+        name: 'reads',
+        register: (r) =>
+          r.registerRequestTransform<{ signal?: AbortSignal }>((q) => {
+            seenByLater = q.signal;
+            return q;
+          }),
+      })
+      .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies', 'reads'] })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
+    if (!started.ok) throw new Error('not started');
+    cancel = () => started.value.cancel();
+    expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    expect(seenByLater).toBeInstanceOf(AbortSignal);
+    expect(seenByLater).toBe(handedOn);
+  });
+
+  it('the request the loop makes: its own keys are its data (no `overrides` when it has none), and a wrapper reads its signal', async () => {
+    const requests: InferenceRequest[] = [];
+    const built = new AgentRuntimeBuilder()
+      .withEnv(deterministicEnv())
+      .withProvider('p', {
+        name: 'p',
+        stream: (request) => {
+          requests.push(request);
+          return (async function* (): AsyncGenerator<StreamPart> {
+            yield { type: 'text_delta', delta: 'ok' };
+          })();
+        },
+      })
+      .withModel('m', { provider: 'p', model_name: 'p' })
+      .withAgentSpec({ id: 'a', model: 'm' })
+      .build();
+    if (!built.ok) throw new Error(JSON.stringify(built.error));
+    await built.value.run({ messages: [Messages.user('go')] }, { emit: () => undefined });
+    const [request] = requests as [InferenceRequest];
+    expect(Object.keys(request)).toEqual(['model', 'messages', 'tools', 'threadId']);
+    expect(JSON.parse(JSON.stringify(request))).toEqual({
+      model: 'p',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
+      tools: [],
+      threadId: expect.any(String),
+    });
+    const wrapped = Object.create(request) as InferenceRequest;
+    expect(wrapped.signal).toBeInstanceOf(AbortSignal);
+    expect(wrapped.signal).toBe(request.signal);
   });
 
   it("a fallback model's request", async () => {

@@ -9,6 +9,7 @@ export * from './loop-keys.ts';
 export * from './resolve.ts';
 export * from './retry.ts';
 export * from './run-loop.ts';
+export { RunSignal } from './run-signal.ts';
 export * from './thread-run-store.ts';
 export * from './tool.ts';
 export * from './tool-batch.ts';

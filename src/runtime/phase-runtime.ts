@@ -248,10 +248,16 @@ export class PhaseRuntime {
     );
   }
 
-  /** Request transforms of active plugins, in registration order. */
-  applyRequestTransforms<R>(request: R): R {
+  /**
+   * Request transforms of active plugins, in registration order; `mend(out, before)` sees each
+   * transform's answer before the next transform does (the loop puts back what a copy lost).
+   */
+  applyRequestTransforms<R>(request: R, mend?: (out: R, before: R) => R): R {
     let out = request;
-    for (const transform of this.env.transforms) out = transform(out) as R;
+    for (const transform of this.env.transforms) {
+      const next = transform(out) as R;
+      out = mend === undefined ? next : mend(next, out);
+    }
     return out;
   }
 

@@ -10,8 +10,16 @@ import type { CancellationFlag } from './phase-runtime.ts';
  * The run's own listener (`listen`) hears the abort before any listener on the signal, as it would
  * if it had been the signal's first: the signal, once made, has it as its first listener.
  */
+/**
+ * Where a request the loop makes, or a tool call's context, keeps its run's `RunSignal`: a symbol,
+ * so no `Object.keys`, JSON or tool sees it, and a plain property, so a wrapper (`Object.create`, a
+ * `Proxy`) reaches it as the getter of `signal` reads it.
+ */
+export const CANCELLATION: unique symbol = Symbol('awaken.run-cancellation');
+
 export class RunSignal implements CancellationFlag {
   #aborted = false;
+  #released = false;
   #controller: AbortController | undefined;
   #listener: (() => void) | undefined;
 
@@ -24,7 +32,7 @@ export class RunSignal implements CancellationFlag {
     if (this.#controller === undefined) {
       const controller = new AbortController();
       if (this.#aborted) controller.abort();
-      else controller.signal.addEventListener('abort', this.#heard, { once: true });
+      else if (!this.#released) controller.signal.addEventListener('abort', this.#heard, { once: true });
       this.#controller = controller;
     }
     return this.#controller.signal;
@@ -37,6 +45,7 @@ export class RunSignal implements CancellationFlag {
 
   /** The run ended: its listener is told nothing more. */
   release(): void {
+    this.#released = true;
     this.#listener = undefined;
     this.#controller?.signal.removeEventListener('abort', this.#heard);
   }

@@ -54,7 +54,7 @@ import {
   type ToolIntercept,
 } from './loop-keys.ts';
 import type { ResolvedAgent } from './resolve.ts';
-import type { RunSignal } from './run-signal.ts';
+import { CANCELLATION, type RunSignal } from './run-signal.ts';
 import {
   isDefaultRecoveryPolicy,
   NO_RECOVERY_POLICIES,
@@ -879,7 +879,7 @@ class CallContext implements ToolCallContext {
   readonly snapshot: Snapshot;
   readonly resume?: ResumeContext;
   /** The run's cancellation (`signal` asks it for the run's `AbortSignal`). */
-  readonly cancellation: RunSignal;
+  readonly [CANCELLATION]: RunSignal;
   /** The tool and the arguments it runs with (kept here so that a retry needs nothing else). */
   readonly tool: Tool;
   readonly args: JsonValue;
@@ -910,7 +910,7 @@ class CallContext implements ToolCallContext {
     this.runId = host.runId;
     this.agentSpec = host.resolved.spec;
     this.snapshot = snapshot;
-    this.cancellation = host.cancellation;
+    this[CANCELLATION] = host.cancellation;
     if (resume !== undefined)
       this.resume =
         resume.ticket === undefined
@@ -919,11 +919,11 @@ class CallContext implements ToolCallContext {
   }
 
   /**
-   * The run's signal, made when a tool first asks for it (`RunSignal`). Read through a field that is
-   * not `#private`: a context wrapped by `Object.create` (a recorder's spy) reads it as its own.
+   * The run's signal, made when a tool first asks for it (`RunSignal`). Read through a property that
+   * is not `#private`: a context wrapped by `Object.create` (a recorder's spy) reads it as its own.
    */
   get signal(): AbortSignal {
-    return this.cancellation.signal;
+    return this[CANCELLATION].signal;
   }
 
   state<V>(key: StateKey<V, unknown>): V | undefined {
@@ -932,7 +932,7 @@ class CallContext implements ToolCallContext {
 
   /** Counts another dispatch when the call's policy allows one after an unavailable tool (and the run is not cancelled). */
   retried(): boolean {
-    if (this.cancellation.aborted || !retryUnavailable(this.#attempts, this.#policy)) return false;
+    if (this[CANCELLATION].aborted || !retryUnavailable(this.#attempts, this.#policy)) return false;
     this.#attempts++;
     return true;
   }

@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { InferenceExecutionError } from '../../contract/errors.ts';
 import type { AgentEvent } from '../../contract/event.ts';
 import { mergeInferenceOverride, type InferenceOverride } from '../../contract/inference.ts';
@@ -99,6 +100,13 @@ export class Inferences {
   /** The provider stream being read (`Reading`): `aborted()` ends it while a part is awaited from it. */
   #reading: Reading | undefined;
 
+  /** A transform's answer, with the run's signal put back when it is a copy that lost it. */
+  readonly #mend = (out: ReportedRequest, before: ReportedRequest): ReportedRequest =>
+    out === before || out.signal !== undefined ? out : { ...out, signal: this.#host.cancellation.signal };
+
+  /** The run's async context, taken when its loop is made: what an abort wakes runs in it (`aborted`). */
+  readonly #scope = new AsyncResource('awaken.inference');
+
   constructor(host: InferenceHost, options: InferenceOptions) {
     this.#host = host;
     this.#options = options;
@@ -113,7 +121,12 @@ export class Inferences {
 
   /** Wakes a read waiting on a provider that does not listen to the run's signal. */
   aborted(): void {
-    if (this.#reading?.waiting === true) this.#endRead(ABORTED);
+    const reading = this.#reading;
+    if (reading?.waiting !== true) return;
+    this.#reading = undefined;
+    // Called by the abort, in its caller's async context (another request's, say): what follows
+    // runs in the run's own, where a recorder files its draws and events under the run.
+    this.#scope.runInAsyncScope(this.#cut, this, reading, ABORTED);
   }
 
   /**
@@ -212,9 +225,9 @@ export class Inferences {
       const { model: overrideModel, ...rest } = overrides;
       request = new LoopRequest(overrideModel ?? resolved.modelName, messages, tools, Object.keys(rest).length > 0 ? rest : undefined, cancellation, threadId);
     }
-    const out = phase.applyRequestTransforms<ReportedRequest>(request);
-    // A transform's copy made by spreading the request lacks the getter: the signal is put back.
-    return out === request || out.signal !== undefined ? out : { ...out, signal: cancellation.signal };
+    // A transform's copy made by spreading the request lacks the getter: the signal is put back
+    // before the next transform sees it.
+    return phase.applyRequestTransforms<ReportedRequest>(request, this.#mend);
   }
 
   /** Every tool's descriptor, in registration order (one list while the run acts as one agent). */
@@ -276,7 +289,7 @@ export class Inferences {
         waiting: false,
       };
       if (this.#host.cancellation.aborted) {
-        resolve(this.#settleLater(reading, Promise.resolve(this.#inferred(ABORTED, iterator, acc, started))) as Promise<R>);
+        this.#settleLater(reading, Promise.resolve(this.#inferred(ABORTED, iterator, acc, started)));
         return;
       }
       this.#reading = reading;
@@ -332,29 +345,36 @@ export class Inferences {
     andThen(this.#host.emit({ event_type: 'tool_call_ready', id: call.id, name: call.name, arguments: call.arguments }), nothing);
 
   /**
-   * Ends the read in progress (once). A read that reached the stream's end goes on in the same turn
-   * (`#settle`); one cut short — by the run's abort, or a throw — goes on as it always has, a turn
-   * for its end, one for its completion and one for what follows (`#settleLater`), so what the cut
-   * stream still does as it closes (a recording provider writing the part it streamed) keeps its
-   * place among the run's draws and events.
+   * Ends the read in progress (once): one that reached the stream's end goes on in the same turn
+   * (`#settle`); one cut short (an abort, a throw) a turn at a time, as it always has (`#cut`), so
+   * what the cut stream does as it closes (a recorder writing its part) keeps its place in the run.
    */
   #endRead(end: ReadEnd): void {
     const reading = this.#reading;
     if (reading === undefined) return;
     this.#reading = undefined;
     if (end === READ) this.#settle(reading, end);
-    else
-      reading.resolve(
-        this.#settleLater(
-          reading,
-          Promise.resolve(end).then((cut) => this.#inferred(cut, reading.iterator, reading.acc, reading.started)),
-        ),
-      );
+    else this.#cut(reading, end);
   }
 
-  /** What follows a read's end that was cut short, or that never began (`#stream` on an aborted run): a turn each for the completion and for `then`. */
-  #settleLater(reading: Reading, inference: Promise<Inference>): Promise<unknown> {
-    return inference.then((i) => this.#completed(i, reading)).then(reading.onInference);
+  #cut(reading: Reading, end: ReadEnd): void {
+    this.#settleLater(
+      reading,
+      Promise.resolve(end).then((cut) => this.#inferred(cut, reading.iterator, reading.acc, reading.started)),
+    );
+  }
+
+  /** After a read cut short, or never begun (`#stream` on an aborted run): a turn for the completion, one for `then`. */
+  #settleLater(reading: Reading, inference: Promise<Inference>): void {
+    inference.then((i) => this.#completed(i, reading)).then((i) => this.#handOn(reading, i), reading.reject);
+  }
+
+  #handOn(reading: Reading, inference: Inference): void {
+    try {
+      reading.resolve(reading.onInference(inference));
+    } catch (e) {
+      reading.reject(e);
+    }
   }
 
   readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });

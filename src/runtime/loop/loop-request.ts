@@ -2,7 +2,7 @@ import type { InferenceOverride } from '../../contract/inference.ts';
 import type { Message } from '../../contract/message.ts';
 import type { ToolDescriptor } from '../../contract/tool.ts';
 import type { ReportedRequest } from '../context.ts';
-import type { RunSignal } from '../run-signal.ts';
+import { CANCELLATION, type RunSignal } from '../run-signal.ts';
 
 /**
  * A step's request as the loop makes it: plain data, and a `signal` that asks the run for its
@@ -14,9 +14,10 @@ export class LoopRequest implements ReportedRequest {
   readonly model: string;
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDescriptor[];
-  readonly overrides?: InferenceOverride;
+  // Declared, not a field: a request without overrides has no `overrides` key at all.
+  declare readonly overrides?: InferenceOverride;
   readonly threadId: string;
-  readonly #cancellation: RunSignal;
+  readonly [CANCELLATION]: RunSignal;
 
   constructor(
     model: string,
@@ -32,10 +33,10 @@ export class LoopRequest implements ReportedRequest {
     // Absent, not `undefined`, when there are none (as the request's readers have always seen it).
     if (overrides !== undefined) this.overrides = overrides;
     this.threadId = threadId;
-    this.#cancellation = cancellation;
+    this[CANCELLATION] = cancellation;
   }
 
   get signal(): AbortSignal {
-    return this.#cancellation.signal;
+    return this[CANCELLATION].signal;
   }
 }

@@ -164,80 +164,64 @@ describe('a run makes an AbortController only when something asks for its signal
 });
 
 describe('every copy of a request carries the run signal', () => {
-  /** A provider that waits until the run is cancelled; it reports the signal it was handed. */
-  const waitsForCancel =
-    (handed: (signal: AbortSignal | undefined) => void, cancel: () => void): LlmExecutor['stream'] =>
-    (request) => {
-      handed(request.signal);
+  /**
+   * Runs the agent `builder` makes around the stream it is given — a provider that waits until the
+   * run is cancelled, cancelling it once the caller holds the handle — and answers the signal the
+   * provider was handed, once the run ended cancelled.
+   */
+  async function handedWhenCancelled(builder: (stream: LlmExecutor['stream']) => AgentRuntimeBuilder): Promise<AbortSignal | undefined> {
+    let handedOn: AbortSignal | undefined;
+    let cancel: () => void = () => undefined;
+    const built = builder((request) => {
+      handedOn = request.signal;
       return (async function* (): AsyncGenerator<StreamPart> {
         const signal = request.signal;
         if (signal === undefined) return;
         const stopped = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-        // Cancelled from outside once the caller holds the run's handle.
         await new Promise((resolve) => setImmediate(resolve));
         cancel();
         await stopped;
       })();
-    };
-
-  it("a request transform's spread copy", async () => {
-    let handedOn: AbortSignal | undefined;
-    let cancel: () => void = () => undefined;
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('p', {
-        name: 'p',
-        stream: waitsForCancel(
-          (s) => (handedOn = s),
-          () => cancel(),
-        ),
-      })
-      .withModel('m', { provider: 'p', model_name: 'p' })
-      .withPlugin('copies', {
-        name: 'copies',
-        register: (r) => r.registerRequestTransform<{ messages: readonly unknown[] }>((q) => ({ ...q, messages: [...q.messages] })),
-      })
-      .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies'] })
-      .build();
+    }).build();
     if (!built.ok) throw new Error(JSON.stringify(built.error));
     const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
     if (!started.ok) throw new Error('not started');
     cancel = () => started.value.cancel();
     expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    return handedOn;
+  }
+
+  const over = (stream: LlmExecutor['stream']): AgentRuntimeBuilder =>
+    new AgentRuntimeBuilder().withEnv(deterministicEnv()).withProvider('p', { name: 'p', stream }).withModel('m', { provider: 'p', model_name: 'p' });
+
+  it("a request transform's spread copy", async () => {
+    const handedOn = await handedWhenCancelled((stream) =>
+      over(stream)
+        .withPlugin('copies', {
+          name: 'copies',
+          register: (r) => r.registerRequestTransform<{ messages: readonly unknown[] }>((q) => ({ ...q, messages: [...q.messages] })),
+        })
+        .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies'] }),
+    );
     expect(handedOn).toBeInstanceOf(AbortSignal);
     expect(handedOn?.aborted).toBe(true);
   });
 
   it('a transform after one that spread the request sees the signal', async () => {
     let seenByLater: unknown;
-    let handedOn: AbortSignal | undefined;
-    let cancel: () => void = () => undefined;
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('p', {
-        name: 'p',
-        stream: waitsForCancel(
-          (s) => (handedOn = s),
-          () => cancel(),
-        ),
-      })
-      .withModel('m', { provider: 'p', model_name: 'p' })
-      .withPlugin('copies', { name: 'copies', register: (r) => r.registerRequestTransform<object>((q) => ({ ...q })) })
-      .withPlugin('reads', {
-        name: 'reads',
-        register: (r) =>
-          r.registerRequestTransform<{ signal?: AbortSignal }>((q) => {
-            seenByLater = q.signal;
-            return q;
-          }),
-      })
-      .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies', 'reads'] })
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
-    if (!started.ok) throw new Error('not started');
-    cancel = () => started.value.cancel();
-    expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    const handedOn = await handedWhenCancelled((stream) =>
+      over(stream)
+        .withPlugin('copies', { name: 'copies', register: (r) => r.registerRequestTransform<object>((q) => ({ ...q })) })
+        .withPlugin('reads', {
+          name: 'reads',
+          register: (r) =>
+            r.registerRequestTransform<{ signal?: AbortSignal }>((q) => {
+              seenByLater = q.signal;
+              return q;
+            }),
+        })
+        .withAgentSpec({ id: 'a', model: 'm', plugin_ids: ['copies', 'reads'] }),
+    );
     expect(seenByLater).toBeInstanceOf(AbortSignal);
     expect(seenByLater).toBe(handedOn);
   });
@@ -274,34 +258,22 @@ describe('every copy of a request carries the run signal', () => {
   });
 
   it("a fallback model's request", async () => {
-    let handedOn: AbortSignal | undefined;
-    let cancel: () => void = () => undefined;
-    const built = new AgentRuntimeBuilder()
-      .withEnv(deterministicEnv())
-      .withProvider('down', {
-        name: 'down',
-        stream: () =>
-          (async function* (): AsyncGenerator<StreamPart> {
-            yield* [];
-            throw new Error('down');
-          })(),
-      })
-      .withProvider('spare', {
-        name: 'spare',
-        stream: waitsForCancel(
-          (s) => (handedOn = s),
-          () => cancel(),
-        ),
-      })
-      .withModel('main', { provider: 'down', model_name: 'main' })
-      .withModel('backup', { provider: 'spare', model_name: 'backup' })
-      .withAgentSpec({ id: 'a', model: 'main', sections: { retry: { max_retries: 0, fallback_models: ['backup'], backoff_base_ms: 0 } } })
-      .build();
-    if (!built.ok) throw new Error(JSON.stringify(built.error));
-    const started = await built.value.start({ messages: [Messages.user('go')] }, { emit: () => undefined });
-    if (!started.ok) throw new Error('not started');
-    cancel = () => started.value.cancel();
-    expect((await started.value.done).termination).toEqual({ type: 'cancelled' });
+    const handedOn = await handedWhenCancelled((stream) =>
+      new AgentRuntimeBuilder()
+        .withEnv(deterministicEnv())
+        .withProvider('down', {
+          name: 'down',
+          stream: () =>
+            (async function* (): AsyncGenerator<StreamPart> {
+              yield* [];
+              throw new Error('down');
+            })(),
+        })
+        .withProvider('spare', { name: 'spare', stream })
+        .withModel('main', { provider: 'down', model_name: 'main' })
+        .withModel('backup', { provider: 'spare', model_name: 'backup' })
+        .withAgentSpec({ id: 'a', model: 'main', sections: { retry: { max_retries: 0, fallback_models: ['backup'], backoff_base_ms: 0 } } }),
+    );
     expect(handedOn).toBeInstanceOf(AbortSignal);
     expect(handedOn?.aborted).toBe(true);
   });

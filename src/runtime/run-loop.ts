@@ -61,7 +61,7 @@ export class RunLoop implements BatchHost {
   readonly phase: PhaseRuntime;
   readonly threadId: string;
   readonly runId: string;
-  /** The run's cancellation: read as a flag; its `AbortSignal` is made when something asks for it (`signal`). */
+  /** The run's cancellation: read as a flag; its `AbortSignal` is made when a request or a tool context is asked for it. */
   readonly cancellation: RunSignal;
   readonly tap: RunTap | undefined;
   readonly #p: RunParams;

@@ -380,9 +380,9 @@ export class Inferences {
   readonly #failRead = (thrown: unknown): void => this.#endRead({ thrown });
 
   /**
-   * Reads the provider's parts into the read's accumulator, emitting their events, part after part: one promise for
-   * the inference, not one per part (a part's `then` goes straight to the next pull). Ends `READ` at the
-   * stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
+   * Reads the provider's parts into the read's accumulator, emitting their events, part after part:
+   * one promise for the inference, not one per part (a part's `then` goes straight to the next pull).
+   * Ends `READ` at the stream's end, `ABORTED` when the run's signal fires — between parts, or while the provider has not
    * answered (it may never; `aborted()` wakes the read) — or with what was thrown: by the provider,
    * the accumulator or a sink. A sink's promise is waited for before the next part (never cut short).
    * The callbacks are made once (`#pull`, `#onRead`, `#failRead`); the read in progress is

@@ -60,8 +60,38 @@ export default function setup(project: TestProject): (() => void) | undefined {
 }
 
 const run = promisify(execFile);
-const npm = async (args: readonly string[], cwd: string): Promise<string> =>
-  (await run('npm', [...args], { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } })).stdout;
+const npm = async (args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> =>
+  (await run('npm', [...args], { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false', ...env } }))
+    .stdout;
+
+/**
+ * What a user's install downloads and this machine cannot: better-sqlite3's prebuilt binary (its
+ * install script, prebuild-install, fetches it from GitHub, and compiles SQLite from source — a
+ * minute and more of CPU — when it cannot). The binary `npm ci` left in this repository is offered
+ * to the install as a local prebuild: the tarball prebuild-install would have downloaded, in the
+ * folder its per-package setting `npm_config_better_sqlite3_local_prebuilds` names. Its name carries
+ * the version, the Node ABI and the platform, and prebuild-install loads the binary before taking
+ * it, so one that does not fit is not used: the install compiles, as it does when nothing is here
+ * to offer (no binary, or `tar` failed).
+ */
+async function localPrebuilds(root: string): Promise<NodeJS.ProcessEnv> {
+  const pkg = join(repo, 'node_modules/better-sqlite3');
+  const binary = join(pkg, 'build/Release/better_sqlite3.node');
+  if (!existsSync(binary)) return {};
+  try {
+    const { version } = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as { version: string };
+    const dir = join(root, 'prebuilds');
+    mkdirSync(dir, { recursive: true });
+    // prebuild-install's platform part: `linux` on glibc, `linuxmusl` on musl.
+    const header = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header;
+    const libc = process.platform === 'linux' && header?.glibcVersionRuntime === undefined ? 'musl' : '';
+    const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}${libc}-${process.arch}.tar.gz`;
+    await run('tar', ['-czf', join(dir, name), '-C', pkg, 'build/Release/better_sqlite3.node']);
+    return { npm_config_better_sqlite3_local_prebuilds: dir };
+  } catch {
+    return {};
+  }
+}
 
 /** Packs and installs into `root/my-agent`; writes `root/packed.json` (or `root/failed.txt` with why). */
 async function make(root: string): Promise<void> {
@@ -77,7 +107,8 @@ async function make(root: string): Promise<void> {
     }[];
     if (info === undefined) throw new Error('npm pack said nothing');
     const commands = ['npm init -y', 'npm pkg set type=module', `npm install --no-audit --no-fund ./${info.filename} ${BESIDE.join(' ')}`];
-    for (const c of commands) await npm(c.split(' ').slice(1), dir);
+    const prebuilt = await localPrebuilds(root);
+    for (const c of commands) await npm(c.split(' ').slice(1), dir, c.startsWith('npm install') ? prebuilt : {});
     const packed: PackedProject = {
       dir,
       filename: info.filename,

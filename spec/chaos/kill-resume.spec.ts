@@ -1,10 +1,11 @@
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { killHard, startServe, type ServeProcess } from '../support/serve-process.ts';
 import { readFrames, type SseFrame } from '../support/server.ts';
 import { report, rngOf, SCALE } from './chaos.ts';
+import { countsOf, EMPTY_ROW, json, judgeEnded } from './crash-table.ts';
 
 /**
  * kill -9 of `awaken serve --recovery resume` at random points of runs that call a tool that may not
@@ -26,7 +27,6 @@ const RESUMED = (() => {
   return (/^```text\n(.*)\n```$/m.exec(section)?.[1] ?? 'no line in docs/server.md').trim();
 })();
 const APP = join(import.meta.dirname, 'fixtures/durable-app.ts');
-const json = (body: unknown): RequestInit => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 interface Figures {
   tried: number;
@@ -50,11 +50,6 @@ interface Figures {
   stuck: number;
   resumeMaxMs: number;
 }
-
-const countsOf = (file: string, thread: string): { charge: number; lookup: number } => {
-  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
-  return { charge: lines.filter((l) => l === `${thread} charge`).length, lookup: lines.filter((l) => l === `${thread} lookup`).length };
-};
 
 describe('kill -9 of awaken serve --recovery resume mid-run, then a restart on the same store', () => {
   it(`SQLite: ${KILLS} kill points; every killed run goes on and ends, no call that may not run twice runs twice`, async () => {
@@ -118,28 +113,20 @@ describe('kill -9 of awaken serve --recovery resume mid-run, then a restart on t
           f.stuck++;
           continue;
         }
-        const after = countsOf(counts, thread);
         // The server says at start-up whether it found the run running and took it up.
         if (s.log().includes(RESUMED)) f.resumed++;
         else f.endedBeforeKill++;
-        if (after.charge > 1) f.chargedTwice++;
-        if (after.lookup === 2) f.lookupReplayed++;
-        if (after.lookup > 2 || after.lookup < 1) f.overRun++;
-        const page = (await (await fetch(`${s.url}/v1/threads/${thread}/messages?limit=50`)).json()) as {
-          messages: { role: string; tool_call_id?: string; content: { text?: string }[] }[];
-        };
-        const shape = page.messages.map((m) => (m.role === 'tool' ? `tool:${m.tool_call_id}` : m.role));
-        if (JSON.stringify(shape) !== JSON.stringify(['user', 'assistant', 'tool:c1', 'tool:c2', 'assistant'])) f.duplicated++;
-        const chargeText =
-          page.messages
-            .find((m) => m.role === 'tool' && m.tool_call_id === 'c1')
-            ?.content.map((c) => c.text ?? '')
-            .join('') ?? '';
-        const unknown = chargeText.startsWith('The outcome of tool call c1 (charge) is unknown');
-        if (unknown) f.indeterminate++;
-        if (after.charge === 0 && !unknown) f.neverRanAnswered++;
-        if (unknown && after.charge > before.charge) f.indeterminateRunAfter++;
-        if (unknown && after.charge === 0) f.indeterminateNeverRan++;
+        // Judged as the crash-point tables judge a run that ended by itself.
+        const row = { ...EMPTY_ROW };
+        await judgeEnded(s.url, thread, counts, before, row);
+        f.chargedTwice += row.chargedTwice;
+        f.indeterminate += row.indeterminate;
+        f.indeterminateRunAfter += row.indeterminateRunAfter;
+        if (row.chargedNever === 1 && row.indeterminate === 0) f.neverRanAnswered++;
+        if (row.chargedNever === 1 && row.indeterminate === 1) f.indeterminateNeverRan++;
+        if (countsOf(counts, thread).lookup === 2) f.lookupReplayed++;
+        f.overRun += row.lookupOverRun;
+        f.duplicated += row.badHistory;
       }
     } finally {
       await s.stop();

@@ -9,13 +9,14 @@ export const MAX_JSON_DEPTH = 512;
 
 /**
  * Whether `value` is JSON: finite numbers, plain objects and arrays, no cycles, at most
- * `MAX_JSON_DEPTH` levels. Every own key counts, `__proto__` included.
+ * `MAX_JSON_DEPTH` levels. Every own key counts, `__proto__` included. A cycle is found by the
+ * depth bound (it is a path without end), so the walk keeps no record of where it has been.
  */
 export function isJsonValue(value: unknown): value is JsonValue {
-  return check(value, 0, new Set());
+  return check(value, 0);
 }
 
-function check(value: unknown, depth: number, ancestors: Set<object>): boolean {
+function check(value: unknown, depth: number): boolean {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -24,18 +25,15 @@ function check(value: unknown, depth: number, ancestors: Set<object>): boolean {
       return Number.isFinite(value);
     case 'object': {
       if (value === null) return true;
-      if (depth >= MAX_JSON_DEPTH || ancestors.has(value)) return false;
-      ancestors.add(value);
-      let ok = true;
+      if (depth >= MAX_JSON_DEPTH) return false;
       if (Array.isArray(value)) {
-        for (let i = 0; ok && i < value.length; i++) ok = check(value[i], depth + 1, ancestors);
-      } else {
-        const proto = Object.getPrototypeOf(value) as unknown;
-        if (proto !== Object.prototype && proto !== null) ok = false;
-        else for (const key of Object.keys(value)) if (!(ok = check((value as Record<string, unknown>)[key], depth + 1, ancestors))) break;
+        for (let i = 0; i < value.length; i++) if (!check(value[i], depth + 1)) return false;
+        return true;
       }
-      ancestors.delete(value);
-      return ok;
+      const proto = Object.getPrototypeOf(value) as unknown;
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in value) if (Object.hasOwn(value, key) && !check((value as Record<string, unknown>)[key], depth + 1)) return false;
+      return true;
     }
     default:
       return false;

@@ -38,9 +38,13 @@ import {
 export class TranscriptLog {
   readonly lines: string[] = [];
   /** The run's requests, each written as its change from the one before (whatever provider it went to). */
-  readonly requests = new RequestChain();
+  readonly requests: RequestChain;
   #events = 0;
   #llm = 0;
+
+  constructor(requests = new RequestChain()) {
+    this.requests = requests;
+  }
 
   get eventCount(): number {
     return this.#events;
@@ -52,9 +56,16 @@ export class TranscriptLog {
 
   /** Writes a record in its canonical form (the schema's key order, defaults filled, extras dropped). */
   push(record: object): void {
+    this.lines.push(this.lineOf(record));
+  }
+
+  /** The canonical line of a record (an env draw's built directly: they are a third of a transcript). */
+  protected lineOf(record: object): string {
+    const env = envLineOf(record);
+    if (env !== undefined) return env;
     const parsed = parseRecord(record);
     if (!parsed.success) throw new Error(`recorder: invalid ${String((record as { type?: unknown }).type)} record: ${parsed.error.message}`);
-    this.lines.push(JSON.stringify(parsed.data));
+    return JSON.stringify(parsed.data);
   }
 
   /** A deterministic env's seed only matters to random draws: without any, it is not written. */
@@ -72,6 +83,28 @@ export class TranscriptLog {
 
   text(): string {
     return `${this.lines.join('\n')}\n`;
+  }
+}
+
+/**
+ * An env record's canonical line, written as the schema would write it (its keys in the schema's
+ * order), or undefined for the schema to judge: a draw that is not a finite number or a string.
+ */
+function envLineOf(record: object): string | undefined {
+  const r = record as { type?: unknown; draw?: unknown; value?: unknown; kind?: unknown; ms?: unknown };
+  if (r.type !== 'env') return undefined;
+  switch (r.draw) {
+    case 'now':
+    case 'random':
+      return Number.isFinite(r.value) ? `{"type":"env","draw":"${r.draw}","value":${JSON.stringify(r.value)}}` : undefined;
+    case 'id':
+      return typeof r.kind === 'string' && typeof r.value === 'string'
+        ? `{"type":"env","draw":"id","kind":${JSON.stringify(r.kind)},"value":${JSON.stringify(r.value)}}`
+        : undefined;
+    case 'sleep':
+      return Number.isFinite(r.ms) ? `{"type":"env","draw":"sleep","ms":${JSON.stringify(r.ms)}}` : undefined;
+    default:
+      return undefined;
   }
 }
 

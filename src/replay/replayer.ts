@@ -29,7 +29,7 @@ import {
   clientInputsOf,
   configDigest,
   applyDeltas,
-  chainDigest,
+  chainDigestIn,
   decisionFieldProblem,
   decisionOf,
   endRecordOf,
@@ -148,6 +148,23 @@ const RECORD_TYPES: ReadonlySet<string> = new Set(['header', 'env', 'llm', 'tool
 const EVENT_LINE = /^\{"type":"event","seq":\d+,"event":(.*)\}$/;
 const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":(\{.*\})\}$/;
 
+/** An `event` line of the event form, taken as it is: its JSON is read only if asked for. */
+class EventLine {
+  readonly type = 'event' as const;
+  readonly seq: number;
+  /** The event's JSON as the line has it. */
+  readonly payload: string;
+
+  constructor(seq: number, payload: string) {
+    this.seq = seq;
+    this.payload = payload;
+  }
+
+  get event(): JsonValue {
+    return JSON.parse(this.payload) as JsonValue;
+  }
+}
+
 /**
  * A line as `readLine` reads it but for an `event` line: its payload is compared byte for byte with
  * what the replayed run emits (always canonical JSON), so a line of the event form is taken as it is
@@ -156,15 +173,7 @@ const CANONICAL_EVENT_LINE = /^\{"type":"event","seq":(0|[1-9]\d{0,14}),"event":
 function readReplayLine(t: string, line: number): ReadLine {
   const m = CANONICAL_EVENT_LINE.exec(t);
   if (m === null) return readLine(t, line);
-  const payload = m[2] as string;
-  const record = {
-    type: 'event' as const,
-    seq: Number(m[1]),
-    get event(): JsonValue {
-      return JSON.parse(payload) as JsonValue;
-    },
-  };
-  return { line, text: t, ok: true, record };
+  return { line, text: t, ok: true, record: new EventLine(Number(m[1]), m[2] as string) };
 }
 
 /**
@@ -270,7 +279,8 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
   // What the replay writes, beside the transcript: the first line where they differ is where its history changed.
   let historyFirst = false;
   const strict = new StrictLog(
-    lines,
+    // An event line is taken as it is, not read (`readReplayLine`): it is no record known canonical.
+    lines.map((l) => ({ line: l.line, text: l.text, trusted: l.ok && l.record.type !== 'event' })),
     (m) => {
       // An event that is there but says something else is the event comparison's to report.
       if (sameEvent(m)) return;
@@ -278,6 +288,7 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
       diverge(historyDivergence(m));
     },
     (recorded, replayed) => recorded === replayed || cancelledAlike(recorded, replayed),
+    new RequestChain(session.digests),
   );
   session.strict = strict;
   /**
@@ -656,21 +667,25 @@ class ReplaySession {
   /** The recorded requests' digest chain (undefined after an unreadable one), their changes, and the replayed run's chain. */
   #previousDigest: string | null | undefined = null;
   readonly #deltas: (RequestDelta | undefined)[] = [];
-  readonly #requests = new RequestChain();
+  /** Request digests taken, by the text they cover: for the replay's own chains too (`chainDigestIn`). */
+  readonly digests = new Map<string, string>();
+  readonly #requests = new RequestChain(this.digests);
   #ends = 0;
   /** The line of each record handed to a port, and of each event. */
-  readonly #lines = new WeakMap<object, number>();
+  readonly #lines = new Map<object, number>();
   readonly #eventLines: number[] = [];
-  readonly #types = new Map<number, string>();
+  /** The records after the header, as read (the type of the record on a line is looked up only for a report). */
+  readonly #read: readonly ReadLine[];
+  readonly #headerLine: number;
   #last = 1;
   #randomDraws = 0;
   /** What the replay writes, beside the transcript (set once the replay has it). */
   strict: StrictLog | undefined;
 
   constructor(lines: readonly ReadLine[], headerLine: number) {
-    this.#types.set(headerLine, 'header');
+    this.#read = lines;
+    this.#headerLine = headerLine;
     for (const l of lines) {
-      this.#types.set(l.line, l.ok ? l.record.type : l.type !== undefined && RECORD_TYPES.has(l.type) ? l.type : 'unknown');
       this.#last = l.line;
       if (!l.ok) {
         const corrupt = { corrupt: l.reason, line: l.line };
@@ -700,7 +715,7 @@ class ReplaySession {
               line: l.line,
             });
           this.#eventLines.push(l.line);
-          this.expectedEvents.push(EVENT_LINE.exec(l.text)?.[1] ?? JSON.stringify(r.event));
+          this.expectedEvents.push(r instanceof EventLine ? r.payload : (EVENT_LINE.exec(l.text)?.[1] ?? JSON.stringify(r.event)));
           break;
         case 'env':
           this.#env.push(r);
@@ -713,7 +728,7 @@ class ReplaySession {
               atEvent: this.expectedEvents.length,
               line: l.line,
             });
-          if (this.#previousDigest !== undefined && chainDigest(this.#previousDigest, r.request) !== r.digest) {
+          if (this.#previousDigest !== undefined && chainDigestIn(this.digests, this.#previousDigest, r.request) !== r.digest) {
             this.problems.push({
               message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`,
               atEvent: this.expectedEvents.length,
@@ -891,7 +906,15 @@ class ReplaySession {
     if (line === undefined) return undefined;
     // Past the transcript's end: the record the replay has there (the port names its type).
     const past = line > this.#last && divergence !== undefined && divergence.port !== 'transcript' ? divergence.port : undefined;
-    return { line, record: this.#types.get(line) ?? past ?? 'unknown' };
+    return { line, record: this.#typeAt(line) ?? past ?? 'unknown' };
+  }
+
+  /** The type of the record on `line`, as read ('unknown' for a line that names none); undefined past the last. */
+  #typeAt(line: number): string | undefined {
+    if (line === this.#headerLine) return 'header';
+    const l = this.#read.find((x) => x.line === line);
+    if (l === undefined) return undefined;
+    return l.ok ? l.record.type : l.type !== undefined && RECORD_TYPES.has(l.type) ? l.type : 'unknown';
   }
 
   /** Checks what the header says of the environment against what the run drew. */

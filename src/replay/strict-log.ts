@@ -1,5 +1,7 @@
 import { TranscriptLog } from './recorder.ts';
+import type { RequestChain } from './transcript.ts';
 import type { AgentEvent } from '../contract/event.ts';
+import { isJsonValue } from '../contract/json.ts';
 
 /**
  * Runs `f` once every promise job queued before it, and every job those queue, has run: a tick
@@ -40,6 +42,8 @@ export class StrictLog extends TranscriptLog {
   /** The transcript's non-blank lines, header first, and the line number of each. */
   readonly #input: readonly string[];
   readonly #numbers: readonly number[];
+  /** Whether each input line was read as a valid record in canonical form. */
+  readonly #canonical: readonly boolean[];
   readonly #byLine = new Map<number, string>();
   #mismatch: Mismatch | undefined;
   #onMismatch: ((m: Mismatch) => void) | undefined;
@@ -51,19 +55,22 @@ export class StrictLog extends TranscriptLog {
 
   /**
    * `input`: the transcript's lines that are not blank, header first, each with its line number (a
-   * blank line is no record: it is skipped, as reading skips it). The header is taken as it is: it
-   * is checked on its own.
+   * blank line is no record: it is skipped, as reading skips it), and whether it was read as a valid
+   * record in canonical form (`trusted`). The header is taken as it is: it is checked on its own.
    */
   constructor(
-    input: readonly { readonly line: number; readonly text: string }[],
+    input: readonly { readonly line: number; readonly text: string; readonly trusted?: boolean }[],
     onMismatch: (m: Mismatch) => void,
     /** Whether a line the replay wrote stands for the recorded one (byte equality, unless told otherwise). */
     same: (recorded: string, replayed: string) => boolean = (a, b) => a === b,
+    /** The chain the replay's requests are recorded in (a new one unless given). */
+    requests?: RequestChain,
   ) {
-    super();
+    super(requests);
     this.#same = same;
     this.#input = input.map((l) => l.text);
     this.#numbers = input.map((l) => l.line);
+    this.#canonical = input.map((l) => l.trusted === true);
     for (const l of input) this.#byLine.set(l.line, l.text);
     this.#onMismatch = onMismatch;
     this.lines.push(this.#input[0] ?? '');
@@ -97,6 +104,7 @@ export class StrictLog extends TranscriptLog {
    */
   before(line: number, count: number, match: (text: string) => boolean): number[] | undefined {
     const found: number[] = [];
+    if (count === 0) return found;
     for (let j = this.#numbers.indexOf(line) - 1; j > 0 && found.length < count; j--)
       if (match(this.#input[j] as string)) found.unshift(this.#numbers[j] as number);
     return found.length === count ? found : undefined;
@@ -125,6 +133,18 @@ export class StrictLog extends TranscriptLog {
 
   get mismatch(): Mismatch | undefined {
     return this.#mismatch;
+  }
+
+  /**
+   * A record that writes, as plain JSON, exactly the canonical line it replays is that line: the
+   * schema's output depends on the JSON alone, and that line's is itself. Anything else is written
+   * through the schema, as recording writes it.
+   */
+  protected override lineOf(record: object): string {
+    const j = this.lines.length;
+    const recorded = this.#input[j];
+    if (recorded !== undefined && this.#canonical[j] === true && isJsonValue(record) && JSON.stringify(record) === recorded) return recorded;
+    return super.lineOf(record);
   }
 
   override push(record: object): void {

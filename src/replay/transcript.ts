@@ -354,11 +354,18 @@ export function endRecordOf(
   },
   messages: readonly Message[],
 ): EndRecord {
-  return EndRecordSchema.parse({
+  return {
     type: 'end',
-    result: { response: result.response, steps: result.steps, termination: result.termination, usage: result.usage, inference_errors: result.inferenceErrors },
-    messages,
-  });
+    result: EndRecordSchema.shape.result.parse({
+      response: result.response,
+      steps: result.steps,
+      termination: result.termination,
+      usage: result.usage,
+      inference_errors: result.inferenceErrors,
+    }),
+    // Each message in the form the schema gives it, kept per message: the run's requests made most of them.
+    messages: messages.map((m) => canonicalOf(m, MessageSchema)),
+  };
 }
 
 export const RecordSchema = z.union([
@@ -499,6 +506,12 @@ export class RequestChain {
   readonly #texts: string[] = [];
   #tools: string | undefined;
   #digest: string | null = null;
+  readonly #memo: Map<string, string> | undefined;
+
+  /** `memo`: digests already taken, by the text they cover (`chainDigestIn`), shared with whoever else hashes the same requests. */
+  constructor(memo?: Map<string, string>) {
+    this.#memo = memo;
+  }
 
   next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): {
     readonly delta: RequestDelta;
@@ -527,13 +540,28 @@ export class RequestChain {
       ...(r.overrides !== undefined ? { overrides: InferenceOverrideSchema.parse(r.overrides) } : {}),
     } as RequestDelta;
     this.#tools = toolsText;
-    this.#digest = chainDigest(this.#digest, delta);
+    this.#digest = this.#memo === undefined ? chainDigest(this.#digest, delta) : chainDigestIn(this.#memo, this.#digest, delta);
     return { delta, digest: this.#digest };
   }
 }
 
 /** The digest of a request given as its change, after the previous request's digest (null for the first). */
 export const chainDigest = (previous: string | null, delta: RequestDelta): string => digestOf({ previous, request: delta });
+
+/**
+ * `chainDigest`, kept in `memo` by the text it covers: a replay meets each request three times (the
+ * recorded one checked against its digest, the replayed one at its port, and again as it re-records
+ * it), and one hash serves the three when they are the same.
+ */
+export function chainDigestIn(memo: Map<string, string>, previous: string | null, delta: RequestDelta): string {
+  const text = JSON.stringify({ previous, request: delta });
+  let digest = memo.get(text);
+  if (digest === undefined) {
+    digest = `sha256:${createHash('sha256').update(text).digest('hex')}`;
+    memo.set(text, digest);
+  }
+  return digest;
+}
 
 /** The full requests of a chain of changes, in order (undefined past a change that does not apply). */
 export function applyDeltas(deltas: readonly RequestDelta[]): (NormalisedRequest | undefined)[] {

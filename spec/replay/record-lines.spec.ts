@@ -1,0 +1,184 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { type Message, Messages } from '../../src/contract/message.ts';
+import { TranscriptLog } from '../../src/replay/recorder.ts';
+import { type Mismatch, StrictLog } from '../../src/replay/strict-log.ts';
+import { chainDigest, chainDigestIn, EndRecordSchema, endRecordOf, parseRecord, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
+import { message, terminationReason, tokenUsage } from '../../src/testing/arbitraries.ts';
+
+/**
+ * How a record becomes its line without the schema where the answer is known — an env draw built
+ * from its fields, a replayed record that writes exactly the canonical line it replays — and that
+ * the line is always the one the schema writes, and refused where the schema refuses.
+ */
+
+/** The line the schema writes for a record, or the error recording throws for it. */
+function bySchema(record: object): { line: string } | { error: string } {
+  const parsed = parseRecord(record);
+  return parsed.success
+    ? { line: JSON.stringify(parsed.data) }
+    : { error: `recorder: invalid ${String((record as { type?: unknown }).type)} record: ${parsed.error.message}` };
+}
+
+function written(log: TranscriptLog, record: object): { line: string } | { error: string } {
+  try {
+    log.push(record);
+    return { line: log.lines.at(-1) as string };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
+}
+
+const value = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(0, -0, 1e21, 1.5e-7, 1700000000000, Number.NaN, Number.POSITIVE_INFINITY),
+  fc.string(),
+  fc.constant(undefined),
+  fc.constant(null),
+);
+/** Env records as a recording env builds them, and as nobody should: other draws, wrong types, extra keys. */
+const envRecord = fc
+  .record(
+    {
+      draw: fc.constantFrom('now', 'random', 'id', 'sleep', 'other'),
+      value,
+      kind: fc.oneof(fc.string(), fc.constant(3)),
+      ms: value,
+      extra: fc.jsonValue(),
+    },
+    { requiredKeys: ['draw'] },
+  )
+  .map((r) => ({ type: 'env', ...r }));
+
+describe('writing a record line', () => {
+  it('property: an env record is written as the schema writes it, and refused as the schema refuses it', () => {
+    fc.assert(
+      fc.property(envRecord, (record) => {
+        expect(written(new TranscriptLog(), record)).toEqual(bySchema(record));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('refuses a draw that is no finite number, naming the record', () => {
+    expect(written(new TranscriptLog(), { type: 'env', draw: 'now', value: Number.NaN })).toEqual(bySchema({ type: 'env', draw: 'now', value: Number.NaN }));
+    expect(() => new TranscriptLog().push({ type: 'env', draw: 'sleep', ms: Number.POSITIVE_INFINITY })).toThrow(/^recorder: invalid env record: /);
+  });
+});
+
+const call = { type: 'tool', call_id: 'c1', name: 'echo', arguments: { text: 'hi' }, activity: [] };
+/** A tool record's canonical line, as recording writes it. */
+function canonicalLine(record: object): string {
+  const log = new TranscriptLog();
+  log.push(record);
+  return log.lines[0] as string;
+}
+
+/** A strict log over a header and one recorded line; what it reports. */
+function replayOver(recorded: string, trusted: boolean): { log: StrictLog; mismatches: Mismatch[] } {
+  const mismatches: Mismatch[] = [];
+  const log = new StrictLog(
+    [
+      { line: 1, text: '{"type":"header"}' },
+      { line: 2, text: recorded, trusted },
+    ],
+    (m) => mismatches.push(m),
+  );
+  return { log, mismatches };
+}
+
+describe('a replay writes the line it replays when its record is that line', () => {
+  const result = { tool_name: 'echo', status: 'success', data: { at: '1970-01-01T00:00:00.000Z' }, message: null };
+
+  it('takes a record whose JSON is the canonical line it replays as that line', () => {
+    const line = canonicalLine({ ...call, result });
+    const { log, mismatches } = replayOver(line, true);
+    log.push({ ...call, result });
+    expect(log.lines).toEqual(['{"type":"header"}', line]);
+    expect(mismatches).toEqual([]);
+  });
+
+  it('writes through the schema a record whose JSON equals a line not known canonical: the difference is reported', () => {
+    // `extra` is dropped by the schema: the line with it is not what recording writes.
+    const edited = JSON.stringify({ ...call, result, extra: 1 });
+    const { log, mismatches } = replayOver(edited, false);
+    log.push({ ...call, result, extra: 1 });
+    const canonical = canonicalLine({ ...call, result });
+    expect(log.lines[1]).toBe(canonical);
+    expect(mismatches).toEqual([{ line: 2, recorded: edited, replayed: canonical }]);
+  });
+
+  it('refuses, as recording does, a record that only writes as the line (a Date where JSON is due)', () => {
+    const line = canonicalLine({ ...call, result });
+    const { log } = replayOver(line, true);
+    const dated = { ...call, result: { ...result, data: { at: new Date(0) } } };
+    expect(JSON.stringify(dated)).toBe(line);
+    expect(() => log.push(dated)).toThrow(/^recorder: invalid tool record: /);
+  });
+});
+
+describe('request digests taken once for a replay', () => {
+  const delta = fc.record({
+    model: fc.string(),
+    kept: fc.nat(),
+    messages: fc.array(
+      fc.string().map((t) => Messages.user(t)),
+      { maxLength: 3 },
+    ),
+  }) as fc.Arbitrary<RequestDelta>;
+  const previous = fc.option(fc.string().map((s) => `sha256:${s}`));
+
+  it('property: a digest kept in a memo is the digest, and a second ask of the same text is answered from it', () => {
+    fc.assert(
+      fc.property(previous, delta, previous, (p, d, other) => {
+        const memo = new Map<string, string>();
+        expect(chainDigestIn(memo, p, d)).toBe(chainDigest(p, d));
+        expect(chainDigestIn(memo, p, structuredClone(d))).toBe(chainDigest(p, d));
+        expect(memo.size).toBe(1);
+        expect(chainDigestIn(memo, other, d)).toBe(chainDigest(other, d));
+        expect(memo.size).toBe(other === p ? 1 : 2);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives a chain with a memo the digests a chain without one gives', () => {
+    const memo = new Map<string, string>();
+    const [plain, memoised] = [new RequestChain(), new RequestChain(memo)];
+    const history = [Messages.user('a')];
+    for (let i = 0; i < 4; i++) {
+      const request = { model: 'm', messages: [...history], tools: [] };
+      expect(memoised.next(request)).toEqual(plain.next(request));
+      history.push(Messages.assistant(`r${i}`), Messages.user(`q${i}`));
+    }
+    expect(memo.size).toBe(4);
+  });
+});
+
+describe('the end record', () => {
+  it('property: is what its schema makes of the run, its messages in canonical form whether seen before or not', () => {
+    const result = fc.record({
+      response: fc.string(),
+      steps: fc.nat(),
+      termination: terminationReason(),
+      usage: tokenUsage(),
+      inferenceErrors: fc.constant([]),
+    });
+    // Messages as code may build them: keys in another order, a key the schema does not know.
+    const asWritten = message().map((m) => ({ extra: 1, ...Object.fromEntries(Object.entries(m).reverse()) }) as unknown as Message);
+    fc.assert(
+      fc.property(result, fc.array(asWritten, { maxLength: 5 }), fc.boolean(), (r, messages, seen) => {
+        // A chain that has sent them canonicalises them first, as a run's requests do.
+        if (seen) new RequestChain().next({ model: 'm', messages, tools: [] });
+        const bySchema = EndRecordSchema.parse({
+          type: 'end',
+          result: { response: r.response, steps: r.steps, termination: r.termination, usage: r.usage, inference_errors: r.inferenceErrors },
+          messages,
+        });
+        expect(JSON.stringify(endRecordOf(r, messages))).toBe(JSON.stringify(bySchema));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

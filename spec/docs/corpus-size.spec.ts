@@ -7,9 +7,11 @@ import { repo } from './sessions.ts';
 describe('the replay corpus as the docs count it', () => {
   const files = readdirSync(join(repo, 'fixtures/runs')).filter((f) => f.endsWith('.jsonl'));
 
-  it('docs/transcript-format.md: the runs there are now', () => {
+  it('docs/transcript-format.md: the runs there are now, and their events', () => {
     const doc = readFileSync(join(repo, 'docs/transcript-format.md'), 'utf8').replace(/\s+/g, ' ');
-    expect(Number(/; it has (\d+) runs now\)/.exec(doc)?.[1])).toBe(files.length);
+    const events = files.reduce((n, f) => n + (readFileSync(join(repo, 'fixtures/runs', f), 'utf8').match(/^\{"type":"event"/gm)?.length ?? 0), 0);
+    const said = /the corpus \((\d+) short runs, ([\d,]+) events\)/.exec(doc);
+    expect([Number(said?.[1]), Number(said?.[2]?.replaceAll(',', ''))]).toEqual([files.length, events]);
   });
 
   it('README: `npm run replay` replays that many runs', () => {

@@ -25,7 +25,14 @@ describe('JSON values', () => {
   it('refuses what JSON cannot carry', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic['self'] = cyclic;
-    for (const bad of [Number.NaN, Infinity, undefined, () => 1, new Date(0), new Map(), cyclic, [1, undefined], { a: Symbol('x') }, 10n]) {
+    const a: unknown[] = [1];
+    a.push([a]);
+    // A cycle of 40 objects, each with a sibling that is JSON: longer than the depth walked without a path kept.
+    const ring: Record<string, unknown> = { ok: [1, 'x'] };
+    let last = ring;
+    for (let i = 0; i < 39; i++) last = last['next'] = { ok: { n: i } };
+    last['next'] = ring;
+    for (const bad of [Number.NaN, Infinity, undefined, () => 1, new Date(0), new Map(), cyclic, a, ring, [1, undefined], { a: Symbol('x') }, 10n]) {
       expect(isJsonValue(bad), String(bad)).toBe(false);
       expect(JsonValueSchema.safeParse(bad).success).toBe(false);
     }

@@ -9,14 +9,20 @@ export const MAX_JSON_DEPTH = 512;
 
 /**
  * Whether `value` is JSON: finite numbers, plain objects and arrays, no cycles, at most
- * `MAX_JSON_DEPTH` levels. Every own key counts, `__proto__` included. A cycle is found by the
- * depth bound (it is a path without end), so the walk keeps no record of where it has been.
+ * `MAX_JSON_DEPTH` levels. Every own key counts, `__proto__` included.
  */
 export function isJsonValue(value: unknown): value is JsonValue {
-  return check(value, 0);
+  return check(value, 0, undefined);
 }
 
-function check(value: unknown, depth: number): boolean {
+/**
+ * From this depth on the walk keeps the objects on its path, so a cycle is found within one turn of
+ * it; above it (where nearly every value ends) it keeps none and makes no set. A cycle is a path
+ * without end, so it always comes this deep.
+ */
+const PATH_KEPT_FROM = 32;
+
+function check(value: unknown, depth: number, path: Set<object> | undefined): boolean {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -26,18 +32,30 @@ function check(value: unknown, depth: number): boolean {
     case 'object': {
       if (value === null) return true;
       if (depth >= MAX_JSON_DEPTH) return false;
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) if (!check(value[i], depth + 1)) return false;
-        return true;
+      let below = path;
+      if (depth >= PATH_KEPT_FROM) {
+        below ??= new Set();
+        if (below.has(value)) return false;
+        below.add(value);
       }
-      const proto = Object.getPrototypeOf(value) as unknown;
-      if (proto !== Object.prototype && proto !== null) return false;
-      for (const key in value) if (Object.hasOwn(value, key) && !check((value as Record<string, unknown>)[key], depth + 1)) return false;
-      return true;
+      const ok = checkMembers(value, depth + 1, below);
+      if (depth >= PATH_KEPT_FROM) below?.delete(value);
+      return ok;
     }
     default:
       return false;
   }
+}
+
+function checkMembers(value: object, depth: number, path: Set<object> | undefined): boolean {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!check(value[i], depth, path)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key in value) if (Object.hasOwn(value, key) && !check((value as Record<string, unknown>)[key], depth, path)) return false;
+  return true;
 }
 
 /**

@@ -91,18 +91,20 @@ export class TranscriptLog {
  * order), or undefined for the schema to judge: a draw that is not a finite number or a string.
  */
 function envLineOf(record: object): string | undefined {
-  const r = record as { type?: unknown; draw?: unknown; value?: unknown; kind?: unknown; ms?: unknown };
-  if (r.type !== 'env') return undefined;
-  switch (r.draw) {
+  if (Array.isArray(record)) return undefined;
+  // Each field read once, as the schema reads it.
+  const { type, draw, value, kind, ms } = record as { type?: unknown; draw?: unknown; value?: unknown; kind?: unknown; ms?: unknown };
+  if (type !== 'env') return undefined;
+  switch (draw) {
     case 'now':
     case 'random':
-      return Number.isFinite(r.value) ? `{"type":"env","draw":"${r.draw}","value":${JSON.stringify(r.value)}}` : undefined;
+      return typeof value === 'number' && Number.isFinite(value) ? `{"type":"env","draw":"${draw}","value":${JSON.stringify(value)}}` : undefined;
     case 'id':
-      return typeof r.kind === 'string' && typeof r.value === 'string'
-        ? `{"type":"env","draw":"id","kind":${JSON.stringify(r.kind)},"value":${JSON.stringify(r.value)}}`
+      return typeof kind === 'string' && typeof value === 'string'
+        ? `{"type":"env","draw":"id","kind":${JSON.stringify(kind)},"value":${JSON.stringify(value)}}`
         : undefined;
     case 'sleep':
-      return Number.isFinite(r.ms) ? `{"type":"env","draw":"sleep","ms":${JSON.stringify(r.ms)}}` : undefined;
+      return typeof ms === 'number' && Number.isFinite(ms) ? `{"type":"env","draw":"sleep","ms":${JSON.stringify(ms)}}` : undefined;
     default:
       return undefined;
   }

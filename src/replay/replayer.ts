@@ -279,8 +279,9 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
   // What the replay writes, beside the transcript: the first line where they differ is where its history changed.
   let historyFirst = false;
   const strict = new StrictLog(
-    // An event line is taken as it is, not read (`readReplayLine`): it is no record known canonical.
-    lines.map((l) => ({ line: l.line, text: l.text, trusted: l.ok && l.record.type !== 'event' })),
+    // An event line is taken as it is (`readReplayLine`), but no record is compared with one here:
+    // events are written as they are emitted, not as records.
+    lines.map((l) => ({ line: l.line, text: l.text, trusted: l.ok })),
     (m) => {
       // An event that is there but says something else is the event comparison's to report.
       if (sameEvent(m)) return;

@@ -1,7 +1,7 @@
 import { TranscriptLog } from './recorder.ts';
 import type { RequestChain } from './transcript.ts';
 import type { AgentEvent } from '../contract/event.ts';
-import { isJsonValue } from '../contract/json.ts';
+import { isJsonValue, type JsonValue } from '../contract/json.ts';
 
 /**
  * Runs `f` once every promise job queued before it, and every job those queue, has run: a tick
@@ -9,6 +9,23 @@ import { isJsonValue } from '../contract/json.ts';
  * before the jobs already waiting).
  */
 const later = (f: () => void): void => queueMicrotask(() => process.nextTick(f));
+
+/**
+ * Whether every field of a JSON value's objects is one its JSON shows: a field that is not
+ * enumerable is left out of the JSON, but a schema that names it reads it. `value` is JSON
+ * (`isJsonValue`), so the walk ends.
+ */
+function allShown(value: JsonValue): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  if (Array.isArray(value)) return value.every(allShown);
+  let shown = 0;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (!allShown(value[key] as JsonValue)) return false;
+    shown++;
+  }
+  return Object.getOwnPropertyNames(value).length === shown;
+}
 
 /** The first line where what a replay re-records leaves the transcript it replays, with both sides. */
 export interface Mismatch {
@@ -143,7 +160,8 @@ export class StrictLog extends TranscriptLog {
   protected override lineOf(record: object): string {
     const j = this.lines.length;
     const recorded = this.#input[j];
-    if (recorded !== undefined && this.#canonical[j] === true && isJsonValue(record) && JSON.stringify(record) === recorded) return recorded;
+    if (recorded !== undefined && this.#canonical[j] === true && isJsonValue(record) && allShown(record) && JSON.stringify(record) === recorded)
+      return recorded;
     return super.lineOf(record);
   }
 

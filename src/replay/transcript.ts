@@ -354,18 +354,11 @@ export function endRecordOf(
   },
   messages: readonly Message[],
 ): EndRecord {
-  return {
+  return EndRecordSchema.parse({
     type: 'end',
-    result: EndRecordSchema.shape.result.parse({
-      response: result.response,
-      steps: result.steps,
-      termination: result.termination,
-      usage: result.usage,
-      inference_errors: result.inferenceErrors,
-    }),
-    // Each message in the form the schema gives it, kept per message: the run's requests made most of them.
-    messages: messages.map((m) => canonicalOf(m, MessageSchema)),
-  };
+    result: { response: result.response, steps: result.steps, termination: result.termination, usage: result.usage, inference_errors: result.inferenceErrors },
+    messages,
+  });
 }
 
 export const RecordSchema = z.union([

@@ -22,6 +22,7 @@ import { jsonChanges, renderChanges } from './json-diff.ts';
 import { recordedOutcome, reportAgain } from './recorded-call.ts';
 import { recordingEnv, recordingLlm, recordingTool } from './recorder.ts';
 import { cancelledAlike, historyDivergence, sameEvent, withBothSides } from './history.ts';
+import { RecordQueue } from './record-queue.ts';
 import { StrictLog } from './strict-log.ts';
 import { type Migrated, migrate, MigrationFailure, olderFormat, TRANSCRIPT_FORMAT_1 } from './migrate.ts';
 import { findCode, makePlugins, missingMessage, type CodeOptions, type MissingCode } from './plugins.ts';
@@ -660,8 +661,8 @@ class ReplaySession {
   readonly decisions: DecisionRecord[] = [];
   readonly cancels: CancelRecord[] = [];
   readonly #env: (EnvRecord | Corrupt)[] = [];
-  readonly #llm: (LlmRecord | Corrupt)[] = [];
-  readonly #tools: (ToolRecord | Corrupt)[] = [];
+  readonly #llm = new RecordQueue<LlmRecord | Corrupt>();
+  readonly #tools = new RecordQueue<ToolRecord | Corrupt>();
   /** Tools' questions at the gate, in order (`ask` records). */
   readonly #asks: (AskRecord | Corrupt)[] = [];
   #end: EndRecord | Corrupt | undefined;
@@ -1150,7 +1151,7 @@ class ReplaySession {
         let i = records.findIndex((r) => ofCall(r) && (isCorrupt(r) || (r.resume !== undefined) === resumed));
         const sameKind = i >= 0;
         if (i < 0) i = records.findIndex(ofCall);
-        const r = i >= 0 ? records.splice(i, 1)[0] : undefined;
+        const r = records.take(i);
         if (r === undefined) {
           // Its outcome would be written once the calls settling with it have: where the replay stops without it.
           await this.strict?.stalled();

@@ -1,6 +1,7 @@
 // Over 500 lines: the transcript format is one schema — header, records and the rules that tie them —
 // kept whole so that a change to the format is seen at once, with its version.
 import type { ClientInputs } from '../runtime/run-handle.ts';
+import { isAppendOnly } from '../runtime/append-only.ts';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
@@ -462,7 +463,9 @@ export function readLine(t: string, line: number): ReadLine {
 }
 
 /** SHA-256 of the compact JSON of a value, as `sha256:<hex>`. */
-export const digestOf = (value: unknown): string => `sha256:${createHash('sha256').update(JSON.stringify(value)).digest('hex')}`;
+export const digestOf = (value: unknown): string => digestOfText(JSON.stringify(value));
+
+const digestOfText = (text: string): string => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
 const canonical = new WeakMap<object, unknown>();
 
@@ -500,6 +503,8 @@ export class RequestChain {
   #tools: string | undefined;
   #digest: string | null = null;
   readonly #memo: Map<string, string> | undefined;
+  /** The last request's array of messages: when it is the same one again and only grows, what is held of it is still in it. */
+  #list: readonly object[] | undefined;
 
   /** `memo`: digests already taken, by the text they cover (`chainDigestIn`), shared with whoever else hashes the same requests. */
   constructor(memo?: Map<string, string>) {
@@ -511,16 +516,20 @@ export class RequestChain {
     readonly digest: string;
   } {
     const held = this.#messages;
-    const n = Math.min(held.length, r.messages.length);
-    let kept = 0;
-    while (kept < n && (held[kept] === r.messages[kept] || this.#texts[kept] === messageText(r.messages[kept] as object))) kept++;
-    held.length = kept;
-    this.#texts.length = kept;
+    const list = r.messages;
+    const n = Math.min(held.length, list.length);
+    // Without the shortcut each request reads every message before it again: a run's cost in steps squared.
+    let kept = list === this.#list && isAppendOnly(list) ? n : 0;
+    while (kept < n && (held[kept] === list[kept] || this.#texts[kept] === messageText(list[kept] as object))) kept++;
+    // Everything that can throw (a message, a tool or overrides the schemas refuse) runs before the
+    // chain changes: a refused request leaves it as it was, its held messages still the list's.
+    const fresh: object[] = [];
     const added: Message[] = [];
-    for (let i = kept; i < r.messages.length; i++) {
-      const m = r.messages[i] as object;
-      held.push(m);
-      this.#texts.push(messageText(m));
+    const texts: string[] = [];
+    for (let i = kept; i < list.length; i++) {
+      const m = list[i] as object;
+      fresh.push(m);
+      texts.push(messageText(m));
       added.push(canonicalOf(m, MessageSchema));
     }
     const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
@@ -532,8 +541,14 @@ export class RequestChain {
       ...(toolsText !== this.#tools ? { tools } : {}),
       ...(r.overrides !== undefined ? { overrides: InferenceOverrideSchema.parse(r.overrides) } : {}),
     } as RequestDelta;
+    const digest = this.#memo === undefined ? chainDigest(this.#digest, delta) : chainDigestIn(this.#memo, this.#digest, delta);
+    held.length = kept;
+    this.#texts.length = kept;
+    for (const m of fresh) held.push(m);
+    for (const t of texts) this.#texts.push(t);
     this.#tools = toolsText;
-    this.#digest = this.#memo === undefined ? chainDigest(this.#digest, delta) : chainDigestIn(this.#memo, this.#digest, delta);
+    this.#list = list;
+    this.#digest = digest;
     return { delta, digest: this.#digest };
   }
 }
@@ -550,7 +565,7 @@ export function chainDigestIn(memo: Map<string, string>, previous: string | null
   const text = JSON.stringify({ previous, request: delta });
   let digest = memo.get(text);
   if (digest === undefined) {
-    digest = `sha256:${createHash('sha256').update(text).digest('hex')}`;
+    digest = digestOfText(text);
     memo.set(text, digest);
   }
   return digest;

@@ -12,7 +12,8 @@ export interface InferenceRequest {
   readonly model: string;
   /**
    * The messages to send. Valid while the stream is read: the loop appends the next step's messages
-   * to the same array, so an executor that keeps a request past its stream copies them.
+   * to the same array, so an executor that keeps a request past its stream copies them. No one else
+   * writes to it: a recorder that saw the array before reads only what was appended (`isAppendOnly`).
    */
   readonly messages: readonly Message[];
   /** The tools offered; like `messages`, valid while the stream is read (the run may send the same array again). */

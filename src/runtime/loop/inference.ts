@@ -11,6 +11,7 @@ import { compactionView, contextChanged } from '../../core/context/index.ts';
 import { StreamAccumulator } from '../../core/inference/accumulator.ts';
 import type { ReportedRequest } from '../context.ts';
 import type { Env } from '../env.ts';
+import { markAppendOnly } from '../append-only.ts';
 import { InferenceFailure, type InferenceRequest } from '../llm.ts';
 import { filterToolIds, type orderedContextMessages, type ToolFilter } from '../loop-keys.ts';
 import { andThen, andThenOrElse, eachInOrder, type MaybePromise } from '../maybe-promise.ts';
@@ -250,6 +251,7 @@ export class Inferences {
   #sentView(history: readonly Message[]): Message[] {
     if (this.#sent === undefined) {
       this.#sent = [];
+      markAppendOnly(this.#sent);
       const prompt = this.#host.resolved.spec.system_prompt;
       if (prompt !== '') this.#sent.push(systemMessage(prompt));
     }

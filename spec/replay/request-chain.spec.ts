@@ -1,0 +1,186 @@
+import fc from 'fast-check';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { type Message, Messages } from '../../src/contract/message.ts';
+import type { StreamPart } from '../../src/contract/stream.ts';
+import { ToolResults } from '../../src/contract/tool.ts';
+import { applyDeltas, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
+import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { isAppendOnly, markAppendOnly } from '../../src/runtime/append-only.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+
+/**
+ * A request is written as its change from the one before (`RequestChain`). The loop sends one array
+ * of messages for a whole run and only appends to it; a chain that meets that array again reads only
+ * what was appended, so a run of n steps costs n, not n², to record and to replay.
+ */
+
+/** An array whose entries count their reads: how much of it a chain looks at. */
+function counted(entries: Message[]): { list: Message[]; reads: () => number } {
+  let reads = 0;
+  const list = new Proxy(entries, {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  return {
+    list,
+    reads: () => {
+      const n = reads;
+      reads = 0;
+      return n;
+    },
+  };
+}
+
+describe('a chain of requests over an array that only grows', () => {
+  it('reads only the entries appended since its last request', () => {
+    const { list, reads } = counted([Messages.system('be brief'), Messages.user('go')]);
+    markAppendOnly(list);
+    const chain = new RequestChain();
+    chain.next({ model: 'm', messages: list, tools: [] });
+    expect(reads()).toBe(2);
+    for (let step = 0; step < 50; step++) {
+      list.push(Messages.assistant(`a${step}`), Messages.user(`q${step}`));
+      const { delta } = chain.next({ model: 'm', messages: list, tools: [] });
+      expect({ read: reads(), kept: delta.kept, added: delta.messages.length }).toEqual({ read: 2, kept: list.length - 2, added: 2 });
+    }
+  });
+
+  it('reads the whole array again when it is not marked as only growing', () => {
+    const { list, reads } = counted([Messages.user('go')]);
+    const chain = new RequestChain();
+    chain.next({ model: 'm', messages: list, tools: [] });
+    reads();
+    list.push(Messages.assistant('a'), Messages.user('q'));
+    chain.next({ model: 'm', messages: list, tools: [] });
+    expect(reads()).toBe(3);
+  });
+
+  /** One thing that happens between two requests. */
+  type Move =
+    | { kind: 'append'; texts: string[] }
+    | { kind: 'ask' }
+    | { kind: 'ask-copy'; replace: number | undefined; cut: number | undefined; extra: string | undefined }
+    | { kind: 'ask-refused'; copy: boolean }
+    | { kind: 'new-list'; keep: number };
+  const text = fc.string({ maxLength: 3 });
+  const move: fc.Arbitrary<Move> = fc.oneof(
+    fc.record({ kind: fc.constant('append' as const), texts: fc.array(text, { maxLength: 3 }) }),
+    fc.record({ kind: fc.constant('ask' as const) }),
+    // A request transform's copy of the list: an entry replaced, the list cut short or grown.
+    fc.record({
+      kind: fc.constant('ask-copy' as const),
+      replace: fc.option(fc.nat(), { nil: undefined }),
+      cut: fc.option(fc.nat(), { nil: undefined }),
+      extra: fc.option(text, { nil: undefined }),
+    }),
+    // A request the schemas refuse (overrides with a key they do not know): it must change nothing.
+    fc.record({ kind: fc.constant('ask-refused' as const), copy: fc.boolean() }),
+    // Another array that only grows, starting with some of the same messages (a handoff's).
+    fc.record({ kind: fc.constant('new-list' as const), keep: fc.nat() }),
+  );
+
+  /** What a chain answers, or the error it throws. */
+  const answer = (chain: RequestChain, r: Parameters<RequestChain['next']>[0]): unknown => {
+    try {
+      return chain.next(r);
+    } catch (e) {
+      return { refused: (e as Error).name };
+    }
+  };
+
+  it('property: gives every request the change and digest a chain that reads every entry gives, and the changes add up to the request', () => {
+    fc.assert(
+      fc.property(fc.array(move, { maxLength: 30 }), (moves) => {
+        let list: Message[] = [Messages.user('go')];
+        markAppendOnly(list);
+        const [fast, full] = [new RequestChain(), new RequestChain()];
+        const deltas: RequestDelta[] = [];
+        const ask = (messages: Message[], overrides?: unknown): void => {
+          const r = { model: 'm', messages, tools: [], ...(overrides !== undefined ? { overrides } : {}) };
+          const answered = answer(fast, r);
+          expect(answered).toEqual(answer(full, { ...r, messages: [...messages] }));
+          if ('refused' in (answered as object)) return;
+          deltas.push((answered as { delta: RequestDelta }).delta);
+          expect(applyDeltas(deltas).at(-1)?.messages).toEqual(messages);
+        };
+        for (const m of moves) {
+          if (m.kind === 'append') list.push(...m.texts.map((t) => Messages.user(t)));
+          else if (m.kind === 'ask') ask(list);
+          else if (m.kind === 'ask-refused') ask(m.copy ? [Messages.user('elsewhere'), ...list] : list, { unknown_setting: 1 });
+          else if (m.kind === 'new-list') {
+            list = list.slice(0, m.keep % (list.length + 1));
+            markAppendOnly(list);
+          } else {
+            let copy = [...list];
+            if (m.replace !== undefined && copy.length > 0) copy[m.replace % copy.length] = Messages.assistant('replaced');
+            if (m.cut !== undefined) copy = copy.slice(0, m.cut % (copy.length + 1));
+            if (m.extra !== undefined) copy.push(Messages.user(m.extra));
+            ask(copy);
+          }
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('the array a run sends', () => {
+  const echo = defineTool({
+    id: 'echo',
+    description: 'echo',
+    args: z.object({ text: z.string() }),
+    execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
+  });
+  const parts = (k: number, calls: number): StreamPart[] =>
+    k < calls
+      ? [
+          { type: 'tool_call_start', id: `c${k}`, name: 'echo' },
+          { type: 'tool_call_delta', id: `c${k}`, args_delta: `{"text":"t${k}"}` },
+          { type: 'finish', stop_reason: 'ToolUse' },
+        ]
+      : [
+          { type: 'text_delta', delta: 'done' },
+          { type: 'finish', stop_reason: 'EndTurn' },
+        ];
+
+  it('property: is one array a run, marked as only growing, whose entries sent once stay where they were', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.boolean(), async (calls, prompt) => {
+        const seen: { list: readonly Message[]; entries: Message[] }[] = [];
+        let k = 0;
+        const built = new AgentRuntimeBuilder()
+          .withEnv(deterministicEnv())
+          .withProvider('p', {
+            name: 'p',
+            stream: (request) => {
+              seen.push({ list: request.messages, entries: [...request.messages] });
+              const mine = parts(k++, calls);
+              return (async function* () {
+                yield* mine;
+              })();
+            },
+          })
+          .withModel('m', { provider: 'p', model_name: 'p' })
+          .withAgentSpec({ id: 'a', model: 'm', ...(prompt ? { system_prompt: 'be brief' } : {}) })
+          .withTool(echo)
+          .build();
+        if (!built.ok) throw new Error(JSON.stringify(built.error));
+        const r = await built.value.run({ messages: [Messages.user('go')] }, { emit: () => undefined });
+        expect(r.ok && r.value.steps).toBe(calls + 1);
+        const list = seen[0]?.list as readonly Message[];
+        expect(isAppendOnly(list)).toBe(true);
+        for (const { list: sent, entries } of seen) {
+          expect(sent).toBe(list);
+          // Every entry sent before is still in place, by identity.
+          for (const [i, m] of entries.entries()) expect(list[i]).toBe(m);
+        }
+        expect(seen.map((s) => s.entries.length)).toEqual(Array.from({ length: calls + 1 }, (_, i) => (prompt ? 2 : 1) + 2 * i));
+      }),
+      { numRuns: 20 },
+    );
+  });
+});

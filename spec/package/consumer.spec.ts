@@ -164,7 +164,10 @@ export async function serve(): Promise<string> {
     expect(run.status).toBe(0);
     expect(run.stdout).toContain('text      "Hello "\ntext      "from a script."\n');
     expect(run.stdout).toContain('finish    natural_end');
-    expect(spawnSync(bin, ['serve', '--help'], { cwd: project, encoding: 'utf8' })).toMatchObject({
+    // A serve that found what it needs would listen until killed, and a synchronous spawn blocks the
+    // test's own timeout: bounded, it fails (status null) instead of holding the suite.
+    const bounded = { timeout: 60_000, killSignal: 'SIGKILL' } as const;
+    expect(spawnSync(bin, ['serve', '--help'], { cwd: project, encoding: 'utf8', ...bounded })).toMatchObject({
       status: 0,
       stdout: expect.stringMatching(/^usage: awaken serve/),
     });
@@ -172,6 +175,7 @@ export async function serve(): Promise<string> {
       cwd: project,
       encoding: 'utf8',
       env: { ...process.env, OPENAI_API_KEY: 'sk-test' },
+      ...bounded,
     });
     expect({ status: provider.status, stderr: provider.stderr }).toEqual({
       status: 69,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { type Message, Messages } from '../../src/contract/message.ts';
 import type { StreamPart } from '../../src/contract/stream.ts';
-import { ToolResults } from '../../src/contract/tool.ts';
+import { type ToolDescriptor, ToolDescriptors, ToolResults } from '../../src/contract/tool.ts';
 import { applyDeltas, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
@@ -62,14 +62,15 @@ describe('a chain of requests over an array that only grows', () => {
   /** One thing that happens between two requests. */
   type Move =
     | { kind: 'append'; texts: string[] }
-    | { kind: 'ask' }
+    | { kind: 'ask'; tools: number[] }
     | { kind: 'ask-copy'; replace: number | undefined; cut: number | undefined; extra: string | undefined }
     | { kind: 'ask-refused'; copy: boolean }
     | { kind: 'new-list'; keep: number };
   const text = fc.string({ maxLength: 3 });
   const move: fc.Arbitrary<Move> = fc.oneof(
     fc.record({ kind: fc.constant('append' as const), texts: fc.array(text, { maxLength: 3 }) }),
-    fc.record({ kind: fc.constant('ask' as const) }),
+    // The tools offered, by position in a pool; past the pool's end, a copy of one (the same text, another object).
+    fc.record({ kind: fc.constant('ask' as const), tools: fc.array(fc.nat({ max: 5 }), { maxLength: 4 }) }),
     // A request transform's copy of the list: an entry replaced, the list cut short or grown.
     fc.record({
       kind: fc.constant('ask-copy' as const),
@@ -82,6 +83,8 @@ describe('a chain of requests over an array that only grows', () => {
     // Another array that only grows, starting with some of the same messages (a handoff's).
     fc.record({ kind: fc.constant('new-list' as const), keep: fc.nat() }),
   );
+
+  const pool = ['a', 'b', 'c'].map((id) => ToolDescriptors.new(id, id, `tool ${id}`));
 
   /** What a chain answers, or the error it throws. */
   const answer = (chain: RequestChain, r: Parameters<RequestChain['next']>[0]): unknown => {
@@ -99,18 +102,21 @@ describe('a chain of requests over an array that only grows', () => {
         markAppendOnly(list);
         const [fast, full] = [new RequestChain(), new RequestChain()];
         const deltas: RequestDelta[] = [];
+        let tools: ToolDescriptor[] = [];
         const ask = (messages: Message[], overrides?: unknown): void => {
-          const r = { model: 'm', messages, tools: [], ...(overrides !== undefined ? { overrides } : {}) };
+          const r = { model: 'm', messages, tools, ...(overrides !== undefined ? { overrides } : {}) };
           const answered = answer(fast, r);
-          expect(answered).toEqual(answer(full, { ...r, messages: [...messages] }));
+          expect(answered).toEqual(answer(full, { ...r, messages: [...messages], tools: structuredClone(tools) }));
           if ('refused' in (answered as object)) return;
           deltas.push((answered as { delta: RequestDelta }).delta);
-          expect(applyDeltas(deltas).at(-1)?.messages).toEqual(messages);
+          expect(applyDeltas(deltas).at(-1)).toEqual({ model: 'm', messages, tools });
         };
         for (const m of moves) {
           if (m.kind === 'append') list.push(...m.texts.map((t) => Messages.user(t)));
-          else if (m.kind === 'ask') ask(list);
-          else if (m.kind === 'ask-refused') ask(m.copy ? [Messages.user('elsewhere'), ...list] : list, { unknown_setting: 1 });
+          else if (m.kind === 'ask') {
+            tools = m.tools.map((i) => pool[i] ?? structuredClone(pool[i % pool.length] as ToolDescriptor));
+            ask(list);
+          } else if (m.kind === 'ask-refused') ask(m.copy ? [Messages.user('elsewhere'), ...list] : list, { unknown_setting: 1 });
           else if (m.kind === 'new-list') {
             list = list.slice(0, m.keep % (list.length + 1));
             markAppendOnly(list);

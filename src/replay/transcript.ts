@@ -501,6 +501,8 @@ export class RequestChain {
   readonly #messages: object[] = [];
   readonly #texts: string[] = [];
   #tools: string | undefined;
+  /** The descriptors of the last request, as given: the same ones again (a run offers one list) are not written out again to be compared. */
+  #toolsGiven: readonly object[] | undefined;
   #digest: string | null = null;
   readonly #memo: Map<string, string> | undefined;
   /** The last request's array of messages: when it is the same one again and only grows, what is held of it is still in it. */
@@ -532,8 +534,10 @@ export class RequestChain {
       texts.push(messageText(m));
       added.push(canonicalOf(m, MessageSchema));
     }
-    const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
-    const toolsText = JSON.stringify(tools);
+    // A descriptor's canonical form is kept by the object (`canonicalOf`): the same objects give the same text.
+    const sameTools = sameEntries(this.#toolsGiven, r.tools);
+    const tools = sameTools ? undefined : r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
+    const toolsText = sameTools ? this.#tools : JSON.stringify(tools);
     const delta = {
       model: r.model,
       kept,
@@ -547,11 +551,15 @@ export class RequestChain {
     for (const m of fresh) held.push(m);
     for (const t of texts) this.#texts.push(t);
     this.#tools = toolsText;
+    if (!sameTools) this.#toolsGiven = [...r.tools];
     this.#list = list;
     this.#digest = digest;
     return { delta, digest: this.#digest };
   }
 }
+
+const sameEntries = (a: readonly object[] | undefined, b: readonly object[]): boolean =>
+  a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** The digest of a request given as its change, after the previous request's digest (null for the first). */
 export const chainDigest = (previous: string | null, delta: RequestDelta): string => digestOf({ previous, request: delta });

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { serialiseEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { TranscriptLog } from '../../src/replay/recorder.ts';
 import { type Mismatch, StrictLog } from '../../src/replay/strict-log.ts';
@@ -92,6 +93,20 @@ function replayOver(recorded: string, trusted: boolean): { log: StrictLog; misma
   );
   return { log, mismatches };
 }
+
+describe('writing an event line', () => {
+  it('writes the JSON its caller already made of the event, and makes it when not given', () => {
+    const log = new TranscriptLog();
+    const event = { event_type: 'text_delta', delta: 'hi' } as const;
+    // A replay serialises each event once, to compare it, and writes that same text.
+    log.event(event, '{"event_type":"text_delta","delta":"as given"}');
+    log.event(event);
+    expect(log.lines).toEqual([
+      '{"type":"event","seq":0,"event":{"event_type":"text_delta","delta":"as given"}}',
+      `{"type":"event","seq":1,"event":${serialiseEvent(event)}}`,
+    ]);
+  });
+});
 
 describe('a replay writes the line it replays when its record is that line', () => {
   const result = { tool_name: 'echo', status: 'success', data: { at: '1970-01-01T00:00:00.000Z' }, message: null };

@@ -77,8 +77,9 @@ export class TranscriptLog {
     this.lines[0] = JSON.stringify(parseRecord(header).data);
   }
 
-  event(e: AgentEvent): void {
-    this.lines.push(`{"type":"event","seq":${this.#events++},"event":${serialiseEvent(e)}}`);
+  /** Writes an event; `payload`, its JSON when the caller already has it (`serialiseEvent(e)`). */
+  event(e: AgentEvent, payload: string = serialiseEvent(e)): void {
+    this.lines.push(`{"type":"event","seq":${this.#events++},"event":${payload}}`);
   }
 
   text(): string {

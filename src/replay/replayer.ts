@@ -501,8 +501,9 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
 
   const sink = {
     emit: (event: AgentEvent) => {
-      actual.push(serialiseEvent(event));
-      strict.event(event);
+      const payload = serialiseEvent(event);
+      actual.push(payload);
+      strict.event(event, payload);
       modes.note(event);
       // One cancel stops the run: a second one recorded is one it never reached.
       if (cancels[0] !== undefined && cancels[0].after_event <= actual.length && !controller.signal.aborted) {

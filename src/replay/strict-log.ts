@@ -170,8 +170,8 @@ export class StrictLog extends TranscriptLog {
     this.#written();
   }
 
-  override event(e: AgentEvent): void {
-    super.event(e);
+  override event(e: AgentEvent, payload?: string): void {
+    super.event(e, payload);
     this.#written();
   }
 

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
 // The package as its users import it: the built JavaScript (`npm run bench:replay-scaling` builds it first).
 import { defineTool, deterministicEnv, Messages, ToolResults } from 'awaken-ts';
-import { recordRun, replayTranscript, ScriptedLlm, type ScriptStep } from 'awaken-ts/testing';
+import { recordRun, replayTranscript, ScriptedLlm } from 'awaken-ts/testing';
+import { echoTranscript, type EchoRunLib } from './echo-run.ts';
 
 /**
  * Whether replay keeps its speed as a run grows, `npm run bench:replay-scaling`: echo runs of 125,
@@ -20,35 +20,13 @@ import { recordRun, replayTranscript, ScriptedLlm, type ScriptStep } from 'awake
 const SIZES = [125, 1_250, 12_500] as const;
 const ROUNDS = Number(process.env['ROUNDS'] ?? 5);
 const EVENTS_A_ROUND = 100_000;
-
-const echo = defineTool({
-  id: 'echo',
-  description: 'echo',
-  args: z.object({ text: z.string() }),
-  execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
-});
-
-async function transcriptOf(steps: number): Promise<string> {
-  const script: ScriptStep[] = [
-    ...Array.from({ length: steps }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })),
-    { text: 'done' },
-  ];
-  const { transcript } = await recordRun({
-    agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: steps + 2 },
-    models: { m: { provider: 'p', model_name: 'pm' } },
-    providers: { p: new ScriptedLlm(script, { record: false }) },
-    tools: [echo],
-    env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 0, tick: 0 } },
-    request: { messages: [Messages.user('go')] },
-  });
-  return transcript;
-}
+const lib: EchoRunLib = { defineTool, deterministicEnv, Messages, ToolResults, recordRun, ScriptedLlm };
 
 // One after another, so that each recording's time is its own.
 const runs: { steps: number; text: string; events: number; recordedMs: number; times: number; rates: number[] }[] = [];
 for (const steps of SIZES) {
   const started = performance.now();
-  const text = await transcriptOf(steps);
+  const text = await echoTranscript(lib, steps);
   const recordedMs = performance.now() - started;
   const events = text.match(/^\{"type":"event"/gm)?.length ?? 0;
   runs.push({ steps, text, events, recordedMs, times: Math.max(1, Math.round(EVENTS_A_ROUND / events)), rates: [] });

@@ -1,39 +1,18 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { z } from 'zod';
 import { Messages } from '../src/contract/message.ts';
 import { ToolResults } from '../src/contract/tool.ts';
-import { ScriptedLlm, type ScriptStep } from '../src/providers/scripted.ts';
+import { ScriptedLlm } from '../src/providers/scripted.ts';
 import { recordRun } from '../src/replay/recorder.ts';
 import { replayTranscript } from '../src/replay/replayer.ts';
 import { deterministicEnv } from '../src/runtime/env.ts';
 import { defineTool } from '../src/runtime/tool.ts';
+import { echoTranscript, type EchoRunLib } from './echo-run.ts';
 import type { Suite } from './harness.ts';
 
-const LONG_RUN_STEPS = 400;
+const lib: EchoRunLib = { defineTool, deterministicEnv, Messages, ToolResults, recordRun, ScriptedLlm };
 
-/** A run of `steps` steps, each an echo tool call, then a text answer, recorded. */
-async function longTranscript(steps: number): Promise<string> {
-  const echo = defineTool({
-    id: 'echo',
-    description: 'echo',
-    args: z.object({ text: z.string() }),
-    execute: ({ text }) => ToolResults.success('echo', { echoed: text }),
-  });
-  const script: ScriptStep[] = [
-    ...Array.from({ length: steps }, (_, i) => ({ tool_calls: [{ id: `c${i}`, name: 'echo', arguments: { text: `t${i}` } }] })),
-    { text: 'done' },
-  ];
-  const { transcript } = await recordRun({
-    agent: { id: 'a', model: 'm', system_prompt: 'be brief', max_rounds: steps + 2 },
-    models: { m: { provider: 'p', model_name: 'pm' } },
-    providers: { p: new ScriptedLlm(script, { record: false }) },
-    tools: [echo],
-    env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 0, tick: 0 } },
-    request: { messages: [Messages.user('go')] },
-  });
-  return transcript;
-}
+const LONG_RUN_STEPS = 400;
 
 const dir = resolve(import.meta.dirname, '../fixtures/runs');
 
@@ -83,7 +62,7 @@ function longRunSuite(): Suite {
       return long;
     },
     setup: async () => {
-      text = await longTranscript(LONG_RUN_STEPS);
+      text = await echoTranscript(lib, LONG_RUN_STEPS);
       long.count = text.match(/^\{"type":"event"/gm)?.length ?? 0;
       process.stdout.write(
         `replay-long-run: ${long.count} events, ${Math.round(Buffer.byteLength(text) / 1024)} KiB (${Math.round(Buffer.byteLength(text) / LONG_RUN_STEPS)} bytes per step)\n`,

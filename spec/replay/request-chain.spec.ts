@@ -65,7 +65,8 @@ describe('a chain of requests over an array that only grows', () => {
     | { kind: 'ask'; tools: number[] }
     | { kind: 'ask-copy'; replace: number | undefined; cut: number | undefined; extra: string | undefined }
     | { kind: 'ask-refused'; copy: boolean }
-    | { kind: 'new-list'; keep: number };
+    | { kind: 'new-list'; keep: number }
+    | { kind: 'reshape'; tool: number; property: string };
   const text = fc.string({ maxLength: 3 });
   const move: fc.Arbitrary<Move> = fc.oneof(
     fc.record({ kind: fc.constant('append' as const), texts: fc.array(text, { maxLength: 3 }) }),
@@ -82,9 +83,9 @@ describe('a chain of requests over an array that only grows', () => {
     fc.record({ kind: fc.constant('ask-refused' as const), copy: fc.boolean() }),
     // Another array that only grows, starting with some of the same messages (a handoff's).
     fc.record({ kind: fc.constant('new-list' as const), keep: fc.nat() }),
+    // A tool's parameters changed in place, between two requests offering the same descriptor.
+    fc.record({ kind: fc.constant('reshape' as const), tool: fc.nat({ max: 2 }), property: text }),
   );
-
-  const pool = ['a', 'b', 'c'].map((id) => ToolDescriptors.new(id, id, `tool ${id}`));
 
   /** What a chain answers, or the error it throws. */
   const answer = (chain: RequestChain, r: Parameters<RequestChain['next']>[0]): unknown => {
@@ -102,6 +103,7 @@ describe('a chain of requests over an array that only grows', () => {
         markAppendOnly(list);
         const [fast, full] = [new RequestChain(), new RequestChain()];
         const deltas: RequestDelta[] = [];
+        const pool = ['a', 'b', 'c'].map((id) => ToolDescriptors.new(id, id, `tool ${id}`));
         let tools: ToolDescriptor[] = [];
         const ask = (messages: Message[], overrides?: unknown): void => {
           const r = { model: 'm', messages, tools, ...(overrides !== undefined ? { overrides } : {}) };
@@ -117,7 +119,10 @@ describe('a chain of requests over an array that only grows', () => {
             tools = m.tools.map((i) => pool[i] ?? structuredClone(pool[i % pool.length] as ToolDescriptor));
             ask(list);
           } else if (m.kind === 'ask-refused') ask(m.copy ? [Messages.user('elsewhere'), ...list] : list, { unknown_setting: 1 });
-          else if (m.kind === 'new-list') {
+          else if (m.kind === 'reshape') {
+            const parameters = (pool[m.tool] as ToolDescriptor).parameters as { properties: Record<string, unknown> };
+            parameters.properties[`p${m.property}`] = { type: 'string' };
+          } else if (m.kind === 'new-list') {
             list = list.slice(0, m.keep % (list.length + 1));
             markAppendOnly(list);
           } else {

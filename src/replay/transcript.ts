@@ -501,8 +501,6 @@ export class RequestChain {
   readonly #messages: object[] = [];
   readonly #texts: string[] = [];
   #tools: string | undefined;
-  /** The descriptors of the last request, as given: the same ones again (a run offers one list) are not written out again to be compared. */
-  #toolsGiven: readonly object[] | undefined;
   #digest: string | null = null;
   readonly #memo: Map<string, string> | undefined;
   /** The last request's array of messages: when it is the same one again and only grows, what is held of it is still in it. */
@@ -534,10 +532,10 @@ export class RequestChain {
       texts.push(messageText(m));
       added.push(canonicalOf(m, MessageSchema));
     }
-    // A descriptor's canonical form is kept by the object (`canonicalOf`): the same objects give the same text.
-    const sameTools = sameEntries(this.#toolsGiven, r.tools);
-    const tools = sameTools ? undefined : r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
-    const toolsText = sameTools ? this.#tools : JSON.stringify(tools);
+    // Written out at every request, though a run offers the same descriptors: a tool's parameters
+    // are its own object (the canonical form keeps it), and may change between requests.
+    const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
+    const toolsText = JSON.stringify(tools);
     const delta = {
       model: r.model,
       kept,
@@ -551,15 +549,11 @@ export class RequestChain {
     for (const m of fresh) held.push(m);
     for (const t of texts) this.#texts.push(t);
     this.#tools = toolsText;
-    if (!sameTools) this.#toolsGiven = [...r.tools];
     this.#list = list;
     this.#digest = digest;
     return { delta, digest: this.#digest };
   }
 }
-
-const sameEntries = (a: readonly object[] | undefined, b: readonly object[]): boolean =>
-  a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** The digest of a request given as its change, after the previous request's digest (null for the first). */
 export const chainDigest = (previous: string | null, delta: RequestDelta): string => digestOf({ previous, request: delta });

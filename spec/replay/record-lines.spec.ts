@@ -4,7 +4,7 @@ import { serialiseEvent } from '../../src/contract/event.ts';
 import { Messages } from '../../src/contract/message.ts';
 import { TranscriptLog } from '../../src/replay/recorder.ts';
 import { type Mismatch, StrictLog } from '../../src/replay/strict-log.ts';
-import { chainDigest, chainDigestIn, parseRecord, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
+import { chainDigest, chainDigestIn, parseRecord, RequestChain, type RequestDelta, TRANSCRIPT_FORMAT } from '../../src/replay/transcript.ts';
 
 /**
  * How a record becomes its line without the schema where the answer is known — an env draw built
@@ -70,6 +70,142 @@ describe('writing a record line', () => {
   it('refuses a draw that is no finite number, naming the record', () => {
     expect(written(new TranscriptLog(), { type: 'env', draw: 'now', value: Number.NaN })).toEqual(bySchema({ type: 'env', draw: 'now', value: Number.NaN }));
     expect(() => new TranscriptLog().push({ type: 'env', draw: 'sleep', ms: Number.POSITIVE_INFINITY })).toThrow(/^recorder: invalid env record: /);
+  });
+});
+
+describe('the header’s seed', () => {
+  const header = {
+    type: 'header',
+    format: TRANSCRIPT_FORMAT,
+    config_digest: 'sha256:0',
+    agent: { id: 'a', model: 'm' },
+    models: { m: { provider: 'p', model_name: 'pm' } },
+    tools: [],
+    plugins: [],
+    stop_policies: [],
+    env: { kind: 'deterministic', start: 1_700_000_000_000, seed: 7, tick: 0 },
+    request: { agent_id: 'a', messages: [Messages.user('go')] },
+  };
+
+  it('property: kept exactly when a random number was written, whatever else the run drew or was refused', () => {
+    fc.assert(
+      fc.property(fc.array(envRecord, { maxLength: 12 }), (records) => {
+        const log = new TranscriptLog();
+        log.push(header);
+        for (const r of records) written(log, r);
+        log.dropInertSeed();
+        const drew = log.lines.slice(1).some((l) => l.startsWith('{"type":"env","draw":"random"'));
+        expect((JSON.parse(log.lines[0] as string) as { env: { seed?: number } }).env.seed).toBe(drew ? 7 : undefined);
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
+/** Parts as providers yield them: canonical, keys out of order, extra keys, a field hidden, and parts the schema refuses. */
+const part = fc.oneof(
+  fc.string().map((delta) => ({ type: 'text_delta', delta })),
+  fc.string().map((delta) => ({ delta, type: 'reasoning_delta' })),
+  fc.record({ type: fc.constant('tool_call_start'), name: fc.string(), id: fc.string(), extra: fc.jsonValue() }),
+  fc.record({ type: fc.constant('tool_call_ready'), id: fc.string(), name: fc.string(), arguments: fc.jsonValue() }),
+  fc.record({
+    type: fc.constant('finish'),
+    stop_reason: fc.constantFrom('EndTurn', 'ToolUse', 'Sideways'),
+    has_incomplete_tool_calls: fc.option(fc.boolean(), { nil: undefined }),
+  }),
+  fc.record({ type: fc.constant('usage'), usage: fc.record({ prompt_tokens: fc.integer({ min: -1, max: 9 }) }, { requiredKeys: [] }) }),
+  fc.string().map((delta) => Object.defineProperty({ type: 'text_delta' }, 'delta', { value: delta, enumerable: false })),
+  fc.constantFrom({ type: 'text_delta', delta: 3 }, { type: 'nothing' }, null),
+);
+const inferenceError = fc.option(
+  fc.oneof(
+    fc.record({ code: fc.constantFrom('provider', 'timeout', 'rate_limited'), message: fc.string() }),
+    fc.record({ message: fc.string(), code: fc.constant('provider') }),
+    fc.constant({ code: 'cancelled', message: 'extra' }),
+    fc.constantFrom({ code: 'nope' }, 'provider', 7),
+  ),
+  { nil: undefined },
+);
+const llmRecord = fc.record({
+  seq: fc.oneof(fc.integer({ min: 1, max: 9 }), fc.constantFrom(0, 1.5, Number.NaN)),
+  digest: fc.oneof(fc.string(), fc.constant(3)),
+  parts: fc.array(part, { maxLength: 4 }),
+  error: inferenceError,
+  interrupted: fc.constantFrom(undefined, true, false, 'true'),
+});
+/** A request's change as a chain gives it (with its JSON), over history the chain has not seen whole. */
+const requested = fc.tuple(fc.array(fc.string({ maxLength: 5 }), { minLength: 1, maxLength: 4 }), fc.nat({ max: 3 })).map(([texts, before]) => {
+  const chain = new RequestChain();
+  const messages = texts.map((t) => Messages.user(t));
+  const tools = [{ id: 'echo', name: 'echo', description: 'echo', parameters: { type: 'object' } }];
+  if (before > 0) chain.next({ model: 'm', messages: messages.slice(0, before), tools });
+  return chain.next({ model: 'm', messages, tools, ...(before === 2 ? { overrides: { temperature: 0.5 } } : {}) });
+});
+
+describe('writing an llm record', () => {
+  /** What writing it with its change's JSON gives, or throws. */
+  function writtenLlm(log: TranscriptLog, record: object, text: string): { line: string } | { error: string } {
+    try {
+      log.pushLlm(record as Parameters<TranscriptLog['pushLlm']>[0], text);
+      return { line: log.lines.at(-1) as string };
+    } catch (e) {
+      return { error: (e as Error).message };
+    }
+  }
+
+  it('property: its line, built around the JSON of its change, is the line the schema writes; refused as the schema refuses it', () => {
+    fc.assert(
+      fc.property(llmRecord, requested, (fields, { delta, text }) => {
+        const { error, interrupted, ...rest } = fields;
+        const record = {
+          type: 'llm',
+          ...rest,
+          request: delta,
+          ...(error !== undefined ? { error } : {}),
+          ...(interrupted !== undefined ? { interrupted } : {}),
+        };
+        expect(writtenLlm(new TranscriptLog(), record, text)).toEqual(bySchema(record));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('property: a replay writes the recorded line for a record that is it, and reports any other at its line', () => {
+    fc.assert(
+      fc.property(llmRecord, llmRecord, requested, (recordedFields, replayedFields, { delta, text }) => {
+        const recordOf = ({ error, interrupted, ...rest }: typeof recordedFields) => ({
+          type: 'llm',
+          ...rest,
+          request: delta,
+          ...(error !== undefined ? { error } : {}),
+          ...(interrupted !== undefined ? { interrupted } : {}),
+        });
+        const recorded = bySchema(recordOf(recordedFields));
+        fc.pre('line' in recorded);
+        const line = (recorded as { line: string }).line;
+        // The same record again, and one drawn at random (mostly another).
+        for (const replayed of [recordOf(recordedFields), recordOf(replayedFields)]) {
+          const { log, mismatches } = replayOver(line, true);
+          const written = writtenLlm(log, replayed, text);
+          expect(written).toEqual(bySchema(replayed));
+          if ('error' in written) continue;
+          expect(mismatches).toEqual(written.line === line ? [] : [{ line: 2, recorded: line, replayed: written.line }]);
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('writes through the schema a replayed record with a field its JSON does not show, and reports it', () => {
+    const { delta, text } = new RequestChain().next({ model: 'm', messages: [Messages.user('go')], tools: [] });
+    const record = { type: 'llm', seq: 1, digest: 'sha256:0', request: delta, parts: [{ type: 'finish', stop_reason: 'EndTurn' }] };
+    const line = (bySchema(record) as { line: string }).line;
+    const hidden = Object.defineProperty({ type: 'finish', stop_reason: 'EndTurn' }, 'has_incomplete_tool_calls', { value: true, enumerable: false });
+    const { log, mismatches } = replayOver(line, true);
+    log.pushLlm({ ...record, parts: [hidden] } as never, text);
+    const replayed = (bySchema({ ...record, parts: [{ type: 'finish', stop_reason: 'EndTurn', has_incomplete_tool_calls: true }] }) as { line: string }).line;
+    expect(log.lines[1]).toBe(replayed);
+    expect(mismatches).toEqual([{ line: 2, recorded: line, replayed }]);
   });
 });
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { type Message, Messages } from '../../src/contract/message.ts';
 import type { StreamPart } from '../../src/contract/stream.ts';
 import { type ToolDescriptor, ToolDescriptors, ToolResults } from '../../src/contract/tool.ts';
-import { applyDeltas, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
+import { applyDeltas, chainDigest, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
 import { isAppendOnly, markAppendOnly } from '../../src/runtime/append-only.ts';
@@ -62,7 +62,7 @@ describe('a chain of requests over an array that only grows', () => {
   /** One thing that happens between two requests. */
   type Move =
     | { kind: 'append'; texts: string[] }
-    | { kind: 'ask'; tools: number[] }
+    | { kind: 'ask'; tools: number[]; overrides: { temperature?: number; max_tokens?: number } | undefined }
     | { kind: 'ask-copy'; replace: number | undefined; cut: number | undefined; extra: string | undefined }
     | { kind: 'ask-refused'; copy: boolean }
     | { kind: 'new-list'; keep: number }
@@ -71,7 +71,17 @@ describe('a chain of requests over an array that only grows', () => {
   const move: fc.Arbitrary<Move> = fc.oneof(
     fc.record({ kind: fc.constant('append' as const), texts: fc.array(text, { maxLength: 3 }) }),
     // The tools offered, by position in a pool; past the pool's end, a copy of one (the same text, another object).
-    fc.record({ kind: fc.constant('ask' as const), tools: fc.array(fc.nat({ max: 5 }), { maxLength: 4 }) }),
+    // With overrides sometimes, given in another key order than the schema's.
+    fc.record({
+      kind: fc.constant('ask' as const),
+      tools: fc.array(fc.nat({ max: 5 }), { maxLength: 4 }),
+      overrides: fc.option(
+        fc.record({ max_tokens: fc.nat({ max: 9 }), temperature: fc.double({ noNaN: true, noDefaultInfinity: true }) }, { requiredKeys: [] }),
+        {
+          nil: undefined,
+        },
+      ),
+    }),
     // A request transform's copy of the list: an entry replaced, the list cut short or grown.
     fc.record({
       kind: fc.constant('ask-copy' as const),
@@ -103,6 +113,7 @@ describe('a chain of requests over an array that only grows', () => {
         markAppendOnly(list);
         const [fast, full] = [new RequestChain(), new RequestChain()];
         const deltas: RequestDelta[] = [];
+        const digests: string[] = [];
         const pool = ['a', 'b', 'c'].map((id) => ToolDescriptors.new(id, id, `tool ${id}`));
         let tools: ToolDescriptor[] = [];
         const ask = (messages: Message[], overrides?: unknown): void => {
@@ -110,14 +121,19 @@ describe('a chain of requests over an array that only grows', () => {
           const answered = answer(fast, r);
           expect(answered).toEqual(answer(full, { ...r, messages: [...messages], tools: structuredClone(tools) }));
           if ('refused' in (answered as object)) return;
-          deltas.push((answered as { delta: RequestDelta }).delta);
-          expect(applyDeltas(deltas).at(-1)).toEqual({ model: 'm', messages, tools });
+          const { delta, digest, text } = answered as { delta: RequestDelta; digest: string; text: string };
+          // The JSON it gives of the change, and the digest over it, are what writing the change out gives.
+          expect(text).toBe(JSON.stringify(delta));
+          expect(digest).toBe(chainDigest(deltas.length === 0 ? null : (digests.at(-1) as string), delta));
+          digests.push(digest);
+          deltas.push(delta);
+          expect(applyDeltas(deltas).at(-1)).toEqual({ model: 'm', messages, tools, ...(overrides !== undefined ? { overrides } : {}) });
         };
         for (const m of moves) {
           if (m.kind === 'append') list.push(...m.texts.map((t) => Messages.user(t)));
           else if (m.kind === 'ask') {
             tools = m.tools.map((i) => pool[i] ?? structuredClone(pool[i % pool.length] as ToolDescriptor));
-            ask(list);
+            ask(list, m.overrides);
           } else if (m.kind === 'ask-refused') ask(m.copy ? [Messages.user('elsewhere'), ...list] : list, { unknown_setting: 1 });
           else if (m.kind === 'reshape') {
             const parameters = (pool[m.tool] as ToolDescriptor).parameters as { properties: Record<string, unknown> };

@@ -25,6 +25,7 @@ import {
   clientFieldsOf,
   configDigest,
   endRecordOf,
+  llmLine,
   parseRecord,
   recordedDecision,
   RequestChain,
@@ -32,7 +33,19 @@ import {
   TRANSCRIPT_FORMAT,
   type Header,
   type PluginEntry,
+  type RequestDelta,
 } from './transcript.ts';
+
+/** An llm record as the recorder makes it: its request the change a chain gave. */
+export interface LlmRecordInput {
+  readonly type: 'llm';
+  readonly seq: number;
+  readonly digest: string;
+  readonly request: RequestDelta;
+  readonly parts: readonly StreamPart[];
+  readonly error?: unknown;
+  readonly interrupted?: boolean;
+}
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -41,6 +54,8 @@ export class TranscriptLog {
   readonly requests: RequestChain;
   #events = 0;
   #llm = 0;
+  /** Whether a random number was drawn (`dropInertSeed`), noted as it is written rather than searched for at the end. */
+  #drewRandom = false;
 
   constructor(requests = new RequestChain()) {
     this.requests = requests;
@@ -57,6 +72,20 @@ export class TranscriptLog {
   /** Writes a record in its canonical form (the schema's key order, defaults filled, extras dropped). */
   push(record: object): void {
     this.lines.push(this.lineOf(record));
+    const r = record as { type?: unknown; draw?: unknown };
+    if (r.type === 'env' && r.draw === 'random') this.#drewRandom = true;
+  }
+
+  /**
+   * Writes an llm record whose request is a change its chain gave (`RequestChain.next`), `request`
+   * being that change's JSON: the line is built around it, not by the schema reading the change again.
+   */
+  pushLlm(record: LlmRecordInput, request: string): void {
+    this.lines.push(this.llmLineOf(record, request));
+  }
+
+  protected llmLineOf(record: LlmRecordInput, request: string): string {
+    return llmLine(record, request) ?? this.lineOf(record);
   }
 
   /** The canonical line of a record (an env draw's built directly: they are a third of a transcript). */
@@ -70,7 +99,7 @@ export class TranscriptLog {
 
   /** A deterministic env's seed only matters to random draws: without any, it is not written. */
   dropInertSeed(): void {
-    if (this.lines.some((l) => l.startsWith('{"type":"env","draw":"random"'))) return;
+    if (this.#drewRandom) return;
     const header = JSON.parse(this.lines[0] as string) as { env: { seed?: number } };
     if (header.env.seed === undefined) return;
     delete header.env.seed;
@@ -156,12 +185,12 @@ export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecuto
         : (async function* (): AsyncGenerator<StreamPart> {
             const seq = log.nextLlmSeq();
             // Taken at the call: a request's messages are valid while its stream is read.
-            const { delta, digest } = log.requests.next(request);
+            const { delta, digest, text } = log.requests.next(request);
             const parts: StreamPart[] = [];
             let written = false;
             const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
               written = true;
-              log.push({ type: 'llm', seq, digest, request: delta, parts, ...extra });
+              log.pushLlm({ type: 'llm', seq, digest, request: delta, parts, ...extra }, text);
             };
             try {
               for await (const part of inner.stream(request)) {

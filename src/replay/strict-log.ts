@@ -1,5 +1,5 @@
-import { TranscriptLog } from './recorder.ts';
-import type { RequestChain } from './transcript.ts';
+import { type LlmRecordInput, TranscriptLog } from './recorder.ts';
+import { llmLineText, type RequestChain } from './transcript.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { isJsonValue, type JsonValue } from '../contract/json.ts';
 
@@ -165,8 +165,30 @@ export class StrictLog extends TranscriptLog {
     return super.lineOf(record);
   }
 
+  /**
+   * As `lineOf`: an llm record whose parts and error write, as plain JSON around the request's
+   * canonical JSON, exactly the canonical line it replays is that line.
+   */
+  protected override llmLineOf(record: LlmRecordInput, request: string): string {
+    const j = this.lines.length;
+    const recorded = this.#input[j];
+    if (recorded !== undefined && this.#canonical[j] === true) {
+      const { parts, error } = record;
+      if (isJsonValue(parts) && allShown(parts) && (error === undefined || (isJsonValue(error) && allShown(error)))) {
+        const line = llmLineText(record, request, JSON.stringify(parts), error === undefined ? undefined : JSON.stringify(error));
+        if (line === recorded) return recorded;
+      }
+    }
+    return super.llmLineOf(record, request);
+  }
+
   override push(record: object): void {
     super.push(record);
+    this.#written();
+  }
+
+  override pushLlm(record: LlmRecordInput, request: string): void {
+    super.pushLlm(record, request);
     this.#written();
   }
 

@@ -174,6 +174,41 @@ export const LlmRecordSchema = z.object({
 });
 export type LlmRecord = z.output<typeof LlmRecordSchema>;
 
+const PartsSchema = z.array(StreamPartSchema);
+
+/**
+ * An llm record's canonical line, its request given as the JSON its chain made of it
+ * (`RequestChain.next`), which is already in canonical form: only the parts and the error go through
+ * the schema. Undefined where the schema must judge the whole record (a field it would refuse).
+ */
+export function llmLine(
+  record: { readonly seq: number; readonly digest: string; readonly parts: readonly unknown[]; readonly error?: unknown; readonly interrupted?: unknown },
+  request: string,
+): string | undefined {
+  const { seq, digest, error, interrupted } = record;
+  if (!Number.isSafeInteger(seq) || seq < 1 || typeof digest !== 'string' || (interrupted !== undefined && typeof interrupted !== 'boolean')) return undefined;
+  const parts = PartsSchema.safeParse(record.parts);
+  if (!parts.success) return undefined;
+  let errorText: string | undefined;
+  if (error !== undefined) {
+    const parsed = InferenceExecutionErrorSchema.safeParse(error);
+    if (!parsed.success) return undefined;
+    errorText = JSON.stringify(parsed.data);
+  }
+  return llmLineText(record, request, JSON.stringify(parts.data), errorText);
+}
+
+/** An llm record's line from the JSON of its request, parts and error, its keys in the schema's order. */
+export function llmLineText(
+  record: { readonly seq: unknown; readonly digest: unknown; readonly interrupted?: unknown },
+  request: string,
+  parts: string,
+  error: string | undefined,
+): string {
+  const end = record.interrupted !== undefined ? `,"interrupted":${JSON.stringify(record.interrupted)}}` : '}';
+  return `{"type":"llm","seq":${JSON.stringify(record.seq)},"digest":${JSON.stringify(record.digest)},"request":${request},"parts":${parts}${error !== undefined ? `,"error":${error}` : ''}${end}`;
+}
+
 const OpSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('update'), key: z.string(), update: JsonValueSchema }),
   z.object({ kind: z.literal('clear'), key: z.string() }),
@@ -514,6 +549,8 @@ export class RequestChain {
   next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): {
     readonly delta: RequestDelta;
     readonly digest: string;
+    /** `delta`'s JSON, as `JSON.stringify(delta)` writes it. */
+    readonly text: string;
   } {
     const held = this.#messages;
     const list = r.messages;
@@ -536,14 +573,18 @@ export class RequestChain {
     // are its own object (the canonical form keeps it), and may change between requests.
     const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
     const toolsText = JSON.stringify(tools);
+    const overrides = r.overrides !== undefined ? InferenceOverrideSchema.parse(r.overrides) : undefined;
     const delta = {
       model: r.model,
       kept,
       messages: added,
       ...(toolsText !== this.#tools ? { tools } : {}),
-      ...(r.overrides !== undefined ? { overrides: InferenceOverrideSchema.parse(r.overrides) } : {}),
+      ...(overrides !== undefined ? { overrides } : {}),
     } as RequestDelta;
-    const digest = this.#memo === undefined ? chainDigest(this.#digest, delta) : chainDigestIn(this.#memo, this.#digest, delta);
+    // `JSON.stringify(delta)`, from the texts already made of its messages and tools: the digest and
+    // the recorder's line both cover it, and each message would otherwise be written out twice more.
+    const text = `{"model":${JSON.stringify(r.model)},"kept":${kept},"messages":[${texts.join(',')}]${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`;
+    const digest = this.#memo === undefined ? digestOfText(chainText(this.#digest, text)) : chainDigestOfText(this.#memo, this.#digest, text);
     held.length = kept;
     this.#texts.length = kept;
     for (const m of fresh) held.push(m);
@@ -551,9 +592,12 @@ export class RequestChain {
     this.#tools = toolsText;
     this.#list = list;
     this.#digest = digest;
-    return { delta, digest: this.#digest };
+    return { delta, digest, text };
   }
 }
+
+/** The text a chain's digest covers: `JSON.stringify({ previous, request })`, the request given as its JSON. */
+const chainText = (previous: string | null, request: string): string => `{"previous":${JSON.stringify(previous)},"request":${request}}`;
 
 /** The digest of a request given as its change, after the previous request's digest (null for the first). */
 export const chainDigest = (previous: string | null, delta: RequestDelta): string => digestOf({ previous, request: delta });
@@ -564,7 +608,12 @@ export const chainDigest = (previous: string | null, delta: RequestDelta): strin
  * it), and one hash serves the three when they are the same.
  */
 export function chainDigestIn(memo: Map<string, string>, previous: string | null, delta: RequestDelta): string {
-  const text = JSON.stringify({ previous, request: delta });
+  return chainDigestOfText(memo, previous, JSON.stringify(delta));
+}
+
+/** `chainDigestIn`, the request given as its JSON. */
+function chainDigestOfText(memo: Map<string, string>, previous: string | null, request: string): string {
+  const text = chainText(previous, request);
   let digest = memo.get(text);
   if (digest === undefined) {
     digest = digestOfText(text);

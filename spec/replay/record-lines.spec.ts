@@ -133,76 +133,100 @@ const llmRecord = fc.record({
   error: inferenceError,
   interrupted: fc.constantFrom(undefined, true, false, 'true'),
 });
-/** A request's change as a chain gives it (with its JSON), over history the chain has not seen whole. */
-const requested = fc.tuple(fc.array(fc.string({ maxLength: 5 }), { minLength: 1, maxLength: 4 }), fc.nat({ max: 3 })).map(([texts, before]) => {
-  const chain = new RequestChain();
-  const messages = texts.map((t) => Messages.user(t));
-  const tools = [{ id: 'echo', name: 'echo', description: 'echo', parameters: { type: 'object' } }];
-  if (before > 0) chain.next({ model: 'm', messages: messages.slice(0, before), tools });
-  return chain.next({ model: 'm', messages, tools, ...(before === 2 ? { overrides: { temperature: 0.5 } } : {}) });
-});
+/** What may happen to a change between the chain giving it and its record being written. */
+type Afterwards = 'nothing' | 'arguments-changed' | 'arguments-not-json' | 'model-not-string' | 'a-copy';
+/**
+ * A request's change as a chain gives it: messages with tool calls among them, seen in part at an
+ * earlier request or not; then, sometimes, a tool call's arguments (the caller's object) changed in
+ * place, to other JSON or to something that is not, the change's model made no string, or the change
+ * copied (not the chain's own).
+ */
+const requested = fc
+  .record({
+    texts: fc.array(fc.string({ maxLength: 5 }), { minLength: 1, maxLength: 4 }),
+    before: fc.nat({ max: 3 }),
+    afterwards: fc.constantFrom<Afterwards>('nothing', 'nothing', 'arguments-changed', 'arguments-not-json', 'model-not-string', 'a-copy'),
+  })
+  .map(({ texts, before, afterwards }) => {
+    const chain = new RequestChain();
+    const args = texts.map((t) => ({ text: t }));
+    const messages = texts.map((t, i) =>
+      i % 2 === 1 ? Messages.assistantWithToolCalls(t, [{ id: `c${i}`, name: 'echo', arguments: args[i] as { text: string } }]) : Messages.user(t),
+    );
+    const tools = [{ id: 'echo', name: 'echo', description: 'echo', parameters: { type: 'object' } }];
+    if (before > 0) chain.next({ model: 'm', messages: messages.slice(0, before), tools });
+    const { delta } = chain.next({ model: 'm', messages, tools, ...(before === 2 ? { overrides: { temperature: 0.5 } } : {}) });
+    const changed = args[1];
+    if (afterwards === 'arguments-changed' && changed !== undefined) changed.text = 'changed since';
+    if (afterwards === 'arguments-not-json' && changed !== undefined) (changed as Record<string, unknown>).text = undefined;
+    if (afterwards === 'model-not-string') (delta as { model: unknown }).model = 5;
+    // A copy in another key order, with a key the schema does not know.
+    return afterwards === 'a-copy' ? Object.assign({ kept: delta.kept }, delta, { note: 'a copy' }) : delta;
+  });
 
 describe('writing an llm record', () => {
-  /** What writing it with its change's JSON gives, or throws. */
-  function writtenLlm(log: TranscriptLog, record: object, text: string): { line: string } | { error: string } {
-    try {
-      log.pushLlm(record as Parameters<TranscriptLog['pushLlm']>[0], text);
-      return { line: log.lines.at(-1) as string };
-    } catch (e) {
-      return { error: (e as Error).message };
-    }
-  }
+  const recordOf = ({ error, interrupted, ...rest }: typeof llmRecord extends fc.Arbitrary<infer T> ? T : never, request: object) => ({
+    type: 'llm',
+    ...rest,
+    request,
+    ...(error !== undefined ? { error } : {}),
+    ...(interrupted !== undefined ? { interrupted } : {}),
+  });
 
-  it('property: its line, built around the JSON of its change, is the line the schema writes; refused as the schema refuses it', () => {
+  it('property: its line, built around the change its chain gave, is the line the schema writes; refused as the schema refuses it', () => {
     fc.assert(
-      fc.property(llmRecord, requested, (fields, { delta, text }) => {
-        const { error, interrupted, ...rest } = fields;
-        const record = {
-          type: 'llm',
-          ...rest,
-          request: delta,
-          ...(error !== undefined ? { error } : {}),
-          ...(interrupted !== undefined ? { interrupted } : {}),
-        };
-        expect(writtenLlm(new TranscriptLog(), record, text)).toEqual(bySchema(record));
+      fc.property(llmRecord, requested, (fields, request) => {
+        const record = recordOf(fields, request);
+        expect(written(new TranscriptLog(), record)).toEqual(bySchema(record));
       }),
-      { numRuns: 2_000 },
+      { numRuns: 3_000 },
     );
   });
 
   it('property: a replay writes the recorded line for a record that is it, and reports any other at its line', () => {
     fc.assert(
-      fc.property(llmRecord, llmRecord, requested, (recordedFields, replayedFields, { delta, text }) => {
-        const recordOf = ({ error, interrupted, ...rest }: typeof recordedFields) => ({
-          type: 'llm',
-          ...rest,
-          request: delta,
-          ...(error !== undefined ? { error } : {}),
-          ...(interrupted !== undefined ? { interrupted } : {}),
-        });
-        const recorded = bySchema(recordOf(recordedFields));
+      fc.property(llmRecord, llmRecord, requested, (recordedFields, replayedFields, request) => {
+        const recorded = bySchema(recordOf(recordedFields, request));
         fc.pre('line' in recorded);
         const line = (recorded as { line: string }).line;
         // The same record again, and one drawn at random (mostly another).
-        for (const replayed of [recordOf(recordedFields), recordOf(replayedFields)]) {
+        for (const replayed of [recordOf(recordedFields, request), recordOf(replayedFields, request)]) {
           const { log, mismatches } = replayOver(line, true);
-          const written = writtenLlm(log, replayed, text);
-          expect(written).toEqual(bySchema(replayed));
-          if ('error' in written) continue;
-          expect(mismatches).toEqual(written.line === line ? [] : [{ line: 2, recorded: line, replayed: written.line }]);
+          const out = written(log, replayed);
+          expect(out).toEqual(bySchema(replayed));
+          if ('error' in out) continue;
+          expect(mismatches).toEqual(out.line === line ? [] : [{ line: 2, recorded: line, replayed: out.line }]);
         }
       }),
       { numRuns: 2_000 },
     );
   });
 
+  it('writes through the schema a replayed record whose parts array writes itself as other JSON (toJSON), and reports it', () => {
+    const { delta } = new RequestChain().next({ model: 'm', messages: [Messages.user('go')], tools: [] });
+    const record = { type: 'llm', seq: 1, digest: 'sha256:0', request: delta, parts: [{ type: 'finish', stop_reason: 'EndTurn' }] };
+    const line = (bySchema(record) as { line: string }).line;
+    const posing = [{ type: 'text_delta', delta: 'else' }];
+    for (const parts of [
+      Object.assign([...posing], { toJSON: () => record.parts }),
+      Object.setPrototypeOf([...posing], Object.assign(Object.create(Array.prototype), { toJSON: () => record.parts })),
+    ]) {
+      expect(JSON.stringify({ ...record, parts })).toBe(line);
+      const { log, mismatches } = replayOver(line, true);
+      log.push({ ...record, parts });
+      const replayed = (bySchema({ ...record, parts: posing }) as { line: string }).line;
+      expect(log.lines[1]).toBe(replayed);
+      expect(mismatches).toEqual([{ line: 2, recorded: line, replayed }]);
+    }
+  });
+
   it('writes through the schema a replayed record with a field its JSON does not show, and reports it', () => {
-    const { delta, text } = new RequestChain().next({ model: 'm', messages: [Messages.user('go')], tools: [] });
+    const { delta } = new RequestChain().next({ model: 'm', messages: [Messages.user('go')], tools: [] });
     const record = { type: 'llm', seq: 1, digest: 'sha256:0', request: delta, parts: [{ type: 'finish', stop_reason: 'EndTurn' }] };
     const line = (bySchema(record) as { line: string }).line;
     const hidden = Object.defineProperty({ type: 'finish', stop_reason: 'EndTurn' }, 'has_incomplete_tool_calls', { value: true, enumerable: false });
     const { log, mismatches } = replayOver(line, true);
-    log.pushLlm({ ...record, parts: [hidden] } as never, text);
+    log.push({ ...record, parts: [hidden] });
     const replayed = (bySchema({ ...record, parts: [{ type: 'finish', stop_reason: 'EndTurn', has_incomplete_tool_calls: true }] }) as { line: string }).line;
     expect(log.lines[1]).toBe(replayed);
     expect(mismatches).toEqual([{ line: 2, recorded: line, replayed }]);

@@ -33,19 +33,7 @@ import {
   TRANSCRIPT_FORMAT,
   type Header,
   type PluginEntry,
-  type RequestDelta,
 } from './transcript.ts';
-
-/** An llm record as the recorder makes it: its request the change a chain gave. */
-export interface LlmRecordInput {
-  readonly type: 'llm';
-  readonly seq: number;
-  readonly digest: string;
-  readonly request: RequestDelta;
-  readonly parts: readonly StreamPart[];
-  readonly error?: unknown;
-  readonly interrupted?: boolean;
-}
 
 /** The ports' traffic, one canonical line per exchange, in the order it happened. */
 export class TranscriptLog {
@@ -71,27 +59,20 @@ export class TranscriptLog {
 
   /** Writes a record in its canonical form (the schema's key order, defaults filled, extras dropped). */
   push(record: object): void {
-    this.lines.push(this.lineOf(record));
-    const r = record as { type?: unknown; draw?: unknown };
-    if (r.type === 'env' && r.draw === 'random') this.#drewRandom = true;
+    const line = this.lineOf(record);
+    this.lines.push(line);
+    if (!this.#drewRandom && line.startsWith('{"type":"env","draw":"random"')) this.#drewRandom = true;
   }
 
   /**
-   * Writes an llm record whose request is a change its chain gave (`RequestChain.next`), `request`
-   * being that change's JSON: the line is built around it, not by the schema reading the change again.
+   * The canonical line of a record: an env draw's built directly (they are a third of a transcript),
+   * a model request's around the change its chain gave (`llmLine`), any other by the schema.
    */
-  pushLlm(record: LlmRecordInput, request: string): void {
-    this.lines.push(this.llmLineOf(record, request));
-  }
-
-  protected llmLineOf(record: LlmRecordInput, request: string): string {
-    return llmLine(record, request) ?? this.lineOf(record);
-  }
-
-  /** The canonical line of a record (an env draw's built directly: they are a third of a transcript). */
   protected lineOf(record: object): string {
     const env = envLineOf(record);
     if (env !== undefined) return env;
+    const llm = llmLine(record);
+    if (llm !== undefined) return llm;
     const parsed = parseRecord(record);
     if (!parsed.success) throw new Error(`recorder: invalid ${String((record as { type?: unknown }).type)} record: ${parsed.error.message}`);
     return JSON.stringify(parsed.data);
@@ -185,12 +166,12 @@ export function recordingLlm(inner: LlmExecutor, log: TranscriptLog): LlmExecuto
         : (async function* (): AsyncGenerator<StreamPart> {
             const seq = log.nextLlmSeq();
             // Taken at the call: a request's messages are valid while its stream is read.
-            const { delta, digest, text } = log.requests.next(request);
+            const { delta, digest } = log.requests.next(request);
             const parts: StreamPart[] = [];
             let written = false;
             const write = (extra: { error?: unknown; interrupted?: boolean } = {}): void => {
               written = true;
-              log.pushLlm({ type: 'llm', seq, digest, request: delta, parts, ...extra }, text);
+              log.push({ type: 'llm', seq, digest, request: delta, parts, ...extra });
             };
             try {
               for await (const part of inner.stream(request)) {

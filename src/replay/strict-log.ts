@@ -1,5 +1,5 @@
-import { type LlmRecordInput, TranscriptLog } from './recorder.ts';
-import { llmLineText, type RequestChain } from './transcript.ts';
+import { TranscriptLog } from './recorder.ts';
+import type { RequestChain } from './transcript.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { isJsonValue, type JsonValue } from '../contract/json.ts';
 
@@ -11,13 +11,15 @@ import { isJsonValue, type JsonValue } from '../contract/json.ts';
 const later = (f: () => void): void => queueMicrotask(() => process.nextTick(f));
 
 /**
- * Whether every field of a JSON value's objects is one its JSON shows: a field that is not
- * enumerable is left out of the JSON, but a schema that names it reads it. `value` is JSON
+ * Whether every field of a JSON value's objects is one its JSON shows, and its JSON shows nothing
+ * else: a field that is not enumerable is left out of the JSON, but a schema that names it reads it. `value` is JSON
  * (`isJsonValue`), so the walk ends.
  */
 function allShown(value: JsonValue): boolean {
   if (typeof value !== 'object' || value === null) return true;
-  if (Array.isArray(value)) return value.every(allShown);
+  // An array's JSON is what its `toJSON` says, if it has one (its own, or its prototype's), where a
+  // schema reading the array reads its entries.
+  if (Array.isArray(value)) return Object.getPrototypeOf(value) === Array.prototype && !Object.hasOwn(value, 'toJSON') && value.every(allShown);
   let shown = 0;
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
@@ -165,30 +167,8 @@ export class StrictLog extends TranscriptLog {
     return super.lineOf(record);
   }
 
-  /**
-   * As `lineOf`: an llm record whose parts and error write, as plain JSON around the request's
-   * canonical JSON, exactly the canonical line it replays is that line.
-   */
-  protected override llmLineOf(record: LlmRecordInput, request: string): string {
-    const j = this.lines.length;
-    const recorded = this.#input[j];
-    if (recorded !== undefined && this.#canonical[j] === true) {
-      const { parts, error } = record;
-      if (isJsonValue(parts) && allShown(parts) && (error === undefined || (isJsonValue(error) && allShown(error)))) {
-        const line = llmLineText(record, request, JSON.stringify(parts), error === undefined ? undefined : JSON.stringify(error));
-        if (line === recorded) return recorded;
-      }
-    }
-    return super.llmLineOf(record, request);
-  }
-
   override push(record: object): void {
     super.push(record);
-    this.#written();
-  }
-
-  override pushLlm(record: LlmRecordInput, request: string): void {
-    super.pushLlm(record, request);
     this.#written();
   }
 

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AgentSpecSchema, type AgentSpec } from '../contract/agent-spec.ts';
 import { InferenceExecutionErrorSchema, ToolErrorSchema } from '../contract/errors.ts';
 import { InferenceOverrideSchema } from '../contract/inference.ts';
-import { JsonValueSchema, type JsonValue } from '../contract/json.ts';
+import { isJsonValue, JsonValueSchema, type JsonValue } from '../contract/json.ts';
 import { TerminationReasonSchema, type TerminationReason } from '../contract/lifecycle.ts';
 import { MessageSchema, type Message } from '../contract/message.ts';
 import { TokenUsageSchema, type TokenUsage } from '../contract/usage.ts';
@@ -177,36 +177,37 @@ export type LlmRecord = z.output<typeof LlmRecordSchema>;
 const PartsSchema = z.array(StreamPartSchema);
 
 /**
- * An llm record's canonical line, its request given as the JSON its chain made of it
- * (`RequestChain.next`), which is already in canonical form: only the parts and the error go through
- * the schema. Undefined where the schema must judge the whole record (a field it would refuse).
+ * The changes `RequestChain.next` gave: each is in canonical form (its messages and tools the
+ * schemas' output, its keys in the schema's order), so the schema would write it as it is, and its
+ * JSON is its line's `request`. Held weakly: a run's changes go with its transcript.
  */
-export function llmLine(
-  record: { readonly seq: number; readonly digest: string; readonly parts: readonly unknown[]; readonly error?: unknown; readonly interrupted?: unknown },
-  request: string,
-): string | undefined {
-  const { seq, digest, error, interrupted } = record;
-  if (!Number.isSafeInteger(seq) || seq < 1 || typeof digest !== 'string' || (interrupted !== undefined && typeof interrupted !== 'boolean')) return undefined;
-  const parts = PartsSchema.safeParse(record.parts);
-  if (!parts.success) return undefined;
-  let errorText: string | undefined;
+const chainDeltas = new WeakSet<object>();
+
+/**
+ * An llm record's canonical line when its request is a change its chain gave: the change written as
+ * it is, the parts and the error through the schema. Undefined for the schema to judge the whole
+ * record: any other request, or a field the schema would refuse. Each field is read once, as the
+ * schema reads it; extra fields are dropped, as the schema drops them.
+ */
+export function llmLine(record: object): string | undefined {
+  if (Array.isArray(record)) return undefined;
+  const { type, seq, digest, request, parts, error, interrupted } = record as Record<string, unknown>;
+  if (type !== 'llm' || typeof request !== 'object' || request === null || !chainDeltas.has(request)) return undefined;
+  if (!Number.isSafeInteger(seq) || (seq as number) < 1 || typeof digest !== 'string' || (interrupted !== undefined && typeof interrupted !== 'boolean'))
+    return undefined;
+  // The change is canonical as the chain made it, but a message's tool arguments and a tool's
+  // parameters are the caller's own objects, which may have changed since: read now, as the schema would.
+  if (typeof (request as { model?: unknown }).model !== 'string' || !isJsonValue(request)) return undefined;
+  const read = PartsSchema.safeParse(parts);
+  if (!read.success) return undefined;
+  let errorText = '';
   if (error !== undefined) {
     const parsed = InferenceExecutionErrorSchema.safeParse(error);
     if (!parsed.success) return undefined;
-    errorText = JSON.stringify(parsed.data);
+    errorText = `,"error":${JSON.stringify(parsed.data)}`;
   }
-  return llmLineText(record, request, JSON.stringify(parts.data), errorText);
-}
-
-/** An llm record's line from the JSON of its request, parts and error, its keys in the schema's order. */
-export function llmLineText(
-  record: { readonly seq: unknown; readonly digest: unknown; readonly interrupted?: unknown },
-  request: string,
-  parts: string,
-  error: string | undefined,
-): string {
-  const end = record.interrupted !== undefined ? `,"interrupted":${JSON.stringify(record.interrupted)}}` : '}';
-  return `{"type":"llm","seq":${JSON.stringify(record.seq)},"digest":${JSON.stringify(record.digest)},"request":${request},"parts":${parts}${error !== undefined ? `,"error":${error}` : ''}${end}`;
+  const end = interrupted !== undefined ? `,"interrupted":${interrupted}}` : '}';
+  return `{"type":"llm","seq":${seq},"digest":${JSON.stringify(digest)},"request":${JSON.stringify(request)},"parts":${JSON.stringify(read.data)}${errorText}${end}`;
 }
 
 const OpSchema = z.discriminatedUnion('kind', [
@@ -549,8 +550,6 @@ export class RequestChain {
   next(r: { model: string; messages: readonly object[]; tools: readonly object[]; overrides?: unknown }): {
     readonly delta: RequestDelta;
     readonly digest: string;
-    /** `delta`'s JSON, as `JSON.stringify(delta)` writes it. */
-    readonly text: string;
   } {
     const held = this.#messages;
     const list = r.messages;
@@ -581,10 +580,12 @@ export class RequestChain {
       ...(toolsText !== this.#tools ? { tools } : {}),
       ...(overrides !== undefined ? { overrides } : {}),
     } as RequestDelta;
-    // `JSON.stringify(delta)`, from the texts already made of its messages and tools: the digest and
-    // the recorder's line both cover it, and each message would otherwise be written out twice more.
-    const text = `{"model":${JSON.stringify(r.model)},"kept":${kept},"messages":[${texts.join(',')}]${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`;
+    // `JSON.stringify(delta)`, the tools' JSON taken from above rather than written out again. The
+    // messages are written now, not taken from `texts`: a tool call's arguments are the caller's
+    // object, and may have changed since the message's text was first taken.
+    const text = `{"model":${JSON.stringify(r.model)},"kept":${kept},"messages":${JSON.stringify(added)}${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`;
     const digest = this.#memo === undefined ? digestOfText(chainText(this.#digest, text)) : chainDigestOfText(this.#memo, this.#digest, text);
+    chainDeltas.add(delta);
     held.length = kept;
     this.#texts.length = kept;
     for (const m of fresh) held.push(m);
@@ -592,7 +593,7 @@ export class RequestChain {
     this.#tools = toolsText;
     this.#list = list;
     this.#digest = digest;
-    return { delta, digest, text };
+    return { delta, digest };
   }
 }
 

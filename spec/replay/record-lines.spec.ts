@@ -137,9 +137,9 @@ const llmRecord = fc.record({
 type Afterwards = 'nothing' | 'arguments-changed' | 'arguments-not-json' | 'model-not-string' | 'a-copy';
 /**
  * A request's change as a chain gives it: messages with tool calls among them, seen in part at an
- * earlier request or not; then, sometimes, a tool call's arguments (the caller's object) changed in
- * place, to other JSON or to something that is not, the change's model made no string, or the change
- * copied (not the chain's own).
+ * earlier request or not, sometimes for a model that is no string; then, sometimes, a tool call's
+ * arguments (the caller's object) changed in place, to other JSON or to something that is not, or
+ * the change copied (not the chain's own).
  */
 const requested = fc
   .record({
@@ -155,11 +155,12 @@ const requested = fc
     );
     const tools = [{ id: 'echo', name: 'echo', description: 'echo', parameters: { type: 'object' } }];
     if (before > 0) chain.next({ model: 'm', messages: messages.slice(0, before), tools });
-    const { delta } = chain.next({ model: 'm', messages, tools, ...(before === 2 ? { overrides: { temperature: 0.5 } } : {}) });
+    // A model that is no string reaches the chain only against the request's type (a transform's cast, say).
+    const model = (afterwards === 'model-not-string' ? 5 : 'm') as string;
+    const { delta } = chain.next({ model, messages, tools, ...(before === 2 ? { overrides: { temperature: 0.5 } } : {}) });
     const changed = args[1];
     if (afterwards === 'arguments-changed' && changed !== undefined) changed.text = 'changed since';
     if (afterwards === 'arguments-not-json' && changed !== undefined) (changed as Record<string, unknown>).text = undefined;
-    if (afterwards === 'model-not-string') (delta as { model: unknown }).model = 5;
     // A copy in another key order, with a key the schema does not know.
     return afterwards === 'a-copy' ? Object.assign({ kept: delta.kept }, delta, { note: 'a copy' }) : delta;
   });

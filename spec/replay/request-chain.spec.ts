@@ -168,6 +168,32 @@ describe('a chain of requests over an array that only grows', () => {
   });
 });
 
+describe('what a chain gives for a request', () => {
+  it('takes an object offered as a tool and sent as a message in the canonical form of each, whichever it met first', () => {
+    for (const toolFirst of [true, false]) {
+      const both = { id: 'x', name: 'n', description: 'd', parameters: {}, role: 'user', content: [{ type: 'text', text: 'hi' }] };
+      const chain = new RequestChain();
+      const first = chain.next(toolFirst ? { model: 'm', messages: [], tools: [both] } : { model: 'm', messages: [both], tools: [] });
+      const { delta } = chain.next({ model: 'm', messages: [both, Messages.user('next')], tools: [both] });
+      const request = applyDeltas([first.delta, delta]).at(-1);
+      expect(request?.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'hi' }], id: 'x' });
+      expect(request?.tools).toEqual([{ id: 'x', name: 'n', description: 'd', parameters: {} }]);
+    }
+  });
+
+  it('gives the digest of the change as written out, whatever the model is (a transform may cast anything there)', () => {
+    for (const model of [undefined, 5, { toJSON: (key: string) => `model at ${key}` }, 'm']) {
+      const { delta, digest } = new RequestChain().next({ model: model as string, messages: [Messages.user('go')], tools: [] });
+      expect(digest).toBe(chainDigest(null, delta));
+    }
+  });
+
+  it('gives a change no one can alter: it is the record of what was asked', () => {
+    const { delta } = new RequestChain().next({ model: 'm', messages: [Messages.user('go')], tools: [ToolDescriptors.new('a', 'a', 'a')] });
+    expect([Object.isFrozen(delta), Object.isFrozen(delta.messages), Object.isFrozen(delta.tools)]).toEqual([true, true, true]);
+  });
+});
+
 describe('the array a run sends', () => {
   const echo = defineTool({
     id: 'echo',

@@ -503,16 +503,24 @@ export const digestOf = (value: unknown): string => digestOfText(JSON.stringify(
 
 const digestOfText = (text: string): string => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
-const canonical = new WeakMap<object, unknown>();
+/**
+ * Canonical forms already computed, one table per schema: an object offered as a tool and sent as a
+ * message (nothing forbids it) has a canonical form as each, and neither stands for the other.
+ */
+const canonicalForms = new Map<z.ZodType, WeakMap<object, unknown>>([
+  [MessageSchema, new WeakMap()],
+  [ToolDescriptorSchema, new WeakMap()],
+]);
 
 /** Canonical form of one message or descriptor, computed once per object (history is reused every step). */
-function canonicalOf<T>(value: object, schema: z.ZodType<T>): T {
-  let c = canonical.get(value);
+function canonicalOf<S extends typeof MessageSchema | typeof ToolDescriptorSchema>(value: object, schema: S): z.output<S> {
+  const forms = canonicalForms.get(schema) as WeakMap<object, unknown>;
+  let c = forms.get(value);
   if (c === undefined) {
     c = schema.parse(value);
-    canonical.set(value, c);
+    forms.set(value, c);
   }
-  return c as T;
+  return c as z.output<S>;
 }
 
 const canonicalText = new WeakMap<object, string>();
@@ -573,17 +581,23 @@ export class RequestChain {
     const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
     const toolsText = JSON.stringify(tools);
     const overrides = r.overrides !== undefined ? InferenceOverrideSchema.parse(r.overrides) : undefined;
-    const delta = {
-      model: r.model,
+    const model = r.model;
+    // Frozen, arrays and all, as the record of what was asked: only its tool arguments and parameters
+    // (the caller's objects) may change after this, and `llmLine` reads those again.
+    const delta = Object.freeze({
+      model,
       kept,
-      messages: added,
-      ...(toolsText !== this.#tools ? { tools } : {}),
+      messages: Object.freeze(added),
+      ...(toolsText !== this.#tools ? { tools: Object.freeze(tools) } : {}),
       ...(overrides !== undefined ? { overrides } : {}),
-    } as RequestDelta;
+    }) as RequestDelta;
     // `JSON.stringify(delta)`, the tools' JSON taken from above rather than written out again. The
     // messages are written now, not taken from `texts`: a tool call's arguments are the caller's
     // object, and may have changed since the message's text was first taken.
-    const text = `{"model":${JSON.stringify(r.model)},"kept":${kept},"messages":${JSON.stringify(added)}${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`;
+    const text =
+      typeof model === 'string'
+        ? `{"model":${JSON.stringify(model)},"kept":${kept},"messages":${JSON.stringify(added)}${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`
+        : JSON.stringify(delta);
     const digest = this.#memo === undefined ? digestOfText(chainText(this.#digest, text)) : chainDigestOfText(this.#memo, this.#digest, text);
     chainDeltas.add(delta);
     held.length = kept;

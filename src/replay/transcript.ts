@@ -582,15 +582,15 @@ export class RequestChain {
     const toolsText = JSON.stringify(tools);
     const overrides = r.overrides !== undefined ? InferenceOverrideSchema.parse(r.overrides) : undefined;
     const model = r.model;
-    // Frozen, arrays and all, as the record of what was asked: only its tool arguments and parameters
-    // (the caller's objects) may change after this, and `llmLine` reads those again.
-    const delta = Object.freeze({
+    // Not frozen (freezing cost a replay a few per cent): only the recorder holds it, and writes it as
+    // it is; its tool arguments and parameters are the caller's objects, which `llmLine` reads again.
+    const delta = {
       model,
       kept,
-      messages: Object.freeze(added),
-      ...(toolsText !== this.#tools ? { tools: Object.freeze(tools) } : {}),
+      messages: added,
+      ...(toolsText !== this.#tools ? { tools } : {}),
       ...(overrides !== undefined ? { overrides } : {}),
-    }) as RequestDelta;
+    } as RequestDelta;
     // `JSON.stringify(delta)`, the tools' JSON taken from above rather than written out again. The
     // messages are written now, not taken from `texts`: a tool call's arguments are the caller's
     // object, and may have changed since the message's text was first taken.

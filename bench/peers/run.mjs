@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { allocatedBytes } from '../fair/allocation.mjs';
+import { allocatedBytes } from 'awaken-ts/testing';
 import { SUBJECTS } from './subjects.mjs';
 
 const SIZES = [10, 100, 1_000];

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { median } from './stats.ts';
 
 /**
  * `npm run bench:cli`: how long the compiled `awaken` command (dist/cli/bin.js, as a user's `npx
@@ -60,12 +61,6 @@ function timedServe(args: readonly string[]): () => Promise<number> {
       });
     });
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 async function main(): Promise<void> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is not there: run npm run build first`);

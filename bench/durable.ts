@@ -5,6 +5,7 @@ import { z } from 'zod';
 // The package as its users import it: the built JavaScript (`npm run bench:durable` builds it first).
 import { AgentRuntimeBuilder, defineTool, Messages, realEnv, ToolResults, type LlmExecutor, type StreamPart } from 'awaken-ts';
 import { openStore, type Store } from 'awaken-ts/stores';
+import { median } from './stats.ts';
 
 /**
  * What storing every phase of a tool call costs (ADR 0056), `npm run bench:durable`: a 100-step run
@@ -116,11 +117,6 @@ function subject(name: string, store: Store | undefined, fenced = false): Subjec
   };
   return s;
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
-};
 
 const dir = mkdtempSync(join(tmpdir(), 'awaken-bench-durable-'));
 const memoryStore = openStore('memory');

@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
+import { allocatedBytes } from '../src/testing/bench-agent.ts';
+import { median } from './stats.ts';
 
 /** One benchmarked task: the subject or its hand-written baseline, run in the same process. */
 export interface Case {
@@ -25,58 +27,69 @@ export interface TaskStats {
   readonly task: string;
   readonly role: 'subject' | 'baseline';
   readonly opsPerSec: number;
-  readonly meanUs: number;
-  readonly p99Us: number;
-  readonly samples: number;
-  /** subject mean / baseline mean of the same suite (1 for the baseline). */
+  /** µs per call: the median over rounds of each round's mean. */
+  readonly usPerOp: number;
+  readonly rounds: number;
+  /** This task's time over the baseline's, round by round (1 for the baseline): their median and min. */
   readonly ratio: number;
-  /** Mean µs per work unit, when the suite declares its units. */
+  readonly ratioMin: number;
+  /** `usPerOp` per work unit, when the suite declares its units. */
   readonly perUnitUs?: number;
   readonly unit?: string;
-  /** Mean bytes allocated per iteration (heap growth over a measured batch, with gc). */
+  /** Bytes allocated per call (median of three batches during which no collection ran; absent when every batch saw one, or without `--expose-gc`). */
   readonly bytesPerOp?: number;
 }
 
 export interface RunOptions {
+  /** The time each task is run for, in all, spread over the rounds. */
   readonly timeMs: number;
   readonly warmupMs: number;
+  readonly rounds: number;
   readonly outDir: string;
 }
 
 /** Runs one suite, writes `<outDir>/<suite>.json` and returns its rows. */
 export async function runSuite(suite: Suite, options: RunOptions): Promise<TaskStats[]> {
-  const bench = new Bench({ time: options.timeMs, warmupTime: options.warmupMs, throws: true });
-  for (const c of suite.cases) bench.add(c.name, c.fn);
   await suite.setup?.();
   try {
-    return await measure(suite, bench, options);
+    return await measure(suite, options);
   } finally {
     await suite.teardown?.();
   }
 }
 
-async function measure(suite: Suite, bench: Bench, options: RunOptions): Promise<TaskStats[]> {
-  await bench.run();
-  const raw = bench.tasks.map((task) => {
-    const c = suite.cases.find((x) => x.name === task.name) as Case;
-    const r = task.result;
-    if (r.state !== 'completed') throw new Error(`${suite.name}/${task.name}: ${r.state}`);
-    return { c, mean: r.latency.mean, p99: r.latency.p99, samples: r.latency.samplesCount, ops: r.throughput.mean };
-  });
-  const baseline = raw.find((x) => x.c.role === 'baseline');
+/**
+ * The suite's tasks interleaved in rounds, each round starting from another task, so that what the
+ * machine does meanwhile (another process, a frequency change) falls on subject and baseline alike;
+ * each round gives every task `timeMs / rounds` (tinybench's samples, at least one call).
+ */
+async function measure(suite: Suite, options: RunOptions): Promise<TaskStats[]> {
+  const cases = suite.cases;
+  for (const c of cases) await meanMs(c, options.warmupMs);
+  const slice = options.timeMs / options.rounds;
+  const times = cases.map((): number[] => []);
+  for (let r = 0; r < options.rounds; r++) {
+    for (let k = 0; k < cases.length; k++) {
+      const i = (k + r) % cases.length;
+      (times[i] as number[]).push(await meanMs(cases[i] as Case, slice));
+    }
+  }
+  const base = cases.findIndex((c) => c.role === 'baseline');
   const rows: TaskStats[] = [];
-  for (const x of raw) {
-    const bytes = await allocationPerOp(x.c.fn);
+  for (const [i, c] of cases.entries()) {
+    const ms = median(times[i] as number[]);
+    const ratios = base < 0 ? [Number.NaN] : (times[i] as number[]).map((t, r) => t / ((times[base] as number[])[r] as number));
+    const bytes = await allocatedPerOp(c.fn, ms);
     rows.push({
       suite: suite.name,
-      task: x.c.name,
-      role: x.c.role,
-      opsPerSec: Math.round(x.ops),
-      meanUs: round(x.mean * 1000),
-      p99Us: round(x.p99 * 1000),
-      samples: x.samples,
-      ratio: baseline === undefined ? Number.NaN : round(x.mean / baseline.mean),
-      ...(suite.units !== undefined ? { perUnitUs: round((x.mean * 1000) / suite.units.count), unit: suite.units.name } : {}),
+      task: c.name,
+      role: c.role,
+      opsPerSec: Math.round(1000 / ms),
+      usPerOp: round(ms * 1000),
+      rounds: options.rounds,
+      ratio: round(median(ratios)),
+      ratioMin: round(Math.min(...ratios)),
+      ...(suite.units !== undefined ? { perUnitUs: round((ms * 1000) / suite.units.count), unit: suite.units.name } : {}),
       ...(bytes !== undefined ? { bytesPerOp: Math.round(bytes) } : {}),
     });
   }
@@ -88,38 +101,50 @@ async function measure(suite: Suite, bench: Bench, options: RunOptions): Promise
   return rows;
 }
 
+/** The mean ms per call of `c` over about `ms` of calls (one at least). */
+async function meanMs(c: Case, ms: number): Promise<number> {
+  const bench = new Bench({ time: ms, iterations: 1, warmup: false, throws: true });
+  bench.add(c.name, c.fn);
+  await bench.run();
+  const r = (bench.tasks[0] as (typeof bench.tasks)[number]).result;
+  if (r.state !== 'completed') throw new Error(`${c.name}: ${r.state}`);
+  return r.latency.mean;
+}
+
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 /**
- * Heap growth per call over a batch of calls between two full collections (needs `--expose-gc`;
- * undefined without it). A rough allocation measure: survivors are counted, short-lived garbage
- * that a minor GC reclaimed mid-batch is not.
+ * Bytes allocated per call, as `bench:fair` counts them (`allocatedBytes`: a batch during which no
+ * collection ran, which needs `--expose-gc` and a young generation that holds the batch): batches
+ * of about 200 ms of calls, halved until one fits; the median of three.
  */
-async function allocationPerOp(fn: () => unknown): Promise<number | undefined> {
+async function allocatedPerOp(fn: () => unknown, msPerCall: number): Promise<number | undefined> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) return undefined;
-  const n = 200;
-  gc();
-  const before = process.memoryUsage().heapUsed;
-  const keep: unknown[] = [];
-  for (let i = 0; i < n; i++) keep.push(await fn());
-  const after = process.memoryUsage().heapUsed;
-  keep.length = 0;
-  return Math.max(0, after - before) / n;
+  const xs: number[] = [];
+  for (let batch = 0; batch < 3; batch++) {
+    for (let n = Math.min(10_000, Math.max(1, Math.round(200 / msPerCall))); n >= 1; n = Math.floor(n / 2)) {
+      const bytes = await allocatedBytes(fn, n, gc);
+      if (bytes === undefined) continue;
+      xs.push(bytes / n);
+      break;
+    }
+  }
+  return xs.length === 0 ? undefined : median(xs);
 }
 
 export function formatTable(rows: readonly TaskStats[]): string {
-  const header = ['suite', 'task', 'ops/s', 'mean µs', 'p99 µs', 'µs/unit', 'KiB/op', 'samples', '× baseline'];
+  const header = ['suite', 'task', 'ops/s', 'µs/op (median)', 'µs/unit', 'KiB allocated/op', 'rounds', '× baseline, median', '× baseline, min'];
   const body = rows.map((r) => [
     r.suite,
     r.task,
     String(r.opsPerSec),
-    r.meanUs.toFixed(3),
-    r.p99Us.toFixed(3),
+    r.usPerOp.toFixed(3),
     r.perUnitUs !== undefined ? `${r.perUnitUs.toFixed(3)}/${r.unit ?? ''}` : '',
     r.bytesPerOp !== undefined ? (r.bytesPerOp / 1024).toFixed(1) : '',
-    String(r.samples),
+    String(r.rounds),
     r.ratio.toFixed(2),
+    r.ratioMin.toFixed(2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] as string).length)));
   const line = (cells: readonly string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');

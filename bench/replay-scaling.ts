@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { defineTool, deterministicEnv, Messages, ToolResults } from 'awaken-ts';
 import { recordRun, replayTranscript, ScriptedLlm } from 'awaken-ts/testing';
 import { echoTranscript, type EchoRunLib } from './echo-run.ts';
+import { median } from './stats.ts';
 
 /**
  * Whether replay keeps its speed as a run grows, `npm run bench:replay-scaling`: echo runs of 125,
@@ -45,10 +46,6 @@ async function round(run: (typeof runs)[number]): Promise<number> {
 for (const run of runs) await round(run);
 for (let r = 0; r < ROUNDS; r++) for (const run of runs) run.rates.push(await round(run));
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? (s[s.length >> 1] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
-};
 const k = (x: number): string => `${(x / 1000).toFixed(1)}k`;
 const medians = runs.map((run) => median(run.rates));
 const lines = [

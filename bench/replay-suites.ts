@@ -1,12 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Messages } from '../src/contract/message.ts';
-import { ToolResults } from '../src/contract/tool.ts';
-import { ScriptedLlm } from '../src/providers/scripted.ts';
-import { recordRun } from '../src/replay/recorder.ts';
-import { replayTranscript } from '../src/replay/replayer.ts';
-import { deterministicEnv } from '../src/runtime/env.ts';
-import { defineTool } from '../src/runtime/tool.ts';
+// The package as its users import it: the built JavaScript (`npm run bench` builds it first).
+import { defineTool, deterministicEnv, Messages, ToolResults } from 'awaken-ts';
+import { recordRun, replayTranscript, ScriptedLlm } from 'awaken-ts/testing';
 import { echoTranscript, type EchoRunLib } from './echo-run.ts';
 import type { Suite } from './harness.ts';
 

@@ -7,13 +7,16 @@ import { encoderSuites } from './encoder-suites.ts';
 import { contextSuites } from './context-suites.ts';
 import { serverSuites } from './server-suites.ts';
 
-// `npm run bench [-- --time MS] [-- --only core|loop|replay|encoders|context|server]`: every suite, subjects and baselines in one process.
+// `npm run bench [-- --time MS] [-- --rounds R] [-- --only core|loop|replay|encoders|context|server]`: every
+// suite, its subjects and baseline interleaved in R rounds (10 unless told) in one process, each task
+// run for MS ms in all (1,000 unless told).
 const args = process.argv.slice(2);
 const flag = (name: string): string | undefined => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
 const timeMs = Number(flag('--time') ?? 1000);
+const rounds = Number(flag('--rounds') ?? 10);
 const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 
@@ -32,7 +35,7 @@ const tty = process.stdout.isTTY === true && process.stderr.isTTY === true;
 for (const [i, suite] of suites.entries()) {
   const line = `bench: [${i + 1}/${suites.length}] ${suite.name}…`;
   process.stderr.write(tty ? `\r\x1b[2K${line}` : `${line}\n`);
-  rows.push(...(await runSuite(suite, { timeMs, warmupMs: Math.min(250, timeMs / 4), outDir })));
+  rows.push(...(await runSuite(suite, { timeMs, warmupMs: Math.min(250, timeMs / 4), rounds, outDir })));
 }
 if (tty) process.stderr.write('\r\x1b[2K');
 process.stdout.write(`${formatTable(rows)}\n`);

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writ
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SqliteStore } from '../src/stores/sqlite.ts';
+import { median } from './stats.ts';
 
 /**
  * The inspector's finding routes at scale (`npm run bench:studio`): a real `awaken serve` on a SQLite
@@ -119,8 +120,6 @@ async function timed(url: string): Promise<{ ms: number; bytes: number; total: n
   if (r.status !== 200) throw new Error(`${url}: ${r.status} ${text.slice(0, 200)}`);
   return { ms, bytes: Buffer.byteLength(text), total: (JSON.parse(text) as { total: number }).total };
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 await seedStore();
 seedRecord();

@@ -19,6 +19,7 @@ import {
 } from 'awaken-ts';
 import { frameAiSdk, initialAiSdkState, transcodeAiSdk, type AiSdkState } from '../../src/protocols/ai-sdk-v6/encoder.ts';
 import { allocatedBytes, PartStream } from 'awaken-ts/testing';
+import { median } from '../stats.ts';
 
 /**
  * The loop measured fairly (`npm run bench:fair`): every case does the same run — N steps, each an
@@ -358,12 +359,6 @@ async function streamingRows(rounds: number): Promise<{ name: string; usPerDelta
     { name: 'floor: synchronous framing of the same deltas', usPerDelta: median(times.floor), ratioMedian: 1, ratioMin: 1 },
   ];
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
 /** µs per step of `runs` runs. */
 async function timeOf(c: Case, runs: number, steps: number): Promise<number> {

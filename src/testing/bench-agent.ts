@@ -208,15 +208,19 @@ export const median = (xs: readonly number[]): number => {
 
 /**
  * Bytes allocated by `times` calls of `run`: the heap's growth over a batch during which no garbage
- * collection ran (counted with V8's GC profiler), `undefined` when one did.
+ * collection ran (counted with V8's GC profiler), `undefined` when one did. A call that returns a
+ * promise is waited for; one that answers at once is not (awaiting it would count a promise per call).
  */
-export async function allocatedBytes(run: () => Promise<unknown>, times: number, collect: () => void): Promise<number | undefined> {
+export async function allocatedBytes(run: () => unknown, times: number, collect: () => void): Promise<number | undefined> {
   collect();
   await new Promise((resolve) => setImmediate(resolve));
   const profiler = new GCProfiler();
   profiler.start();
   const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < times; i++) await run();
+  for (let i = 0; i < times; i++) {
+    const out = run();
+    if (out instanceof Promise) await out;
+  }
   const after = process.memoryUsage().heapUsed;
   const collections = profiler.stop()?.statistics.length ?? 0;
   return collections === 0 ? after - before : undefined;

@@ -20,6 +20,7 @@ import type { CircuitBreakerConfig } from '../runtime/circuit-breaker.ts';
 import type { AgentRunResult } from '../contract/run-result.ts';
 import type { Decision } from '../contract/decision.ts';
 import { isToolOutput, ToolFailure, type Tool, type ToolCallContext } from '../runtime/tool.ts';
+import { ObservedContext } from './observed-context.ts';
 import { pluginEntryOf } from './plugins.ts';
 import {
   clientFieldsOf,
@@ -44,6 +45,12 @@ export class TranscriptLog {
   #llm = 0;
   /** Whether a random number was drawn (`dropInertSeed`), noted as it is written rather than searched for at the end. */
   #drewRandom = false;
+  /**
+   * Whether each tool call runs in the recorder's async context (`insideTool`), so that what a
+   * delegate's sub-run does inside it is not written as the run's own traffic. Once any async
+   * context has been entered, Node hooks every promise of the process.
+   */
+  readonly toolsInContext: boolean = true;
 
   constructor(requests = new RequestChain()) {
     this.requests = requests;
@@ -101,7 +108,7 @@ export class TranscriptLog {
  * An env record's canonical line, written as the schema would write it (its keys in the schema's
  * order), or undefined for the schema to judge: a draw that is not a finite number or a string.
  */
-function envLineOf(record: object): string | undefined {
+export function envLineOf(record: object): string | undefined {
   if (Array.isArray(record)) return undefined;
   // Each field read once, as the schema reads it.
   const { type, draw, value, kind, ms } = record as { type?: unknown; draw?: unknown; value?: unknown; kind?: unknown; ms?: unknown };
@@ -212,26 +219,18 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
     // Validation runs inside the recorded execute, so a refusal is recorded like any other outcome.
     execute: async (args: JsonValue, ctx: ToolCallContext) => {
       if (insideTool.getStore() === log) return inner.execute(args, ctx);
-      const activity: { method: string; args: JsonValue[] }[] = [];
-      const spy: ToolCallContext = Object.assign(Object.create(ctx) as ToolCallContext, {
-        reportActivity: (t: string, c: JsonValue) => (activity.push({ method: 'activity', args: [t, c] }), ctx.reportActivity(t, c)),
-        reportActivityDelta: (t: string, p: JsonValue) => (activity.push({ method: 'activity_delta', args: [t, p] }), ctx.reportActivityDelta(t, p)),
-        reportProgress: (s: 'pending' | 'running' | 'done' | 'failed', m?: string, p?: number) => (
-          activity.push({ method: 'progress', args: [s, m ?? null, p ?? null] }), ctx.reportProgress(s, m, p)
-        ),
-        streamOutput: (d: string) => (activity.push({ method: 'stream_output', args: [d] }), ctx.streamOutput(d)),
-      });
+      const spy = new ObservedContext(ctx);
       const base = {
         type: 'tool',
         call_id: ctx.callId,
         name: inner.descriptor.id,
         arguments: args,
         ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}),
-        activity,
+        activity: spy.activity,
       };
       try {
         inner.validateArgs?.(args);
-        const out = await insideTool.run(log, () => inner.execute(args, spy));
+        const out = await (log.toolsInContext ? insideTool.run(log, () => inner.execute(args, spy)) : inner.execute(args, spy));
         if (isToolOutput(out)) {
           log.push({ ...base, result: out.result, ...(out.command !== undefined ? { command: commandRecord(out.command) } : {}) });
         } else log.push({ ...base, result: out });

@@ -1,4 +1,4 @@
-import { TranscriptLog } from './recorder.ts';
+import { envLineOf, TranscriptLog } from './recorder.ts';
 import type { RequestChain } from './transcript.ts';
 import type { AgentEvent } from '../contract/event.ts';
 import { isJsonValue, type JsonValue } from '../contract/json.ts';
@@ -71,6 +71,8 @@ export class StrictLog extends TranscriptLog {
   /** Recorded lines to write once the replay reaches them (`rawAt`). */
   readonly #pending = new Map<number, string>();
   #watching = false;
+  /** A replay's tools answer from their records: no sub-run is made inside one, so no async context is needed to tell one apart. */
+  override readonly toolsInContext = false;
 
   /**
    * `input`: the transcript's lines that are not blank, header first, each with its line number (a
@@ -160,6 +162,9 @@ export class StrictLog extends TranscriptLog {
    * through the schema, as recording writes it.
    */
   protected override lineOf(record: object): string {
+    // An env draw's line is written for less than the check below costs, and is the schema's line.
+    const env = envLineOf(record);
+    if (env !== undefined) return env;
     const j = this.lines.length;
     const recorded = this.#input[j];
     if (recorded !== undefined && this.#canonical[j] === true && isJsonValue(record) && allShown(record) && JSON.stringify(record) === recorded)

@@ -581,23 +581,18 @@ export class RequestChain {
     const tools = r.tools.map((t) => canonicalOf(t, ToolDescriptorSchema));
     const toolsText = JSON.stringify(tools);
     const overrides = r.overrides !== undefined ? InferenceOverrideSchema.parse(r.overrides) : undefined;
-    const model = r.model;
     // Not frozen (freezing cost a replay a few per cent): only the recorder holds it, and writes it as
     // it is; its tool arguments and parameters are the caller's objects, which `llmLine` reads again.
     const delta = {
-      model,
+      model: r.model,
       kept,
       messages: added,
       ...(toolsText !== this.#tools ? { tools } : {}),
       ...(overrides !== undefined ? { overrides } : {}),
     } as RequestDelta;
-    // `JSON.stringify(delta)`, the tools' JSON taken from above rather than written out again. The
-    // messages are written now, not taken from `texts`: a tool call's arguments are the caller's
-    // object, and may have changed since the message's text was first taken.
-    const text =
-      typeof model === 'string'
-        ? `{"model":${JSON.stringify(model)},"kept":${kept},"messages":${JSON.stringify(added)}${toolsText !== this.#tools ? `,"tools":${toolsText}` : ''}${overrides !== undefined ? `,"overrides":${JSON.stringify(overrides)}` : ''}}`
-        : JSON.stringify(delta);
+    // Written now, not put together from `texts`: a tool call's arguments are the caller's object,
+    // and may have changed since the message's text was first taken.
+    const text = JSON.stringify(delta);
     const digest = this.#memo === undefined ? digestOfText(chainText(this.#digest, text)) : chainDigestOfText(this.#memo, this.#digest, text);
     chainDeltas.add(delta);
     held.length = kept;

@@ -108,6 +108,39 @@ describe('the context a recorded tool is handed', () => {
     });
   });
 
+  it.each([
+    ['Object.create', (c: ToolCallContext): ToolCallContext => Object.create(c) as ToolCallContext],
+    ['a Proxy', (c: ToolCallContext): ToolCallContext => new Proxy(c, {})],
+  ])("reads as the call's own through a wrapper the tool makes of it (%s)", async (_, wrap) => {
+    const reports: string[] = [];
+    const ctx = callContext(reports, { n: 0 });
+    let seen: unknown;
+    const probe: Tool = {
+      descriptor: { id: 'probe', name: 'probe', description: 'wraps its context', parameters: { type: 'object' } },
+      execute: async (_args, c) => {
+        const w = wrap(c);
+        seen = [
+          w.callId,
+          w.toolName,
+          w.threadId,
+          w.runId,
+          w.agentSpec === agentSpec,
+          w.snapshot === ctx.snapshot,
+          w.signal === controller.signal,
+          w.resume,
+          w.state(Counter),
+        ];
+        await w.reportProgress('running');
+        return ToolResults.success('probe', null);
+      },
+    };
+    const log = new TranscriptLog();
+    await recordingTool(probe, log).execute({}, ctx);
+    expect(seen).toEqual(['c1', 'probe', 't1', 'r1', true, true, true, ctx.resume, 7]);
+    expect(reports).toEqual(['progress running undefined undefined']);
+    expect((JSON.parse(log.lines.at(-1) as string) as { activity: unknown }).activity).toEqual([{ method: 'progress', args: ['running', null, null] }]);
+  });
+
   it('has no resume for a call that is not resumed, as the call has none', async () => {
     const ctx = { ...callContext([], { n: 0 }) } as { -readonly [K in keyof ToolCallContext]: ToolCallContext[K] };
     delete ctx.resume;

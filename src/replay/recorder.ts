@@ -226,7 +226,7 @@ export function recordingTool(inner: Tool, log: TranscriptLog): Tool {
         name: inner.descriptor.id,
         arguments: args,
         ...(ctx.resume !== undefined ? { resume: ctx.resume.decision } : {}),
-        activity: spy.activity,
+        activity: ObservedContext.activityOf(spy),
       };
       try {
         inner.validateArgs?.(args);

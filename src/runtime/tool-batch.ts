@@ -920,7 +920,7 @@ class CallContext implements ToolCallContext {
 
   /**
    * The run's signal, made when a tool first asks for it (`RunSignal`). Read through a property that
-   * is not `#private`: a context wrapped by `Object.create` (a recorder's spy) reads it as its own.
+   * is not `#private`: a context a tool wraps (`Object.create`, a `Proxy`) reads it as its own.
    */
   get signal(): AbortSignal {
     return this[CANCELLATION].signal;

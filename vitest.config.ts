@@ -14,6 +14,7 @@ const FAULTS = [
   'spec/server/slow-connections.spec.ts',
   'spec/cli/serve-skill-limits.spec.ts',
   'spec/bench/allocation.spec.ts',
+  'spec/bench/harness.spec.ts',
   'spec/app/load.spec.ts',
   'spec/cli/dev-reload-memory.spec.ts',
 ];

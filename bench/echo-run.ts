@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type * as Root from '../src/index.ts';
 import type * as Testing from '../src/testing/index.ts';
 
-/** What an echo run is recorded with: the sources (`npm run bench`) or the built package (`bench:replay-scaling`). */
+/** What an echo run is recorded with: the built package (`echo-record.ts` for `npm run bench`, and `bench:replay-scaling`). */
 export type EchoRunLib = Pick<typeof Root, 'defineTool' | 'deterministicEnv' | 'Messages' | 'ToolResults'> & Pick<typeof Testing, 'recordRun' | 'ScriptedLlm'>;
 
 /** A run of `steps` steps, each an echo tool call, then a text answer, recorded. */

@@ -1,12 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 // The package as its users import it: the built JavaScript (`npm run bench` builds it first).
-import { defineTool, deterministicEnv, Messages, ToolResults } from 'awaken-ts';
-import { recordRun, replayTranscript, ScriptedLlm } from 'awaken-ts/testing';
-import { echoTranscript, type EchoRunLib } from './echo-run.ts';
+import { replayTranscript } from 'awaken-ts/testing';
 import type { Suite } from './harness.ts';
-
-const lib: EchoRunLib = { defineTool, deterministicEnv, Messages, ToolResults, recordRun, ScriptedLlm };
 
 const LONG_RUN_STEPS = 400;
 
@@ -58,7 +55,11 @@ function longRunSuite(): Suite {
       return long;
     },
     setup: async () => {
-      text = await echoTranscript(lib, LONG_RUN_STEPS);
+      // Recorded in a process of its own (`echo-record.ts`): replays are measured in one that never recorded.
+      text = execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'echo-record.ts'), String(LONG_RUN_STEPS)], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+      });
       long.count = text.match(/^\{"type":"event"/gm)?.length ?? 0;
       process.stdout.write(
         `replay-long-run: ${long.count} events, ${Math.round(Buffer.byteLength(text) / 1024)} KiB (${Math.round(Buffer.byteLength(text) / LONG_RUN_STEPS)} bytes per step)\n`,

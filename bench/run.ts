@@ -17,6 +17,8 @@ const flag = (name: string): string | undefined => {
 };
 const timeMs = Number(flag('--time') ?? 1000);
 const rounds = Number(flag('--rounds') ?? 10);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: a whole number, 1 or more (got ${flag('--rounds')})`);
+if (!(timeMs > 0)) throw new Error(`--time: milliseconds, more than 0 (got ${flag('--time')})`);
 const only = flag('--only');
 const outDir = resolve(import.meta.dirname, 'results');
 

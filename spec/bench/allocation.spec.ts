@@ -44,6 +44,22 @@ describe('bytes allocated, as the benchmarks measure them', () => {
     expect(bytes).toBeLessThan(10_000 * 50);
   });
 
+  it('a call that answers with a thenable is waited for, as with a promise: its work is counted', async () => {
+    let kept: unknown[] = [];
+    // A thenable that is not a Promise, doing its work only when it is waited for.
+    const lazy = (): { then: (resolve: (v: undefined) => void) => void } => ({
+      // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise is the case
+      then: (resolve) => {
+        kept = Array.from({ length: 1_000 }, (_, i) => ({ i }));
+        resolve(undefined);
+      },
+    });
+    let bytes: number | undefined;
+    for (let attempt = 0; attempt < 10 && bytes === undefined; attempt++) bytes = await allocatedBytes(lazy, 20, gc);
+    expect(kept).toHaveLength(1_000);
+    expect(bytes).toBeGreaterThan(20 * 1_000 * 16);
+  });
+
   it('a batch during which the heap was collected is not a measurement', async () => {
     expect(await allocatedBytes(async () => gc(), 1, gc)).toBeUndefined();
     expect(

@@ -32,14 +32,34 @@ describe('npm run bench: subject and baseline interleaved in rounds', () => {
       ],
     };
     await runSuite(suite, { timeMs: 3, warmupMs: 1, rounds: 3, outDir });
-    // The calls grouped into runs of one task: the warm-ups, then three rounds, each a rotation.
-    const runs = log.join('').match(/a+|b+|c+/g);
-    expect(
-      runs
-        ?.slice(0, 12)
-        .map((r) => r[0])
-        .join(' '),
-    ).toBe('a b c a b c b c a c a b');
+    // The calls grouped into runs of one task: one call each (is it asynchronous?), the warm-ups,
+    // then three rounds, each a rotation.
+    const runs = (log.join('').match(/a+|b+|c+/g) ?? []).map((r) => r[0]);
+    expect(runs.slice(0, 15).join(' ')).toBe('a b c a b c a b c b c a c a b');
+  });
+
+  it('waits for every call of an asynchronous task before the next: no two overlap', async () => {
+    let inFlight = 0;
+    let most = 0;
+    let calls = 0;
+    const task = (): Promise<void> => {
+      calls++;
+      most = Math.max(most, ++inFlight);
+      return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        inFlight--;
+      });
+    };
+    const suite: Suite = {
+      name: 'overlap',
+      description: 'an asynchronous task that is not an async function',
+      cases: [
+        { name: 'subject', role: 'subject', fn: task },
+        { name: 'baseline', role: 'baseline', fn: task },
+      ],
+    };
+    await runSuite(suite, { timeMs: 10, warmupMs: 2, rounds: 4, outDir });
+    expect(calls).toBeGreaterThan(10);
+    expect([most, inFlight]).toEqual([1, 0]);
   });
 
   it('gives each task the median of its rounds, and the median and min of its per-round ratios to the baseline', async () => {

@@ -17,28 +17,45 @@ function scripts(dir: string): string[] {
   });
 }
 
-/** `import { a, b as c } from 'x'` and `const { a, b } = await import('x')`: the specifier and the names taken from it. */
+/**
+ * `import { a, b as c } from 'x'`, `import d, { e } from 'x'`, `export { f } from 'x'`,
+ * `const { g, h: i } = await import('x')` and `const m = await import('x')`, quoted either way: the
+ * specifier and the names taken from it.
+ */
 function importsOf(text: string): { readonly from: string; readonly names: readonly string[] }[] {
   const found: { from: string; names: string[] }[] = [];
-  const names = (list: string): string[] =>
-    list
+  const names = (list: string | undefined): string[] =>
+    (list ?? '')
       .split(',')
       .map((n) => n.trim().split(/\s+as\s+|\s*:\s*/)[0] as string)
       .filter((n) => n !== '');
-  for (const m of text.matchAll(/^import\s+\{([^}]*)\}\s+from\s+'([^']+)'/gm)) found.push({ from: m[2] as string, names: names(m[1] as string) });
-  for (const m of text.matchAll(/^import\s+(?:\*\s+as\s+)?[\w$]+\s+from\s+'([^']+)'/gm)) found.push({ from: m[1] as string, names: [] });
-  for (const m of text.matchAll(/\b(?:const|let)\s+\{([^}]*)\}\s*=\s*await\s+import\('([^']+)'\)/g))
-    found.push({ from: m[2] as string, names: names(m[1] as string) });
+  const statics = /^(?:import|export)\s+(?:[\w$]+\s*,\s*)?(?:\{([^}]*)\}|\*\s+as\s+[\w$]+|[\w$]+)\s+from\s+['"]([^'"]+)['"]/gm;
+  for (const m of text.matchAll(statics)) found.push({ from: m[2] as string, names: names(m[1]) });
+  for (const m of text.matchAll(/\b(?:const|let)\s+\{([^}]*)\}\s*=\s*await\s+import\(['"]([^'"]+)['"]\)/g))
+    found.push({ from: m[2] as string, names: names(m[1]) });
+  for (const m of text.matchAll(/\b(?:const|let)\s+[\w$]+\s*=\s*await\s+import\(['"]([^'"]+)['"]\)/g)) found.push({ from: m[1] as string, names: [] });
   return found;
 }
 
-/** The package's own entry points, by the specifier a consumer writes, as the sources export them. */
-const ENTRIES: Readonly<Record<string, string>> = {
-  'awaken-ts': 'src/index.ts',
-  'awaken-ts/testing': 'src/testing/index.ts',
-  'awaken-ts/server': 'src/server/index.ts',
-  'awaken-ts/stores': 'src/stores/index.ts',
-};
+/** The package's entry points, by the specifier a consumer writes, as its exports map gives their sources. */
+const ENTRIES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries((JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, { 'awaken-source'?: string }> }).exports).flatMap(
+    ([path, entry]) => (entry['awaken-source'] === undefined ? [] : [[path === '.' ? 'awaken-ts' : `awaken-ts/${path.slice(2)}`, entry['awaken-source']]]),
+  ),
+);
+
+/** Whether a module's text exports `name`: a declaration, or a name in an export list. */
+const exportsName = (text: string, name: string): boolean =>
+  new RegExp(`^export\\s+(?:async\\s+)?(?:const|let|var|function\\*?|class)\\s+${name}\\b`, 'm').test(text) ||
+  [...text.matchAll(/^export\s*\{([^}]*)\}/gm)].some((m) =>
+    (m[1] as string).split(',').some(
+      (n) =>
+        n
+          .trim()
+          .split(/\s+as\s+/)
+          .at(-1) === name,
+    ),
+  );
 
 describe('the plain-JavaScript benchmarks import what is there', () => {
   const files = scripts(join(root, 'bench'));
@@ -47,31 +64,49 @@ describe('the plain-JavaScript benchmarks import what is there', () => {
     expect(files.map((f) => relative(root, f)).sort()).toEqual(['bench/peers/run.mjs', 'bench/peers/subjects.mjs']);
   });
 
-  it.each(files.map((f) => [relative(root, f), f] as const))(
-    '%s: every relative module exists, every name taken from the package is exported',
-    async (_, file) => {
-      const problems: string[] = [];
-      for (const { from, names } of importsOf(readFileSync(file, 'utf8'))) {
-        if (from.startsWith('.')) {
-          if (!existsSync(resolve(dirname(file), from))) problems.push(`${from}: no such file`);
-          continue;
-        }
-        const entry = ENTRIES[from];
-        if (entry === undefined) continue;
-        const exported = (await import(join(root, entry))) as Record<string, unknown>;
-        for (const name of names) if (!(name in exported)) problems.push(`${from}: no export named ${name}`);
+  it.each(files.map((f) => [relative(root, f), f] as const))('%s: every module it imports is there, and every name it takes from one', async (_, file) => {
+    const imports = importsOf(readFileSync(file, 'utf8'));
+    // A script none of whose imports were read would pass without a check.
+    expect(imports.length).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const { from, names } of imports) {
+      if (from.startsWith('.')) {
+        const target = resolve(dirname(file), from);
+        if (!existsSync(target)) problems.push(`${from}: no such file`);
+        else for (const name of names) if (!exportsName(readFileSync(target, 'utf8'), name)) problems.push(`${from}: no export named ${name}`);
+        continue;
       }
-      expect(problems).toEqual([]);
-    },
-  );
+      const entry = ENTRIES[from];
+      if (entry === undefined) continue;
+      const exported = (await import(join(root, entry))) as Record<string, unknown>;
+      for (const name of names) if (!(name in exported)) problems.push(`${from}: no export named ${name}`);
+    }
+    expect(problems).toEqual([]);
+  });
 
-  it('reads the forms of import the scripts use', () => {
-    expect(
-      importsOf(["import { a, b as c } from './x.mjs';", "import * as y from 'y';", "  const { d, e: f } = await import('awaken-ts');"].join('\n')),
-    ).toEqual([
+  it('reads the forms of import the scripts may use', () => {
+    const text = [
+      "import { a, b as c } from './x.mjs';",
+      "import * as y from 'y';",
+      'import z, { w } from "z";',
+      "export { v } from './v.mjs';",
+      "  const { d, e: f } = await import('awaken-ts');",
+      '  const m = await import("awaken-ts/testing");',
+    ].join('\n');
+    expect(importsOf(text)).toEqual([
       { from: './x.mjs', names: ['a', 'b'] },
       { from: 'y', names: [] },
+      { from: 'z', names: ['w'] },
+      { from: './v.mjs', names: ['v'] },
       { from: 'awaken-ts', names: ['d', 'e'] },
+      { from: 'awaken-ts/testing', names: [] },
     ]);
+  });
+
+  it('knows every entry point of the package, and what a module exports', () => {
+    expect(ENTRIES['awaken-ts']).toBe('./src/index.ts');
+    expect(ENTRIES['awaken-ts/testing']).toBe('./src/testing/index.ts');
+    const text = 'export const SUBJECTS = [];\nexport async function awaken() {}\nexport { x as y, z };';
+    expect(['SUBJECTS', 'awaken', 'y', 'z', 'x', 'other'].map((n) => exportsName(text, n))).toEqual([true, true, true, true, false, false]);
   });
 });

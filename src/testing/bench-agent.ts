@@ -209,7 +209,8 @@ export const median = (xs: readonly number[]): number => {
 /**
  * Bytes allocated by `times` calls of `run`: the heap's growth over a batch during which no garbage
  * collection ran (counted with V8's GC profiler), `undefined` when one did. A call that returns a
- * promise is waited for; one that answers at once is not (awaiting it would count a promise per call).
+ * promise (any thenable) is waited for; one that answers at once is not (awaiting it would count a
+ * promise per call).
  */
 export async function allocatedBytes(run: () => unknown, times: number, collect: () => void): Promise<number | undefined> {
   collect();
@@ -219,7 +220,7 @@ export async function allocatedBytes(run: () => unknown, times: number, collect:
   const before = process.memoryUsage().heapUsed;
   for (let i = 0; i < times; i++) {
     const out = run();
-    if (out instanceof Promise) await out;
+    if (typeof (out as PromiseLike<unknown> | undefined)?.then === 'function') await out;
   }
   const after = process.memoryUsage().heapUsed;
   const collections = profiler.stop()?.statistics.length ?? 0;

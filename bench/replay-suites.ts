@@ -57,6 +57,8 @@ function longRunSuite(): Suite {
     setup: async () => {
       // Recorded in a process of its own (`echo-record.ts`): replays are measured in one that never recorded.
       text = execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'echo-record.ts'), String(LONG_RUN_STEPS)], {
+        // tsx is resolved from the repository, wherever the bench was started.
+        cwd: resolve(import.meta.dirname, '..'),
         encoding: 'utf8',
         maxBuffer: 1 << 28,
       });

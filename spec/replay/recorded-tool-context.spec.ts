@@ -5,7 +5,13 @@ import { ToolResults } from '../../src/contract/tool.ts';
 import { z } from 'zod';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { StateStore } from '../../src/runtime/state-store.ts';
-import { recordingTool, TranscriptLog } from '../../src/replay/recorder.ts';
+import { recordRun, recordingTool, TranscriptLog } from '../../src/replay/recorder.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+import { Messages } from '../../src/contract/message.ts';
+import { ScriptedLlm } from '../../src/providers/scripted.ts';
+import { deterministicEnv } from '../../src/runtime/env.ts';
+import { defineTool } from '../../src/runtime/tool.ts';
+import { harness } from '../support/runtime.ts';
 import type { Tool, ToolCallContext } from '../../src/runtime/tool.ts';
 
 /**
@@ -156,5 +162,44 @@ describe('the context a recorded tool is handed', () => {
     await recordingTool(probe, log).execute({}, ctx);
     expect(resume).toBeUndefined();
     expect(JSON.parse(log.lines.at(-1) as string)).not.toHaveProperty('resume');
+  });
+
+  it.each([
+    ['Object.create', (c: ToolCallContext): ToolCallContext => Object.create(c) as ToolCallContext],
+    ['a Proxy', (c: ToolCallContext): ToolCallContext => new Proxy(c, {})],
+  ])('a tool that wraps its context (%s) reads and reports through it in a run, recorded or not, and the recording replays', async (_, wrap) => {
+    const probe = defineTool({
+      id: 'probe',
+      description: 'wraps its context',
+      args: z.object({}),
+      execute: async (_args, c) => {
+        const w = wrap(c);
+        await w.reportProgress('running', w.callId);
+        await w.streamOutput(`${w.toolName} in ${w.runId === c.runId ? 'its run' : 'another run'}`);
+        return ToolResults.success('probe', { aborted: w.signal.aborted });
+      },
+    });
+    const script = [{ tool_calls: [{ id: 'c1', name: 'probe', arguments: {} }] }, { text: 'done' }];
+    const seen = (events: readonly { event_type: string; delta?: unknown; result?: unknown }[]): unknown[] =>
+      events.flatMap((e) => (e.event_type === 'tool_call_stream_delta' ? [e.delta] : e.event_type === 'tool_call_done' ? [e.result] : []));
+    const h = harness(script, { tools: [probe] });
+    const live = await h.runtime.run({ agentId: 'agent', messages: [Messages.user('go')] }, h.sink);
+    expect(live.ok).toBe(true);
+    const expected = ['probe in its run', { tool_name: 'probe', status: 'success', data: { aborted: false }, message: null }];
+    expect(seen(h.sink.events)).toEqual(expected);
+    const { transcript } = await recordRun({
+      agent: { id: 'a', model: 'm', system_prompt: 'x' },
+      models: { m: { provider: 'p', model_name: 'pm' } },
+      providers: { p: new ScriptedLlm(script) },
+      tools: [probe],
+      env: { env: deterministicEnv(), header: { kind: 'deterministic', start: 1_700_000_000_000, seed: 0, tick: 0 } },
+      request: { messages: [Messages.user('go')] },
+    });
+    const events = transcript
+      .split('\n')
+      .filter((l) => l.startsWith('{"type":"event"'))
+      .map((l) => (JSON.parse(l) as { event: { event_type: string } }).event);
+    expect(seen(events)).toEqual(expected);
+    expect((await replayTranscript(transcript)).identical).toBe(true);
   });
 });

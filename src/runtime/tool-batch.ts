@@ -869,6 +869,12 @@ function gateOf(w: ToolIntercept, call: ToolCall): Gate {
   }
 }
 
+/**
+ * Where a call's context keeps its batch's host: a symbol and a plain property, as `CANCELLATION`
+ * is kept, so that a tool that wraps its context (`Object.create`, a `Proxy`) can report through it.
+ */
+const CALL_HOST: unique symbol = Symbol('awaken.call-host');
+
 /** The context of one tool call; methods on a class, so a call costs one object, not seven closures. */
 class CallContext implements ToolCallContext {
   readonly callId: string;
@@ -883,7 +889,7 @@ class CallContext implements ToolCallContext {
   /** The tool and the arguments it runs with (kept here so that a retry needs nothing else). */
   readonly tool: Tool;
   readonly args: JsonValue;
-  readonly #host: BatchHost;
+  readonly [CALL_HOST]: BatchHost;
   /** The recovery policy the call's batch pinned it to. */
   readonly #policy: ToolRecoveryPolicy;
   /** Dispatches of this call so far (counted across its run's processes). */
@@ -899,7 +905,7 @@ class CallContext implements ToolCallContext {
     policy: ToolRecoveryPolicy,
     attempts: number,
   ) {
-    this.#host = host;
+    this[CALL_HOST] = host;
     this.#policy = policy;
     this.#attempts = attempts;
     this.tool = tool;
@@ -938,11 +944,11 @@ class CallContext implements ToolCallContext {
   }
 
   reportActivity(activityType: string, content: JsonValue): Promise<void> {
-    return emitted(this.#host, { event_type: 'activity_snapshot', message_id: this.callId, activity_type: activityType, content, replace: true });
+    return emitted(this[CALL_HOST], { event_type: 'activity_snapshot', message_id: this.callId, activity_type: activityType, content, replace: true });
   }
 
   reportActivityDelta(activityType: string, patch: JsonValue): Promise<void> {
-    return emitted(this.#host, {
+    return emitted(this[CALL_HOST], {
       event_type: 'activity_delta',
       message_id: this.callId,
       activity_type: activityType,
@@ -951,11 +957,11 @@ class CallContext implements ToolCallContext {
   }
 
   streamOutput(delta: string): Promise<void> {
-    return emitted(this.#host, { event_type: 'tool_call_stream_delta', id: this.callId, name: this.toolName, delta });
+    return emitted(this[CALL_HOST], { event_type: 'tool_call_stream_delta', id: this.callId, name: this.toolName, delta });
   }
 
   reportProgress(status: ProgressStatus, message?: string, progress?: number): Promise<void> {
-    return emitted(this.#host, {
+    return emitted(this[CALL_HOST], {
       event_type: 'activity_snapshot',
       message_id: this.callId,
       activity_type: TOOL_CALL_PROGRESS,

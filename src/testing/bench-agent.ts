@@ -4,7 +4,7 @@ import type { JsonValue } from '../contract/json.ts';
 import { Messages, type Message, type ToolCall } from '../contract/message.ts';
 import type { StreamPart } from '../contract/stream.ts';
 import type { Phase } from '../contract/phase.ts';
-import { andThenOrElse } from '../runtime/maybe-promise.ts';
+import { andThen, andThenOrElse, drive } from '../runtime/maybe-promise.ts';
 import type { PhaseHook, Plugin } from '../core/phase/plugin.ts';
 import type { AgentRuntime } from '../runtime/agent-runtime.ts';
 import type { AgentEvent } from '../contract/event.ts';
@@ -206,6 +206,8 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
+const countedOne = (_: unknown, i: number): number => i + 1;
+
 /**
  * Bytes allocated by `times` calls of `run`: the heap's growth over a batch during which no garbage
  * collection ran (counted with V8's GC profiler), `undefined` when one did. A call that returns a
@@ -218,10 +220,11 @@ export async function allocatedBytes(run: () => unknown, times: number, collect:
   const profiler = new GCProfiler();
   profiler.start();
   const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < times; i++) {
-    const out = run();
-    if (typeof (out as PromiseLike<unknown> | undefined)?.then === 'function') await out;
-  }
+  await drive(
+    0,
+    (i) => andThen(run(), countedOne, i),
+    (i) => i >= times,
+  );
   const after = process.memoryUsage().heapUsed;
   const collections = profiler.stop()?.statistics.length ?? 0;
   return collections === 0 ? after - before : undefined;

@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type Message, Messages } from '../../src/contract/message.ts';
 import type { StreamPart } from '../../src/contract/stream.ts';
 import { type ToolDescriptor, ToolDescriptors, ToolResults } from '../../src/contract/tool.ts';
+import { replayTranscript } from '../../src/replay/replayer.ts';
 import { applyDeltas, chainDigest, RequestChain, type RequestDelta } from '../../src/replay/transcript.ts';
 import { AgentRuntimeBuilder } from '../../src/runtime/agent-runtime.ts';
 import { deterministicEnv } from '../../src/runtime/env.ts';
@@ -243,5 +246,34 @@ describe('the array a run sends', () => {
       }),
       { numRuns: 20 },
     );
+  });
+});
+
+describe('a request taken by a replay', () => {
+  it('is known to the chain that took it last, as that one object, with what the chain gave it', () => {
+    const chain = new RequestChain();
+    const first = { model: 'm', messages: [Messages.user('go')], tools: [] };
+    const given = chain.next(first);
+    expect(chain.taken(first)).toBe(given);
+    // The same content in another object is another request.
+    expect(chain.taken({ ...first })).toBeUndefined();
+    const second = { model: 'm', messages: [Messages.user('go'), Messages.assistant('a'), Messages.user('q')], tools: [] };
+    chain.next(second);
+    expect(chain.taken(first)).toBeUndefined();
+    expect(chain.taken(second)?.delta).toMatchObject({ kept: 1 });
+  });
+
+  it('has its change built once: by the recorder, whose digest the model port then reads', async () => {
+    for (const name of ['03-one-tool', '05-parallel-tools-parallel-streaming', '25-retry-with-fallback-model', '41-delegation-local']) {
+      const text = readFileSync(join(import.meta.dirname, '../../fixtures/runs', `${name}.jsonl`), 'utf8');
+      const requests = text.split('\n').filter((l) => l.startsWith('{"type":"llm"')).length;
+      const next = vi.spyOn(RequestChain.prototype, 'next');
+      try {
+        const report = await replayTranscript(text);
+        expect({ name, identical: report.identical, built: next.mock.calls.length }).toEqual({ name, identical: true, built: requests });
+      } finally {
+        next.mockRestore();
+      }
+    }
   });
 });

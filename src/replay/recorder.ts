@@ -96,7 +96,12 @@ export class TranscriptLog {
 
   /** Writes an event; `payload`, its JSON when the caller already has it (`serialiseEvent(e)`). */
   event(e: AgentEvent, payload: string = serialiseEvent(e)): void {
-    this.lines.push(`{"type":"event","seq":${this.#events++},"event":${payload}}`);
+    this.lines.push(this.eventLine(this.#events++, payload));
+  }
+
+  /** The line of event `seq`, given its JSON. */
+  protected eventLine(seq: number, payload: string): string {
+    return `{"type":"event","seq":${seq},"event":${payload}}`;
   }
 
   text(): string {

@@ -599,7 +599,8 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
     divergence === undefined || (historyFirst && problem !== undefined && (problem.line ?? 0) <= (divergence.line ?? Number.POSITIVE_INFINITY));
   if (unexplained && problem !== undefined) divergence = { port: 'transcript', ...problem };
   divergence = divergence === undefined ? undefined : withBothSides(divergence, strict);
-  const firstDifference = compareEvents(expected, actual);
+  // A history written again line for line holds the recorded events, each in its place.
+  const firstDifference = strict.mismatch === undefined && actual.length === expected.length ? undefined : compareEvents(expected, actual);
   const at = session.place(divergence, firstDifference?.index);
   return {
     identical: firstDifference === undefined && divergence === undefined,
@@ -1046,7 +1047,11 @@ class ReplaySession {
         seq++;
         const r = records.shift();
         // Taken at the call, like the recorder: a request's messages are valid while its stream is read.
-        const { digest } = session.#requests.next(request);
+        // The replay's recorder, which this port runs behind, has just taken it into a chain of the
+        // same requests: its digest is this chain's. (Were a request ever to reach the port some
+        // other way, this chain would have missed the ones before and the digest would differ: a
+        // divergence, not a silent pass.)
+        const { digest } = session.strict?.requests.taken(request) ?? session.#requests.next(request);
         const changed = r !== undefined && !isCorrupt(r) && digest !== r.digest ? session.#requestChange(seq - 1, request) : undefined;
         return (async function* (): AsyncGenerator<StreamPart> {
           if (r === undefined) {

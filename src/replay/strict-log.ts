@@ -172,6 +172,24 @@ export class StrictLog extends TranscriptLog {
     return super.lineOf(record);
   }
 
+  /**
+   * An event's line, when it is the transcript's next line, is that line itself: compared piece by
+   * piece, so that an event replayed faithfully (most of a transcript) costs no line of its own.
+   */
+  protected override eventLine(seq: number, payload: string): string {
+    const recorded = this.#input[this.lines.length];
+    const head = `{"type":"event","seq":${seq},"event":`;
+    if (
+      recorded !== undefined &&
+      recorded.length === head.length + payload.length + 1 &&
+      recorded.startsWith(head) &&
+      recorded.startsWith(payload, head.length) &&
+      recorded.endsWith('}')
+    )
+      return recorded;
+    return super.eventLine(seq, payload);
+  }
+
   override push(record: object): void {
     super.push(record);
     this.#written();

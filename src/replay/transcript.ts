@@ -549,6 +549,8 @@ export class RequestChain {
   readonly #memo: Map<string, string> | undefined;
   /** The last request's array of messages: when it is the same one again and only grows, what is held of it is still in it. */
   #list: readonly object[] | undefined;
+  /** The request taken last, and what the chain gave it. */
+  #last: { readonly request: object; readonly delta: RequestDelta; readonly digest: string } | undefined;
 
   /** `memo`: digests already taken, by the text they cover (`chainDigestIn`), shared with whoever else hashes the same requests. */
   constructor(memo?: Map<string, string>) {
@@ -602,7 +604,17 @@ export class RequestChain {
     this.#tools = toolsText;
     this.#list = list;
     this.#digest = digest;
-    return { delta, digest };
+    this.#last = { request: r, delta, digest };
+    return this.#last;
+  }
+
+  /**
+   * What `next` gave `request`, when it is the request the chain took last (the same object);
+   * undefined otherwise. Another reader of the same requests in the same order (the replay's model
+   * port, behind its recorder) takes the digest from here rather than building the change again.
+   */
+  taken(request: object): { readonly delta: RequestDelta; readonly digest: string } | undefined {
+    return this.#last !== undefined && this.#last.request === request ? this.#last : undefined;
   }
 }
 

@@ -199,6 +199,52 @@ describe('every record field is verified (an edit that changes no event is still
     expect(b.divergence).toMatchObject({ port: 'transcript', message: `line ${lineOf(t, 'llm', 2)}: inference seq 7, but it is inference #2` });
   });
 
+  it('of the records that contradict themselves, the one on the earliest line is reported, a digest as a seq', async () => {
+    const t = await recorded();
+    const firstLlm = lineOf(t, 'llm');
+    const secondLlm = lineOf(t, 'llm', 2);
+    // An event between the two requests.
+    const lines = t.split('\n');
+    const between = lines.findIndex((l, i) => i + 1 > firstLlm && i + 1 < secondLlm && l.startsWith('{"type":"event"')) + 1;
+    expect(between).toBeGreaterThan(firstLlm);
+    const editLine = (text: string, line: number, f: (r: Record<string, unknown>) => void): string =>
+      text
+        .split('\n')
+        .map((l, i) => {
+          if (i + 1 !== line) return l;
+          const r = JSON.parse(l) as Record<string, unknown>;
+          f(r);
+          return JSON.stringify(r);
+        })
+        .join('\n');
+    const earlyDigest = editLine(
+      editLine(t, firstLlm, (r) => {
+        (r['request'] as { model: string }).model = 'edited';
+      }),
+      between,
+      (r) => {
+        r['seq'] = 99;
+      },
+    );
+    expect((await replayTranscript(earlyDigest)).divergence).toMatchObject({
+      port: 'transcript',
+      message: `line ${firstLlm}: the recorded request of inference #1 does not match its digest`,
+    });
+    const earlySeq = editLine(
+      editLine(t, secondLlm, (r) => {
+        (r['request'] as { model: string }).model = 'edited';
+      }),
+      between,
+      (r) => {
+        r['seq'] = 99;
+      },
+    );
+    expect((await replayTranscript(earlySeq)).divergence).toMatchObject({
+      port: 'transcript',
+      message: expect.stringMatching(new RegExp(`^line ${between}: event seq 99, `)),
+    });
+  });
+
   it("the header's config_digest is recomputed: a header edit no request shows is reported", async () => {
     const t = await recorded();
     // A tool descriptor the model is sent: the request no longer matches (the more telling report).

@@ -590,6 +590,7 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
   session.checkEnd(end, options.withoutEndRecord === true, diverge);
   if (end !== undefined && options.withoutEndRecord !== true) strict.push(end);
   strict.finish();
+  if (strict.mismatch !== undefined) session.checkDigests();
   session.finish(header.env);
 
   // A record that contradicts itself (a seq, a digest) is reported when the run diverged nowhere else,
@@ -668,9 +669,9 @@ class ReplaySession {
   /** Tools' questions at the gate, in order (`ask` records). */
   readonly #asks: (AskRecord | Corrupt)[] = [];
   #end: EndRecord | Corrupt | undefined;
-  /** The recorded requests' digest chain (undefined after an unreadable one), their changes, and the replayed run's chain. */
-  #previousDigest: string | null | undefined = null;
+  /** The recorded requests' changes (undefined for an unreadable one), what each was recorded under, and the replayed run's chain. */
   readonly #deltas: (RequestDelta | undefined)[] = [];
+  readonly #requested: ({ readonly line: number; readonly n: number; readonly digest: string; readonly atEvent: number } | undefined)[] = [];
   /** Request digests taken, by the text they cover: for the replay's own chains too (`chainDigestIn`). */
   readonly digests = new Map<string, string>();
   readonly #requests = new RequestChain(this.digests);
@@ -699,8 +700,8 @@ class ReplaySession {
         } else if (l.type === 'env') this.#env.push(corrupt);
         else if (l.type === 'llm') {
           // What follows an unreadable request cannot be checked against it.
-          this.#previousDigest = undefined;
           this.#deltas.push(undefined);
+          this.#requested.push(undefined);
           this.#llm.push(corrupt);
         } else if (l.type === 'tool') this.#tools.push(corrupt);
         else if (l.type === 'ask') this.#asks.push(corrupt);
@@ -732,15 +733,8 @@ class ReplaySession {
               atEvent: this.expectedEvents.length,
               line: l.line,
             });
-          if (this.#previousDigest !== undefined && chainDigestIn(this.digests, this.#previousDigest, r.request) !== r.digest) {
-            this.problems.push({
-              message: `line ${l.line}: the recorded request of inference #${n} does not match its digest`,
-              atEvent: this.expectedEvents.length,
-              line: l.line,
-            });
-          }
-          this.#previousDigest = r.digest;
           this.#deltas.push(r.request);
+          this.#requested.push({ line: l.line, n, digest: r.digest, atEvent: this.expectedEvents.length });
           this.#llm.push(r);
           break;
         }
@@ -766,6 +760,38 @@ class ReplaySession {
           unreachable(r, 'transcript record');
       }
     }
+  }
+
+  /**
+   * Checks each recorded request against its digest, in the chain of the ones before it (an
+   * unreadable one breaks the chain): a problem for each that does not match, placed among the
+   * others in line order. Asked only where the history differs: a replay that wrote every line
+   * again wrote each request and the digest of its chain as recorded, so they match.
+   */
+  checkDigests(): void {
+    const found: Problem[] = [];
+    let previous: string | null | undefined = null;
+    for (let i = 0; i < this.#deltas.length; i++) {
+      const delta = this.#deltas[i];
+      const r = this.#requested[i];
+      if (delta === undefined || r === undefined) {
+        previous = undefined;
+        continue;
+      }
+      if (previous !== undefined && chainDigestIn(this.digests, previous, delta) !== r.digest)
+        found.push({ message: `line ${r.line}: the recorded request of inference #${r.n} does not match its digest`, atEvent: r.atEvent, line: r.line });
+      previous = r.digest;
+    }
+    if (found.length === 0) return;
+    // After every problem found on its line or before (a request's seq is checked first).
+    const merged: Problem[] = [];
+    let j = 0;
+    for (const p of this.problems) {
+      while (j < found.length && ((found[j] as Problem).line ?? 0) < (p.line ?? 0)) merged.push(found[j++] as Problem);
+      merged.push(p);
+    }
+    while (j < found.length) merged.push(found[j++] as Problem);
+    this.problems.splice(0, this.problems.length, ...merged);
   }
 
   #takeEnd(r: EndRecord | Corrupt): void {

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { allocatedBytes } from '../src/testing/bench-agent.ts';
+import { allocatedPerCall } from '../src/testing/bench-agent.ts';
 import { median } from './stats.ts';
 
 /** One benchmarked task: the subject or its hand-written baseline, run in the same process. */
@@ -122,23 +122,12 @@ async function measure(suite: Suite, options: RunOptions): Promise<TaskStats[]> 
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 /**
- * Bytes allocated per call, as `bench:fair` counts them (`allocatedBytes`: a batch during which no
- * collection ran, which needs `--expose-gc` and a young generation that holds the batch): batches
- * of about 200 ms of calls, halved until one fits; the median of three.
+ * Bytes allocated per call, as `bench:fair` counts them (`allocatedPerCall`, which needs
+ * `--expose-gc` and a young generation that holds a batch): batches of about 200 ms of calls.
  */
 async function allocatedPerOp(fn: () => unknown, msPerCall: number): Promise<number | undefined> {
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) return undefined;
-  const xs: number[] = [];
-  for (let batch = 0; batch < 3; batch++) {
-    for (let n = Math.min(10_000, Math.max(1, Math.round(200 / msPerCall))); n >= 1; n = Math.floor(n / 2)) {
-      const bytes = await allocatedBytes(fn, n, gc);
-      if (bytes === undefined) continue;
-      xs.push(bytes / n);
-      break;
-    }
-  }
-  return xs.length === 0 ? undefined : median(xs);
+  return gc === undefined ? undefined : allocatedPerCall(fn, Math.min(10_000, Math.round(200 / msPerCall)), gc);
 }
 
 export function formatTable(rows: readonly TaskStats[]): string {

@@ -18,7 +18,7 @@ import {
   type StreamPart,
 } from 'awaken-ts';
 import { frameAiSdk, initialAiSdkState, transcodeAiSdk, type AiSdkState } from '../../src/protocols/ai-sdk-v6/encoder.ts';
-import { allocatedBytes, PartStream } from 'awaken-ts/testing';
+import { allocatedPerCall, PartStream } from 'awaken-ts/testing';
 import { median } from '../stats.ts';
 
 /**
@@ -27,7 +27,7 @@ import { median } from '../stats.ts';
  * model, in one process, interleaved in rounds. Reported: µs per step (median over rounds), the
  * per-round ratio to `floor-phased` (median and min), and bytes *allocated* per step (a batch inside
  * a young generation large enough that no GC runs during it — `npm run bench:fair` fixes it at 256 MB
- * a semi-space — checked with V8's GC profiler: `allocatedBytes` in `awaken-ts/testing`).
+ * a semi-space — checked with V8's GC profiler: `allocatedPerCall` in `awaken-ts/testing`).
  *
  * - `floor-bare`: push the messages, await the model and the tool.
  * - `floor-phased`: the same plus, for every phase the loop runs (step_start, before_inference,
@@ -367,23 +367,11 @@ async function timeOf(c: Case, runs: number, steps: number): Promise<number> {
   return Number(process.hrtime.bigint() - t0) / 1_000 / (runs * steps);
 }
 
-/**
- * Bytes allocated per step: heap growth over a batch during which no GC ran (checked with V8's GC
- * profiler; the batch halves until so), the median of three such batches.
- */
+/** Bytes allocated per step (`allocatedPerCall`: batches of about 2,000 steps, halved until no GC runs during one). */
 async function allocatedPerStep(c: Case, steps: number): Promise<number | undefined> {
   const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) return undefined;
-  const xs: number[] = [];
-  for (let batch = 0; batch < 3; batch++) {
-    for (let runs = Math.max(1, Math.floor(2_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
-      const bytes = await allocatedBytes(c.run, runs, gc);
-      if (bytes === undefined) continue;
-      xs.push(bytes / (runs * steps));
-      break;
-    }
-  }
-  return xs.length === 0 ? undefined : median(xs);
+  const perRun = gc === undefined ? undefined : await allocatedPerCall(c.run, 2_000 / steps, gc);
+  return perRun === undefined ? undefined : perRun / steps;
 }
 
 interface Row {

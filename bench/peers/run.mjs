@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { allocatedBytes } from 'awaken-ts/testing';
+import { allocatedPerCall } from 'awaken-ts/testing';
 import { SUBJECTS } from './subjects.mjs';
 
 const SIZES = [10, 100, 1_000];
@@ -30,22 +30,10 @@ async function timeOf(run, runs, steps) {
   return Number(process.hrtime.bigint() - t0) / 1_000 / (runs * steps);
 }
 
-/** The median of three measurements (one batch can be thrown off by the heap's own bookkeeping). */
+/** Bytes allocated per step (`allocatedPerCall`: batches of about 1,000 steps, halved until no GC runs during one). */
 async function allocatedPerStep(run, steps) {
-  const xs = [];
-  for (let i = 0; i < 3; i++) {
-    const x = await allocatedOnce(run, steps);
-    if (x !== undefined) xs.push(x);
-  }
-  return xs.length === 0 ? undefined : median(xs);
-}
-
-async function allocatedOnce(run, steps) {
-  for (let runs = Math.max(1, Math.floor(1_000 / steps)); runs >= 1; runs = Math.floor(runs / 2)) {
-    const bytes = await allocatedBytes(run, runs, globalThis.gc);
-    if (bytes !== undefined) return bytes / (runs * steps);
-  }
-  return undefined;
+  const perRun = await allocatedPerCall(run, 1_000 / steps, globalThis.gc);
+  return perRun === undefined ? undefined : perRun / steps;
 }
 
 const rows = [];

@@ -1,7 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { allocatedBytes } from '../../src/testing/bench-agent.ts';
+import { allocatedBytes, allocatedPerCall } from '../../src/testing/bench-agent.ts';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -71,5 +71,40 @@ describe('bytes allocated, as the benchmarks measure them', () => {
         gc,
       ),
     ).toBeUndefined();
+  });
+});
+
+describe('bytes allocated per call, as the benches report them', () => {
+  it('halves a batch until one runs with no collection, and gives the bytes of one call', async () => {
+    // The ninth call of a batch collects: batches of 40, 20 and 10 calls are not measurements, one of 5 is.
+    let made = 0;
+    const batches: number[] = [];
+    let kept: unknown[] = [];
+    const perCall = await allocatedPerCall(
+      () => {
+        if (++made === 9) gc();
+        kept = Array.from({ length: 1_000 }, (_, i) => ({ i }));
+      },
+      40,
+      () => {
+        if (made > 0) batches.push(made);
+        made = 0;
+        gc();
+      },
+    );
+    batches.push(made);
+    expect(kept).toHaveLength(1_000);
+    // Three measurements, each after the batches that were halved (a scavenge of the test runner's
+    // own landing in a batch of 5 would halve it once more).
+    expect(batches.filter((n) => n > 8)).toEqual([40, 20, 10, 40, 20, 10, 40, 20, 10]);
+    expect(batches.filter((n) => n <= 8).every((n) => n <= 5)).toBe(true);
+    expect(batches.filter((n) => n === 5).length).toBeGreaterThanOrEqual(1);
+    // 1,000 objects of at least 16 bytes each, per call.
+    expect(perCall).toBeGreaterThan(1_000 * 16);
+    expect(perCall).toBeLessThan(1_000 * 200);
+  });
+
+  it('is undefined when even one call collects', async () => {
+    expect(await allocatedPerCall(() => gc(), 4, gc)).toBeUndefined();
   });
 });

@@ -230,6 +230,25 @@ export async function allocatedBytes(run: () => unknown, times: number, collect:
   return collections === 0 ? after - before : undefined;
 }
 
+/**
+ * Bytes allocated per call of `run`, as the benchmarks count them: `allocatedBytes` over a batch of
+ * `calls` calls, halved until a batch runs with no collection; the median of three such batches
+ * (one can be thrown off by the heap's own bookkeeping). Undefined when not even one call runs
+ * without a collection. Needs a young generation that holds a batch (`--max-semi-space-size`).
+ */
+export async function allocatedPerCall(run: () => unknown, calls: number, collect: () => void): Promise<number | undefined> {
+  const xs: number[] = [];
+  for (let batch = 0; batch < 3; batch++) {
+    for (let n = Math.max(1, Math.floor(calls)); n >= 1; n = Math.floor(n / 2)) {
+      const bytes = await allocatedBytes(run, n, collect);
+      if (bytes === undefined) continue;
+      xs.push(bytes / n);
+      break;
+    }
+  }
+  return xs.length === 0 ? undefined : median(xs);
+}
+
 /** A plugin whose hooks add their time to `costs` (the hook profile: a separate pass, never timed). */
 function timed(plugin: Plugin, costs: Map<string, { plugin: string; phase: Phase; calls: number; ms: number }>): Plugin {
   const wrap = <P extends Phase>(phase: P, hook: PhaseHook<P>): PhaseHook<P> => {
@@ -313,19 +332,8 @@ export async function benchAgent(o: AgentBenchOptions): Promise<AgentBenchReport
       }
     }
     for (const c of cases) {
-      let bytes: number | undefined;
-      if (gc !== undefined) {
-        const xs: number[] = [];
-        for (let batch = 0; batch < 3; batch++) {
-          for (let n = Math.max(1, Math.floor(2_000 / steps)); n >= 1; n = Math.floor(n / 2)) {
-            const b = await allocatedBytes(c.run, n, gc);
-            if (b === undefined) continue;
-            xs.push(b / (n * steps));
-            break;
-          }
-        }
-        bytes = xs.length === 0 ? undefined : median(xs);
-      }
+      const perRun = gc === undefined ? undefined : await allocatedPerCall(c.run, 2_000 / steps, gc);
+      const bytes = perRun === undefined ? undefined : perRun / steps;
       const rs = ratios.get(c.name) as number[];
       rows.push({
         steps,

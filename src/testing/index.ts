@@ -17,6 +17,7 @@ export {
 } from './fuzz-plugin.ts';
 export {
   allocatedBytes,
+  allocatedPerCall,
   benchAgent,
   PartStream,
   renderAgentBench,

@@ -173,21 +173,13 @@ export class StrictLog extends TranscriptLog {
   }
 
   /**
-   * An event's line, when it is the transcript's next line, is that line itself: compared piece by
-   * piece, so that an event replayed faithfully (most of a transcript) costs no line of its own.
+   * An event's line, when it is the transcript's next line, is kept as the transcript's own string:
+   * the replay's lines then hold no second copy of a faithfully replayed event (most of a transcript).
    */
   protected override eventLine(seq: number, payload: string): string {
+    const line = super.eventLine(seq, payload);
     const recorded = this.#input[this.lines.length];
-    const head = `{"type":"event","seq":${seq},"event":`;
-    if (
-      recorded !== undefined &&
-      recorded.length === head.length + payload.length + 1 &&
-      recorded.startsWith(head) &&
-      recorded.startsWith(payload, head.length) &&
-      recorded.endsWith('}')
-    )
-      return recorded;
-    return super.eventLine(seq, payload);
+    return recorded === line ? recorded : line;
   }
 
   override push(record: object): void {

@@ -167,11 +167,28 @@ class EventLine {
 }
 
 /**
- * A line as `readLine` reads it but for an `event` line: its payload is compared byte for byte with
+ * An `end` line, taken as it is: the line a replay ends with is compared with it as a line, and its
+ * record is read only if asked for (`ReplaySession.#endRecord`).
+ */
+class EndLine {
+  readonly type = 'end' as const;
+  readonly text: string;
+  readonly line: number;
+
+  constructor(text: string, line: number) {
+    this.text = text;
+    this.line = line;
+  }
+}
+
+/**
+ * A line as `readLine` reads it but for an `event` or an `end` line: its payload is compared byte for byte with
  * what the replayed run emits (always canonical JSON), so a line of the event form is taken as it is
  * — an edited payload differs there — and its JSON is read only if asked for.
  */
 function readReplayLine(t: string, line: number): ReadLine {
+  // Its record has no fields read before the end (`ReplaySession.#endRecord` reads them when asked).
+  if (t.startsWith('{"type":"end",')) return { line, text: t, ok: true, record: new EndLine(t, line) as unknown as EndRecord };
   const m = CANONICAL_EVENT_LINE.exec(t);
   if (m === null) return readLine(t, line);
   return { line, text: t, ok: true, record: new EventLine(Number(m[1]), m[2] as string) };
@@ -282,7 +299,7 @@ async function replayCurrent(text: string, options: ReplayOptions): Promise<Repl
   const strict = new StrictLog(
     // An event line is taken as it is (`readReplayLine`), but no record is compared with one here:
     // events are written as they are emitted, not as records.
-    lines.map((l) => ({ line: l.line, text: l.text, trusted: l.ok })),
+    lines.map((l) => ({ line: l.line, text: l.text, trusted: l.ok && !(l.record instanceof EndLine) })),
     (m) => {
       // An event that is there but says something else is the event comparison's to report.
       if (sameEvent(m)) return;
@@ -670,7 +687,7 @@ class ReplaySession {
   readonly #tools = new RecordQueue<ToolRecord | Corrupt>();
   /** Tools' questions at the gate, in order (`ask` records). */
   readonly #asks: (AskRecord | Corrupt)[] = [];
-  #end: EndRecord | Corrupt | undefined;
+  #end: EndRecord | Corrupt | EndLine | undefined;
   /** The recorded requests' changes (undefined for an unreadable one), what each was recorded under, and the replayed run's chain. */
   readonly #deltas: (RequestDelta | undefined)[] = [];
   readonly #requested: ({ readonly line: number; readonly n: number; readonly digest: string; readonly atEvent: number } | undefined)[] = [];
@@ -796,14 +813,32 @@ class ReplaySession {
     this.problems.splice(0, this.problems.length, ...merged);
   }
 
-  #takeEnd(r: EndRecord | Corrupt): void {
+  #takeEnd(r: EndRecord | Corrupt | EndLine): void {
     if (++this.#ends > 1) this.#end = { corrupt: 'a second end record', line: this.lineOf(r).line ?? this.#last };
     else this.#end = r;
   }
 
+  /** The `end` record, read from its line the first time it is asked for (or why the line is not one). */
+  #endRecord(): EndRecord | Corrupt | undefined {
+    const end = this.#end;
+    if (!(end instanceof EndLine)) return end;
+    const read = readLine(end.text, end.line);
+    let r: EndRecord | Corrupt;
+    if (read.ok && read.record.type === 'end') {
+      r = read.record;
+      this.#lines.set(r, end.line);
+    } else r = { corrupt: read.ok ? `a ${read.record.type} record` : read.reason, line: end.line };
+    this.#end = r;
+    return r;
+  }
+
   /** Compares how the replayed run ended — its result, then the thread it left — with the `end` record (`nowLine`: the canonical line of `now`). */
   checkEnd(now: EndRecord | undefined, nowLine: string | undefined, withoutRecord: boolean, diverge: (d: Omit<PortDivergence, 'atEvent'>) => void): void {
-    const r = this.#end;
+    // The transcript's line is the canonical line of how the replay ended: the same result and the
+    // same messages, so the record on it need not be read.
+    const taken = this.#end;
+    if (taken instanceof EndLine && now !== undefined && nowLine === taken.text) return;
+    const r = this.#endRecord();
     if (r === undefined) {
       if (!withoutRecord)
         diverge({
@@ -823,8 +858,6 @@ class ReplaySession {
       diverge({ port: 'end', message: 'the replayed run has no result', ...at });
       return;
     }
-    // Both lines canonical: the same line is the same result and the same messages.
-    if (nowLine !== undefined && at.line !== undefined && this.strict?.textAt(at.line) === nowLine) return;
     if (JSON.stringify(r.result) !== JSON.stringify(now.result)) {
       const fields = Object.keys(r.result).filter(
         (k) => JSON.stringify(r.result[k as keyof EndRecord['result']]) !== JSON.stringify(now.result[k as keyof EndRecord['result']]),
@@ -854,7 +887,7 @@ class ReplaySession {
 
   /** Whether the recorded run ended `suspended`: it was let go while parked (a reload, a shutdown), or never waited. */
   get endsSuspended(): boolean {
-    const end = this.#end;
+    const end = this.#endRecord();
     return end !== undefined && !isCorrupt(end) && end.result.termination.type === 'suspended';
   }
 
@@ -866,10 +899,10 @@ class ReplaySession {
    */
   get waitsForDecisions(): boolean {
     if (this.decisions.length > 0) return true;
-    const end = this.#end;
-    if (end === undefined || isCorrupt(end)) return false;
     const finish = this.expectedEvents.findLast((e) => e.startsWith('{"event_type":"run_finish"'));
-    return finish?.includes('"termination":{"type":"suspended"') === true && end.result.termination.type !== 'suspended';
+    if (finish?.includes('"termination":{"type":"suspended"') !== true) return false;
+    const end = this.#endRecord();
+    return end !== undefined && !isCorrupt(end) && end.result.termination.type !== 'suspended';
   }
 
   lineOf(record: object): At {

@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { replayTranscript } from '../../src/replay/replayer.ts';
+
+/**
+ * A replay compares how its run ended with the transcript's `end` line as a line: the record on it
+ * is read only when the two differ, and then every way the line can be wrong is reported as before.
+ */
+const text = readFileSync(join(import.meta.dirname, '../../fixtures/runs/03-one-tool.jsonl'), 'utf8');
+const lines = text.split('\n');
+const at = lines.findIndex((l) => l.startsWith('{"type":"end"'));
+const line = at + 1;
+const edited = (f: (l: string) => string): string => lines.map((l, i) => (i === at ? f(l) : l)).join('\n');
+
+async function endOf(t: string): Promise<unknown> {
+  const r = await replayTranscript(t);
+  const d = r.divergence;
+  return { identical: r.identical, at: r.at, divergence: d && { port: d.port, kind: d.kind, message: d.message, fields: d.fields } };
+}
+
+describe('the end line of a replay', () => {
+  it('the same line: identical', async () => {
+    expect(await endOf(text)).toEqual({ identical: true, at: undefined, divergence: undefined });
+  });
+
+  it.each([
+    [
+      'a field the schema refuses',
+      edited((l) => l.replace('"steps":2', '"steps":-1')),
+      { kind: 'unreadable_record', message: `transcript line ${line} is not a valid end record: result.steps: Too small: expected number to be >=0` },
+    ],
+    [
+      'keys out of order',
+      edited((l) => {
+        const o = JSON.parse(l) as Record<string, unknown>;
+        return JSON.stringify({ result: o['result'], type: 'end', messages: o['messages'] });
+      }),
+      { kind: 'unreadable_record', message: `transcript line ${line} is not a valid end record: the record is not in canonical form` },
+    ],
+    [
+      'not JSON',
+      edited((l) => l.slice(0, -1)),
+      {
+        kind: 'unreadable_record',
+        message: `transcript line ${line} is not a valid end record: not JSON: Expected ',' or '}' after property value in JSON at position 549`,
+      },
+    ],
+    [
+      'another number of steps',
+      edited((l) => l.replace('"steps":2', '"steps":3')),
+      { kind: 'result_changed', fields: ['steps'], message: 'the run ended with another result than recorded: steps' },
+    ],
+    [
+      'another response',
+      edited((l) => l.replace('The echo said ping.","steps"', 'The echo said pong.","steps"')),
+      { kind: 'result_changed', fields: ['response'], message: 'the run ended with another result than recorded: response' },
+    ],
+  ])('%s: reported on its line, as the record on it', async (_, t, divergence) => {
+    expect(await endOf(t)).toEqual({
+      identical: false,
+      at: { line, record: 'end' },
+      divergence: { port: 'end', fields: undefined, ...divergence },
+    });
+  });
+
+  it('another message the run ended with: reported on its line, naming the message', async () => {
+    const t = edited((l) => l.replace('"text":"scenario: one-tool"', '"text":"scenario: two-tools"'));
+    expect(await endOf(t)).toEqual({
+      identical: false,
+      at: { line, record: 'end' },
+      divergence: { port: 'end', kind: undefined, fields: undefined, message: 'the run ended with another message #0 (user) than recorded' },
+    });
+  });
+
+  it('a second end line: reported on it', async () => {
+    const t = [...lines.slice(0, line), lines[at], ...lines.slice(line)].join('\n');
+    expect(await endOf(t)).toEqual({
+      identical: false,
+      at: { line: line + 1, record: 'end' },
+      divergence: {
+        port: 'end',
+        kind: 'unreadable_record',
+        fields: undefined,
+        message: `transcript line ${line + 1} is not a valid end record: a second end record`,
+      },
+    });
+  });
+});

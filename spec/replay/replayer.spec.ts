@@ -217,31 +217,24 @@ describe('every record field is verified (an edit that changes no event is still
           return JSON.stringify(r);
         })
         .join('\n');
-    const earlyDigest = editLine(
-      editLine(t, firstLlm, (r) => {
-        (r['request'] as { model: string }).model = 'edited';
-      }),
-      between,
-      (r) => {
-        r['seq'] = 99;
-      },
-    );
-    expect((await replayTranscript(earlyDigest)).divergence).toMatchObject({
+    // A request that no longer matches its digest, and an event's seq, both edited.
+    const bothEdited = (llm: number): string =>
+      editLine(
+        editLine(t, llm, (r) => {
+          (r['request'] as { model: string }).model = 'edited';
+        }),
+        between,
+        (r) => {
+          r['seq'] = 99;
+        },
+      );
+    expect((await replayTranscript(bothEdited(firstLlm))).divergence).toMatchObject({
       port: 'transcript',
       message: `line ${firstLlm}: the recorded request of inference #1 does not match its digest`,
     });
-    const earlySeq = editLine(
-      editLine(t, secondLlm, (r) => {
-        (r['request'] as { model: string }).model = 'edited';
-      }),
-      between,
-      (r) => {
-        r['seq'] = 99;
-      },
-    );
-    expect((await replayTranscript(earlySeq)).divergence).toMatchObject({
+    expect((await replayTranscript(bothEdited(secondLlm))).divergence).toMatchObject({
       port: 'transcript',
-      message: expect.stringMatching(new RegExp(`^line ${between}: event seq 99, `)),
+      message: `line ${between}: event seq 99, but it is event #${lines.slice(0, between - 1).filter((l) => l.startsWith('{"type":"event"')).length}`,
     });
   });
 

@@ -73,6 +73,35 @@ describe('the end line of a replay', () => {
     });
   });
 
+  it('an end line where the header should be: reported as not a header, with why it is no record', async () => {
+    const t = [lines[at]?.replace('"steps":2', '"steps":-1'), ...lines.filter((_, i) => i !== at)].join('\n');
+    expect(await endOf(t)).toEqual({
+      identical: false,
+      at: { line: 1, record: 'header' },
+      divergence: {
+        port: 'transcript',
+        kind: undefined,
+        fields: undefined,
+        message: 'line 1 is not a header: result.steps: Too small: expected number to be >=0 (expected format awaken-transcript/12)',
+      },
+    });
+  });
+
+  it('a line that begins as an end line but whose JSON says otherwise (a later "type" key wins) is read as what it says', async () => {
+    const llm = lines.findIndex((l) => l.startsWith('{"type":"llm"'));
+    const t = lines.map((l, i) => (i === llm ? l.replace(/^\{/, '{"type":"end",') : l)).join('\n');
+    expect(await endOf(t)).toEqual({
+      identical: false,
+      at: { line: llm + 1, record: 'llm' },
+      divergence: {
+        port: 'llm',
+        kind: 'unreadable_record',
+        fields: undefined,
+        message: `request #1: transcript line ${llm + 1} is not a valid record: the record is not in canonical form`,
+      },
+    });
+  });
+
   it('a second end line: reported on it', async () => {
     const t = [...lines.slice(0, line), lines[at], ...lines.slice(line)].join('\n');
     expect(await endOf(t)).toEqual({

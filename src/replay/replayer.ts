@@ -187,8 +187,18 @@ class EndLine {
  * — an edited payload differs there — and its JSON is read only if asked for.
  */
 function readReplayLine(t: string, line: number): ReadLine {
-  // Its record has no fields read before the end (`ReplaySession.#endRecord` reads them when asked).
-  if (t.startsWith('{"type":"end",')) return { line, text: t, ok: true, record: new EndLine(t, line) as unknown as EndRecord };
+  if (t.startsWith('{"type":"end",')) {
+    // Typed by its JSON, as any line is (a later "type" key wins); its record is read through the
+    // schema only when asked (`ReplaySession.#endRecord`).
+    let json: unknown;
+    try {
+      json = JSON.parse(t);
+    } catch {
+      return readLine(t, line);
+    }
+    if ((json as { readonly type?: unknown }).type === 'end') return { line, text: t, ok: true, record: new EndLine(t, line) as unknown as EndRecord };
+    return readLine(t, line);
+  }
   const m = CANONICAL_EVENT_LINE.exec(t);
   if (m === null) return readLine(t, line);
   return { line, text: t, ok: true, record: new EventLine(Number(m[1]), m[2] as string) };
@@ -260,7 +270,9 @@ export async function replayTranscript(text: string, options: ReplayOptions = {}
 
 async function replayCurrent(text: string, options: ReplayOptions): Promise<ReplayReport> {
   const lines = readTranscript(text, readReplayLine);
-  const first = lines[0];
+  // An end line where the header should be is reported as it reads.
+  const head = lines[0];
+  const first = head?.ok === true && head.record instanceof EndLine ? readLine(head.text, head.line) : head;
   if (first === undefined || !first.ok || first.record.type !== 'header') {
     const reason =
       first === undefined
@@ -822,12 +834,13 @@ class ReplaySession {
   #endRecord(): EndRecord | Corrupt | undefined {
     const end = this.#end;
     if (!(end instanceof EndLine)) return end;
+    // Its JSON says `end`, so a record read from it is one.
     const read = readLine(end.text, end.line);
     let r: EndRecord | Corrupt;
-    if (read.ok && read.record.type === 'end') {
-      r = read.record;
+    if (read.ok) {
+      r = read.record as EndRecord;
       this.#lines.set(r, end.line);
-    } else r = { corrupt: read.ok ? `a ${read.record.type} record` : read.reason, line: end.line };
+    } else r = { corrupt: read.reason, line: end.line };
     this.#end = r;
     return r;
   }

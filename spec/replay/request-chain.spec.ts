@@ -39,6 +39,20 @@ function counted(entries: Message[]): { list: Message[]; reads: () => number } {
 }
 
 describe('a chain of requests over an array that only grows', () => {
+  it('marks an array for itself alone: no key, symbol or field any reader sees; a copy is unmarked; marking twice is one mark', () => {
+    const list = [Messages.user('go')];
+    const plain = [Messages.user('go')];
+    expect(isAppendOnly(list)).toBe(false);
+    markAppendOnly(list);
+    markAppendOnly(list);
+    expect(isAppendOnly(list)).toBe(true);
+    expect(Reflect.ownKeys(list)).toEqual(Reflect.ownKeys(plain));
+    expect(list).toStrictEqual(plain);
+    expect(JSON.stringify(list)).toBe(JSON.stringify(plain));
+    expect(isAppendOnly([...list])).toBe(false);
+    expect(isAppendOnly(plain)).toBe(false);
+  });
+
   it('reads only the entries appended since its last request', () => {
     const { list, reads } = counted([Messages.system('be brief'), Messages.user('go')]);
     markAppendOnly(list);

@@ -1,4 +1,5 @@
 import { getEventListeners } from 'node:events';
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { AgentEvent } from '../../src/contract/event.ts';
@@ -440,6 +441,36 @@ describe('maps keyed by call id', () => {
     const again = withEntry(proto, 'c', 4);
     expect(Object.keys(again)).toEqual(['a', '__proto__', 'c']);
     expect(Object.getOwnPropertyDescriptor(again, '__proto__')?.value).toBe(3);
+  });
+
+  it('withEntry gives what a copy of every key would, on the map it made last or any other (index-like keys, "__proto__")', () => {
+    // The copy of a map enumerated anew, key by key: what withEntry must give whichever map it is set on.
+    const copied = (map: Readonly<Record<string, number>> | undefined, key: string, value: number): Record<string, number> => {
+      const next: Record<string, number> = Object.create(null);
+      if (map !== undefined) for (const k in map) next[k] = map[k] as number;
+      next[key] = value;
+      return next;
+    };
+    const entries = (map: Readonly<Record<string, number>>): [string, number][] => Object.keys(map).map((k) => [k, map[k] as number]);
+    const key = fc.constantFrom('a', 'b', 'c', '0', '7', '10', '__proto__', 'call_1');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(), key, fc.integer()), { minLength: 1, maxLength: 30 }), (ops) => {
+        const made: (Readonly<Record<string, number>> | undefined)[] = [undefined];
+        const expected: (Readonly<Record<string, number>> | undefined)[] = [undefined];
+        for (const [pick, k, v] of ops) {
+          const i = pick % made.length;
+          const before = made[i] === undefined ? undefined : entries(made[i] as Record<string, number>);
+          made.push(withEntry(made[i], k, v));
+          expected.push(copied(expected[i], k, v));
+          if (before !== undefined) expect(entries(made[i] as Record<string, number>)).toEqual(before);
+        }
+        for (let i = 1; i < made.length; i++) {
+          expect(entries(made[i] as Record<string, number>)).toEqual(entries(expected[i] as Record<string, number>));
+          expect(Object.getPrototypeOf(made[i])).toBeNull();
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('a tool call with the id "__proto__" keeps its state and result under that id', async () => {

@@ -1,15 +1,33 @@
 /**
  * The arrays of messages that only ever grow while they are sent: the loop's history as sent, one
  * array a run (`InferenceRequest.messages`). Whoever compares a request with the one before it
- * (`RequestChain`) need not read again what it read of such an array. Held weakly: a finished run's
- * array goes with it. Not exported from the package: a mark is a promise only the loop can keep.
+ * (`RequestChain`) need not read again what it read of such an array. Not exported from the
+ * package: a mark is a promise only the loop can keep.
+ *
+ * The mark is a private field stamped on the array (a base class whose constructor returns the
+ * object it is given): invisible to every reflection, comparison and serialisation, and gone with
+ * the array. A `WeakSet` did the same at about ten times the cost: one entry a run in a table that
+ * only a collection shrinks.
  */
-const appendOnly = new WeakSet<readonly object[]>();
+class Stamped {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the stamp is the returned object's own private field.
+    return target;
+  }
+}
+
+class AppendOnlyMark extends Stamped {
+  readonly #appendOnly = true;
+
+  static marked(messages: object): boolean {
+    return #appendOnly in messages;
+  }
+}
 
 /** Marks `messages` as an array its owner only appends to, and that nobody else writes to. */
 export const markAppendOnly = (messages: readonly object[]): void => {
-  appendOnly.add(messages);
+  if (!AppendOnlyMark.marked(messages)) new AppendOnlyMark(messages);
 };
 
 /** Whether `messages` only grows: its entries, once read, stay where they were. */
-export const isAppendOnly = (messages: readonly object[]): boolean => appendOnly.has(messages);
+export const isAppendOnly = (messages: readonly object[]): boolean => AppendOnlyMark.marked(messages);

@@ -253,7 +253,7 @@ const RUN: BatchInput = Object.freeze({ type: 'run' });
 const CLEAR_STATES = Object.freeze({ op: 'clear' as const });
 
 /** A state command of these ops alone. */
-const commandOfOps = (ops: readonly MutationOp[]): StateCommand => new StateCommand(new MutationBatch(undefined, ops));
+const commandOfOps = (ops: readonly MutationOp[]): StateCommand => StateCommand.fromOps(ops);
 
 /** A step that asks for no after-tool phase. */
 const NO_CALLS: readonly number[] = Object.freeze([]);

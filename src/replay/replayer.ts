@@ -182,9 +182,10 @@ class EndLine {
 }
 
 /**
- * A line as `readLine` reads it but for an `event` or an `end` line: its payload is compared byte for byte with
- * what the replayed run emits (always canonical JSON), so a line of the event form is taken as it is
- * — an edited payload differs there — and its JSON is read only if asked for.
+ * A line as `readLine` reads it but for an `event` or an `end` line, each compared byte for byte with
+ * what the replay writes in its place (always canonical JSON): an event line's payload with the event
+ * the replayed run emits, an end line with the replay's own end line. Either is taken as it is — an
+ * edited one differs there — and read through its schema only if asked for.
  */
 function readReplayLine(t: string, line: number): ReadLine {
   if (t.startsWith('{"type":"end",')) {

@@ -51,6 +51,8 @@ describe('a chain of requests over an array that only grows', () => {
     expect(JSON.stringify(list)).toBe(JSON.stringify(plain));
     expect(isAppendOnly([...list])).toBe(false);
     expect(isAppendOnly(plain)).toBe(false);
+    // What a request of a hand-written transcript may hold instead of a list: not marked, and no throw.
+    for (const odd of ['', null, undefined, 3]) expect(isAppendOnly(odd as unknown as object[])).toBe(false);
   });
 
   it('reads only the entries appended since its last request', () => {

@@ -147,6 +147,20 @@ describe('Env', () => {
     ]);
   });
 
+  it('a clock read before the epoch gives whole ids too: time 0 and the counter from 0, until a reading after it', () => {
+    const readings = [-1, -5, Number.NEGATIVE_INFINITY, 7];
+    const next = uuidV7Generator(
+      () => readings.shift() as number,
+      (b) => b.fill(0xff),
+    );
+    expect(Array.from({ length: 4 }, () => next())).toEqual([
+      '00000000-0000-7000-8000-000000000001',
+      '00000000-0000-7000-8000-000000000002',
+      '00000000-0000-7000-8000-000000000003',
+      '00000000-0007-7fff-bfff-ffffffffffff',
+    ]);
+  });
+
   it('real ids from the default Env: valid, unique and increasing over a burst', () => {
     const env = realEnv();
     const ids = Array.from({ length: 20_000 }, () => env.ids.next('message'));

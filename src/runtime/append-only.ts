@@ -19,8 +19,9 @@ class Stamped {
 class AppendOnlyMark extends Stamped {
   readonly #appendOnly = true;
 
-  static marked(messages: object): boolean {
-    return #appendOnly in messages;
+  /** False for anything that is not an object (what a request of a hand-written transcript may hold), as a `WeakSet` would say. */
+  static marked(messages: unknown): boolean {
+    return typeof messages === 'object' && messages !== null && #appendOnly in messages;
   }
 }
 

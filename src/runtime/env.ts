@@ -85,7 +85,8 @@ export function uuidV7Generator(now: () => number = Date.now, fill: (buffer: Uin
   // The id's text up to c, dashes and version digit in place: 8-4-4-4-4 and the first four of the
   // last twelve (c is the other eight); `head` is it as a string once written.
   const text = Buffer.from('00000000-0000-7000-8000-0000', 'latin1') as Buffer & { latin1Slice(start: number, end: number): string };
-  let head = '';
+  // Before any full write (a clock read before the epoch never makes one), the buffer's own text.
+  let head = '00000000-0000-7000-8000-0000';
   const reseed = (): void => {
     if (at + 10 > POOL_BYTES) {
       fill(pool);

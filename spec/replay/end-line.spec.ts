@@ -1,7 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Message } from '../../src/contract/message.ts';
 import { replayTranscript } from '../../src/replay/replayer.ts';
+import { endRecordOf, EndRecordSchema, RequestChain, type EndRecord } from '../../src/replay/transcript.ts';
+import { conversation } from '../support/conversations.ts';
 
 /**
  * A replay compares how its run ended with the transcript's `end` line as a line: the record on it
@@ -114,5 +118,53 @@ describe('the end line of a replay', () => {
         message: `transcript line ${line + 1} is not a valid end record: a second end record`,
       },
     });
+  });
+});
+
+describe('endRecordOf', () => {
+  const resultOf = (record: EndRecord) => ({
+    response: record.result.response,
+    steps: record.result.steps,
+    termination: record.result.termination,
+    usage: record.result.usage,
+    inferenceErrors: record.result.inference_errors,
+  });
+  const whole = (record: EndRecord, messages: readonly unknown[]): string =>
+    JSON.stringify(EndRecordSchema.parse({ type: 'end', result: { ...record.result }, messages }));
+
+  it('writes what the schema gives the whole record, for every corpus run: messages a request took before, messages in another key order, messages never sent', () => {
+    const dir = join(import.meta.dirname, '../../fixtures/runs');
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.jsonl'))) {
+      const endLine = readFileSync(join(dir, file), 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('{"type":"end"')) as string;
+      const record = EndRecordSchema.parse(JSON.parse(endLine));
+      // Every message as a new object with its keys reversed: its canonical form is the schema's, whatever order it came in.
+      const reversed = record.messages.map((m) => Object.fromEntries(Object.entries(m).reverse()) as Message);
+      // Half of them taken by a request first, as the loop's requests take them.
+      new RequestChain().next({ model: 'm', messages: reversed.filter((_, i) => i % 2 === 0), tools: [] });
+      expect(JSON.stringify(endRecordOf(resultOf(record), reversed)), file).toBe(whole(record, reversed));
+      expect(JSON.stringify(endRecordOf(resultOf(record), reversed)), file).toBe(endLine);
+    }
+  });
+
+  it('property: the same line as the schema gives, for any conversation, whichever of its messages a request took first', () => {
+    const record = EndRecordSchema.parse(JSON.parse(lines[at] as string));
+    fc.assert(
+      fc.property(conversation(12), fc.array(fc.boolean(), { maxLength: 80 }), (messages, taken) => {
+        new RequestChain().next({ model: 'm', messages: messages.filter((_, i) => taken[i] === true), tools: [] });
+        expect(JSON.stringify(endRecordOf(resultOf(record), messages))).toBe(whole(record, messages));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a message the schema refuses: the error the schema gives the whole record, with the path from the record', () => {
+    const record = EndRecordSchema.parse(JSON.parse(lines[at] as string));
+    const messages = [...record.messages, { id: 'x', role: 'nobody', content: [] } as unknown as Message];
+    const expected = EndRecordSchema.safeParse({ type: 'end', result: { ...record.result }, messages });
+    expect(expected.success).toBe(false);
+    expect(() => endRecordOf(resultOf(record), messages)).toThrow(expected.error?.message);
+    expect(expected.error?.issues[0]?.path[0]).toBe('messages');
   });
 });

@@ -159,6 +159,15 @@ describe('endRecordOf', () => {
     );
   });
 
+  it('a message changed in place after a request took it is written as it is at the end, as a recording made before wrote it', () => {
+    const record = EndRecordSchema.parse(JSON.parse(lines[at] as string));
+    const m: Message = { id: 'm1', role: 'assistant', content: [{ type: 'text', text: 'hi' }] };
+    new RequestChain().next({ model: 'm', messages: [m], tools: [] });
+    (m.content[0] as { text: string }).text = 'changed';
+    expect(JSON.stringify(endRecordOf(resultOf(record), [m]))).toBe(whole(record, [m]));
+    expect(endRecordOf(resultOf(record), [m]).messages[0]?.content).toEqual([{ type: 'text', text: 'changed' }]);
+  });
+
   it('a message the schema refuses: the error the schema gives the whole record, with the path from the record', () => {
     const record = EndRecordSchema.parse(JSON.parse(lines[at] as string));
     const messages = [...record.messages, { id: 'x', role: 'nobody', content: [] } as unknown as Message];

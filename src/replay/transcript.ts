@@ -380,14 +380,7 @@ export const EndRecordSchema = z.object({
 });
 export type EndRecord = z.output<typeof EndRecordSchema>;
 
-const EndResultSchema = EndRecordSchema.shape.result;
-
-/**
- * The `end` record of a run, canonical: what `EndRecordSchema` gives, with each message's canonical
- * form taken where its requests already took it (`canonicalOf`), so a run's history is not read
- * through the schema once more at its end. Should any message be refused, the whole record is read
- * through the schema, for the schema's own error.
- */
+/** The `end` record of a run, canonical. */
 export function endRecordOf(
   result: {
     readonly response: string;
@@ -398,20 +391,11 @@ export function endRecordOf(
   },
   messages: readonly Message[],
 ): EndRecord {
-  const fields = {
-    response: result.response,
-    steps: result.steps,
-    termination: result.termination,
-    usage: result.usage,
-    inference_errors: result.inferenceErrors,
-  };
-  const canonical: Message[] = [];
-  try {
-    for (const m of messages) canonical.push(canonicalOf(m, MessageSchema));
-    return { type: 'end', result: EndResultSchema.parse(fields), messages: canonical };
-  } catch {
-    return EndRecordSchema.parse({ type: 'end', result: fields, messages });
-  }
+  return EndRecordSchema.parse({
+    type: 'end',
+    result: { response: result.response, steps: result.steps, termination: result.termination, usage: result.usage, inference_errors: result.inferenceErrors },
+    messages,
+  });
 }
 
 export const RecordSchema = z.union([

@@ -91,6 +91,23 @@ describe('AgentRuntime.start and run', () => {
     expect(result).toMatchObject({ ok: true, value: { threadId: 't1', runId: 'r1', termination: { type: 'natural_end' } } });
   });
 
+  it('run() answers every failure through its promise: a request that is no object rejects it, nothing is thrown where run is called', async () => {
+    const h = harness([{ text: 'hello' }]);
+    let returned: Promise<unknown> | undefined;
+    expect(() => {
+      returned = h.runtime.run(undefined as never, h.sink);
+    }).not.toThrow();
+    await expect(returned).rejects.toThrow(TypeError);
+    const throwing = harness([{ text: 'hello' }]);
+    // A sink that throws at the run's last event, where the run ends without a promise of its own.
+    const sink = {
+      emit: (e: { readonly event_type: string }) => {
+        if (e.event_type === 'run_finish') throw new Error('the sink broke');
+      },
+    };
+    await expect(throwing.runtime.run({ messages: [Messages.user('hi')] }, sink)).rejects.toThrow('the sink broke');
+  });
+
   it('a request without an agent runs the first agent by id', async () => {
     const llm = new ScriptedLlm([{ text: 'from b?' }]);
     const built = new AgentRuntimeBuilder()

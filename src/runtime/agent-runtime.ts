@@ -118,10 +118,17 @@ export class AgentRuntime {
   }
 
   /** Runs to completion (through any suspensions, while decisions arrive) and returns the result. */
-  async run(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<AgentRunResult, RuntimeError>> {
-    const started = await this.start(request, sink, options);
-    if (!started.ok) return started;
-    return ok(await started.value.done);
+  run(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<AgentRunResult, RuntimeError>> {
+    // Chained, not awaited: two `async` frames and their promises less at every run.
+    try {
+      return this.#start(request, sink, options, {}).then(AgentRuntime.#whenDone);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  static #whenDone(this: void, started: Result<RunHandle, RuntimeError>): Result<AgentRunResult, RuntimeError> | Promise<Result<AgentRunResult, RuntimeError>> {
+    return started.ok ? started.value.done.then(ok) : started;
   }
 
   /** Starts a run and returns its handle at once. */

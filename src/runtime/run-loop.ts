@@ -229,11 +229,11 @@ export class RunLoop implements BatchHost {
   readonly #steps_ = (at: LoopStep): MaybePromise<LoopStep> => (isFinal(at) ? at : drive(at, this.#turn, isFinal));
 
   /** The run's end as the machine left it: finished, left (its stream already ended), or failed by a fault of the interpreter. */
-  readonly #conclude = (last: LoopStep): Promise<AgentRunResult> | AgentRunResult => {
+  readonly #conclude = (last: LoopStep): MaybePromise<AgentRunResult> => {
     const next = last.next;
-    if (next.type === 'end') return this.#finish(next.termination);
+    if (next.type === 'end') return this.#finishing(next.termination);
     if (next.type === 'leave') return this.#result(next.termination);
-    return this.#finish(failed(next.type === 'invalid' ? next.reason : `the loop stopped at ${next.type}`));
+    return this.#finishing(failed(next.type === 'invalid' ? next.reason : `the loop stopped at ${next.type}`));
   };
 
   // ---- the interpreter -----------------------------------------------------------------------------
@@ -431,9 +431,18 @@ export class RunLoop implements BatchHost {
 
   // ---- run end --------------------------------------------------------------------------------------
 
-  /** RunEnd, the final checkpoint and `run_finish`: the run's result with the termination it ended with. */
+  /** RunEnd, the final checkpoint and `run_finish`, as a promise (a throw of the sink now rejects it). */
   #finish(termination: TerminationReason): Promise<AgentRunResult> {
-    return finishRun(this, termination).then((final) => this.#result(final));
+    try {
+      return Promise.resolve(this.#finishing(termination));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** The run's result with the termination it ended with: now when the end answered at once. */
+  #finishing(termination: TerminationReason): MaybePromise<AgentRunResult> {
+    return andThen(finishRun(this, termination), (final) => this.#result(final));
   }
 
   /** The run's answer: its last assistant message after the input. */
@@ -468,18 +477,8 @@ export class RunLoop implements BatchHost {
   checkpoint(termination: TerminationReason | undefined, at?: number, amend?: (run: PersistedState) => PersistedState): Halting {
     if (!this.#checkpoints.stored) return undefined;
     const usage = this.#inference.inferences.usage;
-    return this.#checkpoints.write(
-      termination,
-      {
-        agentId: this.resolved.spec.id,
-        messages: this.#messages,
-        steps: this.#steps,
-        inputTokens: usage.prompt,
-        outputTokens: usage.completion,
-      },
-      at,
-      amend,
-    );
+    const facts = { agentId: this.resolved.spec.id, messages: this.#messages, steps: this.#steps, inputTokens: usage.prompt, outputTokens: usage.completion };
+    return this.#checkpoints.write(termination, facts, at, amend);
   }
 
   get durable(): boolean {

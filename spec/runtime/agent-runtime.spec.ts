@@ -91,11 +91,15 @@ describe('AgentRuntime.start and run', () => {
     expect(result).toMatchObject({ ok: true, value: { threadId: 't1', runId: 'r1', termination: { type: 'natural_end' } } });
   });
 
-  it('run() answers every failure through its promise: a request that is no object rejects it, nothing is thrown where run is called', async () => {
+  it('run() and start() answer every failure through their promise: a request that is no object rejects it, nothing is thrown where they are called', async () => {
     const h = harness([{ text: 'hello' }]);
     let returned: Promise<unknown> | undefined;
     expect(() => {
       returned = h.runtime.run(undefined as never, h.sink);
+    }).not.toThrow();
+    await expect(returned).rejects.toThrow(TypeError);
+    expect(() => {
+      returned = h.runtime.start(undefined as never, h.sink);
     }).not.toThrow();
     await expect(returned).rejects.toThrow(TypeError);
     const throwing = harness([{ text: 'hello' }]);
@@ -106,6 +110,16 @@ describe('AgentRuntime.start and run', () => {
       },
     };
     await expect(throwing.runtime.run({ messages: [Messages.user('hi')] }, sink)).rejects.toThrow('the sink broke');
+  });
+
+  it('run() starts through start(): a wrapper put in its place sees every run', async () => {
+    const h = harness([{ text: 'hello' }]);
+    const seen: (string | undefined)[] = [];
+    const start = h.runtime.start.bind(h.runtime);
+    h.runtime.start = (request, sink, options) => (seen.push(request.threadId), start(request, sink, options));
+    const result = await h.runtime.run({ threadId: 't1', messages: [Messages.user('hi')] }, h.sink);
+    expect(result).toMatchObject({ ok: true, value: { threadId: 't1', response: 'hello' } });
+    expect(seen).toStrictEqual(['t1']);
   });
 
   it('a request without an agent runs the first agent by id', async () => {

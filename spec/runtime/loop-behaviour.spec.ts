@@ -10,7 +10,7 @@ import { preRegistered } from '../../src/core/phase/plugin.ts';
 import { defineStateKey } from '../../src/core/state/state-key.ts';
 import { AddContextMessage, ExcludeTool, IncludeOnlyTools, SetInferenceOverride, ToolInterceptAction } from '../../src/runtime/builtin-plugins.ts';
 import type { RunCheckpoint } from '../../src/runtime/thread-run-store.ts';
-import { InterceptConflicts, ToolCallStates, IllegalTransition, RunLifecycle, withEntry } from '../../src/runtime/loop-keys.ts';
+import { InterceptConflicts, ToolCallStates, IllegalTransition, keysOf, RunLifecycle, withEntry } from '../../src/runtime/loop-keys.ts';
 import type { RuntimePlugin } from '../../src/runtime/resolve.ts';
 import { defineTool, type Tool } from '../../src/runtime/tool.ts';
 import { checkRunInvariants } from '../../src/testing/invariants.ts';
@@ -443,7 +443,7 @@ describe('maps keyed by call id', () => {
     expect(Object.getOwnPropertyDescriptor(again, '__proto__')?.value).toBe(3);
   });
 
-  it('withEntry gives what a copy of every key would, on the map it made last or any other (index-like keys, "__proto__")', () => {
+  it('withEntry gives what a copy of every key would, on the map it made last or any other (index-like keys, "__proto__"); keysOf lists the own keys of each', () => {
     // The copy of a map enumerated anew, key by key: what withEntry must give whichever map it is set on.
     const copied = (map: Readonly<Record<string, number>> | undefined, key: string, value: number): Record<string, number> => {
       const next: Record<string, number> = Object.create(null);
@@ -463,10 +463,14 @@ describe('maps keyed by call id', () => {
           made.push(withEntry(made[i], k, v));
           expected.push(copied(expected[i], k, v));
           if (before !== undefined) expect(entries(made[i] as Record<string, number>)).toEqual(before);
+          // keysOf lists a map's own keys, whether it is the map made last or an earlier one.
+          for (const m of [made[made.length - 1], made[i], made[pick % made.length]])
+            if (m !== undefined) expect([...keysOf(m)].sort()).toEqual(Object.keys(m).sort());
         }
         for (let i = 1; i < made.length; i++) {
           expect(entries(made[i] as Record<string, number>)).toEqual(entries(expected[i] as Record<string, number>));
           expect(Object.getPrototypeOf(made[i])).toBeNull();
+          expect([...keysOf(made[i] as Record<string, number>)].sort()).toEqual(Object.keys(made[i] as Record<string, number>).sort());
         }
       }),
       { numRuns: 300 },

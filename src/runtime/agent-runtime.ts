@@ -119,9 +119,9 @@ export class AgentRuntime {
 
   /** Runs to completion (through any suspensions, while decisions arrive) and returns the result. */
   run(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<AgentRunResult, RuntimeError>> {
-    // Chained, not awaited: two `async` frames and their promises less at every run.
+    // Chained, not awaited (an `async` frame and two promises less a run); through `start`, which a wrapper may replace.
     try {
-      return this.#start(request, sink, options, {}).then(AgentRuntime.#whenDone);
+      return this.start(request, sink, options).then(AgentRuntime.#whenDone);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -131,9 +131,13 @@ export class AgentRuntime {
     return started.ok ? started.value.done.then(ok) : started;
   }
 
-  /** Starts a run and returns its handle at once. */
-  async start(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
-    return this.#start(request, sink, options, {});
+  /** Starts a run and returns its handle at once (a failure, even of a request that is no object, rejects the promise). */
+  start(request: RunRequest, sink: EventSink, options: RunOptions = {}): Promise<Result<RunHandle, RuntimeError>> {
+    try {
+      return this.#start(request, sink, options, {});
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   #start(request: RunRequest, sink: EventSink, options: RunOptions, sub: SubRun): Promise<Result<RunHandle, RuntimeError>> {

@@ -47,7 +47,16 @@ export function withEntry<V>(map: { readonly [key: string]: V } | undefined, key
 }
 
 /**
- * The map `withEntry` made last and its keys in the order it enumerates them: the next entry is most
+ * The own keys of `map`, in no promised order: the list `withEntry` kept when `map` is the map it
+ * made last (the usual case: a call's state just committed), else the map's own.
+ */
+export function keysOf(map: { readonly [key: string]: unknown }): readonly string[] {
+  return map === lastMade ? lastKeys : Object.keys(map);
+}
+
+/**
+ * The map `withEntry` made last and its keys, in the order they were set (an index-like key
+ * enumerates first, but a copy sets it wherever it comes): the next entry is most
  * often set on that very map (a call's next status, the batch's next result), and a dictionary is
  * about three times slower to enumerate than to copy from a list. Only a map made here is listed,
  * and none is written after it is made (a state value is replaced, never changed). The map is held

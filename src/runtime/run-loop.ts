@@ -24,7 +24,7 @@ import { StepBatch } from './loop/step-batch.ts';
 import { StepInference } from './loop/step-inference.ts';
 import { park } from './loop/suspension.ts';
 import { endedAtTakeUp, recovery, resumedEvent, revival, type TakeUp } from './loop/take-up.ts';
-import { LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from './loop-keys.ts';
+import { keysOf, LoopControl, RunLifecycle, ToolCallStates, type ToolCallState } from './loop-keys.ts';
 import { andThen, andThenOrElse, drive, eachInOrder, type MaybePromise } from './maybe-promise.ts';
 import type { PhaseRuntime } from './phase-runtime.ts';
 import type { ResolvedAgent } from './resolve.ts';
@@ -492,7 +492,7 @@ export class RunLoop implements BatchHost {
   persist(amend?: (run: PersistedState) => PersistedState): Halting {
     const states = this.phase.store.snapshot().get(ToolCallStates);
     let at = 0;
-    if (states !== undefined) for (const id in states) at = Math.max(at, (states[id] as ToolCallState).updated_at);
+    if (states !== undefined) for (const id of keysOf(states)) at = Math.max(at, (states[id] as ToolCallState).updated_at);
     return this.checkpoint(undefined, at, amend);
   }
 }

@@ -56,9 +56,9 @@ export function keysOf(map: { readonly [key: string]: unknown }): readonly strin
 
 /**
  * The map `withEntry` made last and its keys, in the order they were set (an index-like key
- * enumerates first, but a copy sets it wherever it comes): the next entry is most
- * often set on that very map (a call's next status, the batch's next result), and a dictionary is
- * about three times slower to enumerate than to copy from a list. Only a map made here is listed,
+ * enumerates first, but a copy sets it wherever it comes): the next entry is most often set on
+ * that very map (a call's next status, the batch's next result), and a dictionary is about three
+ * times slower to enumerate than to copy from a list. Only a map made here is listed,
  * and none is written after it is made (a state value is replaced, never changed). The map is held
  * until the next call: at most one map's values outlive their run. (A private field stamped on
  * each map instead would hold nothing, but costs a dictionary object more than the enumeration.)
